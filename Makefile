@@ -1,0 +1,79 @@
+# tgkit front door. The real build is CMake; these targets install what is missing, configure,
+# build and run. `make run` and `make test` are the two commands README.md opens with.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+FUZZ_SECONDS ?= 60
+
+# Debian packages: build + tests (deps), extra tools for lint and bench.
+PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
+             libmicrohttpd-dev libhiredis-dev libpcre2-dev libqrencode-dev \
+             libcmocka-dev libjansson-dev libcjson-dev redis-server clang \
+             libclang-rt-14-dev curl ca-certificates
+PKGS_LINT  = clang-format clang-tidy cppcheck
+PKGS_BENCH = wrk valgrind
+
+.PHONY: all deps build run test bench fuzz regen regen-check format lint clean asan-test \
+        deps-lint deps-bench
+
+all: build
+
+deps:
+	@scripts/deps.sh $(PKGS_BUILD)
+
+deps-lint:
+	@scripts/deps.sh $(PKGS_LINT)
+
+deps-bench:
+	@scripts/deps.sh $(PKGS_BENCH)
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@scripts/run.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+asan-test: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTGKIT_SANITIZE=address,undefined \
+	    -DTGKIT_WERROR=ON -DTGKIT_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+bench: build deps-bench
+	@scripts/bench.sh $(BUILD)
+
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DTGKIT_FUZZ=ON -DTGKIT_SANITIZE=address,undefined -DTGKIT_BUILD_BENCH=OFF \
+	    -DTGKIT_BUILD_EXAMPLES=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+regen:
+	python3 tools/botapi-gen/botapi_gen.py
+	$(MAKE) --no-print-directory format-generated
+
+regen-check:
+	@scripts/regen-check.sh
+
+format: deps-lint
+	@git ls-files '*.c' '*.h' | grep -v '\.gen\.' | xargs clang-format -i
+	@echo "formatted $$(git ls-files '*.c' '*.h' | grep -vc '\.gen\.') files"
+
+format-generated:
+	@ls src/bot/api/*.gen.[ch] include/tgbot/api*.h 2>/dev/null | xargs -r clang-format -i
+
+lint: deps-lint build
+	@scripts/lint.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,67 @@
+/*
+ * str: small string and byte helpers both products need.
+ *
+ * - spans (pointer + length, not NUL-terminated) for zero-copy views into input;
+ * - hex and base64 (standard and URL alphabets, padding optional on decode) for proxy
+ *   secrets, links and multipart boundaries;
+ * - constant-time comparison for secrets and MACs;
+ * - strict integer parsing (no whitespace, no sign surprises, overflow detected);
+ * - URL percent-encoding for query strings and tg:// links.
+ *
+ * Return convention: lengths as size_t, or (size_t)-1 / -1 on malformed input or lack of
+ * room. Thread-safety: all functions are reentrant; none allocate except through a tg__buf.
+ */
+#ifndef TGKIT_CORE_STR_H
+#define TGKIT_CORE_STR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+
+typedef struct tg__span {
+    const char *p;
+    size_t n;
+} tg__span;
+
+#define TG__SPAN_LIT(s) ((tg__span){(s), sizeof(s) - 1})
+#define TG__BAD_LEN ((size_t)-1)
+
+static inline tg__span tg__span_of(const char *s, size_t n)
+{
+    return (tg__span){s, n};
+}
+bool tg__span_eq(tg__span a, const char *lit);
+bool tg__span_starts_with(tg__span a, const char *prefix);
+
+/* Constant-time equality of two n-byte blocks (time depends on n only). */
+bool tg__ct_equal(const void *a, const void *b, size_t n);
+/* Constant-time equality of two strings of possibly different lengths (time depends on the
+ * length of b, the secret one, only). */
+bool tg__ct_streq(const char *a, size_t a_len, const char *b, size_t b_len);
+
+/* Lowercase hex of in[0..n) into out (2n+1 bytes with NUL). */
+void tg__hex_encode(char *out, const void *in, size_t n);
+/* Decode 2k hex digits (either case) into out (cap bytes). Returns k or TG__BAD_LEN. */
+size_t tg__hex_decode(void *out, size_t cap, const char *in, size_t n);
+
+enum { TG__B64_STD = 0, TG__B64_URL = 1, TG__B64_NOPAD = 2 };
+/* Encode into out (cap bytes, NUL added). Returns the length or TG__BAD_LEN if cap is short. */
+size_t tg__b64_encode(char *out, size_t cap, const void *in, size_t n, int flags);
+/* Decode either alphabet, padding optional; rejects anything else. Returns the byte count or
+ * TG__BAD_LEN. */
+size_t tg__b64_decode(void *out, size_t cap, const char *in, size_t n);
+
+/* Strict decimal integer parse of the whole span: optional '-', digits, no leading '+',
+ * no whitespace. Returns 0 or -1 (malformed or out of range). */
+int tg__parse_i64(const char *s, size_t n, int64_t *out);
+int tg__parse_u64(const char *s, size_t n, uint64_t *out);
+
+/* Append s percent-encoded (RFC 3986 unreserved characters kept) to b. 0 or -errno. */
+int tg__url_encode(tg__buf *b, const char *s, size_t n);
+
+/* Bounded copy that always NUL-terminates (when cap > 0). Returns strlen(src). */
+size_t tg__strlcpy(char *dst, const char *src, size_t cap);
+
+#endif

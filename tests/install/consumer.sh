@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the build into a scratch prefix and builds two tiny consumers against the
+# *installed* library: one with pkg-config, one with CMake's find_package(tgbot).
+set -euo pipefail
+build=$1
+here=$2
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+libdir=$(find "$prefix" -name tgbot.pc -printf '%h\n' | head -1)
+test -n "$libdir" || { echo "tgbot.pc was not installed"; exit 1; }
+test -f "$prefix/include/tgbot/tgbot.h" || { echo "headers were not installed"; exit 1; }
+export PKG_CONFIG_PATH="$libdir"
+# pkg-config, shared library
+cc -std=c11 -Wall -Werror -o "$prefix/consumer" "$here/consumer.c" $(pkg-config --cflags --libs tgbot)
+LD_LIBRARY_PATH="$libdir/.." "$prefix/consumer"
+# static libtgbot; its dependencies (Requires.private) stay shared, as Debian ships them
+deps=$(pkg-config --print-requires-private tgbot | awk '{print $1}')
+cc -std=c11 -Wall -Werror -o "$prefix/consumer_static" "$here/consumer.c" \
+    $(pkg-config --cflags tgbot) -Wl,-Bstatic -L"$libdir/.." -ltgbot -Wl,-Bdynamic \
+    $(pkg-config --libs $deps) -lpthread
+"$prefix/consumer_static"
+# find_package
+cmake -S "$here/cmake_consumer" -B "$prefix/cm" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/cm" >/dev/null
+LD_LIBRARY_PATH="$libdir/.." "$prefix/cm/consumer"
+echo "install consumers: ok"

@@ -1,0 +1,69 @@
+/* Shared helpers for tests: paths to shared material, file reading, RSS and fd counts. */
+#include "tgtest.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+const char *tgtest_shared_path(const char *rel)
+{
+    static _Thread_local char path[4096];
+    const char *dir = getenv("TGKIT_SHARED_DIR");
+    if (!dir || !*dir)
+        dir = TGKIT_SHARED_DIR;
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    return path;
+}
+
+char *tgtest_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf)
+        return NULL;
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+long tgtest_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return -1;
+    long size = 0, rss = 0;
+    if (fscanf(f, "%ld %ld", &size, &rss) != 2)
+        rss = -1;
+    fclose(f);
+    return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+int tgtest_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the DIR's own fd */
+}

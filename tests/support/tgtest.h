@@ -1,0 +1,29 @@
+/*
+ * tgtest.h: what every cmocka test of tgkit includes.
+ * cmocka needs <stdarg.h>, <stddef.h>, <stdint.h> and <setjmp.h> before <cmocka.h>.
+ */
+#ifndef TGKIT_TEST_H
+#define TGKIT_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Path of a file under the shared folder (fixtures, vectors, botapi): "<shared>/<rel>".
+ * Honours $TGKIT_SHARED_DIR, else the path CMake found. Returns a static buffer. */
+const char *tgtest_shared_path(const char *rel);
+/* Read a whole file into a malloc'ed, NUL-terminated buffer; NULL on error. */
+char *tgtest_read_file(const char *path, size_t *len);
+/* Current resident set size of this process in KiB (from /proc/self/statm). */
+long tgtest_rss_kb(void);
+/* Number of open file descriptors of this process. */
+int tgtest_open_fds(void);
+
+#endif
