@@ -5,9 +5,12 @@ set -euo pipefail
 build=${1:-build}
 mapfile -t files < <(git ls-files 'src/*.c' 'tools/*.c' | grep -v '\.gen\.c$')
 echo "lint: clang-tidy on ${#files[@]} files"
-clang-tidy -p "$build" --quiet "${files[@]}" 2>&1 | grep -v 'warnings generated' || true
-# Re-run for the exit status (clang-tidy's output above is for humans).
-clang-tidy -p "$build" --quiet "${files[@]}" >/dev/null 2>&1 || { echo "lint: clang-tidy failed"; exit 1; }
+# valist.Uninitialized is disabled in .clang-tidy: clang 14 reports every va_list passed on
+# to a v*printf as uninitialized (a known analyzer false positive).
+status=0
+out=$(clang-tidy -p "$build" --quiet "${files[@]}" 2>&1) || status=$?
+printf '%s\n' "$out" | grep -v 'warnings\? generated' || true
+[ "$status" -eq 0 ] || { echo "lint: clang-tidy failed"; exit 1; }
 echo "lint: cppcheck"
 cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
     --inline-suppr --std=c11 -D_GNU_SOURCE -I src -I include \
