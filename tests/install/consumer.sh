@@ -4,6 +4,10 @@
 set -euo pipefail
 build=$1
 here=$2
+# A sanitized library needs sanitized consumers (the runtime must come first).
+san=${3:-}
+CFLAGS="-std=c11 -Wall -Werror"
+[ -z "$san" ] || CFLAGS="$CFLAGS -fsanitize=$san"
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
@@ -12,16 +16,17 @@ test -n "$libdir" || { echo "tgbot.pc was not installed"; exit 1; }
 test -f "$prefix/include/tgbot/tgbot.h" || { echo "headers were not installed"; exit 1; }
 export PKG_CONFIG_PATH="$libdir"
 # pkg-config, shared library
-cc -std=c11 -Wall -Werror -o "$prefix/consumer" "$here/consumer.c" $(pkg-config --cflags --libs tgbot)
+cc $CFLAGS -o "$prefix/consumer" "$here/consumer.c" $(pkg-config --cflags --libs tgbot)
 LD_LIBRARY_PATH="$libdir/.." "$prefix/consumer"
 # static libtgbot; its dependencies (Requires.private) stay shared, as Debian ships them
 deps=$(pkg-config --print-requires-private tgbot | awk '{print $1}')
-cc -std=c11 -Wall -Werror -o "$prefix/consumer_static" "$here/consumer.c" \
+cc $CFLAGS -o "$prefix/consumer_static" "$here/consumer.c" \
     $(pkg-config --cflags tgbot) -Wl,-Bstatic -L"$libdir/.." -ltgbot -Wl,-Bdynamic \
     $(pkg-config --libs $deps) -lpthread
 "$prefix/consumer_static"
 # find_package
-cmake -S "$here/cmake_consumer" -B "$prefix/cm" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake -S "$here/cmake_consumer" -B "$prefix/cm" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_C_FLAGS="$CFLAGS" >/dev/null
 cmake --build "$prefix/cm" >/dev/null
 LD_LIBRARY_PATH="$libdir/.." "$prefix/cm/consumer"
 echo "install consumers: ok"
