@@ -1,0 +1,209 @@
+/*
+ * config: tgproxy's runtime configuration, loaded from TOML (mtg-compatible keys).
+ *
+ * A struct config is the whole, validated configuration of one proxy process. It is filled
+ * by config_load_file() / config_parse() from a TOML document (see toml.h) or built field by
+ * field by the command line (`tgproxy simple-run`), after config_init() set every default.
+ * docs/tgproxy.md lists every key, its default and the mtg compatibility table;
+ * examples/tgproxy.example.toml documents the same keys and is loaded by a test.
+ *
+ * Invariants after a successful load (the engine may rely on them without re-checking):
+ *   - nlisten >= 1; every listen address is a numeric IPv4 or IPv6 address with a port;
+ *   - nsecrets >= 1; labels are unique, non-empty, at most CONFIG_LABEL_MAX - 1 bytes of
+ *     [A-Za-z0-9_.-]; two entries may share a key (one key served as ee, dd and classic);
+ *   - each [dcs] entry has 1..CONFIG_MAX_DC_ADDRS addresses; ids are unique, at most one
+ *     entry has is_default set; an address whose host is not an IP literal has
+ *     resolved == false and is resolved by the engine when needed (nothing touches the
+ *     network at load time);
+ *   - every duration is > 0 and in milliseconds; every size is in bytes.
+ *
+ * Ownership: config_init() sets defaults and owns nothing; arrays (listen, secrets, dcs) are
+ * allocated with tg__malloc by the loader and released by config_cleanup(). A struct config
+ * is not copyable by assignment (pointers are shared); pass it by const pointer.
+ * Thread-safety: a loaded config is immutable and may be read from any number of threads.
+ * Secrets: the key bytes live in secrets[i].secret; config never logs or prints them, and
+ * error messages name the label and position, never the secret text.
+ */
+#ifndef TGPROXY_CONFIG_H
+#define TGPROXY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "proxy/secret.h"
+
+#define CONFIG_LABEL_MAX 64      /* bytes, including the NUL */
+#define CONFIG_HOST_MAX 256      /* bytes, including the NUL: a DNS name or IP literal */
+#define CONFIG_MAX_LISTEN 16     /* bind-to addresses */
+#define CONFIG_MAX_SECRETS 256   /* entries in [secrets] */
+#define CONFIG_MAX_DCS 64        /* entries in [dcs] */
+#define CONFIG_MAX_DC_ADDRS 16   /* addresses per [dcs] entry */
+#define CONFIG_ERR_MAX 512       /* suggested size of the err buffers below */
+
+/* prefer-ip: mtg's values, same meaning. */
+enum config_prefer_ip {
+    CONFIG_PREFER_IPV4 = 0, /* "prefer-ipv4": try IPv4 addresses first, then IPv6 */
+    CONFIG_PREFER_IPV6 = 1, /* "prefer-ipv6" (default, as mtg) */
+    CONFIG_ONLY_IPV4 = 2,   /* "only-ipv4" */
+    CONFIG_ONLY_IPV6 = 3,   /* "only-ipv6" */
+};
+
+/* A host:port that may still need DNS (the engine resolves it when first needed). */
+struct config_hostport {
+    char host[CONFIG_HOST_MAX];   /* as written, without brackets; "" = unset */
+    uint16_t port;
+    bool resolved;                /* host was an IP literal: addr/addr_len are valid */
+    struct sockaddr_storage addr; /* port already set, network byte order */
+    socklen_t addr_len;
+};
+
+/* One listening socket (bind-to): always numeric. */
+struct config_listen {
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    char text[CONFIG_HOST_MAX + 8]; /* canonical "1.2.3.4:443" or "[::1]:443", for logs */
+};
+
+/* One entry of [secrets] (mtg's single `secret` becomes label "default"). */
+struct config_secret {
+    char label[CONFIG_LABEL_MAX]; /* safe to log */
+    struct secret secret;         /* never log */
+};
+
+/* One [dcs] entry: an override of a DC's addresses. */
+struct config_dc {
+    int32_t id;       /* signed DC id (-2 = media DC 2, 10002 = test DC 2); 0 if is_default */
+    bool is_default;  /* key "default": used for every id without its own entry */
+    size_t naddrs;    /* 1..CONFIG_MAX_DC_ADDRS, tried in order (after prefer-ip sorting) */
+    struct config_hostport addrs[CONFIG_MAX_DC_ADDRS];
+};
+
+struct config {
+    /* Where this config came from ("<cmdline>" for simple-run), for messages. */
+    char source[CONFIG_HOST_MAX];
+
+    /* bind-to: a string or an array of strings. Default: none (required). */
+    struct config_listen *listen;
+    size_t nlisten;
+
+    /* [secrets] label = "secret", and/or mtg's top-level secret. Required, >= 1. */
+    struct config_secret *secrets;
+    size_t nsecrets;
+
+    /* [dcs]: overrides of the built-in DC table; empty by default. */
+    struct config_dc *dcs;
+    size_t ndcs;
+    bool use_test_dcs; /* test-dcs: route ids 10001..10003 to the test table (default false) */
+
+    enum config_prefer_ip prefer_ip;       /* default CONFIG_PREFER_IPV6 */
+    uint32_t tolerate_time_skewness_s;     /* FakeTLS timestamp window, ± seconds; default 120 */
+    bool allow_fallback_on_unknown_dc;     /* unknown DC -> DC 2 instead of close; default false */
+
+    uint32_t concurrency;  /* max simultaneous client connections; default 8192 */
+    uint32_t workers;      /* worker threads; 0 = number of online CPUs (default) */
+
+    /* [domain-fronting]: where failed handshakes go. host "" = the secret's own domain. */
+    struct {
+        char host[CONFIG_HOST_MAX]; /* `ip` or `host` key; "" = the ee secret's domain */
+        uint16_t port;              /* default 443 */
+        bool resolved;              /* host is an IP literal: addr is valid */
+        struct sockaddr_storage addr;
+        socklen_t addr_len;
+        bool proxy_protocol;        /* send a PROXY v2 header first; default false */
+    } fronting;
+
+    /* [network.timeout], milliseconds. */
+    struct {
+        uint32_t tcp_ms;        /* DC connect, per address; default 10000 */
+        uint32_t idle_ms;       /* relay idle, either direction resets; default 300000 */
+        uint32_t handshake_ms;  /* accept -> obfs2 header parsed; default 10000 */
+        uint32_t fronting_ms;   /* connect to the fronting host; default 5000 */
+    } timeout;
+
+    /* [network.keep-alive]: TCP keepalive on both legs. */
+    struct {
+        bool enabled;           /* default true (mtg's `disabled = false`) */
+        uint32_t idle_s;        /* default 15 */
+        uint32_t interval_s;    /* default 15 */
+        uint32_t count;         /* default 9 */
+    } keepalive;
+
+    /* [defense.anti-replay] */
+    struct {
+        bool enabled;           /* default true */
+        uint32_t max_entries;   /* default 1048576 (bounded cache) */
+        uint32_t window_s;      /* default 300 */
+    } antireplay;
+
+    bool proxy_protocol_listener; /* expect a PROXY v1/v2 header from the listener; false */
+
+    /* Links printed by `tgproxy access`: "" / 0 = take them from the first bind-to. */
+    char public_host[CONFIG_HOST_MAX];
+    uint16_t public_port;
+
+    int log_level;               /* TG__LOG_*; default TG__LOG_INFO ("debug = true" -> DEBUG) */
+
+    uint32_t buffer_size;        /* bytes per pooled I/O buffer; default 16384 */
+    uint32_t max_inflight;       /* bytes buffered per direction before backpressure;
+                                    default 1048576 */
+};
+
+/* Warning sink for keys that are accepted but ignored (mtg keys we do not implement).
+ * msg is "file:line:col: ..." and never contains a secret. NULL sink = tg__log_default(). */
+typedef void (*config_warn_fn)(void *user, const char *msg);
+
+/*
+ * Fill cfg with every default listed above. Owns nothing afterwards; safe to cleanup.
+ */
+void config_init(struct config *cfg);
+
+/*
+ * Release the arrays and reset cfg to zero. NULL-safe; cfg may be re-initialised after.
+ */
+void config_cleanup(struct config *cfg);
+
+/*
+ * Parse a TOML document into cfg (which must come from config_init()).
+ *
+ * name  used only in messages ("file:line:col: ..."), borrowed.
+ * text  the document, len bytes, borrowed; need not be NUL-terminated.
+ * err   on failure, receives one line: where, what, expected; never the secret text.
+ * warn  called once per accepted-but-ignored key; NULL logs at warn level.
+ * Returns 0, -EINVAL (bad document or value; err filled) or -ENOMEM. On failure cfg is
+ * left initialised-and-empty (as after config_cleanup + config_init). No I/O, no DNS.
+ */
+int config_parse(struct config *cfg, const char *name, const char *text, size_t len,
+                 char *err, size_t errlen, config_warn_fn warn, void *warn_user);
+
+/*
+ * Read the file at path and config_parse() it. Returns as config_parse, plus -errno
+ * from open/read (err says which file and why).
+ */
+int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen,
+                     config_warn_fn warn, void *warn_user);
+
+/*
+ * Cross-field checks shared by the loader and simple-run: at least one listen address and
+ * one secret, sane limits. Returns 0 or -EINVAL with err filled.
+ */
+int config_validate(const struct config *cfg, char *err, size_t errlen);
+
+/*
+ * The [dcs] override for a DC id: the entry with that id, else the "default" entry, else
+ * NULL (use the built-in table). Borrowed from cfg. Thread-safe (read-only).
+ */
+const struct config_dc *config_dc_find(const struct config *cfg, int32_t id);
+
+/*
+ * Parse "host:port", "[v6]:port" or "v6-literal-with-brackets:port" into hp (no DNS).
+ * Returns 0 or -EINVAL with a reason in err (the text is not secret and may be quoted).
+ */
+int config_hostport_parse(const char *text, size_t len, struct config_hostport *hp,
+                          char *err, size_t errlen);
+
+/* Name of a prefer-ip value ("prefer-ipv6", ...), static. */
+const char *config_prefer_ip_name(enum config_prefer_ip p);
+
+#endif
