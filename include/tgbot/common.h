@@ -26,7 +26,7 @@ extern "C" {
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tg_version_num() to detect a header/library
  * mismatch at run time. */
 #define TG_VERSION_STRING "0.1.0"
-#define TG_VERSION_NUM (TG_VERSION_MAJOR * 10000 + TG_VERSION_MINOR * 100 + TG_VERSION_PATCH)
+#define TG_VERSION_NUM    (TG_VERSION_MAJOR * 10000 + TG_VERSION_MINOR * 100 + TG_VERSION_PATCH)
 
 /* The library's version number (TG_VERSION_NUM of the build) and its string "0.1.0". */
 TG_API int tg_version_num(void);

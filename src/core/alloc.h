@@ -21,8 +21,8 @@
 void *tg__malloc(size_t n);
 void *tg__calloc(size_t count, size_t size);
 void *tg__realloc(void *p, size_t n);
-void tg__free(void *p);                   /* tg__free(NULL) is a no-op */
-char *tg__strdup(const char *s);          /* NULL in, NULL out */
+void tg__free(void *p);          /* tg__free(NULL) is a no-op */
+char *tg__strdup(const char *s); /* NULL in, NULL out */
 char *tg__strndup(const char *s, size_t n);
 void *tg__memdup(const void *p, size_t n);
 

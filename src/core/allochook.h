@@ -13,9 +13,9 @@
 
 #include <stdint.h>
 
-int tg__allochook_active(void);       /* 1 when counts are real */
-uint64_t tg__allochook_allocs(void);  /* malloc-family calls that returned new memory */
+int tg__allochook_active(void);      /* 1 when counts are real */
+uint64_t tg__allochook_allocs(void); /* malloc-family calls that returned new memory */
 uint64_t tg__allochook_frees(void);
-uint64_t tg__allochook_bytes(void);   /* bytes requested in total */
+uint64_t tg__allochook_bytes(void); /* bytes requested in total */
 
 #endif

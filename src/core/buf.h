@@ -17,10 +17,10 @@
 #include <stddef.h>
 
 typedef struct tg__buf {
-    char *data;  /* NULL until the first append */
-    size_t len;  /* bytes of content */
-    size_t cap;  /* bytes allocated (room for content + NUL) */
-    size_t max;  /* hard cap on len */
+    char *data; /* NULL until the first append */
+    size_t len; /* bytes of content */
+    size_t cap; /* bytes allocated (room for content + NUL) */
+    size_t max; /* hard cap on len */
 } tg__buf;
 
 #define TG__BUF_DEFAULT_MAX ((size_t)64 << 20) /* 64 MiB */

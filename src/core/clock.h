@@ -8,10 +8,10 @@
 
 #include <stdint.h>
 
-uint64_t tg__now_ns(void);   /* CLOCK_MONOTONIC, nanoseconds */
-uint64_t tg__now_ms(void);   /* CLOCK_MONOTONIC, milliseconds */
-uint64_t tg__wall_ms(void);  /* CLOCK_REALTIME, milliseconds since the Unix epoch */
-int64_t tg__wall_s(void);    /* CLOCK_REALTIME, seconds since the Unix epoch */
+uint64_t tg__now_ns(void);  /* CLOCK_MONOTONIC, nanoseconds */
+uint64_t tg__now_ms(void);  /* CLOCK_MONOTONIC, milliseconds */
+uint64_t tg__wall_ms(void); /* CLOCK_REALTIME, milliseconds since the Unix epoch */
+int64_t tg__wall_s(void);   /* CLOCK_REALTIME, seconds since the Unix epoch */
 /* Sleep ms milliseconds, resuming after signals until the full time has passed. */
 void tg__sleep_ms(uint64_t ms);
 /* Thread CPU time used so far, nanoseconds (CLOCK_THREAD_CPUTIME_ID). */

@@ -106,8 +106,8 @@ static void stderr_sink(int level, const char *msg)
     gmtime_r(&ts.tv_sec, &tm);
     char line[TG__LOG_LINE_MAX + 64];
     int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s\n",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, tg__log_level_name(level), msg);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, tg__log_level_name(level), msg);
     if (n > 0)
         fwrite(line, 1, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, stderr);
 }

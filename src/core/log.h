@@ -35,7 +35,7 @@ enum {
 typedef void (*tg__log_sink_fn)(void *user, int level, const char *msg);
 
 #define TG__LOG_MAX_SECRETS 8
-#define TG__LOG_LINE_MAX 1024 /* bytes; longer messages are truncated with "..." */
+#define TG__LOG_LINE_MAX    1024 /* bytes; longer messages are truncated with "..." */
 
 typedef struct tg__logger {
     int level;

@@ -26,7 +26,7 @@ typedef struct tg__span {
 } tg__span;
 
 #define TG__SPAN_LIT(s) ((tg__span){(s), sizeof(s) - 1})
-#define TG__BAD_LEN ((size_t)-1)
+#define TG__BAD_LEN     ((size_t)-1)
 
 static inline tg__span tg__span_of(const char *s, size_t n)
 {

@@ -113,8 +113,8 @@ static void test_pool_nomem(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_buf_append_and_cap),  cmocka_unit_test(test_buf_printf_long),
-        cmocka_unit_test(test_buf_nomem),           cmocka_unit_test(test_pool_reuse_and_stats),
+        cmocka_unit_test(test_buf_append_and_cap), cmocka_unit_test(test_buf_printf_long),
+        cmocka_unit_test(test_buf_nomem),          cmocka_unit_test(test_pool_reuse_and_stats),
         cmocka_unit_test(test_pool_nomem),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

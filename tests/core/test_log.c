@@ -49,8 +49,8 @@ static void test_secret_never_printed(void **state)
             token);
     assert_null(strstr(c.last, token));
     assert_null(strstr(c.last, "ABCdefGHI"));
-    assert_string_equal(c.last,
-                        "GET https://api.telegram.org/bot[REDACTED]/getMe failed; again [REDACTED]!");
+    assert_string_equal(
+        c.last, "GET https://api.telegram.org/bot[REDACTED]/getMe failed; again [REDACTED]!");
     tg__logger_cleanup(&lg);
 }
 

@@ -25,13 +25,19 @@ static void test_base64(void **state)
     /* RFC 4648 section 10 vectors */
     static const struct {
         const char *in, *std;
-    } v[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},        {"foo", "Zm9v"},
-             {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+    } v[] = {{"", ""},
+             {"f", "Zg=="},
+             {"fo", "Zm8="},
+             {"foo", "Zm9v"},
+             {"foob", "Zm9vYg=="},
+             {"fooba", "Zm9vYmE="},
+             {"foobar", "Zm9vYmFy"}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         char out[32];
         unsigned char back[32];
         size_t n = strlen(v[i].in);
-        assert_int_equal(tg__b64_encode(out, sizeof out, v[i].in, n, TG__B64_STD), strlen(v[i].std));
+        assert_int_equal(tg__b64_encode(out, sizeof out, v[i].in, n, TG__B64_STD),
+                         strlen(v[i].std));
         assert_string_equal(out, v[i].std);
         assert_int_equal(tg__b64_decode(back, sizeof back, out, strlen(out)), n);
         assert_memory_equal(back, v[i].in, n);
@@ -117,9 +123,12 @@ static void test_clock_monotonic(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hex),         cmocka_unit_test(test_base64),
-        cmocka_unit_test(test_ct_equal),    cmocka_unit_test(test_parse_int),
-        cmocka_unit_test(test_url_encode_and_strlcpy), cmocka_unit_test(test_clock_monotonic),
+        cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_ct_equal),
+        cmocka_unit_test(test_parse_int),
+        cmocka_unit_test(test_url_encode_and_strlcpy),
+        cmocka_unit_test(test_clock_monotonic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
