@@ -1,0 +1,79 @@
+/*
+ * crypto: thin helpers over OpenSSL EVP for the proxy's protocol code.
+ *
+ * - AES-256-CTR stream objects (one per direction per connection). The IV is the initial
+ *   128-bit big-endian counter block, incremented with carry over all 128 bits
+ *   (EVP_aes_256_ctr semantics, brief 0.1). Encrypting and decrypting are the same XOR;
+ *   crypto_ctr_apply() works in place and keeps the keystream position across calls.
+ * - SHA-256 and HMAC-SHA256 over up to a few scattered parts (no concatenation copies).
+ * - CSPRNG bytes (RAND_bytes) and X25519 public keys for the FakeTLS ServerHello.
+ *
+ * The cipher, digest and MAC implementations are fetched once per process (lazily, thread
+ * safe) so per-connection set-up does not repeat provider look-ups.
+ *
+ * Ownership: a struct crypto_ctr owns one EVP_CIPHER_CTX (allocated by OpenSSL, roughly
+ * 0.7-1 KiB with the key schedule) until crypto_ctr_cleanup(). Key material passed in is
+ * copied into the context; callers should wipe their copies.
+ * Thread-safety: all functions are reentrant; a crypto_ctr is used by one thread at a time.
+ * Return convention: 0 or -errno (-ENOMEM allocation, -EIO OpenSSL failure, -EINVAL args).
+ */
+#ifndef TGPROXY_CRYPTO_H
+#define TGPROXY_CRYPTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CRYPTO_AES_KEY_LEN 32
+#define CRYPTO_AES_IV_LEN 16
+#define CRYPTO_SHA256_LEN 32
+#define CRYPTO_X25519_LEN 32
+
+struct crypto_ctr {
+    void *ctx; /* EVP_CIPHER_CTX *, NULL when not initialised */
+};
+
+/* One part of a scattered message. */
+struct crypto_part {
+    const void *p;
+    size_t n;
+};
+
+/* Fetch the algorithms now (otherwise done on first use). 0 or -EIO. */
+int crypto_init(void);
+
+/*
+ * Set up (or re-key, reusing the context) c for AES-256-CTR at keystream offset 0.
+ * c must be zeroed or previously initialised. 0, -ENOMEM or -EIO.
+ */
+int crypto_ctr_init(struct crypto_ctr *c, const uint8_t key[32], const uint8_t iv[16]);
+/* XOR n bytes of keystream into buf in place, advancing the stream. 0 or -EIO. */
+int crypto_ctr_apply(struct crypto_ctr *c, uint8_t *buf, size_t n);
+/* Same, from in to out (non-overlapping or identical buffers). 0 or -EIO. */
+int crypto_ctr_apply2(struct crypto_ctr *c, const uint8_t *in, uint8_t *out, size_t n);
+/* Release the context; c becomes zeroed. NULL-safe, idempotent. */
+void crypto_ctr_cleanup(struct crypto_ctr *c);
+/* Add `blocks` to a 128-bit big-endian counter block (to start a stream at offset 16*k). */
+void crypto_ctr_iv_add(uint8_t iv[16], uint64_t blocks);
+
+/* SHA-256 of the concatenation of parts. 0 or -EIO. */
+int crypto_sha256(const struct crypto_part *parts, size_t nparts, uint8_t out[32]);
+/* HMAC-SHA256(key, concatenation of parts). 0 or -EIO. */
+int crypto_hmac_sha256(const void *key, size_t keylen, const struct crypto_part *parts,
+                       size_t nparts, uint8_t out[32]);
+
+/* n bytes from the OpenSSL CSPRNG. 0 or -EIO. */
+int crypto_random(void *buf, size_t n);
+/* Uniform random integer in [lo, hi) (hi > lo). Returns lo on RNG failure. */
+uint32_t crypto_random_range(uint32_t lo, uint32_t hi);
+
+/* X25519 public key of the given private scalar (clamped by X25519 itself). 0 or -EIO. */
+int crypto_x25519_public(const uint8_t scalar[32], uint8_t pub[32]);
+/* A fresh key pair from the CSPRNG; only the public half is returned (the proxy never
+   completes a real key exchange). 0 or -EIO. */
+int crypto_x25519_random_public(uint8_t pub[32]);
+
+/* Wipe memory in a way the compiler will not elide. */
+void crypto_wipe(void *p, size_t n);
+
+#endif

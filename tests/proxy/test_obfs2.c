@@ -1,0 +1,388 @@
+/* Tests for proxy/obfs2 and proxy/crypto: obfs2_client_handshake.json, proxy_to_dc.json and
+ * mtg's client-handshake snapshots, plus negative and edge cases. */
+#include "tgtest.h"
+
+#include <errno.h>
+
+#include "core/str.h"
+#include "proxy/crypto.h"
+#include "proxy/obfs2.h"
+#include "proxy_vectors.h"
+
+static void assert_hex_eq(const uint8_t *got, json_t *v, const char *path)
+{
+    size_t n;
+    uint8_t *want = pv_hex(v, path, &n);
+    if (memcmp(got, want, n) != 0) {
+        free(want);
+        fail_msg("mismatch at %s", path);
+    }
+    free(want);
+}
+
+static struct obfs2_candidate cand_from(json_t *c, const char *path, unsigned tags)
+{
+    struct obfs2_candidate cand = {.tags = tags};
+    size_t n;
+    uint8_t *k = pv_hex(c, path, &n);
+    assert_int_equal(n, 16);
+    memcpy(cand.key, k, 16);
+    free(k);
+    return cand;
+}
+
+static const unsigned ALL_TAGS =
+    OBFS2_ALLOW_ABRIDGED | OBFS2_ALLOW_INTERMEDIATE | OBFS2_ALLOW_PADDED;
+
+/* Relay continuity: client bytes after the header decrypt with the same stream. */
+static void check_traffic(json_t *c, struct crypto_ctr *dec, const struct obfs2_keys *keys)
+{
+    size_t n, m;
+    uint8_t *wire = pv_hex(c, "client_to_proxy_after_header/wire_hex", &n);
+    uint8_t *plain = pv_hex(c, "client_to_proxy_after_header/plain_hex", &m);
+    assert_int_equal(n, m);
+    /* in two uneven chunks: stream position must carry over */
+    assert_int_equal(crypto_ctr_apply(dec, wire, 3), 0);
+    assert_int_equal(crypto_ctr_apply(dec, wire + 3, n - 3), 0);
+    assert_memory_equal(wire, plain, n);
+    free(wire);
+    free(plain);
+
+    struct crypto_ctr enc = {0};
+    assert_int_equal(crypto_ctr_init(&enc, keys->enc_key, keys->enc_iv), 0);
+    plain = pv_hex(c, "proxy_to_client_first_bytes/plain_hex", &n);
+    assert_int_equal(crypto_ctr_apply(&enc, plain, n), 0);
+    assert_hex_eq(plain, c, "proxy_to_client_first_bytes/wire_hex");
+    free(plain);
+    crypto_ctr_cleanup(&enc);
+}
+
+static void test_client_vectors(void **state)
+{
+    (void)state;
+    json_t *v = pv_load("vectors/obfs2_client_handshake.json");
+    json_t *cases = pv_need(v, "cases");
+    size_t i, accepted = 0, rejected = 0;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        size_t n;
+        uint8_t *w = pv_hex(c, "wire_header_hex", &n);
+        assert_int_equal(n, 64);
+        struct obfs2_candidate cand = cand_from(c, "proxy_secret_hex", ALL_TAGS);
+        struct obfs2_keys keys;
+        assert_int_equal(obfs2_client_keys(w, cand.key, &keys), 0);
+        struct crypto_ctr dec = {0};
+        struct obfs2_client out;
+        enum obfs2_status st = obfs2_parse_client(w, n, &cand, 1, &dec, &out);
+        if (strcmp(pv_str(c, "expected"), "accept") == 0) {
+            assert_hex_eq(keys.dec_key, c, "derived/client_to_proxy_key_hex");
+            assert_hex_eq(keys.dec_iv, c, "derived/client_to_proxy_iv_hex");
+            assert_hex_eq(keys.enc_key, c, "derived/proxy_to_client_key_hex");
+            assert_hex_eq(keys.enc_iv, c, "derived/proxy_to_client_iv_hex");
+            assert_int_equal(st, OBFS2_OK);
+            assert_int_equal(out.match, 0);
+            assert_int_equal(out.dc, pv_int(c, "dc"));
+            uint8_t tag[4] = {(uint8_t)out.tag, (uint8_t)(out.tag >> 8),
+                              (uint8_t)(out.tag >> 16), (uint8_t)(out.tag >> 24)};
+            assert_hex_eq(tag, c, "decrypted_tag_hex");
+            assert_memory_equal(out.replay_key, w + 8, 48);
+            assert_memory_equal(&out.keys, &keys, sizeof keys);
+            check_traffic(c, &dec, &out.keys);
+            accepted++;
+        } else {
+            assert_int_equal(st, OBFS2_BAD);
+            rejected++;
+        }
+        crypto_ctr_cleanup(&dec);
+        free(w);
+    }
+    assert_int_equal(accepted, 4);
+    assert_int_equal(rejected, 1);
+    json_decref(v);
+}
+
+/* Tag policy (brief 2.4): the tag must be allowed for the candidate; the second candidate
+ * with the same key but the right tag set wins; truncated headers ask for more. */
+static void test_client_tag_policy(void **state)
+{
+    (void)state;
+    json_t *v = pv_load("vectors/obfs2_client_handshake.json");
+    json_t *c = pv_need(v, "cases/2"); /* abridged_dc5 */
+    assert_string_equal(pv_str(c, "name"), "abridged_dc5");
+    size_t n;
+    uint8_t *w = pv_hex(c, "wire_header_hex", &n);
+    struct obfs2_candidate cands[3];
+    cands[0] = cand_from(c, "proxy_secret_hex", obfs2_tags_for(SECRET_DD, false));
+    cands[1] = cand_from(c, "proxy_secret_hex", obfs2_tags_for(SECRET_EE, true));
+    cands[2] = cand_from(c, "proxy_secret_hex", obfs2_tags_for(SECRET_CLASSIC, false));
+    struct crypto_ctr dec = {0};
+    struct obfs2_client out;
+    assert_int_equal(obfs2_parse_client(w, n, cands, 2, &dec, &out), OBFS2_BAD);
+    assert_int_equal(obfs2_parse_client(w, n, cands, 3, &dec, &out), OBFS2_OK);
+    assert_int_equal(out.match, 2);
+    assert_int_equal(out.tag, OBFS2_TAG_ABRIDGED);
+    assert_string_equal(obfs2_tag_name(out.tag), "abridged");
+    for (size_t len = 0; len < 64; len++)
+        assert_int_equal(obfs2_parse_client(w, len, cands, 3, &dec, &out), OBFS2_NEED_MORE);
+    assert_int_equal(obfs2_parse_client(w, n, cands, 0, &dec, &out), OBFS2_BAD);
+    /* every single-bit flip in the encrypted tag/dc area is rejected or changes the dc */
+    for (int bit = 0; bit < 32; bit++) {
+        w[56 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        assert_int_equal(obfs2_parse_client(w, n, cands, 3, &dec, &out), OBFS2_BAD);
+        w[56 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    }
+    crypto_ctr_cleanup(&dec);
+    free(w);
+    json_decref(v);
+    assert_int_equal(obfs2_tags_for(SECRET_EE, false), 0);
+    assert_int_equal(obfs2_tags_for(SECRET_DD, true), 0);
+    assert_int_equal(obfs2_tags_for(SECRET_CLASSIC, true), 0);
+}
+
+static uint8_t *b64(const char *s, size_t *n)
+{
+    size_t len = strlen(s);
+    uint8_t *out = malloc(len + 1);
+    assert_non_null(out);
+    *n = tg__b64_decode(out, len + 1, s, len);
+    assert_int_not_equal(*n, TG__BAD_LEN);
+    return out;
+}
+
+static void mtg_snapshot(const char *file)
+{
+    json_t *v = pv_load(file);
+    size_t kn, wn, n, m;
+    uint8_t *key = b64(pv_str(v, "secret"), &kn);
+    uint8_t *w = b64(pv_str(v, "frame"), &wn);
+    assert_int_equal(kn, 16);
+    assert_int_equal(wn, 64);
+    struct obfs2_candidate cand = {.tags = OBFS2_ALLOW_PADDED};
+    memcpy(cand.key, key, 16);
+    struct crypto_ctr dec = {0}, enc = {0};
+    struct obfs2_client out;
+    assert_int_equal(obfs2_parse_client(w, wn, &cand, 1, &dec, &out), OBFS2_OK);
+    assert_int_equal(out.tag, OBFS2_TAG_PADDED);
+    assert_int_equal(out.dc, pv_int(v, "dc"));
+    uint8_t *cipher = b64(pv_str(v, "decrypted/cipher"), &n);
+    uint8_t *text = b64(pv_str(v, "decrypted/text"), &m);
+    assert_int_equal(n, m);
+    assert_int_equal(crypto_ctr_apply(&dec, cipher, n), 0);
+    assert_memory_equal(cipher, text, n);
+    free(cipher);
+    free(text);
+    cipher = b64(pv_str(v, "encrypted/cipher"), &n);
+    text = b64(pv_str(v, "encrypted/text"), &m);
+    assert_int_equal(n, m);
+    assert_int_equal(crypto_ctr_init(&enc, out.keys.enc_key, out.keys.enc_iv), 0);
+    assert_int_equal(crypto_ctr_apply(&enc, text, m), 0);
+    assert_memory_equal(cipher, text, n);
+    free(cipher);
+    free(text);
+    crypto_ctr_cleanup(&dec);
+    crypto_ctr_cleanup(&enc);
+    free(key);
+    free(w);
+    json_decref(v);
+}
+
+static void test_mtg_snapshots(void **state)
+{
+    (void)state;
+    mtg_snapshot("vectors/mtg/client-handshake-snapshot-4529d55776e2d427.json");
+    mtg_snapshot("vectors/mtg/client-handshake-snapshot-585c944d672f60a2.json");
+}
+
+/* Deterministic randomness: hands out the queued 64-byte blocks in order. */
+struct feed {
+    const uint8_t *blocks[4];
+    size_t n, next;
+};
+
+static int feed_random(void *user, uint8_t *buf, size_t n)
+{
+    struct feed *f = user;
+    if (n != 64 || f->next >= f->n)
+        return -EIO;
+    memcpy(buf, f->blocks[f->next++], 64);
+    return 0;
+}
+
+static struct obfs2_keys client_keys_case0(void)
+{
+    json_t *v = pv_load("vectors/obfs2_client_handshake.json");
+    size_t n;
+    uint8_t *w = pv_hex(v, "cases/0/wire_header_hex", &n);
+    uint8_t *k = pv_hex(v, "cases/0/proxy_secret_hex", &n);
+    struct obfs2_keys keys;
+    assert_int_equal(obfs2_client_keys(w, k, &keys), 0);
+    free(w);
+    free(k);
+    json_decref(v);
+    return keys;
+}
+
+static void test_dc_vectors(void **state)
+{
+    (void)state;
+    json_t *v = pv_load("vectors/proxy_to_dc.json");
+    json_t *cases = pv_need(v, "cases");
+    size_t i, n;
+    json_t *c;
+    struct obfs2_keys client = client_keys_case0();
+    json_array_foreach(cases, i, c) {
+        uint8_t *rnd = pv_hex(c, "random_64_hex", &n);
+        uint8_t *tagb = pv_hex(c, "protocol_tag_hex", &n);
+        uint32_t tag = (uint32_t)tagb[0] | (uint32_t)tagb[1] << 8 | (uint32_t)tagb[2] << 16 |
+                       (uint32_t)tagb[3] << 24;
+        bool fast = pv_get(c, "fast_mode_check") != NULL;
+        struct feed f = {.blocks = {rnd}, .n = 1};
+        uint8_t wire[64];
+        struct obfs2_keys keys;
+        struct crypto_ctr enc = {0}, dec = {0};
+        assert_int_equal(obfs2_dc_header(tag, (int16_t)pv_int(c, "dc"), fast ? &client : NULL,
+                                         feed_random, &f, wire, &keys, &enc, &dec),
+                         0);
+        assert_hex_eq(wire, c, "wire_header_hex");
+        assert_hex_eq(keys.enc_key, c, "proxy_to_dc_key_hex");
+        assert_hex_eq(keys.enc_iv, c, "proxy_to_dc_iv_hex");
+        assert_hex_eq(keys.dec_key, c, "dc_to_proxy_key_hex");
+        assert_hex_eq(keys.dec_iv, c, "dc_to_proxy_iv_hex");
+        uint8_t *p = pv_hex(c, "proxy_to_dc_after_header/plain_hex", &n);
+        assert_int_equal(crypto_ctr_apply(&enc, p, n), 0);
+        assert_hex_eq(p, c, "proxy_to_dc_after_header/wire_hex");
+        free(p);
+        p = pv_hex(c, "dc_to_proxy_first_bytes/wire_hex", &n);
+        if (fast) /* the DC's bytes are already what the client expects */
+            assert_hex_eq(p, c, "fast_mode_check/dc_reply_wire_equals_what_client_expects_hex");
+        assert_int_equal(crypto_ctr_apply(&dec, p, n), 0);
+        assert_hex_eq(p, c, "dc_to_proxy_first_bytes/plain_hex");
+        free(p);
+        crypto_ctr_cleanup(&enc);
+        crypto_ctr_cleanup(&dec);
+        free(rnd);
+        free(tagb);
+    }
+    assert_int_equal(i, 3);
+    json_decref(v);
+}
+
+static void test_forbidden_prefixes(void **state)
+{
+    (void)state;
+    json_t *v = pv_load("vectors/proxy_to_dc.json");
+    json_t *checks = pv_need(v, "forbidden_prefix_checks");
+    size_t i, n;
+    json_t *c;
+    json_array_foreach(checks, i, c) {
+        uint8_t *p = pv_hex(c, "first8_hex", &n);
+        assert_int_equal(n, 8);
+        if (obfs2_prefix_ok(p) != json_is_true(pv_need(c, "allowed")))
+            fail_msg("prefix check %zu (%s) wrong", i, pv_str(c, "note"));
+        free(p);
+    }
+    assert_int_equal(i, 14);
+    /* The builder redraws until the clear prefix is allowed. */
+    uint8_t bad[64], good[64], wire[64];
+    memset(bad, 0x11, 64);
+    memcpy(bad, "GET ", 4);
+    memset(good, 0x22, 64);
+    struct feed f = {.blocks = {bad, bad, good}, .n = 3};
+    struct crypto_ctr enc = {0};
+    assert_int_equal(obfs2_dc_header(OBFS2_TAG_PADDED, -2, NULL, feed_random, &f, wire, NULL,
+                                     &enc, NULL),
+                     0);
+    assert_int_equal(f.next, 3);
+    assert_memory_equal(wire, good, 56);
+    /* A source that never yields an allowed prefix fails instead of looping forever. */
+    struct feed g = {.blocks = {bad}, .n = 1};
+    assert_int_not_equal(obfs2_dc_header(OBFS2_TAG_PADDED, 2, NULL, feed_random, &g, wire, NULL,
+                                         &enc, NULL),
+                         0);
+    crypto_ctr_cleanup(&enc);
+    json_decref(v);
+}
+
+/* The header built with real randomness parses back (as a DC would) with tag and signed dc. */
+static void test_dc_header_roundtrip(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 50; i++) {
+        uint8_t wire[64];
+        struct obfs2_keys keys;
+        struct crypto_ctr enc = {0}, dec = {0};
+        int16_t dc = (int16_t)(i % 2 ? -(i % 6) : 10000 + i);
+        assert_int_equal(obfs2_dc_header(OBFS2_TAG_INTERMEDIATE, dc, NULL, NULL, NULL, wire,
+                                         &keys, &enc, &dec),
+                         0);
+        assert_true(obfs2_prefix_ok(wire));
+        struct crypto_ctr d2 = {0};
+        uint8_t p[64];
+        assert_int_equal(crypto_ctr_init(&d2, wire + 8, wire + 40), 0);
+        assert_int_equal(crypto_ctr_apply2(&d2, wire, p, 64), 0);
+        assert_memory_equal(p + 56, "\xee\xee\xee\xee", 4);
+        assert_int_equal((int16_t)(uint16_t)(p[60] | p[61] << 8), dc);
+        crypto_ctr_cleanup(&enc);
+        crypto_ctr_cleanup(&dec);
+        crypto_ctr_cleanup(&d2);
+    }
+}
+
+static void test_crypto_helpers(void **state)
+{
+    (void)state;
+    uint8_t iv[16];
+    memset(iv, 0xff, 16);
+    crypto_ctr_iv_add(iv, 1);
+    uint8_t zero[16] = {0};
+    assert_memory_equal(iv, zero, 16);
+    memset(iv, 0, 16);
+    iv[15] = 0xfe;
+    crypto_ctr_iv_add(iv, 0x103);
+    assert_int_equal(iv[15], 0x01);
+    assert_int_equal(iv[14], 0x02);
+    /* starting at iv+4 equals skipping 64 bytes of the stream */
+    uint8_t key[32], iv0[16], a[80] = {0}, b[16] = {0};
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)i;
+    memset(iv0, 0xff, 16); /* carry across all 128 bits */
+    struct crypto_ctr c1 = {0}, c2 = {0};
+    assert_int_equal(crypto_ctr_init(&c1, key, iv0), 0);
+    assert_int_equal(crypto_ctr_apply(&c1, a, 80), 0);
+    crypto_ctr_iv_add(iv0, 4);
+    assert_int_equal(crypto_ctr_init(&c2, key, iv0), 0);
+    assert_int_equal(crypto_ctr_apply(&c2, b, 16), 0);
+    assert_memory_equal(a + 64, b, 16);
+    crypto_ctr_cleanup(&c1);
+    crypto_ctr_cleanup(&c2);
+    crypto_ctr_cleanup(&c2); /* idempotent */
+    assert_int_equal(crypto_ctr_apply(&c2, b, 1), -EINVAL);
+    /* SHA-256("abc") */
+    uint8_t h[32];
+    struct crypto_part parts[2] = {{"a", 1}, {"bc", 2}};
+    assert_int_equal(crypto_sha256(parts, 2, h), 0);
+    char hex[65];
+    tg__hex_encode(hex, h, 32);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    /* RFC 4231 test case 2 */
+    struct crypto_part msg[1] = {{"what do ya want for nothing?", 28}};
+    assert_int_equal(crypto_hmac_sha256("Jefe", 4, msg, 1, h), 0);
+    tg__hex_encode(hex, h, 32);
+    assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    for (int i = 0; i < 1000; i++) {
+        uint32_t r = crypto_random_range(2500, 4700);
+        assert_true(r >= 2500 && r < 4700);
+    }
+    assert_int_equal(crypto_random_range(7, 7), 7);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_client_vectors),     cmocka_unit_test(test_client_tag_policy),
+        cmocka_unit_test(test_mtg_snapshots),      cmocka_unit_test(test_dc_vectors),
+        cmocka_unit_test(test_forbidden_prefixes), cmocka_unit_test(test_dc_header_roundtrip),
+        cmocka_unit_test(test_crypto_helpers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
