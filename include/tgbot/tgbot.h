@@ -12,5 +12,6 @@
 #define TGBOT_TGBOT_H
 
 #include "tgbot/common.h"
+#include "tgbot/client.h"
 
 #endif

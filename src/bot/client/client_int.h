@@ -1,0 +1,186 @@
+/*
+ * client_int.h: the insides of tg_bot and tg_ctx, shared by the files of src/bot/client/.
+ *
+ * Layout of the call path (one concept per file):
+ *   bot.c        tg_bot: options, token, URL prefixes, logger, shutdown and interruptible waits
+ *   ctx.c        tg_ctx: arena, buffers, last error and its accessors
+ *   call.c       tg_call_raw*, the attempt loop, the response envelope
+ *   retry.c      the retry decision (pure: policy + outcome -> wait or give up)
+ *   flood.c      flood control: shared GCRA buckets keyed by chat id
+ *   curl.c       the default transport over a reused curl easy handle and a shared cache
+ *   download.c   getFile and file downloads
+ *   method.c     tg__call, the entry point of the generated method wrappers
+ *
+ * Invariants: the token only ever lives in bot->token, bot->api_prefix, bot->file_prefix and
+ * ctx->url; it is registered with bot->log so anything logged is scrubbed, and every error
+ * line is scrubbed before it is stored.
+ */
+#ifndef TGKIT_BOT_CLIENT_INT_H
+#define TGKIT_BOT_CLIENT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/arena.h"
+#include "core/buf.h"
+#include "core/log.h"
+#include "bot/json/json.h"
+#include "tgbot/client.h"
+
+/* ---- flood control (flood.c) ---- */
+
+struct tg__flood_slot {
+    int64_t key;      /* chat id, or a hash of an "@username" */
+    int64_t chat_tat; /* GCRA theoretical arrival time, microseconds */
+    int64_t group_tat;
+};
+
+struct tg__flood {
+    pthread_mutex_t mu;
+    tg_flood_options opt;
+    int64_t global_us, chat_us, group_us; /* emission intervals */
+    int64_t global_tat;
+    struct tg__flood_slot *slots; /* open addressing, key INT64_MIN = empty */
+    size_t cap, used;
+};
+
+int tg__flood_init(struct tg__flood *f, const tg_flood_options *opt);
+void tg__flood_cleanup(struct tg__flood *f);
+/* Reserve a slot for one message to key at or after now_us. Returns the time the message may
+ * go (>= now_us), or -1 if it would have to wait (fail_fast) or wait beyond max_wait_ms. */
+int64_t tg__flood_reserve(struct tg__flood *f, int64_t key, bool group, int64_t now_us);
+/* Does method post messages (send*, forward*, copy*, but not sendChatAction)? */
+bool tg__flood_applies(const char *method);
+
+/* ---- retry (retry.c) ---- */
+
+enum tg__outcome {
+    TG__OUT_OK,
+    TG__OUT_CONNECT, /* failed before the request was sent */
+    TG__OUT_LOST,    /* timeout or lost connection after sending */
+    TG__OUT_429,
+    TG__OUT_5XX,
+    TG__OUT_FATAL,   /* anything else: no retry */
+};
+
+/* Effective values of a policy (zero fields replaced by defaults). */
+void tg__retry_resolve(const tg_retry_policy *in, tg_retry_policy *out);
+/*
+ * Should attempt number `attempt` (1-based, just failed with `out`) be followed by another?
+ * Returns the wait in ms before it, or -1 to give up. elapsed_ms is the time since the call
+ * started; retry_after_s the 429's parameter (0 = absent); rnd a random 32-bit value for the
+ * jitter.
+ */
+int64_t tg__retry_wait_ms(const tg_retry_policy *p, enum tg__outcome out, uint32_t attempt,
+                          uint64_t elapsed_ms, int32_t retry_after_s, uint32_t rnd);
+
+/* ---- the bot (bot.c) ---- */
+
+struct tg_bot {
+    char *token;
+    size_t token_len;
+    int64_t id;
+    char *base_url;
+    char *api_prefix;  /* "<base>/bot<token>/" or ".../test/" (SECRET) */
+    size_t api_prefix_len;
+    char *file_prefix; /* "<base>/file/bot<token>/" or ".../test/" (SECRET) */
+    size_t file_prefix_len;
+    char *user_agent;
+    char *proxy;
+    char *ca_file;
+    char *ca_path;
+    uint32_t timeout_ms;
+    uint32_t connect_timeout_ms;
+    size_t max_response_bytes;
+    tg__logger log;
+    tg_log_fn user_log;
+    void *user_log_user;
+    tg_retry_policy retry; /* resolved */
+    struct tg__flood flood;
+    tg_transport transport;
+    void *share; /* CURLSH *, owned by curl.c */
+    pthread_mutex_t share_mu[8];
+    atomic_bool shutdown;
+    pthread_mutex_t wait_mu;
+    pthread_cond_t wait_cv;
+};
+
+/* Wait ms milliseconds unless the bot shuts down or ctx is cancelled first.
+ * Returns TG_OK after the full wait, TG_ERR_CANCELLED otherwise. */
+tg_status tg__bot_sleep(tg_bot *bot, tg_ctx *ctx, uint64_t ms);
+/* Wake every waiter (shutdown, cancel). */
+void tg__bot_wake(tg_bot *bot);
+
+/* The default transport (curl.c). */
+extern const tg_transport tg__curl_transport;
+int tg__curl_share_new(tg_bot *bot);
+void tg__curl_share_free(tg_bot *bot);
+
+/* ---- the context (ctx.c) ---- */
+
+struct tg_ctx {
+    tg_bot *bot;
+    tg__arena arena;
+    tg__buf req;  /* encoded request body */
+    tg__buf resp; /* response body */
+    tg__buf url;  /* SECRET: prefix + method */
+    tg__jdoc doc; /* parse of resp (or of req while preparing a call) */
+    void *conn;   /* transport connection */
+    bool has_policy;
+    tg_retry_policy policy; /* resolved, when has_policy */
+    atomic_bool cancel;
+    uint32_t rnd;
+    /* last error */
+    tg_error_info err;
+    tg__buf errmsg;
+    tg__buf errdesc;
+    tg__buf errpath;
+    char method[64];
+    /* per-call transient state */
+    int http_status;
+    uint32_t result_tok; /* "result" token in doc after a successful call */
+    bool too_big;
+    tg_ctx_stats stats;
+};
+
+/* Start a call: clear the last error, remember method, check cancel/shutdown. */
+tg_status tg__ctx_begin(tg_ctx *ctx, const char *method);
+/* Record a failure: status plus a formatted detail; builds errmsg "<method>: <detail>" and
+ * scrubs it. Returns st. */
+tg_status tg__ctx_fail(tg_ctx *ctx, tg_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+uint32_t tg__ctx_random(tg_ctx *ctx);
+/* Whether the running call should stop (ctx cancelled or bot shut down). */
+bool tg__ctx_cancelled(void *ctx);
+/* Lazily create the transport connection. */
+tg_status tg__ctx_conn(tg_ctx *ctx);
+
+/* ---- the call path (call.c) ---- */
+
+struct tg__call_req {
+    const char *method;
+    const char *body; /* JSON body (NULL = none) */
+    size_t body_len;
+    const tg_form_field *fields; /* multipart when nfields + nfiles > 0 */
+    size_t nfields;
+    const tg_file_part *files;
+    size_t nfiles;
+};
+
+/*
+ * Run a prepared request: flood control, URL, attempts with retries, the response envelope.
+ * On TG_OK, ctx->doc holds the parsed answer and ctx->result_tok its "result".
+ * Flood control reads the chat id from body (JSON) or from the "chat_id" form field.
+ */
+tg_status tg__call_exec(tg_ctx *ctx, const struct tg__call_req *r);
+/* ctx->url = prefix + rest. */
+tg_status tg__ctx_url(tg_ctx *ctx, const char *prefix, size_t prefix_len, const char *rest);
+/* Record a transport failure (res->status != TG_OK) and classify it for the retry policy. */
+tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res,
+                                  enum tg__outcome *out);
+/* Turn the members of the JSON object json[0..len) into form fields in the ctx arena.
+ * Returns TG_OK or TG_ERR_INVALID/NOMEM with the error set. */
+tg_status tg__json_to_fields(tg_ctx *ctx, const char *json, size_t len,
+                             tg_form_field **fields, size_t *n);
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * ctx.c: tg_ctx, the per-thread half of the client, and the last error of its calls.
+ *
+ * A ctx keeps everything a call needs warm: the arena results are decoded into, the request
+ * and response buffers, the JSON token array and the transport connection. None of them is
+ * released between calls, so a steady stream of calls allocates nothing here.
+ *
+ * Errors: tg__ctx_fail() formats "<method>: <detail>" once, scrubs the token out of it
+ * (details may quote a server's or curl's words) and fills the structured tg_error_info.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bot/client/client_int.h"
+#include "core/alloc.h"
+#include "core/clock.h"
+
+#define ERRMSG_MAX 2048 /* bytes */
+#define URL_MAX 8192    /* bytes */
+
+TG_API tg_ctx *tg_ctx_new(tg_bot *bot)
+{
+    if (!bot)
+        return NULL;
+    tg_ctx *ctx = tg__calloc(1, sizeof *ctx);
+    if (!ctx)
+        return NULL;
+    ctx->bot = bot;
+    tg__arena_init(&ctx->arena, 0, 0);
+    tg__buf_init(&ctx->req, 0);
+    tg__buf_init(&ctx->resp, bot->max_response_bytes);
+    tg__buf_init(&ctx->url, URL_MAX);
+    tg__buf_init(&ctx->errmsg, ERRMSG_MAX);
+    tg__buf_init(&ctx->errdesc, ERRMSG_MAX);
+    tg__buf_init(&ctx->errpath, ERRMSG_MAX);
+    tg__jdoc_init(&ctx->doc, &(tg__jlimits){.max_bytes = bot->max_response_bytes});
+    atomic_init(&ctx->cancel, false);
+    ctx->rnd = (uint32_t)(tg__now_ns() ^ (uintptr_t)ctx) | 1u;
+    ctx->err.method = ctx->method;
+    ctx->err.description = "";
+    ctx->err.json_path = "";
+    return ctx;
+}
+
+TG_API void tg_ctx_free(tg_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->conn)
+        ctx->bot->transport.conn_free(ctx->conn);
+    if (ctx->url.data)
+        memset(ctx->url.data, 0, ctx->url.cap);
+    tg__arena_cleanup(&ctx->arena);
+    tg__buf_cleanup(&ctx->req);
+    tg__buf_cleanup(&ctx->resp);
+    tg__buf_cleanup(&ctx->url);
+    tg__buf_cleanup(&ctx->errmsg);
+    tg__buf_cleanup(&ctx->errdesc);
+    tg__buf_cleanup(&ctx->errpath);
+    tg__jdoc_cleanup(&ctx->doc);
+    tg__free(ctx);
+}
+
+static void clear_error(tg_ctx *ctx)
+{
+    memset(&ctx->err, 0, sizeof ctx->err);
+    ctx->err.method = ctx->method;
+    ctx->err.description = "";
+    ctx->err.json_path = "";
+    tg__buf_reset(&ctx->errmsg);
+    tg__buf_reset(&ctx->errdesc);
+    tg__buf_reset(&ctx->errpath);
+}
+
+TG_API void tg_ctx_reset(tg_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    tg__arena_reset(&ctx->arena);
+    clear_error(ctx);
+    ctx->method[0] = '\0';
+    atomic_store(&ctx->cancel, false);
+}
+
+TG_API tg_bot *tg_ctx_bot(const tg_ctx *ctx)
+{
+    return ctx ? ctx->bot : NULL;
+}
+
+TG_API void tg_ctx_set_retry_policy(tg_ctx *ctx, const tg_retry_policy *policy)
+{
+    if (!ctx)
+        return;
+    ctx->has_policy = policy != NULL;
+    if (policy)
+        tg__retry_resolve(policy, &ctx->policy);
+}
+
+TG_API void tg_ctx_cancel(tg_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    atomic_store(&ctx->cancel, true);
+    tg__bot_wake(ctx->bot);
+}
+
+bool tg__ctx_cancelled(void *p)
+{
+    tg_ctx *ctx = p;
+    return atomic_load_explicit(&ctx->cancel, memory_order_relaxed) ||
+           atomic_load_explicit(&ctx->bot->shutdown, memory_order_relaxed);
+}
+
+TG_API const char *tg_ctx_errmsg(const tg_ctx *ctx)
+{
+    return ctx ? tg__buf_cstr(&ctx->errmsg) : "no context";
+}
+
+TG_API tg_status tg_ctx_status(const tg_ctx *ctx)
+{
+    return ctx ? ctx->err.status : TG_ERR_INVALID;
+}
+
+TG_API const tg_error_info *tg_ctx_error(const tg_ctx *ctx)
+{
+    return ctx ? &ctx->err : NULL;
+}
+
+TG_API void tg_ctx_get_stats(const tg_ctx *ctx, tg_ctx_stats *out)
+{
+    if (ctx && out)
+        *out = ctx->stats;
+}
+
+tg_status tg__ctx_begin(tg_ctx *ctx, const char *method)
+{
+    clear_error(ctx);
+    size_t n = strlen(method);
+    if (n >= sizeof ctx->method)
+        n = sizeof ctx->method - 1;
+    memcpy(ctx->method, method, n);
+    ctx->method[n] = '\0';
+    ctx->http_status = 0;
+    ctx->too_big = false;
+    ctx->stats.calls++;
+    if (tg__ctx_cancelled(ctx))
+        return tg__ctx_fail(ctx, TG_ERR_CANCELLED, "%s",
+                            atomic_load(&ctx->bot->shutdown) ? "the bot is shut down"
+                                                              : "the context was cancelled");
+    return TG_OK;
+}
+
+tg_status tg__ctx_fail(tg_ctx *ctx, tg_status st, const char *fmt, ...)
+{
+    ctx->err.status = st;
+    ctx->err.method = ctx->method;
+    ctx->err.http_status = ctx->http_status;
+    tg__buf_reset(&ctx->errmsg);
+    tg__buf_printf(&ctx->errmsg, "%s: ", ctx->method[0] ? ctx->method : "call");
+    va_list ap;
+    va_start(ap, fmt);
+    tg__buf_vprintf(&ctx->errmsg, fmt, ap);
+    va_end(ap);
+    if (ctx->errmsg.data)
+        tg__log_scrub(&ctx->bot->log, ctx->errmsg.data, ctx->errmsg.cap);
+    ctx->errmsg.len = ctx->errmsg.data ? strlen(ctx->errmsg.data) : 0;
+    ctx->err.description = tg__buf_cstr(&ctx->errdesc);
+    ctx->err.json_path = tg__buf_cstr(&ctx->errpath);
+    if (st != TG_ERR_CANCELLED)
+        tg__log(&ctx->bot->log, TG__LOG_DEBUG, "%s", tg__buf_cstr(&ctx->errmsg));
+    return st;
+}
+
+uint32_t tg__ctx_random(tg_ctx *ctx)
+{
+    uint32_t x = ctx->rnd; /* xorshift32: jitter only, not security */
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    ctx->rnd = x;
+    return x;
+}
+
+tg_status tg__ctx_conn(tg_ctx *ctx)
+{
+    if (ctx->conn)
+        return TG_OK;
+    ctx->conn = ctx->bot->transport.conn_new(ctx->bot->transport.user, ctx->bot);
+    if (!ctx->conn)
+        return tg__ctx_fail(ctx, TG_ERR_NOMEM, "cannot create the transport connection");
+    return TG_OK;
+}
