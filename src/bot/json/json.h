@@ -143,6 +143,9 @@ void tg__jw_obj_end(tg__jw *w);
 void tg__jw_arr_begin(tg__jw *w);
 void tg__jw_arr_end(tg__jw *w);
 void tg__jw_key(tg__jw *w, const char *key, size_t n); /* key must not need escaping */
+/* Any key (escaped like a string value; invalid UTF-8 sets -EINVAL), for generic re-encoding
+ * of decoded documents (unknown fields, tools, fuzzing). */
+void tg__jw_key_escaped(tg__jw *w, const char *key, size_t n);
 void tg__jw_str(tg__jw *w, const char *s);             /* NULL writes null */
 void tg__jw_strn(tg__jw *w, const char *s, size_t n);
 void tg__jw_i64(tg__jw *w, int64_t v);

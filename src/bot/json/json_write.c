@@ -160,6 +160,24 @@ void tg__jw_key(tg__jw *w, const char *key, size_t n)
     w->buf->data[w->buf->len] = '\0';
 }
 
+static void put_string(tg__jw *w, const char *str, size_t n);
+
+void tg__jw_key_escaped(tg__jw *w, const char *key, size_t n)
+{
+    if (w->err)
+        return;
+    if (w->depth == 0) {
+        w->err = -EINVAL;
+        return;
+    }
+    uint64_t bit = (uint64_t)1 << (w->depth - 1);
+    if (w->nonempty & bit)
+        put(w, ",", 1);
+    w->nonempty |= bit;
+    put_string(w, key, n);
+    put(w, ":", 1);
+}
+
 /* Escape of byte c (class 1 or 2) into out; returns its length. */
 static size_t escape_byte(unsigned char c, char *out)
 {
