@@ -1,0 +1,60 @@
+/*
+ * antireplay: the bounded "seen recently" set of handshakes (brief 5.1, section 9 #11/#12).
+ *
+ * Keys: the first 16 bytes of a FakeTLS client random (ANTIREPLAY_TLS) and bytes 8..56 of
+ * an obfs2 header (ANTIREPLAY_OBFS2). Each key is reduced to a 96-bit fingerprint plus a
+ * set index by SHA-256 (kind byte || key); with 96 bits a false "seen" needs ~2^48 live
+ * entries, i.e. never. Entries expire window_s seconds after insertion.
+ *
+ * Layout: a set-associative table, ANTIREPLAY_WAYS entries per set, 16 bytes per entry
+ * (fingerprint + insertion time), number of sets a power of two. Inserting into a full set
+ * replaces an expired entry if there is one, else the oldest (counted as an early eviction:
+ * the per-set approximation of "oldest first"; the operator should raise max_entries).
+ *
+ * Memory (fixed at creation, nothing allocated afterwards):
+ *   16 bytes x capacity  +  one mutex per stripe (<= 1024 stripes)
+ *   capacity = max_entries rounded up to ways x power-of-two sets (at most 2x max_entries);
+ *   e.g. the default 1,048,576 entries use 16 MiB plus ~40 KiB of locks.
+ *
+ * Thread-safety: one cache is shared by all worker threads. Sets are guarded by striped
+ * mutexes (set i uses stripe i mod stripes), so threads contend only when they hit the same
+ * stripe; statistics are relaxed atomics. Time is passed in (monotonic seconds) so tests
+ * can drive it.
+ */
+#ifndef TGPROXY_ANTIREPLAY_H
+#define TGPROXY_ANTIREPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ANTIREPLAY_WAYS 8
+
+enum antireplay_kind { ANTIREPLAY_TLS = 1, ANTIREPLAY_OBFS2 = 2 };
+
+struct antireplay;
+
+struct antireplay_stats {
+    size_t capacity;          /* entries */
+    size_t bytes;             /* memory held by the table and the locks */
+    uint64_t inserts;         /* keys added */
+    uint64_t replays;         /* lookups that found a live entry */
+    uint64_t early_evictions; /* live entries dropped because their set was full */
+};
+
+/* max_entries >= 1 (rounded up as described), window_s >= 1. NULL on ENOMEM or bad args. */
+struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s);
+/* NULL-safe. No other thread may use the cache any more. */
+void antireplay_free(struct antireplay *ar);
+
+/* Is a live entry for key present? (no insertion) */
+bool antireplay_seen(struct antireplay *ar, enum antireplay_kind kind, const void *key,
+                     size_t len, uint64_t now_s);
+/* Add-if-absent, atomically: returns true if key was already live (a replay; nothing
+   changes), false if it has now been inserted. */
+bool antireplay_add(struct antireplay *ar, enum antireplay_kind kind, const void *key,
+                    size_t len, uint64_t now_s);
+
+void antireplay_get_stats(struct antireplay *ar, struct antireplay_stats *out);
+
+#endif
