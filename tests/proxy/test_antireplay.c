@@ -1,0 +1,166 @@
+/* Tests for proxy/antireplay: add-if-absent, kinds, expiry, fixed memory under churn, the
+ * eviction accounting invariant, concurrent add-if-absent, allocation failure. */
+#include "tgtest.h"
+
+#include <pthread.h>
+
+#include "core/alloc.h"
+#include "proxy/antireplay.h"
+
+static void key_of(uint32_t i, uint8_t k[16])
+{
+    memset(k, 0x5a, 16);
+    memcpy(k, &i, sizeof i);
+}
+
+static void test_basic(void **state)
+{
+    (void)state;
+    struct antireplay *ar = antireplay_new(1000, 300);
+    assert_non_null(ar);
+    uint8_t k[48] = {1, 2, 3};
+    assert_false(antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 100));
+    assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 100));
+    assert_true(antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 100));
+    assert_true(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 101));
+    /* the other kind and other lengths are different keys */
+    assert_false(antireplay_seen(ar, ANTIREPLAY_OBFS2, k, 16, 101));
+    assert_false(antireplay_add(ar, ANTIREPLAY_OBFS2, k, 48, 101));
+    assert_true(antireplay_add(ar, ANTIREPLAY_OBFS2, k, 48, 102));
+    assert_false(antireplay_seen(ar, ANTIREPLAY_TLS, k, 15, 101));
+    struct antireplay_stats st;
+    antireplay_get_stats(ar, &st);
+    assert_int_equal(st.capacity, 1024);
+    assert_int_equal(st.inserts, 2);
+    assert_int_equal(st.replays, 3);
+    assert_int_equal(st.early_evictions, 0);
+    assert_true(st.bytes >= 1024 * 16 && st.bytes < 1024 * 16 + 64 * 1024);
+    antireplay_free(ar);
+    antireplay_free(NULL);
+    assert_null(antireplay_new(0, 300));
+    assert_null(antireplay_new(10, 0));
+    assert_false(antireplay_add(NULL, ANTIREPLAY_TLS, k, 16, 1));
+}
+
+static void test_expiry(void **state)
+{
+    (void)state;
+    struct antireplay *ar = antireplay_new(64, 300);
+    uint8_t k[16];
+    key_of(7, k);
+    assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 1000));
+    assert_true(antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 1299));
+    assert_false(antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 1300));
+    assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 1300)); /* re-inserted */
+    assert_true(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 1301));
+    /* time 0 is a valid time, not "empty" */
+    assert_false(antireplay_add(ar, ANTIREPLAY_OBFS2, k, 16, 0));
+    assert_true(antireplay_seen(ar, ANTIREPLAY_OBFS2, k, 16, 0));
+    antireplay_free(ar);
+}
+
+/* Live keys = inserted - early evictions, exactly; memory never changes. */
+static void test_bounded(void **state)
+{
+    (void)state;
+    struct antireplay *ar = antireplay_new(1024, 300);
+    struct antireplay_stats st0, st;
+    antireplay_get_stats(ar, &st0);
+    uint8_t k[16];
+    const uint32_t n = 600;
+    for (uint32_t i = 0; i < n; i++) {
+        key_of(i, k);
+        assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 10));
+    }
+    antireplay_get_stats(ar, &st);
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        key_of(i, k);
+        live += antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 11);
+    }
+    assert_int_equal(live, n - st.early_evictions);
+    /* churn: 20x capacity more keys; memory is what it was, evictions are counted */
+    for (uint32_t i = n; i < n + 20 * 1024; i++) {
+        key_of(i, k);
+        antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 12);
+    }
+    antireplay_get_stats(ar, &st);
+    assert_int_equal(st.bytes, st0.bytes);
+    assert_int_equal(st.capacity, st0.capacity);
+    assert_true(st.early_evictions >= n + 20 * 1024 - 1024);
+    /* the most recent key of the churn is still there */
+    key_of(n + 20 * 1024 - 1, k);
+    assert_true(antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 13));
+    /* once everything expired, inserting evicts nothing early */
+    uint64_t before = st.early_evictions;
+    for (uint32_t i = 0; i < 512; i++) {
+        key_of(1000000 + i, k);
+        antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 1000);
+    }
+    antireplay_get_stats(ar, &st);
+    assert_true(st.early_evictions - before <= 512);
+    antireplay_free(ar);
+}
+
+struct worker {
+    struct antireplay *ar;
+    uint32_t fresh;
+};
+
+static void *hammer(void *arg)
+{
+    struct worker *w = arg;
+    uint8_t k[16];
+    for (uint32_t i = 0; i < 5000; i++) {
+        key_of(i, k);
+        if (!antireplay_add(w->ar, ANTIREPLAY_OBFS2, k, 16, 50))
+            w->fresh++;
+    }
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    (void)state;
+    struct antireplay *ar = antireplay_new(1 << 16, 300);
+    struct worker w[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){.ar = ar};
+        assert_int_equal(pthread_create(&t[i], NULL, hammer, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    struct antireplay_stats st;
+    antireplay_get_stats(ar, &st);
+    assert_int_equal(st.early_evictions, 0);
+    /* each key was fresh for exactly one thread */
+    assert_int_equal(w[0].fresh + w[1].fresh + w[2].fresh + w[3].fresh, 5000);
+    assert_int_equal(st.inserts, 5000);
+    assert_int_equal(st.replays, 15000);
+    antireplay_free(ar);
+}
+
+static void test_alloc_failure(void **state)
+{
+    (void)state;
+    for (uint64_t nth = 1; nth <= 3; nth++) {
+        tg__alloc_fail_at(nth);
+        struct antireplay *ar = antireplay_new(100, 300);
+        assert_null(ar);
+        tg__alloc_fail_at(0);
+    }
+    struct antireplay *ar = antireplay_new(100, 300);
+    assert_non_null(ar);
+    antireplay_free(ar);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_basic),      cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_bounded),    cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_alloc_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
