@@ -1,0 +1,391 @@
+/*
+ * tgbot/dispatch.h: the framework layer of libtgbot: router, filters, middleware, handler
+ * context, conversations, conversation storage and the dispatcher (worker pool).
+ *
+ * The pieces:
+ *  - tg_router: handlers matched by update kind, command, text pattern, callback data and
+ *    composable filters; middleware before/after; groups (at most one handler per group runs,
+ *    groups run in ascending order); an error handler. Built once, then read-only: one router
+ *    may serve any number of threads.
+ *  - tg_dispatcher: a worker pool in front of a router. Updates of one chat run in order,
+ *    different chats in parallel. Feed it raw update JSON yourself, or let long polling /
+ *    the webhook server (tgbot/updates.h) do it.
+ *  - tg_hctx: what a handler gets: the routed view of the update (tg_event), its own tg_ctx
+ *    (whose arena is reset after every handler), reply/answer/edit shortcuts, regex captures,
+ *    command arguments and the conversation of this (chat, user).
+ *  - tg_storage: get/set/delete with a TTL; a memory store and a Redis store are provided,
+ *    and any other can be plugged in.
+ *
+ * Thread-safety: routers and filters are built by one thread before the dispatcher starts
+ * and never changed afterwards. A tg_hctx belongs to the worker running the handler. Storage
+ * implementations must be thread-safe (both provided ones are).
+ */
+#ifndef TGBOT_DISPATCH_H
+#define TGBOT_DISPATCH_H
+
+#include "tgbot/common.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tg_bot tg_bot;
+typedef struct tg_ctx tg_ctx;
+
+/* ---- update kinds: one per optional field of the Bot API Update object ---- */
+
+#define TG_UPDATE_KINDS(X)                                                                     \
+    X(MESSAGE, "message")                                                                      \
+    X(EDITED_MESSAGE, "edited_message")                                                        \
+    X(CHANNEL_POST, "channel_post")                                                            \
+    X(EDITED_CHANNEL_POST, "edited_channel_post")                                              \
+    X(BUSINESS_CONNECTION, "business_connection")                                              \
+    X(BUSINESS_MESSAGE, "business_message")                                                    \
+    X(EDITED_BUSINESS_MESSAGE, "edited_business_message")                                      \
+    X(DELETED_BUSINESS_MESSAGES, "deleted_business_messages")                                  \
+    X(GUEST_MESSAGE, "guest_message")                                                          \
+    X(MESSAGE_REACTION, "message_reaction")                                                    \
+    X(MESSAGE_REACTION_COUNT, "message_reaction_count")                                        \
+    X(INLINE_QUERY, "inline_query")                                                            \
+    X(CHOSEN_INLINE_RESULT, "chosen_inline_result")                                            \
+    X(CALLBACK_QUERY, "callback_query")                                                        \
+    X(SHIPPING_QUERY, "shipping_query")                                                        \
+    X(PRE_CHECKOUT_QUERY, "pre_checkout_query")                                                \
+    X(PURCHASED_PAID_MEDIA, "purchased_paid_media")                                            \
+    X(POLL, "poll")                                                                            \
+    X(POLL_ANSWER, "poll_answer")                                                              \
+    X(MY_CHAT_MEMBER, "my_chat_member")                                                        \
+    X(CHAT_MEMBER, "chat_member")                                                              \
+    X(CHAT_JOIN_REQUEST, "chat_join_request")                                                  \
+    X(CHAT_BOOST, "chat_boost")                                                                \
+    X(REMOVED_CHAT_BOOST, "removed_chat_boost")                                                \
+    X(MANAGED_BOT, "managed_bot")                                                              \
+    X(SUBSCRIPTION, "subscription")
+
+typedef enum tg_update_kind {
+    TG_UPDATE_UNKNOWN = 0, /* a field this library does not know yet (kept in kind_name) */
+#define TG__KIND_ENUM(id, name) TG_UPDATE_##id,
+    TG_UPDATE_KINDS(TG__KIND_ENUM)
+#undef TG__KIND_ENUM
+        TG_UPDATE_KIND_COUNT
+} tg_update_kind;
+
+#define TG_KIND_BIT(k) (UINT64_C(1) << (k))
+/* Message-like kinds: message, edited_message, channel_post, edited_channel_post,
+ * business_message, edited_business_message, guest_message. */
+#define TG_KINDS_MESSAGES                                                                      \
+    (TG_KIND_BIT(TG_UPDATE_MESSAGE) | TG_KIND_BIT(TG_UPDATE_EDITED_MESSAGE) |                  \
+     TG_KIND_BIT(TG_UPDATE_CHANNEL_POST) | TG_KIND_BIT(TG_UPDATE_EDITED_CHANNEL_POST) |        \
+     TG_KIND_BIT(TG_UPDATE_BUSINESS_MESSAGE) | TG_KIND_BIT(TG_UPDATE_EDITED_BUSINESS_MESSAGE) | \
+     TG_KIND_BIT(TG_UPDATE_GUEST_MESSAGE))
+
+/* "message", "callback_query", ...; "unknown" for TG_UPDATE_UNKNOWN. Static. */
+TG_API const char *tg_update_kind_name(tg_update_kind k);
+/* The kind of an Update field name; TG_UPDATE_UNKNOWN if it is not one. */
+TG_API tg_update_kind tg_update_kind_parse(const char *name, size_t len);
+
+/*
+ * The routed view of one update: the fields routing and the shortcuts need, extracted in one
+ * pass over the JSON. Strings are NUL-terminated, decoded, and live as long as the handler
+ * context (NULL when absent). The full update stays available as JSON.
+ */
+typedef struct tg_event {
+    int64_t update_id;
+    tg_update_kind kind;
+    const char *kind_name;      /* the Update field, also for unknown kinds */
+    bool has_chat;
+    int64_t chat_id;            /* the chat the update belongs to (callbacks: its message's) */
+    const char *chat_type;      /* "private", "group", "supergroup", "channel" or NULL */
+    bool has_user;
+    int64_t user_id;            /* from.id, or user.id (reactions, poll answers, boosts...) */
+    const char *username;       /* from.username or NULL */
+    int64_t message_id;         /* the message (callbacks: the message with the button); 0 */
+    const char *text;           /* message text, else caption; NULL */
+    const char *data;           /* callback_query.data */
+    const char *query;          /* inline_query.query */
+    const char *id;             /* id of a callback/inline/shipping/pre-checkout query */
+    const char *inline_message_id;      /* callback on an inline message */
+    const char *business_connection_id; /* business messages and callbacks */
+    /* Commands: text starting with '/'. command excludes the '/' and any "@botname". */
+    const char *command;        /* NULL when the text is not a command */
+    size_t command_len;
+    const char *command_args;   /* text after the command and its spaces; "" if none */
+    bool command_for_me;        /* no @mention, or the mention is this bot (case-insensitive) */
+    const char *json;           /* the whole update as received (not NUL-terminated) */
+    size_t json_len;
+} tg_event;
+
+/* ---- handler context ---- */
+
+typedef struct tg_hctx tg_hctx;
+
+/* A handler. Return TG_OK, or an error status: the router's error handler sees it (with
+ * tg_hctx_errmsg()) and the dispatcher goes on with the next update. */
+typedef tg_status (*tg_handler_fn)(tg_hctx *h, void *user);
+
+TG_API const tg_event *tg_hctx_event(const tg_hctx *h);
+/* The worker's ctx for API calls (NULL when the dispatcher has no bot). Its arena is reset
+ * after every handler: copy what must outlive the update. */
+TG_API tg_ctx *tg_hctx_ctx(tg_hctx *h);
+/* Scratch memory that lives until the handler returns (NULL on out of memory). */
+TG_API void *tg_hctx_alloc(tg_hctx *h, size_t n);
+/* Regex captures of the matching text or callback filter: i = 0 is the whole match.
+ * NULL if there is no such group; *len (optional) gets the length. Valid during the handler. */
+TG_API const char *tg_hctx_capture(const tg_hctx *h, unsigned i, size_t *len);
+TG_API unsigned tg_hctx_ncaptures(const tg_hctx *h);
+/* Command arguments split at spaces (a quoted "a b" stays one argument). */
+TG_API unsigned tg_hctx_argc(tg_hctx *h);
+TG_API const char *tg_hctx_arg(tg_hctx *h, unsigned i); /* NULL past the end */
+/* The /start deep-link payload ("/start abc" -> "abc"); NULL when none. */
+TG_API const char *tg_hctx_payload(const tg_hctx *h);
+/* Record why a handler fails (shown to the error handler). printf-style. */
+TG_API tg_status tg_hctx_fail(tg_hctx *h, tg_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+TG_API const char *tg_hctx_errmsg(const tg_hctx *h); /* "" when none */
+/* Worker number (0..workers-1) running this handler. */
+TG_API unsigned tg_hctx_worker(const tg_hctx *h);
+
+/*
+ * Shortcuts (they need a bot; TG_ERR_INVALID without one or when the update has no such
+ * target). text is borrowed for the call. Details of failures in tg_ctx_errmsg().
+ *  tg_reply          sendMessage to the update's chat, replying to its message
+ *  tg_send           sendMessage to the update's chat (no reply)
+ *  tg_answer         answerCallbackQuery (text may be NULL) for callback queries
+ *  tg_edit           editMessageText of the callback's message (chat or inline message)
+ */
+TG_API tg_status tg_reply(tg_hctx *h, const char *text);
+TG_API tg_status tg_send(tg_hctx *h, const char *text);
+/* Like tg_send with extra members for the sendMessage object, e.g.
+ * "\"reply_markup\":{...}" (a JSON fragment without braces; NULL = none). */
+TG_API tg_status tg_send_ex(tg_hctx *h, const char *text, const char *extra_json);
+TG_API tg_status tg_answer(tg_hctx *h, const char *text);
+TG_API tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json);
+/* Call method with a JSON object of parameters (tg_call_raw on the handler's ctx). */
+TG_API tg_status tg_hctx_call(tg_hctx *h, const char *method, const char *json_params,
+                              const char **result_json, size_t *result_len);
+
+/* ---- conversations (per chat and user) ---- */
+
+/*
+ * The conversation of the update's (chat, user): a named state plus a blob of data, kept in
+ * the dispatcher's storage. Without a chat or user there is none (state NULL, enter fails).
+ * A conversation with a timeout ends when it is not touched for that long; the next update
+ * of that (chat, user) then runs the timeout handler first (tg_dispatcher_options).
+ */
+TG_API const char *tg_conv_state(const tg_hctx *h); /* NULL when none */
+TG_API const void *tg_conv_data(const tg_hctx *h, size_t *len);
+/* Enter state (1..64 bytes of [A-Za-z0-9_.:-]) with data (copied; NULL/0 = empty). Stored at
+ * once; TG_ERR_TOO_BIG beyond conv_max_bytes, TG_ERR_INVALID for a bad state name. */
+TG_API tg_status tg_conv_set(tg_hctx *h, const char *state, const void *data, size_t len);
+TG_API tg_status tg_conv_end(tg_hctx *h);
+
+/* ---- storage ---- */
+
+typedef struct tg_storage tg_storage;
+
+/*
+ * A key-value store with expiry. Every function must be thread-safe.
+ * get: copy the value into buf[0..cap) and its length into *len; TG_OK with *found=false
+ *      when absent or expired; TG_ERR_TOO_BIG when it does not fit (len says how big).
+ * set: store a copy; ttl_ms 0 = never expires.
+ */
+typedef struct tg_storage_ops {
+    tg_status (*get)(tg_storage *s, const char *key, void *buf, size_t cap, size_t *len,
+                     bool *found);
+    tg_status (*set)(tg_storage *s, const char *key, const void *val, size_t len,
+                     uint64_t ttl_ms);
+    tg_status (*del)(tg_storage *s, const char *key);
+    void (*free)(tg_storage *s);
+} tg_storage_ops;
+
+/* Implementations embed this as their first member. */
+struct tg_storage {
+    const tg_storage_ops *ops;
+};
+
+/* An in-process store (a locked hash table). NULL on out of memory. */
+TG_API tg_storage *tg_storage_memory_new(void);
+
+typedef struct tg_redis_options {
+    const char *host;       /* NULL = "127.0.0.1" */
+    uint16_t port;          /* 0 = 6379 */
+    const char *password;   /* AUTH; NULL = none (a secret: never logged) */
+    int db;                 /* SELECT; 0 = default */
+    const char *prefix;     /* key prefix; NULL = "tgbot:" */
+    uint32_t timeout_ms;    /* connect and command timeout; 0 = 2000 */
+} tg_redis_options;
+
+/* A Redis store (hiredis), connected at once. NULL on failure; tg_storage_errmsg() says why.
+ * Reconnects after a failed command on the next call. */
+TG_API tg_storage *tg_storage_redis_new(const tg_redis_options *opts);
+/* Why the last *_new on this thread failed (static/thread-local; "" if it did not). */
+TG_API const char *tg_storage_errmsg(void);
+
+TG_API tg_status tg_storage_get(tg_storage *s, const char *key, void *buf, size_t cap,
+                                size_t *len, bool *found);
+TG_API tg_status tg_storage_set(tg_storage *s, const char *key, const void *val, size_t len,
+                                uint64_t ttl_ms);
+TG_API tg_status tg_storage_del(tg_storage *s, const char *key);
+TG_API void tg_storage_free(tg_storage *s); /* NULL-safe */
+
+/* ---- filters ---- */
+
+typedef struct tg_filter tg_filter;
+typedef bool (*tg_filter_fn)(const tg_hctx *h, void *user);
+
+/*
+ * Filters are values: a constructor returns a new filter (NULL on out of memory or a bad
+ * regex; tg_filter_errmsg() says why), combinators take ownership of their operands (a NULL
+ * operand makes them free the other and return NULL), and the router takes ownership of the
+ * filter it is given. Strings are copied.
+ */
+TG_API tg_filter *tg_filter_kind(tg_update_kind kind);
+TG_API tg_filter *tg_filter_kinds(uint64_t mask); /* TG_KIND_BIT(...) | ... */
+/* A command ("start", without '/') addressed to this bot, in any message-like update. */
+TG_API tg_filter *tg_filter_command(const char *name);
+/* PCRE2 pattern on the text (message text or caption); captures reach the handler. */
+TG_API tg_filter *tg_filter_regex(const char *pattern);
+TG_API tg_filter *tg_filter_text(const char *exact);
+TG_API tg_filter *tg_filter_callback_prefix(const char *prefix);
+TG_API tg_filter *tg_filter_callback_regex(const char *pattern);
+TG_API tg_filter *tg_filter_inline_prefix(const char *prefix); /* inline_query.query */
+TG_API tg_filter *tg_filter_chat_type(const char *type);       /* "private", ... */
+TG_API tg_filter *tg_filter_chat(int64_t chat_id);
+TG_API tg_filter *tg_filter_user(int64_t user_id);
+/* The conversation is in state (NULL = there is no conversation; "*" = any state). */
+TG_API tg_filter *tg_filter_state(const char *state);
+TG_API tg_filter *tg_filter_fn_new(tg_filter_fn fn, void *user);
+TG_API tg_filter *tg_filter_and(tg_filter *a, tg_filter *b);
+TG_API tg_filter *tg_filter_or(tg_filter *a, tg_filter *b);
+TG_API tg_filter *tg_filter_not(tg_filter *a);
+TG_API void tg_filter_free(tg_filter *f); /* NULL-safe */
+/* Why the last constructor on this thread returned NULL ("" otherwise). */
+TG_API const char *tg_filter_errmsg(void);
+/* Evaluate f for h (for custom filters composing others). */
+TG_API bool tg_filter_match(const tg_filter *f, tg_hctx *h);
+
+/* ---- router ---- */
+
+typedef struct tg_router tg_router;
+
+typedef enum tg_next { TG_NEXT = 0, TG_STOP = 1 } tg_next;
+/* Runs before matching; TG_STOP ends the update there (no handler, no later middleware). */
+typedef tg_next (*tg_before_fn)(tg_hctx *h, void *user);
+/* Runs after the handler (or when none matched: st = TG_OK, handled = false). */
+typedef void (*tg_after_fn)(tg_hctx *h, tg_status st, bool handled, void *user);
+/* Called when a handler returns an error. */
+typedef void (*tg_error_fn)(tg_hctx *h, tg_status st, const char *errmsg, void *user);
+
+TG_API tg_router *tg_router_new(void);
+TG_API void tg_router_free(tg_router *r); /* NULL-safe */
+/* The bot's username (without '@') for "/cmd@botname"; copied. Without it, commands with a
+ * mention are taken as addressed to this bot. The dispatcher sets it from getMe when empty. */
+TG_API tg_status tg_router_set_username(tg_router *r, const char *username);
+/*
+ * Add a handler to group (any int; groups run in ascending order, and in each group the
+ * first handler whose filter matches runs). filter is owned by the router from now on (NULL
+ * filter: TG_ERR_INVALID, e.g. a constructor failed). Handlers keep registration order.
+ */
+TG_API tg_status tg_router_add(tg_router *r, int group, tg_filter *filter, tg_handler_fn fn,
+                               void *user);
+/* Shortcuts into group 0. */
+TG_API tg_status tg_router_on_kind(tg_router *r, tg_update_kind kind, tg_handler_fn fn,
+                                   void *user);
+TG_API tg_status tg_router_on_command(tg_router *r, const char *name, tg_handler_fn fn,
+                                      void *user);
+TG_API tg_status tg_router_on_text(tg_router *r, const char *pattern, tg_handler_fn fn,
+                                   void *user);
+TG_API tg_status tg_router_on_callback(tg_router *r, const char *prefix, tg_handler_fn fn,
+                                       void *user);
+/* Middleware, run in the order added (after: in reverse). Either function may be NULL. */
+TG_API tg_status tg_router_use(tg_router *r, tg_before_fn before, tg_after_fn after,
+                               void *user);
+TG_API void tg_router_on_error(tg_router *r, tg_error_fn fn, void *user);
+/* Why the last tg_router_* call failed ("" otherwise). */
+TG_API const char *tg_router_errmsg(const tg_router *r);
+
+/* ---- dispatcher ---- */
+
+typedef struct tg_dispatcher tg_dispatcher;
+
+typedef struct tg_dispatcher_options {
+    unsigned workers;          /* threads; 0 = 4 */
+    size_t queue_capacity;     /* updates waiting at most; 0 = 1024 */
+    tg_storage *storage;       /* conversations; borrowed; NULL = a private memory store */
+    const char *conv_prefix;   /* storage key prefix; NULL = "conv:" */
+    uint64_t conv_timeout_ms;  /* idle conversations end after this; 0 = never */
+    size_t conv_max_bytes;     /* state + data at most; 0 = 16384 */
+    const char *cancel_command;/* e.g. "cancel": ends the conversation; NULL = none */
+    tg_handler_fn on_cancel;   /* runs after a cancel (conversation already ended) */
+    tg_handler_fn on_timeout;  /* runs when a timed-out conversation is noticed (its old
+                                  state is readable with tg_conv_state) */
+    void *conv_user;           /* user of on_cancel / on_timeout */
+    size_t arena_max_bytes;    /* cap on a handler's scratch arena; 0 = 16 MiB */
+    bool no_get_me;            /* do not call getMe to learn the username */
+} tg_dispatcher_options;
+
+/*
+ * A dispatcher over router (borrowed: it must outlive the dispatcher and not change).
+ * bot may be NULL (handlers then get no ctx: tests, offline use). opts may be NULL.
+ * NULL on failure (bad option, out of memory, getMe failed); tg_dispatcher_errmsg(NULL)
+ * then says why.
+ */
+TG_API tg_dispatcher *tg_dispatcher_new(tg_bot *bot, tg_router *router,
+                                        const tg_dispatcher_options *opts);
+/* Stop accepting, finish queued updates until deadline_ms from now, then free. NULL-safe. */
+TG_API void tg_dispatcher_free(tg_dispatcher *d);
+
+/* Called when an update fed with tg_dispatcher_feed() is finished (handled = it ran;
+ * false = dropped at shutdown). From a worker thread. */
+typedef void (*tg_feed_done_fn)(void *user, int64_t update_id, bool handled);
+
+/*
+ * Queue one update (raw JSON, copied). wait_ms: 0 = fail at once if the queue is full,
+ * < 0 = wait for room. Returns TG_OK, TG_ERR_DECODE (not an Update; errmsg says where),
+ * TG_ERR_FLOOD (queue full: backpressure), TG_ERR_CANCELLED (stopping), TG_ERR_NOMEM.
+ * done (optional) runs once the update is finished or dropped.
+ * Thread-safety: any thread.
+ */
+TG_API tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len,
+                                    int64_t wait_ms, tg_feed_done_fn done, void *user);
+/* Wait until nothing is queued or running, at most timeout_ms; TG_OK or TG_ERR_TIMEOUT. */
+TG_API tg_status tg_dispatcher_wait_idle(tg_dispatcher *d, uint64_t timeout_ms);
+/*
+ * Finish: stop accepting, let queued updates run until timeout_ms has passed, drop the rest
+ * (their done callbacks say handled = false), wait for running handlers. TG_OK when nothing
+ * was dropped, else TG_ERR_TIMEOUT. Idempotent.
+ */
+TG_API tg_status tg_dispatcher_drain(tg_dispatcher *d, uint64_t timeout_ms);
+/*
+ * Ask the running polling loop or webhook server to stop. Async-signal-safe (it only sets a
+ * flag and writes a byte to a pipe), so it may be called from a signal handler.
+ */
+TG_API void tg_dispatcher_stop(tg_dispatcher *d);
+TG_API bool tg_dispatcher_stopping(const tg_dispatcher *d);
+/* Install SIGINT and SIGTERM handlers that call tg_dispatcher_stop(d) (one dispatcher per
+ * process). */
+TG_API tg_status tg_dispatcher_stop_on_signals(tg_dispatcher *d);
+/* Why the last dispatcher call failed (NULL d: the last tg_dispatcher_new on this thread). */
+TG_API const char *tg_dispatcher_errmsg(const tg_dispatcher *d);
+/* Dispatch one update synchronously on the calling thread (no queue, worker 0's context must
+ * not be in use: for tests and benchmarks). */
+TG_API tg_status tg_dispatcher_run_one(tg_dispatcher *d, const char *json, size_t len);
+
+typedef struct tg_dispatcher_stats {
+    uint64_t received;   /* updates accepted by feed */
+    uint64_t handled;    /* updates that ran */
+    uint64_t failed;     /* handlers that returned an error */
+    uint64_t unhandled;  /* updates no handler matched */
+    uint64_t dropped;    /* cancelled at shutdown */
+    uint64_t rejected;   /* feed refused (decode error, full, stopping) */
+} tg_dispatcher_stats;
+
+TG_API void tg_dispatcher_get_stats(tg_dispatcher *d, tg_dispatcher_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

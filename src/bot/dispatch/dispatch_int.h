@@ -1,0 +1,156 @@
+/*
+ * dispatch_int: the structures behind tg_router, tg_filter, tg_hctx and tg_dispatcher,
+ * shared by the files of src/bot/dispatch/ and by white-box tests and benchmarks.
+ *
+ * A tg_hctx is per worker and reused for every update that worker runs: its arena is reset
+ * and its event rebuilt per update, so a warm worker allocates nothing to route an update.
+ */
+#ifndef TGKIT_BOT_DISPATCH_INT_H
+#define TGKIT_BOT_DISPATCH_INT_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "bot/dispatch/event.h"
+#include "bot/dispatch/workers.h"
+#include "bot/json/json.h"
+#include "core/arena.h"
+#include "core/buf.h"
+#include "tgbot/dispatch.h"
+
+#define TG__MAX_CAPTURES 16
+#define TG__CONV_STATE_MAX 64
+
+enum filter_type {
+    F_KINDS,
+    F_COMMAND,
+    F_REGEX,
+    F_TEXT,
+    F_CB_PREFIX,
+    F_CB_REGEX,
+    F_INLINE_PREFIX,
+    F_CHAT_TYPE,
+    F_CHAT,
+    F_USER,
+    F_STATE,
+    F_FN,
+    F_AND,
+    F_OR,
+    F_NOT,
+};
+
+struct tg_filter {
+    enum filter_type type;
+    uint64_t mask;        /* F_KINDS */
+    int64_t id;           /* F_CHAT, F_USER */
+    char *str;            /* command name, text, prefix, chat type, state, pattern */
+    size_t len;
+    pcre2_code *re;       /* F_REGEX, F_CB_REGEX */
+    tg_filter_fn fn;
+    void *user;
+    struct tg_filter *a, *b;
+};
+
+struct route {
+    int group;
+    tg_filter *filter;
+    tg_handler_fn fn;
+    void *user;
+};
+
+struct middleware {
+    tg_before_fn before;
+    tg_after_fn after;
+    void *user;
+};
+
+struct tg_router {
+    struct route *routes; /* sorted by group, then registration order */
+    size_t nroutes, cap;
+    struct middleware *mw;
+    size_t nmw;
+    tg_error_fn on_error;
+    void *error_user;
+    char *username;
+    char err[256];
+};
+
+struct tg__conv {
+    bool loaded;      /* storage consulted for this update */
+    bool has;         /* a conversation exists */
+    bool timed_out;   /* it existed but its deadline passed */
+    bool in_timeout;  /* the timeout handler runs: the old state stays readable */
+    char key[96];     /* storage key; "" when the update has no (chat, user) */
+    char state[TG__CONV_STATE_MAX + 1];
+    unsigned char *data; /* in the hctx arena */
+    size_t len;
+};
+
+struct tg_hctx {
+    tg_event ev;
+    tg_ctx *ctx;
+    struct tg_dispatcher *d;
+    unsigned worker;
+    tg__arena arena;
+    tg__jdoc doc;
+    pcre2_match_data *md;
+    unsigned ncap;
+    const char *cap_p[TG__MAX_CAPTURES];
+    size_t cap_n[TG__MAX_CAPTURES];
+    bool args_split;
+    unsigned argc;
+    char **argv;
+    struct tg__conv conv;
+    tg__buf jbuf;  /* request JSON of the shortcuts, reused */
+    char err[256];
+};
+
+struct tg_dispatcher {
+    tg_bot *bot;
+    tg_router *router;
+    tg_dispatcher_options o;
+    tg_storage *storage;
+    bool own_storage;
+    char *conv_prefix;
+    char *cancel_command;
+    tg__workers *pool;
+    struct tg_hctx *hctx;  /* one per worker */
+    unsigned nworkers;
+    /* tokenizer docs for feeding threads (feed may run on many threads at once) */
+    pthread_mutex_t docs_mu;
+    tg__jdoc **docs;
+    size_t ndocs, docs_cap;
+    atomic_bool stop;
+    int stop_pipe[2];
+    struct {
+        atomic_ullong received, handled, failed, unhandled, dropped, rejected;
+    } st;
+    char err[256];
+};
+
+/* hctx.c */
+int tg__hctx_init(struct tg_hctx *h, struct tg_dispatcher *d, unsigned worker,
+                  size_t arena_max);
+void tg__hctx_cleanup(struct tg_hctx *h);
+/* Reset per-update state (arena, captures, args, conversation, error). */
+void tg__hctx_reset(struct tg_hctx *h);
+
+/* filter.c */
+bool tg__filter_eval(const tg_filter *f, struct tg_hctx *h);
+
+/* router.c: run middleware and the matching handlers for h's event. Returns the first error
+ * a handler returned (after the error handler ran), else TG_OK; *handled says whether any
+ * handler ran. */
+tg_status tg__router_run(tg_router *r, struct tg_hctx *h, bool *handled);
+
+/* dispatcher.c: read end of the stop pipe (readable once tg_dispatcher_stop ran). */
+int tg__dispatcher_stop_fd(const struct tg_dispatcher *d);
+
+/* conv.c */
+tg_status tg__conv_load(struct tg_hctx *h);
+/* Cancel command and timeout handling before routing; true = the update is consumed. */
+bool tg__conv_pre_route(struct tg_hctx *h);
+
+#endif

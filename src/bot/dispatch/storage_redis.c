@@ -1,0 +1,197 @@
+/*
+ * storage_redis: conversation storage in Redis through hiredis, so several bot processes
+ * (or machines) share conversations.
+ *
+ * One connection guarded by a mutex: conversation traffic is one small GET and at most one
+ * SET per update, far below what a single connection carries. After any failure the
+ * connection is dropped and the next call reconnects (and re-authenticates). Values are
+ * binary-safe (%b); expiry uses SET ... PX.
+ *
+ * The password is a secret: it is copied, wiped on free and never put in an error message.
+ */
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "bot/dispatch/storage.h"
+#include "core/alloc.h"
+#include "core/log.h"
+
+struct redisstore {
+    tg_storage base;
+    pthread_mutex_t mu;
+    redisContext *c;
+    char *host;
+    char *password;
+    char *prefix;
+    uint16_t port;
+    int db;
+    uint32_t timeout_ms;
+    char err[256];
+};
+
+static void drop(struct redisstore *r)
+{
+    if (r->c)
+        redisFree(r->c);
+    r->c = NULL;
+}
+
+/* Run a command whose reply must not be an error; NULL (and r->err) on failure. */
+static redisReply *run(struct redisstore *r, const char *what, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = redisvCommand(r->c, fmt, ap);
+    va_end(ap);
+    if (!rep) {
+        snprintf(r->err, sizeof r->err, "redis %s:%u: %s: %s", r->host, r->port, what,
+                 r->c->errstr[0] ? r->c->errstr : "connection lost");
+        drop(r);
+        return NULL;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        snprintf(r->err, sizeof r->err, "redis %s:%u: %s: %.*s", r->host, r->port, what,
+                 (int)(rep->len > 160 ? 160 : rep->len), rep->str);
+        freeReplyObject(rep);
+        return NULL;
+    }
+    return rep;
+}
+
+static bool connect_now(struct redisstore *r)
+{
+    struct timeval tv = {.tv_sec = r->timeout_ms / 1000,
+                         .tv_usec = (suseconds_t)(r->timeout_ms % 1000) * 1000};
+    r->c = redisConnectWithTimeout(r->host, r->port, tv);
+    if (!r->c || r->c->err) {
+        snprintf(r->err, sizeof r->err, "redis %s:%u: connect: %s", r->host, r->port,
+                 r->c ? r->c->errstr : "out of memory");
+        drop(r);
+        return false;
+    }
+    redisSetTimeout(r->c, tv);
+    redisReply *rep = NULL;
+    if (r->password && !(rep = run(r, "AUTH", "AUTH %s", r->password)))
+        goto fail;
+    freeReplyObject(rep);
+    rep = NULL;
+    if (r->db && !(rep = run(r, "SELECT", "SELECT %d", r->db)))
+        goto fail;
+    freeReplyObject(rep);
+    return true;
+fail:
+    drop(r);
+    return false;
+}
+
+static bool ensure(struct redisstore *r)
+{
+    return r->c || connect_now(r);
+}
+
+static tg_status rs_get(tg_storage *s, const char *key, void *buf, size_t cap, size_t *len,
+                        bool *found)
+{
+    struct redisstore *r = (struct redisstore *)s;
+    tg_status st = TG_ERR_TRANSPORT;
+    *found = false;
+    *len = 0;
+    pthread_mutex_lock(&r->mu);
+    redisReply *rep = ensure(r) ? run(r, "GET", "GET %s%s", r->prefix, key) : NULL;
+    if (!rep)
+        goto out;
+    st = TG_OK;
+    if (rep->type == REDIS_REPLY_STRING) {
+        *found = true;
+        *len = rep->len;
+        if (rep->len > cap)
+            st = TG_ERR_TOO_BIG;
+        else if (rep->len)
+            memcpy(buf, rep->str, rep->len);
+    } else if (rep->type != REDIS_REPLY_NIL) {
+        snprintf(r->err, sizeof r->err, "redis GET: unexpected reply type %d", rep->type);
+        st = TG_ERR_DECODE;
+    }
+    freeReplyObject(rep);
+out:
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
+static tg_status rs_set(tg_storage *s, const char *key, const void *val, size_t len,
+                        uint64_t ttl_ms)
+{
+    struct redisstore *r = (struct redisstore *)s;
+    redisReply *rep = NULL;
+    pthread_mutex_lock(&r->mu);
+    if (ensure(r)) {
+        if (ttl_ms)
+            rep = run(r, "SET", "SET %s%s %b PX %llu", r->prefix, key, val, len,
+                      (unsigned long long)ttl_ms);
+        else
+            rep = run(r, "SET", "SET %s%s %b", r->prefix, key, val, len);
+    }
+    pthread_mutex_unlock(&r->mu);
+    freeReplyObject(rep);
+    return rep ? TG_OK : TG_ERR_TRANSPORT;
+}
+
+static tg_status rs_del(tg_storage *s, const char *key)
+{
+    struct redisstore *r = (struct redisstore *)s;
+    pthread_mutex_lock(&r->mu);
+    redisReply *rep = ensure(r) ? run(r, "DEL", "DEL %s%s", r->prefix, key) : NULL;
+    pthread_mutex_unlock(&r->mu);
+    freeReplyObject(rep);
+    return rep ? TG_OK : TG_ERR_TRANSPORT;
+}
+
+static void rs_free(tg_storage *s)
+{
+    struct redisstore *r = (struct redisstore *)s;
+    drop(r);
+    if (r->password) {
+        explicit_bzero(r->password, strlen(r->password));
+        tg__free(r->password);
+    }
+    tg__free(r->host);
+    tg__free(r->prefix);
+    pthread_mutex_destroy(&r->mu);
+    tg__free(r);
+}
+
+static const tg_storage_ops redis_ops = {rs_get, rs_set, rs_del, rs_free};
+
+tg_storage *tg_storage_redis_new(const tg_redis_options *o)
+{
+    static const tg_redis_options defaults = {0};
+    if (!o)
+        o = &defaults;
+    struct redisstore *r = tg__calloc(1, sizeof *r);
+    if (!r) {
+        tg__storage_seterr("redis: out of memory");
+        return NULL;
+    }
+    r->base.ops = &redis_ops;
+    r->host = tg__strdup(o->host ? o->host : "127.0.0.1");
+    r->prefix = tg__strdup(o->prefix ? o->prefix : "tgbot:");
+    r->password = o->password ? tg__strdup(o->password) : NULL;
+    r->port = o->port ? o->port : 6379;
+    r->db = o->db;
+    r->timeout_ms = o->timeout_ms ? o->timeout_ms : 2000;
+    pthread_mutex_init(&r->mu, NULL);
+    if (!r->host || !r->prefix || (o->password && !r->password)) {
+        tg__storage_seterr("redis: out of memory");
+        rs_free(&r->base);
+        return NULL;
+    }
+    if (!connect_now(r)) {
+        tg__storage_seterr("%s", r->err);
+        rs_free(&r->base);
+        return NULL;
+    }
+    return &r->base;
+}

@@ -1,0 +1,124 @@
+/* redis_server: start and stop a real redis-server for tests. See redis_server.h. */
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+
+static const char *server_path(void)
+{
+    const char *p = getenv("TGKIT_REDIS_SERVER");
+    return p && *p ? p : "/usr/bin/redis-server";
+}
+
+bool tgtest_redis_available(void)
+{
+    return access(server_path(), X_OK) == 0;
+}
+
+/* A port the kernel considers free right now (bind to 0, read it back, close). */
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    uint16_t port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static bool answers_ping(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return false;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {.tv_sec = 1};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[16] = {0};
+    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+              write(fd, "PING\r\n", 6) == 6 && read(fd, buf, sizeof buf - 1) > 0 &&
+              strncmp(buf, "+PONG", 5) == 0;
+    close(fd);
+    return ok;
+}
+
+static void exec_server(const tgtest_redis *r)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%u", r->port);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 1);
+        close(devnull);
+    }
+    execl(server_path(), "redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", r->dir,
+          "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+          (char *)NULL);
+    _exit(127);
+}
+
+int tgtest_redis_start(tgtest_redis *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->dir, sizeof r->dir, "/tmp/tgtest-redis-XXXXXX");
+    if (!mkdtemp(r->dir))
+        return -1;
+    r->port = free_port();
+    if (!r->port)
+        goto fail;
+    r->pid = fork();
+    if (r->pid < 0)
+        goto fail;
+    if (r->pid == 0)
+        exec_server(r);
+    for (int i = 0; i < 200; i++) { /* up to ~10 s */
+        if (answers_ping(r->port))
+            return 0;
+        if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
+            r->pid = 0;
+            break;
+        }
+        tg__sleep_ms(50);
+    }
+fail:
+    tgtest_redis_stop(r);
+    return -1;
+}
+
+void tgtest_redis_stop(tgtest_redis *r)
+{
+    if (r->pid > 0) {
+        kill(r->pid, SIGTERM);
+        int i;
+        for (i = 0; i < 100 && waitpid(r->pid, NULL, WNOHANG) == 0; i++)
+            tg__sleep_ms(50);
+        if (i == 100) {
+            kill(r->pid, SIGKILL);
+            waitpid(r->pid, NULL, 0);
+        }
+        r->pid = 0;
+    }
+    if (r->dir[0]) {
+        char path[200];
+        snprintf(path, sizeof path, "%s/dump.rdb", r->dir);
+        unlink(path); /* persistence is off; just in case */
+        if (rmdir(r->dir) != 0)
+            fprintf(stderr, "redis_server: could not remove %s\n", r->dir);
+        r->dir[0] = '\0';
+    }
+}
