@@ -1,0 +1,461 @@
+/*
+ * conn: accept, handshake, fronting decisions and teardown of a client connection.
+ * See conn.h for the state machine; relay.c moves the bytes, upstream.c connects.
+ *
+ * Invariants: c->hs is non-NULL only in HELLO and FLIGHT (and holds exactly the bytes read
+ * so far in HELLO, or the unwrapped ApplicationData payload in FLIGHT); nothing is written to
+ * the client before a ClientHello validated; every exit goes through conn_close().
+ */
+#include "proxy/conn.h"
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "proxy/antireplay.h"
+#include "proxy/relay.h"
+#include "proxy/upstream.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONN_POOL_KEEP 4096  /* struct conn kept cached per worker */
+#define BUF_POOL_KEEP 256    /* I/O buffers kept cached per worker */
+
+static const char *const end_names[] = {
+    [END_NONE] = "none",          [END_EOF] = "eof",
+    [END_RESET] = "reset",        [END_HS_TIMEOUT] = "handshake-timeout",
+    [END_HS_BAD] = "bad-client-flight", [END_IDLE] = "idle",
+    [END_DC_FAIL] = "dc-unreachable",   [END_FRONT_FAIL] = "fronting-unreachable",
+    [END_NOMEM] = "out-of-memory",      [END_SHUTDOWN] = "shutdown",
+    [END_PROTO] = "client-tls-error",
+};
+
+const char *conn_end_name(enum conn_end e)
+{
+    return (size_t)e < sizeof end_names / sizeof end_names[0] ? end_names[e] : "?";
+}
+
+static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events);
+static void on_timer(struct loop *l, struct loop_timer *t);
+
+int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
+{
+    memset(w, 0, sizeof *w);
+    w->sh = sh;
+    int rc = loop_init(&w->loop);
+    if (rc < 0)
+        return rc;
+    tg__pool_init(&w->pool, sh->buf_size, BUF_POOL_KEEP);
+    tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
+    tg__ratelimit_init(&w->rl, 5, 20);
+    w->scratch = tg__malloc(FAKETLS_SERVER_HELLO_MAX);
+    if (!w->scratch) {
+        conn_worker_cleanup(w);
+        return -ENOMEM;
+    }
+    const struct config *cfg = sh->cfg;
+    loop_tq_add(&w->loop, &w->tq_handshake, cfg->timeout.handshake_ms);
+    loop_tq_add(&w->loop, &w->tq_connect, cfg->timeout.tcp_ms);
+    loop_tq_add(&w->loop, &w->tq_front, cfg->timeout.fronting_ms);
+    loop_tq_add(&w->loop, &w->tq_idle, cfg->timeout.idle_ms);
+    return 0;
+}
+
+void conn_worker_cleanup(struct conn_worker *w)
+{
+    if (!w || !w->sh)
+        return;
+    while (w->conns)
+        conn_close(w->conns, END_SHUTDOWN);
+    tg__free(w->scratch);
+    w->scratch = NULL;
+    tg__pool_cleanup(&w->pool);
+    tg__pool_cleanup(&w->conn_pool);
+    loop_cleanup(&w->loop);
+    w->sh = NULL;
+}
+
+static const char *label_of(const struct conn *c)
+{
+    const struct config *cfg = c->w->sh->cfg;
+    return c->secret < cfg->nsecrets ? cfg->secrets[c->secret].label : "-";
+}
+
+static void log_end(const struct conn *c)
+{
+    if (!tg__log_enabled(NULL, TG__LOG_INFO))
+        return;
+    tg__log(NULL, TG__LOG_INFO,
+            "conn end: reason=%s dc=%d secret=%s dur_ms=%llu up=%llu down=%llu mode=%s",
+            conn_end_name((enum conn_end)c->end), c->dc, label_of(c),
+            (unsigned long long)(c->w->loop.now_ms - c->start_ms),
+            (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down,
+            c->state == CONN_FRONT_RELAY || c->state == CONN_FRONT_CONNECT ? "fronted"
+            : c->tls                                                       ? "tls"
+                                                                           : "obfs2");
+}
+
+void conn_close(struct conn *c, enum conn_end why)
+{
+    struct conn_worker *w = c->w;
+    if (c->end == END_NONE || why == END_SHUTDOWN)
+        c->end = (uint8_t)why;
+    log_end(c);
+    stats_add(&w->stats, closed, 1);
+    stats_sub(&w->stats, active, 1);
+    stats_add(&w->stats, bytes_up, c->bytes_up);
+    stats_add(&w->stats, bytes_down, c->bytes_down);
+    loop_timer_stop(&c->timer);
+    loop_io_del(&w->loop, &c->cli);
+    loop_io_del(&w->loop, &c->up);
+    if (c->cfd >= 0)
+        close(c->cfd);
+    if (c->ufd >= 0)
+        close(c->ufd);
+    relay_release(c);
+    tg__pool_put(&w->pool, c->hs);
+    crypto_ctr_cleanup(&c->c2p);
+    crypto_ctr_cleanup(&c->p2c);
+    crypto_ctr_cleanup(&c->p2dc);
+    crypto_ctr_cleanup(&c->dc2p);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    __atomic_sub_fetch(&w->sh->active, 1, __ATOMIC_RELAXED);
+    tg__pool_put(&w->conn_pool, c);
+}
+
+void conn_accept(struct conn_worker *w, int fd)
+{
+    struct conn_shared *sh = w->sh;
+    uint32_t n = __atomic_add_fetch(&sh->active, 1, __ATOMIC_RELAXED);
+    struct conn *c = n <= sh->concurrency ? tg__pool_get(&w->conn_pool) : NULL;
+    if (!c) {
+        __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
+        stats_add(&w->stats, rejected_limit, 1);
+        close(fd);
+        return;
+    }
+    memset(c, 0, sizeof *c);
+    c->w = w;
+    c->cfd = fd;
+    c->ufd = -1;
+    c->cli.fd = c->up.fd = -1;
+    c->secret = UINT32_MAX;
+    c->start_ms = c->last_io_ms = w->loop.now_ms;
+    c->state = CONN_HELLO;
+    upstream_tune(fd, sh->cfg);
+    if (loop_io_add(&w->loop, &c->cli, fd, LOOP_READ, on_hs_client) < 0) {
+        close(fd);
+        __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
+        tg__pool_put(&w->conn_pool, c);
+        return;
+    }
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    stats_add(&w->stats, accepted, 1);
+    stats_add(&w->stats, active, 1);
+    loop_timer_start(&w->loop, &w->tq_handshake, &c->timer, on_timer);
+}
+
+static void hs_debug(struct conn *c, const char *what, const char *why)
+{
+    struct conn_worker *w = c->w;
+    if (tg__log_enabled(NULL, TG__LOG_DEBUG) && tg__ratelimit_allow(&w->rl, w->loop.now_ms))
+        tg__log(NULL, TG__LOG_DEBUG, "handshake: %s: %s (after %u bytes)", what, why,
+                (unsigned)c->hs_len);
+}
+
+/*
+ * Failed validation before anything was written: relay to the fronting host, replaying
+ * every byte read so far (brief 5.3). Without a fronting target, read and discard until
+ * the handshake deadline (brief 2.6); at the deadline itself, close.
+ */
+static void front(struct conn *c, bool deadline)
+{
+    crypto_ctr_cleanup(&c->c2p); /* a failed obfs2 parse leaves it unspecified */
+    struct relay_dir *u = &c->dir[DIR_UP];
+    u->buf = c->hs;
+    u->off = 0;
+    u->len = c->hs_len;
+    c->hs = NULL;
+    c->hs_len = 0;
+    if (!u->len) {
+        tg__pool_put(&c->w->pool, u->buf);
+        u->buf = NULL;
+    }
+    loop_io_set(&c->w->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
+    if (upstream_connect_front(c) == 0)
+        return; /* under way, or c already closed */
+    tg__pool_put(&c->w->pool, u->buf);
+    u->buf = NULL;
+    u->off = u->len = 0;
+    if (deadline) {
+        conn_close(c, END_HS_TIMEOUT);
+        return;
+    }
+    c->state = CONN_DISCARD;
+    loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
+}
+
+/* Add-if-absent in the shared cache, only ever called after authentication succeeded. */
+static bool replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
+{
+    struct antireplay *ar = c->w->sh->replay;
+    return ar && antireplay_add(ar, kind, key, n, c->w->loop.now_ms / 1000);
+}
+
+/* Authenticated obfs2 header at hs[0..64), payload after it: queue the DC header and the
+   payload for the DC, then connect. */
+static void start_dc(struct conn *c, struct obfs2_client *oc)
+{
+    const struct conn_shared *sh = c->w->sh;
+    c->dc = oc->dc;
+    c->fast = sh->fast_mode;
+    uint8_t wire[OBFS2_HEADER_LEN];
+    int rc = c->fast ? 0 : crypto_ctr_init(&c->p2c, oc->keys.enc_key, oc->keys.enc_iv);
+    if (rc == 0)
+        rc = obfs2_dc_header(oc->tag, oc->dc, c->fast ? &oc->keys : NULL, NULL, NULL, wire, NULL,
+                             &c->p2dc, c->fast ? NULL : &c->dc2p);
+    crypto_wipe(&oc->keys, sizeof oc->keys);
+    uint8_t *p = c->hs + OBFS2_HEADER_LEN;
+    size_t n = c->hs_len - OBFS2_HEADER_LEN;
+    if (rc == 0 && n)
+        rc = crypto_ctr_apply(&c->c2p, p, n) < 0 || crypto_ctr_apply(&c->p2dc, p, n) < 0;
+    if (rc != 0) {
+        conn_close(c, END_NOMEM);
+        return;
+    }
+    memcpy(c->hs, wire, OBFS2_HEADER_LEN);
+    struct relay_dir *u = &c->dir[DIR_UP];
+    u->buf = c->hs;
+    u->off = 0;
+    u->len = c->hs_len;
+    c->hs = NULL;
+    c->hs_len = 0;
+    stats_add(&c->w->stats, handshake_ok, 1);
+    c->state = CONN_DC_CONNECT;
+    c->addr_i = 0;
+    loop_io_set(&c->w->loop, &c->cli, 0);
+    upstream_connect_dc(c);
+}
+
+/* FLIGHT: the unwrapped payload in hs; authenticate its obfs2 header with the TLS key. */
+static void flight_step(struct conn *c)
+{
+    if (c->hs_len < OBFS2_HEADER_LEN)
+        return;
+    const struct conn_shared *sh = c->w->sh;
+    struct obfs2_candidate cand = {.tags = OBFS2_ALLOW_PADDED};
+    memcpy(cand.key, sh->cfg->secrets[c->secret].secret.key, 16);
+    struct obfs2_client oc;
+    enum obfs2_status st = obfs2_parse_client(c->hs, c->hs_len, &cand, 1, &c->c2p, &oc);
+    crypto_wipe(&cand, sizeof cand);
+    if (st != OBFS2_OK || replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
+        hs_debug(c, "tls client flight", st == OBFS2_OK ? "replayed obfs2 header"
+                                                        : "obfs2 header does not authenticate");
+        stats_add(&c->w->stats, handshake_bad, 1);
+        conn_close(c, st == OBFS2_ERROR ? END_NOMEM : END_HS_BAD);
+        return;
+    }
+    start_dc(c, &oc);
+}
+
+/* Write our whole three-record answer; the socket is fresh, so it fits its buffer. */
+static int send_answer(struct conn *c, const struct faketls_hello *h, const uint8_t *key)
+{
+    struct faketls_answer a = {.cipher = h->cipher};
+    int n = faketls_server_hello(h, key, &a, c->w->scratch, FAKETLS_SERVER_HELLO_MAX);
+    if (n < 0)
+        return n;
+    ssize_t wr = send(c->cfd, c->w->scratch, (size_t)n, MSG_NOSIGNAL);
+    return wr == n ? 0 : -EIO;
+}
+
+/* HELLO with a complete ClientHello record of rl bytes at hs. */
+static void tls_hello(struct conn *c, size_t rl)
+{
+    const struct conn_shared *sh = c->w->sh;
+    struct faketls_hello h;
+    const char *why = "bad record";
+    if (faketls_parse_hello(c->hs, c->hs_len, &h, &why) != FAKETLS_OK) {
+        hs_debug(c, "client hello", why);
+        goto fail;
+    }
+    uint32_t skew = sh->cfg->tolerate_time_skewness_s;
+    struct faketls_policy pol = {.now = tg__wall_s(), .past_s = skew, .future_s = skew};
+    struct faketls_match m;
+    enum faketls_verdict v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);
+    if (v != FAKETLS_ACCEPT) {
+        if (v != FAKETLS_BAD_DIGEST && v != FAKETLS_INTERNAL)
+            c->secret = (uint32_t)sh->ee_idx[m.index];
+        hs_debug(c, "client hello", faketls_verdict_name(v));
+        goto fail;
+    }
+    c->secret = (uint32_t)sh->ee_idx[m.index];
+    if (replayed(c, ANTIREPLAY_TLS, h.random, FAKETLS_REPLAY_KEY_LEN)) {
+        hs_debug(c, "client hello", "replayed");
+        goto fail;
+    }
+    if (send_answer(c, &h, sh->ee[m.index].key) < 0) {
+        conn_close(c, END_RESET);
+        return;
+    }
+    c->tls = true;
+    c->state = CONN_FLIGHT;
+    faketls_reader_init(&c->rd, 65535); /* brief 4.8: any 16-bit length */
+    /* Bytes after the hello are the start of the client's flight. */
+    size_t rest = c->hs_len - rl, k = 0;
+    memmove(c->hs, c->hs + rl, rest);
+    if (faketls_reader_strip(&c->rd, c->hs, rest, &k) != FAKETLS_REC_NEED_MORE) {
+        conn_close(c, END_PROTO);
+        return;
+    }
+    c->hs_len = (uint32_t)k;
+    flight_step(c);
+    return;
+fail:
+    stats_add(&c->w->stats, handshake_bad, 1);
+    front(c, false);
+}
+
+/* HELLO without TLS: a 64-byte obfs2 header for one of the dd / classic secrets. */
+static void plain_header(struct conn *c)
+{
+    const struct conn_shared *sh = c->w->sh;
+    struct obfs2_client oc;
+    enum obfs2_status st =
+        obfs2_parse_client(c->hs, c->hs_len, sh->plain, sh->nplain, &c->c2p, &oc);
+    if (st == OBFS2_OK && !replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
+        c->secret = (uint32_t)sh->plain_idx[oc.match];
+        start_dc(c, &oc);
+        return;
+    }
+    hs_debug(c, "obfs2 header", st == OBFS2_OK ? "replayed" : "no key matches");
+    stats_add(&c->w->stats, handshake_bad, 1);
+    front(c, false);
+}
+
+static void hello_step(struct conn *c)
+{
+    const struct conn_shared *sh = c->w->sh;
+    if (sh->nee) {
+        size_t rl = 0;
+        enum faketls_status st = faketls_peek(c->hs, c->hs_len, &rl);
+        if (st == FAKETLS_NEED_MORE || (st == FAKETLS_OK && c->hs_len < rl))
+            return;
+        if (st == FAKETLS_OK) {
+            tls_hello(c, rl);
+            return;
+        }
+    }
+    if (sh->nplain) {
+        if (c->hs_len >= OBFS2_HEADER_LEN)
+            plain_header(c);
+        return;
+    }
+    hs_debug(c, "first bytes", "not a TLS ClientHello");
+    stats_add(&c->w->stats, handshake_bad, 1);
+    front(c, false);
+}
+
+static void discard(struct conn *c)
+{
+    for (int i = 0; i < 4; i++) {
+        ssize_t n = recv(c->cfd, c->w->scratch, FAKETLS_SERVER_HELLO_MAX, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            conn_close(c, n == 0 ? END_EOF : END_RESET);
+            return;
+        }
+        if (n < 0)
+            return;
+    }
+}
+
+static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)l;
+    (void)events;
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, cli));
+    if (c->state == CONN_DISCARD) {
+        discard(c);
+        return;
+    }
+    if (!c->hs && !(c->hs = tg__pool_get(&c->w->pool))) {
+        conn_close(c, END_NOMEM);
+        return;
+    }
+    size_t room = c->w->sh->buf_size - c->hs_len;
+    ssize_t n = room ? recv(c->cfd, c->hs + c->hs_len, room, 0) : 0;
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        /* EOF, error, or a handshake that cannot fit: before our answer that is a failed
+           handshake (front what we have); after it, the end. */
+        if (c->state == CONN_HELLO && n == 0) {
+            stats_add(&c->w->stats, handshake_bad, 1);
+            front(c, false);
+        } else {
+            conn_close(c, n == 0 ? END_EOF : END_RESET);
+        }
+        return;
+    }
+    conn_touch(c);
+    if (c->state == CONN_HELLO) {
+        c->hs_len += (uint32_t)n;
+        hello_step(c);
+        return;
+    }
+    size_t k = 0;
+    if (faketls_reader_strip(&c->rd, c->hs + c->hs_len, (size_t)n, &k) != FAKETLS_REC_NEED_MORE) {
+        conn_close(c, END_PROTO);
+        return;
+    }
+    c->hs_len += (uint32_t)k;
+    flight_step(c);
+}
+
+void conn_upstream_ready(struct conn *c)
+{
+    struct conn_worker *w = c->w;
+    if (c->state == CONN_FRONT_CONNECT) {
+        c->state = CONN_FRONT_RELAY;
+        stats_add(&w->stats, fronted, 1);
+    } else {
+        c->state = CONN_RELAY;
+    }
+    loop_timer_start(&w->loop, &w->tq_idle, &c->timer, on_timer);
+    relay_start(c);
+}
+
+static void on_timer(struct loop *l, struct loop_timer *t)
+{
+    struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, timer));
+    struct conn_worker *w = c->w;
+    switch (c->state) {
+    case CONN_HELLO:
+        /* brief 5.4: a silent or slow client goes to the fronting host like any failure */
+        stats_add(&w->stats, handshake_timeout, 1);
+        front(c, true);
+        return;
+    case CONN_RELAY:
+    case CONN_FRONT_RELAY:
+        if (l->now_ms - c->last_io_ms < w->tq_idle.duration_ms) {
+            loop_timer_start(l, &w->tq_idle, t, on_timer);
+            return;
+        }
+        stats_add(&w->stats, idle_timeout, 1);
+        conn_close(c, END_IDLE);
+        return;
+    default:
+        stats_add(&w->stats, handshake_timeout, 1);
+        conn_close(c, END_HS_TIMEOUT);
+        return;
+    }
+}

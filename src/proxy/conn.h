@@ -1,0 +1,159 @@
+/*
+ * conn: one client connection of tgproxy and the worker thread that owns it.
+ *
+ * A connection is a small state machine (brief 4.1):
+ *
+ *   HELLO      read the first bytes: a FakeTLS ClientHello (ee secrets) or a 64-byte obfs2
+ *              header (dd / classic secrets); validate. Failure -> FRONT_CONNECT.
+ *   FLIGHT     FakeTLS only, after our ServerHello: unwrap records until the 64-byte obfs2
+ *              header is complete; failure -> close (brief 2.6).
+ *   DC_CONNECT non-blocking connect to the DC's addresses in turn (upstream.c).
+ *   RELAY      both directions re-encrypted in place (relay.c).
+ *   FRONT_*    domain fronting: connect to the fronting host, replay every byte read so far,
+ *              then relay byte for byte.
+ *   DISCARD    no fronting target known: read and drop until the handshake deadline.
+ *
+ * Memory: the fixed state below is a few hundred bytes plus OpenSSL's cipher contexts (two
+ * in fast mode, four otherwise). Byte buffers come from the worker's pool and are held only
+ * while bytes are in flight: during the handshake (the bytes read so far, kept for fronting)
+ * and while a direction has unwritten bytes. An idle relayed connection holds no buffer.
+ *
+ * Deadlines: one timer per connection, in the worker's queue for the current phase
+ * (handshake, DC connect, fronting connect, idle). The idle deadline is checked lazily: any
+ * I/O stamps last_io_ms and an expiring timer re-arms itself if there was activity.
+ *
+ * Ownership: a conn belongs to its worker (listed in worker->conns) and is freed by
+ * conn_close(). Thread-safety: a conn and its worker are touched by the worker thread only.
+ */
+#ifndef TGPROXY_CONN_H
+#define TGPROXY_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/log.h"
+#include "core/pool.h"
+#include "proxy/config.h"
+#include "proxy/crypto.h"
+#include "proxy/faketls.h"
+#include "proxy/loop.h"
+#include "proxy/obfs2.h"
+#include "proxy/stats.h"
+
+struct antireplay;
+
+/* State shared by every worker; read-only once the workers run (except the atomics). */
+struct conn_shared {
+    const struct config *cfg;
+    struct obfs2_candidate *plain;  /* dd / classic secrets for plain obfs2 */
+    size_t *plain_idx;              /* plain[i] is cfg->secrets[plain_idx[i]] */
+    size_t nplain;
+    struct faketls_key *ee;         /* ee secrets for FakeTLS */
+    size_t *ee_idx;                 /* ee[i] is cfg->secrets[ee_idx[i]] */
+    size_t nee;
+    struct antireplay *replay;      /* NULL = anti-replay disabled */
+    bool fast_mode;
+    uint32_t concurrency;           /* limit on active connections, all workers */
+    uint32_t active;                /* atomic: active connections, all workers */
+    size_t buf_size;                /* pool block size */
+    uint16_t listen_port;           /* to refuse fronting onto ourselves */
+};
+
+struct conn;
+
+/* One worker thread: its loop, pool, counters, deadline queues and connections. */
+struct conn_worker {
+    struct loop loop;
+    tg__pool pool;
+    struct stats stats;
+    struct loop_tq tq_handshake, tq_connect, tq_front, tq_idle;
+    struct conn *conns;             /* every open connection, for shutdown */
+    struct conn_shared *sh;         /* shared; only sh->active is written */
+    tg__ratelimit rl;               /* debug lines the network can trigger */
+    tg__pool conn_pool;             /* struct conn storage */
+    uint8_t *scratch;               /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
+    /* fronting address cache (resolved on first need, refreshed after front_ttl_ms) */
+    struct sockaddr_storage front_addr;
+    socklen_t front_len;
+    uint64_t front_resolved_ms;
+};
+
+enum conn_state {
+    CONN_HELLO,
+    CONN_FLIGHT,
+    CONN_DC_CONNECT,
+    CONN_RELAY,
+    CONN_FRONT_CONNECT,
+    CONN_FRONT_RELAY,
+    CONN_DISCARD,
+};
+
+enum conn_end {
+    END_NONE,
+    END_EOF,          /* both sides finished */
+    END_RESET,        /* a socket error or reset */
+    END_HS_TIMEOUT,   /* handshake deadline (nothing to front) */
+    END_HS_BAD,       /* bad client flight after the ServerHello */
+    END_IDLE,
+    END_DC_FAIL,      /* every DC address failed or the DC is unknown */
+    END_FRONT_FAIL,
+    END_NOMEM,
+    END_SHUTDOWN,
+    END_PROTO,        /* bad TLS record or alert from the client */
+};
+
+/* One direction of a relay: bytes read from one socket waiting for the other. */
+struct relay_dir {
+    uint8_t *buf;          /* pool buffer while bytes are in flight, else NULL */
+    uint32_t off, len;     /* unwritten bytes are buf[off..len) */
+    bool eof;              /* the source reached EOF */
+    bool shut;             /* we sent FIN to the destination */
+};
+
+enum { DIR_UP = 0, DIR_DOWN = 1 }; /* up: client -> upstream; down: upstream -> client */
+
+
+struct conn {
+    struct loop_io cli, up;       /* registrations of the two sockets */
+    int cfd, ufd;                 /* client socket; DC or fronting socket (-1 = none) */
+    struct loop_timer timer;
+    struct conn_worker *w;
+    struct conn *prev, *next;
+    uint64_t start_ms, last_io_ms;
+    uint64_t bytes_up, bytes_down;
+    struct relay_dir dir[2];
+    struct crypto_ctr c2p, p2c;   /* client leg: decrypt, encrypt (p2c unused in fast mode) */
+    struct crypto_ctr p2dc, dc2p; /* DC leg: encrypt, decrypt (dc2p unused in fast mode) */
+    struct faketls_reader rd;     /* client records after the ServerHello */
+    uint8_t *hs;                  /* handshake bytes read so far (pool buffer) */
+    uint32_t hs_len;
+    uint32_t secret;              /* index into cfg->secrets; UINT32_MAX = none yet */
+    int16_t dc;
+    uint8_t state;                /* enum conn_state */
+    uint8_t end;                  /* enum conn_end */
+    uint8_t addr_i;               /* DC address being tried (upstream_addr index) */
+    bool tls, fast;
+};
+
+/* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */
+int conn_worker_init(struct conn_worker *w, struct conn_shared *sh);
+/* Close every connection (END_SHUTDOWN) and release the worker. NULL-safe. */
+void conn_worker_cleanup(struct conn_worker *w);
+
+/* Take over an accepted, non-blocking client socket. On failure the fd is closed. */
+void conn_accept(struct conn_worker *w, int fd);
+/* Log the end line, release buffers, ciphers and sockets, and free c. */
+void conn_close(struct conn *c, enum conn_end why);
+/* Record I/O activity now (resets the idle deadline lazily). */
+static inline void conn_touch(struct conn *c)
+{
+    c->last_io_ms = c->w->loop.now_ms;
+}
+const char *conn_end_name(enum conn_end e);
+
+/* Upstream connected (DC or fronting host): start relaying. Called by upstream.c. */
+void conn_upstream_ready(struct conn *c);
+
+#endif

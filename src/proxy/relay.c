@@ -1,0 +1,207 @@
+/*
+ * relay: the data path. See relay.h.
+ *
+ * Invariants: dir[d].buf != NULL iff dir[d].off < dir[d].len (a drained direction returns its
+ * buffer at once); a source is readable-interested only while its direction is drained and
+ * has not seen EOF; shut is set only after eof and a full drain.
+ */
+#include "proxy/relay.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define PUMP_ROUNDS 4 /* reads per event and direction, for fairness between connections */
+
+static void dir_release(struct conn *c, struct relay_dir *r)
+{
+    tg__pool_put(&c->w->pool, r->buf);
+    r->buf = NULL;
+    r->off = r->len = 0;
+}
+
+void relay_release(struct conn *c)
+{
+    dir_release(c, &c->dir[DIR_UP]);
+    dir_release(c, &c->dir[DIR_DOWN]);
+}
+
+/* Write what is pending in direction d. 0 (drained or blocked) or -errno. */
+static int flush(struct conn *c, int d)
+{
+    struct relay_dir *r = &c->dir[d];
+    int fd = d == DIR_UP ? c->ufd : c->cfd;
+    while (r->off < r->len) {
+        ssize_t w = send(fd, r->buf + r->off, r->len - r->off, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return errno == EAGAIN ? 0 : flush(c, d);
+            return -errno;
+        }
+        r->off += (uint32_t)w;
+    }
+    dir_release(c, r);
+    return 0;
+}
+
+/* Transform n freshly read bytes at buf (+headroom) in place; returns bytes to send or -1. */
+static long transform(struct conn *c, int d, uint8_t *buf, size_t n)
+{
+    if (c->state == CONN_FRONT_RELAY)
+        return (long)n;
+    if (d == DIR_UP) {
+        size_t k = n;
+        if (c->tls && faketls_reader_strip(&c->rd, buf, n, &k) != FAKETLS_REC_NEED_MORE) {
+            /* an alert or a bad record: close (brief 4.8); bytes before it are dropped
+               with the connection, as the client asked to end it */
+            c->end = END_PROTO;
+            return -1;
+        }
+        if (k && (crypto_ctr_apply(&c->c2p, buf, k) < 0 || crypto_ctr_apply(&c->p2dc, buf, k) < 0))
+            return -1;
+        return (long)k;
+    }
+    uint8_t *p = buf + (c->tls ? RELAY_TLS_HEADROOM : 0);
+    if (!c->fast && (crypto_ctr_apply(&c->dc2p, p, n) < 0 || crypto_ctr_apply(&c->p2c, p, n) < 0))
+        return -1;
+    if (!c->tls)
+        return (long)n;
+    faketls_record_header(buf, n);
+    return (long)n + RELAY_TLS_HEADROOM;
+}
+
+/* Read once from the source of d. >0 bytes queued, 0 nothing (EAGAIN/EOF), -errno. */
+static int read_once(struct conn *c, int d, bool *more)
+{
+    struct relay_dir *r = &c->dir[d];
+    int fd = d == DIR_UP ? c->cfd : c->ufd;
+    bool wrap = d == DIR_DOWN && c->tls && c->state == CONN_RELAY;
+    size_t head = wrap ? RELAY_TLS_HEADROOM : 0;
+    size_t cap = c->w->sh->buf_size - head;
+    if (wrap && cap > RELAY_TLS_MAX_PAYLOAD)
+        cap = RELAY_TLS_MAX_PAYLOAD;
+    if (!r->buf && !(r->buf = tg__pool_get(&c->w->pool)))
+        return -ENOMEM;
+    ssize_t n = recv(fd, r->buf + head, cap, 0);
+    *more = n == (ssize_t)cap;
+    if (n <= 0) {
+        dir_release(c, r);
+        if (n == 0)
+            r->eof = true;
+        else if (errno != EAGAIN && errno != EINTR)
+            return -errno;
+        return 0;
+    }
+    conn_touch(c);
+    if (d == DIR_UP)
+        c->bytes_up += (uint64_t)n;
+    else
+        c->bytes_down += (uint64_t)n;
+    long out = transform(c, d, r->buf, (size_t)n);
+    if (out < 0)
+        return -EPROTO;
+    if (out == 0) {
+        dir_release(c, r);
+        return 1; /* only framing was read; more may follow */
+    }
+    r->off = 0;
+    r->len = (uint32_t)out;
+    return 1;
+}
+
+/* Move bytes in direction d until blocked, drained, or PUMP_ROUNDS reads. 0 or -errno. */
+static int pump(struct conn *c, int d)
+{
+    struct relay_dir *r = &c->dir[d];
+    for (int i = 0; i < PUMP_ROUNDS; i++) {
+        int rc = flush(c, d);
+        if (rc < 0 || r->buf)
+            return rc; /* error, or the destination is full: wait for WRITE */
+        if (r->eof)
+            break;
+        bool more = false;
+        rc = read_once(c, d, &more);
+        if (rc < 0)
+            return rc;
+        if (rc == 0 || !more)
+            break; /* a short read drained the socket: save the EAGAIN round trip */
+    }
+    int rc = flush(c, d);
+    if (rc == 0 && r->eof && !r->buf && !r->shut) {
+        shutdown(d == DIR_UP ? c->ufd : c->cfd, SHUT_WR);
+        r->shut = true;
+    }
+    return rc;
+}
+
+static unsigned want(const struct conn *c, int src_dir, int dst_dir)
+{
+    const struct relay_dir *s = &c->dir[src_dir], *t = &c->dir[dst_dir];
+    return (!s->eof && !s->buf ? LOOP_READ : 0u) | (t->buf ? LOOP_WRITE : 0u);
+}
+
+/* Re-arm interest after a pump; ends the connection when both directions are done. */
+static void settle(struct conn *c, struct loop_io *hup)
+{
+    struct relay_dir *u = &c->dir[DIR_UP], *dn = &c->dir[DIR_DOWN];
+    if (u->shut && dn->shut) {
+        conn_close(c, END_EOF);
+        return;
+    }
+    struct loop *l = &c->w->loop;
+    if (hup) {
+        /* The peer of this socket is gone both ways: keep it only while it still has bytes
+           for us; a direction still writing to it can never finish. */
+        bool src_done = hup == &c->cli ? u->eof : dn->eof;
+        bool dst_done = hup == &c->cli ? dn->shut : u->shut;
+        if (src_done && !dst_done) {
+            conn_close(c, END_RESET);
+            return;
+        }
+        if (src_done && dst_done)
+            loop_io_del(l, hup);
+    }
+    if ((c->cli.fd >= 0 && loop_io_set(l, &c->cli, want(c, DIR_UP, DIR_DOWN)) < 0) ||
+        (c->up.fd >= 0 && loop_io_set(l, &c->up, want(c, DIR_DOWN, DIR_UP)) < 0))
+        conn_close(c, END_RESET);
+}
+
+static void on_io(struct conn *c, struct loop_io *io, unsigned events)
+{
+    /* Serve the direction whose source fired first, then the other (it may have been
+       waiting for this socket to become writable). */
+    int first = io == &c->cli ? DIR_UP : DIR_DOWN;
+    int rc = pump(c, first);
+    if (rc == 0)
+        rc = pump(c, !first);
+    if (rc < 0) {
+        conn_close(c, c->end != END_NONE ? (enum conn_end)c->end
+                                         : rc == -ENOMEM ? END_NOMEM : END_RESET);
+        return;
+    }
+    settle(c, (events & LOOP_ERROR) ? io : NULL);
+}
+
+void relay_on_client(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)l;
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, cli));
+    on_io(c, io, events);
+}
+
+void relay_on_upstream(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)l;
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up));
+    on_io(c, io, events);
+}
+
+void relay_start(struct conn *c)
+{
+    c->cli.cb = relay_on_client;
+    c->up.cb = relay_on_upstream;
+    conn_touch(c);
+    on_io(c, &c->up, 0);
+}

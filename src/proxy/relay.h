@@ -1,0 +1,44 @@
+/*
+ * relay: moving bytes between the client and the upstream (DC or fronting host) once both
+ * sockets are up.
+ *
+ * Each direction has at most one pool buffer, taken when a read returns bytes and given back
+ * as soon as they are all written, so an idle connection holds none and memory per
+ * connection is bounded by two buffers. Backpressure: while a direction has unwritten bytes
+ * its source is not read (its READ interest is off) and the destination waits for WRITE; the
+ * kernel's socket buffers absorb the rest. Nothing is ever dropped.
+ *
+ * Transforms, in place, one pass per direction:
+ *   up   (client -> DC)   TLS records unwrapped (FakeTLS), client cipher decrypt, DC cipher
+ *                         encrypt;
+ *   down (DC -> client)   DC cipher decrypt + client cipher encrypt, or nothing in fast mode;
+ *                         wrapped in one ApplicationData record per read (payload <= 16384,
+ *                         the header written into headroom before the payload: no copy).
+ *   fronting: bytes pass unchanged both ways.
+ * Half-close: EOF from one side is forwarded as shutdown(SHUT_WR) once that direction has
+ * drained; the connection ends when both directions have.
+ *
+ * Thread-safety: worker thread only. No allocation on this path once the pool is warm.
+ */
+#ifndef TGPROXY_RELAY_H
+#define TGPROXY_RELAY_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "proxy/conn.h"
+
+#define RELAY_TLS_HEADROOM 5      /* bytes reserved before a record's payload */
+#define RELAY_TLS_MAX_PAYLOAD 16384 /* proxy -> client record payload (brief 4.9) */
+
+/* Begin relaying: both sockets registered, any queued upstream bytes flushed. */
+void relay_start(struct conn *c);
+
+/* Loop callbacks for the client and upstream sockets while relaying. */
+void relay_on_client(struct loop *l, struct loop_io *io, unsigned events);
+void relay_on_upstream(struct loop *l, struct loop_io *io, unsigned events);
+
+/* Give back both directions' buffers (connection teardown). */
+void relay_release(struct conn *c);
+
+#endif

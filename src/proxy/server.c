@@ -1,0 +1,330 @@
+/*
+ * server: workers, listeners, signals. See server.h.
+ * Invariant: every worker's listeners bind the same addresses and ports (SO_REUSEPORT);
+ * listener sockets are created by server_start and owned by their worker afterwards.
+ */
+#include "proxy/server.h"
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "proxy/antireplay.h"
+#include "proxy/conn.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define ACCEPT_BURST 64          /* accepts per readiness event, per listener */
+#define ACCEPT_PAUSE_MS 100      /* back-off when out of file descriptors */
+#define MAX_WORKERS 256
+#define BUF_SLACK 1024           /* pool block = max(buffer_size, 16384) + slack */
+
+struct worker {
+    struct conn_worker cw;
+    struct server *srv;
+    pthread_t th;
+    int lfd[CONFIG_MAX_LISTEN];
+    struct loop_io lis[CONFIG_MAX_LISTEN];
+    struct loop_tq tq_pause;
+    struct loop_timer pause;     /* re-enables the listeners after EMFILE */
+    int init_rc;
+    bool started;
+};
+
+struct server {
+    const struct config *cfg;
+    struct conn_shared sh;
+    struct worker *w;
+    size_t nw;
+    uint16_t port[CONFIG_MAX_LISTEN];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t ready;                /* workers past init */
+};
+
+static void listeners_set(struct worker *w, unsigned mask)
+{
+    for (size_t i = 0; i < w->srv->cfg->nlisten; i++)
+        loop_io_set(&w->cw.loop, &w->lis[i], mask);
+}
+
+static void on_pause_end(struct loop *l, struct loop_timer *t)
+{
+    (void)l;
+    struct worker *w = (struct worker *)(void *)((char *)t - offsetof(struct worker, pause));
+    listeners_set(w, LOOP_READ);
+}
+
+static void on_listen(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)events;
+    struct worker *w = (struct worker *)(void *)((char *)l - offsetof(struct worker, cw.loop));
+    for (int i = 0; i < ACCEPT_BURST && !loop_stopping(l); i++) {
+        int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            conn_accept(&w->cw, fd);
+            continue;
+        }
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            if (tg__ratelimit_allow(&w->cw.rl, l->now_ms))
+                tg__log(NULL, TG__LOG_WARN, "accept: %s; pausing %d ms", strerror(errno),
+                        ACCEPT_PAUSE_MS);
+            listeners_set(w, 0);
+            loop_timer_start(l, &w->tq_pause, &w->pause, on_pause_end);
+        }
+        return; /* EAGAIN, or a per-connection error such as ECONNABORTED */
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct server *s = w->srv;
+    int rc = conn_worker_init(&w->cw, &s->sh);
+    if (rc == 0)
+        rc = loop_tq_add(&w->cw.loop, &w->tq_pause, ACCEPT_PAUSE_MS);
+    for (size_t i = 0; rc == 0 && i < s->cfg->nlisten; i++)
+        rc = loop_io_add(&w->cw.loop, &w->lis[i], w->lfd[i], LOOP_READ, on_listen);
+    pthread_mutex_lock(&s->mu);
+    w->init_rc = rc;
+    s->ready++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0) {
+        rc = loop_run(&w->cw.loop);
+        if (rc < 0)
+            tg__log(NULL, TG__LOG_ERROR, "worker: event loop failed: %s", strerror(-rc));
+    }
+    for (size_t i = 0; i < s->cfg->nlisten; i++) {
+        loop_io_del(&w->cw.loop, &w->lis[i]);
+        if (w->lfd[i] >= 0)
+            close(w->lfd[i]);
+        w->lfd[i] = -1;
+    }
+    conn_worker_cleanup(&w->cw);
+    return NULL;
+}
+
+/* One listening socket for cfg->listen[i]; port overrides the configured port when set. */
+static int open_listener(const struct config_listen *l, uint16_t port, uint16_t *bound)
+{
+    struct sockaddr_storage ss;
+    memcpy(&ss, &l->addr, l->addr_len);
+    if (port && ss.ss_family == AF_INET)
+        ((struct sockaddr_in *)(void *)&ss)->sin_port = htons(port);
+    else if (port && ss.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)(void *)&ss)->sin6_port = htons(port);
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    if (ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    socklen_t len = l->addr_len;
+    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    *bound = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&ss)->sin_port
+                                           : ((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
+    return fd;
+}
+
+static int open_listeners(struct server *s)
+{
+    const struct config *cfg = s->cfg;
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        for (size_t k = 0; k < s->nw; k++) {
+            uint16_t bound = 0;
+            int fd = open_listener(&cfg->listen[i], s->port[i], &bound);
+            if (fd < 0) {
+                tg__log(NULL, TG__LOG_ERROR, "listen %s: %s", cfg->listen[i].text,
+                        strerror(-fd));
+                return fd;
+            }
+            s->w[k].lfd[i] = fd;
+            s->port[i] = bound;
+        }
+    }
+    return 0;
+}
+
+/* Split the secrets into FakeTLS keys and plain obfs2 candidates. */
+static int shared_init(struct server *s)
+{
+    const struct config *cfg = s->cfg;
+    struct conn_shared *sh = &s->sh;
+    size_t n = cfg->nsecrets ? cfg->nsecrets : 1;
+    sh->cfg = cfg;
+    sh->plain = tg__calloc(n, sizeof *sh->plain);
+    sh->plain_idx = tg__calloc(n, sizeof *sh->plain_idx);
+    sh->ee = tg__calloc(n, sizeof *sh->ee);
+    sh->ee_idx = tg__calloc(n, sizeof *sh->ee_idx);
+    if (!sh->plain || !sh->plain_idx || !sh->ee || !sh->ee_idx)
+        return -ENOMEM;
+    for (size_t i = 0; i < cfg->nsecrets; i++) {
+        const struct secret *sec = &cfg->secrets[i].secret;
+        if (sec->kind == SECRET_EE) {
+            memcpy(sh->ee[sh->nee].key, sec->key, 16);
+            sh->ee[sh->nee].domain = sec->domain;
+            sh->ee[sh->nee].domain_len = sec->domain_len;
+            sh->ee_idx[sh->nee++] = i;
+        } else {
+            memcpy(sh->plain[sh->nplain].key, sec->key, 16);
+            sh->plain[sh->nplain].tags = obfs2_tags_for(sec->kind, false);
+            sh->plain_idx[sh->nplain++] = i;
+        }
+    }
+    if (cfg->antireplay.enabled) {
+        sh->replay = antireplay_new(cfg->antireplay.max_entries, cfg->antireplay.window_s);
+        if (!sh->replay)
+            return -ENOMEM;
+    }
+    sh->fast_mode = true; /* brief 3.3: on by default; see docs/proxy-engine.md */
+    sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
+    size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
+    sh->buf_size = b + BUF_SLACK;
+    return 0;
+}
+
+static void shared_cleanup(struct conn_shared *sh)
+{
+    if (sh->ee)
+        crypto_wipe(sh->ee, sizeof *sh->ee * (sh->nee ? sh->nee : 1));
+    if (sh->plain)
+        crypto_wipe(sh->plain, sizeof *sh->plain * (sh->nplain ? sh->nplain : 1));
+    tg__free(sh->plain);
+    tg__free(sh->plain_idx);
+    tg__free(sh->ee);
+    tg__free(sh->ee_idx);
+    antireplay_free(sh->replay);
+    memset(sh, 0, sizeof *sh);
+}
+
+static size_t worker_count(const struct config *cfg)
+{
+    long n = cfg->workers ? (long)cfg->workers : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_WORKERS ? MAX_WORKERS : (size_t)n;
+}
+
+/* Start every worker thread and wait until each has initialised. 0 or -errno. */
+static int start_workers(struct server *s)
+{
+    int rc = 0;
+    for (size_t k = 0; k < s->nw; k++) {
+        s->w[k].srv = s;
+        if (pthread_create(&s->w[k].th, NULL, worker_main, &s->w[k]) != 0) {
+            rc = -EAGAIN;
+            break;
+        }
+        s->w[k].started = true;
+    }
+    pthread_mutex_lock(&s->mu);
+    size_t want = 0;
+    for (size_t k = 0; k < s->nw; k++)
+        want += s->w[k].started;
+    while (s->ready < want)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    for (size_t k = 0; k < s->nw && rc == 0; k++)
+        rc = s->w[k].started ? s->w[k].init_rc : rc;
+    return rc;
+}
+
+int server_start(const struct config *cfg, struct server **out)
+{
+    *out = NULL;
+    if (crypto_init() < 0)
+        return -EIO;
+    struct server *s = tg__calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->cfg = cfg;
+    s->nw = worker_count(cfg);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->w = tg__calloc(s->nw, sizeof *s->w);
+    int rc = s->w ? 0 : -ENOMEM;
+    for (size_t k = 0; rc == 0 && k < s->nw; k++)
+        for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
+            s->w[k].lfd[i] = -1;
+    if (rc == 0)
+        rc = shared_init(s);
+    if (rc == 0)
+        rc = open_listeners(s);
+    if (rc == 0)
+        rc = start_workers(s);
+    if (rc < 0) {
+        server_stop(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+uint16_t server_port(const struct server *s, size_t i)
+{
+    return i < s->cfg->nlisten ? s->port[i] : 0;
+}
+
+void server_stats(const struct server *s, struct stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t k = 0; k < s->nw; k++)
+        stats_sum(out, &s->w[k].cw.stats);
+}
+
+void server_stop(struct server *s)
+{
+    if (!s)
+        return;
+    for (size_t k = 0; s->w && k < s->nw; k++)
+        if (s->w[k].started)
+            loop_stop(&s->w[k].cw.loop);
+    for (size_t k = 0; s->w && k < s->nw; k++) {
+        if (s->w[k].started)
+            pthread_join(s->w[k].th, NULL);
+        for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
+            if (s->w[k].lfd[i] >= 0)
+                close(s->w[k].lfd[i]);
+    }
+    shared_cleanup(&s->sh);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    tg__free(s->w);
+    tg__free(s);
+}
+
+int server_run(const struct config *cfg)
+{
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    /* Blocked before the workers exist, so they inherit the mask and only sigwait sees it. */
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN);
+    tg__log_default()->level = cfg->log_level;
+    struct server *s = NULL;
+    int rc = server_start(cfg, &s);
+    if (rc == 0) {
+        for (size_t i = 0; i < cfg->nlisten; i++)
+            tg__log(NULL, TG__LOG_INFO, "listening on %s (port %u) with %zu workers",
+                    cfg->listen[i].text, (unsigned)s->port[i], s->nw);
+        int sig = 0;
+        while (sigwait(&set, &sig) != 0) {
+        }
+        tg__log(NULL, TG__LOG_INFO, "signal %d: shutting down", sig);
+        server_stop(s);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * server: tgproxy's engine entry point: worker threads, listeners, shutdown.
+ *
+ * N workers (config `workers`, 0 = online CPUs), each with its own epoll loop (loop.h) and
+ * its own SO_REUSEPORT socket per bind-to address (IPv4 and IPv6; IPv6 sockets are
+ * V6ONLY), so the kernel spreads connections and a connection never changes thread.
+ * Shared between workers: the read-only config, the active-connection counter (the global
+ * `concurrency` limit, enforced at accept) and the anti-replay cache.
+ *
+ * server_run() serves until SIGINT or SIGTERM and returns 0; server_start()/server_stop()
+ * give tests and benchmarks the same engine in-process (bind-to port 0 picks a free port,
+ * the same one for every worker; server_port() reports it).
+ *
+ * Ownership: cfg is borrowed and must outlive the server. Thread-safety: server_* calls are
+ * made by one controlling thread; server_stats() may run while workers serve.
+ */
+#ifndef TGPROXY_SERVER_H
+#define TGPROXY_SERVER_H
+
+#include <stdint.h>
+
+#include "proxy/config.h"
+#include "proxy/stats.h"
+
+struct server;
+
+/*
+ * Serve cfg until SIGINT/SIGTERM (which it blocks in the calling thread and waits for).
+ * Returns 0 after a clean shutdown, or -errno when it cannot start (bind, threads, memory;
+ * a message is logged at error level).
+ */
+int server_run(const struct config *cfg);
+
+/* Bind, start the workers and return at once. 0 or -errno (nothing left running). */
+int server_start(const struct config *cfg, struct server **out);
+/* Port actually bound for bind-to entry i (0 if out of range). */
+uint16_t server_port(const struct server *s, size_t i);
+/* Sum of every worker's counters (relaxed snapshot). */
+void server_stats(const struct server *s, struct stats *out);
+/* Stop accepting, close every connection, join the workers and free s. NULL-safe. */
+void server_stop(struct server *s);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * upstream: non-blocking connects to DCs and to the fronting host. See upstream.h.
+ * Invariant: while a connect is under way, c->ufd is the socket, c->up is registered for
+ * WRITE with on_connected, and c->timer runs in the matching connect queue.
+ */
+#include "proxy/upstream.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_CANDIDATES 32
+
+struct addr_list {
+    struct sockaddr_storage a[MAX_CANDIDATES];
+    socklen_t len[MAX_CANDIDATES];
+    size_t n;
+};
+
+static void list_add(struct addr_list *l, const struct sockaddr *sa, socklen_t len)
+{
+    if (l->n < MAX_CANDIDATES && len <= sizeof l->a[0]) {
+        memcpy(&l->a[l->n], sa, len);
+        l->len[l->n++] = len;
+    }
+}
+
+/* Resolve host:port (numeric or DNS) and append every result. */
+static void list_resolve(struct addr_list *l, const char *host, uint16_t port)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", (unsigned)port);
+    if (getaddrinfo(host, ps, &hints, &res) != 0)
+        return;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+        list_add(l, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(res);
+}
+
+static void list_hostport(struct addr_list *l, const struct config_hostport *hp)
+{
+    if (hp->resolved)
+        list_add(l, (const struct sockaddr *)&hp->addr, hp->addr_len);
+    else
+        list_resolve(l, hp->host, hp->port);
+}
+
+/* Candidates for dc before prefer-ip ordering: override, else the built-in table. */
+static void dc_candidates(const struct config *cfg, int32_t dc, struct addr_list *l)
+{
+    const struct config_dc *o = config_dc_find(cfg, dc);
+    if (o) {
+        for (size_t i = 0; i < o->naddrs; i++)
+            list_hostport(l, &o->addrs[i]);
+        return;
+    }
+}
+
+static bool family_ok(enum config_prefer_ip p, int fam, int pass)
+{
+    switch (p) {
+    case CONFIG_ONLY_IPV4:
+        return pass == 0 && fam == AF_INET;
+    case CONFIG_ONLY_IPV6:
+        return pass == 0 && fam == AF_INET6;
+    case CONFIG_PREFER_IPV4:
+        return fam == (pass == 0 ? AF_INET : AF_INET6);
+    case CONFIG_PREFER_IPV6:
+    default:
+        return fam == (pass == 0 ? AF_INET6 : AF_INET);
+    }
+}
+
+int upstream_dc_addr(const struct config *cfg, int32_t dc, unsigned i,
+                     struct sockaddr_storage *out, socklen_t *len)
+{
+    struct addr_list l;
+    l.n = 0;
+    dc_candidates(cfg, dc, &l);
+    unsigned seen = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < l.n; k++) {
+            if (!family_ok(cfg->prefer_ip, l.a[k].ss_family, pass) || seen++ != i)
+                continue;
+            memcpy(out, &l.a[k], l.len[k]);
+            *len = l.len[k];
+            return 0;
+        }
+    return -ENOENT;
+}
+
+void upstream_tune(int fd, const struct config *cfg)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!cfg->keepalive.enabled)
+        return;
+    int idle = (int)cfg->keepalive.idle_s, intvl = (int)cfg->keepalive.interval_s;
+    int cnt = (int)cfg->keepalive.count;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+static void on_connected(struct loop *l, struct loop_io *io, unsigned events);
+static void on_timer(struct loop *l, struct loop_timer *t);
+
+/* Socket + connect toward sa, registered for WRITE. 0 or -errno (nothing held). */
+static int start_connect(struct conn *c, const struct sockaddr_storage *sa, socklen_t len)
+{
+    int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    upstream_tune(fd, c->w->sh->cfg);
+    if (connect(fd, (const struct sockaddr *)sa, len) < 0 && errno != EINPROGRESS) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    int rc = loop_io_add(&c->w->loop, &c->up, fd, LOOP_WRITE, on_connected);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    c->ufd = fd;
+    struct loop_tq *q = c->state == CONN_DC_CONNECT ? &c->w->tq_connect : &c->w->tq_front;
+    loop_timer_start(&c->w->loop, q, &c->timer, on_timer);
+    return 0;
+}
+
+static void drop_socket(struct conn *c)
+{
+    loop_io_del(&c->w->loop, &c->up);
+    if (c->ufd >= 0)
+        close(c->ufd);
+    c->ufd = -1;
+}
+
+void upstream_connect_dc(struct conn *c)
+{
+    const struct config *cfg = c->w->sh->cfg;
+    for (unsigned tries = 0; tries < MAX_CANDIDATES * 2; tries++) {
+        struct sockaddr_storage ss;
+        socklen_t len;
+        if (upstream_dc_addr(cfg, c->dc, c->addr_i, &ss, &len) < 0)
+            break;
+        if (start_connect(c, &ss, len) == 0)
+            return;
+        c->addr_i++;
+    }
+    stats_add(&c->w->stats, dc_connect_fail, 1);
+    conn_close(c, END_DC_FAIL);
+}
+
+/* The fronting host's name: configured, else the domain of the matched or first ee secret. */
+static const char *front_host(const struct conn *c)
+{
+    const struct config *cfg = c->w->sh->cfg;
+    if (cfg->fronting.host[0])
+        return cfg->fronting.host;
+    if (c->secret < cfg->nsecrets && cfg->secrets[c->secret].secret.kind == SECRET_EE)
+        return cfg->secrets[c->secret].secret.domain;
+    for (size_t i = 0; i < cfg->nsecrets; i++)
+        if (cfg->secrets[i].secret.kind == SECRET_EE)
+            return cfg->secrets[i].secret.domain;
+    return NULL;
+}
+
+/* Is sa one of our own listening addresses (fronting onto ourselves would loop)? */
+static bool is_self(const struct config *cfg, const struct sockaddr_storage *sa)
+{
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        const struct sockaddr_storage *ls = &cfg->listen[i].addr;
+        if (ls->ss_family != sa->ss_family)
+            continue;
+        if (sa->ss_family == AF_INET) {
+            const struct sockaddr_in *a = (const void *)sa, *b = (const void *)ls;
+            if (a->sin_port == b->sin_port && (a->sin_addr.s_addr == b->sin_addr.s_addr ||
+                                               b->sin_addr.s_addr == htonl(INADDR_ANY)))
+                return true;
+        } else if (sa->ss_family == AF_INET6) {
+            const struct sockaddr_in6 *a = (const void *)sa, *b = (const void *)ls;
+            if (a->sin6_port == b->sin6_port &&
+                (!memcmp(&a->sin6_addr, &b->sin6_addr, 16) ||
+                 IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr)))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Fronting address, from config or the worker's DNS cache. 0 or -ENOENT. */
+static int front_addr(struct conn *c, struct sockaddr_storage *out, socklen_t *len)
+{
+    const struct config *cfg = c->w->sh->cfg;
+    struct conn_worker *w = c->w;
+    if (cfg->fronting.resolved) {
+        memcpy(out, &cfg->fronting.addr, cfg->fronting.addr_len);
+        *len = cfg->fronting.addr_len;
+    } else {
+        uint64_t now = w->loop.now_ms;
+        if (!w->front_len || now - w->front_resolved_ms > UPSTREAM_DNS_TTL_MS) {
+            const char *host = front_host(c);
+            struct addr_list l;
+            l.n = 0;
+            if (host)
+                list_resolve(&l, host, cfg->fronting.port ? cfg->fronting.port : 443);
+            w->front_len = l.n ? l.len[0] : 0;
+            if (l.n)
+                memcpy(&w->front_addr, &l.a[0], l.len[0]);
+            w->front_resolved_ms = now;
+        }
+        if (!w->front_len)
+            return -ENOENT;
+        memcpy(out, &w->front_addr, w->front_len);
+        *len = w->front_len;
+    }
+    return is_self(cfg, out) ? -ENOENT : 0;
+}
+
+int upstream_connect_front(struct conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (front_addr(c, &ss, &len) < 0)
+        return -ENOENT;
+    c->state = CONN_FRONT_CONNECT;
+    if (start_connect(c, &ss, len) < 0)
+        conn_close(c, END_FRONT_FAIL);
+    return 0;
+}
+
+static void connect_failed(struct conn *c)
+{
+    drop_socket(c);
+    if (c->state == CONN_FRONT_CONNECT) {
+        conn_close(c, END_FRONT_FAIL);
+        return;
+    }
+    c->addr_i++;
+    upstream_connect_dc(c);
+}
+
+void upstream_timeout(struct conn *c)
+{
+    connect_failed(c);
+}
+
+static void on_timer(struct loop *l, struct loop_timer *t)
+{
+    (void)l;
+    struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, timer));
+    upstream_timeout(c);
+}
+
+static void on_connected(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)l;
+    (void)events;
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up));
+    int err = 0;
+    socklen_t el = sizeof err;
+    if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+        err = errno;
+    if (err) {
+        connect_failed(c);
+        return;
+    }
+    loop_timer_stop(&c->timer);
+    conn_upstream_ready(c);
+}

@@ -1,0 +1,401 @@
+/* proxy_client: test client for tgproxy. See proxy_client.h. */
+#include "proxy_client.h"
+
+#include "proxy_fakedc.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HELLO_LEN 517
+#define REC_MAX 16384
+
+static void put16(uint8_t *p, size_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+/* Extensions of a small, well-formed hello; padding fills it to HELLO_LEN. */
+static size_t hello_body(uint8_t *p, const char *sni)
+{
+    size_t n = 0;
+    static const uint8_t suites[] = {0x0a, 0x0a, 0x13, 0x01, 0x13, 0x02, 0x13, 0x03, 0xc0, 0x2b};
+    put16(p + n, sizeof suites);
+    memcpy(p + n + 2, suites, sizeof suites);
+    n += 2 + sizeof suites;
+    p[n++] = 1; /* compression methods: null */
+    p[n++] = 0;
+    size_t ext_len_at = n;
+    n += 2;
+    if (sni) {
+        size_t sl = strlen(sni);
+        put16(p + n, 0x0000);
+        put16(p + n + 2, sl + 5);
+        put16(p + n + 4, sl + 3);
+        p[n + 6] = 0;
+        put16(p + n + 7, sl);
+        memcpy(p + n + 9, sni, sl);
+        n += 9 + sl;
+    }
+    static const uint8_t versions[] = {0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04};
+    memcpy(p + n, versions, sizeof versions);
+    n += sizeof versions;
+    static const uint8_t ks[] = {0x00, 0x33, 0x00, 0x26, 0x00, 0x24, 0x00, 0x1d, 0x00, 0x20};
+    memcpy(p + n, ks, sizeof ks);
+    RAND_bytes(p + n + sizeof ks, 32);
+    n += sizeof ks + 32;
+    /* 76 bytes precede p in the record (header 5, type and length 4, version 2, random 32,
+       session id 1 + 32); the padding extension (4 + pad) fills it to HELLO_LEN. */
+    size_t pad = HELLO_LEN - 76 - n - 4;
+    put16(p + n, 0x0015);
+    put16(p + n + 2, pad);
+    memset(p + n + 4, 0, pad);
+    n += 4 + pad;
+    put16(p + ext_len_at, n - ext_len_at - 2);
+    return n;
+}
+
+size_t pcli_hello(uint8_t *out, size_t cap, const uint8_t key[16], const char *sni, int64_t ts)
+{
+    if (cap < HELLO_LEN)
+        return 0;
+    uint8_t *p = out;
+    p[0] = 0x16, p[1] = 0x03, p[2] = 0x01;
+    p[5] = 0x01;
+    p[9] = 0x03, p[10] = 0x03;
+    memset(p + 11, 0, 32);
+    p[43] = 32;
+    RAND_bytes(p + 44, 32);
+    size_t body = hello_body(p + 76, sni);
+    size_t total = 76 + body;
+    put16(p + 3, total - 5);
+    p[6] = 0;
+    put16(p + 7, total - 9);
+    uint8_t mac[32];
+    unsigned int ml = 0;
+    HMAC(EVP_sha256(), key, 16, p, total, mac, &ml);
+    uint32_t t = (uint32_t)ts;
+    for (int i = 0; i < 4; i++)
+        mac[28 + i] ^= (uint8_t)(t >> (8 * i));
+    memcpy(p + 11, mac, 32);
+    return total;
+}
+
+/* Read the 3-record answer and verify its random. */
+static int read_server_hello(struct pcli *c, const uint8_t *hello, const uint8_t key[16])
+{
+    uint8_t buf[5 + 512 + 6 + 5 + 16384];
+    size_t n = 0;
+    int rc = psock_read_all(c->fd, buf, 5);
+    if (rc < 0)
+        return rc;
+    size_t l1 = (size_t)buf[3] << 8 | buf[4];
+    if (buf[0] != 0x16 || buf[1] != 3 || buf[2] != 3 || l1 > 512 || l1 < 38)
+        return -EPROTO;
+    n = 5 + l1 + 6 + 5;
+    if ((rc = psock_read_all(c->fd, buf + 5, n - 5)) < 0)
+        return rc;
+    uint8_t *ccs = buf + 5 + l1;
+    static const uint8_t want[] = {0x14, 0x03, 0x03, 0x00, 0x01, 0x01, 0x17, 0x03, 0x03};
+    if (memcmp(ccs, want, sizeof want) != 0)
+        return -EPROTO;
+    size_t l3 = (size_t)ccs[9] << 8 | ccs[10];
+    if (l3 > 16384)
+        return -EPROTO;
+    if ((rc = psock_read_all(c->fd, buf + n, l3)) < 0)
+        return rc;
+    n += l3;
+    uint8_t srv_random[32], mac[32];
+    memcpy(srv_random, buf + 11, 32);
+    memset(buf + 11, 0, 32);
+    /* HMAC(K, client_random || answer with zeroed random): one contiguous message */
+    static _Thread_local uint8_t msg[32 + sizeof buf];
+    memcpy(msg, hello + 11, 32);
+    memcpy(msg + 32, buf, n);
+    unsigned int ml = 0;
+    HMAC(EVP_sha256(), key, 16, msg, 32 + n, mac, &ml);
+    return memcmp(mac, srv_random, 32) == 0 ? 0 : -EPROTO;
+}
+
+/* Frame (TLS) and write plaintext already encrypted in p. */
+static int write_framed(struct pcli *c, const uint8_t *p, size_t n)
+{
+    if (!c->tls)
+        return psock_write_all(c->fd, p, n);
+    uint8_t rec[5 + REC_MAX];
+    while (n > 0) {
+        size_t k = n < c->max_record ? n : c->max_record;
+        rec[0] = 0x17, rec[1] = 3, rec[2] = 3;
+        put16(rec + 3, k);
+        memcpy(rec + 5, p, k);
+        int rc = psock_write_all(c->fd, rec, 5 + k);
+        if (rc < 0)
+            return rc;
+        p += k;
+        n -= k;
+    }
+    return 0;
+}
+
+static int tls_start(struct pcli *c, const struct pcli_opts *o)
+{
+    uint8_t hello[HELLO_LEN];
+    size_t hl = pcli_hello(hello, sizeof hello, o->key, o->sni, (int64_t)time(NULL) + o->time_skew_s);
+    int rc = psock_write_all(c->fd, hello, hl);
+    if (rc == 0)
+        rc = read_server_hello(c, hello, o->key);
+    if (rc == 0)
+        rc = psock_write_all(c->fd, "\x14\x03\x03\x00\x01\x01", 6);
+    return rc;
+}
+
+int pcli_connect(struct pcli *c, uint16_t port, const struct pcli_opts *o)
+{
+    *c = (struct pcli){.fd = -1};
+    c->timeout_ms = o->timeout_ms ? o->timeout_ms : 10000;
+    c->max_record = o->max_record ? o->max_record : 2878;
+    if (c->max_record > REC_MAX)
+        c->max_record = REC_MAX;
+    c->tls = o->mode == PCLI_TLS;
+    c->fd = psock_connect(port, c->timeout_ms);
+    if (c->fd < 0)
+        return c->fd;
+    int rc = c->tls ? tls_start(c, o) : 0;
+    if (rc < 0)
+        goto fail;
+    uint8_t tag = o->mode == PCLI_CLASSIC ? (o->tag ? o->tag : PTAG_ABRIDGED) : PTAG_PADDED;
+    if (o->mode == PCLI_DIRECT && o->tag)
+        tag = o->tag;
+    uint8_t wire[64];
+    rc = pobfs_client_header(wire, o->mode == PCLI_DIRECT ? NULL : o->key, tag, o->dc, &c->enc,
+                             &c->dec);
+    if (rc < 0) {
+        rc = -EIO;
+        goto fail;
+    }
+    rc = write_framed(c, wire, 64);
+    if (rc < 0)
+        goto fail;
+    return 0;
+fail:
+    pcli_close(c);
+    return rc;
+}
+
+int pcli_send(struct pcli *c, const void *p, size_t n)
+{
+    uint8_t tmp[8192];
+    const uint8_t *b = p;
+    while (n > 0) {
+        size_t k = n < sizeof tmp ? n : sizeof tmp;
+        memcpy(tmp, b, k);
+        pctr_apply(&c->enc, tmp, k);
+        int rc = write_framed(c, tmp, k);
+        if (rc < 0)
+            return rc;
+        b += k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* Strip TLS record headers from buf[0..n) in place; returns payload bytes or -EPROTO. */
+static ssize_t unwrap(struct pcli *c, uint8_t *buf, size_t n)
+{
+    size_t in = 0, out = 0;
+    while (in < n) {
+        if (c->rleft == 0) {
+            c->rhdr[c->rhdr_n++] = buf[in++];
+            if (c->rhdr_n < 5)
+                continue;
+            c->rhdr_n = 0;
+            if (c->rhdr[0] != 0x17 || c->rhdr[1] != 3 || c->rhdr[2] != 3)
+                return -EPROTO;
+            c->rleft = (size_t)c->rhdr[3] << 8 | c->rhdr[4];
+            if (c->rleft > REC_MAX)
+                return -EPROTO; /* the brief: proxy records <= 16384 bytes */
+            continue;
+        }
+        size_t k = n - in < c->rleft ? n - in : c->rleft;
+        memmove(buf + out, buf + in, k);
+        in += k;
+        out += k;
+        c->rleft -= k;
+    }
+    return (ssize_t)out;
+}
+
+/* One recv, unwrapped and decrypted; may return 0 payload bytes without EOF (-EAGAIN). */
+static ssize_t recv_some(struct pcli *c, uint8_t *p, size_t n)
+{
+    ssize_t r = recv(c->fd, p, n, 0);
+    if (r < 0)
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    if (r == 0)
+        return 0;
+    ssize_t k = c->tls ? unwrap(c, p, (size_t)r) : r;
+    if (k < 0)
+        return k;
+    if (k == 0)
+        return -EAGAIN;
+    pctr_apply(&c->dec, p, (size_t)k);
+    return k;
+}
+
+ssize_t pcli_recv(struct pcli *c, void *p, size_t n)
+{
+    for (int guard = 0; guard < 1000000; guard++) {
+        ssize_t k = recv_some(c, p, n);
+        if (k == -EAGAIN) {
+            struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+            if (poll(&pf, 1, c->timeout_ms) == 0)
+                return -ETIMEDOUT;
+            continue;
+        }
+        return k;
+    }
+    return -EPROTO;
+}
+
+int pcli_recv_all(struct pcli *c, void *p, size_t n)
+{
+    uint8_t *b = p;
+    while (n > 0) {
+        ssize_t k = pcli_recv(c, b, n);
+        if (k <= 0)
+            return k == 0 ? -EPIPE : (int)k;
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+void pcli_close(struct pcli *c)
+{
+    if (!c)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    pctr_cleanup(&c->enc);
+    pctr_cleanup(&c->dec);
+}
+
+/* Outgoing side of a streaming transfer: encrypted, framed bytes waiting for the socket. */
+struct outq {
+    uint8_t buf[5 + REC_MAX];
+    size_t off, len;
+};
+
+static void outq_fill(struct pcli *c, struct outq *q, uint32_t seed, uint64_t pos, size_t k)
+{
+    size_t h = c->tls ? 5 : 0;
+    pstream_fill(seed, pos, q->buf + h, k);
+    pctr_apply(&c->enc, q->buf + h, k);
+    if (c->tls) {
+        q->buf[0] = 0x17, q->buf[1] = 3, q->buf[2] = 3;
+        put16(q->buf + 3, k);
+    }
+    q->off = 0;
+    q->len = h + k;
+}
+
+/* Interleaved send of total bytes and, when verify_echo, receive + verify of the echo. */
+static int stream(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk, bool echo)
+{
+    struct outq *q = malloc(sizeof *q);
+    uint8_t *rb = malloc(65536);
+    uint64_t sent = 0, got = 0;
+    int rc = q && rb ? 0 : -ENOMEM;
+    if (chunk > c->max_record && c->tls)
+        chunk = c->max_record;
+    if (q)
+        q->off = q->len = 0;
+    psock_set_nonblock(c->fd, true);
+    while (rc == 0 && (got < (echo ? total : 0) || sent < total || q->off < q->len)) {
+        bool want_out = sent < total || q->off < q->len;
+        struct pollfd pf = {.fd = c->fd, .events = (short)(POLLIN | (want_out ? POLLOUT : 0))};
+        if (poll(&pf, 1, c->timeout_ms) <= 0) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+        if (pf.revents & POLLOUT) {
+            if (q->off == q->len && sent < total) {
+                size_t k = total - sent < chunk ? (size_t)(total - sent) : chunk;
+                outq_fill(c, q, seed, sent, k);
+                sent += k;
+            }
+            ssize_t w = send(c->fd, q->buf + q->off, q->len - q->off, MSG_NOSIGNAL);
+            if (w < 0 && errno != EAGAIN)
+                rc = -errno;
+            else if (w > 0)
+                q->off += (size_t)w;
+        }
+        if (rc == 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR)) && echo) {
+            ssize_t k = recv_some(c, rb, 65536);
+            if (k == 0)
+                rc = -EPIPE;
+            else if (k > 0 && pstream_check(seed, got, rb, (size_t)k) >= 0)
+                rc = -EBADMSG;
+            else if (k > 0)
+                got += (uint64_t)k;
+            else if (k != -EAGAIN)
+                rc = (int)k;
+        }
+    }
+    psock_set_nonblock(c->fd, false);
+    free(q);
+    free(rb);
+    return rc;
+}
+
+int pcli_echo(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk)
+{
+    uint8_t cmd[FAKEDC_CMD_LEN];
+    fakedc_cmd(cmd, "ECHO", seed, total);
+    int rc = pcli_send(c, cmd, sizeof cmd);
+    return rc < 0 ? rc : stream(c, seed, total, chunk ? chunk : 16384, true);
+}
+
+int pcli_sink(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk)
+{
+    uint8_t cmd[FAKEDC_CMD_LEN], ans[8];
+    fakedc_cmd(cmd, "SINK", seed, total);
+    int rc = pcli_send(c, cmd, sizeof cmd);
+    if (rc == 0)
+        rc = stream(c, seed, total, chunk ? chunk : 16384, false);
+    if (rc == 0)
+        rc = pcli_recv_all(c, ans, sizeof ans);
+    if (rc == 0 && memcmp(ans, "SINK-OK!", 8) != 0)
+        rc = -EBADMSG;
+    return rc;
+}
+
+int pcli_source(struct pcli *c, uint32_t seed, uint64_t total)
+{
+    uint8_t cmd[FAKEDC_CMD_LEN];
+    fakedc_cmd(cmd, "SRCE", seed, total);
+    int rc = pcli_send(c, cmd, sizeof cmd);
+    uint8_t *rb = malloc(65536);
+    if (!rb)
+        return -ENOMEM;
+    for (uint64_t got = 0; rc == 0 && got < total;) {
+        size_t want = total - got < 65536 ? (size_t)(total - got) : 65536;
+        ssize_t k = pcli_recv(c, rb, want);
+        if (k <= 0)
+            rc = k == 0 ? -EPIPE : (int)k;
+        else if (pstream_check(seed, got, rb, (size_t)k) >= 0)
+            rc = -EBADMSG;
+        else
+            got += (uint64_t)k;
+    }
+    free(rb);
+    return rc;
+}

@@ -1,0 +1,48 @@
+/*
+ * proxy_fakedc: a fake Telegram DC on 127.0.0.1 for tgproxy's tests and benchmarks.
+ *
+ * One thread, one epoll loop, many connections. Each connection must open with a direct
+ * obfs2 header (brief 3.2, no secret: what tgproxy sends toward a DC), followed by a 16-byte
+ * plaintext command inside the encrypted stream:
+ *
+ *   "ECHO" seed:u32 count:u64   echo every byte back until EOF (count ignored)
+ *   "SINK" seed:u32 count:u64   read count bytes, verify them against pstream(seed), then
+ *                               answer 8 bytes "SINK-OK!" or "SINK-BAD"; then echo
+ *   "SRCE" seed:u32 count:u64   send count bytes of pstream(seed), discard whatever arrives
+ *   "IDLE" ...                  hold the connection, discard input
+ *
+ * All integers little-endian. Counters (atomics) let tests assert what the DC saw: the tag
+ * and DC index of the last header, headers accepted / rejected, sinks verified / failed.
+ *
+ * Ownership: fakedc_start returns a handle freed by fakedc_stop (joins the thread, closes
+ * every socket). Thread-safety: the counters may be read from any thread.
+ */
+#ifndef TGKIT_TEST_PROXY_FAKEDC_H
+#define TGKIT_TEST_PROXY_FAKEDC_H
+
+#include <stdint.h>
+
+#define FAKEDC_CMD_LEN 16
+
+struct fakedc_counters {
+    uint64_t accepted;     /* TCP connections accepted */
+    uint64_t open;         /* connections open now */
+    uint64_t headers_ok;   /* valid obfs2 headers */
+    uint64_t headers_bad;  /* invalid header or command */
+    uint64_t sink_ok, sink_bad;
+    uint64_t bytes_in, bytes_out; /* plaintext payload after the command */
+    int32_t last_dc;
+    uint32_t last_tag;
+};
+
+struct fakedc;
+
+/* Start on 127.0.0.1, ephemeral port (returned in *port). NULL on failure. */
+struct fakedc *fakedc_start(uint16_t *port);
+void fakedc_stop(struct fakedc *d); /* NULL-safe */
+struct fakedc_counters fakedc_counters(struct fakedc *d);
+
+/* The 16-byte command block. */
+void fakedc_cmd(uint8_t out[FAKEDC_CMD_LEN], const char verb[4], uint32_t seed, uint64_t count);
+
+#endif
