@@ -70,7 +70,8 @@ static void encode(const tg__jdoc *d, uint32_t t, tg__jw *w)
         int64_t i;
         double v;
         const char *raw = tg__json_raw(d, t, &n);
-        if (tg__json_get_i64(d, t, &i, NULL) == 0)
+        /* "-0" goes through the double path so its sign survives the round trip. */
+        if (tg__json_get_i64(d, t, &i, NULL) == 0 && !(i == 0 && (k->flags & TG__JF_NEG)))
             tg__jw_i64(w, i);
         else if (tg__json_get_double(d, t, &v, NULL) == 0)
             tg__jw_double(w, v);
