@@ -1,0 +1,15 @@
+# Bot room extras (included from tests/CMakeLists.txt inside tgkit_room_tests(bot ...)).
+# botapi-gen: its model must match the independent counter on both saved pages, and a
+# generation from the previous page must succeed.
+find_program(TGKIT_PYTHON3 python3)
+if(TGKIT_PYTHON3)
+    foreach(page botapi botapi-previous)
+        add_test(NAME bot/botapi_gen_counts_${page}
+            COMMAND ${TGKIT_PYTHON3} ${CMAKE_SOURCE_DIR}/tools/botapi-gen/check_counts.py
+                    ${TGKIT_SHARED_DIR}/botapi/${page}.html ${TGKIT_SHARED_DIR}/botapi/count.py)
+    endforeach()
+    add_test(NAME bot/botapi_gen_previous_page
+        COMMAND ${TGKIT_PYTHON3} ${CMAKE_SOURCE_DIR}/tools/botapi-gen/botapi_gen.py
+                ${TGKIT_SHARED_DIR}/botapi/botapi-previous.html
+                --out-dir ${CMAKE_BINARY_DIR}/botapi-gen-previous)
+endif()
