@@ -12,6 +12,7 @@
 #define TGBOT_TGBOT_H
 
 #include "tgbot/common.h"
+#include "tgbot/types.h"
 #include "tgbot/client.h"
 
 #endif

@@ -1,0 +1,265 @@
+/*
+ * encode: generated structs -> JSON through tg__jw, driven by the descriptor tables.
+ *
+ * Fields are written in page order; absent optionals are omitted; required numbers and
+ * booleans are always written (a required false must reach the server); required True
+ * fields are always written as true; constants (discriminators) are always written.
+ * Uploads: a top-level upload is left to multipart (see method.h); a nested one becomes
+ * "attach://tgfileN" with N counted in encoding order.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bot/codec/codec.h"
+#include "bot/codec/codec_int.h"
+#include "bot/codec/method.h"
+
+typedef struct enc {
+    tg__jw *w;
+    int flags;
+    uint32_t seq; /* next attach:// number */
+} enc;
+
+static void enc_object(enc *e, const tg__type *t, const void *obj, bool top);
+static void enc_union(enc *e, const tg__type *u, const void *v);
+
+static void set_err(tg__jw *w, int err)
+{
+    if (!w->err)
+        w->err = err;
+}
+
+bool tg__codec_present(const tg__field *f, const unsigned char *base, bool top)
+{
+    const unsigned char *p = base + f->off;
+    bool opt = (f->flags & TG__F_OPT) != 0;
+    if (f->flags & (TG__F_ARR | TG__F_ARR2))
+        return *(const void *const *)(const void *)p != NULL;
+    switch (f->kind) {
+    case TG__K_BOOL:
+        return !opt || ((const tg_opt_bool *)(const void *)p)->has;
+    case TG__K_TRUE:
+        return !opt || *(const bool *)p;
+    case TG__K_I64:
+        return !opt || ((const tg_opt_i64 *)(const void *)p)->has;
+    case TG__K_F64:
+        return !opt || ((const tg_opt_double *)(const void *)p)->has;
+    case TG__K_STR:
+    case TG__K_OBJ:
+        return *(const void *const *)(const void *)p != NULL;
+    case TG__K_ENUM:
+        return ((const tg_strenum *)(const void *)p)->id != TG_ENUM_ABSENT;
+    case TG__K_UNION:
+        return ((const tg__union_head *)(const void *)p)->kind != TG_UNION_ABSENT;
+    case TG__K_CHATID:
+        return ((const tg_chat_id *)(const void *)p)->kind != TG_CHAT_ID_NONE;
+    case TG__K_FILE: {
+        const tg_input_file *fl = (const tg_input_file *)(const void *)p;
+        return fl->kind != TG_INPUT_FILE_NONE && !(top && tg_input_file_is_upload(fl));
+    }
+    default:
+        return true; /* TG__K_CONST */
+    }
+}
+
+static void enc_enum(enc *e, const tg__enum *en, const tg_strenum *v)
+{
+    if (v->id == TG_ENUM_UNKNOWN && v->str) {
+        tg__jw_str(e->w, v->str);
+        return;
+    }
+    const char *s = tg__codec_enum_str(en, v->id);
+    if (s)
+        tg__jw_str(e->w, s);
+    else
+        set_err(e->w, -EINVAL);
+}
+
+static void enc_file(enc *e, const tg_input_file *f)
+{
+    if (f->kind == TG_INPUT_FILE_ID || f->kind == TG_INPUT_FILE_URL) {
+        tg__jw_str(e->w, f->str);
+        return;
+    }
+    if (!tg_input_file_is_upload(f)) {
+        set_err(e->w, -EINVAL);
+        return;
+    }
+    char name[32];
+    int n = snprintf(name, sizeof name, "attach://tgfile%u", (unsigned)e->seq++);
+    tg__jw_strn(e->w, name, (size_t)n);
+}
+
+/* One value at p (OBJ: pointer slot, or the struct itself when inplace). */
+static void enc_one(enc *e, const tg__field *f, const unsigned char *p, bool opt, bool inplace)
+{
+    switch (f->kind) {
+    case TG__K_BOOL:
+        tg__jw_bool(e->w, opt ? ((const tg_opt_bool *)(const void *)p)->v : *(const bool *)p);
+        break;
+    case TG__K_TRUE:
+        tg__jw_bool(e->w, opt ? *(const bool *)p : true);
+        break;
+    case TG__K_I64:
+        tg__jw_i64(e->w, opt ? ((const tg_opt_i64 *)(const void *)p)->v
+                             : *(const int64_t *)(const void *)p);
+        break;
+    case TG__K_F64:
+        tg__jw_double(e->w, opt ? ((const tg_opt_double *)(const void *)p)->v
+                                : *(const double *)(const void *)p);
+        break;
+    case TG__K_STR:
+        tg__jw_str(e->w, *(const char *const *)(const void *)p);
+        break;
+    case TG__K_ENUM:
+        enc_enum(e, f->sub, (const tg_strenum *)(const void *)p);
+        break;
+    case TG__K_OBJ: {
+        const void *obj = inplace ? p : *(const void *const *)(const void *)p;
+        if (obj)
+            enc_object(e, f->sub, obj, false);
+        else
+            tg__jw_null(e->w);
+        break;
+    }
+    case TG__K_UNION:
+        enc_union(e, f->sub, p);
+        break;
+    case TG__K_CHATID: {
+        const tg_chat_id *c = (const tg_chat_id *)(const void *)p;
+        if (c->kind == TG_CHAT_ID_INT)
+            tg__jw_i64(e->w, c->id);
+        else
+            tg__jw_str(e->w, c->username);
+        break;
+    }
+    case TG__K_FILE:
+        enc_file(e, (const tg_input_file *)(const void *)p);
+        break;
+    default:
+        tg__jw_str(e->w, f->sub);
+    }
+}
+
+static void enc_array(enc *e, const tg__field *f, const void *items, size_t count, int depth)
+{
+    size_t esz = depth > 1 ? sizeof(tg__list) : tg__codec_elem_size(f);
+    const unsigned char *a = items;
+    tg__jw_arr_begin(e->w);
+    for (size_t i = 0; i < count && !e->w->err; i++) {
+        if (depth > 1) {
+            const tg__list *row = (const tg__list *)(const void *)(a + i * esz);
+            enc_array(e, f, row->items, row->items ? row->count : 0, 1);
+        } else {
+            enc_one(e, f, a + i * esz, false, true);
+        }
+    }
+    tg__jw_arr_end(e->w);
+}
+
+static void enc_field(enc *e, const tg__field *f, const unsigned char *base, bool top)
+{
+    bool arr = (f->flags & (TG__F_ARR | TG__F_ARR2)) != 0;
+    if (!tg__codec_present(f, base, top)) {
+        if (arr && !(f->flags & TG__F_OPT)) {
+            tg__jw_key(e->w, f->name, f->name_len);
+            tg__jw_arr_begin(e->w);
+            tg__jw_arr_end(e->w);
+        }
+        return;
+    }
+    tg__jw_key(e->w, f->name, f->name_len);
+    if (arr) {
+        const void *items = *(const void *const *)(const void *)(base + f->off);
+        size_t count = *(const size_t *)(const void *)(base + f->cnt_off);
+        enc_array(e, f, items, count, (f->flags & TG__F_ARR2) ? 2 : 1);
+        return;
+    }
+    enc_one(e, f, base + f->off, (f->flags & TG__F_OPT) != 0, false);
+}
+
+/* Re-emit the members of raw that t does not know (tool mode, TG__ENC_KEEP_UNKNOWN). */
+static void enc_unknown(enc *e, const tg__type *t, const tg_raw *raw)
+{
+    tg__jdoc d;
+    tg__jerr err;
+    tg__jdoc_init(&d, NULL);
+    if (tg__json_parse(&d, raw->json, raw->len, &err) == 0 && d.toks[0].type == TG__J_OBJECT) {
+        uint32_t key = 1;
+        for (uint32_t i = 0; i < d.toks[0].count; i++) {
+            uint32_t val = key + 1;
+            if (!tg__codec_lookup_tok(t, &d, key)) {
+                size_t n;
+                const char *v = tg__json_raw(&d, val, &n);
+                tg__jw_key(e->w, d.src + d.toks[key].start, d.toks[key].len);
+                tg__jw_raw(e->w, v, n);
+            }
+            key = d.toks[val].next;
+        }
+    }
+    tg__jdoc_cleanup(&d);
+}
+
+static void enc_object(enc *e, const tg__type *t, const void *obj, bool top)
+{
+    const unsigned char *base = obj;
+    tg__jw_obj_begin(e->w);
+    for (uint16_t i = 0; i < t->nfields; i++)
+        enc_field(e, &t->fields[i], base, top);
+    if ((e->flags & TG__ENC_KEEP_UNKNOWN) && t->raw_off != UINT32_MAX) {
+        const tg_raw *raw = (const tg_raw *)(const void *)(base + t->raw_off);
+        if (raw->len)
+            enc_unknown(e, t, raw);
+    }
+    tg__jw_obj_end(e->w);
+}
+
+static void enc_union(enc *e, const tg__type *u, const void *v)
+{
+    const tg__union_head *h = v;
+    const unsigned char *base = v;
+    int k = h->kind;
+    if (k == TG_UNION_ABSENT) {
+        tg__jw_null(e->w);
+    } else if (k == TG_UNION_UNKNOWN) {
+        if (h->raw.len)
+            tg__jw_raw(e->w, h->raw.json, h->raw.len);
+        else
+            set_err(e->w, -EINVAL);
+    } else if (k >= 2 && k < u->nmembers + 2) {
+        if (h->ptr)
+            enc_object(e, u->members[k - 2], h->ptr, false);
+        else
+            set_err(e->w, -EINVAL);
+    } else if (k == u->nmembers + 2 && (u->uflags & TG__UF_STRING)) {
+        tg__jw_str(e->w, *(const char *const *)(const void *)(base + u->text_off));
+    } else if (k == u->nmembers + 3 && (u->uflags & TG__UF_ARRAY)) {
+        tg__field f = {.kind = TG__K_UNION, .sub = u};
+        const void *items = *(const void *const *)(const void *)(base + u->items_off);
+        size_t count = *(const size_t *)(const void *)(base + u->count_off);
+        enc_array(e, &f, items, items ? count : 0, 1);
+    } else {
+        set_err(e->w, -EINVAL);
+    }
+}
+
+void tg__codec_encode(const tg__type *t, const void *v, tg__jw *w, int flags)
+{
+    enc e = {w, flags, 0};
+    if (t->is_union)
+        enc_union(&e, t, v);
+    else
+        enc_object(&e, t, v, false);
+}
+
+void tg__codec_encode_params(const tg__method *m, const void *params, tg__jw *w)
+{
+    enc e = {w, 0, 0};
+    if (!m->params_desc || !params) {
+        tg__jw_obj_begin(w);
+        tg__jw_obj_end(w);
+        return;
+    }
+    enc_object(&e, m->params_desc, params, true);
+}
