@@ -13,6 +13,7 @@
 
 #include "tgbot/common.h"
 #include "tgbot/types.h"
+#include "tgbot/api.h"
 #include "tgbot/client.h"
 
 #endif
