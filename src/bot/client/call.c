@@ -255,9 +255,12 @@ tg_status tg__call_exec(tg_ctx *ctx, const struct tg__call_req *r)
     for (uint32_t attempt = 1; st == TG_OK; attempt++) {
         enum tg__outcome out;
         st = attempt_once(ctx, r, &out);
-        ctx->err.attempts = attempt;
-        if (out == TG__OUT_OK)
+        if (out == TG__OUT_OK) {
+            if (attempt > 1)
+                tg__ctx_clear_error(ctx);
             return TG_OK;
+        }
+        ctx->err.attempts = attempt;
         int64_t wait = tg__retry_wait_ms(p, out, attempt, tg__now_ms() - t0,
                                          ctx->err.retry_after, tg__ctx_random(ctx));
         if (wait < 0)

@@ -145,6 +145,8 @@ struct tg_ctx {
 
 /* Start a call: clear the last error, remember method, check cancel/shutdown. */
 tg_status tg__ctx_begin(tg_ctx *ctx, const char *method);
+/* Forget the last error (after a retried call finally succeeds). */
+void tg__ctx_clear_error(tg_ctx *ctx);
 /* Record a failure: status plus a formatted detail; builds errmsg "<method>: <detail>" and
  * scrubs it. Returns st. */
 tg_status tg__ctx_fail(tg_ctx *ctx, tg_status st, const char *fmt, ...)

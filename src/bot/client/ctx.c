@@ -62,7 +62,7 @@ TG_API void tg_ctx_free(tg_ctx *ctx)
     tg__free(ctx);
 }
 
-static void clear_error(tg_ctx *ctx)
+void tg__ctx_clear_error(tg_ctx *ctx)
 {
     memset(&ctx->err, 0, sizeof ctx->err);
     ctx->err.method = ctx->method;
@@ -78,7 +78,7 @@ TG_API void tg_ctx_reset(tg_ctx *ctx)
     if (!ctx)
         return;
     tg__arena_reset(&ctx->arena);
-    clear_error(ctx);
+    tg__ctx_clear_error(ctx);
     ctx->method[0] = '\0';
     atomic_store(&ctx->cancel, false);
 }
@@ -135,7 +135,7 @@ TG_API void tg_ctx_get_stats(const tg_ctx *ctx, tg_ctx_stats *out)
 
 tg_status tg__ctx_begin(tg_ctx *ctx, const char *method)
 {
-    clear_error(ctx);
+    tg__ctx_clear_error(ctx);
     size_t n = strlen(method);
     if (n >= sizeof ctx->method)
         n = sizeof ctx->method - 1;

@@ -1,0 +1,488 @@
+/*
+ * test_client: tg_bot / tg_ctx / tg_call_raw against the loopback fake Bot API server.
+ * Covers the token rules, request shape, API errors, retries (429, 5xx, lost connections),
+ * connection refused, timeouts, malformed/truncated JSON, HTML error pages, shutdown
+ * interrupting a wait, keep-alive, and the token never reaching a log line or an error.
+ */
+#include "tgtest.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "bot_server.h"
+#include "tgbot/tgbot.h"
+
+#define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
+#define GETME "{\"ok\":true,\"result\":{\"id\":7,\"is_bot\":true,\"first_name\":\"Bot\"}}"
+#define FAST_RETRY {.backoff_base_ms = 1, .backoff_max_ms = 2}
+
+struct fx {
+    bot_server *srv;
+    tg_bot *bot;
+    tg_ctx *ctx;
+};
+
+static tg_bot *bot_for(bot_server *srv, tg_bot_options o)
+{
+    o.base_url = bot_server_url(srv);
+    tg_bot *bot = tg_bot_new(TOKEN, &o);
+    assert_non_null(bot);
+    return bot;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    f->srv = bot_server_start(TOKEN);
+    assert_non_null(f->srv);
+    bot_server_set_reply(f->srv, "getMe", 200, GETME);
+    f->bot = bot_for(f->srv, (tg_bot_options){.retry = FAST_RETRY, .timeout_ms = 5000});
+    f->ctx = tg_ctx_new(f->bot);
+    assert_non_null(f->ctx);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    tg_ctx_free(f->ctx);
+    tg_bot_free(f->bot);
+    bot_server_stop(f->srv);
+    free(f);
+    return 0;
+}
+
+static tg_status call(tg_ctx *ctx, const char *method, const char *params, const char **res)
+{
+    size_t n;
+    const char *dummy;
+    return tg_call_raw(ctx, method, params, params ? strlen(params) : 0, res ? res : &dummy, &n);
+}
+
+static void test_token_shapes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *token;
+        bool ok;
+    } cases[] = {
+        {TOKEN, true},
+        {"1:abcdefghijklmnopqrstuvwxyzABCDEFGHI", true},
+        {"1:abcdefghijklmnopqrstuvwxyzABCDEFGH", false}, /* 34 characters */
+        {":AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_", false},
+        {"12a:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_", false},
+        {"123456789AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_", false},
+        {"123:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_ ", false},
+        {"123:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/x", false},
+        {"0:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_xx", false},
+        {"", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_bot *bot = tg_bot_new(cases[i].token, NULL);
+        assert_int_equal(bot != NULL, cases[i].ok);
+        if (!bot) {
+            const char *why = tg_bot_new_errmsg();
+            assert_true(strncmp(why, "token: ", 7) == 0);
+            assert_null(strstr(why, "AAHdqTcv"));
+        } else {
+            assert_string_equal(tg_bot_new_errmsg(), "");
+        }
+        tg_bot_free(bot);
+    }
+    assert_null(tg_bot_new(NULL, NULL));
+    tg_bot *bot = tg_bot_new(TOKEN, NULL);
+    assert_int_equal(tg_bot_id(bot), 123456789);
+    tg_bot_free(bot);
+    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.base_url = "ftp://x"}));
+    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.flood = {.enabled = true,
+                                                               .chat_per_sec = -1}}));
+}
+
+static void test_get_me(void **state)
+{
+    struct fx *f = *state;
+    const char *res;
+    size_t n;
+    assert_int_equal(tg_call_raw(f->ctx, "getMe", NULL, 0, &res, &n), TG_OK);
+    assert_string_equal(res, "{\"id\":7,\"is_bot\":true,\"first_name\":\"Bot\"}");
+    assert_int_equal(n, strlen(res));
+    assert_string_equal(tg_ctx_errmsg(f->ctx), "");
+    assert_int_equal(tg_ctx_status(f->ctx), TG_OK);
+    const bot_request *r = bot_server_last(f->srv);
+    assert_string_equal(r->method, "getMe");
+    assert_string_equal(r->path, "/bot<TOKEN>/getMe");
+    assert_string_equal(r->http_method, "POST");
+    assert_string_equal(r->content_type, "application/json");
+    assert_string_equal(r->body, "{}");
+    assert_string_equal(r->user_agent, "tgbot/0.1.0");
+    assert_false(r->test_env);
+}
+
+static void test_params_body(void **state)
+{
+    struct fx *f = *state;
+    bot_server_set_reply(f->srv, "sendMessage", 200,
+                         "{\"ok\":true,\"result\":{\"message_id\":5}}");
+    const char *p = "{\"chat_id\":42,\"text\":\"h\\u00e9\"}";
+    const char *res;
+    assert_int_equal(call(f->ctx, "sendMessage", p, &res), TG_OK);
+    assert_string_equal(res, "{\"message_id\":5}");
+    assert_string_equal(bot_server_last(f->srv)->body, p);
+    /* results live in the arena until reset; a second call does not clobber the first */
+    const char *res2;
+    assert_int_equal(call(f->ctx, "getMe", NULL, &res2), TG_OK);
+    assert_string_equal(res, "{\"message_id\":5}");
+    tg_ctx_reset(f->ctx);
+}
+
+static void test_test_env(void **state)
+{
+    struct fx *f = *state;
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.test_env = true, .user_agent = "ua/1"});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_OK);
+    const bot_request *r = bot_server_last(f->srv);
+    assert_true(r->test_env);
+    assert_string_equal(r->path, "/bot<TOKEN>/test/getMe");
+    assert_string_equal(r->user_agent, "ua/1");
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+}
+
+static void test_api_error(void **state)
+{
+    struct fx *f = *state;
+    bot_server_push_error(f->srv, "sendMessage", 400, "Bad Request: chat not found");
+    assert_int_equal(call(f->ctx, "sendMessage", "{\"chat_id\":1,\"text\":\"x\"}", NULL),
+                     TG_ERR_API);
+    const tg_error_info *e = tg_ctx_error(f->ctx);
+    assert_int_equal(e->status, TG_ERR_API);
+    assert_int_equal(e->error_code, 400);
+    assert_int_equal(e->http_status, 400);
+    assert_string_equal(e->description, "Bad Request: chat not found");
+    assert_string_equal(e->method, "sendMessage");
+    assert_int_equal(e->attempts, 1);
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "sendMessage: Bot API error 400: Bad Request: chat not found");
+    /* migrate_to_chat_id is kept */
+    bot_server_push_raw(f->srv, "sendMessage", 400, NULL,
+                        "{\"ok\":false,\"error_code\":400,\"description\":\"Bad Request: group "
+                        "chat was upgraded to a supergroup chat\",\"parameters\":"
+                        "{\"migrate_to_chat_id\":-1001234567890}}");
+    assert_int_equal(call(f->ctx, "sendMessage", "{\"chat_id\":-5}", NULL), TG_ERR_API);
+    assert_int_equal(tg_ctx_error(f->ctx)->migrate_to_chat_id, -1001234567890LL);
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "migrated to chat -1001234567890"));
+    /* unknown method: the server's 404 */
+    assert_int_equal(call(f->ctx, "noSuchMethod", NULL, NULL), TG_ERR_API);
+    assert_int_equal(tg_ctx_error(f->ctx)->error_code, 404);
+}
+
+static void test_invalid_arguments(void **state)
+{
+    struct fx *f = *state;
+    size_t before = bot_server_nrequests(f->srv);
+    assert_int_equal(call(f->ctx, "send Message", NULL, NULL), TG_ERR_INVALID);
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "method"));
+    assert_int_equal(call(f->ctx, "", NULL, NULL), TG_ERR_INVALID);
+    assert_int_equal(call(f->ctx, "getMe", "[1,2]", NULL), TG_ERR_INVALID);
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "getMe: params: expected a JSON object, found array");
+    assert_int_equal(call(f->ctx, "getMe", "{\"a\":", NULL), TG_ERR_INVALID);
+    assert_int_equal(tg_call_raw(NULL, "getMe", NULL, 0, NULL, NULL), TG_ERR_INVALID);
+    assert_int_equal(bot_server_nrequests(f->srv), before);
+}
+
+static void test_429_honoured_and_bounded(void **state)
+{
+    struct fx *f = *state;
+    tg_ctx_stats st0, st1;
+    tg_ctx_get_stats(f->ctx, &st0);
+    bot_server_push_429(f->srv, "getMe", 1);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_OK);
+    assert_int_equal(tg_ctx_error(f->ctx)->attempts, 0); /* cleared by the success */
+    assert_int_equal(bot_server_count(f->srv, "getMe"), 2);
+    tg_ctx_get_stats(f->ctx, &st1);
+    assert_int_equal(st1.retries - st0.retries, 1);
+    assert_int_equal(st1.requests - st0.requests, 2);
+
+    /* retry_after beyond max_retry_after_s: fails at once, parameters kept */
+    bot_server_push_429(f->srv, "getMe", 100);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_API);
+    assert_int_equal(tg_ctx_error(f->ctx)->retry_after, 100);
+    assert_int_equal(tg_ctx_error(f->ctx)->error_code, 429);
+    assert_int_equal(tg_ctx_error(f->ctx)->attempts, 1);
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "retry after 100 s"));
+
+    /* attempts bounded: two 429s with max_attempts 2 */
+    tg_ctx_set_retry_policy(f->ctx, &(tg_retry_policy){.max_attempts = 2});
+    bot_server_push_429(f->srv, "getMe", 1);
+    bot_server_push_429(f->srv, "getMe", 1);
+    size_t before = bot_server_count(f->srv, "getMe");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_API);
+    assert_int_equal(tg_ctx_error(f->ctx)->attempts, 2);
+    assert_int_equal(bot_server_count(f->srv, "getMe"), before + 2);
+
+    /* opted out: no retry */
+    tg_ctx_set_retry_policy(f->ctx, &(tg_retry_policy){.no_retry_429 = true});
+    bot_server_push_429(f->srv, "getMe", 1);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_API);
+    assert_int_equal(tg_ctx_error(f->ctx)->attempts, 1);
+    tg_ctx_set_retry_policy(f->ctx, NULL);
+}
+
+static void test_5xx(void **state)
+{
+    struct fx *f = *state;
+    /* default: 5xx is not retried (the request may have been acted on) */
+    bot_server_push_error(f->srv, "getMe", 500, "Internal Server Error");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_API);
+    assert_int_equal(tg_ctx_error(f->ctx)->error_code, 500);
+    assert_int_equal(tg_ctx_error(f->ctx)->attempts, 1);
+    /* opted in: 5xx then success */
+    tg_ctx_set_retry_policy(f->ctx, &(tg_retry_policy){.retry_5xx = true, .backoff_base_ms = 1});
+    bot_server_push_error(f->srv, "getMe", 502, "Bad Gateway");
+    bot_server_push_raw(f->srv, "getMe", 503, "text/html", "<html>busy</html>");
+    size_t before = bot_server_count(f->srv, "getMe");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_OK);
+    assert_int_equal(bot_server_count(f->srv, "getMe"), before + 3);
+    tg_ctx_set_retry_policy(f->ctx, NULL);
+}
+
+static void test_html_502_and_bad_json(void **state)
+{
+    struct fx *f = *state;
+    bot_server_push_raw(f->srv, "getMe", 502, "text/html",
+                        "<html><head><title>502 Bad Gateway</title></head></html>");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_HTTP);
+    assert_int_equal(tg_ctx_error(f->ctx)->http_status, 502);
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "getMe: HTTP 502 without a Bot API answer (56 bytes)");
+
+    bot_server_push_raw(f->srv, "getMe", 200, NULL, "{\"ok\":true,\"result\":{\"id\":7");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_DECODE);
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "getMe: the answer is not valid JSON: "));
+
+    bot_server_push_raw(f->srv, "getMe", 200, NULL, "{\"ok\":tru}");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_DECODE);
+
+    bot_server_push_raw(f->srv, "getMe", 200, NULL, "{\"ok\":true}");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_DECODE);
+    assert_string_equal(tg_ctx_error(f->ctx)->json_path, "result");
+
+    bot_server_push_raw(f->srv, "getMe", 200, NULL, "[true]");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_DECODE);
+
+    bot_server_push_raw(f->srv, "getMe", 200, NULL, "");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_DECODE);
+    /* the ctx still works afterwards */
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_OK);
+}
+
+static void test_close_mid_response(void **state)
+{
+    struct fx *f = *state;
+    bot_action close_mid = {.kind = BOT_ACT_CLOSE_MID, .body = GETME};
+    bot_server_push(f->srv, "getMe", &close_mid);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
+    assert_true(tg_ctx_error(f->ctx)->transport_code != 0);
+    assert_int_equal(tg_ctx_error(f->ctx)->attempts, 1); /* sent: not retried by default */
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "connection lost"));
+    /* opted in: retried and succeeds */
+    tg_ctx_set_retry_policy(f->ctx,
+                            &(tg_retry_policy){.retry_after_send = true, .backoff_base_ms = 1});
+    bot_server_push(f->srv, "getMe", &close_mid);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_OK);
+    tg_ctx_set_retry_policy(f->ctx, NULL);
+}
+
+static void test_timeout(void **state)
+{
+    struct fx *f = *state;
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.timeout_ms = 200});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    bot_server_push(f->srv, "getMe",
+                    &(bot_action){.kind = BOT_ACT_SLOW, .delay_ms = 3000, .body = GETME});
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TIMEOUT);
+    assert_int_equal(tg_ctx_error(ctx)->transport_code, 28); /* CURLE_OPERATION_TIMEDOUT */
+    assert_int_equal(tg_ctx_error(ctx)->attempts, 1);
+    assert_non_null(strstr(tg_ctx_errmsg(ctx), "timed out waiting for the answer"));
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+}
+
+static void test_connection_refused(void **state)
+{
+    (void)state;
+    /* A bound socket that does not listen: connecting to it is refused. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url,
+                                                      .retry = {.max_attempts = 3,
+                                                                .backoff_base_ms = 1}});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
+    const tg_error_info *e = tg_ctx_error(ctx);
+    assert_int_equal(e->transport_code, 7); /* CURLE_COULDNT_CONNECT */
+    assert_int_equal(e->attempts, 3);       /* not sent: retried up to max_attempts */
+    assert_int_equal(e->http_status, 0);
+    assert_non_null(strstr(tg_ctx_errmsg(ctx), "getMe: cannot connect: "));
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+    close(fd);
+}
+
+struct waiter {
+    tg_ctx *ctx;
+    tg_status st;
+};
+
+static void *wait_call(void *p)
+{
+    struct waiter *w = p;
+    w->st = call(w->ctx, "getMe", NULL, NULL);
+    return NULL;
+}
+
+static void test_shutdown_interrupts_wait(void **state)
+{
+    struct fx *f = *state;
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){0});
+    struct waiter w = {.ctx = tg_ctx_new(bot)};
+    size_t before = bot_server_count(f->srv, "getMe");
+    bot_server_push_429(f->srv, "getMe", 30);
+    pthread_t t;
+    pthread_create(&t, NULL, wait_call, &w);
+    /* wait (bounded) until the 429 was served, then the call sleeps 30 s: cut it short */
+    for (int i = 0; i < 5000 && bot_server_count(f->srv, "getMe") == before; i++)
+        usleep(1000);
+    assert_int_equal(bot_server_count(f->srv, "getMe"), before + 1);
+    tg_bot_shutdown(bot);
+    pthread_join(t, NULL);
+    assert_int_equal(w.st, TG_ERR_CANCELLED);
+    assert_true(tg_bot_is_shut_down(bot));
+    assert_int_equal(call(w.ctx, "getMe", NULL, NULL), TG_ERR_CANCELLED);
+    assert_int_equal(bot_server_count(f->srv, "getMe"), before + 1);
+    tg_ctx_free(w.ctx);
+    tg_bot_free(bot);
+}
+
+static void test_cancel_ctx(void **state)
+{
+    struct fx *f = *state;
+    tg_ctx_cancel(f->ctx);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_CANCELLED);
+    tg_ctx_reset(f->ctx);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_OK);
+}
+
+static void test_keep_alive(void **state)
+{
+    struct fx *f = *state;
+    size_t conns = bot_server_connections(f->srv);
+    tg_ctx *ctx = tg_ctx_new(f->bot);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_OK);
+    tg_ctx_stats st;
+    tg_ctx_get_stats(ctx, &st);
+    assert_int_equal(st.calls, 20);
+    assert_int_equal(st.requests, 20);
+    assert_true(st.connects <= 1);
+    assert_true(bot_server_connections(f->srv) - conns <= 1);
+    tg_ctx_free(ctx);
+}
+
+struct logcap {
+    pthread_mutex_t mu;
+    char *all;
+    size_t len;
+    int lines;
+};
+
+static void capture(void *user, int level, const char *line)
+{
+    struct logcap *c = user;
+    (void)level;
+    pthread_mutex_lock(&c->mu);
+    size_t n = strlen(line);
+    char *p = realloc(c->all, c->len + n + 2);
+    if (p) {
+        memcpy(p + c->len, line, n);
+        p[c->len + n] = '\n';
+        p[c->len + n + 1] = '\0';
+        c->all = p;
+        c->len += n + 1;
+        c->lines++;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void test_token_never_logged(void **state)
+{
+    struct fx *f = *state;
+    struct logcap cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.log = capture, .log_user = &cap,
+                                                   .log_level = TG_LOG_TRACE,
+                                                   .retry = FAST_RETRY});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    const char *secret = strchr(TOKEN, ':') + 1;
+    tg_status st[5];
+    bot_server_push_429(f->srv, "getMe", 1);
+    st[0] = call(ctx, "getMe", NULL, NULL);
+    bot_server_push_raw(f->srv, "getMe", 502, "text/html", "<html>" TOKEN "</html>");
+    st[1] = call(ctx, "getMe", NULL, NULL);
+    bot_server_push_error(f->srv, "getMe", 400, "echo " TOKEN);
+    st[2] = call(ctx, "getMe", NULL, NULL);
+    assert_non_null(strstr(tg_ctx_errmsg(ctx), "[REDACTED]"));
+    assert_null(strstr(tg_ctx_errmsg(ctx), secret));
+    st[3] = call(ctx, "sendMessage", "{\"chat_id\":1}", NULL);
+    const void *data;
+    size_t n;
+    st[4] = tg_download_to_memory(ctx, "no/such/file", 0, &data, &n);
+    assert_null(strstr(tg_ctx_errmsg(ctx), secret));
+    assert_int_equal(st[0], TG_OK);
+    assert_int_equal(st[1], TG_ERR_HTTP);
+    assert_int_equal(st[2], TG_ERR_API);
+    assert_int_equal(st[3], TG_ERR_API);
+    assert_int_equal(st[4], TG_ERR_HTTP);
+    tg_bot_log(bot, TG_LOG_WARN, "user line with %s", TOKEN);
+    assert_true(cap.lines > 5);
+    assert_non_null(cap.all);
+    assert_null(strstr(cap.all, secret));
+    /* curl's verbose request line went through the scrubber */
+    assert_non_null(strstr(cap.all, "POST /bot[REDACTED]/getMe"));
+    assert_non_null(strstr(cap.all, "user line with [REDACTED]"));
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+    free(cap.all);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_token_shapes),
+        cmocka_unit_test_setup_teardown(test_get_me, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_params_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_test_env, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_api_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_429_honoured_and_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_5xx, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_html_502_and_bad_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_mid_response, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+        cmocka_unit_test(test_connection_refused),
+        cmocka_unit_test_setup_teardown(test_shutdown_interrupts_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_ctx, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_never_logged, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
