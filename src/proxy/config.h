@@ -206,4 +206,32 @@ int config_hostport_parse(const char *text, size_t len, struct config_hostport *
 /* Name of a prefer-ip value ("prefer-ipv6", ...), static. */
 const char *config_prefer_ip_name(enum config_prefer_ip p);
 
+/*
+ * Builders shared by the TOML loader and `tgproxy simple-run` (arrays grow with tg__realloc).
+ * Each returns 0, -EINVAL (err says why, never quoting a secret), -ENOSPC (over the
+ * CONFIG_MAX_* cap) or -ENOMEM.
+ *   config_add_listen: "ip:port" / "[ip6]:port", numeric only; duplicates rejected.
+ *   config_add_secret: label [A-Za-z0-9_.-]{1,63}, unique; the secret is copied.
+ */
+int config_add_listen(struct config *cfg, const char *text, size_t len, char *err,
+                      size_t errlen);
+int config_add_secret(struct config *cfg, const char *label, const struct secret *s,
+                      char *err, size_t errlen);
+
+/*
+ * Durations as mtg writes them (Go syntax): one or more <number>[.<fraction>]<unit> with
+ * unit ns, us, ms, s, m or h ("10s", "1m30s", "1.5s", "500ms"). Result in milliseconds,
+ * truncated. Returns 0 or -EINVAL (malformed, no unit, overflow).
+ */
+int config_duration_ms(const char *s, size_t n, uint64_t *out_ms);
+
+/*
+ * Sizes as mtg writes them: <digits>[unit], unit b, k/kb/kib, m/mb/mib, g/gb/gib (any case;
+ * every k is 1024). Returns 0 or -EINVAL.
+ */
+int config_size_bytes(const char *s, size_t n, uint64_t *out);
+
+/* "1.2.3.4:443" / "[::1]:443" / "host:443" for an address (for links and logs). */
+int config_format_addr(const struct sockaddr_storage *sa, char *out, size_t cap);
+
 #endif

@@ -1,0 +1,1488 @@
+/*
+ * config: TOML tree -> struct config, with full validation (see config.h).
+ *
+ * The loader walks the parsed tree table by table. Each table has a rule list of the keys
+ * it accepts; a key outside the list is an error that names the key, its position and the
+ * keys that would have been accepted. mtg keys are handled in three ways, as documented in
+ * docs/tgproxy.md: mapped onto our fields, accepted and ignored with a warning (features we
+ * do not have but whose absence is harmless), or rejected (silently ignoring them would
+ * change who can connect or where traffic goes: allowlists, upstream proxies, ad tags).
+ *
+ * Deprecated mtg spellings (domain-fronting-port, public-ipv4, ...) are collected on the
+ * side and applied at the end, so the newer spelling wins wherever it appears in the file.
+ *
+ * Nothing here does I/O except config_load_file() reading the file; host names are kept
+ * as text for the engine to resolve when a connection needs them.
+ */
+#include "proxy/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "proxy/toml.h"
+
+struct loader {
+    struct config *cfg;
+    const char *name;
+    char *err;
+    size_t errlen;
+    config_warn_fn warn;
+    void *warn_user;
+    char prefix[96]; /* dotted path of the table being walked; "" at the top */
+    bool log_level_set;
+    bool debug;
+    bool fronting_host_set, fronting_port_set, fronting_pp_set, public_host_set;
+    bool section_enabled; /* `enabled` of the ignored table being walked */
+    char dep_fronting_host[CONFIG_HOST_MAX]; /* top-level domain-fronting-ip */
+    int dep_fronting_port;                   /* top-level domain-fronting-port, -1 unset */
+    int dep_fronting_pp;                     /* domain-fronting-proxy-protocol, -1 unset */
+    char pub_v4[CONFIG_HOST_MAX], pub_v6[CONFIG_HOST_MAX];
+};
+
+typedef int (*key_fn)(struct loader *ld, const struct toml_kv *kv);
+
+struct key_rule {
+    const char *name;
+    key_fn fn;
+};
+
+/* ---- messages ---- */
+
+static void set_err(char *err, size_t errlen, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, va_list ap)
+{
+    if (err && errlen > 0)
+        vsnprintf(err, errlen, fmt, ap);
+}
+
+static int plain_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int plain_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_err(err, errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+/* plain_err with another return code (-ENOSPC, -ENOMEM). */
+static int code_err(int code, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int code_err(int code, char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_err(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* "file:line:col: path.key: <what>" */
+static void vformat_at(const struct loader *ld, const struct toml_kv *kv, struct toml_pos at,
+                       char *out, size_t cap, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
+
+static void vformat_at(const struct loader *ld, const struct toml_kv *kv, struct toml_pos at,
+                       char *out, size_t cap, const char *fmt, va_list ap)
+{
+    int n = snprintf(out, cap, "%s:%u:%u: %s%s%.*s: ", ld->name, (unsigned)at.line,
+                     (unsigned)at.col, ld->prefix, ld->prefix[0] ? "." : "",
+                     (int)(kv->key_len > 64 ? 64 : kv->key_len), kv->key);
+    if (n >= 0 && (size_t)n < cap)
+        vsnprintf(out + n, cap - (size_t)n, fmt, ap);
+}
+
+static int key_err(struct loader *ld, const struct toml_kv *kv, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int key_err(struct loader *ld, const struct toml_kv *kv, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (ld->err && ld->errlen > 0)
+        vformat_at(ld, kv, kv->pos, ld->err, ld->errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+/* Like key_err, pointing at a value (an array element, say) rather than the key. */
+static int val_err(struct loader *ld, const struct toml_kv *kv, const struct toml_value *v,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int val_err(struct loader *ld, const struct toml_kv *kv, const struct toml_value *v,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (ld->err && ld->errlen > 0)
+        vformat_at(ld, kv, v->pos, ld->err, ld->errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static void warn_key(struct loader *ld, const struct toml_kv *kv, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void warn_key(struct loader *ld, const struct toml_kv *kv, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_at(ld, kv, kv->pos, msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (ld->warn)
+        ld->warn(ld->warn_user, msg);
+    else
+        tg__log(NULL, TG__LOG_WARN, "%s", msg);
+}
+
+static int type_err(struct loader *ld, const struct toml_kv *kv, const char *want)
+{
+    return val_err(ld, kv, kv->value, "expected %s, got %s", want,
+                   toml_type_name(kv->value->type));
+}
+
+/* ---- typed getters ---- */
+
+static int get_bool(struct loader *ld, const struct toml_kv *kv, bool *out)
+{
+    if (kv->value->type != TOML_BOOL)
+        return type_err(ld, kv, "true or false");
+    *out = kv->value->u.boolean;
+    return 0;
+}
+
+static int get_uint(struct loader *ld, const struct toml_kv *kv, int64_t min, int64_t max,
+                    uint32_t *out)
+{
+    if (kv->value->type != TOML_INTEGER)
+        return type_err(ld, kv, "an integer");
+    int64_t v = kv->value->u.integer;
+    if (v < min || v > max)
+        return val_err(ld, kv, kv->value, "%lld is out of range, expected %lld..%lld",
+                       (long long)v, (long long)min, (long long)max);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* A string without embedded NUL (from \u0000), which C consumers would silently cut. */
+static int get_str(struct loader *ld, const struct toml_kv *kv, const struct toml_value *v,
+                   const char **s, size_t *n)
+{
+    if (v->type != TOML_STRING)
+        return val_err(ld, kv, v, "expected a string, got %s", toml_type_name(v->type));
+    if (memchr(v->u.str.ptr, '\0', v->u.str.len))
+        return val_err(ld, kv, v, "string contains a NUL character, expected text");
+    *s = v->u.str.ptr;
+    *n = v->u.str.len;
+    return 0;
+}
+
+/* A duration string ("10s", "1m") or an integer number of seconds. */
+static int get_duration(struct loader *ld, const struct toml_kv *kv, uint64_t min_ms,
+                        uint64_t max_ms, uint64_t *out_ms)
+{
+    const struct toml_value *v = kv->value;
+    uint64_t ms;
+    if (v->type == TOML_INTEGER) {
+        if (v->u.integer < 0 || (uint64_t)v->u.integer > max_ms / 1000)
+            return val_err(ld, kv, v, "out of range, expected %llu..%llu seconds",
+                           (unsigned long long)(min_ms / 1000),
+                           (unsigned long long)(max_ms / 1000));
+        ms = (uint64_t)v->u.integer * 1000;
+    } else {
+        const char *s;
+        size_t n;
+        if (v->type != TOML_STRING)
+            return type_err(ld, kv, "a duration such as \"10s\" or an integer of seconds");
+        if (get_str(ld, kv, v, &s, &n) != 0)
+            return -EINVAL;
+        if (config_duration_ms(s, n, &ms) != 0)
+            return val_err(ld, kv, v, "bad duration, expected a number and a unit such as "
+                           "\"500ms\", \"10s\", \"5m\" or \"1h\"");
+    }
+    if (ms < min_ms || ms > max_ms)
+        return val_err(ld, kv, v, "duration out of range, expected %llums..%llums",
+                       (unsigned long long)min_ms, (unsigned long long)max_ms);
+    *out_ms = ms;
+    return 0;
+}
+
+static int get_duration32(struct loader *ld, const struct toml_kv *kv, uint64_t min_ms,
+                          uint64_t max_ms, uint32_t *out_ms)
+{
+    uint64_t ms;
+    if (get_duration(ld, kv, min_ms, max_ms, &ms) != 0)
+        return -EINVAL;
+    *out_ms = (uint32_t)ms;
+    return 0;
+}
+
+/* Whole seconds from a duration (keep-alive, skewness). */
+static int get_seconds(struct loader *ld, const struct toml_kv *kv, uint32_t min_s,
+                       uint32_t max_s, uint32_t *out_s)
+{
+    uint64_t ms;
+    if (get_duration(ld, kv, (uint64_t)min_s * 1000, (uint64_t)max_s * 1000, &ms) != 0)
+        return -EINVAL;
+    if (ms % 1000 != 0)
+        return val_err(ld, kv, kv->value, "expected a whole number of seconds");
+    *out_s = (uint32_t)(ms / 1000);
+    return 0;
+}
+
+static int get_size(struct loader *ld, const struct toml_kv *kv, uint64_t min, uint64_t max,
+                    uint32_t *out)
+{
+    const struct toml_value *v = kv->value;
+    uint64_t n;
+    if (v->type == TOML_INTEGER) {
+        n = v->u.integer < 0 ? UINT64_MAX : (uint64_t)v->u.integer;
+    } else if (v->type == TOML_STRING) {
+        const char *s;
+        size_t len;
+        if (get_str(ld, kv, v, &s, &len) != 0)
+            return -EINVAL;
+        if (config_size_bytes(s, len, &n) != 0)
+            return val_err(ld, kv, v, "bad size, expected bytes such as 16384, \"16kib\" or "
+                           "\"1mib\"");
+    } else {
+        return type_err(ld, kv, "a size such as \"16kib\" or an integer of bytes");
+    }
+    if (n < min || n > max)
+        return val_err(ld, kv, v, "size out of range, expected %llu..%llu bytes",
+                       (unsigned long long)min, (unsigned long long)max);
+    *out = (uint32_t)n;
+    return 0;
+}
+
+static int get_table(struct loader *ld, const struct toml_kv *kv,
+                     const struct toml_table **out)
+{
+    if (kv->value->type != TOML_TABLE)
+        return type_err(ld, kv, "a table");
+    *out = kv->value->u.table;
+    return 0;
+}
+
+/* ---- walking tables ---- */
+
+static int unknown_key(struct loader *ld, const struct toml_kv *kv,
+                       const struct key_rule *rules, size_t nrules)
+{
+    char list[400];
+    size_t o = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < nrules && o < sizeof list; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
+                              rules[i].name);
+    return key_err(ld, kv, "unknown key, expected one of: %s", list);
+}
+
+static int walk_table(struct loader *ld, const struct toml_table *t,
+                      const struct key_rule *rules, size_t nrules)
+{
+    int rc = 0;
+    for (const struct toml_kv *kv = t->first; kv && rc == 0; kv = kv->next) {
+        size_t i = 0;
+        while (i < nrules && !(strlen(rules[i].name) == kv->key_len &&
+                               memcmp(rules[i].name, kv->key, kv->key_len) == 0))
+            i++;
+        rc = i < nrules ? rules[i].fn(ld, kv) : unknown_key(ld, kv, rules, nrules);
+    }
+    return rc;
+}
+
+/* Walk the table held by self, with self's key appended to the message prefix. */
+static int walk(struct loader *ld, const struct toml_kv *self, const struct key_rule *rules,
+                size_t nrules)
+{
+    const struct toml_table *t;
+    if (get_table(ld, self, &t) != 0)
+        return -EINVAL;
+    size_t used = strlen(ld->prefix);
+    snprintf(ld->prefix + used, sizeof ld->prefix - used, "%s%.*s", used ? "." : "",
+             (int)self->key_len, self->key);
+    int rc = walk_table(ld, t, rules, nrules);
+    ld->prefix[used] = '\0';
+    return rc;
+}
+
+#define WALK(ld, kv, rules) walk((ld), (kv), (rules), sizeof(rules) / sizeof((rules)[0]))
+
+/* ---- host:port ---- */
+
+static bool valid_hostname(const char *h, size_t n)
+{
+    if (n == 0 || n > 253 || h[0] == '.' || h[0] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '.' || c == '_';
+        if (!ok || (c == '.' && i + 1 < n && h[i + 1] == '.'))
+            return false;
+    }
+    return true;
+}
+
+/* Numeric address in host[0..n) -> sa (port 0). false if not an IP literal. */
+static bool parse_ip(const char *host, size_t n, struct sockaddr_storage *sa, socklen_t *len)
+{
+    char buf[INET6_ADDRSTRLEN + 1];
+    if (n == 0 || n >= sizeof buf)
+        return false;
+    memcpy(buf, host, n);
+    buf[n] = '\0';
+    memset(sa, 0, sizeof *sa);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)(void *)sa;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)(void *)sa;
+    if (inet_pton(AF_INET, buf, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        *len = sizeof *v4;
+        return true;
+    }
+    if (inet_pton(AF_INET6, buf, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        *len = sizeof *v6;
+        return true;
+    }
+    return false;
+}
+
+static void set_port(struct sockaddr_storage *sa, uint16_t port)
+{
+    if (sa->ss_family == AF_INET)
+        ((struct sockaddr_in *)(void *)sa)->sin_port = htons(port);
+    else if (sa->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)(void *)sa)->sin6_port = htons(port);
+}
+
+/* Fill hp from a bare host (name or IP literal, IPv6 without brackets). */
+static int host_set(struct config_hostport *hp, const char *host, size_t n, char *err,
+                    size_t errlen)
+{
+    if (n >= CONFIG_HOST_MAX)
+        return plain_err(err, errlen, "host is %zu bytes, expected at most %d", n,
+                         CONFIG_HOST_MAX - 1);
+    hp->resolved = parse_ip(host, n, &hp->addr, &hp->addr_len);
+    if (!hp->resolved) {
+        if (memchr(host, ':', n))
+            return plain_err(err, errlen, "'%.*s' is not a valid IPv6 address, expected e.g. "
+                             "2001:db8::1", (int)n, host);
+        if (!valid_hostname(host, n))
+            return plain_err(err, errlen, "'%.*s' is not a host name or IP address, expected "
+                             "letters, digits, '-' and '.'", (int)(n > 64 ? 64 : n), host);
+        hp->addr_len = 0;
+    }
+    memcpy(hp->host, host, n);
+    hp->host[n] = '\0';
+    return 0;
+}
+
+int config_hostport_parse(const char *text, size_t len, struct config_hostport *hp,
+                          char *err, size_t errlen)
+{
+    memset(hp, 0, sizeof *hp);
+    const char *colon = NULL, *host = text;
+    size_t hlen;
+    if (len > 0 && text[0] == '[') {
+        const char *close = memchr(text, ']', len);
+        if (!close || close + 1 >= text + len || close[1] != ':')
+            return plain_err(err, errlen, "expected \"[IPv6]:PORT\"");
+        host = text + 1;
+        hlen = (size_t)(close - host);
+        colon = close + 1;
+        if (!parse_ip(host, hlen, &hp->addr, &hp->addr_len) || hp->addr.ss_family != AF_INET6)
+            return plain_err(err, errlen, "bad IPv6 address in brackets, expected "
+                             "\"[2001:db8::1]:PORT\"");
+    } else {
+        for (size_t i = len; i > 0 && !colon; i--)
+            if (text[i - 1] == ':')
+                colon = text + i - 1;
+        if (!colon)
+            return plain_err(err, errlen, "missing port, expected \"HOST:PORT\"");
+        hlen = (size_t)(colon - text);
+        if (memchr(text, ':', hlen))
+            return plain_err(err, errlen, "IPv6 address without brackets, expected "
+                             "\"[IPv6]:PORT\"");
+    }
+    uint64_t port;
+    const char *ps = colon + 1;
+    size_t pn = (size_t)(text + len - ps);
+    if (pn == 0 || pn > 5 || tg__parse_u64(ps, pn, &port) != 0 || port > 65535)
+        return plain_err(err, errlen, "bad port, expected a number 0..65535 after ':'");
+    if (hlen == 0)
+        return plain_err(err, errlen, "missing host, expected \"HOST:PORT\" such as "
+                         "\"0.0.0.0:443\"");
+    int rc = host_set(hp, host, hlen, err, errlen);
+    if (rc != 0)
+        return rc;
+    hp->port = (uint16_t)port;
+    set_port(&hp->addr, hp->port);
+    return 0;
+}
+
+int config_format_addr(const struct sockaddr_storage *sa, char *out, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN];
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)sa;
+        inet_ntop(AF_INET, &v4->sin_addr, ip, sizeof ip);
+        return snprintf(out, cap, "%s:%u", ip, (unsigned)ntohs(v4->sin_port));
+    }
+    if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)(const void *)sa;
+        inet_ntop(AF_INET6, &v6->sin6_addr, ip, sizeof ip);
+        return snprintf(out, cap, "[%s]:%u", ip, (unsigned)ntohs(v6->sin6_port));
+    }
+    return snprintf(out, cap, "?");
+}
+
+/* ---- builders ---- */
+
+static int grow(void **arr, size_t n, size_t elem)
+{
+    void *p = tg__realloc(*arr, (n + 1) * elem);
+    if (!p)
+        return -ENOMEM;
+    *arr = p;
+    memset((char *)p + n * elem, 0, elem);
+    return 0;
+}
+
+int config_add_listen(struct config *cfg, const char *text, size_t len, char *err,
+                      size_t errlen)
+{
+    struct config_hostport hp;
+    int rc = config_hostport_parse(text, len, &hp, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (!hp.resolved)
+        return plain_err(err, errlen, "'%s' is a host name, expected an IP address to listen "
+                         "on such as 0.0.0.0 or [::]", hp.host);
+    if (cfg->nlisten >= CONFIG_MAX_LISTEN)
+        return code_err(-ENOSPC, err, errlen, "too many listen addresses, expected at most %d",
+                        CONFIG_MAX_LISTEN);
+    char text_form[sizeof cfg->listen[0].text];
+    config_format_addr(&hp.addr, text_form, sizeof text_form);
+    for (size_t i = 0; i < cfg->nlisten; i++)
+        if (strcmp(cfg->listen[i].text, text_form) == 0)
+            return plain_err(err, errlen, "%s is listed twice, expected each address once",
+                             text_form);
+    if (grow((void **)&cfg->listen, cfg->nlisten, sizeof cfg->listen[0]) != 0)
+        return code_err(-ENOMEM, err, errlen, "out of memory");
+    struct config_listen *l = &cfg->listen[cfg->nlisten++];
+    l->addr = hp.addr;
+    l->addr_len = hp.addr_len;
+    memcpy(l->text, text_form, sizeof l->text);
+    return 0;
+}
+
+static bool valid_label(const char *s, size_t n)
+{
+    if (n == 0 || n >= CONFIG_LABEL_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
+int config_add_secret(struct config *cfg, const char *label, const struct secret *s,
+                      char *err, size_t errlen)
+{
+    size_t n = strlen(label);
+    if (!valid_label(label, n))
+        return plain_err(err, errlen, "bad label, expected 1..%d of letters, digits, '_', "
+                         "'-', '.'", CONFIG_LABEL_MAX - 1);
+    if (cfg->nsecrets >= CONFIG_MAX_SECRETS)
+        return code_err(-ENOSPC, err, errlen, "too many secrets, expected at most %d",
+                        CONFIG_MAX_SECRETS);
+    for (size_t i = 0; i < cfg->nsecrets; i++)
+        if (strcmp(cfg->secrets[i].label, label) == 0)
+            return plain_err(err, errlen, "label '%s' is used twice, expected unique labels"
+                             " (mtg's top-level 'secret' is labelled 'default')", label);
+    if (grow((void **)&cfg->secrets, cfg->nsecrets, sizeof cfg->secrets[0]) != 0)
+        return code_err(-ENOMEM, err, errlen, "out of memory");
+    struct config_secret *cs = &cfg->secrets[cfg->nsecrets++];
+    memcpy(cs->label, label, n + 1);
+    cs->secret = *s;
+    return 0;
+}
+
+/* ---- durations and sizes ---- */
+
+static int unit_ns(const char *s, size_t n, size_t *i, uint64_t *ns)
+{
+    static const struct {
+        const char *name;
+        uint64_t ns;
+    } units[] = {
+        {"ns", 1ULL},          {"us", 1000ULL},          {"\xC2\xB5s", 1000ULL},
+        {"ms", 1000000ULL},    {"s", 1000000000ULL},     {"m", 60000000000ULL},
+        {"h", 3600000000000ULL},
+    };
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+        size_t l = strlen(units[u].name);
+        if (*i + l > n || memcmp(s + *i, units[u].name, l) != 0)
+            continue;
+        /* "ms" must not match as "m" followed by junk: a unit ends the string or a digit
+         * follows. */
+        if (*i + l == n || (s[*i + l] >= '0' && s[*i + l] <= '9')) {
+            *i += l;
+            *ns = units[u].ns;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int config_duration_ms(const char *s, size_t n, uint64_t *out_ms)
+{
+    size_t i = 0;
+    uint64_t total_ns = 0;
+    if (n == 0)
+        return -EINVAL;
+    while (i < n) {
+        uint64_t whole = 0, frac = 0, scale = 1, unit;
+        size_t digits = 0;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+            if (whole > (UINT64_MAX - 9) / 10)
+                return -EINVAL;
+            whole = whole * 10 + (uint64_t)(s[i] - '0');
+        }
+        if (i < n && s[i] == '.') {
+            for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++)
+                if (scale < 1000000000ULL) {
+                    frac = frac * 10 + (uint64_t)(s[i] - '0');
+                    scale *= 10;
+                }
+        }
+        if (digits == 0 || unit_ns(s, n, &i, &unit) != 0)
+            return -EINVAL;
+        if (whole > UINT64_MAX / unit)
+            return -EINVAL;
+        uint64_t frac_ns = frac * (unit / scale);
+        if (frac_ns > UINT64_MAX - whole * unit)
+            return -EINVAL;
+        uint64_t part = whole * unit + frac_ns;
+        if (total_ns > UINT64_MAX - part)
+            return -EINVAL;
+        total_ns += part;
+    }
+    *out_ms = total_ns / 1000000ULL;
+    return 0;
+}
+
+int config_size_bytes(const char *s, size_t n, uint64_t *out)
+{
+    size_t i = 0;
+    uint64_t v = 0;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (i == 0)
+        return -EINVAL;
+    char unit[4] = {0};
+    size_t ul = n - i;
+    if (ul > 3)
+        return -EINVAL;
+    for (size_t k = 0; k < ul; k++)
+        unit[k] = (char)(s[i + k] | 0x20); /* ASCII lower case */
+    uint64_t mult;
+    if (ul == 0 || strcmp(unit, "b") == 0)
+        mult = 1;
+    else if (strcmp(unit, "k") == 0 || strcmp(unit, "kb") == 0 || strcmp(unit, "kib") == 0)
+        mult = 1ULL << 10;
+    else if (strcmp(unit, "m") == 0 || strcmp(unit, "mb") == 0 || strcmp(unit, "mib") == 0)
+        mult = 1ULL << 20;
+    else if (strcmp(unit, "g") == 0 || strcmp(unit, "gb") == 0 || strcmp(unit, "gib") == 0)
+        mult = 1ULL << 30;
+    else
+        return -EINVAL;
+    if (v > UINT64_MAX / mult)
+        return -EINVAL;
+    *out = v * mult;
+    return 0;
+}
+
+/* ---- top-level keys ---- */
+
+static int add_listen_value(struct loader *ld, const struct toml_kv *kv,
+                            const struct toml_value *v)
+{
+    char why[256];
+    const char *s;
+    size_t n;
+    if (get_str(ld, kv, v, &s, &n) != 0)
+        return -EINVAL;
+    int rc = config_add_listen(ld->cfg, s, n, why, sizeof why);
+    if (rc == -ENOMEM)
+        return rc;
+    return rc == 0 ? 0 : val_err(ld, kv, v, "%s", why);
+}
+
+static int k_bind_to(struct loader *ld, const struct toml_kv *kv)
+{
+    const struct toml_value *v = kv->value;
+    if (v->type == TOML_STRING)
+        return add_listen_value(ld, kv, v);
+    if (v->type != TOML_ARRAY)
+        return type_err(ld, kv, "\"IP:PORT\" or an array of them");
+    if (v->u.array.n == 0)
+        return val_err(ld, kv, v, "empty array, expected at least one \"IP:PORT\"");
+    for (const struct toml_value *e = v->u.array.first; e; e = e->next) {
+        int rc = add_listen_value(ld, kv, e);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Parse one secret value and add it under label. Errors never quote the value. */
+static int add_secret_value(struct loader *ld, const struct toml_kv *kv, const char *label)
+{
+    char why[256];
+    const char *s;
+    size_t n;
+    struct secret sec;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (secret_parse(s, n, &sec, why, sizeof why) != 0)
+        return val_err(ld, kv, kv->value, "bad secret (%s), expected hex or base64 of a "
+                       "classic, dd or ee secret, e.g. from 'tgproxy generate-secret'", why);
+    int rc = config_add_secret(ld->cfg, label, &sec, why, sizeof why);
+    memset(&sec, 0, sizeof sec);
+    if (rc == -ENOMEM)
+        return rc;
+    return rc == 0 ? 0 : key_err(ld, kv, "%s", why);
+}
+
+static int k_secret(struct loader *ld, const struct toml_kv *kv)
+{
+    return add_secret_value(ld, kv, "default");
+}
+
+static int k_secrets(struct loader *ld, const struct toml_kv *self)
+{
+    const struct toml_table *t;
+    if (get_table(ld, self, &t) != 0)
+        return -EINVAL;
+    size_t saved = strlen(ld->prefix);
+    snprintf(ld->prefix + saved, sizeof ld->prefix - saved, "%ssecrets", saved ? "." : "");
+    int rc = 0;
+    for (const struct toml_kv *kv = t->first; kv && rc == 0; kv = kv->next) {
+        if (!valid_label(kv->key, kv->key_len))
+            rc = key_err(ld, kv, "bad label, expected 1..%d of letters, digits, '_', '-', "
+                         "'.'", CONFIG_LABEL_MAX - 1);
+        else
+            rc = add_secret_value(ld, kv, kv->key);
+    }
+    ld->prefix[saved] = '\0';
+    return rc;
+}
+
+static int k_public_host(struct loader *ld, const struct toml_kv *kv)
+{
+    char why[256];
+    const char *s;
+    size_t n;
+    struct config_hostport hp;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (host_set(&hp, s, n, why, sizeof why) != 0)
+        return val_err(ld, kv, kv->value, "%s", why);
+    memcpy(ld->cfg->public_host, hp.host, sizeof hp.host);
+    ld->public_host_set = true;
+    return 0;
+}
+
+static int k_public_port(struct loader *ld, const struct toml_kv *kv)
+{
+    uint32_t v;
+    if (get_uint(ld, kv, 1, 65535, &v) != 0)
+        return -EINVAL;
+    ld->cfg->public_port = (uint16_t)v;
+    return 0;
+}
+
+/* mtg public-ipv4 / public-ipv6 (and [network.public-ip] ipv4 / ipv6): "" means unset. */
+static int public_ip(struct loader *ld, const struct toml_kv *kv, int family, char *out)
+{
+    const char *s;
+    size_t n;
+    struct sockaddr_storage sa;
+    socklen_t len;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    if (!parse_ip(s, n, &sa, &len) || sa.ss_family != family)
+        return val_err(ld, kv, kv->value, "expected an %s address",
+                       family == AF_INET ? "IPv4" : "IPv6");
+    memcpy(out, s, n + 1);
+    return 0;
+}
+
+static int k_public_ipv4(struct loader *ld, const struct toml_kv *kv)
+{
+    return public_ip(ld, kv, AF_INET, ld->pub_v4);
+}
+
+static int k_public_ipv6(struct loader *ld, const struct toml_kv *kv)
+{
+    return public_ip(ld, kv, AF_INET6, ld->pub_v6);
+}
+
+static int k_workers(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_uint(ld, kv, 0, 1024, &ld->cfg->workers);
+}
+
+static int k_concurrency(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_uint(ld, kv, 1, 10000000, &ld->cfg->concurrency);
+}
+
+static int k_prefer_ip(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s;
+    size_t n;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    for (int p = CONFIG_PREFER_IPV4; p <= CONFIG_ONLY_IPV6; p++) {
+        if (strcmp(s, config_prefer_ip_name((enum config_prefer_ip)p)) == 0) {
+            ld->cfg->prefer_ip = (enum config_prefer_ip)p;
+            return 0;
+        }
+    }
+    return val_err(ld, kv, kv->value, "unknown value, expected \"prefer-ipv4\", "
+                   "\"prefer-ipv6\", \"only-ipv4\" or \"only-ipv6\"");
+}
+
+static int k_skewness(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_seconds(ld, kv, 1, 3600, &ld->cfg->tolerate_time_skewness_s);
+}
+
+static int k_fallback_dc(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->cfg->allow_fallback_on_unknown_dc);
+}
+
+static int k_pp_listener(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->cfg->proxy_protocol_listener);
+}
+
+static int k_log_level(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s;
+    size_t n;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    int level = tg__log_level_parse(s);
+    if (level < 0)
+        return val_err(ld, kv, kv->value, "unknown level, expected \"trace\", \"debug\", "
+                       "\"info\", \"warn\", \"error\" or \"off\"");
+    ld->cfg->log_level = level;
+    ld->log_level_set = true;
+    return 0;
+}
+
+static int k_debug(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->debug);
+}
+
+static int k_test_dcs(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->cfg->use_test_dcs);
+}
+
+static int k_buffer_size(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_size(ld, kv, 1024, 1 << 20, &ld->cfg->buffer_size);
+}
+
+static int k_max_inflight(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_size(ld, kv, 16 << 10, 256u << 20, &ld->cfg->max_inflight);
+}
+
+static int k_dep_fronting_port(struct loader *ld, const struct toml_kv *kv)
+{
+    uint32_t v;
+    if (get_uint(ld, kv, 1, 65535, &v) != 0)
+        return -EINVAL;
+    ld->dep_fronting_port = (int)v;
+    return 0;
+}
+
+static int k_dep_fronting_ip(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s;
+    size_t n;
+    struct sockaddr_storage sa;
+    socklen_t len;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (!parse_ip(s, n, &sa, &len))
+        return val_err(ld, kv, kv->value, "expected an IPv4 or IPv6 address");
+    memcpy(ld->dep_fronting_host, s, n + 1);
+    return 0;
+}
+
+static int k_dep_fronting_pp(struct loader *ld, const struct toml_kv *kv)
+{
+    bool b;
+    if (get_bool(ld, kv, &b) != 0)
+        return -EINVAL;
+    ld->dep_fronting_pp = b;
+    return 0;
+}
+
+/* mtg keys whose absence is harmless: accepted, ignored, reported. */
+static int k_ignore(struct loader *ld, const struct toml_kv *kv)
+{
+    warn_key(ld, kv, "accepted for mtg compatibility but ignored: tgproxy has no such "
+             "setting (see docs/tgproxy.md)");
+    return 0;
+}
+
+static int k_ad_tag(struct loader *ld, const struct toml_kv *kv)
+{
+    return key_err(ld, kv, "ad tags need middle-proxy mode, which tgproxy does not "
+                   "implement; expected no ad-tag");
+}
+
+static int k_noop(struct loader *ld, const struct toml_kv *kv)
+{
+    (void)ld;
+    (void)kv;
+    return 0;
+}
+
+static int k_enabled(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->section_enabled);
+}
+
+/* ---- [domain-fronting] ---- */
+
+static int fronting_host(struct loader *ld, const struct toml_kv *kv, bool require_ip)
+{
+    char why[256];
+    const char *s;
+    size_t n;
+    struct config_hostport hp;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (ld->fronting_host_set)
+        return key_err(ld, kv, "both host and ip are set, expected only one of them");
+    if (host_set(&hp, s, n, why, sizeof why) != 0)
+        return val_err(ld, kv, kv->value, "%s", why);
+    if (require_ip && !hp.resolved)
+        return val_err(ld, kv, kv->value, "expected an IPv4 or IPv6 address (use 'host' for "
+                       "names)");
+    memcpy(ld->cfg->fronting.host, hp.host, sizeof hp.host);
+    ld->cfg->fronting.resolved = hp.resolved;
+    ld->cfg->fronting.addr = hp.addr;
+    ld->cfg->fronting.addr_len = hp.addr_len;
+    ld->fronting_host_set = true;
+    return 0;
+}
+
+static int k_fr_host(struct loader *ld, const struct toml_kv *kv)
+{
+    return fronting_host(ld, kv, false);
+}
+
+static int k_fr_ip(struct loader *ld, const struct toml_kv *kv)
+{
+    return fronting_host(ld, kv, true);
+}
+
+static int k_fr_port(struct loader *ld, const struct toml_kv *kv)
+{
+    uint32_t v;
+    if (get_uint(ld, kv, 1, 65535, &v) != 0)
+        return -EINVAL;
+    ld->cfg->fronting.port = (uint16_t)v;
+    ld->fronting_port_set = true;
+    return 0;
+}
+
+static int k_fr_pp(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->fronting_pp_set = true;
+    return get_bool(ld, kv, &ld->cfg->fronting.proxy_protocol);
+}
+
+static const struct key_rule fronting_rules[] = {
+    {"host", k_fr_host},
+    {"ip", k_fr_ip},
+    {"port", k_fr_port},
+    {"proxy-protocol", k_fr_pp},
+};
+
+static int k_fronting(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, fronting_rules);
+}
+
+/* ---- [network] ---- */
+
+static int k_to_tcp(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_duration32(ld, kv, 100, 600000, &ld->cfg->timeout.tcp_ms);
+}
+
+static int k_to_idle(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_duration32(ld, kv, 1000, 86400000, &ld->cfg->timeout.idle_ms);
+}
+
+static int k_to_handshake(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_duration32(ld, kv, 100, 600000, &ld->cfg->timeout.handshake_ms);
+}
+
+static int k_to_fronting(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_duration32(ld, kv, 100, 600000, &ld->cfg->timeout.fronting_ms);
+}
+
+static const struct key_rule timeout_rules[] = {
+    {"tcp", k_to_tcp},
+    {"idle", k_to_idle},
+    {"handshake", k_to_handshake},
+    {"fronting", k_to_fronting},
+    {"http", k_ignore},
+};
+
+static int k_ka_disabled(struct loader *ld, const struct toml_kv *kv)
+{
+    bool disabled;
+    if (get_bool(ld, kv, &disabled) != 0)
+        return -EINVAL;
+    ld->cfg->keepalive.enabled = !disabled;
+    return 0;
+}
+
+static int k_ka_idle(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_seconds(ld, kv, 1, 7200, &ld->cfg->keepalive.idle_s);
+}
+
+static int k_ka_interval(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_seconds(ld, kv, 1, 7200, &ld->cfg->keepalive.interval_s);
+}
+
+static int k_ka_count(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_uint(ld, kv, 1, 100, &ld->cfg->keepalive.count);
+}
+
+static const struct key_rule keepalive_rules[] = {
+    {"disabled", k_ka_disabled},
+    {"idle", k_ka_idle},
+    {"interval", k_ka_interval},
+    {"count", k_ka_count},
+};
+
+static const struct key_rule public_ip_rules[] = {
+    {"ipv4", k_public_ipv4},
+    {"ipv6", k_public_ipv6},
+};
+
+static int k_proxies(struct loader *ld, const struct toml_kv *kv)
+{
+    const struct toml_value *v = kv->value;
+    if (v->type != TOML_ARRAY)
+        return type_err(ld, kv, "an array");
+    for (const struct toml_value *e = v->u.array.first; e; e = e->next) {
+        const char *s;
+        size_t n;
+        if (get_str(ld, kv, e, &s, &n) != 0)
+            return -EINVAL;
+        if (n > 0)
+            return val_err(ld, kv, e, "upstream proxies are not supported by tgproxy (traffic "
+                           "would go direct), expected an empty list");
+    }
+    return 0;
+}
+
+static int k_timeout(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, timeout_rules);
+}
+
+static int k_keepalive(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, keepalive_rules);
+}
+
+static int k_public_ip_table(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, public_ip_rules);
+}
+
+static const struct key_rule network_rules[] = {
+    {"timeout", k_timeout},
+    {"keep-alive", k_keepalive},
+    {"public-ip", k_public_ip_table},
+    {"proxies", k_proxies},
+    {"doh-ip", k_ignore},
+    {"dns", k_ignore},
+};
+
+static int k_network(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, network_rules);
+}
+
+/* ---- [defense] and [stats] ---- */
+
+static int k_ar_enabled(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->cfg->antireplay.enabled);
+}
+
+static int k_ar_entries(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_uint(ld, kv, 1024, 64 << 20, &ld->cfg->antireplay.max_entries);
+}
+
+static int k_ar_window(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_seconds(ld, kv, 10, 86400, &ld->cfg->antireplay.window_s);
+}
+
+static const struct key_rule antireplay_rules[] = {
+    {"enabled", k_ar_enabled},
+    {"max-entries", k_ar_entries},
+    {"window", k_ar_window},
+    {"max-size", k_ignore},
+    {"error-rate", k_ignore},
+};
+
+static const struct key_rule iplist_rules[] = {
+    {"enabled", k_enabled},
+    {"download-concurrency", k_noop},
+    {"urls", k_noop},
+    {"update-each", k_noop},
+};
+
+static int k_antireplay(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, antireplay_rules);
+}
+
+static int k_blocklist(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->section_enabled = false;
+    int rc = WALK(ld, kv, iplist_rules);
+    if (rc == 0 && ld->section_enabled)
+        warn_key(ld, kv, "enabled but ignored: tgproxy has no IP blocklist, clients are not "
+                 "filtered by address");
+    return rc;
+}
+
+static int k_allowlist(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->section_enabled = false;
+    int rc = WALK(ld, kv, iplist_rules);
+    if (rc == 0 && ld->section_enabled)
+        return key_err(ld, kv, "tgproxy cannot restrict clients by address, so it refuses to "
+                       "start rather than serve everyone; expected enabled = false");
+    return rc;
+}
+
+static const struct key_rule defense_rules[] = {
+    {"anti-replay", k_antireplay},
+    {"blocklist", k_blocklist},
+    {"allowlist", k_allowlist},
+};
+
+static int k_defense(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, defense_rules);
+}
+
+static const struct key_rule statsd_rules[] = {
+    {"enabled", k_enabled},
+    {"address", k_noop},
+    {"metric-prefix", k_noop},
+    {"tag-format", k_noop},
+};
+
+static const struct key_rule prometheus_rules[] = {
+    {"enabled", k_enabled},
+    {"bind-to", k_noop},
+    {"http-path", k_noop},
+    {"metric-prefix", k_noop},
+};
+
+static int k_statsd(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->section_enabled = false;
+    int rc = WALK(ld, kv, statsd_rules);
+    if (rc == 0 && ld->section_enabled)
+        warn_key(ld, kv, "enabled but ignored: tgproxy does not export statsd metrics");
+    return rc;
+}
+
+static int k_prometheus(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->section_enabled = false;
+    int rc = WALK(ld, kv, prometheus_rules);
+    if (rc == 0 && ld->section_enabled)
+        warn_key(ld, kv, "enabled but ignored: tgproxy does not serve Prometheus metrics");
+    return rc;
+}
+
+static const struct key_rule stats_rules[] = {
+    {"statsd", k_statsd},
+    {"prometheus", k_prometheus},
+};
+
+static int k_stats(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, stats_rules);
+}
+
+/* ---- [dcs] ---- */
+
+static int dc_id(struct loader *ld, const struct toml_kv *kv, struct config_dc *dc)
+{
+    int64_t id;
+    if (kv->key_len == 7 && memcmp(kv->key, "default", 7) == 0) {
+        dc->is_default = true;
+        dc->id = 0;
+    } else if (tg__parse_i64(kv->key, kv->key_len, &id) != 0 || id == 0 || id < -32767 ||
+               id > 32767) {
+        return key_err(ld, kv, "bad DC id, expected \"default\" or a non-zero integer such "
+                       "as 2, -2 or 10002");
+    } else {
+        dc->id = (int32_t)id;
+    }
+    for (size_t i = 0; i < ld->cfg->ndcs; i++) {
+        const struct config_dc *o = &ld->cfg->dcs[i];
+        if (o->is_default == dc->is_default && o->id == dc->id)
+            return key_err(ld, kv, "DC listed twice, expected each DC id once");
+    }
+    return 0;
+}
+
+static int dc_addr(struct loader *ld, const struct toml_kv *kv, const struct toml_value *v,
+                   struct config_dc *dc)
+{
+    char why[256];
+    const char *s;
+    size_t n;
+    if (get_str(ld, kv, v, &s, &n) != 0)
+        return -EINVAL;
+    if (dc->naddrs >= CONFIG_MAX_DC_ADDRS)
+        return val_err(ld, kv, v, "too many addresses, expected at most %d",
+                       CONFIG_MAX_DC_ADDRS);
+    struct config_hostport *hp = &dc->addrs[dc->naddrs];
+    if (config_hostport_parse(s, n, hp, why, sizeof why) != 0)
+        return val_err(ld, kv, v, "%s", why);
+    if (hp->port == 0)
+        return val_err(ld, kv, v, "port 0, expected a port 1..65535");
+    dc->naddrs++;
+    return 0;
+}
+
+static int dc_entry(struct loader *ld, const struct toml_kv *kv, struct config_dc *dc)
+{
+    const struct toml_value *v = kv->value;
+    if (dc_id(ld, kv, dc) != 0)
+        return -EINVAL;
+    if (v->type == TOML_STRING)
+        return dc_addr(ld, kv, v, dc);
+    if (v->type != TOML_ARRAY)
+        return type_err(ld, kv, "an array of \"HOST:PORT\"");
+    if (v->u.array.n == 0)
+        return val_err(ld, kv, v, "empty array, expected at least one \"HOST:PORT\"");
+    for (const struct toml_value *e = v->u.array.first; e; e = e->next)
+        if (dc_addr(ld, kv, e, dc) != 0)
+            return -EINVAL;
+    return 0;
+}
+
+static int k_dcs(struct loader *ld, const struct toml_kv *self)
+{
+    const struct toml_table *t;
+    if (get_table(ld, self, &t) != 0)
+        return -EINVAL;
+    size_t used = strlen(ld->prefix);
+    snprintf(ld->prefix + used, sizeof ld->prefix - used, "%sdcs", used ? "." : "");
+    int rc = 0;
+    for (const struct toml_kv *kv = t->first; kv && rc == 0; kv = kv->next) {
+        struct config *cfg = ld->cfg;
+        if (cfg->ndcs >= CONFIG_MAX_DCS) {
+            rc = key_err(ld, kv, "too many DC entries, expected at most %d", CONFIG_MAX_DCS);
+        } else if (grow((void **)&cfg->dcs, cfg->ndcs, sizeof cfg->dcs[0]) != 0) {
+            rc = -ENOMEM;
+        } else {
+            rc = dc_entry(ld, kv, &cfg->dcs[cfg->ndcs]);
+            if (rc == 0)
+                cfg->ndcs++;
+        }
+    }
+    ld->prefix[used] = '\0';
+    return rc;
+}
+
+/* ---- the root ---- */
+
+static const struct key_rule root_rules[] = {
+    {"bind-to", k_bind_to},
+    {"secret", k_secret},
+    {"secrets", k_secrets},
+    {"public-host", k_public_host},
+    {"public-port", k_public_port},
+    {"public-ipv4", k_public_ipv4},
+    {"public-ipv6", k_public_ipv6},
+    {"workers", k_workers},
+    {"concurrency", k_concurrency},
+    {"prefer-ip", k_prefer_ip},
+    {"tolerate-time-skewness", k_skewness},
+    {"allow-fallback-on-unknown-dc", k_fallback_dc},
+    {"proxy-protocol-listener", k_pp_listener},
+    {"log-level", k_log_level},
+    {"debug", k_debug},
+    {"test-dcs", k_test_dcs},
+    {"buffer-size", k_buffer_size},
+    {"max-inflight", k_max_inflight},
+    {"dcs", k_dcs},
+    {"domain-fronting", k_fronting},
+    {"network", k_network},
+    {"defense", k_defense},
+    {"stats", k_stats},
+    {"domain-fronting-port", k_dep_fronting_port},
+    {"cloak-port", k_dep_fronting_port},
+    {"domain-fronting-ip", k_dep_fronting_ip},
+    {"domain-fronting-proxy-protocol", k_dep_fronting_pp},
+    {"auto-update", k_ignore},
+    {"tcp-buffer", k_ignore},
+    {"ad-tag", k_ad_tag},
+};
+
+/* Apply deprecated spellings where the current one was not given; derive the rest. */
+static void finalize(struct loader *ld)
+{
+    struct config *cfg = ld->cfg;
+    if (!ld->fronting_host_set && ld->dep_fronting_host[0]) {
+        struct config_hostport hp;
+        if (host_set(&hp, ld->dep_fronting_host, strlen(ld->dep_fronting_host), NULL, 0) == 0) {
+            memcpy(cfg->fronting.host, hp.host, sizeof hp.host);
+            cfg->fronting.resolved = hp.resolved;
+            cfg->fronting.addr = hp.addr;
+            cfg->fronting.addr_len = hp.addr_len;
+        }
+    }
+    if (!ld->fronting_port_set && ld->dep_fronting_port > 0)
+        cfg->fronting.port = (uint16_t)ld->dep_fronting_port;
+    if (!ld->fronting_pp_set && ld->dep_fronting_pp >= 0)
+        cfg->fronting.proxy_protocol = ld->dep_fronting_pp != 0;
+    if (cfg->fronting.resolved)
+        set_port(&cfg->fronting.addr, cfg->fronting.port);
+    if (!ld->public_host_set && ld->pub_v4[0])
+        tg__strlcpy(cfg->public_host, ld->pub_v4, sizeof cfg->public_host);
+    else if (!ld->public_host_set && ld->pub_v6[0])
+        tg__strlcpy(cfg->public_host, ld->pub_v6, sizeof cfg->public_host);
+    if (!ld->log_level_set && ld->debug)
+        cfg->log_level = TG__LOG_DEBUG;
+}
+
+/* ---- public API ---- */
+
+void config_init(struct config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    tg__strlcpy(cfg->source, "<config>", sizeof cfg->source);
+    cfg->prefer_ip = CONFIG_PREFER_IPV6;
+    cfg->tolerate_time_skewness_s = 120;
+    cfg->concurrency = 8192;
+    cfg->fronting.port = 443;
+    cfg->timeout.tcp_ms = 10000;
+    cfg->timeout.idle_ms = 300000;
+    cfg->timeout.handshake_ms = 10000;
+    cfg->timeout.fronting_ms = 5000;
+    cfg->keepalive.enabled = true;
+    cfg->keepalive.idle_s = 15;
+    cfg->keepalive.interval_s = 15;
+    cfg->keepalive.count = 9;
+    cfg->antireplay.enabled = true;
+    cfg->antireplay.max_entries = 1u << 20;
+    cfg->antireplay.window_s = 300;
+    cfg->log_level = TG__LOG_INFO;
+    cfg->buffer_size = 16384;
+    cfg->max_inflight = 1u << 20;
+}
+
+void config_cleanup(struct config *cfg)
+{
+    if (!cfg)
+        return;
+    if (cfg->secrets)
+        memset(cfg->secrets, 0, cfg->nsecrets * sizeof cfg->secrets[0]);
+    tg__free(cfg->listen);
+    tg__free(cfg->secrets);
+    tg__free(cfg->dcs);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+const char *config_prefer_ip_name(enum config_prefer_ip p)
+{
+    switch (p) {
+    case CONFIG_PREFER_IPV4:
+        return "prefer-ipv4";
+    case CONFIG_PREFER_IPV6:
+        return "prefer-ipv6";
+    case CONFIG_ONLY_IPV4:
+        return "only-ipv4";
+    case CONFIG_ONLY_IPV6:
+        return "only-ipv6";
+    }
+    return "?";
+}
+
+int config_validate(const struct config *cfg, char *err, size_t errlen)
+{
+    if (cfg->nlisten == 0)
+        return plain_err(err, errlen, "%s: no listen address, expected bind-to = "
+                         "\"0.0.0.0:443\" (or an array of addresses)", cfg->source);
+    if (cfg->nsecrets == 0)
+        return plain_err(err, errlen, "%s: no secret, expected a [secrets] table with "
+                         "label = \"ee...\" or a top-level secret = \"...\" (see "
+                         "'tgproxy generate-secret')", cfg->source);
+    if (cfg->concurrency == 0 || cfg->buffer_size == 0 || cfg->max_inflight < cfg->buffer_size)
+        return plain_err(err, errlen, "%s: max-inflight (%u) is below buffer-size (%u), "
+                         "expected max-inflight >= buffer-size", cfg->source,
+                         cfg->max_inflight, cfg->buffer_size);
+    return 0;
+}
+
+const struct config_dc *config_dc_find(const struct config *cfg, int32_t id)
+{
+    const struct config_dc *fallback = NULL;
+    for (size_t i = 0; i < cfg->ndcs; i++) {
+        if (cfg->dcs[i].is_default)
+            fallback = &cfg->dcs[i];
+        else if (cfg->dcs[i].id == id)
+            return &cfg->dcs[i];
+    }
+    return fallback;
+}
+
+int config_parse(struct config *cfg, const char *name, const char *text, size_t len,
+                 char *err, size_t errlen, config_warn_fn warn, void *warn_user)
+{
+    struct toml_doc doc;
+    int rc;
+    name = name ? name : "<config>";
+    enum toml_status st = toml_parse(&doc, name, text, len, err, errlen);
+    if (st != TOML_OK) {
+        rc = st == TOML_NOMEM ? -ENOMEM : -EINVAL;
+        goto out;
+    }
+    tg__strlcpy(cfg->source, name, sizeof cfg->source);
+    struct loader ld = {
+        .cfg = cfg, .name = doc.name, .err = err, .errlen = errlen, .warn = warn,
+        .warn_user = warn_user, .dep_fronting_port = -1, .dep_fronting_pp = -1,
+    };
+    rc = walk_table(&ld, doc.root, root_rules, sizeof root_rules / sizeof root_rules[0]);
+    if (rc == -ENOMEM)
+        plain_err(err, errlen, "%s: out of memory", name);
+    if (rc != 0)
+        goto out;
+    finalize(&ld);
+    rc = config_validate(cfg, err, errlen);
+out:
+    toml_doc_cleanup(&doc);
+    if (rc != 0) {
+        config_cleanup(cfg);
+        config_init(cfg);
+    }
+    return rc;
+}
+
+/* Whole file into a tg__malloc'ed buffer, at most TOML_MAX_INPUT bytes. */
+static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return code_err(-errno, err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int rc = 0;
+    char *buf = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > TOML_MAX_INPUT) {
+        rc = code_err(-EINVAL, err, errlen, "%s: not a regular file of at most %u bytes",
+                      path, (unsigned)TOML_MAX_INPUT);
+        goto out;
+    }
+    buf = tg__malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        rc = code_err(-ENOMEM, err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = code_err(r < 0 ? -errno : -EIO, err, errlen, "%s: read failed: %s", path,
+                          r < 0 ? strerror(errno) : "file shrank while reading");
+            goto out;
+        }
+        got += (size_t)r;
+    }
+    *out = buf;
+    *len = got;
+    buf = NULL;
+out:
+    tg__free(buf);
+    close(fd);
+    return rc;
+}
+
+int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen,
+                     config_warn_fn warn, void *warn_user)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_file(path, &text, &len, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = config_parse(cfg, path, text, len, err, errlen, warn, warn_user);
+    memset(text, 0, len); /* the file holds secrets */
+    tg__free(text);
+    return rc;
+}

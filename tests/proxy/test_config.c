@@ -1,0 +1,597 @@
+/*
+ * test_config: TOML -> struct config (src/proxy/config.c): defaults, every key, mtg
+ * compatibility (a full mtg-style file), the shipped example, and one row per validation
+ * error with its file:line:col. No secret may appear in any error or warning.
+ */
+#include "tgtest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "proxy/config.h"
+
+#define EE_A "eeb00ebb678bf4d454a4ae053927ceb06e6578616d706c652e636f6d"
+#define EE_A_B64 "7rAOu2eL9NRUpK4FOSfOsG5leGFtcGxlLmNvbQ"
+#define DD_A "ddb00ebb678bf4d454a4ae053927ceb06e"
+#define KEY_A "b00ebb678bf4d454a4ae053927ceb06e"
+#define KEY_B "1949df8b670929662c3368b1a46e53ae"
+
+static const uint8_t key_a[16] = {0xb0, 0x0e, 0xbb, 0x67, 0x8b, 0xf4, 0xd4, 0x54,
+                                  0xa4, 0xae, 0x05, 0x39, 0x27, 0xce, 0xb0, 0x6e};
+
+struct warnings {
+    int n;
+    char all[4096];
+};
+
+static void collect(void *user, const char *msg)
+{
+    struct warnings *w = user;
+    size_t used = strlen(w->all);
+    snprintf(w->all + used, sizeof w->all - used, "%s\n", msg);
+    w->n++;
+}
+
+static int load(struct config *cfg, const char *text, char *err, size_t cap, struct warnings *w)
+{
+    config_init(cfg);
+    return config_parse(cfg, "c.toml", text, strlen(text), err, cap, collect, w);
+}
+
+static void test_minimal_and_defaults(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512];
+    assert_int_equal(load(&cfg, "bind-to = \"127.0.0.1:8443\"\n[secrets]\nmain = \"" EE_A
+                                "\"\n", err, sizeof err, &w), 0);
+    assert_int_equal(cfg.nlisten, 1);
+    assert_string_equal(cfg.listen[0].text, "127.0.0.1:8443");
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)&cfg.listen[0].addr;
+    assert_int_equal(sin->sin_family, AF_INET);
+    assert_int_equal(ntohs(sin->sin_port), 8443);
+    assert_int_equal(cfg.listen[0].addr_len, sizeof(struct sockaddr_in));
+    assert_int_equal(cfg.nsecrets, 1);
+    assert_string_equal(cfg.secrets[0].label, "main");
+    assert_int_equal(cfg.secrets[0].secret.kind, SECRET_EE);
+    assert_memory_equal(cfg.secrets[0].secret.key, key_a, 16);
+    assert_string_equal(cfg.secrets[0].secret.domain, "example.com");
+    /* Defaults documented in config.h. */
+    assert_int_equal(cfg.prefer_ip, CONFIG_PREFER_IPV6);
+    assert_int_equal(cfg.tolerate_time_skewness_s, 120);
+    assert_false(cfg.allow_fallback_on_unknown_dc);
+    assert_int_equal(cfg.concurrency, 8192);
+    assert_int_equal(cfg.workers, 0);
+    assert_string_equal(cfg.fronting.host, "");
+    assert_int_equal(cfg.fronting.port, 443);
+    assert_int_equal(cfg.timeout.tcp_ms, 10000);
+    assert_int_equal(cfg.timeout.idle_ms, 300000);
+    assert_int_equal(cfg.timeout.handshake_ms, 10000);
+    assert_int_equal(cfg.timeout.fronting_ms, 5000);
+    assert_true(cfg.keepalive.enabled);
+    assert_true(cfg.antireplay.enabled);
+    assert_int_equal(cfg.antireplay.window_s, 300);
+    assert_int_equal(cfg.log_level, TG__LOG_INFO);
+    assert_int_equal(cfg.ndcs, 0);
+    assert_null(config_dc_find(&cfg, 2));
+    assert_string_equal(cfg.public_host, "");
+    assert_int_equal(cfg.public_port, 0);
+    assert_int_equal(w.n, 0);
+    config_cleanup(&cfg);
+}
+
+static const char full_doc[] =
+    "bind-to = [\"0.0.0.0:443\", \"[::]:443\", \"[::1]:8443\"]\n"
+    "public-host = \"proxy.example.org\"\n"
+    "public-port = 8443\n"
+    "workers = 4\n"
+    "concurrency = 100\n"
+    "prefer-ip = \"only-ipv4\"\n"
+    "tolerate-time-skewness = \"1m30s\"\n"
+    "allow-fallback-on-unknown-dc = true\n"
+    "test-dcs = true\n"
+    "proxy-protocol-listener = true\n"
+    "log-level = \"warn\"\n"
+    "debug = true\n"
+    "buffer-size = \"8kib\"\n"
+    "max-inflight = 65536\n"
+    "[secrets]\n"
+    "tls = \"" EE_A_B64 "\"\n"
+    "padded = \"" DD_A "\"\n"
+    "classic = \"" KEY_A "\"\n"
+    "other = \"" KEY_B "\"\n"
+    "[dcs]\n"
+    "2 = [\"149.154.167.51:443\", \"[2001:67c:4e8:f002::a]:443\"]\n"
+    "-2 = \"dc2-media.example.net:443\"\n"
+    "10002 = [\"127.0.0.1:9002\"]\n"
+    "default = [\"127.0.0.1:9000\"]\n"
+    "[domain-fronting]\n"
+    "host = \"127.0.0.1\"\n"
+    "port = 8444\n"
+    "proxy-protocol = true\n"
+    "[network.timeout]\n"
+    "tcp = \"2s\"\n"
+    "idle = 60\n"
+    "handshake = \"2500ms\"\n"
+    "fronting = \"1.5s\"\n"
+    "[network.keep-alive]\n"
+    "disabled = true\n"
+    "idle = \"30s\"\n"
+    "interval = 10\n"
+    "count = 3\n"
+    "[defense.anti-replay]\n"
+    "enabled = false\n"
+    "max-entries = 4096\n"
+    "window = \"10m\"\n";
+
+static void test_every_key(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512];
+    int rc = load(&cfg, full_doc, err, sizeof err, &w);
+    if (rc != 0)
+        fail_msg("%s", err);
+    assert_int_equal(cfg.nlisten, 3);
+    assert_string_equal(cfg.listen[1].text, "[::]:443");
+    assert_int_equal(cfg.listen[1].addr.ss_family, AF_INET6);
+    assert_string_equal(cfg.listen[2].text, "[::1]:8443");
+    assert_string_equal(cfg.public_host, "proxy.example.org");
+    assert_int_equal(cfg.public_port, 8443);
+    assert_int_equal(cfg.workers, 4);
+    assert_int_equal(cfg.concurrency, 100);
+    assert_int_equal(cfg.prefer_ip, CONFIG_ONLY_IPV4);
+    assert_int_equal(cfg.tolerate_time_skewness_s, 90);
+    assert_true(cfg.allow_fallback_on_unknown_dc);
+    assert_true(cfg.use_test_dcs);
+    assert_true(cfg.proxy_protocol_listener);
+    assert_int_equal(cfg.log_level, TG__LOG_WARN); /* log-level wins over debug */
+    assert_int_equal(cfg.buffer_size, 8192);
+    assert_int_equal(cfg.max_inflight, 65536);
+    assert_int_equal(cfg.nsecrets, 4);
+    assert_int_equal(cfg.secrets[0].secret.kind, SECRET_EE);
+    assert_int_equal(cfg.secrets[1].secret.kind, SECRET_DD);
+    assert_int_equal(cfg.secrets[2].secret.kind, SECRET_CLASSIC);
+    /* One key served three ways. */
+    assert_memory_equal(cfg.secrets[0].secret.key, cfg.secrets[2].secret.key, 16);
+    assert_memory_equal(cfg.secrets[1].secret.key, key_a, 16);
+    assert_string_equal(cfg.secrets[3].label, "other");
+
+    assert_int_equal(cfg.ndcs, 4);
+    const struct config_dc *dc2 = config_dc_find(&cfg, 2);
+    assert_non_null(dc2);
+    assert_int_equal(dc2->id, 2);
+    assert_int_equal(dc2->naddrs, 2);
+    assert_true(dc2->addrs[0].resolved);
+    assert_int_equal(dc2->addrs[1].addr.ss_family, AF_INET6);
+    assert_int_equal(dc2->addrs[1].port, 443);
+    const struct config_dc *media = config_dc_find(&cfg, -2);
+    assert_int_equal(media->id, -2);
+    assert_false(media->addrs[0].resolved); /* a name: resolved later by the engine */
+    assert_string_equal(media->addrs[0].host, "dc2-media.example.net");
+    assert_int_equal(config_dc_find(&cfg, 10002)->addrs[0].port, 9002);
+    const struct config_dc *other = config_dc_find(&cfg, 4);
+    assert_true(other->is_default);
+    assert_int_equal(other->addrs[0].port, 9000);
+
+    assert_string_equal(cfg.fronting.host, "127.0.0.1");
+    assert_true(cfg.fronting.resolved);
+    assert_int_equal(cfg.fronting.port, 8444);
+    const struct sockaddr_in *fr = (const struct sockaddr_in *)(const void *)&cfg.fronting.addr;
+    assert_int_equal(ntohs(fr->sin_port), 8444);
+    assert_true(cfg.fronting.proxy_protocol);
+    assert_int_equal(cfg.timeout.tcp_ms, 2000);
+    assert_int_equal(cfg.timeout.idle_ms, 60000);
+    assert_int_equal(cfg.timeout.handshake_ms, 2500);
+    assert_int_equal(cfg.timeout.fronting_ms, 1500);
+    assert_false(cfg.keepalive.enabled);
+    assert_int_equal(cfg.keepalive.idle_s, 30);
+    assert_int_equal(cfg.keepalive.interval_s, 10);
+    assert_int_equal(cfg.keepalive.count, 3);
+    assert_false(cfg.antireplay.enabled);
+    assert_int_equal(cfg.antireplay.max_entries, 4096);
+    assert_int_equal(cfg.antireplay.window_s, 600);
+    assert_int_equal(w.n, 0);
+    config_cleanup(&cfg);
+}
+
+/* An mtg v2 config as mtg's own example writes it, keys in mtg's order. */
+static const char mtg_doc[] =
+    "debug = true\n"
+    "secret = \"" EE_A "\"\n"
+    "bind-to = \"0.0.0.0:3128\"\n"
+    "proxy-protocol-listener = false\n"
+    "concurrency = 8192\n"
+    "prefer-ip = \"prefer-ipv6\"\n"
+    "public-ipv4 = \"203.0.113.7\"\n"
+    "public-ipv6 = \"2001:db8::1\"\n"
+    "auto-update = false\n"
+    "domain-fronting-port = 8443\n"
+    "domain-fronting-ip = \"10.0.0.10\"\n"
+    "tolerate-time-skewness = \"5s\"\n"
+    "allow-fallback-on-unknown-dc = false\n"
+    "[domain-fronting]\n"
+    "port = 443\n"
+    "proxy-protocol = false\n"
+    "[network]\n"
+    "doh-ip = \"1.1.1.1\"\n"
+    "proxies = [\n"
+    "    # \"socks5://user:password@host:port\"\n"
+    "]\n"
+    "[network.timeout]\n"
+    "tcp = \"5s\"\n"
+    "http = \"10s\"\n"
+    "idle = \"1m\"\n"
+    "[network.keep-alive]\n"
+    "disabled = false\n"
+    "idle = \"15s\"\n"
+    "interval = \"15s\"\n"
+    "count = 9\n"
+    "[defense.anti-replay]\n"
+    "enabled = true\n"
+    "max-size = \"1mib\"\n"
+    "error-rate = 0.001\n"
+    "[defense.blocklist]\n"
+    "enabled = true\n"
+    "download-concurrency = 2\n"
+    "urls = [\n"
+    "    \"https://iplists.firehol.org/files/firehol_level1.netset\",\n"
+    "]\n"
+    "update-each = \"24h\"\n"
+    "[defense.allowlist]\n"
+    "enabled = false\n"
+    "download-concurrency = 2\n"
+    "urls = []\n"
+    "update-each = \"24h\"\n"
+    "[stats.statsd]\n"
+    "enabled = false\n"
+    "address = \"127.0.0.1:8888\"\n"
+    "metric-prefix = \"mtg\"\n"
+    "tag-format = \"datadog\"\n"
+    "[stats.prometheus]\n"
+    "enabled = true\n"
+    "bind-to = \"127.0.0.1:3129\"\n"
+    "http-path = \"/\"\n"
+    "metric-prefix = \"mtg\"\n";
+
+static void test_mtg_config(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512];
+    int rc = load(&cfg, mtg_doc, err, sizeof err, &w);
+    if (rc != 0)
+        fail_msg("%s", err);
+    assert_int_equal(cfg.nsecrets, 1);
+    assert_string_equal(cfg.secrets[0].label, "default");
+    assert_memory_equal(cfg.secrets[0].secret.key, key_a, 16);
+    assert_string_equal(cfg.listen[0].text, "0.0.0.0:3128");
+    assert_int_equal(cfg.log_level, TG__LOG_DEBUG);
+    assert_int_equal(cfg.tolerate_time_skewness_s, 5);
+    assert_string_equal(cfg.public_host, "203.0.113.7");
+    /* [domain-fronting] port wins over the deprecated top-level key; ip still applies. */
+    assert_int_equal(cfg.fronting.port, 443);
+    assert_string_equal(cfg.fronting.host, "10.0.0.10");
+    assert_true(cfg.fronting.resolved);
+    assert_int_equal(cfg.timeout.tcp_ms, 5000);
+    assert_int_equal(cfg.timeout.idle_ms, 60000);
+    assert_true(cfg.keepalive.enabled);
+    /* Ignored keys are reported with their position, one warning each. */
+    static const char *const expect[] = {
+        "c.toml:9:1: auto-update: accepted for mtg compatibility but ignored",
+        "c.toml:18:1: network.doh-ip: accepted",
+        "c.toml:24:1: network.timeout.http: accepted",
+        "c.toml:33:1: defense.anti-replay.max-size: accepted",
+        "c.toml:34:1: defense.anti-replay.error-rate: accepted",
+        "c.toml:35:10: defense.blocklist: enabled but ignored",
+        "c.toml:52:8: stats.prometheus: enabled but ignored",
+    };
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
+        if (!strstr(w.all, expect[i]))
+            fail_msg("missing warning \"%s\" in:\n%s", expect[i], w.all);
+    assert_int_equal(w.n, (int)(sizeof expect / sizeof expect[0]));
+    assert_null(strstr(w.all, KEY_A));
+    config_cleanup(&cfg);
+}
+
+static void test_example_config_loads(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512];
+    config_init(&cfg);
+    int rc = config_load_file(&cfg, TGKIT_SOURCE_DIR "/examples/tgproxy.example.toml", err,
+                              sizeof err, collect, &w);
+    if (rc != 0)
+        fail_msg("%s", err);
+    assert_int_equal(w.n, 0);
+    /* The example sets every option to its default: compare with config_init's values. */
+    struct config def;
+    config_init(&def);
+    assert_int_equal(cfg.nlisten, 2);
+    assert_int_equal(cfg.nsecrets, 1);
+    assert_int_equal(cfg.workers, def.workers);
+    assert_int_equal(cfg.concurrency, def.concurrency);
+    assert_int_equal(cfg.prefer_ip, def.prefer_ip);
+    assert_int_equal(cfg.tolerate_time_skewness_s, def.tolerate_time_skewness_s);
+    assert_int_equal(cfg.allow_fallback_on_unknown_dc, def.allow_fallback_on_unknown_dc);
+    assert_int_equal(cfg.use_test_dcs, def.use_test_dcs);
+    assert_int_equal(cfg.proxy_protocol_listener, def.proxy_protocol_listener);
+    assert_int_equal(cfg.log_level, def.log_level);
+    assert_int_equal(cfg.buffer_size, def.buffer_size);
+    assert_int_equal(cfg.max_inflight, def.max_inflight);
+    assert_int_equal(cfg.fronting.port, def.fronting.port);
+    assert_int_equal(cfg.fronting.proxy_protocol, def.fronting.proxy_protocol);
+    assert_memory_equal(&cfg.timeout, &def.timeout, sizeof def.timeout);
+    assert_memory_equal(&cfg.keepalive, &def.keepalive, sizeof def.keepalive);
+    assert_memory_equal(&cfg.antireplay, &def.antireplay, sizeof def.antireplay);
+    assert_int_equal(cfg.ndcs, 0);
+    config_cleanup(&cfg);
+    config_cleanup(&def);
+}
+
+struct bad_case {
+    const char *text;
+    const char *where; /* message prefix */
+    const char *why;   /* a fragment of the reason */
+};
+
+#define BASE "bind-to = \"127.0.0.1:1\"\n"
+#define SEC "[secrets]\nm = \"" EE_A "\"\n"
+
+static const struct bad_case bad_cases[] = {
+    {BASE "colour = 1\n" SEC, "c.toml:2:1: colour: ", "unknown key, expected one of: bind-to"},
+    {BASE SEC "[network.timeout]\ntcpp = \"1s\"\n", "c.toml:5:1: network.timeout.tcpp: ",
+     "expected one of: tcp, idle, handshake"},
+    {BASE SEC "[network]\ntimeout = 5\n", "c.toml:5:11: network.timeout: ",
+     "expected a table, got integer"},
+    {"bind-to = \"localhost:443\"\n" SEC, "c.toml:1:11: bind-to: ", "expected an IP address"},
+    {"bind-to = \"127.0.0.1\"\n" SEC, "c.toml:1:11: bind-to: ", "missing port"},
+    {"bind-to = \"::1:443\"\n" SEC, "c.toml:1:11: bind-to: ", "without brackets"},
+    {"bind-to = \"[::1]443\"\n" SEC, "c.toml:1:11: bind-to: ", "[IPv6]:PORT"},
+    {"bind-to = \"1.2.3.4:65536\"\n" SEC, "c.toml:1:11: bind-to: ", "bad port"},
+    {"bind-to = \":443\"\n" SEC, "c.toml:1:11: bind-to: ", "missing host"},
+    {"bind-to = [\"1.2.3.4:1\", \"1.2.3.4:1\"]\n" SEC, "c.toml:1:25: bind-to: ",
+     "listed twice"},
+    {"bind-to = []\n" SEC, "c.toml:1:11: bind-to: ", "empty array"},
+    {"bind-to = 443\n" SEC, "c.toml:1:11: bind-to: ", "got integer"},
+    {BASE "[secrets]\nm = \"ee0102\"\n", "c.toml:3:5: secrets.m: ", "bad secret"},
+    {BASE "[secrets]\nm = \"zz" KEY_A "\"\n", "c.toml:3:5: secrets.m: ", "bad secret"},
+    {BASE "[secrets]\n\"bad label\" = \"" EE_A "\"\n", "c.toml:3:1: secrets.bad label: ",
+     "bad label"},
+    {BASE "secret = \"" EE_A "\"\n[secrets]\ndefault = \"" DD_A "\"\n",
+     "c.toml:4:1: secrets.default: ", "used twice"},
+    {BASE "[secrets]\nm = 5\n", "c.toml:3:5: secrets.m: ", "expected a string"},
+    {BASE SEC "[secrets.x]\n", "c.toml:4:10: secrets.x: ", "expected a string, got table"},
+    {BASE "prefer-ip = \"ipv4\"\n" SEC, "c.toml:2:13: prefer-ip: ", "\"only-ipv6\""},
+    {BASE "tolerate-time-skewness = \"500ms\"\n" SEC, "c.toml:2:26: tolerate-time-skewness: ",
+     "out of range"},
+    {BASE "tolerate-time-skewness = \"1.5s\"\n" SEC, "c.toml:2:26: tolerate-time-skewness: ",
+     "whole number of seconds"},
+    {BASE "tolerate-time-skewness = \"5 s\"\n" SEC, "c.toml:2:26: tolerate-time-skewness: ",
+     "bad duration"},
+    {BASE "tolerate-time-skewness = true\n" SEC, "c.toml:2:26: tolerate-time-skewness: ",
+     "expected a duration"},
+    {BASE "concurrency = 0\n" SEC, "c.toml:2:15: concurrency: ", "0 is out of range"},
+    {BASE "workers = -1\n" SEC, "c.toml:2:11: workers: ", "out of range, expected 0..1024"},
+    {BASE "log-level = \"loud\"\n" SEC, "c.toml:2:13: log-level: ", "unknown level"},
+    {BASE "buffer-size = \"16 kb\"\n" SEC, "c.toml:2:15: buffer-size: ", "bad size"},
+    {BASE "buffer-size = 100\n" SEC, "c.toml:2:15: buffer-size: ", "size out of range"},
+    {BASE "debug = \"yes\"\n" SEC, "c.toml:2:9: debug: ", "expected true or false"},
+    {BASE "public-host = \"bad host!\"\n" SEC, "c.toml:2:15: public-host: ",
+     "not a host name"},
+    {BASE "public-ipv4 = \"::1\"\n" SEC, "c.toml:2:15: public-ipv4: ", "IPv4"},
+    {BASE "ad-tag = \"0123\"\n" SEC, "c.toml:2:1: ad-tag: ", "middle-proxy"},
+    {BASE SEC "[dcs]\nfoo = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.foo: ", "bad DC id"},
+    {BASE SEC "[dcs]\n0 = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.0: ", "bad DC id"},
+    {BASE SEC "[dcs]\n99999 = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.99999: ", "bad DC id"},
+    {BASE SEC "[dcs]\n2 = []\n", "c.toml:5:5: dcs.2: ", "empty array"},
+    {BASE SEC "[dcs]\n2 = [\"1.2.3.4:0\"]\n", "c.toml:5:6: dcs.2: ", "port 0"},
+    {BASE SEC "[dcs]\n2 = [\"1.2.3.4:443\", 7]\n", "c.toml:5:21: dcs.2: ",
+     "expected a string"},
+    {BASE SEC "[dcs]\n2 = \"1.2.3.4:1\"\n02 = \"1.2.3.4:2\"\n", "c.toml:6:1: dcs.02: ",
+     "listed twice"},
+    {BASE SEC "[domain-fronting]\nhost = \"a.example\"\nip = \"1.2.3.4\"\n",
+     "c.toml:6:1: domain-fronting.ip: ", "only one of them"},
+    {BASE SEC "[domain-fronting]\nip = \"a.example\"\n", "c.toml:5:6: domain-fronting.ip: ",
+     "IPv4 or IPv6"},
+    {BASE SEC "[domain-fronting]\nport = 70000\n", "c.toml:5:8: domain-fronting.port: ",
+     "out of range"},
+    {BASE SEC "[network]\nproxies = [\"socks5://u:p@h:1\"]\n", "c.toml:5:12: network.proxies: ",
+     "not supported"},
+    {BASE SEC "[defense.allowlist]\nenabled = true\n", "c.toml:4:10: defense.allowlist: ",
+     "refuses to start"},
+    {BASE SEC "[defense.blocklist]\nurl = []\n", "c.toml:5:1: defense.blocklist.url: ",
+     "unknown key"},
+    {BASE SEC "[network.timeout]\nidle = \"0s\"\n", "c.toml:5:8: network.timeout.idle: ",
+     "out of range"},
+    {BASE SEC "[network.keep-alive]\ncount = 1000\n", "c.toml:5:9: network.keep-alive.count: ",
+     "out of range"},
+    {BASE "max-inflight = 16384\nbuffer-size = 32768\n" SEC, "c.toml: ", "max-inflight"},
+    {SEC, "c.toml: ", "no listen address"},
+    {BASE, "c.toml: ", "no secret"},
+    {BASE "a = [1\n", "c.toml:2:5: ", "unterminated array"},
+};
+
+static void test_errors(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        const struct bad_case *c = &bad_cases[i];
+        struct config cfg;
+        struct warnings w = {0};
+        char err[512] = "";
+        int rc = load(&cfg, c->text, err, sizeof err, &w);
+        if (rc != -EINVAL || strncmp(err, c->where, strlen(c->where)) != 0 ||
+            !strstr(err, c->why) || !strstr(err, "expected"))
+            fail_msg("case %zu: rc %d, message \"%s\"; wanted \"%s...%s\"", i, rc, err,
+                     c->where, c->why);
+        /* Secrets never reach an error message, whichever part of them. */
+        assert_null(strstr(err, KEY_A));
+        assert_null(strstr(err, "b00ebb67"));
+        assert_null(strstr(w.all, KEY_A));
+        /* A failed load leaves an empty, initialised config. */
+        assert_int_equal(cfg.nlisten, 0);
+        assert_int_equal(cfg.nsecrets, 0);
+        assert_null(cfg.secrets);
+        config_cleanup(&cfg);
+    }
+}
+
+static void test_durations_and_sizes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        int rc;
+        uint64_t ms;
+    } d[] = {
+        {"10s", 0, 10000},     {"500ms", 0, 500},    {"1m", 0, 60000},
+        {"1h", 0, 3600000},    {"1m30s", 0, 90000},  {"1.5s", 0, 1500},
+        {"2h45m", 0, 9900000}, {"1500us", 0, 1},     {"999999ns", 0, 0},
+        {"0.25m", 0, 15000},   {"10", -EINVAL, 0},   {"s", -EINVAL, 0},
+        {"", -EINVAL, 0},      {"10x", -EINVAL, 0},  {"-1s", -EINVAL, 0},
+        {"1 s", -EINVAL, 0},   {"1sm", -EINVAL, 0},  {"99999999999999999999h", -EINVAL, 0},
+        {"5124095576h", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        uint64_t ms = 12345;
+        int rc = config_duration_ms(d[i].s, strlen(d[i].s), &ms);
+        if (rc != d[i].rc || (rc == 0 && ms != d[i].ms))
+            fail_msg("duration \"%s\": rc %d ms %llu", d[i].s, rc, (unsigned long long)ms);
+    }
+    static const struct {
+        const char *s;
+        int rc;
+        uint64_t n;
+    } z[] = {
+        {"4096", 0, 4096},          {"4kb", 0, 4096},       {"16KiB", 0, 16384},
+        {"1mib", 0, 1048576},       {"2M", 0, 2097152},     {"1gb", 0, 1073741824},
+        {"7b", 0, 7},               {"kb", -EINVAL, 0},     {"1tb", -EINVAL, 0},
+        {"1 kb", -EINVAL, 0},       {"", -EINVAL, 0},       {"99999999999999999999", -EINVAL, 0},
+        {"17179869184gb", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof z / sizeof z[0]; i++) {
+        uint64_t n = 12345;
+        int rc = config_size_bytes(z[i].s, strlen(z[i].s), &n);
+        if (rc != z[i].rc || (rc == 0 && n != z[i].n))
+            fail_msg("size \"%s\": rc %d n %llu", z[i].s, rc, (unsigned long long)n);
+    }
+}
+
+static void test_hostport(void **state)
+{
+    (void)state;
+    struct config_hostport hp;
+    char err[256];
+    assert_int_equal(config_hostport_parse("[2001:db8::1]:443", 17, &hp, err, sizeof err), 0);
+    assert_true(hp.resolved);
+    assert_string_equal(hp.host, "2001:db8::1");
+    assert_int_equal(hp.port, 443);
+    char text[64];
+    config_format_addr(&hp.addr, text, sizeof text);
+    assert_string_equal(text, "[2001:db8::1]:443");
+    assert_int_equal(config_hostport_parse("www.example.com:8443", 20, &hp, err, sizeof err), 0);
+    assert_false(hp.resolved);
+    assert_int_equal(hp.addr_len, 0);
+    assert_string_equal(hp.host, "www.example.com");
+    assert_int_equal(config_hostport_parse("a..b:1", 6, &hp, err, sizeof err), -EINVAL);
+    assert_int_equal(config_hostport_parse("[::1]:", 6, &hp, err, sizeof err), -EINVAL);
+    assert_int_equal(config_hostport_parse("1.2.3.4:+1", 10, &hp, err, sizeof err), -EINVAL);
+    assert_int_equal(config_hostport_parse("[1.2.3.4]:1", 11, &hp, err, sizeof err), -EINVAL);
+    /* Not NUL-terminated input is read only up to len. */
+    assert_int_equal(config_hostport_parse("10.0.0.1:80junk", 11, &hp, err, sizeof err), 0);
+    assert_int_equal(hp.port, 80);
+}
+
+static void test_builders(void **state)
+{
+    (void)state;
+    struct config cfg;
+    char err[256];
+    struct secret s;
+    config_init(&cfg);
+    assert_int_equal(secret_parse(EE_A, strlen(EE_A), &s, err, sizeof err), 0);
+    for (int i = 0; i < CONFIG_MAX_SECRETS; i++) {
+        char label[16];
+        snprintf(label, sizeof label, "s%d", i);
+        assert_int_equal(config_add_secret(&cfg, label, &s, err, sizeof err), 0);
+    }
+    assert_int_equal(config_add_secret(&cfg, "one-more", &s, err, sizeof err), -ENOSPC);
+    assert_int_equal(config_add_secret(&cfg, "", &s, err, sizeof err), -EINVAL);
+    for (int i = 0; i < CONFIG_MAX_LISTEN; i++) {
+        char a[32];
+        int n = snprintf(a, sizeof a, "127.0.0.1:%d", 1000 + i);
+        assert_int_equal(config_add_listen(&cfg, a, (size_t)n, err, sizeof err), 0);
+    }
+    assert_int_equal(config_add_listen(&cfg, "127.0.0.2:1", 11, err, sizeof err), -ENOSPC);
+    assert_int_equal(config_validate(&cfg, err, sizeof err), 0);
+    config_cleanup(&cfg);
+    assert_null(cfg.secrets);
+    config_cleanup(&cfg); /* idempotent */
+    config_cleanup(NULL);
+}
+
+static void test_load_file_errors(void **state)
+{
+    (void)state;
+    struct config cfg;
+    char err[512];
+    config_init(&cfg);
+    assert_int_equal(config_load_file(&cfg, "/nonexistent/tgproxy.toml", err, sizeof err, NULL,
+                                      NULL), -ENOENT);
+    assert_non_null(strstr(err, "/nonexistent/tgproxy.toml: cannot open"));
+    assert_int_equal(config_load_file(&cfg, "/", err, sizeof err, NULL, NULL), -EINVAL);
+    assert_non_null(strstr(err, "not a regular file"));
+    config_cleanup(&cfg);
+}
+
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    bool saw_nomem = false;
+    for (uint64_t nth = 1; nth < 200; nth++) {
+        struct config cfg;
+        struct warnings w = {0};
+        char err[512];
+        config_init(&cfg);
+        tg__alloc_fail_at(nth);
+        int rc = config_parse(&cfg, "c.toml", full_doc, sizeof full_doc - 1, err, sizeof err,
+                              collect, &w);
+        tg__alloc_fail_at(0);
+        assert_true(rc == 0 || rc == -ENOMEM);
+        if (rc == -ENOMEM) {
+            saw_nomem = true;
+            assert_non_null(strstr(err, "out of memory"));
+            assert_int_equal(cfg.nsecrets, 0);
+        }
+        config_cleanup(&cfg);
+        if (rc == 0)
+            break;
+    }
+    assert_true(saw_nomem);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_minimal_and_defaults),
+        cmocka_unit_test(test_every_key),
+        cmocka_unit_test(test_mtg_config),
+        cmocka_unit_test(test_example_config_loads),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_durations_and_sizes),
+        cmocka_unit_test(test_hostport),
+        cmocka_unit_test(test_builders),
+        cmocka_unit_test(test_load_file_errors),
+        cmocka_unit_test(test_out_of_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
