@@ -18,6 +18,7 @@
 #include "bot/json/json.h"
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/log.h"
 #include "tgbot/dispatch.h"
 
 #define TG__MAX_CAPTURES 16
@@ -145,8 +146,22 @@ bool tg__filter_eval(const tg_filter *f, struct tg_hctx *h);
  * handler ran. */
 tg_status tg__router_run(tg_router *r, struct tg_hctx *h, bool *handled);
 
+/* dispatcher.c: feed with the error text in err (thread-safe, unlike tg_dispatcher_errmsg). */
+tg_status tg__dispatcher_feed(struct tg_dispatcher *d, const char *json, size_t len,
+                              int64_t wait_ms, tg_feed_done_fn done, void *user, char *err,
+                              size_t errcap);
+/* Log through the bot's logger (or the default one without a bot). */
+void tg__dispatcher_log(struct tg_dispatcher *d, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Record the text tg_dispatcher_errmsg(d) returns. */
+void tg__dispatcher_seterr(struct tg_dispatcher *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* dispatcher.c: read end of the stop pipe (readable once tg_dispatcher_stop ran). */
 int tg__dispatcher_stop_fd(const struct tg_dispatcher *d);
+
+/* updates/webhook_api.c: wait until tg_dispatcher_stop(d) or timeout_ms (-1 = forever). */
+void tg__wait_stop(struct tg_dispatcher *d, int timeout_ms);
 
 /* conv.c */
 tg_status tg__conv_load(struct tg_hctx *h);

@@ -152,25 +152,24 @@ static tg_status reject(tg_dispatcher *d, tg_status st)
     return st;
 }
 
-tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int64_t wait_ms,
-                             tg_feed_done_fn done, void *user)
+tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int64_t wait_ms,
+                              tg_feed_done_fn done, void *user, char *err, size_t errcap)
 {
-    if (!d || !json)
-        return TG_ERR_INVALID;
     tg__event_key k;
     tg__jdoc *doc = doc_get(d);
-    if (!doc)
+    if (!doc) {
+        snprintf(err, errcap, "update: out of memory");
         return reject(d, TG_ERR_NOMEM);
-    char err[256];
-    int prc = tg__event_key_parse(doc, json, len, &k, err, sizeof err);
-    doc_put(d, doc);
-    if (prc != 0) {
-        set_err(d, "%s", err);
-        return reject(d, TG_ERR_DECODE);
     }
+    int prc = tg__event_key_parse(doc, json, len, &k, err, errcap);
+    doc_put(d, doc);
+    if (prc != 0)
+        return reject(d, TG_ERR_DECODE);
     struct feed_item *fi = tg__malloc(sizeof *fi + len + 1);
-    if (!fi)
+    if (!fi) {
+        snprintf(err, errcap, "update %lld: out of memory", (long long)k.update_id);
         return reject(d, TG_ERR_NOMEM);
+    }
     *fi = (struct feed_item){.w = {.key = k.key, .ordered = k.ordered}, .d = d,
                              .update_id = k.update_id, .done = done, .user = user, .len = len};
     memcpy(fi->json, json, len);
@@ -178,12 +177,24 @@ tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int
     int rc = tg__workers_submit(d->pool, &fi->w, wait_ms);
     if (rc != 0) {
         tg__free(fi);
-        set_err(d, "update %lld: %s", (long long)k.update_id,
-                rc == -EAGAIN ? "queue full" : "dispatcher is stopping");
+        snprintf(err, errcap, "update %lld: %s", (long long)k.update_id,
+                 rc == -EAGAIN ? "queue full" : "dispatcher is stopping");
         return reject(d, rc == -EAGAIN ? TG_ERR_FLOOD : TG_ERR_CANCELLED);
     }
     atomic_fetch_add(&d->st.received, 1);
     return TG_OK;
+}
+
+tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int64_t wait_ms,
+                             tg_feed_done_fn done, void *user)
+{
+    if (!d || !json)
+        return TG_ERR_INVALID;
+    char err[256];
+    tg_status st = tg__dispatcher_feed(d, json, len, wait_ms, done, user, err, sizeof err);
+    if (st != TG_OK)
+        set_err(d, "%s", err);
+    return st;
 }
 
 tg_status tg_dispatcher_run_one(tg_dispatcher *d, const char *json, size_t len)
@@ -396,4 +407,22 @@ void tg_dispatcher_free(tg_dispatcher *d)
 int tg__dispatcher_stop_fd(const tg_dispatcher *d)
 {
     return d->stop_pipe[0];
+}
+
+void tg__dispatcher_log(tg_dispatcher *d, int level, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    dlog(d, level, "%s", line);
+}
+
+void tg__dispatcher_seterr(tg_dispatcher *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    va_end(ap);
 }
