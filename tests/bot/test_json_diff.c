@@ -236,8 +236,10 @@ static size_t mutate(const char *in, size_t n, char *out, size_t cap)
             if (from + len > n)
                 len = n - from;
             if (n + len <= cap) {
+                char slice[16];
+                memcpy(slice, out + from, len);
                 memmove(out + pos + len, out + pos, n - pos);
-                memcpy(out + pos, out + (from >= pos ? from + len : from), len);
+                memcpy(out + pos, slice, len);
                 n += len;
             }
             break;

@@ -283,7 +283,7 @@ static tg__jw w;
 
 static int wsetup(void **state)
 {
-    (void)state;
+    setup(state);
     tg__buf_init(&wbuf, 0);
     tg__jw_init(&w, &wbuf);
     return 0;
@@ -291,7 +291,7 @@ static int wsetup(void **state)
 
 static int wteardown(void **state)
 {
-    (void)state;
+    teardown(state);
     tg__buf_cleanup(&wbuf);
     return 0;
 }
@@ -600,10 +600,5 @@ int main(void)
         cmocka_unit_test(test_fixture_round_trips),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    if (setup(NULL) || wsetup(NULL))
-        return 1;
-    rc |= cmocka_run_group_tests(rt, NULL, NULL);
-    teardown(NULL);
-    wteardown(NULL);
-    return rc;
+    return rc | cmocka_run_group_tests(rt, wsetup, wteardown);
 }

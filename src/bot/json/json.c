@@ -163,37 +163,20 @@ static int grow(struct jp *p)
     return 0;
 }
 
-/* Append a token; returns its index or UINT32_MAX (error filled). */
-static inline uint32_t new_tok(struct jp *p, uint8_t type, size_t start)
+static int fail_depth(struct jp *p, size_t pos, uint32_t depth, bool obj)
 {
-    tg__jdoc *d = p->d;
-    if (d->ntok == d->cap && grow(p) != 0)
-        return UINT32_MAX;
-    uint32_t i = d->ntok++;
-    tg__jtok *t = &d->toks[i];
-    t->start = (uint32_t)start;
-    t->len = 0;
-    t->next = i + 1;
-    t->count = 0;
-    t->type = type;
-    t->flags = 0;
-    return i;
+    char found[48], exp[48];
+    snprintf(found, sizeof found, "depth %u", (unsigned)depth);
+    snprintf(exp, sizeof exp, "nesting depth at most %u", (unsigned)p->d->lim.max_depth);
+    return fail_found(p, pos, obj ? "object" : "array", exp, found);
 }
 
-static inline int skip_ws(struct jp *p)
+/* Index of the first byte at or after i that is not RFC 8259 whitespace. */
+static inline size_t skip_ws(const unsigned char *s, size_t i, size_t n)
 {
-    const unsigned char *s = p->s;
-    size_t i = p->pos, n = p->len;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c > ' ')
-            break;
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t')
-            break;
+    while (i < n && s[i] <= ' ' && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
         i++;
-    }
-    p->pos = i;
-    return i < n ? s[i] : -1;
+    return i;
 }
 
 /* Validate the escape at s[i] == '\\'. Returns the bytes it spans, or 0 (error filled). */
@@ -296,12 +279,12 @@ static inline int word_special(uint64_t x)
     return (t & highs) != 0;
 }
 
-/* p->pos is at the opening quote. Adds a STRING token. */
-static int parse_string(struct jp *p)
+/* String content from i (after the opening quote). Returns the index of the closing quote,
+ * or SIZE_MAX (error filled). *flags gets TG__JF_ESCAPED when there are escapes. */
+static inline size_t scan_string(struct jp *p, size_t i, uint8_t *flags)
 {
     const unsigned char *s = p->s;
-    size_t n = p->len, i = p->pos + 1, start = i;
-    uint8_t flags = 0;
+    size_t n = p->len;
     for (;;) {
         while (i + 8 <= n) {
             uint64_t w;
@@ -312,41 +295,31 @@ static int parse_string(struct jp *p)
         }
         while (i < n && str_class[s[i]] == C_PLAIN)
             i++;
-        if (i >= n)
-            return fail_at(p, i, "string", "closing '\"'");
+        if (i >= n) {
+            fail_at(p, i, "string", "closing '\"'");
+            return SIZE_MAX;
+        }
+        size_t k;
         switch (str_class[s[i]]) {
-        case C_PLAIN:
-            i++;
-            break;
         case C_QUOTE:
-            goto done;
-        case C_BSLASH: {
-            size_t k = scan_escape(p, i);
-            if (!k)
-                return -1;
-            i += k;
-            flags = TG__JF_ESCAPED;
+            return i;
+        case C_BSLASH:
+            k = scan_escape(p, i);
+            *flags = TG__JF_ESCAPED;
             break;
-        }
         case C_CTRL:
-            return fail_at(p, i, "string", "'\\u00XX' escape for a control character");
-        default: {
-            size_t k = tg__json_utf8_valid1(s + i, n - i);
+            fail_at(p, i, "string", "'\\u00XX' escape for a control character");
+            return SIZE_MAX;
+        default:
+            k = tg__json_utf8_valid1(s + i, n - i);
             if (!k)
-                return fail_at(p, i, "string", "valid UTF-8");
-            i += k;
+                fail_at(p, i, "string", "valid UTF-8");
             break;
         }
-        }
+        if (!k)
+            return SIZE_MAX;
+        i += k;
     }
-done:;
-    uint32_t t = new_tok(p, TG__J_STRING, start);
-    if (t == UINT32_MAX)
-        return -1;
-    p->d->toks[t].len = (uint32_t)(i - start);
-    p->d->toks[t].flags = flags;
-    p->pos = i + 1;
-    return 0;
 }
 
 static inline size_t scan_digits(const unsigned char *s, size_t i, size_t n)
@@ -356,129 +329,98 @@ static inline size_t scan_digits(const unsigned char *s, size_t i, size_t n)
     return i;
 }
 
-/* p->pos is at '-' or a digit. Adds a NUMBER token. */
-static int parse_number(struct jp *p)
+/* Number starting at i ('-' or a digit). Returns the index after it, or SIZE_MAX (error
+ * filled). *flags gets TG__JF_NEG and TG__JF_FRAC. */
+static inline size_t scan_number(struct jp *p, size_t i, uint8_t *flags)
 {
     const unsigned char *s = p->s;
-    size_t n = p->len, start = p->pos, i = start;
-    uint8_t flags = 0;
+    size_t n = p->len;
+    const char *bad = NULL;
     if (s[i] == '-') {
-        flags |= TG__JF_NEG;
+        *flags |= TG__JF_NEG;
         i++;
     }
-    if (i >= n || (unsigned)(s[i] - '0') >= 10)
-        return fail_at(p, i, "number", "a digit");
-    if (s[i] == '0') {
-        i++;
-        if (i < n && (unsigned)(s[i] - '0') < 10)
-            return fail_found(p, i, "number", "no leading zeros", "a digit after '0'");
+    if (i >= n || (unsigned)(s[i] - '0') >= 10) {
+        bad = "a digit";
+    } else if (s[i] == '0') {
+        if (++i < n && (unsigned)(s[i] - '0') < 10) {
+            fail_found(p, i, "number", "no leading zeros", "a digit after '0'");
+            return SIZE_MAX;
+        }
     } else {
         i = scan_digits(s, i, n);
     }
-    if (i < n && s[i] == '.') {
-        flags |= TG__JF_FRAC;
-        i++;
-        if (i >= n || (unsigned)(s[i] - '0') >= 10)
-            return fail_at(p, i, "number", "a digit after '.'");
+    if (!bad && i < n && s[i] == '.') {
+        *flags |= TG__JF_FRAC;
+        if (++i >= n || (unsigned)(s[i] - '0') >= 10)
+            bad = "a digit after '.'";
         i = scan_digits(s, i, n);
     }
-    if (i < n && (s[i] | 0x20) == 'e') {
-        flags |= TG__JF_FRAC;
+    if (!bad && i < n && (s[i] | 0x20) == 'e') {
+        *flags |= TG__JF_FRAC;
         i++;
         if (i < n && (s[i] == '+' || s[i] == '-'))
             i++;
         if (i >= n || (unsigned)(s[i] - '0') >= 10)
-            return fail_at(p, i, "number", "a digit in the exponent");
+            bad = "a digit in the exponent";
         i = scan_digits(s, i, n);
     }
-    uint32_t t = new_tok(p, TG__J_NUMBER, start);
-    if (t == UINT32_MAX)
-        return -1;
-    p->d->toks[t].len = (uint32_t)(i - start);
-    p->d->toks[t].flags = flags;
-    p->pos = i;
-    return 0;
-}
-
-static int parse_literal(struct jp *p, const char *word, size_t wlen, uint8_t type)
-{
-    size_t i = p->pos;
-    for (size_t k = 1; k < wlen; k++) {
-        if (i + k >= p->len || p->s[i + k] != (unsigned char)word[k]) {
-            char exp[16];
-            snprintf(exp, sizeof exp, "'%s'", word);
-            return fail_at(p, i + k, "literal", exp);
-        }
+    if (bad) {
+        fail_at(p, i, "number", bad);
+        return SIZE_MAX;
     }
-    uint32_t t = new_tok(p, type, i);
-    if (t == UINT32_MAX)
-        return -1;
-    p->d->toks[t].len = (uint32_t)wlen;
-    p->pos = i + wlen;
-    return 0;
+    return i;
 }
 
-static int open_container(struct jp *p, uint8_t type)
+/* Literal word at i. Returns the index after it, or SIZE_MAX (error filled). */
+static inline size_t scan_literal(struct jp *p, size_t i, const char *word, size_t wlen)
 {
-    if (p->depth >= p->d->lim.max_depth) {
-        char found[48];
-        snprintf(found, sizeof found, "depth %u", (unsigned)p->depth + 1);
-        char exp[48];
-        snprintf(exp, sizeof exp, "nesting depth at most %u", (unsigned)p->d->lim.max_depth);
-        return fail_found(p, p->pos, tg__json_type_name((tg__jtype)type), exp, found);
-    }
-    uint32_t t = new_tok(p, type, p->pos);
-    if (t == UINT32_MAX)
-        return -1;
-    p->d->toks[t].next = p->parent; /* parent link while open */
-    p->parent = t;
-    p->depth++;
-    p->pos++;
-    return 0;
+    if (i + wlen <= p->len && memcmp(p->s + i, word, wlen) == 0)
+        return i + wlen;
+    size_t k = 1;
+    while (i + k < p->len && k < wlen && p->s[i + k] == (unsigned char)word[k])
+        k++;
+    char exp[16];
+    snprintf(exp, sizeof exp, "'%s'", word);
+    fail_at(p, i + k, "literal", exp);
+    return SIZE_MAX;
 }
 
-static void close_container(struct jp *p)
+/* Scalar value at i, written into *t. Returns the index after it, or SIZE_MAX. */
+static inline size_t scan_scalar(struct jp *p, size_t i, tg__jtok *t)
 {
-    tg__jtok *t = &p->d->toks[p->parent];
-    t->len = (uint32_t)(p->pos + 1 - t->start);
-    p->parent = t->next;
-    t->next = p->d->ntok;
-    p->depth--;
-    p->pos++;
-}
-
-/* A scalar value at p->pos (whitespace already skipped; c is the byte there or -1). */
-static int parse_scalar(struct jp *p, int c)
-{
+    size_t e;
+    int c = i < p->len ? p->s[i] : -1;
     switch (c) {
     case '"':
-        return parse_string(p);
+        t->type = TG__J_STRING;
+        t->start = (uint32_t)(i + 1);
+        e = scan_string(p, i + 1, &t->flags);
+        t->len = (uint32_t)(e - i - 1);
+        return e == SIZE_MAX ? e : e + 1;
     case 't':
-        return parse_literal(p, "true", 4, TG__J_TRUE);
+        t->type = TG__J_TRUE;
+        e = scan_literal(p, i, "true", 4);
+        break;
     case 'f':
-        return parse_literal(p, "false", 5, TG__J_FALSE);
+        t->type = TG__J_FALSE;
+        e = scan_literal(p, i, "false", 5);
+        break;
     case 'n':
-        return parse_literal(p, "null", 4, TG__J_NULL);
+        t->type = TG__J_NULL;
+        e = scan_literal(p, i, "null", 4);
+        break;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
-        return parse_number(p);
+        t->type = TG__J_NUMBER;
+        e = scan_number(p, i, &t->flags);
+        break;
     default:
-        return fail_at(p, p->pos, "value", "a JSON value");
+        fail_at(p, i, "value", "a JSON value");
+        return SIZE_MAX;
     }
-}
-
-/* In an object, before a key: key string, ':' and whitespace up to the value. */
-static int parse_key(struct jp *p, int c)
-{
-    if (c != '"')
-        return fail_at(p, p->pos, "object", "a '\"' starting a member name");
-    if (parse_string(p) != 0)
-        return -1;
-    p->d->toks[p->parent].count++;
-    if (skip_ws(p) != ':')
-        return fail_at(p, p->pos, "object", "':' after the member name");
-    p->pos++;
-    return 0;
+    t->len = (uint32_t)(e - i);
+    return e;
 }
 
 /* Make a failed parse's partial tree consistent: close every open container. */
@@ -495,67 +437,108 @@ static void repair(struct jp *p)
 }
 
 /*
- * After a complete value: close as many containers as the input closes, then either stop at
- * the top level or consume ',' (and the next key in an object). *c is the current byte.
- */
-static int after_value(struct jp *p, int *c)
-{
-    while (p->parent != NO_PARENT) {
-        uint8_t type = p->d->toks[p->parent].type;
-        if (*c == ',') {
-            p->pos++;
-            *c = skip_ws(p);
-            if (type == TG__J_OBJECT) {
-                if (parse_key(p, *c) != 0)
-                    return -1;
-                *c = skip_ws(p);
-            }
-            return 0;
-        }
-        if (*c != (type == TG__J_OBJECT ? '}' : ']'))
-            return fail_at(p, p->pos, tg__json_type_name((tg__jtype)type),
-                           type == TG__J_OBJECT ? "',' or '}'" : "',' or ']'");
-        close_container(p);
-        *c = skip_ws(p);
-    }
-    return 0;
-}
-
-/*
- * The driver: alternates "value expected" and "after a value" until the root closes.
- * After a value inside a container: ',' continues, the matching bracket closes.
+ * The driver. Each turn of the loop reads one value (preceded by its key inside an object);
+ * after a value, closing brackets pop containers until a ',' starts the next turn or the
+ * root is complete. All state lives in locals (the token array is the only memory written),
+ * and is copied back to p/d only before growing the array or reporting an error.
  */
 static int parse_doc(struct jp *p)
 {
-    int c = skip_ws(p);
+    const unsigned char *s = p->s;
+    const size_t n = p->len;
+    tg__jdoc *d = p->d;
+    tg__jtok *toks = d->toks;
+    uint32_t ntok = 0, cap = d->cap, parent = NO_PARENT, depth = 0;
+    uint8_t ptype = TG__J_NONE; /* type of the open container */
+    size_t i = skip_ws(s, 0, n);
+
+#define SYNC() (p->pos = i, p->parent = parent, d->ntok = ntok)
+#define RESERVE()                                                                                  \
+    do {                                                                                           \
+        if (ntok == cap) {                                                                         \
+            SYNC();                                                                                \
+            if (grow(p) != 0)                                                                      \
+                return -1;                                                                         \
+            toks = d->toks;                                                                        \
+            cap = d->cap;                                                                          \
+        }                                                                                          \
+    } while (0)
+#define FAIL(call)                                                                                 \
+    do {                                                                                           \
+        SYNC();                                                                                    \
+        call;                                                                                      \
+        return -1;                                                                                 \
+    } while (0)
+
     for (;;) {
-        /* c is the first byte of a value (or whatever is there instead). */
-        if (p->parent != NO_PARENT && p->d->toks[p->parent].type == TG__J_ARRAY)
-            p->d->toks[p->parent].count++;
-        if (c == '{' || c == '[') {
-            bool obj = c == '{';
-            if (open_container(p, obj ? TG__J_OBJECT : TG__J_ARRAY) != 0)
-                return -1;
-            c = skip_ws(p);
-            if (c != (obj ? '}' : ']')) {
-                if (obj && parse_key(p, c) != 0)
-                    return -1;
-                c = obj ? skip_ws(p) : c;
-                continue;
-            }
-            close_container(p);
-        } else if (parse_scalar(p, c) != 0) {
-            return -1;
+        if (ptype == TG__J_OBJECT) {
+            if (i >= n || s[i] != '"')
+                FAIL(fail_at(p, i, "object", "a '\"' starting a member name"));
+            RESERVE();
+            tg__jtok *k = &toks[ntok];
+            *k = (tg__jtok){.start = (uint32_t)(i + 1), .next = ntok + 1, .type = TG__J_STRING};
+            size_t e = scan_string(p, i + 1, &k->flags);
+            if (e == SIZE_MAX)
+                FAIL((void)0);
+            k->len = (uint32_t)(e - i - 1);
+            ntok++;
+            toks[parent].count++;
+            i = skip_ws(s, e + 1, n);
+            if (i >= n || s[i] != ':')
+                FAIL(fail_at(p, i, "object", "':' after the member name"));
+            i = skip_ws(s, i + 1, n);
+        } else if (ptype == TG__J_ARRAY) {
+            toks[parent].count++;
         }
-        c = skip_ws(p);
-        if (after_value(p, &c) != 0)
-            return -1;
-        if (p->parent == NO_PARENT)
-            break;
+        RESERVE();
+        tg__jtok *t = &toks[ntok];
+        *t = (tg__jtok){.start = (uint32_t)i, .next = ntok + 1};
+        if (i < n && (s[i] == '{' || s[i] == '[')) {
+            bool obj = s[i] == '{';
+            if (depth >= d->lim.max_depth)
+                FAIL(fail_depth(p, i, depth + 1, obj));
+            t->type = obj ? TG__J_OBJECT : TG__J_ARRAY;
+            t->next = parent; /* parent link while open */
+            parent = ntok++;
+            ptype = t->type;
+            depth++;
+            i = skip_ws(s, i + 1, n);
+            if (i >= n || s[i] != (obj ? '}' : ']'))
+                continue;
+        } else {
+            size_t e = scan_scalar(p, i, t);
+            if (e == SIZE_MAX)
+                FAIL((void)0);
+            ntok++;
+            i = skip_ws(s, e, n);
+        }
+        /* After a value: close containers until ',' or the end of the root. */
+        for (;;) {
+            if (parent == NO_PARENT) {
+                d->ntok = ntok;
+                if (i < n)
+                    FAIL(fail_at(p, i, "document", "end of input after the value"));
+                return 0;
+            }
+            if (i < n && s[i] == ',') {
+                i = skip_ws(s, i + 1, n);
+                break;
+            }
+            if (i >= n || s[i] != (ptype == TG__J_OBJECT ? '}' : ']'))
+                FAIL(fail_at(p, i, tg__json_type_name((tg__jtype)ptype),
+                             ptype == TG__J_OBJECT ? "',' or '}'" : "',' or ']'"));
+            tg__jtok *c = &toks[parent];
+            c->len = (uint32_t)(i + 1 - c->start);
+            parent = c->next;
+            c->next = ntok;
+            ptype = parent == NO_PARENT ? TG__J_NONE : toks[parent].type;
+            depth--;
+            i = skip_ws(s, i + 1, n);
+        }
     }
-    if (c != -1)
-        return fail_at(p, p->pos, "document", "end of input after the value");
-    return 0;
+#undef SYNC
+#undef RESERVE
+#undef FAIL
 }
 
 int tg__json_parse(tg__jdoc *d, const char *src, size_t len, tg__jerr *err)
