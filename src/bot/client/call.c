@@ -97,11 +97,17 @@ static tg_status api_error(tg_ctx *ctx, enum tg__outcome *out)
     return st;
 }
 
-static tg_status parse_envelope(tg_ctx *ctx, enum tg__outcome *out)
+static tg_status parse_envelope(tg_ctx *ctx, bool keep_source, enum tg__outcome *out)
 {
     tg__jerr jerr;
     tg__jdoc *d = &ctx->doc;
-    if (tg__json_parse(d, ctx->resp.data ? ctx->resp.data : "", ctx->resp.len, &jerr) != 0)
+    const char *src = ctx->resp.data ? ctx->resp.data : "";
+    if (keep_source && !(src = tg__arena_memdup(&ctx->arena, src, ctx->resp.len + 1))) {
+        *out = TG__OUT_FATAL;
+        return tg__ctx_fail(ctx, TG_ERR_NOMEM, "no memory for the answer (%zu bytes)",
+                            ctx->resp.len);
+    }
+    if (tg__json_parse(d, src, ctx->resp.len, &jerr) != 0)
         return not_envelope(ctx, &jerr, NULL, out);
     if (d->toks[0].type != TG__J_OBJECT)
         return not_envelope(ctx, NULL, "not a JSON object", out);
@@ -174,7 +180,7 @@ static tg_status attempt_once(tg_ctx *ctx, const struct tg__call_req *r, enum tg
     if (res.status != TG_OK)
         return tg__ctx_transport_error(ctx, &res, out);
     ctx->http_status = res.http_status;
-    return parse_envelope(ctx, out);
+    return parse_envelope(ctx, r->keep_source, out);
 }
 
 static int64_t username_key(const char *s, size_t n)
@@ -347,7 +353,7 @@ TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_p
     return st == TG_OK ? raw_result(ctx, result_json, result_len) : st;
 }
 
-static tg_status check_files(tg_ctx *ctx, const tg_file_part *files, size_t nfiles)
+tg_status tg__check_files(tg_ctx *ctx, const tg_file_part *files, size_t nfiles)
 {
     for (size_t i = 0; i < nfiles; i++) {
         const tg_file_part *f = &files[i];
@@ -381,7 +387,7 @@ TG_API tg_status tg_call_raw_files(tg_ctx *ctx, const char *method, const char *
     if (st == TG_OK && nfiles && !files)
         st = tg__ctx_fail(ctx, TG_ERR_INVALID, "files: NULL with nfiles > 0");
     if (st == TG_OK)
-        st = check_files(ctx, files, nfiles);
+        st = tg__check_files(ctx, files, nfiles);
     if (st == TG_OK && json_params && len)
         st = tg__json_to_fields(ctx, json_params, len, &fields, &nfields);
     if (st != TG_OK)

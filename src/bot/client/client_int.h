@@ -167,6 +167,7 @@ struct tg__call_req {
     size_t nfields;
     const tg_file_part *files;
     size_t nfiles;
+    bool keep_source; /* parse an arena copy of the answer (decoded values may point in) */
 };
 
 /*
@@ -180,6 +181,8 @@ tg_status tg__ctx_url(tg_ctx *ctx, const char *prefix, size_t prefix_len, const 
 /* Record a transport failure (res->status != TG_OK) and classify it for the retry policy. */
 tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res,
                                   enum tg__outcome *out);
+/* Check file parts before sending (one source each; paths readable). */
+tg_status tg__check_files(tg_ctx *ctx, const tg_file_part *files, size_t nfiles);
 /* Turn the members of the JSON object json[0..len) into form fields in the ctx arena.
  * Returns TG_OK or TG_ERR_INVALID/NOMEM with the error set. */
 tg_status tg__json_to_fields(tg_ctx *ctx, const char *json, size_t len,

@@ -1,0 +1,403 @@
+/*
+ * test_client_methods: the generated method wrappers through tg__call against the fake
+ * server. Hand-written cases check the request and the decoded result of getMe,
+ * sendMessage, sendDocument (multipart from a path) and sendMediaGroup (attach://); a
+ * data-driven case walks the whole generated method table: for every method, one success
+ * (a minimal valid result synthesised from the result descriptor) and one API error,
+ * asserting the method path, that the body is a JSON object carrying every required
+ * parameter, and the decoded status.
+ */
+#include "tgtest.h"
+
+#include <jansson.h>
+#include <stdalign.h>
+#include <unistd.h>
+
+#include "bot/codec/codec.h"
+#include "bot/codec/method.h"
+#include "bot_server.h"
+#include "core/buf.h"
+#include "tgbot/api.h"
+#include "tgbot/tgbot.h"
+
+#define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
+
+struct fx {
+    bot_server *srv;
+    tg_bot *bot;
+    tg_ctx *ctx;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    f->srv = bot_server_start(TOKEN);
+    assert_non_null(f->srv);
+    f->bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv)});
+    f->ctx = tg_ctx_new(f->bot);
+    assert_non_null(f->ctx);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    tg_ctx_free(f->ctx);
+    tg_bot_free(f->bot);
+    bot_server_stop(f->srv);
+    free(f);
+    return 0;
+}
+
+static void test_get_me(void **state)
+{
+    struct fx *f = *state;
+    size_t n;
+    char *body = tgtest_read_file(tgtest_shared_path("fixtures/botapi/getme_response.json"), &n);
+    assert_non_null(body);
+    bot_server_set_reply(f->srv, "getMe", 200, body);
+    free(body);
+    tg_user *me = NULL;
+    assert_int_equal(tg_get_me(f->ctx, &me), TG_OK);
+    assert_non_null(me);
+    assert_int_equal(me->id, 7);
+    assert_string_equal(me->first_name, "Bot");
+    assert_string_equal(me->username, "benchbot");
+    assert_string_equal(bot_server_last(f->srv)->path, "/bot<TOKEN>/getMe");
+    /* decoded objects keep their raw JSON, alive until reset even after more calls */
+    assert_true(me->raw.len > 0 && me->raw.json[0] == '{');
+    assert_int_equal(tg_get_me(f->ctx, NULL), TG_OK);
+    assert_int_equal(me->raw.json[me->raw.len - 1], '}');
+    tg_ctx_reset(f->ctx);
+}
+
+static void test_send_message(void **state)
+{
+    struct fx *f = *state;
+    size_t n;
+    char *body =
+        tgtest_read_file(tgtest_shared_path("fixtures/botapi/sendmessage_response.json"), &n);
+    bot_server_set_reply(f->srv, "sendMessage", 200, body);
+    free(body);
+    tg_message *m = NULL;
+    tg_status st = tg_send_message(f->ctx,
+                                   &(tg_send_message_params){.chat_id = tg_chat_id_int(42),
+                                                             .text = "hi \"there\"",
+                                                             .disable_notification =
+                                                                 TG_SOME(true)},
+                                   &m);
+    assert_int_equal(st, TG_OK);
+    assert_int_equal(m->message_id, 1);
+    assert_int_equal(m->chat->id, 42);
+    assert_string_equal(m->text, "hello");
+    const bot_request *r = bot_server_last(f->srv);
+    assert_string_equal(r->path, "/bot<TOKEN>/sendMessage");
+    assert_string_equal(r->content_type, "application/json");
+    assert_string_equal(r->body,
+                        "{\"chat_id\":42,\"text\":\"hi \\\"there\\\"\",\"disable_notification\":true}");
+
+    /* a required parameter missing: refused before sending */
+    size_t before = bot_server_nrequests(f->srv);
+    st = tg_send_message(f->ctx, &(tg_send_message_params){.chat_id = tg_chat_id_int(42)}, &m);
+    assert_int_equal(st, TG_ERR_INVALID);
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "sendMessage: params: required parameter text is missing");
+    assert_int_equal(bot_server_nrequests(f->srv), before);
+
+    /* a result that does not match the schema: TG_ERR_DECODE with the JSON path */
+    bot_server_push_raw(f->srv, "sendMessage", 200, NULL,
+                        "{\"ok\":true,\"result\":{\"message_id\":\"x\",\"date\":1,"
+                        "\"chat\":{\"id\":1,\"type\":\"private\"}}}");
+    st = tg_send_message(
+        f->ctx, &(tg_send_message_params){.chat_id = tg_chat_id_int(42), .text = "x"}, &m);
+    assert_int_equal(st, TG_ERR_DECODE);
+    assert_string_equal(tg_ctx_error(f->ctx)->json_path, "result.message_id");
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "sendMessage: result.message_id: "));
+}
+
+static char *write_temp(const char *content, size_t len)
+{
+    char *path = strdup("/tmp/tgkit_method_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, content, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+static void test_send_document_multipart(void **state)
+{
+    struct fx *f = *state;
+    bot_server_set_reply(f->srv, "sendDocument", 200,
+                         "{\"ok\":true,\"result\":{\"message_id\":9,\"date\":1,"
+                         "\"chat\":{\"id\":42,\"type\":\"private\"}}}");
+    char *path = write_temp("hello file\n", 11);
+    tg_send_document_params p = {.chat_id = tg_chat_id_int(42),
+                                 .document = tg_input_file_path(path),
+                                 .caption = "a \"caption\""};
+    p.document.mime_type = "text/plain";
+    tg_message *m = NULL;
+    assert_int_equal(tg_send_document(f->ctx, &p, &m), TG_OK);
+    assert_int_equal(m->message_id, 9);
+    const bot_request *r = bot_server_last(f->srv);
+    assert_true(strncmp(r->content_type, "multipart/form-data", 19) == 0);
+    const bot_part *chat = bot_request_part(r, "chat_id");
+    const bot_part *cap = bot_request_part(r, "caption");
+    const bot_part *doc = bot_request_part(r, "document");
+    assert_non_null(chat);
+    assert_non_null(cap);
+    assert_non_null(doc);
+    assert_string_equal(chat->data, "42");
+    assert_string_equal(cap->data, "a \"caption\""); /* decoded text, not JSON */
+    assert_string_equal(doc->data, "hello file\n");
+    assert_string_equal(doc->filename, strrchr(path, '/') + 1);
+    assert_string_equal(doc->content_type, "text/plain");
+
+    /* a file_id goes as JSON, no multipart */
+    p.document = tg_input_file_id("BQACAgIAAxkBAAI");
+    assert_int_equal(tg_send_document(f->ctx, &p, &m), TG_OK);
+    r = bot_server_last(f->srv);
+    assert_string_equal(r->content_type, "application/json");
+    assert_non_null(strstr(r->body, "\"document\":\"BQACAgIAAxkBAAI\""));
+
+    /* a path that cannot be opened: TG_ERR_IO before sending */
+    size_t before = bot_server_nrequests(f->srv);
+    p.document = tg_input_file_path("/nonexistent/tgkit/file");
+    assert_int_equal(tg_send_document(f->ctx, &p, &m), TG_ERR_IO);
+    assert_int_equal(bot_server_nrequests(f->srv), before);
+    unlink(path);
+    free(path);
+}
+
+static void test_send_media_group_attach(void **state)
+{
+    struct fx *f = *state;
+    bot_server_set_reply(f->srv, "sendMediaGroup", 200,
+                         "{\"ok\":true,\"result\":[{\"message_id\":1,\"date\":1,"
+                         "\"chat\":{\"id\":42,\"type\":\"private\"}},{\"message_id\":2,"
+                         "\"date\":1,\"chat\":{\"id\":42,\"type\":\"private\"}}]}");
+    tg_input_media_document d1 = {.media = tg_input_file_memory("one", 3, "one.txt"),
+                                  .thumbnail = tg_input_file_memory("TH", 2, "t.jpg")};
+    tg_input_media_document d2 = {.media = tg_input_file_id("FILEID2")};
+    tg_input_media_group_item items[2] = {
+        {.kind = TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT, .document = &d1},
+        {.kind = TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT, .document = &d2},
+    };
+    tg_send_media_group_params p = {.chat_id = tg_chat_id_int(42), .media = items,
+                                    .media_count = 2};
+    tg_message *msgs = NULL;
+    size_t count = 0;
+    assert_int_equal(tg_send_media_group(f->ctx, &p, &msgs, &count), TG_OK);
+    assert_int_equal(count, 2);
+    assert_int_equal(msgs[1].message_id, 2);
+    const bot_request *r = bot_server_last(f->srv);
+    const bot_part *media = bot_request_part(r, "media");
+    assert_non_null(media);
+    json_t *arr = json_loads(media->data, 0, NULL);
+    assert_true(json_is_array(arr));
+    const char *m0 = json_string_value(json_object_get(json_array_get(arr, 0), "media"));
+    const char *t0 = json_string_value(json_object_get(json_array_get(arr, 0), "thumbnail"));
+    const char *m1 = json_string_value(json_object_get(json_array_get(arr, 1), "media"));
+    assert_non_null(m0);
+    assert_non_null(t0);
+    assert_true(strncmp(m0, "attach://", 9) == 0);
+    assert_true(strncmp(t0, "attach://", 9) == 0);
+    assert_string_equal(m1, "FILEID2");
+    const bot_part *p0 = bot_request_part(r, m0 + 9);
+    const bot_part *pt = bot_request_part(r, t0 + 9);
+    assert_non_null(p0);
+    assert_non_null(pt);
+    assert_string_equal(p0->data, "one");
+    assert_string_equal(p0->filename, "one.txt");
+    assert_string_equal(pt->data, "TH");
+    json_decref(arr);
+}
+
+/* ---- data-driven walk over every generated method ---- */
+
+static void gen_value(tg__buf *b, const tg__field *f, int depth);
+
+static void gen_object(tg__buf *b, const tg__type *t, int depth)
+{
+    if (t->is_union) {
+        gen_object(b, t->members[0], depth);
+        return;
+    }
+    tg__buf_putc(b, '{');
+    bool first = true;
+    for (uint16_t i = 0; i < t->nfields; i++) {
+        const tg__field *f = &t->fields[i];
+        if (f->flags & TG__F_OPT)
+            continue;
+        tg__buf_printf(b, "%s\"%s\":", first ? "" : ",", f->name);
+        gen_value(b, f, depth + 1);
+        first = false;
+    }
+    tg__buf_putc(b, '}');
+}
+
+static void gen_value(tg__buf *b, const tg__field *f, int depth)
+{
+    assert_true(depth < 16);
+    if (f->flags & (TG__F_ARR | TG__F_ARR2)) {
+        tg__buf_puts(b, "[]");
+        return;
+    }
+    switch (f->kind) {
+    case TG__K_BOOL:
+        tg__buf_puts(b, "false");
+        break;
+    case TG__K_TRUE:
+        tg__buf_puts(b, "true");
+        break;
+    case TG__K_I64:
+    case TG__K_CHATID:
+        tg__buf_puts(b, "1");
+        break;
+    case TG__K_F64:
+        tg__buf_puts(b, "1.5");
+        break;
+    case TG__K_CONST:
+        tg__buf_printf(b, "\"%s\"", (const char *)f->sub);
+        break;
+    case TG__K_OBJ:
+    case TG__K_UNION:
+        gen_object(b, f->sub, depth);
+        break;
+    default: /* strings, enums, files */
+        tg__buf_puts(b, "\"s\"");
+        break;
+    }
+}
+
+static void result_json(tg__buf *b, const tg__method *m)
+{
+    tg__buf_reset(b);
+    tg__buf_puts(b, "{\"ok\":true,\"result\":");
+    if (m->result_kind == TG__R_TRUE)
+        tg__buf_puts(b, "true");
+    else if (m->result_kind == TG__R_ARRAY)
+        tg__buf_puts(b, "[]");
+    else
+        gen_value(b, m->result_desc, 0);
+    tg__buf_putc(b, '}');
+}
+
+static const tg_raw empty_raw = {"{}", 2};
+static alignas(max_align_t) unsigned char scratch[4096];
+
+/* Fill every required parameter with a present value. */
+static void fill_required(const tg__type *t, unsigned char *p)
+{
+    for (uint16_t i = 0; t && i < t->nfields; i++) {
+        const tg__field *f = &t->fields[i];
+        unsigned char *v = p + f->off;
+        if (f->flags & TG__F_OPT)
+            continue;
+        if (f->flags & (TG__F_ARR | TG__F_ARR2)) {
+            *(const void **)(void *)v = scratch;
+            continue;
+        }
+        switch (f->kind) {
+        case TG__K_BOOL:
+        case TG__K_TRUE:
+            *(bool *)v = true;
+            break;
+        case TG__K_I64:
+            *(int64_t *)(void *)v = 5;
+            break;
+        case TG__K_F64:
+            *(double *)(void *)v = 2.5;
+            break;
+        case TG__K_STR:
+            *(const char **)(void *)v = "v";
+            break;
+        case TG__K_ENUM:
+            *(tg_strenum *)(void *)v = (tg_strenum){TG_ENUM_UNKNOWN, "e"};
+            break;
+        case TG__K_OBJ:
+            *(const void **)(void *)v = scratch;
+            break;
+        case TG__K_UNION:
+            ((tg__union_head *)(void *)v)->kind = TG_UNION_UNKNOWN;
+            ((tg__union_head *)(void *)v)->raw = empty_raw;
+            break;
+        case TG__K_CHATID:
+            *(tg_chat_id *)(void *)v = tg_chat_id_int(42);
+            break;
+        case TG__K_FILE:
+            *(tg_input_file *)(void *)v = tg_input_file_id("FID");
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void check_body(const tg__method *m, const bot_request *r)
+{
+    json_t *root = json_loads(r->body, 0, NULL);
+    assert_true(json_is_object(root));
+    const tg__type *t = m->params_desc;
+    for (uint16_t i = 0; t && i < t->nfields; i++)
+        if (!(t->fields[i].flags & TG__F_OPT) && !json_object_get(root, t->fields[i].name)) {
+            fprintf(stderr, "%s: %s missing from %s\n", m->name, t->fields[i].name, r->body);
+            fail();
+        }
+    json_decref(root);
+}
+
+static void test_every_method(void **state)
+{
+    struct fx *f = *state;
+    tg__buf b;
+    tg__buf_init(&b, 1 << 20);
+    static alignas(max_align_t) unsigned char params[8192];
+    static alignas(max_align_t) unsigned char out[8192];
+    char path[128];
+    size_t ok = 0;
+    for (size_t i = 0; i < tg__method_count; i++) {
+        const tg__method *m = tg__methods[i];
+        const tg__type *pt = m->params_desc;
+        assert_true(!pt || pt->size <= sizeof params);
+        memset(params, 0, sizeof params);
+        memset(scratch, 0, sizeof scratch);
+        fill_required(pt, params);
+        result_json(&b, m);
+        bot_server_set_reply(f->srv, m->name, 200, tg__buf_cstr(&b));
+        tg_status st = tg__call(f->ctx, m, pt ? params : NULL, out);
+        if (st != TG_OK)
+            fprintf(stderr, "%s: %s (reply %s)\n", m->name, tg_ctx_errmsg(f->ctx),
+                    tg__buf_cstr(&b));
+        assert_int_equal(st, TG_OK);
+        const bot_request *r = bot_server_last(f->srv);
+        snprintf(path, sizeof path, "/bot<TOKEN>/%s", m->name);
+        assert_string_equal(r->path, path);
+        assert_string_equal(r->content_type, "application/json");
+        check_body(m, r);
+
+        bot_server_push_error(f->srv, m->name, 403, "Forbidden: bot was blocked by the user");
+        assert_int_equal(tg__call(f->ctx, m, pt ? params : NULL, out), TG_ERR_API);
+        assert_int_equal(tg_ctx_error(f->ctx)->error_code, 403);
+        assert_string_equal(tg_ctx_error(f->ctx)->method, m->name);
+        assert_string_equal(bot_server_last(f->srv)->path, path);
+        tg_ctx_reset(f->ctx);
+        ok++;
+    }
+    assert_int_equal(ok, tg__method_count);
+    assert_true(tg__method_count > 100);
+    tg__buf_cleanup(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_get_me, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_message, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_document_multipart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_media_group_attach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_method, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
