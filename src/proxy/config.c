@@ -198,7 +198,7 @@ static int get_duration(struct loader *ld, const struct toml_kv *kv, uint64_t mi
                         uint64_t max_ms, uint64_t *out_ms)
 {
     const struct toml_value *v = kv->value;
-    uint64_t ms;
+    uint64_t ms = 0;
     if (v->type == TOML_INTEGER) {
         if (v->u.integer < 0 || (uint64_t)v->u.integer > max_ms / 1000)
             return val_err(ld, kv, v, "out of range, expected %llu..%llu seconds",
@@ -206,8 +206,8 @@ static int get_duration(struct loader *ld, const struct toml_kv *kv, uint64_t mi
                            (unsigned long long)(max_ms / 1000));
         ms = (uint64_t)v->u.integer * 1000;
     } else {
-        const char *s;
-        size_t n;
+        const char *s = NULL;
+        size_t n = 0;
         if (v->type != TOML_STRING)
             return type_err(ld, kv, "a duration such as \"10s\" or an integer of seconds");
         if (get_str(ld, kv, v, &s, &n) != 0)
@@ -226,7 +226,7 @@ static int get_duration(struct loader *ld, const struct toml_kv *kv, uint64_t mi
 static int get_duration32(struct loader *ld, const struct toml_kv *kv, uint64_t min_ms,
                           uint64_t max_ms, uint32_t *out_ms)
 {
-    uint64_t ms;
+    uint64_t ms = 0;
     if (get_duration(ld, kv, min_ms, max_ms, &ms) != 0)
         return -EINVAL;
     *out_ms = (uint32_t)ms;
@@ -237,7 +237,7 @@ static int get_duration32(struct loader *ld, const struct toml_kv *kv, uint64_t 
 static int get_seconds(struct loader *ld, const struct toml_kv *kv, uint32_t min_s,
                        uint32_t max_s, uint32_t *out_s)
 {
-    uint64_t ms;
+    uint64_t ms = 0;
     if (get_duration(ld, kv, (uint64_t)min_s * 1000, (uint64_t)max_s * 1000, &ms) != 0)
         return -EINVAL;
     if (ms % 1000 != 0)
@@ -250,12 +250,12 @@ static int get_size(struct loader *ld, const struct toml_kv *kv, uint64_t min, u
                     uint32_t *out)
 {
     const struct toml_value *v = kv->value;
-    uint64_t n;
+    uint64_t n = 0;
     if (v->type == TOML_INTEGER) {
         n = v->u.integer < 0 ? UINT64_MAX : (uint64_t)v->u.integer;
     } else if (v->type == TOML_STRING) {
-        const char *s;
-        size_t len;
+        const char *s = NULL;
+        size_t len = 0;
         if (get_str(ld, kv, v, &s, &len) != 0)
             return -EINVAL;
         if (config_size_bytes(s, len, &n) != 0)
@@ -312,7 +312,7 @@ static int walk_table(struct loader *ld, const struct toml_table *t,
 static int walk(struct loader *ld, const struct toml_kv *self, const struct key_rule *rules,
                 size_t nrules)
 {
-    const struct toml_table *t;
+    const struct toml_table *t = NULL;
     if (get_table(ld, self, &t) != 0)
         return -EINVAL;
     size_t used = strlen(ld->prefix);
@@ -633,8 +633,8 @@ static int add_listen_value(struct loader *ld, const struct toml_kv *kv,
                             const struct toml_value *v)
 {
     char why[256];
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     if (get_str(ld, kv, v, &s, &n) != 0)
         return -EINVAL;
     int rc = config_add_listen(ld->cfg, s, n, why, sizeof why);
@@ -664,8 +664,8 @@ static int k_bind_to(struct loader *ld, const struct toml_kv *kv)
 static int add_secret_value(struct loader *ld, const struct toml_kv *kv, const char *label)
 {
     char why[256];
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     struct secret sec;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
         return -EINVAL;
@@ -686,7 +686,7 @@ static int k_secret(struct loader *ld, const struct toml_kv *kv)
 
 static int k_secrets(struct loader *ld, const struct toml_kv *self)
 {
-    const struct toml_table *t;
+    const struct toml_table *t = NULL;
     if (get_table(ld, self, &t) != 0)
         return -EINVAL;
     size_t saved = strlen(ld->prefix);
@@ -706,8 +706,8 @@ static int k_secrets(struct loader *ld, const struct toml_kv *self)
 static int k_public_host(struct loader *ld, const struct toml_kv *kv)
 {
     char why[256];
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     struct config_hostport hp;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
         return -EINVAL;
@@ -720,7 +720,7 @@ static int k_public_host(struct loader *ld, const struct toml_kv *kv)
 
 static int k_public_port(struct loader *ld, const struct toml_kv *kv)
 {
-    uint32_t v;
+    uint32_t v = 0;
     if (get_uint(ld, kv, 1, 65535, &v) != 0)
         return -EINVAL;
     ld->cfg->public_port = (uint16_t)v;
@@ -730,8 +730,8 @@ static int k_public_port(struct loader *ld, const struct toml_kv *kv)
 /* mtg public-ipv4 / public-ipv6 (and [network.public-ip] ipv4 / ipv6): "" means unset. */
 static int public_ip(struct loader *ld, const struct toml_kv *kv, int family, char *out)
 {
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     struct sockaddr_storage sa;
     socklen_t len;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
@@ -767,8 +767,8 @@ static int k_concurrency(struct loader *ld, const struct toml_kv *kv)
 
 static int k_prefer_ip(struct loader *ld, const struct toml_kv *kv)
 {
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
         return -EINVAL;
     for (int p = CONFIG_PREFER_IPV4; p <= CONFIG_ONLY_IPV6; p++) {
@@ -798,8 +798,8 @@ static int k_pp_listener(struct loader *ld, const struct toml_kv *kv)
 
 static int k_log_level(struct loader *ld, const struct toml_kv *kv)
 {
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
         return -EINVAL;
     int level = tg__log_level_parse(s);
@@ -833,7 +833,7 @@ static int k_max_inflight(struct loader *ld, const struct toml_kv *kv)
 
 static int k_dep_fronting_port(struct loader *ld, const struct toml_kv *kv)
 {
-    uint32_t v;
+    uint32_t v = 0;
     if (get_uint(ld, kv, 1, 65535, &v) != 0)
         return -EINVAL;
     ld->dep_fronting_port = (int)v;
@@ -842,8 +842,8 @@ static int k_dep_fronting_port(struct loader *ld, const struct toml_kv *kv)
 
 static int k_dep_fronting_ip(struct loader *ld, const struct toml_kv *kv)
 {
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     struct sockaddr_storage sa;
     socklen_t len;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
@@ -856,7 +856,7 @@ static int k_dep_fronting_ip(struct loader *ld, const struct toml_kv *kv)
 
 static int k_dep_fronting_pp(struct loader *ld, const struct toml_kv *kv)
 {
-    bool b;
+    bool b = false;
     if (get_bool(ld, kv, &b) != 0)
         return -EINVAL;
     ld->dep_fronting_pp = b;
@@ -894,8 +894,8 @@ static int k_enabled(struct loader *ld, const struct toml_kv *kv)
 static int fronting_host(struct loader *ld, const struct toml_kv *kv, bool require_ip)
 {
     char why[256];
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     struct config_hostport hp;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
         return -EINVAL;
@@ -926,7 +926,7 @@ static int k_fr_ip(struct loader *ld, const struct toml_kv *kv)
 
 static int k_fr_port(struct loader *ld, const struct toml_kv *kv)
 {
-    uint32_t v;
+    uint32_t v = 0;
     if (get_uint(ld, kv, 1, 65535, &v) != 0)
         return -EINVAL;
     ld->cfg->fronting.port = (uint16_t)v;
@@ -984,7 +984,7 @@ static const struct key_rule timeout_rules[] = {
 
 static int k_ka_disabled(struct loader *ld, const struct toml_kv *kv)
 {
-    bool disabled;
+    bool disabled = false;
     if (get_bool(ld, kv, &disabled) != 0)
         return -EINVAL;
     ld->cfg->keepalive.enabled = !disabled;
@@ -1024,8 +1024,8 @@ static int k_proxies(struct loader *ld, const struct toml_kv *kv)
     if (v->type != TOML_ARRAY)
         return type_err(ld, kv, "an array");
     for (const struct toml_value *e = v->u.array.first; e; e = e->next) {
-        const char *s;
-        size_t n;
+        const char *s = NULL;
+        size_t n = 0;
         if (get_str(ld, kv, e, &s, &n) != 0)
             return -EINVAL;
         if (n > 0)
@@ -1201,8 +1201,8 @@ static int dc_addr(struct loader *ld, const struct toml_kv *kv, const struct tom
                    struct config_dc *dc)
 {
     char why[256];
-    const char *s;
-    size_t n;
+    const char *s = NULL;
+    size_t n = 0;
     if (get_str(ld, kv, v, &s, &n) != 0)
         return -EINVAL;
     if (dc->naddrs >= CONFIG_MAX_DC_ADDRS)
@@ -1236,7 +1236,7 @@ static int dc_entry(struct loader *ld, const struct toml_kv *kv, struct config_d
 
 static int k_dcs(struct loader *ld, const struct toml_kv *self)
 {
-    const struct toml_table *t;
+    const struct toml_table *t = NULL;
     if (get_table(ld, self, &t) != 0)
         return -EINVAL;
     size_t used = strlen(ld->prefix);
