@@ -1,0 +1,366 @@
+/*
+ * Decoding Bot API JSON into the generated structs: the shared fixtures field by field,
+ * union dispatch (discriminator, presence, date == 0, RichText forms, repeated values),
+ * forward compatibility (unknown fields, unknown variants, unknown enum values) and the
+ * error paths with their JSON path.
+ */
+#include "tgtest.h"
+
+#include <jansson.h>
+
+#include "bot/codec/codec.h"
+#include "core/arena.h"
+#include "core/buf.h"
+#include "tgbot/api.h"
+
+typedef struct fx {
+    tg__arena a;
+    tg__jdoc d;
+    tg__buf err;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    tg__arena_init(&f->a, 0, 0);
+    tg__jdoc_init(&f->d, NULL);
+    tg__buf_init(&f->err, 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    tg__buf_cleanup(&f->err);
+    tg__jdoc_cleanup(&f->d);
+    tg__arena_cleanup(&f->a);
+    free(f);
+    return 0;
+}
+
+static void *decode_as(fx *f, const char *type, const char *json, tg_status expect)
+{
+    const tg__type *t = tg__codec_type_by_name(type);
+    assert_non_null(t);
+    void *out = NULL;
+    tg__buf_reset(&f->err);
+    tg_status st = tg__codec_decode_json(t, json, strlen(json), &f->a, &f->d, &out, &f->err);
+    if (st != expect)
+        fail_msg("decode %s: status %d, expected %d (%s)", type, st, expect, tg__buf_cstr(&f->err));
+    return out;
+}
+
+static char *fixture(const char *name)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "fixtures/botapi/%s", name);
+    char *s = tgtest_read_file(tgtest_shared_path(rel), NULL);
+    assert_non_null(s);
+    return s;
+}
+
+static void test_small_update(void **state)
+{
+    fx *f = *state;
+    char *json = fixture("small_update.json");
+    tg_update *u = decode_as(f, "Update", json, TG_OK);
+    assert_int_equal(u->update_id, 123456789);
+    const tg_message *m = u->message;
+    assert_non_null(m);
+    assert_int_equal(m->message_id, 1);
+    assert_int_equal(m->date, 1715000000);
+    assert_int_equal(m->chat->id, 42);
+    assert_int_equal(m->chat->type.id, TG_CHAT_TYPE_PRIVATE);
+    assert_string_equal(m->chat->type.str, "private");
+    assert_string_equal(m->chat->first_name, "Alice");
+    assert_null(m->chat->title);
+    assert_int_equal(m->from->id, 42);
+    assert_false(m->from->is_bot);
+    assert_string_equal(m->from->first_name, "Alice");
+    assert_string_equal(m->from->language_code, "en");
+    assert_false(m->from->is_premium);
+    assert_string_equal(m->text, "/start");
+    assert_null(m->entities);
+    assert_int_equal(m->entities_count, 0);
+    assert_false(m->message_thread_id.has);
+    assert_null(u->edited_message);
+    assert_int_equal(m->reply_markup ? 1 : 0, 0);
+    /* raw spans: the whole update and the nested chat */
+    assert_true(u->raw.len > 200 && u->raw.json[0] == '{');
+    assert_true(m->chat->raw.len > 10 && strncmp(m->chat->raw.json, "{\"id\": 42", 9) == 0);
+    free(json);
+}
+
+static void test_large_update(void **state)
+{
+    fx *f = *state;
+    char *json = fixture("large_update.json");
+    tg_update *u = decode_as(f, "Update", json, TG_OK);
+    const tg_message *m = u->message;
+    assert_int_equal(u->update_id, 987654321);
+    assert_int_equal(m->chat->id, -100123456789);
+    assert_int_equal(m->chat->type.id, TG_CHAT_TYPE_SUPERGROUP);
+    assert_string_equal(m->chat->title, "Devs");
+    assert_string_equal(m->from->username, "alice");
+    assert_string_equal(m->text, "see https://example.com and @bob too");
+    assert_int_equal(m->entities_count, 3);
+    assert_int_equal(m->entities[0].type.id, TG_MESSAGE_ENTITY_TYPE_URL);
+    assert_int_equal(m->entities[0].offset, 4);
+    assert_int_equal(m->entities[0].length, 19);
+    assert_int_equal(m->entities[1].type.id, TG_MESSAGE_ENTITY_TYPE_MENTION);
+    assert_int_equal(m->entities[1].offset, 28);
+    assert_int_equal(m->entities[2].type.id, TG_MESSAGE_ENTITY_TYPE_BOLD);
+    assert_int_equal(m->entities[2].length, 3);
+    const tg_inline_keyboard_markup *kb = m->reply_markup;
+    assert_non_null(kb);
+    assert_int_equal(kb->inline_keyboard_count, 2);
+    assert_int_equal(kb->inline_keyboard[0].count, 3);
+    assert_int_equal(kb->inline_keyboard[1].count, 2);
+    assert_string_equal(kb->inline_keyboard[0].items[2].text, "more");
+    assert_string_equal(kb->inline_keyboard[0].items[2].callback_data, "more:1");
+    assert_string_equal(kb->inline_keyboard[1].items[1].callback_data, "p:r");
+    assert_int_equal(m->photo_count, 3);
+    assert_string_equal(m->photo[2].file_id, "AgAD3");
+    assert_string_equal(m->photo[1].file_unique_id, "u2");
+    assert_int_equal(m->photo[0].width, 90);
+    assert_int_equal(m->photo[2].height, 600);
+    assert_true(m->photo[2].file_size.has);
+    assert_int_equal(m->photo[2].file_size.v, 123456);
+    free(json);
+}
+
+static void test_responses_and_dispatch_fixture(void **state)
+{
+    fx *f = *state;
+    char *json = fixture("dispatch_update.json");
+    tg_update *u = decode_as(f, "Update", json, TG_OK);
+    assert_non_null(u->message);
+    assert_int_equal(u->message->entities_count, 1);
+    assert_int_equal(u->message->entities[0].type.id, TG_MESSAGE_ENTITY_TYPE_BOT_COMMAND);
+    free(json);
+
+    /* the envelopes decode as a generic object; their "result" as the method's type */
+    const char *names[] = {"getme_response.json", "sendmessage_response.json"};
+    const char *types[] = {"User", "Message"};
+    for (int i = 0; i < 2; i++) {
+        char *env = fixture(names[i]);
+        tg__jerr err;
+        assert_int_equal(tg__json_parse(&f->d, env, strlen(env), &err), 0);
+        uint32_t res = tg__json_obj_get(&f->d, 0, "result");
+        assert_int_not_equal(res, UINT32_MAX);
+        const tg__type *t = tg__codec_type_by_name(types[i]);
+        void *out = tg__arena_zalloc(&f->a, t->size);
+        assert_int_equal(tg__codec_decode(t, &f->d, res, &f->a, out, &err), TG_OK);
+        if (i == 0) {
+            const tg_user *me = out;
+            assert_true(me->is_bot);
+            assert_true(me->id > 0);
+            assert_non_null(me->username);
+        } else {
+            const tg_message *m = out;
+            assert_true(m->message_id > 0);
+            assert_non_null(m->chat);
+        }
+        free(env);
+    }
+}
+
+static void test_error_paths(void **state)
+{
+    fx *f = *state;
+    static const struct {
+        const char *type, *json, *msg;
+    } cases[] = {
+        {"Message",
+         "{\"message_id\":1,\"date\":2,\"chat\":{\"id\":1,\"type\":\"private\"},\"entities\":["
+         "{\"type\":\"bold\",\"offset\":0,\"length\":1},{\"type\":\"bold\",\"offset\":0,"
+         "\"length\":1},{\"type\":\"bold\",\"offset\":\"2\",\"length\":1}]}",
+         "entities[2].offset: expected integer, found string"},
+        {"Update", "{\"update_id\":1,\"message\":[]}", "message: expected object, found array"},
+        {"Update", "[1]", "expected object, found array"},
+        {"User", "{\"id\":1,\"is_bot\":\"yes\",\"first_name\":\"a\"}",
+         "is_bot: expected boolean, found string"},
+        {"Chat", "{\"id\":1,\"type\":7}", "type: expected string, found number"},
+        {"Location", "{\"latitude\":\"x\",\"longitude\":1}", "latitude: expected number"},
+        {"MessageEntity", "{\"type\":\"bold\",\"offset\":1.5,\"length\":1}", "offset"},
+        {"User", "{\"id\":1, \"is_bot\":true,", "at byte"},
+        {"ChatMember", "7", "expected object, found number"},
+        {"Message",
+         "{\"message_id\":1,\"date\":2,\"chat\":{\"id\":1,\"type\":\"private\"},"
+         "\"photo\":{}}",
+         "photo: expected array, found object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        void *out = decode_as(f, cases[i].type, cases[i].json, TG_ERR_DECODE);
+        assert_null(out);
+        if (!strstr(tg__buf_cstr(&f->err), cases[i].msg))
+            fail_msg("case %zu: '%s' lacks '%s'", i, tg__buf_cstr(&f->err), cases[i].msg);
+    }
+}
+
+static void collect_key(void *ud, const tg__jdoc *d, uint32_t key)
+{
+    tg__buf *b = ud;
+    tg__json_path(d, key + 1, b);
+    tg__buf_putc(b, ';');
+}
+
+static char *encode_keep(const tg__type *t, const void *v)
+{
+    tg__buf b;
+    tg__buf_init(&b, 0);
+    tg__jw w;
+    tg__jw_init(&w, &b);
+    tg__codec_encode(t, v, &w, TG__ENC_KEEP_UNKNOWN);
+    assert_int_equal(w.err, 0);
+    return tg__buf_detach(&b, NULL);
+}
+
+static void assert_json_same(const char *a, const char *b)
+{
+    json_error_t e;
+    json_t *ja = json_loads(a, JSON_DECODE_ANY, &e);
+    json_t *jb = json_loads(b, JSON_DECODE_ANY, &e);
+    assert_non_null(ja);
+    assert_non_null(jb);
+    if (!json_equal(ja, jb))
+        fail_msg("JSON differs:\n%s\n%s", a, b);
+    json_decref(ja);
+    json_decref(jb);
+}
+
+static void test_unknown_fields_stay_reachable(void **state)
+{
+    fx *f = *state;
+    const char *json =
+        "{\"update_id\":5,\"future_kind\":{\"x\":[1,2]},\"message\":{\"message_id\":1,"
+        "\"date\":2,\"chat\":{\"id\":3,\"type\":\"private\",\"new_flag\":true},"
+        "\"entities\":[{\"type\":\"bold\",\"offset\":0,\"length\":1,\"extra\":null}]}}";
+    tg_update *u = decode_as(f, "Update", json, TG_OK);
+    assert_int_equal(u->update_id, 5);
+    assert_int_equal(u->message->chat->id, 3);
+    /* the raw span of the chat still holds the unknown key */
+    assert_non_null(
+        memmem(u->message->chat->raw.json, u->message->chat->raw.len, "\"new_flag\":true", 15));
+    tg__buf keys;
+    tg__buf_init(&keys, 0);
+    size_t n =
+        tg__codec_unknown_keys(tg__codec_type_by_name("Update"), &f->d, 0, collect_key, &keys);
+    assert_int_equal(n, 3);
+    assert_string_equal(tg__buf_cstr(&keys),
+                        "future_kind;message.chat.new_flag;message.entities[0].extra;");
+    tg__buf_cleanup(&keys);
+    char *again = encode_keep(tg__codec_type_by_name("Update"), u);
+    assert_json_same(json, again);
+    free(again);
+}
+
+static void test_unknown_variant_and_enum(void **state)
+{
+    fx *f = *state;
+    const char *json = "{\"message_id\":1,\"date\":2,\"chat\":{\"id\":3,\"type\":\"guild\"},"
+                       "\"forward_origin\":{\"type\":\"satellite\",\"orbit\":7},"
+                       "\"entities\":[{\"type\":\"sparkle\",\"offset\":0,\"length\":1}]}";
+    tg_message *m = decode_as(f, "Message", json, TG_OK);
+    assert_int_equal(m->chat->type.id, TG_ENUM_UNKNOWN);
+    assert_string_equal(m->chat->type.str, "guild");
+    assert_string_equal(tg_chat_type_to_str(m->chat->type), "guild");
+    assert_int_equal(m->forward_origin.kind, TG_MESSAGE_ORIGIN_UNKNOWN);
+    assert_null(m->forward_origin.ptr);
+    assert_int_equal(m->forward_origin.raw.len, strlen("{\"type\":\"satellite\",\"orbit\":7}"));
+    assert_int_equal(m->entities[0].type.id, TG_ENUM_UNKNOWN);
+    char *again = encode_keep(tg__codec_type_by_name("Message"), m);
+    assert_json_same(json, again);
+    free(again);
+}
+
+static void test_union_dispatch(void **state)
+{
+    fx *f = *state;
+    /* discriminator other than "type", value other than the class name */
+    tg_chat_member *cm = decode_as(
+        f, "ChatMember",
+        "{\"status\":\"kicked\",\"user\":{\"id\":9,\"is_bot\":false,\"first_name\":\"B\"},"
+        "\"until_date\":0}",
+        TG_OK);
+    assert_int_equal(cm->kind, TG_CHAT_MEMBER_BANNED);
+    assert_int_equal(cm->banned->user->id, 9);
+    cm = decode_as(f, "ChatMember",
+                   "{\"status\":\"creator\",\"user\":{\"id\":1,\"is_bot\":false,\"first_name\":"
+                   "\"O\"},\"is_anonymous\":true}",
+                   TG_OK);
+    assert_int_equal(cm->kind, TG_CHAT_MEMBER_OWNER);
+    assert_true(cm->owner->is_anonymous);
+    /* date == 0 decides MaybeInaccessibleMessage */
+    tg_maybe_inaccessible_message *mm =
+        decode_as(f, "MaybeInaccessibleMessage",
+                  "{\"chat\":{\"id\":1,\"type\":\"group\"},\"message_id\":4,\"date\":0}", TG_OK);
+    assert_int_equal(mm->kind, TG_MAYBE_INACCESSIBLE_MESSAGE_INACCESSIBLE_MESSAGE);
+    assert_int_equal(mm->inaccessible_message->message_id, 4);
+    mm = decode_as(f, "MaybeInaccessibleMessage",
+                   "{\"chat\":{\"id\":1,\"type\":\"group\"},\"message_id\":4,\"date\":17}", TG_OK);
+    assert_int_equal(mm->kind, TG_MAYBE_INACCESSIBLE_MESSAGE_MESSAGE);
+    assert_int_equal(mm->message->date, 17);
+    /* presence: InputMessageContent */
+    tg_input_message_content *imc =
+        decode_as(f, "InputMessageContent",
+                  "{\"latitude\":1.5,\"longitude\":2.5,\"title\":\"T\",\"address\":\"A\"}", TG_OK);
+    assert_int_equal(imc->kind, TG_INPUT_MESSAGE_CONTENT_VENUE_MESSAGE_CONTENT);
+    imc = decode_as(f, "InputMessageContent", "{\"latitude\":1.5,\"longitude\":2.5}", TG_OK);
+    assert_int_equal(imc->kind, TG_INPUT_MESSAGE_CONTENT_LOCATION_MESSAGE_CONTENT);
+    imc = decode_as(f, "InputMessageContent", "{\"nothing\":1}", TG_OK);
+    assert_int_equal(imc->kind, TG_INPUT_MESSAGE_CONTENT_UNKNOWN);
+    /* repeated values: cached vs plain inline results */
+    tg_inline_query_result *r = decode_as(
+        f, "InlineQueryResult", "{\"type\":\"audio\",\"id\":\"1\",\"audio_file_id\":\"F\"}", TG_OK);
+    assert_int_equal(r->kind, TG_INLINE_QUERY_RESULT_CACHED_AUDIO);
+    r = decode_as(f, "InlineQueryResult",
+                  "{\"type\":\"audio\",\"id\":\"1\",\"audio_url\":\"u\",\"title\":\"t\"}", TG_OK);
+    assert_int_equal(r->kind, TG_INLINE_QUERY_RESULT_AUDIO);
+    /* RichText: string, array or object */
+    tg_rich_text *rt = decode_as(f, "RichText", "\"hello\"", TG_OK);
+    assert_int_equal(rt->kind, TG_RICH_TEXT_PLAIN);
+    assert_string_equal(rt->text, "hello");
+    rt = decode_as(f, "RichText", "[\"a\",{\"type\":\"bold\",\"text\":\"b\"}]", TG_OK);
+    assert_int_equal(rt->kind, TG_RICH_TEXT_LIST);
+    assert_int_equal(rt->items_count, 2);
+    assert_int_equal(rt->items[1].kind, TG_RICH_TEXT_BOLD);
+    assert_int_equal(rt->items[1].bold->text.kind, TG_RICH_TEXT_PLAIN);
+    assert_string_equal(rt->items[1].bold->text.text, "b");
+}
+
+static void test_scalars_and_nulls(void **state)
+{
+    fx *f = *state;
+    /* escaped keys, escaped strings, null as absent, big ids, doubles */
+    tg_chat_full_info *c =
+        decode_as(f, "ChatFullInfo",
+                  "{\"\\u0069d\":-1001234567890123,\"type\":\"channel\",\"title\":\"a\\u00e9\\n\","
+                  "\"accent_color_id\":3,\"max_reaction_count\":11,\"linked_chat_id\":null}",
+                  TG_OK);
+    assert_int_equal(c->id, -1001234567890123);
+    assert_string_equal(c->title, "a\xc3\xa9\n");
+    assert_int_equal(c->type.id, TG_CHAT_TYPE_CHANNEL);
+    assert_false(c->linked_chat_id.has);
+    tg_location *l =
+        decode_as(f, "Location", "{\"latitude\":-33.8688,\"longitude\":151.2093e0}", TG_OK);
+    assert_true(l->latitude == -33.8688);
+    assert_true(l->longitude == 151.2093);
+    assert_false(l->horizontal_accuracy.has);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_small_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_responses_and_dispatch_fixture, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_fields_stay_reachable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_variant_and_enum, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_union_dispatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scalars_and_nulls, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
