@@ -109,7 +109,8 @@ static inline const char *tg__json_raw(const tg__jdoc *d, uint32_t tok, size_t *
 bool tg__json_str_eq(const tg__jdoc *d, uint32_t tok, const char *s, size_t n);
 /* Decoded, NUL-terminated copy in the arena; *len (optional) excludes the NUL. NULL on OOM. */
 char *tg__json_str_dup(const tg__jdoc *d, uint32_t tok, tg__arena *a, size_t *len);
-/* Decoded string into out[0..cap); returns the decoded length or -1 if it does not fit. */
+/* Decoded string into out[0..cap), NUL-terminated; returns the decoded length or -1 if it
+ * does not fit (it needs length + 1 bytes). */
 long tg__json_str_copy(const tg__jdoc *d, uint32_t tok, char *out, size_t cap);
 /* Integers: the token must be an integer literal (no fraction/exponent) within range.
  * Return 0 or -1 (err filled: "expected integer", "out of range for int32"...). */
