@@ -278,8 +278,11 @@ static void fill_result(struct curl_conn *c, CURLcode rc, tg_http_result *res)
     res->sent = sent_before_failure(c->h, rc);
     res->aborted = c->write_aborted;
     tg__strlcpy(res->msg, c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc), sizeof res->msg);
-    if (rc == CURLE_ABORTED_BY_CALLBACK)
+    /* Aborted by us (cancel, shutdown) or by an upload's read callback. */
+    if (rc == CURLE_ABORTED_BY_CALLBACK && c->cancelled && c->cancelled(c->cancel_user))
         res->status = TG_ERR_CANCELLED;
+    else if (rc == CURLE_ABORTED_BY_CALLBACK)
+        res->status = TG_ERR_IO;
     else if (rc == CURLE_OPERATION_TIMEDOUT)
         res->status = TG_ERR_TIMEOUT;
     else if (rc == CURLE_READ_ERROR || rc == CURLE_FILE_COULDNT_READ_FILE)
