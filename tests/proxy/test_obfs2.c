@@ -376,13 +376,27 @@ static void test_crypto_helpers(void **state)
     assert_int_equal(crypto_random_range(7, 7), 7);
 }
 
+/* Fresh key shares differ every time and are never all zero. */
+static void test_x25519_random(void **state)
+{
+    (void)state;
+    uint8_t prev[32] = {0}, zero[32] = {0};
+    for (int i = 0; i < 20; i++) {
+        uint8_t pub[32];
+        assert_int_equal(crypto_x25519_random_public(pub), 0);
+        assert_memory_not_equal(pub, prev, 32);
+        assert_memory_not_equal(pub, zero, 32);
+        memcpy(prev, pub, 32);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client_vectors),     cmocka_unit_test(test_client_tag_policy),
         cmocka_unit_test(test_mtg_snapshots),      cmocka_unit_test(test_dc_vectors),
         cmocka_unit_test(test_forbidden_prefixes), cmocka_unit_test(test_dc_header_roundtrip),
-        cmocka_unit_test(test_crypto_helpers),
+        cmocka_unit_test(test_crypto_helpers),     cmocka_unit_test(test_x25519_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
