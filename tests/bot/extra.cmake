@@ -13,3 +13,8 @@ if(TGKIT_PYTHON3)
                 ${TGKIT_SHARED_DIR}/botapi/botapi-previous.html
                 --out-dir ${CMAKE_BINARY_DIR}/botapi-gen-previous)
 endif()
+
+# The tgbot-json test runs the built tool.
+if(TARGET tgbot-json AND TARGET bot_test_gen_tgbot_json)
+    add_dependencies(bot_test_gen_tgbot_json tgbot-json)
+endif()
