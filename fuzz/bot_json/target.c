@@ -15,7 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static tg__jdoc d1, d2;
+static tg__jdoc d1, d2, tight; /* tight: small limits, to reach the limit error paths */
 static tg__arena arena;
 static tg__buf out1, out2, scratch;
 static int ready;
@@ -32,6 +32,7 @@ static void init_once(void)
         return;
     tg__jdoc_init(&d1, NULL);
     tg__jdoc_init(&d2, NULL);
+    tg__jdoc_init(&tight, &(tg__jlimits){.max_depth = 3, .max_bytes = 512, .max_tokens = 24});
     tg__arena_init(&arena, 0, 0);
     tg__buf_init(&out1, 0);
     tg__buf_init(&out2, 0);
@@ -150,6 +151,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     init_once();
     tg__arena_reset(&arena);
     tg__jerr err;
+    if (tg__json_parse(&tight, (const char *)data, size, &err) != 0) {
+        tg__buf_reset(&scratch);
+        CHECK(tg__json_errmsg(&tight, &err, &scratch) == 0);
+    } else {
+        CHECK(tight.ntok <= 24);
+    }
     if (tg__json_parse(&d1, (const char *)data, size, &err) != 0) {
         CHECK(err.offset <= size && err.msg[0]);
         tg__buf_reset(&scratch);

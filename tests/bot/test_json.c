@@ -315,6 +315,13 @@ static void test_size_and_token_limits(void **state)
     assert_int_equal(err.offset, 0);
     tg__jdoc_cleanup(&d);
     tg__jdoc_cleanup(NULL); /* NULL-safe */
+
+    tg__jdoc zeroed; /* never init'ed: parse falls back to the default limits */
+    memset(&zeroed, 0, sizeof zeroed);
+    assert_int_equal(tg__json_parse(&zeroed, "[[1],{}]", 8, &err), 0);
+    assert_int_equal(zeroed.ntok, 4);
+    assert_int_equal(zeroed.lim.max_depth, 64);
+    tg__jdoc_cleanup(&zeroed);
 }
 
 static void test_warm_parse_allocates_nothing(void **state)

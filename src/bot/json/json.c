@@ -70,21 +70,26 @@ struct jp {
     uint32_t max_tokens;
 };
 
+static void apply_defaults(tg__jlimits *l)
+{
+    if (!l->max_depth)
+        l->max_depth = DEFAULT_DEPTH;
+    if (!l->max_bytes)
+        l->max_bytes = DEFAULT_BYTES;
+    if (l->max_bytes > MAX_BYTES)
+        l->max_bytes = MAX_BYTES;
+    if (!l->max_tokens) {
+        size_t t = l->max_bytes / 2 + 1;
+        l->max_tokens = t > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)t;
+    }
+}
+
 void tg__jdoc_init(tg__jdoc *d, const tg__jlimits *lim)
 {
     memset(d, 0, sizeof *d);
     if (lim)
         d->lim = *lim;
-    if (!d->lim.max_depth)
-        d->lim.max_depth = DEFAULT_DEPTH;
-    if (!d->lim.max_bytes)
-        d->lim.max_bytes = DEFAULT_BYTES;
-    if (d->lim.max_bytes > MAX_BYTES)
-        d->lim.max_bytes = MAX_BYTES;
-    if (!d->lim.max_tokens) {
-        size_t t = d->lim.max_bytes / 2 + 1;
-        d->lim.max_tokens = t > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)t;
-    }
+    apply_defaults(&d->lim);
 }
 
 void tg__jdoc_cleanup(tg__jdoc *d)
@@ -423,6 +428,29 @@ static inline size_t scan_scalar(struct jp *p, size_t i, tg__jtok *t)
     return e;
 }
 
+/* Member name at i (a string), the ':' and whitespace. Fills start/len/flags of the key
+ * token *k and returns the index of the value, or SIZE_MAX (error filled). */
+static inline size_t scan_member_name(struct jp *p, size_t i, tg__jtok *k)
+{
+    const unsigned char *s = p->s;
+    size_t n = p->len;
+    if (i >= n || s[i] != '"') {
+        fail_at(p, i, "object", "a '\"' starting a member name");
+        return SIZE_MAX;
+    }
+    size_t e = scan_string(p, i + 1, &k->flags);
+    if (e == SIZE_MAX)
+        return e;
+    k->start = (uint32_t)(i + 1);
+    k->len = (uint32_t)(e - i - 1);
+    i = skip_ws(s, e + 1, n);
+    if (i >= n || s[i] != ':') {
+        fail_at(p, i, "object", "':' after the member name");
+        return SIZE_MAX;
+    }
+    return skip_ws(s, i + 1, n);
+}
+
 /* Make a failed parse's partial tree consistent: close every open container. */
 static void repair(struct jp *p)
 {
@@ -472,21 +500,12 @@ static int parse_doc(struct jp *p)
 
     for (;;) {
         if (ptype == TG__J_OBJECT) {
-            if (i >= n || s[i] != '"')
-                FAIL(fail_at(p, i, "object", "a '\"' starting a member name"));
             RESERVE();
-            tg__jtok *k = &toks[ntok];
-            *k = (tg__jtok){.start = (uint32_t)(i + 1), .next = ntok + 1, .type = TG__J_STRING};
-            size_t e = scan_string(p, i + 1, &k->flags);
-            if (e == SIZE_MAX)
+            toks[ntok] = (tg__jtok){.next = ntok + 1, .type = TG__J_STRING};
+            if ((i = scan_member_name(p, i, &toks[ntok])) == SIZE_MAX)
                 FAIL((void)0);
-            k->len = (uint32_t)(e - i - 1);
             ntok++;
             toks[parent].count++;
-            i = skip_ws(s, e + 1, n);
-            if (i >= n || s[i] != ':')
-                FAIL(fail_at(p, i, "object", "':' after the member name"));
-            i = skip_ws(s, i + 1, n);
         } else if (ptype == TG__J_ARRAY) {
             toks[parent].count++;
         }
@@ -544,13 +563,15 @@ static int parse_doc(struct jp *p)
 int tg__json_parse(tg__jdoc *d, const char *src, size_t len, tg__jerr *err)
 {
     tg__jerr scratch;
+    if (!d->lim.max_depth || !d->lim.max_bytes || !d->lim.max_tokens)
+        apply_defaults(&d->lim); /* a zeroed doc that skipped tg__jdoc_init */
     struct jp p = {
         .s = (const unsigned char *)src,
         .len = len,
         .d = d,
         .err = err ? err : &scratch,
         .parent = NO_PARENT,
-        .max_tokens = d->lim.max_tokens ? d->lim.max_tokens : UINT32_MAX - 1,
+        .max_tokens = d->lim.max_tokens,
     };
     d->src = src;
     d->len = len;

@@ -183,7 +183,8 @@ int tg__json_fail(const tg__jdoc *d, uint32_t tok, tg__jerr *err, const char *ex
     return -1;
 }
 
-static int range_fail(const tg__jdoc *d, uint32_t tok, tg__jerr *err, const char *range)
+static int range_fail(const tg__jdoc *d, uint32_t tok, tg__jerr *err, const char *what,
+                      const char *range)
 {
     if (!err)
         return -1;
@@ -191,7 +192,7 @@ static int range_fail(const tg__jdoc *d, uint32_t tok, tg__jerr *err, const char
     raw_excerpt(d, tok, ex, sizeof ex);
     err->offset = d->toks[tok].start;
     err->tok = tok;
-    snprintf(err->msg, sizeof err->msg, "integer: %s is out of range for %s", ex, range);
+    snprintf(err->msg, sizeof err->msg, "%s: %s is out of range for %s", what, ex, range);
     return -1;
 }
 
@@ -207,12 +208,12 @@ int tg__json_get_i64(const tg__jdoc *d, uint32_t tok, int64_t *out, tg__jerr *er
     for (; i < t->len; i++) {
         int dg = s[i] - '0';
         if (v < (INT64_MIN + dg) / 10)
-            return range_fail(d, tok, err, "int64");
+            return range_fail(d, tok, err, "integer", "int64");
         v = v * 10 - dg;
     }
     if (!(t->flags & TG__JF_NEG)) {
         if (v == INT64_MIN)
-            return range_fail(d, tok, err, "int64");
+            return range_fail(d, tok, err, "integer", "int64");
         v = -v;
     }
     *out = v;
@@ -226,7 +227,7 @@ int tg__json_get_i32(const tg__jdoc *d, uint32_t tok, int32_t *out, tg__jerr *er
     if (t->type != TG__J_NUMBER || (t->flags & TG__JF_FRAC))
         return tg__json_fail(d, tok, err, "integer");
     if (tg__json_get_i64(d, tok, &v, NULL) != 0 || v < INT32_MIN || v > INT32_MAX)
-        return range_fail(d, tok, err, "int32");
+        return range_fail(d, tok, err, "integer", "int32");
     *out = (int32_t)v;
     return 0;
 }
@@ -310,7 +311,7 @@ int tg__json_get_double(const tg__jdoc *d, uint32_t tok, double *out, tg__jerr *
     if (copy != small)
         tg__free(copy);
     if (overflow)
-        return range_fail(d, tok, err, "double");
+        return range_fail(d, tok, err, "number", "double");
     *out = v;
     return 0;
 }
