@@ -282,16 +282,55 @@ static int get_table(struct loader *ld, const struct toml_kv *kv,
 
 /* ---- walking tables ---- */
 
+/* Levenshtein distance of two short keys (longer keys are simply "far"). */
+static size_t edit_distance(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t row[65];
+    if (an > 64 || bn > 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= bn; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= an; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= bn; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[bn];
+}
+
+#define LIST_MAX_RULES 10 /* longer rule lists point to the docs instead */
+
 static int unknown_key(struct loader *ld, const struct toml_kv *kv,
                        const struct key_rule *rules, size_t nrules)
 {
-    char list[400];
-    size_t o = 0;
-    list[0] = '\0';
-    for (size_t i = 0; i < nrules && o < sizeof list; i++)
-        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
-                              rules[i].name);
-    return key_err(ld, kv, "unknown key, expected one of: %s", list);
+    char list[300], hint[96] = "";
+    size_t o = 0, best = SIZE_MAX;
+    const char *near = NULL;
+    for (size_t i = 0; i < nrules; i++) {
+        size_t d = edit_distance(kv->key, kv->key_len, rules[i].name, strlen(rules[i].name));
+        if (d < best) {
+            best = d;
+            near = rules[i].name;
+        }
+        if (nrules <= LIST_MAX_RULES && o < sizeof list)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
+                                  rules[i].name);
+    }
+    if (near && best <= 2)
+        snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
+    if (nrules > LIST_MAX_RULES)
+        snprintf(list, sizeof list, "a key documented in docs/tgproxy.md");
+    return key_err(ld, kv, "unknown key%s, expected %s%s", hint,
+                   nrules > LIST_MAX_RULES ? "" : "one of: ", list);
 }
 
 static int walk_table(struct loader *ld, const struct toml_table *t,

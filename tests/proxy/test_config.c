@@ -347,7 +347,8 @@ struct bad_case {
 #define SEC "[secrets]\nm = \"" EE_A "\"\n"
 
 static const struct bad_case bad_cases[] = {
-    {BASE "colour = 1\n" SEC, "c.toml:2:1: colour: ", "unknown key, expected one of: bind-to"},
+    {BASE "colour = 1\n" SEC, "c.toml:2:1: colour: ", "unknown key, expected a key documented"},
+    {BASE "secrett = 1\n" SEC, "c.toml:2:1: secrett: ", "unknown key (did you mean 'secret'?)"},
     {BASE SEC "[network.timeout]\ntcpp = \"1s\"\n", "c.toml:5:1: network.timeout.tcpp: ",
      "expected one of: tcp, idle, handshake"},
     {BASE SEC "[network]\ntimeout = 5\n", "c.toml:5:11: network.timeout: ",

@@ -1,0 +1,557 @@
+/*
+ * cli: the tgproxy command line (see cli.h for exit codes).
+ *
+ * Each command parses its own arguments with one small table-driven option parser
+ * (options may come before or after positional arguments, "--opt VALUE" or "--opt=VALUE",
+ * "--" ends options), then builds or loads a struct config and hands it to the engine
+ * (server_run) or prints what the operator asked for. Nothing here touches the network
+ * except through server_run.
+ */
+#include "proxy/cli.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sysexits.h>
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "proxy/config.h"
+#include "proxy/links.h"
+#include "proxy/secret.h"
+#include "proxy/server.h"
+
+#define MAX_POS 4
+#define MAX_OPTS 16
+
+struct opt_spec {
+    const char *name; /* without the leading "--" */
+    bool has_value;
+};
+
+struct args {
+    const char *cmd;
+    const char *pos[MAX_POS];
+    size_t npos;
+    struct {
+        const char *name;
+        const char *value; /* NULL for flags */
+    } opts[MAX_OPTS];
+    size_t nopts;
+};
+
+struct io {
+    FILE *out;
+    FILE *err;
+};
+
+static const char usage_text[] =
+    "usage: tgproxy COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  run CONFIG.toml              serve with a configuration file\n"
+    "  simple-run HOST:PORT SECRET  serve without a file\n"
+    "      [--workers N] [--concurrency N] [--fronting-host H] [--fronting-port P]\n"
+    "      [--public-host H] [--public-port P] [--prefer-ip MODE]\n"
+    "      [--tolerate-time-skewness DURATION] [--log-level LEVEL]\n"
+    "  generate-secret [--hex|--base64] DOMAIN\n"
+    "                               print a new FakeTLS (ee) secret for DOMAIN\n"
+    "  access CONFIG.toml [--host H] [--port P] [--base64] [--no-qr]\n"
+    "                               print tg:// and t.me links and QR codes\n"
+    "  --help, --version\n"
+    "\n"
+    "Exit codes: 0 ok, 64 usage, 65 bad argument, 69 cannot bind, 70 internal error,\n"
+    "71 OS resources, 74 output error, 78 configuration error. See docs/tgproxy.md.\n";
+
+__attribute__((format(printf, 2, 3))) static int usage_error(const struct io *io,
+                                                             const char *fmt, ...)
+{
+    va_list ap;
+    fputs("tgproxy: ", io->err);
+    va_start(ap, fmt);
+    vfprintf(io->err, fmt, ap);
+    va_end(ap);
+    fputs("\ntry 'tgproxy --help'\n", io->err);
+    return EX_USAGE;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(const struct io *io, int code,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    fputs("tgproxy: ", io->err);
+    va_start(ap, fmt);
+    vfprintf(io->err, fmt, ap);
+    va_end(ap);
+    fputc('\n', io->err);
+    return code;
+}
+
+/* ---- argument parsing ---- */
+
+static const struct opt_spec *find_spec(const struct opt_spec *specs, size_t n,
+                                        const char *name, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(specs[i].name) == len && memcmp(specs[i].name, name, len) == 0)
+            return &specs[i];
+    return NULL;
+}
+
+static int add_opt(const struct io *io, struct args *a, const struct opt_spec *spec,
+                   const char *value)
+{
+    if (a->nopts == MAX_OPTS)
+        return usage_error(io, "%s: too many options", a->cmd);
+    a->opts[a->nopts].name = spec->name;
+    a->opts[a->nopts].value = value;
+    a->nopts++;
+    return 0;
+}
+
+/* argv[0] is the command name. Returns 0 or EX_USAGE (message printed). */
+static int parse_args(const struct io *io, int argc, char **argv, const struct opt_spec *specs,
+                      size_t nspecs, size_t max_pos, struct args *a)
+{
+    bool only_pos = false;
+    memset(a, 0, sizeof *a);
+    a->cmd = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (only_pos || arg[0] != '-' || arg[1] == '\0') {
+            if (a->npos == max_pos || a->npos == MAX_POS)
+                return usage_error(io, "%s: unexpected argument '%s'", a->cmd, arg);
+            a->pos[a->npos++] = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            only_pos = true;
+            continue;
+        }
+        const char *name = arg + (arg[1] == '-' ? 2 : 1);
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct opt_spec *spec = arg[1] == '-' ? find_spec(specs, nspecs, name, len) : NULL;
+        if (!spec)
+            return usage_error(io, "%s: unknown option '%s'", a->cmd, arg);
+        const char *value = NULL;
+        if (spec->has_value) {
+            if (!eq && i + 1 >= argc)
+                return usage_error(io, "%s: option --%s needs a value", a->cmd, spec->name);
+            value = eq ? eq + 1 : argv[++i];
+        } else if (eq) {
+            return usage_error(io, "%s: option --%s takes no value", a->cmd, spec->name);
+        }
+        if (add_opt(io, a, spec, value) != 0)
+            return EX_USAGE;
+    }
+    return 0;
+}
+
+/* Value of the last --name, "" for a flag, NULL if absent. */
+static const char *opt(const struct args *a, const char *name)
+{
+    const char *found = NULL;
+    for (size_t i = 0; i < a->nopts; i++)
+        if (strcmp(a->opts[i].name, name) == 0)
+            found = a->opts[i].value ? a->opts[i].value : "";
+    return found;
+}
+
+static int opt_uint(const struct io *io, const struct args *a, const char *name, uint64_t min,
+                    uint64_t max, uint64_t *out)
+{
+    const char *v = opt(a, name);
+    if (!v)
+        return 0;
+    if (tg__parse_u64(v, strlen(v), out) != 0 || *out < min || *out > max)
+        return usage_error(io, "%s: --%s '%s': expected an integer %llu..%llu", a->cmd, name,
+                           v, (unsigned long long)min, (unsigned long long)max);
+    return 0;
+}
+
+/* ---- serving ---- */
+
+static void warn_to_err(void *user, const char *msg)
+{
+    const struct io *io = user;
+    fprintf(io->err, "tgproxy: warning: %s\n", msg);
+}
+
+static int serve_exit_code(int rc)
+{
+    switch (-rc) {
+    case 0:
+        return 0;
+    case EADDRINUSE:
+    case EADDRNOTAVAIL:
+    case EACCES:
+    case EPERM:
+        return EX_UNAVAILABLE;
+    case ENOMEM:
+    case EAGAIN:
+    case EMFILE:
+    case ENFILE:
+        return EX_OSERR;
+    default:
+        return EX_SOFTWARE;
+    }
+}
+
+static int serve(const struct io *io, const struct config *cfg)
+{
+    tg__logger *lg = tg__log_default();
+    lg->level = cfg->log_level;
+    for (size_t i = 0; i < cfg->nsecrets; i++) {
+        char hex[2 * SECRET_KEY_LEN + 1];
+        tg__hex_encode(hex, cfg->secrets[i].secret.key, SECRET_KEY_LEN);
+        tg__logger_add_secret(lg, hex, 2 * SECRET_KEY_LEN); /* best effort: 8 at most */
+        memset(hex, 0, sizeof hex);
+    }
+    fflush(io->out);
+    int rc = server_run(cfg);
+    if (rc != 0)
+        return fail(io, serve_exit_code(rc), "cannot serve: %s", strerror(-rc));
+    return 0;
+}
+
+static int cmd_run(const struct io *io, int argc, char **argv)
+{
+    struct args a;
+    if (parse_args(io, argc, argv, NULL, 0, 1, &a) != 0)
+        return EX_USAGE;
+    if (a.npos != 1)
+        return usage_error(io, "run: expected a configuration file");
+    struct config cfg;
+    char err[CONFIG_ERR_MAX];
+    config_init(&cfg);
+    int rc = config_load_file(&cfg, a.pos[0], err, sizeof err, warn_to_err, (void *)io);
+    if (rc != 0)
+        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
+    rc = serve(io, &cfg);
+    config_cleanup(&cfg);
+    return rc;
+}
+
+static int simple_fronting(const struct io *io, const struct args *a, struct config *cfg)
+{
+    uint64_t port = 0;
+    if (opt_uint(io, a, "fronting-port", 1, 65535, &port) != 0)
+        return EX_USAGE;
+    if (port)
+        cfg->fronting.port = (uint16_t)port;
+    const char *host = opt(a, "fronting-host");
+    if (!host)
+        return 0;
+    char text[CONFIG_HOST_MAX + 16], err[256];
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(text, sizeof text, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
+             (unsigned)cfg->fronting.port);
+    struct config_hostport hp;
+    if (config_hostport_parse(text, strlen(text), &hp, err, sizeof err) != 0)
+        return usage_error(io, "simple-run: --fronting-host: %s", err);
+    memcpy(cfg->fronting.host, hp.host, sizeof hp.host);
+    cfg->fronting.resolved = hp.resolved;
+    cfg->fronting.addr = hp.addr;
+    cfg->fronting.addr_len = hp.addr_len;
+    return 0;
+}
+
+static int simple_options(const struct io *io, const struct args *a, struct config *cfg)
+{
+    uint64_t v = 0;
+    if (opt_uint(io, a, "workers", 0, 1024, &v) != 0)
+        return EX_USAGE;
+    cfg->workers = opt(a, "workers") ? (uint32_t)v : cfg->workers;
+    if (opt_uint(io, a, "concurrency", 1, 10000000, &v) != 0)
+        return EX_USAGE;
+    cfg->concurrency = opt(a, "concurrency") ? (uint32_t)v : cfg->concurrency;
+    if (opt_uint(io, a, "public-port", 1, 65535, &v) != 0)
+        return EX_USAGE;
+    cfg->public_port = opt(a, "public-port") ? (uint16_t)v : cfg->public_port;
+    const char *s = opt(a, "public-host");
+    if (s && tg__strlcpy(cfg->public_host, s, sizeof cfg->public_host) >= sizeof cfg->public_host)
+        return usage_error(io, "simple-run: --public-host is too long");
+    if ((s = opt(a, "prefer-ip")) != NULL) {
+        int p = CONFIG_PREFER_IPV4;
+        while (p <= CONFIG_ONLY_IPV6 && strcmp(s, config_prefer_ip_name(p)) != 0)
+            p++;
+        if (p > CONFIG_ONLY_IPV6)
+            return usage_error(io, "simple-run: --prefer-ip: expected prefer-ipv4, "
+                               "prefer-ipv6, only-ipv4 or only-ipv6");
+        cfg->prefer_ip = (enum config_prefer_ip)p;
+    }
+    if ((s = opt(a, "tolerate-time-skewness")) != NULL) {
+        uint64_t ms;
+        if (config_duration_ms(s, strlen(s), &ms) != 0 || ms < 1000 || ms > 3600000)
+            return usage_error(io, "simple-run: --tolerate-time-skewness: expected a "
+                               "duration 1s..1h such as \"120s\"");
+        cfg->tolerate_time_skewness_s = (uint32_t)(ms / 1000);
+    }
+    if ((s = opt(a, "log-level")) != NULL) {
+        int level = tg__log_level_parse(s);
+        if (level < 0)
+            return usage_error(io, "simple-run: --log-level: expected trace, debug, info, "
+                               "warn, error or off");
+        cfg->log_level = level;
+    }
+    return simple_fronting(io, a, cfg);
+}
+
+static const struct opt_spec simple_specs[] = {
+    {"workers", true},       {"concurrency", true}, {"fronting-host", true},
+    {"fronting-port", true}, {"public-host", true}, {"public-port", true},
+    {"prefer-ip", true},     {"tolerate-time-skewness", true}, {"log-level", true},
+};
+
+static int cmd_simple_run(const struct io *io, int argc, char **argv)
+{
+    struct args a;
+    if (parse_args(io, argc, argv, simple_specs, sizeof simple_specs / sizeof simple_specs[0],
+                   2, &a) != 0)
+        return EX_USAGE;
+    if (a.npos != 2)
+        return usage_error(io, "simple-run: expected HOST:PORT and SECRET");
+    struct config cfg;
+    char err[CONFIG_ERR_MAX];
+    struct secret s;
+    int rc;
+    config_init(&cfg);
+    tg__strlcpy(cfg.source, "<cmdline>", sizeof cfg.source);
+    if (config_add_listen(&cfg, a.pos[0], strlen(a.pos[0]), err, sizeof err) != 0) {
+        rc = usage_error(io, "simple-run: HOST:PORT: %s", err);
+        goto out;
+    }
+    if (secret_parse(a.pos[1], strlen(a.pos[1]), &s, err, sizeof err) != 0) {
+        rc = fail(io, EX_DATAERR, "simple-run: bad SECRET (%s)", err);
+        goto out;
+    }
+    rc = config_add_secret(&cfg, "default", &s, err, sizeof err);
+    memset(&s, 0, sizeof s);
+    if (rc != 0) {
+        rc = fail(io, EX_OSERR, "simple-run: %s", err);
+        goto out;
+    }
+    rc = simple_options(io, &a, &cfg);
+    if (rc == 0 && config_validate(&cfg, err, sizeof err) != 0)
+        rc = fail(io, EX_CONFIG, "%s", err);
+    if (rc == 0)
+        rc = serve(io, &cfg);
+out:
+    config_cleanup(&cfg);
+    return rc;
+}
+
+/* ---- generate-secret ---- */
+
+static int random_bytes(uint8_t *out, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(out + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : -EIO;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int finish_output(const struct io *io)
+{
+    if (fflush(io->out) != 0 || ferror(io->out))
+        return fail(io, EX_IOERR, "cannot write output: %s", strerror(errno));
+    return 0;
+}
+
+static const struct opt_spec generate_specs[] = {
+    {"hex", false},
+    {"base64", false},
+};
+
+static int cmd_generate_secret(const struct io *io, int argc, char **argv)
+{
+    struct args a;
+    if (parse_args(io, argc, argv, generate_specs, 2, 1, &a) != 0)
+        return EX_USAGE;
+    if (a.npos != 1)
+        return usage_error(io, "generate-secret: expected a DOMAIN");
+    bool base64 = opt(&a, "base64") != NULL;
+    if (base64 && opt(&a, "hex"))
+        return usage_error(io, "generate-secret: --hex and --base64 exclude each other");
+    const char *domain = a.pos[0];
+    size_t dn = strlen(domain);
+    const char *problem = secret_domain_problem(domain, dn);
+    if (problem)
+        return fail(io, EX_DATAERR, "generate-secret: domain '%.64s': %s", domain, problem);
+    struct secret s = {.kind = SECRET_EE, .domain_len = (uint8_t)dn};
+    memcpy(s.domain, domain, dn + 1);
+    int rc = random_bytes(s.key, sizeof s.key);
+    if (rc != 0)
+        return fail(io, EX_OSERR, "generate-secret: no random bytes: %s", strerror(-rc));
+    char text[2 * (1 + SECRET_KEY_LEN + SECRET_DOMAIN_MAX) + 1];
+    int n = secret_format(&s, base64, text, sizeof text);
+    memset(&s, 0, sizeof s);
+    if (n < 0)
+        return fail(io, EX_SOFTWARE, "generate-secret: cannot format the secret");
+    fprintf(io->out, "%s\n", text);
+    memset(text, 0, sizeof text);
+    return finish_output(io);
+}
+
+/* ---- access ---- */
+
+static bool is_wildcard(const struct sockaddr_storage *sa)
+{
+    if (sa->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr == INADDR_ANY;
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    return IN6_IS_ADDR_UNSPECIFIED(a6);
+}
+
+/* Host and port for links: --host/--port, then public-host/-port, then the first bind-to. */
+static int access_target(const struct io *io, const struct args *a, const struct config *cfg,
+                         char *host, size_t cap, uint16_t *port)
+{
+    const struct sockaddr_storage *sa = &cfg->listen[0].addr;
+    uint64_t p = 0;
+    if (opt_uint(io, a, "port", 1, 65535, &p) != 0)
+        return EX_USAGE;
+    const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)sa;
+    const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)(const void *)sa;
+    *port = p ? (uint16_t)p
+              : cfg->public_port ? cfg->public_port
+                                 : ntohs(sa->ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
+    if (*port == 0)
+        return fail(io, EX_CONFIG, "access: the first bind-to has port 0; set public-port "
+                    "in the config or pass --port");
+    const char *h = opt(a, "host");
+    if (h || cfg->public_host[0]) {
+        if (tg__strlcpy(host, h ? h : cfg->public_host, cap) >= cap || !host[0])
+            return usage_error(io, "access: --host must be 1..%zu characters", cap - 1);
+        return 0;
+    }
+    if (is_wildcard(sa))
+        return fail(io, EX_CONFIG, "access: the first bind-to (%s) is a wildcard address; set "
+                    "public-host in the config or pass --host", cfg->listen[0].text);
+    inet_ntop(sa->ss_family, sa->ss_family == AF_INET ? (const void *)&v4->sin_addr
+                                                      : (const void *)&v6->sin6_addr,
+              host, (socklen_t)cap);
+    return 0;
+}
+
+static const char *kind_name(const struct secret *s)
+{
+    switch (s->kind) {
+    case SECRET_EE:
+        return "FakeTLS (ee)";
+    case SECRET_DD:
+        return "padded obfuscated2 (dd)";
+    default:
+        return "classic obfuscated2";
+    }
+}
+
+static int print_secret(const struct io *io, const struct config_secret *cs, const char *host,
+                        uint16_t port, bool base64, bool qr)
+{
+    tg__buf b;
+    tg__buf_init(&b, 1 << 20);
+    int rc = tg__buf_printf(&b, "%s: %s%s%s\n", cs->label, kind_name(&cs->secret),
+                            cs->secret.kind == SECRET_EE ? ", domain " : "",
+                            cs->secret.domain);
+    if (rc == 0)
+        rc = links_format(&b, LINKS_TG, host, port, &cs->secret, base64);
+    if (rc == 0)
+        rc = tg__buf_putc(&b, '\n');
+    size_t tme = b.len;
+    if (rc == 0)
+        rc = links_format(&b, LINKS_TME, host, port, &cs->secret, base64);
+    if (rc == 0)
+        rc = tg__buf_putc(&b, '\n');
+    if (rc == 0 && qr) {
+        char *link = tg__strndup(b.data + tme, b.len - tme - 1);
+        rc = link ? links_qr(&b, link) : -ENOMEM;
+        if (link)
+            memset(link, 0, strlen(link));
+        tg__free(link);
+    }
+    if (rc == 0)
+        fprintf(io->out, "%s\n", tg__buf_cstr(&b));
+    if (b.data)
+        memset(b.data, 0, b.len);
+    tg__buf_cleanup(&b);
+    if (rc != 0)
+        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_SOFTWARE, "access: %s: cannot build "
+                    "links: %s", cs->label, strerror(-rc));
+    return 0;
+}
+
+static const struct opt_spec access_specs[] = {
+    {"host", true},
+    {"port", true},
+    {"no-qr", false},
+    {"base64", false},
+};
+
+static int cmd_access(const struct io *io, int argc, char **argv)
+{
+    struct args a;
+    if (parse_args(io, argc, argv, access_specs, sizeof access_specs / sizeof access_specs[0],
+                   1, &a) != 0)
+        return EX_USAGE;
+    if (a.npos != 1)
+        return usage_error(io, "access: expected a configuration file");
+    struct config cfg;
+    char err[CONFIG_ERR_MAX], host[CONFIG_HOST_MAX];
+    uint16_t port = 0;
+    config_init(&cfg);
+    int rc = config_load_file(&cfg, a.pos[0], err, sizeof err, warn_to_err, (void *)io);
+    if (rc != 0)
+        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
+    rc = access_target(io, &a, &cfg, host, sizeof host, &port);
+    for (size_t i = 0; rc == 0 && i < cfg.nsecrets; i++)
+        rc = print_secret(io, &cfg.secrets[i], host, port, opt(&a, "base64") != NULL,
+                          opt(&a, "no-qr") == NULL);
+    config_cleanup(&cfg);
+    return rc == 0 ? finish_output(io) : rc;
+}
+
+/* ---- entry ---- */
+
+int cli_main(int argc, char **argv, FILE *out, FILE *err)
+{
+    const struct io io = {out, err};
+    if (argc < 2)
+        return usage_error(&io, "missing command");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, out);
+        return finish_output(&io);
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        fprintf(out, "tgproxy %s\n", TGPROXY_VERSION);
+        return finish_output(&io);
+    }
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_text, out);
+            return finish_output(&io);
+        }
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(&io, argc - 1, argv + 1);
+    if (strcmp(cmd, "simple-run") == 0)
+        return cmd_simple_run(&io, argc - 1, argv + 1);
+    if (strcmp(cmd, "generate-secret") == 0)
+        return cmd_generate_secret(&io, argc - 1, argv + 1);
+    if (strcmp(cmd, "access") == 0)
+        return cmd_access(&io, argc - 1, argv + 1);
+    return usage_error(&io, "unknown command '%s'", cmd);
+}

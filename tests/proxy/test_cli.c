@@ -1,0 +1,449 @@
+/*
+ * test_cli: tgproxy's command line (src/proxy/cli.c) and links (src/proxy/links.c).
+ *
+ * cli_main() is driven in-process with temporary files as stdout/stderr for every command
+ * that returns by itself; the built binary (TGKIT_BINARY_DIR/tgproxy) is run for --version,
+ * a usage error, a bind failure and a full run that stops cleanly on SIGTERM.
+ */
+#include "tgtest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <qrencode.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "proxy/cli.h"
+#include "proxy/links.h"
+#include "proxy/secret.h"
+
+#define EE_A "eeb00ebb678bf4d454a4ae053927ceb06e6578616d706c652e636f6d"
+#define KEY_A "b00ebb678bf4d454a4ae053927ceb06e"
+#define TGPROXY_BIN TGKIT_BINARY_DIR "/tgproxy"
+
+struct run {
+    int code;
+    char out[16384];
+    char err[4096];
+};
+
+static void slurp(FILE *f, char *buf, size_t cap)
+{
+    rewind(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* cli_main with argv given as a NULL-terminated list after "tgproxy". */
+static void cli(struct run *r, const char *const *args)
+{
+    char *argv[16];
+    int argc = 0;
+    argv[argc++] = (char *)"tgproxy";
+    for (; args[argc - 1] && argc < 15; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    argv[argc] = NULL;
+    FILE *out = tmpfile();
+    FILE *err = tmpfile();
+    assert_non_null(out);
+    assert_non_null(err);
+    r->code = cli_main(argc, argv, out, err);
+    slurp(out, r->out, sizeof r->out);
+    slurp(err, r->err, sizeof r->err);
+}
+
+static char *write_config(const char *text)
+{
+    static char paths[8][64];
+    static int next;
+    char *path = paths[next++ % 8];
+    snprintf(path, sizeof paths[0], "/tmp/tgproxy-test-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t n = strlen(text);
+    assert_int_equal(write(fd, text, n), (ssize_t)n);
+    close(fd);
+    return path;
+}
+
+static void test_help_version_usage(void **state)
+{
+    (void)state;
+    struct run r;
+    cli(&r, (const char *[]){"--version", NULL});
+    assert_int_equal(r.code, 0);
+    assert_string_equal(r.out, "tgproxy " TGPROXY_VERSION "\n");
+    cli(&r, (const char *[]){"--help", NULL});
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.out, "generate-secret [--hex|--base64] DOMAIN"));
+    cli(&r, (const char *[]){"access", "--help", NULL});
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.out, "usage: tgproxy"));
+
+    static const struct {
+        const char *args[6];
+        const char *msg;
+    } usage[] = {
+        {{NULL}, "missing command"},
+        {{"serve", NULL}, "unknown command 'serve'"},
+        {{"run", NULL}, "run: expected a configuration file"},
+        {{"run", "a.toml", "b.toml", NULL}, "unexpected argument 'b.toml'"},
+        {{"run", "--fast", "a.toml", NULL}, "unknown option '--fast'"},
+        {{"generate-secret", NULL}, "expected a DOMAIN"},
+        {{"generate-secret", "--hex", "--base64", "a.com", NULL}, "exclude each other"},
+        {{"generate-secret", "--hex=1", "a.com", NULL}, "takes no value"},
+        {{"access", "x.toml", "--port", NULL}, "--port needs a value"},
+        {{"simple-run", "127.0.0.1:1", NULL}, "expected HOST:PORT and SECRET"},
+        {{"simple-run", "localhost:1", EE_A, NULL}, "HOST:PORT: "},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--workers", "x", NULL}, "--workers 'x'"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--prefer-ip=ipv5", NULL}, "--prefer-ip"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--fronting-port", "0", NULL}, "1..65535"},
+    };
+    for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
+        cli(&r, usage[i].args);
+        if (r.code != 64 || !strstr(r.err, usage[i].msg) || !strstr(r.err, "tgproxy --help"))
+            fail_msg("usage case %zu: code %d, stderr \"%s\"", i, r.code, r.err);
+        assert_string_equal(r.out, "");
+        assert_null(strstr(r.err, KEY_A)); /* SECRET arguments never echoed */
+    }
+}
+
+static void test_generate_secret(void **state)
+{
+    (void)state;
+    struct run r;
+    struct secret s1, s2;
+    char err[256];
+    cli(&r, (const char *[]){"generate-secret", "--hex", "www.example.com", NULL});
+    assert_int_equal(r.code, 0);
+    size_t n = strlen(r.out);
+    assert_int_equal(n, 2 + 32 + 2 * strlen("www.example.com") + 1);
+    assert_int_equal(r.out[n - 1], '\n');
+    assert_int_equal(secret_parse(r.out, n - 1, &s1, err, sizeof err), 0);
+    assert_int_equal(s1.kind, SECRET_EE);
+    assert_string_equal(s1.domain, "www.example.com");
+    assert_true(strncmp(r.out, "ee", 2) == 0);
+
+    /* Default is hex too; two secrets never share a key. */
+    cli(&r, (const char *[]){"generate-secret", "www.example.com", NULL});
+    assert_int_equal(r.code, 0);
+    assert_int_equal(secret_parse(r.out, strlen(r.out) - 1, &s2, err, sizeof err), 0);
+    assert_memory_not_equal(s1.key, s2.key, 16);
+
+    cli(&r, (const char *[]){"generate-secret", "--base64", "www.example.com", NULL});
+    assert_int_equal(r.code, 0);
+    assert_int_equal(r.out[0], '7'); /* base64url of 0xee... */
+    assert_null(strchr(r.out, '='));
+    assert_int_equal(secret_parse(r.out, strlen(r.out) - 1, &s2, err, sizeof err), 0);
+    assert_string_equal(s2.domain, "www.example.com");
+
+    static const char *const bad[] = {"1.2.3.4", "no spaces.com", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cli(&r, (const char *[]){"generate-secret", bad[i], NULL});
+        if (r.code != 65 || !strstr(r.err, "generate-secret: domain"))
+            fail_msg("domain \"%s\": code %d, stderr \"%s\"", bad[i], r.code, r.err);
+        assert_string_equal(r.out, "");
+    }
+}
+
+static void test_links_vectors(void **state)
+{
+    (void)state;
+    struct secret s;
+    char err[256];
+    tg__buf b;
+    tg__buf_init(&b, 4096);
+    static const struct {
+        const char *secret, *host;
+        uint16_t port;
+        bool base64;
+        enum links_kind kind;
+        const char *want;
+    } v[] = {
+        {KEY_A, "203.0.113.7", 443, false, LINKS_TG,
+         "tg://proxy?server=203.0.113.7&port=443&secret=" KEY_A},
+        {"dd" KEY_A, "203.0.113.7", 443, false, LINKS_TME,
+         "https://t.me/proxy?server=203.0.113.7&port=443&secret=dd" KEY_A},
+        {EE_A, "203.0.113.7", 443, false, LINKS_TG,
+         "tg://proxy?server=203.0.113.7&port=443&secret=" EE_A},
+        {EE_A, "proxy.example.org", 8443, true, LINKS_TME,
+         "https://t.me/proxy?server=proxy.example.org&port=8443&secret="
+         "7rAOu2eL9NRUpK4FOSfOsG5leGFtcGxlLmNvbQ"},
+        {EE_A, "2001:db8::1", 443, false, LINKS_TG,
+         "tg://proxy?server=2001%3Adb8%3A%3A1&port=443&secret=" EE_A},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        assert_int_equal(secret_parse(v[i].secret, strlen(v[i].secret), &s, err, sizeof err), 0);
+        tg__buf_reset(&b);
+        assert_int_equal(links_format(&b, v[i].kind, v[i].host, v[i].port, &s, v[i].base64), 0);
+        assert_string_equal(tg__buf_cstr(&b), v[i].want);
+    }
+    assert_int_equal(links_format(&b, LINKS_TG, "", 443, &s, false), -EINVAL);
+    assert_int_equal(links_format(&b, LINKS_TG, "h", 0, &s, false), -EINVAL);
+    tg__buf_cleanup(&b);
+}
+
+/* Decode the half-block drawing back into modules and compare with libqrencode's own. */
+static void test_qr_rendering(void **state)
+{
+    (void)state;
+    const char *text = "https://t.me/proxy?server=203.0.113.7&port=443&secret=" EE_A;
+    tg__buf b;
+    tg__buf_init(&b, 1 << 20);
+    assert_int_equal(links_qr(&b, text), 0);
+    QRcode *qr = QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1);
+    assert_non_null(qr);
+    int side = qr->width + 2 * LINKS_QR_QUIET;
+    const char *p = tg__buf_cstr(&b);
+    int rows = 0;
+    for (int y = 0; y < side; y += 2, rows++) {
+        for (int x = 0; x < side; x++) {
+            bool top_light, bottom_light;
+            if (*p == ' ') {
+                top_light = bottom_light = false;
+                p++;
+            } else {
+                assert_memory_equal(p, "\xE2\x96", 2);
+                top_light = p[2] == '\x80' || p[2] == '\x88';
+                bottom_light = p[2] == '\x84' || p[2] == '\x88';
+                assert_true(top_light || bottom_light);
+                p += 3;
+            }
+            for (int half = 0; half < 2; half++) {
+                int yy = y + half - LINKS_QR_QUIET, xx = x - LINKS_QR_QUIET;
+                bool inside = xx >= 0 && yy >= 0 && xx < qr->width && yy < qr->width;
+                bool want_light = !inside || !(qr->data[yy * qr->width + xx] & 1);
+                assert_int_equal(half ? bottom_light : top_light, want_light);
+            }
+        }
+        assert_int_equal(*p++, '\n');
+    }
+    assert_int_equal(*p, '\0');
+    assert_int_equal(rows, (side + 1) / 2);
+    QRcode_free(qr);
+    /* Too long for any QR version. */
+    char *huge = calloc(8000, 1);
+    memset(huge, 'x', 7999);
+    assert_int_equal(links_qr(&b, huge), -ERANGE);
+    free(huge);
+    tg__buf_cleanup(&b);
+}
+
+static void test_access(void **state)
+{
+    (void)state;
+    struct run r;
+    char *path = write_config("bind-to = \"0.0.0.0:443\"\npublic-host = \"203.0.113.7\"\n"
+                              "[secrets]\nmain = \"" EE_A "\"\nold = \"" KEY_A "\"\n");
+    cli(&r, (const char *[]){"access", path, "--no-qr", NULL});
+    assert_int_equal(r.code, 0);
+    assert_string_equal(r.out,
+                        "main: FakeTLS (ee), domain example.com\n"
+                        "tg://proxy?server=203.0.113.7&port=443&secret=" EE_A "\n"
+                        "https://t.me/proxy?server=203.0.113.7&port=443&secret=" EE_A "\n\n"
+                        "old: classic obfuscated2\n"
+                        "tg://proxy?server=203.0.113.7&port=443&secret=" KEY_A "\n"
+                        "https://t.me/proxy?server=203.0.113.7&port=443&secret=" KEY_A "\n\n");
+    assert_string_equal(r.err, "");
+
+    cli(&r, (const char *[]){"access", "--base64", "--host", "proxy.example.org", "--port=8443",
+                             path, NULL});
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.out, "https://t.me/proxy?server=proxy.example.org&port=8443&"
+                                  "secret=7rAOu2eL9NRUpK4FOSfOsG5leGFtcGxlLmNvbQ\n"));
+    assert_non_null(strstr(r.out, "\xE2\x96\x88")); /* a QR code follows each link pair */
+    unlink(path);
+
+    /* No public-host and a wildcard bind-to: the operator must say where clients connect. */
+    path = write_config("bind-to = \"[::]:443\"\nsecret = \"" EE_A "\"\n");
+    cli(&r, (const char *[]){"access", path, "--no-qr", NULL});
+    assert_int_equal(r.code, 78);
+    assert_non_null(strstr(r.err, "wildcard"));
+    cli(&r, (const char *[]){"access", path, "--no-qr", "--host", "2001:db8::1", NULL});
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.out, "default: FakeTLS"));
+    assert_non_null(strstr(r.out, "server=2001%3Adb8%3A%3A1&port=443&"));
+    unlink(path);
+
+    /* A specific bind-to address is used as is. */
+    path = write_config("bind-to = \"127.0.0.1:8443\"\nsecret = \"" EE_A "\"\n");
+    cli(&r, (const char *[]){"access", path, "--no-qr", NULL});
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.out, "tg://proxy?server=127.0.0.1&port=8443&secret=" EE_A "\n"));
+    unlink(path);
+}
+
+static void test_config_errors_exit_78(void **state)
+{
+    (void)state;
+    struct run r;
+    cli(&r, (const char *[]){"run", "/nonexistent/tgproxy.toml", NULL});
+    assert_int_equal(r.code, 78);
+    assert_non_null(strstr(r.err, "tgproxy: /nonexistent/tgproxy.toml: cannot open"));
+
+    char *path = write_config("bind-to = \"127.0.0.1:1\"\n[secrets]\nmain = \"ee" KEY_A "\"\n");
+    cli(&r, (const char *[]){"run", path, NULL});
+    assert_int_equal(r.code, 78);
+    char where[128];
+    snprintf(where, sizeof where, "tgproxy: %s:3:8: secrets.main: bad secret", path);
+    assert_non_null(strstr(r.err, where));
+    assert_null(strstr(r.err, KEY_A));
+    cli(&r, (const char *[]){"access", path, NULL});
+    assert_int_equal(r.code, 78);
+    unlink(path);
+
+    path = write_config("bind-to = \"127.0.0.1:1\"\n");
+    cli(&r, (const char *[]){"run", path, NULL});
+    assert_int_equal(r.code, 78);
+    assert_non_null(strstr(r.err, "no secret"));
+    unlink(path);
+
+    /* Warnings for ignored mtg keys reach stderr with their position. */
+    path = write_config("bind-to = \"127.0.0.1:1\"\nsecret = \"" EE_A "\"\nauto-update = false\n"
+                        "[defense.allowlist]\nenabled = true\n");
+    cli(&r, (const char *[]){"access", path, NULL});
+    assert_int_equal(r.code, 78);
+    assert_non_null(strstr(r.err, ":3:1: auto-update: accepted for mtg compatibility"));
+    assert_non_null(strstr(r.err, "defense.allowlist"));
+    unlink(path);
+
+    cli(&r, (const char *[]){"simple-run", "127.0.0.1:1", "ee" KEY_A, NULL});
+    assert_int_equal(r.code, 65);
+    assert_non_null(strstr(r.err, "simple-run: bad SECRET"));
+    assert_null(strstr(r.err, KEY_A));
+}
+
+/* ---- the binary ---- */
+
+struct child {
+    pid_t pid;
+    int err_fd; /* read end of the child's stderr */
+};
+
+static void spawn(struct child *c, const char *const *args)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    c->pid = fork();
+    assert_true(c->pid >= 0);
+    if (c->pid == 0) {
+        dup2(fds[1], 2);
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        close(fds[0]);
+        execv(TGPROXY_BIN, (char *const *)args);
+        _exit(127);
+    }
+    close(fds[1]);
+    c->err_fd = fds[0];
+}
+
+/* Read the child's stderr until needle shows up or the pipe closes. */
+static bool read_until(const struct child *c, const char *needle, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    while (used + 1 < cap) {
+        ssize_t n = read(c->err_fd, buf + used, cap - 1 - used);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        used += (size_t)n;
+        buf[used] = '\0';
+        if (strstr(buf, needle))
+            return true;
+    }
+    return false;
+}
+
+static int wait_exit(struct child *c)
+{
+    int status;
+    pid_t w;
+    do
+        w = waitpid(c->pid, &status, 0);
+    while (w < 0 && errno == EINTR);
+    close(c->err_fd);
+    assert_int_equal(w, c->pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void test_binary_version_and_usage(void **state)
+{
+    (void)state;
+    struct child c;
+    char buf[1024];
+    spawn(&c, (const char *[]){TGPROXY_BIN, "--bogus", NULL});
+    assert_true(read_until(&c, "try 'tgproxy --help'", buf, sizeof buf));
+    assert_int_equal(wait_exit(&c), 64);
+    spawn(&c, (const char *[]){TGPROXY_BIN, "--version", NULL});
+    assert_int_equal(wait_exit(&c), 0);
+}
+
+static void test_binary_bind_failure_exit_69(void **state)
+{
+    (void)state;
+    /* Hold a port without SO_REUSEPORT so the proxy cannot bind it. */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(s, (struct sockaddr *)&sin, sizeof sin), 0);
+    assert_int_equal(listen(s, 1), 0);
+    socklen_t len = sizeof sin;
+    assert_int_equal(getsockname(s, (struct sockaddr *)&sin, &len), 0);
+    char text[256];
+    snprintf(text, sizeof text, "bind-to = \"127.0.0.1:%u\"\nsecret = \"" EE_A "\"\n",
+             (unsigned)ntohs(sin.sin_port));
+    char *path = write_config(text);
+    struct child c;
+    char buf[4096];
+    spawn(&c, (const char *[]){TGPROXY_BIN, "run", path, NULL});
+    bool said = read_until(&c, "cannot serve", buf, sizeof buf);
+    if (!said)
+        kill(c.pid, SIGKILL); /* never leave a stray proxy behind */
+    int code = wait_exit(&c);
+    close(s);
+    unlink(path);
+    if (!said || code != 69)
+        fail_msg("exit %d, stderr: %s", code, buf);
+    assert_null(strstr(buf, KEY_A));
+}
+
+static void test_binary_run_and_sigterm(void **state)
+{
+    (void)state;
+    char *path = write_config("bind-to = \"127.0.0.1:0\"\nworkers = 1\nlog-level = \"debug\"\n"
+                              "[secrets]\nmain = \"" EE_A "\"\n");
+    struct child c;
+    char buf[4096];
+    spawn(&c, (const char *[]){TGPROXY_BIN, "run", path, NULL});
+    bool up = read_until(&c, "listening on", buf, sizeof buf);
+    kill(c.pid, up ? SIGTERM : SIGKILL);
+    int code = wait_exit(&c);
+    unlink(path);
+    if (!up || code != 0)
+        fail_msg("up %d, exit %d, stderr: %s", up, code, buf);
+    assert_null(strstr(buf, KEY_A));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_version_usage),
+        cmocka_unit_test(test_generate_secret),
+        cmocka_unit_test(test_links_vectors),
+        cmocka_unit_test(test_qr_rendering),
+        cmocka_unit_test(test_access),
+        cmocka_unit_test(test_config_errors_exit_78),
+        cmocka_unit_test(test_binary_version_and_usage),
+        cmocka_unit_test(test_binary_bind_failure_exit_69),
+        cmocka_unit_test(test_binary_run_and_sigterm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
