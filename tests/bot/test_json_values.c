@@ -578,6 +578,55 @@ static void test_fixture_round_trips(void **state)
     }
 }
 
+/* Fail the Nth allocation for N = 1, 2, ... through parse, string decoding and writing:
+ * every step either succeeds or reports a clean error, and nothing leaks (ASan checks). */
+static void test_oom_sweep(void **state)
+{
+    (void)state;
+    size_t len;
+    char *src = tgtest_read_file(tgtest_shared_path("fixtures/botapi/large_update.json"), &len);
+    assert_non_null(src);
+    bool clean_run = false;
+    for (uint64_t nth = 1; nth <= 200 && !clean_run; nth++) {
+        tg__jdoc d;
+        tg__arena a;
+        tg__buf b;
+        tg__jw jw;
+        tg__jdoc_init(&d, NULL);
+        tg__arena_init(&a, 256, 0);
+        tg__buf_init(&b, 0);
+        tg__jw_init(&jw, &b);
+        tg__alloc_fail_at(nth);
+        tg__jerr err;
+        int rc = tg__json_parse(&d, src, len, &err);
+        bool all = rc == 0;
+        if (rc != 0)
+            assert_non_null(strstr(err.msg, "out of memory"));
+        tg__jw_arr_begin(&jw);
+        for (uint32_t t = 0; rc == 0 && t < d.ntok; t++) {
+            if (d.toks[t].type != TG__J_STRING)
+                continue;
+            size_t n;
+            char *s = tg__json_str_dup(&d, t, &a, &n);
+            all = all && s;
+            if (s)
+                tg__jw_strn(&jw, s, n);
+        }
+        tg__jw_arr_end(&jw);
+        assert_true(jw.err == 0 || jw.err == -ENOMEM);
+        all = all && jw.err == 0;
+        clean_run = !tg__alloc_failed();
+        tg__alloc_fail_at(0);
+        if (clean_run)
+            assert_true(all);
+        tg__buf_cleanup(&b);
+        tg__arena_cleanup(&a);
+        tg__jdoc_cleanup(&d);
+    }
+    assert_true(clean_run);
+    free(src);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +647,7 @@ int main(void)
     const struct CMUnitTest rt[] = {
         cmocka_unit_test(test_double_round_trip),
         cmocka_unit_test(test_fixture_round_trips),
+        cmocka_unit_test(test_oom_sweep),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     return rc | cmocka_run_group_tests(rt, wsetup, wteardown);
