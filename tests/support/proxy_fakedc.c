@@ -272,7 +272,7 @@ static void *dc_thread(void *arg)
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
-            if (evs[i].data.ptr == d)
+            if (evs[i].data.ptr == &d->wakefd)
                 return NULL;
             if (evs[i].data.ptr == &d->lfd)
                 on_accept(d);
@@ -296,7 +296,7 @@ struct fakedc *fakedc_start(uint16_t *port)
         goto fail;
     psock_set_nonblock(d->lfd, true);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &d->lfd};
-    struct epoll_event wev = {.events = EPOLLIN, .data.ptr = d};
+    struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &d->wakefd};
     if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->lfd, &ev) < 0 ||
         epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->wakefd, &wev) < 0)
         goto fail;

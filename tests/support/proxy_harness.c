@@ -1,0 +1,137 @@
+/* proxy_harness: in-process tgproxy + fake DC + fronting host. See proxy_harness.h. */
+#include "proxy_harness.h"
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "core/str.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void hostport_local(struct config_hostport *hp, uint16_t port)
+{
+    memset(hp, 0, sizeof *hp);
+    tg__strlcpy(hp->host, "127.0.0.1", sizeof hp->host);
+    hp->port = port;
+    hp->resolved = true;
+    struct sockaddr_in a = psock_addr(port);
+    memcpy(&hp->addr, &a, sizeof a);
+    hp->addr_len = sizeof a;
+}
+
+static int add_secret(struct pharness *h, const char *label, enum secret_kind kind)
+{
+    struct secret s = {.kind = kind};
+    memcpy(s.key, h->key, 16);
+    if (kind == SECRET_EE) {
+        tg__strlcpy(s.domain, PHARNESS_DOMAIN, sizeof s.domain);
+        s.domain_len = (uint8_t)strlen(PHARNESS_DOMAIN);
+    }
+    char err[256];
+    int rc = config_add_secret(&h->cfg, label, &s, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "pharness: %s\n", err);
+    return rc;
+}
+
+/* A port that refuses connections: bind one, then close it. */
+static uint16_t closed_port(void)
+{
+    uint16_t port = 0;
+    int fd = psock_listen(&port, 1);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static int build_config(struct pharness *h, const struct pharness_opts *o)
+{
+    struct config *cfg = &h->cfg;
+    char err[256];
+    if (config_add_listen(cfg, "127.0.0.1:0", 11, err, sizeof err) < 0)
+        return -EINVAL;
+    bool ee = o->ee || (!o->dd && !o->classic);
+    int rc = 0;
+    if (ee)
+        rc = add_secret(h, "tls", SECRET_EE);
+    if (rc == 0 && o->dd)
+        rc = add_secret(h, "dd", SECRET_DD);
+    if (rc == 0 && o->classic)
+        rc = add_secret(h, "classic", SECRET_CLASSIC);
+    if (rc < 0)
+        return rc;
+    cfg->dcs = tg__calloc(1, sizeof *cfg->dcs);
+    if (!cfg->dcs)
+        return -ENOMEM;
+    cfg->ndcs = 1;
+    cfg->dcs[0].is_default = true;
+    cfg->dcs[0].naddrs = 1;
+    uint16_t dcp = o->dc_closed_port ? closed_port() : o->no_fakedc ? o->dc_port : h->dc_port;
+    hostport_local(&cfg->dcs[0].addrs[0], dcp);
+    cfg->prefer_ip = CONFIG_PREFER_IPV4;
+    if (!o->no_front) {
+        struct config_hostport hp;
+        hostport_local(&hp, h->front_port);
+        tg__strlcpy(cfg->fronting.host, hp.host, sizeof cfg->fronting.host);
+        cfg->fronting.port = hp.port;
+        cfg->fronting.resolved = true;
+        cfg->fronting.addr = hp.addr;
+        cfg->fronting.addr_len = hp.addr_len;
+    }
+    if (o->handshake_ms)
+        cfg->timeout.handshake_ms = o->handshake_ms;
+    if (o->idle_ms)
+        cfg->timeout.idle_ms = o->idle_ms;
+    if (o->tcp_ms)
+        cfg->timeout.tcp_ms = o->tcp_ms;
+    if (o->concurrency)
+        cfg->concurrency = o->concurrency;
+    cfg->workers = o->workers ? o->workers : 2;
+    cfg->log_level = o->log_level ? o->log_level : TG__LOG_WARN;
+    const char *env = getenv("TGPROXY_TEST_LOG"); /* e.g. "debug" while investigating */
+    if (env && tg__log_level_parse(env) >= 0)
+        cfg->log_level = tg__log_level_parse(env);
+    return 0;
+}
+
+int pharness_start(struct pharness *h, const struct pharness_opts *o)
+{
+    memset(h, 0, sizeof *h);
+    config_init(&h->cfg);
+    if (RAND_bytes(h->key, sizeof h->key) != 1)
+        return -EIO;
+    if (!o->no_fakedc && !(h->dc = fakedc_start(&h->dc_port)))
+        goto fail;
+    if (!o->no_front && !(h->front = pfront_start(&h->front_port)))
+        goto fail;
+    if (build_config(h, o) < 0)
+        goto fail;
+    tg__log_default()->level = h->cfg.log_level;
+    if (server_start(&h->cfg, &h->srv) < 0)
+        goto fail;
+    h->port = server_port(h->srv, 0);
+    return 0;
+fail:
+    pharness_stop(h);
+    return -1;
+}
+
+void pharness_stop(struct pharness *h)
+{
+    server_stop(h->srv);
+    fakedc_stop(h->dc);
+    pfront_stop(h->front);
+    config_cleanup(&h->cfg);
+    memset(h, 0, sizeof *h);
+}
+
+struct pcli_opts pharness_client(const struct pharness *h, enum pcli_mode mode)
+{
+    return (struct pcli_opts){
+        .mode = mode, .key = h->key, .sni = PHARNESS_DOMAIN, .dc = 2, .timeout_ms = 10000};
+}

@@ -1,0 +1,56 @@
+/*
+ * proxy_harness: tgproxy running in-process on 127.0.0.1 with a fake DC and a recording
+ * fronting host, for the integration tests and the benchmarks.
+ *
+ * pharness_start() builds a struct config by hand (as `tgproxy simple-run` would): one
+ * listener on 127.0.0.1:0, the chosen secrets (all with the same 16-byte key, labels "tls",
+ * "dd", "classic"), [dcs] default = the fake DC, [domain-fronting] = the fronting stand-in,
+ * and starts the engine with server_start(). pharness_stop() undoes everything.
+ *
+ * Ownership: struct pharness is caller storage. Thread-safety: start/stop from one thread.
+ */
+#ifndef TGKIT_TEST_PROXY_HARNESS_H
+#define TGKIT_TEST_PROXY_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proxy/config.h"
+#include "proxy/server.h"
+#include "proxy_client.h"
+#include "proxy_fakedc.h"
+#include "proxy_front.h"
+
+#define PHARNESS_DOMAIN "example.com"
+
+struct pharness_opts {
+    bool ee, dd, classic;      /* secrets to configure; none set = ee only */
+    uint32_t handshake_ms;     /* 0 = config default */
+    uint32_t idle_ms;
+    uint32_t tcp_ms;
+    uint32_t concurrency;      /* 0 = config default */
+    uint32_t workers;          /* 0 = 2 */
+    bool no_front;             /* no fronting host (only valid without ee) */
+    bool dc_closed_port;       /* [dcs] default points at a port nobody listens on */
+    bool no_fakedc;            /* do not start the fake DC ([dcs] must be set by caller) */
+    uint16_t dc_port;          /* with no_fakedc: where [dcs] default points */
+    int log_level;             /* 0 = TG__LOG_WARN */
+};
+
+struct pharness {
+    struct config cfg;
+    struct fakedc *dc;
+    uint16_t dc_port;
+    struct pfront *front;
+    uint16_t front_port;
+    struct server *srv;
+    uint16_t port;
+    uint8_t key[16];
+};
+
+int pharness_start(struct pharness *h, const struct pharness_opts *o);
+void pharness_stop(struct pharness *h);
+/* Client options for this proxy in a mode (key, SNI = PHARNESS_DOMAIN, dc 2). */
+struct pcli_opts pharness_client(const struct pharness *h, enum pcli_mode mode);
+
+#endif
