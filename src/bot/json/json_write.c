@@ -19,6 +19,7 @@
 #include "bot/json/json.h"
 
 #include <errno.h>
+#include <float.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -276,13 +277,16 @@ void tg__jw_i64(tg__jw *w, int64_t v)
     put(w, buf + i, 24 - i);
 }
 
-/* Shortest of %.15g/%.16g/%.17g that strtod reads back to v. Returns the length. */
+/* Shortest of %.15g/%.16g/%.17g (subnormals: %.1g up) that strtod reads back to v.
+ * Returns the length. */
 static int shortest_double(double v, char *out, size_t cap)
 {
     pthread_once(&c_locale_once, c_locale_init);
     locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
     int n = 0;
-    for (int prec = 15; prec <= 17; prec++) {
+    /* Normal doubles carry more than 15 digits, so a shorter exact form would also show up
+     * in %.15g (trailing zeros dropped). Subnormals carry fewer: search from 1 digit. */
+    for (int prec = fabs(v) < DBL_MIN && v != 0 ? 1 : 15; prec <= 17; prec++) {
         n = snprintf(out, cap, "%.*g", prec, v);
         if (prec == 17 || strtod(out, NULL) == v)
             break;
