@@ -33,6 +33,7 @@ extern "C" {
 
 typedef struct tg_bot tg_bot;
 typedef struct tg_ctx tg_ctx;
+typedef struct tg_update tg_update; /* tgbot/api.h */
 
 /* ---- update kinds: one per optional field of the Bot API Update object ---- */
 
@@ -126,6 +127,10 @@ typedef struct tg_hctx tg_hctx;
 typedef tg_status (*tg_handler_fn)(tg_hctx *h, void *user);
 
 TG_API const tg_event *tg_hctx_event(const tg_hctx *h);
+/* The whole Update as the generated types of tgbot/api.h, decoded on first call into the
+ * handler's scratch memory (routing never pays for it). NULL when it does not decode (a
+ * malformed field): tg_hctx_errmsg() then says where. Valid until the handler returns. */
+TG_API const tg_update *tg_hctx_update(tg_hctx *h);
 /* The worker's ctx for API calls (NULL when the dispatcher has no bot). Its arena is reset
  * after every handler: copy what must outlive the update. */
 TG_API tg_ctx *tg_hctx_ctx(tg_hctx *h);

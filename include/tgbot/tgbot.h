@@ -15,5 +15,7 @@
 #include "tgbot/types.h"
 #include "tgbot/api.h"
 #include "tgbot/client.h"
+#include "tgbot/dispatch.h"
+#include "tgbot/updates.h"
 
 #endif

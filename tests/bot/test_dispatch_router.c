@@ -6,6 +6,7 @@
 
 #include "bot/dispatch/dispatch_int.h"
 #include "bot/dispatch/event.h"
+#include "tgbot/api.h"
 #include "tgbot/dispatch.h"
 
 static char trail[1024]; /* what ran, in order: "A;C;" */
@@ -339,6 +340,38 @@ static void test_feed_rejects(void **state)
     tg_router_free(r);
 }
 
+static tg_status h_full(tg_hctx *h, void *user)
+{
+    (void)user;
+    const tg_update *u = tg_hctx_update(h);
+    if (!u) {
+        note("decode-error:");
+        note(tg_hctx_errmsg(h));
+        return TG_OK;
+    }
+    assert_ptr_equal(u, tg_hctx_update(h)); /* decoded once */
+    char buf[128];
+    snprintf(buf, sizeof buf, "id=%lld chat=%lld text=%s", (long long)u->update_id,
+             (long long)u->message->chat->id, u->message->text);
+    note(buf);
+    return TG_OK;
+}
+
+static void test_full_update_on_demand(void **state)
+{
+    (void)state;
+    tg_router *r = tg_router_new();
+    tg_router_on_kind(r, TG_UPDATE_MESSAGE, h_full, NULL);
+    tg_dispatcher *d = mk(r);
+    run(d, MSG(12, "hello"));
+    assert_string_equal(trail, "id=12 chat=42 text=hello");
+    trail[0] = '\0';
+    run(d, "{\"update_id\":13,\"message\":{\"message_id\":\"x\",\"chat\":{\"id\":1}}}");
+    assert_non_null(strstr(trail, "decode-error:update 13: message.message_id"));
+    tg_dispatcher_free(d);
+    tg_router_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_filters_compose),
         cmocka_unit_test(test_groups_middleware_errors),
         cmocka_unit_test(test_feed_rejects),
+        cmocka_unit_test(test_full_update_on_demand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

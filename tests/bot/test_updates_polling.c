@@ -155,11 +155,11 @@ static void test_ordering_10k(void **state)
     for (size_t i = 0; i < NUPD; i++) {
         char *body = fakeapi_body(f, "sendMessage", i);
         json_t *j = json_loads(body, 0, NULL);
-        int chat = (int)json_integer_value(json_object_get(j, "chat_id")) - 1000;
+        int c = (int)json_integer_value(json_object_get(j, "chat_id")) - 1000;
         int s = atoi(json_string_value(json_object_get(j, "text")));
-        assert_true(chat >= 0 && chat < NCHATS);
-        assert_int_equal(s, last[chat] + 1);
-        last[chat] = s;
+        assert_true(c >= 0 && c < NCHATS);
+        assert_int_equal(s, last[c] + 1);
+        last[c] = s;
         assert_non_null(json_object_get(j, "reply_parameters"));
         json_decref(j);
         free(body);

@@ -104,6 +104,9 @@ struct tg_hctx {
     unsigned argc;
     char **argv;
     struct tg__conv conv;
+    const tg_update *update; /* decoded on demand by tg_hctx_update */
+    bool update_tried;
+    const struct tg__type *update_type; /* the codec's table for Update */
     tg__buf jbuf;  /* request JSON of the shortcuts, reused */
     char err[256];
 };

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bot/codec/codec.h"
 #include "bot/dispatch/dispatch_int.h"
 #include "core/alloc.h"
 #include "tgbot/client.h"
@@ -24,6 +25,7 @@ int tg__hctx_init(struct tg_hctx *h, struct tg_dispatcher *d, unsigned worker,
     tg__jdoc_init(&h->doc, NULL);
     tg__buf_init(&h->jbuf, 1 << 20);
     h->md = pcre2_match_data_create(TG__MAX_CAPTURES, NULL);
+    h->update_type = tg__codec_type_by_name("Update");
     return h->md ? 0 : -1;
 }
 
@@ -47,7 +49,36 @@ void tg__hctx_reset(struct tg_hctx *h)
     h->argc = 0;
     h->argv = NULL;
     h->conv = (struct tg__conv){0};
+    h->update = NULL;
+    h->update_tried = false;
     h->err[0] = '\0';
+}
+
+const tg_update *tg_hctx_update(tg_hctx *h)
+{
+    const tg__type *update_type = h->update_type;
+    if (h->update_tried)
+        return h->update;
+    h->update_tried = true;
+    void *out = update_type ? tg__arena_alloc(&h->arena, update_type->size) : NULL;
+    tg__jerr je;
+    if (!out) {
+        tg_hctx_fail(h, TG_ERR_NOMEM, "update %lld: out of memory decoding",
+                     (long long)h->ev.update_id);
+        return NULL;
+    }
+    /* h->doc still holds this update's tokens (tg__event_parse) and ev.json its bytes. */
+    if (tg__codec_decode(update_type, &h->doc, 0, &h->arena, out, &je) != TG_OK) {
+        tg__buf b;
+        tg__buf_init(&b, 512);
+        tg__json_errmsg(&h->doc, &je, &b);
+        tg_hctx_fail(h, TG_ERR_DECODE, "update %lld: %s", (long long)h->ev.update_id,
+                     tg__buf_cstr(&b));
+        tg__buf_cleanup(&b);
+        return NULL;
+    }
+    h->update = out;
+    return h->update;
 }
 
 const tg_event *tg_hctx_event(const tg_hctx *h)
