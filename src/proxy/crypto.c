@@ -32,24 +32,46 @@ int crypto_init(void)
     return (aes_ctr && sha256 && hmac) ? 0 : -EIO;
 }
 
-int crypto_ctr_init(struct crypto_ctr *c, const uint8_t key[32], const uint8_t iv[16])
+/* (Re)create the EVP context at keystream position c->pos. */
+static int ctr_open(struct crypto_ctr *c)
 {
+    uint8_t iv[16], skip[16] = {0};
+    int outl = 0, rc = -EIO;
     if (crypto_init() != 0)
         return -EIO;
-    if (!c->ctx) {
-        c->ctx = EVP_CIPHER_CTX_new();
-        if (!c->ctx)
-            return -ENOMEM;
-    }
-    if (EVP_EncryptInit_ex2(c->ctx, aes_ctr, key, iv, NULL) != 1)
-        return -EIO;
-    return 0;
+    if (!c->ctx && !(c->ctx = EVP_CIPHER_CTX_new()))
+        return -ENOMEM;
+    memcpy(iv, c->iv, 16);
+    crypto_ctr_iv_add(iv, c->pos / 16);
+    int part = (int)(c->pos % 16);
+    if (EVP_EncryptInit_ex2(c->ctx, aes_ctr, c->key, iv, NULL) == 1 &&
+        (part == 0 || (EVP_EncryptUpdate(c->ctx, skip, &outl, skip, part) == 1 && outl == part)))
+        rc = 0;
+    crypto_wipe(skip, sizeof skip);
+    return rc;
+}
+
+int crypto_ctr_init(struct crypto_ctr *c, const uint8_t key[32], const uint8_t iv[16])
+{
+    memcpy(c->key, key, 32);
+    memcpy(c->iv, iv, 16);
+    c->pos = 0;
+    c->ready = true;
+    int rc = ctr_open(c);
+    if (rc != 0)
+        c->ready = false;
+    return rc;
 }
 
 int crypto_ctr_apply2(struct crypto_ctr *c, const uint8_t *in, uint8_t *out, size_t n)
 {
-    if (!c->ctx)
+    if (!c->ready)
         return -EINVAL;
+    if (!c->ctx) {
+        int rc = ctr_open(c);
+        if (rc != 0)
+            return rc;
+    }
     while (n > 0) {
         int chunk = n > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)n;
         int outl = 0;
@@ -58,6 +80,7 @@ int crypto_ctr_apply2(struct crypto_ctr *c, const uint8_t *in, uint8_t *out, siz
         in += chunk;
         out += chunk;
         n -= (size_t)chunk;
+        c->pos += (uint64_t)chunk;
     }
     return 0;
 }
@@ -67,12 +90,20 @@ int crypto_ctr_apply(struct crypto_ctr *c, uint8_t *buf, size_t n)
     return crypto_ctr_apply2(c, buf, buf, n);
 }
 
+void crypto_ctr_park(struct crypto_ctr *c)
+{
+    if (!c || !c->ctx)
+        return;
+    EVP_CIPHER_CTX_free(c->ctx);
+    c->ctx = NULL;
+}
+
 void crypto_ctr_cleanup(struct crypto_ctr *c)
 {
     if (!c)
         return;
     EVP_CIPHER_CTX_free(c->ctx);
-    c->ctx = NULL;
+    crypto_wipe(c, sizeof(*c));
 }
 
 void crypto_ctr_iv_add(uint8_t iv[16], uint64_t blocks)

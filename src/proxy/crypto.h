@@ -11,9 +11,9 @@
  * The cipher, digest and MAC implementations are fetched once per process (lazily, thread
  * safe) so per-connection set-up does not repeat provider look-ups.
  *
- * Ownership: a struct crypto_ctr owns one EVP_CIPHER_CTX (allocated by OpenSSL, roughly
- * 0.7-1 KiB with the key schedule) until crypto_ctr_cleanup(). Key material passed in is
- * copied into the context; callers should wipe their copies.
+ * Ownership: a struct crypto_ctr owns one EVP_CIPHER_CTX (allocated by OpenSSL, about
+ * 650 bytes with the key schedule) until crypto_ctr_park() or crypto_ctr_cleanup(). Key and
+ * IV are copied into the struct (to resume a parked stream); callers should wipe theirs.
  * Thread-safety: all functions are reentrant; a crypto_ctr is used by one thread at a time.
  * Return convention: 0 or -errno (-ENOMEM allocation, -EIO OpenSSL failure, -EINVAL args).
  */
@@ -30,7 +30,11 @@
 #define CRYPTO_X25519_LEN 32
 
 struct crypto_ctr {
-    void *ctx; /* EVP_CIPHER_CTX *, NULL when not initialised */
+    void *ctx;       /* EVP_CIPHER_CTX *, NULL when not initialised or parked */
+    uint64_t pos;    /* keystream bytes consumed so far */
+    uint8_t key[32]; /* kept so a parked stream can be resumed */
+    uint8_t iv[16];
+    bool ready;      /* initialised (possibly parked) */
 };
 
 /* One part of a scattered message. */
@@ -51,8 +55,15 @@ int crypto_ctr_init(struct crypto_ctr *c, const uint8_t key[32], const uint8_t i
 int crypto_ctr_apply(struct crypto_ctr *c, uint8_t *buf, size_t n);
 /* Same, from in to out (non-overlapping or identical buffers). 0 or -EIO. */
 int crypto_ctr_apply2(struct crypto_ctr *c, const uint8_t *in, uint8_t *out, size_t n);
-/* Release the context; c becomes zeroed. NULL-safe, idempotent. */
+/* Release the context and wipe the key; c becomes zeroed. NULL-safe, idempotent. */
 void crypto_ctr_cleanup(struct crypto_ctr *c);
+/*
+ * Park an idle stream: free its OpenSSL context (~650 bytes of heap) and keep only key, IV
+ * and position (in the struct). The next apply resumes transparently at the same keystream
+ * position (one context set-up plus at most 15 bytes of keystream to skip). Lets an idle
+ * connection hold no cipher heap. No-op if not initialised or already parked.
+ */
+void crypto_ctr_park(struct crypto_ctr *c);
 /* Add `blocks` to a 128-bit big-endian counter block (to start a stream at offset 16*k). */
 void crypto_ctr_iv_add(uint8_t iv[16], uint64_t blocks);
 
