@@ -376,6 +376,79 @@ static void test_crypto_helpers(void **state)
     assert_int_equal(crypto_random_range(7, 7), 7);
 }
 
+/* Client side of obfs2 with a secret (what a Telegram app does, brief 2.1/2.2): the 64
+ * bytes to send and the client's send stream, left at offset 64. */
+static void client_header(const uint8_t secret[16], uint32_t tag, int16_t dc, uint8_t wire[64],
+                          struct crypto_ctr *send)
+{
+    uint8_t h[64], key[32], enc[64];
+    for (int i = 0; i < 64; i++)
+        h[i] = (uint8_t)(i * 37 + tag + (uint16_t)dc);
+    /* violate the forbidden-prefix rules: a proxy must still accept it (brief 2.1) */
+    h[0] = 0xef;
+    memset(h + 4, 0, 4);
+    h[56] = (uint8_t)tag, h[57] = (uint8_t)(tag >> 8), h[58] = (uint8_t)(tag >> 16);
+    h[59] = (uint8_t)(tag >> 24), h[60] = (uint8_t)dc, h[61] = (uint8_t)((uint16_t)dc >> 8);
+    struct crypto_part parts[2] = {{h + 8, 32}, {secret, 16}};
+    assert_int_equal(crypto_sha256(parts, 2, key), 0);
+    assert_int_equal(crypto_ctr_init(send, key, h + 40), 0);
+    assert_int_equal(crypto_ctr_apply2(send, h, enc, 64), 0);
+    memcpy(wire, h, 56);
+    memcpy(wire + 56, enc + 56, 8);
+}
+
+/* Every framing example of transport_framing.json crosses client -> proxy -> DC unchanged,
+ * cut into odd chunks, with the DC seeing the client's tag (brief 7: the proxy is opaque). */
+static void test_framing_transparent(void **state)
+{
+    (void)state;
+    json_t *v = pv_load("vectors/transport_framing.json");
+    json_t *ex = pv_need(v, "examples");
+    static const uint8_t secret[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    size_t i, n, tn;
+    json_t *e;
+    json_array_foreach(ex, i, e) {
+        uint8_t *framed = pv_hex(e, "framed_hex", &n);
+        uint8_t *tagb = pv_hex(e, "tag", &tn);
+        uint32_t tag = (uint32_t)tagb[0] | (uint32_t)tagb[1] << 8 | (uint32_t)tagb[2] << 16 |
+                       (uint32_t)tagb[3] << 24;
+        uint8_t wire[64], dcwire[64], plain[64];
+        struct crypto_ctr csend = {0}, pdec = {0}, penc = {0}, dcdec = {0};
+        client_header(secret, tag, -2, wire, &csend);
+        struct obfs2_candidate cand = {.tags = ALL_TAGS};
+        memcpy(cand.key, secret, 16);
+        struct obfs2_client cl;
+        assert_int_equal(obfs2_parse_client(wire, 64, &cand, 1, &pdec, &cl), OBFS2_OK);
+        assert_int_equal(cl.tag, tag);
+        assert_int_equal(cl.dc, -2);
+        assert_int_equal(obfs2_dc_header(cl.tag, cl.dc, NULL, NULL, NULL, dcwire, NULL, &penc,
+                                         NULL), 0);
+        /* the DC reads our header without a secret */
+        assert_int_equal(crypto_ctr_init(&dcdec, dcwire + 8, dcwire + 40), 0);
+        assert_int_equal(crypto_ctr_apply2(&dcdec, dcwire, plain, 64), 0);
+        assert_memory_equal(plain + 56, tagb, 4);
+        uint8_t *buf = malloc(n);
+        memcpy(buf, framed, n);
+        assert_int_equal(crypto_ctr_apply(&csend, buf, n), 0);
+        for (size_t at = 0, step = 1; at < n; at += step, step = step % 5 + 2) {
+            size_t c = n - at < step ? n - at : step;
+            assert_int_equal(crypto_ctr_apply(&pdec, buf + at, c), 0);
+            assert_int_equal(crypto_ctr_apply(&penc, buf + at, c), 0);
+        }
+        assert_int_equal(crypto_ctr_apply(&dcdec, buf, n), 0);
+        assert_memory_equal(buf, framed, n);
+        free(buf);
+        free(framed);
+        free(tagb);
+        crypto_ctr_cleanup(&csend);
+        crypto_ctr_cleanup(&pdec);
+        crypto_ctr_cleanup(&penc);
+        crypto_ctr_cleanup(&dcdec);
+    }
+    assert_int_equal(i, 7);
+    json_decref(v);
+}
+
 /* A parked stream resumes at exactly the same keystream position, aligned or not. */
 static void test_ctr_park(void **state)
 {
@@ -429,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_forbidden_prefixes), cmocka_unit_test(test_dc_header_roundtrip),
         cmocka_unit_test(test_crypto_helpers),     cmocka_unit_test(test_x25519_random),
         cmocka_unit_test(test_ctr_park),
+        cmocka_unit_test(test_framing_transparent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
