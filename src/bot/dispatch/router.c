@@ -148,24 +148,24 @@ static tg_status run_handler(tg_router *r, const struct route *rt, struct tg_hct
     return st;
 }
 
+/* One pass: routes are sorted by group, so once a group has run a handler the rest of that
+ * group is skipped by comparing the group number. */
 static tg_status run_groups(tg_router *r, struct tg_hctx *h, bool *handled)
 {
-    size_t i = 0;
-    while (i < r->nroutes) {
-        int group = r->routes[i].group;
-        size_t end = i;
-        while (end < r->nroutes && r->routes[end].group == group)
-            end++;
-        for (; i < end; i++) {
-            if (!tg__filter_eval(r->routes[i].filter, h))
-                continue;
-            *handled = true;
-            tg_status st = run_handler(r, &r->routes[i], h);
-            if (st != TG_OK)
-                return st;
-            break;
-        }
-        i = end;
+    bool group_done = false;
+    int done_group = 0;
+    for (size_t i = 0; i < r->nroutes; i++) {
+        const struct route *rt = &r->routes[i];
+        if (group_done && rt->group == done_group)
+            continue;
+        if (!tg__filter_eval(rt->filter, h))
+            continue;
+        *handled = true;
+        group_done = true;
+        done_group = rt->group;
+        tg_status st = run_handler(r, rt, h);
+        if (st != TG_OK)
+            return st;
     }
     return TG_OK;
 }

@@ -1,0 +1,127 @@
+/*
+ * bench dispatch: route one already-decoded update (fixtures/botapi/dispatch_update.json,
+ * "/cmd19") through 20 command handlers where the last one matches, next to the floor of
+ * 20 string compares of the same command. Goal: within 2x of the floor, 0 allocations.
+ *
+ * Second scenario: the whole worker path for one update (tokenize, build the event, route,
+ * reset), next to tokenizing the same bytes alone.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bot/dispatch/dispatch_int.h"
+#include "bot/json/json.h"
+#include "core/alloc.h"
+#include "tgbot/dispatch.h"
+
+#define NCMD 20
+
+static uint64_t hits;
+
+static tg_status on_cmd(tg_hctx *h, void *user)
+{
+    (void)h;
+    hits += (uintptr_t)user;
+    return TG_OK;
+}
+
+struct route_ctx {
+    tg_router *r;
+    struct tg_hctx *h;
+};
+
+static void bench_route(void *p)
+{
+    struct route_ctx *c = p;
+    bool handled;
+    tg__router_run(c->r, c->h, &handled);
+}
+
+struct floor_ctx {
+    char names[NCMD][16];
+    const char *cmd; /* the update's command, NUL-terminated */
+};
+
+static void bench_floor(void *p)
+{
+    struct floor_ctx *c = p;
+    for (int i = 0; i < NCMD; i++) {
+        if (strcmp(c->names[i], c->cmd) == 0) {
+            hits += (uintptr_t)(i + 1);
+            break;
+        }
+    }
+}
+
+struct full_ctx {
+    tg_dispatcher *d;
+    const char *json;
+    size_t len;
+    tg__jdoc doc;
+};
+
+static void bench_full(void *p)
+{
+    struct full_ctx *c = p;
+    tg_dispatcher_run_one(c->d, c->json, c->len);
+}
+
+static void bench_tokenize(void *p)
+{
+    struct full_ctx *c = p;
+    tg__jerr e;
+    tg__json_parse(&c->doc, c->json, c->len, &e);
+    tg__bench_sink(c->doc.ntok);
+}
+
+int main(void)
+{
+    size_t len;
+    char *json = tg__bench_fixture("fixtures/botapi/dispatch_update.json", &len);
+    tg_router *r = tg_router_new();
+    struct floor_ctx fc;
+    for (int i = 0; i < NCMD; i++) {
+        snprintf(fc.names[i], sizeof fc.names[i], "cmd%d", i);
+        if (tg_router_on_command(r, fc.names[i], on_cmd, (void *)(uintptr_t)(i + 1)) != TG_OK) {
+            fprintf(stderr, "bench: %s\n", tg_router_errmsg(r));
+            return 1;
+        }
+    }
+    tg_dispatcher *d = tg_dispatcher_new(NULL, r, &(tg_dispatcher_options){.workers = 1});
+    struct tg_hctx *h = &d->hctx[0];
+    char err[256];
+    if (tg__event_parse(&h->ev, &h->doc, &h->arena, json, len, NULL, err, sizeof err) != 0 ||
+        !h->ev.command) {
+        fprintf(stderr, "bench: fixture is not a command update: %s\n", err);
+        return 1;
+    }
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "%.*s", (int)h->ev.command_len, h->ev.command);
+    fc.cmd = cmd;
+
+    struct route_ctx rc = {r, h};
+    tg__bench_result floor, route, full, tok;
+    tg__bench_run("strcmp_20_commands", bench_floor, &fc, &floor);
+    tg__bench_report(&floor, NULL);
+    tg__bench_run("dispatch_20_commands", bench_route, &rc, &route);
+    tg__bench_report(&route, &floor);
+
+    struct full_ctx xc = {.d = d, .json = json, .len = len};
+    tg__jdoc_init(&xc.doc, NULL);
+    tg__bench_run("json_tokenize_dispatch_update", bench_tokenize, &xc, &tok);
+    tg__bench_report(&tok, NULL);
+    tg__bench_run("dispatch_update_full", bench_full, &xc, &full);
+    tg__bench_report(&full, &tok);
+    tg__bench_table();
+    tg__bench_sink(hits);
+    if (hits == 0) {
+        fprintf(stderr, "bench: the command handler never ran\n");
+        return 1;
+    }
+    tg__jdoc_cleanup(&xc.doc);
+    tg_dispatcher_free(d);
+    tg_router_free(r);
+    tg__free(json);
+    return 0;
+}
