@@ -51,8 +51,8 @@ static void answer(const struct faketls_hello *h)
     static uint8_t out[FAKETLS_SERVER_HELLO_MAX];
     static const uint8_t pub[32] = {9};
     static const uint8_t filler[64];
-    struct faketls_answer a = {.cipher = h->cipher, .x25519_pub = pub, .appdata = filler,
-                               .appdata_len = sizeof filler};
+    struct faketls_answer a = {
+        .cipher = h->cipher, .x25519_pub = pub, .appdata = filler, .appdata_len = sizeof filler};
     int n = faketls_server_hello(h, key, &a, out, sizeof out);
     if (n != (int)(106 + h->session_id_len + sizeof filler))
         abort();
@@ -68,7 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(k.key, key, 16);
     enum faketls_status peek = faketls_peek(data, size, &rec_len);
     enum faketls_status st = faketls_parse_hello(data, size, &h, NULL);
-    if (st == FAKETLS_NEED_MORE && !(peek == FAKETLS_NEED_MORE || (peek == FAKETLS_OK && size < rec_len)))
+    if (st == FAKETLS_NEED_MORE &&
+        !(peek == FAKETLS_NEED_MORE || (peek == FAKETLS_OK && size < rec_len)))
         abort();
     if (st != FAKETLS_OK)
         return 0;

@@ -43,8 +43,8 @@ static void build_dc(const struct obfs2_client *cl, const uint8_t *rest, size_t 
         if (crypto_ctr_init(&check, keys.enc_key, keys.enc_iv) != 0 ||
             crypto_ctr_apply2(&check, wire, plain, 64) != 0)
             abort();
-        uint32_t tag = (uint32_t)plain[56] | (uint32_t)plain[57] << 8 |
-                       (uint32_t)plain[58] << 16 | (uint32_t)plain[59] << 24;
+        uint32_t tag = (uint32_t)plain[56] | (uint32_t)plain[57] << 8 | (uint32_t)plain[58] << 16 |
+                       (uint32_t)plain[59] << 24;
         if (tag != cl->tag || (int16_t)(uint16_t)(plain[60] | plain[61] << 8) != cl->dc)
             abort();
     }

@@ -18,9 +18,9 @@ struct entry {
 };
 
 struct antireplay {
-    struct entry *table;     /* nsets * ANTIREPLAY_WAYS */
-    size_t nsets;            /* power of two */
-    size_t nstripes;         /* power of two, <= nsets */
+    struct entry *table; /* nsets * ANTIREPLAY_WAYS */
+    size_t nsets;        /* power of two */
+    size_t nstripes;     /* power of two, <= nsets */
     pthread_mutex_t *locks;
     uint32_t window_s;
     _Atomic uint64_t inserts, replays, early_evictions;
@@ -108,8 +108,8 @@ static struct entry *victim(struct antireplay *ar, struct entry *set, uint32_t n
     return old;
 }
 
-static bool lookup(struct antireplay *ar, enum antireplay_kind kind, const void *key,
-                   size_t len, uint64_t now_s, bool insert)
+static bool lookup(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
+                   uint64_t now_s, bool insert)
 {
     uint32_t fp[3];
     size_t s;
@@ -136,14 +136,14 @@ static bool lookup(struct antireplay *ar, enum antireplay_kind kind, const void 
     return seen;
 }
 
-bool antireplay_seen(struct antireplay *ar, enum antireplay_kind kind, const void *key,
-                     size_t len, uint64_t now_s)
+bool antireplay_seen(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
+                     uint64_t now_s)
 {
     return lookup(ar, kind, key, len, now_s, false);
 }
 
-bool antireplay_add(struct antireplay *ar, enum antireplay_kind kind, const void *key,
-                    size_t len, uint64_t now_s)
+bool antireplay_add(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
+                    uint64_t now_s)
 {
     return lookup(ar, kind, key, len, now_s, true);
 }
@@ -154,8 +154,8 @@ void antireplay_get_stats(struct antireplay *ar, struct antireplay_stats *out)
     if (!ar)
         return;
     out->capacity = ar->nsets * ANTIREPLAY_WAYS;
-    out->bytes = sizeof(*ar) + out->capacity * sizeof(struct entry) +
-                 ar->nstripes * sizeof(pthread_mutex_t);
+    out->bytes =
+        sizeof(*ar) + out->capacity * sizeof(struct entry) + ar->nstripes * sizeof(pthread_mutex_t);
     out->inserts = atomic_load_explicit(&ar->inserts, memory_order_relaxed);
     out->replays = atomic_load_explicit(&ar->replays, memory_order_relaxed);
     out->early_evictions = atomic_load_explicit(&ar->early_evictions, memory_order_relaxed);

@@ -48,12 +48,12 @@ struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s);
 void antireplay_free(struct antireplay *ar);
 
 /* Is a live entry for key present? (no insertion) */
-bool antireplay_seen(struct antireplay *ar, enum antireplay_kind kind, const void *key,
-                     size_t len, uint64_t now_s);
+bool antireplay_seen(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
+                     uint64_t now_s);
 /* Add-if-absent, atomically: returns true if key was already live (a replay; nothing
    changes), false if it has now been inserted. */
-bool antireplay_add(struct antireplay *ar, enum antireplay_kind kind, const void *key,
-                    size_t len, uint64_t now_s);
+bool antireplay_add(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
+                    uint64_t now_s);
 
 void antireplay_get_stats(struct antireplay *ar, struct antireplay_stats *out);
 

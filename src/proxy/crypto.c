@@ -221,4 +221,3 @@ void crypto_wipe(void *p, size_t n)
 {
     OPENSSL_cleanse(p, n);
 }
-

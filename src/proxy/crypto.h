@@ -25,16 +25,16 @@
 #include <stdint.h>
 
 #define CRYPTO_AES_KEY_LEN 32
-#define CRYPTO_AES_IV_LEN 16
-#define CRYPTO_SHA256_LEN 32
-#define CRYPTO_X25519_LEN 32
+#define CRYPTO_AES_IV_LEN  16
+#define CRYPTO_SHA256_LEN  32
+#define CRYPTO_X25519_LEN  32
 
 struct crypto_ctr {
     void *ctx;       /* EVP_CIPHER_CTX *, NULL when not initialised or parked */
     uint64_t pos;    /* keystream bytes consumed so far */
     uint8_t key[32]; /* kept so a parked stream can be resumed */
     uint8_t iv[16];
-    bool ready;      /* initialised (possibly parked) */
+    bool ready; /* initialised (possibly parked) */
 };
 
 /* One part of a scattered message. */

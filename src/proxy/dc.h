@@ -25,22 +25,22 @@
 
 #include "proxy/config.h"
 
-#define DC_PORT 443
+#define DC_PORT        443
 #define DC_BUILTIN_MAX 4 /* addresses per built-in entry */
-#define DC_FALLBACK 2    /* where unknown DCs go when fallback is on */
+#define DC_FALLBACK    2 /* where unknown DCs go when fallback is on */
 
 struct dc_options {
     const struct config_dc *overrides; /* borrowed, may be NULL */
     size_t noverrides;
-    bool use_test_dcs;                 /* route +-10001..10003 to the test table */
-    bool fallback;                     /* unknown DC -> DC_FALLBACK instead of -ENOENT */
+    bool use_test_dcs; /* route +-10001..10003 to the test table */
+    bool fallback;     /* unknown DC -> DC_FALLBACK instead of -ENOENT */
 };
 
 struct dc_target {
-    int32_t id;                        /* effective id (after fallback; sign kept) */
-    bool fell_back;                    /* the client's id was unknown: DC_FALLBACK used */
-    const struct config_dc *override;  /* non-NULL: use its addresses (may need DNS) */
-    size_t naddrs;                     /* built-in addresses (when override is NULL) */
+    int32_t id;                       /* effective id (after fallback; sign kept) */
+    bool fell_back;                   /* the client's id was unknown: DC_FALLBACK used */
+    const struct config_dc *override; /* non-NULL: use its addresses (may need DNS) */
+    size_t naddrs;                    /* built-in addresses (when override is NULL) */
     struct sockaddr_storage addrs[DC_BUILTIN_MAX];
     socklen_t addr_lens[DC_BUILTIN_MAX];
 };

@@ -228,8 +228,8 @@ static bool sni_ok(const struct faketls_hello *h, const struct faketls_key *k,
     if (!h->has_sni)
         return !pol->reject_missing_sni;
     for (size_t i = 0; i < h->nsni; i++)
-        if (h->sni[i].len == k->domain_len && ascii_ieq(h->rec + h->sni[i].off, k->domain,
-                                                         k->domain_len))
+        if (h->sni[i].len == k->domain_len &&
+            ascii_ieq(h->rec + h->sni[i].off, k->domain, k->domain_len))
             return true;
     return pol->accept_sni_mismatch;
 }

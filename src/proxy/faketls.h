@@ -33,16 +33,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FAKETLS_HDR_LEN 5
-#define FAKETLS_HELLO_MIN 512            /* ClientHello record payload bounds (brief 4.1) */
-#define FAKETLS_HELLO_MAX 16384
-#define FAKETLS_RANDOM_OFF 11            /* client/server random offset in the record */
-#define FAKETLS_REPLAY_KEY_LEN 16        /* replay key: random[0..16) (brief 5.1) */
-#define FAKETLS_MAX_SNI 8                /* host names kept from one server_name extension */
-#define FAKETLS_RECORD_MAX_OUT 16384     /* proxy->client payload per record (brief 4.9) */
-#define FAKETLS_RECORD_MAX_IN 16640      /* default client->proxy record limit */
-#define FAKETLS_APPDATA_MIN 2500         /* default filler length range [min, max) (4.7) */
-#define FAKETLS_APPDATA_MAX 4700
+#define FAKETLS_HDR_LEN        5
+#define FAKETLS_HELLO_MIN      512 /* ClientHello record payload bounds (brief 4.1) */
+#define FAKETLS_HELLO_MAX      16384
+#define FAKETLS_RANDOM_OFF     11    /* client/server random offset in the record */
+#define FAKETLS_REPLAY_KEY_LEN 16    /* replay key: random[0..16) (brief 5.1) */
+#define FAKETLS_MAX_SNI        8     /* host names kept from one server_name extension */
+#define FAKETLS_RECORD_MAX_OUT 16384 /* proxy->client payload per record (brief 4.9) */
+#define FAKETLS_RECORD_MAX_IN  16640 /* default client->proxy record limit */
+#define FAKETLS_APPDATA_MIN    2500  /* default filler length range [min, max) (4.7) */
+#define FAKETLS_APPDATA_MAX    4700
 /* Largest ServerHello answer: record of 90 + 32, CCS, ApplicationData header + 16384. */
 #define FAKETLS_SERVER_HELLO_MAX (5 + 90 + 32 + 6 + 5 + 16384)
 
@@ -58,15 +58,15 @@ struct faketls_name {
 };
 
 struct faketls_hello {
-    const uint8_t *rec;            /* borrowed: the record (header included) */
-    size_t len;                    /* 5 + LL */
-    uint8_t random[32];            /* as received (digest with the timestamp XORed in) */
+    const uint8_t *rec; /* borrowed: the record (header included) */
+    size_t len;         /* 5 + LL */
+    uint8_t random[32]; /* as received (digest with the timestamp XORed in) */
     uint8_t session_id[32];
-    uint8_t session_id_len;        /* 0..32 */
-    uint16_t cipher;               /* first of 1301/1302/1303 offered; 0 if none */
-    uint16_t first_suite;          /* first non-GREASE suite offered (0 if none) */
-    bool has_sni;                  /* a server_name extension is present */
-    size_t nsni;                   /* host_name entries kept (<= FAKETLS_MAX_SNI) */
+    uint8_t session_id_len; /* 0..32 */
+    uint16_t cipher;        /* first of 1301/1302/1303 offered; 0 if none */
+    uint16_t first_suite;   /* first non-GREASE suite offered (0 if none) */
+    bool has_sni;           /* a server_name extension is present */
+    size_t nsni;            /* host_name entries kept (<= FAKETLS_MAX_SNI) */
     struct faketls_name sni[FAKETLS_MAX_SNI];
 };
 
@@ -78,11 +78,11 @@ struct faketls_key {
 };
 
 struct faketls_policy {
-    int64_t now;             /* wall-clock seconds (injectable for tests) */
-    uint32_t past_s;         /* accept ts >= now - past_s (brief: 120) */
-    uint32_t future_s;       /* accept ts <= now + future_s (brief: 120) */
-    bool accept_sni_mismatch;/* default false: SNI present but no name equals the domain */
-    bool reject_missing_sni; /* default false: a hello without SNI is accepted */
+    int64_t now;              /* wall-clock seconds (injectable for tests) */
+    uint32_t past_s;          /* accept ts >= now - past_s (brief: 120) */
+    uint32_t future_s;        /* accept ts <= now + future_s (brief: 120) */
+    bool accept_sni_mismatch; /* default false: SNI present but no name equals the domain */
+    bool reject_missing_sni;  /* default false: a hello without SNI is accepted */
 };
 
 enum faketls_verdict {
@@ -120,11 +120,11 @@ enum faketls_verdict faketls_validate(const struct faketls_hello *h, const struc
                                       struct faketls_match *out);
 
 struct faketls_answer {
-    uint16_t cipher;              /* usually hello.cipher */
-    const uint8_t *x25519_pub;    /* 32 bytes; NULL = fresh key pair from the CSPRNG */
-    const uint8_t *appdata;       /* filler bytes; NULL = random bytes */
-    size_t appdata_len;           /* 0 = uniform random in [2500, 4700); max 16384 */
-    bool versions_first;          /* extension order; default (false) key_share first */
+    uint16_t cipher;           /* usually hello.cipher */
+    const uint8_t *x25519_pub; /* 32 bytes; NULL = fresh key pair from the CSPRNG */
+    const uint8_t *appdata;    /* filler bytes; NULL = random bytes */
+    size_t appdata_len;        /* 0 = uniform random in [2500, 4700); max 16384 */
+    bool versions_first;       /* extension order; default (false) key_share first */
 };
 
 /*
@@ -145,12 +145,12 @@ enum faketls_rec {
 
 struct faketls_reader {
     uint8_t hdr[FAKETLS_HDR_LEN];
-    uint8_t hdr_have;   /* header bytes collected so far */
-    uint8_t type;       /* current record type (while remaining > 0) */
-    uint8_t state;      /* internal */
-    size_t remaining;   /* payload bytes left in the current record */
-    size_t max_len;     /* record payload limit */
-    const char *why;    /* static reason once CLOSE/BAD */
+    uint8_t hdr_have; /* header bytes collected so far */
+    uint8_t type;     /* current record type (while remaining > 0) */
+    uint8_t state;    /* internal */
+    size_t remaining; /* payload bytes left in the current record */
+    size_t max_len;   /* record payload limit */
+    const char *why;  /* static reason once CLOSE/BAD */
 };
 
 /* max_len 0 = FAKETLS_RECORD_MAX_IN. */

@@ -28,13 +28,13 @@
 #include "proxy/crypto.h"
 #include "proxy/secret.h"
 
-#define OBFS2_HEADER_LEN 64
+#define OBFS2_HEADER_LEN     64
 #define OBFS2_REPLAY_KEY_LEN 48 /* header bytes 8..56 (brief 2.7) */
 
 /* Protocol tags as LE32 of header bytes 56..59. */
-#define OBFS2_TAG_ABRIDGED 0xefefefefu
+#define OBFS2_TAG_ABRIDGED     0xefefefefu
 #define OBFS2_TAG_INTERMEDIATE 0xeeeeeeeeu
-#define OBFS2_TAG_PADDED 0xddddddddu
+#define OBFS2_TAG_PADDED       0xddddddddu
 
 /* Bit set of tags a candidate key accepts. */
 enum {
@@ -62,10 +62,10 @@ struct obfs2_candidate {
 };
 
 struct obfs2_client {
-    size_t match;                 /* index of the candidate that authenticated */
-    uint32_t tag;                 /* OBFS2_TAG_* */
-    int16_t dc;                   /* signed DC index (negative = media) */
-    struct obfs2_keys keys;       /* dec = client->proxy, enc = proxy->client */
+    size_t match;           /* index of the candidate that authenticated */
+    uint32_t tag;           /* OBFS2_TAG_* */
+    int16_t dc;             /* signed DC index (negative = media) */
+    struct obfs2_keys keys; /* dec = client->proxy, enc = proxy->client */
     uint8_t replay_key[OBFS2_REPLAY_KEY_LEN];
 };
 

@@ -140,8 +140,8 @@ int secret_bytes(const struct secret *s, uint8_t *out, size_t cap)
     size_t n = 0;
     if (!s)
         return -1;
-    size_t need = SECRET_KEY_LEN + (s->kind != SECRET_CLASSIC) +
-                  (s->kind == SECRET_EE ? s->domain_len : 0);
+    size_t need =
+        SECRET_KEY_LEN + (s->kind != SECRET_CLASSIC) + (s->kind == SECRET_EE ? s->domain_len : 0);
     if (need > cap)
         return -1;
     if (s->kind == SECRET_DD)

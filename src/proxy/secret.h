@@ -24,13 +24,13 @@
 
 enum secret_kind { SECRET_CLASSIC = 0, SECRET_DD = 1, SECRET_EE = 2 };
 
-#define SECRET_KEY_LEN 16
+#define SECRET_KEY_LEN    16
 #define SECRET_DOMAIN_MAX 182 /* longest ee domain tgproxy accepts / emits */
 
 struct secret {
     enum secret_kind kind;
     uint8_t key[16];
-    char domain[254];     /* ee only: SNI domain, NUL-terminated; "" otherwise */
+    char domain[254]; /* ee only: SNI domain, NUL-terminated; "" otherwise */
     uint8_t domain_len;
 };
 

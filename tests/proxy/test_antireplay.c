@@ -158,8 +158,8 @@ static void test_alloc_failure(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_basic),      cmocka_unit_test(test_expiry),
-        cmocka_unit_test(test_bounded),    cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_basic),         cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_bounded),       cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

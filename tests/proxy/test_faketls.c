@@ -245,7 +245,8 @@ static void test_negatives(void **state)
     int checked = 0;
     struct antireplay *ar = antireplay_new(1024, 300);
     assert_non_null(ar);
-    json_array_foreach(negs, i, c) {
+    json_array_foreach(negs, i, c)
+    {
         const char *name = pv_str(c, "name");
         if (!pv_get(c, "hello_hex"))
             continue; /* the HTTP probe: test_peek */
@@ -304,8 +305,8 @@ static void test_server_response(void **state)
     assert_hex_eq(derived, 32, vec, "valid/client_x25519_public_hex");
     struct faketls_hello h;
     assert_int_equal(faketls_parse_hello(hello, n, &h, NULL), FAKETLS_OK);
-    struct faketls_answer a = {.cipher = h.cipher, .x25519_pub = pub, .appdata = app,
-                               .appdata_len = an};
+    struct faketls_answer a = {
+        .cipher = h.cipher, .x25519_pub = pub, .appdata = app, .appdata_len = an};
     uint8_t out[FAKETLS_SERVER_HELLO_MAX];
     int len = faketls_server_hello(&h, key_a, &a, out, sizeof out);
     assert_true(len > 0);
@@ -401,7 +402,8 @@ static void test_client_flight(void **state)
     size_t sn, i, total = 0, chunks[8];
     uint8_t *all = malloc(4096);
     json_t *s;
-    json_array_foreach(segs, i, s) {
+    json_array_foreach(segs, i, s)
+    {
         uint8_t *p = pv_unhex(json_string_value(s), &sn);
         memcpy(all + total, p, sn);
         total += sn;
@@ -451,8 +453,7 @@ static void test_reader_errors(void **state)
     /* lengths: 16408 (iOS) and 16640 accepted, 16641 refused by default; 65535 with limit */
     uint8_t h5[5] = {0x17, 3, 3, 0, 0};
     size_t lens[] = {16408, 16640, 16641, 65535};
-    int want[] = {FAKETLS_REC_NEED_MORE, FAKETLS_REC_NEED_MORE, FAKETLS_REC_BAD,
-                  FAKETLS_REC_BAD};
+    int want[] = {FAKETLS_REC_NEED_MORE, FAKETLS_REC_NEED_MORE, FAKETLS_REC_BAD, FAKETLS_REC_BAD};
     for (int i = 0; i < 4; i++) {
         h5[3] = (uint8_t)(lens[i] >> 8), h5[4] = (uint8_t)lens[i];
         memcpy(b, h5, 5);
@@ -463,8 +464,9 @@ static void test_reader_errors(void **state)
         assert_int_equal(r.remaining, lens[i]);
     }
     /* empty records and CCS anywhere are skipped; several records per read */
-    static const uint8_t mix[] = {0x17, 3, 3, 0, 0, 0x14, 3, 3, 0, 1, 1, 0x17, 3, 3, 0, 1, 'a',
-                                  0x14, 3, 3, 0, 1, 1, 0x17, 3, 3, 0, 2, 'b', 'c', 0x17, 3, 3, 0};
+    static const uint8_t mix[] = {0x17, 3, 3, 0, 0,   0x14, 3,    3, 0, 1, 1, 0x17,
+                                  3,    3, 0, 1, 'a', 0x14, 3,    3, 0, 1, 1, 0x17,
+                                  3,    3, 0, 2, 'b', 'c',  0x17, 3, 3, 0};
     memcpy(b, mix, sizeof mix);
     faketls_reader_init(&r, 0);
     assert_int_equal(faketls_reader_strip(&r, b, sizeof mix, &got), FAKETLS_REC_NEED_MORE);

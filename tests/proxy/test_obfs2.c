@@ -64,7 +64,8 @@ static void test_client_vectors(void **state)
     json_t *cases = pv_need(v, "cases");
     size_t i, accepted = 0, rejected = 0;
     json_t *c;
-    json_array_foreach(cases, i, c) {
+    json_array_foreach(cases, i, c)
+    {
         size_t n;
         uint8_t *w = pv_hex(c, "wire_header_hex", &n);
         assert_int_equal(n, 64);
@@ -82,8 +83,8 @@ static void test_client_vectors(void **state)
             assert_int_equal(st, OBFS2_OK);
             assert_int_equal(out.match, 0);
             assert_int_equal(out.dc, pv_int(c, "dc"));
-            uint8_t tag[4] = {(uint8_t)out.tag, (uint8_t)(out.tag >> 8),
-                              (uint8_t)(out.tag >> 16), (uint8_t)(out.tag >> 24)};
+            uint8_t tag[4] = {(uint8_t)out.tag, (uint8_t)(out.tag >> 8), (uint8_t)(out.tag >> 16),
+                              (uint8_t)(out.tag >> 24)};
             assert_hex_eq(tag, c, "decrypted_tag_hex");
             assert_memory_equal(out.replay_key, w + 8, 48);
             assert_memory_equal(&out.keys, &keys, sizeof keys);
@@ -230,7 +231,8 @@ static void test_dc_vectors(void **state)
     size_t i, n;
     json_t *c;
     struct obfs2_keys client = client_keys_case0();
-    json_array_foreach(cases, i, c) {
+    json_array_foreach(cases, i, c)
+    {
         uint8_t *rnd = pv_hex(c, "random_64_hex", &n);
         uint8_t *tagb = pv_hex(c, "protocol_tag_hex", &n);
         uint32_t tag = (uint32_t)tagb[0] | (uint32_t)tagb[1] << 8 | (uint32_t)tagb[2] << 16 |
@@ -274,7 +276,8 @@ static void test_forbidden_prefixes(void **state)
     json_t *checks = pv_need(v, "forbidden_prefix_checks");
     size_t i, n;
     json_t *c;
-    json_array_foreach(checks, i, c) {
+    json_array_foreach(checks, i, c)
+    {
         uint8_t *p = pv_hex(c, "first8_hex", &n);
         assert_int_equal(n, 8);
         if (obfs2_prefix_ok(p) != json_is_true(pv_need(c, "allowed")))
@@ -289,16 +292,14 @@ static void test_forbidden_prefixes(void **state)
     memset(good, 0x22, 64);
     struct feed f = {.blocks = {bad, bad, good}, .n = 3};
     struct crypto_ctr enc = {0};
-    assert_int_equal(obfs2_dc_header(OBFS2_TAG_PADDED, -2, NULL, feed_random, &f, wire, NULL,
-                                     &enc, NULL),
-                     0);
+    assert_int_equal(
+        obfs2_dc_header(OBFS2_TAG_PADDED, -2, NULL, feed_random, &f, wire, NULL, &enc, NULL), 0);
     assert_int_equal(f.next, 3);
     assert_memory_equal(wire, good, 56);
     /* A source that never yields an allowed prefix fails instead of looping forever. */
     struct feed g = {.blocks = {bad}, .n = 1};
-    assert_int_not_equal(obfs2_dc_header(OBFS2_TAG_PADDED, 2, NULL, feed_random, &g, wire, NULL,
-                                         &enc, NULL),
-                         0);
+    assert_int_not_equal(
+        obfs2_dc_header(OBFS2_TAG_PADDED, 2, NULL, feed_random, &g, wire, NULL, &enc, NULL), 0);
     crypto_ctr_cleanup(&enc);
     json_decref(v);
 }
@@ -312,9 +313,9 @@ static void test_dc_header_roundtrip(void **state)
         struct obfs2_keys keys;
         struct crypto_ctr enc = {0}, dec = {0};
         int16_t dc = (int16_t)(i % 2 ? -(i % 6) : 10000 + i);
-        assert_int_equal(obfs2_dc_header(OBFS2_TAG_INTERMEDIATE, dc, NULL, NULL, NULL, wire,
-                                         &keys, &enc, &dec),
-                         0);
+        assert_int_equal(
+            obfs2_dc_header(OBFS2_TAG_INTERMEDIATE, dc, NULL, NULL, NULL, wire, &keys, &enc, &dec),
+            0);
         assert_true(obfs2_prefix_ok(wire));
         struct crypto_ctr d2 = {0};
         uint8_t p[64];
@@ -407,7 +408,8 @@ static void test_framing_transparent(void **state)
     static const uint8_t secret[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
     size_t i, n, tn;
     json_t *e;
-    json_array_foreach(ex, i, e) {
+    json_array_foreach(ex, i, e)
+    {
         uint8_t *framed = pv_hex(e, "framed_hex", &n);
         uint8_t *tagb = pv_hex(e, "tag", &tn);
         uint32_t tag = (uint32_t)tagb[0] | (uint32_t)tagb[1] << 8 | (uint32_t)tagb[2] << 16 |
@@ -421,8 +423,8 @@ static void test_framing_transparent(void **state)
         assert_int_equal(obfs2_parse_client(wire, 64, &cand, 1, &pdec, &cl), OBFS2_OK);
         assert_int_equal(cl.tag, tag);
         assert_int_equal(cl.dc, -2);
-        assert_int_equal(obfs2_dc_header(cl.tag, cl.dc, NULL, NULL, NULL, dcwire, NULL, &penc,
-                                         NULL), 0);
+        assert_int_equal(
+            obfs2_dc_header(cl.tag, cl.dc, NULL, NULL, NULL, dcwire, NULL, &penc, NULL), 0);
         /* the DC reads our header without a secret */
         assert_int_equal(crypto_ctr_init(&dcdec, dcwire + 8, dcwire + 40), 0);
         assert_int_equal(crypto_ctr_apply2(&dcdec, dcwire, plain, 64), 0);
@@ -501,8 +503,7 @@ int main(void)
         cmocka_unit_test(test_mtg_snapshots),      cmocka_unit_test(test_dc_vectors),
         cmocka_unit_test(test_forbidden_prefixes), cmocka_unit_test(test_dc_header_roundtrip),
         cmocka_unit_test(test_crypto_helpers),     cmocka_unit_test(test_x25519_random),
-        cmocka_unit_test(test_ctr_park),
-        cmocka_unit_test(test_framing_transparent),
+        cmocka_unit_test(test_ctr_park),           cmocka_unit_test(test_framing_transparent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,7 +98,8 @@ static void test_link_secrets(void **state)
     const char *name;
     json_t *pair;
     int seen = 0;
-    json_object_foreach(links, name, pair) {
+    json_object_foreach(links, name, pair)
+    {
         const char *urls[2] = {pv_str(pair, "tg"), pv_str(pair, "https")};
         for (int i = 0; i < 2; i++) {
             const char *p = strstr(urls[i], "secret=");
@@ -165,9 +166,15 @@ static void test_rejects(void **state)
     expect_bad("not a secret at all!", "neither hex");
     expect_bad("b00ebb678bf4d454a4ae053927ceb06", "neither hex"); /* odd length, bad b64 */
     /* ee with IP literal and with junk in the domain */
-    expect_bad("eeb00ebb678bf4d454a4ae053927ceb06e" "312e322e332e34", "IP"); /* 1.2.3.4 */
-    expect_bad("eeb00ebb678bf4d454a4ae053927ceb06e" "61202062", "character");
-    expect_bad("eeb00ebb678bf4d454a4ae053927ceb06e" "612e2e62", "empty label");
+    expect_bad("eeb00ebb678bf4d454a4ae053927ceb06e"
+               "312e322e332e34",
+               "IP"); /* 1.2.3.4 */
+    expect_bad("eeb00ebb678bf4d454a4ae053927ceb06e"
+               "61202062",
+               "character");
+    expect_bad("eeb00ebb678bf4d454a4ae053927ceb06e"
+               "612e2e62",
+               "empty label");
     /* base64 with non-zero trailing bits (last char changed from g to h) */
     expect_bad("sA67Z4v01FSkrgU5J86wbh", NULL);
     /* null argument */
