@@ -192,7 +192,11 @@ static void test_upload_50mb(void **state)
     assert_memory_equal(doc->sha256, want, 32);
     /* the server keeps only a 1 MiB prefix; the client streams: far below the 50 MB */
     fprintf(stderr, "50 MB upload: RSS grew by %ld KiB\n", grown_kb);
+#if defined(__SANITIZE_ADDRESS__)
+    (void)grown_kb; /* ASan's quarantine keeps freed chunks resident: RSS says nothing */
+#else
     assert_true(grown_kb < 16 * 1024);
+#endif
     unlink(path);
 }
 
