@@ -274,14 +274,36 @@ size_t tg__json_utf8_valid1(const unsigned char *s, size_t n)
     return need;
 }
 
-/* Bit tricks over 8 bytes at once: does any byte need attention inside a string? */
-static inline int word_special(uint64_t x)
+/*
+ * Bit tricks over 8 bytes at once: a mask with the high bit set in each byte that is '"',
+ * '\\', below 0x20 or above 0x7F. Borrows can only flag bytes above a truly special one, so
+ * the lowest set bit always marks the first special byte.
+ */
+static inline uint64_t word_special(uint64_t x)
 {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     uint64_t q = x ^ (ones * '"');
     uint64_t b = x ^ (ones * '\\');
     uint64_t t = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | x;
-    return (t & highs) != 0;
+    return t & highs;
+}
+
+/* Index of the first byte from i that needs attention inside a string (or n). */
+static inline size_t skip_plain(const unsigned char *s, size_t i, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        uint64_t m = word_special(w);
+        if (m)
+            return i + ((size_t)__builtin_ctzll(m) >> 3);
+        i += 8;
+    }
+#endif
+    while (i < n && str_class[s[i]] == C_PLAIN)
+        i++;
+    return i;
 }
 
 /* String content from i (after the opening quote). Returns the index of the closing quote,
@@ -291,15 +313,7 @@ static inline size_t scan_string(struct jp *p, size_t i, uint8_t *flags)
     const unsigned char *s = p->s;
     size_t n = p->len;
     for (;;) {
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (word_special(w))
-                break;
-            i += 8;
-        }
-        while (i < n && str_class[s[i]] == C_PLAIN)
-            i++;
+        i = skip_plain(s, i, n);
         if (i >= n) {
             fail_at(p, i, "string", "closing '\"'");
             return SIZE_MAX;
