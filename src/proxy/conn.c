@@ -114,7 +114,7 @@ void conn_close(struct conn *c, enum conn_end why)
     if (c->ufd >= 0)
         close(c->ufd);
     relay_release(c);
-    tg__pool_put(&w->pool, c->hs);
+    conn_buf_put(w, c->hs);
     crypto_ctr_cleanup(&c->c2p);
     crypto_ctr_cleanup(&c->p2c);
     crypto_ctr_cleanup(&c->p2dc);
@@ -187,13 +187,13 @@ static void front(struct conn *c, bool deadline)
     c->hs = NULL;
     c->hs_len = 0;
     if (!u->len) {
-        tg__pool_put(&c->w->pool, u->buf);
+        conn_buf_put(c->w, u->buf);
         u->buf = NULL;
     }
     loop_io_set(&c->w->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
     if (upstream_connect_front(c) == 0)
         return; /* under way, or c already closed */
-    tg__pool_put(&c->w->pool, u->buf);
+    conn_buf_put(c->w, u->buf);
     u->buf = NULL;
     u->off = u->len = 0;
     if (deadline) {
@@ -387,7 +387,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
         discard(c);
         return;
     }
-    if (!c->hs && !(c->hs = tg__pool_get(&c->w->pool))) {
+    if (!c->hs && !(c->hs = conn_buf_get(c->w))) {
         conn_close(c, END_NOMEM);
         return;
     }

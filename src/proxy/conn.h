@@ -146,6 +146,25 @@ void conn_worker_cleanup(struct conn_worker *w);
 void conn_accept(struct conn_worker *w, int fd);
 /* Log the end line, release buffers, ciphers and sockets, and free c. */
 void conn_close(struct conn *c, enum conn_end why);
+/* Pool buffers, counted in the worker's stats (bufs gauge and its peak). */
+static inline void *conn_buf_get(struct conn_worker *w)
+{
+    void *b = tg__pool_get(&w->pool);
+    if (b) {
+        stats_add(&w->stats, bufs, 1);
+        if (w->stats.bufs > w->stats.bufs_peak)
+            stats_add(&w->stats, bufs_peak, 1);
+    }
+    return b;
+}
+static inline void conn_buf_put(struct conn_worker *w, void *b)
+{
+    if (b) {
+        tg__pool_put(&w->pool, b);
+        stats_sub(&w->stats, bufs, 1);
+    }
+}
+
 /* Record I/O activity now (resets the idle deadline lazily). */
 static inline void conn_touch(struct conn *c)
 {

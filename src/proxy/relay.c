@@ -17,7 +17,7 @@
 
 static void dir_release(struct conn *c, struct relay_dir *r)
 {
-    tg__pool_put(&c->w->pool, r->buf);
+    conn_buf_put(c->w, r->buf);
     r->buf = NULL;
     r->off = r->len = 0;
 }
@@ -82,7 +82,7 @@ static int read_once(struct conn *c, int d, bool *more)
     size_t cap = c->w->sh->buf_size - head;
     if (wrap && cap > RELAY_TLS_MAX_PAYLOAD)
         cap = RELAY_TLS_MAX_PAYLOAD;
-    if (!r->buf && !(r->buf = tg__pool_get(&c->w->pool)))
+    if (!r->buf && !(r->buf = conn_buf_get(c->w)))
         return -ENOMEM;
     ssize_t n = recv(fd, r->buf + head, cap, 0);
     *more = n == (ssize_t)cap;

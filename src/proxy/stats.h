@@ -27,7 +27,9 @@
     X(idle_timeout, "connections closed for idleness")                                         \
     X(bytes_up, "bytes relayed client to upstream")                                            \
     X(bytes_down, "bytes relayed upstream to client")                                          \
-    X(closed, "connections closed")
+    X(closed, "connections closed")                                                          \
+    X(bufs, "gauge: I/O buffers held by connections")                                        \
+    X(bufs_peak, "most I/O buffers held at once (per worker; summed over workers)")
 
 struct stats {
 #define STATS_FIELD(name, help) uint64_t name;
