@@ -101,13 +101,45 @@ size_t tg__codec_elem_size(const tg__field *f)
     }
 }
 
+/* Integers of up to 18 digits without fraction or exponent: the tokenizer has validated the
+ * syntax, so summing digits is exact. Anything else goes to tg__json_get_i64. */
+static inline int fast_i64(const tg__jdoc *d, uint32_t tok, int64_t *out)
+{
+    const tg__jtok *t = &d->toks[tok];
+    if ((t->flags & TG__JF_FRAC) || t->len > 18)
+        return -1;
+    const char *p = d->src + t->start, *end = p + t->len;
+    bool neg = *p == '-';
+    p += neg;
+    int64_t v = 0;
+    while (p < end)
+        v = v * 10 + (*p++ - '0');
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* Copy of a string token without escapes (the common case): one memcpy. */
+static inline char *fast_str(dec *x, uint32_t tok, size_t *len)
+{
+    const tg__jtok *t = &x->d->toks[tok];
+    if (t->flags & TG__JF_ESCAPED)
+        return tg__json_str_dup(x->d, tok, x->a, len);
+    char *s = tg__arena_alloc_align(x->a, (size_t)t->len + 1, 1);
+    if (s) {
+        memcpy(s, x->d->src + t->start, t->len);
+        s[t->len] = '\0';
+        *len = t->len;
+    }
+    return s;
+}
+
 static int dec_number(dec *x, const tg__field *f, uint32_t tok, void *dst, bool opt)
 {
     if (x->d->toks[tok].type != TG__J_NUMBER)
         return fail_type(x, tok, f->kind == TG__K_I64 ? "integer" : "number");
     if (f->kind == TG__K_I64) {
         int64_t v;
-        if (tg__json_get_i64(x->d, tok, &v, x->err))
+        if (fast_i64(x->d, tok, &v) != 0 && tg__json_get_i64(x->d, tok, &v, x->err))
             return -1;
         if (opt)
             *(tg_opt_i64 *)dst = (tg_opt_i64){true, v};
@@ -146,7 +178,7 @@ static int dec_string_like(dec *x, const tg__field *f, uint32_t tok, void *dst)
         }
     }
     size_t n;
-    char *s = tg__json_str_dup(x->d, tok, x->a, &n);
+    char *s = fast_str(x, tok, &n);
     if (!s)
         return fail_nomem(x, tok);
     switch (f->kind) {

@@ -98,9 +98,11 @@ static int pick_discrim(const tg__type *u, const tg__jdoc *d, uint32_t tok)
 
 static int pick_date0(const tg__type *u, const tg__jdoc *d, uint32_t tok)
 {
+    /* without an integer date the two members cannot be told apart: keep it unknown */
     uint32_t v = find_key(d, tok, "date");
-    bool zero = v != UINT32_MAX && d->toks[v].type == TG__J_NUMBER && d->toks[v].len == 1 &&
-                d->src[d->toks[v].start] == '0';
+    if (v == UINT32_MAX || d->toks[v].type != TG__J_NUMBER || (d->toks[v].flags & TG__JF_FRAC))
+        return -1;
+    bool zero = d->toks[v].len == 1 && d->src[d->toks[v].start] == '0';
     for (uint16_t i = 0; i < u->nmembers; i++)
         if ((u->values[i] != NULL) == zero)
             return i;
