@@ -54,6 +54,8 @@ static int teardown(void **state)
     return 0;
 }
 
+static int refusing_socket(char *url, size_t cap);
+
 static tg_status call(tg_ctx *ctx, const char *method, const char *params, const char **res)
 {
     size_t n;
@@ -316,14 +318,8 @@ static void test_connection_refused(void **state)
 {
     (void)state;
     /* A bound socket that does not listen: connecting to it is refused. */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    int fd = refusing_socket(url, sizeof url);
     tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url,
                                                       .retry = {.max_attempts = 3,
                                                                 .backoff_base_ms = 1}});
@@ -397,6 +393,52 @@ static void test_keep_alive(void **state)
     assert_true(st.connects <= 1);
     assert_true(bot_server_connections(f->srv) - conns <= 1);
     tg_ctx_free(ctx);
+}
+
+static void test_shared_connection_cache(void **state)
+{
+    struct fx *f = *state;
+    size_t conns = bot_server_connections(f->srv);
+    tg_ctx *a = tg_ctx_new(f->bot), *b = tg_ctx_new(f->bot);
+    /* b finds the connection a left idle in the bot's shared cache */
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(call(a, "getMe", NULL, NULL), TG_OK);
+        assert_int_equal(call(b, "getMe", NULL, NULL), TG_OK);
+    }
+    assert_int_equal(bot_server_connections(f->srv) - conns, 1);
+    tg_ctx_free(a);
+    tg_ctx_free(b);
+}
+
+static int refusing_socket(char *url, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    snprintf(url, cap, "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    return fd;
+}
+
+static void test_proxy_is_used(void **state)
+{
+    struct fx *f = *state;
+    char proxy[64];
+    int fd = refusing_socket(proxy, sizeof proxy);
+    /* the server is up, but every request must go through the (refusing) proxy */
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.proxy = proxy,
+                                                   .retry = {.no_retry_connect = true}});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    size_t before = bot_server_nrequests(f->srv);
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
+    assert_int_equal(tg_ctx_error(ctx)->transport_code, 7); /* CURLE_COULDNT_CONNECT */
+    assert_int_equal(tg_ctx_error(ctx)->attempts, 1);
+    assert_int_equal(bot_server_nrequests(f->srv), before);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+    close(fd);
 }
 
 struct logcap {
@@ -482,6 +524,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shutdown_interrupts_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_ctx, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_connection_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_is_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_never_logged, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
