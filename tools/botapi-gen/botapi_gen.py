@@ -271,6 +271,9 @@ extern "C" {{
         for t in self.ordered_types():
             if t["kind"] == "union":
                 out.append(self.union_ctors(t))
+        if self.update_type_fields():
+            out.append("\n/* The TG_UPDATE_TYPE_* of the optional field set in u (the first one), or 0. */\n"
+                       "TG_API int32_t tg_update_type_of(const tg_update *u);\n")
         out.append("\n/* ---- methods ---- */\n")
         for m in self.m["methods"]:
             out.append(self.method_proto(m) + ";\n")
@@ -347,7 +350,8 @@ extern "C" {{
 
     def struct_decl(self, t):
         c = self.ct(t["name"])
-        lines = [f"\n/* {t['name']}: {self.link(t)} */\n", f"struct {c} {{\n",
+        what = f"object with {len(t['fields'])} fields" if t["fields"] else "empty object ({} on the wire)"
+        lines = [f"\n/* {t['name']}, an {what}: {self.link(t)} */\n", f"struct {c} {{\n",
                  "    tg_raw raw; /* this object's JSON as received */\n"]
         for f in t["fields"]:
             d = self.member_decl(f)
@@ -363,7 +367,9 @@ extern "C" {{
 
     def params_decl(self, m):
         c = self.ct(m["name"]) + "_params"
-        lines = [f"\n/* Parameters of {m['name']}: {DOC}{m['anchor']} */\n", f"struct {c} {{\n"]
+        nreq = sum(1 for p in m["params"] if not p["optional"])
+        lines = [f"\n/* Parameters of {m['name']} ({nreq} required of {len(m['params'])}): "
+                 f"{DOC}{m['anchor']} */\n", f"struct {c} {{\n"]
         for p in m["params"]:
             d = self.member_decl(p)
             req = "" if p["optional"] else " /* required */"
@@ -595,7 +601,30 @@ const tg__type *tg__codec_type_by_name(const char *name)
                        f"    {c} v = {{TG_ENUM_ABSENT, s}};\n"
                        f"    if (s)\n        v.id = tg__codec_enum_id(&tg__e_{sn}, s, strlen(s));\n"
                        f"    return v;\n}}\n")
+        out.append(self.emit_update_type())
         return "".join(out)
+
+    def update_type_fields(self):
+        e = self.enums.get("UpdateType")
+        if not e or "Update" not in self.types:
+            return []
+        fields = {f["name"]: f for f in self.types["Update"]["fields"]}
+        return [(fields[v], "TG_UPDATE_TYPE_" + ident) for v, ident in zip(e["values"], e["idents"])]
+
+    def presence_expr(self, f):
+        d = self.member_decl(f)[0]
+        if d.startswith("tg_opt_"):
+            return f"u->{f['name']}.has"
+        if "ref" in f["type"] and self.is_union(f["type"]["ref"]):
+            return f"u->{f['name']}.kind"
+        return f"u->{f['name']}"
+
+    def emit_update_type(self):
+        rows = self.update_type_fields()
+        if not rows:
+            return ""
+        body = "".join(f"    if ({self.presence_expr(f)})\n        return {c};\n" for f, c in rows)
+        return f"\nint32_t tg_update_type_of(const tg_update *u)\n{{\n{body}    return 0;\n}}\n"
 
     def emit_methods_c(self):
         out = [banner(self.version), """/*
