@@ -1792,7 +1792,7 @@ typedef struct tg_rich_block_table_cell_list {
 
 /* ---- types ---- */
 
-/* Update: https://core.telegram.org/bots/api#update */
+/* Update, an object with 27 fields: https://core.telegram.org/bots/api#update */
 struct tg_update {
     tg_raw raw; /* this object's JSON as received */
     int64_t update_id;
@@ -1824,7 +1824,7 @@ struct tg_update {
     const tg_bot_subscription_updated *subscription;                 /* optional */
 };
 
-/* WebhookInfo: https://core.telegram.org/bots/api#webhookinfo */
+/* WebhookInfo, an object with 9 fields: https://core.telegram.org/bots/api#webhookinfo */
 struct tg_webhook_info {
     tg_raw raw; /* this object's JSON as received */
     const char *url;
@@ -1839,7 +1839,7 @@ struct tg_webhook_info {
     size_t allowed_updates_count;
 };
 
-/* User: https://core.telegram.org/bots/api#user */
+/* User, an object with 18 fields: https://core.telegram.org/bots/api#user */
 struct tg_user {
     tg_raw raw; /* this object's JSON as received */
     int64_t id;
@@ -1862,7 +1862,7 @@ struct tg_user {
     tg_opt_bool supports_join_request_queries;
 };
 
-/* Chat: https://core.telegram.org/bots/api#chat */
+/* Chat, an object with 8 fields: https://core.telegram.org/bots/api#chat */
 struct tg_chat {
     tg_raw raw; /* this object's JSON as received */
     int64_t id;
@@ -1875,7 +1875,7 @@ struct tg_chat {
     bool is_direct_messages;
 };
 
-/* ChatFullInfo: https://core.telegram.org/bots/api#chatfullinfo */
+/* ChatFullInfo, an object with 53 fields: https://core.telegram.org/bots/api#chatfullinfo */
 struct tg_chat_full_info {
     tg_raw raw; /* this object's JSON as received */
     int64_t id;
@@ -1935,7 +1935,7 @@ struct tg_chat_full_info {
     const tg_community *community; /* optional */
 };
 
-/* Message: https://core.telegram.org/bots/api#message */
+/* Message, an object with 119 fields: https://core.telegram.org/bots/api#message */
 struct tg_message {
     tg_raw raw; /* this object's JSON as received */
     int64_t message_id;
@@ -2064,13 +2064,14 @@ struct tg_message {
     const tg_inline_keyboard_markup *reply_markup;                             /* optional */
 };
 
-/* MessageId: https://core.telegram.org/bots/api#messageid */
+/* MessageId, an object with 1 fields: https://core.telegram.org/bots/api#messageid */
 struct tg_message_id {
     tg_raw raw; /* this object's JSON as received */
     int64_t message_id;
 };
 
-/* InaccessibleMessage: https://core.telegram.org/bots/api#inaccessiblemessage */
+/* InaccessibleMessage, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inaccessiblemessage */
 struct tg_inaccessible_message {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
@@ -2078,7 +2079,7 @@ struct tg_inaccessible_message {
     int64_t date;
 };
 
-/* MessageEntity: https://core.telegram.org/bots/api#messageentity */
+/* MessageEntity, an object with 9 fields: https://core.telegram.org/bots/api#messageentity */
 struct tg_message_entity {
     tg_raw raw; /* this object's JSON as received */
     tg_message_entity_type type;
@@ -2092,7 +2093,7 @@ struct tg_message_entity {
     const char *date_time_format; /* optional */
 };
 
-/* TextQuote: https://core.telegram.org/bots/api#textquote */
+/* TextQuote, an object with 4 fields: https://core.telegram.org/bots/api#textquote */
 struct tg_text_quote {
     tg_raw raw; /* this object's JSON as received */
     const char *text;
@@ -2102,7 +2103,8 @@ struct tg_text_quote {
     bool is_manual;
 };
 
-/* ExternalReplyInfo: https://core.telegram.org/bots/api#externalreplyinfo */
+/* ExternalReplyInfo, an object with 26 fields: https://core.telegram.org/bots/api#externalreplyinfo
+ */
 struct tg_external_reply_info {
     tg_raw raw; /* this object's JSON as received */
     tg_message_origin origin;
@@ -2134,7 +2136,7 @@ struct tg_external_reply_info {
     const tg_venue *venue;                       /* optional */
 };
 
-/* ReplyParameters: https://core.telegram.org/bots/api#replyparameters */
+/* ReplyParameters, an object with 10 fields: https://core.telegram.org/bots/api#replyparameters */
 struct tg_reply_parameters {
     tg_raw raw; /* this object's JSON as received */
     tg_opt_i64 message_id;
@@ -2150,7 +2152,8 @@ struct tg_reply_parameters {
     const char *poll_option_id; /* optional */
 };
 
-/* MessageOriginUser: https://core.telegram.org/bots/api#messageoriginuser */
+/* MessageOriginUser, an object with 3 fields: https://core.telegram.org/bots/api#messageoriginuser
+ */
 struct tg_message_origin_user {
     tg_raw raw; /* this object's JSON as received */
     /* type: always user */
@@ -2158,7 +2161,8 @@ struct tg_message_origin_user {
     const tg_user *sender_user;
 };
 
-/* MessageOriginHiddenUser: https://core.telegram.org/bots/api#messageoriginhiddenuser */
+/* MessageOriginHiddenUser, an object with 3 fields:
+ * https://core.telegram.org/bots/api#messageoriginhiddenuser */
 struct tg_message_origin_hidden_user {
     tg_raw raw; /* this object's JSON as received */
     /* type: always hidden_user */
@@ -2166,7 +2170,8 @@ struct tg_message_origin_hidden_user {
     const char *sender_user_name;
 };
 
-/* MessageOriginChat: https://core.telegram.org/bots/api#messageoriginchat */
+/* MessageOriginChat, an object with 4 fields: https://core.telegram.org/bots/api#messageoriginchat
+ */
 struct tg_message_origin_chat {
     tg_raw raw; /* this object's JSON as received */
     /* type: always chat */
@@ -2175,7 +2180,8 @@ struct tg_message_origin_chat {
     const char *author_signature; /* optional */
 };
 
-/* MessageOriginChannel: https://core.telegram.org/bots/api#messageoriginchannel */
+/* MessageOriginChannel, an object with 5 fields:
+ * https://core.telegram.org/bots/api#messageoriginchannel */
 struct tg_message_origin_channel {
     tg_raw raw; /* this object's JSON as received */
     /* type: always channel */
@@ -2185,7 +2191,7 @@ struct tg_message_origin_channel {
     const char *author_signature; /* optional */
 };
 
-/* PhotoSize: https://core.telegram.org/bots/api#photosize */
+/* PhotoSize, an object with 5 fields: https://core.telegram.org/bots/api#photosize */
 struct tg_photo_size {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2195,7 +2201,7 @@ struct tg_photo_size {
     tg_opt_i64 file_size;
 };
 
-/* Animation: https://core.telegram.org/bots/api#animation */
+/* Animation, an object with 9 fields: https://core.telegram.org/bots/api#animation */
 struct tg_animation {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2209,7 +2215,7 @@ struct tg_animation {
     tg_opt_i64 file_size;
 };
 
-/* Audio: https://core.telegram.org/bots/api#audio */
+/* Audio, an object with 9 fields: https://core.telegram.org/bots/api#audio */
 struct tg_audio {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2223,7 +2229,7 @@ struct tg_audio {
     const tg_photo_size *thumbnail; /* optional */
 };
 
-/* Document: https://core.telegram.org/bots/api#document */
+/* Document, an object with 6 fields: https://core.telegram.org/bots/api#document */
 struct tg_document {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2234,7 +2240,7 @@ struct tg_document {
     tg_opt_i64 file_size;
 };
 
-/* LivePhoto: https://core.telegram.org/bots/api#livephoto */
+/* LivePhoto, an object with 8 fields: https://core.telegram.org/bots/api#livephoto */
 struct tg_live_photo {
     tg_raw raw; /* this object's JSON as received */
     const tg_photo_size *photo;
@@ -2248,14 +2254,14 @@ struct tg_live_photo {
     tg_opt_i64 file_size;
 };
 
-/* Story: https://core.telegram.org/bots/api#story */
+/* Story, an object with 2 fields: https://core.telegram.org/bots/api#story */
 struct tg_story {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
     int64_t id;
 };
 
-/* VideoQuality: https://core.telegram.org/bots/api#videoquality */
+/* VideoQuality, an object with 6 fields: https://core.telegram.org/bots/api#videoquality */
 struct tg_video_quality {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2266,7 +2272,7 @@ struct tg_video_quality {
     tg_opt_i64 file_size;
 };
 
-/* Video: https://core.telegram.org/bots/api#video */
+/* Video, an object with 12 fields: https://core.telegram.org/bots/api#video */
 struct tg_video {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2285,7 +2291,7 @@ struct tg_video {
     tg_opt_i64 file_size;
 };
 
-/* VideoNote: https://core.telegram.org/bots/api#videonote */
+/* VideoNote, an object with 6 fields: https://core.telegram.org/bots/api#videonote */
 struct tg_video_note {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2296,7 +2302,7 @@ struct tg_video_note {
     tg_opt_i64 file_size;
 };
 
-/* Voice: https://core.telegram.org/bots/api#voice */
+/* Voice, an object with 5 fields: https://core.telegram.org/bots/api#voice */
 struct tg_voice {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2306,7 +2312,7 @@ struct tg_voice {
     tg_opt_i64 file_size;
 };
 
-/* PaidMediaInfo: https://core.telegram.org/bots/api#paidmediainfo */
+/* PaidMediaInfo, an object with 2 fields: https://core.telegram.org/bots/api#paidmediainfo */
 struct tg_paid_media_info {
     tg_raw raw; /* this object's JSON as received */
     int64_t star_count;
@@ -2314,14 +2320,15 @@ struct tg_paid_media_info {
     size_t paid_media_count;
 };
 
-/* PaidMediaLivePhoto: https://core.telegram.org/bots/api#paidmedialivephoto */
+/* PaidMediaLivePhoto, an object with 2 fields:
+ * https://core.telegram.org/bots/api#paidmedialivephoto */
 struct tg_paid_media_live_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always live_photo */
     const tg_live_photo *live_photo;
 };
 
-/* PaidMediaPhoto: https://core.telegram.org/bots/api#paidmediaphoto */
+/* PaidMediaPhoto, an object with 2 fields: https://core.telegram.org/bots/api#paidmediaphoto */
 struct tg_paid_media_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always photo */
@@ -2329,7 +2336,7 @@ struct tg_paid_media_photo {
     size_t photo_count;
 };
 
-/* PaidMediaPreview: https://core.telegram.org/bots/api#paidmediapreview */
+/* PaidMediaPreview, an object with 4 fields: https://core.telegram.org/bots/api#paidmediapreview */
 struct tg_paid_media_preview {
     tg_raw raw; /* this object's JSON as received */
     /* type: always preview */
@@ -2338,14 +2345,14 @@ struct tg_paid_media_preview {
     tg_opt_i64 duration;
 };
 
-/* PaidMediaVideo: https://core.telegram.org/bots/api#paidmediavideo */
+/* PaidMediaVideo, an object with 2 fields: https://core.telegram.org/bots/api#paidmediavideo */
 struct tg_paid_media_video {
     tg_raw raw; /* this object's JSON as received */
     /* type: always video */
     const tg_video *video;
 };
 
-/* Contact: https://core.telegram.org/bots/api#contact */
+/* Contact, an object with 5 fields: https://core.telegram.org/bots/api#contact */
 struct tg_contact {
     tg_raw raw; /* this object's JSON as received */
     const char *phone_number;
@@ -2355,20 +2362,20 @@ struct tg_contact {
     const char *vcard; /* optional */
 };
 
-/* Dice: https://core.telegram.org/bots/api#dice */
+/* Dice, an object with 2 fields: https://core.telegram.org/bots/api#dice */
 struct tg_dice {
     tg_raw raw; /* this object's JSON as received */
     const char *emoji;
     int64_t value;
 };
 
-/* Link: https://core.telegram.org/bots/api#link */
+/* Link, an object with 1 fields: https://core.telegram.org/bots/api#link */
 struct tg_link {
     tg_raw raw; /* this object's JSON as received */
     const char *url;
 };
 
-/* PollMedia: https://core.telegram.org/bots/api#pollmedia */
+/* PollMedia, an object with 10 fields: https://core.telegram.org/bots/api#pollmedia */
 struct tg_poll_media {
     tg_raw raw;                      /* this object's JSON as received */
     const tg_animation *animation;   /* optional */
@@ -2384,7 +2391,7 @@ struct tg_poll_media {
     const tg_video *video;     /* optional */
 };
 
-/* PollOption: https://core.telegram.org/bots/api#polloption */
+/* PollOption, an object with 8 fields: https://core.telegram.org/bots/api#polloption */
 struct tg_poll_option {
     tg_raw raw; /* this object's JSON as received */
     const char *persistent_id;
@@ -2398,7 +2405,7 @@ struct tg_poll_option {
     tg_opt_i64 addition_date;
 };
 
-/* InputPollOption: https://core.telegram.org/bots/api#inputpolloption */
+/* InputPollOption, an object with 4 fields: https://core.telegram.org/bots/api#inputpolloption */
 struct tg_input_poll_option {
     tg_raw raw; /* this object's JSON as received */
     const char *text;
@@ -2408,7 +2415,7 @@ struct tg_input_poll_option {
     tg_input_poll_option_media media;
 };
 
-/* PollAnswer: https://core.telegram.org/bots/api#pollanswer */
+/* PollAnswer, an object with 5 fields: https://core.telegram.org/bots/api#pollanswer */
 struct tg_poll_answer {
     tg_raw raw; /* this object's JSON as received */
     const char *poll_id;
@@ -2420,7 +2427,7 @@ struct tg_poll_answer {
     size_t option_persistent_ids_count;
 };
 
-/* Poll: https://core.telegram.org/bots/api#poll */
+/* Poll, an object with 21 fields: https://core.telegram.org/bots/api#poll */
 struct tg_poll {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -2452,7 +2459,7 @@ struct tg_poll {
     const tg_poll_media *media; /* optional */
 };
 
-/* ChecklistTask: https://core.telegram.org/bots/api#checklisttask */
+/* ChecklistTask, an object with 6 fields: https://core.telegram.org/bots/api#checklisttask */
 struct tg_checklist_task {
     tg_raw raw; /* this object's JSON as received */
     int64_t id;
@@ -2464,7 +2471,7 @@ struct tg_checklist_task {
     tg_opt_i64 completion_date;
 };
 
-/* Checklist: https://core.telegram.org/bots/api#checklist */
+/* Checklist, an object with 5 fields: https://core.telegram.org/bots/api#checklist */
 struct tg_checklist {
     tg_raw raw; /* this object's JSON as received */
     const char *title;
@@ -2476,7 +2483,8 @@ struct tg_checklist {
     bool others_can_mark_tasks_as_done;
 };
 
-/* InputChecklistTask: https://core.telegram.org/bots/api#inputchecklisttask */
+/* InputChecklistTask, an object with 4 fields:
+ * https://core.telegram.org/bots/api#inputchecklisttask */
 struct tg_input_checklist_task {
     tg_raw raw; /* this object's JSON as received */
     int64_t id;
@@ -2486,7 +2494,7 @@ struct tg_input_checklist_task {
     size_t text_entities_count;
 };
 
-/* InputChecklist: https://core.telegram.org/bots/api#inputchecklist */
+/* InputChecklist, an object with 6 fields: https://core.telegram.org/bots/api#inputchecklist */
 struct tg_input_checklist {
     tg_raw raw; /* this object's JSON as received */
     const char *title;
@@ -2499,7 +2507,7 @@ struct tg_input_checklist {
     tg_opt_bool others_can_mark_tasks_as_done;
 };
 
-/* Location: https://core.telegram.org/bots/api#location */
+/* Location, an object with 6 fields: https://core.telegram.org/bots/api#location */
 struct tg_location {
     tg_raw raw; /* this object's JSON as received */
     double latitude;
@@ -2510,7 +2518,7 @@ struct tg_location {
     tg_opt_i64 proximity_alert_radius;
 };
 
-/* Venue: https://core.telegram.org/bots/api#venue */
+/* Venue, an object with 7 fields: https://core.telegram.org/bots/api#venue */
 struct tg_venue {
     tg_raw raw; /* this object's JSON as received */
     const tg_location *location;
@@ -2522,14 +2530,15 @@ struct tg_venue {
     const char *google_place_type; /* optional */
 };
 
-/* WebAppData: https://core.telegram.org/bots/api#webappdata */
+/* WebAppData, an object with 2 fields: https://core.telegram.org/bots/api#webappdata */
 struct tg_web_app_data {
     tg_raw raw; /* this object's JSON as received */
     const char *data;
     const char *button_text;
 };
 
-/* ProximityAlertTriggered: https://core.telegram.org/bots/api#proximityalerttriggered */
+/* ProximityAlertTriggered, an object with 3 fields:
+ * https://core.telegram.org/bots/api#proximityalerttriggered */
 struct tg_proximity_alert_triggered {
     tg_raw raw; /* this object's JSON as received */
     const tg_user *traveler;
@@ -2537,27 +2546,30 @@ struct tg_proximity_alert_triggered {
     int64_t distance;
 };
 
-/* MessageAutoDeleteTimerChanged: https://core.telegram.org/bots/api#messageautodeletetimerchanged
- */
+/* MessageAutoDeleteTimerChanged, an object with 1 fields:
+ * https://core.telegram.org/bots/api#messageautodeletetimerchanged */
 struct tg_message_auto_delete_timer_changed {
     tg_raw raw; /* this object's JSON as received */
     int64_t message_auto_delete_time;
 };
 
-/* ManagedBotCreated: https://core.telegram.org/bots/api#managedbotcreated */
+/* ManagedBotCreated, an object with 1 fields: https://core.telegram.org/bots/api#managedbotcreated
+ */
 struct tg_managed_bot_created {
     tg_raw raw; /* this object's JSON as received */
     const tg_user *bot;
 };
 
-/* ManagedBotUpdated: https://core.telegram.org/bots/api#managedbotupdated */
+/* ManagedBotUpdated, an object with 2 fields: https://core.telegram.org/bots/api#managedbotupdated
+ */
 struct tg_managed_bot_updated {
     tg_raw raw; /* this object's JSON as received */
     const tg_user *user;
     const tg_user *bot;
 };
 
-/* BotSubscriptionUpdated: https://core.telegram.org/bots/api#botsubscriptionupdated */
+/* BotSubscriptionUpdated, an object with 3 fields:
+ * https://core.telegram.org/bots/api#botsubscriptionupdated */
 struct tg_bot_subscription_updated {
     tg_raw raw; /* this object's JSON as received */
     const tg_user *user;
@@ -2565,7 +2577,7 @@ struct tg_bot_subscription_updated {
     tg_subscription_state state;
 };
 
-/* PollOptionAdded: https://core.telegram.org/bots/api#polloptionadded */
+/* PollOptionAdded, an object with 4 fields: https://core.telegram.org/bots/api#polloptionadded */
 struct tg_poll_option_added {
     tg_raw raw; /* this object's JSON as received */
     tg_maybe_inaccessible_message poll_message;
@@ -2575,7 +2587,8 @@ struct tg_poll_option_added {
     size_t option_text_entities_count;
 };
 
-/* PollOptionDeleted: https://core.telegram.org/bots/api#polloptiondeleted */
+/* PollOptionDeleted, an object with 4 fields: https://core.telegram.org/bots/api#polloptiondeleted
+ */
 struct tg_poll_option_deleted {
     tg_raw raw; /* this object's JSON as received */
     tg_maybe_inaccessible_message poll_message;
@@ -2585,20 +2598,22 @@ struct tg_poll_option_deleted {
     size_t option_text_entities_count;
 };
 
-/* ChatBoostAdded: https://core.telegram.org/bots/api#chatboostadded */
+/* ChatBoostAdded, an object with 1 fields: https://core.telegram.org/bots/api#chatboostadded */
 struct tg_chat_boost_added {
     tg_raw raw; /* this object's JSON as received */
     int64_t boost_count;
 };
 
-/* BackgroundFillSolid: https://core.telegram.org/bots/api#backgroundfillsolid */
+/* BackgroundFillSolid, an object with 2 fields:
+ * https://core.telegram.org/bots/api#backgroundfillsolid */
 struct tg_background_fill_solid {
     tg_raw raw; /* this object's JSON as received */
     /* type: always solid */
     int64_t color;
 };
 
-/* BackgroundFillGradient: https://core.telegram.org/bots/api#backgroundfillgradient */
+/* BackgroundFillGradient, an object with 4 fields:
+ * https://core.telegram.org/bots/api#backgroundfillgradient */
 struct tg_background_fill_gradient {
     tg_raw raw; /* this object's JSON as received */
     /* type: always gradient */
@@ -2607,8 +2622,8 @@ struct tg_background_fill_gradient {
     int64_t rotation_angle;
 };
 
-/* BackgroundFillFreeformGradient: https://core.telegram.org/bots/api#backgroundfillfreeformgradient
- */
+/* BackgroundFillFreeformGradient, an object with 2 fields:
+ * https://core.telegram.org/bots/api#backgroundfillfreeformgradient */
 struct tg_background_fill_freeform_gradient {
     tg_raw raw; /* this object's JSON as received */
     /* type: always freeform_gradient */
@@ -2616,7 +2631,8 @@ struct tg_background_fill_freeform_gradient {
     size_t colors_count;
 };
 
-/* BackgroundTypeFill: https://core.telegram.org/bots/api#backgroundtypefill */
+/* BackgroundTypeFill, an object with 3 fields:
+ * https://core.telegram.org/bots/api#backgroundtypefill */
 struct tg_background_type_fill {
     tg_raw raw; /* this object's JSON as received */
     /* type: always fill */
@@ -2624,7 +2640,8 @@ struct tg_background_type_fill {
     int64_t dark_theme_dimming;
 };
 
-/* BackgroundTypeWallpaper: https://core.telegram.org/bots/api#backgroundtypewallpaper */
+/* BackgroundTypeWallpaper, an object with 5 fields:
+ * https://core.telegram.org/bots/api#backgroundtypewallpaper */
 struct tg_background_type_wallpaper {
     tg_raw raw; /* this object's JSON as received */
     /* type: always wallpaper */
@@ -2634,7 +2651,8 @@ struct tg_background_type_wallpaper {
     bool is_moving;
 };
 
-/* BackgroundTypePattern: https://core.telegram.org/bots/api#backgroundtypepattern */
+/* BackgroundTypePattern, an object with 6 fields:
+ * https://core.telegram.org/bots/api#backgroundtypepattern */
 struct tg_background_type_pattern {
     tg_raw raw; /* this object's JSON as received */
     /* type: always pattern */
@@ -2645,20 +2663,22 @@ struct tg_background_type_pattern {
     bool is_moving;
 };
 
-/* BackgroundTypeChatTheme: https://core.telegram.org/bots/api#backgroundtypechattheme */
+/* BackgroundTypeChatTheme, an object with 2 fields:
+ * https://core.telegram.org/bots/api#backgroundtypechattheme */
 struct tg_background_type_chat_theme {
     tg_raw raw; /* this object's JSON as received */
     /* type: always chat_theme */
     const char *theme_name;
 };
 
-/* ChatBackground: https://core.telegram.org/bots/api#chatbackground */
+/* ChatBackground, an object with 1 fields: https://core.telegram.org/bots/api#chatbackground */
 struct tg_chat_background {
     tg_raw raw; /* this object's JSON as received */
     tg_background_type type;
 };
 
-/* ChecklistTasksDone: https://core.telegram.org/bots/api#checklisttasksdone */
+/* ChecklistTasksDone, an object with 3 fields:
+ * https://core.telegram.org/bots/api#checklisttasksdone */
 struct tg_checklist_tasks_done {
     tg_raw raw;                          /* this object's JSON as received */
     const tg_message *checklist_message; /* optional */
@@ -2668,7 +2688,8 @@ struct tg_checklist_tasks_done {
     size_t marked_as_not_done_task_ids_count;
 };
 
-/* ChecklistTasksAdded: https://core.telegram.org/bots/api#checklisttasksadded */
+/* ChecklistTasksAdded, an object with 2 fields:
+ * https://core.telegram.org/bots/api#checklisttasksadded */
 struct tg_checklist_tasks_added {
     tg_raw raw;                          /* this object's JSON as received */
     const tg_message *checklist_message; /* optional */
@@ -2676,18 +2697,21 @@ struct tg_checklist_tasks_added {
     size_t tasks_count;
 };
 
-/* CommunityChatAdded: https://core.telegram.org/bots/api#communitychatadded */
+/* CommunityChatAdded, an object with 1 fields:
+ * https://core.telegram.org/bots/api#communitychatadded */
 struct tg_community_chat_added {
     tg_raw raw; /* this object's JSON as received */
     const tg_community *community;
 };
 
-/* CommunityChatRemoved: https://core.telegram.org/bots/api#communitychatremoved */
+/* CommunityChatRemoved, an empty object ({} on the wire):
+ * https://core.telegram.org/bots/api#communitychatremoved */
 struct tg_community_chat_removed {
     tg_raw raw; /* this object's JSON as received */
 };
 
-/* ForumTopicCreated: https://core.telegram.org/bots/api#forumtopiccreated */
+/* ForumTopicCreated, an object with 4 fields: https://core.telegram.org/bots/api#forumtopiccreated
+ */
 struct tg_forum_topic_created {
     tg_raw raw; /* this object's JSON as received */
     const char *name;
@@ -2696,34 +2720,38 @@ struct tg_forum_topic_created {
     bool is_name_implicit;
 };
 
-/* ForumTopicClosed: https://core.telegram.org/bots/api#forumtopicclosed */
+/* ForumTopicClosed, an empty object ({} on the wire):
+ * https://core.telegram.org/bots/api#forumtopicclosed */
 struct tg_forum_topic_closed {
     tg_raw raw; /* this object's JSON as received */
 };
 
-/* ForumTopicEdited: https://core.telegram.org/bots/api#forumtopicedited */
+/* ForumTopicEdited, an object with 2 fields: https://core.telegram.org/bots/api#forumtopicedited */
 struct tg_forum_topic_edited {
     tg_raw raw;                       /* this object's JSON as received */
     const char *name;                 /* optional */
     const char *icon_custom_emoji_id; /* optional */
 };
 
-/* ForumTopicReopened: https://core.telegram.org/bots/api#forumtopicreopened */
+/* ForumTopicReopened, an empty object ({} on the wire):
+ * https://core.telegram.org/bots/api#forumtopicreopened */
 struct tg_forum_topic_reopened {
     tg_raw raw; /* this object's JSON as received */
 };
 
-/* GeneralForumTopicHidden: https://core.telegram.org/bots/api#generalforumtopichidden */
+/* GeneralForumTopicHidden, an empty object ({} on the wire):
+ * https://core.telegram.org/bots/api#generalforumtopichidden */
 struct tg_general_forum_topic_hidden {
     tg_raw raw; /* this object's JSON as received */
 };
 
-/* GeneralForumTopicUnhidden: https://core.telegram.org/bots/api#generalforumtopicunhidden */
+/* GeneralForumTopicUnhidden, an empty object ({} on the wire):
+ * https://core.telegram.org/bots/api#generalforumtopicunhidden */
 struct tg_general_forum_topic_unhidden {
     tg_raw raw; /* this object's JSON as received */
 };
 
-/* SharedUser: https://core.telegram.org/bots/api#shareduser */
+/* SharedUser, an object with 5 fields: https://core.telegram.org/bots/api#shareduser */
 struct tg_shared_user {
     tg_raw raw; /* this object's JSON as received */
     int64_t user_id;
@@ -2734,7 +2762,7 @@ struct tg_shared_user {
     size_t photo_count;
 };
 
-/* UsersShared: https://core.telegram.org/bots/api#usersshared */
+/* UsersShared, an object with 2 fields: https://core.telegram.org/bots/api#usersshared */
 struct tg_users_shared {
     tg_raw raw; /* this object's JSON as received */
     int64_t request_id;
@@ -2742,7 +2770,7 @@ struct tg_users_shared {
     size_t users_count;
 };
 
-/* ChatShared: https://core.telegram.org/bots/api#chatshared */
+/* ChatShared, an object with 5 fields: https://core.telegram.org/bots/api#chatshared */
 struct tg_chat_shared {
     tg_raw raw; /* this object's JSON as received */
     int64_t request_id;
@@ -2753,7 +2781,8 @@ struct tg_chat_shared {
     size_t photo_count;
 };
 
-/* WriteAccessAllowed: https://core.telegram.org/bots/api#writeaccessallowed */
+/* WriteAccessAllowed, an object with 3 fields:
+ * https://core.telegram.org/bots/api#writeaccessallowed */
 struct tg_write_access_allowed {
     tg_raw raw; /* this object's JSON as received */
     tg_opt_bool from_request;
@@ -2761,44 +2790,50 @@ struct tg_write_access_allowed {
     tg_opt_bool from_attachment_menu;
 };
 
-/* VideoChatScheduled: https://core.telegram.org/bots/api#videochatscheduled */
+/* VideoChatScheduled, an object with 1 fields:
+ * https://core.telegram.org/bots/api#videochatscheduled */
 struct tg_video_chat_scheduled {
     tg_raw raw; /* this object's JSON as received */
     int64_t start_date;
 };
 
-/* VideoChatStarted: https://core.telegram.org/bots/api#videochatstarted */
+/* VideoChatStarted, an empty object ({} on the wire):
+ * https://core.telegram.org/bots/api#videochatstarted */
 struct tg_video_chat_started {
     tg_raw raw; /* this object's JSON as received */
 };
 
-/* VideoChatEnded: https://core.telegram.org/bots/api#videochatended */
+/* VideoChatEnded, an object with 1 fields: https://core.telegram.org/bots/api#videochatended */
 struct tg_video_chat_ended {
     tg_raw raw; /* this object's JSON as received */
     int64_t duration;
 };
 
-/* VideoChatParticipantsInvited: https://core.telegram.org/bots/api#videochatparticipantsinvited */
+/* VideoChatParticipantsInvited, an object with 1 fields:
+ * https://core.telegram.org/bots/api#videochatparticipantsinvited */
 struct tg_video_chat_participants_invited {
     tg_raw raw; /* this object's JSON as received */
     const tg_user *users;
     size_t users_count;
 };
 
-/* PaidMessagePriceChanged: https://core.telegram.org/bots/api#paidmessagepricechanged */
+/* PaidMessagePriceChanged, an object with 1 fields:
+ * https://core.telegram.org/bots/api#paidmessagepricechanged */
 struct tg_paid_message_price_changed {
     tg_raw raw; /* this object's JSON as received */
     int64_t paid_message_star_count;
 };
 
-/* DirectMessagePriceChanged: https://core.telegram.org/bots/api#directmessagepricechanged */
+/* DirectMessagePriceChanged, an object with 2 fields:
+ * https://core.telegram.org/bots/api#directmessagepricechanged */
 struct tg_direct_message_price_changed {
     tg_raw raw; /* this object's JSON as received */
     bool are_direct_messages_enabled;
     tg_opt_i64 direct_message_star_count;
 };
 
-/* SuggestedPostApproved: https://core.telegram.org/bots/api#suggestedpostapproved */
+/* SuggestedPostApproved, an object with 3 fields:
+ * https://core.telegram.org/bots/api#suggestedpostapproved */
 struct tg_suggested_post_approved {
     tg_raw raw;                               /* this object's JSON as received */
     const tg_message *suggested_post_message; /* optional */
@@ -2806,21 +2841,24 @@ struct tg_suggested_post_approved {
     int64_t send_date;
 };
 
-/* SuggestedPostApprovalFailed: https://core.telegram.org/bots/api#suggestedpostapprovalfailed */
+/* SuggestedPostApprovalFailed, an object with 2 fields:
+ * https://core.telegram.org/bots/api#suggestedpostapprovalfailed */
 struct tg_suggested_post_approval_failed {
     tg_raw raw;                               /* this object's JSON as received */
     const tg_message *suggested_post_message; /* optional */
     const tg_suggested_post_price *price;
 };
 
-/* SuggestedPostDeclined: https://core.telegram.org/bots/api#suggestedpostdeclined */
+/* SuggestedPostDeclined, an object with 2 fields:
+ * https://core.telegram.org/bots/api#suggestedpostdeclined */
 struct tg_suggested_post_declined {
     tg_raw raw;                               /* this object's JSON as received */
     const tg_message *suggested_post_message; /* optional */
     const char *comment;                      /* optional */
 };
 
-/* SuggestedPostPaid: https://core.telegram.org/bots/api#suggestedpostpaid */
+/* SuggestedPostPaid, an object with 4 fields: https://core.telegram.org/bots/api#suggestedpostpaid
+ */
 struct tg_suggested_post_paid {
     tg_raw raw;                               /* this object's JSON as received */
     const tg_message *suggested_post_message; /* optional */
@@ -2829,20 +2867,21 @@ struct tg_suggested_post_paid {
     const tg_star_amount *star_amount; /* optional */
 };
 
-/* SuggestedPostRefunded: https://core.telegram.org/bots/api#suggestedpostrefunded */
+/* SuggestedPostRefunded, an object with 2 fields:
+ * https://core.telegram.org/bots/api#suggestedpostrefunded */
 struct tg_suggested_post_refunded {
     tg_raw raw;                               /* this object's JSON as received */
     const tg_message *suggested_post_message; /* optional */
     tg_suggested_post_refund_reason reason;
 };
 
-/* GiveawayCreated: https://core.telegram.org/bots/api#giveawaycreated */
+/* GiveawayCreated, an object with 1 fields: https://core.telegram.org/bots/api#giveawaycreated */
 struct tg_giveaway_created {
     tg_raw raw; /* this object's JSON as received */
     tg_opt_i64 prize_star_count;
 };
 
-/* Giveaway: https://core.telegram.org/bots/api#giveaway */
+/* Giveaway, an object with 9 fields: https://core.telegram.org/bots/api#giveaway */
 struct tg_giveaway {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chats;
@@ -2858,7 +2897,7 @@ struct tg_giveaway {
     tg_opt_i64 premium_subscription_month_count;
 };
 
-/* GiveawayWinners: https://core.telegram.org/bots/api#giveawaywinners */
+/* GiveawayWinners, an object with 12 fields: https://core.telegram.org/bots/api#giveawaywinners */
 struct tg_giveaway_winners {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
@@ -2876,7 +2915,8 @@ struct tg_giveaway_winners {
     const char *prize_description; /* optional */
 };
 
-/* GiveawayCompleted: https://core.telegram.org/bots/api#giveawaycompleted */
+/* GiveawayCompleted, an object with 4 fields: https://core.telegram.org/bots/api#giveawaycompleted
+ */
 struct tg_giveaway_completed {
     tg_raw raw; /* this object's JSON as received */
     int64_t winner_count;
@@ -2885,7 +2925,8 @@ struct tg_giveaway_completed {
     bool is_star_giveaway;
 };
 
-/* LinkPreviewOptions: https://core.telegram.org/bots/api#linkpreviewoptions */
+/* LinkPreviewOptions, an object with 5 fields:
+ * https://core.telegram.org/bots/api#linkpreviewoptions */
 struct tg_link_preview_options {
     tg_raw raw; /* this object's JSON as received */
     tg_opt_bool is_disabled;
@@ -2895,14 +2936,16 @@ struct tg_link_preview_options {
     tg_opt_bool show_above_text;
 };
 
-/* SuggestedPostPrice: https://core.telegram.org/bots/api#suggestedpostprice */
+/* SuggestedPostPrice, an object with 2 fields:
+ * https://core.telegram.org/bots/api#suggestedpostprice */
 struct tg_suggested_post_price {
     tg_raw raw; /* this object's JSON as received */
     const char *currency;
     int64_t amount;
 };
 
-/* SuggestedPostInfo: https://core.telegram.org/bots/api#suggestedpostinfo */
+/* SuggestedPostInfo, an object with 3 fields: https://core.telegram.org/bots/api#suggestedpostinfo
+ */
 struct tg_suggested_post_info {
     tg_raw raw; /* this object's JSON as received */
     tg_suggested_post_state state;
@@ -2910,21 +2953,24 @@ struct tg_suggested_post_info {
     tg_opt_i64 send_date;
 };
 
-/* SuggestedPostParameters: https://core.telegram.org/bots/api#suggestedpostparameters */
+/* SuggestedPostParameters, an object with 2 fields:
+ * https://core.telegram.org/bots/api#suggestedpostparameters */
 struct tg_suggested_post_parameters {
     tg_raw raw;                           /* this object's JSON as received */
     const tg_suggested_post_price *price; /* optional */
     tg_opt_i64 send_date;
 };
 
-/* DirectMessagesTopic: https://core.telegram.org/bots/api#directmessagestopic */
+/* DirectMessagesTopic, an object with 2 fields:
+ * https://core.telegram.org/bots/api#directmessagestopic */
 struct tg_direct_messages_topic {
     tg_raw raw; /* this object's JSON as received */
     int64_t topic_id;
     const tg_user *user; /* optional */
 };
 
-/* UserProfilePhotos: https://core.telegram.org/bots/api#userprofilephotos */
+/* UserProfilePhotos, an object with 2 fields: https://core.telegram.org/bots/api#userprofilephotos
+ */
 struct tg_user_profile_photos {
     tg_raw raw; /* this object's JSON as received */
     int64_t total_count;
@@ -2932,7 +2978,8 @@ struct tg_user_profile_photos {
     size_t photos_count;
 };
 
-/* UserProfileAudios: https://core.telegram.org/bots/api#userprofileaudios */
+/* UserProfileAudios, an object with 2 fields: https://core.telegram.org/bots/api#userprofileaudios
+ */
 struct tg_user_profile_audios {
     tg_raw raw; /* this object's JSON as received */
     int64_t total_count;
@@ -2940,7 +2987,7 @@ struct tg_user_profile_audios {
     size_t audios_count;
 };
 
-/* File: https://core.telegram.org/bots/api#file */
+/* File, an object with 4 fields: https://core.telegram.org/bots/api#file */
 struct tg_file {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -2949,13 +2996,14 @@ struct tg_file {
     const char *file_path; /* optional */
 };
 
-/* WebAppInfo: https://core.telegram.org/bots/api#webappinfo */
+/* WebAppInfo, an object with 1 fields: https://core.telegram.org/bots/api#webappinfo */
 struct tg_web_app_info {
     tg_raw raw; /* this object's JSON as received */
     const char *url;
 };
 
-/* ReplyKeyboardMarkup: https://core.telegram.org/bots/api#replykeyboardmarkup */
+/* ReplyKeyboardMarkup, an object with 6 fields:
+ * https://core.telegram.org/bots/api#replykeyboardmarkup */
 struct tg_reply_keyboard_markup {
     tg_raw raw; /* this object's JSON as received */
     const tg_keyboard_button_list *keyboard;
@@ -2967,7 +3015,7 @@ struct tg_reply_keyboard_markup {
     tg_opt_bool selective;
 };
 
-/* KeyboardButton: https://core.telegram.org/bots/api#keyboardbutton */
+/* KeyboardButton, an object with 10 fields: https://core.telegram.org/bots/api#keyboardbutton */
 struct tg_keyboard_button {
     tg_raw raw; /* this object's JSON as received */
     const char *text;
@@ -2982,7 +3030,8 @@ struct tg_keyboard_button {
     const tg_web_app_info *web_app;                   /* optional */
 };
 
-/* KeyboardButtonRequestUsers: https://core.telegram.org/bots/api#keyboardbuttonrequestusers */
+/* KeyboardButtonRequestUsers, an object with 7 fields:
+ * https://core.telegram.org/bots/api#keyboardbuttonrequestusers */
 struct tg_keyboard_button_request_users {
     tg_raw raw; /* this object's JSON as received */
     int64_t request_id;
@@ -2994,7 +3043,8 @@ struct tg_keyboard_button_request_users {
     tg_opt_bool request_photo;
 };
 
-/* KeyboardButtonRequestChat: https://core.telegram.org/bots/api#keyboardbuttonrequestchat */
+/* KeyboardButtonRequestChat, an object with 11 fields:
+ * https://core.telegram.org/bots/api#keyboardbuttonrequestchat */
 struct tg_keyboard_button_request_chat {
     tg_raw raw; /* this object's JSON as received */
     int64_t request_id;
@@ -3010,7 +3060,7 @@ struct tg_keyboard_button_request_chat {
     tg_opt_bool request_photo;
 };
 
-/* KeyboardButtonRequestManagedBot:
+/* KeyboardButtonRequestManagedBot, an object with 3 fields:
  * https://core.telegram.org/bots/api#keyboardbuttonrequestmanagedbot */
 struct tg_keyboard_button_request_managed_bot {
     tg_raw raw; /* this object's JSON as received */
@@ -3019,27 +3069,31 @@ struct tg_keyboard_button_request_managed_bot {
     const char *suggested_username; /* optional */
 };
 
-/* KeyboardButtonPollType: https://core.telegram.org/bots/api#keyboardbuttonpolltype */
+/* KeyboardButtonPollType, an object with 1 fields:
+ * https://core.telegram.org/bots/api#keyboardbuttonpolltype */
 struct tg_keyboard_button_poll_type {
     tg_raw raw; /* this object's JSON as received */
     tg_poll_type type;
 };
 
-/* ReplyKeyboardRemove: https://core.telegram.org/bots/api#replykeyboardremove */
+/* ReplyKeyboardRemove, an object with 2 fields:
+ * https://core.telegram.org/bots/api#replykeyboardremove */
 struct tg_reply_keyboard_remove {
     tg_raw raw; /* this object's JSON as received */
     bool remove_keyboard;
     tg_opt_bool selective;
 };
 
-/* InlineKeyboardMarkup: https://core.telegram.org/bots/api#inlinekeyboardmarkup */
+/* InlineKeyboardMarkup, an object with 1 fields:
+ * https://core.telegram.org/bots/api#inlinekeyboardmarkup */
 struct tg_inline_keyboard_markup {
     tg_raw raw; /* this object's JSON as received */
     const tg_inline_keyboard_button_list *inline_keyboard;
     size_t inline_keyboard_count;
 };
 
-/* InlineKeyboardButton: https://core.telegram.org/bots/api#inlinekeyboardbutton */
+/* InlineKeyboardButton, an object with 13 fields:
+ * https://core.telegram.org/bots/api#inlinekeyboardbutton */
 struct tg_inline_keyboard_button {
     tg_raw raw; /* this object's JSON as received */
     const char *text;
@@ -3057,7 +3111,7 @@ struct tg_inline_keyboard_button {
     tg_opt_bool pay;
 };
 
-/* LoginUrl: https://core.telegram.org/bots/api#loginurl */
+/* LoginUrl, an object with 4 fields: https://core.telegram.org/bots/api#loginurl */
 struct tg_login_url {
     tg_raw raw; /* this object's JSON as received */
     const char *url;
@@ -3066,7 +3120,8 @@ struct tg_login_url {
     tg_opt_bool request_write_access;
 };
 
-/* SwitchInlineQueryChosenChat: https://core.telegram.org/bots/api#switchinlinequerychosenchat */
+/* SwitchInlineQueryChosenChat, an object with 5 fields:
+ * https://core.telegram.org/bots/api#switchinlinequerychosenchat */
 struct tg_switch_inline_query_chosen_chat {
     tg_raw raw;        /* this object's JSON as received */
     const char *query; /* optional */
@@ -3076,13 +3131,13 @@ struct tg_switch_inline_query_chosen_chat {
     tg_opt_bool allow_channel_chats;
 };
 
-/* CopyTextButton: https://core.telegram.org/bots/api#copytextbutton */
+/* CopyTextButton, an object with 1 fields: https://core.telegram.org/bots/api#copytextbutton */
 struct tg_copy_text_button {
     tg_raw raw; /* this object's JSON as received */
     const char *text;
 };
 
-/* CallbackQuery: https://core.telegram.org/bots/api#callbackquery */
+/* CallbackQuery, an object with 7 fields: https://core.telegram.org/bots/api#callbackquery */
 struct tg_callback_query {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -3094,7 +3149,7 @@ struct tg_callback_query {
     const char *game_short_name; /* optional */
 };
 
-/* ForceReply: https://core.telegram.org/bots/api#forcereply */
+/* ForceReply, an object with 3 fields: https://core.telegram.org/bots/api#forcereply */
 struct tg_force_reply {
     tg_raw raw; /* this object's JSON as received */
     bool force_reply;
@@ -3102,14 +3157,14 @@ struct tg_force_reply {
     tg_opt_bool selective;
 };
 
-/* Community: https://core.telegram.org/bots/api#community */
+/* Community, an object with 2 fields: https://core.telegram.org/bots/api#community */
 struct tg_community {
     tg_raw raw; /* this object's JSON as received */
     int64_t id;
     const char *name;
 };
 
-/* ChatPhoto: https://core.telegram.org/bots/api#chatphoto */
+/* ChatPhoto, an object with 4 fields: https://core.telegram.org/bots/api#chatphoto */
 struct tg_chat_photo {
     tg_raw raw; /* this object's JSON as received */
     const char *small_file_id;
@@ -3118,7 +3173,7 @@ struct tg_chat_photo {
     const char *big_file_unique_id;
 };
 
-/* ChatInviteLink: https://core.telegram.org/bots/api#chatinvitelink */
+/* ChatInviteLink, an object with 11 fields: https://core.telegram.org/bots/api#chatinvitelink */
 struct tg_chat_invite_link {
     tg_raw raw; /* this object's JSON as received */
     const char *invite_link;
@@ -3134,7 +3189,8 @@ struct tg_chat_invite_link {
     tg_opt_i64 subscription_price;
 };
 
-/* ChatAdministratorRights: https://core.telegram.org/bots/api#chatadministratorrights */
+/* ChatAdministratorRights, an object with 17 fields:
+ * https://core.telegram.org/bots/api#chatadministratorrights */
 struct tg_chat_administrator_rights {
     tg_raw raw; /* this object's JSON as received */
     bool is_anonymous;
@@ -3156,7 +3212,8 @@ struct tg_chat_administrator_rights {
     tg_opt_bool can_manage_tags;
 };
 
-/* ChatMemberUpdated: https://core.telegram.org/bots/api#chatmemberupdated */
+/* ChatMemberUpdated, an object with 8 fields: https://core.telegram.org/bots/api#chatmemberupdated
+ */
 struct tg_chat_member_updated {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
@@ -3169,7 +3226,7 @@ struct tg_chat_member_updated {
     tg_opt_bool via_chat_folder_invite_link;
 };
 
-/* ChatMemberOwner: https://core.telegram.org/bots/api#chatmemberowner */
+/* ChatMemberOwner, an object with 4 fields: https://core.telegram.org/bots/api#chatmemberowner */
 struct tg_chat_member_owner {
     tg_raw raw; /* this object's JSON as received */
     /* status: always creator */
@@ -3178,7 +3235,8 @@ struct tg_chat_member_owner {
     const char *custom_title; /* optional */
 };
 
-/* ChatMemberAdministrator: https://core.telegram.org/bots/api#chatmemberadministrator */
+/* ChatMemberAdministrator, an object with 21 fields:
+ * https://core.telegram.org/bots/api#chatmemberadministrator */
 struct tg_chat_member_administrator {
     tg_raw raw; /* this object's JSON as received */
     /* status: always administrator */
@@ -3204,7 +3262,7 @@ struct tg_chat_member_administrator {
     const char *custom_title; /* optional */
 };
 
-/* ChatMemberMember: https://core.telegram.org/bots/api#chatmembermember */
+/* ChatMemberMember, an object with 4 fields: https://core.telegram.org/bots/api#chatmembermember */
 struct tg_chat_member_member {
     tg_raw raw; /* this object's JSON as received */
     /* status: always member */
@@ -3213,7 +3271,8 @@ struct tg_chat_member_member {
     tg_opt_i64 until_date;
 };
 
-/* ChatMemberRestricted: https://core.telegram.org/bots/api#chatmemberrestricted */
+/* ChatMemberRestricted, an object with 21 fields:
+ * https://core.telegram.org/bots/api#chatmemberrestricted */
 struct tg_chat_member_restricted {
     tg_raw raw; /* this object's JSON as received */
     /* status: always restricted */
@@ -3239,14 +3298,14 @@ struct tg_chat_member_restricted {
     int64_t until_date;
 };
 
-/* ChatMemberLeft: https://core.telegram.org/bots/api#chatmemberleft */
+/* ChatMemberLeft, an object with 2 fields: https://core.telegram.org/bots/api#chatmemberleft */
 struct tg_chat_member_left {
     tg_raw raw; /* this object's JSON as received */
     /* status: always left */
     const tg_user *user;
 };
 
-/* ChatMemberBanned: https://core.telegram.org/bots/api#chatmemberbanned */
+/* ChatMemberBanned, an object with 3 fields: https://core.telegram.org/bots/api#chatmemberbanned */
 struct tg_chat_member_banned {
     tg_raw raw; /* this object's JSON as received */
     /* status: always kicked */
@@ -3254,7 +3313,7 @@ struct tg_chat_member_banned {
     int64_t until_date;
 };
 
-/* ChatJoinRequest: https://core.telegram.org/bots/api#chatjoinrequest */
+/* ChatJoinRequest, an object with 7 fields: https://core.telegram.org/bots/api#chatjoinrequest */
 struct tg_chat_join_request {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
@@ -3266,7 +3325,7 @@ struct tg_chat_join_request {
     const char *query_id;                   /* optional */
 };
 
-/* ChatPermissions: https://core.telegram.org/bots/api#chatpermissions */
+/* ChatPermissions, an object with 16 fields: https://core.telegram.org/bots/api#chatpermissions */
 struct tg_chat_permissions {
     tg_raw raw; /* this object's JSON as received */
     tg_opt_bool can_send_messages;
@@ -3287,7 +3346,7 @@ struct tg_chat_permissions {
     tg_opt_bool can_manage_topics;
 };
 
-/* Birthdate: https://core.telegram.org/bots/api#birthdate */
+/* Birthdate, an object with 3 fields: https://core.telegram.org/bots/api#birthdate */
 struct tg_birthdate {
     tg_raw raw; /* this object's JSON as received */
     int64_t day;
@@ -3295,7 +3354,7 @@ struct tg_birthdate {
     tg_opt_i64 year;
 };
 
-/* BusinessIntro: https://core.telegram.org/bots/api#businessintro */
+/* BusinessIntro, an object with 3 fields: https://core.telegram.org/bots/api#businessintro */
 struct tg_business_intro {
     tg_raw raw;                /* this object's JSON as received */
     const char *title;         /* optional */
@@ -3303,21 +3362,23 @@ struct tg_business_intro {
     const tg_sticker *sticker; /* optional */
 };
 
-/* BusinessLocation: https://core.telegram.org/bots/api#businesslocation */
+/* BusinessLocation, an object with 2 fields: https://core.telegram.org/bots/api#businesslocation */
 struct tg_business_location {
     tg_raw raw; /* this object's JSON as received */
     const char *address;
     const tg_location *location; /* optional */
 };
 
-/* BusinessOpeningHoursInterval: https://core.telegram.org/bots/api#businessopeninghoursinterval */
+/* BusinessOpeningHoursInterval, an object with 2 fields:
+ * https://core.telegram.org/bots/api#businessopeninghoursinterval */
 struct tg_business_opening_hours_interval {
     tg_raw raw; /* this object's JSON as received */
     int64_t opening_minute;
     int64_t closing_minute;
 };
 
-/* BusinessOpeningHours: https://core.telegram.org/bots/api#businessopeninghours */
+/* BusinessOpeningHours, an object with 2 fields:
+ * https://core.telegram.org/bots/api#businessopeninghours */
 struct tg_business_opening_hours {
     tg_raw raw; /* this object's JSON as received */
     const char *time_zone_name;
@@ -3325,7 +3386,7 @@ struct tg_business_opening_hours {
     size_t opening_hours_count;
 };
 
-/* UserRating: https://core.telegram.org/bots/api#userrating */
+/* UserRating, an object with 4 fields: https://core.telegram.org/bots/api#userrating */
 struct tg_user_rating {
     tg_raw raw; /* this object's JSON as received */
     int64_t level;
@@ -3334,7 +3395,8 @@ struct tg_user_rating {
     tg_opt_i64 next_level_rating;
 };
 
-/* StoryAreaPosition: https://core.telegram.org/bots/api#storyareaposition */
+/* StoryAreaPosition, an object with 6 fields: https://core.telegram.org/bots/api#storyareaposition
+ */
 struct tg_story_area_position {
     tg_raw raw; /* this object's JSON as received */
     double x_percentage;
@@ -3345,7 +3407,7 @@ struct tg_story_area_position {
     double corner_radius_percentage;
 };
 
-/* LocationAddress: https://core.telegram.org/bots/api#locationaddress */
+/* LocationAddress, an object with 4 fields: https://core.telegram.org/bots/api#locationaddress */
 struct tg_location_address {
     tg_raw raw; /* this object's JSON as received */
     const char *country_code;
@@ -3354,7 +3416,8 @@ struct tg_location_address {
     const char *street; /* optional */
 };
 
-/* StoryAreaTypeLocation: https://core.telegram.org/bots/api#storyareatypelocation */
+/* StoryAreaTypeLocation, an object with 4 fields:
+ * https://core.telegram.org/bots/api#storyareatypelocation */
 struct tg_story_area_type_location {
     tg_raw raw; /* this object's JSON as received */
     /* type: always location */
@@ -3363,8 +3426,8 @@ struct tg_story_area_type_location {
     const tg_location_address *address; /* optional */
 };
 
-/* StoryAreaTypeSuggestedReaction: https://core.telegram.org/bots/api#storyareatypesuggestedreaction
- */
+/* StoryAreaTypeSuggestedReaction, an object with 4 fields:
+ * https://core.telegram.org/bots/api#storyareatypesuggestedreaction */
 struct tg_story_area_type_suggested_reaction {
     tg_raw raw; /* this object's JSON as received */
     /* type: always suggested_reaction */
@@ -3373,14 +3436,16 @@ struct tg_story_area_type_suggested_reaction {
     tg_opt_bool is_flipped;
 };
 
-/* StoryAreaTypeLink: https://core.telegram.org/bots/api#storyareatypelink */
+/* StoryAreaTypeLink, an object with 2 fields: https://core.telegram.org/bots/api#storyareatypelink
+ */
 struct tg_story_area_type_link {
     tg_raw raw; /* this object's JSON as received */
     /* type: always link */
     const char *url;
 };
 
-/* StoryAreaTypeWeather: https://core.telegram.org/bots/api#storyareatypeweather */
+/* StoryAreaTypeWeather, an object with 4 fields:
+ * https://core.telegram.org/bots/api#storyareatypeweather */
 struct tg_story_area_type_weather {
     tg_raw raw; /* this object's JSON as received */
     /* type: always weather */
@@ -3389,55 +3454,59 @@ struct tg_story_area_type_weather {
     int64_t background_color;
 };
 
-/* StoryAreaTypeUniqueGift: https://core.telegram.org/bots/api#storyareatypeuniquegift */
+/* StoryAreaTypeUniqueGift, an object with 2 fields:
+ * https://core.telegram.org/bots/api#storyareatypeuniquegift */
 struct tg_story_area_type_unique_gift {
     tg_raw raw; /* this object's JSON as received */
     /* type: always unique_gift */
     const char *name;
 };
 
-/* StoryArea: https://core.telegram.org/bots/api#storyarea */
+/* StoryArea, an object with 2 fields: https://core.telegram.org/bots/api#storyarea */
 struct tg_story_area {
     tg_raw raw; /* this object's JSON as received */
     const tg_story_area_position *position;
     tg_story_area_type type;
 };
 
-/* ChatLocation: https://core.telegram.org/bots/api#chatlocation */
+/* ChatLocation, an object with 2 fields: https://core.telegram.org/bots/api#chatlocation */
 struct tg_chat_location {
     tg_raw raw; /* this object's JSON as received */
     const tg_location *location;
     const char *address;
 };
 
-/* ReactionTypeEmoji: https://core.telegram.org/bots/api#reactiontypeemoji */
+/* ReactionTypeEmoji, an object with 2 fields: https://core.telegram.org/bots/api#reactiontypeemoji
+ */
 struct tg_reaction_type_emoji {
     tg_raw raw; /* this object's JSON as received */
     /* type: always emoji */
     const char *emoji;
 };
 
-/* ReactionTypeCustomEmoji: https://core.telegram.org/bots/api#reactiontypecustomemoji */
+/* ReactionTypeCustomEmoji, an object with 2 fields:
+ * https://core.telegram.org/bots/api#reactiontypecustomemoji */
 struct tg_reaction_type_custom_emoji {
     tg_raw raw; /* this object's JSON as received */
     /* type: always custom_emoji */
     const char *custom_emoji_id;
 };
 
-/* ReactionTypePaid: https://core.telegram.org/bots/api#reactiontypepaid */
+/* ReactionTypePaid, an object with 1 fields: https://core.telegram.org/bots/api#reactiontypepaid */
 struct tg_reaction_type_paid {
     tg_raw raw; /* this object's JSON as received */
     /* type: always paid */
 };
 
-/* ReactionCount: https://core.telegram.org/bots/api#reactioncount */
+/* ReactionCount, an object with 2 fields: https://core.telegram.org/bots/api#reactioncount */
 struct tg_reaction_count {
     tg_raw raw; /* this object's JSON as received */
     tg_reaction_type type;
     int64_t total_count;
 };
 
-/* MessageReactionUpdated: https://core.telegram.org/bots/api#messagereactionupdated */
+/* MessageReactionUpdated, an object with 7 fields:
+ * https://core.telegram.org/bots/api#messagereactionupdated */
 struct tg_message_reaction_updated {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
@@ -3451,7 +3520,8 @@ struct tg_message_reaction_updated {
     size_t new_reaction_count;
 };
 
-/* MessageReactionCountUpdated: https://core.telegram.org/bots/api#messagereactioncountupdated */
+/* MessageReactionCountUpdated, an object with 4 fields:
+ * https://core.telegram.org/bots/api#messagereactioncountupdated */
 struct tg_message_reaction_count_updated {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
@@ -3461,7 +3531,7 @@ struct tg_message_reaction_count_updated {
     size_t reactions_count;
 };
 
-/* ForumTopic: https://core.telegram.org/bots/api#forumtopic */
+/* ForumTopic, an object with 5 fields: https://core.telegram.org/bots/api#forumtopic */
 struct tg_forum_topic {
     tg_raw raw; /* this object's JSON as received */
     int64_t message_thread_id;
@@ -3471,7 +3541,7 @@ struct tg_forum_topic {
     bool is_name_implicit;
 };
 
-/* GiftBackground: https://core.telegram.org/bots/api#giftbackground */
+/* GiftBackground, an object with 3 fields: https://core.telegram.org/bots/api#giftbackground */
 struct tg_gift_background {
     tg_raw raw; /* this object's JSON as received */
     int64_t center_color;
@@ -3479,7 +3549,7 @@ struct tg_gift_background {
     int64_t text_color;
 };
 
-/* Gift: https://core.telegram.org/bots/api#gift */
+/* Gift, an object with 13 fields: https://core.telegram.org/bots/api#gift */
 struct tg_gift {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -3497,14 +3567,14 @@ struct tg_gift {
     const tg_chat *publisher_chat; /* optional */
 };
 
-/* Gifts: https://core.telegram.org/bots/api#gifts */
+/* Gifts, an object with 1 fields: https://core.telegram.org/bots/api#gifts */
 struct tg_gifts {
     tg_raw raw; /* this object's JSON as received */
     const tg_gift *gifts;
     size_t gifts_count;
 };
 
-/* UniqueGiftModel: https://core.telegram.org/bots/api#uniquegiftmodel */
+/* UniqueGiftModel, an object with 4 fields: https://core.telegram.org/bots/api#uniquegiftmodel */
 struct tg_unique_gift_model {
     tg_raw raw; /* this object's JSON as received */
     const char *name;
@@ -3513,7 +3583,7 @@ struct tg_unique_gift_model {
     tg_unique_gift_rarity rarity;
 };
 
-/* UniqueGiftSymbol: https://core.telegram.org/bots/api#uniquegiftsymbol */
+/* UniqueGiftSymbol, an object with 3 fields: https://core.telegram.org/bots/api#uniquegiftsymbol */
 struct tg_unique_gift_symbol {
     tg_raw raw; /* this object's JSON as received */
     const char *name;
@@ -3521,7 +3591,8 @@ struct tg_unique_gift_symbol {
     int64_t rarity_per_mille;
 };
 
-/* UniqueGiftBackdropColors: https://core.telegram.org/bots/api#uniquegiftbackdropcolors */
+/* UniqueGiftBackdropColors, an object with 4 fields:
+ * https://core.telegram.org/bots/api#uniquegiftbackdropcolors */
 struct tg_unique_gift_backdrop_colors {
     tg_raw raw; /* this object's JSON as received */
     int64_t center_color;
@@ -3530,7 +3601,8 @@ struct tg_unique_gift_backdrop_colors {
     int64_t text_color;
 };
 
-/* UniqueGiftBackdrop: https://core.telegram.org/bots/api#uniquegiftbackdrop */
+/* UniqueGiftBackdrop, an object with 3 fields:
+ * https://core.telegram.org/bots/api#uniquegiftbackdrop */
 struct tg_unique_gift_backdrop {
     tg_raw raw; /* this object's JSON as received */
     const char *name;
@@ -3538,7 +3610,7 @@ struct tg_unique_gift_backdrop {
     int64_t rarity_per_mille;
 };
 
-/* UniqueGiftColors: https://core.telegram.org/bots/api#uniquegiftcolors */
+/* UniqueGiftColors, an object with 6 fields: https://core.telegram.org/bots/api#uniquegiftcolors */
 struct tg_unique_gift_colors {
     tg_raw raw; /* this object's JSON as received */
     const char *model_custom_emoji_id;
@@ -3551,7 +3623,7 @@ struct tg_unique_gift_colors {
     size_t dark_theme_other_colors_count;
 };
 
-/* UniqueGift: https://core.telegram.org/bots/api#uniquegift */
+/* UniqueGift, an object with 12 fields: https://core.telegram.org/bots/api#uniquegift */
 struct tg_unique_gift {
     tg_raw raw; /* this object's JSON as received */
     const char *gift_id;
@@ -3568,7 +3640,7 @@ struct tg_unique_gift {
     const tg_chat *publisher_chat;       /* optional */
 };
 
-/* GiftInfo: https://core.telegram.org/bots/api#giftinfo */
+/* GiftInfo, an object with 10 fields: https://core.telegram.org/bots/api#giftinfo */
 struct tg_gift_info {
     tg_raw raw; /* this object's JSON as received */
     const tg_gift *gift;
@@ -3584,7 +3656,7 @@ struct tg_gift_info {
     tg_opt_i64 unique_gift_number;
 };
 
-/* UniqueGiftInfo: https://core.telegram.org/bots/api#uniquegiftinfo */
+/* UniqueGiftInfo, an object with 7 fields: https://core.telegram.org/bots/api#uniquegiftinfo */
 struct tg_unique_gift_info {
     tg_raw raw; /* this object's JSON as received */
     const tg_unique_gift *gift;
@@ -3596,7 +3668,8 @@ struct tg_unique_gift_info {
     tg_opt_i64 next_transfer_date;
 };
 
-/* OwnedGiftRegular: https://core.telegram.org/bots/api#ownedgiftregular */
+/* OwnedGiftRegular, an object with 15 fields: https://core.telegram.org/bots/api#ownedgiftregular
+ */
 struct tg_owned_gift_regular {
     tg_raw raw; /* this object's JSON as received */
     /* type: always regular */
@@ -3617,7 +3690,7 @@ struct tg_owned_gift_regular {
     tg_opt_i64 unique_gift_number;
 };
 
-/* OwnedGiftUnique: https://core.telegram.org/bots/api#ownedgiftunique */
+/* OwnedGiftUnique, an object with 9 fields: https://core.telegram.org/bots/api#ownedgiftunique */
 struct tg_owned_gift_unique {
     tg_raw raw; /* this object's JSON as received */
     /* type: always unique */
@@ -3631,7 +3704,7 @@ struct tg_owned_gift_unique {
     tg_opt_i64 next_transfer_date;
 };
 
-/* OwnedGifts: https://core.telegram.org/bots/api#ownedgifts */
+/* OwnedGifts, an object with 3 fields: https://core.telegram.org/bots/api#ownedgifts */
 struct tg_owned_gifts {
     tg_raw raw; /* this object's JSON as received */
     int64_t total_count;
@@ -3640,7 +3713,8 @@ struct tg_owned_gifts {
     const char *next_offset; /* optional */
 };
 
-/* BotAccessSettings: https://core.telegram.org/bots/api#botaccesssettings */
+/* BotAccessSettings, an object with 2 fields: https://core.telegram.org/bots/api#botaccesssettings
+ */
 struct tg_bot_access_settings {
     tg_raw raw; /* this object's JSON as received */
     bool is_access_restricted;
@@ -3648,7 +3722,8 @@ struct tg_bot_access_settings {
     size_t added_users_count;
 };
 
-/* AcceptedGiftTypes: https://core.telegram.org/bots/api#acceptedgifttypes */
+/* AcceptedGiftTypes, an object with 5 fields: https://core.telegram.org/bots/api#acceptedgifttypes
+ */
 struct tg_accepted_gift_types {
     tg_raw raw; /* this object's JSON as received */
     bool unlimited_gifts;
@@ -3658,14 +3733,14 @@ struct tg_accepted_gift_types {
     bool gifts_from_channels;
 };
 
-/* StarAmount: https://core.telegram.org/bots/api#staramount */
+/* StarAmount, an object with 2 fields: https://core.telegram.org/bots/api#staramount */
 struct tg_star_amount {
     tg_raw raw; /* this object's JSON as received */
     int64_t amount;
     tg_opt_i64 nanostar_amount;
 };
 
-/* BotCommand: https://core.telegram.org/bots/api#botcommand */
+/* BotCommand, an object with 3 fields: https://core.telegram.org/bots/api#botcommand */
 struct tg_bot_command {
     tg_raw raw; /* this object's JSON as received */
     const char *command;
@@ -3673,40 +3748,43 @@ struct tg_bot_command {
     tg_opt_bool is_ephemeral;
 };
 
-/* BotCommandScopeDefault: https://core.telegram.org/bots/api#botcommandscopedefault */
+/* BotCommandScopeDefault, an object with 1 fields:
+ * https://core.telegram.org/bots/api#botcommandscopedefault */
 struct tg_bot_command_scope_default {
     tg_raw raw; /* this object's JSON as received */
     /* type: always default */
 };
 
-/* BotCommandScopeAllPrivateChats: https://core.telegram.org/bots/api#botcommandscopeallprivatechats
- */
+/* BotCommandScopeAllPrivateChats, an object with 1 fields:
+ * https://core.telegram.org/bots/api#botcommandscopeallprivatechats */
 struct tg_bot_command_scope_all_private_chats {
     tg_raw raw; /* this object's JSON as received */
     /* type: always all_private_chats */
 };
 
-/* BotCommandScopeAllGroupChats: https://core.telegram.org/bots/api#botcommandscopeallgroupchats */
+/* BotCommandScopeAllGroupChats, an object with 1 fields:
+ * https://core.telegram.org/bots/api#botcommandscopeallgroupchats */
 struct tg_bot_command_scope_all_group_chats {
     tg_raw raw; /* this object's JSON as received */
     /* type: always all_group_chats */
 };
 
-/* BotCommandScopeAllChatAdministrators:
+/* BotCommandScopeAllChatAdministrators, an object with 1 fields:
  * https://core.telegram.org/bots/api#botcommandscopeallchatadministrators */
 struct tg_bot_command_scope_all_chat_administrators {
     tg_raw raw; /* this object's JSON as received */
     /* type: always all_chat_administrators */
 };
 
-/* BotCommandScopeChat: https://core.telegram.org/bots/api#botcommandscopechat */
+/* BotCommandScopeChat, an object with 2 fields:
+ * https://core.telegram.org/bots/api#botcommandscopechat */
 struct tg_bot_command_scope_chat {
     tg_raw raw; /* this object's JSON as received */
     /* type: always chat */
     tg_chat_id chat_id;
 };
 
-/* BotCommandScopeChatAdministrators:
+/* BotCommandScopeChatAdministrators, an object with 2 fields:
  * https://core.telegram.org/bots/api#botcommandscopechatadministrators */
 struct tg_bot_command_scope_chat_administrators {
     tg_raw raw; /* this object's JSON as received */
@@ -3714,7 +3792,8 @@ struct tg_bot_command_scope_chat_administrators {
     tg_chat_id chat_id;
 };
 
-/* BotCommandScopeChatMember: https://core.telegram.org/bots/api#botcommandscopechatmember */
+/* BotCommandScopeChatMember, an object with 3 fields:
+ * https://core.telegram.org/bots/api#botcommandscopechatmember */
 struct tg_bot_command_scope_chat_member {
     tg_raw raw; /* this object's JSON as received */
     /* type: always chat_member */
@@ -3722,31 +3801,33 @@ struct tg_bot_command_scope_chat_member {
     int64_t user_id;
 };
 
-/* BotName: https://core.telegram.org/bots/api#botname */
+/* BotName, an object with 1 fields: https://core.telegram.org/bots/api#botname */
 struct tg_bot_name {
     tg_raw raw; /* this object's JSON as received */
     const char *name;
 };
 
-/* BotDescription: https://core.telegram.org/bots/api#botdescription */
+/* BotDescription, an object with 1 fields: https://core.telegram.org/bots/api#botdescription */
 struct tg_bot_description {
     tg_raw raw; /* this object's JSON as received */
     const char *description;
 };
 
-/* BotShortDescription: https://core.telegram.org/bots/api#botshortdescription */
+/* BotShortDescription, an object with 1 fields:
+ * https://core.telegram.org/bots/api#botshortdescription */
 struct tg_bot_short_description {
     tg_raw raw; /* this object's JSON as received */
     const char *short_description;
 };
 
-/* MenuButtonCommands: https://core.telegram.org/bots/api#menubuttoncommands */
+/* MenuButtonCommands, an object with 1 fields:
+ * https://core.telegram.org/bots/api#menubuttoncommands */
 struct tg_menu_button_commands {
     tg_raw raw; /* this object's JSON as received */
     /* type: always commands */
 };
 
-/* MenuButtonWebApp: https://core.telegram.org/bots/api#menubuttonwebapp */
+/* MenuButtonWebApp, an object with 3 fields: https://core.telegram.org/bots/api#menubuttonwebapp */
 struct tg_menu_button_web_app {
     tg_raw raw; /* this object's JSON as received */
     /* type: always web_app */
@@ -3754,27 +3835,31 @@ struct tg_menu_button_web_app {
     const tg_web_app_info *web_app;
 };
 
-/* MenuButtonDefault: https://core.telegram.org/bots/api#menubuttondefault */
+/* MenuButtonDefault, an object with 1 fields: https://core.telegram.org/bots/api#menubuttondefault
+ */
 struct tg_menu_button_default {
     tg_raw raw; /* this object's JSON as received */
     /* type: always default */
 };
 
-/* ChatBoostSourcePremium: https://core.telegram.org/bots/api#chatboostsourcepremium */
+/* ChatBoostSourcePremium, an object with 2 fields:
+ * https://core.telegram.org/bots/api#chatboostsourcepremium */
 struct tg_chat_boost_source_premium {
     tg_raw raw; /* this object's JSON as received */
     /* source: always premium */
     const tg_user *user;
 };
 
-/* ChatBoostSourceGiftCode: https://core.telegram.org/bots/api#chatboostsourcegiftcode */
+/* ChatBoostSourceGiftCode, an object with 2 fields:
+ * https://core.telegram.org/bots/api#chatboostsourcegiftcode */
 struct tg_chat_boost_source_gift_code {
     tg_raw raw; /* this object's JSON as received */
     /* source: always gift_code */
     const tg_user *user;
 };
 
-/* ChatBoostSourceGiveaway: https://core.telegram.org/bots/api#chatboostsourcegiveaway */
+/* ChatBoostSourceGiveaway, an object with 5 fields:
+ * https://core.telegram.org/bots/api#chatboostsourcegiveaway */
 struct tg_chat_boost_source_giveaway {
     tg_raw raw; /* this object's JSON as received */
     /* source: always giveaway */
@@ -3784,7 +3869,7 @@ struct tg_chat_boost_source_giveaway {
     bool is_unclaimed;
 };
 
-/* ChatBoost: https://core.telegram.org/bots/api#chatboost */
+/* ChatBoost, an object with 4 fields: https://core.telegram.org/bots/api#chatboost */
 struct tg_chat_boost {
     tg_raw raw; /* this object's JSON as received */
     const char *boost_id;
@@ -3793,14 +3878,14 @@ struct tg_chat_boost {
     tg_chat_boost_source source;
 };
 
-/* ChatBoostUpdated: https://core.telegram.org/bots/api#chatboostupdated */
+/* ChatBoostUpdated, an object with 2 fields: https://core.telegram.org/bots/api#chatboostupdated */
 struct tg_chat_boost_updated {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
     const tg_chat_boost *boost;
 };
 
-/* ChatBoostRemoved: https://core.telegram.org/bots/api#chatboostremoved */
+/* ChatBoostRemoved, an object with 4 fields: https://core.telegram.org/bots/api#chatboostremoved */
 struct tg_chat_boost_removed {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat *chat;
@@ -3809,26 +3894,27 @@ struct tg_chat_boost_removed {
     tg_chat_boost_source source;
 };
 
-/* ChatOwnerLeft: https://core.telegram.org/bots/api#chatownerleft */
+/* ChatOwnerLeft, an object with 1 fields: https://core.telegram.org/bots/api#chatownerleft */
 struct tg_chat_owner_left {
     tg_raw raw;               /* this object's JSON as received */
     const tg_user *new_owner; /* optional */
 };
 
-/* ChatOwnerChanged: https://core.telegram.org/bots/api#chatownerchanged */
+/* ChatOwnerChanged, an object with 1 fields: https://core.telegram.org/bots/api#chatownerchanged */
 struct tg_chat_owner_changed {
     tg_raw raw; /* this object's JSON as received */
     const tg_user *new_owner;
 };
 
-/* UserChatBoosts: https://core.telegram.org/bots/api#userchatboosts */
+/* UserChatBoosts, an object with 1 fields: https://core.telegram.org/bots/api#userchatboosts */
 struct tg_user_chat_boosts {
     tg_raw raw; /* this object's JSON as received */
     const tg_chat_boost *boosts;
     size_t boosts_count;
 };
 
-/* BusinessBotRights: https://core.telegram.org/bots/api#businessbotrights */
+/* BusinessBotRights, an object with 14 fields: https://core.telegram.org/bots/api#businessbotrights
+ */
 struct tg_business_bot_rights {
     tg_raw raw; /* this object's JSON as received */
     bool can_reply;
@@ -3847,7 +3933,8 @@ struct tg_business_bot_rights {
     bool can_manage_stories;
 };
 
-/* BusinessConnection: https://core.telegram.org/bots/api#businessconnection */
+/* BusinessConnection, an object with 6 fields:
+ * https://core.telegram.org/bots/api#businessconnection */
 struct tg_business_connection {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -3858,7 +3945,8 @@ struct tg_business_connection {
     bool is_enabled;
 };
 
-/* BusinessMessagesDeleted: https://core.telegram.org/bots/api#businessmessagesdeleted */
+/* BusinessMessagesDeleted, an object with 3 fields:
+ * https://core.telegram.org/bots/api#businessmessagesdeleted */
 struct tg_business_messages_deleted {
     tg_raw raw; /* this object's JSON as received */
     const char *business_connection_id;
@@ -3867,39 +3955,44 @@ struct tg_business_messages_deleted {
     size_t message_ids_count;
 };
 
-/* SentWebAppMessage: https://core.telegram.org/bots/api#sentwebappmessage */
+/* SentWebAppMessage, an object with 1 fields: https://core.telegram.org/bots/api#sentwebappmessage
+ */
 struct tg_sent_web_app_message {
     tg_raw raw;                    /* this object's JSON as received */
     const char *inline_message_id; /* optional */
 };
 
-/* SentGuestMessage: https://core.telegram.org/bots/api#sentguestmessage */
+/* SentGuestMessage, an object with 1 fields: https://core.telegram.org/bots/api#sentguestmessage */
 struct tg_sent_guest_message {
     tg_raw raw; /* this object's JSON as received */
     const char *inline_message_id;
 };
 
-/* PreparedInlineMessage: https://core.telegram.org/bots/api#preparedinlinemessage */
+/* PreparedInlineMessage, an object with 2 fields:
+ * https://core.telegram.org/bots/api#preparedinlinemessage */
 struct tg_prepared_inline_message {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
     int64_t expiration_date;
 };
 
-/* PreparedKeyboardButton: https://core.telegram.org/bots/api#preparedkeyboardbutton */
+/* PreparedKeyboardButton, an object with 1 fields:
+ * https://core.telegram.org/bots/api#preparedkeyboardbutton */
 struct tg_prepared_keyboard_button {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
 };
 
-/* ResponseParameters: https://core.telegram.org/bots/api#responseparameters */
+/* ResponseParameters, an object with 2 fields:
+ * https://core.telegram.org/bots/api#responseparameters */
 struct tg_response_parameters {
     tg_raw raw; /* this object's JSON as received */
     tg_opt_i64 migrate_to_chat_id;
     tg_opt_i64 retry_after;
 };
 
-/* InputMediaAnimation: https://core.telegram.org/bots/api#inputmediaanimation */
+/* InputMediaAnimation, an object with 11 fields:
+ * https://core.telegram.org/bots/api#inputmediaanimation */
 struct tg_input_media_animation {
     tg_raw raw; /* this object's JSON as received */
     /* type: always animation */
@@ -3916,7 +4009,7 @@ struct tg_input_media_animation {
     tg_opt_bool has_spoiler;
 };
 
-/* InputMediaAudio: https://core.telegram.org/bots/api#inputmediaaudio */
+/* InputMediaAudio, an object with 9 fields: https://core.telegram.org/bots/api#inputmediaaudio */
 struct tg_input_media_audio {
     tg_raw raw; /* this object's JSON as received */
     /* type: always audio */
@@ -3931,7 +4024,8 @@ struct tg_input_media_audio {
     const char *title;     /* optional */
 };
 
-/* InputMediaDocument: https://core.telegram.org/bots/api#inputmediadocument */
+/* InputMediaDocument, an object with 7 fields:
+ * https://core.telegram.org/bots/api#inputmediadocument */
 struct tg_input_media_document {
     tg_raw raw; /* this object's JSON as received */
     /* type: always document */
@@ -3944,14 +4038,15 @@ struct tg_input_media_document {
     tg_opt_bool disable_content_type_detection;
 };
 
-/* InputMediaLink: https://core.telegram.org/bots/api#inputmedialink */
+/* InputMediaLink, an object with 2 fields: https://core.telegram.org/bots/api#inputmedialink */
 struct tg_input_media_link {
     tg_raw raw; /* this object's JSON as received */
     /* type: always link */
     const char *url;
 };
 
-/* InputMediaLivePhoto: https://core.telegram.org/bots/api#inputmedialivephoto */
+/* InputMediaLivePhoto, an object with 8 fields:
+ * https://core.telegram.org/bots/api#inputmedialivephoto */
 struct tg_input_media_live_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always live_photo */
@@ -3965,7 +4060,8 @@ struct tg_input_media_live_photo {
     tg_opt_bool has_spoiler;
 };
 
-/* InputMediaLocation: https://core.telegram.org/bots/api#inputmedialocation */
+/* InputMediaLocation, an object with 4 fields:
+ * https://core.telegram.org/bots/api#inputmedialocation */
 struct tg_input_media_location {
     tg_raw raw; /* this object's JSON as received */
     /* type: always location */
@@ -3974,7 +4070,7 @@ struct tg_input_media_location {
     tg_opt_double horizontal_accuracy;
 };
 
-/* InputMediaPhoto: https://core.telegram.org/bots/api#inputmediaphoto */
+/* InputMediaPhoto, an object with 7 fields: https://core.telegram.org/bots/api#inputmediaphoto */
 struct tg_input_media_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always photo */
@@ -3987,7 +4083,8 @@ struct tg_input_media_photo {
     tg_opt_bool has_spoiler;
 };
 
-/* InputMediaSticker: https://core.telegram.org/bots/api#inputmediasticker */
+/* InputMediaSticker, an object with 3 fields: https://core.telegram.org/bots/api#inputmediasticker
+ */
 struct tg_input_media_sticker {
     tg_raw raw; /* this object's JSON as received */
     /* type: always sticker */
@@ -3995,7 +4092,7 @@ struct tg_input_media_sticker {
     const char *emoji; /* optional */
 };
 
-/* InputMediaVenue: https://core.telegram.org/bots/api#inputmediavenue */
+/* InputMediaVenue, an object with 9 fields: https://core.telegram.org/bots/api#inputmediavenue */
 struct tg_input_media_venue {
     tg_raw raw; /* this object's JSON as received */
     /* type: always venue */
@@ -4009,7 +4106,7 @@ struct tg_input_media_venue {
     const char *google_place_type; /* optional */
 };
 
-/* InputMediaVideo: https://core.telegram.org/bots/api#inputmediavideo */
+/* InputMediaVideo, an object with 14 fields: https://core.telegram.org/bots/api#inputmediavideo */
 struct tg_input_media_video {
     tg_raw raw; /* this object's JSON as received */
     /* type: always video */
@@ -4029,7 +4126,8 @@ struct tg_input_media_video {
     tg_opt_bool has_spoiler;
 };
 
-/* InputMediaVoiceNote: https://core.telegram.org/bots/api#inputmediavoicenote */
+/* InputMediaVoiceNote, an object with 6 fields:
+ * https://core.telegram.org/bots/api#inputmediavoicenote */
 struct tg_input_media_voice_note {
     tg_raw raw; /* this object's JSON as received */
     /* type: always voice_note */
@@ -4041,7 +4139,8 @@ struct tg_input_media_voice_note {
     tg_opt_i64 duration;
 };
 
-/* InputPaidMediaLivePhoto: https://core.telegram.org/bots/api#inputpaidmedialivephoto */
+/* InputPaidMediaLivePhoto, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputpaidmedialivephoto */
 struct tg_input_paid_media_live_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always live_photo */
@@ -4049,14 +4148,16 @@ struct tg_input_paid_media_live_photo {
     tg_input_file photo;
 };
 
-/* InputPaidMediaPhoto: https://core.telegram.org/bots/api#inputpaidmediaphoto */
+/* InputPaidMediaPhoto, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputpaidmediaphoto */
 struct tg_input_paid_media_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always photo */
     tg_input_file media;
 };
 
-/* InputPaidMediaVideo: https://core.telegram.org/bots/api#inputpaidmediavideo */
+/* InputPaidMediaVideo, an object with 9 fields:
+ * https://core.telegram.org/bots/api#inputpaidmediavideo */
 struct tg_input_paid_media_video {
     tg_raw raw; /* this object's JSON as received */
     /* type: always video */
@@ -4070,14 +4171,16 @@ struct tg_input_paid_media_video {
     tg_opt_bool supports_streaming;
 };
 
-/* InputProfilePhotoStatic: https://core.telegram.org/bots/api#inputprofilephotostatic */
+/* InputProfilePhotoStatic, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputprofilephotostatic */
 struct tg_input_profile_photo_static {
     tg_raw raw; /* this object's JSON as received */
     /* type: always static */
     tg_input_file photo;
 };
 
-/* InputProfilePhotoAnimated: https://core.telegram.org/bots/api#inputprofilephotoanimated */
+/* InputProfilePhotoAnimated, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputprofilephotoanimated */
 struct tg_input_profile_photo_animated {
     tg_raw raw; /* this object's JSON as received */
     /* type: always animated */
@@ -4085,14 +4188,16 @@ struct tg_input_profile_photo_animated {
     tg_opt_double main_frame_timestamp;
 };
 
-/* InputStoryContentPhoto: https://core.telegram.org/bots/api#inputstorycontentphoto */
+/* InputStoryContentPhoto, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputstorycontentphoto */
 struct tg_input_story_content_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always photo */
     tg_input_file photo;
 };
 
-/* InputStoryContentVideo: https://core.telegram.org/bots/api#inputstorycontentvideo */
+/* InputStoryContentVideo, an object with 5 fields:
+ * https://core.telegram.org/bots/api#inputstorycontentvideo */
 struct tg_input_story_content_video {
     tg_raw raw; /* this object's JSON as received */
     /* type: always video */
@@ -4102,7 +4207,7 @@ struct tg_input_story_content_video {
     tg_opt_bool is_animation;
 };
 
-/* Sticker: https://core.telegram.org/bots/api#sticker */
+/* Sticker, an object with 15 fields: https://core.telegram.org/bots/api#sticker */
 struct tg_sticker {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -4122,7 +4227,7 @@ struct tg_sticker {
     tg_opt_i64 file_size;
 };
 
-/* StickerSet: https://core.telegram.org/bots/api#stickerset */
+/* StickerSet, an object with 5 fields: https://core.telegram.org/bots/api#stickerset */
 struct tg_sticker_set {
     tg_raw raw; /* this object's JSON as received */
     const char *name;
@@ -4133,7 +4238,7 @@ struct tg_sticker_set {
     const tg_photo_size *thumbnail; /* optional */
 };
 
-/* MaskPosition: https://core.telegram.org/bots/api#maskposition */
+/* MaskPosition, an object with 4 fields: https://core.telegram.org/bots/api#maskposition */
 struct tg_mask_position {
     tg_raw raw; /* this object's JSON as received */
     tg_mask_point point;
@@ -4142,7 +4247,7 @@ struct tg_mask_position {
     double scale;
 };
 
-/* InputSticker: https://core.telegram.org/bots/api#inputsticker */
+/* InputSticker, an object with 5 fields: https://core.telegram.org/bots/api#inputsticker */
 struct tg_input_sticker {
     tg_raw raw; /* this object's JSON as received */
     tg_input_file sticker;
@@ -4154,7 +4259,7 @@ struct tg_input_sticker {
     size_t keywords_count;
 };
 
-/* RichMessage: https://core.telegram.org/bots/api#richmessage */
+/* RichMessage, an object with 2 fields: https://core.telegram.org/bots/api#richmessage */
 struct tg_rich_message {
     tg_raw raw; /* this object's JSON as received */
     const tg_rich_block *blocks;
@@ -4162,7 +4267,7 @@ struct tg_rich_message {
     tg_opt_bool is_rtl;
 };
 
-/* InputRichMessage: https://core.telegram.org/bots/api#inputrichmessage */
+/* InputRichMessage, an object with 6 fields: https://core.telegram.org/bots/api#inputrichmessage */
 struct tg_input_rich_message {
     tg_raw raw; /* this object's JSON as received */
     const tg_input_rich_block *blocks;
@@ -4175,49 +4280,52 @@ struct tg_input_rich_message {
     tg_opt_bool skip_entity_detection;
 };
 
-/* InputRichMessageMedia: https://core.telegram.org/bots/api#inputrichmessagemedia */
+/* InputRichMessageMedia, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputrichmessagemedia */
 struct tg_input_rich_message_media {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
     tg_input_rich_message_media_item media;
 };
 
-/* RichTextBold: https://core.telegram.org/bots/api#richtextbold */
+/* RichTextBold, an object with 2 fields: https://core.telegram.org/bots/api#richtextbold */
 struct tg_rich_text_bold {
     tg_raw raw; /* this object's JSON as received */
     /* type: always bold */
     tg_rich_text text;
 };
 
-/* RichTextItalic: https://core.telegram.org/bots/api#richtextitalic */
+/* RichTextItalic, an object with 2 fields: https://core.telegram.org/bots/api#richtextitalic */
 struct tg_rich_text_italic {
     tg_raw raw; /* this object's JSON as received */
     /* type: always italic */
     tg_rich_text text;
 };
 
-/* RichTextUnderline: https://core.telegram.org/bots/api#richtextunderline */
+/* RichTextUnderline, an object with 2 fields: https://core.telegram.org/bots/api#richtextunderline
+ */
 struct tg_rich_text_underline {
     tg_raw raw; /* this object's JSON as received */
     /* type: always underline */
     tg_rich_text text;
 };
 
-/* RichTextStrikethrough: https://core.telegram.org/bots/api#richtextstrikethrough */
+/* RichTextStrikethrough, an object with 2 fields:
+ * https://core.telegram.org/bots/api#richtextstrikethrough */
 struct tg_rich_text_strikethrough {
     tg_raw raw; /* this object's JSON as received */
     /* type: always strikethrough */
     tg_rich_text text;
 };
 
-/* RichTextSpoiler: https://core.telegram.org/bots/api#richtextspoiler */
+/* RichTextSpoiler, an object with 2 fields: https://core.telegram.org/bots/api#richtextspoiler */
 struct tg_rich_text_spoiler {
     tg_raw raw; /* this object's JSON as received */
     /* type: always spoiler */
     tg_rich_text text;
 };
 
-/* RichTextDateTime: https://core.telegram.org/bots/api#richtextdatetime */
+/* RichTextDateTime, an object with 4 fields: https://core.telegram.org/bots/api#richtextdatetime */
 struct tg_rich_text_date_time {
     tg_raw raw; /* this object's JSON as received */
     /* type: always date_time */
@@ -4226,7 +4334,8 @@ struct tg_rich_text_date_time {
     const char *date_time_format;
 };
 
-/* RichTextTextMention: https://core.telegram.org/bots/api#richtexttextmention */
+/* RichTextTextMention, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richtexttextmention */
 struct tg_rich_text_text_mention {
     tg_raw raw; /* this object's JSON as received */
     /* type: always text_mention */
@@ -4234,35 +4343,38 @@ struct tg_rich_text_text_mention {
     const tg_user *user;
 };
 
-/* RichTextSubscript: https://core.telegram.org/bots/api#richtextsubscript */
+/* RichTextSubscript, an object with 2 fields: https://core.telegram.org/bots/api#richtextsubscript
+ */
 struct tg_rich_text_subscript {
     tg_raw raw; /* this object's JSON as received */
     /* type: always subscript */
     tg_rich_text text;
 };
 
-/* RichTextSuperscript: https://core.telegram.org/bots/api#richtextsuperscript */
+/* RichTextSuperscript, an object with 2 fields:
+ * https://core.telegram.org/bots/api#richtextsuperscript */
 struct tg_rich_text_superscript {
     tg_raw raw; /* this object's JSON as received */
     /* type: always superscript */
     tg_rich_text text;
 };
 
-/* RichTextMarked: https://core.telegram.org/bots/api#richtextmarked */
+/* RichTextMarked, an object with 2 fields: https://core.telegram.org/bots/api#richtextmarked */
 struct tg_rich_text_marked {
     tg_raw raw; /* this object's JSON as received */
     /* type: always marked */
     tg_rich_text text;
 };
 
-/* RichTextCode: https://core.telegram.org/bots/api#richtextcode */
+/* RichTextCode, an object with 2 fields: https://core.telegram.org/bots/api#richtextcode */
 struct tg_rich_text_code {
     tg_raw raw; /* this object's JSON as received */
     /* type: always code */
     tg_rich_text text;
 };
 
-/* RichTextCustomEmoji: https://core.telegram.org/bots/api#richtextcustomemoji */
+/* RichTextCustomEmoji, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richtextcustomemoji */
 struct tg_rich_text_custom_emoji {
     tg_raw raw; /* this object's JSON as received */
     /* type: always custom_emoji */
@@ -4270,15 +4382,15 @@ struct tg_rich_text_custom_emoji {
     const char *alternative_text;
 };
 
-/* RichTextMathematicalExpression: https://core.telegram.org/bots/api#richtextmathematicalexpression
- */
+/* RichTextMathematicalExpression, an object with 2 fields:
+ * https://core.telegram.org/bots/api#richtextmathematicalexpression */
 struct tg_rich_text_mathematical_expression {
     tg_raw raw; /* this object's JSON as received */
     /* type: always mathematical_expression */
     const char *expression;
 };
 
-/* RichTextUrl: https://core.telegram.org/bots/api#richtexturl */
+/* RichTextUrl, an object with 3 fields: https://core.telegram.org/bots/api#richtexturl */
 struct tg_rich_text_url {
     tg_raw raw; /* this object's JSON as received */
     /* type: always url */
@@ -4286,7 +4398,8 @@ struct tg_rich_text_url {
     const char *url;
 };
 
-/* RichTextEmailAddress: https://core.telegram.org/bots/api#richtextemailaddress */
+/* RichTextEmailAddress, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richtextemailaddress */
 struct tg_rich_text_email_address {
     tg_raw raw; /* this object's JSON as received */
     /* type: always email_address */
@@ -4294,7 +4407,8 @@ struct tg_rich_text_email_address {
     const char *email_address;
 };
 
-/* RichTextPhoneNumber: https://core.telegram.org/bots/api#richtextphonenumber */
+/* RichTextPhoneNumber, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richtextphonenumber */
 struct tg_rich_text_phone_number {
     tg_raw raw; /* this object's JSON as received */
     /* type: always phone_number */
@@ -4302,7 +4416,8 @@ struct tg_rich_text_phone_number {
     const char *phone_number;
 };
 
-/* RichTextBankCardNumber: https://core.telegram.org/bots/api#richtextbankcardnumber */
+/* RichTextBankCardNumber, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richtextbankcardnumber */
 struct tg_rich_text_bank_card_number {
     tg_raw raw; /* this object's JSON as received */
     /* type: always bank_card_number */
@@ -4310,7 +4425,7 @@ struct tg_rich_text_bank_card_number {
     const char *bank_card_number;
 };
 
-/* RichTextMention: https://core.telegram.org/bots/api#richtextmention */
+/* RichTextMention, an object with 3 fields: https://core.telegram.org/bots/api#richtextmention */
 struct tg_rich_text_mention {
     tg_raw raw; /* this object's JSON as received */
     /* type: always mention */
@@ -4318,7 +4433,7 @@ struct tg_rich_text_mention {
     const char *username;
 };
 
-/* RichTextHashtag: https://core.telegram.org/bots/api#richtexthashtag */
+/* RichTextHashtag, an object with 3 fields: https://core.telegram.org/bots/api#richtexthashtag */
 struct tg_rich_text_hashtag {
     tg_raw raw; /* this object's JSON as received */
     /* type: always hashtag */
@@ -4326,7 +4441,7 @@ struct tg_rich_text_hashtag {
     const char *hashtag;
 };
 
-/* RichTextCashtag: https://core.telegram.org/bots/api#richtextcashtag */
+/* RichTextCashtag, an object with 3 fields: https://core.telegram.org/bots/api#richtextcashtag */
 struct tg_rich_text_cashtag {
     tg_raw raw; /* this object's JSON as received */
     /* type: always cashtag */
@@ -4334,7 +4449,8 @@ struct tg_rich_text_cashtag {
     const char *cashtag;
 };
 
-/* RichTextBotCommand: https://core.telegram.org/bots/api#richtextbotcommand */
+/* RichTextBotCommand, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richtextbotcommand */
 struct tg_rich_text_bot_command {
     tg_raw raw; /* this object's JSON as received */
     /* type: always bot_command */
@@ -4342,14 +4458,15 @@ struct tg_rich_text_bot_command {
     const char *bot_command;
 };
 
-/* RichTextAnchor: https://core.telegram.org/bots/api#richtextanchor */
+/* RichTextAnchor, an object with 2 fields: https://core.telegram.org/bots/api#richtextanchor */
 struct tg_rich_text_anchor {
     tg_raw raw; /* this object's JSON as received */
     /* type: always anchor */
     const char *name;
 };
 
-/* RichTextAnchorLink: https://core.telegram.org/bots/api#richtextanchorlink */
+/* RichTextAnchorLink, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richtextanchorlink */
 struct tg_rich_text_anchor_link {
     tg_raw raw; /* this object's JSON as received */
     /* type: always anchor_link */
@@ -4357,7 +4474,8 @@ struct tg_rich_text_anchor_link {
     const char *anchor_name;
 };
 
-/* RichTextReference: https://core.telegram.org/bots/api#richtextreference */
+/* RichTextReference, an object with 3 fields: https://core.telegram.org/bots/api#richtextreference
+ */
 struct tg_rich_text_reference {
     tg_raw raw; /* this object's JSON as received */
     /* type: always reference */
@@ -4365,7 +4483,8 @@ struct tg_rich_text_reference {
     const char *name;
 };
 
-/* RichTextReferenceLink: https://core.telegram.org/bots/api#richtextreferencelink */
+/* RichTextReferenceLink, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richtextreferencelink */
 struct tg_rich_text_reference_link {
     tg_raw raw; /* this object's JSON as received */
     /* type: always reference_link */
@@ -4373,14 +4492,15 @@ struct tg_rich_text_reference_link {
     const char *reference_name;
 };
 
-/* RichBlockCaption: https://core.telegram.org/bots/api#richblockcaption */
+/* RichBlockCaption, an object with 2 fields: https://core.telegram.org/bots/api#richblockcaption */
 struct tg_rich_block_caption {
     tg_raw raw; /* this object's JSON as received */
     tg_rich_text text;
     tg_rich_text credit;
 };
 
-/* RichBlockTableCell: https://core.telegram.org/bots/api#richblocktablecell */
+/* RichBlockTableCell, an object with 6 fields:
+ * https://core.telegram.org/bots/api#richblocktablecell */
 struct tg_rich_block_table_cell {
     tg_raw raw; /* this object's JSON as received */
     tg_rich_text text;
@@ -4391,7 +4511,8 @@ struct tg_rich_block_table_cell {
     tg_cell_valign valign;
 };
 
-/* RichBlockListItem: https://core.telegram.org/bots/api#richblocklistitem */
+/* RichBlockListItem, an object with 6 fields: https://core.telegram.org/bots/api#richblocklistitem
+ */
 struct tg_rich_block_list_item {
     tg_raw raw; /* this object's JSON as received */
     const char *label;
@@ -4403,14 +4524,16 @@ struct tg_rich_block_list_item {
     tg_list_item_type type;
 };
 
-/* RichBlockParagraph: https://core.telegram.org/bots/api#richblockparagraph */
+/* RichBlockParagraph, an object with 2 fields:
+ * https://core.telegram.org/bots/api#richblockparagraph */
 struct tg_rich_block_paragraph {
     tg_raw raw; /* this object's JSON as received */
     /* type: always paragraph */
     tg_rich_text text;
 };
 
-/* RichBlockSectionHeading: https://core.telegram.org/bots/api#richblocksectionheading */
+/* RichBlockSectionHeading, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richblocksectionheading */
 struct tg_rich_block_section_heading {
     tg_raw raw; /* this object's JSON as received */
     /* type: always heading */
@@ -4418,7 +4541,8 @@ struct tg_rich_block_section_heading {
     int64_t size;
 };
 
-/* RichBlockPreformatted: https://core.telegram.org/bots/api#richblockpreformatted */
+/* RichBlockPreformatted, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richblockpreformatted */
 struct tg_rich_block_preformatted {
     tg_raw raw; /* this object's JSON as received */
     /* type: always pre */
@@ -4426,20 +4550,20 @@ struct tg_rich_block_preformatted {
     const char *language; /* optional */
 };
 
-/* RichBlockFooter: https://core.telegram.org/bots/api#richblockfooter */
+/* RichBlockFooter, an object with 2 fields: https://core.telegram.org/bots/api#richblockfooter */
 struct tg_rich_block_footer {
     tg_raw raw; /* this object's JSON as received */
     /* type: always footer */
     tg_rich_text text;
 };
 
-/* RichBlockDivider: https://core.telegram.org/bots/api#richblockdivider */
+/* RichBlockDivider, an object with 1 fields: https://core.telegram.org/bots/api#richblockdivider */
 struct tg_rich_block_divider {
     tg_raw raw; /* this object's JSON as received */
     /* type: always divider */
 };
 
-/* RichBlockMathematicalExpression:
+/* RichBlockMathematicalExpression, an object with 2 fields:
  * https://core.telegram.org/bots/api#richblockmathematicalexpression */
 struct tg_rich_block_mathematical_expression {
     tg_raw raw; /* this object's JSON as received */
@@ -4447,14 +4571,14 @@ struct tg_rich_block_mathematical_expression {
     const char *expression;
 };
 
-/* RichBlockAnchor: https://core.telegram.org/bots/api#richblockanchor */
+/* RichBlockAnchor, an object with 2 fields: https://core.telegram.org/bots/api#richblockanchor */
 struct tg_rich_block_anchor {
     tg_raw raw; /* this object's JSON as received */
     /* type: always anchor */
     const char *name;
 };
 
-/* RichBlockList: https://core.telegram.org/bots/api#richblocklist */
+/* RichBlockList, an object with 2 fields: https://core.telegram.org/bots/api#richblocklist */
 struct tg_rich_block_list {
     tg_raw raw; /* this object's JSON as received */
     /* type: always list */
@@ -4462,7 +4586,8 @@ struct tg_rich_block_list {
     size_t items_count;
 };
 
-/* RichBlockBlockQuotation: https://core.telegram.org/bots/api#richblockblockquotation */
+/* RichBlockBlockQuotation, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richblockblockquotation */
 struct tg_rich_block_block_quotation {
     tg_raw raw; /* this object's JSON as received */
     /* type: always blockquote */
@@ -4471,7 +4596,8 @@ struct tg_rich_block_block_quotation {
     tg_rich_text credit;
 };
 
-/* RichBlockPullQuotation: https://core.telegram.org/bots/api#richblockpullquotation */
+/* RichBlockPullQuotation, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richblockpullquotation */
 struct tg_rich_block_pull_quotation {
     tg_raw raw; /* this object's JSON as received */
     /* type: always pullquote */
@@ -4479,7 +4605,7 @@ struct tg_rich_block_pull_quotation {
     tg_rich_text credit;
 };
 
-/* RichBlockCollage: https://core.telegram.org/bots/api#richblockcollage */
+/* RichBlockCollage, an object with 3 fields: https://core.telegram.org/bots/api#richblockcollage */
 struct tg_rich_block_collage {
     tg_raw raw; /* this object's JSON as received */
     /* type: always collage */
@@ -4488,7 +4614,8 @@ struct tg_rich_block_collage {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* RichBlockSlideshow: https://core.telegram.org/bots/api#richblockslideshow */
+/* RichBlockSlideshow, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richblockslideshow */
 struct tg_rich_block_slideshow {
     tg_raw raw; /* this object's JSON as received */
     /* type: always slideshow */
@@ -4497,7 +4624,7 @@ struct tg_rich_block_slideshow {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* RichBlockTable: https://core.telegram.org/bots/api#richblocktable */
+/* RichBlockTable, an object with 5 fields: https://core.telegram.org/bots/api#richblocktable */
 struct tg_rich_block_table {
     tg_raw raw; /* this object's JSON as received */
     /* type: always table */
@@ -4508,7 +4635,7 @@ struct tg_rich_block_table {
     tg_rich_text caption;
 };
 
-/* RichBlockDetails: https://core.telegram.org/bots/api#richblockdetails */
+/* RichBlockDetails, an object with 4 fields: https://core.telegram.org/bots/api#richblockdetails */
 struct tg_rich_block_details {
     tg_raw raw; /* this object's JSON as received */
     /* type: always details */
@@ -4518,7 +4645,7 @@ struct tg_rich_block_details {
     bool is_open;
 };
 
-/* RichBlockMap: https://core.telegram.org/bots/api#richblockmap */
+/* RichBlockMap, an object with 6 fields: https://core.telegram.org/bots/api#richblockmap */
 struct tg_rich_block_map {
     tg_raw raw; /* this object's JSON as received */
     /* type: always map */
@@ -4529,7 +4656,8 @@ struct tg_rich_block_map {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* RichBlockAnimation: https://core.telegram.org/bots/api#richblockanimation */
+/* RichBlockAnimation, an object with 4 fields:
+ * https://core.telegram.org/bots/api#richblockanimation */
 struct tg_rich_block_animation {
     tg_raw raw; /* this object's JSON as received */
     /* type: always animation */
@@ -4538,7 +4666,7 @@ struct tg_rich_block_animation {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* RichBlockAudio: https://core.telegram.org/bots/api#richblockaudio */
+/* RichBlockAudio, an object with 3 fields: https://core.telegram.org/bots/api#richblockaudio */
 struct tg_rich_block_audio {
     tg_raw raw; /* this object's JSON as received */
     /* type: always audio */
@@ -4546,7 +4674,7 @@ struct tg_rich_block_audio {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* RichBlockPhoto: https://core.telegram.org/bots/api#richblockphoto */
+/* RichBlockPhoto, an object with 4 fields: https://core.telegram.org/bots/api#richblockphoto */
 struct tg_rich_block_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always photo */
@@ -4556,7 +4684,7 @@ struct tg_rich_block_photo {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* RichBlockVideo: https://core.telegram.org/bots/api#richblockvideo */
+/* RichBlockVideo, an object with 4 fields: https://core.telegram.org/bots/api#richblockvideo */
 struct tg_rich_block_video {
     tg_raw raw; /* this object's JSON as received */
     /* type: always video */
@@ -4565,7 +4693,8 @@ struct tg_rich_block_video {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* RichBlockVoiceNote: https://core.telegram.org/bots/api#richblockvoicenote */
+/* RichBlockVoiceNote, an object with 3 fields:
+ * https://core.telegram.org/bots/api#richblockvoicenote */
 struct tg_rich_block_voice_note {
     tg_raw raw; /* this object's JSON as received */
     /* type: always voice_note */
@@ -4573,14 +4702,16 @@ struct tg_rich_block_voice_note {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* RichBlockThinking: https://core.telegram.org/bots/api#richblockthinking */
+/* RichBlockThinking, an object with 2 fields: https://core.telegram.org/bots/api#richblockthinking
+ */
 struct tg_rich_block_thinking {
     tg_raw raw; /* this object's JSON as received */
     /* type: always thinking */
     tg_rich_text text;
 };
 
-/* InputRichBlockListItem: https://core.telegram.org/bots/api#inputrichblocklistitem */
+/* InputRichBlockListItem, an object with 5 fields:
+ * https://core.telegram.org/bots/api#inputrichblocklistitem */
 struct tg_input_rich_block_list_item {
     tg_raw raw; /* this object's JSON as received */
     const tg_input_rich_block *blocks;
@@ -4591,14 +4722,16 @@ struct tg_input_rich_block_list_item {
     tg_list_item_type type;
 };
 
-/* InputRichBlockParagraph: https://core.telegram.org/bots/api#inputrichblockparagraph */
+/* InputRichBlockParagraph, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputrichblockparagraph */
 struct tg_input_rich_block_paragraph {
     tg_raw raw; /* this object's JSON as received */
     /* type: always paragraph */
     tg_rich_text text;
 };
 
-/* InputRichBlockSectionHeading: https://core.telegram.org/bots/api#inputrichblocksectionheading */
+/* InputRichBlockSectionHeading, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblocksectionheading */
 struct tg_input_rich_block_section_heading {
     tg_raw raw; /* this object's JSON as received */
     /* type: always heading */
@@ -4606,7 +4739,8 @@ struct tg_input_rich_block_section_heading {
     int64_t size;
 };
 
-/* InputRichBlockPreformatted: https://core.telegram.org/bots/api#inputrichblockpreformatted */
+/* InputRichBlockPreformatted, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockpreformatted */
 struct tg_input_rich_block_preformatted {
     tg_raw raw; /* this object's JSON as received */
     /* type: always pre */
@@ -4614,20 +4748,22 @@ struct tg_input_rich_block_preformatted {
     const char *language; /* optional */
 };
 
-/* InputRichBlockFooter: https://core.telegram.org/bots/api#inputrichblockfooter */
+/* InputRichBlockFooter, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputrichblockfooter */
 struct tg_input_rich_block_footer {
     tg_raw raw; /* this object's JSON as received */
     /* type: always footer */
     tg_rich_text text;
 };
 
-/* InputRichBlockDivider: https://core.telegram.org/bots/api#inputrichblockdivider */
+/* InputRichBlockDivider, an object with 1 fields:
+ * https://core.telegram.org/bots/api#inputrichblockdivider */
 struct tg_input_rich_block_divider {
     tg_raw raw; /* this object's JSON as received */
     /* type: always divider */
 };
 
-/* InputRichBlockMathematicalExpression:
+/* InputRichBlockMathematicalExpression, an object with 2 fields:
  * https://core.telegram.org/bots/api#inputrichblockmathematicalexpression */
 struct tg_input_rich_block_mathematical_expression {
     tg_raw raw; /* this object's JSON as received */
@@ -4635,14 +4771,16 @@ struct tg_input_rich_block_mathematical_expression {
     const char *expression;
 };
 
-/* InputRichBlockAnchor: https://core.telegram.org/bots/api#inputrichblockanchor */
+/* InputRichBlockAnchor, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputrichblockanchor */
 struct tg_input_rich_block_anchor {
     tg_raw raw; /* this object's JSON as received */
     /* type: always anchor */
     const char *name;
 };
 
-/* InputRichBlockList: https://core.telegram.org/bots/api#inputrichblocklist */
+/* InputRichBlockList, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputrichblocklist */
 struct tg_input_rich_block_list {
     tg_raw raw; /* this object's JSON as received */
     /* type: always list */
@@ -4650,7 +4788,8 @@ struct tg_input_rich_block_list {
     size_t items_count;
 };
 
-/* InputRichBlockBlockQuotation: https://core.telegram.org/bots/api#inputrichblockblockquotation */
+/* InputRichBlockBlockQuotation, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockblockquotation */
 struct tg_input_rich_block_block_quotation {
     tg_raw raw; /* this object's JSON as received */
     /* type: always blockquote */
@@ -4659,7 +4798,8 @@ struct tg_input_rich_block_block_quotation {
     tg_rich_text credit;
 };
 
-/* InputRichBlockPullQuotation: https://core.telegram.org/bots/api#inputrichblockpullquotation */
+/* InputRichBlockPullQuotation, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockpullquotation */
 struct tg_input_rich_block_pull_quotation {
     tg_raw raw; /* this object's JSON as received */
     /* type: always pullquote */
@@ -4667,7 +4807,8 @@ struct tg_input_rich_block_pull_quotation {
     tg_rich_text credit;
 };
 
-/* InputRichBlockCollage: https://core.telegram.org/bots/api#inputrichblockcollage */
+/* InputRichBlockCollage, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockcollage */
 struct tg_input_rich_block_collage {
     tg_raw raw; /* this object's JSON as received */
     /* type: always collage */
@@ -4676,7 +4817,8 @@ struct tg_input_rich_block_collage {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* InputRichBlockSlideshow: https://core.telegram.org/bots/api#inputrichblockslideshow */
+/* InputRichBlockSlideshow, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockslideshow */
 struct tg_input_rich_block_slideshow {
     tg_raw raw; /* this object's JSON as received */
     /* type: always slideshow */
@@ -4685,7 +4827,8 @@ struct tg_input_rich_block_slideshow {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* InputRichBlockTable: https://core.telegram.org/bots/api#inputrichblocktable */
+/* InputRichBlockTable, an object with 5 fields:
+ * https://core.telegram.org/bots/api#inputrichblocktable */
 struct tg_input_rich_block_table {
     tg_raw raw; /* this object's JSON as received */
     /* type: always table */
@@ -4696,7 +4839,8 @@ struct tg_input_rich_block_table {
     tg_rich_text caption;
 };
 
-/* InputRichBlockDetails: https://core.telegram.org/bots/api#inputrichblockdetails */
+/* InputRichBlockDetails, an object with 4 fields:
+ * https://core.telegram.org/bots/api#inputrichblockdetails */
 struct tg_input_rich_block_details {
     tg_raw raw; /* this object's JSON as received */
     /* type: always details */
@@ -4706,7 +4850,8 @@ struct tg_input_rich_block_details {
     bool is_open;
 };
 
-/* InputRichBlockMap: https://core.telegram.org/bots/api#inputrichblockmap */
+/* InputRichBlockMap, an object with 6 fields: https://core.telegram.org/bots/api#inputrichblockmap
+ */
 struct tg_input_rich_block_map {
     tg_raw raw; /* this object's JSON as received */
     /* type: always map */
@@ -4717,7 +4862,8 @@ struct tg_input_rich_block_map {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* InputRichBlockAnimation: https://core.telegram.org/bots/api#inputrichblockanimation */
+/* InputRichBlockAnimation, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockanimation */
 struct tg_input_rich_block_animation {
     tg_raw raw; /* this object's JSON as received */
     /* type: always animation */
@@ -4725,7 +4871,8 @@ struct tg_input_rich_block_animation {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* InputRichBlockAudio: https://core.telegram.org/bots/api#inputrichblockaudio */
+/* InputRichBlockAudio, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockaudio */
 struct tg_input_rich_block_audio {
     tg_raw raw; /* this object's JSON as received */
     /* type: always audio */
@@ -4733,7 +4880,8 @@ struct tg_input_rich_block_audio {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* InputRichBlockPhoto: https://core.telegram.org/bots/api#inputrichblockphoto */
+/* InputRichBlockPhoto, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockphoto */
 struct tg_input_rich_block_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always photo */
@@ -4741,7 +4889,8 @@ struct tg_input_rich_block_photo {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* InputRichBlockVideo: https://core.telegram.org/bots/api#inputrichblockvideo */
+/* InputRichBlockVideo, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockvideo */
 struct tg_input_rich_block_video {
     tg_raw raw; /* this object's JSON as received */
     /* type: always video */
@@ -4749,7 +4898,8 @@ struct tg_input_rich_block_video {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* InputRichBlockVoiceNote: https://core.telegram.org/bots/api#inputrichblockvoicenote */
+/* InputRichBlockVoiceNote, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inputrichblockvoicenote */
 struct tg_input_rich_block_voice_note {
     tg_raw raw; /* this object's JSON as received */
     /* type: always voice_note */
@@ -4757,14 +4907,15 @@ struct tg_input_rich_block_voice_note {
     const tg_rich_block_caption *caption; /* optional */
 };
 
-/* InputRichBlockThinking: https://core.telegram.org/bots/api#inputrichblockthinking */
+/* InputRichBlockThinking, an object with 2 fields:
+ * https://core.telegram.org/bots/api#inputrichblockthinking */
 struct tg_input_rich_block_thinking {
     tg_raw raw; /* this object's JSON as received */
     /* type: always thinking */
     tg_rich_text text;
 };
 
-/* InlineQuery: https://core.telegram.org/bots/api#inlinequery */
+/* InlineQuery, an object with 6 fields: https://core.telegram.org/bots/api#inlinequery */
 struct tg_inline_query {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -4775,7 +4926,8 @@ struct tg_inline_query {
     const tg_location *location; /* optional */
 };
 
-/* InlineQueryResultsButton: https://core.telegram.org/bots/api#inlinequeryresultsbutton */
+/* InlineQueryResultsButton, an object with 3 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultsbutton */
 struct tg_inline_query_results_button {
     tg_raw raw; /* this object's JSON as received */
     const char *text;
@@ -4783,7 +4935,8 @@ struct tg_inline_query_results_button {
     const char *start_parameter;    /* optional */
 };
 
-/* InlineQueryResultArticle: https://core.telegram.org/bots/api#inlinequeryresultarticle */
+/* InlineQueryResultArticle, an object with 10 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultarticle */
 struct tg_inline_query_result_article {
     tg_raw raw; /* this object's JSON as received */
     /* type: always article */
@@ -4798,7 +4951,8 @@ struct tg_inline_query_result_article {
     tg_opt_i64 thumbnail_height;
 };
 
-/* InlineQueryResultPhoto: https://core.telegram.org/bots/api#inlinequeryresultphoto */
+/* InlineQueryResultPhoto, an object with 14 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultphoto */
 struct tg_inline_query_result_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always photo */
@@ -4818,7 +4972,8 @@ struct tg_inline_query_result_photo {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultGif: https://core.telegram.org/bots/api#inlinequeryresultgif */
+/* InlineQueryResultGif, an object with 15 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultgif */
 struct tg_inline_query_result_gif {
     tg_raw raw; /* this object's JSON as received */
     /* type: always gif */
@@ -4839,7 +4994,8 @@ struct tg_inline_query_result_gif {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultMpeg4Gif: https://core.telegram.org/bots/api#inlinequeryresultmpeg4gif */
+/* InlineQueryResultMpeg4Gif, an object with 15 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultmpeg4gif */
 struct tg_inline_query_result_mpeg4_gif {
     tg_raw raw; /* this object's JSON as received */
     /* type: always mpeg4_gif */
@@ -4860,7 +5016,8 @@ struct tg_inline_query_result_mpeg4_gif {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultVideo: https://core.telegram.org/bots/api#inlinequeryresultvideo */
+/* InlineQueryResultVideo, an object with 16 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultvideo */
 struct tg_inline_query_result_video {
     tg_raw raw; /* this object's JSON as received */
     /* type: always video */
@@ -4882,7 +5039,8 @@ struct tg_inline_query_result_video {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultAudio: https://core.telegram.org/bots/api#inlinequeryresultaudio */
+/* InlineQueryResultAudio, an object with 11 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultaudio */
 struct tg_inline_query_result_audio {
     tg_raw raw; /* this object's JSON as received */
     /* type: always audio */
@@ -4899,7 +5057,8 @@ struct tg_inline_query_result_audio {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultVoice: https://core.telegram.org/bots/api#inlinequeryresultvoice */
+/* InlineQueryResultVoice, an object with 10 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultvoice */
 struct tg_inline_query_result_voice {
     tg_raw raw; /* this object's JSON as received */
     /* type: always voice */
@@ -4915,7 +5074,8 @@ struct tg_inline_query_result_voice {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultDocument: https://core.telegram.org/bots/api#inlinequeryresultdocument */
+/* InlineQueryResultDocument, an object with 14 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultdocument */
 struct tg_inline_query_result_document {
     tg_raw raw; /* this object's JSON as received */
     /* type: always document */
@@ -4935,7 +5095,8 @@ struct tg_inline_query_result_document {
     tg_opt_i64 thumbnail_height;
 };
 
-/* InlineQueryResultLocation: https://core.telegram.org/bots/api#inlinequeryresultlocation */
+/* InlineQueryResultLocation, an object with 14 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultlocation */
 struct tg_inline_query_result_location {
     tg_raw raw; /* this object's JSON as received */
     /* type: always location */
@@ -4954,7 +5115,8 @@ struct tg_inline_query_result_location {
     tg_opt_i64 thumbnail_height;
 };
 
-/* InlineQueryResultVenue: https://core.telegram.org/bots/api#inlinequeryresultvenue */
+/* InlineQueryResultVenue, an object with 15 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultvenue */
 struct tg_inline_query_result_venue {
     tg_raw raw; /* this object's JSON as received */
     /* type: always venue */
@@ -4974,7 +5136,8 @@ struct tg_inline_query_result_venue {
     tg_opt_i64 thumbnail_height;
 };
 
-/* InlineQueryResultContact: https://core.telegram.org/bots/api#inlinequeryresultcontact */
+/* InlineQueryResultContact, an object with 11 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultcontact */
 struct tg_inline_query_result_contact {
     tg_raw raw; /* this object's JSON as received */
     /* type: always contact */
@@ -4990,7 +5153,8 @@ struct tg_inline_query_result_contact {
     tg_opt_i64 thumbnail_height;
 };
 
-/* InlineQueryResultGame: https://core.telegram.org/bots/api#inlinequeryresultgame */
+/* InlineQueryResultGame, an object with 4 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultgame */
 struct tg_inline_query_result_game {
     tg_raw raw; /* this object's JSON as received */
     /* type: always game */
@@ -4999,7 +5163,8 @@ struct tg_inline_query_result_game {
     const tg_inline_keyboard_markup *reply_markup; /* optional */
 };
 
-/* InlineQueryResultCachedPhoto: https://core.telegram.org/bots/api#inlinequeryresultcachedphoto */
+/* InlineQueryResultCachedPhoto, an object with 11 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultcachedphoto */
 struct tg_inline_query_result_cached_photo {
     tg_raw raw; /* this object's JSON as received */
     /* type: always photo */
@@ -5016,7 +5181,8 @@ struct tg_inline_query_result_cached_photo {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultCachedGif: https://core.telegram.org/bots/api#inlinequeryresultcachedgif */
+/* InlineQueryResultCachedGif, an object with 10 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultcachedgif */
 struct tg_inline_query_result_cached_gif {
     tg_raw raw; /* this object's JSON as received */
     /* type: always gif */
@@ -5032,7 +5198,7 @@ struct tg_inline_query_result_cached_gif {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultCachedMpeg4Gif:
+/* InlineQueryResultCachedMpeg4Gif, an object with 10 fields:
  * https://core.telegram.org/bots/api#inlinequeryresultcachedmpeg4gif */
 struct tg_inline_query_result_cached_mpeg4_gif {
     tg_raw raw; /* this object's JSON as received */
@@ -5049,8 +5215,8 @@ struct tg_inline_query_result_cached_mpeg4_gif {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultCachedSticker: https://core.telegram.org/bots/api#inlinequeryresultcachedsticker
- */
+/* InlineQueryResultCachedSticker, an object with 5 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultcachedsticker */
 struct tg_inline_query_result_cached_sticker {
     tg_raw raw; /* this object's JSON as received */
     /* type: always sticker */
@@ -5060,7 +5226,7 @@ struct tg_inline_query_result_cached_sticker {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultCachedDocument:
+/* InlineQueryResultCachedDocument, an object with 10 fields:
  * https://core.telegram.org/bots/api#inlinequeryresultcacheddocument */
 struct tg_inline_query_result_cached_document {
     tg_raw raw; /* this object's JSON as received */
@@ -5077,7 +5243,8 @@ struct tg_inline_query_result_cached_document {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultCachedVideo: https://core.telegram.org/bots/api#inlinequeryresultcachedvideo */
+/* InlineQueryResultCachedVideo, an object with 11 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultcachedvideo */
 struct tg_inline_query_result_cached_video {
     tg_raw raw; /* this object's JSON as received */
     /* type: always video */
@@ -5094,7 +5261,8 @@ struct tg_inline_query_result_cached_video {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultCachedVoice: https://core.telegram.org/bots/api#inlinequeryresultcachedvoice */
+/* InlineQueryResultCachedVoice, an object with 9 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultcachedvoice */
 struct tg_inline_query_result_cached_voice {
     tg_raw raw; /* this object's JSON as received */
     /* type: always voice */
@@ -5109,7 +5277,8 @@ struct tg_inline_query_result_cached_voice {
     tg_input_message_content input_message_content;
 };
 
-/* InlineQueryResultCachedAudio: https://core.telegram.org/bots/api#inlinequeryresultcachedaudio */
+/* InlineQueryResultCachedAudio, an object with 8 fields:
+ * https://core.telegram.org/bots/api#inlinequeryresultcachedaudio */
 struct tg_inline_query_result_cached_audio {
     tg_raw raw; /* this object's JSON as received */
     /* type: always audio */
@@ -5123,7 +5292,8 @@ struct tg_inline_query_result_cached_audio {
     tg_input_message_content input_message_content;
 };
 
-/* InputTextMessageContent: https://core.telegram.org/bots/api#inputtextmessagecontent */
+/* InputTextMessageContent, an object with 4 fields:
+ * https://core.telegram.org/bots/api#inputtextmessagecontent */
 struct tg_input_text_message_content {
     tg_raw raw; /* this object's JSON as received */
     const char *message_text;
@@ -5133,13 +5303,15 @@ struct tg_input_text_message_content {
     const tg_link_preview_options *link_preview_options; /* optional */
 };
 
-/* InputRichMessageContent: https://core.telegram.org/bots/api#inputrichmessagecontent */
+/* InputRichMessageContent, an object with 1 fields:
+ * https://core.telegram.org/bots/api#inputrichmessagecontent */
 struct tg_input_rich_message_content {
     tg_raw raw; /* this object's JSON as received */
     const tg_input_rich_message *rich_message;
 };
 
-/* InputLocationMessageContent: https://core.telegram.org/bots/api#inputlocationmessagecontent */
+/* InputLocationMessageContent, an object with 6 fields:
+ * https://core.telegram.org/bots/api#inputlocationmessagecontent */
 struct tg_input_location_message_content {
     tg_raw raw; /* this object's JSON as received */
     double latitude;
@@ -5150,7 +5322,8 @@ struct tg_input_location_message_content {
     tg_opt_i64 proximity_alert_radius;
 };
 
-/* InputVenueMessageContent: https://core.telegram.org/bots/api#inputvenuemessagecontent */
+/* InputVenueMessageContent, an object with 8 fields:
+ * https://core.telegram.org/bots/api#inputvenuemessagecontent */
 struct tg_input_venue_message_content {
     tg_raw raw; /* this object's JSON as received */
     double latitude;
@@ -5163,7 +5336,8 @@ struct tg_input_venue_message_content {
     const char *google_place_type; /* optional */
 };
 
-/* InputContactMessageContent: https://core.telegram.org/bots/api#inputcontactmessagecontent */
+/* InputContactMessageContent, an object with 4 fields:
+ * https://core.telegram.org/bots/api#inputcontactmessagecontent */
 struct tg_input_contact_message_content {
     tg_raw raw; /* this object's JSON as received */
     const char *phone_number;
@@ -5172,7 +5346,8 @@ struct tg_input_contact_message_content {
     const char *vcard;     /* optional */
 };
 
-/* InputInvoiceMessageContent: https://core.telegram.org/bots/api#inputinvoicemessagecontent */
+/* InputInvoiceMessageContent, an object with 20 fields:
+ * https://core.telegram.org/bots/api#inputinvoicemessagecontent */
 struct tg_input_invoice_message_content {
     tg_raw raw; /* this object's JSON as received */
     const char *title;
@@ -5199,7 +5374,8 @@ struct tg_input_invoice_message_content {
     tg_opt_bool is_flexible;
 };
 
-/* ChosenInlineResult: https://core.telegram.org/bots/api#choseninlineresult */
+/* ChosenInlineResult, an object with 5 fields:
+ * https://core.telegram.org/bots/api#choseninlineresult */
 struct tg_chosen_inline_result {
     tg_raw raw; /* this object's JSON as received */
     const char *result_id;
@@ -5209,14 +5385,14 @@ struct tg_chosen_inline_result {
     const char *query;
 };
 
-/* LabeledPrice: https://core.telegram.org/bots/api#labeledprice */
+/* LabeledPrice, an object with 2 fields: https://core.telegram.org/bots/api#labeledprice */
 struct tg_labeled_price {
     tg_raw raw; /* this object's JSON as received */
     const char *label;
     int64_t amount;
 };
 
-/* Invoice: https://core.telegram.org/bots/api#invoice */
+/* Invoice, an object with 5 fields: https://core.telegram.org/bots/api#invoice */
 struct tg_invoice {
     tg_raw raw; /* this object's JSON as received */
     const char *title;
@@ -5226,7 +5402,7 @@ struct tg_invoice {
     int64_t total_amount;
 };
 
-/* ShippingAddress: https://core.telegram.org/bots/api#shippingaddress */
+/* ShippingAddress, an object with 6 fields: https://core.telegram.org/bots/api#shippingaddress */
 struct tg_shipping_address {
     tg_raw raw; /* this object's JSON as received */
     const char *country_code;
@@ -5237,7 +5413,7 @@ struct tg_shipping_address {
     const char *post_code;
 };
 
-/* OrderInfo: https://core.telegram.org/bots/api#orderinfo */
+/* OrderInfo, an object with 4 fields: https://core.telegram.org/bots/api#orderinfo */
 struct tg_order_info {
     tg_raw raw;                                  /* this object's JSON as received */
     const char *name;                            /* optional */
@@ -5246,7 +5422,7 @@ struct tg_order_info {
     const tg_shipping_address *shipping_address; /* optional */
 };
 
-/* ShippingOption: https://core.telegram.org/bots/api#shippingoption */
+/* ShippingOption, an object with 3 fields: https://core.telegram.org/bots/api#shippingoption */
 struct tg_shipping_option {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -5255,7 +5431,8 @@ struct tg_shipping_option {
     size_t prices_count;
 };
 
-/* SuccessfulPayment: https://core.telegram.org/bots/api#successfulpayment */
+/* SuccessfulPayment, an object with 10 fields: https://core.telegram.org/bots/api#successfulpayment
+ */
 struct tg_successful_payment {
     tg_raw raw; /* this object's JSON as received */
     const char *currency;
@@ -5270,7 +5447,7 @@ struct tg_successful_payment {
     const char *provider_payment_charge_id;
 };
 
-/* RefundedPayment: https://core.telegram.org/bots/api#refundedpayment */
+/* RefundedPayment, an object with 5 fields: https://core.telegram.org/bots/api#refundedpayment */
 struct tg_refunded_payment {
     tg_raw raw; /* this object's JSON as received */
     const char *currency;
@@ -5280,7 +5457,7 @@ struct tg_refunded_payment {
     const char *provider_payment_charge_id; /* optional */
 };
 
-/* ShippingQuery: https://core.telegram.org/bots/api#shippingquery */
+/* ShippingQuery, an object with 4 fields: https://core.telegram.org/bots/api#shippingquery */
 struct tg_shipping_query {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -5289,7 +5466,7 @@ struct tg_shipping_query {
     const tg_shipping_address *shipping_address;
 };
 
-/* PreCheckoutQuery: https://core.telegram.org/bots/api#precheckoutquery */
+/* PreCheckoutQuery, an object with 7 fields: https://core.telegram.org/bots/api#precheckoutquery */
 struct tg_pre_checkout_query {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -5301,21 +5478,22 @@ struct tg_pre_checkout_query {
     const tg_order_info *order_info; /* optional */
 };
 
-/* PaidMediaPurchased: https://core.telegram.org/bots/api#paidmediapurchased */
+/* PaidMediaPurchased, an object with 2 fields:
+ * https://core.telegram.org/bots/api#paidmediapurchased */
 struct tg_paid_media_purchased {
     tg_raw raw; /* this object's JSON as received */
     const tg_user *from;
     const char *paid_media_payload;
 };
 
-/* RevenueWithdrawalStatePending: https://core.telegram.org/bots/api#revenuewithdrawalstatepending
- */
+/* RevenueWithdrawalStatePending, an object with 1 fields:
+ * https://core.telegram.org/bots/api#revenuewithdrawalstatepending */
 struct tg_revenue_withdrawal_state_pending {
     tg_raw raw; /* this object's JSON as received */
     /* type: always pending */
 };
 
-/* RevenueWithdrawalStateSucceeded:
+/* RevenueWithdrawalStateSucceeded, an object with 3 fields:
  * https://core.telegram.org/bots/api#revenuewithdrawalstatesucceeded */
 struct tg_revenue_withdrawal_state_succeeded {
     tg_raw raw; /* this object's JSON as received */
@@ -5324,13 +5502,14 @@ struct tg_revenue_withdrawal_state_succeeded {
     const char *url;
 };
 
-/* RevenueWithdrawalStateFailed: https://core.telegram.org/bots/api#revenuewithdrawalstatefailed */
+/* RevenueWithdrawalStateFailed, an object with 1 fields:
+ * https://core.telegram.org/bots/api#revenuewithdrawalstatefailed */
 struct tg_revenue_withdrawal_state_failed {
     tg_raw raw; /* this object's JSON as received */
     /* type: always failed */
 };
 
-/* AffiliateInfo: https://core.telegram.org/bots/api#affiliateinfo */
+/* AffiliateInfo, an object with 5 fields: https://core.telegram.org/bots/api#affiliateinfo */
 struct tg_affiliate_info {
     tg_raw raw;                    /* this object's JSON as received */
     const tg_user *affiliate_user; /* optional */
@@ -5340,7 +5519,8 @@ struct tg_affiliate_info {
     tg_opt_i64 nanostar_amount;
 };
 
-/* TransactionPartnerUser: https://core.telegram.org/bots/api#transactionpartneruser */
+/* TransactionPartnerUser, an object with 10 fields:
+ * https://core.telegram.org/bots/api#transactionpartneruser */
 struct tg_transaction_partner_user {
     tg_raw raw; /* this object's JSON as received */
     /* type: always user */
@@ -5356,7 +5536,8 @@ struct tg_transaction_partner_user {
     tg_opt_i64 premium_subscription_duration;
 };
 
-/* TransactionPartnerChat: https://core.telegram.org/bots/api#transactionpartnerchat */
+/* TransactionPartnerChat, an object with 3 fields:
+ * https://core.telegram.org/bots/api#transactionpartnerchat */
 struct tg_transaction_partner_chat {
     tg_raw raw; /* this object's JSON as received */
     /* type: always chat */
@@ -5364,7 +5545,7 @@ struct tg_transaction_partner_chat {
     const tg_gift *gift; /* optional */
 };
 
-/* TransactionPartnerAffiliateProgram:
+/* TransactionPartnerAffiliateProgram, an object with 3 fields:
  * https://core.telegram.org/bots/api#transactionpartneraffiliateprogram */
 struct tg_transaction_partner_affiliate_program {
     tg_raw raw; /* this object's JSON as received */
@@ -5373,35 +5554,37 @@ struct tg_transaction_partner_affiliate_program {
     int64_t commission_per_mille;
 };
 
-/* TransactionPartnerFragment: https://core.telegram.org/bots/api#transactionpartnerfragment */
+/* TransactionPartnerFragment, an object with 2 fields:
+ * https://core.telegram.org/bots/api#transactionpartnerfragment */
 struct tg_transaction_partner_fragment {
     tg_raw raw; /* this object's JSON as received */
     /* type: always fragment */
     tg_revenue_withdrawal_state withdrawal_state;
 };
 
-/* TransactionPartnerTelegramAds: https://core.telegram.org/bots/api#transactionpartnertelegramads
- */
+/* TransactionPartnerTelegramAds, an object with 1 fields:
+ * https://core.telegram.org/bots/api#transactionpartnertelegramads */
 struct tg_transaction_partner_telegram_ads {
     tg_raw raw; /* this object's JSON as received */
     /* type: always telegram_ads */
 };
 
-/* TransactionPartnerTelegramApi: https://core.telegram.org/bots/api#transactionpartnertelegramapi
- */
+/* TransactionPartnerTelegramApi, an object with 2 fields:
+ * https://core.telegram.org/bots/api#transactionpartnertelegramapi */
 struct tg_transaction_partner_telegram_api {
     tg_raw raw; /* this object's JSON as received */
     /* type: always telegram_api */
     int64_t request_count;
 };
 
-/* TransactionPartnerOther: https://core.telegram.org/bots/api#transactionpartnerother */
+/* TransactionPartnerOther, an object with 1 fields:
+ * https://core.telegram.org/bots/api#transactionpartnerother */
 struct tg_transaction_partner_other {
     tg_raw raw; /* this object's JSON as received */
     /* type: always other */
 };
 
-/* StarTransaction: https://core.telegram.org/bots/api#startransaction */
+/* StarTransaction, an object with 6 fields: https://core.telegram.org/bots/api#startransaction */
 struct tg_star_transaction {
     tg_raw raw; /* this object's JSON as received */
     const char *id;
@@ -5412,14 +5595,14 @@ struct tg_star_transaction {
     tg_transaction_partner receiver;
 };
 
-/* StarTransactions: https://core.telegram.org/bots/api#startransactions */
+/* StarTransactions, an object with 1 fields: https://core.telegram.org/bots/api#startransactions */
 struct tg_star_transactions {
     tg_raw raw; /* this object's JSON as received */
     const tg_star_transaction *transactions;
     size_t transactions_count;
 };
 
-/* PassportData: https://core.telegram.org/bots/api#passportdata */
+/* PassportData, an object with 2 fields: https://core.telegram.org/bots/api#passportdata */
 struct tg_passport_data {
     tg_raw raw; /* this object's JSON as received */
     const tg_encrypted_passport_element *data;
@@ -5427,7 +5610,7 @@ struct tg_passport_data {
     const tg_encrypted_credentials *credentials;
 };
 
-/* PassportFile: https://core.telegram.org/bots/api#passportfile */
+/* PassportFile, an object with 4 fields: https://core.telegram.org/bots/api#passportfile */
 struct tg_passport_file {
     tg_raw raw; /* this object's JSON as received */
     const char *file_id;
@@ -5436,7 +5619,8 @@ struct tg_passport_file {
     int64_t file_date;
 };
 
-/* EncryptedPassportElement: https://core.telegram.org/bots/api#encryptedpassportelement */
+/* EncryptedPassportElement, an object with 10 fields:
+ * https://core.telegram.org/bots/api#encryptedpassportelement */
 struct tg_encrypted_passport_element {
     tg_raw raw; /* this object's JSON as received */
     tg_passport_element_type type;
@@ -5453,7 +5637,8 @@ struct tg_encrypted_passport_element {
     const char *hash;
 };
 
-/* EncryptedCredentials: https://core.telegram.org/bots/api#encryptedcredentials */
+/* EncryptedCredentials, an object with 3 fields:
+ * https://core.telegram.org/bots/api#encryptedcredentials */
 struct tg_encrypted_credentials {
     tg_raw raw; /* this object's JSON as received */
     const char *data;
@@ -5461,8 +5646,8 @@ struct tg_encrypted_credentials {
     const char *secret;
 };
 
-/* PassportElementErrorDataField: https://core.telegram.org/bots/api#passportelementerrordatafield
- */
+/* PassportElementErrorDataField, an object with 5 fields:
+ * https://core.telegram.org/bots/api#passportelementerrordatafield */
 struct tg_passport_element_error_data_field {
     tg_raw raw; /* this object's JSON as received */
     /* source: always data */
@@ -5472,8 +5657,8 @@ struct tg_passport_element_error_data_field {
     const char *message;
 };
 
-/* PassportElementErrorFrontSide: https://core.telegram.org/bots/api#passportelementerrorfrontside
- */
+/* PassportElementErrorFrontSide, an object with 4 fields:
+ * https://core.telegram.org/bots/api#passportelementerrorfrontside */
 struct tg_passport_element_error_front_side {
     tg_raw raw; /* this object's JSON as received */
     /* source: always front_side */
@@ -5482,7 +5667,7 @@ struct tg_passport_element_error_front_side {
     const char *message;
 };
 
-/* PassportElementErrorReverseSide:
+/* PassportElementErrorReverseSide, an object with 4 fields:
  * https://core.telegram.org/bots/api#passportelementerrorreverseside */
 struct tg_passport_element_error_reverse_side {
     tg_raw raw; /* this object's JSON as received */
@@ -5492,7 +5677,8 @@ struct tg_passport_element_error_reverse_side {
     const char *message;
 };
 
-/* PassportElementErrorSelfie: https://core.telegram.org/bots/api#passportelementerrorselfie */
+/* PassportElementErrorSelfie, an object with 4 fields:
+ * https://core.telegram.org/bots/api#passportelementerrorselfie */
 struct tg_passport_element_error_selfie {
     tg_raw raw; /* this object's JSON as received */
     /* source: always selfie */
@@ -5501,7 +5687,8 @@ struct tg_passport_element_error_selfie {
     const char *message;
 };
 
-/* PassportElementErrorFile: https://core.telegram.org/bots/api#passportelementerrorfile */
+/* PassportElementErrorFile, an object with 4 fields:
+ * https://core.telegram.org/bots/api#passportelementerrorfile */
 struct tg_passport_element_error_file {
     tg_raw raw; /* this object's JSON as received */
     /* source: always file */
@@ -5510,7 +5697,8 @@ struct tg_passport_element_error_file {
     const char *message;
 };
 
-/* PassportElementErrorFiles: https://core.telegram.org/bots/api#passportelementerrorfiles */
+/* PassportElementErrorFiles, an object with 4 fields:
+ * https://core.telegram.org/bots/api#passportelementerrorfiles */
 struct tg_passport_element_error_files {
     tg_raw raw; /* this object's JSON as received */
     /* source: always files */
@@ -5520,7 +5708,7 @@ struct tg_passport_element_error_files {
     const char *message;
 };
 
-/* PassportElementErrorTranslationFile:
+/* PassportElementErrorTranslationFile, an object with 4 fields:
  * https://core.telegram.org/bots/api#passportelementerrortranslationfile */
 struct tg_passport_element_error_translation_file {
     tg_raw raw; /* this object's JSON as received */
@@ -5530,7 +5718,7 @@ struct tg_passport_element_error_translation_file {
     const char *message;
 };
 
-/* PassportElementErrorTranslationFiles:
+/* PassportElementErrorTranslationFiles, an object with 4 fields:
  * https://core.telegram.org/bots/api#passportelementerrortranslationfiles */
 struct tg_passport_element_error_translation_files {
     tg_raw raw; /* this object's JSON as received */
@@ -5541,7 +5729,7 @@ struct tg_passport_element_error_translation_files {
     const char *message;
 };
 
-/* PassportElementErrorUnspecified:
+/* PassportElementErrorUnspecified, an object with 4 fields:
  * https://core.telegram.org/bots/api#passportelementerrorunspecified */
 struct tg_passport_element_error_unspecified {
     tg_raw raw; /* this object's JSON as received */
@@ -5551,7 +5739,7 @@ struct tg_passport_element_error_unspecified {
     const char *message;
 };
 
-/* Game: https://core.telegram.org/bots/api#game */
+/* Game, an object with 6 fields: https://core.telegram.org/bots/api#game */
 struct tg_game {
     tg_raw raw; /* this object's JSON as received */
     const char *title;
@@ -5564,12 +5752,13 @@ struct tg_game {
     const tg_animation *animation; /* optional */
 };
 
-/* CallbackGame: https://core.telegram.org/bots/api#callbackgame */
+/* CallbackGame, an empty object ({} on the wire): https://core.telegram.org/bots/api#callbackgame
+ */
 struct tg_callback_game {
     tg_raw raw; /* this object's JSON as received */
 };
 
-/* GameHighScore: https://core.telegram.org/bots/api#gamehighscore */
+/* GameHighScore, an object with 3 fields: https://core.telegram.org/bots/api#gamehighscore */
 struct tg_game_high_score {
     tg_raw raw; /* this object's JSON as received */
     int64_t position;
@@ -5579,7 +5768,7 @@ struct tg_game_high_score {
 
 /* ---- method parameters ---- */
 
-/* Parameters of getUpdates: https://core.telegram.org/bots/api#getupdates */
+/* Parameters of getUpdates (0 required of 4): https://core.telegram.org/bots/api#getupdates */
 struct tg_get_updates_params {
     tg_opt_i64 offset;
     tg_opt_i64 limit;
@@ -5588,7 +5777,7 @@ struct tg_get_updates_params {
     size_t allowed_updates_count;
 };
 
-/* Parameters of setWebhook: https://core.telegram.org/bots/api#setwebhook */
+/* Parameters of setWebhook (1 required of 7): https://core.telegram.org/bots/api#setwebhook */
 struct tg_set_webhook_params {
     const char *url; /* required */
     tg_input_file certificate;
@@ -5600,12 +5789,13 @@ struct tg_set_webhook_params {
     const char *secret_token;
 };
 
-/* Parameters of deleteWebhook: https://core.telegram.org/bots/api#deletewebhook */
+/* Parameters of deleteWebhook (0 required of 1): https://core.telegram.org/bots/api#deletewebhook
+ */
 struct tg_delete_webhook_params {
     tg_opt_bool drop_pending_updates;
 };
 
-/* Parameters of sendMessage: https://core.telegram.org/bots/api#sendmessage */
+/* Parameters of sendMessage (2 required of 17): https://core.telegram.org/bots/api#sendmessage */
 struct tg_send_message_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5627,7 +5817,8 @@ struct tg_send_message_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of forwardMessage: https://core.telegram.org/bots/api#forwardmessage */
+/* Parameters of forwardMessage (3 required of 10):
+ * https://core.telegram.org/bots/api#forwardmessage */
 struct tg_forward_message_params {
     tg_chat_id chat_id; /* required */
     tg_opt_i64 message_thread_id;
@@ -5641,7 +5832,8 @@ struct tg_forward_message_params {
     int64_t message_id; /* required */
 };
 
-/* Parameters of forwardMessages: https://core.telegram.org/bots/api#forwardmessages */
+/* Parameters of forwardMessages (3 required of 7):
+ * https://core.telegram.org/bots/api#forwardmessages */
 struct tg_forward_messages_params {
     tg_chat_id chat_id; /* required */
     tg_opt_i64 message_thread_id;
@@ -5653,7 +5845,7 @@ struct tg_forward_messages_params {
     tg_opt_bool protect_content;
 };
 
-/* Parameters of copyMessage: https://core.telegram.org/bots/api#copymessage */
+/* Parameters of copyMessage (3 required of 17): https://core.telegram.org/bots/api#copymessage */
 struct tg_copy_message_params {
     tg_chat_id chat_id; /* required */
     tg_opt_i64 message_thread_id;
@@ -5675,7 +5867,7 @@ struct tg_copy_message_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of copyMessages: https://core.telegram.org/bots/api#copymessages */
+/* Parameters of copyMessages (3 required of 8): https://core.telegram.org/bots/api#copymessages */
 struct tg_copy_messages_params {
     tg_chat_id chat_id; /* required */
     tg_opt_i64 message_thread_id;
@@ -5688,7 +5880,7 @@ struct tg_copy_messages_params {
     tg_opt_bool remove_caption;
 };
 
-/* Parameters of sendPhoto: https://core.telegram.org/bots/api#sendphoto */
+/* Parameters of sendPhoto (2 required of 19): https://core.telegram.org/bots/api#sendphoto */
 struct tg_send_photo_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5712,7 +5904,8 @@ struct tg_send_photo_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendLivePhoto: https://core.telegram.org/bots/api#sendlivephoto */
+/* Parameters of sendLivePhoto (3 required of 20): https://core.telegram.org/bots/api#sendlivephoto
+ */
 struct tg_send_live_photo_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5737,7 +5930,7 @@ struct tg_send_live_photo_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendAudio: https://core.telegram.org/bots/api#sendaudio */
+/* Parameters of sendAudio (2 required of 21): https://core.telegram.org/bots/api#sendaudio */
 struct tg_send_audio_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5763,7 +5956,7 @@ struct tg_send_audio_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendDocument: https://core.telegram.org/bots/api#senddocument */
+/* Parameters of sendDocument (2 required of 19): https://core.telegram.org/bots/api#senddocument */
 struct tg_send_document_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5787,7 +5980,7 @@ struct tg_send_document_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendVideo: https://core.telegram.org/bots/api#sendvideo */
+/* Parameters of sendVideo (2 required of 26): https://core.telegram.org/bots/api#sendvideo */
 struct tg_send_video_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5818,7 +6011,8 @@ struct tg_send_video_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendAnimation: https://core.telegram.org/bots/api#sendanimation */
+/* Parameters of sendAnimation (2 required of 23): https://core.telegram.org/bots/api#sendanimation
+ */
 struct tg_send_animation_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5846,7 +6040,7 @@ struct tg_send_animation_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendVoice: https://core.telegram.org/bots/api#sendvoice */
+/* Parameters of sendVoice (2 required of 18): https://core.telegram.org/bots/api#sendvoice */
 struct tg_send_voice_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5869,7 +6063,8 @@ struct tg_send_voice_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendVideoNote: https://core.telegram.org/bots/api#sendvideonote */
+/* Parameters of sendVideoNote (2 required of 17): https://core.telegram.org/bots/api#sendvideonote
+ */
 struct tg_send_video_note_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5890,7 +6085,8 @@ struct tg_send_video_note_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendPaidMedia: https://core.telegram.org/bots/api#sendpaidmedia */
+/* Parameters of sendPaidMedia (3 required of 17): https://core.telegram.org/bots/api#sendpaidmedia
+ */
 struct tg_send_paid_media_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5913,7 +6109,8 @@ struct tg_send_paid_media_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendMediaGroup: https://core.telegram.org/bots/api#sendmediagroup */
+/* Parameters of sendMediaGroup (2 required of 10):
+ * https://core.telegram.org/bots/api#sendmediagroup */
 struct tg_send_media_group_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5928,7 +6125,7 @@ struct tg_send_media_group_params {
     const tg_reply_parameters *reply_parameters;
 };
 
-/* Parameters of sendLocation: https://core.telegram.org/bots/api#sendlocation */
+/* Parameters of sendLocation (3 required of 19): https://core.telegram.org/bots/api#sendlocation */
 struct tg_send_location_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5951,7 +6148,7 @@ struct tg_send_location_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendVenue: https://core.telegram.org/bots/api#sendvenue */
+/* Parameters of sendVenue (5 required of 21): https://core.telegram.org/bots/api#sendvenue */
 struct tg_send_venue_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5976,7 +6173,7 @@ struct tg_send_venue_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendContact: https://core.telegram.org/bots/api#sendcontact */
+/* Parameters of sendContact (3 required of 17): https://core.telegram.org/bots/api#sendcontact */
 struct tg_send_contact_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -5997,7 +6194,7 @@ struct tg_send_contact_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendPoll: https://core.telegram.org/bots/api#sendpoll */
+/* Parameters of sendPoll (3 required of 34): https://core.telegram.org/bots/api#sendpoll */
 struct tg_send_poll_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -6041,7 +6238,8 @@ struct tg_send_poll_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendChecklist: https://core.telegram.org/bots/api#sendchecklist */
+/* Parameters of sendChecklist (3 required of 8): https://core.telegram.org/bots/api#sendchecklist
+ */
 struct tg_send_checklist_params {
     const char *business_connection_id;  /* required */
     tg_chat_id chat_id;                  /* required */
@@ -6053,7 +6251,7 @@ struct tg_send_checklist_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of sendDice: https://core.telegram.org/bots/api#senddice */
+/* Parameters of sendDice (1 required of 12): https://core.telegram.org/bots/api#senddice */
 struct tg_send_dice_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -6069,7 +6267,8 @@ struct tg_send_dice_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendMessageDraft: https://core.telegram.org/bots/api#sendmessagedraft */
+/* Parameters of sendMessageDraft (2 required of 6):
+ * https://core.telegram.org/bots/api#sendmessagedraft */
 struct tg_send_message_draft_params {
     int64_t chat_id; /* required */
     tg_opt_i64 message_thread_id;
@@ -6080,7 +6279,8 @@ struct tg_send_message_draft_params {
     size_t entities_count;
 };
 
-/* Parameters of sendChatAction: https://core.telegram.org/bots/api#sendchataction */
+/* Parameters of sendChatAction (2 required of 4): https://core.telegram.org/bots/api#sendchataction
+ */
 struct tg_send_chat_action_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -6088,7 +6288,8 @@ struct tg_send_chat_action_params {
     tg_chat_action action; /* required */
 };
 
-/* Parameters of setMessageReaction: https://core.telegram.org/bots/api#setmessagereaction */
+/* Parameters of setMessageReaction (2 required of 4):
+ * https://core.telegram.org/bots/api#setmessagereaction */
 struct tg_set_message_reaction_params {
     tg_chat_id chat_id; /* required */
     int64_t message_id; /* required */
@@ -6097,33 +6298,37 @@ struct tg_set_message_reaction_params {
     tg_opt_bool is_big;
 };
 
-/* Parameters of getUserProfilePhotos: https://core.telegram.org/bots/api#getuserprofilephotos */
+/* Parameters of getUserProfilePhotos (1 required of 3):
+ * https://core.telegram.org/bots/api#getuserprofilephotos */
 struct tg_get_user_profile_photos_params {
     int64_t user_id; /* required */
     tg_opt_i64 offset;
     tg_opt_i64 limit;
 };
 
-/* Parameters of getUserProfileAudios: https://core.telegram.org/bots/api#getuserprofileaudios */
+/* Parameters of getUserProfileAudios (1 required of 3):
+ * https://core.telegram.org/bots/api#getuserprofileaudios */
 struct tg_get_user_profile_audios_params {
     int64_t user_id; /* required */
     tg_opt_i64 offset;
     tg_opt_i64 limit;
 };
 
-/* Parameters of setUserEmojiStatus: https://core.telegram.org/bots/api#setuseremojistatus */
+/* Parameters of setUserEmojiStatus (1 required of 3):
+ * https://core.telegram.org/bots/api#setuseremojistatus */
 struct tg_set_user_emoji_status_params {
     int64_t user_id; /* required */
     const char *emoji_status_custom_emoji_id;
     tg_opt_i64 emoji_status_expiration_date;
 };
 
-/* Parameters of getFile: https://core.telegram.org/bots/api#getfile */
+/* Parameters of getFile (1 required of 1): https://core.telegram.org/bots/api#getfile */
 struct tg_get_file_params {
     const char *file_id; /* required */
 };
 
-/* Parameters of banChatMember: https://core.telegram.org/bots/api#banchatmember */
+/* Parameters of banChatMember (2 required of 4): https://core.telegram.org/bots/api#banchatmember
+ */
 struct tg_ban_chat_member_params {
     tg_chat_id chat_id; /* required */
     int64_t user_id;    /* required */
@@ -6131,14 +6336,16 @@ struct tg_ban_chat_member_params {
     tg_opt_bool revoke_messages;
 };
 
-/* Parameters of unbanChatMember: https://core.telegram.org/bots/api#unbanchatmember */
+/* Parameters of unbanChatMember (2 required of 3):
+ * https://core.telegram.org/bots/api#unbanchatmember */
 struct tg_unban_chat_member_params {
     tg_chat_id chat_id; /* required */
     int64_t user_id;    /* required */
     tg_opt_bool only_if_banned;
 };
 
-/* Parameters of restrictChatMember: https://core.telegram.org/bots/api#restrictchatmember */
+/* Parameters of restrictChatMember (3 required of 5):
+ * https://core.telegram.org/bots/api#restrictchatmember */
 struct tg_restrict_chat_member_params {
     tg_chat_id chat_id;                     /* required */
     int64_t user_id;                        /* required */
@@ -6147,7 +6354,8 @@ struct tg_restrict_chat_member_params {
     tg_opt_i64 until_date;
 };
 
-/* Parameters of promoteChatMember: https://core.telegram.org/bots/api#promotechatmember */
+/* Parameters of promoteChatMember (2 required of 19):
+ * https://core.telegram.org/bots/api#promotechatmember */
 struct tg_promote_chat_member_params {
     tg_chat_id chat_id; /* required */
     int64_t user_id;    /* required */
@@ -6170,7 +6378,7 @@ struct tg_promote_chat_member_params {
     tg_opt_bool can_manage_tags;
 };
 
-/* Parameters of setChatAdministratorCustomTitle:
+/* Parameters of setChatAdministratorCustomTitle (3 required of 3):
  * https://core.telegram.org/bots/api#setchatadministratorcustomtitle */
 struct tg_set_chat_administrator_custom_title_params {
     tg_chat_id chat_id;       /* required */
@@ -6178,38 +6386,44 @@ struct tg_set_chat_administrator_custom_title_params {
     const char *custom_title; /* required */
 };
 
-/* Parameters of setChatMemberTag: https://core.telegram.org/bots/api#setchatmembertag */
+/* Parameters of setChatMemberTag (2 required of 3):
+ * https://core.telegram.org/bots/api#setchatmembertag */
 struct tg_set_chat_member_tag_params {
     tg_chat_id chat_id; /* required */
     int64_t user_id;    /* required */
     const char *tag;
 };
 
-/* Parameters of banChatSenderChat: https://core.telegram.org/bots/api#banchatsenderchat */
+/* Parameters of banChatSenderChat (2 required of 2):
+ * https://core.telegram.org/bots/api#banchatsenderchat */
 struct tg_ban_chat_sender_chat_params {
     tg_chat_id chat_id;     /* required */
     int64_t sender_chat_id; /* required */
 };
 
-/* Parameters of unbanChatSenderChat: https://core.telegram.org/bots/api#unbanchatsenderchat */
+/* Parameters of unbanChatSenderChat (2 required of 2):
+ * https://core.telegram.org/bots/api#unbanchatsenderchat */
 struct tg_unban_chat_sender_chat_params {
     tg_chat_id chat_id;     /* required */
     int64_t sender_chat_id; /* required */
 };
 
-/* Parameters of setChatPermissions: https://core.telegram.org/bots/api#setchatpermissions */
+/* Parameters of setChatPermissions (2 required of 3):
+ * https://core.telegram.org/bots/api#setchatpermissions */
 struct tg_set_chat_permissions_params {
     tg_chat_id chat_id;                     /* required */
     const tg_chat_permissions *permissions; /* required */
     tg_opt_bool use_independent_chat_permissions;
 };
 
-/* Parameters of exportChatInviteLink: https://core.telegram.org/bots/api#exportchatinvitelink */
+/* Parameters of exportChatInviteLink (1 required of 1):
+ * https://core.telegram.org/bots/api#exportchatinvitelink */
 struct tg_export_chat_invite_link_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of createChatInviteLink: https://core.telegram.org/bots/api#createchatinvitelink */
+/* Parameters of createChatInviteLink (1 required of 5):
+ * https://core.telegram.org/bots/api#createchatinvitelink */
 struct tg_create_chat_invite_link_params {
     tg_chat_id chat_id; /* required */
     const char *name;
@@ -6218,7 +6432,8 @@ struct tg_create_chat_invite_link_params {
     tg_opt_bool creates_join_request;
 };
 
-/* Parameters of editChatInviteLink: https://core.telegram.org/bots/api#editchatinvitelink */
+/* Parameters of editChatInviteLink (2 required of 6):
+ * https://core.telegram.org/bots/api#editchatinvitelink */
 struct tg_edit_chat_invite_link_params {
     tg_chat_id chat_id;      /* required */
     const char *invite_link; /* required */
@@ -6228,7 +6443,7 @@ struct tg_edit_chat_invite_link_params {
     tg_opt_bool creates_join_request;
 };
 
-/* Parameters of createChatSubscriptionInviteLink:
+/* Parameters of createChatSubscriptionInviteLink (3 required of 4):
  * https://core.telegram.org/bots/api#createchatsubscriptioninvitelink */
 struct tg_create_chat_subscription_invite_link_params {
     tg_chat_id chat_id; /* required */
@@ -6237,7 +6452,7 @@ struct tg_create_chat_subscription_invite_link_params {
     int64_t subscription_price;  /* required */
 };
 
-/* Parameters of editChatSubscriptionInviteLink:
+/* Parameters of editChatSubscriptionInviteLink (2 required of 3):
  * https://core.telegram.org/bots/api#editchatsubscriptioninvitelink */
 struct tg_edit_chat_subscription_invite_link_params {
     tg_chat_id chat_id;      /* required */
@@ -6245,64 +6460,68 @@ struct tg_edit_chat_subscription_invite_link_params {
     const char *name;
 };
 
-/* Parameters of revokeChatInviteLink: https://core.telegram.org/bots/api#revokechatinvitelink */
+/* Parameters of revokeChatInviteLink (2 required of 2):
+ * https://core.telegram.org/bots/api#revokechatinvitelink */
 struct tg_revoke_chat_invite_link_params {
     tg_chat_id chat_id;      /* required */
     const char *invite_link; /* required */
 };
 
-/* Parameters of approveChatJoinRequest: https://core.telegram.org/bots/api#approvechatjoinrequest
- */
+/* Parameters of approveChatJoinRequest (2 required of 2):
+ * https://core.telegram.org/bots/api#approvechatjoinrequest */
 struct tg_approve_chat_join_request_params {
     tg_chat_id chat_id; /* required */
     int64_t user_id;    /* required */
 };
 
-/* Parameters of declineChatJoinRequest: https://core.telegram.org/bots/api#declinechatjoinrequest
- */
+/* Parameters of declineChatJoinRequest (2 required of 2):
+ * https://core.telegram.org/bots/api#declinechatjoinrequest */
 struct tg_decline_chat_join_request_params {
     tg_chat_id chat_id; /* required */
     int64_t user_id;    /* required */
 };
 
-/* Parameters of answerChatJoinRequestQuery:
+/* Parameters of answerChatJoinRequestQuery (2 required of 2):
  * https://core.telegram.org/bots/api#answerchatjoinrequestquery */
 struct tg_answer_chat_join_request_query_params {
     const char *chat_join_request_query_id; /* required */
     tg_join_request_result result;          /* required */
 };
 
-/* Parameters of sendChatJoinRequestWebApp:
+/* Parameters of sendChatJoinRequestWebApp (2 required of 2):
  * https://core.telegram.org/bots/api#sendchatjoinrequestwebapp */
 struct tg_send_chat_join_request_web_app_params {
     const char *chat_join_request_query_id; /* required */
     const char *web_app_url;                /* required */
 };
 
-/* Parameters of setChatPhoto: https://core.telegram.org/bots/api#setchatphoto */
+/* Parameters of setChatPhoto (2 required of 2): https://core.telegram.org/bots/api#setchatphoto */
 struct tg_set_chat_photo_params {
     tg_chat_id chat_id;  /* required */
     tg_input_file photo; /* required */
 };
 
-/* Parameters of deleteChatPhoto: https://core.telegram.org/bots/api#deletechatphoto */
+/* Parameters of deleteChatPhoto (1 required of 1):
+ * https://core.telegram.org/bots/api#deletechatphoto */
 struct tg_delete_chat_photo_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of setChatTitle: https://core.telegram.org/bots/api#setchattitle */
+/* Parameters of setChatTitle (2 required of 2): https://core.telegram.org/bots/api#setchattitle */
 struct tg_set_chat_title_params {
     tg_chat_id chat_id; /* required */
     const char *title;  /* required */
 };
 
-/* Parameters of setChatDescription: https://core.telegram.org/bots/api#setchatdescription */
+/* Parameters of setChatDescription (1 required of 2):
+ * https://core.telegram.org/bots/api#setchatdescription */
 struct tg_set_chat_description_params {
     tg_chat_id chat_id; /* required */
     const char *description;
 };
 
-/* Parameters of pinChatMessage: https://core.telegram.org/bots/api#pinchatmessage */
+/* Parameters of pinChatMessage (2 required of 4): https://core.telegram.org/bots/api#pinchatmessage
+ */
 struct tg_pin_chat_message_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -6310,64 +6529,72 @@ struct tg_pin_chat_message_params {
     tg_opt_bool disable_notification;
 };
 
-/* Parameters of unpinChatMessage: https://core.telegram.org/bots/api#unpinchatmessage */
+/* Parameters of unpinChatMessage (1 required of 3):
+ * https://core.telegram.org/bots/api#unpinchatmessage */
 struct tg_unpin_chat_message_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
     tg_opt_i64 message_id;
 };
 
-/* Parameters of unpinAllChatMessages: https://core.telegram.org/bots/api#unpinallchatmessages */
+/* Parameters of unpinAllChatMessages (1 required of 1):
+ * https://core.telegram.org/bots/api#unpinallchatmessages */
 struct tg_unpin_all_chat_messages_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of leaveChat: https://core.telegram.org/bots/api#leavechat */
+/* Parameters of leaveChat (1 required of 1): https://core.telegram.org/bots/api#leavechat */
 struct tg_leave_chat_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of getChat: https://core.telegram.org/bots/api#getchat */
+/* Parameters of getChat (1 required of 1): https://core.telegram.org/bots/api#getchat */
 struct tg_get_chat_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of getChatAdministrators: https://core.telegram.org/bots/api#getchatadministrators */
+/* Parameters of getChatAdministrators (1 required of 2):
+ * https://core.telegram.org/bots/api#getchatadministrators */
 struct tg_get_chat_administrators_params {
     tg_chat_id chat_id; /* required */
     tg_opt_bool return_bots;
 };
 
-/* Parameters of getChatMemberCount: https://core.telegram.org/bots/api#getchatmembercount */
+/* Parameters of getChatMemberCount (1 required of 1):
+ * https://core.telegram.org/bots/api#getchatmembercount */
 struct tg_get_chat_member_count_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of getChatMember: https://core.telegram.org/bots/api#getchatmember */
+/* Parameters of getChatMember (2 required of 2): https://core.telegram.org/bots/api#getchatmember
+ */
 struct tg_get_chat_member_params {
     tg_chat_id chat_id; /* required */
     int64_t user_id;    /* required */
 };
 
-/* Parameters of getUserPersonalChatMessages:
+/* Parameters of getUserPersonalChatMessages (2 required of 2):
  * https://core.telegram.org/bots/api#getuserpersonalchatmessages */
 struct tg_get_user_personal_chat_messages_params {
     int64_t user_id; /* required */
     int64_t limit;   /* required */
 };
 
-/* Parameters of setChatStickerSet: https://core.telegram.org/bots/api#setchatstickerset */
+/* Parameters of setChatStickerSet (2 required of 2):
+ * https://core.telegram.org/bots/api#setchatstickerset */
 struct tg_set_chat_sticker_set_params {
     tg_chat_id chat_id;           /* required */
     const char *sticker_set_name; /* required */
 };
 
-/* Parameters of deleteChatStickerSet: https://core.telegram.org/bots/api#deletechatstickerset */
+/* Parameters of deleteChatStickerSet (1 required of 1):
+ * https://core.telegram.org/bots/api#deletechatstickerset */
 struct tg_delete_chat_sticker_set_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of createForumTopic: https://core.telegram.org/bots/api#createforumtopic */
+/* Parameters of createForumTopic (2 required of 4):
+ * https://core.telegram.org/bots/api#createforumtopic */
 struct tg_create_forum_topic_params {
     tg_chat_id chat_id; /* required */
     const char *name;   /* required */
@@ -6375,7 +6602,8 @@ struct tg_create_forum_topic_params {
     const char *icon_custom_emoji_id;
 };
 
-/* Parameters of editForumTopic: https://core.telegram.org/bots/api#editforumtopic */
+/* Parameters of editForumTopic (2 required of 4): https://core.telegram.org/bots/api#editforumtopic
+ */
 struct tg_edit_forum_topic_params {
     tg_chat_id chat_id;        /* required */
     int64_t message_thread_id; /* required */
@@ -6383,67 +6611,73 @@ struct tg_edit_forum_topic_params {
     const char *icon_custom_emoji_id;
 };
 
-/* Parameters of closeForumTopic: https://core.telegram.org/bots/api#closeforumtopic */
+/* Parameters of closeForumTopic (2 required of 2):
+ * https://core.telegram.org/bots/api#closeforumtopic */
 struct tg_close_forum_topic_params {
     tg_chat_id chat_id;        /* required */
     int64_t message_thread_id; /* required */
 };
 
-/* Parameters of reopenForumTopic: https://core.telegram.org/bots/api#reopenforumtopic */
+/* Parameters of reopenForumTopic (2 required of 2):
+ * https://core.telegram.org/bots/api#reopenforumtopic */
 struct tg_reopen_forum_topic_params {
     tg_chat_id chat_id;        /* required */
     int64_t message_thread_id; /* required */
 };
 
-/* Parameters of deleteForumTopic: https://core.telegram.org/bots/api#deleteforumtopic */
+/* Parameters of deleteForumTopic (2 required of 2):
+ * https://core.telegram.org/bots/api#deleteforumtopic */
 struct tg_delete_forum_topic_params {
     tg_chat_id chat_id;        /* required */
     int64_t message_thread_id; /* required */
 };
 
-/* Parameters of unpinAllForumTopicMessages:
+/* Parameters of unpinAllForumTopicMessages (2 required of 2):
  * https://core.telegram.org/bots/api#unpinallforumtopicmessages */
 struct tg_unpin_all_forum_topic_messages_params {
     tg_chat_id chat_id;        /* required */
     int64_t message_thread_id; /* required */
 };
 
-/* Parameters of editGeneralForumTopic: https://core.telegram.org/bots/api#editgeneralforumtopic */
+/* Parameters of editGeneralForumTopic (2 required of 2):
+ * https://core.telegram.org/bots/api#editgeneralforumtopic */
 struct tg_edit_general_forum_topic_params {
     tg_chat_id chat_id; /* required */
     const char *name;   /* required */
 };
 
-/* Parameters of closeGeneralForumTopic: https://core.telegram.org/bots/api#closegeneralforumtopic
- */
+/* Parameters of closeGeneralForumTopic (1 required of 1):
+ * https://core.telegram.org/bots/api#closegeneralforumtopic */
 struct tg_close_general_forum_topic_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of reopenGeneralForumTopic: https://core.telegram.org/bots/api#reopengeneralforumtopic
- */
+/* Parameters of reopenGeneralForumTopic (1 required of 1):
+ * https://core.telegram.org/bots/api#reopengeneralforumtopic */
 struct tg_reopen_general_forum_topic_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of hideGeneralForumTopic: https://core.telegram.org/bots/api#hidegeneralforumtopic */
+/* Parameters of hideGeneralForumTopic (1 required of 1):
+ * https://core.telegram.org/bots/api#hidegeneralforumtopic */
 struct tg_hide_general_forum_topic_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of unhideGeneralForumTopic: https://core.telegram.org/bots/api#unhidegeneralforumtopic
- */
+/* Parameters of unhideGeneralForumTopic (1 required of 1):
+ * https://core.telegram.org/bots/api#unhidegeneralforumtopic */
 struct tg_unhide_general_forum_topic_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of unpinAllGeneralForumTopicMessages:
+/* Parameters of unpinAllGeneralForumTopicMessages (1 required of 1):
  * https://core.telegram.org/bots/api#unpinallgeneralforumtopicmessages */
 struct tg_unpin_all_general_forum_topic_messages_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of answerCallbackQuery: https://core.telegram.org/bots/api#answercallbackquery */
+/* Parameters of answerCallbackQuery (1 required of 5):
+ * https://core.telegram.org/bots/api#answercallbackquery */
 struct tg_answer_callback_query_params {
     const char *callback_query_id; /* required */
     const char *text;
@@ -6452,41 +6686,45 @@ struct tg_answer_callback_query_params {
     tg_opt_i64 cache_time;
 };
 
-/* Parameters of answerGuestQuery: https://core.telegram.org/bots/api#answerguestquery */
+/* Parameters of answerGuestQuery (2 required of 2):
+ * https://core.telegram.org/bots/api#answerguestquery */
 struct tg_answer_guest_query_params {
     const char *guest_query_id;    /* required */
     tg_inline_query_result result; /* required */
 };
 
-/* Parameters of getUserChatBoosts: https://core.telegram.org/bots/api#getuserchatboosts */
+/* Parameters of getUserChatBoosts (2 required of 2):
+ * https://core.telegram.org/bots/api#getuserchatboosts */
 struct tg_get_user_chat_boosts_params {
     tg_chat_id chat_id; /* required */
     int64_t user_id;    /* required */
 };
 
-/* Parameters of getBusinessConnection: https://core.telegram.org/bots/api#getbusinessconnection */
+/* Parameters of getBusinessConnection (1 required of 1):
+ * https://core.telegram.org/bots/api#getbusinessconnection */
 struct tg_get_business_connection_params {
     const char *business_connection_id; /* required */
 };
 
-/* Parameters of getManagedBotToken: https://core.telegram.org/bots/api#getmanagedbottoken */
+/* Parameters of getManagedBotToken (1 required of 1):
+ * https://core.telegram.org/bots/api#getmanagedbottoken */
 struct tg_get_managed_bot_token_params {
     int64_t user_id; /* required */
 };
 
-/* Parameters of replaceManagedBotToken: https://core.telegram.org/bots/api#replacemanagedbottoken
- */
+/* Parameters of replaceManagedBotToken (1 required of 1):
+ * https://core.telegram.org/bots/api#replacemanagedbottoken */
 struct tg_replace_managed_bot_token_params {
     int64_t user_id; /* required */
 };
 
-/* Parameters of getManagedBotAccessSettings:
+/* Parameters of getManagedBotAccessSettings (1 required of 1):
  * https://core.telegram.org/bots/api#getmanagedbotaccesssettings */
 struct tg_get_managed_bot_access_settings_params {
     int64_t user_id; /* required */
 };
 
-/* Parameters of setManagedBotAccessSettings:
+/* Parameters of setManagedBotAccessSettings (2 required of 3):
  * https://core.telegram.org/bots/api#setmanagedbotaccesssettings */
 struct tg_set_managed_bot_access_settings_params {
     int64_t user_id;           /* required */
@@ -6495,7 +6733,8 @@ struct tg_set_managed_bot_access_settings_params {
     size_t added_user_ids_count;
 };
 
-/* Parameters of setMyCommands: https://core.telegram.org/bots/api#setmycommands */
+/* Parameters of setMyCommands (1 required of 3): https://core.telegram.org/bots/api#setmycommands
+ */
 struct tg_set_my_commands_params {
     const tg_bot_command *commands; /* required */
     size_t commands_count;
@@ -6503,81 +6742,90 @@ struct tg_set_my_commands_params {
     const char *language_code;
 };
 
-/* Parameters of deleteMyCommands: https://core.telegram.org/bots/api#deletemycommands */
+/* Parameters of deleteMyCommands (0 required of 2):
+ * https://core.telegram.org/bots/api#deletemycommands */
 struct tg_delete_my_commands_params {
     tg_bot_command_scope scope;
     const char *language_code;
 };
 
-/* Parameters of getMyCommands: https://core.telegram.org/bots/api#getmycommands */
+/* Parameters of getMyCommands (0 required of 2): https://core.telegram.org/bots/api#getmycommands
+ */
 struct tg_get_my_commands_params {
     tg_bot_command_scope scope;
     const char *language_code;
 };
 
-/* Parameters of setMyName: https://core.telegram.org/bots/api#setmyname */
+/* Parameters of setMyName (0 required of 2): https://core.telegram.org/bots/api#setmyname */
 struct tg_set_my_name_params {
     const char *name;
     const char *language_code;
 };
 
-/* Parameters of getMyName: https://core.telegram.org/bots/api#getmyname */
+/* Parameters of getMyName (0 required of 1): https://core.telegram.org/bots/api#getmyname */
 struct tg_get_my_name_params {
     const char *language_code;
 };
 
-/* Parameters of setMyDescription: https://core.telegram.org/bots/api#setmydescription */
+/* Parameters of setMyDescription (0 required of 2):
+ * https://core.telegram.org/bots/api#setmydescription */
 struct tg_set_my_description_params {
     const char *description;
     const char *language_code;
 };
 
-/* Parameters of getMyDescription: https://core.telegram.org/bots/api#getmydescription */
+/* Parameters of getMyDescription (0 required of 1):
+ * https://core.telegram.org/bots/api#getmydescription */
 struct tg_get_my_description_params {
     const char *language_code;
 };
 
-/* Parameters of setMyShortDescription: https://core.telegram.org/bots/api#setmyshortdescription */
+/* Parameters of setMyShortDescription (0 required of 2):
+ * https://core.telegram.org/bots/api#setmyshortdescription */
 struct tg_set_my_short_description_params {
     const char *short_description;
     const char *language_code;
 };
 
-/* Parameters of getMyShortDescription: https://core.telegram.org/bots/api#getmyshortdescription */
+/* Parameters of getMyShortDescription (0 required of 1):
+ * https://core.telegram.org/bots/api#getmyshortdescription */
 struct tg_get_my_short_description_params {
     const char *language_code;
 };
 
-/* Parameters of setMyProfilePhoto: https://core.telegram.org/bots/api#setmyprofilephoto */
+/* Parameters of setMyProfilePhoto (1 required of 1):
+ * https://core.telegram.org/bots/api#setmyprofilephoto */
 struct tg_set_my_profile_photo_params {
     tg_input_profile_photo photo; /* required */
 };
 
-/* Parameters of setChatMenuButton: https://core.telegram.org/bots/api#setchatmenubutton */
+/* Parameters of setChatMenuButton (0 required of 2):
+ * https://core.telegram.org/bots/api#setchatmenubutton */
 struct tg_set_chat_menu_button_params {
     tg_opt_i64 chat_id;
     tg_menu_button menu_button;
 };
 
-/* Parameters of getChatMenuButton: https://core.telegram.org/bots/api#getchatmenubutton */
+/* Parameters of getChatMenuButton (0 required of 1):
+ * https://core.telegram.org/bots/api#getchatmenubutton */
 struct tg_get_chat_menu_button_params {
     tg_opt_i64 chat_id;
 };
 
-/* Parameters of setMyDefaultAdministratorRights:
+/* Parameters of setMyDefaultAdministratorRights (0 required of 2):
  * https://core.telegram.org/bots/api#setmydefaultadministratorrights */
 struct tg_set_my_default_administrator_rights_params {
     const tg_chat_administrator_rights *rights;
     tg_opt_bool for_channels;
 };
 
-/* Parameters of getMyDefaultAdministratorRights:
+/* Parameters of getMyDefaultAdministratorRights (0 required of 1):
  * https://core.telegram.org/bots/api#getmydefaultadministratorrights */
 struct tg_get_my_default_administrator_rights_params {
     tg_opt_bool for_channels;
 };
 
-/* Parameters of sendGift: https://core.telegram.org/bots/api#sendgift */
+/* Parameters of sendGift (1 required of 7): https://core.telegram.org/bots/api#sendgift */
 struct tg_send_gift_params {
     tg_opt_i64 user_id;
     tg_chat_id chat_id;
@@ -6589,8 +6837,8 @@ struct tg_send_gift_params {
     size_t text_entities_count;
 };
 
-/* Parameters of giftPremiumSubscription: https://core.telegram.org/bots/api#giftpremiumsubscription
- */
+/* Parameters of giftPremiumSubscription (3 required of 6):
+ * https://core.telegram.org/bots/api#giftpremiumsubscription */
 struct tg_gift_premium_subscription_params {
     int64_t user_id;     /* required */
     int64_t month_count; /* required */
@@ -6601,67 +6849,69 @@ struct tg_gift_premium_subscription_params {
     size_t text_entities_count;
 };
 
-/* Parameters of verifyUser: https://core.telegram.org/bots/api#verifyuser */
+/* Parameters of verifyUser (1 required of 2): https://core.telegram.org/bots/api#verifyuser */
 struct tg_verify_user_params {
     int64_t user_id; /* required */
     const char *custom_description;
 };
 
-/* Parameters of verifyChat: https://core.telegram.org/bots/api#verifychat */
+/* Parameters of verifyChat (1 required of 2): https://core.telegram.org/bots/api#verifychat */
 struct tg_verify_chat_params {
     tg_chat_id chat_id; /* required */
     const char *custom_description;
 };
 
-/* Parameters of removeUserVerification: https://core.telegram.org/bots/api#removeuserverification
- */
+/* Parameters of removeUserVerification (1 required of 1):
+ * https://core.telegram.org/bots/api#removeuserverification */
 struct tg_remove_user_verification_params {
     int64_t user_id; /* required */
 };
 
-/* Parameters of removeChatVerification: https://core.telegram.org/bots/api#removechatverification
- */
+/* Parameters of removeChatVerification (1 required of 1):
+ * https://core.telegram.org/bots/api#removechatverification */
 struct tg_remove_chat_verification_params {
     tg_chat_id chat_id; /* required */
 };
 
-/* Parameters of readBusinessMessage: https://core.telegram.org/bots/api#readbusinessmessage */
+/* Parameters of readBusinessMessage (3 required of 3):
+ * https://core.telegram.org/bots/api#readbusinessmessage */
 struct tg_read_business_message_params {
     const char *business_connection_id; /* required */
     int64_t chat_id;                    /* required */
     int64_t message_id;                 /* required */
 };
 
-/* Parameters of deleteBusinessMessages: https://core.telegram.org/bots/api#deletebusinessmessages
- */
+/* Parameters of deleteBusinessMessages (2 required of 2):
+ * https://core.telegram.org/bots/api#deletebusinessmessages */
 struct tg_delete_business_messages_params {
     const char *business_connection_id; /* required */
     const int64_t *message_ids;         /* required */
     size_t message_ids_count;
 };
 
-/* Parameters of setBusinessAccountName: https://core.telegram.org/bots/api#setbusinessaccountname
- */
+/* Parameters of setBusinessAccountName (2 required of 3):
+ * https://core.telegram.org/bots/api#setbusinessaccountname */
 struct tg_set_business_account_name_params {
     const char *business_connection_id; /* required */
     const char *first_name;             /* required */
     const char *last_name;
 };
 
-/* Parameters of setBusinessAccountUsername:
+/* Parameters of setBusinessAccountUsername (1 required of 2):
  * https://core.telegram.org/bots/api#setbusinessaccountusername */
 struct tg_set_business_account_username_params {
     const char *business_connection_id; /* required */
     const char *username;
 };
 
-/* Parameters of setBusinessAccountBio: https://core.telegram.org/bots/api#setbusinessaccountbio */
+/* Parameters of setBusinessAccountBio (1 required of 2):
+ * https://core.telegram.org/bots/api#setbusinessaccountbio */
 struct tg_set_business_account_bio_params {
     const char *business_connection_id; /* required */
     const char *bio;
 };
 
-/* Parameters of setBusinessAccountProfilePhoto:
+/* Parameters of setBusinessAccountProfilePhoto (2 required of 3):
  * https://core.telegram.org/bots/api#setbusinessaccountprofilephoto */
 struct tg_set_business_account_profile_photo_params {
     const char *business_connection_id; /* required */
@@ -6669,14 +6919,14 @@ struct tg_set_business_account_profile_photo_params {
     tg_opt_bool is_public;
 };
 
-/* Parameters of removeBusinessAccountProfilePhoto:
+/* Parameters of removeBusinessAccountProfilePhoto (1 required of 2):
  * https://core.telegram.org/bots/api#removebusinessaccountprofilephoto */
 struct tg_remove_business_account_profile_photo_params {
     const char *business_connection_id; /* required */
     tg_opt_bool is_public;
 };
 
-/* Parameters of setBusinessAccountGiftSettings:
+/* Parameters of setBusinessAccountGiftSettings (3 required of 3):
  * https://core.telegram.org/bots/api#setbusinessaccountgiftsettings */
 struct tg_set_business_account_gift_settings_params {
     const char *business_connection_id;                /* required */
@@ -6684,21 +6934,21 @@ struct tg_set_business_account_gift_settings_params {
     const tg_accepted_gift_types *accepted_gift_types; /* required */
 };
 
-/* Parameters of getBusinessAccountStarBalance:
+/* Parameters of getBusinessAccountStarBalance (1 required of 1):
  * https://core.telegram.org/bots/api#getbusinessaccountstarbalance */
 struct tg_get_business_account_star_balance_params {
     const char *business_connection_id; /* required */
 };
 
-/* Parameters of transferBusinessAccountStars:
+/* Parameters of transferBusinessAccountStars (2 required of 2):
  * https://core.telegram.org/bots/api#transferbusinessaccountstars */
 struct tg_transfer_business_account_stars_params {
     const char *business_connection_id; /* required */
     int64_t star_count;                 /* required */
 };
 
-/* Parameters of getBusinessAccountGifts: https://core.telegram.org/bots/api#getbusinessaccountgifts
- */
+/* Parameters of getBusinessAccountGifts (1 required of 11):
+ * https://core.telegram.org/bots/api#getbusinessaccountgifts */
 struct tg_get_business_account_gifts_params {
     const char *business_connection_id; /* required */
     tg_opt_bool exclude_unsaved;
@@ -6713,7 +6963,7 @@ struct tg_get_business_account_gifts_params {
     tg_opt_i64 limit;
 };
 
-/* Parameters of getUserGifts: https://core.telegram.org/bots/api#getusergifts */
+/* Parameters of getUserGifts (1 required of 9): https://core.telegram.org/bots/api#getusergifts */
 struct tg_get_user_gifts_params {
     int64_t user_id; /* required */
     tg_opt_bool exclude_unlimited;
@@ -6726,7 +6976,7 @@ struct tg_get_user_gifts_params {
     tg_opt_i64 limit;
 };
 
-/* Parameters of getChatGifts: https://core.telegram.org/bots/api#getchatgifts */
+/* Parameters of getChatGifts (1 required of 11): https://core.telegram.org/bots/api#getchatgifts */
 struct tg_get_chat_gifts_params {
     tg_chat_id chat_id; /* required */
     tg_opt_bool exclude_unsaved;
@@ -6741,13 +6991,14 @@ struct tg_get_chat_gifts_params {
     tg_opt_i64 limit;
 };
 
-/* Parameters of convertGiftToStars: https://core.telegram.org/bots/api#convertgifttostars */
+/* Parameters of convertGiftToStars (2 required of 2):
+ * https://core.telegram.org/bots/api#convertgifttostars */
 struct tg_convert_gift_to_stars_params {
     const char *business_connection_id; /* required */
     const char *owned_gift_id;          /* required */
 };
 
-/* Parameters of upgradeGift: https://core.telegram.org/bots/api#upgradegift */
+/* Parameters of upgradeGift (2 required of 4): https://core.telegram.org/bots/api#upgradegift */
 struct tg_upgrade_gift_params {
     const char *business_connection_id; /* required */
     const char *owned_gift_id;          /* required */
@@ -6755,7 +7006,7 @@ struct tg_upgrade_gift_params {
     tg_opt_i64 star_count;
 };
 
-/* Parameters of transferGift: https://core.telegram.org/bots/api#transfergift */
+/* Parameters of transferGift (3 required of 4): https://core.telegram.org/bots/api#transfergift */
 struct tg_transfer_gift_params {
     const char *business_connection_id; /* required */
     const char *owned_gift_id;          /* required */
@@ -6763,7 +7014,7 @@ struct tg_transfer_gift_params {
     tg_opt_i64 star_count;
 };
 
-/* Parameters of postStory: https://core.telegram.org/bots/api#poststory */
+/* Parameters of postStory (3 required of 9): https://core.telegram.org/bots/api#poststory */
 struct tg_post_story_params {
     const char *business_connection_id; /* required */
     tg_input_story_content content;     /* required */
@@ -6778,7 +7029,7 @@ struct tg_post_story_params {
     tg_opt_bool protect_content;
 };
 
-/* Parameters of repostStory: https://core.telegram.org/bots/api#repoststory */
+/* Parameters of repostStory (4 required of 6): https://core.telegram.org/bots/api#repoststory */
 struct tg_repost_story_params {
     const char *business_connection_id; /* required */
     int64_t from_chat_id;               /* required */
@@ -6788,7 +7039,7 @@ struct tg_repost_story_params {
     tg_opt_bool protect_content;
 };
 
-/* Parameters of editStory: https://core.telegram.org/bots/api#editstory */
+/* Parameters of editStory (3 required of 7): https://core.telegram.org/bots/api#editstory */
 struct tg_edit_story_params {
     const char *business_connection_id; /* required */
     int64_t story_id;                   /* required */
@@ -6801,19 +7052,20 @@ struct tg_edit_story_params {
     size_t areas_count;
 };
 
-/* Parameters of deleteStory: https://core.telegram.org/bots/api#deletestory */
+/* Parameters of deleteStory (2 required of 2): https://core.telegram.org/bots/api#deletestory */
 struct tg_delete_story_params {
     const char *business_connection_id; /* required */
     int64_t story_id;                   /* required */
 };
 
-/* Parameters of answerWebAppQuery: https://core.telegram.org/bots/api#answerwebappquery */
+/* Parameters of answerWebAppQuery (2 required of 2):
+ * https://core.telegram.org/bots/api#answerwebappquery */
 struct tg_answer_web_app_query_params {
     const char *web_app_query_id;  /* required */
     tg_inline_query_result result; /* required */
 };
 
-/* Parameters of savePreparedInlineMessage:
+/* Parameters of savePreparedInlineMessage (2 required of 6):
  * https://core.telegram.org/bots/api#savepreparedinlinemessage */
 struct tg_save_prepared_inline_message_params {
     int64_t user_id;               /* required */
@@ -6824,14 +7076,15 @@ struct tg_save_prepared_inline_message_params {
     tg_opt_bool allow_channel_chats;
 };
 
-/* Parameters of savePreparedKeyboardButton:
+/* Parameters of savePreparedKeyboardButton (2 required of 2):
  * https://core.telegram.org/bots/api#savepreparedkeyboardbutton */
 struct tg_save_prepared_keyboard_button_params {
     int64_t user_id;                  /* required */
     const tg_keyboard_button *button; /* required */
 };
 
-/* Parameters of editMessageText: https://core.telegram.org/bots/api#editmessagetext */
+/* Parameters of editMessageText (0 required of 10):
+ * https://core.telegram.org/bots/api#editmessagetext */
 struct tg_edit_message_text_params {
     const char *business_connection_id;
     tg_chat_id chat_id;
@@ -6846,7 +7099,8 @@ struct tg_edit_message_text_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editMessageCaption: https://core.telegram.org/bots/api#editmessagecaption */
+/* Parameters of editMessageCaption (0 required of 9):
+ * https://core.telegram.org/bots/api#editmessagecaption */
 struct tg_edit_message_caption_params {
     const char *business_connection_id;
     tg_chat_id chat_id;
@@ -6860,7 +7114,8 @@ struct tg_edit_message_caption_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editMessageMedia: https://core.telegram.org/bots/api#editmessagemedia */
+/* Parameters of editMessageMedia (1 required of 6):
+ * https://core.telegram.org/bots/api#editmessagemedia */
 struct tg_edit_message_media_params {
     const char *business_connection_id;
     tg_chat_id chat_id;
@@ -6870,8 +7125,8 @@ struct tg_edit_message_media_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editMessageLiveLocation: https://core.telegram.org/bots/api#editmessagelivelocation
- */
+/* Parameters of editMessageLiveLocation (2 required of 11):
+ * https://core.telegram.org/bots/api#editmessagelivelocation */
 struct tg_edit_message_live_location_params {
     const char *business_connection_id;
     tg_chat_id chat_id;
@@ -6886,8 +7141,8 @@ struct tg_edit_message_live_location_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of stopMessageLiveLocation: https://core.telegram.org/bots/api#stopmessagelivelocation
- */
+/* Parameters of stopMessageLiveLocation (0 required of 5):
+ * https://core.telegram.org/bots/api#stopmessagelivelocation */
 struct tg_stop_message_live_location_params {
     const char *business_connection_id;
     tg_chat_id chat_id;
@@ -6896,7 +7151,8 @@ struct tg_stop_message_live_location_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editMessageChecklist: https://core.telegram.org/bots/api#editmessagechecklist */
+/* Parameters of editMessageChecklist (4 required of 5):
+ * https://core.telegram.org/bots/api#editmessagechecklist */
 struct tg_edit_message_checklist_params {
     const char *business_connection_id;  /* required */
     tg_chat_id chat_id;                  /* required */
@@ -6905,8 +7161,8 @@ struct tg_edit_message_checklist_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editMessageReplyMarkup: https://core.telegram.org/bots/api#editmessagereplymarkup
- */
+/* Parameters of editMessageReplyMarkup (0 required of 5):
+ * https://core.telegram.org/bots/api#editmessagereplymarkup */
 struct tg_edit_message_reply_markup_params {
     const char *business_connection_id;
     tg_chat_id chat_id;
@@ -6915,7 +7171,7 @@ struct tg_edit_message_reply_markup_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of stopPoll: https://core.telegram.org/bots/api#stoppoll */
+/* Parameters of stopPoll (2 required of 4): https://core.telegram.org/bots/api#stoppoll */
 struct tg_stop_poll_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -6923,7 +7179,7 @@ struct tg_stop_poll_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editEphemeralMessageText:
+/* Parameters of editEphemeralMessageText (4 required of 8):
  * https://core.telegram.org/bots/api#editephemeralmessagetext */
 struct tg_edit_ephemeral_message_text_params {
     tg_chat_id chat_id;           /* required */
@@ -6937,7 +7193,7 @@ struct tg_edit_ephemeral_message_text_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editEphemeralMessageMedia:
+/* Parameters of editEphemeralMessageMedia (4 required of 5):
  * https://core.telegram.org/bots/api#editephemeralmessagemedia */
 struct tg_edit_ephemeral_message_media_params {
     tg_chat_id chat_id;           /* required */
@@ -6947,7 +7203,7 @@ struct tg_edit_ephemeral_message_media_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editEphemeralMessageCaption:
+/* Parameters of editEphemeralMessageCaption (3 required of 7):
  * https://core.telegram.org/bots/api#editephemeralmessagecaption */
 struct tg_edit_ephemeral_message_caption_params {
     tg_chat_id chat_id;           /* required */
@@ -6960,7 +7216,7 @@ struct tg_edit_ephemeral_message_caption_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of editEphemeralMessageReplyMarkup:
+/* Parameters of editEphemeralMessageReplyMarkup (3 required of 4):
  * https://core.telegram.org/bots/api#editephemeralmessagereplymarkup */
 struct tg_edit_ephemeral_message_reply_markup_params {
     tg_chat_id chat_id;           /* required */
@@ -6969,42 +7225,47 @@ struct tg_edit_ephemeral_message_reply_markup_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of approveSuggestedPost: https://core.telegram.org/bots/api#approvesuggestedpost */
+/* Parameters of approveSuggestedPost (2 required of 3):
+ * https://core.telegram.org/bots/api#approvesuggestedpost */
 struct tg_approve_suggested_post_params {
     int64_t chat_id;    /* required */
     int64_t message_id; /* required */
     tg_opt_i64 send_date;
 };
 
-/* Parameters of declineSuggestedPost: https://core.telegram.org/bots/api#declinesuggestedpost */
+/* Parameters of declineSuggestedPost (2 required of 3):
+ * https://core.telegram.org/bots/api#declinesuggestedpost */
 struct tg_decline_suggested_post_params {
     int64_t chat_id;    /* required */
     int64_t message_id; /* required */
     const char *comment;
 };
 
-/* Parameters of deleteMessage: https://core.telegram.org/bots/api#deletemessage */
+/* Parameters of deleteMessage (2 required of 2): https://core.telegram.org/bots/api#deletemessage
+ */
 struct tg_delete_message_params {
     tg_chat_id chat_id; /* required */
     int64_t message_id; /* required */
 };
 
-/* Parameters of deleteMessages: https://core.telegram.org/bots/api#deletemessages */
+/* Parameters of deleteMessages (2 required of 2): https://core.telegram.org/bots/api#deletemessages
+ */
 struct tg_delete_messages_params {
     tg_chat_id chat_id;         /* required */
     const int64_t *message_ids; /* required */
     size_t message_ids_count;
 };
 
-/* Parameters of deleteEphemeralMessage: https://core.telegram.org/bots/api#deleteephemeralmessage
- */
+/* Parameters of deleteEphemeralMessage (3 required of 3):
+ * https://core.telegram.org/bots/api#deleteephemeralmessage */
 struct tg_delete_ephemeral_message_params {
     tg_chat_id chat_id;           /* required */
     int64_t receiver_user_id;     /* required */
     int64_t ephemeral_message_id; /* required */
 };
 
-/* Parameters of deleteMessageReaction: https://core.telegram.org/bots/api#deletemessagereaction */
+/* Parameters of deleteMessageReaction (2 required of 4):
+ * https://core.telegram.org/bots/api#deletemessagereaction */
 struct tg_delete_message_reaction_params {
     tg_chat_id chat_id; /* required */
     int64_t message_id; /* required */
@@ -7012,7 +7273,7 @@ struct tg_delete_message_reaction_params {
     tg_opt_i64 actor_chat_id;
 };
 
-/* Parameters of deleteAllMessageReactions:
+/* Parameters of deleteAllMessageReactions (1 required of 3):
  * https://core.telegram.org/bots/api#deleteallmessagereactions */
 struct tg_delete_all_message_reactions_params {
     tg_chat_id chat_id; /* required */
@@ -7020,7 +7281,7 @@ struct tg_delete_all_message_reactions_params {
     tg_opt_i64 actor_chat_id;
 };
 
-/* Parameters of sendSticker: https://core.telegram.org/bots/api#sendsticker */
+/* Parameters of sendSticker (2 required of 15): https://core.telegram.org/bots/api#sendsticker */
 struct tg_send_sticker_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -7039,26 +7300,29 @@ struct tg_send_sticker_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of getStickerSet: https://core.telegram.org/bots/api#getstickerset */
+/* Parameters of getStickerSet (1 required of 1): https://core.telegram.org/bots/api#getstickerset
+ */
 struct tg_get_sticker_set_params {
     const char *name; /* required */
 };
 
-/* Parameters of getCustomEmojiStickers: https://core.telegram.org/bots/api#getcustomemojistickers
- */
+/* Parameters of getCustomEmojiStickers (1 required of 1):
+ * https://core.telegram.org/bots/api#getcustomemojistickers */
 struct tg_get_custom_emoji_stickers_params {
     const char *const *custom_emoji_ids; /* required */
     size_t custom_emoji_ids_count;
 };
 
-/* Parameters of uploadStickerFile: https://core.telegram.org/bots/api#uploadstickerfile */
+/* Parameters of uploadStickerFile (3 required of 3):
+ * https://core.telegram.org/bots/api#uploadstickerfile */
 struct tg_upload_sticker_file_params {
     int64_t user_id;                  /* required */
     tg_input_file sticker;            /* required */
     tg_sticker_format sticker_format; /* required */
 };
 
-/* Parameters of createNewStickerSet: https://core.telegram.org/bots/api#createnewstickerset */
+/* Parameters of createNewStickerSet (4 required of 6):
+ * https://core.telegram.org/bots/api#createnewstickerset */
 struct tg_create_new_sticker_set_params {
     int64_t user_id;                  /* required */
     const char *name;                 /* required */
@@ -7069,26 +7333,29 @@ struct tg_create_new_sticker_set_params {
     tg_opt_bool needs_repainting;
 };
 
-/* Parameters of addStickerToSet: https://core.telegram.org/bots/api#addstickertoset */
+/* Parameters of addStickerToSet (3 required of 3):
+ * https://core.telegram.org/bots/api#addstickertoset */
 struct tg_add_sticker_to_set_params {
     int64_t user_id;                 /* required */
     const char *name;                /* required */
     const tg_input_sticker *sticker; /* required */
 };
 
-/* Parameters of setStickerPositionInSet: https://core.telegram.org/bots/api#setstickerpositioninset
- */
+/* Parameters of setStickerPositionInSet (2 required of 2):
+ * https://core.telegram.org/bots/api#setstickerpositioninset */
 struct tg_set_sticker_position_in_set_params {
     const char *sticker; /* required */
     int64_t position;    /* required */
 };
 
-/* Parameters of deleteStickerFromSet: https://core.telegram.org/bots/api#deletestickerfromset */
+/* Parameters of deleteStickerFromSet (1 required of 1):
+ * https://core.telegram.org/bots/api#deletestickerfromset */
 struct tg_delete_sticker_from_set_params {
     const char *sticker; /* required */
 };
 
-/* Parameters of replaceStickerInSet: https://core.telegram.org/bots/api#replacestickerinset */
+/* Parameters of replaceStickerInSet (4 required of 4):
+ * https://core.telegram.org/bots/api#replacestickerinset */
 struct tg_replace_sticker_in_set_params {
     int64_t user_id;                 /* required */
     const char *name;                /* required */
@@ -7096,35 +7363,38 @@ struct tg_replace_sticker_in_set_params {
     const tg_input_sticker *sticker; /* required */
 };
 
-/* Parameters of setStickerEmojiList: https://core.telegram.org/bots/api#setstickeremojilist */
+/* Parameters of setStickerEmojiList (2 required of 2):
+ * https://core.telegram.org/bots/api#setstickeremojilist */
 struct tg_set_sticker_emoji_list_params {
     const char *sticker;           /* required */
     const char *const *emoji_list; /* required */
     size_t emoji_list_count;
 };
 
-/* Parameters of setStickerKeywords: https://core.telegram.org/bots/api#setstickerkeywords */
+/* Parameters of setStickerKeywords (1 required of 2):
+ * https://core.telegram.org/bots/api#setstickerkeywords */
 struct tg_set_sticker_keywords_params {
     const char *sticker; /* required */
     const char *const *keywords;
     size_t keywords_count;
 };
 
-/* Parameters of setStickerMaskPosition: https://core.telegram.org/bots/api#setstickermaskposition
- */
+/* Parameters of setStickerMaskPosition (1 required of 2):
+ * https://core.telegram.org/bots/api#setstickermaskposition */
 struct tg_set_sticker_mask_position_params {
     const char *sticker; /* required */
     const tg_mask_position *mask_position;
 };
 
-/* Parameters of setStickerSetTitle: https://core.telegram.org/bots/api#setstickersettitle */
+/* Parameters of setStickerSetTitle (2 required of 2):
+ * https://core.telegram.org/bots/api#setstickersettitle */
 struct tg_set_sticker_set_title_params {
     const char *name;  /* required */
     const char *title; /* required */
 };
 
-/* Parameters of setStickerSetThumbnail: https://core.telegram.org/bots/api#setstickersetthumbnail
- */
+/* Parameters of setStickerSetThumbnail (3 required of 4):
+ * https://core.telegram.org/bots/api#setstickersetthumbnail */
 struct tg_set_sticker_set_thumbnail_params {
     const char *name; /* required */
     int64_t user_id;  /* required */
@@ -7132,19 +7402,21 @@ struct tg_set_sticker_set_thumbnail_params {
     tg_sticker_format format; /* required */
 };
 
-/* Parameters of setCustomEmojiStickerSetThumbnail:
+/* Parameters of setCustomEmojiStickerSetThumbnail (1 required of 2):
  * https://core.telegram.org/bots/api#setcustomemojistickersetthumbnail */
 struct tg_set_custom_emoji_sticker_set_thumbnail_params {
     const char *name; /* required */
     const char *custom_emoji_id;
 };
 
-/* Parameters of deleteStickerSet: https://core.telegram.org/bots/api#deletestickerset */
+/* Parameters of deleteStickerSet (1 required of 1):
+ * https://core.telegram.org/bots/api#deletestickerset */
 struct tg_delete_sticker_set_params {
     const char *name; /* required */
 };
 
-/* Parameters of sendRichMessage: https://core.telegram.org/bots/api#sendrichmessage */
+/* Parameters of sendRichMessage (2 required of 12):
+ * https://core.telegram.org/bots/api#sendrichmessage */
 struct tg_send_rich_message_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -7160,7 +7432,8 @@ struct tg_send_rich_message_params {
     tg_reply_markup reply_markup;
 };
 
-/* Parameters of sendRichMessageDraft: https://core.telegram.org/bots/api#sendrichmessagedraft */
+/* Parameters of sendRichMessageDraft (3 required of 4):
+ * https://core.telegram.org/bots/api#sendrichmessagedraft */
 struct tg_send_rich_message_draft_params {
     int64_t chat_id; /* required */
     tg_opt_i64 message_thread_id;
@@ -7168,7 +7441,8 @@ struct tg_send_rich_message_draft_params {
     const tg_input_rich_message *rich_message; /* required */
 };
 
-/* Parameters of answerInlineQuery: https://core.telegram.org/bots/api#answerinlinequery */
+/* Parameters of answerInlineQuery (2 required of 6):
+ * https://core.telegram.org/bots/api#answerinlinequery */
 struct tg_answer_inline_query_params {
     const char *inline_query_id;           /* required */
     const tg_inline_query_result *results; /* required */
@@ -7179,7 +7453,7 @@ struct tg_answer_inline_query_params {
     const tg_inline_query_results_button *button;
 };
 
-/* Parameters of sendInvoice: https://core.telegram.org/bots/api#sendinvoice */
+/* Parameters of sendInvoice (6 required of 31): https://core.telegram.org/bots/api#sendinvoice */
 struct tg_send_invoice_params {
     tg_chat_id chat_id; /* required */
     tg_opt_i64 message_thread_id;
@@ -7216,7 +7490,8 @@ struct tg_send_invoice_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of createInvoiceLink: https://core.telegram.org/bots/api#createinvoicelink */
+/* Parameters of createInvoiceLink (5 required of 22):
+ * https://core.telegram.org/bots/api#createinvoicelink */
 struct tg_create_invoice_link_params {
     const char *business_connection_id;
     const char *title;       /* required */
@@ -7244,7 +7519,8 @@ struct tg_create_invoice_link_params {
     tg_opt_bool is_flexible;
 };
 
-/* Parameters of answerShippingQuery: https://core.telegram.org/bots/api#answershippingquery */
+/* Parameters of answerShippingQuery (2 required of 4):
+ * https://core.telegram.org/bots/api#answershippingquery */
 struct tg_answer_shipping_query_params {
     const char *shipping_query_id; /* required */
     bool ok;                       /* required */
@@ -7253,27 +7529,29 @@ struct tg_answer_shipping_query_params {
     const char *error_message;
 };
 
-/* Parameters of answerPreCheckoutQuery: https://core.telegram.org/bots/api#answerprecheckoutquery
- */
+/* Parameters of answerPreCheckoutQuery (2 required of 3):
+ * https://core.telegram.org/bots/api#answerprecheckoutquery */
 struct tg_answer_pre_checkout_query_params {
     const char *pre_checkout_query_id; /* required */
     bool ok;                           /* required */
     const char *error_message;
 };
 
-/* Parameters of getStarTransactions: https://core.telegram.org/bots/api#getstartransactions */
+/* Parameters of getStarTransactions (0 required of 2):
+ * https://core.telegram.org/bots/api#getstartransactions */
 struct tg_get_star_transactions_params {
     tg_opt_i64 offset;
     tg_opt_i64 limit;
 };
 
-/* Parameters of refundStarPayment: https://core.telegram.org/bots/api#refundstarpayment */
+/* Parameters of refundStarPayment (2 required of 2):
+ * https://core.telegram.org/bots/api#refundstarpayment */
 struct tg_refund_star_payment_params {
     int64_t user_id;                        /* required */
     const char *telegram_payment_charge_id; /* required */
 };
 
-/* Parameters of editUserStarSubscription:
+/* Parameters of editUserStarSubscription (3 required of 3):
  * https://core.telegram.org/bots/api#edituserstarsubscription */
 struct tg_edit_user_star_subscription_params {
     int64_t user_id;                        /* required */
@@ -7281,14 +7559,15 @@ struct tg_edit_user_star_subscription_params {
     bool is_canceled;                       /* required */
 };
 
-/* Parameters of setPassportDataErrors: https://core.telegram.org/bots/api#setpassportdataerrors */
+/* Parameters of setPassportDataErrors (2 required of 2):
+ * https://core.telegram.org/bots/api#setpassportdataerrors */
 struct tg_set_passport_data_errors_params {
     int64_t user_id;                         /* required */
     const tg_passport_element_error *errors; /* required */
     size_t errors_count;
 };
 
-/* Parameters of sendGame: https://core.telegram.org/bots/api#sendgame */
+/* Parameters of sendGame (2 required of 10): https://core.telegram.org/bots/api#sendgame */
 struct tg_send_game_params {
     const char *business_connection_id;
     tg_chat_id chat_id; /* required */
@@ -7302,7 +7581,7 @@ struct tg_send_game_params {
     const tg_inline_keyboard_markup *reply_markup;
 };
 
-/* Parameters of setGameScore: https://core.telegram.org/bots/api#setgamescore */
+/* Parameters of setGameScore (2 required of 7): https://core.telegram.org/bots/api#setgamescore */
 struct tg_set_game_score_params {
     int64_t user_id; /* required */
     int64_t score;   /* required */
@@ -7313,7 +7592,8 @@ struct tg_set_game_score_params {
     const char *inline_message_id;
 };
 
-/* Parameters of getGameHighScores: https://core.telegram.org/bots/api#getgamehighscores */
+/* Parameters of getGameHighScores (1 required of 4):
+ * https://core.telegram.org/bots/api#getgamehighscores */
 struct tg_get_game_high_scores_params {
     int64_t user_id; /* required */
     tg_opt_i64 chat_id;
@@ -8848,6 +9128,9 @@ tg_input_media_group_item_from_video(const tg_input_media_video *v)
     u.video = v;
     return u;
 }
+
+/* The TG_UPDATE_TYPE_* of the optional field set in u (the first one), or 0. */
+TG_API int32_t tg_update_type_of(const tg_update *u);
 
 /* ---- methods ---- */
 

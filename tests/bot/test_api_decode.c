@@ -66,6 +66,9 @@ static void test_small_update(void **state)
     char *json = fixture("small_update.json");
     tg_update *u = decode_as(f, "Update", json, TG_OK);
     assert_int_equal(u->update_id, 123456789);
+    assert_int_equal(tg_update_type_of(u), TG_UPDATE_TYPE_MESSAGE);
+    assert_string_equal(tg_update_type_to_str((tg_update_type)TG_ENUM(TG_UPDATE_TYPE_MESSAGE)),
+                        "message");
     const tg_message *m = u->message;
     assert_non_null(m);
     assert_int_equal(m->message_id, 1);
@@ -239,6 +242,9 @@ static void test_unknown_fields_stay_reachable(void **state)
         "\"entities\":[{\"type\":\"bold\",\"offset\":0,\"length\":1,\"extra\":null}]}}";
     tg_update *u = decode_as(f, "Update", json, TG_OK);
     assert_int_equal(u->update_id, 5);
+    assert_int_equal(tg_update_type_of(u), TG_UPDATE_TYPE_MESSAGE);
+    tg_update empty = {0};
+    assert_int_equal(tg_update_type_of(&empty), 0);
     assert_int_equal(u->message->chat->id, 3);
     /* the raw span of the chat still holds the unknown key */
     assert_non_null(

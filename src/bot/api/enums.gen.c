@@ -502,3 +502,60 @@ tg_passport_element_type tg_passport_element_type_from_str(const char *s)
         v.id = tg__codec_enum_id(&tg__e_passport_element_type, s, strlen(s));
     return v;
 }
+
+int32_t tg_update_type_of(const tg_update *u)
+{
+    if (u->message)
+        return TG_UPDATE_TYPE_MESSAGE;
+    if (u->edited_message)
+        return TG_UPDATE_TYPE_EDITED_MESSAGE;
+    if (u->channel_post)
+        return TG_UPDATE_TYPE_CHANNEL_POST;
+    if (u->edited_channel_post)
+        return TG_UPDATE_TYPE_EDITED_CHANNEL_POST;
+    if (u->business_connection)
+        return TG_UPDATE_TYPE_BUSINESS_CONNECTION;
+    if (u->business_message)
+        return TG_UPDATE_TYPE_BUSINESS_MESSAGE;
+    if (u->edited_business_message)
+        return TG_UPDATE_TYPE_EDITED_BUSINESS_MESSAGE;
+    if (u->deleted_business_messages)
+        return TG_UPDATE_TYPE_DELETED_BUSINESS_MESSAGES;
+    if (u->guest_message)
+        return TG_UPDATE_TYPE_GUEST_MESSAGE;
+    if (u->message_reaction)
+        return TG_UPDATE_TYPE_MESSAGE_REACTION;
+    if (u->message_reaction_count)
+        return TG_UPDATE_TYPE_MESSAGE_REACTION_COUNT;
+    if (u->inline_query)
+        return TG_UPDATE_TYPE_INLINE_QUERY;
+    if (u->chosen_inline_result)
+        return TG_UPDATE_TYPE_CHOSEN_INLINE_RESULT;
+    if (u->callback_query)
+        return TG_UPDATE_TYPE_CALLBACK_QUERY;
+    if (u->shipping_query)
+        return TG_UPDATE_TYPE_SHIPPING_QUERY;
+    if (u->pre_checkout_query)
+        return TG_UPDATE_TYPE_PRE_CHECKOUT_QUERY;
+    if (u->purchased_paid_media)
+        return TG_UPDATE_TYPE_PURCHASED_PAID_MEDIA;
+    if (u->poll)
+        return TG_UPDATE_TYPE_POLL;
+    if (u->poll_answer)
+        return TG_UPDATE_TYPE_POLL_ANSWER;
+    if (u->my_chat_member)
+        return TG_UPDATE_TYPE_MY_CHAT_MEMBER;
+    if (u->chat_member)
+        return TG_UPDATE_TYPE_CHAT_MEMBER;
+    if (u->chat_join_request)
+        return TG_UPDATE_TYPE_CHAT_JOIN_REQUEST;
+    if (u->chat_boost)
+        return TG_UPDATE_TYPE_CHAT_BOOST;
+    if (u->removed_chat_boost)
+        return TG_UPDATE_TYPE_REMOVED_CHAT_BOOST;
+    if (u->managed_bot)
+        return TG_UPDATE_TYPE_MANAGED_BOT;
+    if (u->subscription)
+        return TG_UPDATE_TYPE_SUBSCRIPTION;
+    return 0;
+}
