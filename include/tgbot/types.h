@@ -74,6 +74,18 @@ typedef struct tg_raw {
     size_t len;
 } tg_raw;
 
+/* Called with the path of each key ("chat.new_field", "entities[2].extra") that the
+ * generated type does not know; path is valid during the call only. */
+typedef void (*tg_unknown_key_fn)(void *ud, const char *path);
+
+/*
+ * List the keys of raw (the JSON a decoded object kept, e.g. msg->raw) that the generated
+ * type named type ("Message", "Update", ...) does not know, recursively. Returns how many
+ * there are (0 also when type is unknown or raw is empty or not valid JSON); cb may be NULL.
+ * Allocates a temporary token array; thread-safe (uses only its arguments).
+ */
+TG_API size_t tg_unknown_keys(const char *type, tg_raw raw, tg_unknown_key_fn cb, void *ud);
+
 /* ---- open string sets ---- */
 
 #define TG_ENUM_ABSENT  0

@@ -209,6 +209,12 @@ static void collect_key(void *ud, const tg__jdoc *d, uint32_t key)
     tg__buf_putc(b, ';');
 }
 
+static void public_key(void *ud, const char *path)
+{
+    tg__buf_puts(ud, path);
+    tg__buf_putc(ud, ';');
+}
+
 static char *encode_keep(const tg__type *t, const void *v)
 {
     tg__buf b;
@@ -257,6 +263,13 @@ static void test_unknown_fields_stay_reachable(void **state)
     assert_string_equal(tg__buf_cstr(&keys),
                         "future_kind;message.chat.new_flag;message.entities[0].extra;");
     tg__buf_cleanup(&keys);
+    /* the public helper sees the same keys, relative to the object */
+    tg__buf_init(&keys, 0);
+    assert_int_equal(tg_unknown_keys("Message", u->message->raw, public_key, &keys), 2);
+    assert_string_equal(tg__buf_cstr(&keys), "chat.new_flag;entities[0].extra;");
+    tg__buf_cleanup(&keys);
+    assert_int_equal(tg_unknown_keys("Chat", u->message->chat->raw, NULL, NULL), 1);
+    assert_int_equal(tg_unknown_keys("NoSuchType", u->raw, NULL, NULL), 0);
     char *again = encode_keep(tg__codec_type_by_name("Update"), u);
     assert_json_same(json, again);
     free(again);
