@@ -102,7 +102,11 @@ static int pick_date0(const tg__type *u, const tg__jdoc *d, uint32_t tok)
     uint32_t v = find_key(d, tok, "date");
     if (v == UINT32_MAX || d->toks[v].type != TG__J_NUMBER || (d->toks[v].flags & TG__JF_FRAC))
         return -1;
-    bool zero = d->toks[v].len == 1 && d->src[d->toks[v].start] == '0';
+    int64_t date;
+    tg__jerr err;
+    if (tg__json_get_i64(d, v, &date, &err) != 0)
+        return -1;
+    bool zero = date == 0; /* also "-0" */
     for (uint16_t i = 0; i < u->nmembers; i++)
         if ((u->values[i] != NULL) == zero)
             return i;
