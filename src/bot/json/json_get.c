@@ -202,21 +202,18 @@ int tg__json_get_i64(const tg__jdoc *d, uint32_t tok, int64_t *out, tg__jerr *er
     if (t->type != TG__J_NUMBER || (t->flags & TG__JF_FRAC))
         return tg__json_fail(d, tok, err, "integer");
     const char *s = d->src + t->start;
-    size_t i = (t->flags & TG__JF_NEG) ? 1 : 0;
-    /* Accumulate as a negative number: its range covers INT64_MIN. */
-    int64_t v = 0;
-    for (; i < t->len; i++) {
-        int dg = s[i] - '0';
-        if (v < (INT64_MIN + dg) / 10)
-            return range_fail(d, tok, err, "integer", "int64");
-        v = v * 10 - dg;
-    }
-    if (!(t->flags & TG__JF_NEG)) {
-        if (v == INT64_MIN)
-            return range_fail(d, tok, err, "integer", "int64");
-        v = -v;
-    }
-    *out = v;
+    bool neg = t->flags & TG__JF_NEG;
+    size_t i = neg, ndig = t->len - i;
+    /* Up to 19 digits fit in uint64_t without overflow (10^19 - 1 < 2^64). */
+    if (ndig > 19)
+        return range_fail(d, tok, err, "integer", "int64");
+    uint64_t u = 0;
+    for (; i < t->len; i++)
+        u = u * 10 + (uint64_t)(s[i] - '0');
+    /* |INT64_MIN| = INT64_MAX + 1 */
+    if (u > (uint64_t)INT64_MAX + neg)
+        return range_fail(d, tok, err, "integer", "int64");
+    *out = neg ? (int64_t)(0 - u) : (int64_t)u;
     return 0;
 }
 
