@@ -92,6 +92,8 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     if (o->concurrency)
         cfg->concurrency = o->concurrency;
     cfg->workers = o->workers ? o->workers : 2;
+    if (o->antireplay_entries)
+        cfg->antireplay.max_entries = o->antireplay_entries;
     cfg->log_level = o->log_level ? o->log_level : TG__LOG_WARN;
     const char *env = getenv("TGPROXY_TEST_LOG"); /* e.g. "debug" while investigating */
     if (env && tg__log_level_parse(env) >= 0)
@@ -102,6 +104,7 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
 int pharness_start(struct pharness *h, const struct pharness_opts *o)
 {
     memset(h, 0, sizeof *h);
+    h->proc = (struct pproc){.pid = -1, .cmd = -1, .resp = -1};
     config_init(&h->cfg);
     if (RAND_bytes(h->key, sizeof h->key) != 1)
         return -EIO;
@@ -112,6 +115,12 @@ int pharness_start(struct pharness *h, const struct pharness_opts *o)
     if (build_config(h, o) < 0)
         goto fail;
     tg__log_default()->level = h->cfg.log_level;
+    if (o->fork_server) {
+        if (pproc_proxy_start(&h->proc, &h->cfg) < 0)
+            goto fail;
+        h->port = h->proc.port;
+        return 0;
+    }
     if (server_start(&h->cfg, &h->srv) < 0)
         goto fail;
     h->port = server_port(h->srv, 0);
@@ -124,6 +133,7 @@ fail:
 void pharness_stop(struct pharness *h)
 {
     server_stop(h->srv);
+    pproc_stop(&h->proc);
     fakedc_stop(h->dc);
     pfront_stop(h->front);
     config_cleanup(&h->cfg);

@@ -20,6 +20,7 @@
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
+#include "proxy_proc.h"
 
 #define PHARNESS_DOMAIN "example.com"
 
@@ -35,6 +36,9 @@ struct pharness_opts {
     bool no_fakedc;            /* do not start the fake DC ([dcs] must be set by caller) */
     uint16_t dc_port;          /* with no_fakedc: where [dcs] default points */
     int log_level;             /* 0 = TG__LOG_WARN */
+    bool fork_server;          /* run the engine in a child process (benchmarks): srv stays
+                                  NULL, proc is the child */
+    uint32_t antireplay_entries; /* 0 = config default */
 };
 
 struct pharness {
@@ -44,6 +48,7 @@ struct pharness {
     struct pfront *front;
     uint16_t front_port;
     struct server *srv;
+    struct pproc proc;         /* with fork_server */
     uint16_t port;
     uint8_t key[16];
 };

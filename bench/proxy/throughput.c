@@ -1,0 +1,142 @@
+/*
+ * bench/proxy/throughput: MB/s through 1 and 100 connections each way, CPU seconds per GB of
+ * the process in the middle, and allocations on the relay path once warm.
+ *
+ * Paths, measured in the same run with the same load generator and fake DC:
+ *   direct      load generator straight into the fake DC (the harness ceiling)
+ *   relay       a plain epoll TCP relay without crypto, in a child process (the floor)
+ *   proxy_tls   tgproxy (FakeTLS client leg, fast mode) in a child process
+ *   proxy_dd    tgproxy (dd client leg, fast mode)
+ * plus AES-256-CTR alone (decrypt + encrypt per byte, one core) as the crypto floor.
+ * Every transfer is verified end to end by the fake DC (uploads) or the client (downloads).
+ *
+ * Environment: TGKIT_BENCH_MB (default 256) = megabytes per single-connection run; the
+ * 100-connection runs move the same total.
+ */
+#include "bench.h"
+
+#include "core/clock.h"
+#include "proxy/crypto.h"
+#include "proxy_harness.h"
+#include "proxy_load.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct path {
+    const char *name;
+    uint16_t port;
+    enum pcli_mode mode;
+    struct pproc *proc; /* process in the middle, NULL for direct */
+};
+
+static double aes_floor_s_per_gb(void)
+{
+    uint8_t key[32] = {1}, iv[16] = {2};
+    struct crypto_ctr a = {0}, b = {0};
+    crypto_ctr_init(&a, key, iv);
+    crypto_ctr_init(&b, key, iv);
+    static uint8_t buf[16384];
+    uint64_t total = 1ull << 30, t0 = tg__thread_cpu_ns();
+    for (uint64_t done = 0; done < total; done += sizeof buf) {
+        crypto_ctr_apply(&a, buf, sizeof buf);
+        crypto_ctr_apply(&b, buf, sizeof buf);
+    }
+    double s = (double)(tg__thread_cpu_ns() - t0) / 1e9;
+    tg__bench_sink(buf[0]);
+    crypto_ctr_cleanup(&a);
+    crypto_ctr_cleanup(&b);
+    return s;
+}
+
+struct sample_arg {
+    struct pproc *proc;
+    struct pproc_report *rep;
+    struct fakedc *dc;
+    uint64_t want_headers; /* the proxy has finished every DC handshake at this count */
+};
+
+/* Called with every client connected: wait for the proxy's DC legs, then sample. */
+static void sample(void *arg)
+{
+    struct sample_arg *a = arg;
+    for (int i = 0; i < 10000 && fakedc_counters(a->dc).headers_ok < a->want_headers; i++)
+        tg__sleep_ms(1);
+    if (a->proc)
+        pproc_report(a->proc, a->rep);
+}
+
+/* One scenario; floors[0] = direct MB/s, floors[1] = relay CPU s/GB (filled by those runs). */
+static void run_path(const struct path *p, struct pharness *h, int conns, enum pload_kind kind,
+                     uint64_t total, double floors[2])
+{
+    struct pcli_opts o = pharness_client(h, p->mode);
+    o.timeout_ms = 60000;
+    struct pproc_report r0 = {0}, r1 = {0};
+    /* warm-up at the same concurrency, so pools have grown before allocations count */
+    if (p->proc)
+        pload_run(conns, p->port, &o, PLOAD_ECHO, 65536);
+    struct sample_arg arg = {p->proc, &r0, h->dc,
+                             fakedc_counters(h->dc).headers_ok + (uint64_t)conns};
+    struct pload_result r =
+        pload_run_ready(conns, p->port, &o, kind, total / (uint64_t)conns, sample, &arg);
+    if (p->proc)
+        pproc_report(p->proc, &r1);
+    double mb = (double)total / 1e6, mbps = r.failures ? 0 : mb / r.seconds;
+    double cpu_s_gb = p->proc ? (double)(r1.cpu_ns - r0.cpu_ns) / 1e9 / ((double)total / 1e9)
+                              : 0;
+    double allocs_mb = p->proc && r1.allocs ? (double)(r1.allocs - r0.allocs) / mb : -1;
+    char name[96];
+    snprintf(name, sizeof name, "proxy_tput_%s_%s_%dconn", p->name,
+             kind == PLOAD_UP ? "up" : "down", conns);
+    pload_line(name,
+               "mb_per_s=%.1f cpu_s_per_gb=%.3f allocs_per_mb=%.2f failures=%d floor=direct "
+               "ratio=%.2f cpu_floor=relay cpu_ratio=%.2f",
+               mbps, cpu_s_gb, allocs_mb, r.failures, floors[0] > 0 ? mbps / floors[0] : 1,
+               floors[1] > 0 ? cpu_s_gb / floors[1] : 1);
+    if (!p->proc)
+        floors[0] = mbps;
+    else if (!strcmp(p->name, "relay"))
+        floors[1] = cpu_s_gb;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    setenv("TGKIT_COMMIT", tg__bench_commit(), 0);
+    const char *env = getenv("TGKIT_BENCH_MB");
+    uint64_t mb = env && atoi(env) > 0 ? (uint64_t)atoi(env) : 256;
+    uint64_t total = mb << 20;
+
+    struct pharness h;
+    struct pproc relay;
+    if (pharness_start(&h, &(struct pharness_opts){.ee = true, .dd = true, .fork_server = true}) <
+            0 ||
+        pproc_relay_start(&relay, h.dc_port) < 0) {
+        fprintf(stderr, "throughput: cannot start the proxy or the relay\n");
+        return 1;
+    }
+    struct path paths[] = {
+        {"direct", h.dc_port, PCLI_DIRECT, NULL},
+        {"relay", relay.port, PCLI_DIRECT, &relay},
+        {"proxy_tls", h.port, PCLI_TLS, &h.proc},
+        {"proxy_dd", h.port, PCLI_DD, &h.proc},
+    };
+
+    static const int conns[] = {1, 100};
+    static const enum pload_kind kinds[] = {PLOAD_UP, PLOAD_DOWN};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t c = 0; c < 2; c++) {
+            double floors[2] = {0, 0};
+            for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+                run_path(&paths[i], &h, conns[c], kinds[k], total, floors);
+        }
+    double aes = aes_floor_s_per_gb();
+    pload_line("proxy_aes_ctr_floor", "cpu_s_per_gb=%.3f gb_per_s=%.2f (decrypt+encrypt, one core)",
+               aes, 1 / aes);
+    pproc_stop(&relay);
+    pharness_stop(&h);
+    return 0;
+}

@@ -1,0 +1,123 @@
+/* proxy_load: parallel verified transfers and bench lines. See proxy_load.h. */
+#include "proxy_load.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct worker {
+    struct pcli c;
+    const struct pcli_opts *o;
+    uint16_t port;
+    enum pload_kind kind;
+    uint64_t bytes;
+    uint32_t seed;
+    int rc;
+    pthread_barrier_t *go;
+};
+
+static void *run_one(void *arg)
+{
+    struct worker *w = arg;
+    w->rc = pcli_connect(&w->c, w->port, w->o);
+    pthread_barrier_wait(&w->go[0]);
+    pthread_barrier_wait(&w->go[1]);
+    if (w->rc == 0) {
+        if (w->kind == PLOAD_UP)
+            w->rc = pcli_sink(&w->c, w->seed, w->bytes, 0);
+        else if (w->kind == PLOAD_DOWN)
+            w->rc = pcli_source(&w->c, w->seed, w->bytes);
+        else
+            w->rc = pcli_echo(&w->c, w->seed, w->bytes, 0);
+    }
+    pcli_close(&w->c);
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct pload_result pload_run(int n, uint16_t port, const struct pcli_opts *opts,
+                              enum pload_kind kind, uint64_t bytes_each)
+{
+    return pload_run_ready(n, port, opts, kind, bytes_each, NULL, NULL);
+}
+
+struct pload_result pload_run_ready(int n, uint16_t port, const struct pcli_opts *opts,
+                                    enum pload_kind kind, uint64_t bytes_each,
+                                    void (*ready)(void *), void *arg)
+{
+    struct pload_result r = {0};
+    struct worker *w = calloc((size_t)n, sizeof *w);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    pthread_barrier_t go[2];
+    if (!w || !th) {
+        free(w), free(th);
+        r.failures = n;
+        return r;
+    }
+    pthread_barrier_init(&go[0], NULL, (unsigned)n + 1);
+    pthread_barrier_init(&go[1], NULL, (unsigned)n + 1);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 256 * 1024);
+    for (int i = 0; i < n; i++) {
+        w[i] = (struct worker){.o = opts, .port = port, .kind = kind, .bytes = bytes_each,
+                               .seed = (uint32_t)i * 7919u, .go = go};
+        pthread_create(&th[i], &a, run_one, &w[i]);
+    }
+    pthread_attr_destroy(&a);
+    pthread_barrier_wait(&go[0]); /* all connected */
+    if (ready)
+        ready(arg);
+    double t0 = now_s();
+    pthread_barrier_wait(&go[1]);
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        if (w[i].rc != 0) {
+            if (r.failures++ == 0)
+                fprintf(stderr, "pload: connection %d: %s\n", i, strerror(-w[i].rc));
+        }
+    }
+    r.seconds = now_s() - t0;
+    pthread_barrier_destroy(&go[0]);
+    pthread_barrier_destroy(&go[1]);
+    free(w);
+    free(th);
+    return r;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pload_quantile(double *v, size_t n, double q)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, cmp);
+    size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+    return v[i < n ? i : n - 1];
+}
+
+void pload_line(const char *name, const char *fmt, ...)
+{
+    const char *commit = getenv("TGKIT_COMMIT");
+    printf("bench=%s ", name);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf(" commit=%s\n", commit && *commit ? commit : "unknown");
+    fflush(stdout);
+}

@@ -1,0 +1,40 @@
+/*
+ * proxy_load: the load generator of the proxy benchmarks on top of proxy_client: many
+ * connections opened first, then released together to upload, download or echo a verified
+ * stream, timed from release to the last byte. Also percentiles and the benchmark line
+ * printer shared by the benchmarks in bench/proxy.
+ *
+ * Thread-safety: pload_run creates and joins its own threads; call from one thread.
+ */
+#ifndef TGKIT_TEST_PROXY_LOAD_H
+#define TGKIT_TEST_PROXY_LOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy_client.h"
+
+enum pload_kind { PLOAD_UP, PLOAD_DOWN, PLOAD_ECHO };
+
+struct pload_result {
+    double seconds;    /* release to last transfer done */
+    int failures;      /* connections that failed to connect or to verify */
+};
+
+/* n connections to port with opts, each moving bytes_each bytes of kind. */
+struct pload_result pload_run(int n, uint16_t port, const struct pcli_opts *opts,
+                              enum pload_kind kind, uint64_t bytes_each);
+
+/* Same, calling ready(arg) once every connection is established, just before release (so
+   a benchmark can sample counters that should cover only the transfer). */
+struct pload_result pload_run_ready(int n, uint16_t port, const struct pcli_opts *opts,
+                                    enum pload_kind kind, uint64_t bytes_each,
+                                    void (*ready)(void *), void *arg);
+
+/* q-quantile (0..1) of v[0..n) (sorts v). */
+double pload_quantile(double *v, size_t n, double q);
+
+/* One machine-parsable line: "bench=<name> <fields> commit=<id>". */
+void pload_line(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * proxy_proc: child processes for the proxy benchmarks (and tests that want a separate
+ * process): tgproxy's engine in a forked child (pproc_proxy_*), a plain epoll TCP relay
+ * without crypto as the benchmark floor (pproc_relay_*), and per-process CPU / RSS from
+ * /proc, so the figures are the proxy's alone, not the load generator's.
+ *
+ * The proxy child runs server_start(cfg) and answers commands on a pipe: its port, a
+ * report (allocation count, engine counters) and quit. Fork happens before the caller
+ * starts any client threads; only the listening sockets of the fake DC / fronting host are
+ * inherited (never accepted on by the child).
+ *
+ * Ownership: struct pproc is caller storage, released by pproc_stop. Thread-safety: use
+ * from one thread.
+ */
+#ifndef TGKIT_TEST_PROXY_PROC_H
+#define TGKIT_TEST_PROXY_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proxy/config.h"
+#include "proxy/stats.h"
+
+struct pproc {
+    pid_t pid;
+    int cmd, resp;   /* pipes to / from the child (proxy only; -1 for the relay) */
+    uint16_t port;   /* where it listens */
+};
+
+struct pproc_report {
+    uint64_t cpu_ns; /* user + system CPU of the child so far */
+    long rss_kb;     /* resident set now */
+    long hwm_kb;     /* peak resident set */
+    uint64_t allocs; /* malloc-family calls in the child (0 unless allochook is linked) */
+    struct stats st; /* proxy only */
+};
+
+/* Fork a child that serves cfg with the tgproxy engine. 0 or -errno. */
+int pproc_proxy_start(struct pproc *p, const struct config *cfg);
+/* Fork a plain relay (one epoll thread, no crypto) 127.0.0.1:ephemeral -> 127.0.0.1:dst. */
+int pproc_relay_start(struct pproc *p, uint16_t dst_port);
+/* CPU and RSS from /proc; allocs and stats too for a proxy child. 0 or -errno. */
+int pproc_report(struct pproc *p, struct pproc_report *out);
+/* Stop and reap the child. NULL-safe on a zeroed struct. */
+void pproc_stop(struct pproc *p);
+
+#endif
