@@ -215,7 +215,14 @@ static void test_429_honoured_and_bounded(void **state)
     assert_int_equal(tg_ctx_error(f->ctx)->retry_after, 100);
     assert_int_equal(tg_ctx_error(f->ctx)->error_code, 429);
     assert_int_equal(tg_ctx_error(f->ctx)->attempts, 1);
-    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "retry after 100 s"));
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "getMe: Bot API error 429: Too Many Requests: retry after 100");
+    bot_server_push_raw(f->srv, "getMe", 429, NULL,
+                        "{\"ok\":false,\"error_code\":429,\"description\":\"Slow down\","
+                        "\"parameters\":{\"retry_after\":100}}");
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_API);
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "getMe: Bot API error 429: Slow down (retry after 100 s)");
 
     /* attempts bounded: two 429s with max_attempts 2 */
     tg_ctx_set_retry_policy(f->ctx, &(tg_retry_policy){.max_attempts = 2});

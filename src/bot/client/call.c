@@ -85,7 +85,7 @@ static tg_status api_error(tg_ctx *ctx, enum tg__outcome *out)
     ctx->err.error_code = code;
     *out = code == 429 ? TG__OUT_429 : status_outcome(code);
     char extra[96] = "";
-    if (ctx->err.retry_after)
+    if (ctx->err.retry_after && !strstr(tg__buf_cstr(&ctx->errdesc), "retry after"))
         snprintf(extra, sizeof extra, " (retry after %d s)", (int)ctx->err.retry_after);
     else if (ctx->err.migrate_to_chat_id)
         snprintf(extra, sizeof extra, " (migrated to chat %lld)",
