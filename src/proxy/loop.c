@@ -162,20 +162,11 @@ static void run_timers(struct loop *l)
     }
 }
 
-static void drain_wake(struct loop *l)
-{
-    uint64_t v;
-    while (read(l->wakefd, &v, sizeof v) > 0) {
-    }
-}
-
 static void dispatch(struct loop *l, struct epoll_event *ev)
 {
     struct loop_io *io = ev->data.ptr;
-    if (!io) {
-        drain_wake(l);
-        return;
-    }
+    if (!io)
+        return; /* the wake fd: never drained, it only ever signals a stop */
     if (io == (void *)&l->batch || io->fd < 0)
         return;
     unsigned events = 0;
@@ -217,8 +208,11 @@ int loop_run(struct loop *l)
 
 void loop_stop(struct loop *l)
 {
-    __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+    /* Write first, flag second: the loop only exits (and closes wakefd) after it sees the
+       flag, so this write can never hit a closed or reused descriptor. The eventfd stays
+       readable, so a wake-up that beats the flag just spins until the flag lands. */
     uint64_t one = 1;
     ssize_t w = write(l->wakefd, &one, sizeof one);
     (void)w; /* a full eventfd counter still wakes the loop */
+    __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
 }

@@ -12,8 +12,9 @@
  * appends it, and a queue is naturally sorted by deadline. Start, stop and expiry are O(1);
  * the loop sleeps until the earliest head. A timer is one intrusive node (no allocation).
  *
- * Wake-up: loop_stop() may be called from any thread (or a signal handler); it sets a flag
- * and writes an eventfd, and loop_run() returns after the current iteration.
+ * Wake-up: loop_stop() may be called from any thread (or a signal handler); it writes an
+ * eventfd, then sets a flag, and loop_run() returns after the current iteration. Once
+ * stopped, a loop's wake fd stays readable (loop_run_once no longer blocks).
  *
  * Ownership: caller-owned structs (init/cleanup). Thread-safety: a loop and everything
  * registered in it belong to the thread that runs it; only loop_stop() is cross-thread.

@@ -9,11 +9,11 @@
 
 #include <errno.h>
 
-/* ASan's quarantine keeps freed memory resident: RSS says nothing under it. */
-#if defined(__SANITIZE_ADDRESS__)
+/* ASan's quarantine and TSan's shadow memory keep memory resident: RSS says nothing there. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define RSS_MEANINGFUL 0
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define RSS_MEANINGFUL 0
 #endif
 #endif

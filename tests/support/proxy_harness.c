@@ -114,7 +114,8 @@ int pharness_start(struct pharness *h, const struct pharness_opts *o)
         goto fail;
     if (build_config(h, o) < 0)
         goto fail;
-    tg__log_default()->level = h->cfg.log_level;
+    if (tg__log_default()->level != h->cfg.log_level) /* no write while others may read */
+        tg__log_default()->level = h->cfg.log_level;
     if (o->fork_server) {
         if (pproc_proxy_start(&h->proc, &h->cfg) < 0)
             goto fail;
