@@ -51,14 +51,26 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Wall time by default; TGKIT_BENCH_CLOCK=cpu measures this thread's CPU time instead,
+ * steadier on a loaded machine for benchmarks that never wait on another thread. */
+static uint64_t now(void)
+{
+    static int use_cpu = -1;
+    if (use_cpu < 0) {
+        const char *c = getenv("TGKIT_BENCH_CLOCK");
+        use_cpu = c && strcmp(c, "cpu") == 0;
+    }
+    return use_cpu ? tg__thread_cpu_ns() : tg__now_ns();
+}
+
 /* Elapsed ns for iters calls; allocation calls made meanwhile into *allocs. */
 static uint64_t timed(tg__bench_fn fn, void *ctx, uint64_t iters, uint64_t *allocs)
 {
     uint64_t a0 = tg__allochook_allocs();
-    uint64_t t0 = tg__now_ns();
+    uint64_t t0 = now();
     for (uint64_t i = 0; i < iters; i++)
         fn(ctx);
-    uint64_t t1 = tg__now_ns();
+    uint64_t t1 = now();
     *allocs = tg__allochook_allocs() - a0;
     return t1 - t0;
 }

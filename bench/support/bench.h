@@ -14,8 +14,10 @@
  * and remembers the row for tg__bench_table(), the human summary printed at the end.
  *
  * Environment: TGKIT_BENCH_SECONDS overrides the 0.3 s per measurement (e.g. 0.02 for a
- * smoke run); TGKIT_BENCH_RUNS the 5 repetitions; TGKIT_COMMIT the commit printed (else
- * `git rev-parse --short HEAD` in the source tree, else "unknown").
+ * smoke run); TGKIT_BENCH_RUNS the 5 repetitions; TGKIT_BENCH_CLOCK=cpu times with this
+ * thread's CPU clock instead of the wall clock (steadier on a busy machine; only for
+ * benchmarks that never wait on another thread or process); TGKIT_COMMIT the commit printed
+ * (else `git rev-parse --short HEAD` in the source tree, else "unknown").
  *
  * Ownership: results are caller-owned values; fixture buffers come from tg__malloc and are
  * freed with tg__free. Thread-safety: none; benchmarks drive the harness from one thread.
