@@ -153,7 +153,11 @@ static int grow(struct jp *p)
         return fail_found(p, p->pos, "document", "fewer tokens", found);
     }
     uint64_t want = d->cap ? (uint64_t)d->cap * 2 : 64;
-    uint64_t hint = p->len / 8 + 16; /* a typical document has a token per 5-15 bytes */
+    /* A typical document has a token per 5-15 bytes; start near that, but do not reserve
+     * megabytes up front for a large input that may be one long string. */
+    uint64_t hint = p->len / 8 + 16;
+    if (hint > 65536)
+        hint = 65536;
     if (want < hint)
         want = hint;
     if (want > p->max_tokens)
