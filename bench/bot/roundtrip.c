@@ -34,7 +34,7 @@
 #include "tgbot/tgbot.h"
 
 #define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
-#define BODY "{\"chat_id\":42,\"text\":\"hello\"}"
+#define BODY  "{\"chat_id\":42,\"text\":\"hello\"}"
 
 struct server {
     int lfd;
@@ -229,8 +229,7 @@ static void pass(const char *tag)
     close(raw.fd);
     int c1 = atomic_load(&srv.accepted);
 
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/bot%s/sendMessage", (unsigned)srv.port,
-             TOKEN);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/bot%s/sendMessage", (unsigned)srv.port, TOKEN);
     struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
     CURL *h = curl_open(url, hdr);
     snprintf(name, sizeof name, "roundtrip_bare_curl_%s", tag);
@@ -253,8 +252,7 @@ static void pass(const char *tag)
     tg__bench_report(&raw_r, NULL);
     tg__bench_report(&curl_r, &raw_r);
     tg__bench_report(&tg_r, &raw_r);
-    printf("bench=roundtrip_tgbot_vs_curl_%s ratio=%.2f\n", tag,
-           tg_r.ns_per_op / curl_r.ns_per_op);
+    printf("bench=roundtrip_tgbot_vs_curl_%s ratio=%.2f\n", tag, tg_r.ns_per_op / curl_r.ns_per_op);
     printf("bench=roundtrip_connections_%s raw_socket=%d bare_curl=%d tgbot=%d "
            "tgbot_calls=%llu tgbot_transport_connects=%llu\n",
            tag, c1 - c0, c2 - c1, c3 - c2, (unsigned long long)st.calls,

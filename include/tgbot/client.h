@@ -39,7 +39,7 @@ enum {
     TG_LOG_TRACE = 1,   /* curl's verbose output (scrubbed) */
     TG_LOG_DEBUG = 2,   /* one line per call: method, status, attempts, time */
     TG_LOG_INFO = 3,
-    TG_LOG_WARN = 4,    /* retries, flood waits, failed calls */
+    TG_LOG_WARN = 4, /* retries, flood waits, failed calls */
     TG_LOG_ERROR = 5,
     TG_LOG_OFF = 6,
 };
@@ -62,16 +62,16 @@ typedef void (*tg_log_fn)(void *user, int level, const char *line);
  * a duplicate is better than a loss.
  */
 typedef struct tg_retry_policy {
-    uint32_t max_attempts;       /* attempts in all, first included; 0 = 5; 1 = never retry */
-    uint32_t max_total_ms;       /* bound on the whole call, waits included; 0 = 120000 */
-    uint32_t max_retry_after_s;  /* a 429 asking for longer fails at once; 0 = 60 */
-    uint32_t backoff_base_ms;    /* first backoff for non-429 retries; 0 = 250 */
-    uint32_t backoff_max_ms;     /* cap of the exponential backoff; 0 = 10000 */
-    bool no_retry_429;           /* never retry 429 Too Many Requests */
-    bool no_retry_connect;       /* never retry connection failures before sending */
-    bool retry_5xx;              /* retry HTTP 5xx answers (duplicates possible) */
-    bool retry_after_send;       /* retry timeouts and lost connections after sending
-                                    (duplicates possible) */
+    uint32_t max_attempts;      /* attempts in all, first included; 0 = 5; 1 = never retry */
+    uint32_t max_total_ms;      /* bound on the whole call, waits included; 0 = 120000 */
+    uint32_t max_retry_after_s; /* a 429 asking for longer fails at once; 0 = 60 */
+    uint32_t backoff_base_ms;   /* first backoff for non-429 retries; 0 = 250 */
+    uint32_t backoff_max_ms;    /* cap of the exponential backoff; 0 = 10000 */
+    bool no_retry_429;          /* never retry 429 Too Many Requests */
+    bool no_retry_connect;      /* never retry connection failures before sending */
+    bool retry_5xx;             /* retry HTTP 5xx answers (duplicates possible) */
+    bool retry_after_send;      /* retry timeouts and lost connections after sending
+                                   (duplicates possible) */
 } tg_retry_policy;
 
 /* ---- flood control ---- */
@@ -85,12 +85,12 @@ typedef struct tg_retry_policy {
  */
 typedef struct tg_flood_options {
     bool enabled;
-    bool fail_fast;          /* TG_ERR_FLOOD at once instead of waiting for a slot */
-    double global_per_sec;   /* 0 = 30 messages per second over all chats */
-    double chat_per_sec;     /* 0 = 1 message per second per chat */
-    double group_per_min;    /* 0 = 20 messages per minute per group or channel */
-    uint32_t max_wait_ms;    /* a slot further away than this fails with TG_ERR_FLOOD;
-                                0 = 60000 */
+    bool fail_fast;        /* TG_ERR_FLOOD at once instead of waiting for a slot */
+    double global_per_sec; /* 0 = 30 messages per second over all chats */
+    double chat_per_sec;   /* 0 = 1 message per second per chat */
+    double group_per_min;  /* 0 = 20 messages per minute per group or channel */
+    uint32_t max_wait_ms;  /* a slot further away than this fails with TG_ERR_FLOOD;
+                              0 = 60000 */
 } tg_flood_options;
 
 /* ---- transport ---- */
@@ -118,15 +118,15 @@ typedef struct tg_form_field {
 } tg_form_field;
 
 typedef struct tg_http_request {
-    const char *url;          /* SECRET: contains the token; never log or show it */
-    bool post;                /* false: GET (downloads) */
-    const char *body;         /* JSON body of a POST without files (NULL = empty) */
+    const char *url;  /* SECRET: contains the token; never log or show it */
+    bool post;        /* false: GET (downloads) */
+    const char *body; /* JSON body of a POST without files (NULL = empty) */
     size_t body_len;
     const tg_form_field *fields; /* multipart when nfields + nfiles > 0 */
     size_t nfields;
     const tg_file_part *files;
     size_t nfiles;
-    uint32_t timeout_ms;      /* whole transfer; 0 = none */
+    uint32_t timeout_ms; /* whole transfer; 0 = none */
     /* Response body sink: return n to go on, anything else aborts the transfer. */
     size_t (*write)(void *user, const char *p, size_t n);
     void *write_user;
@@ -135,15 +135,15 @@ typedef struct tg_http_request {
 } tg_http_request;
 
 typedef struct tg_http_result {
-    tg_status status;   /* TG_OK (any HTTP status), TG_ERR_TRANSPORT, TG_ERR_TIMEOUT,
-                           TG_ERR_CANCELLED, TG_ERR_IO (a file part could not be read) */
-    int http_status;    /* when status == TG_OK */
-    bool sent;          /* the request may have reached the server (false: failed while
-                           resolving or connecting, safe to retry) */
-    bool aborted;       /* the write callback stopped the transfer */
-    int code;           /* the transport's own error code (CURLcode for curl) */
-    uint32_t connects;  /* new connections opened for this request */
-    char msg[256];      /* the transport's error text; must not contain the URL */
+    tg_status status;  /* TG_OK (any HTTP status), TG_ERR_TRANSPORT, TG_ERR_TIMEOUT,
+                          TG_ERR_CANCELLED, TG_ERR_IO (a file part could not be read) */
+    int http_status;   /* when status == TG_OK */
+    bool sent;         /* the request may have reached the server (false: failed while
+                          resolving or connecting, safe to retry) */
+    bool aborted;      /* the write callback stopped the transfer */
+    int code;          /* the transport's own error code (CURLcode for curl) */
+    uint32_t connects; /* new connections opened for this request */
+    char msg[256];     /* the transport's error text; must not contain the URL */
 } tg_http_result;
 
 /*
@@ -168,24 +168,24 @@ typedef struct tg_transport {
  * (tg_bot_options){0} or NULL is a valid configuration. Strings are copied.
  */
 typedef struct tg_bot_options {
-    const char *base_url;         /* NULL = "https://api.telegram.org"; a local Bot API
-                                     server ("http://127.0.0.1:8081") works the same way */
-    bool test_env;                /* Telegram's test environment: /bot<token>/test/<method> */
-    uint32_t timeout_ms;          /* whole request; 0 = 60000 (raise it for long polling
-                                     beyond 50 s and for large uploads) */
-    uint32_t connect_timeout_ms;  /* 0 = 10000 */
-    const char *user_agent;       /* NULL = "tgbot/<version>" */
-    const char *proxy;            /* "http://host:port", "socks5h://host:port"; NULL = none
-                                     (curl's proxy environment variables are ignored) */
-    const char *ca_file;          /* PEM bundle; NULL = the system default */
-    const char *ca_path;          /* directory of hashed certificates; NULL = default */
-    tg_log_fn log;                /* NULL = stderr */
+    const char *base_url;        /* NULL = "https://api.telegram.org"; a local Bot API
+                                    server ("http://127.0.0.1:8081") works the same way */
+    bool test_env;               /* Telegram's test environment: /bot<token>/test/<method> */
+    uint32_t timeout_ms;         /* whole request; 0 = 60000 (raise it for long polling
+                                    beyond 50 s and for large uploads) */
+    uint32_t connect_timeout_ms; /* 0 = 10000 */
+    const char *user_agent;      /* NULL = "tgbot/<version>" */
+    const char *proxy;           /* "http://host:port", "socks5h://host:port"; NULL = none
+                                    (curl's proxy environment variables are ignored) */
+    const char *ca_file;         /* PEM bundle; NULL = the system default */
+    const char *ca_path;         /* directory of hashed certificates; NULL = default */
+    tg_log_fn log;               /* NULL = stderr */
     void *log_user;
-    int log_level;                /* TG_LOG_*; 0 = TG_LOG_WARN */
-    tg_retry_policy retry;        /* {0} = the default policy */
-    tg_flood_options flood;       /* {0} = off */
-    const tg_transport *transport;/* NULL = libcurl; the struct is copied */
-    size_t max_response_bytes;    /* cap on an API answer's body; 0 = 64 MiB */
+    int log_level;                 /* TG_LOG_*; 0 = TG_LOG_WARN */
+    tg_retry_policy retry;         /* {0} = the default policy */
+    tg_flood_options flood;        /* {0} = off */
+    const tg_transport *transport; /* NULL = libcurl; the struct is copied */
+    size_t max_response_bytes;     /* cap on an API answer's body; 0 = 64 MiB */
 } tg_bot_options;
 
 /*
@@ -251,15 +251,15 @@ TG_API tg_status tg_ctx_status(const tg_ctx *ctx);
 
 typedef struct tg_error_info {
     tg_status status;
-    const char *method;        /* the Bot API method, or "download" */
-    int http_status;           /* 0 when no HTTP answer arrived */
-    int transport_code;        /* CURLcode (TG_ERR_TRANSPORT, TG_ERR_TIMEOUT), else 0 */
-    int error_code;            /* TG_ERR_API: Telegram's error_code */
-    const char *description;   /* TG_ERR_API: Telegram's description, else "" */
-    int32_t retry_after;       /* parameters.retry_after, seconds; 0 = absent */
-    int64_t migrate_to_chat_id;/* parameters.migrate_to_chat_id; 0 = absent */
-    const char *json_path;     /* TG_ERR_DECODE: where, e.g. "result.chat.id"; else "" */
-    uint32_t attempts;         /* requests made by the call */
+    const char *method;         /* the Bot API method, or "download" */
+    int http_status;            /* 0 when no HTTP answer arrived */
+    int transport_code;         /* CURLcode (TG_ERR_TRANSPORT, TG_ERR_TIMEOUT), else 0 */
+    int error_code;             /* TG_ERR_API: Telegram's error_code */
+    const char *description;    /* TG_ERR_API: Telegram's description, else "" */
+    int32_t retry_after;        /* parameters.retry_after, seconds; 0 = absent */
+    int64_t migrate_to_chat_id; /* parameters.migrate_to_chat_id; 0 = absent */
+    const char *json_path;      /* TG_ERR_DECODE: where, e.g. "result.chat.id"; else "" */
+    uint32_t attempts;          /* requests made by the call */
 } tg_error_info;
 
 /* The structured parts of the last error (all zero/"" after a success). */
@@ -273,8 +273,8 @@ TG_API const tg_error_info *tg_ctx_error(const tg_ctx *ctx);
  * terminated) and *result_len hold the raw JSON of the answer's "result", in the ctx arena.
  * Returns TG_OK or an error status; details in tg_ctx_errmsg(ctx) / tg_ctx_error(ctx).
  */
-TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_params,
-                             size_t len, const char **result_json, size_t *result_len);
+TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_params, size_t len,
+                             const char **result_json, size_t *result_len);
 
 /*
  * The same, as multipart/form-data with files: each member of json_params becomes a form
@@ -306,17 +306,16 @@ TG_API tg_status tg_get_file_path(tg_ctx *ctx, const char *file_id, const char *
 TG_API tg_status tg_download_to_path(tg_ctx *ctx, const char *file_path, const char *dest);
 TG_API tg_status tg_download_to_memory(tg_ctx *ctx, const char *file_path, size_t max_bytes,
                                        const void **data, size_t *len);
-TG_API tg_status tg_download_to_fn(tg_ctx *ctx, const char *file_path, tg_write_fn fn,
-                                   void *user);
+TG_API tg_status tg_download_to_fn(tg_ctx *ctx, const char *file_path, tg_write_fn fn, void *user);
 
 /* ---- statistics (for tests and benchmarks) ---- */
 
 typedef struct tg_ctx_stats {
-    uint64_t calls;        /* calls made through the ctx */
-    uint64_t requests;     /* HTTP requests, retries included */
-    uint64_t connects;     /* new connections the transport opened for them */
+    uint64_t calls;    /* calls made through the ctx */
+    uint64_t requests; /* HTTP requests, retries included */
+    uint64_t connects; /* new connections the transport opened for them */
     uint64_t retries;
-    uint64_t flood_wait_ms;/* total time spent waiting for flood-control slots */
+    uint64_t flood_wait_ms; /* total time spent waiting for flood-control slots */
 } tg_ctx_stats;
 
 TG_API void tg_ctx_get_stats(const tg_ctx *ctx, tg_ctx_stats *out);

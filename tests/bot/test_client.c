@@ -15,7 +15,10 @@
 
 #define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 #define GETME "{\"ok\":true,\"result\":{\"id\":7,\"is_bot\":true,\"first_name\":\"Bot\"}}"
-#define FAST_RETRY {.backoff_base_ms = 1, .backoff_max_ms = 2}
+#define FAST_RETRY                                                                                 \
+    {                                                                                              \
+        .backoff_base_ms = 1, .backoff_max_ms = 2                                                  \
+    }
 
 struct fx {
     bot_server *srv;
@@ -98,8 +101,8 @@ static void test_token_shapes(void **state)
     assert_int_equal(tg_bot_id(bot), 123456789);
     tg_bot_free(bot);
     assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.base_url = "ftp://x"}));
-    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.flood = {.enabled = true,
-                                                               .chat_per_sec = -1}}));
+    assert_null(
+        tg_bot_new(TOKEN, &(tg_bot_options){.flood = {.enabled = true, .chat_per_sec = -1}}));
 }
 
 static void test_get_me(void **state)
@@ -125,8 +128,7 @@ static void test_get_me(void **state)
 static void test_params_body(void **state)
 {
     struct fx *f = *state;
-    bot_server_set_reply(f->srv, "sendMessage", 200,
-                         "{\"ok\":true,\"result\":{\"message_id\":5}}");
+    bot_server_set_reply(f->srv, "sendMessage", 200, "{\"ok\":true,\"result\":{\"message_id\":5}}");
     const char *p = "{\"chat_id\":42,\"text\":\"h\\u00e9\"}";
     const char *res;
     assert_int_equal(call(f->ctx, "sendMessage", p, &res), TG_OK);
@@ -327,9 +329,9 @@ static void test_connection_refused(void **state)
     /* A bound socket that does not listen: connecting to it is refused. */
     char url[64];
     int fd = refusing_socket(url, sizeof url);
-    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url,
-                                                      .retry = {.max_attempts = 3,
-                                                                .backoff_base_ms = 1}});
+    tg_bot *bot =
+        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url,
+                                            .retry = {.max_attempts = 3, .backoff_base_ms = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
     assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
     const tg_error_info *e = tg_ctx_error(ctx);
@@ -435,8 +437,8 @@ static void test_proxy_is_used(void **state)
     char proxy[64];
     int fd = refusing_socket(proxy, sizeof proxy);
     /* the server is up, but every request must go through the (refusing) proxy */
-    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.proxy = proxy,
-                                                   .retry = {.no_retry_connect = true}});
+    tg_bot *bot =
+        bot_for(f->srv, (tg_bot_options){.proxy = proxy, .retry = {.no_retry_connect = true}});
     tg_ctx *ctx = tg_ctx_new(bot);
     size_t before = bot_server_nrequests(f->srv);
     assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
@@ -477,7 +479,8 @@ static void test_token_never_logged(void **state)
 {
     struct fx *f = *state;
     struct logcap cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.log = capture, .log_user = &cap,
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.log = capture,
+                                                   .log_user = &cap,
                                                    .log_level = TG_LOG_TRACE,
                                                    .retry = FAST_RETRY});
     tg_ctx *ctx = tg_ctx_new(bot);

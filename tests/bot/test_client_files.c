@@ -12,7 +12,7 @@
 #include "bot_server.h"
 #include "tgbot/tgbot.h"
 
-#define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
+#define TOKEN  "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 #define OK_MSG "{\"ok\":true,\"result\":{\"message_id\":3}}"
 
 struct fx {
@@ -28,8 +28,8 @@ static int setup(void **state)
     assert_non_null(f->srv);
     bot_server_set_reply(f->srv, "sendDocument", 200, OK_MSG);
     bot_server_set_reply(f->srv, "sendMediaGroup", 200, "{\"ok\":true,\"result\":[]}");
-    f->bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv),
-                                                 .timeout_ms = 120000});
+    f->bot = tg_bot_new(
+        TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv), .timeout_ms = 120000});
     f->ctx = tg_ctx_new(f->bot);
     assert_non_null(f->ctx);
     *state = f;
@@ -86,7 +86,10 @@ static void test_upload_sources(void **state)
     struct counter_src src = {.size = 100000};
     tg_file_part parts[3] = {
         {.name = "document", .path = path},
-        {.name = "thumbnail", .data = "\x89PNG", .len = 4, .filename = "t.png",
+        {.name = "thumbnail",
+         .data = "\x89PNG",
+         .len = 4,
+         .filename = "t.png",
          .content_type = "image/png"},
         {.name = "extra", .read = read_pattern, .read_user = &src, .size = 100000},
     };
@@ -94,9 +97,9 @@ static void test_upload_sources(void **state)
     size_t n;
     const char *params = "{\"chat_id\":-100123,\"caption\":\"caf\\u00e9\",\"reply_markup\":"
                          "{\"inline_keyboard\":[]}}";
-    assert_int_equal(tg_call_raw_files(f->ctx, "sendDocument", params, strlen(params), parts, 3,
-                                       &res, &n),
-                     TG_OK);
+    assert_int_equal(
+        tg_call_raw_files(f->ctx, "sendDocument", params, strlen(params), parts, 3, &res, &n),
+        TG_OK);
     assert_string_equal(res, "{\"message_id\":3}");
     const bot_request *r = bot_server_last(f->srv);
     assert_string_equal(r->path, "/bot<TOKEN>/sendDocument");
@@ -122,9 +125,9 @@ static void test_upload_sources(void **state)
 
     /* a read callback that fails aborts the upload */
     tg_file_part bad = {.name = "document", .read = read_fail, .size = 10};
-    assert_int_equal(tg_call_raw_files(f->ctx, "sendDocument", "{\"chat_id\":1}", 13, &bad, 1,
-                                       &res, &n),
-                     TG_ERR_IO);
+    assert_int_equal(
+        tg_call_raw_files(f->ctx, "sendDocument", "{\"chat_id\":1}", 13, &bad, 1, &res, &n),
+        TG_ERR_IO);
     /* bad part descriptions are refused before sending */
     size_t before = bot_server_nrequests(f->srv);
     tg_file_part two = {.name = "document", .path = path, .data = "x", .len = 1};
@@ -149,9 +152,9 @@ static void test_attach_media_group(void **state)
                          "\"thumbnail\":\"attach://t0\"},{\"type\":\"photo\",\"media\":\"ID\"}]}";
     const char *res;
     size_t n;
-    assert_int_equal(tg_call_raw_files(f->ctx, "sendMediaGroup", params, strlen(params), parts,
-                                       2, &res, &n),
-                     TG_OK);
+    assert_int_equal(
+        tg_call_raw_files(f->ctx, "sendMediaGroup", params, strlen(params), parts, 2, &res, &n),
+        TG_OK);
     const bot_request *r = bot_server_last(f->srv);
     assert_non_null(strstr(bot_request_part(r, "media")->data, "\"attach://p0\""));
     assert_string_equal(bot_request_part(r, "p0")->data, "AAAA");
@@ -182,9 +185,9 @@ static void test_upload_50mb(void **state)
     tg_file_part part = {.name = "document", .path = path, .filename = "big.bin"};
     const char *res;
     size_t n;
-    assert_int_equal(tg_call_raw_files(f->ctx, "sendDocument", "{\"chat_id\":1}", 13, &part, 1,
-                                       &res, &n),
-                     TG_OK);
+    assert_int_equal(
+        tg_call_raw_files(f->ctx, "sendDocument", "{\"chat_id\":1}", 13, &part, 1, &res, &n),
+        TG_OK);
     long grown_kb = tgtest_rss_kb() - rss0;
     const bot_part *doc = bot_request_part(bot_server_last(f->srv), "document");
     assert_non_null(doc);
@@ -268,8 +271,7 @@ static void test_download_callback_and_local(void **state)
     bot_server_add_file(f->srv, "photos/p.jpg", big, sizeof big);
     size_t seen = 0;
     assert_int_equal(tg_download_to_fn(f->ctx, "photos/p.jpg", stop_early, &seen), TG_ERR_IO);
-    assert_string_equal(tg_ctx_errmsg(f->ctx),
-                        "download: the write callback stopped the download");
+    assert_string_equal(tg_ctx_errmsg(f->ctx), "download: the write callback stopped the download");
     assert_true(seen > 1000);
 
     /* a local Bot API server answers absolute paths: read from disk */

@@ -78,9 +78,10 @@ static void test_retry_table(void **state)
     (void)state;
     tg_retry_policy def, opt;
     tg__retry_resolve(&(tg_retry_policy){0}, &def);
-    tg__retry_resolve(&(tg_retry_policy){.retry_5xx = true, .retry_after_send = true,
-                                         .max_attempts = 3, .max_total_ms = 5000},
-                      &opt);
+    tg__retry_resolve(
+        &(tg_retry_policy){
+            .retry_5xx = true, .retry_after_send = true, .max_attempts = 3, .max_total_ms = 5000},
+        &opt);
     assert_int_equal(def.max_attempts, 5);
     const struct {
         const tg_retry_policy *p;
@@ -91,20 +92,20 @@ static void test_retry_table(void **state)
         int64_t lo, hi; /* -1, -1: give up */
     } cases[] = {
         {&def, TG__OUT_429, 1, 0, 3, 3000, 3050},
-        {&def, TG__OUT_429, 1, 0, 61, -1, -1},       /* beyond max_retry_after_s */
-        {&def, TG__OUT_429, 5, 0, 1, -1, -1},        /* attempts used up */
-        {&def, TG__OUT_429, 1, 119000, 3, -1, -1},   /* total time would pass 120 s */
-        {&def, TG__OUT_429, 1, 0, 0, 125, 250},      /* no retry_after: backoff */
+        {&def, TG__OUT_429, 1, 0, 61, -1, -1},     /* beyond max_retry_after_s */
+        {&def, TG__OUT_429, 5, 0, 1, -1, -1},      /* attempts used up */
+        {&def, TG__OUT_429, 1, 119000, 3, -1, -1}, /* total time would pass 120 s */
+        {&def, TG__OUT_429, 1, 0, 0, 125, 250},    /* no retry_after: backoff */
         {&def, TG__OUT_CONNECT, 1, 0, 0, 125, 250},
         {&def, TG__OUT_CONNECT, 3, 0, 0, 500, 1000},
         {&def, TG__OUT_CONNECT, 4, 0, 0, 1000, 2000},
-        {&def, TG__OUT_LOST, 1, 0, 0, -1, -1},       /* opt-in only */
-        {&def, TG__OUT_5XX, 1, 0, 0, -1, -1},        /* opt-in only */
+        {&def, TG__OUT_LOST, 1, 0, 0, -1, -1}, /* opt-in only */
+        {&def, TG__OUT_5XX, 1, 0, 0, -1, -1},  /* opt-in only */
         {&def, TG__OUT_FATAL, 1, 0, 0, -1, -1},
         {&opt, TG__OUT_LOST, 1, 0, 0, 125, 250},
         {&opt, TG__OUT_5XX, 2, 0, 0, 250, 500},
         {&opt, TG__OUT_5XX, 3, 0, 0, -1, -1},
-        {&opt, TG__OUT_429, 1, 0, 6, -1, -1},        /* 6 s wait > 5 s total */
+        {&opt, TG__OUT_429, 1, 0, 6, -1, -1}, /* 6 s wait > 5 s total */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (uint32_t rnd = 0; rnd < 2000; rnd += 97) {
@@ -117,8 +118,7 @@ static void test_retry_table(void **state)
     }
     /* the cap holds however many attempts */
     tg_retry_policy many;
-    tg__retry_resolve(&(tg_retry_policy){.max_attempts = 100, .max_total_ms = 100000000},
-                      &many);
+    tg__retry_resolve(&(tg_retry_policy){.max_attempts = 100, .max_total_ms = 100000000}, &many);
     assert_true(tg__retry_wait_ms(&many, TG__OUT_CONNECT, 60, 0, 0, 12345) <= 10000);
 }
 
@@ -164,8 +164,8 @@ static void test_server_refuses_unthrottled_burst(void **state)
     bot_server *srv = bot_server_start(TOKEN);
     bot_server_set_reply(srv, "sendMessage", 200, OK_MSG);
     bot_server_enforce_flood(srv, 30 * SCALE, 1 * SCALE, 20 * SCALE);
-    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
-                                                      .retry = {.max_attempts = 1}});
+    tg_bot *bot = tg_bot_new(
+        TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv), .retry = {.max_attempts = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
     const char *p = "{\"chat_id\":7,\"text\":\"x\"}";
     int refused = 0;
@@ -186,13 +186,13 @@ static void test_burst_stays_under_limits(void **state)
     bot_server *srv = bot_server_start(TOKEN);
     bot_server_set_reply(srv, "sendMessage", 200, OK_MSG);
     bot_server_enforce_flood(srv, 30 * SCALE, 1 * SCALE, 20 * SCALE);
-    tg_bot *bot = tg_bot_new(
-        TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
-                                 .retry = {.max_attempts = 1}, /* a 429 would show */
-                                 .flood = {.enabled = true,
-                                           .global_per_sec = 30 * SCALE,
-                                           .chat_per_sec = 1 * SCALE,
-                                           .group_per_min = 20 * SCALE}});
+    tg_bot *bot =
+        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
+                                            .retry = {.max_attempts = 1}, /* a 429 would show */
+                                            .flood = {.enabled = true,
+                                                      .global_per_sec = 30 * SCALE,
+                                                      .chat_per_sec = 1 * SCALE,
+                                                      .group_per_min = 20 * SCALE}});
     enum { THREADS = 4, TOTAL = 1000 };
     struct sender s[THREADS];
     pthread_t t[THREADS];
@@ -219,9 +219,9 @@ static void test_fail_fast(void **state)
     (void)state;
     bot_server *srv = bot_server_start(TOKEN);
     bot_server_set_reply(srv, "sendMessage", 200, OK_MSG);
-    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
-                                                      .flood = {.enabled = true,
-                                                                .fail_fast = true}});
+    tg_bot *bot =
+        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
+                                            .flood = {.enabled = true, .fail_fast = true}});
     tg_ctx *ctx = tg_ctx_new(bot);
     const char *p = "{\"chat_id\":\"@channel\",\"text\":\"x\"}";
     assert_int_equal(tg_call_raw(ctx, "sendMessage", p, strlen(p), NULL, NULL), TG_OK);

@@ -84,8 +84,7 @@ static void test_send_message(void **state)
     tg_status st = tg_send_message(f->ctx,
                                    &(tg_send_message_params){.chat_id = tg_chat_id_int(42),
                                                              .text = "hi \"there\"",
-                                                             .disable_notification =
-                                                                 TG_SOME(true)},
+                                                             .disable_notification = TG_SOME(true)},
                                    &m);
     assert_int_equal(st, TG_OK);
     assert_int_equal(m->message_id, 1);
@@ -94,8 +93,8 @@ static void test_send_message(void **state)
     const bot_request *r = bot_server_last(f->srv);
     assert_string_equal(r->path, "/bot<TOKEN>/sendMessage");
     assert_string_equal(r->content_type, "application/json");
-    assert_string_equal(r->body,
-                        "{\"chat_id\":42,\"text\":\"hi \\\"there\\\"\",\"disable_notification\":true}");
+    assert_string_equal(
+        r->body, "{\"chat_id\":42,\"text\":\"hi \\\"there\\\"\",\"disable_notification\":true}");
 
     /* a required parameter missing: refused before sending */
     size_t before = bot_server_nrequests(f->srv);
@@ -109,8 +108,8 @@ static void test_send_message(void **state)
     bot_server_push_raw(f->srv, "sendMessage", 200, NULL,
                         "{\"ok\":true,\"result\":{\"message_id\":\"x\",\"date\":1,"
                         "\"chat\":{\"id\":1,\"type\":\"private\"}}}");
-    st = tg_send_message(
-        f->ctx, &(tg_send_message_params){.chat_id = tg_chat_id_int(42), .text = "x"}, &m);
+    st = tg_send_message(f->ctx,
+                         &(tg_send_message_params){.chat_id = tg_chat_id_int(42), .text = "x"}, &m);
     assert_int_equal(st, TG_ERR_DECODE);
     assert_string_equal(tg_ctx_error(f->ctx)->json_path, "result.message_id");
     assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "sendMessage: result.message_id: "));
@@ -184,8 +183,8 @@ static void test_send_media_group_attach(void **state)
         {.kind = TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT, .document = &d1},
         {.kind = TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT, .document = &d2},
     };
-    tg_send_media_group_params p = {.chat_id = tg_chat_id_int(42), .media = items,
-                                    .media_count = 2};
+    tg_send_media_group_params p = {
+        .chat_id = tg_chat_id_int(42), .media = items, .media_count = 2};
     tg_message *msgs = NULL;
     size_t count = 0;
     assert_int_equal(tg_send_media_group(f->ctx, &p, &msgs, &count), TG_OK);

@@ -20,10 +20,10 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_RECORDS 200000
-#define MAX_ACTIONS 4096
+#define MAX_RECORDS    200000
+#define MAX_ACTIONS    4096
 #define MAX_FLOOD_KEYS 4096
-#define TOL 0.2
+#define TOL            0.2
 
 struct action {
     char method[64];
@@ -503,8 +503,8 @@ static void record(bot_server *s, bot_request *r)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
 {
     bot_server *s = cls;
     struct req_state *st = *con_cls;
@@ -579,12 +579,11 @@ bot_server *bot_server_start(const char *token)
     s->actions = calloc(MAX_ACTIONS, sizeof *s->actions);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                MHD_USE_ERROR_LOG,
-                            0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+    s->d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         s->d ? MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
     if (!s->actions || !info) {
@@ -704,8 +703,7 @@ void bot_server_add_file(bot_server *s, const char *file_path, const void *data,
     if (nf && copy) {
         memcpy(copy, data, len);
         s->files = nf;
-        s->files[s->nfiles++] = (struct file){.path = xstrdup(file_path), .data = copy,
-                                              .len = len};
+        s->files[s->nfiles++] = (struct file){.path = xstrdup(file_path), .data = copy, .len = len};
     } else {
         free(copy);
         if (nf)

@@ -48,25 +48,25 @@ typedef struct bot_part {
     char *content_type; /* NULL if not given */
     size_t size;        /* bytes received */
     unsigned char sha256[32];
-    char *data;         /* first min(size, BOT_PART_KEEP) bytes, NUL-terminated */
+    char *data; /* first min(size, BOT_PART_KEEP) bytes, NUL-terminated */
     size_t data_len;
 } bot_part;
 
 typedef struct bot_request {
-    char *method;       /* "sendMessage"; "" for file and unknown paths */
-    char *path;         /* with the token replaced by <TOKEN> */
-    char *http_method;  /* "POST", "GET" */
+    char *method;      /* "sendMessage"; "" for file and unknown paths */
+    char *path;        /* with the token replaced by <TOKEN> */
+    char *http_method; /* "POST", "GET" */
     bool token_ok;
     bool test_env;
     bool is_file;
     char *content_type; /* request header, "" if absent */
     char *user_agent;
-    char *body;         /* non-multipart body, first BOT_PART_KEEP bytes, NUL-terminated */
+    char *body; /* non-multipart body, first BOT_PART_KEEP bytes, NUL-terminated */
     size_t body_len;
     size_t body_total;
     bot_part *parts;
     size_t nparts;
-    int status;         /* what the server answered (0 = closed mid-response) */
+    int status; /* what the server answered (0 = closed mid-response) */
 } bot_request;
 
 /* Start on 127.0.0.1 with the token it accepts. NULL on failure (message on stderr). */

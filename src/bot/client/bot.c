@@ -17,12 +17,12 @@
 #include "core/clock.h"
 #include "core/str.h"
 
-#define DEFAULT_BASE_URL "https://api.telegram.org"
-#define DEFAULT_TIMEOUT_MS 60000
+#define DEFAULT_BASE_URL           "https://api.telegram.org"
+#define DEFAULT_TIMEOUT_MS         60000
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
-#define DEFAULT_MAX_RESPONSE ((size_t)64 << 20) /* bytes */
-#define TOKEN_MIN_SECRET 35                     /* characters after ':' */
-#define TOKEN_MAX_LEN 256
+#define DEFAULT_MAX_RESPONSE       ((size_t)64 << 20) /* bytes */
+#define TOKEN_MIN_SECRET           35                 /* characters after ':' */
+#define TOKEN_MAX_LEN              256
 
 static _Thread_local const char *new_errmsg = "";
 
@@ -143,10 +143,9 @@ static void log_forward(void *user, int level, const char *msg)
 static int apply_options(tg_bot *bot, const tg_bot_options *o)
 {
     bot->timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
-    bot->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms
-                                                    : DEFAULT_CONNECT_TIMEOUT_MS;
-    bot->max_response_bytes = o->max_response_bytes ? o->max_response_bytes
-                                                    : DEFAULT_MAX_RESPONSE;
+    bot->connect_timeout_ms =
+        o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
+    bot->max_response_bytes = o->max_response_bytes ? o->max_response_bytes : DEFAULT_MAX_RESPONSE;
     int level = o->log_level ? o->log_level - 1 : TG__LOG_WARN;
     if (level < TG__LOG_TRACE || level > TG__LOG_OFF) {
         new_errmsg = "options: log_level is not one of TG_LOG_*";

@@ -91,8 +91,7 @@ static tg_status api_error(tg_ctx *ctx, enum tg__outcome *out)
         snprintf(extra, sizeof extra, " (migrated to chat %lld)",
                  (long long)ctx->err.migrate_to_chat_id);
     tg_status st = tg__ctx_fail(ctx, TG_ERR_API, "Bot API error %d: %s%s", (int)code,
-                                ctx->errdesc.len ? ctx->errdesc.data : "(no description)",
-                                extra);
+                                ctx->errdesc.len ? ctx->errdesc.data : "(no description)", extra);
     ctx->err.error_code = code;
     return st;
 }
@@ -127,8 +126,7 @@ static tg_status parse_envelope(tg_ctx *ctx, bool keep_source, enum tg__outcome 
     return TG_OK;
 }
 
-tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res,
-                                  enum tg__outcome *out)
+tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res, enum tg__outcome *out)
 {
     *out = res->sent ? TG__OUT_LOST : TG__OUT_CONNECT;
     ctx->err.transport_code = res->code;
@@ -145,8 +143,7 @@ tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res,
         return tg__ctx_fail(ctx, TG_ERR_IO, "cannot read a file to upload: %s", res->msg);
     default:
         return tg__ctx_fail(ctx, TG_ERR_TRANSPORT, "%s: %s (transport code %d)",
-                            res->sent ? "connection lost" : "cannot connect", res->msg,
-                            res->code);
+                            res->sent ? "connection lost" : "cannot connect", res->msg, res->code);
     }
 }
 
@@ -226,10 +223,9 @@ static tg_status flood_wait(tg_ctx *ctx, const struct tg__call_req *r)
     int64_t now = (int64_t)(tg__now_ns() / 1000);
     int64_t at = tg__flood_reserve(&bot->flood, key, key < 0, now);
     if (at < 0)
-        return tg__ctx_fail(ctx, TG_ERR_FLOOD, "flood control: no slot for chat %lld %s",
-                            (long long)key,
-                            bot->flood.opt.fail_fast ? "right now (fail-fast)"
-                                                     : "within max_wait_ms");
+        return tg__ctx_fail(
+            ctx, TG_ERR_FLOOD, "flood control: no slot for chat %lld %s", (long long)key,
+            bot->flood.opt.fail_fast ? "right now (fail-fast)" : "within max_wait_ms");
     if (at == now)
         return TG_OK;
     uint64_t ms = (uint64_t)(at - now + 999) / 1000;
@@ -267,8 +263,8 @@ tg_status tg__call_exec(tg_ctx *ctx, const struct tg__call_req *r)
             return TG_OK;
         }
         ctx->err.attempts = attempt;
-        int64_t wait = tg__retry_wait_ms(p, out, attempt, tg__now_ms() - t0,
-                                         ctx->err.retry_after, tg__ctx_random(ctx));
+        int64_t wait = tg__retry_wait_ms(p, out, attempt, tg__now_ms() - t0, ctx->err.retry_after,
+                                         tg__ctx_random(ctx));
         if (wait < 0)
             return st;
         tg__log(&bot->log, TG__LOG_WARN, "%s (attempt %u); retrying in %lld ms",
@@ -338,8 +334,8 @@ static tg_status raw_begin(tg_ctx *ctx, const char *method)
     return tg__ctx_begin(ctx, method);
 }
 
-TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_params,
-                             size_t len, const char **result_json, size_t *result_len)
+TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_params, size_t len,
+                             const char **result_json, size_t *result_len)
 {
     if (!ctx)
         return TG_ERR_INVALID;
@@ -367,8 +363,8 @@ tg_status tg__check_files(tg_ctx *ctx, const tg_file_part *files, size_t nfiles)
         if (f->path) {
             FILE *fp = fopen(f->path, "rb");
             if (!fp)
-                return tg__ctx_fail(ctx, TG_ERR_IO, "files[%zu] (%s): cannot open %s", i,
-                                    f->name, f->path);
+                return tg__ctx_fail(ctx, TG_ERR_IO, "files[%zu] (%s): cannot open %s", i, f->name,
+                                    f->path);
             fclose(fp);
         }
     }
@@ -392,8 +388,8 @@ TG_API tg_status tg_call_raw_files(tg_ctx *ctx, const char *method, const char *
         st = tg__json_to_fields(ctx, json_params, len, &fields, &nfields);
     if (st != TG_OK)
         return st;
-    struct tg__call_req r = {.method = method, .fields = fields, .nfields = nfields,
-                             .files = files, .nfiles = nfiles};
+    struct tg__call_req r = {
+        .method = method, .fields = fields, .nfields = nfields, .files = files, .nfiles = nfiles};
     if (nfields + nfiles == 0) {
         r.body = "{}";
         r.body_len = 2;

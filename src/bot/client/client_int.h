@@ -60,7 +60,7 @@ enum tg__outcome {
     TG__OUT_LOST,    /* timeout or lost connection after sending */
     TG__OUT_429,
     TG__OUT_5XX,
-    TG__OUT_FATAL,   /* anything else: no retry */
+    TG__OUT_FATAL, /* anything else: no retry */
 };
 
 /* Effective values of a policy (zero fields replaced by defaults). */
@@ -81,7 +81,7 @@ struct tg_bot {
     size_t token_len;
     int64_t id;
     char *base_url;
-    char *api_prefix;  /* "<base>/bot<token>/" or ".../test/" (SECRET) */
+    char *api_prefix; /* "<base>/bot<token>/" or ".../test/" (SECRET) */
     size_t api_prefix_len;
     char *file_prefix; /* "<base>/file/bot<token>/" or ".../test/" (SECRET) */
     size_t file_prefix_len;
@@ -179,13 +179,12 @@ tg_status tg__call_exec(tg_ctx *ctx, const struct tg__call_req *r);
 /* ctx->url = prefix + rest. */
 tg_status tg__ctx_url(tg_ctx *ctx, const char *prefix, size_t prefix_len, const char *rest);
 /* Record a transport failure (res->status != TG_OK) and classify it for the retry policy. */
-tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res,
-                                  enum tg__outcome *out);
+tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res, enum tg__outcome *out);
 /* Check file parts before sending (one source each; paths readable). */
 tg_status tg__check_files(tg_ctx *ctx, const tg_file_part *files, size_t nfiles);
 /* Turn the members of the JSON object json[0..len) into form fields in the ctx arena.
  * Returns TG_OK or TG_ERR_INVALID/NOMEM with the error set. */
-tg_status tg__json_to_fields(tg_ctx *ctx, const char *json, size_t len,
-                             tg_form_field **fields, size_t *n);
+tg_status tg__json_to_fields(tg_ctx *ctx, const char *json, size_t len, tg_form_field **fields,
+                             size_t *n);
 
 #endif

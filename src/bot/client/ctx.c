@@ -17,7 +17,7 @@
 #include "core/clock.h"
 
 #define ERRMSG_MAX 2048 /* bytes */
-#define URL_MAX 8192    /* bytes */
+#define URL_MAX    8192 /* bytes */
 
 TG_API tg_ctx *tg_ctx_new(tg_bot *bot)
 {
@@ -147,7 +147,7 @@ tg_status tg__ctx_begin(tg_ctx *ctx, const char *method)
     if (tg__ctx_cancelled(ctx))
         return tg__ctx_fail(ctx, TG_ERR_CANCELLED, "%s",
                             atomic_load(&ctx->bot->shutdown) ? "the bot is shut down"
-                                                              : "the context was cancelled");
+                                                             : "the context was cancelled");
     return TG_OK;
 }
 

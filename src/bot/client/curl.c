@@ -108,7 +108,9 @@ static int on_debug(CURL *h, curl_infotype type, char *data, size_t size, void *
         size--;
     /* The logger scrubs the token from the formatted line (request lines carry it). */
     tg__log((tg__logger *)&c->bot->log, TG__LOG_TRACE, "curl %s %.*s",
-            type == CURLINFO_TEXT ? "*" : type == CURLINFO_HEADER_IN ? "<" : ">",
+            type == CURLINFO_TEXT        ? "*"
+            : type == CURLINFO_HEADER_IN ? "<"
+                                         : ">",
             (int)(size > 900 ? 900 : size), data);
     return 0;
 }
@@ -213,8 +215,8 @@ static CURLcode add_file(curl_mimepart *part, const tg_file_part *f, struct mem_
         *m = (struct mem_src){.p = f->data, .len = f->len};
         rc = curl_mime_data_cb(part, (curl_off_t)f->len, mem_read, mem_seek, NULL, m);
     } else if (rc == CURLE_OK)
-        rc = curl_mime_data_cb(part, f->size >= 0 ? (curl_off_t)f->size : -1, cb_read, NULL,
-                               NULL, (void *)f);
+        rc = curl_mime_data_cb(part, f->size >= 0 ? (curl_off_t)f->size : -1, cb_read, NULL, NULL,
+                               (void *)f);
     if (rc == CURLE_OK && (f->filename || !f->path))
         rc = curl_mime_filename(part, f->filename ? f->filename : "file");
     if (rc == CURLE_OK)

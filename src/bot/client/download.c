@@ -18,8 +18,8 @@
 #include "core/clock.h"
 
 #define DEFAULT_MEMORY_CAP ((size_t)20 << 20) /* bytes: the Bot API's download limit */
-#define LOCAL_CHUNK 65536                     /* bytes */
-#define ERROR_BODY_MAX 65536                  /* bytes kept of a non-200 answer */
+#define LOCAL_CHUNK        65536              /* bytes */
+#define ERROR_BODY_MAX     65536              /* bytes kept of a non-200 answer */
 
 struct dl {
     tg_ctx *ctx;
@@ -95,8 +95,11 @@ static tg_status dl_remote(tg_ctx *ctx, const char *file_path, struct dl *d)
         st = tg__ctx_conn(ctx);
     uint64_t t0 = tg__now_ms();
     for (uint32_t attempt = 1; st == TG_OK; attempt++) {
-        tg_http_request req = {.url = tg__buf_cstr(&ctx->url), .timeout_ms = bot->timeout_ms,
-                               .write = dl_write, .write_user = d, .on_status = dl_status};
+        tg_http_request req = {.url = tg__buf_cstr(&ctx->url),
+                               .timeout_ms = bot->timeout_ms,
+                               .write = dl_write,
+                               .write_user = d,
+                               .on_status = dl_status};
         tg_http_result res = {0};
         enum tg__outcome out;
         tg__buf_reset(&ctx->resp);
@@ -112,8 +115,8 @@ static tg_status dl_remote(tg_ctx *ctx, const char *file_path, struct dl *d)
         st = tg__ctx_transport_error(ctx, &res, &out);
         if (out != TG__OUT_CONNECT)
             return st;
-        int64_t wait = tg__retry_wait_ms(p, out, attempt, tg__now_ms() - t0, 0,
-                                         tg__ctx_random(ctx));
+        int64_t wait =
+            tg__retry_wait_ms(p, out, attempt, tg__now_ms() - t0, 0, tg__ctx_random(ctx));
         if (wait < 0)
             return st;
         if (tg__bot_sleep(bot, ctx, (uint64_t)wait) != TG_OK)
@@ -137,8 +140,7 @@ static tg_status dl_run(tg_ctx *ctx, const char *file_path, struct dl *d)
     return dl_remote(ctx, file_path, d);
 }
 
-TG_API tg_status tg_download_to_fn(tg_ctx *ctx, const char *file_path, tg_write_fn fn,
-                                   void *user)
+TG_API tg_status tg_download_to_fn(tg_ctx *ctx, const char *file_path, tg_write_fn fn, void *user)
 {
     if (!ctx)
         return TG_ERR_INVALID;

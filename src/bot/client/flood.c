@@ -18,12 +18,12 @@
 #include "bot/client/client_int.h"
 #include "core/alloc.h"
 
-#define EMPTY_KEY INT64_MIN
-#define MIN_CAP 64
+#define EMPTY_KEY          INT64_MIN
+#define MIN_CAP            64
 #define DEF_GLOBAL_PER_SEC 30.0
-#define DEF_CHAT_PER_SEC 1.0
-#define DEF_GROUP_PER_MIN 20.0
-#define DEF_MAX_WAIT_MS 60000
+#define DEF_CHAT_PER_SEC   1.0
+#define DEF_GROUP_PER_MIN  20.0
+#define DEF_MAX_WAIT_MS    60000
 
 static int64_t interval_us(double per_unit, double unit_us)
 {

@@ -94,15 +94,13 @@ static tg_status prepare_uploads(tg_ctx *ctx, const tg__method *m, const void *p
 static tg_status decode(tg_ctx *ctx, const tg__method *m, void *out)
 {
     tg__jerr jerr = {.tok = UINT32_MAX};
-    tg_status st = tg__codec_decode_result(m, &ctx->doc, ctx->result_tok, &ctx->arena, out,
-                                           &jerr);
+    tg_status st = tg__codec_decode_result(m, &ctx->doc, ctx->result_tok, &ctx->arena, out, &jerr);
     if (st == TG_ERR_NOMEM)
         return tg__ctx_fail(ctx, TG_ERR_NOMEM, "no memory to decode the result");
     if (st == TG_OK)
         return TG_OK;
     tg__buf_reset(&ctx->errpath);
-    tg__json_path(&ctx->doc, jerr.tok != UINT32_MAX ? jerr.tok : ctx->result_tok,
-                  &ctx->errpath);
+    tg__json_path(&ctx->doc, jerr.tok != UINT32_MAX ? jerr.tok : ctx->result_tok, &ctx->errpath);
     return tg__ctx_fail(ctx, TG_ERR_DECODE, "%s: %s", tg__buf_cstr(&ctx->errpath), jerr.msg);
 }
 
@@ -120,8 +118,8 @@ tg_status tg__call(tg_ctx *ctx, const tg__method *m, const void *params, void *o
         return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: required parameter %s is missing",
                             missing);
     st = encode(ctx, m, params);
-    struct tg__call_req r = {.method = m->name, .body = ctx->req.data, .body_len = ctx->req.len,
-                             .keep_source = true};
+    struct tg__call_req r = {
+        .method = m->name, .body = ctx->req.data, .body_len = ctx->req.len, .keep_source = true};
     if (st == TG_OK)
         st = prepare_uploads(ctx, m, params, &r);
     if (st == TG_OK)

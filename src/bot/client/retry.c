@@ -8,12 +8,12 @@
  */
 #include "bot/client/client_int.h"
 
-#define DEF_ATTEMPTS 5
-#define DEF_TOTAL_MS 120000
+#define DEF_ATTEMPTS      5
+#define DEF_TOTAL_MS      120000
 #define DEF_RETRY_AFTER_S 60
-#define DEF_BASE_MS 250
-#define DEF_MAX_MS 10000
-#define JITTER_429_MS 50 /* at most, added to retry_after */
+#define DEF_BASE_MS       250
+#define DEF_MAX_MS        10000
+#define JITTER_429_MS     50 /* at most, added to retry_after */
 
 void tg__retry_resolve(const tg_retry_policy *in, tg_retry_policy *out)
 {
