@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "bot/json/json.h"
 #include "core/arena.h"
@@ -146,8 +147,24 @@ static inline uint32_t tg__codec_hash(const char *k, size_t n)
     return h;
 }
 
-/* Field of t named k[0..n), or NULL. */
-const tg__field *tg__codec_lookup(const tg__type *t, const char *k, size_t n);
+/* Field of t named k[0..n), or NULL: one hash, usually one probe and one memcmp. */
+static inline const tg__field *tg__codec_lookup(const tg__type *t, const char *k, size_t n)
+{
+    if (n == 0 || n > 255)
+        return NULL;
+    uint32_t mask = (uint32_t)t->nslots - 1;
+    uint32_t h = tg__codec_hash(k, n) & mask;
+    for (uint32_t probes = 0; probes < t->nslots; probes++) {
+        uint8_t s = t->slots[h];
+        if (s == 0)
+            return NULL;
+        const tg__field *f = &t->fields[s - 1];
+        if (f->name_len == n && f->name[0] == k[0] && memcmp(f->name, k, n) == 0)
+            return f;
+        h = (h + 1) & mask;
+    }
+    return NULL;
+}
 
 /* ---- registry (generated) ---- */
 

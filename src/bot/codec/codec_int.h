@@ -7,8 +7,17 @@
 
 #include "bot/codec/codec.h"
 
+const tg__field *tg__codec_lookup_slow(const tg__type *t, const tg__jdoc *d, uint32_t key);
+
 /* Field of t named by the key token (escaped keys are decoded first), or NULL. */
-const tg__field *tg__codec_lookup_tok(const tg__type *t, const tg__jdoc *d, uint32_t key);
+static inline const tg__field *tg__codec_lookup_tok(const tg__type *t, const tg__jdoc *d,
+                                                    uint32_t key)
+{
+    const tg__jtok *k = &d->toks[key];
+    if (k->flags & TG__JF_ESCAPED)
+        return tg__codec_lookup_slow(t, d, key);
+    return tg__codec_lookup(t, d->src + k->start, k->len);
+}
 /* Member index of union u for the object at tok, or -1 when no member can be told. */
 int tg__codec_union_pick(const tg__type *u, const tg__jdoc *d, uint32_t tok);
 /* Decode one field-shaped value (f->off / f->cnt_off relative to base). */

@@ -47,25 +47,7 @@ static int fail_nomem(dec *x, uint32_t tok)
     return -1;
 }
 
-const tg__field *tg__codec_lookup(const tg__type *t, const char *k, size_t n)
-{
-    if (n == 0 || n > 255)
-        return NULL;
-    uint32_t mask = (uint32_t)t->nslots - 1;
-    uint32_t h = tg__codec_hash(k, n) & mask;
-    for (uint32_t probes = 0; probes < t->nslots; probes++) {
-        uint8_t s = t->slots[h];
-        if (s == 0)
-            return NULL;
-        const tg__field *f = &t->fields[s - 1];
-        if (f->name_len == n && memcmp(f->name, k, n) == 0)
-            return f;
-        h = (h + 1) & mask;
-    }
-    return NULL;
-}
-
-const tg__field *tg__codec_lookup_tok(const tg__type *t, const tg__jdoc *d, uint32_t key)
+const tg__field *tg__codec_lookup_slow(const tg__type *t, const tg__jdoc *d, uint32_t key)
 {
     const tg__jtok *k = &d->toks[key];
     if (!(k->flags & TG__JF_ESCAPED))

@@ -18,7 +18,7 @@ int32_t tg__codec_enum_id(const tg__enum *e, const char *s, size_t n)
 {
     for (uint32_t i = 0; i < e->count; i++) {
         const char *v = e->values[i];
-        if (strncmp(v, s, n) == 0 && v[n] == '\0')
+        if (v[0] == (n ? s[0] : '\0') && strncmp(v, s, n) == 0 && v[n] == '\0')
             return (int32_t)i + 2;
     }
     return TG_ENUM_UNKNOWN;
