@@ -170,12 +170,15 @@ static void settle(struct conn *c, struct loop_io *hup)
 
 static void on_io(struct conn *c, struct loop_io *io, unsigned events)
 {
-    /* Serve the direction whose source fired first, then the other (it may have been
-       waiting for this socket to become writable). */
-    int first = io == &c->cli ? DIR_UP : DIR_DOWN;
-    int rc = pump(c, first);
-    if (rc == 0)
-        rc = pump(c, !first);
+    /* io is the source of one direction and the destination of the other: flush toward it
+       when it became writable, read from it when it became readable. No speculative reads,
+       so a one-way exchange costs no EAGAIN round trip on the idle side. */
+    int src = io == &c->cli ? DIR_UP : DIR_DOWN;
+    int rc = 0;
+    if (events & (LOOP_WRITE | LOOP_ERROR))
+        rc = pump(c, !src);
+    if (rc == 0 && (events & (LOOP_READ | LOOP_ERROR)))
+        rc = pump(c, src);
     if (rc < 0) {
         conn_close(c, c->end != END_NONE ? (enum conn_end)c->end
                                          : rc == -ENOMEM ? END_NOMEM : END_RESET);
@@ -203,5 +206,6 @@ void relay_start(struct conn *c)
     c->cli.cb = relay_on_client;
     c->up.cb = relay_on_upstream;
     conn_touch(c);
-    on_io(c, &c->up, 0);
+    /* send what was queued for the upstream (header, early bytes), then read both sides */
+    on_io(c, &c->up, LOOP_WRITE); /* settles interest on both sockets (c may be gone) */
 }

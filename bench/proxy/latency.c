@@ -1,0 +1,94 @@
+/*
+ * bench/proxy/latency: 64-byte round trips on one established connection, p50 and p99, for
+ * direct (into the fake DC), the plain relay (floor) and tgproxy (FakeTLS and dd clients).
+ * Each round trip is verified (the fake DC echoes). Reported next to the relay as a
+ * difference in microseconds (the goal: within 15 us of the plain relay).
+ *
+ * Environment: TGKIT_BENCH_RTT (default 20000) round trips per path.
+ */
+#include "bench.h"
+
+#include "core/clock.h"
+#include "proxy_harness.h"
+#include "proxy_load.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Fills p50/p99 in microseconds; returns 0 or -1 on a failed or corrupted round trip. */
+static int measure(uint16_t port, struct pcli_opts o, int n, double *p50, double *p99)
+{
+    struct pcli c;
+    uint8_t cmd[FAKEDC_CMD_LEN], out[64], back[64];
+    double *v = malloc(sizeof *v * (size_t)n);
+    int rc = v ? pcli_connect(&c, port, &o) : -1;
+    fakedc_cmd(cmd, "ECHO", 0, 0);
+    if (rc == 0)
+        rc = pcli_send(&c, cmd, sizeof cmd);
+    for (int i = 0; rc == 0 && i < n + 100; i++) {
+        pstream_fill(9, (uint64_t)i * 64, out, sizeof out);
+        uint64_t t0 = tg__now_ns();
+        rc = pcli_send(&c, out, sizeof out);
+        if (rc == 0)
+            rc = pcli_recv_all(&c, back, sizeof back);
+        if (rc == 0 && memcmp(out, back, sizeof out) != 0)
+            rc = -1;
+        if (i >= 100) /* the first hundred warm caches and the DC leg */
+            v[i - 100] = (double)(tg__now_ns() - t0) / 1e3;
+    }
+    if (rc == 0) {
+        *p50 = pload_quantile(v, (size_t)n, 0.50);
+        *p99 = pload_quantile(v, (size_t)n, 0.99);
+    }
+    if (v)
+        pcli_close(&c);
+    free(v);
+    return rc;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    setenv("TGKIT_COMMIT", tg__bench_commit(), 0);
+    const char *env = getenv("TGKIT_BENCH_RTT");
+    int n = env && atoi(env) > 0 ? atoi(env) : 20000;
+    struct pharness h;
+    struct pproc relay;
+    if (pharness_start(&h, &(struct pharness_opts){.ee = true, .dd = true, .fork_server = true}) <
+            0 ||
+        pproc_relay_start(&relay, h.dc_port) < 0) {
+        fprintf(stderr, "latency: cannot start the proxy or the relay\n");
+        return 1;
+    }
+    struct pcli_opts direct = {.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 10000};
+    struct {
+        const char *name;
+        uint16_t port;
+        struct pcli_opts o;
+    } paths[] = {
+        {"direct", h.dc_port, direct},
+        {"relay", relay.port, direct},
+        {"proxy_tls", h.port, pharness_client(&h, PCLI_TLS)},
+        {"proxy_dd", h.port, pharness_client(&h, PCLI_DD)},
+    };
+    double relay50 = 0, relay99 = 0;
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        double p50 = 0, p99 = 0;
+        int rc = measure(paths[i].port, paths[i].o, n, &p50, &p99);
+        if (i == 1) {
+            relay50 = p50;
+            relay99 = p99;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "proxy_rtt64_%s", paths[i].name);
+        pload_line(name,
+                   "p50_us=%.1f p99_us=%.1f failures=%d floor=relay p50_delta_us=%.1f "
+                   "p99_delta_us=%.1f",
+                   p50, p99, rc != 0, i >= 1 ? p50 - relay50 : 0, i >= 1 ? p99 - relay99 : 0);
+    }
+    pproc_stop(&relay);
+    pharness_stop(&h);
+    return 0;
+}
