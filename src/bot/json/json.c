@@ -188,16 +188,26 @@ static inline size_t skip_ws(const unsigned char *s, size_t i, size_t n)
     return i;
 }
 
+/* Four hex digits at s[i..i+4) into *cp. Returns SIZE_MAX, or the index of the bad digit. */
+static inline size_t hex4(const unsigned char *s, size_t i, size_t n, uint32_t *cp)
+{
+    *cp = 0;
+    for (size_t k = i; k < i + 4; k++) {
+        int h = k < n ? tg__json_hexval(s[k]) : -1;
+        if (h < 0)
+            return k;
+        *cp = *cp << 4 | (uint32_t)h;
+    }
+    return SIZE_MAX;
+}
+
 /* Validate the escape at s[i] == '\\'. Returns the bytes it spans, or 0 (error filled). */
 static size_t scan_escape(struct jp *p, size_t i)
 {
     const unsigned char *s = p->s;
-    if (i + 1 >= p->len)
-    {
-        fail_at(p, i + 1, "string", "an escape character");
-        return 0;
-    }
-    switch (s[i + 1]) {
+    size_t n = p->len, bad;
+    uint32_t hi, lo = 0;
+    switch (i + 1 < n ? s[i + 1] : -1) {
     case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
         return 2;
     case 'u':
@@ -206,39 +216,25 @@ static size_t scan_escape(struct jp *p, size_t i)
         fail_at(p, i + 1, "string", "an escape (one of \"\\/bfnrtu)");
         return 0;
     }
-    uint32_t cp = 0;
-    for (size_t k = 0; k < 4; k++) {
-        int h = i + 2 + k < p->len ? tg__json_hexval(s[i + 2 + k]) : -1;
-        if (h < 0) {
-            fail_at(p, i + 2 + k, "string", "4 hex digits after \\u");
-            return 0;
-        }
-        cp = cp << 4 | (uint32_t)h;
+    if ((bad = hex4(s, i + 2, n, &hi)) != SIZE_MAX) {
+        fail_at(p, bad, "string", "4 hex digits after \\u");
+        return 0;
     }
-    if (cp >= 0xDC00 && cp <= 0xDFFF) {
+    if (hi >= 0xDC00 && hi <= 0xDFFF) {
         fail_found(p, i, "string", "a high surrogate before \\u low surrogate",
                    "a lone low surrogate");
         return 0;
     }
-    if (cp < 0xD800 || cp > 0xDBFF)
+    if (hi < 0xD800 || hi > 0xDBFF)
         return 6;
     /* High surrogate: a \uDC00-\uDFFF must follow immediately. */
-    uint32_t lo = 0;
     size_t j = i + 6;
-    if (j + 6 > p->len || s[j] != '\\' || s[j + 1] != 'u') {
-        fail_found(p, i, "string", "a low surrogate escape after \\u high surrogate",
-                   "a lone high surrogate");
+    if (j + 2 <= n && s[j] == '\\' && s[j + 1] == 'u' &&
+        (bad = hex4(s, j + 2, n, &lo)) != SIZE_MAX) {
+        fail_at(p, bad, "string", "4 hex digits after \\u");
         return 0;
     }
-    for (size_t k = 0; k < 4; k++) {
-        int h = tg__json_hexval(s[j + 2 + k]);
-        if (h < 0) {
-            fail_at(p, j + 2 + k, "string", "4 hex digits after \\u");
-            return 0;
-        }
-        lo = lo << 4 | (uint32_t)h;
-    }
-    if (lo < 0xDC00 || lo > 0xDFFF) {
+    if (j + 6 > n || s[j] != '\\' || s[j + 1] != 'u' || lo < 0xDC00 || lo > 0xDFFF) {
         fail_found(p, i, "string", "a low surrogate escape after \\u high surrogate",
                    "a lone high surrogate");
         return 0;
