@@ -55,7 +55,7 @@ fuzz: deps
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DTGKIT_FUZZ=ON -DTGKIT_SANITIZE=address,undefined -DTGKIT_BUILD_BENCH=OFF \
 	    -DTGKIT_BUILD_EXAMPLES=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 regen:
