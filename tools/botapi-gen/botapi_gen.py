@@ -292,7 +292,8 @@ extern "C" {{
         for i, ident in enumerate(e["idents"]):
             name = f"TG_{up}_{ident}"
             self.claim(name)
-            lines.append(f"    {name} = {i + 2}, /* {cstr(e['values'][i])[1:-1]} */\n")
+            shown = e["values"][i].replace("*/", "* /")
+            lines.append(f"    {name} = {i + 2}, /* {shown} */\n")
         lines.append("};\n")
         lines.append(f"/* The string of v (known value or v.str); NULL when absent. */\n"
                      f"TG_API const char *{c}_to_str({c} v);\n")

@@ -529,6 +529,15 @@ def _apply_enums(raw, types, ov):
         # a field whose owner is absent belongs to a newer page: skip it; a missing field
         # of an existing owner means the override went stale
         targets = [(k, index.get(k)) for k in e.get("fields", []) if k.split(".")[0] in owners]
+        if e.get("values_from_description") and targets and targets[0][1] is not None:
+            values = []
+            for v in quoted_values(targets[0][1]["_desc"]):
+                if v not in values and v != "Optional":
+                    values.append(v)
+            if not values:
+                raise ModelError(f"enum {e['name']}: {targets[0][0]} quotes no values")
+        unchecked = set(e.get("unchecked_fields", []))
+        targets += [(k, index.get(k)) for k in sorted(unchecked) if k.split(".")[0] in owners]
         if e.get("match_name"):
             rx = re.compile(e["match_name"])
             targets += [(k, f) for k, f in index.items() if rx.search(f["name"])]
@@ -538,7 +547,7 @@ def _apply_enums(raw, types, ov):
             base = f["type"]["array"] if "array" in f["type"] else f["type"]
             if base != {"prim": "String"}:
                 raise ModelError(f"enum {e['name']}: {key} is {expr_str(f['type'])}, not String")
-            if e.get("check", True):
+            if e.get("check", True) and key not in unchecked:
                 quoted = set(quoted_values(f["_desc"]))
                 missing = [v for v in values if v not in quoted]
                 if missing:
@@ -546,11 +555,25 @@ def _apply_enums(raw, types, ov):
             f["enum"] = e["name"]
         if not targets:
             continue
-        idents = e.get("idents", {})
-        enums.append({"name": e["name"], "values": values,
-                      "idents": [idents.get(v) or re.sub(r"[^A-Za-z0-9]+", "_", _snake(v) if v.isupper() is False else v).upper() for v in values],
+        idents = [_enum_ident(e, v) for v in values]
+        if len(set(idents)) != len(idents) or len(set(values)) != len(values):
+            raise ModelError(f"enum {e['name']}: values or identifiers repeat")
+        enums.append({"name": e["name"], "values": values, "idents": idents,
                       "fields": sorted(k for k, _ in targets), "reason": e.get("reason", "")})
     return enums
+
+
+def _enum_ident(e, v):
+    explicit = e.get("idents", {})
+    if v in explicit:
+        return explicit[v]
+    if e.get("ident_style") == "codepoints":
+        return "_".join("U%04X" % ord(c) for c in v)
+    word = v if v.isupper() else _snake(v)
+    ident = re.sub(r"[^A-Za-z0-9]+", "_", word).strip("_").upper()
+    if not re.fullmatch(r"[A-Z][A-Z0-9_]*", ident):
+        raise ModelError(f"enum {e['name']}: value {v!r} needs an explicit identifier")
+    return ident
 
 
 def _classify(e, anon_names):
