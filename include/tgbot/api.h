@@ -935,6 +935,150 @@ TG_API const char *tg_transaction_type_to_str(tg_transaction_type v);
 /* The value for s (TG_ENUM_UNKNOWN keeps s, borrowed). */
 TG_API tg_transaction_type tg_transaction_type_from_str(const char *s);
 
+/* Values of ReactionEmoji (used by ReactionTypeEmoji.emoji). */
+typedef tg_strenum tg_reaction_emoji;
+enum tg_reaction_emoji_id {
+    TG_REACTION_EMOJI_U2764 = 2,                /* ❤ */
+    TG_REACTION_EMOJI_U1F44D = 3,               /* 👍 */
+    TG_REACTION_EMOJI_U1F44E = 4,               /* 👎 */
+    TG_REACTION_EMOJI_U1F525 = 5,               /* 🔥 */
+    TG_REACTION_EMOJI_U1F970 = 6,               /* 🥰 */
+    TG_REACTION_EMOJI_U1F44F = 7,               /* 👏 */
+    TG_REACTION_EMOJI_U1F601 = 8,               /* 😁 */
+    TG_REACTION_EMOJI_U1F914 = 9,               /* 🤔 */
+    TG_REACTION_EMOJI_U1F92F = 10,              /* 🤯 */
+    TG_REACTION_EMOJI_U1F631 = 11,              /* 😱 */
+    TG_REACTION_EMOJI_U1F92C = 12,              /* 🤬 */
+    TG_REACTION_EMOJI_U1F622 = 13,              /* 😢 */
+    TG_REACTION_EMOJI_U1F389 = 14,              /* 🎉 */
+    TG_REACTION_EMOJI_U1F929 = 15,              /* 🤩 */
+    TG_REACTION_EMOJI_U1F92E = 16,              /* 🤮 */
+    TG_REACTION_EMOJI_U1F4A9 = 17,              /* 💩 */
+    TG_REACTION_EMOJI_U1F64F = 18,              /* 🙏 */
+    TG_REACTION_EMOJI_U1F44C = 19,              /* 👌 */
+    TG_REACTION_EMOJI_U1F54A = 20,              /* 🕊 */
+    TG_REACTION_EMOJI_U1F921 = 21,              /* 🤡 */
+    TG_REACTION_EMOJI_U1F971 = 22,              /* 🥱 */
+    TG_REACTION_EMOJI_U1F974 = 23,              /* 🥴 */
+    TG_REACTION_EMOJI_U1F60D = 24,              /* 😍 */
+    TG_REACTION_EMOJI_U1F433 = 25,              /* 🐳 */
+    TG_REACTION_EMOJI_U2764_U200D_U1F525 = 26,  /* ❤‍🔥 */
+    TG_REACTION_EMOJI_U1F31A = 27,              /* 🌚 */
+    TG_REACTION_EMOJI_U1F32D = 28,              /* 🌭 */
+    TG_REACTION_EMOJI_U1F4AF = 29,              /* 💯 */
+    TG_REACTION_EMOJI_U1F923 = 30,              /* 🤣 */
+    TG_REACTION_EMOJI_U26A1 = 31,               /* ⚡ */
+    TG_REACTION_EMOJI_U1F34C = 32,              /* 🍌 */
+    TG_REACTION_EMOJI_U1F3C6 = 33,              /* 🏆 */
+    TG_REACTION_EMOJI_U1F494 = 34,              /* 💔 */
+    TG_REACTION_EMOJI_U1F928 = 35,              /* 🤨 */
+    TG_REACTION_EMOJI_U1F610 = 36,              /* 😐 */
+    TG_REACTION_EMOJI_U1F353 = 37,              /* 🍓 */
+    TG_REACTION_EMOJI_U1F37E = 38,              /* 🍾 */
+    TG_REACTION_EMOJI_U1F48B = 39,              /* 💋 */
+    TG_REACTION_EMOJI_U1F595 = 40,              /* 🖕 */
+    TG_REACTION_EMOJI_U1F608 = 41,              /* 😈 */
+    TG_REACTION_EMOJI_U1F634 = 42,              /* 😴 */
+    TG_REACTION_EMOJI_U1F62D = 43,              /* 😭 */
+    TG_REACTION_EMOJI_U1F913 = 44,              /* 🤓 */
+    TG_REACTION_EMOJI_U1F47B = 45,              /* 👻 */
+    TG_REACTION_EMOJI_U1F468_U200D_U1F4BB = 46, /* 👨‍💻 */
+    TG_REACTION_EMOJI_U1F440 = 47,              /* 👀 */
+    TG_REACTION_EMOJI_U1F383 = 48,              /* 🎃 */
+    TG_REACTION_EMOJI_U1F648 = 49,              /* 🙈 */
+    TG_REACTION_EMOJI_U1F607 = 50,              /* 😇 */
+    TG_REACTION_EMOJI_U1F628 = 51,              /* 😨 */
+    TG_REACTION_EMOJI_U1F91D = 52,              /* 🤝 */
+    TG_REACTION_EMOJI_U270D = 53,               /* ✍ */
+    TG_REACTION_EMOJI_U1F917 = 54,              /* 🤗 */
+    TG_REACTION_EMOJI_U1FAE1 = 55,              /* 🫡 */
+    TG_REACTION_EMOJI_U1F385 = 56,              /* 🎅 */
+    TG_REACTION_EMOJI_U1F384 = 57,              /* 🎄 */
+    TG_REACTION_EMOJI_U2603 = 58,               /* ☃ */
+    TG_REACTION_EMOJI_U1F485 = 59,              /* 💅 */
+    TG_REACTION_EMOJI_U1F92A = 60,              /* 🤪 */
+    TG_REACTION_EMOJI_U1F5FF = 61,              /* 🗿 */
+    TG_REACTION_EMOJI_U1F192 = 62,              /* 🆒 */
+    TG_REACTION_EMOJI_U1F498 = 63,              /* 💘 */
+    TG_REACTION_EMOJI_U1F649 = 64,              /* 🙉 */
+    TG_REACTION_EMOJI_U1F984 = 65,              /* 🦄 */
+    TG_REACTION_EMOJI_U1F618 = 66,              /* 😘 */
+    TG_REACTION_EMOJI_U1F48A = 67,              /* 💊 */
+    TG_REACTION_EMOJI_U1F64A = 68,              /* 🙊 */
+    TG_REACTION_EMOJI_U1F60E = 69,              /* 😎 */
+    TG_REACTION_EMOJI_U1F47E = 70,              /* 👾 */
+    TG_REACTION_EMOJI_U1F937_U200D_U2642 = 71,  /* 🤷‍♂ */
+    TG_REACTION_EMOJI_U1F937 = 72,              /* 🤷 */
+    TG_REACTION_EMOJI_U1F937_U200D_U2640 = 73,  /* 🤷‍♀ */
+    TG_REACTION_EMOJI_U1F621 = 74,              /* 😡 */
+};
+/* The string of v (known value or v.str); NULL when absent. */
+TG_API const char *tg_reaction_emoji_to_str(tg_reaction_emoji v);
+/* The value for s (TG_ENUM_UNKNOWN keeps s, borrowed). */
+TG_API tg_reaction_emoji tg_reaction_emoji_from_str(const char *s);
+
+/* Values of DiceEmoji (used by Dice.emoji, sendDice.emoji). */
+typedef tg_strenum tg_dice_emoji;
+enum tg_dice_emoji_id {
+    TG_DICE_EMOJI_U1F3B2 = 2, /* 🎲 */
+    TG_DICE_EMOJI_U1F3AF = 3, /* 🎯 */
+    TG_DICE_EMOJI_U1F3C0 = 4, /* 🏀 */
+    TG_DICE_EMOJI_U26BD = 5,  /* ⚽ */
+    TG_DICE_EMOJI_U1F3B3 = 6, /* 🎳 */
+    TG_DICE_EMOJI_U1F3B0 = 7, /* 🎰 */
+};
+/* The string of v (known value or v.str); NULL when absent. */
+TG_API const char *tg_dice_emoji_to_str(tg_dice_emoji v);
+/* The value for s (TG_ENUM_UNKNOWN keeps s, borrowed). */
+TG_API tg_dice_emoji tg_dice_emoji_from_str(const char *s);
+
+/* Values of StarsCurrency (used by SuggestedPostPaid.currency, SuggestedPostPrice.currency,
+ * UniqueGiftInfo.last_resale_currency). */
+typedef tg_strenum tg_stars_currency;
+enum tg_stars_currency_id {
+    TG_STARS_CURRENCY_XTR = 2, /* XTR */
+    TG_STARS_CURRENCY_TON = 3, /* TON */
+};
+/* The string of v (known value or v.str); NULL when absent. */
+TG_API const char *tg_stars_currency_to_str(tg_stars_currency v);
+/* The value for s (TG_ENUM_UNKNOWN keeps s, borrowed). */
+TG_API tg_stars_currency tg_stars_currency_from_str(const char *s);
+
+/* Values of GifThumbnailMimeType (used by InlineQueryResultGif.thumbnail_mime_type,
+ * InlineQueryResultMpeg4Gif.thumbnail_mime_type). */
+typedef tg_strenum tg_gif_thumbnail_mime_type;
+enum tg_gif_thumbnail_mime_type_id {
+    TG_GIF_THUMBNAIL_MIME_TYPE_IMAGE_JPEG = 2, /* image/jpeg */
+    TG_GIF_THUMBNAIL_MIME_TYPE_IMAGE_GIF = 3,  /* image/gif */
+    TG_GIF_THUMBNAIL_MIME_TYPE_VIDEO_MP4 = 4,  /* video/mp4 */
+};
+/* The string of v (known value or v.str); NULL when absent. */
+TG_API const char *tg_gif_thumbnail_mime_type_to_str(tg_gif_thumbnail_mime_type v);
+/* The value for s (TG_ENUM_UNKNOWN keeps s, borrowed). */
+TG_API tg_gif_thumbnail_mime_type tg_gif_thumbnail_mime_type_from_str(const char *s);
+
+/* Values of VideoResultMimeType (used by InlineQueryResultVideo.mime_type). */
+typedef tg_strenum tg_video_result_mime_type;
+enum tg_video_result_mime_type_id {
+    TG_VIDEO_RESULT_MIME_TYPE_TEXT_HTML = 2, /* text/html */
+    TG_VIDEO_RESULT_MIME_TYPE_VIDEO_MP4 = 3, /* video/mp4 */
+};
+/* The string of v (known value or v.str); NULL when absent. */
+TG_API const char *tg_video_result_mime_type_to_str(tg_video_result_mime_type v);
+/* The value for s (TG_ENUM_UNKNOWN keeps s, borrowed). */
+TG_API tg_video_result_mime_type tg_video_result_mime_type_from_str(const char *s);
+
+/* Values of DocumentResultMimeType (used by InlineQueryResultDocument.mime_type). */
+typedef tg_strenum tg_document_result_mime_type;
+enum tg_document_result_mime_type_id {
+    TG_DOCUMENT_RESULT_MIME_TYPE_APPLICATION_PDF = 2, /* application/pdf */
+    TG_DOCUMENT_RESULT_MIME_TYPE_APPLICATION_ZIP = 3, /* application/zip */
+};
+/* The string of v (known value or v.str); NULL when absent. */
+TG_API const char *tg_document_result_mime_type_to_str(tg_document_result_mime_type v);
+/* The value for s (TG_ENUM_UNKNOWN keeps s, borrowed). */
+TG_API tg_document_result_mime_type tg_document_result_mime_type_from_str(const char *s);
+
 /* Values of PassportElementType (used by EncryptedPassportElement.type). */
 typedef tg_strenum tg_passport_element_type;
 enum tg_passport_element_type_id {
@@ -2365,7 +2509,7 @@ struct tg_contact {
 /* Dice, an object with 2 fields: https://core.telegram.org/bots/api#dice */
 struct tg_dice {
     tg_raw raw; /* this object's JSON as received */
-    const char *emoji;
+    tg_dice_emoji emoji;
     int64_t value;
 };
 
@@ -2862,7 +3006,7 @@ struct tg_suggested_post_declined {
 struct tg_suggested_post_paid {
     tg_raw raw;                               /* this object's JSON as received */
     const tg_message *suggested_post_message; /* optional */
-    const char *currency;
+    tg_stars_currency currency;
     tg_opt_i64 amount;
     const tg_star_amount *star_amount; /* optional */
 };
@@ -2940,7 +3084,7 @@ struct tg_link_preview_options {
  * https://core.telegram.org/bots/api#suggestedpostprice */
 struct tg_suggested_post_price {
     tg_raw raw; /* this object's JSON as received */
-    const char *currency;
+    tg_stars_currency currency;
     int64_t amount;
 };
 
@@ -3481,7 +3625,7 @@ struct tg_chat_location {
 struct tg_reaction_type_emoji {
     tg_raw raw; /* this object's JSON as received */
     /* type: always emoji */
-    const char *emoji;
+    tg_reaction_emoji emoji;
 };
 
 /* ReactionTypeCustomEmoji, an object with 2 fields:
@@ -3661,7 +3805,7 @@ struct tg_unique_gift_info {
     tg_raw raw; /* this object's JSON as received */
     const tg_unique_gift *gift;
     tg_unique_gift_origin origin;
-    const char *last_resale_currency; /* optional */
+    tg_stars_currency last_resale_currency;
     tg_opt_i64 last_resale_amount;
     const char *owned_gift_id; /* optional */
     tg_opt_i64 transfer_star_count;
@@ -4983,9 +5127,9 @@ struct tg_inline_query_result_gif {
     tg_opt_i64 gif_height;
     tg_opt_i64 gif_duration;
     const char *thumbnail_url;
-    const char *thumbnail_mime_type; /* optional */
-    const char *title;               /* optional */
-    const char *caption;             /* optional */
+    tg_gif_thumbnail_mime_type thumbnail_mime_type;
+    const char *title;   /* optional */
+    const char *caption; /* optional */
     tg_parse_mode parse_mode;
     const tg_message_entity *caption_entities;
     size_t caption_entities_count;
@@ -5005,9 +5149,9 @@ struct tg_inline_query_result_mpeg4_gif {
     tg_opt_i64 mpeg4_height;
     tg_opt_i64 mpeg4_duration;
     const char *thumbnail_url;
-    const char *thumbnail_mime_type; /* optional */
-    const char *title;               /* optional */
-    const char *caption;             /* optional */
+    tg_gif_thumbnail_mime_type thumbnail_mime_type;
+    const char *title;   /* optional */
+    const char *caption; /* optional */
     tg_parse_mode parse_mode;
     const tg_message_entity *caption_entities;
     size_t caption_entities_count;
@@ -5023,7 +5167,7 @@ struct tg_inline_query_result_video {
     /* type: always video */
     const char *id;
     const char *video_url;
-    const char *mime_type;
+    tg_video_result_mime_type mime_type;
     const char *thumbnail_url;
     const char *title;
     const char *caption; /* optional */
@@ -5086,7 +5230,7 @@ struct tg_inline_query_result_document {
     const tg_message_entity *caption_entities;
     size_t caption_entities_count;
     const char *document_url;
-    const char *mime_type;
+    tg_document_result_mime_type mime_type;
     const char *description;                       /* optional */
     const tg_inline_keyboard_markup *reply_markup; /* optional */
     tg_input_message_content input_message_content;
@@ -6257,7 +6401,7 @@ struct tg_send_dice_params {
     tg_chat_id chat_id; /* required */
     tg_opt_i64 message_thread_id;
     tg_opt_i64 direct_messages_topic_id;
-    const char *emoji;
+    tg_dice_emoji emoji;
     tg_opt_bool disable_notification;
     tg_opt_bool protect_content;
     tg_opt_bool allow_paid_broadcast;

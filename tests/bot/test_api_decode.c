@@ -337,6 +337,14 @@ static void test_union_dispatch(void **state)
     r = decode_as(f, "InlineQueryResult",
                   "{\"type\":\"audio\",\"id\":\"1\",\"audio_url\":\"u\",\"title\":\"t\"}", TG_OK);
     assert_int_equal(r->kind, TG_INLINE_QUERY_RESULT_AUDIO);
+    /* emoji sets compare bytes exactly: U+2764 alone is known, with U+FE0F it is not */
+    tg_reaction_type *re =
+        decode_as(f, "ReactionType", "{\"type\":\"emoji\",\"emoji\":\"\u2764\"}", TG_OK);
+    assert_int_equal(re->kind, TG_REACTION_TYPE_EMOJI);
+    assert_int_equal(re->emoji->emoji.id, TG_REACTION_EMOJI_U2764);
+    re = decode_as(f, "ReactionType", "{\"type\":\"emoji\",\"emoji\":\"\u2764\ufe0f\"}", TG_OK);
+    assert_int_equal(re->emoji->emoji.id, TG_ENUM_UNKNOWN);
+    assert_string_equal(re->emoji->emoji.str, "\xe2\x9d\xa4\xef\xb8\x8f");
     /* RichText: string, array or object */
     tg_rich_text *rt = decode_as(f, "RichText", "\"hello\"", TG_OK);
     assert_int_equal(rt->kind, TG_RICH_TEXT_PLAIN);

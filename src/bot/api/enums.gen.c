@@ -472,6 +472,200 @@ tg_transaction_type tg_transaction_type_from_str(const char *s)
     return v;
 }
 
+static const char *const V_reaction_emoji[] = {
+    "\342\235\244",
+    "\360\237\221\215",
+    "\360\237\221\216",
+    "\360\237\224\245",
+    "\360\237\245\260",
+    "\360\237\221\217",
+    "\360\237\230\201",
+    "\360\237\244\224",
+    "\360\237\244\257",
+    "\360\237\230\261",
+    "\360\237\244\254",
+    "\360\237\230\242",
+    "\360\237\216\211",
+    "\360\237\244\251",
+    "\360\237\244\256",
+    "\360\237\222\251",
+    "\360\237\231\217",
+    "\360\237\221\214",
+    "\360\237\225\212",
+    "\360\237\244\241",
+    "\360\237\245\261",
+    "\360\237\245\264",
+    "\360\237\230\215",
+    "\360\237\220\263",
+    "\342\235\244\342\200\215\360\237\224\245",
+    "\360\237\214\232",
+    "\360\237\214\255",
+    "\360\237\222\257",
+    "\360\237\244\243",
+    "\342\232\241",
+    "\360\237\215\214",
+    "\360\237\217\206",
+    "\360\237\222\224",
+    "\360\237\244\250",
+    "\360\237\230\220",
+    "\360\237\215\223",
+    "\360\237\215\276",
+    "\360\237\222\213",
+    "\360\237\226\225",
+    "\360\237\230\210",
+    "\360\237\230\264",
+    "\360\237\230\255",
+    "\360\237\244\223",
+    "\360\237\221\273",
+    "\360\237\221\250\342\200\215\360\237\222\273",
+    "\360\237\221\200",
+    "\360\237\216\203",
+    "\360\237\231\210",
+    "\360\237\230\207",
+    "\360\237\230\250",
+    "\360\237\244\235",
+    "\342\234\215",
+    "\360\237\244\227",
+    "\360\237\253\241",
+    "\360\237\216\205",
+    "\360\237\216\204",
+    "\342\230\203",
+    "\360\237\222\205",
+    "\360\237\244\252",
+    "\360\237\227\277",
+    "\360\237\206\222",
+    "\360\237\222\230",
+    "\360\237\231\211",
+    "\360\237\246\204",
+    "\360\237\230\230",
+    "\360\237\222\212",
+    "\360\237\231\212",
+    "\360\237\230\216",
+    "\360\237\221\276",
+    "\360\237\244\267\342\200\215\342\231\202",
+    "\360\237\244\267",
+    "\360\237\244\267\342\200\215\342\231\200",
+    "\360\237\230\241",
+};
+const tg__enum tg__e_reaction_emoji = {"ReactionEmoji", 73, V_reaction_emoji};
+
+const char *tg_reaction_emoji_to_str(tg_reaction_emoji v)
+{
+    const char *s = tg__codec_enum_str(&tg__e_reaction_emoji, v.id);
+    return s ? s : v.str;
+}
+
+tg_reaction_emoji tg_reaction_emoji_from_str(const char *s)
+{
+    tg_reaction_emoji v = {TG_ENUM_ABSENT, s};
+    if (s)
+        v.id = tg__codec_enum_id(&tg__e_reaction_emoji, s, strlen(s));
+    return v;
+}
+
+static const char *const V_dice_emoji[] = {
+    "\360\237\216\262", "\360\237\216\257", "\360\237\217\200",
+    "\342\232\275",     "\360\237\216\263", "\360\237\216\260",
+};
+const tg__enum tg__e_dice_emoji = {"DiceEmoji", 6, V_dice_emoji};
+
+const char *tg_dice_emoji_to_str(tg_dice_emoji v)
+{
+    const char *s = tg__codec_enum_str(&tg__e_dice_emoji, v.id);
+    return s ? s : v.str;
+}
+
+tg_dice_emoji tg_dice_emoji_from_str(const char *s)
+{
+    tg_dice_emoji v = {TG_ENUM_ABSENT, s};
+    if (s)
+        v.id = tg__codec_enum_id(&tg__e_dice_emoji, s, strlen(s));
+    return v;
+}
+
+static const char *const V_stars_currency[] = {
+    "XTR",
+    "TON",
+};
+const tg__enum tg__e_stars_currency = {"StarsCurrency", 2, V_stars_currency};
+
+const char *tg_stars_currency_to_str(tg_stars_currency v)
+{
+    const char *s = tg__codec_enum_str(&tg__e_stars_currency, v.id);
+    return s ? s : v.str;
+}
+
+tg_stars_currency tg_stars_currency_from_str(const char *s)
+{
+    tg_stars_currency v = {TG_ENUM_ABSENT, s};
+    if (s)
+        v.id = tg__codec_enum_id(&tg__e_stars_currency, s, strlen(s));
+    return v;
+}
+
+static const char *const V_gif_thumbnail_mime_type[] = {
+    "image/jpeg",
+    "image/gif",
+    "video/mp4",
+};
+const tg__enum tg__e_gif_thumbnail_mime_type = {"GifThumbnailMimeType", 3,
+                                                V_gif_thumbnail_mime_type};
+
+const char *tg_gif_thumbnail_mime_type_to_str(tg_gif_thumbnail_mime_type v)
+{
+    const char *s = tg__codec_enum_str(&tg__e_gif_thumbnail_mime_type, v.id);
+    return s ? s : v.str;
+}
+
+tg_gif_thumbnail_mime_type tg_gif_thumbnail_mime_type_from_str(const char *s)
+{
+    tg_gif_thumbnail_mime_type v = {TG_ENUM_ABSENT, s};
+    if (s)
+        v.id = tg__codec_enum_id(&tg__e_gif_thumbnail_mime_type, s, strlen(s));
+    return v;
+}
+
+static const char *const V_video_result_mime_type[] = {
+    "text/html",
+    "video/mp4",
+};
+const tg__enum tg__e_video_result_mime_type = {"VideoResultMimeType", 2, V_video_result_mime_type};
+
+const char *tg_video_result_mime_type_to_str(tg_video_result_mime_type v)
+{
+    const char *s = tg__codec_enum_str(&tg__e_video_result_mime_type, v.id);
+    return s ? s : v.str;
+}
+
+tg_video_result_mime_type tg_video_result_mime_type_from_str(const char *s)
+{
+    tg_video_result_mime_type v = {TG_ENUM_ABSENT, s};
+    if (s)
+        v.id = tg__codec_enum_id(&tg__e_video_result_mime_type, s, strlen(s));
+    return v;
+}
+
+static const char *const V_document_result_mime_type[] = {
+    "application/pdf",
+    "application/zip",
+};
+const tg__enum tg__e_document_result_mime_type = {"DocumentResultMimeType", 2,
+                                                  V_document_result_mime_type};
+
+const char *tg_document_result_mime_type_to_str(tg_document_result_mime_type v)
+{
+    const char *s = tg__codec_enum_str(&tg__e_document_result_mime_type, v.id);
+    return s ? s : v.str;
+}
+
+tg_document_result_mime_type tg_document_result_mime_type_from_str(const char *s)
+{
+    tg_document_result_mime_type v = {TG_ENUM_ABSENT, s};
+    if (s)
+        v.id = tg__codec_enum_id(&tg__e_document_result_mime_type, s, strlen(s));
+    return v;
+}
+
 static const char *const V_passport_element_type[] = {
     "personal_details",
     "passport",

@@ -1090,7 +1090,7 @@ static const tg__field F_p_send_dice[] = {
     TG__FIELD(tg_send_dice_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_send_dice_params, message_thread_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_send_dice_params, direct_messages_topic_id, TG__K_I64, TG__F_OPT, NULL),
-    TG__FIELD(tg_send_dice_params, emoji, TG__K_STR, TG__F_OPT, NULL),
+    TG__FIELD(tg_send_dice_params, emoji, TG__K_ENUM, TG__F_OPT, &tg__e_dice_emoji),
     TG__FIELD(tg_send_dice_params, disable_notification, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_send_dice_params, protect_content, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_send_dice_params, allow_paid_broadcast, TG__K_BOOL, TG__F_OPT, NULL),

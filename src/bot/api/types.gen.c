@@ -1056,7 +1056,7 @@ const tg__type tg__t_contact = {
 };
 
 static const tg__field F_dice[] = {
-    TG__FIELD(tg_dice, emoji, TG__K_STR, 0, NULL),
+    TG__FIELD(tg_dice, emoji, TG__K_ENUM, 0, &tg__e_dice_emoji),
     TG__FIELD(tg_dice, value, TG__K_I64, 0, NULL),
 };
 static const uint8_t S_dice[4] = {
@@ -2232,7 +2232,7 @@ const tg__type tg__t_suggested_post_declined = {
 
 static const tg__field F_suggested_post_paid[] = {
     TG__FIELD(tg_suggested_post_paid, suggested_post_message, TG__K_OBJ, TG__F_OPT, &tg__t_message),
-    TG__FIELD(tg_suggested_post_paid, currency, TG__K_STR, 0, NULL),
+    TG__FIELD(tg_suggested_post_paid, currency, TG__K_ENUM, 0, &tg__e_stars_currency),
     TG__FIELD(tg_suggested_post_paid, amount, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_suggested_post_paid, star_amount, TG__K_OBJ, TG__F_OPT, &tg__t_star_amount),
 };
@@ -2387,7 +2387,7 @@ const tg__type tg__t_link_preview_options = {
 };
 
 static const tg__field F_suggested_post_price[] = {
-    TG__FIELD(tg_suggested_post_price, currency, TG__K_STR, 0, NULL),
+    TG__FIELD(tg_suggested_post_price, currency, TG__K_ENUM, 0, &tg__e_stars_currency),
     TG__FIELD(tg_suggested_post_price, amount, TG__K_I64, 0, NULL),
 };
 static const uint8_t S_suggested_post_price[4] = {
@@ -3594,7 +3594,7 @@ const tg__type tg__t_reaction_type = {
 
 static const tg__field F_reaction_type_emoji[] = {
     TG__CONST("type", "emoji"),
-    TG__FIELD(tg_reaction_type_emoji, emoji, TG__K_STR, 0, NULL),
+    TG__FIELD(tg_reaction_type_emoji, emoji, TG__K_ENUM, 0, &tg__e_reaction_emoji),
 };
 static const uint8_t S_reaction_type_emoji[4] = {
     2,
@@ -3965,7 +3965,8 @@ const tg__type tg__t_gift_info = {
 static const tg__field F_unique_gift_info[] = {
     TG__FIELD(tg_unique_gift_info, gift, TG__K_OBJ, 0, &tg__t_unique_gift),
     TG__FIELD(tg_unique_gift_info, origin, TG__K_ENUM, 0, &tg__e_unique_gift_origin),
-    TG__FIELD(tg_unique_gift_info, last_resale_currency, TG__K_STR, TG__F_OPT, NULL),
+    TG__FIELD(tg_unique_gift_info, last_resale_currency, TG__K_ENUM, TG__F_OPT,
+              &tg__e_stars_currency),
     TG__FIELD(tg_unique_gift_info, last_resale_amount, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_unique_gift_info, owned_gift_id, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_unique_gift_info, transfer_star_count, TG__K_I64, TG__F_OPT, NULL),
@@ -7247,7 +7248,8 @@ static const tg__field F_inline_query_result_gif[] = {
     TG__FIELD(tg_inline_query_result_gif, gif_height, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_gif, gif_duration, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_gif, thumbnail_url, TG__K_STR, 0, NULL),
-    TG__FIELD(tg_inline_query_result_gif, thumbnail_mime_type, TG__K_STR, TG__F_OPT, NULL),
+    TG__FIELD(tg_inline_query_result_gif, thumbnail_mime_type, TG__K_ENUM, TG__F_OPT,
+              &tg__e_gif_thumbnail_mime_type),
     TG__FIELD(tg_inline_query_result_gif, title, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_gif, caption, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_gif, parse_mode, TG__K_ENUM, TG__F_OPT, &tg__e_parse_mode),
@@ -7282,7 +7284,8 @@ static const tg__field F_inline_query_result_mpeg4_gif[] = {
     TG__FIELD(tg_inline_query_result_mpeg4_gif, mpeg4_height, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_mpeg4_gif, mpeg4_duration, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_mpeg4_gif, thumbnail_url, TG__K_STR, 0, NULL),
-    TG__FIELD(tg_inline_query_result_mpeg4_gif, thumbnail_mime_type, TG__K_STR, TG__F_OPT, NULL),
+    TG__FIELD(tg_inline_query_result_mpeg4_gif, thumbnail_mime_type, TG__K_ENUM, TG__F_OPT,
+              &tg__e_gif_thumbnail_mime_type),
     TG__FIELD(tg_inline_query_result_mpeg4_gif, title, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_mpeg4_gif, caption, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_mpeg4_gif, parse_mode, TG__K_ENUM, TG__F_OPT,
@@ -7315,7 +7318,8 @@ static const tg__field F_inline_query_result_video[] = {
     TG__CONST("type", "video"),
     TG__FIELD(tg_inline_query_result_video, id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_inline_query_result_video, video_url, TG__K_STR, 0, NULL),
-    TG__FIELD(tg_inline_query_result_video, mime_type, TG__K_STR, 0, NULL),
+    TG__FIELD(tg_inline_query_result_video, mime_type, TG__K_ENUM, 0,
+              &tg__e_video_result_mime_type),
     TG__FIELD(tg_inline_query_result_video, thumbnail_url, TG__K_STR, 0, NULL),
     TG__FIELD(tg_inline_query_result_video, title, TG__K_STR, 0, NULL),
     TG__FIELD(tg_inline_query_result_video, caption, TG__K_STR, TG__F_OPT, NULL),
@@ -7417,7 +7421,8 @@ static const tg__field F_inline_query_result_document[] = {
     TG__ARRAY(tg_inline_query_result_document, caption_entities, TG__K_OBJ, TG__F_OPT | TG__F_ARR,
               &tg__t_message_entity),
     TG__FIELD(tg_inline_query_result_document, document_url, TG__K_STR, 0, NULL),
-    TG__FIELD(tg_inline_query_result_document, mime_type, TG__K_STR, 0, NULL),
+    TG__FIELD(tg_inline_query_result_document, mime_type, TG__K_ENUM, 0,
+              &tg__e_document_result_mime_type),
     TG__FIELD(tg_inline_query_result_document, description, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_document, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
