@@ -339,7 +339,8 @@ typedef struct tg_dispatcher_options {
  */
 TG_API tg_dispatcher *tg_dispatcher_new(tg_bot *bot, tg_router *router,
                                         const tg_dispatcher_options *opts);
-/* Stop accepting, finish queued updates until deadline_ms from now, then free. NULL-safe. */
+/* Stop accepting, let queued updates finish (at most 10 s; call tg_dispatcher_drain first
+ * for another deadline), then free. NULL-safe. */
 TG_API void tg_dispatcher_free(tg_dispatcher *d);
 
 /* Called when an update fed with tg_dispatcher_feed() is finished (handled = it ran;
