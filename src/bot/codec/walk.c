@@ -33,16 +33,17 @@ const char *tg__codec_enum_str(const tg__enum *e, int32_t id)
 
 /* ---- union member choice ---- */
 
+/* Value of the LAST member named key (decoding lets a repeated key win the same way). */
 static uint32_t find_key(const tg__jdoc *d, uint32_t obj, const char *key)
 {
     size_t n = strlen(key);
-    uint32_t k = obj + 1;
+    uint32_t k = obj + 1, found = UINT32_MAX;
     for (uint32_t i = 0; i < d->toks[obj].count; i++) {
         if (tg__json_str_eq(d, k, key, n))
-            return k + 1;
+            found = k + 1;
         k = d->toks[k + 1].next;
     }
-    return UINT32_MAX;
+    return found;
 }
 
 /* Number of mt's required fields among the keys of the object at tok. */
