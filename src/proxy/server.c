@@ -312,7 +312,8 @@ int server_run(const struct config *cfg)
     /* Blocked before the workers exist, so they inherit the mask and only sigwait sees it. */
     pthread_sigmask(SIG_BLOCK, &set, &old);
     signal(SIGPIPE, SIG_IGN);
-    tg__log_default()->level = cfg->log_level;
+    if (tg__log_default()->level != cfg->log_level) /* set before any worker reads it */
+        tg__log_default()->level = cfg->log_level;
     struct server *s = NULL;
     int rc = server_start(cfg, &s);
     if (rc == 0) {
