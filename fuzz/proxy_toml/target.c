@@ -51,8 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct toml_doc doc;
     char err[512];
-    enum toml_status st = toml_parse(&doc, "fuzz.toml", (const char *)data, size, err,
-                                     sizeof err);
+    enum toml_status st = toml_parse(&doc, "fuzz.toml", (const char *)data, size, err, sizeof err);
     if (st == TOML_OK) {
         struct toml_value root = {.type = TOML_TABLE, .pos = {1, 1}, .u.table = doc.root};
         walk(&root, 0);

@@ -27,7 +27,7 @@
 #include "proxy/secret.h"
 #include "proxy/server.h"
 
-#define MAX_POS 4
+#define MAX_POS  4
 #define MAX_OPTS 16
 
 struct opt_spec {
@@ -69,8 +69,8 @@ static const char usage_text[] =
     "Exit codes: 0 ok, 64 usage, 65 bad argument, 69 cannot bind, 70 internal error,\n"
     "71 OS resources, 74 output error, 78 configuration error. See docs/tgproxy.md.\n";
 
-__attribute__((format(printf, 2, 3))) static int usage_error(const struct io *io,
-                                                             const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int usage_error(const struct io *io, const char *fmt,
+                                                             ...)
 {
     va_list ap;
     fputs("tgproxy: ", io->err);
@@ -95,8 +95,8 @@ __attribute__((format(printf, 3, 4))) static int fail(const struct io *io, int c
 
 /* ---- argument parsing ---- */
 
-static const struct opt_spec *find_spec(const struct opt_spec *specs, size_t n,
-                                        const char *name, size_t len)
+static const struct opt_spec *find_spec(const struct opt_spec *specs, size_t n, const char *name,
+                                        size_t len)
 {
     for (size_t i = 0; i < n; i++)
         if (strlen(specs[i].name) == len && memcmp(specs[i].name, name, len) == 0)
@@ -171,8 +171,8 @@ static int opt_uint(const struct io *io, const struct args *a, const char *name,
     if (!v)
         return 0;
     if (tg__parse_u64(v, strlen(v), out) != 0 || *out < min || *out > max)
-        return usage_error(io, "%s: --%s '%s': expected an integer %llu..%llu", a->cmd, name,
-                           v, (unsigned long long)min, (unsigned long long)max);
+        return usage_error(io, "%s: --%s '%s': expected an integer %llu..%llu", a->cmd, name, v,
+                           (unsigned long long)min, (unsigned long long)max);
     return 0;
 }
 
@@ -211,7 +211,7 @@ static int serve(const struct io *io, const struct config *cfg)
     for (size_t i = 0; i < cfg->nsecrets; i++) {
         char hex[2 * SECRET_KEY_LEN + 1];
         tg__hex_encode(hex, cfg->secrets[i].secret.key, SECRET_KEY_LEN);
-        tg__logger_add_secret(lg, hex, 2 * SECRET_KEY_LEN); /* best effort: 8 at most */
+        tg__logger_add_secret(lg, hex, (size_t)2 * SECRET_KEY_LEN); /* best effort: 8 at most */
         memset(hex, 0, sizeof hex);
     }
     fflush(io->out);
@@ -284,37 +284,39 @@ static int simple_options(const struct io *io, const struct args *a, struct conf
             p++;
         if (p > CONFIG_ONLY_IPV6)
             return usage_error(io, "simple-run: --prefer-ip: expected prefer-ipv4, "
-                               "prefer-ipv6, only-ipv4 or only-ipv6");
+                                   "prefer-ipv6, only-ipv4 or only-ipv6");
         cfg->prefer_ip = (enum config_prefer_ip)p;
     }
     if ((s = opt(a, "tolerate-time-skewness")) != NULL) {
         uint64_t ms;
         if (config_duration_ms(s, strlen(s), &ms) != 0 || ms < 1000 || ms > 3600000)
             return usage_error(io, "simple-run: --tolerate-time-skewness: expected a "
-                               "duration 1s..1h such as \"120s\"");
+                                   "duration 1s..1h such as \"120s\"");
         cfg->tolerate_time_skewness_s = (uint32_t)(ms / 1000);
     }
     if ((s = opt(a, "log-level")) != NULL) {
         int level = tg__log_level_parse(s);
         if (level < 0)
             return usage_error(io, "simple-run: --log-level: expected trace, debug, info, "
-                               "warn, error or off");
+                                   "warn, error or off");
         cfg->log_level = level;
     }
     return simple_fronting(io, a, cfg);
 }
 
 static const struct opt_spec simple_specs[] = {
-    {"workers", true},       {"concurrency", true}, {"fronting-host", true},
-    {"fronting-port", true}, {"public-host", true}, {"public-port", true},
-    {"prefer-ip", true},     {"tolerate-time-skewness", true}, {"log-level", true},
+    {"workers", true},       {"concurrency", true},
+    {"fronting-host", true}, {"fronting-port", true},
+    {"public-host", true},   {"public-port", true},
+    {"prefer-ip", true},     {"tolerate-time-skewness", true},
+    {"log-level", true},
 };
 
 static int cmd_simple_run(const struct io *io, int argc, char **argv)
 {
     struct args a;
-    if (parse_args(io, argc, argv, simple_specs, sizeof simple_specs / sizeof simple_specs[0],
-                   2, &a) != 0)
+    if (parse_args(io, argc, argv, simple_specs, sizeof simple_specs / sizeof simple_specs[0], 2,
+                   &a) != 0)
         return EX_USAGE;
     if (a.npos != 2)
         return usage_error(io, "simple-run: expected HOST:PORT and SECRET");
@@ -426,11 +428,12 @@ static int access_target(const struct io *io, const struct args *a, const struct
         return EX_USAGE;
     const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)sa;
     const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)(const void *)sa;
-    *port = p ? (uint16_t)p
-              : cfg->public_port ? cfg->public_port
-                                 : ntohs(sa->ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
+    *port = p                  ? (uint16_t)p
+            : cfg->public_port ? cfg->public_port
+                               : ntohs(sa->ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
     if (*port == 0)
-        return fail(io, EX_CONFIG, "access: the first bind-to has port 0; set public-port "
+        return fail(io, EX_CONFIG,
+                    "access: the first bind-to has port 0; set public-port "
                     "in the config or pass --port");
     const char *h = opt(a, "host");
     if (h || cfg->public_host[0]) {
@@ -439,10 +442,12 @@ static int access_target(const struct io *io, const struct args *a, const struct
         return 0;
     }
     if (is_wildcard(sa))
-        return fail(io, EX_CONFIG, "access: the first bind-to (%s) is a wildcard address; set "
-                    "public-host in the config or pass --host", cfg->listen[0].text);
-    inet_ntop(sa->ss_family, sa->ss_family == AF_INET ? (const void *)&v4->sin_addr
-                                                      : (const void *)&v6->sin6_addr,
+        return fail(io, EX_CONFIG,
+                    "access: the first bind-to (%s) is a wildcard address; set "
+                    "public-host in the config or pass --host",
+                    cfg->listen[0].text);
+    inet_ntop(sa->ss_family,
+              sa->ss_family == AF_INET ? (const void *)&v4->sin_addr : (const void *)&v6->sin6_addr,
               host, (socklen_t)cap);
     return 0;
 }
@@ -465,8 +470,7 @@ static int print_secret(const struct io *io, const struct config_secret *cs, con
     tg__buf b;
     tg__buf_init(&b, 1 << 20);
     int rc = tg__buf_printf(&b, "%s: %s%s%s\n", cs->label, kind_name(&cs->secret),
-                            cs->secret.kind == SECRET_EE ? ", domain " : "",
-                            cs->secret.domain);
+                            cs->secret.kind == SECRET_EE ? ", domain " : "", cs->secret.domain);
     if (rc == 0)
         rc = links_format(&b, LINKS_TG, host, port, &cs->secret, base64);
     if (rc == 0)
@@ -489,8 +493,10 @@ static int print_secret(const struct io *io, const struct config_secret *cs, con
         memset(b.data, 0, b.len);
     tg__buf_cleanup(&b);
     if (rc != 0)
-        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_SOFTWARE, "access: %s: cannot build "
-                    "links: %s", cs->label, strerror(-rc));
+        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_SOFTWARE,
+                    "access: %s: cannot build "
+                    "links: %s",
+                    cs->label, strerror(-rc));
     return 0;
 }
 
@@ -504,8 +510,8 @@ static const struct opt_spec access_specs[] = {
 static int cmd_access(const struct io *io, int argc, char **argv)
 {
     struct args a;
-    if (parse_args(io, argc, argv, access_specs, sizeof access_specs / sizeof access_specs[0],
-                   1, &a) != 0)
+    if (parse_args(io, argc, argv, access_specs, sizeof access_specs / sizeof access_specs[0], 1,
+                   &a) != 0)
         return EX_USAGE;
     if (a.npos != 1)
         return usage_error(io, "access: expected a configuration file");

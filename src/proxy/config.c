@@ -42,7 +42,7 @@ struct loader {
     bool log_level_set;
     bool debug;
     bool fronting_host_set, fronting_port_set, fronting_pp_set, public_host_set;
-    bool section_enabled; /* `enabled` of the ignored table being walked */
+    bool section_enabled;                    /* `enabled` of the ignored table being walked */
     char dep_fronting_host[CONFIG_HOST_MAX]; /* top-level domain-fronting-ip */
     int dep_fronting_port;                   /* top-level domain-fronting-port, -1 unset */
     int dep_fronting_pp;                     /* domain-fronting-proxy-protocol, -1 unset */
@@ -153,14 +153,15 @@ static void warn_key(struct loader *ld, const struct toml_kv *kv, const char *fm
 
 static int type_err(struct loader *ld, const struct toml_kv *kv, const char *want)
 {
-    return val_err(ld, kv, kv->value, "expected %s, got %s", want,
-                   toml_type_name(kv->value->type));
+    return val_err(ld, kv, kv->value, "expected %s, got %s", want, toml_type_name(kv->value->type));
 }
 
 /* ---- typed getters ---- */
 
+/* Getters set their outputs before any check so no caller ever reads garbage. */
 static int get_bool(struct loader *ld, const struct toml_kv *kv, bool *out)
 {
+    *out = false;
     if (kv->value->type != TOML_BOOL)
         return type_err(ld, kv, "true or false");
     *out = kv->value->u.boolean;
@@ -170,12 +171,13 @@ static int get_bool(struct loader *ld, const struct toml_kv *kv, bool *out)
 static int get_uint(struct loader *ld, const struct toml_kv *kv, int64_t min, int64_t max,
                     uint32_t *out)
 {
+    *out = 0;
     if (kv->value->type != TOML_INTEGER)
         return type_err(ld, kv, "an integer");
     int64_t v = kv->value->u.integer;
     if (v < min || v > max)
-        return val_err(ld, kv, kv->value, "%lld is out of range, expected %lld..%lld",
-                       (long long)v, (long long)min, (long long)max);
+        return val_err(ld, kv, kv->value, "%lld is out of range, expected %lld..%lld", (long long)v,
+                       (long long)min, (long long)max);
     *out = (uint32_t)v;
     return 0;
 }
@@ -184,6 +186,8 @@ static int get_uint(struct loader *ld, const struct toml_kv *kv, int64_t min, in
 static int get_str(struct loader *ld, const struct toml_kv *kv, const struct toml_value *v,
                    const char **s, size_t *n)
 {
+    *s = "";
+    *n = 0;
     if (v->type != TOML_STRING)
         return val_err(ld, kv, v, "expected a string, got %s", toml_type_name(v->type));
     if (memchr(v->u.str.ptr, '\0', v->u.str.len))
@@ -213,7 +217,8 @@ static int get_duration(struct loader *ld, const struct toml_kv *kv, uint64_t mi
         if (get_str(ld, kv, v, &s, &n) != 0)
             return -EINVAL;
         if (config_duration_ms(s, n, &ms) != 0)
-            return val_err(ld, kv, v, "bad duration, expected a number and a unit such as "
+            return val_err(ld, kv, v,
+                           "bad duration, expected a number and a unit such as "
                            "\"500ms\", \"10s\", \"5m\" or \"1h\"");
     }
     if (ms < min_ms || ms > max_ms)
@@ -234,8 +239,8 @@ static int get_duration32(struct loader *ld, const struct toml_kv *kv, uint64_t 
 }
 
 /* Whole seconds from a duration (keep-alive, skewness). */
-static int get_seconds(struct loader *ld, const struct toml_kv *kv, uint32_t min_s,
-                       uint32_t max_s, uint32_t *out_s)
+static int get_seconds(struct loader *ld, const struct toml_kv *kv, uint32_t min_s, uint32_t max_s,
+                       uint32_t *out_s)
 {
     uint64_t ms = 0;
     if (get_duration(ld, kv, (uint64_t)min_s * 1000, (uint64_t)max_s * 1000, &ms) != 0)
@@ -259,7 +264,8 @@ static int get_size(struct loader *ld, const struct toml_kv *kv, uint64_t min, u
         if (get_str(ld, kv, v, &s, &len) != 0)
             return -EINVAL;
         if (config_size_bytes(s, len, &n) != 0)
-            return val_err(ld, kv, v, "bad size, expected bytes such as 16384, \"16kib\" or "
+            return val_err(ld, kv, v,
+                           "bad size, expected bytes such as 16384, \"16kib\" or "
                            "\"1mib\"");
     } else {
         return type_err(ld, kv, "a size such as \"16kib\" or an integer of bytes");
@@ -271,9 +277,10 @@ static int get_size(struct loader *ld, const struct toml_kv *kv, uint64_t min, u
     return 0;
 }
 
-static int get_table(struct loader *ld, const struct toml_kv *kv,
-                     const struct toml_table **out)
+static int get_table(struct loader *ld, const struct toml_kv *kv, const struct toml_table **out)
 {
+    static const struct toml_table empty;
+    *out = &empty;
     if (kv->value->type != TOML_TABLE)
         return type_err(ld, kv, "a table");
     *out = kv->value->u.table;
@@ -309,8 +316,8 @@ static size_t edit_distance(const char *a, size_t an, const char *b, size_t bn)
 
 #define LIST_MAX_RULES 10 /* longer rule lists point to the docs instead */
 
-static int unknown_key(struct loader *ld, const struct toml_kv *kv,
-                       const struct key_rule *rules, size_t nrules)
+static int unknown_key(struct loader *ld, const struct toml_kv *kv, const struct key_rule *rules,
+                       size_t nrules)
 {
     char list[300], hint[96] = "";
     size_t o = 0, best = SIZE_MAX;
@@ -322,8 +329,7 @@ static int unknown_key(struct loader *ld, const struct toml_kv *kv,
             near = rules[i].name;
         }
         if (nrules <= LIST_MAX_RULES && o < sizeof list)
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
-                                  rules[i].name);
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", rules[i].name);
     }
     if (near && best <= 2)
         snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
@@ -333,8 +339,8 @@ static int unknown_key(struct loader *ld, const struct toml_kv *kv,
                    nrules > LIST_MAX_RULES ? "" : "one of: ", list);
 }
 
-static int walk_table(struct loader *ld, const struct toml_table *t,
-                      const struct key_rule *rules, size_t nrules)
+static int walk_table(struct loader *ld, const struct toml_table *t, const struct key_rule *rules,
+                      size_t nrules)
 {
     int rc = 0;
     for (const struct toml_kv *kv = t->first; kv && rc == 0; kv = kv->next) {
@@ -416,17 +422,22 @@ static void set_port(struct sockaddr_storage *sa, uint16_t port)
 static int host_set(struct config_hostport *hp, const char *host, size_t n, char *err,
                     size_t errlen)
 {
+    memset(hp, 0, sizeof *hp);
     if (n >= CONFIG_HOST_MAX)
         return plain_err(err, errlen, "host is %zu bytes, expected at most %d", n,
                          CONFIG_HOST_MAX - 1);
     hp->resolved = parse_ip(host, n, &hp->addr, &hp->addr_len);
     if (!hp->resolved) {
         if (memchr(host, ':', n))
-            return plain_err(err, errlen, "'%.*s' is not a valid IPv6 address, expected e.g. "
-                             "2001:db8::1", (int)n, host);
+            return plain_err(err, errlen,
+                             "'%.*s' is not a valid IPv6 address, expected e.g. "
+                             "2001:db8::1",
+                             (int)n, host);
         if (!valid_hostname(host, n))
-            return plain_err(err, errlen, "'%.*s' is not a host name or IP address, expected "
-                             "letters, digits, '-' and '.'", (int)(n > 64 ? 64 : n), host);
+            return plain_err(err, errlen,
+                             "'%.*s' is not a host name or IP address, expected "
+                             "letters, digits, '-' and '.'",
+                             (int)(n > 64 ? 64 : n), host);
         hp->addr_len = 0;
     }
     memcpy(hp->host, host, n);
@@ -434,8 +445,8 @@ static int host_set(struct config_hostport *hp, const char *host, size_t n, char
     return 0;
 }
 
-int config_hostport_parse(const char *text, size_t len, struct config_hostport *hp,
-                          char *err, size_t errlen)
+int config_hostport_parse(const char *text, size_t len, struct config_hostport *hp, char *err,
+                          size_t errlen)
 {
     memset(hp, 0, sizeof *hp);
     const char *colon = NULL, *host = text;
@@ -448,7 +459,8 @@ int config_hostport_parse(const char *text, size_t len, struct config_hostport *
         hlen = (size_t)(close - host);
         colon = close + 1;
         if (!parse_ip(host, hlen, &hp->addr, &hp->addr_len) || hp->addr.ss_family != AF_INET6)
-            return plain_err(err, errlen, "bad IPv6 address in brackets, expected "
+            return plain_err(err, errlen,
+                             "bad IPv6 address in brackets, expected "
                              "\"[2001:db8::1]:PORT\"");
     } else {
         for (size_t i = len; i > 0 && !colon; i--)
@@ -458,7 +470,8 @@ int config_hostport_parse(const char *text, size_t len, struct config_hostport *
             return plain_err(err, errlen, "missing port, expected \"HOST:PORT\"");
         hlen = (size_t)(colon - text);
         if (memchr(text, ':', hlen))
-            return plain_err(err, errlen, "IPv6 address without brackets, expected "
+            return plain_err(err, errlen,
+                             "IPv6 address without brackets, expected "
                              "\"[IPv6]:PORT\"");
     }
     uint64_t port;
@@ -467,7 +480,8 @@ int config_hostport_parse(const char *text, size_t len, struct config_hostport *
     if (pn == 0 || pn > 5 || tg__parse_u64(ps, pn, &port) != 0 || port > 65535)
         return plain_err(err, errlen, "bad port, expected a number 0..65535 after ':'");
     if (hlen == 0)
-        return plain_err(err, errlen, "missing host, expected \"HOST:PORT\" such as "
+        return plain_err(err, errlen,
+                         "missing host, expected \"HOST:PORT\" such as "
                          "\"0.0.0.0:443\"");
     int rc = host_set(hp, host, hlen, err, errlen);
     if (rc != 0)
@@ -505,16 +519,17 @@ static int grow(void **arr, size_t n, size_t elem)
     return 0;
 }
 
-int config_add_listen(struct config *cfg, const char *text, size_t len, char *err,
-                      size_t errlen)
+int config_add_listen(struct config *cfg, const char *text, size_t len, char *err, size_t errlen)
 {
     struct config_hostport hp;
     int rc = config_hostport_parse(text, len, &hp, err, errlen);
     if (rc != 0)
         return rc;
     if (!hp.resolved)
-        return plain_err(err, errlen, "'%s' is a host name, expected an IP address to listen "
-                         "on such as 0.0.0.0 or [::]", hp.host);
+        return plain_err(err, errlen,
+                         "'%s' is a host name, expected an IP address to listen "
+                         "on such as 0.0.0.0 or [::]",
+                         hp.host);
     if (cfg->nlisten >= CONFIG_MAX_LISTEN)
         return code_err(-ENOSPC, err, errlen, "too many listen addresses, expected at most %d",
                         CONFIG_MAX_LISTEN);
@@ -546,20 +561,24 @@ static bool valid_label(const char *s, size_t n)
     return true;
 }
 
-int config_add_secret(struct config *cfg, const char *label, const struct secret *s,
-                      char *err, size_t errlen)
+int config_add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
+                      size_t errlen)
 {
     size_t n = strlen(label);
     if (!valid_label(label, n))
-        return plain_err(err, errlen, "bad label, expected 1..%d of letters, digits, '_', "
-                         "'-', '.'", CONFIG_LABEL_MAX - 1);
+        return plain_err(err, errlen,
+                         "bad label, expected 1..%d of letters, digits, '_', "
+                         "'-', '.'",
+                         CONFIG_LABEL_MAX - 1);
     if (cfg->nsecrets >= CONFIG_MAX_SECRETS)
         return code_err(-ENOSPC, err, errlen, "too many secrets, expected at most %d",
                         CONFIG_MAX_SECRETS);
     for (size_t i = 0; i < cfg->nsecrets; i++)
         if (strcmp(cfg->secrets[i].label, label) == 0)
-            return plain_err(err, errlen, "label '%s' is used twice, expected unique labels"
-                             " (mtg's top-level 'secret' is labelled 'default')", label);
+            return plain_err(err, errlen,
+                             "label '%s' is used twice, expected unique labels"
+                             " (mtg's top-level 'secret' is labelled 'default')",
+                             label);
     if (grow((void **)&cfg->secrets, cfg->nsecrets, sizeof cfg->secrets[0]) != 0)
         return code_err(-ENOMEM, err, errlen, "out of memory");
     struct config_secret *cs = &cfg->secrets[cfg->nsecrets++];
@@ -576,9 +595,8 @@ static int unit_ns(const char *s, size_t n, size_t *i, uint64_t *ns)
         const char *name;
         uint64_t ns;
     } units[] = {
-        {"ns", 1ULL},          {"us", 1000ULL},          {"\xC2\xB5s", 1000ULL},
-        {"ms", 1000000ULL},    {"s", 1000000000ULL},     {"m", 60000000000ULL},
-        {"h", 3600000000000ULL},
+        {"ns", 1ULL},         {"us", 1000ULL},       {"\xC2\xB5s", 1000ULL},  {"ms", 1000000ULL},
+        {"s", 1000000000ULL}, {"m", 60000000000ULL}, {"h", 3600000000000ULL},
     };
     for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
         size_t l = strlen(units[u].name);
@@ -668,8 +686,7 @@ int config_size_bytes(const char *s, size_t n, uint64_t *out)
 
 /* ---- top-level keys ---- */
 
-static int add_listen_value(struct loader *ld, const struct toml_kv *kv,
-                            const struct toml_value *v)
+static int add_listen_value(struct loader *ld, const struct toml_kv *kv, const struct toml_value *v)
 {
     char why[256];
     const char *s = NULL;
@@ -709,8 +726,10 @@ static int add_secret_value(struct loader *ld, const struct toml_kv *kv, const c
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
         return -EINVAL;
     if (secret_parse(s, n, &sec, why, sizeof why) != 0)
-        return val_err(ld, kv, kv->value, "bad secret (%s), expected hex or base64 of a "
-                       "classic, dd or ee secret, e.g. from 'tgproxy generate-secret'", why);
+        return val_err(ld, kv, kv->value,
+                       "bad secret (%s), expected hex or base64 of a "
+                       "classic, dd or ee secret, e.g. from 'tgproxy generate-secret'",
+                       why);
     int rc = config_add_secret(ld->cfg, label, &sec, why, sizeof why);
     memset(&sec, 0, sizeof sec);
     if (rc == -ENOMEM)
@@ -733,8 +752,10 @@ static int k_secrets(struct loader *ld, const struct toml_kv *self)
     int rc = 0;
     for (const struct toml_kv *kv = t->first; kv && rc == 0; kv = kv->next) {
         if (!valid_label(kv->key, kv->key_len))
-            rc = key_err(ld, kv, "bad label, expected 1..%d of letters, digits, '_', '-', "
-                         "'.'", CONFIG_LABEL_MAX - 1);
+            rc = key_err(ld, kv,
+                         "bad label, expected 1..%d of letters, digits, '_', '-', "
+                         "'.'",
+                         CONFIG_LABEL_MAX - 1);
         else
             rc = add_secret_value(ld, kv, kv->key);
     }
@@ -816,7 +837,8 @@ static int k_prefer_ip(struct loader *ld, const struct toml_kv *kv)
             return 0;
         }
     }
-    return val_err(ld, kv, kv->value, "unknown value, expected \"prefer-ipv4\", "
+    return val_err(ld, kv, kv->value,
+                   "unknown value, expected \"prefer-ipv4\", "
                    "\"prefer-ipv6\", \"only-ipv4\" or \"only-ipv6\"");
 }
 
@@ -843,7 +865,8 @@ static int k_log_level(struct loader *ld, const struct toml_kv *kv)
         return -EINVAL;
     int level = tg__log_level_parse(s);
     if (level < 0)
-        return val_err(ld, kv, kv->value, "unknown level, expected \"trace\", \"debug\", "
+        return val_err(ld, kv, kv->value,
+                       "unknown level, expected \"trace\", \"debug\", "
                        "\"info\", \"warn\", \"error\" or \"off\"");
     ld->cfg->log_level = level;
     ld->log_level_set = true;
@@ -905,14 +928,16 @@ static int k_dep_fronting_pp(struct loader *ld, const struct toml_kv *kv)
 /* mtg keys whose absence is harmless: accepted, ignored, reported. */
 static int k_ignore(struct loader *ld, const struct toml_kv *kv)
 {
-    warn_key(ld, kv, "accepted for mtg compatibility but ignored: tgproxy has no such "
+    warn_key(ld, kv,
+             "accepted for mtg compatibility but ignored: tgproxy has no such "
              "setting (see docs/tgproxy.md)");
     return 0;
 }
 
 static int k_ad_tag(struct loader *ld, const struct toml_kv *kv)
 {
-    return key_err(ld, kv, "ad tags need middle-proxy mode, which tgproxy does not "
+    return key_err(ld, kv,
+                   "ad tags need middle-proxy mode, which tgproxy does not "
                    "implement; expected no ad-tag");
 }
 
@@ -943,7 +968,8 @@ static int fronting_host(struct loader *ld, const struct toml_kv *kv, bool requi
     if (host_set(&hp, s, n, why, sizeof why) != 0)
         return val_err(ld, kv, kv->value, "%s", why);
     if (require_ip && !hp.resolved)
-        return val_err(ld, kv, kv->value, "expected an IPv4 or IPv6 address (use 'host' for "
+        return val_err(ld, kv, kv->value,
+                       "expected an IPv4 or IPv6 address (use 'host' for "
                        "names)");
     memcpy(ld->cfg->fronting.host, hp.host, sizeof hp.host);
     ld->cfg->fronting.resolved = hp.resolved;
@@ -1014,11 +1040,8 @@ static int k_to_fronting(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule timeout_rules[] = {
-    {"tcp", k_to_tcp},
-    {"idle", k_to_idle},
-    {"handshake", k_to_handshake},
-    {"fronting", k_to_fronting},
-    {"http", k_ignore},
+    {"tcp", k_to_tcp},           {"idle", k_to_idle}, {"handshake", k_to_handshake},
+    {"fronting", k_to_fronting}, {"http", k_ignore},
 };
 
 static int k_ka_disabled(struct loader *ld, const struct toml_kv *kv)
@@ -1068,7 +1091,8 @@ static int k_proxies(struct loader *ld, const struct toml_kv *kv)
         if (get_str(ld, kv, e, &s, &n) != 0)
             return -EINVAL;
         if (n > 0)
-            return val_err(ld, kv, e, "upstream proxies are not supported by tgproxy (traffic "
+            return val_err(ld, kv, e,
+                           "upstream proxies are not supported by tgproxy (traffic "
                            "would go direct), expected an empty list");
     }
     return 0;
@@ -1090,12 +1114,8 @@ static int k_public_ip_table(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule network_rules[] = {
-    {"timeout", k_timeout},
-    {"keep-alive", k_keepalive},
-    {"public-ip", k_public_ip_table},
-    {"proxies", k_proxies},
-    {"doh-ip", k_ignore},
-    {"dns", k_ignore},
+    {"timeout", k_timeout}, {"keep-alive", k_keepalive}, {"public-ip", k_public_ip_table},
+    {"proxies", k_proxies}, {"doh-ip", k_ignore},        {"dns", k_ignore},
 };
 
 static int k_network(struct loader *ld, const struct toml_kv *kv)
@@ -1121,11 +1141,8 @@ static int k_ar_window(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule antireplay_rules[] = {
-    {"enabled", k_ar_enabled},
-    {"max-entries", k_ar_entries},
-    {"window", k_ar_window},
-    {"max-size", k_ignore},
-    {"error-rate", k_ignore},
+    {"enabled", k_ar_enabled}, {"max-entries", k_ar_entries}, {"window", k_ar_window},
+    {"max-size", k_ignore},    {"error-rate", k_ignore},
 };
 
 static const struct key_rule iplist_rules[] = {
@@ -1145,7 +1162,8 @@ static int k_blocklist(struct loader *ld, const struct toml_kv *kv)
     ld->section_enabled = false;
     int rc = WALK(ld, kv, iplist_rules);
     if (rc == 0 && ld->section_enabled)
-        warn_key(ld, kv, "enabled but ignored: tgproxy has no IP blocklist, clients are not "
+        warn_key(ld, kv,
+                 "enabled but ignored: tgproxy has no IP blocklist, clients are not "
                  "filtered by address");
     return rc;
 }
@@ -1155,7 +1173,8 @@ static int k_allowlist(struct loader *ld, const struct toml_kv *kv)
     ld->section_enabled = false;
     int rc = WALK(ld, kv, iplist_rules);
     if (rc == 0 && ld->section_enabled)
-        return key_err(ld, kv, "tgproxy cannot restrict clients by address, so it refuses to "
+        return key_err(ld, kv,
+                       "tgproxy cannot restrict clients by address, so it refuses to "
                        "start rather than serve everyone; expected enabled = false");
     return rc;
 }
@@ -1223,7 +1242,8 @@ static int dc_id(struct loader *ld, const struct toml_kv *kv, struct config_dc *
         dc->id = 0;
     } else if (tg__parse_i64(kv->key, kv->key_len, &id) != 0 || id == 0 || id < -32767 ||
                id > 32767) {
-        return key_err(ld, kv, "bad DC id, expected \"default\" or a non-zero integer such "
+        return key_err(ld, kv,
+                       "bad DC id, expected \"default\" or a non-zero integer such "
                        "as 2, -2 or 10002");
     } else {
         dc->id = (int32_t)id;
@@ -1245,8 +1265,7 @@ static int dc_addr(struct loader *ld, const struct toml_kv *kv, const struct tom
     if (get_str(ld, kv, v, &s, &n) != 0)
         return -EINVAL;
     if (dc->naddrs >= CONFIG_MAX_DC_ADDRS)
-        return val_err(ld, kv, v, "too many addresses, expected at most %d",
-                       CONFIG_MAX_DC_ADDRS);
+        return val_err(ld, kv, v, "too many addresses, expected at most %d", CONFIG_MAX_DC_ADDRS);
     struct config_hostport *hp = &dc->addrs[dc->naddrs];
     if (config_hostport_parse(s, n, hp, why, sizeof why) != 0)
         return val_err(ld, kv, v, "%s", why);
@@ -1415,16 +1434,21 @@ const char *config_prefer_ip_name(enum config_prefer_ip p)
 int config_validate(const struct config *cfg, char *err, size_t errlen)
 {
     if (cfg->nlisten == 0)
-        return plain_err(err, errlen, "%s: no listen address, expected bind-to = "
-                         "\"0.0.0.0:443\" (or an array of addresses)", cfg->source);
+        return plain_err(err, errlen,
+                         "%s: no listen address, expected bind-to = "
+                         "\"0.0.0.0:443\" (or an array of addresses)",
+                         cfg->source);
     if (cfg->nsecrets == 0)
-        return plain_err(err, errlen, "%s: no secret, expected a [secrets] table with "
+        return plain_err(err, errlen,
+                         "%s: no secret, expected a [secrets] table with "
                          "label = \"ee...\" or a top-level secret = \"...\" (see "
-                         "'tgproxy generate-secret')", cfg->source);
+                         "'tgproxy generate-secret')",
+                         cfg->source);
     if (cfg->concurrency == 0 || cfg->buffer_size == 0 || cfg->max_inflight < cfg->buffer_size)
-        return plain_err(err, errlen, "%s: max-inflight (%u) is below buffer-size (%u), "
-                         "expected max-inflight >= buffer-size", cfg->source,
-                         cfg->max_inflight, cfg->buffer_size);
+        return plain_err(err, errlen,
+                         "%s: max-inflight (%u) is below buffer-size (%u), "
+                         "expected max-inflight >= buffer-size",
+                         cfg->source, cfg->max_inflight, cfg->buffer_size);
     return 0;
 }
 
@@ -1440,8 +1464,8 @@ const struct config_dc *config_dc_find(const struct config *cfg, int32_t id)
     return fallback;
 }
 
-int config_parse(struct config *cfg, const char *name, const char *text, size_t len,
-                 char *err, size_t errlen, config_warn_fn warn, void *warn_user)
+int config_parse(struct config *cfg, const char *name, const char *text, size_t len, char *err,
+                 size_t errlen, config_warn_fn warn, void *warn_user)
 {
     struct toml_doc doc;
     int rc;
@@ -1453,8 +1477,14 @@ int config_parse(struct config *cfg, const char *name, const char *text, size_t 
     }
     tg__strlcpy(cfg->source, name, sizeof cfg->source);
     struct loader ld = {
-        .cfg = cfg, .name = doc.name, .err = err, .errlen = errlen, .warn = warn,
-        .warn_user = warn_user, .dep_fronting_port = -1, .dep_fronting_pp = -1,
+        .cfg = cfg,
+        .name = doc.name,
+        .err = err,
+        .errlen = errlen,
+        .warn = warn,
+        .warn_user = warn_user,
+        .dep_fronting_port = -1,
+        .dep_fronting_pp = -1,
     };
     rc = walk_table(&ld, doc.root, root_rules, sizeof root_rules / sizeof root_rules[0]);
     if (rc == -ENOMEM)
@@ -1482,8 +1512,8 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
     int rc = 0;
     char *buf = NULL;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > TOML_MAX_INPUT) {
-        rc = code_err(-EINVAL, err, errlen, "%s: not a regular file of at most %u bytes",
-                      path, (unsigned)TOML_MAX_INPUT);
+        rc = code_err(-EINVAL, err, errlen, "%s: not a regular file of at most %u bytes", path,
+                      (unsigned)TOML_MAX_INPUT);
         goto out;
     }
     buf = tg__malloc((size_t)st.st_size + 1);
@@ -1518,8 +1548,8 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
     char *text = NULL;
     size_t len = 0;
     int rc = read_file(path, &text, &len, err, errlen);
-    if (rc != 0)
-        return rc;
+    if (rc != 0 || !text)
+        return rc != 0 ? rc : -EIO;
     rc = config_parse(cfg, path, text, len, err, errlen, warn, warn_user);
     memset(text, 0, len); /* the file holds secrets */
     tg__free(text);

@@ -34,13 +34,13 @@
 
 #include "proxy/secret.h"
 
-#define CONFIG_LABEL_MAX 64      /* bytes, including the NUL */
-#define CONFIG_HOST_MAX 256      /* bytes, including the NUL: a DNS name or IP literal */
-#define CONFIG_MAX_LISTEN 16     /* bind-to addresses */
-#define CONFIG_MAX_SECRETS 256   /* entries in [secrets] */
-#define CONFIG_MAX_DCS 64        /* entries in [dcs] */
-#define CONFIG_MAX_DC_ADDRS 16   /* addresses per [dcs] entry */
-#define CONFIG_ERR_MAX 512       /* suggested size of the err buffers below */
+#define CONFIG_LABEL_MAX    64  /* bytes, including the NUL */
+#define CONFIG_HOST_MAX     256 /* bytes, including the NUL: a DNS name or IP literal */
+#define CONFIG_MAX_LISTEN   16  /* bind-to addresses */
+#define CONFIG_MAX_SECRETS  256 /* entries in [secrets] */
+#define CONFIG_MAX_DCS      64  /* entries in [dcs] */
+#define CONFIG_MAX_DC_ADDRS 16  /* addresses per [dcs] entry */
+#define CONFIG_ERR_MAX      512 /* suggested size of the err buffers below */
 
 /* prefer-ip: mtg's values, same meaning. */
 enum config_prefer_ip {
@@ -52,7 +52,7 @@ enum config_prefer_ip {
 
 /* A host:port that may still need DNS (the engine resolves it when first needed). */
 struct config_hostport {
-    char host[CONFIG_HOST_MAX];   /* as written, without brackets; "" = unset */
+    char host[CONFIG_HOST_MAX]; /* as written, without brackets; "" = unset */
     uint16_t port;
     bool resolved;                /* host was an IP literal: addr/addr_len are valid */
     struct sockaddr_storage addr; /* port already set, network byte order */
@@ -74,9 +74,9 @@ struct config_secret {
 
 /* One [dcs] entry: an override of a DC's addresses. */
 struct config_dc {
-    int32_t id;       /* signed DC id (-2 = media DC 2, 10002 = test DC 2); 0 if is_default */
-    bool is_default;  /* key "default": used for every id without its own entry */
-    size_t naddrs;    /* 1..CONFIG_MAX_DC_ADDRS, tried in order (after prefer-ip sorting) */
+    int32_t id;      /* signed DC id (-2 = media DC 2, 10002 = test DC 2); 0 if is_default */
+    bool is_default; /* key "default": used for every id without its own entry */
+    size_t naddrs;   /* 1..CONFIG_MAX_DC_ADDRS, tried in order (after prefer-ip sorting) */
     struct config_hostport addrs[CONFIG_MAX_DC_ADDRS];
 };
 
@@ -97,12 +97,12 @@ struct config {
     size_t ndcs;
     bool use_test_dcs; /* test-dcs: route ids 10001..10003 to the test table (default false) */
 
-    enum config_prefer_ip prefer_ip;       /* default CONFIG_PREFER_IPV6 */
-    uint32_t tolerate_time_skewness_s;     /* FakeTLS timestamp window, ± seconds; default 120 */
-    bool allow_fallback_on_unknown_dc;     /* unknown DC -> DC 2 instead of close; default false */
+    enum config_prefer_ip prefer_ip;   /* default CONFIG_PREFER_IPV6 */
+    uint32_t tolerate_time_skewness_s; /* FakeTLS timestamp window, ± seconds; default 120 */
+    bool allow_fallback_on_unknown_dc; /* unknown DC -> DC 2 instead of close; default false */
 
-    uint32_t concurrency;  /* max simultaneous client connections; default 8192 */
-    uint32_t workers;      /* worker threads; 0 = number of online CPUs (default) */
+    uint32_t concurrency; /* max simultaneous client connections; default 8192 */
+    uint32_t workers;     /* worker threads; 0 = number of online CPUs (default) */
 
     /* [domain-fronting]: where failed handshakes go. host "" = the secret's own domain. */
     struct {
@@ -111,30 +111,30 @@ struct config {
         bool resolved;              /* host is an IP literal: addr is valid */
         struct sockaddr_storage addr;
         socklen_t addr_len;
-        bool proxy_protocol;        /* send a PROXY v2 header first; default false */
+        bool proxy_protocol; /* send a PROXY v2 header first; default false */
     } fronting;
 
     /* [network.timeout], milliseconds. */
     struct {
-        uint32_t tcp_ms;        /* DC connect, per address; default 10000 */
-        uint32_t idle_ms;       /* relay idle, either direction resets; default 300000 */
-        uint32_t handshake_ms;  /* accept -> obfs2 header parsed; default 10000 */
-        uint32_t fronting_ms;   /* connect to the fronting host; default 5000 */
+        uint32_t tcp_ms;       /* DC connect, per address; default 10000 */
+        uint32_t idle_ms;      /* relay idle, either direction resets; default 300000 */
+        uint32_t handshake_ms; /* accept -> obfs2 header parsed; default 10000 */
+        uint32_t fronting_ms;  /* connect to the fronting host; default 5000 */
     } timeout;
 
     /* [network.keep-alive]: TCP keepalive on both legs. */
     struct {
-        bool enabled;           /* default true (mtg's `disabled = false`) */
-        uint32_t idle_s;        /* default 15 */
-        uint32_t interval_s;    /* default 15 */
-        uint32_t count;         /* default 9 */
+        bool enabled;        /* default true (mtg's `disabled = false`) */
+        uint32_t idle_s;     /* default 15 */
+        uint32_t interval_s; /* default 15 */
+        uint32_t count;      /* default 9 */
     } keepalive;
 
     /* [defense.anti-replay] */
     struct {
-        bool enabled;           /* default true */
-        uint32_t max_entries;   /* default 1048576 (bounded cache) */
-        uint32_t window_s;      /* default 300 */
+        bool enabled;         /* default true */
+        uint32_t max_entries; /* default 1048576 (bounded cache) */
+        uint32_t window_s;    /* default 300 */
     } antireplay;
 
     bool proxy_protocol_listener; /* expect a PROXY v1/v2 header from the listener; false */
@@ -143,11 +143,11 @@ struct config {
     char public_host[CONFIG_HOST_MAX];
     uint16_t public_port;
 
-    int log_level;               /* TG__LOG_*; default TG__LOG_INFO ("debug = true" -> DEBUG) */
+    int log_level; /* TG__LOG_*; default TG__LOG_INFO ("debug = true" -> DEBUG) */
 
-    uint32_t buffer_size;        /* bytes per pooled I/O buffer; default 16384 */
-    uint32_t max_inflight;       /* bytes buffered per direction before backpressure;
-                                    default 1048576 */
+    uint32_t buffer_size;  /* bytes per pooled I/O buffer; default 16384 */
+    uint32_t max_inflight; /* bytes buffered per direction before backpressure;
+                              default 1048576 */
 };
 
 /* Warning sink for keys that are accepted but ignored (mtg keys we do not implement).
@@ -174,8 +174,8 @@ void config_cleanup(struct config *cfg);
  * Returns 0, -EINVAL (bad document or value; err filled) or -ENOMEM. On failure cfg is
  * left initialised-and-empty (as after config_cleanup + config_init). No I/O, no DNS.
  */
-int config_parse(struct config *cfg, const char *name, const char *text, size_t len,
-                 char *err, size_t errlen, config_warn_fn warn, void *warn_user);
+int config_parse(struct config *cfg, const char *name, const char *text, size_t len, char *err,
+                 size_t errlen, config_warn_fn warn, void *warn_user);
 
 /*
  * Read the file at path and config_parse() it. Returns as config_parse, plus -errno
@@ -200,8 +200,8 @@ const struct config_dc *config_dc_find(const struct config *cfg, int32_t id);
  * Parse "host:port", "[v6]:port" or "v6-literal-with-brackets:port" into hp (no DNS).
  * Returns 0 or -EINVAL with a reason in err (the text is not secret and may be quoted).
  */
-int config_hostport_parse(const char *text, size_t len, struct config_hostport *hp,
-                          char *err, size_t errlen);
+int config_hostport_parse(const char *text, size_t len, struct config_hostport *hp, char *err,
+                          size_t errlen);
 
 /* Name of a prefer-ip value ("prefer-ipv6", ...), static. */
 const char *config_prefer_ip_name(enum config_prefer_ip p);
@@ -213,10 +213,9 @@ const char *config_prefer_ip_name(enum config_prefer_ip p);
  *   config_add_listen: "ip:port" / "[ip6]:port", numeric only; duplicates rejected.
  *   config_add_secret: label [A-Za-z0-9_.-]{1,63}, unique; the secret is copied.
  */
-int config_add_listen(struct config *cfg, const char *text, size_t len, char *err,
+int config_add_listen(struct config *cfg, const char *text, size_t len, char *err, size_t errlen);
+int config_add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
                       size_t errlen);
-int config_add_secret(struct config *cfg, const char *label, const struct secret *s,
-                      char *err, size_t errlen);
 
 /*
  * Durations as mtg writes them (Go syntax): one or more <number>[.<fraction>]<unit> with

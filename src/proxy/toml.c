@@ -60,8 +60,8 @@ __attribute__((format(printf, 3, 4))) static int fail_at(struct parser *ps, stru
 {
     if (!ps->err || ps->errlen == 0)
         return -1;
-    int n = snprintf(ps->err, ps->errlen, "%s:%u:%u: ", ps->name, (unsigned)at.line,
-                     (unsigned)at.col);
+    int n =
+        snprintf(ps->err, ps->errlen, "%s:%u:%u: ", ps->name, (unsigned)at.line, (unsigned)at.col);
     if (n < 0 || (size_t)n >= ps->errlen)
         return -1;
     va_list ap;
@@ -261,8 +261,7 @@ static int check_text(struct parser *ps)
 
 /* ---- tables ---- */
 
-const struct toml_kv *toml_table_find(const struct toml_table *t, const char *key,
-                                      size_t key_len)
+const struct toml_kv *toml_table_find(const struct toml_table *t, const char *key, size_t key_len)
 {
     if (!t)
         return NULL;
@@ -277,12 +276,11 @@ static struct toml_kv *find_mut(struct toml_table *t, const struct keypart *kp)
     return (struct toml_kv *)toml_table_find(t, kp->s, kp->n);
 }
 
-static struct toml_kv *table_add(struct parser *ps, struct toml_table *t,
-                                 const struct keypart *kp, struct toml_value *v)
+static struct toml_kv *table_add(struct parser *ps, struct toml_table *t, const struct keypart *kp,
+                                 struct toml_value *v)
 {
     if (t->n >= TOML_MAX_KEYS) {
-        fail_at(ps, kp->pos, "too many keys in one table, expected at most %d",
-                TOML_MAX_KEYS);
+        fail_at(ps, kp->pos, "too many keys in one table, expected at most %d", TOML_MAX_KEYS);
         return NULL;
     }
     struct toml_kv *kv = tg__arena_zalloc(ps->arena, sizeof *kv);
@@ -316,8 +314,7 @@ static int make_table(struct parser *ps, struct toml_value *v, enum toml_origin 
     return 0;
 }
 
-static struct toml_value *new_table(struct parser *ps, enum toml_origin origin,
-                                    struct toml_pos pos)
+static struct toml_value *new_table(struct parser *ps, enum toml_origin origin, struct toml_pos pos)
 {
     struct toml_value *v = tg__arena_zalloc(ps->arena, sizeof *v);
     if (!v) {
@@ -348,8 +345,8 @@ static const char *origin_reason(enum toml_origin o)
 
 static bool is_bare(int c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 static int parse_key_part(struct parser *ps, struct keypart *kp)
@@ -364,8 +361,10 @@ static int parse_key_part(struct parser *ps, struct keypart *kp)
                         : parse_literal_string(ps, &kp->s, &kp->n);
     }
     if (!is_bare(c))
-        return fail_at(ps, ps->pos, "unexpected %s, expected a key (letters, digits, '_', '-',"
-                       " or a quoted string)", describe(ps, d, sizeof d));
+        return fail_at(ps, ps->pos,
+                       "unexpected %s, expected a key (letters, digits, '_', '-',"
+                       " or a quoted string)",
+                       describe(ps, d, sizeof d));
     const char *start = ps->p;
     while (is_bare(peek(ps)))
         advance(ps);
@@ -431,8 +430,7 @@ static size_t utf8_put(char *out, uint32_t cp)
     return 4;
 }
 
-static int decode_unicode(struct parser *ps, struct toml_pos at, int digits, char *out,
-                          size_t *o)
+static int decode_unicode(struct parser *ps, struct toml_pos at, int digits, char *out, size_t *o)
 {
     uint32_t cp = 0;
     for (int i = 0; i < digits; i++) {
@@ -443,7 +441,8 @@ static int decode_unicode(struct parser *ps, struct toml_pos at, int digits, cha
         advance(ps);
     }
     if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return fail_at(ps, at, "unicode escape is not a scalar value, expected U+0000..U+D7FF"
+        return fail_at(ps, at,
+                       "unicode escape is not a scalar value, expected U+0000..U+D7FF"
                        " or U+E000..U+10FFFF");
     *o += utf8_put(out + *o, cp);
     return 0;
@@ -487,12 +486,15 @@ static int decode_escape(struct parser *ps, char *out, size_t *o)
         advance(ps);
         return decode_unicode(ps, at, c == 'u' ? 4 : 8, out, o);
     }
-    return fail_at(ps, at, "invalid escape sequence, expected one of \\b \\t \\n \\f \\r \\\" "
+    return fail_at(ps, at,
+                   "invalid escape sequence, expected one of \\b \\t \\n \\f \\r \\\" "
                    "\\\\ \\uXXXX \\UXXXXXXXX");
 }
 
 static int parse_basic_string(struct parser *ps, const char **out, size_t *len)
 {
+    *out = "";
+    *len = 0;
     struct toml_pos start = ps->pos;
     advance(ps);
     const char *q = ps->p;
@@ -525,6 +527,8 @@ static int parse_basic_string(struct parser *ps, const char **out, size_t *len)
 
 static int parse_literal_string(struct parser *ps, const char **out, size_t *len)
 {
+    *out = "";
+    *len = 0;
     struct toml_pos start = ps->pos;
     advance(ps);
     const char *q = ps->p;
@@ -544,8 +548,7 @@ static int parse_literal_string(struct parser *ps, const char **out, size_t *len
 
 /* End of a multi-line string's content (before the closing triple quote), or NULL.
  * Up to two quotes may directly precede the closing three and belong to the content. */
-static const char *ml_content_end(const struct parser *ps, char quote, bool escapes,
-                                  bool *too_many)
+static const char *ml_content_end(const struct parser *ps, char quote, bool escapes, bool *too_many)
 {
     const char *q = ps->p;
     *too_many = false;
@@ -578,7 +581,8 @@ static int skip_line_continuation(struct parser *ps, struct toml_pos at)
     advance(ps);
     skip_ws(ps);
     if (!at_newline(ps))
-        return fail_at(ps, at, "invalid escape sequence, expected a newline after a "
+        return fail_at(ps, at,
+                       "invalid escape sequence, expected a newline after a "
                        "line-ending backslash");
     while (at_newline(ps) || peek(ps) == ' ' || peek(ps) == '\t') {
         if (at_newline(ps))
@@ -612,6 +616,8 @@ static int ml_decode(struct parser *ps, const char *cend, bool escapes, char *bu
 
 static int parse_ml_string(struct parser *ps, const char **out, size_t *len)
 {
+    *out = "";
+    *len = 0;
     struct toml_pos start = ps->pos;
     char quote = *ps->p;
     bool escapes = quote == '"';
@@ -621,10 +627,11 @@ static int parse_ml_string(struct parser *ps, const char **out, size_t *len)
     bool too_many;
     const char *cend = ml_content_end(ps, quote, escapes, &too_many);
     if (!cend)
-        return fail_at(ps, start, "unterminated multi-line string, expected %c%c%c", quote,
-                       quote, quote);
+        return fail_at(ps, start, "unterminated multi-line string, expected %c%c%c", quote, quote,
+                       quote);
     if (too_many)
-        return fail_at(ps, start, "more than five quotes close a multi-line string, "
+        return fail_at(ps, start,
+                       "more than five quotes close a multi-line string, "
                        "expected at most two quotes before the closing three");
     char *buf = tg__arena_alloc_align(ps->arena, (size_t)(cend - ps->p) + 1, 1);
     if (!buf)
@@ -654,8 +661,7 @@ static int parse_string_value(struct parser *ps, struct toml_value *v)
 
 /* Digits with single '_' between digits; appends the digits to buf. Returns the digit
  * count, or -1 when an underscore is misplaced. */
-static int scan_digits(const char *s, size_t n, size_t *j, char *buf, size_t *b,
-                       int (*digit)(int))
+static int scan_digits(const char *s, size_t n, size_t *j, char *buf, size_t *b, int (*digit)(int))
 {
     int count = 0;
     while (*j < n) {
@@ -706,8 +712,7 @@ static int parse_radix(struct parser *ps, struct toml_pos at, const char *s, siz
     if (count < 0)
         return fail_at(ps, at, "misplaced '_' in integer, expected '_' between two digits");
     if (count == 0 || j != n)
-        return fail_at(ps, at, "invalid base-%d integer, expected only base-%d digits", base,
-                       base);
+        return fail_at(ps, at, "invalid base-%d integer, expected only base-%d digits", base, base);
     uint64_t acc = 0;
     for (size_t i = 0; i < b; i++) {
         uint64_t d = (uint64_t)hex_val((unsigned char)buf[i]);
@@ -745,14 +750,14 @@ static bool looks_like_datetime(const char *s, size_t n)
 {
     bool d4 = n >= 5 && isdigit((unsigned char)s[0]) && isdigit((unsigned char)s[1]) &&
               isdigit((unsigned char)s[2]) && isdigit((unsigned char)s[3]) && s[4] == '-';
-    bool t2 = n >= 3 && isdigit((unsigned char)s[0]) && isdigit((unsigned char)s[1]) &&
-              s[2] == ':';
+    bool t2 = n >= 3 && isdigit((unsigned char)s[0]) && isdigit((unsigned char)s[1]) && s[2] == ':';
     return d4 || t2;
 }
 
 static int bad_number(struct parser *ps, struct toml_pos at)
 {
-    return fail_at(ps, at, "invalid value, expected a number, a boolean, a quoted string, an "
+    return fail_at(ps, at,
+                   "invalid value, expected a number, a boolean, a quoted string, an "
                    "array or an inline table");
 }
 
@@ -826,7 +831,8 @@ static int parse_scalar(struct parser *ps, const char *s, size_t n, struct toml_
         return 0;
     }
     if (looks_like_datetime(s, n))
-        return fail_at(ps, at, "dates and times are not supported, expected a string, "
+        return fail_at(ps, at,
+                       "dates and times are not supported, expected a string, "
                        "number or boolean");
     if (n > NUMBER_MAX)
         return fail_at(ps, at, "value too long for a number, expected at most %d characters",
@@ -903,8 +909,10 @@ static int parse_inline_table(struct parser *ps, struct toml_value *v)
     int rc = 0;
     while (rc == 0 && peek(ps) != '}') {
         if (ps->p >= ps->end || at_newline(ps)) {
-            rc = fail_at(ps, ps->pos, "unexpected %s in inline table, expected a key or '}' "
-                         "on the same line", describe(ps, d, sizeof d));
+            rc = fail_at(ps, ps->pos,
+                         "unexpected %s in inline table, expected a key or '}' "
+                         "on the same line",
+                         describe(ps, d, sizeof d));
             break;
         }
         rc = parse_keyval(ps, v->u.table);
@@ -915,7 +923,8 @@ static int parse_inline_table(struct parser *ps, struct toml_value *v)
             if (peek(ps) == '}')
                 rc = fail_at(ps, ps->pos, "trailing comma in inline table, expected a key");
         } else if (rc == 0 && peek(ps) != '}') {
-            rc = fail_at(ps, ps->pos, "unexpected %s in inline table, expected ',' or '}' on "
+            rc = fail_at(ps, ps->pos,
+                         "unexpected %s in inline table, expected ',' or '}' on "
                          "the same line",
                          describe(ps, d, sizeof d));
         }
@@ -929,8 +938,10 @@ static int parse_inline_table(struct parser *ps, struct toml_value *v)
 static int parse_compound(struct parser *ps, struct toml_value *v)
 {
     if (ps->depth >= TOML_MAX_DEPTH)
-        return fail_at(ps, ps->pos, "arrays or inline tables nested too deep, expected at "
-                       "most %d levels", TOML_MAX_DEPTH);
+        return fail_at(ps, ps->pos,
+                       "arrays or inline tables nested too deep, expected at "
+                       "most %d levels",
+                       TOML_MAX_DEPTH);
     ps->depth++;
     int rc = peek(ps) == '[' ? parse_array(ps, v) : parse_inline_table(ps, v);
     ps->depth--;
@@ -956,8 +967,10 @@ static int parse_value(struct parser *ps, struct toml_value **out)
             advance(ps);
         return parse_scalar(ps, start, (size_t)(ps->p - start), v->pos, v);
     }
-    return fail_at(ps, ps->pos, "unexpected %s, expected a value (string, number, boolean, "
-                   "array or inline table)", describe(ps, d, sizeof d));
+    return fail_at(ps, ps->pos,
+                   "unexpected %s, expected a value (string, number, boolean, "
+                   "array or inline table)",
+                   describe(ps, d, sizeof d));
 }
 
 /* ---- key/value lines and headers ---- */
@@ -975,9 +988,11 @@ static struct toml_table *descend_dotted(struct parser *ps, struct toml_table *t
     }
     const struct toml_value *v = kv->value;
     if (v->type != TOML_TABLE) {
-        fail_at(ps, parts[i].pos, "key '%s' already holds a %s (defined at %u:%u), expected "
-                "a table for this dotted key", render_key(parts, i + 1, k, sizeof k),
-                toml_type_name(v->type), (unsigned)kv->pos.line, (unsigned)kv->pos.col);
+        fail_at(ps, parts[i].pos,
+                "key '%s' already holds a %s (defined at %u:%u), expected "
+                "a table for this dotted key",
+                render_key(parts, i + 1, k, sizeof k), toml_type_name(v->type),
+                (unsigned)kv->pos.line, (unsigned)kv->pos.col);
         return NULL;
     }
     struct toml_table *tb = v->u.table;
@@ -992,8 +1007,8 @@ static struct toml_table *descend_dotted(struct parser *ps, struct toml_table *t
 static int parse_keyval(struct parser *ps, struct toml_table *t)
 {
     char d[8], k[128];
-    struct keypart parts[TOML_MAX_KEY_PARTS];
-    size_t n;
+    struct keypart parts[TOML_MAX_KEY_PARTS] = {0};
+    size_t n = 0;
     if (parse_key(ps, parts, &n) != 0)
         return -1;
     if (peek(ps) != '=')
@@ -1008,10 +1023,12 @@ static int parse_keyval(struct parser *ps, struct toml_table *t)
     }
     const struct toml_kv *dup = find_mut(t, &parts[n - 1]);
     if (dup)
-        return fail_at(ps, parts[n - 1].pos, "duplicate key '%s' (first defined at %u:%u), "
-                       "expected each key once", render_key(parts, n, k, sizeof k),
-                       (unsigned)dup->pos.line, (unsigned)dup->pos.col);
-    struct toml_value *v;
+        return fail_at(ps, parts[n - 1].pos,
+                       "duplicate key '%s' (first defined at %u:%u), "
+                       "expected each key once",
+                       render_key(parts, n, k, sizeof k), (unsigned)dup->pos.line,
+                       (unsigned)dup->pos.col);
+    struct toml_value *v = NULL;
     if (parse_value(ps, &v) != 0)
         return -1;
     return table_add(ps, t, &parts[n - 1], v) ? 0 : -1;
@@ -1057,25 +1074,29 @@ static struct toml_table *define_header(struct parser *ps, struct toml_table *t,
         return tb;
     }
     if (!tb)
-        fail_at(ps, parts[n - 1].pos, "'%s' already holds a %s (defined at %u:%u), expected "
-                "a new table", render_key(parts, n, k, sizeof k),
-                toml_type_name(kv->value->type), (unsigned)kv->pos.line,
-                (unsigned)kv->pos.col);
+        fail_at(ps, parts[n - 1].pos,
+                "'%s' already holds a %s (defined at %u:%u), expected "
+                "a new table",
+                render_key(parts, n, k, sizeof k), toml_type_name(kv->value->type),
+                (unsigned)kv->pos.line, (unsigned)kv->pos.col);
     else
-        fail_at(ps, parts[n - 1].pos, "table [%s] defined twice: it is already %s (at %u:%u), "
-                "expected each table once", render_key(parts, n, k, sizeof k),
-                origin_reason(tb->origin), (unsigned)kv->pos.line, (unsigned)kv->pos.col);
+        fail_at(ps, parts[n - 1].pos,
+                "table [%s] defined twice: it is already %s (at %u:%u), "
+                "expected each table once",
+                render_key(parts, n, k, sizeof k), origin_reason(tb->origin),
+                (unsigned)kv->pos.line, (unsigned)kv->pos.col);
     return NULL;
 }
 
 static int parse_header(struct parser *ps, struct toml_table *root)
 {
     char d[8];
-    struct keypart parts[TOML_MAX_KEY_PARTS];
-    size_t n;
+    struct keypart parts[TOML_MAX_KEY_PARTS] = {0};
+    size_t n = 0;
     advance(ps);
     if (peek(ps) == '[')
-        return fail_at(ps, ps->pos, "arrays of tables ([[...]]) are not supported, expected "
+        return fail_at(ps, ps->pos,
+                       "arrays of tables ([[...]]) are not supported, expected "
                        "a table name");
     skip_ws(ps);
     if (parse_key(ps, parts, &n) != 0)
@@ -1122,16 +1143,21 @@ static int parse_body(struct parser *ps, struct toml_table *root)
     return 0;
 }
 
-enum toml_status toml_parse(struct toml_doc *doc, const char *name, const char *text,
-                            size_t len, char *err, size_t errlen)
+enum toml_status toml_parse(struct toml_doc *doc, const char *name, const char *text, size_t len,
+                            char *err, size_t errlen)
 {
     memset(doc, 0, sizeof *doc);
     tg__arena_init(&doc->arena, 0, TOML_MAX_ARENA);
     if (err && errlen > 0)
         err[0] = '\0';
     struct parser ps = {
-        .p = text, .end = text + len, .pos = {1, 1}, .name = name ? name : "<toml>",
-        .err = err, .errlen = errlen, .arena = &doc->arena,
+        .p = text,
+        .end = text + len,
+        .pos = {1, 1},
+        .name = name ? name : "<toml>",
+        .err = err,
+        .errlen = errlen,
+        .arena = &doc->arena,
     };
     doc->name = tg__arena_strdup(&doc->arena, ps.name);
     if (!doc->name) {

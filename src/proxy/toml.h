@@ -34,11 +34,11 @@
 
 #include "core/arena.h"
 
-#define TOML_MAX_DEPTH 32           /* nested arrays / inline tables */
-#define TOML_MAX_KEYS 1024          /* keys in one table */
-#define TOML_MAX_KEY_PARTS 16       /* parts of one dotted key or table header */
-#define TOML_MAX_ARENA (32u << 20)  /* bytes of tree per document */
-#define TOML_MAX_INPUT (1u << 20)   /* bytes of text per document */
+#define TOML_MAX_DEPTH     32          /* nested arrays / inline tables */
+#define TOML_MAX_KEYS      1024        /* keys in one table */
+#define TOML_MAX_KEY_PARTS 16          /* parts of one dotted key or table header */
+#define TOML_MAX_ARENA     (32u << 20) /* bytes of tree per document */
+#define TOML_MAX_INPUT     (1u << 20)  /* bytes of text per document */
 
 enum toml_status { TOML_OK = 0, TOML_BAD = 1, TOML_NOMEM = 2 };
 
@@ -69,11 +69,11 @@ struct toml_table;
 
 struct toml_value {
     enum toml_type type;
-    struct toml_pos pos;      /* first character of the value (or of the [header]) */
-    struct toml_value *next;  /* next element when this value is in an array */
+    struct toml_pos pos;     /* first character of the value (or of the [header]) */
+    struct toml_value *next; /* next element when this value is in an array */
     union {
         struct {
-            const char *ptr;  /* NUL-terminated UTF-8; may contain NUL from \u0000 */
+            const char *ptr; /* NUL-terminated UTF-8; may contain NUL from \u0000 */
             size_t len;
         } str;
         int64_t integer;
@@ -88,11 +88,11 @@ struct toml_value {
 };
 
 struct toml_kv {
-    const char *key;          /* NUL-terminated, arena */
+    const char *key; /* NUL-terminated, arena */
     size_t key_len;
-    struct toml_pos pos;      /* of the key (or of the header that created the table) */
+    struct toml_pos pos; /* of the key (or of the header that created the table) */
     struct toml_value *value;
-    struct toml_kv *next;     /* in document order */
+    struct toml_kv *next; /* in document order */
 };
 
 struct toml_table {
@@ -100,13 +100,13 @@ struct toml_table {
     struct toml_kv *last;
     size_t n;
     enum toml_origin origin;
-    uint32_t owner;           /* parse context that created a dotted table */
+    uint32_t owner; /* parse context that created a dotted table */
 };
 
 struct toml_doc {
     tg__arena arena;
-    struct toml_table *root;  /* NULL until a successful parse */
-    const char *name;         /* copy of the name given to toml_parse */
+    struct toml_table *root; /* NULL until a successful parse */
+    const char *name;        /* copy of the name given to toml_parse */
 };
 
 /*
@@ -117,15 +117,14 @@ struct toml_doc {
  * err   receives "name:line:col: what, expected X" on TOML_BAD or TOML_NOMEM (may be NULL).
  * Returns TOML_OK, TOML_BAD or TOML_NOMEM. Pure: no I/O, no global state.
  */
-enum toml_status toml_parse(struct toml_doc *doc, const char *name, const char *text,
-                            size_t len, char *err, size_t errlen);
+enum toml_status toml_parse(struct toml_doc *doc, const char *name, const char *text, size_t len,
+                            char *err, size_t errlen);
 
 /* Release the doc's arena. NULL-safe; the doc may be parsed into again. */
 void toml_doc_cleanup(struct toml_doc *doc);
 
 /* The entry named key (exact bytes) in t, or NULL. Borrowed from the doc. */
-const struct toml_kv *toml_table_find(const struct toml_table *t, const char *key,
-                                      size_t key_len);
+const struct toml_kv *toml_table_find(const struct toml_table *t, const char *key, size_t key_len);
 
 /* "string", "integer", ... for messages; static. */
 const char *toml_type_name(enum toml_type type);

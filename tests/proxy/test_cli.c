@@ -22,8 +22,8 @@
 #include "proxy/links.h"
 #include "proxy/secret.h"
 
-#define EE_A "eeb00ebb678bf4d454a4ae053927ceb06e6578616d706c652e636f6d"
-#define KEY_A "b00ebb678bf4d454a4ae053927ceb06e"
+#define EE_A        "eeb00ebb678bf4d454a4ae053927ceb06e6578616d706c652e636f6d"
+#define KEY_A       "b00ebb678bf4d454a4ae053927ceb06e"
 #define TGPROXY_BIN TGKIT_BINARY_DIR "/tgproxy"
 
 struct run {

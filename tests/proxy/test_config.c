@@ -13,11 +13,11 @@
 #include "core/log.h"
 #include "proxy/config.h"
 
-#define EE_A "eeb00ebb678bf4d454a4ae053927ceb06e6578616d706c652e636f6d"
+#define EE_A     "eeb00ebb678bf4d454a4ae053927ceb06e6578616d706c652e636f6d"
 #define EE_A_B64 "7rAOu2eL9NRUpK4FOSfOsG5leGFtcGxlLmNvbQ"
-#define DD_A "ddb00ebb678bf4d454a4ae053927ceb06e"
-#define KEY_A "b00ebb678bf4d454a4ae053927ceb06e"
-#define KEY_B "1949df8b670929662c3368b1a46e53ae"
+#define DD_A     "ddb00ebb678bf4d454a4ae053927ceb06e"
+#define KEY_A    "b00ebb678bf4d454a4ae053927ceb06e"
+#define KEY_B    "1949df8b670929662c3368b1a46e53ae"
 
 static const uint8_t key_a[16] = {0xb0, 0x0e, 0xbb, 0x67, 0x8b, 0xf4, 0xd4, 0x54,
                                   0xa4, 0xae, 0x05, 0x39, 0x27, 0xce, 0xb0, 0x6e};
@@ -47,8 +47,9 @@ static void test_minimal_and_defaults(void **state)
     struct config cfg;
     struct warnings w = {0};
     char err[512];
-    assert_int_equal(load(&cfg, "bind-to = \"127.0.0.1:8443\"\n[secrets]\nmain = \"" EE_A
-                                "\"\n", err, sizeof err, &w), 0);
+    assert_int_equal(load(&cfg, "bind-to = \"127.0.0.1:8443\"\n[secrets]\nmain = \"" EE_A "\"\n",
+                          err, sizeof err, &w),
+                     0);
     assert_int_equal(cfg.nlisten, 1);
     assert_string_equal(cfg.listen[0].text, "127.0.0.1:8443");
     const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)&cfg.listen[0].addr;
@@ -84,49 +85,48 @@ static void test_minimal_and_defaults(void **state)
     config_cleanup(&cfg);
 }
 
-static const char full_doc[] =
-    "bind-to = [\"0.0.0.0:443\", \"[::]:443\", \"[::1]:8443\"]\n"
-    "public-host = \"proxy.example.org\"\n"
-    "public-port = 8443\n"
-    "workers = 4\n"
-    "concurrency = 100\n"
-    "prefer-ip = \"only-ipv4\"\n"
-    "tolerate-time-skewness = \"1m30s\"\n"
-    "allow-fallback-on-unknown-dc = true\n"
-    "test-dcs = true\n"
-    "proxy-protocol-listener = true\n"
-    "log-level = \"warn\"\n"
-    "debug = true\n"
-    "buffer-size = \"8kib\"\n"
-    "max-inflight = 65536\n"
-    "[secrets]\n"
-    "tls = \"" EE_A_B64 "\"\n"
-    "padded = \"" DD_A "\"\n"
-    "classic = \"" KEY_A "\"\n"
-    "other = \"" KEY_B "\"\n"
-    "[dcs]\n"
-    "2 = [\"149.154.167.51:443\", \"[2001:67c:4e8:f002::a]:443\"]\n"
-    "-2 = \"dc2-media.example.net:443\"\n"
-    "10002 = [\"127.0.0.1:9002\"]\n"
-    "default = [\"127.0.0.1:9000\"]\n"
-    "[domain-fronting]\n"
-    "host = \"127.0.0.1\"\n"
-    "port = 8444\n"
-    "proxy-protocol = true\n"
-    "[network.timeout]\n"
-    "tcp = \"2s\"\n"
-    "idle = 60\n"
-    "handshake = \"2500ms\"\n"
-    "fronting = \"1.5s\"\n"
-    "[network.keep-alive]\n"
-    "disabled = true\n"
-    "idle = \"30s\"\n"
-    "interval = 10\n"
-    "count = 3\n"
-    "[defense.anti-replay]\n"
-    "enabled = false\n"
-    "max-entries = 4096\n"
-    "window = \"10m\"\n";
+static const char full_doc[] = "bind-to = [\"0.0.0.0:443\", \"[::]:443\", \"[::1]:8443\"]\n"
+                               "public-host = \"proxy.example.org\"\n"
+                               "public-port = 8443\n"
+                               "workers = 4\n"
+                               "concurrency = 100\n"
+                               "prefer-ip = \"only-ipv4\"\n"
+                               "tolerate-time-skewness = \"1m30s\"\n"
+                               "allow-fallback-on-unknown-dc = true\n"
+                               "test-dcs = true\n"
+                               "proxy-protocol-listener = true\n"
+                               "log-level = \"warn\"\n"
+                               "debug = true\n"
+                               "buffer-size = \"8kib\"\n"
+                               "max-inflight = 65536\n"
+                               "[secrets]\n"
+                               "tls = \"" EE_A_B64 "\"\n"
+                               "padded = \"" DD_A "\"\n"
+                               "classic = \"" KEY_A "\"\n"
+                               "other = \"" KEY_B "\"\n"
+                               "[dcs]\n"
+                               "2 = [\"149.154.167.51:443\", \"[2001:67c:4e8:f002::a]:443\"]\n"
+                               "-2 = \"dc2-media.example.net:443\"\n"
+                               "10002 = [\"127.0.0.1:9002\"]\n"
+                               "default = [\"127.0.0.1:9000\"]\n"
+                               "[domain-fronting]\n"
+                               "host = \"127.0.0.1\"\n"
+                               "port = 8444\n"
+                               "proxy-protocol = true\n"
+                               "[network.timeout]\n"
+                               "tcp = \"2s\"\n"
+                               "idle = 60\n"
+                               "handshake = \"2500ms\"\n"
+                               "fronting = \"1.5s\"\n"
+                               "[network.keep-alive]\n"
+                               "disabled = true\n"
+                               "idle = \"30s\"\n"
+                               "interval = 10\n"
+                               "count = 3\n"
+                               "[defense.anti-replay]\n"
+                               "enabled = false\n"
+                               "max-entries = 4096\n"
+                               "window = \"10m\"\n";
 
 static void test_every_key(void **state)
 {
@@ -201,63 +201,62 @@ static void test_every_key(void **state)
 }
 
 /* An mtg v2 config as mtg's own example writes it, keys in mtg's order. */
-static const char mtg_doc[] =
-    "debug = true\n"
-    "secret = \"" EE_A "\"\n"
-    "bind-to = \"0.0.0.0:3128\"\n"
-    "proxy-protocol-listener = false\n"
-    "concurrency = 8192\n"
-    "prefer-ip = \"prefer-ipv6\"\n"
-    "public-ipv4 = \"203.0.113.7\"\n"
-    "public-ipv6 = \"2001:db8::1\"\n"
-    "auto-update = false\n"
-    "domain-fronting-port = 8443\n"
-    "domain-fronting-ip = \"10.0.0.10\"\n"
-    "tolerate-time-skewness = \"5s\"\n"
-    "allow-fallback-on-unknown-dc = false\n"
-    "[domain-fronting]\n"
-    "port = 443\n"
-    "proxy-protocol = false\n"
-    "[network]\n"
-    "doh-ip = \"1.1.1.1\"\n"
-    "proxies = [\n"
-    "    # \"socks5://user:password@host:port\"\n"
-    "]\n"
-    "[network.timeout]\n"
-    "tcp = \"5s\"\n"
-    "http = \"10s\"\n"
-    "idle = \"1m\"\n"
-    "[network.keep-alive]\n"
-    "disabled = false\n"
-    "idle = \"15s\"\n"
-    "interval = \"15s\"\n"
-    "count = 9\n"
-    "[defense.anti-replay]\n"
-    "enabled = true\n"
-    "max-size = \"1mib\"\n"
-    "error-rate = 0.001\n"
-    "[defense.blocklist]\n"
-    "enabled = true\n"
-    "download-concurrency = 2\n"
-    "urls = [\n"
-    "    \"https://iplists.firehol.org/files/firehol_level1.netset\",\n"
-    "]\n"
-    "update-each = \"24h\"\n"
-    "[defense.allowlist]\n"
-    "enabled = false\n"
-    "download-concurrency = 2\n"
-    "urls = []\n"
-    "update-each = \"24h\"\n"
-    "[stats.statsd]\n"
-    "enabled = false\n"
-    "address = \"127.0.0.1:8888\"\n"
-    "metric-prefix = \"mtg\"\n"
-    "tag-format = \"datadog\"\n"
-    "[stats.prometheus]\n"
-    "enabled = true\n"
-    "bind-to = \"127.0.0.1:3129\"\n"
-    "http-path = \"/\"\n"
-    "metric-prefix = \"mtg\"\n";
+static const char mtg_doc[] = "debug = true\n"
+                              "secret = \"" EE_A "\"\n"
+                              "bind-to = \"0.0.0.0:3128\"\n"
+                              "proxy-protocol-listener = false\n"
+                              "concurrency = 8192\n"
+                              "prefer-ip = \"prefer-ipv6\"\n"
+                              "public-ipv4 = \"203.0.113.7\"\n"
+                              "public-ipv6 = \"2001:db8::1\"\n"
+                              "auto-update = false\n"
+                              "domain-fronting-port = 8443\n"
+                              "domain-fronting-ip = \"10.0.0.10\"\n"
+                              "tolerate-time-skewness = \"5s\"\n"
+                              "allow-fallback-on-unknown-dc = false\n"
+                              "[domain-fronting]\n"
+                              "port = 443\n"
+                              "proxy-protocol = false\n"
+                              "[network]\n"
+                              "doh-ip = \"1.1.1.1\"\n"
+                              "proxies = [\n"
+                              "    # \"socks5://user:password@host:port\"\n"
+                              "]\n"
+                              "[network.timeout]\n"
+                              "tcp = \"5s\"\n"
+                              "http = \"10s\"\n"
+                              "idle = \"1m\"\n"
+                              "[network.keep-alive]\n"
+                              "disabled = false\n"
+                              "idle = \"15s\"\n"
+                              "interval = \"15s\"\n"
+                              "count = 9\n"
+                              "[defense.anti-replay]\n"
+                              "enabled = true\n"
+                              "max-size = \"1mib\"\n"
+                              "error-rate = 0.001\n"
+                              "[defense.blocklist]\n"
+                              "enabled = true\n"
+                              "download-concurrency = 2\n"
+                              "urls = [\n"
+                              "    \"https://iplists.firehol.org/files/firehol_level1.netset\",\n"
+                              "]\n"
+                              "update-each = \"24h\"\n"
+                              "[defense.allowlist]\n"
+                              "enabled = false\n"
+                              "download-concurrency = 2\n"
+                              "urls = []\n"
+                              "update-each = \"24h\"\n"
+                              "[stats.statsd]\n"
+                              "enabled = false\n"
+                              "address = \"127.0.0.1:8888\"\n"
+                              "metric-prefix = \"mtg\"\n"
+                              "tag-format = \"datadog\"\n"
+                              "[stats.prometheus]\n"
+                              "enabled = true\n"
+                              "bind-to = \"127.0.0.1:3129\"\n"
+                              "http-path = \"/\"\n"
+                              "metric-prefix = \"mtg\"\n";
 
 static void test_mtg_config(void **state)
 {
@@ -344,50 +343,48 @@ struct bad_case {
 };
 
 #define BASE "bind-to = \"127.0.0.1:1\"\n"
-#define SEC "[secrets]\nm = \"" EE_A "\"\n"
+#define SEC  "[secrets]\nm = \"" EE_A "\"\n"
 
 static const struct bad_case bad_cases[] = {
     {BASE "colour = 1\n" SEC, "c.toml:2:1: colour: ", "unknown key, expected a key documented"},
     {BASE "secrett = 1\n" SEC, "c.toml:2:1: secrett: ", "unknown key (did you mean 'secret'?)"},
-    {BASE SEC "[network.timeout]\ntcpp = \"1s\"\n", "c.toml:5:1: network.timeout.tcpp: ",
-     "expected one of: tcp, idle, handshake"},
-    {BASE SEC "[network]\ntimeout = 5\n", "c.toml:5:11: network.timeout: ",
-     "expected a table, got integer"},
+    {BASE SEC "[network.timeout]\ntcpp = \"1s\"\n",
+     "c.toml:5:1: network.timeout.tcpp: ", "expected one of: tcp, idle, handshake"},
+    {BASE SEC "[network]\ntimeout = 5\n",
+     "c.toml:5:11: network.timeout: ", "expected a table, got integer"},
     {"bind-to = \"localhost:443\"\n" SEC, "c.toml:1:11: bind-to: ", "expected an IP address"},
     {"bind-to = \"127.0.0.1\"\n" SEC, "c.toml:1:11: bind-to: ", "missing port"},
     {"bind-to = \"::1:443\"\n" SEC, "c.toml:1:11: bind-to: ", "without brackets"},
     {"bind-to = \"[::1]443\"\n" SEC, "c.toml:1:11: bind-to: ", "[IPv6]:PORT"},
     {"bind-to = \"1.2.3.4:65536\"\n" SEC, "c.toml:1:11: bind-to: ", "bad port"},
     {"bind-to = \":443\"\n" SEC, "c.toml:1:11: bind-to: ", "missing host"},
-    {"bind-to = [\"1.2.3.4:1\", \"1.2.3.4:1\"]\n" SEC, "c.toml:1:25: bind-to: ",
-     "listed twice"},
+    {"bind-to = [\"1.2.3.4:1\", \"1.2.3.4:1\"]\n" SEC, "c.toml:1:25: bind-to: ", "listed twice"},
     {"bind-to = []\n" SEC, "c.toml:1:11: bind-to: ", "empty array"},
     {"bind-to = 443\n" SEC, "c.toml:1:11: bind-to: ", "got integer"},
     {BASE "[secrets]\nm = \"ee0102\"\n", "c.toml:3:5: secrets.m: ", "bad secret"},
     {BASE "[secrets]\nm = \"zz" KEY_A "\"\n", "c.toml:3:5: secrets.m: ", "bad secret"},
-    {BASE "[secrets]\n\"bad label\" = \"" EE_A "\"\n", "c.toml:3:1: secrets.bad label: ",
-     "bad label"},
+    {BASE "[secrets]\n\"bad label\" = \"" EE_A "\"\n",
+     "c.toml:3:1: secrets.bad label: ", "bad label"},
     {BASE "secret = \"" EE_A "\"\n[secrets]\ndefault = \"" DD_A "\"\n",
      "c.toml:4:1: secrets.default: ", "used twice"},
     {BASE "[secrets]\nm = 5\n", "c.toml:3:5: secrets.m: ", "expected a string"},
     {BASE SEC "[secrets.x]\n", "c.toml:4:10: secrets.x: ", "expected a string, got table"},
     {BASE "prefer-ip = \"ipv4\"\n" SEC, "c.toml:2:13: prefer-ip: ", "\"only-ipv6\""},
-    {BASE "tolerate-time-skewness = \"500ms\"\n" SEC, "c.toml:2:26: tolerate-time-skewness: ",
-     "out of range"},
-    {BASE "tolerate-time-skewness = \"1.5s\"\n" SEC, "c.toml:2:26: tolerate-time-skewness: ",
-     "whole number of seconds"},
-    {BASE "tolerate-time-skewness = \"5 s\"\n" SEC, "c.toml:2:26: tolerate-time-skewness: ",
-     "bad duration"},
-    {BASE "tolerate-time-skewness = true\n" SEC, "c.toml:2:26: tolerate-time-skewness: ",
-     "expected a duration"},
+    {BASE "tolerate-time-skewness = \"500ms\"\n" SEC,
+     "c.toml:2:26: tolerate-time-skewness: ", "out of range"},
+    {BASE "tolerate-time-skewness = \"1.5s\"\n" SEC,
+     "c.toml:2:26: tolerate-time-skewness: ", "whole number of seconds"},
+    {BASE "tolerate-time-skewness = \"5 s\"\n" SEC,
+     "c.toml:2:26: tolerate-time-skewness: ", "bad duration"},
+    {BASE "tolerate-time-skewness = true\n" SEC,
+     "c.toml:2:26: tolerate-time-skewness: ", "expected a duration"},
     {BASE "concurrency = 0\n" SEC, "c.toml:2:15: concurrency: ", "0 is out of range"},
     {BASE "workers = -1\n" SEC, "c.toml:2:11: workers: ", "out of range, expected 0..1024"},
     {BASE "log-level = \"loud\"\n" SEC, "c.toml:2:13: log-level: ", "unknown level"},
     {BASE "buffer-size = \"16 kb\"\n" SEC, "c.toml:2:15: buffer-size: ", "bad size"},
     {BASE "buffer-size = 100\n" SEC, "c.toml:2:15: buffer-size: ", "size out of range"},
     {BASE "debug = \"yes\"\n" SEC, "c.toml:2:9: debug: ", "expected true or false"},
-    {BASE "public-host = \"bad host!\"\n" SEC, "c.toml:2:15: public-host: ",
-     "not a host name"},
+    {BASE "public-host = \"bad host!\"\n" SEC, "c.toml:2:15: public-host: ", "not a host name"},
     {BASE "public-ipv4 = \"::1\"\n" SEC, "c.toml:2:15: public-ipv4: ", "IPv4"},
     {BASE "ad-tag = \"0123\"\n" SEC, "c.toml:2:1: ad-tag: ", "middle-proxy"},
     {BASE SEC "[dcs]\nfoo = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.foo: ", "bad DC id"},
@@ -395,26 +392,25 @@ static const struct bad_case bad_cases[] = {
     {BASE SEC "[dcs]\n99999 = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.99999: ", "bad DC id"},
     {BASE SEC "[dcs]\n2 = []\n", "c.toml:5:5: dcs.2: ", "empty array"},
     {BASE SEC "[dcs]\n2 = [\"1.2.3.4:0\"]\n", "c.toml:5:6: dcs.2: ", "port 0"},
-    {BASE SEC "[dcs]\n2 = [\"1.2.3.4:443\", 7]\n", "c.toml:5:21: dcs.2: ",
-     "expected a string"},
-    {BASE SEC "[dcs]\n2 = \"1.2.3.4:1\"\n02 = \"1.2.3.4:2\"\n", "c.toml:6:1: dcs.02: ",
-     "listed twice"},
+    {BASE SEC "[dcs]\n2 = [\"1.2.3.4:443\", 7]\n", "c.toml:5:21: dcs.2: ", "expected a string"},
+    {BASE SEC "[dcs]\n2 = \"1.2.3.4:1\"\n02 = \"1.2.3.4:2\"\n",
+     "c.toml:6:1: dcs.02: ", "listed twice"},
     {BASE SEC "[domain-fronting]\nhost = \"a.example\"\nip = \"1.2.3.4\"\n",
      "c.toml:6:1: domain-fronting.ip: ", "only one of them"},
-    {BASE SEC "[domain-fronting]\nip = \"a.example\"\n", "c.toml:5:6: domain-fronting.ip: ",
-     "IPv4 or IPv6"},
-    {BASE SEC "[domain-fronting]\nport = 70000\n", "c.toml:5:8: domain-fronting.port: ",
-     "out of range"},
-    {BASE SEC "[network]\nproxies = [\"socks5://u:p@h:1\"]\n", "c.toml:5:12: network.proxies: ",
-     "not supported"},
-    {BASE SEC "[defense.allowlist]\nenabled = true\n", "c.toml:4:10: defense.allowlist: ",
-     "refuses to start"},
-    {BASE SEC "[defense.blocklist]\nurl = []\n", "c.toml:5:1: defense.blocklist.url: ",
-     "unknown key"},
-    {BASE SEC "[network.timeout]\nidle = \"0s\"\n", "c.toml:5:8: network.timeout.idle: ",
-     "out of range"},
-    {BASE SEC "[network.keep-alive]\ncount = 1000\n", "c.toml:5:9: network.keep-alive.count: ",
-     "out of range"},
+    {BASE SEC "[domain-fronting]\nip = \"a.example\"\n",
+     "c.toml:5:6: domain-fronting.ip: ", "IPv4 or IPv6"},
+    {BASE SEC "[domain-fronting]\nport = 70000\n",
+     "c.toml:5:8: domain-fronting.port: ", "out of range"},
+    {BASE SEC "[network]\nproxies = [\"socks5://u:p@h:1\"]\n",
+     "c.toml:5:12: network.proxies: ", "not supported"},
+    {BASE SEC "[defense.allowlist]\nenabled = true\n",
+     "c.toml:4:10: defense.allowlist: ", "refuses to start"},
+    {BASE SEC "[defense.blocklist]\nurl = []\n",
+     "c.toml:5:1: defense.blocklist.url: ", "unknown key"},
+    {BASE SEC "[network.timeout]\nidle = \"0s\"\n",
+     "c.toml:5:8: network.timeout.idle: ", "out of range"},
+    {BASE SEC "[network.keep-alive]\ncount = 1000\n",
+     "c.toml:5:9: network.keep-alive.count: ", "out of range"},
     {BASE "max-inflight = 16384\nbuffer-size = 32768\n" SEC, "c.toml: ", "max-inflight"},
     {SEC, "c.toml: ", "no listen address"},
     {BASE, "c.toml: ", "no secret"},
@@ -432,8 +428,8 @@ static void test_errors(void **state)
         int rc = load(&cfg, c->text, err, sizeof err, &w);
         if (rc != -EINVAL || strncmp(err, c->where, strlen(c->where)) != 0 ||
             !strstr(err, c->why) || !strstr(err, "expected"))
-            fail_msg("case %zu: rc %d, message \"%s\"; wanted \"%s...%s\"", i, rc, err,
-                     c->where, c->why);
+            fail_msg("case %zu: rc %d, message \"%s\"; wanted \"%s...%s\"", i, rc, err, c->where,
+                     c->why);
         /* Secrets never reach an error message, whichever part of them. */
         assert_null(strstr(err, KEY_A));
         assert_null(strstr(err, "b00ebb67"));
@@ -454,12 +450,24 @@ static void test_durations_and_sizes(void **state)
         int rc;
         uint64_t ms;
     } d[] = {
-        {"10s", 0, 10000},     {"500ms", 0, 500},    {"1m", 0, 60000},
-        {"1h", 0, 3600000},    {"1m30s", 0, 90000},  {"1.5s", 0, 1500},
-        {"2h45m", 0, 9900000}, {"1500us", 0, 1},     {"999999ns", 0, 0},
-        {"0.25m", 0, 15000},   {"10", -EINVAL, 0},   {"s", -EINVAL, 0},
-        {"", -EINVAL, 0},      {"10x", -EINVAL, 0},  {"-1s", -EINVAL, 0},
-        {"1 s", -EINVAL, 0},   {"1sm", -EINVAL, 0},  {"99999999999999999999h", -EINVAL, 0},
+        {"10s", 0, 10000},
+        {"500ms", 0, 500},
+        {"1m", 0, 60000},
+        {"1h", 0, 3600000},
+        {"1m30s", 0, 90000},
+        {"1.5s", 0, 1500},
+        {"2h45m", 0, 9900000},
+        {"1500us", 0, 1},
+        {"999999ns", 0, 0},
+        {"0.25m", 0, 15000},
+        {"10", -EINVAL, 0},
+        {"s", -EINVAL, 0},
+        {"", -EINVAL, 0},
+        {"10x", -EINVAL, 0},
+        {"-1s", -EINVAL, 0},
+        {"1 s", -EINVAL, 0},
+        {"1sm", -EINVAL, 0},
+        {"99999999999999999999h", -EINVAL, 0},
         {"5124095576h", -EINVAL, 0},
     };
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
@@ -473,10 +481,18 @@ static void test_durations_and_sizes(void **state)
         int rc;
         uint64_t n;
     } z[] = {
-        {"4096", 0, 4096},          {"4kb", 0, 4096},       {"16KiB", 0, 16384},
-        {"1mib", 0, 1048576},       {"2M", 0, 2097152},     {"1gb", 0, 1073741824},
-        {"7b", 0, 7},               {"kb", -EINVAL, 0},     {"1tb", -EINVAL, 0},
-        {"1 kb", -EINVAL, 0},       {"", -EINVAL, 0},       {"99999999999999999999", -EINVAL, 0},
+        {"4096", 0, 4096},
+        {"4kb", 0, 4096},
+        {"16KiB", 0, 16384},
+        {"1mib", 0, 1048576},
+        {"2M", 0, 2097152},
+        {"1gb", 0, 1073741824},
+        {"7b", 0, 7},
+        {"kb", -EINVAL, 0},
+        {"1tb", -EINVAL, 0},
+        {"1 kb", -EINVAL, 0},
+        {"", -EINVAL, 0},
+        {"99999999999999999999", -EINVAL, 0},
         {"17179869184gb", -EINVAL, 0},
     };
     for (size_t i = 0; i < sizeof z / sizeof z[0]; i++) {
@@ -546,8 +562,8 @@ static void test_load_file_errors(void **state)
     struct config cfg;
     char err[512];
     config_init(&cfg);
-    assert_int_equal(config_load_file(&cfg, "/nonexistent/tgproxy.toml", err, sizeof err, NULL,
-                                      NULL), -ENOENT);
+    assert_int_equal(
+        config_load_file(&cfg, "/nonexistent/tgproxy.toml", err, sizeof err, NULL, NULL), -ENOENT);
     assert_non_null(strstr(err, "/nonexistent/tgproxy.toml: cannot open"));
     assert_int_equal(config_load_file(&cfg, "/", err, sizeof err, NULL, NULL), -EINVAL);
     assert_non_null(strstr(err, "not a regular file"));

@@ -284,8 +284,8 @@ static void test_errors(void **state)
         enum toml_status st = parse(&doc, c->text, err, sizeof err);
         if (st != TOML_BAD || strncmp(err, c->where, strlen(c->where)) != 0 ||
             !strstr(err, c->why) || !strstr(err, "expected"))
-            fail_msg("case %zu: status %d, message \"%s\"; wanted \"%s...%s\"", i, (int)st,
-                     err, c->where, c->why);
+            fail_msg("case %zu: status %d, message \"%s\"; wanted \"%s...%s\"", i, (int)st, err,
+                     c->where, c->why);
         assert_null(doc.root);
         toml_doc_cleanup(&doc);
     }
