@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "bot/codec/codec.h"
+#include "core/alloc.h"
 #include "core/arena.h"
 #include "core/buf.h"
 #include "tgbot/api.h"
@@ -377,6 +378,42 @@ static void test_scalars_and_nulls(void **state)
     assert_false(l->horizontal_accuracy.has);
 }
 
+/* Fail the Nth allocation for N = 1, 2, ...: every failure is a clean error, never a crash
+ * or a leak (ASan), until the decode needs no more allocations than N - 1. */
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    char *json = fixture("large_update.json");
+    const tg__type *t = tg__codec_type_by_name("Update");
+    bool done = false;
+    for (uint64_t n = 1; n <= 64 && !done; n++) {
+        tg__arena a;
+        tg__jdoc d;
+        tg__buf err;
+        tg__arena_init(&a, 512, 0); /* small chunks: several allocations per decode */
+        tg__jdoc_init(&d, NULL);
+        tg__buf_init(&err, 0);
+        void *out = NULL;
+        tg__alloc_fail_at(n);
+        tg_status st = tg__codec_decode_json(t, json, strlen(json), &a, &d, &out, NULL);
+        bool injected = tg__alloc_failed() != 0;
+        tg__alloc_fail_at(0);
+        if (injected) {
+            assert_int_not_equal(st, TG_OK);
+            assert_null(out);
+        } else {
+            assert_int_equal(st, TG_OK);
+            assert_int_equal(((tg_update *)out)->message->photo_count, 3);
+            done = true;
+        }
+        tg__buf_cleanup(&err);
+        tg__jdoc_cleanup(&d);
+        tg__arena_cleanup(&a);
+    }
+    assert_true(done);
+    free(json);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +425,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unknown_variant_and_enum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_union_dispatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scalars_and_nulls, setup, teardown),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
