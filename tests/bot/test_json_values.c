@@ -360,6 +360,33 @@ static void test_writer_escaping(void **state)
     assert_true(tg__json_str_eq(&doc, 2, "a\0b", 3));
 }
 
+static void test_writer_escaped_keys(void **state)
+{
+    (void)state;
+    tg__jw_obj_begin(&w);
+    tg__jw_key_escaped(&w, "a \"b\"", 5);
+    tg__jw_i64(&w, 1);
+    tg__jw_key_escaped(&w, "\n\0", 2);
+    tg__jw_arr_begin(&w);
+    tg__jw_arr_end(&w);
+    tg__jw_key(&w, "plain", 5);
+    tg__jw_null(&w);
+    tg__jw_obj_end(&w);
+    assert_int_equal(w.err, 0);
+    assert_string_equal(tg__buf_cstr(&wbuf),
+                        "{\"a \\\"b\\\"\":1,\"\\n\\u0000\":[],\"plain\":null}");
+    parse_n(wbuf.data, wbuf.len);
+    assert_true(tg__json_str_eq(&doc, 1, "a \"b\"", 5));
+    assert_true(tg__json_str_eq(&doc, 3, "\n\0", 2));
+    tg__jw_key_escaped(&w, "x", 1); /* depth 0: no object to put it in */
+    assert_int_equal(w.err, -EINVAL);
+    tg__buf_reset(&wbuf);
+    tg__jw_init(&w, &wbuf);
+    tg__jw_obj_begin(&w);
+    tg__jw_key_escaped(&w, "\xff", 1);
+    assert_int_equal(w.err, -EINVAL);
+}
+
 static void test_writer_rejects_invalid_utf8(void **state)
 {
     (void)state;
@@ -639,6 +666,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_writer_structure, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_appends_after_content, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_escaping, wsetup, wteardown),
+        cmocka_unit_test_setup_teardown(test_writer_escaped_keys, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_rejects_invalid_utf8, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_integers, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_doubles, wsetup, wteardown),

@@ -205,15 +205,34 @@ static size_t escape_byte(unsigned char c, char *out)
     return 6;
 }
 
+static inline size_t plain_run(const unsigned char *s, size_t i, size_t n)
+{
+    while (i < n && esc_class[s[i]] == 0)
+        i++;
+    return i;
+}
+
 static void put_string(tg__jw *w, const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
+    if (plain_run(s, 0, n) == n) { /* the common case: one reserve, one copy */
+        int rc = tg__buf_reserve(w->buf, n + 2);
+        if (rc) {
+            w->err = rc;
+            return;
+        }
+        char *o = w->buf->data + w->buf->len;
+        o[0] = '"';
+        memcpy(o + 1, s, n);
+        o[n + 1] = '"';
+        w->buf->len += n + 2;
+        w->buf->data[w->buf->len] = '\0';
+        return;
+    }
     put(w, "\"", 1);
     while (i < n && !w->err) {
-        size_t run = i;
-        while (run < n && esc_class[s[run]] == 0)
-            run++;
+        size_t run = plain_run(s, i, n);
         if (run > i)
             put(w, s + i, run - i);
         i = run;
