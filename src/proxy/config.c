@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,10 +52,34 @@ struct loader {
 
 typedef int (*key_fn)(struct loader *ld, const struct toml_kv *kv);
 
+/* How a key's value is stored: by a function, or straight into a struct config field. */
+enum rule_kind { R_FN = 0, R_BOOL, R_U32, R_MS, R_SECONDS, R_SIZE };
+
 struct key_rule {
     const char *name;
-    key_fn fn;
+    key_fn fn; /* R_FN */
+    enum rule_kind kind;
+    size_t offset;     /* of the bool / uint32_t field in struct config */
+    uint64_t min, max; /* R_U32: value; R_MS: milliseconds; R_SECONDS: seconds; R_SIZE: bytes */
 };
+
+/* Offset of a struct config field, refusing to compile unless the field has type's size. */
+#define FIELD_AS(field, type)                                                                      \
+    (offsetof(struct config, field) +                                                              \
+     0 * sizeof(char[sizeof(((struct config *)0)->field) == sizeof(type) ? 1 : -1]))
+#define RULE_FIELD(name, kind, type, field, lo, hi)                                                \
+    {                                                                                              \
+        (name), NULL, (kind), FIELD_AS(field, type), (lo), (hi)                                    \
+    }
+#define FN_KEY(name, fn)                                                                           \
+    {                                                                                              \
+        (name), (fn), R_FN, 0, 0, 0                                                                \
+    }
+#define BOOL_KEY(name, field)            RULE_FIELD(name, R_BOOL, bool, field, 0, 1)
+#define U32_KEY(name, field, lo, hi)     RULE_FIELD(name, R_U32, uint32_t, field, lo, hi)
+#define MS_KEY(name, field, lo, hi)      RULE_FIELD(name, R_MS, uint32_t, field, lo, hi)
+#define SECONDS_KEY(name, field, lo, hi) RULE_FIELD(name, R_SECONDS, uint32_t, field, lo, hi)
+#define SIZE_KEY(name, field, lo, hi)    RULE_FIELD(name, R_SIZE, uint32_t, field, lo, hi)
 
 /* ---- messages ---- */
 
@@ -339,6 +364,26 @@ static int unknown_key(struct loader *ld, const struct toml_kv *kv, const struct
                    nrules > LIST_MAX_RULES ? "" : "one of: ", list);
 }
 
+static int apply_rule(struct loader *ld, const struct key_rule *r, const struct toml_kv *kv)
+{
+    void *field = (char *)ld->cfg + r->offset;
+    switch (r->kind) {
+    case R_FN:
+        return r->fn(ld, kv);
+    case R_BOOL:
+        return get_bool(ld, kv, field);
+    case R_U32:
+        return get_uint(ld, kv, (int64_t)r->min, (int64_t)r->max, field);
+    case R_MS:
+        return get_duration32(ld, kv, r->min, r->max, field);
+    case R_SECONDS:
+        return get_seconds(ld, kv, (uint32_t)r->min, (uint32_t)r->max, field);
+    case R_SIZE:
+        return get_size(ld, kv, r->min, r->max, field);
+    }
+    return -EINVAL;
+}
+
 static int walk_table(struct loader *ld, const struct toml_table *t, const struct key_rule *rules,
                       size_t nrules)
 {
@@ -348,7 +393,7 @@ static int walk_table(struct loader *ld, const struct toml_table *t, const struc
         while (i < nrules && !(strlen(rules[i].name) == kv->key_len &&
                                memcmp(rules[i].name, kv->key, kv->key_len) == 0))
             i++;
-        rc = i < nrules ? rules[i].fn(ld, kv) : unknown_key(ld, kv, rules, nrules);
+        rc = i < nrules ? apply_rule(ld, &rules[i], kv) : unknown_key(ld, kv, rules, nrules);
     }
     return rc;
 }
@@ -815,16 +860,6 @@ static int k_public_ipv6(struct loader *ld, const struct toml_kv *kv)
     return public_ip(ld, kv, AF_INET6, ld->pub_v6);
 }
 
-static int k_workers(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_uint(ld, kv, 0, 1024, &ld->cfg->workers);
-}
-
-static int k_concurrency(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_uint(ld, kv, 1, 10000000, &ld->cfg->concurrency);
-}
-
 static int k_prefer_ip(struct loader *ld, const struct toml_kv *kv)
 {
     const char *s = NULL;
@@ -840,21 +875,6 @@ static int k_prefer_ip(struct loader *ld, const struct toml_kv *kv)
     return val_err(ld, kv, kv->value,
                    "unknown value, expected \"prefer-ipv4\", "
                    "\"prefer-ipv6\", \"only-ipv4\" or \"only-ipv6\"");
-}
-
-static int k_skewness(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_seconds(ld, kv, 1, 3600, &ld->cfg->tolerate_time_skewness_s);
-}
-
-static int k_fallback_dc(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->cfg->allow_fallback_on_unknown_dc);
-}
-
-static int k_pp_listener(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->cfg->proxy_protocol_listener);
 }
 
 static int k_log_level(struct loader *ld, const struct toml_kv *kv)
@@ -876,21 +896,6 @@ static int k_log_level(struct loader *ld, const struct toml_kv *kv)
 static int k_debug(struct loader *ld, const struct toml_kv *kv)
 {
     return get_bool(ld, kv, &ld->debug);
-}
-
-static int k_test_dcs(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->cfg->use_test_dcs);
-}
-
-static int k_buffer_size(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_size(ld, kv, 1024, 1 << 20, &ld->cfg->buffer_size);
-}
-
-static int k_max_inflight(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_size(ld, kv, 16 << 10, 256u << 20, &ld->cfg->max_inflight);
 }
 
 static int k_dep_fronting_port(struct loader *ld, const struct toml_kv *kv)
@@ -1006,10 +1011,10 @@ static int k_fr_pp(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule fronting_rules[] = {
-    {"host", k_fr_host},
-    {"ip", k_fr_ip},
-    {"port", k_fr_port},
-    {"proxy-protocol", k_fr_pp},
+    FN_KEY("host", k_fr_host),
+    FN_KEY("ip", k_fr_ip),
+    FN_KEY("port", k_fr_port),
+    FN_KEY("proxy-protocol", k_fr_pp),
 };
 
 static int k_fronting(struct loader *ld, const struct toml_kv *kv)
@@ -1019,29 +1024,12 @@ static int k_fronting(struct loader *ld, const struct toml_kv *kv)
 
 /* ---- [network] ---- */
 
-static int k_to_tcp(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_duration32(ld, kv, 100, 600000, &ld->cfg->timeout.tcp_ms);
-}
-
-static int k_to_idle(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_duration32(ld, kv, 1000, 86400000, &ld->cfg->timeout.idle_ms);
-}
-
-static int k_to_handshake(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_duration32(ld, kv, 100, 600000, &ld->cfg->timeout.handshake_ms);
-}
-
-static int k_to_fronting(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_duration32(ld, kv, 100, 600000, &ld->cfg->timeout.fronting_ms);
-}
-
 static const struct key_rule timeout_rules[] = {
-    {"tcp", k_to_tcp},           {"idle", k_to_idle}, {"handshake", k_to_handshake},
-    {"fronting", k_to_fronting}, {"http", k_ignore},
+    MS_KEY("tcp", timeout.tcp_ms, 100, 600000),
+    MS_KEY("idle", timeout.idle_ms, 1000, 86400000),
+    MS_KEY("handshake", timeout.handshake_ms, 100, 600000),
+    MS_KEY("fronting", timeout.fronting_ms, 100, 600000),
+    FN_KEY("http", k_ignore),
 };
 
 static int k_ka_disabled(struct loader *ld, const struct toml_kv *kv)
@@ -1053,31 +1041,16 @@ static int k_ka_disabled(struct loader *ld, const struct toml_kv *kv)
     return 0;
 }
 
-static int k_ka_idle(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_seconds(ld, kv, 1, 7200, &ld->cfg->keepalive.idle_s);
-}
-
-static int k_ka_interval(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_seconds(ld, kv, 1, 7200, &ld->cfg->keepalive.interval_s);
-}
-
-static int k_ka_count(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_uint(ld, kv, 1, 100, &ld->cfg->keepalive.count);
-}
-
 static const struct key_rule keepalive_rules[] = {
-    {"disabled", k_ka_disabled},
-    {"idle", k_ka_idle},
-    {"interval", k_ka_interval},
-    {"count", k_ka_count},
+    FN_KEY("disabled", k_ka_disabled),
+    SECONDS_KEY("idle", keepalive.idle_s, 1, 7200),
+    SECONDS_KEY("interval", keepalive.interval_s, 1, 7200),
+    U32_KEY("count", keepalive.count, 1, 100),
 };
 
 static const struct key_rule public_ip_rules[] = {
-    {"ipv4", k_public_ipv4},
-    {"ipv6", k_public_ipv6},
+    FN_KEY("ipv4", k_public_ipv4),
+    FN_KEY("ipv6", k_public_ipv6),
 };
 
 static int k_proxies(struct loader *ld, const struct toml_kv *kv)
@@ -1114,8 +1087,12 @@ static int k_public_ip_table(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule network_rules[] = {
-    {"timeout", k_timeout}, {"keep-alive", k_keepalive}, {"public-ip", k_public_ip_table},
-    {"proxies", k_proxies}, {"doh-ip", k_ignore},        {"dns", k_ignore},
+    FN_KEY("timeout", k_timeout),
+    FN_KEY("keep-alive", k_keepalive),
+    FN_KEY("public-ip", k_public_ip_table),
+    FN_KEY("proxies", k_proxies),
+    FN_KEY("doh-ip", k_ignore),
+    FN_KEY("dns", k_ignore),
 };
 
 static int k_network(struct loader *ld, const struct toml_kv *kv)
@@ -1125,31 +1102,19 @@ static int k_network(struct loader *ld, const struct toml_kv *kv)
 
 /* ---- [defense] and [stats] ---- */
 
-static int k_ar_enabled(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->cfg->antireplay.enabled);
-}
-
-static int k_ar_entries(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_uint(ld, kv, 1024, 64 << 20, &ld->cfg->antireplay.max_entries);
-}
-
-static int k_ar_window(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_seconds(ld, kv, 10, 86400, &ld->cfg->antireplay.window_s);
-}
-
 static const struct key_rule antireplay_rules[] = {
-    {"enabled", k_ar_enabled}, {"max-entries", k_ar_entries}, {"window", k_ar_window},
-    {"max-size", k_ignore},    {"error-rate", k_ignore},
+    BOOL_KEY("enabled", antireplay.enabled),
+    U32_KEY("max-entries", antireplay.max_entries, 1024, 64 << 20),
+    SECONDS_KEY("window", antireplay.window_s, 10, 86400),
+    FN_KEY("max-size", k_ignore),
+    FN_KEY("error-rate", k_ignore),
 };
 
 static const struct key_rule iplist_rules[] = {
-    {"enabled", k_enabled},
-    {"download-concurrency", k_noop},
-    {"urls", k_noop},
-    {"update-each", k_noop},
+    FN_KEY("enabled", k_enabled),
+    FN_KEY("download-concurrency", k_noop),
+    FN_KEY("urls", k_noop),
+    FN_KEY("update-each", k_noop),
 };
 
 static int k_antireplay(struct loader *ld, const struct toml_kv *kv)
@@ -1180,9 +1145,9 @@ static int k_allowlist(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule defense_rules[] = {
-    {"anti-replay", k_antireplay},
-    {"blocklist", k_blocklist},
-    {"allowlist", k_allowlist},
+    FN_KEY("anti-replay", k_antireplay),
+    FN_KEY("blocklist", k_blocklist),
+    FN_KEY("allowlist", k_allowlist),
 };
 
 static int k_defense(struct loader *ld, const struct toml_kv *kv)
@@ -1191,17 +1156,17 @@ static int k_defense(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule statsd_rules[] = {
-    {"enabled", k_enabled},
-    {"address", k_noop},
-    {"metric-prefix", k_noop},
-    {"tag-format", k_noop},
+    FN_KEY("enabled", k_enabled),
+    FN_KEY("address", k_noop),
+    FN_KEY("metric-prefix", k_noop),
+    FN_KEY("tag-format", k_noop),
 };
 
 static const struct key_rule prometheus_rules[] = {
-    {"enabled", k_enabled},
-    {"bind-to", k_noop},
-    {"http-path", k_noop},
-    {"metric-prefix", k_noop},
+    FN_KEY("enabled", k_enabled),
+    FN_KEY("bind-to", k_noop),
+    FN_KEY("http-path", k_noop),
+    FN_KEY("metric-prefix", k_noop),
 };
 
 static int k_statsd(struct loader *ld, const struct toml_kv *kv)
@@ -1223,8 +1188,8 @@ static int k_prometheus(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule stats_rules[] = {
-    {"statsd", k_statsd},
-    {"prometheus", k_prometheus},
+    FN_KEY("statsd", k_statsd),
+    FN_KEY("prometheus", k_prometheus),
 };
 
 static int k_stats(struct loader *ld, const struct toml_kv *kv)
@@ -1319,36 +1284,36 @@ static int k_dcs(struct loader *ld, const struct toml_kv *self)
 /* ---- the root ---- */
 
 static const struct key_rule root_rules[] = {
-    {"bind-to", k_bind_to},
-    {"secret", k_secret},
-    {"secrets", k_secrets},
-    {"public-host", k_public_host},
-    {"public-port", k_public_port},
-    {"public-ipv4", k_public_ipv4},
-    {"public-ipv6", k_public_ipv6},
-    {"workers", k_workers},
-    {"concurrency", k_concurrency},
-    {"prefer-ip", k_prefer_ip},
-    {"tolerate-time-skewness", k_skewness},
-    {"allow-fallback-on-unknown-dc", k_fallback_dc},
-    {"proxy-protocol-listener", k_pp_listener},
-    {"log-level", k_log_level},
-    {"debug", k_debug},
-    {"test-dcs", k_test_dcs},
-    {"buffer-size", k_buffer_size},
-    {"max-inflight", k_max_inflight},
-    {"dcs", k_dcs},
-    {"domain-fronting", k_fronting},
-    {"network", k_network},
-    {"defense", k_defense},
-    {"stats", k_stats},
-    {"domain-fronting-port", k_dep_fronting_port},
-    {"cloak-port", k_dep_fronting_port},
-    {"domain-fronting-ip", k_dep_fronting_ip},
-    {"domain-fronting-proxy-protocol", k_dep_fronting_pp},
-    {"auto-update", k_ignore},
-    {"tcp-buffer", k_ignore},
-    {"ad-tag", k_ad_tag},
+    FN_KEY("bind-to", k_bind_to),
+    FN_KEY("secret", k_secret),
+    FN_KEY("secrets", k_secrets),
+    FN_KEY("public-host", k_public_host),
+    FN_KEY("public-port", k_public_port),
+    FN_KEY("public-ipv4", k_public_ipv4),
+    FN_KEY("public-ipv6", k_public_ipv6),
+    U32_KEY("workers", workers, 0, 1024),
+    U32_KEY("concurrency", concurrency, 1, 10000000),
+    FN_KEY("prefer-ip", k_prefer_ip),
+    SECONDS_KEY("tolerate-time-skewness", tolerate_time_skewness_s, 1, 3600),
+    BOOL_KEY("allow-fallback-on-unknown-dc", allow_fallback_on_unknown_dc),
+    BOOL_KEY("proxy-protocol-listener", proxy_protocol_listener),
+    FN_KEY("log-level", k_log_level),
+    FN_KEY("debug", k_debug),
+    BOOL_KEY("test-dcs", use_test_dcs),
+    SIZE_KEY("buffer-size", buffer_size, 1024, 1 << 20),
+    SIZE_KEY("max-inflight", max_inflight, 16 << 10, 256u << 20),
+    FN_KEY("dcs", k_dcs),
+    FN_KEY("domain-fronting", k_fronting),
+    FN_KEY("network", k_network),
+    FN_KEY("defense", k_defense),
+    FN_KEY("stats", k_stats),
+    FN_KEY("domain-fronting-port", k_dep_fronting_port),
+    FN_KEY("cloak-port", k_dep_fronting_port),
+    FN_KEY("domain-fronting-ip", k_dep_fronting_ip),
+    FN_KEY("domain-fronting-proxy-protocol", k_dep_fronting_pp),
+    FN_KEY("auto-update", k_ignore),
+    FN_KEY("tcp-buffer", k_ignore),
+    FN_KEY("ad-tag", k_ad_tag),
 };
 
 /* Apply deprecated spellings where the current one was not given; derive the rest. */
