@@ -20,6 +20,8 @@
  * Errors. Every failure fills a tg__jerr: byte offset, the token (when known) and a message
  * "what: expected X, found Y". tg__json_path() turns a token index into a path such as
  * "result.entities[2].offset" by walking down from the root (costs nothing on success).
+ * After a failed parse the doc holds the tokens completed so far as a consistent, truncated
+ * tree, good for tg__json_path/tg__json_errmsg and nothing else.
  *
  * Thread-safety: none; a doc, decoder or writer is used by one thread at a time.
  */
@@ -67,7 +69,9 @@ typedef struct tg__jlimits {
 
 typedef struct tg__jerr {
     size_t offset;  /* byte offset of the problem in the input */
-    uint32_t tok;   /* token index when the error is about a token, else UINT32_MAX */
+    uint32_t tok;   /* token index when the error is about a token, else UINT32_MAX;
+                       syntax errors: the innermost open container (so the path says where),
+                       UINT32_MAX outside any container */
     char msg[192];  /* "what: expected X, found Y" (no path; see tg__json_errmsg) */
 } tg__jerr;
 
