@@ -167,6 +167,14 @@ TG_API tg_status tg_send(tg_hctx *h, const char *text);
 TG_API tg_status tg_send_ex(tg_hctx *h, const char *text, const char *extra_json);
 TG_API tg_status tg_answer(tg_hctx *h, const char *text);
 TG_API tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json);
+/*
+ * Answer a webhook update with a method call in the HTTP response body (Telegram runs it;
+ * saves one request, but its result and any error are never seen). Only for updates from a
+ * webhook with reply_wait_ms > 0 whose handler finishes within that time; otherwise
+ * TG_ERR_INVALID (use tg_hctx_call). json_params is a JSON object ("{...}"), copied; a later
+ * call replaces an earlier one.
+ */
+TG_API tg_status tg_hctx_respond(tg_hctx *h, const char *method, const char *json_params);
 /* Call method with a JSON object of parameters (tg_call_raw on the handler's ctx). */
 TG_API tg_status tg_hctx_call(tg_hctx *h, const char *method, const char *json_params,
                               const char **result_json, size_t *result_len);

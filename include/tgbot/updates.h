@@ -77,6 +77,9 @@ typedef struct tg_webhook_options {
     uint32_t max_connections;/* 1-100; 0 = Telegram's default (40) */
     const char *const *allowed_updates; /* NULL-terminated; NULL = Telegram's choice */
     bool drop_pending_updates;
+    /* > 0: each request waits up to this long for its handler, which may then answer in the
+     * response body with tg_hctx_respond(); 0 = answer as soon as the update is queued. */
+    uint32_t reply_wait_ms;
 } tg_webhook_options;
 
 typedef struct tg_webhook tg_webhook;

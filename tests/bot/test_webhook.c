@@ -298,6 +298,33 @@ static void test_start_errors(void **state)
     tg_router_free(r);
 }
 
+static tg_status h_respond(tg_hctx *h, void *user)
+{
+    (void)user;
+    assert_int_equal(tg_hctx_respond(h, "sendMessage", "[1]"), TG_ERR_INVALID);
+    return tg_hctx_respond(h, "sendMessage", " { \"chat_id\":1,\"text\":\"pong\"} ");
+}
+
+static void test_answer_in_response(void **state)
+{
+    (void)state;
+    tg_router *r = tg_router_new();
+    tg_router_on_kind(r, TG_UPDATE_MESSAGE, h_respond, NULL);
+    tg_dispatcher *d = tg_dispatcher_new(NULL, r, &(tg_dispatcher_options){.workers = 1});
+    tg_webhook_options wo = {.host = "127.0.0.1", .port = -1, .path = "/hook",
+                             .reply_wait_ms = 20000};
+    tg_webhook *w = tg_webhook_start(d, &wo);
+    assert_non_null(w);
+    struct reply rep = send_req(&(struct req){.port = tg_webhook_port(w), .body = UPD(1, 1)});
+    assert_int_equal(rep.status, 200);
+    assert_string_equal(rep.body, "{\"method\":\"sendMessage\",\"chat_id\":1,\"text\":\"pong\"}");
+    tg_webhook_stop(w);
+    /* Outside a waiting webhook request there is no response to answer in. */
+    assert_int_equal(tg_dispatcher_run_one(d, UPD(2, 1), strlen(UPD(2, 1))), TG_ERR_INVALID);
+    tg_dispatcher_free(d);
+    tg_router_free(r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
@@ -306,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_backpressure_503),
         cmocka_unit_test(test_https_self_signed),
         cmocka_unit_test(test_start_errors),
+        cmocka_unit_test(test_answer_in_response),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

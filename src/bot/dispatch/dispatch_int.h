@@ -89,6 +89,26 @@ struct tg__conv {
     size_t len;
 };
 
+/*
+ * A webhook request waiting for its handler (tg_hctx_respond answers in the HTTP response).
+ * Shared by the request thread and the worker; whoever releases it last frees it, so a
+ * request that gave up waiting never leaves the worker writing into freed memory.
+ */
+struct tg__reply {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    bool done;  /* the handler finished (or the update was dropped) */
+    char *body; /* {"method":...} set by tg_hctx_respond, or NULL */
+    size_t len;
+};
+
+struct tg__reply *tg__reply_new(void); /* refs = 1; NULL on out of memory */
+void tg__reply_release(struct tg__reply *r);
+/* Wait until done or deadline_ms (tg__now_ms clock). Returns the body (detached: the caller
+ * frees it with tg__free) or NULL. */
+char *tg__reply_wait(struct tg__reply *r, uint64_t deadline_ms, size_t *len);
+
 struct tg_hctx {
     tg_event ev;
     tg_ctx *ctx;
@@ -106,6 +126,7 @@ struct tg_hctx {
     struct tg__conv conv;
     const tg_update *update; /* decoded on demand by tg_hctx_update */
     bool update_tried;
+    struct tg__reply *reply; /* the waiting webhook request, or NULL */
     const struct tg__type *update_type; /* the codec's table for Update */
     tg__buf jbuf;  /* request JSON of the shortcuts, reused */
     char err[256];
@@ -151,8 +172,8 @@ tg_status tg__router_run(tg_router *r, struct tg_hctx *h, bool *handled);
 
 /* dispatcher.c: feed with the error text in err (thread-safe, unlike tg_dispatcher_errmsg). */
 tg_status tg__dispatcher_feed(struct tg_dispatcher *d, const char *json, size_t len,
-                              int64_t wait_ms, tg_feed_done_fn done, void *user, char *err,
-                              size_t errcap);
+                              int64_t wait_ms, tg_feed_done_fn done, void *user,
+                              struct tg__reply *reply, char *err, size_t errcap);
 /* Log through the bot's logger (or the default one without a bot). */
 void tg__dispatcher_log(struct tg_dispatcher *d, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

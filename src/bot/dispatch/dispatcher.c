@@ -28,6 +28,7 @@ struct feed_item {
     int64_t update_id;
     tg_feed_done_fn done;
     void *user;
+    struct tg__reply *reply;
     size_t len;
     char json[];
 };
@@ -98,7 +99,9 @@ static void worker_run(void *user, unsigned worker, tg__witem *it)
 {
     tg_dispatcher *d = user;
     struct feed_item *fi = (struct feed_item *)it;
+    d->hctx[worker].reply = fi->reply;
     process(d, &d->hctx[worker], fi->json, fi->len);
+    d->hctx[worker].reply = NULL;
 }
 
 static void worker_done(void *user, tg__witem *it, bool cancelled)
@@ -109,6 +112,13 @@ static void worker_done(void *user, tg__witem *it, bool cancelled)
         atomic_fetch_add(&d->st.dropped, 1);
     if (fi->done)
         fi->done(fi->user, fi->update_id, !cancelled);
+    if (fi->reply) {
+        pthread_mutex_lock(&fi->reply->mu);
+        fi->reply->done = true;
+        pthread_cond_broadcast(&fi->reply->cv);
+        pthread_mutex_unlock(&fi->reply->mu);
+        tg__reply_release(fi->reply);
+    }
     tg__free(fi);
 }
 
@@ -153,7 +163,8 @@ static tg_status reject(tg_dispatcher *d, tg_status st)
 }
 
 tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int64_t wait_ms,
-                              tg_feed_done_fn done, void *user, char *err, size_t errcap)
+                              tg_feed_done_fn done, void *user, struct tg__reply *reply,
+                              char *err, size_t errcap)
 {
     tg__event_key k;
     tg__jdoc *doc = doc_get(d);
@@ -171,11 +182,19 @@ tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, in
         return reject(d, TG_ERR_NOMEM);
     }
     *fi = (struct feed_item){.w = {.key = k.key, .ordered = k.ordered}, .d = d,
-                             .update_id = k.update_id, .done = done, .user = user, .len = len};
+                             .update_id = k.update_id, .done = done, .user = user,
+                             .reply = reply, .len = len};
     memcpy(fi->json, json, len);
     fi->json[len] = '\0';
+    if (reply) { /* the queued item holds a reference until done */
+        pthread_mutex_lock(&reply->mu);
+        reply->refs++;
+        pthread_mutex_unlock(&reply->mu);
+    }
     int rc = tg__workers_submit(d->pool, &fi->w, wait_ms);
     if (rc != 0) {
+        if (reply)
+            tg__reply_release(reply);
         tg__free(fi);
         snprintf(err, errcap, "update %lld: %s", (long long)k.update_id,
                  rc == -EAGAIN ? "queue full" : "dispatcher is stopping");
@@ -191,7 +210,7 @@ tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int
     if (!d || !json)
         return TG_ERR_INVALID;
     char err[256];
-    tg_status st = tg__dispatcher_feed(d, json, len, wait_ms, done, user, err, sizeof err);
+    tg_status st = tg__dispatcher_feed(d, json, len, wait_ms, done, user, NULL, err, sizeof err);
     if (st != TG_OK)
         set_err(d, "%s", err);
     return st;

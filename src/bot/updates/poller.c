@@ -118,7 +118,7 @@ static int feed_one(struct poller *p, uint32_t tok, const char *res)
         return -1; /* too many unfinished: stop the batch; it is asked for again */
     const tg__jtok *t = &p->doc.toks[tok];
     char err[256];
-    tg_status st = tg__dispatcher_feed(p->d, res + t->start, t->len, -1, on_done, p, err,
+    tg_status st = tg__dispatcher_feed(p->d, res + t->start, t->len, -1, on_done, p, NULL, err,
                                        sizeof err);
     if (st == TG_OK)
         return 1;

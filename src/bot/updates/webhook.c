@@ -25,6 +25,7 @@
 #include "bot/dispatch/dispatch_int.h"
 #include "core/alloc.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/str.h"
 #include "tgbot/updates.h"
 
@@ -38,6 +39,7 @@ struct tg_webhook {
     char *key_pem;
     size_t max_body;
     uint32_t queue_wait_ms;
+    uint32_t reply_wait_ms;
     uint16_t port;
     atomic_ullong accepted, rejected, busy;
 };
@@ -117,16 +119,37 @@ static unsigned check_headers(tg_webhook *w, struct MHD_Connection *c, const cha
     return 0;
 }
 
+/* 200 with the handler's method call as the body (reply_wait_ms), else an empty 200. */
+static enum MHD_Result answer_ok(tg_webhook *w, struct MHD_Connection *c, struct tg__reply *rp)
+{
+    size_t len = 0;
+    char *body = rp ? tg__reply_wait(rp, tg__now_ms() + w->reply_wait_ms, &len) : NULL;
+    tg__reply_release(rp);
+    if (!body)
+        return answer(w, c, MHD_HTTP_OK, "");
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_COPY);
+    tg__free(body);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    atomic_fetch_add(&w->accepted, 1);
+    return rc;
+}
+
 static enum MHD_Result finish(tg_webhook *w, struct MHD_Connection *c, struct request *rq)
 {
     if (rq->too_big)
         return answer(w, c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
     char err[256];
+    struct tg__reply *rp = w->reply_wait_ms ? tg__reply_new() : NULL;
     tg_status st = tg__dispatcher_feed(w->d, tg__buf_cstr(&rq->body), rq->body.len,
-                                       w->queue_wait_ms, NULL, NULL, err, sizeof err);
+                                       w->queue_wait_ms, NULL, NULL, rp, err, sizeof err);
+    if (st == TG_OK)
+        return answer_ok(w, c, rp);
+    tg__reply_release(rp);
     switch (st) {
-    case TG_OK:
-        return answer(w, c, MHD_HTTP_OK, "");
     case TG_ERR_DECODE:
         return answer(w, c, MHD_HTTP_BAD_REQUEST, err);
     case TG_ERR_FLOOD:
@@ -240,6 +263,7 @@ static bool copy_config(tg_webhook *w, const tg_webhook_options *o)
     w->path = tg__strdup(o->path ? o->path : "/");
     w->max_body = o->max_body_bytes ? o->max_body_bytes : (size_t)1 << 20;
     w->queue_wait_ms = o->queue_wait_ms;
+    w->reply_wait_ms = o->reply_wait_ms;
     if (!w->path)
         return wh_fail("webhook: out of memory"), false;
     if (w->path[0] != '/')
