@@ -232,6 +232,18 @@ static void test_error_messages(void **state)
               "document: expected end of input after the value, found 'x' (at byte 2)");
     check_err("[tru]", "literal: expected 'true', found ']'", 4,
               "literal: expected 'true', found ']' (at byte 4)");
+
+    /* err.tok: the innermost open container, UINT32_MAX outside any. */
+    tg__jerr err;
+    assert_int_equal(tg__json_parse(&doc, "{\"a\":[1,}", 10, &err), -1);
+    assert_int_equal(err.tok, 2);
+    assert_int_equal(doc.ntok, 4);
+    assert_int_equal(doc.toks[0].next, 4);
+    assert_int_equal(doc.toks[2].next, 4);
+    assert_int_equal(tg__json_parse(&doc, "1 x", 3, &err), -1);
+    assert_int_equal(err.tok, UINT32_MAX);
+    assert_int_equal(tg__json_parse(&doc, "[]]", 3, &err), -1);
+    assert_int_equal(err.tok, UINT32_MAX);
 }
 
 static void check_path(const char *json, uint32_t tok, const char *want)
