@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bot_server.h"
+#include "core/alloc.h"
 #include "tgbot/tgbot.h"
 
 #define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
@@ -450,6 +451,33 @@ static void test_proxy_is_used(void **state)
     close(fd);
 }
 
+/* Fail the Nth allocation of ours for N = 1, 2, ...: every step ends in a clean status and
+ * frees what it made (ASan's leak check runs over this binary). */
+static void test_allocation_failures(void **state)
+{
+    struct fx *f = *state;
+    int clean_runs = 0, failures = 0;
+    for (uint64_t n = 1; n <= 60 && clean_runs < 3; n++) {
+        tg__alloc_fail_at(n);
+        tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv)});
+        tg_ctx *ctx = bot ? tg_ctx_new(bot) : NULL;
+        const char *res = NULL;
+        tg_status st = ctx ? call(ctx, "getMe", "{\"a\":1}", &res) : TG_ERR_NOMEM;
+        bool injected = tg__alloc_failed();
+        tg__alloc_fail_at(0);
+        if (st == TG_OK)
+            assert_string_equal(res, "{\"id\":7,\"is_bot\":true,\"first_name\":\"Bot\"}");
+        else
+            assert_true(injected && st == TG_ERR_NOMEM);
+        clean_runs = injected ? 0 : clean_runs + 1;
+        failures += injected;
+        tg_ctx_free(ctx);
+        tg_bot_free(bot);
+    }
+    assert_int_equal(clean_runs, 3); /* past the last allocation: nothing left to fail */
+    assert_true(failures > 5);
+}
+
 struct logcap {
     pthread_mutex_t mu;
     char *all;
@@ -536,6 +564,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_connection_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_is_used, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_never_logged, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

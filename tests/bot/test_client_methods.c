@@ -16,6 +16,7 @@
 #include "bot/codec/codec.h"
 #include "bot/codec/method.h"
 #include "bot_server.h"
+#include "core/alloc.h"
 #include "core/buf.h"
 #include "tgbot/api.h"
 #include "tgbot/tgbot.h"
@@ -211,6 +212,41 @@ static void test_send_media_group_attach(void **state)
     assert_string_equal(p0->filename, "one.txt");
     assert_string_equal(pt->data, "TH");
     json_decref(arr);
+}
+
+/* Fail our Nth allocation along a typed multipart call: always a clean NOMEM, never a crash,
+ * a leak (ASan) or a wrong request. */
+static void test_allocation_failures(void **state)
+{
+    struct fx *f = *state;
+    bot_server_set_reply(f->srv, "sendDocument", 200,
+                         "{\"ok\":true,\"result\":{\"message_id\":9,\"date\":1,"
+                         "\"chat\":{\"id\":42,\"type\":\"private\"}}}");
+    int clean_runs = 0, failures = 0;
+    for (uint64_t n = 1; n <= 80 && clean_runs < 3; n++) {
+        tg_ctx *ctx = tg_ctx_new(f->bot);
+        assert_non_null(ctx);
+        tg_send_document_params p = {.chat_id = tg_chat_id_int(42),
+                                     .document = tg_input_file_memory("abc", 3, "a.txt"),
+                                     .caption = "c"};
+        tg_message *m = NULL;
+        tg__alloc_fail_at(n);
+        tg_status st = tg_send_document(ctx, &p, &m);
+        bool injected = tg__alloc_failed();
+        tg__alloc_fail_at(0);
+        if (st == TG_OK) {
+            assert_int_equal(m->message_id, 9);
+            assert_string_equal(bot_request_part(bot_server_last(f->srv), "document")->data, "abc");
+        } else {
+            assert_true(injected);
+            assert_int_equal(st, TG_ERR_NOMEM);
+        }
+        clean_runs = injected ? 0 : clean_runs + 1;
+        failures += injected;
+        tg_ctx_free(ctx);
+    }
+    assert_int_equal(clean_runs, 3);
+    assert_true(failures > 5);
 }
 
 /* ---- data-driven walk over every generated method ---- */
@@ -450,6 +486,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_send_message, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_document_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_media_group_attach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_method, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

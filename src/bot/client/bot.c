@@ -89,10 +89,11 @@ static char *make_prefix(const tg_bot *bot, const char *mid, bool test_env, size
     size_t base_len = strlen(bot->base_url);
     while (base_len > 0 && bot->base_url[base_len - 1] == '/')
         base_len--;
-    tg__buf_append(&b, bot->base_url, base_len);
-    tg__buf_puts(&b, mid);
-    tg__buf_append(&b, bot->token, bot->token_len);
-    if (tg__buf_puts(&b, test_env ? "/test/" : "/") != 0) {
+    /* Check every step: a failed append followed by a successful one would build a wrong
+     * URL (and one without the token answers 401). */
+    if (tg__buf_append(&b, bot->base_url, base_len) != 0 || tg__buf_puts(&b, mid) != 0 ||
+        tg__buf_append(&b, bot->token, bot->token_len) != 0 ||
+        tg__buf_puts(&b, test_env ? "/test/" : "/") != 0) {
         tg__buf_cleanup(&b);
         return NULL;
     }

@@ -10,6 +10,7 @@
  * once into ctx->doc; on success ctx->result_tok points at "result" for the caller to copy
  * (raw) or decode (generated methods). Nothing here allocates once the ctx is warm.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,11 +20,19 @@
 
 #define METHOD_MAX 63
 
+/* The tokenizer reports a failed token-array allocation as a parse error; tell them apart. */
+static bool json_oom(const tg__jerr *e)
+{
+    return strstr(e->msg, "found out of memory") != NULL;
+}
+
 static size_t resp_sink(void *user, const char *p, size_t n)
 {
     tg_ctx *ctx = user;
-    if (tg__buf_append(&ctx->resp, p, n) != 0) {
+    int rc = tg__buf_append(&ctx->resp, p, n);
+    if (rc != 0) {
         ctx->too_big = true;
+        ctx->sink_oom = rc == -ENOMEM;
         return 0;
     }
     return n;
@@ -106,8 +115,12 @@ static tg_status parse_envelope(tg_ctx *ctx, bool keep_source, enum tg__outcome 
         return tg__ctx_fail(ctx, TG_ERR_NOMEM, "no memory for the answer (%zu bytes)",
                             ctx->resp.len);
     }
-    if (tg__json_parse(d, src, ctx->resp.len, &jerr) != 0)
-        return not_envelope(ctx, &jerr, NULL, out);
+    if (tg__json_parse(d, src, ctx->resp.len, &jerr) != 0) {
+        if (!json_oom(&jerr))
+            return not_envelope(ctx, &jerr, NULL, out);
+        *out = TG__OUT_FATAL;
+        return tg__ctx_fail(ctx, TG_ERR_NOMEM, "no memory to parse the answer");
+    }
     if (d->toks[0].type != TG__J_OBJECT)
         return not_envelope(ctx, NULL, "not a JSON object", out);
     uint32_t ok = tg__json_obj_get(d, 0, "ok");
@@ -164,11 +177,15 @@ static tg_status attempt_once(tg_ctx *ctx, const struct tg__call_req *r, enum tg
     };
     tg_http_result res = {0};
     tg__buf_reset(&ctx->resp);
-    ctx->too_big = false;
+    ctx->too_big = ctx->sink_oom = false;
     ctx->http_status = 0;
     ctx->stats.requests++;
     ctx->bot->transport.perform(ctx->conn, &req, &res, tg__ctx_cancelled, ctx);
     ctx->stats.connects += res.connects;
+    if (ctx->too_big && ctx->sink_oom) {
+        *out = TG__OUT_FATAL;
+        return tg__ctx_fail(ctx, TG_ERR_NOMEM, "no memory for the answer");
+    }
     if (ctx->too_big) {
         *out = TG__OUT_FATAL;
         return tg__ctx_fail(ctx, TG_ERR_TOO_BIG, "the answer exceeds max_response_bytes (%zu)",
@@ -302,8 +319,8 @@ static tg_status raw_params(tg_ctx *ctx, const char **json, size_t *len)
         return TG_OK;
     }
     if (tg__json_parse(&ctx->doc, *json, *len, &jerr) != 0)
-        return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: not valid JSON: %s (at byte %zu)",
-                            jerr.msg, jerr.offset);
+        return tg__ctx_fail(ctx, json_oom(&jerr) ? TG_ERR_NOMEM : TG_ERR_INVALID,
+                            "params: not valid JSON: %s (at byte %zu)", jerr.msg, jerr.offset);
     if (ctx->doc.toks[0].type != TG__J_OBJECT)
         return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: expected a JSON object, found %s",
                             tg__json_type_name((tg__jtype)ctx->doc.toks[0].type));

@@ -140,6 +140,7 @@ struct tg_ctx {
     int http_status;
     uint32_t result_tok; /* "result" token in doc after a successful call */
     bool too_big;
+    bool sink_oom; /* too_big came from out of memory, not the cap */
     tg_ctx_stats stats;
 };
 

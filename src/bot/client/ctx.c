@@ -142,7 +142,7 @@ tg_status tg__ctx_begin(tg_ctx *ctx, const char *method)
     memcpy(ctx->method, method, n);
     ctx->method[n] = '\0';
     ctx->http_status = 0;
-    ctx->too_big = false;
+    ctx->too_big = ctx->sink_oom = false;
     ctx->stats.calls++;
     if (tg__ctx_cancelled(ctx))
         return tg__ctx_fail(ctx, TG_ERR_CANCELLED, "%s",
