@@ -762,24 +762,92 @@ static int k_bind_to(struct loader *ld, const struct toml_kv *kv)
 }
 
 /* Parse one secret value and add it under label. Errors never quote the value. */
-static int add_secret_value(struct loader *ld, const struct toml_kv *kv, const char *label)
+static int parse_secret_text(struct loader *ld, const struct toml_kv *kv, struct secret *out)
 {
     char why[256];
     const char *s = NULL;
     size_t n = 0;
-    struct secret sec;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
         return -EINVAL;
-    if (secret_parse(s, n, &sec, why, sizeof why) != 0)
+    if (secret_parse(s, n, out, why, sizeof why) != 0)
         return val_err(ld, kv, kv->value,
                        "bad secret (%s), expected hex or base64 of a "
                        "classic, dd or ee secret, e.g. from 'tgproxy generate-secret'",
                        why);
-    int rc = config_add_secret(ld->cfg, label, &sec, why, sizeof why);
+    return 0;
+}
+
+static const struct key_rule secret_table_rules[] = {
+    FN_KEY("key", NULL),
+    FN_KEY("domain", NULL),
+};
+
+static int secret_table_fields(struct loader *ld, const struct toml_table *t,
+                               const struct toml_kv *key, const struct toml_kv *dom,
+                               struct secret *out)
+{
+    for (const struct toml_kv *kv = t->first; kv; kv = kv->next)
+        if (kv != key && kv != dom)
+            return unknown_key(ld, kv, secret_table_rules, 2);
+    if (parse_secret_text(ld, key, out) != 0)
+        return -EINVAL;
+    if (out->kind != SECRET_CLASSIC)
+        return val_err(ld, key, key->value,
+                       "expected the 16-byte key alone (32 hex digits), "
+                       "without a dd or ee prefix");
+    if (!dom)
+        return 0;
+    const char *d = NULL;
+    size_t dn = 0;
+    if (get_str(ld, dom, dom->value, &d, &dn) != 0)
+        return -EINVAL;
+    const char *problem = secret_domain_problem(d, dn);
+    if (problem)
+        return val_err(ld, dom, dom->value, "%s, expected a DNS name such as www.example.com",
+                       problem);
+    out->kind = SECRET_EE;
+    memcpy(out->domain, d, dn + 1);
+    out->domain_len = (uint8_t)dn;
+    return 0;
+}
+
+/* { key = "<the 16-byte key>", domain = "example.com" }: the brief's "key and domain
+ * separately" (section 1.2). With a domain the secret is ee, without it classic. */
+static int secret_from_table(struct loader *ld, const struct toml_kv *self, struct secret *out)
+{
+    const struct toml_table *t = self->value->u.table;
+    const struct toml_kv *key = toml_table_find(t, "key", 3);
+    const struct toml_kv *dom = toml_table_find(t, "domain", 6);
+    if (!key)
+        return val_err(ld, self, self->value,
+                       "no key, expected { key = \"32 hex digits\", "
+                       "domain = \"www.example.com\" }");
+    size_t used = strlen(ld->prefix);
+    snprintf(ld->prefix + used, sizeof ld->prefix - used, "%s%.*s", used ? "." : "",
+             (int)self->key_len, self->key);
+    int rc = secret_table_fields(ld, t, key, dom, out);
+    ld->prefix[used] = '\0';
+    return rc;
+}
+
+/* Parse one secret (text or table) and add it under label. Errors never quote it. */
+static int add_secret_value(struct loader *ld, const struct toml_kv *kv, const char *label)
+{
+    char why[256];
+    struct secret sec;
+    int rc;
     memset(&sec, 0, sizeof sec);
-    if (rc == -ENOMEM)
-        return rc;
-    return rc == 0 ? 0 : key_err(ld, kv, "%s", why);
+    if (kv->value->type == TOML_TABLE)
+        rc = secret_from_table(ld, kv, &sec);
+    else
+        rc = parse_secret_text(ld, kv, &sec);
+    if (rc == 0) {
+        rc = config_add_secret(ld->cfg, label, &sec, why, sizeof why);
+        if (rc != 0 && rc != -ENOMEM)
+            rc = key_err(ld, kv, "%s", why);
+    }
+    memset(&sec, 0, sizeof sec);
+    return rc;
 }
 
 static int k_secret(struct loader *ld, const struct toml_kv *kv)

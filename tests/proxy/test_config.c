@@ -104,6 +104,8 @@ static const char full_doc[] = "bind-to = [\"0.0.0.0:443\", \"[::]:443\", \"[::1
                                "padded = \"" DD_A "\"\n"
                                "classic = \"" KEY_A "\"\n"
                                "other = \"" KEY_B "\"\n"
+    "split = { key = \"" KEY_A "\", domain = \"www.example.org\" }\n"
+    "bare = { key = \"" KEY_B "\" }\n"
                                "[dcs]\n"
                                "2 = [\"149.154.167.51:443\", \"[2001:67c:4e8:f002::a]:443\"]\n"
                                "-2 = \"dc2-media.example.net:443\"\n"
@@ -153,7 +155,6 @@ static void test_every_key(void **state)
     assert_int_equal(cfg.log_level, TG__LOG_WARN); /* log-level wins over debug */
     assert_int_equal(cfg.buffer_size, 8192);
     assert_int_equal(cfg.max_inflight, 65536);
-    assert_int_equal(cfg.nsecrets, 4);
     assert_int_equal(cfg.secrets[0].secret.kind, SECRET_EE);
     assert_int_equal(cfg.secrets[1].secret.kind, SECRET_DD);
     assert_int_equal(cfg.secrets[2].secret.kind, SECRET_CLASSIC);
@@ -161,6 +162,13 @@ static void test_every_key(void **state)
     assert_memory_equal(cfg.secrets[0].secret.key, cfg.secrets[2].secret.key, 16);
     assert_memory_equal(cfg.secrets[1].secret.key, key_a, 16);
     assert_string_equal(cfg.secrets[3].label, "other");
+    /* Key and domain given separately (brief 1.2). */
+    assert_int_equal(cfg.nsecrets, 6);
+    assert_int_equal(cfg.secrets[4].secret.kind, SECRET_EE);
+    assert_memory_equal(cfg.secrets[4].secret.key, key_a, 16);
+    assert_string_equal(cfg.secrets[4].secret.domain, "www.example.org");
+    assert_int_equal(cfg.secrets[4].secret.domain_len, 15);
+    assert_int_equal(cfg.secrets[5].secret.kind, SECRET_CLASSIC);
 
     assert_int_equal(cfg.ndcs, 4);
     const struct config_dc *dc2 = config_dc_find(&cfg, 2);
@@ -368,7 +376,14 @@ static const struct bad_case bad_cases[] = {
     {BASE "secret = \"" EE_A "\"\n[secrets]\ndefault = \"" DD_A "\"\n",
      "c.toml:4:1: secrets.default: ", "used twice"},
     {BASE "[secrets]\nm = 5\n", "c.toml:3:5: secrets.m: ", "expected a string"},
-    {BASE SEC "[secrets.x]\n", "c.toml:4:10: secrets.x: ", "expected a string, got table"},
+    {BASE SEC "[secrets.x]\n", "c.toml:4:10: secrets.x: ", "no key, expected { key ="},
+    {BASE "[secrets]\nm = { key = \"" EE_A "\" }\n", "c.toml:3:13: secrets.m.key: ",
+     "16-byte key alone"},
+    {BASE "[secrets]\nm = { key = \"" KEY_A "\", domain = \"1.2.3.4\" }\n",
+     "c.toml:3:58: secrets.m.domain: ", "expected a DNS name"},
+    {BASE "[secrets]\nm = { key = \"" KEY_A "\", sni = \"a.com\" }\n",
+     "c.toml:3:49: secrets.m.sni: ", "expected one of: key, domain"},
+    {BASE "secret = { key = 5 }\n", "c.toml:2:18: secret.key: ", "expected a string"},
     {BASE "prefer-ip = \"ipv4\"\n" SEC, "c.toml:2:13: prefer-ip: ", "\"only-ipv6\""},
     {BASE "tolerate-time-skewness = \"500ms\"\n" SEC,
      "c.toml:2:26: tolerate-time-skewness: ", "out of range"},
