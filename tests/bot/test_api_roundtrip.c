@@ -10,6 +10,7 @@
 #include "tgtest.h"
 
 #include "bot/codec/codec.h"
+#include "bot/codec/codec_int.h"
 #include "core/arena.h"
 #include "core/buf.h"
 #include "tgbot/api.h"
@@ -111,34 +112,7 @@ static bool fill_array(filler *f, const tg__field *fd, const void **items, size_
                        int depth)
 {
     size_t n = 2;
-    size_t esz = rows ? sizeof(tg__list) : 0;
-    if (!rows) {
-        tg__field probe = *fd;
-        switch (fd->kind) {
-        case TG__K_BOOL:
-        case TG__K_TRUE:
-            esz = sizeof(bool);
-            break;
-        case TG__K_I64:
-        case TG__K_F64:
-            esz = 8;
-            break;
-        case TG__K_STR:
-            esz = sizeof(char *);
-            break;
-        case TG__K_ENUM:
-            esz = sizeof(tg_strenum);
-            break;
-        case TG__K_CHATID:
-            esz = sizeof(tg_chat_id);
-            break;
-        case TG__K_FILE:
-            esz = sizeof(tg_input_file);
-            break;
-        default:
-            esz = ((const tg__type *)probe.sub)->size;
-        }
-    }
+    size_t esz = rows ? sizeof(tg__list) : tg__codec_elem_size(fd);
     unsigned char *arr = tg__arena_zalloc(f->a, n * esz);
     assert_non_null(arr);
     for (size_t i = 0; i < n; i++) {

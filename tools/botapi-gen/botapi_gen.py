@@ -488,19 +488,17 @@ extern "C" {{
         strategy = {"discrim": "TG__U_DISCRIM", "presence": "TG__U_PRESENCE",
                     "date0": "TG__U_DATE0"}[u["strategy"]]
         values = "NULL"
+        per_member = None
         if u["strategy"] == "discrim":
-            out.append(f"static const char *const V_{sn}[] = {{\n")
-            for m in u["members"]:
-                out.append(f"    {cstr(u['values'][m])},\n")
-            out.append("};\n")
-            values = f"V_{sn}"
+            per_member = [cstr(u["values"][m]) for m in u["members"]]
         elif u["strategy"] == "date0":
             zero = [m for m in u["members"] if self.date_is_zero(m)]
             if len(zero) != 1:
                 raise M.ModelError(f"union {u['name']}: no single member with date always 0")
+            per_member = [cstr("0") if m in zero else "NULL" for m in u["members"]]
+        if per_member:
             out.append(f"static const char *const V_{sn}[] = {{\n")
-            for m in u["members"]:
-                out.append(f"    {cstr('0') if m in zero else 'NULL'},\n")
+            out.extend(f"    {v},\n" for v in per_member)
             out.append("};\n")
             values = f"V_{sn}"
         flags = []

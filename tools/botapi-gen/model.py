@@ -39,28 +39,23 @@ class Node:
         return [c for c in self.children if isinstance(c, Node) and (tag is None or c.tag == tag)]
 
     def text(self):
-        out = []
-        for c in self.children:
-            if isinstance(c, str):
-                out.append(c)
-            elif c.tag == "img":
-                out.append(c.attrs.get("alt") or "")
-            else:
-                out.append(c.text())
-        return "".join(out)
+        return self._render(False)
 
     def marked(self):
         """Text with <em> content wrapped in \\x01..\\x02 (for 'must be <em>x</em>')."""
+        return self._render(True)
+
+    def _render(self, mark_em):
         out = []
         for c in self.children:
             if isinstance(c, str):
                 out.append(c)
             elif c.tag == "img":
-                out.append(c.attrs.get("alt") or "")
-            elif c.tag == "em":
+                out.append(c.attrs.get("alt") or "")  # emoji are images with alt text
+            elif c.tag == "em" and mark_em:
                 out.append("\x01" + c.text() + "\x02")
             else:
-                out.append(c.marked())
+                out.append(c._render(mark_em))
         return "".join(out)
 
 
