@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sysexits.h>
 
 #include "core/alloc.h"
@@ -184,6 +185,29 @@ static void warn_to_err(void *user, const char *msg)
     fprintf(io->err, "tgproxy: warning: %s\n", msg);
 }
 
+/* The file holds secrets: say so when other users can read it. */
+static void warn_if_exposed(const struct io *io, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)))
+        fprintf(io->err,
+                "tgproxy: warning: %s is readable by other users and holds secrets; "
+                "chmod 600 it\n",
+                path);
+}
+
+/* config_load_file with warnings on err; exit code or 0. */
+static int load_config(const struct io *io, const char *path, struct config *cfg)
+{
+    char err[CONFIG_ERR_MAX];
+    config_init(cfg);
+    int rc = config_load_file(cfg, path, err, sizeof err, warn_to_err, (void *)io);
+    if (rc != 0)
+        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
+    warn_if_exposed(io, path);
+    return 0;
+}
+
 static int serve_exit_code(int rc)
 {
     switch (-rc) {
@@ -229,11 +253,9 @@ static int cmd_run(const struct io *io, int argc, char **argv)
     if (a.npos != 1)
         return usage_error(io, "run: expected a configuration file");
     struct config cfg;
-    char err[CONFIG_ERR_MAX];
-    config_init(&cfg);
-    int rc = config_load_file(&cfg, a.pos[0], err, sizeof err, warn_to_err, (void *)io);
+    int rc = load_config(io, a.pos[0], &cfg);
     if (rc != 0)
-        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
+        return rc;
     rc = serve(io, &cfg);
     config_cleanup(&cfg);
     return rc;
@@ -516,12 +538,11 @@ static int cmd_access(const struct io *io, int argc, char **argv)
     if (a.npos != 1)
         return usage_error(io, "access: expected a configuration file");
     struct config cfg;
-    char err[CONFIG_ERR_MAX], host[CONFIG_HOST_MAX];
+    char host[CONFIG_HOST_MAX];
     uint16_t port = 0;
-    config_init(&cfg);
-    int rc = config_load_file(&cfg, a.pos[0], err, sizeof err, warn_to_err, (void *)io);
+    int rc = load_config(io, a.pos[0], &cfg);
     if (rc != 0)
-        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
+        return rc;
     rc = access_target(io, &a, &cfg, host, sizeof host, &port);
     for (size_t i = 0; rc == 0 && i < cfg.nsecrets; i++)
         rc = print_secret(io, &cfg.secrets[i], host, port, opt(&a, "base64") != NULL,

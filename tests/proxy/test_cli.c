@@ -14,6 +14,7 @@
 #include <qrencode.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -276,6 +277,12 @@ static void test_access(void **state)
     cli(&r, (const char *[]){"access", path, "--no-qr", NULL});
     assert_int_equal(r.code, 0);
     assert_non_null(strstr(r.out, "tg://proxy?server=127.0.0.1&port=8443&secret=" EE_A "\n"));
+    assert_string_equal(r.err, ""); /* mkstemp made it 0600 */
+    /* A config other users can read gets a warning (it holds secrets), not a refusal. */
+    assert_int_equal(chmod(path, 0644), 0);
+    cli(&r, (const char *[]){"access", path, "--no-qr", NULL});
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.err, "is readable by other users and holds secrets"));
     unlink(path);
 }
 
@@ -432,6 +439,21 @@ static void test_binary_run_and_sigterm(void **state)
     assert_null(strstr(buf, KEY_A));
 }
 
+static void test_binary_simple_run(void **state)
+{
+    (void)state;
+    struct child c;
+    char buf[4096];
+    spawn(&c, (const char *[]){TGPROXY_BIN, "simple-run", "127.0.0.1:0", EE_A, "--workers", "1",
+                               "--fronting-host", "127.0.0.1", "--fronting-port=9", NULL});
+    bool up = read_until(&c, "listening on 127.0.0.1:", buf, sizeof buf);
+    kill(c.pid, up ? SIGTERM : SIGKILL);
+    int code = wait_exit(&c);
+    if (!up || code != 0)
+        fail_msg("up %d, exit %d, stderr: %s", up, code, buf);
+    assert_null(strstr(buf, KEY_A));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_binary_version_and_usage),
         cmocka_unit_test(test_binary_bind_failure_exit_69),
         cmocka_unit_test(test_binary_run_and_sigterm),
+        cmocka_unit_test(test_binary_simple_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
