@@ -88,11 +88,11 @@ static const char *describe(const struct parser *ps, char *buf, size_t cap)
     if (c == '\n' || c == '\r')
         return "end of line";
     if (isalpha(c))
-        return "a letter";
+        return "letter";
     if (isdigit(c))
-        return "a digit";
+        return "digit";
     if (c >= 0x80)
-        return "a non-ASCII character";
+        return "non-ASCII character";
     snprintf(buf, cap, "'%c'", c);
     return buf;
 }

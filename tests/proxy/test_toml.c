@@ -122,7 +122,9 @@ static void test_strings(void **state)
                        "h = \"\"\n"
                        "i = '''a''''\n"
                        "j = \"caf\xC3\xA9\"\r\n"
-                       "k = \"\"\"x\r\ny\"\"\"\n";
+                       "k = \"\"\"x\r\ny\"\"\"\n"
+                       "l = \"\\b\\f\\n\\r\\u20AC\"\n"
+                       "m = '\xF0\x9F\x98\x80 \xE2\x82\xAC'\n";
     struct toml_doc doc;
     char err[256];
     assert_int_equal(parse(&doc, text, err, sizeof err), TOML_OK);
@@ -139,6 +141,11 @@ static void test_strings(void **state)
     assert_str(get(r, "i"), "a'", 2);
     assert_str(get(r, "j"), "caf\xC3\xA9", 5);
     assert_str(get(r, "k"), "x\ny", 3);
+    assert_str(get(r, "l"), "\b\f\n\r\xE2\x82\xAC", 7);
+    assert_str(get(r, "m"), "\xF0\x9F\x98\x80 \xE2\x82\xAC", 8);
+    /* Columns count characters, not bytes: the value after a 4-byte character. */
+    const struct toml_kv *kv = toml_table_find(r, "m", 1);
+    assert_int_equal(kv->value->pos.col, 5);
     toml_doc_cleanup(&doc);
 }
 
@@ -268,10 +275,27 @@ static const struct bad_case bad_cases[] = {
     {"a = \"\xC3\"\n", "t.toml:1:6: ", "invalid UTF-8"},
     {"a = \"\xE0\x80\xAF\"\n", "t.toml:1:6: ", "invalid UTF-8"},
     {"a = \"\xED\xA0\x80\"\n", "t.toml:1:6: ", "invalid UTF-8"},
-    {"\xC3\xA9 = 1\n", "t.toml:1:1: ", "a non-ASCII character"},
+    {"\xC3\xA9 = 1\n", "t.toml:1:1: ", "unexpected non-ASCII character"},
     {"k\xC3\xA9y = 1\n", "t.toml:1:2: ", "expected '='"},
     {"a = \"\xC3\xA9\" x\n", "t.toml:1:9: ", "expected a newline"},
     {"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q = 1\n", "t.toml:1:33: ", "too many dotted parts"},
+    {"a = '\xF0\x9F\x98\x80' b\n", "t.toml:1:9: ", "unexpected letter after value"},
+    {"a = \"\xF5\x80\x80\x80\"\n", "t.toml:1:6: ", "invalid UTF-8"},
+    {"a = \"\xF4\x90\x80\x80\"\n", "t.toml:1:6: ", "invalid UTF-8"},
+    {"a = \"\xF0\x9F\x98\"\n", "t.toml:1:6: ", "invalid UTF-8"},
+    {"a = \"\xF0\x9F\n", "t.toml:1:6: ", "invalid UTF-8"},
+    {"a = \"\\U00110000\"\n", "t.toml:1:6: ", "not a scalar value"},
+    {"a = 1\n[a", "t.toml:2:3: ", "unexpected end of file in table header"},
+    {"a = {\n}\n", "t.toml:1:6: ", "on the same line"},
+    {"a = \"\"\"x\\", "t.toml:1:5: ", "unterminated multi-line"},
+    {"a = [1] [2]\n", "t.toml:1:9: ", "expected a newline"},
+    {"a = 1234567890123456789012345678901234567890123456789012345678901234567890"
+     "1234567890123456789012345678901234567890123456789012345678901234567890\n",
+     "t.toml:1:5: ", "too long for a number"},
+    {"a = +\n", "t.toml:1:5: ", "invalid value"},
+    {"a = 0b102\n", "t.toml:1:5: ", "base-2"},
+    {"a = 0o8\n", "t.toml:1:5: ", "base-8"},
+    {"[a.b]\nc = 1\n[a.b.c]\n", "t.toml:3:6: ", "already holds a integer"},
 };
 
 static void test_errors(void **state)
@@ -354,6 +378,15 @@ static void test_values_never_quoted_in_errors(void **state)
     }
 }
 
+static void test_type_names(void **state)
+{
+    (void)state;
+    static const char *const want[] = {"string", "integer", "float", "boolean", "array", "table"};
+    for (int t = TOML_STRING; t <= TOML_TABLE; t++)
+        assert_string_equal(toml_type_name((enum toml_type)t), want[t - TOML_STRING]);
+    assert_string_equal(toml_type_name((enum toml_type)0), "value");
+}
+
 static void test_out_of_memory(void **state)
 {
     (void)state;
@@ -386,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_depth_and_size_limits),
         cmocka_unit_test(test_values_never_quoted_in_errors),
+        cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
