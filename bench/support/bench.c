@@ -174,8 +174,7 @@ void tg__bench_report(const tg__bench_result *r, const tg__bench_result *floor)
 
 void tg__bench_table(void)
 {
-    printf("\n%-32s %12s %12s  %-28s %7s\n", "benchmark", "ns/op", "allocs/op", "floor",
-           "ratio");
+    printf("\n%-32s %12s %12s  %-28s %7s\n", "benchmark", "ns/op", "allocs/op", "floor", "ratio");
     for (size_t i = 0; i < nrows; i++) {
         char al[32];
         fmt_allocs(rows[i].r.allocs_per_op, al, sizeof al);

@@ -15,6 +15,8 @@ struct acase {
     bool ok;
 };
 
+/* The table reads best packed by topic. */
+/* clang-format off */
 #define OK(s)  {(s), sizeof(s) - 1, true}
 #define BAD(s) {(s), sizeof(s) - 1, false}
 
@@ -77,6 +79,7 @@ static const struct acase cases[] = {
     /* whitespace that RFC 8259 does not allow */
     BAD("\x0b" "1"), BAD("\x0c" "1"), BAD("\xc2\xa0" "1"), BAD("\xef\xbb\xbf" "1"),
 };
+/* clang-format on */
 
 static void test_accept_reject_table(void **state)
 {
@@ -90,8 +93,8 @@ static void test_accept_reject_table(void **state)
         memset(&err, 0, sizeof err);
         int rc = tg__json_parse(&d, cases[i].in, cases[i].len, &err);
         if ((rc == 0) != cases[i].ok)
-            fail_msg("case %zu (%.*s): expected %s, got %s (%s)", i, (int)cases[i].len,
-                     cases[i].in, cases[i].ok ? "accept" : "reject", rc ? "reject" : "accept",
+            fail_msg("case %zu (%.*s): expected %s, got %s (%s)", i, (int)cases[i].len, cases[i].in,
+                     cases[i].ok ? "accept" : "reject", rc ? "reject" : "accept",
                      rc ? err.msg : "-");
         if (rc != 0) {
             assert_true(err.msg[0] != '\0');
@@ -219,11 +222,12 @@ static void test_error_messages(void **state)
     check_err("{\"result\":{\"entities\":[{\"offset\":1},{\"x\":[1,}]}}",
               "value: expected a JSON value, found '}'", 44,
               "result.entities[1].x: value: expected a JSON value, found '}' (at byte 44)");
-    check_err("{\"ok\":true,\"result\":{\"a b\":[1 2]}}",
-              "array: expected ',' or ']', found '2'", 30,
-              "result[\"a b\"]: array: expected ',' or ']', found '2' (at byte 30)");
-    check_err("{\"a\":\"x\x01\"}", "string: expected '\\u00XX' escape for a control character, "
-              "found byte 0x01", 7,
+    check_err("{\"ok\":true,\"result\":{\"a b\":[1 2]}}", "array: expected ',' or ']', found '2'",
+              30, "result[\"a b\"]: array: expected ',' or ']', found '2' (at byte 30)");
+    check_err("{\"a\":\"x\x01\"}",
+              "string: expected '\\u00XX' escape for a control character, "
+              "found byte 0x01",
+              7,
               "string: expected '\\u00XX' escape for a control character, found byte 0x01 "
               "(at byte 7)");
     check_err("[\"\xed\xa0\x80\"]", "string: expected valid UTF-8, found byte 0xed", 2,
@@ -253,8 +257,7 @@ static void check_path(const char *json, uint32_t tok, const char *want)
     tg__buf_init(&b, 0);
     assert_int_equal(tg__json_path(&doc, tok, &b), 0);
     if (strcmp(tg__buf_cstr(&b), want) != 0)
-        fail_msg("path of %u in %s: got \"%s\", want \"%s\"", tok, json, tg__buf_cstr(&b),
-                 want);
+        fail_msg("path of %u in %s: got \"%s\", want \"%s\"", tok, json, tg__buf_cstr(&b), want);
     tg__buf_cleanup(&b);
 }
 

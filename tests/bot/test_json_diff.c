@@ -183,6 +183,7 @@ static bool check(const char *s, size_t n, struct stats *st)
     return ok;
 }
 
+/* clang-format off */
 static const char *const edge_docs[] = {
     "0", "-0", "-0.0", "1e5", "1E-5", "123456789012345678", "9223372036854775807",
     "-9223372036854775808", "9223372036854775808", "1e400", "1e-400", "0.1", "[]", "{}",
@@ -195,9 +196,10 @@ static const char *const edge_docs[] = {
     "[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]", "\"\x7f\"", "\"\xef\xbb\xbf\"",
     "\xef\xbb\xbf{}", "/**/1", "[1e+2,-3E-4,5.5e0]", "\"\\uFFFE\\uFFFF\"",
 };
+/* clang-format on */
 
 static const char *const fixtures[] = {
-    "small_update.json", "large_update.json", "sendmessage_response.json",
+    "small_update.json",   "large_update.json",    "sendmessage_response.json",
     "getme_response.json", "dispatch_update.json",
 };
 
@@ -273,10 +275,33 @@ static void gen_ws(tg__buf *b)
 static void gen_string(tg__buf *b)
 {
     static const char *const pieces[] = {
-        "a", "Z", " ", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t", "\\u0041",
-        "\\u00e9", "\\u20ac", "\\ud83d\\ude00", "\\uDBFF\\uDFFF", "\\u0000", "\\u001f",
-        "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf",
-        "\xee\x80\x80", "\x7f", "long ascii run of text", "\\uffff",
+        "a",
+        "Z",
+        " ",
+        "\\\"",
+        "\\\\",
+        "\\/",
+        "\\b",
+        "\\f",
+        "\\n",
+        "\\r",
+        "\\t",
+        "\\u0041",
+        "\\u00e9",
+        "\\u20ac",
+        "\\ud83d\\ude00",
+        "\\uDBFF\\uDFFF",
+        "\\u0000",
+        "\\u001f",
+        "\xc3\xa9",
+        "\xe2\x82\xac",
+        "\xf0\x9f\x98\x80",
+        "\xf4\x8f\xbf\xbf",
+        "\xed\x9f\xbf",
+        "\xee\x80\x80",
+        "\x7f",
+        "long ascii run of text",
+        "\\uffff",
     };
     tg__buf_putc(b, '"');
     size_t n = rnd_below(6);
@@ -297,7 +322,10 @@ static void gen_number(tg__buf *b)
         tg__buf_printf(b, ".%0*llu", (int)(1 + rnd_below(5)),
                        (unsigned long long)rnd_below(100000));
     if (rnd_below(4) == 0)
-        tg__buf_printf(b, "%c%s%d", rnd() & 1 ? 'e' : 'E', rnd() & 1 ? "-" : (rnd() & 1) ? "+" : "",
+        tg__buf_printf(b, "%c%s%d", rnd() & 1 ? 'e' : 'E',
+                       rnd() & 1     ? "-"
+                       : (rnd() & 1) ? "+"
+                                     : "",
                        (int)rnd_below(330));
 }
 
@@ -306,11 +334,21 @@ static void gen_value(tg__buf *b, int depth)
     size_t kind = rnd_below(depth > 6 ? 5 : 7);
     gen_ws(b);
     switch (kind) {
-    case 0: gen_string(b); break;
-    case 1: gen_number(b); break;
-    case 2: tg__buf_puts(b, "true"); break;
-    case 3: tg__buf_puts(b, rnd() & 1 ? "false" : "null"); break;
-    case 4: gen_number(b); break;
+    case 0:
+        gen_string(b);
+        break;
+    case 1:
+        gen_number(b);
+        break;
+    case 2:
+        tg__buf_puts(b, "true");
+        break;
+    case 3:
+        tg__buf_puts(b, rnd() & 1 ? "false" : "null");
+        break;
+    case 4:
+        gen_number(b);
+        break;
     case 5: {
         size_t n = rnd_below(5);
         tg__buf_putc(b, '[');
@@ -350,8 +388,8 @@ static void test_edge_documents(void **state)
     unsigned bad = 0;
     for (size_t i = 0; i < sizeof edge_docs / sizeof edge_docs[0]; i++)
         bad += !check(edge_docs[i], strlen(edge_docs[i]), &st);
-    print_message("edge: %u inputs, %u accepted, %u rejected, %u skipped\n", st.total,
-                  st.accepted, st.rejected, st.skipped);
+    print_message("edge: %u inputs, %u accepted, %u rejected, %u skipped\n", st.total, st.accepted,
+                  st.rejected, st.skipped);
     assert_int_equal(bad, 0);
     assert_true(st.accepted >= 20 && st.rejected >= 20);
     assert_true(st.skipped <= 6);

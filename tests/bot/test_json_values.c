@@ -51,7 +51,10 @@ struct scase {
     size_t want_len;
 };
 
-#define S(j, w) {(j), (w), sizeof(w) - 1}
+#define S(j, w)                                                                                    \
+    {                                                                                              \
+        (j), (w), sizeof(w) - 1                                                                    \
+    }
 
 static const struct scase strings[] = {
     S("\"\"", ""),
@@ -426,10 +429,16 @@ static void test_writer_doubles(void **state)
         double v;
         const char *text;
     } cases[] = {
-        {0.0, "0"},          {-0.0, "-0"},          {0.1, "0.1"},
-        {1.5, "1.5"},        {-2.5e-3, "-0.0025"},  {1e21, "1e+21"},
-        {100.0, "100"},      {1.0 / 3, "0.3333333333333333"},
-        {5e-324, "5e-324"},          {-1e-310, "-1e-310"},
+        {0.0, "0"},
+        {-0.0, "-0"},
+        {0.1, "0.1"},
+        {1.5, "1.5"},
+        {-2.5e-3, "-0.0025"},
+        {1e21, "1e+21"},
+        {100.0, "100"},
+        {1.0 / 3, "0.3333333333333333"},
+        {5e-324, "5e-324"},
+        {-1e-310, "-1e-310"},
         {1.7976931348623157e308, "1.7976931348623157e+308"},
         {0.30000000000000004, "0.30000000000000004"},
     };
@@ -575,9 +584,8 @@ static void encode_tok(uint32_t t, tg__jw *out)
 static void test_fixture_round_trips(void **state)
 {
     (void)state;
-    const char *names[] = {"small_update.json", "large_update.json",
-                           "sendmessage_response.json", "getme_response.json",
-                           "dispatch_update.json"};
+    const char *names[] = {"small_update.json", "large_update.json", "sendmessage_response.json",
+                           "getme_response.json", "dispatch_update.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char rel[128];
         snprintf(rel, sizeof rel, "fixtures/botapi/%s", names[i]);

@@ -37,11 +37,21 @@ static void c_locale_init(void)
 size_t tg__json_unescape1(const char *raw, char *out, size_t *used)
 {
     switch (raw[1]) {
-    case 'b': *out = '\b'; break;
-    case 'f': *out = '\f'; break;
-    case 'n': *out = '\n'; break;
-    case 'r': *out = '\r'; break;
-    case 't': *out = '\t'; break;
+    case 'b':
+        *out = '\b';
+        break;
+    case 'f':
+        *out = '\f';
+        break;
+    case 'n':
+        *out = '\n';
+        break;
+    case 'r':
+        *out = '\r';
+        break;
+    case 't':
+        *out = '\t';
+        break;
     case 'u': {
         uint32_t cp = 0;
         for (int k = 2; k < 6; k++)
@@ -56,7 +66,9 @@ size_t tg__json_unescape1(const char *raw, char *out, size_t *used)
         }
         return tg__json_utf8_put(cp, out);
     }
-    default: *out = raw[1]; break; /* '"', '\\', '/' */
+    default:
+        *out = raw[1];
+        break; /* '"', '\\', '/' */
     }
     *used = 2;
     return 1;

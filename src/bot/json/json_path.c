@@ -46,8 +46,8 @@ static int put_key(const tg__jdoc *d, uint32_t key, bool first, tg__buf *out)
 
 /* One step down from object cur toward tok. Returns the child to continue from, or
  * UINT32_MAX if tok is not inside (malformed request). */
-static uint32_t step_object(const tg__jdoc *d, uint32_t cur, uint32_t tok, bool first,
-                            tg__buf *out, int *rc)
+static uint32_t step_object(const tg__jdoc *d, uint32_t cur, uint32_t tok, bool first, tg__buf *out,
+                            int *rc)
 {
     uint32_t k = cur + 1;
     for (uint32_t i = 0; i < d->toks[cur].count && k < d->ntok; i++) {
