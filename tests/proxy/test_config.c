@@ -18,6 +18,8 @@
 #define DD_A     "ddb00ebb678bf4d454a4ae053927ceb06e"
 #define KEY_A    "b00ebb678bf4d454a4ae053927ceb06e"
 #define KEY_B    "1949df8b670929662c3368b1a46e53ae"
+#define BASE     "bind-to = \"127.0.0.1:1\"\n"
+#define SEC      "[secrets]\nm = \"" EE_A "\"\n"
 
 static const uint8_t key_a[16] = {0xb0, 0x0e, 0xbb, 0x67, 0x8b, 0xf4, 0xd4, 0x54,
                                   0xa4, 0xae, 0x05, 0x39, 0x27, 0xce, 0xb0, 0x6e};
@@ -104,8 +106,8 @@ static const char full_doc[] = "bind-to = [\"0.0.0.0:443\", \"[::]:443\", \"[::1
                                "padded = \"" DD_A "\"\n"
                                "classic = \"" KEY_A "\"\n"
                                "other = \"" KEY_B "\"\n"
-    "split = { key = \"" KEY_A "\", domain = \"www.example.org\" }\n"
-    "bare = { key = \"" KEY_B "\" }\n"
+                               "split = { key = \"" KEY_A "\", domain = \"www.example.org\" }\n"
+                               "bare = { key = \"" KEY_B "\" }\n"
                                "[dcs]\n"
                                "2 = [\"149.154.167.51:443\", \"[2001:67c:4e8:f002::a]:443\"]\n"
                                "-2 = \"dc2-media.example.net:443\"\n"
@@ -307,6 +309,29 @@ static void test_mtg_config(void **state)
     config_cleanup(&cfg);
 }
 
+/* Older mtg spellings apply when the current ones are absent. */
+static void test_mtg_deprecated_keys(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512];
+    int rc = load(&cfg,
+                  BASE "domain-fronting-port = 8443\ndomain-fronting-proxy-protocol = true\n"
+                       "cloak-port = 8443\n" SEC "[network.public-ip]\nipv4 = \"\"\n"
+                       "ipv6 = \"2001:db8::7\"\n[stats.statsd]\nenabled = true\n",
+                  err, sizeof err, &w);
+    if (rc != 0)
+        fail_msg("%s", err);
+    assert_int_equal(cfg.fronting.port, 8443);
+    assert_true(cfg.fronting.proxy_protocol);
+    assert_string_equal(cfg.fronting.host, "");
+    assert_string_equal(cfg.public_host, "2001:db8::7");
+    assert_int_equal(w.n, 1);
+    assert_non_null(strstr(w.all, "c.toml:10:8: stats.statsd: enabled but ignored"));
+    config_cleanup(&cfg);
+}
+
 static void test_example_config_loads(void **state)
 {
     (void)state;
@@ -350,9 +375,6 @@ struct bad_case {
     const char *why;   /* a fragment of the reason */
 };
 
-#define BASE "bind-to = \"127.0.0.1:1\"\n"
-#define SEC  "[secrets]\nm = \"" EE_A "\"\n"
-
 static const struct bad_case bad_cases[] = {
     {BASE "colour = 1\n" SEC, "c.toml:2:1: colour: ", "unknown key, expected a key documented"},
     {BASE "secrett = 1\n" SEC, "c.toml:2:1: secrett: ", "unknown key (did you mean 'secret'?)"},
@@ -377,8 +399,8 @@ static const struct bad_case bad_cases[] = {
      "c.toml:4:1: secrets.default: ", "used twice"},
     {BASE "[secrets]\nm = 5\n", "c.toml:3:5: secrets.m: ", "expected a string"},
     {BASE SEC "[secrets.x]\n", "c.toml:4:10: secrets.x: ", "no key, expected { key ="},
-    {BASE "[secrets]\nm = { key = \"" EE_A "\" }\n", "c.toml:3:13: secrets.m.key: ",
-     "16-byte key alone"},
+    {BASE "[secrets]\nm = { key = \"" EE_A "\" }\n",
+     "c.toml:3:13: secrets.m.key: ", "16-byte key alone"},
     {BASE "[secrets]\nm = { key = \"" KEY_A "\", domain = \"1.2.3.4\" }\n",
      "c.toml:3:58: secrets.m.domain: ", "expected a DNS name"},
     {BASE "[secrets]\nm = { key = \"" KEY_A "\", sni = \"a.com\" }\n",
@@ -427,6 +449,22 @@ static const struct bad_case bad_cases[] = {
     {BASE SEC "[network.keep-alive]\ncount = 1000\n",
      "c.toml:5:9: network.keep-alive.count: ", "out of range"},
     {BASE "max-inflight = 16384\nbuffer-size = 32768\n" SEC, "c.toml: ", "max-inflight"},
+    {BASE "workers = \"4\"\n" SEC, "c.toml:2:11: workers: ", "expected an integer, got string"},
+    {BASE "log-level = \"in\\u0000fo\"\n" SEC, "c.toml:2:13: log-level: ", "NUL character"},
+    {BASE SEC "[network.timeout]\nidle = 99999999\n",
+     "c.toml:5:8: network.timeout.idle: ", "expected 1..86400 seconds"},
+    {BASE "buffer-size = true\n" SEC, "c.toml:2:15: buffer-size: ", "expected a size"},
+    {BASE SEC "[dcs]\n2 = 5\n", "c.toml:5:5: dcs.2: ", "expected an array of \"HOST:PORT\""},
+    {BASE SEC "[dcs]\n2 = [\"1:1\",\"1:2\",\"1:3\",\"1:4\",\"1:5\",\"1:6\",\"1:7\",\"1:8\",\"1:9\","
+              "\"1:10\",\"1:11\",\"1:12\",\"1:13\",\"1:14\",\"1:15\",\"1:16\",\"1:17\"]\n",
+     "c.toml:5:109: dcs.2: ", "too many addresses"},
+    {BASE SEC "[dcs]\n2 = [\"bad_host!:1\"]\n", "c.toml:5:6: dcs.2: ", "not a host name"},
+    {BASE SEC "[network]\nproxies = \"socks5://h:1\"\n",
+     "c.toml:5:11: network.proxies: ", "expected an array"},
+    {BASE "domain-fronting-ip = \"host.example\"\n" SEC,
+     "c.toml:2:22: domain-fronting-ip: ", "expected an IPv4 or IPv6 address"},
+    {BASE "[network.public-ip]\nipv6 = \"1.2.3.4\"\n" SEC,
+     "c.toml:3:8: network.public-ip.ipv6: ", "expected an IPv6 address"},
     {SEC, "c.toml: ", "no listen address"},
     {BASE, "c.toml: ", "no secret"},
     {BASE "a = [1\n", "c.toml:2:5: ", "unterminated array"},
@@ -617,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_minimal_and_defaults),
         cmocka_unit_test(test_every_key),
         cmocka_unit_test(test_mtg_config),
+        cmocka_unit_test(test_mtg_deprecated_keys),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_durations_and_sizes),
