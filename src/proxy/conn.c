@@ -15,12 +15,20 @@
 #include "proxy/upstream.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define CONN_POOL_KEEP 4096  /* struct conn kept cached per worker */
 #define BUF_POOL_KEEP 256    /* I/O buffers kept cached per worker */
+#define HS_HEADROOM 64       /* bytes kept free in the handshake buffer for a PROXY v2
+                                header in front of the bytes replayed to the fronting host */
+#define PP_V1_MAX 107        /* PROXY v1 line, CRLF included (brief 6.1) */
+#define PP_V2_MAX 1024       /* PROXY v2: header + addresses + TLVs we accept */
+
+static const uint8_t pp_v2_sig[12] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
+                                      0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a};
 
 static const char *const end_names[] = {
     [END_NONE] = "none",          [END_EOF] = "eof",
@@ -164,6 +172,82 @@ void conn_accept(struct conn_worker *w, int fd)
     loop_timer_start(&w->loop, &w->tq_handshake, &c->timer, on_timer);
 }
 
+enum { PP_MORE = 0, PP_OK = 1, PP_BAD = -1 };
+
+/*
+ * The PROXY protocol header a trusted balancer puts before the client's bytes (brief 6.1),
+ * v1 text or v2 binary, at the start of b[0..n). PP_OK with its length in *len, PP_MORE
+ * for a valid prefix, PP_BAD otherwise. Pure: no I/O. The addresses are not kept (tgproxy
+ * logs no addresses); only the framing is checked.
+ */
+static int pp_parse(const uint8_t *b, size_t n, size_t *len)
+{
+    size_t k = n < sizeof pp_v2_sig ? n : sizeof pp_v2_sig;
+    if (memcmp(b, pp_v2_sig, k) == 0) {
+        if (n < 16)
+            return PP_MORE;
+        size_t total = 16 + ((size_t)b[14] << 8 | b[15]);
+        unsigned ver = b[12] >> 4, cmd = b[12] & 0x0f, fam = b[13] >> 4;
+        if (ver != 2 || cmd > 1 || fam > 2 || total > PP_V2_MAX ||
+            (cmd == 1 && fam == 1 && total < 16 + 12) || (cmd == 1 && fam == 2 && total < 16 + 36))
+            return PP_BAD;
+        *len = total;
+        return n >= total ? PP_OK : PP_MORE;
+    }
+    static const char v1[] = "PROXY ";
+    k = n < 6 ? n : 6;
+    if (memcmp(b, v1, k) != 0)
+        return PP_BAD;
+    for (size_t i = 1; i < n && i < PP_V1_MAX; i++) {
+        if (b[i - 1] == '\r' && b[i] == '\n') {
+            bool known = i + 1 >= 6 + 5 && (memcmp(b + 6, "TCP4 ", 5) == 0 ||
+                                            memcmp(b + 6, "TCP6 ", 5) == 0 ||
+                                            memcmp(b + 6, "UNKNOWN", 7) == 0);
+            *len = i + 1;
+            return known ? PP_OK : PP_BAD;
+        }
+        if (b[i] != '\r' && (b[i] < 0x20 || b[i] > 0x7e))
+            return PP_BAD;
+    }
+    return n >= PP_V1_MAX ? PP_BAD : PP_MORE;
+}
+
+/* PROXY v2 header describing the client socket (peer -> local) into out[0..HS_HEADROOM).
+   Returns its length, or 0 when the addresses cannot be read. */
+static size_t pp_build(int fd, uint8_t *out)
+{
+    struct sockaddr_storage src, dst;
+    socklen_t sl = sizeof src, dl = sizeof dst;
+    if (getpeername(fd, (struct sockaddr *)&src, &sl) < 0 ||
+        getsockname(fd, (struct sockaddr *)&dst, &dl) < 0 || src.ss_family != dst.ss_family)
+        return 0;
+    memcpy(out, pp_v2_sig, sizeof pp_v2_sig);
+    out[12] = 0x21; /* version 2, PROXY */
+    size_t alen;
+    if (src.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)&src, *b = (const void *)&dst;
+        out[13] = 0x11; /* TCP over IPv4 */
+        memcpy(out + 16, &a->sin_addr, 4);
+        memcpy(out + 20, &b->sin_addr, 4);
+        memcpy(out + 24, &a->sin_port, 2);
+        memcpy(out + 26, &b->sin_port, 2);
+        alen = 12;
+    } else if (src.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)&src, *b = (const void *)&dst;
+        out[13] = 0x21; /* TCP over IPv6 */
+        memcpy(out + 16, &a->sin6_addr, 16);
+        memcpy(out + 32, &b->sin6_addr, 16);
+        memcpy(out + 48, &a->sin6_port, 2);
+        memcpy(out + 50, &b->sin6_port, 2);
+        alen = 36;
+    } else {
+        return 0;
+    }
+    out[14] = 0;
+    out[15] = (uint8_t)alen;
+    return 16 + alen;
+}
+
 static void hs_debug(struct conn *c, const char *what, const char *why)
 {
     struct conn_worker *w = c->w;
@@ -180,6 +264,15 @@ static void hs_debug(struct conn *c, const char *what, const char *why)
 static void front(struct conn *c, bool deadline)
 {
     crypto_ctr_cleanup(&c->c2p); /* a failed obfs2 parse leaves it unspecified */
+    if (c->w->sh->cfg->fronting.proxy_protocol && !c->hs)
+        c->hs = conn_buf_get(c->w); /* a silent client still gets its PROXY header sent */
+    if (c->w->sh->cfg->fronting.proxy_protocol && c->hs) {
+        uint8_t hdr[HS_HEADROOM];
+        size_t k = pp_build(c->cfd, hdr); /* the handshake buffer always keeps this room */
+        memmove(c->hs + k, c->hs, c->hs_len);
+        memcpy(c->hs, hdr, k);
+        c->hs_len += (uint32_t)k;
+    }
     struct relay_dir *u = &c->dir[DIR_UP];
     u->buf = c->hs;
     u->off = 0;
@@ -365,6 +458,25 @@ static void hello_step(struct conn *c)
     front(c, false);
 }
 
+/* Consume the balancer's PROXY header (brief 6.1). 1: done, continue; 0: need more;
+   -1: c closed (a missing or malformed header from a trusted balancer is not fronted). */
+static int strip_pp(struct conn *c)
+{
+    size_t k = 0;
+    int r = pp_parse(c->hs, c->hs_len, &k);
+    if (r == PP_MORE)
+        return 0;
+    if (r == PP_BAD) {
+        hs_debug(c, "PROXY header", "missing or malformed");
+        conn_close(c, END_PROTO);
+        return -1;
+    }
+    memmove(c->hs, c->hs + k, c->hs_len - k);
+    c->hs_len -= (uint32_t)k;
+    c->pp_done = true;
+    return c->hs_len ? 1 : 0;
+}
+
 static void discard(struct conn *c)
 {
     for (int i = 0; i < 4; i++) {
@@ -391,7 +503,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
         conn_close(c, END_NOMEM);
         return;
     }
-    size_t room = c->w->sh->buf_size - c->hs_len;
+    size_t room = c->w->sh->buf_size - HS_HEADROOM - c->hs_len;
     ssize_t n = room ? recv(c->cfd, c->hs + c->hs_len, room, 0) : 0;
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
@@ -409,6 +521,8 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     conn_touch(c);
     if (c->state == CONN_HELLO) {
         c->hs_len += (uint32_t)n;
+        if (c->w->sh->cfg->proxy_protocol_listener && !c->pp_done && strip_pp(c) <= 0)
+            return;
         hello_step(c);
         return;
     }

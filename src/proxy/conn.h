@@ -135,6 +135,7 @@ struct conn {
     uint8_t end;                  /* enum conn_end */
     uint8_t addr_i;               /* DC address being tried (upstream_addr index) */
     bool tls, fast;
+    bool pp_done;                 /* listener PROXY header consumed (if configured) */
 };
 
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */

@@ -239,24 +239,9 @@ static int start_workers(struct server *s)
     return rc;
 }
 
-/* Options the config accepts but this engine cannot honour yet: refuse, never ignore. */
-static int unsupported(const struct config *cfg)
-{
-    const char *what = cfg->proxy_protocol_listener ? "proxy-protocol-listener"
-                       : cfg->fronting.proxy_protocol ? "[domain-fronting] proxy-protocol"
-                                                      : NULL;
-    if (!what)
-        return 0;
-    tg__log(NULL, TG__LOG_ERROR, "%s: %s = true is not supported by this version", cfg->source,
-            what);
-    return -ENOTSUP;
-}
-
 int server_start(const struct config *cfg, struct server **out)
 {
     *out = NULL;
-    if (unsupported(cfg) < 0)
-        return -ENOTSUP;
     if (crypto_init() < 0)
         return -EIO;
     struct server *s = tg__calloc(1, sizeof *s);

@@ -31,8 +31,7 @@ struct server;
  */
 int server_run(const struct config *cfg);
 
-/* Bind, start the workers and return at once. 0 or -errno (nothing left running);
-   -ENOTSUP for options this engine does not implement yet (PROXY protocol). */
+/* Bind, start the workers and return at once. 0 or -errno (nothing left running). */
 int server_start(const struct config *cfg, struct server **out);
 /* Port actually bound for bind-to entry i (0 if out of range). */
 uint16_t server_port(const struct server *s, size_t i);

@@ -256,6 +256,68 @@ static void test_hello_split_in_segments(void **state)
     pharness_stop(&h);
 }
 
+/* ---- PROXY protocol ---- */
+
+static void test_proxy_protocol_listener(void **state)
+{
+    (void)state;
+    struct pharness h;
+    start(&h, &(struct pharness_opts){.ee = true, .dd = true, .pp_listener = true});
+    static const char v1[] = "PROXY TCP4 198.51.100.7 203.0.113.9 40000 443\r\n";
+    static const uint8_t v2[] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49,
+                                 0x54, 0x0a, 0x21, 0x11, 0x00, 0x0c, 198, 51, 100, 7,
+                                 203, 0, 113, 9, 0x9c, 0x40, 0x01, 0xbb};
+    struct {
+        const void *p;
+        size_t n;
+        enum pcli_mode mode;
+    } cases[] = {{v1, sizeof v1 - 1, PCLI_TLS}, {v2, sizeof v2, PCLI_TLS}, {v1, sizeof v1 - 1, PCLI_DD}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct pcli c;
+        struct pcli_opts o = pharness_client(&h, cases[i].mode);
+        o.prefix = cases[i].p;
+        o.prefix_len = cases[i].n;
+        assert_int_equal(pcli_connect(&c, h.port, &o), 0);
+        assert_int_equal(pcli_echo(&c, 5, 5000, 0), 0);
+        pcli_close(&c);
+    }
+    /* Without the header the connection is closed, not fronted: the balancer is trusted. */
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
+    assert_true(pcli_connect(&c, h.port, &o) < 0);
+    assert_int_equal(pfront_count(h.front), 0);
+    pharness_stop(&h);
+}
+
+static void test_proxy_protocol_to_fronting_host(void **state)
+{
+    (void)state;
+    struct pharness h;
+    start(&h, &(struct pharness_opts){.pp_front = true});
+    static const char probe[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
+    int fd = psock_connect(h.port, 10000);
+    assert_int_equal(psock_write_all(fd, probe, sizeof probe - 1), 0);
+    char banner[sizeof PFRONT_BANNER - 1];
+    assert_int_equal(psock_read_all(fd, banner, sizeof banner), 0);
+    size_t hdr = 16 + 12;
+    assert_int_equal(pfront_wait(h.front, 0, hdr + sizeof probe - 1, 10000), 0);
+    uint8_t got[256];
+    assert_int_equal(pfront_bytes(h.front, 0, got, sizeof got), (long)(hdr + sizeof probe - 1));
+    static const uint8_t sig[] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
+                                  0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a};
+    assert_memory_equal(got, sig, sizeof sig);
+    assert_int_equal(got[12], 0x21);
+    assert_int_equal(got[13], 0x11);
+    assert_int_equal(got[16], 127); /* the client's address: 127.0.0.1 */
+    struct sockaddr_in me;
+    socklen_t ml = sizeof me;
+    getsockname(fd, (struct sockaddr *)&me, &ml);
+    assert_memory_equal(got + 24, &me.sin_port, 2); /* and its port */
+    assert_memory_equal(got + hdr, probe, sizeof probe - 1);
+    close(fd);
+    pharness_stop(&h);
+}
+
 /* ---- deadlines and limits ---- */
 
 static void test_silent_client_fronted_at_deadline(void **state)
@@ -579,6 +641,8 @@ int main(void)
         cmocka_unit_test(test_concurrent_200),
         cmocka_unit_test(test_fronting_failures),
         cmocka_unit_test(test_hello_split_in_segments),
+        cmocka_unit_test(test_proxy_protocol_listener),
+        cmocka_unit_test(test_proxy_protocol_to_fronting_host),
         cmocka_unit_test(test_silent_client_fronted_at_deadline),
         cmocka_unit_test(test_silent_client_closed_without_front),
         cmocka_unit_test(test_idle_timeout),

@@ -167,7 +167,9 @@ int pcli_connect(struct pcli *c, uint16_t port, const struct pcli_opts *o)
     c->fd = psock_connect(port, c->timeout_ms);
     if (c->fd < 0)
         return c->fd;
-    int rc = c->tls ? tls_start(c, o) : 0;
+    int rc = o->prefix_len ? psock_write_all(c->fd, o->prefix, o->prefix_len) : 0;
+    if (rc == 0 && c->tls)
+        rc = tls_start(c, o);
     if (rc < 0)
         goto fail;
     uint8_t tag = o->mode == PCLI_CLASSIC ? (o->tag ? o->tag : PTAG_ABRIDGED) : PTAG_PADDED;

@@ -37,6 +37,8 @@ struct pcli_opts {
     int64_t time_skew_s;    /* added to the FakeTLS timestamp */
     int timeout_ms;         /* socket timeouts; 0 = 10000 */
     size_t max_record;      /* FakeTLS payload per record sent; 0 = 2878 (tdlib) */
+    const void *prefix;     /* bytes sent before the handshake (a PROXY header), or NULL */
+    size_t prefix_len;
 };
 
 struct pcli {

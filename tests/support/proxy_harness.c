@@ -92,6 +92,8 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     if (o->concurrency)
         cfg->concurrency = o->concurrency;
     cfg->workers = o->workers ? o->workers : 2;
+    cfg->proxy_protocol_listener = o->pp_listener;
+    cfg->fronting.proxy_protocol = o->pp_front;
     if (o->antireplay_entries)
         cfg->antireplay.max_entries = o->antireplay_entries;
     cfg->log_level = o->log_level ? o->log_level : TG__LOG_WARN;

@@ -39,6 +39,8 @@ struct pharness_opts {
     bool fork_server;          /* run the engine in a child process (benchmarks): srv stays
                                   NULL, proc is the child */
     uint32_t antireplay_entries; /* 0 = config default */
+    bool pp_listener;          /* proxy-protocol-listener = true */
+    bool pp_front;             /* [domain-fronting] proxy-protocol = true */
 };
 
 struct pharness {
