@@ -12,6 +12,7 @@
  * flag; curl calls it at least once a second while a transfer waits.
  */
 #include <curl/curl.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "bot/client/client_int.h"
@@ -23,6 +24,7 @@ struct curl_conn {
     const tg_bot *bot;
     struct curl_slist *json_headers;  /* Content-Type: application/json, no Expect */
     struct curl_slist *plain_headers; /* no Expect */
+    tg__buf url;                      /* SECRET: the URL last given to curl */
     char errbuf[CURL_ERROR_SIZE];
     /* per request */
     const tg_http_request *req;
@@ -124,9 +126,12 @@ static void set_fixed_options(struct curl_conn *c, const tg_bot *bot)
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)bot->connect_timeout_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, bot->user_agent);
-    /* An explicit proxy, or none: the environment's proxy variables are not consulted. */
-    curl_easy_setopt(h, CURLOPT_PROXY, bot->proxy ? bot->proxy : "");
+    /* An explicit proxy, or none: the environment's proxy variables are not used. (NOPROXY
+     * "*" rather than PROXY "": the latter costs curl a malloc per request.) */
+    if (bot->proxy)
+        curl_easy_setopt(h, CURLOPT_PROXY, bot->proxy);
+    else
+        curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     if (bot->ca_file)
         curl_easy_setopt(h, CURLOPT_CAINFO, bot->ca_file);
     if (bot->ca_path)
@@ -144,6 +149,48 @@ static void set_fixed_options(struct curl_conn *c, const tg_bot *bot)
     }
 }
 
+static void conn_free(void *p)
+{
+    struct curl_conn *c = p;
+    if (!c)
+        return;
+    if (c->h)
+        curl_easy_cleanup(c->h);
+    curl_slist_free_all(c->json_headers);
+    curl_slist_free_all(c->plain_headers);
+    if (c->url.data)
+        memset(c->url.data, 0, c->url.cap);
+    tg__buf_cleanup(&c->url);
+    tg__free(c);
+}
+
+/* Append to *l; on failure free the whole list (curl leaves it unchanged) and return -1. */
+static int header_add(struct curl_slist **l, const char *line)
+{
+    struct curl_slist *n = curl_slist_append(*l, line);
+    if (!n) {
+        curl_slist_free_all(*l);
+        *l = NULL;
+        return -1;
+    }
+    *l = n;
+    return 0;
+}
+
+/* The user agent goes in the header lists: set through CURLOPT_USERAGENT, curl formats the
+ * header anew on every request (one malloc per call); "Expect:" stops 100-continue waits. */
+static int build_headers(struct curl_conn *c, const tg_bot *bot)
+{
+    char ua[300];
+    snprintf(ua, sizeof ua, "User-Agent: %s", bot->user_agent);
+    if (header_add(&c->json_headers, ua) != 0 ||
+        header_add(&c->json_headers, "Content-Type: application/json") != 0 ||
+        header_add(&c->json_headers, "Expect:") != 0 || header_add(&c->plain_headers, ua) != 0 ||
+        header_add(&c->plain_headers, "Expect:") != 0)
+        return -1;
+    return 0;
+}
+
 static void *conn_new(void *user, const tg_bot *bot)
 {
     (void)user;
@@ -152,31 +199,13 @@ static void *conn_new(void *user, const tg_bot *bot)
         return NULL;
     c->bot = bot;
     c->h = curl_easy_init();
-    c->json_headers = curl_slist_append(NULL, "Content-Type: application/json");
-    if (c->json_headers)
-        c->json_headers = curl_slist_append(c->json_headers, "Expect:");
-    c->plain_headers = curl_slist_append(NULL, "Expect:");
-    if (!c->h || !c->json_headers || !c->plain_headers) {
-        curl_slist_free_all(c->json_headers);
-        curl_slist_free_all(c->plain_headers);
-        if (c->h)
-            curl_easy_cleanup(c->h);
-        tg__free(c);
+    tg__buf_init(&c->url, 0);
+    if (!c->h || build_headers(c, bot) != 0) {
+        conn_free(c);
         return NULL;
     }
     set_fixed_options(c, bot);
     return c;
-}
-
-static void conn_free(void *p)
-{
-    struct curl_conn *c = p;
-    if (!c)
-        return;
-    curl_easy_cleanup(c->h);
-    curl_slist_free_all(c->json_headers);
-    curl_slist_free_all(c->plain_headers);
-    tg__free(c);
 }
 
 static size_t mem_read(char *buf, size_t size, size_t n, void *arg)
@@ -308,7 +337,12 @@ static void perform(void *p, const tg_http_request *req, tg_http_result *res,
     c->status_told = false;
     c->errbuf[0] = '\0';
     memset(res, 0, sizeof *res);
-    curl_easy_setopt(h, CURLOPT_URL, req->url);
+    /* curl copies the URL on every set: set it only when it changes (same method again) */
+    if (strcmp(tg__buf_cstr(&c->url), req->url) != 0) {
+        tg__buf_reset(&c->url);
+        tg__buf_puts(&c->url, req->url);
+        curl_easy_setopt(h, CURLOPT_URL, req->url);
+    }
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
     if (!req->post) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
