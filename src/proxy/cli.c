@@ -116,6 +116,17 @@ static int add_opt(const struct io *io, struct args *a, const struct opt_spec *s
     return 0;
 }
 
+/* A stray argument is quoted in the message unless it parses as a secret. */
+static int extra_argument(const struct io *io, const char *cmd, const char *arg)
+{
+    struct secret s;
+    if (secret_parse(arg, strlen(arg), &s, NULL, 0) == 0) {
+        memset(&s, 0, sizeof s);
+        return usage_error(io, "%s: unexpected extra argument (a secret, not shown)", cmd);
+    }
+    return usage_error(io, "%s: unexpected argument '%.64s'", cmd, arg);
+}
+
 /* argv[0] is the command name. Returns 0 or EX_USAGE (message printed). */
 static int parse_args(const struct io *io, int argc, char **argv, const struct opt_spec *specs,
                       size_t nspecs, size_t max_pos, struct args *a)
@@ -127,7 +138,7 @@ static int parse_args(const struct io *io, int argc, char **argv, const struct o
         const char *arg = argv[i];
         if (only_pos || arg[0] != '-' || arg[1] == '\0') {
             if (a->npos == max_pos || a->npos == MAX_POS)
-                return usage_error(io, "%s: unexpected argument '%s'", a->cmd, arg);
+                return extra_argument(io, a->cmd, arg);
             a->pos[a->npos++] = arg;
             continue;
         }
@@ -139,8 +150,9 @@ static int parse_args(const struct io *io, int argc, char **argv, const struct o
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const struct opt_spec *spec = arg[1] == '-' ? find_spec(specs, nspecs, name, len) : NULL;
-        if (!spec)
-            return usage_error(io, "%s: unknown option '%s'", a->cmd, arg);
+        if (!spec) /* the name only: what follows '=' may be a secret */
+            return usage_error(io, "%s: unknown option '%.*s'", a->cmd,
+                               (int)(name - arg + (len > 64 ? 64 : len)), arg);
         const char *value = NULL;
         if (spec->has_value) {
             if (!eq && i + 1 >= argc)

@@ -96,6 +96,8 @@ static void test_help_version_usage(void **state)
         {{"run", NULL}, "run: expected a configuration file"},
         {{"run", "a.toml", "b.toml", NULL}, "unexpected argument 'b.toml'"},
         {{"run", "--fast", "a.toml", NULL}, "unknown option '--fast'"},
+        {{"run", "a.toml", EE_A, NULL}, "unexpected extra argument (a secret, not shown)"},
+        {{"simple-run", "--secret=" EE_A, NULL}, "unknown option '--secret'"},
         {{"generate-secret", NULL}, "expected a DOMAIN"},
         {{"generate-secret", "--hex", "--base64", "a.com", NULL}, "exclude each other"},
         {{"generate-secret", "--hex=1", "a.com", NULL}, "takes no value"},
