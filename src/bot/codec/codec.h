@@ -88,6 +88,10 @@ typedef struct tg__type {
     uint16_t nfields;
     uint16_t nslots;    /* power of two */
     uint16_t nrequired; /* fields without TG__F_OPT */
+    /* required strings and objects (indexes into fields): decoding fails without them, so
+     * a decoded struct never has NULL where the page promises a value */
+    const uint8_t *req_ptrs;
+    uint8_t nreq_ptrs;
     /* unions only */
     uint8_t is_union;
     uint8_t strategy; /* enum tg__ustrategy */

@@ -38,6 +38,14 @@ static int fail_type(dec *x, uint32_t tok, const char *expected)
     return -1;
 }
 
+static int fail_missing(dec *x, uint32_t tok, const tg__field *f)
+{
+    x->err->offset = x->d->toks[tok].start;
+    x->err->tok = tok;
+    snprintf(x->err->msg, sizeof x->err->msg, "missing required field \"%s\"", f->name);
+    return -1;
+}
+
 static int fail_nomem(dec *x, uint32_t tok)
 {
     x->nomem = 1;
@@ -297,6 +305,11 @@ static int dec_object(dec *x, const tg__type *t, uint32_t tok, void *obj)
         if (f && dec_field(x, f, val, base))
             return -1;
         key = x->d->toks[val].next;
+    }
+    for (uint8_t i = 0; i < t->nreq_ptrs; i++) {
+        const tg__field *f = &t->fields[t->req_ptrs[i]];
+        if (*(void **)(void *)(base + f->off) == NULL)
+            return fail_missing(x, tok, f);
     }
     return 0;
 }
