@@ -469,13 +469,27 @@ extern "C" {{
         table, nslots = self.slots_table(f"S_{sn}", fields)
         out.append(table)
         nreq = sum(1 for f in fields if not f["optional"])
+        req_ptrs = [i for i, f in enumerate(fields) if raw and self.is_required_ptr(f)]
+        req_init = ""
+        if req_ptrs:
+            out.append(f"static const uint8_t R_{sn}[] = {{{', '.join(map(str, req_ptrs))}}};\n")
+            req_init = f"    .req_ptrs = R_{sn},\n    .nreq_ptrs = {len(req_ptrs)},\n"
         out.append(f"const tg__type {sym} = {{\n    .name = {cstr(t)},\n"
                    f"    .size = sizeof({cname}),\n"
                    f"    .raw_off = {f'offsetof({cname}, raw)' if raw else 'UINT32_MAX'},\n"
                    f"    .fields = {f'F_{sn}' if fields else 'NULL'},\n    .slots = S_{sn},\n"
                    f"    .nfields = {len(fields)},\n    .nslots = {nslots},\n"
-                   f"    .nrequired = {nreq},\n}};\n")
+                   f"    .nrequired = {nreq},\n{req_init}}};\n")
         return "".join(out)
+
+    def is_required_ptr(self, f):
+        """A required field stored as a pointer: a plain string or an object."""
+        e = f["type"]
+        if f["optional"] or f.get("const") is not None or f.get("enum"):
+            return False
+        if e == {"prim": "String"}:
+            return True
+        return "ref" in e and not self.is_union(e["ref"])
 
     def union_desc(self, u):
         c = self.ct(u["name"])
