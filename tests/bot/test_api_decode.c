@@ -190,6 +190,11 @@ static void test_error_paths(void **state)
         {"MessageEntity", "{\"type\":\"bold\",\"offset\":1.5,\"length\":1}", "offset"},
         {"User", "{\"id\":1, \"is_bot\":true,", "at byte"},
         {"ChatMember", "7", "expected object, found number"},
+        {"Message", "{\"message_id\":1,\"date\":2}", "missing required field \"chat\""},
+        {"Update",
+         "{\"update_id\":1,\"message\":{\"message_id\":1,\"date\":2,\"chat\":{\"id\":1,"
+         "\"type\":\"private\"},\"from\":{\"id\":2,\"is_bot\":false}}}",
+         "message.from: missing required field \"first_name\""},
         {"Message",
          "{\"message_id\":1,\"date\":2,\"chat\":{\"id\":1,\"type\":\"private\"},"
          "\"photo\":{}}",
@@ -365,7 +370,8 @@ static void test_scalars_and_nulls(void **state)
     tg_chat_full_info *c =
         decode_as(f, "ChatFullInfo",
                   "{\"\\u0069d\":-1001234567890123,\"type\":\"channel\",\"title\":\"a\\u00e9\\n\","
-                  "\"accent_color_id\":3,\"max_reaction_count\":11,\"linked_chat_id\":null}",
+                  "\"accent_color_id\":3,\"max_reaction_count\":11,\"linked_chat_id\":null,"
+                  "\"accepted_gift_types\":{\"unlimited_gifts\":true}}",
                   TG_OK);
     assert_int_equal(c->id, -1001234567890123);
     assert_string_equal(c->title, "a\xc3\xa9\n");

@@ -89,8 +89,10 @@ static bool fill_one(filler *f, const tg__field *fd, unsigned char *p, bool inpl
         return true;
     case TG__K_OBJ: {
         const tg__type *st = fd->sub;
-        if (depth >= MAX_DEPTH)
+        if (depth >= MAX_DEPTH && opt)
             return false;
+        if (depth > MAX_DEPTH + 16)
+            fail_msg("%s: required objects nest without end", st->name);
         void *obj = inplace ? (void *)p : tg__arena_zalloc(f->a, st->size);
         assert_non_null(obj);
         fill_object(f, st, obj, depth + 1);
@@ -99,8 +101,10 @@ static bool fill_one(filler *f, const tg__field *fd, unsigned char *p, bool inpl
         return true;
     }
     case TG__K_UNION:
-        if (depth >= MAX_DEPTH)
+        if (depth >= MAX_DEPTH && opt)
             return false;
+        if (depth > MAX_DEPTH + 16)
+            fail_msg("%s: required unions nest without end", ((const tg__type *)fd->sub)->name);
         fill_union(f, fd->sub, p, depth + 1);
         return true;
     default:
@@ -111,9 +115,10 @@ static bool fill_one(filler *f, const tg__field *fd, unsigned char *p, bool inpl
 static bool fill_array(filler *f, const tg__field *fd, const void **items, size_t *count, int rows,
                        int depth)
 {
-    size_t n = 2;
+    /* deep down, required arrays are present but empty, so the value stays finite */
+    size_t n = depth >= MAX_DEPTH ? 0 : 2;
     size_t esz = rows ? sizeof(tg__list) : tg__codec_elem_size(fd);
-    unsigned char *arr = tg__arena_zalloc(f->a, n * esz);
+    unsigned char *arr = tg__arena_zalloc(f->a, n ? n * esz : 1);
     assert_non_null(arr);
     for (size_t i = 0; i < n; i++) {
         if (rows) {
@@ -134,7 +139,8 @@ static void fill_object(filler *f, const tg__type *t, void *obj, int depth)
     unsigned char *base = obj;
     for (uint16_t i = 0; i < t->nfields; i++) {
         const tg__field *fd = &t->fields[i];
-        if (fd->kind == TG__K_CONST || (f->required_only && (fd->flags & TG__F_OPT)))
+        bool req_only = f->required_only || depth >= MAX_DEPTH;
+        if (fd->kind == TG__K_CONST || (req_only && (fd->flags & TG__F_OPT)))
             continue;
         if (fd->flags & (TG__F_ARR | TG__F_ARR2)) {
             const void **items = (const void **)(void *)(base + fd->off);
@@ -163,6 +169,8 @@ static void fill_union(filler *f, const tg__type *u, void *dst, int depth)
     uint32_t s = f->seq++;
     uint32_t choices = u->nmembers + ((u->uflags & TG__UF_STRING) ? 1 : 0);
     uint32_t k = s % choices;
+    if (depth >= MAX_DEPTH && (u->uflags & TG__UF_STRING))
+        k = u->nmembers; /* a plain string ends RichText's recursion */
     if (k >= u->nmembers) {
         h->kind = u->nmembers + 2;
         *(const char **)(void *)((unsigned char *)dst + u->text_off) = text(f);

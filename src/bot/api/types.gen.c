@@ -72,6 +72,7 @@ static const tg__field F_webhook_info[] = {
 static const uint8_t S_webhook_info[32] = {
     9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 5, 6, 3, 0, 2, 7,
 };
+static const uint8_t R_webhook_info[] = {0};
 const tg__type tg__t_webhook_info = {
     .name = "WebhookInfo",
     .size = sizeof(tg_webhook_info),
@@ -81,6 +82,8 @@ const tg__type tg__t_webhook_info = {
     .nfields = 9,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_webhook_info,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_user[] = {
@@ -108,6 +111,7 @@ static const uint8_t S_user[64] = {
     0,  0, 0, 0, 0,  1, 0, 0, 18, 0, 0,  8, 0, 9,  0, 0, 0,  0, 0,  15, 0, 3,
     14, 0, 0, 2, 12, 0, 0, 0, 0,  0, 0,  0, 0, 11, 0, 0, 0,  0, 17, 5,
 };
+static const uint8_t R_user[] = {2};
 const tg__type tg__t_user = {
     .name = "User",
     .size = sizeof(tg_user),
@@ -117,6 +121,8 @@ const tg__type tg__t_user = {
     .nfields = 18,
     .nslots = 64,
     .nrequired = 3,
+    .req_ptrs = R_user,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat[] = {
@@ -210,6 +216,7 @@ static const uint8_t S_chat_full_info[128] = {
     0,  0,  15, 1, 11, 13, 53, 0, 14, 0,  0,  0,  29, 0,  0,  43, 0,  37, 0,  0,  35, 48,
     18, 0,  0,  0, 0,  0,  34, 0, 0,  0,  10, 24, 0,  0,  0,  0,  12, 0,
 };
+static const uint8_t R_chat_full_info[] = {33};
 const tg__type tg__t_chat_full_info = {
     .name = "ChatFullInfo",
     .size = sizeof(tg_chat_full_info),
@@ -219,6 +226,8 @@ const tg__type tg__t_chat_full_info = {
     .nfields = 53,
     .nslots = 128,
     .nrequired = 5,
+    .req_ptrs = R_chat_full_info,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_message[] = {
@@ -373,6 +382,7 @@ static const uint8_t S_message[256] = {
     36,  31, 20,  0,   0,   34,  0,   4,   62,  0,   0,   29, 39,  65,  92, 0,   0,   38,  0,   0,
     105, 0,  0,   0,   46,  0,   0,   0,   14,  0,   0,   5,  15,  71,  0,  60,
 };
+static const uint8_t R_message[] = {13};
 const tg__type tg__t_message = {
     .name = "Message",
     .size = sizeof(tg_message),
@@ -382,6 +392,8 @@ const tg__type tg__t_message = {
     .nfields = 119,
     .nslots = 256,
     .nrequired = 3,
+    .req_ptrs = R_message,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_message_id[] = {
@@ -410,6 +422,7 @@ static const tg__field F_inaccessible_message[] = {
 static const uint8_t S_inaccessible_message[8] = {
     1, 3, 0, 0, 0, 0, 2, 0,
 };
+static const uint8_t R_inaccessible_message[] = {0};
 const tg__type tg__t_inaccessible_message = {
     .name = "InaccessibleMessage",
     .size = sizeof(tg_inaccessible_message),
@@ -419,6 +432,8 @@ const tg__type tg__t_inaccessible_message = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_inaccessible_message,
+    .nreq_ptrs = 1,
 };
 
 TG__UNION_LAYOUT(tg_maybe_inaccessible_message);
@@ -479,6 +494,7 @@ static const tg__field F_text_quote[] = {
 static const uint8_t S_text_quote[8] = {
     0, 1, 0, 0, 3, 0, 4, 2,
 };
+static const uint8_t R_text_quote[] = {0};
 const tg__type tg__t_text_quote = {
     .name = "TextQuote",
     .size = sizeof(tg_text_quote),
@@ -488,6 +504,8 @@ const tg__type tg__t_text_quote = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_text_quote,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_external_reply_info[] = {
@@ -599,6 +617,7 @@ static const tg__field F_message_origin_user[] = {
 static const uint8_t S_message_origin_user[8] = {
     2, 0, 0, 3, 0, 1, 0, 0,
 };
+static const uint8_t R_message_origin_user[] = {2};
 const tg__type tg__t_message_origin_user = {
     .name = "MessageOriginUser",
     .size = sizeof(tg_message_origin_user),
@@ -608,6 +627,8 @@ const tg__type tg__t_message_origin_user = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_message_origin_user,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_message_origin_hidden_user[] = {
@@ -618,6 +639,7 @@ static const tg__field F_message_origin_hidden_user[] = {
 static const uint8_t S_message_origin_hidden_user[8] = {
     2, 0, 0, 0, 0, 1, 0, 3,
 };
+static const uint8_t R_message_origin_hidden_user[] = {2};
 const tg__type tg__t_message_origin_hidden_user = {
     .name = "MessageOriginHiddenUser",
     .size = sizeof(tg_message_origin_hidden_user),
@@ -627,6 +649,8 @@ const tg__type tg__t_message_origin_hidden_user = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_message_origin_hidden_user,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_message_origin_chat[] = {
@@ -638,6 +662,7 @@ static const tg__field F_message_origin_chat[] = {
 static const uint8_t S_message_origin_chat[8] = {
     2, 0, 0, 3, 4, 1, 0, 0,
 };
+static const uint8_t R_message_origin_chat[] = {2};
 const tg__type tg__t_message_origin_chat = {
     .name = "MessageOriginChat",
     .size = sizeof(tg_message_origin_chat),
@@ -647,6 +672,8 @@ const tg__type tg__t_message_origin_chat = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_message_origin_chat,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_message_origin_channel[] = {
@@ -659,6 +686,7 @@ static const tg__field F_message_origin_channel[] = {
 static const uint8_t S_message_origin_channel[16] = {
     2, 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 0, 1, 4, 0,
 };
+static const uint8_t R_message_origin_channel[] = {2};
 const tg__type tg__t_message_origin_channel = {
     .name = "MessageOriginChannel",
     .size = sizeof(tg_message_origin_channel),
@@ -668,6 +696,8 @@ const tg__type tg__t_message_origin_channel = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_message_origin_channel,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_photo_size[] = {
@@ -680,6 +710,7 @@ static const tg__field F_photo_size[] = {
 static const uint8_t S_photo_size[16] = {
     0, 0, 0, 2, 0, 0, 1, 3, 4, 0, 0, 5, 0, 0, 0, 0,
 };
+static const uint8_t R_photo_size[] = {0, 1};
 const tg__type tg__t_photo_size = {
     .name = "PhotoSize",
     .size = sizeof(tg_photo_size),
@@ -689,6 +720,8 @@ const tg__type tg__t_photo_size = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_photo_size,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_animation[] = {
@@ -705,6 +738,7 @@ static const tg__field F_animation[] = {
 static const uint8_t S_animation[32] = {
     0, 0, 0, 0, 0, 8, 4, 0, 0, 0, 0, 7, 9, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3, 5, 6, 0, 0, 0, 0, 0, 0,
 };
+static const uint8_t R_animation[] = {0, 1};
 const tg__type tg__t_animation = {
     .name = "Animation",
     .size = sizeof(tg_animation),
@@ -714,6 +748,8 @@ const tg__type tg__t_animation = {
     .nfields = 9,
     .nslots = 32,
     .nrequired = 5,
+    .req_ptrs = R_animation,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_audio[] = {
@@ -730,6 +766,7 @@ static const tg__field F_audio[] = {
 static const uint8_t S_audio[32] = {
     0, 0, 0, 0, 0, 7, 0, 0, 0, 5, 0, 6, 8, 0, 0, 0, 0, 0, 0, 2, 0, 4, 1, 3, 0, 9, 0, 0, 0, 0, 0, 0,
 };
+static const uint8_t R_audio[] = {0, 1};
 const tg__type tg__t_audio = {
     .name = "Audio",
     .size = sizeof(tg_audio),
@@ -739,6 +776,8 @@ const tg__type tg__t_audio = {
     .nfields = 9,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_audio,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_document[] = {
@@ -752,6 +791,7 @@ static const tg__field F_document[] = {
 static const uint8_t S_document[16] = {
     0, 0, 0, 2, 0, 5, 1, 0, 0, 3, 0, 4, 6, 0, 0, 0,
 };
+static const uint8_t R_document[] = {0, 1};
 const tg__type tg__t_document = {
     .name = "Document",
     .size = sizeof(tg_document),
@@ -761,6 +801,8 @@ const tg__type tg__t_document = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 2,
+    .req_ptrs = R_document,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_live_photo[] = {
@@ -776,6 +818,7 @@ static const tg__field F_live_photo[] = {
 static const uint8_t S_live_photo[16] = {
     0, 0, 0, 3, 0, 7, 2, 4, 5, 6, 0, 8, 1, 0, 0, 0,
 };
+static const uint8_t R_live_photo[] = {1, 2};
 const tg__type tg__t_live_photo = {
     .name = "LivePhoto",
     .size = sizeof(tg_live_photo),
@@ -785,6 +828,8 @@ const tg__type tg__t_live_photo = {
     .nfields = 8,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_live_photo,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_story[] = {
@@ -797,6 +842,7 @@ static const uint8_t S_story[4] = {
     0,
     2,
 };
+static const uint8_t R_story[] = {0};
 const tg__type tg__t_story = {
     .name = "Story",
     .size = sizeof(tg_story),
@@ -806,6 +852,8 @@ const tg__type tg__t_story = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_story,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_video_quality[] = {
@@ -819,6 +867,7 @@ static const tg__field F_video_quality[] = {
 static const uint8_t S_video_quality[16] = {
     0, 0, 0, 2, 0, 0, 1, 3, 4, 0, 5, 6, 0, 0, 0, 0,
 };
+static const uint8_t R_video_quality[] = {0, 1, 4};
 const tg__type tg__t_video_quality = {
     .name = "VideoQuality",
     .size = sizeof(tg_video_quality),
@@ -828,6 +877,8 @@ const tg__type tg__t_video_quality = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_video_quality,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_video[] = {
@@ -848,6 +899,7 @@ static const uint8_t S_video[32] = {
     0, 0, 0, 0, 0, 11, 4, 0, 0, 0, 0, 10, 12, 0, 0, 7,
     9, 0, 0, 2, 0, 0,  1, 3, 5, 6, 8, 0,  0,  0, 0, 0,
 };
+static const uint8_t R_video[] = {0, 1};
 const tg__type tg__t_video = {
     .name = "Video",
     .size = sizeof(tg_video),
@@ -857,6 +909,8 @@ const tg__type tg__t_video = {
     .nfields = 12,
     .nslots = 32,
     .nrequired = 5,
+    .req_ptrs = R_video,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_video_note[] = {
@@ -870,6 +924,7 @@ static const tg__field F_video_note[] = {
 static const uint8_t S_video_note[16] = {
     3, 0, 0, 2, 0, 0, 1, 4, 0, 5, 0, 6, 0, 0, 0, 0,
 };
+static const uint8_t R_video_note[] = {0, 1};
 const tg__type tg__t_video_note = {
     .name = "VideoNote",
     .size = sizeof(tg_video_note),
@@ -879,6 +934,8 @@ const tg__type tg__t_video_note = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_video_note,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_voice[] = {
@@ -891,6 +948,7 @@ static const tg__field F_voice[] = {
 static const uint8_t S_voice[16] = {
     0, 0, 0, 2, 0, 4, 1, 3, 0, 0, 0, 5, 0, 0, 0, 0,
 };
+static const uint8_t R_voice[] = {0, 1};
 const tg__type tg__t_voice = {
     .name = "Voice",
     .size = sizeof(tg_voice),
@@ -900,6 +958,8 @@ const tg__type tg__t_voice = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_voice,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_paid_media_info[] = {
@@ -961,6 +1021,7 @@ static const uint8_t S_paid_media_live_photo[4] = {
     0,
     0,
 };
+static const uint8_t R_paid_media_live_photo[] = {1};
 const tg__type tg__t_paid_media_live_photo = {
     .name = "PaidMediaLivePhoto",
     .size = sizeof(tg_paid_media_live_photo),
@@ -970,6 +1031,8 @@ const tg__type tg__t_paid_media_live_photo = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_paid_media_live_photo,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_paid_media_photo[] = {
@@ -1023,6 +1086,7 @@ static const uint8_t S_paid_media_video[4] = {
     0,
     0,
 };
+static const uint8_t R_paid_media_video[] = {1};
 const tg__type tg__t_paid_media_video = {
     .name = "PaidMediaVideo",
     .size = sizeof(tg_paid_media_video),
@@ -1032,6 +1096,8 @@ const tg__type tg__t_paid_media_video = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_paid_media_video,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_contact[] = {
@@ -1044,6 +1110,7 @@ static const tg__field F_contact[] = {
 static const uint8_t S_contact[16] = {
     0, 0, 3, 5, 0, 0, 0, 0, 4, 0, 0, 2, 0, 0, 0, 1,
 };
+static const uint8_t R_contact[] = {0, 1};
 const tg__type tg__t_contact = {
     .name = "Contact",
     .size = sizeof(tg_contact),
@@ -1053,6 +1120,8 @@ const tg__type tg__t_contact = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 2,
+    .req_ptrs = R_contact,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_dice[] = {
@@ -1083,6 +1152,7 @@ static const uint8_t S_link[2] = {
     0,
     1,
 };
+static const uint8_t R_link[] = {0};
 const tg__type tg__t_link = {
     .name = "Link",
     .size = sizeof(tg_link),
@@ -1092,6 +1162,8 @@ const tg__type tg__t_link = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_link,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_poll_media[] = {
@@ -1182,6 +1254,7 @@ static const tg__field F_poll_option[] = {
 static const uint8_t S_poll_option[16] = {
     4, 2, 0, 0, 6, 5, 7, 0, 0, 8, 0, 1, 3, 0, 0, 0,
 };
+static const uint8_t R_poll_option[] = {0, 1};
 const tg__type tg__t_poll_option = {
     .name = "PollOption",
     .size = sizeof(tg_poll_option),
@@ -1191,6 +1264,8 @@ const tg__type tg__t_poll_option = {
     .nfields = 8,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_poll_option,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_input_poll_option[] = {
@@ -1203,6 +1278,7 @@ static const tg__field F_input_poll_option[] = {
 static const uint8_t S_input_poll_option[8] = {
     4, 1, 0, 3, 0, 0, 0, 2,
 };
+static const uint8_t R_input_poll_option[] = {0};
 const tg__type tg__t_input_poll_option = {
     .name = "InputPollOption",
     .size = sizeof(tg_input_poll_option),
@@ -1212,6 +1288,8 @@ const tg__type tg__t_input_poll_option = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 1,
+    .req_ptrs = R_input_poll_option,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_poll_answer[] = {
@@ -1224,6 +1302,7 @@ static const tg__field F_poll_answer[] = {
 static const uint8_t S_poll_answer[16] = {
     1, 0, 0, 0, 0, 2, 5, 0, 3, 4, 0, 0, 0, 0, 0, 0,
 };
+static const uint8_t R_poll_answer[] = {0};
 const tg__type tg__t_poll_answer = {
     .name = "PollAnswer",
     .size = sizeof(tg_poll_answer),
@@ -1233,6 +1312,8 @@ const tg__type tg__t_poll_answer = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_poll_answer,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_poll[] = {
@@ -1265,6 +1346,7 @@ static const uint8_t S_poll[64] = {
     13, 0,  0,  0,  12, 1, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 15, 0, 3, 9,  0,  10,
     5,  0,  17, 0,  0,  0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 7, 16, 0, 0, 4,
 };
+static const uint8_t R_poll[] = {0, 1};
 const tg__type tg__t_poll = {
     .name = "Poll",
     .size = sizeof(tg_poll),
@@ -1274,6 +1356,8 @@ const tg__type tg__t_poll = {
     .nfields = 21,
     .nslots = 64,
     .nrequired = 10,
+    .req_ptrs = R_poll,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_checklist_task[] = {
@@ -1288,6 +1372,7 @@ static const tg__field F_checklist_task[] = {
 static const uint8_t S_checklist_task[16] = {
     0, 2, 0, 0, 0, 0, 4, 5, 6, 0, 0, 1, 3, 0, 0, 0,
 };
+static const uint8_t R_checklist_task[] = {1};
 const tg__type tg__t_checklist_task = {
     .name = "ChecklistTask",
     .size = sizeof(tg_checklist_task),
@@ -1297,6 +1382,8 @@ const tg__type tg__t_checklist_task = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 2,
+    .req_ptrs = R_checklist_task,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_checklist[] = {
@@ -1310,6 +1397,7 @@ static const tg__field F_checklist[] = {
 static const uint8_t S_checklist[16] = {
     0, 0, 0, 0, 0, 3, 0, 4, 0, 1, 5, 2, 0, 0, 0, 0,
 };
+static const uint8_t R_checklist[] = {0};
 const tg__type tg__t_checklist = {
     .name = "Checklist",
     .size = sizeof(tg_checklist),
@@ -1319,6 +1407,8 @@ const tg__type tg__t_checklist = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 2,
+    .req_ptrs = R_checklist,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_checklist_task[] = {
@@ -1331,6 +1421,7 @@ static const tg__field F_input_checklist_task[] = {
 static const uint8_t S_input_checklist_task[8] = {
     0, 2, 0, 1, 4, 3, 0, 0,
 };
+static const uint8_t R_input_checklist_task[] = {1};
 const tg__type tg__t_input_checklist_task = {
     .name = "InputChecklistTask",
     .size = sizeof(tg_input_checklist_task),
@@ -1340,6 +1431,8 @@ const tg__type tg__t_input_checklist_task = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_input_checklist_task,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_checklist[] = {
@@ -1354,6 +1447,7 @@ static const tg__field F_input_checklist[] = {
 static const uint8_t S_input_checklist[16] = {
     0, 0, 0, 0, 0, 2, 4, 5, 0, 1, 6, 3, 0, 0, 0, 0,
 };
+static const uint8_t R_input_checklist[] = {0};
 const tg__type tg__t_input_checklist = {
     .name = "InputChecklist",
     .size = sizeof(tg_input_checklist),
@@ -1363,6 +1457,8 @@ const tg__type tg__t_input_checklist = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 2,
+    .req_ptrs = R_input_checklist,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_location[] = {
@@ -1399,6 +1495,7 @@ static const tg__field F_venue[] = {
 static const uint8_t S_venue[16] = {
     0, 0, 0, 6, 0, 0, 0, 3, 0, 2, 4, 1, 5, 7, 0, 0,
 };
+static const uint8_t R_venue[] = {0, 1, 2};
 const tg__type tg__t_venue = {
     .name = "Venue",
     .size = sizeof(tg_venue),
@@ -1408,6 +1505,8 @@ const tg__type tg__t_venue = {
     .nfields = 7,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_venue,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_web_app_data[] = {
@@ -1420,6 +1519,7 @@ static const uint8_t S_web_app_data[4] = {
     0,
     2,
 };
+static const uint8_t R_web_app_data[] = {0, 1};
 const tg__type tg__t_web_app_data = {
     .name = "WebAppData",
     .size = sizeof(tg_web_app_data),
@@ -1429,6 +1529,8 @@ const tg__type tg__t_web_app_data = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_web_app_data,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_proximity_alert_triggered[] = {
@@ -1439,6 +1541,7 @@ static const tg__field F_proximity_alert_triggered[] = {
 static const uint8_t S_proximity_alert_triggered[8] = {
     0, 2, 0, 0, 3, 0, 0, 1,
 };
+static const uint8_t R_proximity_alert_triggered[] = {0, 1};
 const tg__type tg__t_proximity_alert_triggered = {
     .name = "ProximityAlertTriggered",
     .size = sizeof(tg_proximity_alert_triggered),
@@ -1448,6 +1551,8 @@ const tg__type tg__t_proximity_alert_triggered = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_proximity_alert_triggered,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_message_auto_delete_timer_changed[] = {
@@ -1475,6 +1580,7 @@ static const uint8_t S_managed_bot_created[2] = {
     0,
     1,
 };
+static const uint8_t R_managed_bot_created[] = {0};
 const tg__type tg__t_managed_bot_created = {
     .name = "ManagedBotCreated",
     .size = sizeof(tg_managed_bot_created),
@@ -1484,6 +1590,8 @@ const tg__type tg__t_managed_bot_created = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_managed_bot_created,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_managed_bot_updated[] = {
@@ -1496,6 +1604,7 @@ static const uint8_t S_managed_bot_updated[4] = {
     0,
     0,
 };
+static const uint8_t R_managed_bot_updated[] = {0, 1};
 const tg__type tg__t_managed_bot_updated = {
     .name = "ManagedBotUpdated",
     .size = sizeof(tg_managed_bot_updated),
@@ -1505,6 +1614,8 @@ const tg__type tg__t_managed_bot_updated = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_managed_bot_updated,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_bot_subscription_updated[] = {
@@ -1515,6 +1626,7 @@ static const tg__field F_bot_subscription_updated[] = {
 static const uint8_t S_bot_subscription_updated[8] = {
     1, 0, 0, 0, 3, 0, 0, 2,
 };
+static const uint8_t R_bot_subscription_updated[] = {0, 1};
 const tg__type tg__t_bot_subscription_updated = {
     .name = "BotSubscriptionUpdated",
     .size = sizeof(tg_bot_subscription_updated),
@@ -1524,6 +1636,8 @@ const tg__type tg__t_bot_subscription_updated = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_bot_subscription_updated,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_poll_option_added[] = {
@@ -1537,6 +1651,7 @@ static const tg__field F_poll_option_added[] = {
 static const uint8_t S_poll_option_added[8] = {
     1, 4, 0, 0, 0, 2, 3, 0,
 };
+static const uint8_t R_poll_option_added[] = {1, 2};
 const tg__type tg__t_poll_option_added = {
     .name = "PollOptionAdded",
     .size = sizeof(tg_poll_option_added),
@@ -1546,6 +1661,8 @@ const tg__type tg__t_poll_option_added = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_poll_option_added,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_poll_option_deleted[] = {
@@ -1559,6 +1676,7 @@ static const tg__field F_poll_option_deleted[] = {
 static const uint8_t S_poll_option_deleted[8] = {
     1, 4, 0, 0, 0, 2, 3, 0,
 };
+static const uint8_t R_poll_option_deleted[] = {1, 2};
 const tg__type tg__t_poll_option_deleted = {
     .name = "PollOptionDeleted",
     .size = sizeof(tg_poll_option_deleted),
@@ -1568,6 +1686,8 @@ const tg__type tg__t_poll_option_deleted = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_poll_option_deleted,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_chat_boost_added[] = {
@@ -1733,6 +1853,7 @@ static const tg__field F_background_type_wallpaper[] = {
 static const uint8_t S_background_type_wallpaper[16] = {
     0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 3, 1, 5, 2,
 };
+static const uint8_t R_background_type_wallpaper[] = {1};
 const tg__type tg__t_background_type_wallpaper = {
     .name = "BackgroundTypeWallpaper",
     .size = sizeof(tg_background_type_wallpaper),
@@ -1742,6 +1863,8 @@ const tg__type tg__t_background_type_wallpaper = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_background_type_wallpaper,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_background_type_pattern[] = {
@@ -1755,6 +1878,7 @@ static const tg__field F_background_type_pattern[] = {
 static const uint8_t S_background_type_pattern[16] = {
     6, 0, 5, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 3, 2,
 };
+static const uint8_t R_background_type_pattern[] = {1};
 const tg__type tg__t_background_type_pattern = {
     .name = "BackgroundTypePattern",
     .size = sizeof(tg_background_type_pattern),
@@ -1764,6 +1888,8 @@ const tg__type tg__t_background_type_pattern = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_background_type_pattern,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_background_type_chat_theme[] = {
@@ -1776,6 +1902,7 @@ static const uint8_t S_background_type_chat_theme[4] = {
     0,
     2,
 };
+static const uint8_t R_background_type_chat_theme[] = {1};
 const tg__type tg__t_background_type_chat_theme = {
     .name = "BackgroundTypeChatTheme",
     .size = sizeof(tg_background_type_chat_theme),
@@ -1785,6 +1912,8 @@ const tg__type tg__t_background_type_chat_theme = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_background_type_chat_theme,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_background[] = {
@@ -1854,6 +1983,7 @@ static const uint8_t S_community_chat_added[2] = {
     1,
     0,
 };
+static const uint8_t R_community_chat_added[] = {0};
 const tg__type tg__t_community_chat_added = {
     .name = "CommunityChatAdded",
     .size = sizeof(tg_community_chat_added),
@@ -1863,6 +1993,8 @@ const tg__type tg__t_community_chat_added = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_community_chat_added,
+    .nreq_ptrs = 1,
 };
 
 static const uint8_t S_community_chat_removed[1] = {
@@ -1888,6 +2020,7 @@ static const tg__field F_forum_topic_created[] = {
 static const uint8_t S_forum_topic_created[8] = {
     0, 0, 4, 1, 3, 2, 0, 0,
 };
+static const uint8_t R_forum_topic_created[] = {0};
 const tg__type tg__t_forum_topic_created = {
     .name = "ForumTopicCreated",
     .size = sizeof(tg_forum_topic_created),
@@ -1897,6 +2030,8 @@ const tg__type tg__t_forum_topic_created = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_forum_topic_created,
+    .nreq_ptrs = 1,
 };
 
 static const uint8_t S_forum_topic_closed[1] = {
@@ -2197,6 +2332,7 @@ static const uint8_t S_suggested_post_approval_failed[4] = {
     1,
     0,
 };
+static const uint8_t R_suggested_post_approval_failed[] = {1};
 const tg__type tg__t_suggested_post_approval_failed = {
     .name = "SuggestedPostApprovalFailed",
     .size = sizeof(tg_suggested_post_approval_failed),
@@ -2206,6 +2342,8 @@ const tg__type tg__t_suggested_post_approval_failed = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 1,
+    .req_ptrs = R_suggested_post_approval_failed,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_suggested_post_declined[] = {
@@ -2334,6 +2472,7 @@ static const uint8_t S_giveaway_winners[32] = {
     5, 0, 7, 0,  0, 11, 4, 10, 0, 0, 0, 0, 9, 0, 0, 8,
     0, 0, 0, 12, 0, 0,  0, 0,  1, 0, 6, 0, 0, 2, 0, 3,
 };
+static const uint8_t R_giveaway_winners[] = {0};
 const tg__type tg__t_giveaway_winners = {
     .name = "GiveawayWinners",
     .size = sizeof(tg_giveaway_winners),
@@ -2343,6 +2482,8 @@ const tg__type tg__t_giveaway_winners = {
     .nfields = 12,
     .nslots = 32,
     .nrequired = 5,
+    .req_ptrs = R_giveaway_winners,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_giveaway_completed[] = {
@@ -2520,6 +2661,7 @@ static const tg__field F_file[] = {
 static const uint8_t S_file[8] = {
     0, 0, 4, 2, 3, 0, 1, 0,
 };
+static const uint8_t R_file[] = {0, 1};
 const tg__type tg__t_file = {
     .name = "File",
     .size = sizeof(tg_file),
@@ -2529,6 +2671,8 @@ const tg__type tg__t_file = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_file,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_web_app_info[] = {
@@ -2538,6 +2682,7 @@ static const uint8_t S_web_app_info[2] = {
     0,
     1,
 };
+static const uint8_t R_web_app_info[] = {0};
 const tg__type tg__t_web_app_info = {
     .name = "WebAppInfo",
     .size = sizeof(tg_web_app_info),
@@ -2547,6 +2692,8 @@ const tg__type tg__t_web_app_info = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_web_app_info,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_reply_keyboard_markup[] = {
@@ -2590,6 +2737,7 @@ static const tg__field F_keyboard_button[] = {
 static const uint8_t S_keyboard_button[32] = {
     3, 1, 0, 2, 0, 0, 0, 9, 8, 10, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 6, 0, 7,
 };
+static const uint8_t R_keyboard_button[] = {0};
 const tg__type tg__t_keyboard_button = {
     .name = "KeyboardButton",
     .size = sizeof(tg_keyboard_button),
@@ -2599,6 +2747,8 @@ const tg__type tg__t_keyboard_button = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 1,
+    .req_ptrs = R_keyboard_button,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_keyboard_button_request_users[] = {
@@ -2753,6 +2903,7 @@ static const uint8_t S_inline_keyboard_button[32] = {
     3, 1, 0, 2, 0, 0, 0,  6, 12, 0, 0,  4, 0, 0, 7, 10,
     0, 5, 8, 0, 0, 0, 13, 0, 0,  0, 11, 0, 0, 0, 0, 9,
 };
+static const uint8_t R_inline_keyboard_button[] = {0};
 const tg__type tg__t_inline_keyboard_button = {
     .name = "InlineKeyboardButton",
     .size = sizeof(tg_inline_keyboard_button),
@@ -2762,6 +2913,8 @@ const tg__type tg__t_inline_keyboard_button = {
     .nfields = 13,
     .nslots = 32,
     .nrequired = 1,
+    .req_ptrs = R_inline_keyboard_button,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_login_url[] = {
@@ -2773,6 +2926,7 @@ static const tg__field F_login_url[] = {
 static const uint8_t S_login_url[8] = {
     3, 4, 2, 1, 0, 0, 0, 0,
 };
+static const uint8_t R_login_url[] = {0};
 const tg__type tg__t_login_url = {
     .name = "LoginUrl",
     .size = sizeof(tg_login_url),
@@ -2782,6 +2936,8 @@ const tg__type tg__t_login_url = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 1,
+    .req_ptrs = R_login_url,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_switch_inline_query_chosen_chat[] = {
@@ -2812,6 +2968,7 @@ static const uint8_t S_copy_text_button[2] = {
     0,
     1,
 };
+static const uint8_t R_copy_text_button[] = {0};
 const tg__type tg__t_copy_text_button = {
     .name = "CopyTextButton",
     .size = sizeof(tg_copy_text_button),
@@ -2821,6 +2978,8 @@ const tg__type tg__t_copy_text_button = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_copy_text_button,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_callback_query[] = {
@@ -2836,6 +2995,7 @@ static const tg__field F_callback_query[] = {
 static const uint8_t S_callback_query[16] = {
     5, 0, 0, 2, 3, 0, 0, 0, 0, 6, 4, 1, 7, 0, 0, 0,
 };
+static const uint8_t R_callback_query[] = {0, 1, 4};
 const tg__type tg__t_callback_query = {
     .name = "CallbackQuery",
     .size = sizeof(tg_callback_query),
@@ -2845,6 +3005,8 @@ const tg__type tg__t_callback_query = {
     .nfields = 7,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_callback_query,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_force_reply[] = {
@@ -2876,6 +3038,7 @@ static const uint8_t S_community[4] = {
     0,
     1,
 };
+static const uint8_t R_community[] = {1};
 const tg__type tg__t_community = {
     .name = "Community",
     .size = sizeof(tg_community),
@@ -2885,6 +3048,8 @@ const tg__type tg__t_community = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_community,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_photo[] = {
@@ -2896,6 +3061,7 @@ static const tg__field F_chat_photo[] = {
 static const uint8_t S_chat_photo[8] = {
     1, 0, 0, 0, 0, 3, 2, 4,
 };
+static const uint8_t R_chat_photo[] = {0, 1, 2, 3};
 const tg__type tg__t_chat_photo = {
     .name = "ChatPhoto",
     .size = sizeof(tg_chat_photo),
@@ -2905,6 +3071,8 @@ const tg__type tg__t_chat_photo = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_chat_photo,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_chat_invite_link[] = {
@@ -2924,6 +3092,7 @@ static const uint8_t S_chat_invite_link[32] = {
     8, 0, 3, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 4,  0,
     0, 0, 5, 0, 1, 0, 0, 0, 2, 9, 0, 0, 0, 0, 10, 11,
 };
+static const uint8_t R_chat_invite_link[] = {0, 1};
 const tg__type tg__t_chat_invite_link = {
     .name = "ChatInviteLink",
     .size = sizeof(tg_chat_invite_link),
@@ -2933,6 +3102,8 @@ const tg__type tg__t_chat_invite_link = {
     .nfields = 11,
     .nslots = 32,
     .nrequired = 5,
+    .req_ptrs = R_chat_invite_link,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_chat_administrator_rights[] = {
@@ -2984,6 +3155,7 @@ static const tg__field F_chat_member_updated[] = {
 static const uint8_t S_chat_member_updated[16] = {
     3, 0, 0, 2, 6, 7, 8, 0, 1, 0, 0, 0, 5, 0, 0, 4,
 };
+static const uint8_t R_chat_member_updated[] = {0, 1};
 const tg__type tg__t_chat_member_updated = {
     .name = "ChatMemberUpdated",
     .size = sizeof(tg_chat_member_updated),
@@ -2993,6 +3165,8 @@ const tg__type tg__t_chat_member_updated = {
     .nfields = 8,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_chat_member_updated,
+    .nreq_ptrs = 2,
 };
 
 TG__UNION_LAYOUT(tg_chat_member);
@@ -3027,6 +3201,7 @@ static const tg__field F_chat_member_owner[] = {
 static const uint8_t S_chat_member_owner[8] = {
     2, 0, 0, 1, 3, 0, 0, 4,
 };
+static const uint8_t R_chat_member_owner[] = {1};
 const tg__type tg__t_chat_member_owner = {
     .name = "ChatMemberOwner",
     .size = sizeof(tg_chat_member_owner),
@@ -3036,6 +3211,8 @@ const tg__type tg__t_chat_member_owner = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_chat_member_owner,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_member_administrator[] = {
@@ -3067,6 +3244,7 @@ static const uint8_t S_chat_member_administrator[64] = {
     0,  18, 2, 5, 17, 0,  15, 16, 0, 0, 0, 6, 0, 0,  0, 0, 0,  0,  7,  0, 0, 0,
     0,  0,  0, 0, 0,  0,  11, 0,  0, 0, 0, 0, 0, 0,  0, 4, 12, 13, 20, 3,
 };
+static const uint8_t R_chat_member_administrator[] = {1};
 const tg__type tg__t_chat_member_administrator = {
     .name = "ChatMemberAdministrator",
     .size = sizeof(tg_chat_member_administrator),
@@ -3076,6 +3254,8 @@ const tg__type tg__t_chat_member_administrator = {
     .nfields = 21,
     .nslots = 64,
     .nrequired = 14,
+    .req_ptrs = R_chat_member_administrator,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_member_member[] = {
@@ -3087,6 +3267,7 @@ static const tg__field F_chat_member_member[] = {
 static const uint8_t S_chat_member_member[8] = {
     3, 4, 2, 1, 0, 0, 0, 0,
 };
+static const uint8_t R_chat_member_member[] = {2};
 const tg__type tg__t_chat_member_member = {
     .name = "ChatMemberMember",
     .size = sizeof(tg_chat_member_member),
@@ -3096,6 +3277,8 @@ const tg__type tg__t_chat_member_member = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_chat_member_member,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_member_restricted[] = {
@@ -3126,6 +3309,7 @@ static const uint8_t S_chat_member_restricted[64] = {
     0, 20, 3,  19, 0, 0, 5,  0, 0,  0,  6, 8, 9,  0, 10, 0, 0, 0,  0, 0, 0, 0,
     0, 0,  0,  0,  0, 0, 18, 0, 0,  14, 0, 0, 0,  0, 0,  0, 0, 0,  0, 4,
 };
+static const uint8_t R_chat_member_restricted[] = {2};
 const tg__type tg__t_chat_member_restricted = {
     .name = "ChatMemberRestricted",
     .size = sizeof(tg_chat_member_restricted),
@@ -3135,6 +3319,8 @@ const tg__type tg__t_chat_member_restricted = {
     .nfields = 21,
     .nslots = 64,
     .nrequired = 20,
+    .req_ptrs = R_chat_member_restricted,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_member_left[] = {
@@ -3147,6 +3333,7 @@ static const uint8_t S_chat_member_left[4] = {
     0,
     1,
 };
+static const uint8_t R_chat_member_left[] = {1};
 const tg__type tg__t_chat_member_left = {
     .name = "ChatMemberLeft",
     .size = sizeof(tg_chat_member_left),
@@ -3156,6 +3343,8 @@ const tg__type tg__t_chat_member_left = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_chat_member_left,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_member_banned[] = {
@@ -3166,6 +3355,7 @@ static const tg__field F_chat_member_banned[] = {
 static const uint8_t S_chat_member_banned[8] = {
     2, 3, 0, 1, 0, 0, 0, 0,
 };
+static const uint8_t R_chat_member_banned[] = {1};
 const tg__type tg__t_chat_member_banned = {
     .name = "ChatMemberBanned",
     .size = sizeof(tg_chat_member_banned),
@@ -3175,6 +3365,8 @@ const tg__type tg__t_chat_member_banned = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_chat_member_banned,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_join_request[] = {
@@ -3189,6 +3381,7 @@ static const tg__field F_chat_join_request[] = {
 static const uint8_t S_chat_join_request[16] = {
     3, 4, 0, 2, 6, 0, 0, 0, 1, 5, 0, 0, 0, 7, 0, 0,
 };
+static const uint8_t R_chat_join_request[] = {0, 1};
 const tg__type tg__t_chat_join_request = {
     .name = "ChatJoinRequest",
     .size = sizeof(tg_chat_join_request),
@@ -3198,6 +3391,8 @@ const tg__type tg__t_chat_join_request = {
     .nfields = 7,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_chat_join_request,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_chat_permissions[] = {
@@ -3281,6 +3476,7 @@ static const uint8_t S_business_location[4] = {
     0,
     1,
 };
+static const uint8_t R_business_location[] = {0};
 const tg__type tg__t_business_location = {
     .name = "BusinessLocation",
     .size = sizeof(tg_business_location),
@@ -3290,6 +3486,8 @@ const tg__type tg__t_business_location = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 1,
+    .req_ptrs = R_business_location,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_business_opening_hours_interval[] = {
@@ -3324,6 +3522,7 @@ static const uint8_t S_business_opening_hours[4] = {
     0,
     0,
 };
+static const uint8_t R_business_opening_hours[] = {0};
 const tg__type tg__t_business_opening_hours = {
     .name = "BusinessOpeningHours",
     .size = sizeof(tg_business_opening_hours),
@@ -3333,6 +3532,8 @@ const tg__type tg__t_business_opening_hours = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_business_opening_hours,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_user_rating[] = {
@@ -3386,6 +3587,7 @@ static const tg__field F_location_address[] = {
 static const uint8_t S_location_address[8] = {
     3, 1, 0, 0, 2, 0, 4, 0,
 };
+static const uint8_t R_location_address[] = {0};
 const tg__type tg__t_location_address = {
     .name = "LocationAddress",
     .size = sizeof(tg_location_address),
@@ -3395,6 +3597,8 @@ const tg__type tg__t_location_address = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 1,
+    .req_ptrs = R_location_address,
+    .nreq_ptrs = 1,
 };
 
 TG__UNION_LAYOUT(tg_story_area_type);
@@ -3472,6 +3676,7 @@ static const uint8_t S_story_area_type_link[4] = {
     0,
     2,
 };
+static const uint8_t R_story_area_type_link[] = {1};
 const tg__type tg__t_story_area_type_link = {
     .name = "StoryAreaTypeLink",
     .size = sizeof(tg_story_area_type_link),
@@ -3481,6 +3686,8 @@ const tg__type tg__t_story_area_type_link = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_story_area_type_link,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_story_area_type_weather[] = {
@@ -3492,6 +3699,7 @@ static const tg__field F_story_area_type_weather[] = {
 static const uint8_t S_story_area_type_weather[8] = {
     4, 0, 0, 0, 3, 1, 0, 2,
 };
+static const uint8_t R_story_area_type_weather[] = {2};
 const tg__type tg__t_story_area_type_weather = {
     .name = "StoryAreaTypeWeather",
     .size = sizeof(tg_story_area_type_weather),
@@ -3501,6 +3709,8 @@ const tg__type tg__t_story_area_type_weather = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_story_area_type_weather,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_story_area_type_unique_gift[] = {
@@ -3513,6 +3723,7 @@ static const uint8_t S_story_area_type_unique_gift[4] = {
     0,
     2,
 };
+static const uint8_t R_story_area_type_unique_gift[] = {1};
 const tg__type tg__t_story_area_type_unique_gift = {
     .name = "StoryAreaTypeUniqueGift",
     .size = sizeof(tg_story_area_type_unique_gift),
@@ -3522,6 +3733,8 @@ const tg__type tg__t_story_area_type_unique_gift = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_story_area_type_unique_gift,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_story_area[] = {
@@ -3534,6 +3747,7 @@ static const uint8_t S_story_area[4] = {
     0,
     0,
 };
+static const uint8_t R_story_area[] = {0};
 const tg__type tg__t_story_area = {
     .name = "StoryArea",
     .size = sizeof(tg_story_area),
@@ -3543,6 +3757,8 @@ const tg__type tg__t_story_area = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_story_area,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_location[] = {
@@ -3555,6 +3771,7 @@ static const uint8_t S_chat_location[4] = {
     0,
     1,
 };
+static const uint8_t R_chat_location[] = {0, 1};
 const tg__type tg__t_chat_location = {
     .name = "ChatLocation",
     .size = sizeof(tg_chat_location),
@@ -3564,6 +3781,8 @@ const tg__type tg__t_chat_location = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_chat_location,
+    .nreq_ptrs = 2,
 };
 
 TG__UNION_LAYOUT(tg_reaction_type);
@@ -3623,6 +3842,7 @@ static const uint8_t S_reaction_type_custom_emoji[4] = {
     2,
     0,
 };
+static const uint8_t R_reaction_type_custom_emoji[] = {1};
 const tg__type tg__t_reaction_type_custom_emoji = {
     .name = "ReactionTypeCustomEmoji",
     .size = sizeof(tg_reaction_type_custom_emoji),
@@ -3632,6 +3852,8 @@ const tg__type tg__t_reaction_type_custom_emoji = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_reaction_type_custom_emoji,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_reaction_type_paid[] = {
@@ -3687,6 +3909,7 @@ static const tg__field F_message_reaction_updated[] = {
 static const uint8_t S_message_reaction_updated[16] = {
     5, 6, 7, 0, 0, 0, 0, 0, 1, 3, 4, 0, 0, 0, 2, 0,
 };
+static const uint8_t R_message_reaction_updated[] = {0};
 const tg__type tg__t_message_reaction_updated = {
     .name = "MessageReactionUpdated",
     .size = sizeof(tg_message_reaction_updated),
@@ -3696,6 +3919,8 @@ const tg__type tg__t_message_reaction_updated = {
     .nfields = 7,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_message_reaction_updated,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_message_reaction_count_updated[] = {
@@ -3708,6 +3933,7 @@ static const tg__field F_message_reaction_count_updated[] = {
 static const uint8_t S_message_reaction_count_updated[8] = {
     1, 3, 0, 0, 0, 0, 2, 4,
 };
+static const uint8_t R_message_reaction_count_updated[] = {0};
 const tg__type tg__t_message_reaction_count_updated = {
     .name = "MessageReactionCountUpdated",
     .size = sizeof(tg_message_reaction_count_updated),
@@ -3717,6 +3943,8 @@ const tg__type tg__t_message_reaction_count_updated = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_message_reaction_count_updated,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_forum_topic[] = {
@@ -3729,6 +3957,7 @@ static const tg__field F_forum_topic[] = {
 static const uint8_t S_forum_topic[16] = {
     0, 0, 0, 2, 4, 3, 0, 0, 0, 0, 5, 1, 0, 0, 0, 0,
 };
+static const uint8_t R_forum_topic[] = {1};
 const tg__type tg__t_forum_topic = {
     .name = "ForumTopic",
     .size = sizeof(tg_forum_topic),
@@ -3738,6 +3967,8 @@ const tg__type tg__t_forum_topic = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_forum_topic,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_gift_background[] = {
@@ -3778,6 +4009,7 @@ static const uint8_t S_gift[32] = {
     8, 0, 7, 10, 0, 0, 0, 5,  0, 0, 0, 4, 0, 0,  0, 0,
     0, 0, 0, 12, 2, 3, 9, 11, 0, 0, 0, 1, 0, 13, 6, 0,
 };
+static const uint8_t R_gift[] = {0, 1};
 const tg__type tg__t_gift = {
     .name = "Gift",
     .size = sizeof(tg_gift),
@@ -3787,6 +4019,8 @@ const tg__type tg__t_gift = {
     .nfields = 13,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_gift,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_gifts[] = {
@@ -3816,6 +4050,7 @@ static const tg__field F_unique_gift_model[] = {
 static const uint8_t S_unique_gift_model[8] = {
     0, 0, 0, 1, 2, 4, 0, 3,
 };
+static const uint8_t R_unique_gift_model[] = {0, 1};
 const tg__type tg__t_unique_gift_model = {
     .name = "UniqueGiftModel",
     .size = sizeof(tg_unique_gift_model),
@@ -3825,6 +4060,8 @@ const tg__type tg__t_unique_gift_model = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_unique_gift_model,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_unique_gift_symbol[] = {
@@ -3835,6 +4072,7 @@ static const tg__field F_unique_gift_symbol[] = {
 static const uint8_t S_unique_gift_symbol[8] = {
     0, 0, 0, 1, 2, 0, 0, 3,
 };
+static const uint8_t R_unique_gift_symbol[] = {0, 1};
 const tg__type tg__t_unique_gift_symbol = {
     .name = "UniqueGiftSymbol",
     .size = sizeof(tg_unique_gift_symbol),
@@ -3844,6 +4082,8 @@ const tg__type tg__t_unique_gift_symbol = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_unique_gift_symbol,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_unique_gift_backdrop_colors[] = {
@@ -3874,6 +4114,7 @@ static const tg__field F_unique_gift_backdrop[] = {
 static const uint8_t S_unique_gift_backdrop[8] = {
     0, 2, 0, 1, 0, 0, 0, 3,
 };
+static const uint8_t R_unique_gift_backdrop[] = {0, 1};
 const tg__type tg__t_unique_gift_backdrop = {
     .name = "UniqueGiftBackdrop",
     .size = sizeof(tg_unique_gift_backdrop),
@@ -3883,6 +4124,8 @@ const tg__type tg__t_unique_gift_backdrop = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_unique_gift_backdrop,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_unique_gift_colors[] = {
@@ -3896,6 +4139,7 @@ static const tg__field F_unique_gift_colors[] = {
 static const uint8_t S_unique_gift_colors[16] = {
     0, 0, 2, 1, 0, 4, 3, 6, 5, 0, 0, 0, 0, 0, 0, 0,
 };
+static const uint8_t R_unique_gift_colors[] = {0, 1};
 const tg__type tg__t_unique_gift_colors = {
     .name = "UniqueGiftColors",
     .size = sizeof(tg_unique_gift_colors),
@@ -3905,6 +4149,8 @@ const tg__type tg__t_unique_gift_colors = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 6,
+    .req_ptrs = R_unique_gift_colors,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_unique_gift[] = {
@@ -3925,6 +4171,7 @@ static const uint8_t S_unique_gift[32] = {
     0, 0, 0, 3, 0, 0, 0, 8, 0, 11, 5, 0, 0, 2,  0, 4,
     0, 0, 0, 0, 0, 7, 9, 1, 6, 10, 0, 0, 0, 12, 0, 0,
 };
+static const uint8_t R_unique_gift[] = {0, 1, 2, 4, 5, 6};
 const tg__type tg__t_unique_gift = {
     .name = "UniqueGift",
     .size = sizeof(tg_unique_gift),
@@ -3934,6 +4181,8 @@ const tg__type tg__t_unique_gift = {
     .nfields = 12,
     .nslots = 32,
     .nrequired = 7,
+    .req_ptrs = R_unique_gift,
+    .nreq_ptrs = 6,
 };
 
 static const tg__field F_gift_info[] = {
@@ -3951,6 +4200,7 @@ static const tg__field F_gift_info[] = {
 static const uint8_t S_gift_info[32] = {
     0, 7, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 2, 0, 0, 0, 0, 3, 0, 0, 8, 0, 0, 1, 5, 0, 4, 0, 9,
 };
+static const uint8_t R_gift_info[] = {0};
 const tg__type tg__t_gift_info = {
     .name = "GiftInfo",
     .size = sizeof(tg_gift_info),
@@ -3960,6 +4210,8 @@ const tg__type tg__t_gift_info = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 1,
+    .req_ptrs = R_gift_info,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_unique_gift_info[] = {
@@ -3975,6 +4227,7 @@ static const tg__field F_unique_gift_info[] = {
 static const uint8_t S_unique_gift_info[16] = {
     0, 0, 4, 6, 0, 0, 7, 0, 2, 0, 1, 0, 0, 0, 3, 5,
 };
+static const uint8_t R_unique_gift_info[] = {0};
 const tg__type tg__t_unique_gift_info = {
     .name = "UniqueGiftInfo",
     .size = sizeof(tg_unique_gift_info),
@@ -3984,6 +4237,8 @@ const tg__type tg__t_unique_gift_info = {
     .nfields = 7,
     .nslots = 16,
     .nrequired = 2,
+    .req_ptrs = R_unique_gift_info,
+    .nreq_ptrs = 1,
 };
 
 TG__UNION_LAYOUT(tg_owned_gift);
@@ -4032,6 +4287,7 @@ static const uint8_t S_owned_gift_regular[32] = {
     0, 6, 0, 15, 0,  9, 5, 11, 0, 0, 0, 0, 0,  1,  10, 3,
     0, 0, 0, 0,  12, 0, 0, 7,  0, 0, 2, 4, 14, 13, 0,  8,
 };
+static const uint8_t R_owned_gift_regular[] = {1};
 const tg__type tg__t_owned_gift_regular = {
     .name = "OwnedGiftRegular",
     .size = sizeof(tg_owned_gift_regular),
@@ -4041,6 +4297,8 @@ const tg__type tg__t_owned_gift_regular = {
     .nfields = 15,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_owned_gift_regular,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_owned_gift_unique[] = {
@@ -4057,6 +4315,7 @@ static const tg__field F_owned_gift_unique[] = {
 static const uint8_t S_owned_gift_unique[32] = {
     0, 0, 0, 8, 0, 6, 5, 9, 0, 0, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 7, 0, 0,
 };
+static const uint8_t R_owned_gift_unique[] = {1};
 const tg__type tg__t_owned_gift_unique = {
     .name = "OwnedGiftUnique",
     .size = sizeof(tg_owned_gift_unique),
@@ -4066,6 +4325,8 @@ const tg__type tg__t_owned_gift_unique = {
     .nfields = 9,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_owned_gift_unique,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_owned_gifts[] = {
@@ -4158,6 +4419,7 @@ static const tg__field F_bot_command[] = {
 static const uint8_t S_bot_command[8] = {
     0, 2, 3, 1, 0, 0, 0, 0,
 };
+static const uint8_t R_bot_command[] = {0, 1};
 const tg__type tg__t_bot_command = {
     .name = "BotCommand",
     .size = sizeof(tg_bot_command),
@@ -4167,6 +4429,8 @@ const tg__type tg__t_bot_command = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_bot_command,
+    .nreq_ptrs = 2,
 };
 
 TG__UNION_LAYOUT(tg_bot_command_scope);
@@ -4338,6 +4602,7 @@ static const uint8_t S_bot_name[2] = {
     0,
     1,
 };
+static const uint8_t R_bot_name[] = {0};
 const tg__type tg__t_bot_name = {
     .name = "BotName",
     .size = sizeof(tg_bot_name),
@@ -4347,6 +4612,8 @@ const tg__type tg__t_bot_name = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_bot_name,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_bot_description[] = {
@@ -4356,6 +4623,7 @@ static const uint8_t S_bot_description[2] = {
     0,
     1,
 };
+static const uint8_t R_bot_description[] = {0};
 const tg__type tg__t_bot_description = {
     .name = "BotDescription",
     .size = sizeof(tg_bot_description),
@@ -4365,6 +4633,8 @@ const tg__type tg__t_bot_description = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_bot_description,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_bot_short_description[] = {
@@ -4374,6 +4644,7 @@ static const uint8_t S_bot_short_description[2] = {
     1,
     0,
 };
+static const uint8_t R_bot_short_description[] = {0};
 const tg__type tg__t_bot_short_description = {
     .name = "BotShortDescription",
     .size = sizeof(tg_bot_short_description),
@@ -4383,6 +4654,8 @@ const tg__type tg__t_bot_short_description = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_bot_short_description,
+    .nreq_ptrs = 1,
 };
 
 TG__UNION_LAYOUT(tg_menu_button);
@@ -4437,6 +4710,7 @@ static const tg__field F_menu_button_web_app[] = {
 static const uint8_t S_menu_button_web_app[8] = {
     0, 2, 0, 0, 0, 1, 0, 3,
 };
+static const uint8_t R_menu_button_web_app[] = {1, 2};
 const tg__type tg__t_menu_button_web_app = {
     .name = "MenuButtonWebApp",
     .size = sizeof(tg_menu_button_web_app),
@@ -4446,6 +4720,8 @@ const tg__type tg__t_menu_button_web_app = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_menu_button_web_app,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_menu_button_default[] = {
@@ -4502,6 +4778,7 @@ static const uint8_t S_chat_boost_source_premium[4] = {
     1,
     0,
 };
+static const uint8_t R_chat_boost_source_premium[] = {1};
 const tg__type tg__t_chat_boost_source_premium = {
     .name = "ChatBoostSourcePremium",
     .size = sizeof(tg_chat_boost_source_premium),
@@ -4511,6 +4788,8 @@ const tg__type tg__t_chat_boost_source_premium = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_chat_boost_source_premium,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_boost_source_gift_code[] = {
@@ -4523,6 +4802,7 @@ static const uint8_t S_chat_boost_source_gift_code[4] = {
     1,
     0,
 };
+static const uint8_t R_chat_boost_source_gift_code[] = {1};
 const tg__type tg__t_chat_boost_source_gift_code = {
     .name = "ChatBoostSourceGiftCode",
     .size = sizeof(tg_chat_boost_source_gift_code),
@@ -4532,6 +4812,8 @@ const tg__type tg__t_chat_boost_source_gift_code = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_chat_boost_source_gift_code,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_boost_source_giveaway[] = {
@@ -4564,6 +4846,7 @@ static const tg__field F_chat_boost[] = {
 static const uint8_t S_chat_boost[8] = {
     2, 0, 3, 1, 0, 0, 4, 0,
 };
+static const uint8_t R_chat_boost[] = {0};
 const tg__type tg__t_chat_boost = {
     .name = "ChatBoost",
     .size = sizeof(tg_chat_boost),
@@ -4573,6 +4856,8 @@ const tg__type tg__t_chat_boost = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_chat_boost,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_chat_boost_updated[] = {
@@ -4585,6 +4870,7 @@ static const uint8_t S_chat_boost_updated[4] = {
     0,
     0,
 };
+static const uint8_t R_chat_boost_updated[] = {0, 1};
 const tg__type tg__t_chat_boost_updated = {
     .name = "ChatBoostUpdated",
     .size = sizeof(tg_chat_boost_updated),
@@ -4594,6 +4880,8 @@ const tg__type tg__t_chat_boost_updated = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_chat_boost_updated,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_chat_boost_removed[] = {
@@ -4605,6 +4893,7 @@ static const tg__field F_chat_boost_removed[] = {
 static const uint8_t S_chat_boost_removed[8] = {
     1, 0, 0, 2, 0, 0, 4, 3,
 };
+static const uint8_t R_chat_boost_removed[] = {0, 1};
 const tg__type tg__t_chat_boost_removed = {
     .name = "ChatBoostRemoved",
     .size = sizeof(tg_chat_boost_removed),
@@ -4614,6 +4903,8 @@ const tg__type tg__t_chat_boost_removed = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_chat_boost_removed,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_chat_owner_left[] = {
@@ -4641,6 +4932,7 @@ static const uint8_t S_chat_owner_changed[2] = {
     0,
     1,
 };
+static const uint8_t R_chat_owner_changed[] = {0};
 const tg__type tg__t_chat_owner_changed = {
     .name = "ChatOwnerChanged",
     .size = sizeof(tg_chat_owner_changed),
@@ -4650,6 +4942,8 @@ const tg__type tg__t_chat_owner_changed = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_chat_owner_changed,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_user_chat_boosts[] = {
@@ -4712,6 +5006,7 @@ static const tg__field F_business_connection[] = {
 static const uint8_t S_business_connection[16] = {
     3, 4, 0, 0, 0, 6, 0, 0, 2, 5, 0, 1, 0, 0, 0, 0,
 };
+static const uint8_t R_business_connection[] = {0, 1};
 const tg__type tg__t_business_connection = {
     .name = "BusinessConnection",
     .size = sizeof(tg_business_connection),
@@ -4721,6 +5016,8 @@ const tg__type tg__t_business_connection = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_business_connection,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_business_messages_deleted[] = {
@@ -4731,6 +5028,7 @@ static const tg__field F_business_messages_deleted[] = {
 static const uint8_t S_business_messages_deleted[8] = {
     2, 0, 0, 1, 0, 3, 0, 0,
 };
+static const uint8_t R_business_messages_deleted[] = {0, 1};
 const tg__type tg__t_business_messages_deleted = {
     .name = "BusinessMessagesDeleted",
     .size = sizeof(tg_business_messages_deleted),
@@ -4740,6 +5038,8 @@ const tg__type tg__t_business_messages_deleted = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_business_messages_deleted,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_sent_web_app_message[] = {
@@ -4767,6 +5067,7 @@ static const uint8_t S_sent_guest_message[2] = {
     1,
     0,
 };
+static const uint8_t R_sent_guest_message[] = {0};
 const tg__type tg__t_sent_guest_message = {
     .name = "SentGuestMessage",
     .size = sizeof(tg_sent_guest_message),
@@ -4776,6 +5077,8 @@ const tg__type tg__t_sent_guest_message = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_sent_guest_message,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_prepared_inline_message[] = {
@@ -4788,6 +5091,7 @@ static const uint8_t S_prepared_inline_message[4] = {
     2,
     1,
 };
+static const uint8_t R_prepared_inline_message[] = {0};
 const tg__type tg__t_prepared_inline_message = {
     .name = "PreparedInlineMessage",
     .size = sizeof(tg_prepared_inline_message),
@@ -4797,6 +5101,8 @@ const tg__type tg__t_prepared_inline_message = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_prepared_inline_message,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_prepared_keyboard_button[] = {
@@ -4806,6 +5112,7 @@ static const uint8_t S_prepared_keyboard_button[2] = {
     0,
     1,
 };
+static const uint8_t R_prepared_keyboard_button[] = {0};
 const tg__type tg__t_prepared_keyboard_button = {
     .name = "PreparedKeyboardButton",
     .size = sizeof(tg_prepared_keyboard_button),
@@ -4815,6 +5122,8 @@ const tg__type tg__t_prepared_keyboard_button = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_prepared_keyboard_button,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_response_parameters[] = {
@@ -4950,6 +5259,7 @@ static const uint8_t S_input_media_link[4] = {
     0,
     2,
 };
+static const uint8_t R_input_media_link[] = {1};
 const tg__type tg__t_input_media_link = {
     .name = "InputMediaLink",
     .size = sizeof(tg_input_media_link),
@@ -4959,6 +5269,8 @@ const tg__type tg__t_input_media_link = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_input_media_link,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_media_live_photo[] = {
@@ -5063,6 +5375,7 @@ static const tg__field F_input_media_venue[] = {
 static const uint8_t S_input_media_venue[32] = {
     0, 0, 0, 0, 0, 0, 0, 5, 0, 4, 7, 0, 2, 1, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 6, 3, 0, 9, 0, 0, 0,
 };
+static const uint8_t R_input_media_venue[] = {3, 4};
 const tg__type tg__t_input_media_venue = {
     .name = "InputMediaVenue",
     .size = sizeof(tg_input_media_venue),
@@ -5072,6 +5385,8 @@ const tg__type tg__t_input_media_venue = {
     .nfields = 9,
     .nslots = 32,
     .nrequired = 5,
+    .req_ptrs = R_input_media_venue,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_input_media_video[] = {
@@ -5371,6 +5686,7 @@ static const uint8_t S_sticker[32] = {
     0,  0, 13, 14, 0, 0, 5, 12, 0, 0, 0,  15, 0, 3, 0, 0,
     11, 0, 0,  2,  7, 9, 1, 4,  0, 8, 10, 0,  0, 0, 0, 6,
 };
+static const uint8_t R_sticker[] = {0, 1};
 const tg__type tg__t_sticker = {
     .name = "Sticker",
     .size = sizeof(tg_sticker),
@@ -5380,6 +5696,8 @@ const tg__type tg__t_sticker = {
     .nfields = 15,
     .nslots = 32,
     .nrequired = 7,
+    .req_ptrs = R_sticker,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_sticker_set[] = {
@@ -5392,6 +5710,7 @@ static const tg__field F_sticker_set[] = {
 static const uint8_t S_sticker_set[16] = {
     0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 5, 4, 0, 0, 3, 0,
 };
+static const uint8_t R_sticker_set[] = {0, 1};
 const tg__type tg__t_sticker_set = {
     .name = "StickerSet",
     .size = sizeof(tg_sticker_set),
@@ -5401,6 +5720,8 @@ const tg__type tg__t_sticker_set = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_sticker_set,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_mask_position[] = {
@@ -5500,6 +5821,7 @@ static const uint8_t S_input_rich_message_media[4] = {
     0,
     1,
 };
+static const uint8_t R_input_rich_message_media[] = {0};
 const tg__type tg__t_input_rich_message_media = {
     .name = "InputRichMessageMedia",
     .size = sizeof(tg_input_rich_message_media),
@@ -5509,6 +5831,8 @@ const tg__type tg__t_input_rich_message_media = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_input_rich_message_media,
+    .nreq_ptrs = 1,
 };
 
 TG__UNION_LAYOUT(tg_rich_text);
@@ -5698,6 +6022,7 @@ static const tg__field F_rich_text_date_time[] = {
 static const uint8_t S_rich_text_date_time[8] = {
     3, 2, 0, 0, 0, 1, 4, 0,
 };
+static const uint8_t R_rich_text_date_time[] = {3};
 const tg__type tg__t_rich_text_date_time = {
     .name = "RichTextDateTime",
     .size = sizeof(tg_rich_text_date_time),
@@ -5707,6 +6032,8 @@ const tg__type tg__t_rich_text_date_time = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_rich_text_date_time,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_text_mention[] = {
@@ -5717,6 +6044,7 @@ static const tg__field F_rich_text_text_mention[] = {
 static const uint8_t S_rich_text_text_mention[8] = {
     3, 2, 0, 0, 0, 1, 0, 0,
 };
+static const uint8_t R_rich_text_text_mention[] = {2};
 const tg__type tg__t_rich_text_text_mention = {
     .name = "RichTextTextMention",
     .size = sizeof(tg_rich_text_text_mention),
@@ -5726,6 +6054,8 @@ const tg__type tg__t_rich_text_text_mention = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_text_mention,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_subscript[] = {
@@ -5820,6 +6150,7 @@ static const tg__field F_rich_text_custom_emoji[] = {
 static const uint8_t S_rich_text_custom_emoji[8] = {
     0, 3, 2, 0, 0, 1, 0, 0,
 };
+static const uint8_t R_rich_text_custom_emoji[] = {1, 2};
 const tg__type tg__t_rich_text_custom_emoji = {
     .name = "RichTextCustomEmoji",
     .size = sizeof(tg_rich_text_custom_emoji),
@@ -5829,6 +6160,8 @@ const tg__type tg__t_rich_text_custom_emoji = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_custom_emoji,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_rich_text_mathematical_expression[] = {
@@ -5841,6 +6174,7 @@ static const uint8_t S_rich_text_mathematical_expression[4] = {
     0,
     0,
 };
+static const uint8_t R_rich_text_mathematical_expression[] = {1};
 const tg__type tg__t_rich_text_mathematical_expression = {
     .name = "RichTextMathematicalExpression",
     .size = sizeof(tg_rich_text_mathematical_expression),
@@ -5850,6 +6184,8 @@ const tg__type tg__t_rich_text_mathematical_expression = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_rich_text_mathematical_expression,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_url[] = {
@@ -5860,6 +6196,7 @@ static const tg__field F_rich_text_url[] = {
 static const uint8_t S_rich_text_url[8] = {
     0, 2, 0, 3, 0, 1, 0, 0,
 };
+static const uint8_t R_rich_text_url[] = {2};
 const tg__type tg__t_rich_text_url = {
     .name = "RichTextUrl",
     .size = sizeof(tg_rich_text_url),
@@ -5869,6 +6206,8 @@ const tg__type tg__t_rich_text_url = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_url,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_email_address[] = {
@@ -5879,6 +6218,7 @@ static const tg__field F_rich_text_email_address[] = {
 static const uint8_t S_rich_text_email_address[8] = {
     0, 2, 0, 3, 0, 1, 0, 0,
 };
+static const uint8_t R_rich_text_email_address[] = {2};
 const tg__type tg__t_rich_text_email_address = {
     .name = "RichTextEmailAddress",
     .size = sizeof(tg_rich_text_email_address),
@@ -5888,6 +6228,8 @@ const tg__type tg__t_rich_text_email_address = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_email_address,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_phone_number[] = {
@@ -5898,6 +6240,7 @@ static const tg__field F_rich_text_phone_number[] = {
 static const uint8_t S_rich_text_phone_number[8] = {
     0, 2, 0, 0, 0, 1, 0, 3,
 };
+static const uint8_t R_rich_text_phone_number[] = {2};
 const tg__type tg__t_rich_text_phone_number = {
     .name = "RichTextPhoneNumber",
     .size = sizeof(tg_rich_text_phone_number),
@@ -5907,6 +6250,8 @@ const tg__type tg__t_rich_text_phone_number = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_phone_number,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_bank_card_number[] = {
@@ -5917,6 +6262,7 @@ static const tg__field F_rich_text_bank_card_number[] = {
 static const uint8_t S_rich_text_bank_card_number[8] = {
     0, 2, 0, 0, 3, 1, 0, 0,
 };
+static const uint8_t R_rich_text_bank_card_number[] = {2};
 const tg__type tg__t_rich_text_bank_card_number = {
     .name = "RichTextBankCardNumber",
     .size = sizeof(tg_rich_text_bank_card_number),
@@ -5926,6 +6272,8 @@ const tg__type tg__t_rich_text_bank_card_number = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_bank_card_number,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_mention[] = {
@@ -5936,6 +6284,7 @@ static const tg__field F_rich_text_mention[] = {
 static const uint8_t S_rich_text_mention[8] = {
     0, 2, 0, 0, 0, 1, 0, 3,
 };
+static const uint8_t R_rich_text_mention[] = {2};
 const tg__type tg__t_rich_text_mention = {
     .name = "RichTextMention",
     .size = sizeof(tg_rich_text_mention),
@@ -5945,6 +6294,8 @@ const tg__type tg__t_rich_text_mention = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_mention,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_hashtag[] = {
@@ -5955,6 +6306,7 @@ static const tg__field F_rich_text_hashtag[] = {
 static const uint8_t S_rich_text_hashtag[8] = {
     0, 2, 0, 0, 0, 1, 0, 3,
 };
+static const uint8_t R_rich_text_hashtag[] = {2};
 const tg__type tg__t_rich_text_hashtag = {
     .name = "RichTextHashtag",
     .size = sizeof(tg_rich_text_hashtag),
@@ -5964,6 +6316,8 @@ const tg__type tg__t_rich_text_hashtag = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_hashtag,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_cashtag[] = {
@@ -5974,6 +6328,7 @@ static const tg__field F_rich_text_cashtag[] = {
 static const uint8_t S_rich_text_cashtag[8] = {
     3, 2, 0, 0, 0, 1, 0, 0,
 };
+static const uint8_t R_rich_text_cashtag[] = {2};
 const tg__type tg__t_rich_text_cashtag = {
     .name = "RichTextCashtag",
     .size = sizeof(tg_rich_text_cashtag),
@@ -5983,6 +6338,8 @@ const tg__type tg__t_rich_text_cashtag = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_cashtag,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_bot_command[] = {
@@ -5993,6 +6350,7 @@ static const tg__field F_rich_text_bot_command[] = {
 static const uint8_t S_rich_text_bot_command[8] = {
     3, 2, 0, 0, 0, 1, 0, 0,
 };
+static const uint8_t R_rich_text_bot_command[] = {2};
 const tg__type tg__t_rich_text_bot_command = {
     .name = "RichTextBotCommand",
     .size = sizeof(tg_rich_text_bot_command),
@@ -6002,6 +6360,8 @@ const tg__type tg__t_rich_text_bot_command = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_bot_command,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_anchor[] = {
@@ -6014,6 +6374,7 @@ static const uint8_t S_rich_text_anchor[4] = {
     0,
     2,
 };
+static const uint8_t R_rich_text_anchor[] = {1};
 const tg__type tg__t_rich_text_anchor = {
     .name = "RichTextAnchor",
     .size = sizeof(tg_rich_text_anchor),
@@ -6023,6 +6384,8 @@ const tg__type tg__t_rich_text_anchor = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_rich_text_anchor,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_anchor_link[] = {
@@ -6033,6 +6396,7 @@ static const tg__field F_rich_text_anchor_link[] = {
 static const uint8_t S_rich_text_anchor_link[8] = {
     0, 2, 0, 0, 3, 1, 0, 0,
 };
+static const uint8_t R_rich_text_anchor_link[] = {2};
 const tg__type tg__t_rich_text_anchor_link = {
     .name = "RichTextAnchorLink",
     .size = sizeof(tg_rich_text_anchor_link),
@@ -6042,6 +6406,8 @@ const tg__type tg__t_rich_text_anchor_link = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_anchor_link,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_reference[] = {
@@ -6052,6 +6418,7 @@ static const tg__field F_rich_text_reference[] = {
 static const uint8_t S_rich_text_reference[8] = {
     0, 2, 0, 3, 0, 1, 0, 0,
 };
+static const uint8_t R_rich_text_reference[] = {2};
 const tg__type tg__t_rich_text_reference = {
     .name = "RichTextReference",
     .size = sizeof(tg_rich_text_reference),
@@ -6061,6 +6428,8 @@ const tg__type tg__t_rich_text_reference = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_reference,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_text_reference_link[] = {
@@ -6071,6 +6440,7 @@ static const tg__field F_rich_text_reference_link[] = {
 static const uint8_t S_rich_text_reference_link[8] = {
     0, 2, 0, 0, 0, 1, 3, 0,
 };
+static const uint8_t R_rich_text_reference_link[] = {2};
 const tg__type tg__t_rich_text_reference_link = {
     .name = "RichTextReferenceLink",
     .size = sizeof(tg_rich_text_reference_link),
@@ -6080,6 +6450,8 @@ const tg__type tg__t_rich_text_reference_link = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_rich_text_reference_link,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_block_caption[] = {
@@ -6136,6 +6508,7 @@ static const tg__field F_rich_block_list_item[] = {
 static const uint8_t S_rich_block_list_item[16] = {
     0, 0, 3, 0, 0, 5, 0, 0, 0, 2, 4, 0, 1, 6, 0, 0,
 };
+static const uint8_t R_rich_block_list_item[] = {0};
 const tg__type tg__t_rich_block_list_item = {
     .name = "RichBlockListItem",
     .size = sizeof(tg_rich_block_list_item),
@@ -6145,6 +6518,8 @@ const tg__type tg__t_rich_block_list_item = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 2,
+    .req_ptrs = R_rich_block_list_item,
+    .nreq_ptrs = 1,
 };
 
 TG__UNION_LAYOUT(tg_rich_block);
@@ -6300,6 +6675,7 @@ static const uint8_t S_rich_block_mathematical_expression[4] = {
     0,
     0,
 };
+static const uint8_t R_rich_block_mathematical_expression[] = {1};
 const tg__type tg__t_rich_block_mathematical_expression = {
     .name = "RichBlockMathematicalExpression",
     .size = sizeof(tg_rich_block_mathematical_expression),
@@ -6309,6 +6685,8 @@ const tg__type tg__t_rich_block_mathematical_expression = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_rich_block_mathematical_expression,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_block_anchor[] = {
@@ -6321,6 +6699,7 @@ static const uint8_t S_rich_block_anchor[4] = {
     0,
     2,
 };
+static const uint8_t R_rich_block_anchor[] = {1};
 const tg__type tg__t_rich_block_anchor = {
     .name = "RichBlockAnchor",
     .size = sizeof(tg_rich_block_anchor),
@@ -6330,6 +6709,8 @@ const tg__type tg__t_rich_block_anchor = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_rich_block_anchor,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_block_list[] = {
@@ -6481,6 +6862,7 @@ static const tg__field F_rich_block_map[] = {
 static const uint8_t S_rich_block_map[16] = {
     0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 0, 2, 0, 1, 0, 0,
 };
+static const uint8_t R_rich_block_map[] = {1};
 const tg__type tg__t_rich_block_map = {
     .name = "RichBlockMap",
     .size = sizeof(tg_rich_block_map),
@@ -6490,6 +6872,8 @@ const tg__type tg__t_rich_block_map = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_rich_block_map,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_block_animation[] = {
@@ -6501,6 +6885,7 @@ static const tg__field F_rich_block_animation[] = {
 static const uint8_t S_rich_block_animation[8] = {
     0, 2, 0, 0, 0, 1, 4, 3,
 };
+static const uint8_t R_rich_block_animation[] = {1};
 const tg__type tg__t_rich_block_animation = {
     .name = "RichBlockAnimation",
     .size = sizeof(tg_rich_block_animation),
@@ -6510,6 +6895,8 @@ const tg__type tg__t_rich_block_animation = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_rich_block_animation,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_block_audio[] = {
@@ -6520,6 +6907,7 @@ static const tg__field F_rich_block_audio[] = {
 static const uint8_t S_rich_block_audio[8] = {
     0, 0, 0, 0, 2, 1, 3, 0,
 };
+static const uint8_t R_rich_block_audio[] = {1};
 const tg__type tg__t_rich_block_audio = {
     .name = "RichBlockAudio",
     .size = sizeof(tg_rich_block_audio),
@@ -6529,6 +6917,8 @@ const tg__type tg__t_rich_block_audio = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_rich_block_audio,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_block_photo[] = {
@@ -6560,6 +6950,7 @@ static const tg__field F_rich_block_video[] = {
 static const uint8_t S_rich_block_video[8] = {
     2, 0, 0, 0, 0, 1, 4, 3,
 };
+static const uint8_t R_rich_block_video[] = {1};
 const tg__type tg__t_rich_block_video = {
     .name = "RichBlockVideo",
     .size = sizeof(tg_rich_block_video),
@@ -6569,6 +6960,8 @@ const tg__type tg__t_rich_block_video = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_rich_block_video,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_block_voice_note[] = {
@@ -6579,6 +6972,7 @@ static const tg__field F_rich_block_voice_note[] = {
 static const uint8_t S_rich_block_voice_note[8] = {
     2, 0, 0, 0, 0, 1, 3, 0,
 };
+static const uint8_t R_rich_block_voice_note[] = {1};
 const tg__type tg__t_rich_block_voice_note = {
     .name = "RichBlockVoiceNote",
     .size = sizeof(tg_rich_block_voice_note),
@@ -6588,6 +6982,8 @@ const tg__type tg__t_rich_block_voice_note = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_rich_block_voice_note,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_rich_block_thinking[] = {
@@ -6786,6 +7182,7 @@ static const uint8_t S_input_rich_block_mathematical_expression[4] = {
     0,
     0,
 };
+static const uint8_t R_input_rich_block_mathematical_expression[] = {1};
 const tg__type tg__t_input_rich_block_mathematical_expression = {
     .name = "InputRichBlockMathematicalExpression",
     .size = sizeof(tg_input_rich_block_mathematical_expression),
@@ -6795,6 +7192,8 @@ const tg__type tg__t_input_rich_block_mathematical_expression = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_input_rich_block_mathematical_expression,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_block_anchor[] = {
@@ -6807,6 +7206,7 @@ static const uint8_t S_input_rich_block_anchor[4] = {
     0,
     2,
 };
+static const uint8_t R_input_rich_block_anchor[] = {1};
 const tg__type tg__t_input_rich_block_anchor = {
     .name = "InputRichBlockAnchor",
     .size = sizeof(tg_input_rich_block_anchor),
@@ -6816,6 +7216,8 @@ const tg__type tg__t_input_rich_block_anchor = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_input_rich_block_anchor,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_block_list[] = {
@@ -6974,6 +7376,7 @@ static const tg__field F_input_rich_block_map[] = {
 static const uint8_t S_input_rich_block_map[16] = {
     0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 0, 2, 0, 1, 0, 0,
 };
+static const uint8_t R_input_rich_block_map[] = {1};
 const tg__type tg__t_input_rich_block_map = {
     .name = "InputRichBlockMap",
     .size = sizeof(tg_input_rich_block_map),
@@ -6983,6 +7386,8 @@ const tg__type tg__t_input_rich_block_map = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_input_rich_block_map,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_block_animation[] = {
@@ -6994,6 +7399,7 @@ static const tg__field F_input_rich_block_animation[] = {
 static const uint8_t S_input_rich_block_animation[8] = {
     0, 2, 0, 0, 0, 1, 3, 0,
 };
+static const uint8_t R_input_rich_block_animation[] = {1};
 const tg__type tg__t_input_rich_block_animation = {
     .name = "InputRichBlockAnimation",
     .size = sizeof(tg_input_rich_block_animation),
@@ -7003,6 +7409,8 @@ const tg__type tg__t_input_rich_block_animation = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_input_rich_block_animation,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_block_audio[] = {
@@ -7013,6 +7421,7 @@ static const tg__field F_input_rich_block_audio[] = {
 static const uint8_t S_input_rich_block_audio[8] = {
     0, 0, 0, 0, 2, 1, 3, 0,
 };
+static const uint8_t R_input_rich_block_audio[] = {1};
 const tg__type tg__t_input_rich_block_audio = {
     .name = "InputRichBlockAudio",
     .size = sizeof(tg_input_rich_block_audio),
@@ -7022,6 +7431,8 @@ const tg__type tg__t_input_rich_block_audio = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_input_rich_block_audio,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_block_photo[] = {
@@ -7032,6 +7443,7 @@ static const tg__field F_input_rich_block_photo[] = {
 static const uint8_t S_input_rich_block_photo[8] = {
     0, 0, 0, 0, 2, 1, 3, 0,
 };
+static const uint8_t R_input_rich_block_photo[] = {1};
 const tg__type tg__t_input_rich_block_photo = {
     .name = "InputRichBlockPhoto",
     .size = sizeof(tg_input_rich_block_photo),
@@ -7041,6 +7453,8 @@ const tg__type tg__t_input_rich_block_photo = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_input_rich_block_photo,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_block_video[] = {
@@ -7051,6 +7465,7 @@ static const tg__field F_input_rich_block_video[] = {
 static const uint8_t S_input_rich_block_video[8] = {
     2, 0, 0, 0, 0, 1, 3, 0,
 };
+static const uint8_t R_input_rich_block_video[] = {1};
 const tg__type tg__t_input_rich_block_video = {
     .name = "InputRichBlockVideo",
     .size = sizeof(tg_input_rich_block_video),
@@ -7060,6 +7475,8 @@ const tg__type tg__t_input_rich_block_video = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_input_rich_block_video,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_block_voice_note[] = {
@@ -7072,6 +7489,7 @@ static const tg__field F_input_rich_block_voice_note[] = {
 static const uint8_t S_input_rich_block_voice_note[8] = {
     2, 0, 0, 0, 0, 1, 3, 0,
 };
+static const uint8_t R_input_rich_block_voice_note[] = {1};
 const tg__type tg__t_input_rich_block_voice_note = {
     .name = "InputRichBlockVoiceNote",
     .size = sizeof(tg_input_rich_block_voice_note),
@@ -7081,6 +7499,8 @@ const tg__type tg__t_input_rich_block_voice_note = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_input_rich_block_voice_note,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_block_thinking[] = {
@@ -7115,6 +7535,7 @@ static const tg__field F_inline_query[] = {
 static const uint8_t S_inline_query[16] = {
     4, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 1, 6, 0, 0, 5,
 };
+static const uint8_t R_inline_query[] = {0, 1, 2, 3};
 const tg__type tg__t_inline_query = {
     .name = "InlineQuery",
     .size = sizeof(tg_inline_query),
@@ -7124,6 +7545,8 @@ const tg__type tg__t_inline_query = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_inline_query,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_inline_query_results_button[] = {
@@ -7134,6 +7557,7 @@ static const tg__field F_inline_query_results_button[] = {
 static const uint8_t S_inline_query_results_button[8] = {
     0, 1, 3, 0, 0, 0, 0, 2,
 };
+static const uint8_t R_inline_query_results_button[] = {0};
 const tg__type tg__t_inline_query_results_button = {
     .name = "InlineQueryResultsButton",
     .size = sizeof(tg_inline_query_results_button),
@@ -7143,6 +7567,8 @@ const tg__type tg__t_inline_query_results_button = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 1,
+    .req_ptrs = R_inline_query_results_button,
+    .nreq_ptrs = 1,
 };
 
 TG__UNION_LAYOUT(tg_inline_query_result);
@@ -7195,6 +7621,7 @@ static const tg__field F_inline_query_result_article[] = {
 static const uint8_t S_inline_query_result_article[32] = {
     0, 7, 0, 4, 0, 0, 0, 10, 0, 3, 0, 6, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 8, 9, 0, 0, 5, 2, 0, 0, 0, 0,
 };
+static const uint8_t R_inline_query_result_article[] = {1, 2};
 const tg__type tg__t_inline_query_result_article = {
     .name = "InlineQueryResultArticle",
     .size = sizeof(tg_inline_query_result_article),
@@ -7204,6 +7631,8 @@ const tg__type tg__t_inline_query_result_article = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_article,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_inline_query_result_photo[] = {
@@ -7229,6 +7658,7 @@ static const uint8_t S_inline_query_result_photo[32] = {
     0, 8, 11, 3, 14, 10, 9, 0, 0, 7, 0,  0, 5, 1, 0,  0,
     6, 0, 0,  0, 0,  0,  4, 0, 0, 0, 13, 2, 0, 0, 12, 0,
 };
+static const uint8_t R_inline_query_result_photo[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_photo = {
     .name = "InlineQueryResultPhoto",
     .size = sizeof(tg_inline_query_result_photo),
@@ -7238,6 +7668,8 @@ const tg__type tg__t_inline_query_result_photo = {
     .nfields = 14,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_photo,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_gif[] = {
@@ -7265,6 +7697,7 @@ static const uint8_t S_inline_query_result_gif[32] = {
     0, 5, 12, 15, 0, 11, 10, 8, 0, 9, 3,  0, 4, 1, 0,  0,
     0, 0, 0,  0,  0, 0,  6,  7, 0, 0, 14, 2, 0, 0, 13, 0,
 };
+static const uint8_t R_inline_query_result_gif[] = {1, 2, 6};
 const tg__type tg__t_inline_query_result_gif = {
     .name = "InlineQueryResultGif",
     .size = sizeof(tg_inline_query_result_gif),
@@ -7274,6 +7707,8 @@ const tg__type tg__t_inline_query_result_gif = {
     .nfields = 15,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_gif,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_mpeg4_gif[] = {
@@ -7303,6 +7738,7 @@ static const uint8_t S_inline_query_result_mpeg4_gif[32] = {
     6, 12, 0, 15, 0, 11, 10, 8, 0, 9, 0,  0, 4, 1, 0,  0,
     5, 0,  3, 0,  0, 0,  7,  0, 0, 0, 14, 2, 0, 0, 13, 0,
 };
+static const uint8_t R_inline_query_result_mpeg4_gif[] = {1, 2, 6};
 const tg__type tg__t_inline_query_result_mpeg4_gif = {
     .name = "InlineQueryResultMpeg4Gif",
     .size = sizeof(tg_inline_query_result_mpeg4_gif),
@@ -7312,6 +7748,8 @@ const tg__type tg__t_inline_query_result_mpeg4_gif = {
     .nfields = 15,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_mpeg4_gif,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_video[] = {
@@ -7340,6 +7778,7 @@ static const uint8_t S_inline_query_result_video[32] = {
     0, 9, 14, 16, 0, 4,  3, 7, 8, 6, 11, 13, 0, 1, 0,  0,
     0, 0, 0,  0,  0, 12, 5, 0, 0, 0, 15, 2,  0, 0, 10, 0,
 };
+static const uint8_t R_inline_query_result_video[] = {1, 2, 4, 5};
 const tg__type tg__t_inline_query_result_video = {
     .name = "InlineQueryResultVideo",
     .size = sizeof(tg_inline_query_result_video),
@@ -7349,6 +7788,8 @@ const tg__type tg__t_inline_query_result_video = {
     .nfields = 16,
     .nslots = 32,
     .nrequired = 6,
+    .req_ptrs = R_inline_query_result_video,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_inline_query_result_audio[] = {
@@ -7371,6 +7812,7 @@ static const uint8_t S_inline_query_result_audio[32] = {
     0, 7, 0, 11, 0, 6, 5, 0, 0, 4, 0, 0, 0,  1, 0, 0,
     0, 0, 0, 0,  0, 8, 0, 0, 0, 9, 3, 2, 10, 0, 0, 0,
 };
+static const uint8_t R_inline_query_result_audio[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_audio = {
     .name = "InlineQueryResultAudio",
     .size = sizeof(tg_inline_query_result_audio),
@@ -7380,6 +7822,8 @@ const tg__type tg__t_inline_query_result_audio = {
     .nfields = 11,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_audio,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_voice[] = {
@@ -7400,6 +7844,7 @@ static const tg__field F_inline_query_result_voice[] = {
 static const uint8_t S_inline_query_result_voice[32] = {
     0, 7, 0, 10, 0, 6, 5, 8, 0, 4, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 2, 0, 0, 0, 0,
 };
+static const uint8_t R_inline_query_result_voice[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_voice = {
     .name = "InlineQueryResultVoice",
     .size = sizeof(tg_inline_query_result_voice),
@@ -7409,6 +7854,8 @@ const tg__type tg__t_inline_query_result_voice = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_voice,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_document[] = {
@@ -7436,6 +7883,7 @@ static const uint8_t S_inline_query_result_document[32] = {
     0, 6, 7, 9, 11, 5, 4,  8,  14, 3, 0,  0, 0, 1, 0, 0,
     0, 0, 0, 0, 0,  0, 12, 13, 0,  0, 10, 2, 0, 0, 0, 0,
 };
+static const uint8_t R_inline_query_result_document[] = {1, 2, 6};
 const tg__type tg__t_inline_query_result_document = {
     .name = "InlineQueryResultDocument",
     .size = sizeof(tg_inline_query_result_document),
@@ -7445,6 +7893,8 @@ const tg__type tg__t_inline_query_result_document = {
     .nfields = 14,
     .nslots = 32,
     .nrequired = 5,
+    .req_ptrs = R_inline_query_result_document,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_location[] = {
@@ -7469,6 +7919,7 @@ static const uint8_t S_inline_query_result_location[32] = {
     0, 0, 9, 11, 0, 0, 0,  14, 7, 5, 0, 0, 3, 1, 0,  0,
     0, 0, 0, 0,  0, 0, 12, 13, 0, 0, 4, 2, 6, 8, 10, 0,
 };
+static const uint8_t R_inline_query_result_location[] = {1, 4};
 const tg__type tg__t_inline_query_result_location = {
     .name = "InlineQueryResultLocation",
     .size = sizeof(tg_inline_query_result_location),
@@ -7478,6 +7929,8 @@ const tg__type tg__t_inline_query_result_location = {
     .nfields = 14,
     .nslots = 32,
     .nrequired = 5,
+    .req_ptrs = R_inline_query_result_location,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_inline_query_result_venue[] = {
@@ -7503,6 +7956,7 @@ static const uint8_t S_inline_query_result_venue[32] = {
     0, 0, 0, 12, 0, 0, 0,  6,  15, 5, 8, 0, 3,  1,  0, 0,
     0, 0, 0, 9,  0, 0, 13, 14, 0,  7, 4, 2, 10, 11, 0, 0,
 };
+static const uint8_t R_inline_query_result_venue[] = {1, 4, 5};
 const tg__type tg__t_inline_query_result_venue = {
     .name = "InlineQueryResultVenue",
     .size = sizeof(tg_inline_query_result_venue),
@@ -7512,6 +7966,8 @@ const tg__type tg__t_inline_query_result_venue = {
     .nfields = 15,
     .nslots = 32,
     .nrequired = 6,
+    .req_ptrs = R_inline_query_result_venue,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_contact[] = {
@@ -7533,6 +7989,7 @@ static const uint8_t S_inline_query_result_contact[32] = {
     0, 0, 5, 6, 8, 0, 0, 11, 0, 0, 0, 4, 0, 1, 0, 0,
     0, 0, 0, 0, 0, 0, 9, 10, 0, 0, 7, 2, 0, 0, 0, 3,
 };
+static const uint8_t R_inline_query_result_contact[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_contact = {
     .name = "InlineQueryResultContact",
     .size = sizeof(tg_inline_query_result_contact),
@@ -7542,6 +7999,8 @@ const tg__type tg__t_inline_query_result_contact = {
     .nfields = 11,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_contact,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_game[] = {
@@ -7554,6 +8013,7 @@ static const tg__field F_inline_query_result_game[] = {
 static const uint8_t S_inline_query_result_game[8] = {
     0, 0, 4, 2, 3, 1, 0, 0,
 };
+static const uint8_t R_inline_query_result_game[] = {1, 2};
 const tg__type tg__t_inline_query_result_game = {
     .name = "InlineQueryResultGame",
     .size = sizeof(tg_inline_query_result_game),
@@ -7563,6 +8023,8 @@ const tg__type tg__t_inline_query_result_game = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_inline_query_result_game,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_inline_query_result_cached_photo[] = {
@@ -7587,6 +8049,7 @@ static const uint8_t S_inline_query_result_cached_photo[32] = {
     0, 5, 8, 3, 11, 7, 6, 0, 0, 4, 0,  0, 0, 1, 0, 0,
     0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 10, 2, 0, 0, 9, 0,
 };
+static const uint8_t R_inline_query_result_cached_photo[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_photo = {
     .name = "InlineQueryResultCachedPhoto",
     .size = sizeof(tg_inline_query_result_cached_photo),
@@ -7596,6 +8059,8 @@ const tg__type tg__t_inline_query_result_cached_photo = {
     .nfields = 11,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_inline_query_result_cached_photo,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_inline_query_result_cached_gif[] = {
@@ -7618,6 +8083,7 @@ static const tg__field F_inline_query_result_cached_gif[] = {
 static const uint8_t S_inline_query_result_cached_gif[32] = {
     0, 3, 7, 10, 0, 6, 5, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 2, 0, 0, 8, 0,
 };
+static const uint8_t R_inline_query_result_cached_gif[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_gif = {
     .name = "InlineQueryResultCachedGif",
     .size = sizeof(tg_inline_query_result_cached_gif),
@@ -7627,6 +8093,8 @@ const tg__type tg__t_inline_query_result_cached_gif = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_inline_query_result_cached_gif,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_inline_query_result_cached_mpeg4_gif[] = {
@@ -7649,6 +8117,7 @@ static const tg__field F_inline_query_result_cached_mpeg4_gif[] = {
 static const uint8_t S_inline_query_result_cached_mpeg4_gif[32] = {
     0, 7, 0, 3, 10, 6, 5, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 2, 0, 0, 8, 0,
 };
+static const uint8_t R_inline_query_result_cached_mpeg4_gif[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_mpeg4_gif = {
     .name = "InlineQueryResultCachedMpeg4Gif",
     .size = sizeof(tg_inline_query_result_cached_mpeg4_gif),
@@ -7658,6 +8127,8 @@ const tg__type tg__t_inline_query_result_cached_mpeg4_gif = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_inline_query_result_cached_mpeg4_gif,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_inline_query_result_cached_sticker[] = {
@@ -7672,6 +8143,7 @@ static const tg__field F_inline_query_result_cached_sticker[] = {
 static const uint8_t S_inline_query_result_cached_sticker[16] = {
     0, 0, 0, 5, 0, 0, 3, 0, 0, 0, 4, 2, 0, 1, 0, 0,
 };
+static const uint8_t R_inline_query_result_cached_sticker[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_sticker = {
     .name = "InlineQueryResultCachedSticker",
     .size = sizeof(tg_inline_query_result_cached_sticker),
@@ -7681,6 +8153,8 @@ const tg__type tg__t_inline_query_result_cached_sticker = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_inline_query_result_cached_sticker,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_inline_query_result_cached_document[] = {
@@ -7702,6 +8176,7 @@ static const tg__field F_inline_query_result_cached_document[] = {
 static const uint8_t S_inline_query_result_cached_document[32] = {
     0, 5, 8, 10, 0, 7, 6, 0, 0, 3, 0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 2, 0, 0, 0, 0,
 };
+static const uint8_t R_inline_query_result_cached_document[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_cached_document = {
     .name = "InlineQueryResultCachedDocument",
     .size = sizeof(tg_inline_query_result_cached_document),
@@ -7711,6 +8186,8 @@ const tg__type tg__t_inline_query_result_cached_document = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_cached_document,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_cached_video[] = {
@@ -7735,6 +8212,7 @@ static const uint8_t S_inline_query_result_cached_video[32] = {
     0, 5, 8, 11, 0, 7, 3, 6, 0, 4, 0,  0, 0, 1, 0, 0,
     0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 10, 2, 0, 0, 9, 0,
 };
+static const uint8_t R_inline_query_result_cached_video[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_cached_video = {
     .name = "InlineQueryResultCachedVideo",
     .size = sizeof(tg_inline_query_result_cached_video),
@@ -7744,6 +8222,8 @@ const tg__type tg__t_inline_query_result_cached_video = {
     .nfields = 11,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_cached_video,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_cached_voice[] = {
@@ -7764,6 +8244,7 @@ static const tg__field F_inline_query_result_cached_voice[] = {
 static const uint8_t S_inline_query_result_cached_voice[32] = {
     0, 7, 0, 9, 0, 6, 3, 5, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 2, 0, 0, 0, 0,
 };
+static const uint8_t R_inline_query_result_cached_voice[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_cached_voice = {
     .name = "InlineQueryResultCachedVoice",
     .size = sizeof(tg_inline_query_result_cached_voice),
@@ -7773,6 +8254,8 @@ const tg__type tg__t_inline_query_result_cached_voice = {
     .nfields = 9,
     .nslots = 32,
     .nrequired = 4,
+    .req_ptrs = R_inline_query_result_cached_voice,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_inline_query_result_cached_audio[] = {
@@ -7792,6 +8275,7 @@ static const tg__field F_inline_query_result_cached_audio[] = {
 static const uint8_t S_inline_query_result_cached_audio[16] = {
     0, 6, 0, 8, 0, 5, 4, 0, 0, 0, 3, 2, 7, 1, 0, 0,
 };
+static const uint8_t R_inline_query_result_cached_audio[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_audio = {
     .name = "InlineQueryResultCachedAudio",
     .size = sizeof(tg_inline_query_result_cached_audio),
@@ -7801,6 +8285,8 @@ const tg__type tg__t_inline_query_result_cached_audio = {
     .nfields = 8,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_inline_query_result_cached_audio,
+    .nreq_ptrs = 2,
 };
 
 TG__UNION_LAYOUT(tg_input_message_content);
@@ -7835,6 +8321,7 @@ static const tg__field F_input_text_message_content[] = {
 static const uint8_t S_input_text_message_content[8] = {
     0, 0, 0, 0, 4, 1, 2, 3,
 };
+static const uint8_t R_input_text_message_content[] = {0};
 const tg__type tg__t_input_text_message_content = {
     .name = "InputTextMessageContent",
     .size = sizeof(tg_input_text_message_content),
@@ -7844,6 +8331,8 @@ const tg__type tg__t_input_text_message_content = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 1,
+    .req_ptrs = R_input_text_message_content,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_rich_message_content[] = {
@@ -7853,6 +8342,7 @@ static const uint8_t S_input_rich_message_content[2] = {
     0,
     1,
 };
+static const uint8_t R_input_rich_message_content[] = {0};
 const tg__type tg__t_input_rich_message_content = {
     .name = "InputRichMessageContent",
     .size = sizeof(tg_input_rich_message_content),
@@ -7862,6 +8352,8 @@ const tg__type tg__t_input_rich_message_content = {
     .nfields = 1,
     .nslots = 2,
     .nrequired = 1,
+    .req_ptrs = R_input_rich_message_content,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_input_location_message_content[] = {
@@ -7900,6 +8392,7 @@ static const tg__field F_input_venue_message_content[] = {
 static const uint8_t S_input_venue_message_content[16] = {
     0, 0, 0, 7, 0, 0, 0, 4, 0, 3, 2, 5, 1, 6, 8, 0,
 };
+static const uint8_t R_input_venue_message_content[] = {2, 3};
 const tg__type tg__t_input_venue_message_content = {
     .name = "InputVenueMessageContent",
     .size = sizeof(tg_input_venue_message_content),
@@ -7909,6 +8402,8 @@ const tg__type tg__t_input_venue_message_content = {
     .nfields = 8,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_input_venue_message_content,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_input_contact_message_content[] = {
@@ -7920,6 +8415,7 @@ static const tg__field F_input_contact_message_content[] = {
 static const uint8_t S_input_contact_message_content[8] = {
     0, 0, 3, 2, 4, 0, 0, 1,
 };
+static const uint8_t R_input_contact_message_content[] = {0, 1};
 const tg__type tg__t_input_contact_message_content = {
     .name = "InputContactMessageContent",
     .size = sizeof(tg_input_contact_message_content),
@@ -7929,6 +8425,8 @@ const tg__type tg__t_input_contact_message_content = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_input_contact_message_content,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_input_invoice_message_content[] = {
@@ -7961,6 +8459,7 @@ static const uint8_t S_input_invoice_message_content[64] = {
     0,  0, 0, 0, 20, 0, 0, 15, 0, 17, 3, 7,  9,  10, 0, 11, 0,  0, 8, 0, 0, 0,
     19, 0, 0, 0, 0,  0, 0, 0,  0, 0,  0, 0,  0,  0,  0, 0,  0,  0, 0, 0,
 };
+static const uint8_t R_input_invoice_message_content[] = {0, 1, 2, 4};
 const tg__type tg__t_input_invoice_message_content = {
     .name = "InputInvoiceMessageContent",
     .size = sizeof(tg_input_invoice_message_content),
@@ -7970,6 +8469,8 @@ const tg__type tg__t_input_invoice_message_content = {
     .nfields = 20,
     .nslots = 64,
     .nrequired = 5,
+    .req_ptrs = R_input_invoice_message_content,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_chosen_inline_result[] = {
@@ -7982,6 +8483,7 @@ static const tg__field F_chosen_inline_result[] = {
 static const uint8_t S_chosen_inline_result[16] = {
     0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 4, 3, 0, 0, 0, 1,
 };
+static const uint8_t R_chosen_inline_result[] = {0, 1, 4};
 const tg__type tg__t_chosen_inline_result = {
     .name = "ChosenInlineResult",
     .size = sizeof(tg_chosen_inline_result),
@@ -7991,6 +8493,8 @@ const tg__type tg__t_chosen_inline_result = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_chosen_inline_result,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_labeled_price[] = {
@@ -8003,6 +8507,7 @@ static const uint8_t S_labeled_price[4] = {
     0,
     2,
 };
+static const uint8_t R_labeled_price[] = {0};
 const tg__type tg__t_labeled_price = {
     .name = "LabeledPrice",
     .size = sizeof(tg_labeled_price),
@@ -8012,6 +8517,8 @@ const tg__type tg__t_labeled_price = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_labeled_price,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_invoice[] = {
@@ -8024,6 +8531,7 @@ static const tg__field F_invoice[] = {
 static const uint8_t S_invoice[16] = {
     5, 2, 3, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
 };
+static const uint8_t R_invoice[] = {0, 1, 2, 3};
 const tg__type tg__t_invoice = {
     .name = "Invoice",
     .size = sizeof(tg_invoice),
@@ -8033,6 +8541,8 @@ const tg__type tg__t_invoice = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_invoice,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_shipping_address[] = {
@@ -8046,6 +8556,7 @@ static const tg__field F_shipping_address[] = {
 static const uint8_t S_shipping_address[16] = {
     3, 4, 0, 0, 2, 6, 0, 0, 0, 1, 0, 0, 5, 0, 0, 0,
 };
+static const uint8_t R_shipping_address[] = {0, 1, 2, 3, 4, 5};
 const tg__type tg__t_shipping_address = {
     .name = "ShippingAddress",
     .size = sizeof(tg_shipping_address),
@@ -8055,6 +8566,8 @@ const tg__type tg__t_shipping_address = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 6,
+    .req_ptrs = R_shipping_address,
+    .nreq_ptrs = 6,
 };
 
 static const tg__field F_order_info[] = {
@@ -8085,6 +8598,7 @@ static const tg__field F_shipping_option[] = {
 static const uint8_t S_shipping_option[8] = {
     0, 2, 3, 1, 0, 0, 0, 0,
 };
+static const uint8_t R_shipping_option[] = {0, 1};
 const tg__type tg__t_shipping_option = {
     .name = "ShippingOption",
     .size = sizeof(tg_shipping_option),
@@ -8094,6 +8608,8 @@ const tg__type tg__t_shipping_option = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_shipping_option,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_successful_payment[] = {
@@ -8111,6 +8627,7 @@ static const tg__field F_successful_payment[] = {
 static const uint8_t S_successful_payment[32] = {
     2, 0, 0, 0, 4, 0, 0, 3, 8, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 1, 7, 0, 0, 0, 0, 10, 5, 9, 0, 0, 0, 0,
 };
+static const uint8_t R_successful_payment[] = {0, 2, 8, 9};
 const tg__type tg__t_successful_payment = {
     .name = "SuccessfulPayment",
     .size = sizeof(tg_successful_payment),
@@ -8120,6 +8637,8 @@ const tg__type tg__t_successful_payment = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 5,
+    .req_ptrs = R_successful_payment,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_refunded_payment[] = {
@@ -8132,6 +8651,7 @@ static const tg__field F_refunded_payment[] = {
 static const uint8_t S_refunded_payment[16] = {
     2, 0, 0, 1, 0, 0, 0, 3, 0, 5, 0, 4, 0, 0, 0, 0,
 };
+static const uint8_t R_refunded_payment[] = {0, 2, 3};
 const tg__type tg__t_refunded_payment = {
     .name = "RefundedPayment",
     .size = sizeof(tg_refunded_payment),
@@ -8141,6 +8661,8 @@ const tg__type tg__t_refunded_payment = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 4,
+    .req_ptrs = R_refunded_payment,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_shipping_query[] = {
@@ -8152,6 +8674,7 @@ static const tg__field F_shipping_query[] = {
 static const uint8_t S_shipping_query[8] = {
     0, 0, 0, 1, 2, 4, 0, 3,
 };
+static const uint8_t R_shipping_query[] = {0, 1, 2, 3};
 const tg__type tg__t_shipping_query = {
     .name = "ShippingQuery",
     .size = sizeof(tg_shipping_query),
@@ -8161,6 +8684,8 @@ const tg__type tg__t_shipping_query = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_shipping_query,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_pre_checkout_query[] = {
@@ -8175,6 +8700,7 @@ static const tg__field F_pre_checkout_query[] = {
 static const uint8_t S_pre_checkout_query[16] = {
     4, 0, 0, 2, 3, 6, 0, 5, 7, 0, 0, 1, 0, 0, 0, 0,
 };
+static const uint8_t R_pre_checkout_query[] = {0, 1, 2, 4};
 const tg__type tg__t_pre_checkout_query = {
     .name = "PreCheckoutQuery",
     .size = sizeof(tg_pre_checkout_query),
@@ -8184,6 +8710,8 @@ const tg__type tg__t_pre_checkout_query = {
     .nfields = 7,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_pre_checkout_query,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_paid_media_purchased[] = {
@@ -8196,6 +8724,7 @@ static const uint8_t S_paid_media_purchased[4] = {
     0,
     1,
 };
+static const uint8_t R_paid_media_purchased[] = {0, 1};
 const tg__type tg__t_paid_media_purchased = {
     .name = "PaidMediaPurchased",
     .size = sizeof(tg_paid_media_purchased),
@@ -8205,6 +8734,8 @@ const tg__type tg__t_paid_media_purchased = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_paid_media_purchased,
+    .nreq_ptrs = 2,
 };
 
 TG__UNION_LAYOUT(tg_revenue_withdrawal_state);
@@ -8259,6 +8790,7 @@ static const tg__field F_revenue_withdrawal_state_succeeded[] = {
 static const uint8_t S_revenue_withdrawal_state_succeeded[8] = {
     2, 0, 0, 3, 0, 1, 0, 0,
 };
+static const uint8_t R_revenue_withdrawal_state_succeeded[] = {2};
 const tg__type tg__t_revenue_withdrawal_state_succeeded = {
     .name = "RevenueWithdrawalStateSucceeded",
     .size = sizeof(tg_revenue_withdrawal_state_succeeded),
@@ -8268,6 +8800,8 @@ const tg__type tg__t_revenue_withdrawal_state_succeeded = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_revenue_withdrawal_state_succeeded,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_revenue_withdrawal_state_failed[] = {
@@ -8355,6 +8889,7 @@ static const tg__field F_transaction_partner_user[] = {
 static const uint8_t S_transaction_partner_user[32] = {
     0, 0, 0, 0, 0, 0, 0, 5, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 7, 9, 0, 0, 6, 2,
 };
+static const uint8_t R_transaction_partner_user[] = {2};
 const tg__type tg__t_transaction_partner_user = {
     .name = "TransactionPartnerUser",
     .size = sizeof(tg_transaction_partner_user),
@@ -8364,6 +8899,8 @@ const tg__type tg__t_transaction_partner_user = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 3,
+    .req_ptrs = R_transaction_partner_user,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_transaction_partner_chat[] = {
@@ -8374,6 +8911,7 @@ static const tg__field F_transaction_partner_chat[] = {
 static const uint8_t S_transaction_partner_chat[8] = {
     2, 0, 3, 0, 0, 1, 0, 0,
 };
+static const uint8_t R_transaction_partner_chat[] = {1};
 const tg__type tg__t_transaction_partner_chat = {
     .name = "TransactionPartnerChat",
     .size = sizeof(tg_transaction_partner_chat),
@@ -8383,6 +8921,8 @@ const tg__type tg__t_transaction_partner_chat = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 2,
+    .req_ptrs = R_transaction_partner_chat,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_transaction_partner_affiliate_program[] = {
@@ -8495,6 +9035,7 @@ static const tg__field F_star_transaction[] = {
 static const uint8_t S_star_transaction[16] = {
     4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 3, 1, 2, 0, 5, 0,
 };
+static const uint8_t R_star_transaction[] = {0};
 const tg__type tg__t_star_transaction = {
     .name = "StarTransaction",
     .size = sizeof(tg_star_transaction),
@@ -8504,6 +9045,8 @@ const tg__type tg__t_star_transaction = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_star_transaction,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_star_transactions[] = {
@@ -8534,6 +9077,7 @@ static const uint8_t S_passport_data[4] = {
     0,
     2,
 };
+static const uint8_t R_passport_data[] = {1};
 const tg__type tg__t_passport_data = {
     .name = "PassportData",
     .size = sizeof(tg_passport_data),
@@ -8543,6 +9087,8 @@ const tg__type tg__t_passport_data = {
     .nfields = 2,
     .nslots = 4,
     .nrequired = 2,
+    .req_ptrs = R_passport_data,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_passport_file[] = {
@@ -8554,6 +9100,7 @@ static const tg__field F_passport_file[] = {
 static const uint8_t S_passport_file[8] = {
     0, 0, 0, 2, 3, 4, 1, 0,
 };
+static const uint8_t R_passport_file[] = {0, 1};
 const tg__type tg__t_passport_file = {
     .name = "PassportFile",
     .size = sizeof(tg_passport_file),
@@ -8563,6 +9110,8 @@ const tg__type tg__t_passport_file = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_file,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_encrypted_passport_element[] = {
@@ -8584,6 +9133,7 @@ static const tg__field F_encrypted_passport_element[] = {
 static const uint8_t S_encrypted_passport_element[32] = {
     8, 10, 0, 0, 0, 0, 0, 7, 0, 0, 0, 4, 6, 1, 5, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3,
 };
+static const uint8_t R_encrypted_passport_element[] = {9};
 const tg__type tg__t_encrypted_passport_element = {
     .name = "EncryptedPassportElement",
     .size = sizeof(tg_encrypted_passport_element),
@@ -8593,6 +9143,8 @@ const tg__type tg__t_encrypted_passport_element = {
     .nfields = 10,
     .nslots = 32,
     .nrequired = 2,
+    .req_ptrs = R_encrypted_passport_element,
+    .nreq_ptrs = 1,
 };
 
 static const tg__field F_encrypted_credentials[] = {
@@ -8603,6 +9155,7 @@ static const tg__field F_encrypted_credentials[] = {
 static const uint8_t S_encrypted_credentials[8] = {
     2, 1, 0, 3, 0, 0, 0, 0,
 };
+static const uint8_t R_encrypted_credentials[] = {0, 1, 2};
 const tg__type tg__t_encrypted_credentials = {
     .name = "EncryptedCredentials",
     .size = sizeof(tg_encrypted_credentials),
@@ -8612,6 +9165,8 @@ const tg__type tg__t_encrypted_credentials = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_encrypted_credentials,
+    .nreq_ptrs = 3,
 };
 
 TG__UNION_LAYOUT(tg_passport_element_error);
@@ -8655,6 +9210,7 @@ static const tg__field F_passport_element_error_data_field[] = {
 static const uint8_t S_passport_element_error_data_field[16] = {
     0, 0, 0, 0, 5, 0, 0, 4, 0, 0, 0, 3, 0, 2, 1, 0,
 };
+static const uint8_t R_passport_element_error_data_field[] = {1, 2, 3, 4};
 const tg__type tg__t_passport_element_error_data_field = {
     .name = "PassportElementErrorDataField",
     .size = sizeof(tg_passport_element_error_data_field),
@@ -8664,6 +9220,8 @@ const tg__type tg__t_passport_element_error_data_field = {
     .nfields = 5,
     .nslots = 16,
     .nrequired = 5,
+    .req_ptrs = R_passport_element_error_data_field,
+    .nreq_ptrs = 4,
 };
 
 static const tg__field F_passport_element_error_front_side[] = {
@@ -8675,6 +9233,7 @@ static const tg__field F_passport_element_error_front_side[] = {
 static const uint8_t S_passport_element_error_front_side[8] = {
     0, 0, 3, 0, 4, 2, 1, 0,
 };
+static const uint8_t R_passport_element_error_front_side[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_front_side = {
     .name = "PassportElementErrorFrontSide",
     .size = sizeof(tg_passport_element_error_front_side),
@@ -8684,6 +9243,8 @@ const tg__type tg__t_passport_element_error_front_side = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_element_error_front_side,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_passport_element_error_reverse_side[] = {
@@ -8695,6 +9256,7 @@ static const tg__field F_passport_element_error_reverse_side[] = {
 static const uint8_t S_passport_element_error_reverse_side[8] = {
     0, 0, 3, 0, 4, 2, 1, 0,
 };
+static const uint8_t R_passport_element_error_reverse_side[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_reverse_side = {
     .name = "PassportElementErrorReverseSide",
     .size = sizeof(tg_passport_element_error_reverse_side),
@@ -8704,6 +9266,8 @@ const tg__type tg__t_passport_element_error_reverse_side = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_element_error_reverse_side,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_passport_element_error_selfie[] = {
@@ -8715,6 +9279,7 @@ static const tg__field F_passport_element_error_selfie[] = {
 static const uint8_t S_passport_element_error_selfie[8] = {
     0, 0, 3, 0, 4, 2, 1, 0,
 };
+static const uint8_t R_passport_element_error_selfie[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_selfie = {
     .name = "PassportElementErrorSelfie",
     .size = sizeof(tg_passport_element_error_selfie),
@@ -8724,6 +9289,8 @@ const tg__type tg__t_passport_element_error_selfie = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_element_error_selfie,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_passport_element_error_file[] = {
@@ -8735,6 +9302,7 @@ static const tg__field F_passport_element_error_file[] = {
 static const uint8_t S_passport_element_error_file[8] = {
     0, 0, 3, 0, 4, 2, 1, 0,
 };
+static const uint8_t R_passport_element_error_file[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_file = {
     .name = "PassportElementErrorFile",
     .size = sizeof(tg_passport_element_error_file),
@@ -8744,6 +9312,8 @@ const tg__type tg__t_passport_element_error_file = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_element_error_file,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_passport_element_error_files[] = {
@@ -8755,6 +9325,7 @@ static const tg__field F_passport_element_error_files[] = {
 static const uint8_t S_passport_element_error_files[8] = {
     3, 0, 0, 0, 4, 2, 1, 0,
 };
+static const uint8_t R_passport_element_error_files[] = {1, 3};
 const tg__type tg__t_passport_element_error_files = {
     .name = "PassportElementErrorFiles",
     .size = sizeof(tg_passport_element_error_files),
@@ -8764,6 +9335,8 @@ const tg__type tg__t_passport_element_error_files = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_element_error_files,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_passport_element_error_translation_file[] = {
@@ -8775,6 +9348,7 @@ static const tg__field F_passport_element_error_translation_file[] = {
 static const uint8_t S_passport_element_error_translation_file[8] = {
     0, 0, 3, 0, 4, 2, 1, 0,
 };
+static const uint8_t R_passport_element_error_translation_file[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_translation_file = {
     .name = "PassportElementErrorTranslationFile",
     .size = sizeof(tg_passport_element_error_translation_file),
@@ -8784,6 +9358,8 @@ const tg__type tg__t_passport_element_error_translation_file = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_element_error_translation_file,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_passport_element_error_translation_files[] = {
@@ -8795,6 +9371,7 @@ static const tg__field F_passport_element_error_translation_files[] = {
 static const uint8_t S_passport_element_error_translation_files[8] = {
     3, 0, 0, 0, 4, 2, 1, 0,
 };
+static const uint8_t R_passport_element_error_translation_files[] = {1, 3};
 const tg__type tg__t_passport_element_error_translation_files = {
     .name = "PassportElementErrorTranslationFiles",
     .size = sizeof(tg_passport_element_error_translation_files),
@@ -8804,6 +9381,8 @@ const tg__type tg__t_passport_element_error_translation_files = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_element_error_translation_files,
+    .nreq_ptrs = 2,
 };
 
 static const tg__field F_passport_element_error_unspecified[] = {
@@ -8815,6 +9394,7 @@ static const tg__field F_passport_element_error_unspecified[] = {
 static const uint8_t S_passport_element_error_unspecified[8] = {
     0, 0, 0, 0, 4, 2, 1, 3,
 };
+static const uint8_t R_passport_element_error_unspecified[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_unspecified = {
     .name = "PassportElementErrorUnspecified",
     .size = sizeof(tg_passport_element_error_unspecified),
@@ -8824,6 +9404,8 @@ const tg__type tg__t_passport_element_error_unspecified = {
     .nfields = 4,
     .nslots = 8,
     .nrequired = 4,
+    .req_ptrs = R_passport_element_error_unspecified,
+    .nreq_ptrs = 3,
 };
 
 static const tg__field F_game[] = {
@@ -8837,6 +9419,7 @@ static const tg__field F_game[] = {
 static const uint8_t S_game[16] = {
     0, 2, 4, 0, 0, 0, 0, 0, 0, 1, 6, 5, 3, 0, 0, 0,
 };
+static const uint8_t R_game[] = {0, 1};
 const tg__type tg__t_game = {
     .name = "Game",
     .size = sizeof(tg_game),
@@ -8846,6 +9429,8 @@ const tg__type tg__t_game = {
     .nfields = 6,
     .nslots = 16,
     .nrequired = 3,
+    .req_ptrs = R_game,
+    .nreq_ptrs = 2,
 };
 
 static const uint8_t S_callback_game[1] = {
@@ -8870,6 +9455,7 @@ static const tg__field F_game_high_score[] = {
 static const uint8_t S_game_high_score[8] = {
     2, 0, 0, 3, 1, 0, 0, 0,
 };
+static const uint8_t R_game_high_score[] = {1};
 const tg__type tg__t_game_high_score = {
     .name = "GameHighScore",
     .size = sizeof(tg_game_high_score),
@@ -8879,6 +9465,8 @@ const tg__type tg__t_game_high_score = {
     .nfields = 3,
     .nslots = 8,
     .nrequired = 3,
+    .req_ptrs = R_game_high_score,
+    .nreq_ptrs = 1,
 };
 
 TG__UNION_LAYOUT(tg_reply_markup);
