@@ -8,14 +8,16 @@
  * examples/tgproxy.example.toml documents the same keys and is loaded by a test.
  *
  * Invariants after a successful load (the engine may rely on them without re-checking):
- *   - nlisten >= 1; every listen address is a numeric IPv4 or IPv6 address with a port;
+ *   - nlisten >= 1; every listen address is a numeric IPv4 or IPv6 address (port 0 means
+ *     "let the kernel pick", for tests);
  *   - nsecrets >= 1; labels are unique, non-empty, at most CONFIG_LABEL_MAX - 1 bytes of
  *     [A-Za-z0-9_.-]; two entries may share a key (one key served as ee, dd and classic);
  *   - each [dcs] entry has 1..CONFIG_MAX_DC_ADDRS addresses; ids are unique, at most one
  *     entry has is_default set; an address whose host is not an IP literal has
  *     resolved == false and is resolved by the engine when needed (nothing touches the
  *     network at load time);
- *   - every duration is > 0 and in milliseconds; every size is in bytes.
+ *   - every duration is > 0, in the unit its name says (_ms, _s); every size is in bytes;
+ *   - fronting.addr (when fronting.resolved) already carries fronting.port.
  *
  * Ownership: config_init() sets defaults and owns nothing; arrays (listen, secrets, dcs) are
  * allocated with tg__malloc by the loader and released by config_cleanup(). A struct config
@@ -165,7 +167,8 @@ void config_init(struct config *cfg);
 void config_cleanup(struct config *cfg);
 
 /*
- * Parse a TOML document into cfg (which must come from config_init()).
+ * Parse a TOML document into cfg, which must be fresh from config_init() (entries would
+ * otherwise be appended to what is there).
  *
  * name  used only in messages ("file:line:col: ..."), borrowed.
  * text  the document, len bytes, borrowed; need not be NUL-terminated.
