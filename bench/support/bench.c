@@ -81,7 +81,7 @@ static uint64_t calibrate(tg__bench_fn fn, void *ctx, double target_s)
     uint64_t iters = 1, allocs;
     for (int step = 0; step < 40; step++) {
         uint64_t ns = timed(fn, ctx, iters, &allocs);
-        if (ns >= 10 * 1000 * 1000) {
+        if (ns >= (uint64_t)10 * 1000 * 1000) { /* 10 ms */
             double per = (double)ns / (double)iters;
             double want = target_s * 1e9 / per;
             return want < 1 ? 1 : (uint64_t)want;
@@ -96,9 +96,11 @@ int tg__bench_run(const char *name, tg__bench_fn fn, void *ctx, tg__bench_result
     enum { MAX_RUNS = 31 };
     double target = env_double("TGKIT_BENCH_SECONDS", 0.3);
     int runs = (int)env_double("TGKIT_BENCH_RUNS", 5);
+    if (runs < 1)
+        runs = 1;
     if (runs > MAX_RUNS)
         runs = MAX_RUNS;
-    double ns[MAX_RUNS], al[MAX_RUNS];
+    double ns[MAX_RUNS] = {0}, al[MAX_RUNS] = {0};
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);
     fn(ctx); /* warm up */

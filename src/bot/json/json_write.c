@@ -206,7 +206,9 @@ static size_t escape_byte(unsigned char c, char *out)
         out[1] = s;
         return 2;
     }
-    memcpy(out + 1, "u00", 3);
+    out[1] = 'u';
+    out[2] = '0';
+    out[3] = '0';
     out[4] = hex[c >> 4];
     out[5] = hex[c & 15];
     return 6;
