@@ -263,8 +263,8 @@ static int dec_array(dec *x, const tg__field *f, uint32_t tok, const void **item
         if (depth > 1) {
             tg__list *row = (tg__list *)(void *)(arr + i * esz);
             rc = dec_array(x, f, el, &row->items, &row->count, 1);
-        } else if (x->d->toks[el].type == TG__J_NULL) {
-            rc = 0;
+        } else if (x->d->toks[el].type == TG__J_NULL && f->kind != TG__K_OBJ) {
+            rc = 0; /* a null element stays zero; structs must be objects */
         } else {
             rc = dec_one(x, f, el, arr + i * esz, false, true);
         }
