@@ -41,9 +41,11 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# clang, so the same sanitizer build also yields the libFuzzer binaries CI smokes.
 asan-test: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTGKIT_SANITIZE=address,undefined \
-	    -DTGKIT_WERROR=ON -DTGKIT_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+	    -DTGKIT_SANITIZE=address,undefined -DTGKIT_WERROR=ON -DTGKIT_BUILD_BENCH=OFF \
+	    -DTGKIT_FUZZ=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
