@@ -139,7 +139,7 @@ static void doc_put(tg_dispatcher *d, tg__jdoc *doc)
     pthread_mutex_lock(&d->docs_mu);
     if (d->ndocs == d->docs_cap) {
         size_t ncap = d->docs_cap ? d->docs_cap * 2 : 8;
-        tg__jdoc **nd = tg__realloc(d->docs, ncap * sizeof *nd);
+        tg__jdoc **nd = tg__realloc(d->docs, ncap * sizeof(tg__jdoc *));
         if (nd) {
             d->docs = nd;
             d->docs_cap = ncap;

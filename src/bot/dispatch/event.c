@@ -15,7 +15,7 @@
 
 static const char *const kind_names[TG_UPDATE_KIND_COUNT] = {
     [TG_UPDATE_UNKNOWN] = "unknown",
-#define TG__KIND_NAME(id, name) [TG_UPDATE_##id] = name,
+#define TG__KIND_NAME(id, name) [TG_UPDATE_##id] = (name),
     TG_UPDATE_KINDS(TG__KIND_NAME)
 #undef TG__KIND_NAME
 };

@@ -218,9 +218,9 @@ static bool regex_match(const tg_filter *f, struct tg_hctx *h, const char *subje
     if (ncap > TG__MAX_CAPTURES)
         ncap = TG__MAX_CAPTURES;
     for (unsigned i = 0; i < ncap; i++) {
-        bool set = i < (unsigned)rc && ov[2 * i] != PCRE2_UNSET;
-        h->cap_p[i] = set ? subject + ov[2 * i] : NULL;
-        h->cap_n[i] = set ? ov[2 * i + 1] - ov[2 * i] : 0;
+        bool set = i < (unsigned)rc && ov[(size_t)2 * i] != PCRE2_UNSET;
+        h->cap_p[i] = set ? subject + ov[(size_t)2 * i] : NULL;
+        h->cap_n[i] = set ? ov[(size_t)2 * i + 1] - ov[(size_t)2 * i] : 0;
     }
     h->ncap = (unsigned)rc < ncap ? (unsigned)rc : ncap;
     return true;

@@ -74,7 +74,7 @@ static struct entry **find(struct memstore *m, const char *key, uint64_t h)
 static void grow(struct memstore *m)
 {
     size_t n = m->nbuckets * 2;
-    struct entry **nb = tg__calloc(n, sizeof *nb);
+    struct entry **nb = tg__calloc(n, sizeof(struct entry *));
     if (!nb)
         return; /* keep the longer chains; still correct */
     uint64_t now = tg__now_ms();
@@ -189,7 +189,7 @@ tg_storage *tg_storage_memory_new(void)
         return NULL;
     m->base.ops = &mem_ops;
     m->nbuckets = 64;
-    m->buckets = tg__calloc(m->nbuckets, sizeof *m->buckets);
+    m->buckets = tg__calloc(m->nbuckets, sizeof(struct entry *));
     if (!m->buckets || pthread_mutex_init(&m->mu, NULL) != 0) {
         tg__free(m->buckets);
         tg__free(m);

@@ -230,7 +230,7 @@ int tg__workers_new(tg__workers **out, const tg__workers_options *opt)
     while (w->nbuckets < nlanes)
         w->nbuckets <<= 1;
     w->lanes = tg__calloc(nlanes, sizeof *w->lanes);
-    w->buckets = tg__calloc(w->nbuckets, sizeof *w->buckets);
+    w->buckets = tg__calloc(w->nbuckets, sizeof(struct lane *));
     w->threads = tg__calloc(w->o.workers, sizeof *w->threads);
     int rc = -ENOMEM;
     if (!w->lanes || !w->buckets || !w->threads)

@@ -249,7 +249,7 @@ tg_status tg_run_polling(tg_dispatcher *d, const tg_polling_options *opts)
     defaults(&p.o);
     p.backoff_ms = p.o.backoff_min_ms;
     tg__jdoc_init(&p.doc, NULL);
-    tg__buf_init(&p.req, 64 * 1024);
+    tg__buf_init(&p.req, (size_t)64 * 1024);
     tg_status st = start(&p);
     if (st == TG_OK)
         loop(&p);

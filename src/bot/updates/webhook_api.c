@@ -84,7 +84,7 @@ tg_status tg_webhook_set(tg_ctx *ctx, const tg_webhook_options *o)
     if (o->upload_certificate && !o->cert_file)
         return TG_ERR_INVALID;
     tg__buf b;
-    tg__buf_init(&b, 64 * 1024);
+    tg__buf_init(&b, (size_t)64 * 1024);
     tg_status st = TG_ERR_NOMEM;
     const char *res;
     size_t rlen;
