@@ -5,8 +5,10 @@
  *  - on success: check the token invariants, run every accessor and tg__json_path on every
  *    token, re-encode the document with the writer, re-parse it (must succeed with the same
  *    shape and values) and re-encode again (must be byte-identical: a fixed point).
+ * Also: the raw input written as one string value must parse back to the same bytes.
  * Violations call abort() so libFuzzer (and the corpus replay under ctest) reports them.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,12 +146,31 @@ static void same(const tg__jdoc *a, const tg__jdoc *b)
     }
 }
 
+/* The input as one string value: the writer must escape it into JSON that parses back to
+ * the same bytes, or refuse it (-EINVAL: not UTF-8). */
+static void string_round_trip(const uint8_t *data, size_t size)
+{
+    tg__jw w;
+    tg__jerr err;
+    tg__buf_reset(&out1);
+    tg__jw_init(&w, &out1);
+    tg__jw_strn(&w, (const char *)data, size);
+    if (w.err != 0) {
+        CHECK(w.err == -EINVAL);
+        return;
+    }
+    CHECK(tg__json_parse(&d2, out1.data, out1.len, &err) == 0);
+    CHECK(d2.ntok == 1 && d2.toks[0].type == TG__J_STRING);
+    CHECK(tg__json_str_eq(&d2, 0, (const char *)data, size));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > (1u << 20))
         return 0;
     init_once();
     tg__arena_reset(&arena);
+    string_round_trip(data, size);
     tg__jerr err;
     if (tg__json_parse(&tight, (const char *)data, size, &err) != 0) {
         tg__buf_reset(&scratch);
