@@ -30,39 +30,6 @@ static void set_err(tg__jw *w, int err)
         w->err = err;
 }
 
-bool tg__codec_present(const tg__field *f, const unsigned char *base, bool top)
-{
-    const unsigned char *p = base + f->off;
-    bool opt = (f->flags & TG__F_OPT) != 0;
-    if (f->flags & (TG__F_ARR | TG__F_ARR2))
-        return *(const void *const *)(const void *)p != NULL;
-    switch (f->kind) {
-    case TG__K_BOOL:
-        return !opt || ((const tg_opt_bool *)(const void *)p)->has;
-    case TG__K_TRUE:
-        return !opt || *(const bool *)p;
-    case TG__K_I64:
-        return !opt || ((const tg_opt_i64 *)(const void *)p)->has;
-    case TG__K_F64:
-        return !opt || ((const tg_opt_double *)(const void *)p)->has;
-    case TG__K_STR:
-    case TG__K_OBJ:
-        return *(const void *const *)(const void *)p != NULL;
-    case TG__K_ENUM:
-        return ((const tg_strenum *)(const void *)p)->id != TG_ENUM_ABSENT;
-    case TG__K_UNION:
-        return ((const tg__union_head *)(const void *)p)->kind != TG_UNION_ABSENT;
-    case TG__K_CHATID:
-        return ((const tg_chat_id *)(const void *)p)->kind != TG_CHAT_ID_NONE;
-    case TG__K_FILE: {
-        const tg_input_file *fl = (const tg_input_file *)(const void *)p;
-        return fl->kind != TG_INPUT_FILE_NONE && !(top && tg_input_file_is_upload(fl));
-    }
-    default:
-        return true; /* TG__K_CONST */
-    }
-}
-
 static void enc_enum(enc *e, const tg__enum *en, const tg_strenum *v)
 {
     if (v->id == TG_ENUM_UNKNOWN && v->str) {
