@@ -148,6 +148,13 @@ long tg__json_str_copy(const tg__jdoc *d, uint32_t tok, char *out, size_t cap)
     if (t->type != TG__J_STRING || cap == 0)
         return -1;
     const char *raw = d->src + t->start;
+    if (!(t->flags & TG__JF_ESCAPED)) {
+        if (t->len >= cap)
+            return -1;
+        memcpy(out, raw, t->len);
+        out[t->len] = '\0';
+        return (long)t->len;
+    }
     size_t i = 0, o = 0;
     while (i < t->len) {
         char tmp[4];
