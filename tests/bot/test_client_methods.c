@@ -34,7 +34,8 @@ static int setup(void **state)
     struct fx *f = calloc(1, sizeof *f);
     f->srv = bot_server_start(TOKEN);
     assert_non_null(f->srv);
-    f->bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv)});
+    f->bot = tg_bot_new(
+        TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv), .log_level = TG_LOG_ERROR});
     f->ctx = tg_ctx_new(f->bot);
     assert_non_null(f->ctx);
     *state = f;
@@ -434,15 +435,83 @@ static void check_body(const tg__method *m, const bot_request *r)
     json_decref(root);
 }
 
+static alignas(max_align_t) unsigned char params[8192];
+static alignas(max_align_t) unsigned char out[8192];
+
+static tg_status call_m(struct fx *f, const tg__method *m)
+{
+    memset(out, 0, sizeof out);
+    return tg__call(f->ctx, m, m->params_desc ? params : NULL, out);
+}
+
+/* Success: path, JSON body with every required parameter, decoded result. */
+static void method_success(struct fx *f, const tg__method *m, tg__buf *b, const char *path)
+{
+    size_t res_off;
+    result_json(b, m, &res_off);
+    bot_server_set_reply(f->srv, m->name, 200, tg__buf_cstr(b));
+    tg_status st = call_m(f, m);
+    if (st != TG_OK)
+        fail_msg("%s: %s (reply %s)", m->name, tg_ctx_errmsg(f->ctx), tg__buf_cstr(b));
+    const bot_request *r = bot_server_last(f->srv);
+    assert_string_equal(r->path, path);
+    assert_string_equal(r->content_type, "application/json");
+    check_body(m, r);
+    check_result(m, out, b->data + res_off, b->len - res_off - 1);
+}
+
+/* The bad days, each against every method (the persistent reply is a success). */
+static void method_failures(struct fx *f, const tg__method *m, const char *path)
+{
+    size_t before = bot_server_count(f->srv, m->name);
+    bot_server_push_error(f->srv, m->name, 403, "Forbidden: bot was blocked by the user");
+    assert_int_equal(call_m(f, m), TG_ERR_API);
+    assert_int_equal(tg_ctx_error(f->ctx)->error_code, 403);
+    assert_string_equal(tg_ctx_error(f->ctx)->method, m->name);
+    assert_string_equal(bot_server_last(f->srv)->path, path);
+    /* 429 without retry_after: backed off and retried once, then the success */
+    bot_server_push_raw(f->srv, m->name, 429, NULL,
+                        "{\"ok\":false,\"error_code\":429,\"description\":\"Too Many\"}");
+    assert_int_equal(call_m(f, m), TG_OK);
+    bot_server_push_raw(f->srv, m->name, 502, "text/html", "<html>502 Bad Gateway</html>");
+    assert_int_equal(call_m(f, m), TG_ERR_HTTP);
+    assert_int_equal(tg_ctx_error(f->ctx)->http_status, 502);
+    bot_server_push_raw(f->srv, m->name, 200, NULL, "{\"ok\":true,\"result\":");
+    assert_int_equal(call_m(f, m), TG_ERR_DECODE);
+    bot_server_push_raw(f->srv, m->name, 200, NULL, "{\"ok\":true,\"result\":12.5}");
+    assert_int_equal(call_m(f, m), TG_ERR_DECODE);
+    assert_true(strncmp(tg_ctx_error(f->ctx)->json_path, "result", 6) == 0);
+    bot_server_push(
+        f->srv, m->name,
+        &(bot_action){.kind = BOT_ACT_CLOSE_MID, .body = "{\"ok\":true,\"result\":true}"});
+    assert_int_equal(call_m(f, m), TG_ERR_TRANSPORT);
+    assert_int_equal(bot_server_count(f->srv, m->name), before + 7);
+    /* a required parameter missing: refused before sending */
+    const tg__type *pt = m->params_desc;
+    for (uint16_t i = 0; pt && i < pt->nfields; i++) {
+        const tg__field *fd = &pt->fields[i];
+        bool pointer = (fd->flags & (TG__F_ARR | TG__F_ARR2)) || fd->kind == TG__K_STR ||
+                       fd->kind == TG__K_OBJ;
+        if ((fd->flags & TG__F_OPT) || !pointer)
+            continue;
+        const void *saved = *(const void **)(void *)(params + fd->off);
+        *(const void **)(void *)(params + fd->off) = NULL;
+        assert_int_equal(call_m(f, m), TG_ERR_INVALID);
+        assert_non_null(strstr(tg_ctx_errmsg(f->ctx), fd->name));
+        *(const void **)(void *)(params + fd->off) = saved;
+        break;
+    }
+    assert_int_equal(bot_server_count(f->srv, m->name), before + 7);
+}
+
 static void test_every_method(void **state)
 {
     struct fx *f = *state;
     tg__buf b;
     tg__buf_init(&b, 1 << 20);
-    static alignas(max_align_t) unsigned char params[8192];
-    static alignas(max_align_t) unsigned char out[8192];
     char path[128];
     size_t ok = 0;
+    tg_ctx_set_retry_policy(f->ctx, &(tg_retry_policy){.backoff_base_ms = 1});
     for (size_t i = 0; i < tg__method_count; i++) {
         const tg__method *m = tg__methods[i];
         const tg__type *pt = m->params_desc;
@@ -450,27 +519,9 @@ static void test_every_method(void **state)
         memset(params, 0, sizeof params);
         memset(scratch, 0, sizeof scratch);
         fill_required(pt, params);
-        size_t res_off;
-        result_json(&b, m, &res_off);
-        bot_server_set_reply(f->srv, m->name, 200, tg__buf_cstr(&b));
-        memset(out, 0, sizeof out);
-        tg_status st = tg__call(f->ctx, m, pt ? params : NULL, out);
-        if (st != TG_OK)
-            fprintf(stderr, "%s: %s (reply %s)\n", m->name, tg_ctx_errmsg(f->ctx),
-                    tg__buf_cstr(&b));
-        assert_int_equal(st, TG_OK);
-        const bot_request *r = bot_server_last(f->srv);
         snprintf(path, sizeof path, "/bot<TOKEN>/%s", m->name);
-        assert_string_equal(r->path, path);
-        assert_string_equal(r->content_type, "application/json");
-        check_body(m, r);
-        check_result(m, out, b.data + res_off, b.len - res_off - 1);
-
-        bot_server_push_error(f->srv, m->name, 403, "Forbidden: bot was blocked by the user");
-        assert_int_equal(tg__call(f->ctx, m, pt ? params : NULL, out), TG_ERR_API);
-        assert_int_equal(tg_ctx_error(f->ctx)->error_code, 403);
-        assert_string_equal(tg_ctx_error(f->ctx)->method, m->name);
-        assert_string_equal(bot_server_last(f->srv)->path, path);
+        method_success(f, m, &b, path);
+        method_failures(f, m, path);
         tg_ctx_reset(f->ctx);
         ok++;
     }

@@ -579,11 +579,11 @@ bot_server *bot_server_start(const char *token)
     s->actions = calloc(MAX_ACTIONS, sizeof *s->actions);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+    s->d =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
+                         NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+                         on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         s->d ? MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
     if (!s->actions || !info) {
