@@ -147,7 +147,9 @@ static void slow_readers(struct pproc *p, uint16_t port, struct pcli_opts o)
 
 static int start(struct pharness *h, uint32_t antireplay_entries)
 {
-    struct pharness_opts o = {.fork_server = true, .concurrency = 20000, .workers = 2,
+    struct pharness_opts o = {.fork_server = true,
+                              .concurrency = 20000,
+                              .workers = 2,
                               .antireplay_entries = antireplay_entries};
     if (pharness_start(h, &o) < 0) {
         fprintf(stderr, "memory: cannot start the proxy\n");
@@ -172,8 +174,7 @@ static void phase_idle(int max)
     struct pcli_opts direct = {.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 10000};
     double relay_per = 0, proxy_per = 0;
     idle_series("relay", &relay, relay.port, direct, h.dc, max, &relay_per);
-    idle_series("proxy_tls", &h.proc, h.port, pharness_client(&h, PCLI_TLS), h.dc, max,
-                &proxy_per);
+    idle_series("proxy_tls", &h.proc, h.port, pharness_client(&h, PCLI_TLS), h.dc, max, &proxy_per);
     pload_line("proxy_rss_idle_per_conn",
                "kb_per_conn=%.2f floor=relay floor_kb=%.2f delta_kb=%.2f goal_kb=2 "
                "(slope between the last two steps)",

@@ -85,8 +85,7 @@ static void run_path(const struct path *p, struct pharness *h, int conns, enum p
     if (p->proc)
         pproc_report(p->proc, &r1);
     double mb = (double)total / 1e6, mbps = r.failures ? 0 : mb / r.seconds;
-    double cpu_s_gb = p->proc ? (double)(r1.cpu_ns - r0.cpu_ns) / 1e9 / ((double)total / 1e9)
-                              : 0;
+    double cpu_s_gb = p->proc ? (double)(r1.cpu_ns - r0.cpu_ns) / 1e9 / ((double)total / 1e9) : 0;
     double allocs_mb = p->proc && r1.allocs ? (double)(r1.allocs - r0.allocs) / mb : -1;
     char name[96];
     snprintf(name, sizeof name, "proxy_tput_%s_%s_%dconn", p->name,

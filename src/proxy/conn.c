@@ -20,22 +20,28 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CONN_POOL_KEEP 4096  /* struct conn kept cached per worker */
-#define BUF_POOL_KEEP 256    /* I/O buffers kept cached per worker */
-#define HS_HEADROOM 64       /* bytes kept free in the handshake buffer for a PROXY v2
-                                header in front of the bytes replayed to the fronting host */
-#define PP_V1_MAX 107        /* PROXY v1 line, CRLF included (brief 6.1) */
-#define PP_V2_MAX 1024       /* PROXY v2: header + addresses + TLVs we accept */
+#define CONN_POOL_KEEP 4096 /* struct conn kept cached per worker */
+#define BUF_POOL_KEEP  256  /* I/O buffers kept cached per worker */
+#define HS_HEADROOM                                                                                \
+    64                 /* bytes kept free in the handshake buffer for a PROXY v2                   \
+                          header in front of the bytes replayed to the fronting host */
+#define PP_V1_MAX 107  /* PROXY v1 line, CRLF included (brief 6.1) */
+#define PP_V2_MAX 1024 /* PROXY v2: header + addresses + TLVs we accept */
 
 static const uint8_t pp_v2_sig[12] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
                                       0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a};
 
 static const char *const end_names[] = {
-    [END_NONE] = "none",          [END_EOF] = "eof",
-    [END_RESET] = "reset",        [END_HS_TIMEOUT] = "handshake-timeout",
-    [END_HS_BAD] = "bad-client-flight", [END_IDLE] = "idle",
-    [END_DC_FAIL] = "dc-unreachable",   [END_FRONT_FAIL] = "fronting-unreachable",
-    [END_NOMEM] = "out-of-memory",      [END_SHUTDOWN] = "shutdown",
+    [END_NONE] = "none",
+    [END_EOF] = "eof",
+    [END_RESET] = "reset",
+    [END_HS_TIMEOUT] = "handshake-timeout",
+    [END_HS_BAD] = "bad-client-flight",
+    [END_IDLE] = "idle",
+    [END_DC_FAIL] = "dc-unreachable",
+    [END_FRONT_FAIL] = "fronting-unreachable",
+    [END_NOMEM] = "out-of-memory",
+    [END_SHUTDOWN] = "shutdown",
     [END_PROTO] = "client-tls-error",
 };
 
@@ -97,8 +103,8 @@ static void log_end(const struct conn *c)
     tg__log(NULL, TG__LOG_INFO,
             "conn end: reason=%s dc=%d secret=%s dur_ms=%llu up=%llu down=%llu mode=%s",
             conn_end_name((enum conn_end)c->end), c->dc, label_of(c),
-            (unsigned long long)(c->w->loop.now_ms - c->start_ms),
-            (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down,
+            (unsigned long long)(c->w->loop.now_ms - c->start_ms), (unsigned long long)c->bytes_up,
+            (unsigned long long)c->bytes_down,
             c->state == CONN_FRONT_RELAY || c->state == CONN_FRONT_CONNECT ? "fronted"
             : c->tls                                                       ? "tls"
                                                                            : "obfs2");
@@ -200,9 +206,9 @@ static int pp_parse(const uint8_t *b, size_t n, size_t *len)
         return PP_BAD;
     for (size_t i = 1; i < n && i < PP_V1_MAX; i++) {
         if (b[i - 1] == '\r' && b[i] == '\n') {
-            bool known = i + 1 >= 6 + 5 && (memcmp(b + 6, "TCP4 ", 5) == 0 ||
-                                            memcmp(b + 6, "TCP6 ", 5) == 0 ||
-                                            memcmp(b + 6, "UNKNOWN", 7) == 0);
+            bool known = i + 1 >= 6 + 5 &&
+                         (memcmp(b + 6, "TCP4 ", 5) == 0 || memcmp(b + 6, "TCP6 ", 5) == 0 ||
+                          memcmp(b + 6, "UNKNOWN", 7) == 0);
             *len = i + 1;
             return known ? PP_OK : PP_BAD;
         }
@@ -351,8 +357,8 @@ static void flight_step(struct conn *c)
     enum obfs2_status st = obfs2_parse_client(c->hs, c->hs_len, &cand, 1, &c->c2p, &oc);
     crypto_wipe(&cand, sizeof cand);
     if (st != OBFS2_OK || replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
-        hs_debug(c, "tls client flight", st == OBFS2_OK ? "replayed obfs2 header"
-                                                        : "obfs2 header does not authenticate");
+        hs_debug(c, "tls client flight",
+                 st == OBFS2_OK ? "replayed obfs2 header" : "obfs2 header does not authenticate");
         stats_add(&c->w->stats, handshake_bad, 1);
         conn_close(c, st == OBFS2_ERROR ? END_NOMEM : END_HS_BAD);
         return;

@@ -47,18 +47,17 @@ struct antireplay;
 /* State shared by every worker; read-only once the workers run (except the atomics). */
 struct conn_shared {
     const struct config *cfg;
-    struct obfs2_candidate *plain;  /* dd / classic secrets for plain obfs2 */
-    size_t *plain_idx;              /* plain[i] is cfg->secrets[plain_idx[i]] */
+    struct obfs2_candidate *plain; /* dd / classic secrets for plain obfs2 */
+    size_t *plain_idx;             /* plain[i] is cfg->secrets[plain_idx[i]] */
     size_t nplain;
-    struct faketls_key *ee;         /* ee secrets for FakeTLS */
-    size_t *ee_idx;                 /* ee[i] is cfg->secrets[ee_idx[i]] */
+    struct faketls_key *ee; /* ee secrets for FakeTLS */
+    size_t *ee_idx;         /* ee[i] is cfg->secrets[ee_idx[i]] */
     size_t nee;
-    struct antireplay *replay;      /* NULL = anti-replay disabled */
+    struct antireplay *replay; /* NULL = anti-replay disabled */
     bool fast_mode;
-    uint32_t concurrency;           /* limit on active connections, all workers */
-    uint32_t active;                /* atomic: active connections, all workers */
-    size_t buf_size;                /* pool block size */
-    uint16_t listen_port;           /* to refuse fronting onto ourselves */
+    uint32_t concurrency; /* limit on active connections, all workers */
+    uint32_t active;      /* atomic: active connections, all workers */
+    size_t buf_size;      /* pool block size */
 };
 
 struct conn;
@@ -69,11 +68,11 @@ struct conn_worker {
     tg__pool pool;
     struct stats stats;
     struct loop_tq tq_handshake, tq_connect, tq_front, tq_idle;
-    struct conn *conns;             /* every open connection, for shutdown */
-    struct conn_shared *sh;         /* shared; only sh->active is written */
-    tg__ratelimit rl;               /* debug lines the network can trigger */
-    tg__pool conn_pool;             /* struct conn storage */
-    uint8_t *scratch;               /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
+    struct conn *conns;     /* every open connection, for shutdown */
+    struct conn_shared *sh; /* shared; only sh->active is written */
+    tg__ratelimit rl;       /* debug lines the network can trigger */
+    tg__pool conn_pool;     /* struct conn storage */
+    uint8_t *scratch;       /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
     /* fronting address cache (resolved on first need, refreshed after front_ttl_ms) */
     struct sockaddr_storage front_addr;
     socklen_t front_len;
@@ -92,32 +91,31 @@ enum conn_state {
 
 enum conn_end {
     END_NONE,
-    END_EOF,          /* both sides finished */
-    END_RESET,        /* a socket error or reset */
-    END_HS_TIMEOUT,   /* handshake deadline (nothing to front) */
-    END_HS_BAD,       /* bad client flight after the ServerHello */
+    END_EOF,        /* both sides finished */
+    END_RESET,      /* a socket error or reset */
+    END_HS_TIMEOUT, /* handshake deadline (nothing to front) */
+    END_HS_BAD,     /* bad client flight after the ServerHello */
     END_IDLE,
-    END_DC_FAIL,      /* every DC address failed or the DC is unknown */
+    END_DC_FAIL, /* every DC address failed or the DC is unknown */
     END_FRONT_FAIL,
     END_NOMEM,
     END_SHUTDOWN,
-    END_PROTO,        /* bad TLS record or alert from the client */
+    END_PROTO, /* bad TLS record or alert from the client */
 };
 
 /* One direction of a relay: bytes read from one socket waiting for the other. */
 struct relay_dir {
-    uint8_t *buf;          /* pool buffer while bytes are in flight, else NULL */
-    uint32_t off, len;     /* unwritten bytes are buf[off..len) */
-    bool eof;              /* the source reached EOF */
-    bool shut;             /* we sent FIN to the destination */
+    uint8_t *buf;      /* pool buffer while bytes are in flight, else NULL */
+    uint32_t off, len; /* unwritten bytes are buf[off..len) */
+    bool eof;          /* the source reached EOF */
+    bool shut;         /* we sent FIN to the destination */
 };
 
 enum { DIR_UP = 0, DIR_DOWN = 1 }; /* up: client -> upstream; down: upstream -> client */
 
-
 struct conn {
-    struct loop_io cli, up;       /* registrations of the two sockets */
-    int cfd, ufd;                 /* client socket; DC or fronting socket (-1 = none) */
+    struct loop_io cli, up; /* registrations of the two sockets */
+    int cfd, ufd;           /* client socket; DC or fronting socket (-1 = none) */
     struct loop_timer timer;
     struct conn_worker *w;
     struct conn *prev, *next;
@@ -129,13 +127,13 @@ struct conn {
     struct faketls_reader rd;     /* client records after the ServerHello */
     uint8_t *hs;                  /* handshake bytes read so far (pool buffer) */
     uint32_t hs_len;
-    uint32_t secret;              /* index into cfg->secrets; UINT32_MAX = none yet */
+    uint32_t secret; /* index into cfg->secrets; UINT32_MAX = none yet */
     int16_t dc;
-    uint8_t state;                /* enum conn_state */
-    uint8_t end;                  /* enum conn_end */
-    uint8_t addr_i;               /* DC address being tried (upstream_addr index) */
+    uint8_t state;  /* enum conn_state */
+    uint8_t end;    /* enum conn_end */
+    uint8_t addr_i; /* DC address being tried (upstream_addr index) */
     bool tls, fast;
-    bool pp_done;                 /* listener PROXY header consumed (if configured) */
+    bool pp_done; /* listener PROXY header consumed (if configured) */
 };
 
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */

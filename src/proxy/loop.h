@@ -39,8 +39,8 @@ typedef void (*loop_io_fn)(struct loop *l, struct loop_io *io, unsigned events);
 typedef void (*loop_timer_fn)(struct loop *l, struct loop_timer *t);
 
 struct loop_io {
-    int fd;           /* -1 when not registered */
-    unsigned mask;    /* current interest */
+    int fd;        /* -1 when not registered */
+    unsigned mask; /* current interest */
     loop_io_fn cb;
 };
 
@@ -57,17 +57,17 @@ struct loop_tq {
 };
 
 #define LOOP_MAX_EVENTS 256
-#define LOOP_MAX_TQ 8
+#define LOOP_MAX_TQ     8
 
 struct loop {
     int epfd;
-    int wakefd;                 /* eventfd written by loop_stop */
-    volatile int stop;          /* set by loop_stop, read with atomics */
-    uint64_t now_ms;            /* monotonic time at the start of this iteration */
+    int wakefd;        /* eventfd written by loop_stop */
+    volatile int stop; /* set by loop_stop, read with atomics */
+    uint64_t now_ms;   /* monotonic time at the start of this iteration */
     struct loop_tq *tqs[LOOP_MAX_TQ];
     size_t n_tq;
     /* dispatch state, so deletions can cancel pending events of this batch */
-    void *batch;                /* struct epoll_event[LOOP_MAX_EVENTS] */
+    void *batch; /* struct epoll_event[LOOP_MAX_EVENTS] */
     int batch_n, batch_i;
 };
 

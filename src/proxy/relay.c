@@ -181,7 +181,8 @@ static void on_io(struct conn *c, struct loop_io *io, unsigned events)
         rc = pump(c, src);
     if (rc < 0) {
         conn_close(c, c->end != END_NONE ? (enum conn_end)c->end
-                                         : rc == -ENOMEM ? END_NOMEM : END_RESET);
+                      : rc == -ENOMEM    ? END_NOMEM
+                                         : END_RESET);
         return;
     }
     settle(c, (events & LOOP_ERROR) ? io : NULL);

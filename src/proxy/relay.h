@@ -28,7 +28,7 @@
 
 #include "proxy/conn.h"
 
-#define RELAY_TLS_HEADROOM 5      /* bytes reserved before a record's payload */
+#define RELAY_TLS_HEADROOM    5     /* bytes reserved before a record's payload */
 #define RELAY_TLS_MAX_PAYLOAD 16384 /* proxy -> client record payload (brief 4.9) */
 
 /* Begin relaying: both sockets registered, any queued upstream bytes flushed. */

@@ -18,10 +18,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define ACCEPT_BURST 64          /* accepts per readiness event, per listener */
-#define ACCEPT_PAUSE_MS 100      /* back-off when out of file descriptors */
-#define MAX_WORKERS 256
-#define BUF_SLACK 1024           /* pool block = max(buffer_size, 16384) + slack */
+#define ACCEPT_BURST    64  /* accepts per readiness event, per listener */
+#define ACCEPT_PAUSE_MS 100 /* back-off when out of file descriptors */
+#define MAX_WORKERS     256
+#define BUF_SLACK       1024 /* pool block = max(buffer_size, 16384) + slack */
 
 struct worker {
     struct conn_worker cw;
@@ -30,7 +30,7 @@ struct worker {
     int lfd[CONFIG_MAX_LISTEN];
     struct loop_io lis[CONFIG_MAX_LISTEN];
     struct loop_tq tq_pause;
-    struct loop_timer pause;     /* re-enables the listeners after EMFILE */
+    struct loop_timer pause; /* re-enables the listeners after EMFILE */
     int init_rc;
     bool started;
 };
@@ -43,7 +43,7 @@ struct server {
     uint16_t port[CONFIG_MAX_LISTEN];
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    size_t ready;                /* workers past init */
+    size_t ready; /* workers past init */
 };
 
 static void listeners_set(struct worker *w, unsigned mask)
@@ -146,8 +146,7 @@ static int open_listeners(struct server *s)
             uint16_t bound = 0;
             int fd = open_listener(&cfg->listen[i], s->port[i], &bound);
             if (fd < 0) {
-                tg__log(NULL, TG__LOG_ERROR, "listen %s: %s", cfg->listen[i].text,
-                        strerror(-fd));
+                tg__log(NULL, TG__LOG_ERROR, "listen %s: %s", cfg->listen[i].text, strerror(-fd));
                 return fd;
             }
             s->w[k].lfd[i] = fd;

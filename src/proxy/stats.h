@@ -15,20 +15,20 @@
 #include <stdint.h>
 
 /* X(name, help) */
-#define STATS_LIST(X)                                                                          \
-    X(accepted, "connections accepted")                                                        \
-    X(rejected_limit, "connections closed at accept: concurrency limit")                       \
-    X(active, "gauge: connections open on this worker")                                        \
-    X(handshake_ok, "client handshakes authenticated")                                         \
-    X(handshake_bad, "client handshakes that failed validation")                               \
-    X(handshake_timeout, "connections past the handshake deadline")                           \
-    X(fronted, "connections relayed to the fronting host")                                     \
-    X(dc_connect_fail, "DC connects that failed on every address")                             \
-    X(idle_timeout, "connections closed for idleness")                                         \
-    X(bytes_up, "bytes relayed client to upstream")                                            \
-    X(bytes_down, "bytes relayed upstream to client")                                          \
-    X(closed, "connections closed")                                                          \
-    X(bufs, "gauge: I/O buffers held by connections")                                        \
+#define STATS_LIST(X)                                                                              \
+    X(accepted, "connections accepted")                                                            \
+    X(rejected_limit, "connections closed at accept: concurrency limit")                           \
+    X(active, "gauge: connections open on this worker")                                            \
+    X(handshake_ok, "client handshakes authenticated")                                             \
+    X(handshake_bad, "client handshakes that failed validation")                                   \
+    X(handshake_timeout, "connections past the handshake deadline")                                \
+    X(fronted, "connections relayed to the fronting host")                                         \
+    X(dc_connect_fail, "DC connects that failed on every address")                                 \
+    X(idle_timeout, "connections closed for idleness")                                             \
+    X(bytes_up, "bytes relayed client to upstream")                                                \
+    X(bytes_down, "bytes relayed upstream to client")                                              \
+    X(closed, "connections closed")                                                                \
+    X(bufs, "gauge: I/O buffers held by connections")                                              \
     X(bufs_peak, "most I/O buffers held at once (per worker; summed over workers)")
 
 struct stats {
@@ -37,11 +37,11 @@ struct stats {
 #undef STATS_FIELD
 };
 
-#define stats_add(st, field, n)                                                                \
-    __atomic_store_n(&(st)->field, __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) + (n),    \
+#define stats_add(st, field, n)                                                                    \
+    __atomic_store_n(&(st)->field, __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) + (n),          \
                      __ATOMIC_RELAXED)
-#define stats_sub(st, field, n)                                                                \
-    __atomic_store_n(&(st)->field, __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) - (n),    \
+#define stats_sub(st, field, n)                                                                    \
+    __atomic_store_n(&(st)->field, __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) - (n),          \
                      __ATOMIC_RELAXED)
 
 /* Add every field of src (read relaxed, any thread) into dst (caller's snapshot). */

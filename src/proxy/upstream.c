@@ -5,6 +5,8 @@
  */
 #include "proxy/upstream.h"
 
+#include "proxy/dc.h"
+
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -50,15 +52,22 @@ static void list_hostport(struct addr_list *l, const struct config_hostport *hp)
         list_resolve(l, hp->host, hp->port);
 }
 
-/* Candidates for dc before prefer-ip ordering: override, else the built-in table. */
+/* Candidates for dc before prefer-ip ordering: the [dcs] override, else the built-in
+   table (dc.c applies the media, CDN, test and fallback rules). */
 static void dc_candidates(const struct config *cfg, int32_t dc, struct addr_list *l)
 {
-    const struct config_dc *o = config_dc_find(cfg, dc);
-    if (o) {
-        for (size_t i = 0; i < o->naddrs; i++)
-            list_hostport(l, &o->addrs[i]);
+    struct dc_options o;
+    struct dc_target t;
+    dc_options_from_config(&o, cfg);
+    if (dc_resolve(&o, dc, &t) < 0)
+        return;
+    if (t.override) {
+        for (size_t i = 0; i < t.override->naddrs; i++)
+            list_hostport(l, &t.override->addrs[i]);
         return;
     }
+    for (size_t i = 0; i < t.naddrs; i++)
+        list_add(l, (const struct sockaddr *)&t.addrs[i], t.addr_lens[i]);
 }
 
 static bool family_ok(enum config_prefer_ip p, int fam, int pass)
@@ -76,8 +85,8 @@ static bool family_ok(enum config_prefer_ip p, int fam, int pass)
     }
 }
 
-int upstream_dc_addr(const struct config *cfg, int32_t dc, unsigned i,
-                     struct sockaddr_storage *out, socklen_t *len)
+int upstream_dc_addr(const struct config *cfg, int32_t dc, unsigned i, struct sockaddr_storage *out,
+                     socklen_t *len)
 {
     struct addr_list l;
     l.n = 0;
@@ -186,9 +195,8 @@ static bool is_self(const struct config *cfg, const struct sockaddr_storage *sa)
                 return true;
         } else if (sa->ss_family == AF_INET6) {
             const struct sockaddr_in6 *a = (const void *)sa, *b = (const void *)ls;
-            if (a->sin6_port == b->sin6_port &&
-                (!memcmp(&a->sin6_addr, &b->sin6_addr, 16) ||
-                 IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr)))
+            if (a->sin6_port == b->sin6_port && (!memcmp(&a->sin6_addr, &b->sin6_addr, 16) ||
+                                                 IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr)))
                 return true;
         }
     }

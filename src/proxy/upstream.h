@@ -28,8 +28,8 @@
  * Returns 0, -ENOENT when there is no i-th address (or the DC is unknown and fallback is
  * off), or a getaddrinfo failure as -EHOSTUNREACH.
  */
-int upstream_dc_addr(const struct config *cfg, int32_t dc, unsigned i,
-                     struct sockaddr_storage *out, socklen_t *len);
+int upstream_dc_addr(const struct config *cfg, int32_t dc, unsigned i, struct sockaddr_storage *out,
+                     socklen_t *len);
 
 /* Start connecting c to its DC from address c->addr_i on; ends c on total failure. */
 void upstream_connect_dc(struct conn *c);

@@ -265,13 +265,14 @@ static void test_proxy_protocol_listener(void **state)
     start(&h, &(struct pharness_opts){.ee = true, .dd = true, .pp_listener = true});
     static const char v1[] = "PROXY TCP4 198.51.100.7 203.0.113.9 40000 443\r\n";
     static const uint8_t v2[] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49,
-                                 0x54, 0x0a, 0x21, 0x11, 0x00, 0x0c, 198, 51, 100, 7,
-                                 203, 0, 113, 9, 0x9c, 0x40, 0x01, 0xbb};
+                                 0x54, 0x0a, 0x21, 0x11, 0x00, 0x0c, 198,  51,   100,  7,
+                                 203,  0,    113,  9,    0x9c, 0x40, 0x01, 0xbb};
     struct {
         const void *p;
         size_t n;
         enum pcli_mode mode;
-    } cases[] = {{v1, sizeof v1 - 1, PCLI_TLS}, {v2, sizeof v2, PCLI_TLS}, {v1, sizeof v1 - 1, PCLI_DD}};
+    } cases[] = {
+        {v1, sizeof v1 - 1, PCLI_TLS}, {v2, sizeof v2, PCLI_TLS}, {v1, sizeof v1 - 1, PCLI_DD}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct pcli c;
         struct pcli_opts o = pharness_client(&h, cases[i].mode);
@@ -495,8 +496,8 @@ static void test_slow_readers_bounded(void **state)
     struct job jobs[N];
     pthread_t th[N];
     for (int i = 0; i < N; i++) {
-        jobs[i] = (struct job){.h = &h, .mode = i % 2 ? PCLI_DD : PCLI_TLS, .seed = 100u + i,
-                               .bytes = 1u << 20};
+        jobs[i] = (struct job){
+            .h = &h, .mode = i % 2 ? PCLI_DD : PCLI_TLS, .seed = 100u + i, .bytes = 1u << 20};
         assert_int_equal(pthread_create(&th[i], NULL, slow_main, &jobs[i]), 0);
     }
     for (int i = 0; i < N; i++) {

@@ -104,8 +104,8 @@ static void test_daemon_end_to_end(void **state)
     assert_true(wait_listening(port));
 
     struct pcli c;
-    struct pcli_opts o = {.mode = PCLI_TLS, .key = key, .sni = "example.com", .dc = 2,
-                          .timeout_ms = 10000};
+    struct pcli_opts o = {
+        .mode = PCLI_TLS, .key = key, .sni = "example.com", .dc = 2, .timeout_ms = 10000};
     assert_int_equal(pcli_connect(&c, port, &o), 0);
     assert_int_equal(pcli_echo(&c, 42, 3 << 20, 0), 0);
     pcli_close(&c);
@@ -130,7 +130,7 @@ static void test_daemon_end_to_end(void **state)
     assert_non_null(log);
     char hex[33];
     tg__hex_encode(hex, key, 16);
-    assert_null(strstr(log, hex));            /* the secret never reaches the log */
+    assert_null(strstr(log, hex));               /* the secret never reaches the log */
     assert_non_null(strstr(log, "secret=main")); /* but the label of the connection does */
     free(log);
     unlink(d.cfg);

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define HELLO_LEN 517
-#define REC_MAX 16384
+#define REC_MAX   16384
 
 static void put16(uint8_t *p, size_t v)
 {
@@ -147,7 +147,8 @@ static int write_framed(struct pcli *c, const uint8_t *p, size_t n)
 static int tls_start(struct pcli *c, const struct pcli_opts *o)
 {
     uint8_t hello[HELLO_LEN];
-    size_t hl = pcli_hello(hello, sizeof hello, o->key, o->sni, (int64_t)time(NULL) + o->time_skew_s);
+    size_t hl =
+        pcli_hello(hello, sizeof hello, o->key, o->sni, (int64_t)time(NULL) + o->time_skew_s);
     int rc = psock_write_all(c->fd, hello, hl);
     if (rc == 0)
         rc = read_server_hello(c, hello, o->key);

@@ -30,14 +30,14 @@ enum pcli_mode { PCLI_TLS, PCLI_DD, PCLI_CLASSIC, PCLI_DIRECT };
 
 struct pcli_opts {
     enum pcli_mode mode;
-    const uint8_t *key;     /* 16 bytes; unused for PCLI_DIRECT */
-    const char *sni;        /* FakeTLS SNI; NULL = no SNI extension */
+    const uint8_t *key; /* 16 bytes; unused for PCLI_DIRECT */
+    const char *sni;    /* FakeTLS SNI; NULL = no SNI extension */
     int16_t dc;
-    uint8_t tag;            /* PCLI_CLASSIC: PTAG_ABRIDGED (default) or PTAG_INTERMEDIATE */
-    int64_t time_skew_s;    /* added to the FakeTLS timestamp */
-    int timeout_ms;         /* socket timeouts; 0 = 10000 */
-    size_t max_record;      /* FakeTLS payload per record sent; 0 = 2878 (tdlib) */
-    const void *prefix;     /* bytes sent before the handshake (a PROXY header), or NULL */
+    uint8_t tag;         /* PCLI_CLASSIC: PTAG_ABRIDGED (default) or PTAG_INTERMEDIATE */
+    int64_t time_skew_s; /* added to the FakeTLS timestamp */
+    int timeout_ms;      /* socket timeouts; 0 = 10000 */
+    size_t max_record;   /* FakeTLS payload per record sent; 0 = 2878 (tdlib) */
+    const void *prefix;  /* bytes sent before the handshake (a PROXY header), or NULL */
     size_t prefix_len;
 };
 

@@ -26,8 +26,8 @@ struct dconn {
     struct pctr dec, enc;
     enum dcmd cmd;
     uint32_t seed;
-    uint64_t count, done;   /* SINK/SRCE progress */
-    uint8_t *buf;           /* pending output */
+    uint64_t count, done; /* SINK/SRCE progress */
+    uint8_t *buf;         /* pending output */
     size_t off, len;
     bool eof, sink_failed;
     uint32_t mask;
@@ -115,8 +115,8 @@ static int start_cmd(struct fakedc *d, struct dconn *c)
 {
     uint8_t *cmd = c->hdr + 64;
     pctr_apply(&c->dec, cmd, FAKEDC_CMD_LEN);
-    c->seed = (uint32_t)cmd[4] | (uint32_t)cmd[5] << 8 | (uint32_t)cmd[6] << 16 |
-              (uint32_t)cmd[7] << 24;
+    c->seed =
+        (uint32_t)cmd[4] | (uint32_t)cmd[5] << 8 | (uint32_t)cmd[6] << 16 | (uint32_t)cmd[7] << 24;
     c->count = 0;
     for (int i = 7; i >= 0; i--)
         c->count = c->count << 8 | cmd[8 + i];

@@ -25,10 +25,10 @@
 #define FAKEDC_CMD_LEN 16
 
 struct fakedc_counters {
-    uint64_t accepted;     /* TCP connections accepted */
-    uint64_t open;         /* connections open now */
-    uint64_t headers_ok;   /* valid obfs2 headers */
-    uint64_t headers_bad;  /* invalid header or command */
+    uint64_t accepted;    /* TCP connections accepted */
+    uint64_t open;        /* connections open now */
+    uint64_t headers_ok;  /* valid obfs2 headers */
+    uint64_t headers_bad; /* invalid header or command */
     uint64_t sink_ok, sink_bad;
     uint64_t bytes_in, bytes_out; /* plaintext payload after the command */
     int32_t last_dc;

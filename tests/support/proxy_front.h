@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PFRONT_BANNER "HTTP/1.1 200 OK fronting host\r\n"
+#define PFRONT_BANNER    "HTTP/1.1 200 OK fronting host\r\n"
 #define PFRONT_MAX_CONNS 256
 #define PFRONT_MAX_BYTES (64 * 1024)
 

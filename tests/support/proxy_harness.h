@@ -25,22 +25,22 @@
 #define PHARNESS_DOMAIN "example.com"
 
 struct pharness_opts {
-    bool ee, dd, classic;      /* secrets to configure; none set = ee only */
-    uint32_t handshake_ms;     /* 0 = config default */
+    bool ee, dd, classic;  /* secrets to configure; none set = ee only */
+    uint32_t handshake_ms; /* 0 = config default */
     uint32_t idle_ms;
     uint32_t tcp_ms;
-    uint32_t concurrency;      /* 0 = config default */
-    uint32_t workers;          /* 0 = 2 */
-    bool no_front;             /* no fronting host (only valid without ee) */
-    bool dc_closed_port;       /* [dcs] default points at a port nobody listens on */
-    bool no_fakedc;            /* do not start the fake DC ([dcs] must be set by caller) */
-    uint16_t dc_port;          /* with no_fakedc: where [dcs] default points */
-    int log_level;             /* 0 = TG__LOG_WARN */
-    bool fork_server;          /* run the engine in a child process (benchmarks): srv stays
-                                  NULL, proc is the child */
+    uint32_t concurrency;        /* 0 = config default */
+    uint32_t workers;            /* 0 = 2 */
+    bool no_front;               /* no fronting host (only valid without ee) */
+    bool dc_closed_port;         /* [dcs] default points at a port nobody listens on */
+    bool no_fakedc;              /* do not start the fake DC ([dcs] must be set by caller) */
+    uint16_t dc_port;            /* with no_fakedc: where [dcs] default points */
+    int log_level;               /* 0 = TG__LOG_WARN */
+    bool fork_server;            /* run the engine in a child process (benchmarks): srv stays
+                                    NULL, proc is the child */
     uint32_t antireplay_entries; /* 0 = config default */
-    bool pp_listener;          /* proxy-protocol-listener = true */
-    bool pp_front;             /* [domain-fronting] proxy-protocol = true */
+    bool pp_listener;            /* proxy-protocol-listener = true */
+    bool pp_front;               /* [domain-fronting] proxy-protocol = true */
 };
 
 struct pharness {
@@ -50,7 +50,7 @@ struct pharness {
     struct pfront *front;
     uint16_t front_port;
     struct server *srv;
-    struct pproc proc;         /* with fork_server */
+    struct pproc proc; /* with fork_server */
     uint16_t port;
     uint8_t key[16];
 };

@@ -70,8 +70,12 @@ struct pload_result pload_run_ready(int n, uint16_t port, const struct pcli_opts
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
     for (int i = 0; i < n; i++) {
-        w[i] = (struct worker){.o = opts, .port = port, .kind = kind, .bytes = bytes_each,
-                               .seed = (uint32_t)i * 7919u, .go = go};
+        w[i] = (struct worker){.o = opts,
+                               .port = port,
+                               .kind = kind,
+                               .bytes = bytes_each,
+                               .seed = (uint32_t)i * 7919u,
+                               .go = go};
         pthread_create(&th[i], &a, run_one, &w[i]);
     }
     pthread_attr_destroy(&a);

@@ -17,8 +17,8 @@
 enum pload_kind { PLOAD_UP, PLOAD_DOWN, PLOAD_ECHO };
 
 struct pload_result {
-    double seconds;    /* release to last transfer done */
-    int failures;      /* connections that failed to connect or to verify */
+    double seconds; /* release to last transfer done */
+    int failures;   /* connections that failed to connect or to verify */
 };
 
 /* n connections to port with opts, each moving bytes_each bytes of kind. */

@@ -97,12 +97,12 @@ int pproc_proxy_start(struct pproc *p, const struct config *cfg)
 
 struct prside;
 struct prpair {
-    int fd[2];        /* 0 = client, 1 = upstream */
-    uint8_t *buf[2];  /* buf[d]: bytes read from fd[d] waiting for fd[!d] */
+    int fd[2];       /* 0 = client, 1 = upstream */
+    uint8_t *buf[2]; /* buf[d]: bytes read from fd[d] waiting for fd[!d] */
     size_t off[2], len[2];
     bool eof[2];
     uint32_t mask[2];
-    int tag[2];       /* epoll data: pointer to tag[i] identifies side i */
+    int tag[2]; /* epoll data: pointer to tag[i] identifies side i */
 };
 
 static void pr_close(int ep, struct prpair *p)
@@ -120,8 +120,7 @@ static int pr_pump(struct prpair *p, int d)
 {
     for (int round = 0; round < 4; round++) {
         while (p->off[d] < p->len[d]) {
-            ssize_t w = send(p->fd[!d], p->buf[d] + p->off[d], p->len[d] - p->off[d],
-                             MSG_NOSIGNAL);
+            ssize_t w = send(p->fd[!d], p->buf[d] + p->off[d], p->len[d] - p->off[d], MSG_NOSIGNAL);
             if (w < 0)
                 return errno == EAGAIN ? 0 : -1;
             p->off[d] += (size_t)w;
@@ -200,8 +199,8 @@ static void relay_child(int lfd, uint16_t dst)
                 continue;
             }
             int *tag = evs[i].data.ptr;
-            struct prpair *p = (struct prpair *)(void *)((char *)(tag - *tag) -
-                                                         offsetof(struct prpair, tag));
+            struct prpair *p =
+                (struct prpair *)(void *)((char *)(tag - *tag) - offsetof(struct prpair, tag));
             if (pr_pump(p, *tag) < 0 || pr_pump(p, !*tag) < 0) {
                 pr_close(ep, p);
                 continue;
@@ -238,9 +237,10 @@ static void proc_figures(pid_t pid, struct pproc_report *out)
         /* fields 14 and 15 (utime, stime) follow ") state" and 11 numbers */
         if (fgets(line, sizeof line, f)) {
             char *q = strrchr(line, ')');
-            if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-                            &st) == 2)
-                out->cpu_ns = (uint64_t)(ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+            if (q &&
+                sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+                out->cpu_ns =
+                    (uint64_t)(ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
         }
         fclose(f);
     }

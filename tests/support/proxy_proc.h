@@ -23,8 +23,8 @@
 
 struct pproc {
     pid_t pid;
-    int cmd, resp;   /* pipes to / from the child (proxy only; -1 for the relay) */
-    uint16_t port;   /* where it listens */
+    int cmd, resp; /* pipes to / from the child (proxy only; -1 for the relay) */
+    uint16_t port; /* where it listens */
 };
 
 struct pproc_report {

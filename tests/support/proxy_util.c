@@ -107,10 +107,8 @@ static bool forbidden_prefix(const uint8_t h[8])
 {
     static const uint32_t bad[] = {0x44414548u, 0x54534f50u, 0x20544547u, 0x4954504fu,
                                    0xeeeeeeeeu, 0xddddddddu, 0x02010316u};
-    uint32_t a = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-                 (uint32_t)h[3] << 24;
-    uint32_t b = (uint32_t)h[4] | (uint32_t)h[5] << 8 | (uint32_t)h[6] << 16 |
-                 (uint32_t)h[7] << 24;
+    uint32_t a = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+    uint32_t b = (uint32_t)h[4] | (uint32_t)h[5] << 8 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 24;
     if (h[0] == 0xef || b == 0)
         return true;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
