@@ -345,6 +345,37 @@ static void test_connection_refused(void **state)
     close(fd);
 }
 
+static void test_connect_timeout(void **state)
+{
+    (void)state;
+    /* A listener whose accept queue is full drops new SYNs: connecting hangs until the
+     * connect timeout, and since nothing was sent, the policy retries it. */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(lfd, 0), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    int filler = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(filler, (struct sockaddr *)&sa, sizeof sa), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    tg_bot *bot =
+        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url,
+                                            .connect_timeout_ms = 150,
+                                            .retry = {.max_attempts = 2, .backoff_base_ms = 1}});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TIMEOUT);
+    assert_int_equal(tg_ctx_error(ctx)->transport_code, 28);
+    assert_int_equal(tg_ctx_error(ctx)->attempts, 2);
+    assert_non_null(strstr(tg_ctx_errmsg(ctx), "getMe: timed out connecting: "));
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+    close(filler);
+    close(lfd);
+}
+
 struct waiter {
     tg_ctx *ctx;
     tg_status st;
@@ -559,6 +590,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_mid_response, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
         cmocka_unit_test(test_connection_refused),
+        cmocka_unit_test(test_connect_timeout),
         cmocka_unit_test_setup_teardown(test_shutdown_interrupts_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_ctx, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
