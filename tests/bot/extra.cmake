@@ -18,3 +18,9 @@ endif()
 if(TARGET tgbot-json AND TARGET bot_test_gen_tgbot_json)
     add_dependencies(bot_test_gen_tgbot_json tgbot-json)
 endif()
+
+# botapi-gen's model on synthetic pages: what it must read and what it must refuse.
+if(TGKIT_PYTHON3)
+    add_test(NAME bot/botapi_gen_model
+        COMMAND ${TGKIT_PYTHON3} ${CMAKE_SOURCE_DIR}/tools/botapi-gen/test_model.py)
+endif()

@@ -134,13 +134,13 @@ def _cell_atoms(td):
     toks = []
     for c in td.children:
         if isinstance(c, str):
-            for w in re.findall(r"[A-Za-z]+|,", c):
+            for w in re.findall(r"[A-Za-z0-9]+|\S", c):
                 toks.append(("w", w))
         elif c.tag == "a":
             href = c.attrs.get("href", "")
             toks.append(("ref", c.text().strip(), href))
         else:
-            for w in re.findall(r"[A-Za-z]+|,", c.text()):
+            for w in re.findall(r"[A-Za-z0-9]+|\S", c.text()):
                 toks.append(("w", w))
     return toks
 
