@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -394,7 +395,10 @@ static void tls_hello(struct conn *c, size_t rl)
     if (v != FAKETLS_ACCEPT) {
         if (v != FAKETLS_BAD_DIGEST && v != FAKETLS_INTERNAL)
             c->secret = (uint32_t)sh->ee_idx[m.index];
-        hs_debug(c, "client hello", faketls_verdict_name(v));
+        char reason[64];
+        snprintf(reason, sizeof reason, "%s (clock skew %lld s)", faketls_verdict_name(v),
+                 v == FAKETLS_BAD_TIME ? (long long)m.skew : 0LL);
+        hs_debug(c, "client hello", reason); /* brief 4.4: log the skew of rejected clients */
         goto fail;
     }
     c->secret = (uint32_t)sh->ee_idx[m.index];
@@ -503,6 +507,12 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, cli));
     if (c->state == CONN_DISCARD) {
         discard(c);
+        return;
+    }
+    if (c->state != CONN_HELLO && c->state != CONN_FLIGHT) {
+        /* Connecting upstream: the client is not read meanwhile (interest 0), so only an
+           error or hang-up gets here; nothing queued can reach it any more. */
+        conn_close(c, END_RESET);
         return;
     }
     if (!c->hs && !(c->hs = conn_buf_get(c->w))) {

@@ -431,6 +431,45 @@ static void test_dc_unreachable_closes(void **state)
     pharness_stop(&h);
 }
 
+static bool one_handshake(void *arg)
+{
+    struct stats st;
+    server_stats(arg, &st);
+    return st.handshake_ok == 1;
+}
+
+/* A client that resets while the DC connect is still pending is dropped at once, not when
+   the (long) connect timeout fires. The "DC" is a listener whose accept queue is full, so
+   further SYNs go unanswered and the connect hangs. */
+static void test_client_reset_during_dc_connect(void **state)
+{
+    (void)state;
+    uint16_t hang_port = 0;
+    int lfd = psock_listen(&hang_port, 1);
+    assert_true(lfd >= 0);
+    int fill[4];
+    for (int i = 0; i < 4; i++)
+        fill[i] = psock_connect(hang_port, 200); /* some may time out once the queue is full */
+    struct pharness h;
+    start(&h, &(struct pharness_opts){.no_fakedc = true, .dc_port = hang_port, .tcp_ms = 30000});
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&c, h.port, &o), 0);
+    assert_true(wait_for(one_handshake, h.srv, 10000));
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    pcli_close(&c); /* RST */
+    assert_true(wait_for(no_active, h.srv, 10000));
+    struct stats st;
+    server_stats(h.srv, &st);
+    assert_int_equal(st.dc_connect_fail, 0); /* ended by the reset, not by the timeout */
+    pharness_stop(&h);
+    for (int i = 0; i < 4; i++)
+        if (fill[i] >= 0)
+            close(fill[i]);
+    close(lfd);
+}
+
 static void test_half_close(void **state)
 {
     (void)state;
@@ -652,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_idle_timeout),
         cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_dc_unreachable_closes),
+        cmocka_unit_test(test_client_reset_during_dc_connect),
         cmocka_unit_test(test_half_close),
         cmocka_unit_test(test_slow_readers_bounded),
         cmocka_unit_test(test_no_growth_20000),
