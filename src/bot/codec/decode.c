@@ -387,7 +387,8 @@ tg_status tg__codec_decode_json(const tg__type *t, const char *json, size_t len,
             tg__buf_puts(errmsg, "out of memory (arena)");
         return TG_ERR_NOMEM;
     }
-    memcpy(copy, json, len);
+    if (len)
+        memcpy(copy, json, len);
     copy[len] = '\0';
     if (tg__json_parse(doc, copy, len, &err) != 0) {
         if (errmsg)
