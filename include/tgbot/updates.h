@@ -50,7 +50,9 @@ typedef struct tg_polling_options {
  * NULL. Failed calls are retried with exponential backoff; 409 Conflict (another instance
  * polls with this token, or a webhook is set) is logged as such and retried likewise.
  * Returns TG_OK after a clean stop (every finished update confirmed), TG_ERR_TIMEOUT when
- * the drain deadline dropped updates (they will be redelivered), or TG_ERR_INVALID.
+ * the drain deadline dropped updates (they will be redelivered), TG_ERR_API when Telegram
+ * answers 401 or 404 (a wrong or revoked token: retrying cannot help), or TG_ERR_INVALID.
+ * In every case the dispatcher has been drained on return.
  * Details of the last failure in tg_dispatcher_errmsg(d).
  */
 TG_API tg_status tg_run_polling(tg_dispatcher *d, const tg_polling_options *opts);

@@ -233,6 +233,30 @@ static void test_conflict_reported(void **state)
     fakeapi_stop(f);
 }
 
+static void test_wrong_token_gives_up(void **state)
+{
+    (void)state;
+    fakeapi *f = fakeapi_start("999:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"); /* not our token */
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = fakeapi_url(f),
+                                                       .log = log_sink});
+    tg_router *r = tg_router_new();
+    tg_router_on_kind(r, TG_UPDATE_MESSAGE, h_reply, NULL);
+    assert_null(tg_dispatcher_new(bot, r, NULL)); /* getMe fails first */
+    assert_non_null(strstr(tg_dispatcher_errmsg(NULL), "getMe"));
+    tg_dispatcher *d = tg_dispatcher_new(bot, r, &(tg_dispatcher_options){.no_get_me = true});
+    assert_non_null(d);
+    logbuf[0] = '\0';
+    assert_int_equal(tg_run_polling(d, &(tg_polling_options){.timeout_s = 1}), TG_ERR_API);
+    assert_non_null(strstr(tg_dispatcher_errmsg(d), "401"));
+    assert_non_null(strstr(tg_dispatcher_errmsg(d), "token is wrong"));
+    assert_int_equal((int)fakeapi_getupdates_calls(f), 0); /* rejected before the method */
+    assert_null(strstr(logbuf, TOKEN));
+    tg_dispatcher_free(d);
+    tg_router_free(r);
+    tg_bot_free(bot);
+    fakeapi_stop(f);
+}
+
 /* ---- kill and restart ---- */
 
 static tg_status h_child(tg_hctx *h, void *user)
@@ -333,6 +357,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ordering_10k),
         cmocka_unit_test(test_failing_handler_keeps_running),
         cmocka_unit_test(test_conflict_reported),
+        cmocka_unit_test(test_wrong_token_gives_up),
         cmocka_unit_test(test_kill_and_restart_redelivers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

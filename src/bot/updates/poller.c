@@ -171,7 +171,19 @@ static tg_status poll_once(struct poller *p, uint32_t timeout_s)
     return TG_OK;
 }
 
-static void loop(struct poller *p)
+/* 401 and 404 mean the token is wrong or revoked: retrying cannot help. */
+static bool fatal(struct poller *p, tg_status st)
+{
+    int code = tg_ctx_error(p->ctx)->error_code;
+    if (st != TG_ERR_API || (code != 401 && code != 404))
+        return false;
+    tg__dispatcher_seterr(p->d, "getUpdates: %d %s: the bot token is wrong or was revoked; "
+                          "giving up", code, tg_ctx_error(p->ctx)->description);
+    tg__dispatcher_log(p->d, TG__LOG_ERROR, "%s", p->d->err);
+    return true;
+}
+
+static tg_status loop(struct poller *p)
 {
     while (!tg_dispatcher_stopping(p->d)) {
         tg_status st = poll_once(p, p->o.timeout_s);
@@ -181,9 +193,12 @@ static void loop(struct poller *p)
         }
         if (tg_dispatcher_stopping(p->d))
             break;
+        if (fatal(p, st))
+            return st;
         report_error(p, st);
         back_off(p);
     }
+    return TG_OK;
 }
 
 /* After the drain: one short call so Telegram learns the final offset. */
@@ -252,12 +267,13 @@ tg_status tg_run_polling(tg_dispatcher *d, const tg_polling_options *opts)
     tg__buf_init(&p.req, (size_t)64 * 1024);
     tg_status st = start(&p);
     if (st == TG_OK)
-        loop(&p);
+        st = loop(&p);
     atomic_store(&p.done, true);
     if (p.watching) /* before the final call: its cancel must not hit that call */
         pthread_join(p.watcher, NULL);
+    tg_status dst = tg_dispatcher_drain(d, p.o.drain_ms);
     if (st == TG_OK) {
-        st = tg_dispatcher_drain(d, p.o.drain_ms);
+        st = dst;
         confirm_final(&p);
     }
     tg_ctx_free(p.ctx);
