@@ -162,8 +162,7 @@ void conn_accept(struct conn_worker *w, int fd)
     c->cli.fd = c->up.fd = -1;
     c->secret = UINT32_MAX;
     c->start_ms = c->last_io_ms = w->loop.now_ms;
-    c->state = CONN_HELLO;
-    upstream_tune(fd, sh->cfg);
+    c->state = CONN_HELLO; /* TCP_NODELAY and keepalive are inherited from the listener */
     if (loop_io_add(&w->loop, &c->cli, fd, LOOP_READ, on_hs_client) < 0) {
         close(fd);
         __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
