@@ -6,8 +6,8 @@
  *
  * Integration part: the fake server enforces Telegram's limits scaled up 10x (300 msg/s
  * global, 10 msg/s per chat, 200 msg/min per group) to keep the run short; the client uses
- * the same scaled limits. 4 threads send 1,000 messages to 100 chats (20 of them groups):
- * all succeed with zero 429s. The control case shows the server does refuse a burst when
+ * the same scaled limits less a 10% margin. 4 threads send 1,000 messages to 100 chats (20 of them
+ * groups): all succeed with zero 429s. The control case shows the server does refuse a burst when
  * flood control is off, so the main assertion can fail.
  */
 #include "tgtest.h"
@@ -19,6 +19,9 @@
 
 #define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 #define SCALE 10.0
+/* The client runs at 90% of the server's limits: the server judges arrival times, which
+ * scheduling on a loaded 2-vCPU machine (sanitizers, ctest -j) can bunch up. */
+#define MARGIN 0.9
 
 static void test_gcra_spacing(void **state)
 {
@@ -190,9 +193,9 @@ static void test_burst_stays_under_limits(void **state)
         tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
                                             .retry = {.max_attempts = 1}, /* a 429 would show */
                                             .flood = {.enabled = true,
-                                                      .global_per_sec = 30 * SCALE,
-                                                      .chat_per_sec = 1 * SCALE,
-                                                      .group_per_min = 20 * SCALE}});
+                                                      .global_per_sec = 30 * SCALE * MARGIN,
+                                                      .chat_per_sec = 1 * SCALE * MARGIN,
+                                                      .group_per_min = 20 * SCALE * MARGIN}});
     enum { THREADS = 4, TOTAL = 1000 };
     struct sender s[THREADS];
     pthread_t t[THREADS];
