@@ -178,15 +178,9 @@ void conn_accept(struct conn_worker *w, int fd)
     loop_timer_start(&w->loop, &w->tq_handshake, &c->timer, on_timer);
 }
 
-enum { PP_MORE = 0, PP_OK = 1, PP_BAD = -1 };
+enum { PP_MORE = CONN_PP_MORE, PP_OK = CONN_PP_OK, PP_BAD = CONN_PP_BAD };
 
-/*
- * The PROXY protocol header a trusted balancer puts before the client's bytes (brief 6.1),
- * v1 text or v2 binary, at the start of b[0..n). PP_OK with its length in *len, PP_MORE
- * for a valid prefix, PP_BAD otherwise. Pure: no I/O. The addresses are not kept (tgproxy
- * logs no addresses); only the framing is checked.
- */
-static int pp_parse(const uint8_t *b, size_t n, size_t *len)
+int conn_pp_parse(const uint8_t *b, size_t n, size_t *len)
 {
     size_t k = n < sizeof pp_v2_sig ? n : sizeof pp_v2_sig;
     if (memcmp(b, pp_v2_sig, k) == 0) {
@@ -472,7 +466,7 @@ static void hello_step(struct conn *c)
 static int strip_pp(struct conn *c)
 {
     size_t k = 0;
-    int r = pp_parse(c->hs, c->hs_len, &k);
+    int r = conn_pp_parse(c->hs, c->hs_len, &k);
     if (r == PP_MORE)
         return 0;
     if (r == PP_BAD) {

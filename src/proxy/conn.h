@@ -171,6 +171,16 @@ static inline void conn_touch(struct conn *c)
 }
 const char *conn_end_name(enum conn_end e);
 
+enum { CONN_PP_MORE = 0, CONN_PP_OK = 1, CONN_PP_BAD = -1 };
+/*
+ * The PROXY protocol header a trusted balancer puts before the client's bytes (brief 6.1),
+ * v1 text (at most 107 bytes) or v2 binary (at most 1024 bytes accepted), at the start of
+ * b[0..n). CONN_PP_OK with its length in *len, CONN_PP_MORE for a valid prefix,
+ * CONN_PP_BAD otherwise. Pure (no I/O, reads only b[0..n)); the addresses are not
+ * extracted, since tgproxy logs none. Fuzzed by fuzz/proxy_proxyproto.
+ */
+int conn_pp_parse(const uint8_t *b, size_t n, size_t *len);
+
 /* Upstream connected (DC or fronting host): start relaying. Called by upstream.c. */
 void conn_upstream_ready(struct conn *c);
 
