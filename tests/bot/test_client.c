@@ -509,6 +509,77 @@ static void test_allocation_failures(void **state)
     assert_true(failures > 5);
 }
 
+/* A user transport: no network at all, answers from memory, fails on demand. */
+struct fake_tp {
+    int conns, freed, performs, fail_first;
+    char last_url[256], last_body[256];
+};
+
+static void *fake_conn_new(void *user, const tg_bot *bot)
+{
+    struct fake_tp *t = user;
+    (void)bot;
+    t->conns++;
+    return t;
+}
+
+static void fake_conn_free(void *conn)
+{
+    ((struct fake_tp *)conn)->freed++;
+}
+
+static void fake_perform(void *conn, const tg_http_request *req, tg_http_result *res,
+                         bool (*cancelled)(void *), void *cancel_user)
+{
+    struct fake_tp *t = conn;
+    static const char answer[] = "{\"ok\":true,\"result\":{\"via\":\"fake\"}}";
+    (void)cancelled, (void)cancel_user;
+    t->performs++;
+    snprintf(t->last_url, sizeof t->last_url, "%s", req->url);
+    snprintf(t->last_body, sizeof t->last_body, "%.*s", (int)req->body_len, req->body);
+    if (t->fail_first-- > 0) {
+        res->status = TG_ERR_TRANSPORT;
+        res->sent = false;
+        res->code = 99;
+        snprintf(res->msg, sizeof res->msg, "fake refusal");
+        return;
+    }
+    res->status = TG_OK;
+    res->http_status = 200;
+    res->sent = true;
+    req->write(req->write_user, answer, sizeof answer - 1);
+}
+
+static void test_custom_transport(void **state)
+{
+    (void)state;
+    struct fake_tp t = {.fail_first = 1};
+    tg_transport tp = {fake_conn_new, fake_perform, fake_conn_free, &t};
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = "http://example.invalid",
+                                                      .transport = &tp,
+                                                      .retry = {.backoff_base_ms = 1}});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    const char *res;
+    assert_int_equal(call(ctx, "getMe", "{\"x\":1}", &res), TG_OK);
+    assert_string_equal(res, "{\"via\":\"fake\"}");
+    assert_int_equal(t.performs, 2); /* the refusal before sending was retried */
+    assert_string_equal(t.last_url, "http://example.invalid/bot" TOKEN "/getMe");
+    assert_string_equal(t.last_body, "{\"x\":1}");
+    assert_int_equal(t.conns, 1);
+    t.fail_first = 100;
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
+    assert_int_equal(tg_ctx_error(ctx)->transport_code, 99);
+    assert_int_equal(tg_ctx_error(ctx)->attempts, 5);
+    assert_string_equal(tg_ctx_errmsg(ctx),
+                        "getMe: cannot connect: fake refusal (transport code 99)");
+    tg_ctx_free(ctx);
+    assert_int_equal(t.freed, 1);
+    tg_bot_free(bot);
+    tg_transport broken = {NULL, fake_perform, fake_conn_free, &t};
+    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.transport = &broken}));
+    assert_non_null(strstr(tg_bot_new_errmsg(), "transport"));
+}
+
 struct logcap {
     pthread_mutex_t mu;
     char *all;
@@ -597,6 +668,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shared_connection_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_is_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
+        cmocka_unit_test(test_custom_transport),
         cmocka_unit_test_setup_teardown(test_token_never_logged, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
