@@ -200,9 +200,11 @@ int conn_pp_parse(const uint8_t *b, size_t n, size_t *len)
         return PP_BAD;
     for (size_t i = 1; i < n && i < PP_V1_MAX; i++) {
         if (b[i - 1] == '\r' && b[i] == '\n') {
-            bool known = i + 1 >= 6 + 5 &&
-                         (memcmp(b + 6, "TCP4 ", 5) == 0 || memcmp(b + 6, "TCP6 ", 5) == 0 ||
-                          memcmp(b + 6, "UNKNOWN", 7) == 0);
+            /* each protocol word must fit in the line before its CRLF (fuzzer-found) */
+            size_t line = i + 1;
+            bool known = (line >= 6 + 5 + 2 &&
+                          (memcmp(b + 6, "TCP4 ", 5) == 0 || memcmp(b + 6, "TCP6 ", 5) == 0)) ||
+                         (line >= 6 + 7 + 2 && memcmp(b + 6, "UNKNOWN", 7) == 0);
             *len = i + 1;
             return known ? PP_OK : PP_BAD;
         }
