@@ -173,25 +173,77 @@ static const char *str_at(const tg__jdoc *d, uint32_t tok, tg__arena *a, bool *o
     return s;
 }
 
+/* Payload members routing reads, found in one pass over the payload object. */
+enum slot {
+    S_CHAT, S_FROM, S_USER, S_MESSAGE, S_MESSAGE_ID, S_TEXT, S_CAPTION, S_DATA, S_QUERY, S_ID,
+    S_INLINE_MESSAGE_ID, S_BUSINESS_CONNECTION_ID, S_USER_CHAT_ID, S_COUNT
+};
+
+static const struct {
+    const char *name;
+    uint8_t len;
+} slot_names[S_COUNT] = {
+    [S_CHAT] = {"chat", 4},
+    [S_FROM] = {"from", 4},
+    [S_USER] = {"user", 4},
+    [S_MESSAGE] = {"message", 7},
+    [S_MESSAGE_ID] = {"message_id", 10},
+    [S_TEXT] = {"text", 4},
+    [S_CAPTION] = {"caption", 7},
+    [S_DATA] = {"data", 4},
+    [S_QUERY] = {"query", 5},
+    [S_ID] = {"id", 2},
+    [S_INLINE_MESSAGE_ID] = {"inline_message_id", 17},
+    [S_BUSINESS_CONNECTION_ID] = {"business_connection_id", 22},
+    [S_USER_CHAT_ID] = {"user_chat_id", 12},
+};
+
+static bool key_is(const tg__jdoc *d, uint32_t k, int slot)
+{
+    const tg__jtok *t = &d->toks[k];
+    size_t n = slot_names[slot].len;
+    if (t->flags & TG__JF_ESCAPED)
+        return tg__json_str_eq(d, k, slot_names[slot].name, n);
+    return t->len == n && memcmp(d->src + t->start, slot_names[slot].name, n) == 0;
+}
+
+static void scan_payload(const tg__jdoc *d, uint32_t p, uint32_t at[S_COUNT])
+{
+    for (int i = 0; i < S_COUNT; i++)
+        at[i] = UINT32_MAX;
+    uint32_t k = p + 1;
+    for (uint32_t m = 0; m < d->toks[p].count; m++, k = d->toks[k + 1].next) {
+        for (int slot = 0; slot < S_COUNT; slot++) {
+            if (at[slot] == UINT32_MAX && key_is(d, k, slot)) {
+                at[slot] = k + 1;
+                break;
+            }
+        }
+    }
+}
+
 static bool fill_fields(tg_event *ev, const tg__jdoc *d, uint32_t p, tg__arena *a)
 {
     bool oom = false;
-    uint32_t chat = chat_tok(d, p), user = user_tok(d, p);
+    uint32_t at[S_COUNT];
+    scan_payload(d, p, at);
+    uint32_t chat = at[S_CHAT] != UINT32_MAX ? at[S_CHAT] : obj_get(d, at[S_MESSAGE], "chat");
+    uint32_t user = at[S_FROM] != UINT32_MAX ? at[S_FROM] : at[S_USER];
     ev->has_chat = get_i64(d, obj_get(d, chat, "id"), &ev->chat_id) ||
-                   get_i64(d, obj_get(d, p, "user_chat_id"), &ev->chat_id);
+                   get_i64(d, at[S_USER_CHAT_ID], &ev->chat_id);
     ev->chat_type = str_at(d, obj_get(d, chat, "type"), a, &oom);
     ev->has_user = get_i64(d, obj_get(d, user, "id"), &ev->user_id);
     ev->username = str_at(d, obj_get(d, user, "username"), a, &oom);
-    if (!get_i64(d, obj_get(d, p, "message_id"), &ev->message_id))
-        get_i64(d, obj_get(d, obj_get(d, p, "message"), "message_id"), &ev->message_id);
-    ev->text = str_at(d, obj_get(d, p, "text"), a, &oom);
+    if (!get_i64(d, at[S_MESSAGE_ID], &ev->message_id))
+        get_i64(d, obj_get(d, at[S_MESSAGE], "message_id"), &ev->message_id);
+    ev->text = str_at(d, at[S_TEXT], a, &oom);
     if (!ev->text)
-        ev->text = str_at(d, obj_get(d, p, "caption"), a, &oom);
-    ev->data = str_at(d, obj_get(d, p, "data"), a, &oom);
-    ev->query = str_at(d, obj_get(d, p, "query"), a, &oom);
-    ev->id = str_at(d, obj_get(d, p, "id"), a, &oom);
-    ev->inline_message_id = str_at(d, obj_get(d, p, "inline_message_id"), a, &oom);
-    ev->business_connection_id = str_at(d, obj_get(d, p, "business_connection_id"), a, &oom);
+        ev->text = str_at(d, at[S_CAPTION], a, &oom);
+    ev->data = str_at(d, at[S_DATA], a, &oom);
+    ev->query = str_at(d, at[S_QUERY], a, &oom);
+    ev->id = str_at(d, at[S_ID], a, &oom);
+    ev->inline_message_id = str_at(d, at[S_INLINE_MESSAGE_ID], a, &oom);
+    ev->business_connection_id = str_at(d, at[S_BUSINESS_CONNECTION_ID], a, &oom);
     return !oom;
 }
 
