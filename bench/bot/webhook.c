@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -110,6 +111,50 @@ static void make_request(struct client *c, const char *body, size_t len)
     c->req_len = (size_t)n;
 }
 
+#define NCONN 4
+#define PER_CONN 5000
+
+struct load {
+    uint16_t port;
+    const char *body;
+    size_t len;
+    uint64_t ok;
+};
+
+static void *load_thread(void *arg)
+{
+    struct load *l = arg;
+    struct client c = {.fd = connect_local(l->port)};
+    make_request(&c, l->body, l->len);
+    for (int i = 0; i < PER_CONN; i++)
+        one_request(&c);
+    l->ok = c.ok;
+    close(c.fd);
+    tg__free(c.req);
+    return NULL;
+}
+
+/* NCONN keep-alive connections at once: aggregate updates per second. */
+static void throughput(const char *name, uint16_t port, const char *body, size_t len)
+{
+    pthread_t t[NCONN];
+    struct load l[NCONN];
+    uint64_t cpu0 = tg__process_cpu_ns(), t0 = tg__now_ns(), ok = 0;
+    for (int i = 0; i < NCONN; i++) {
+        l[i] = (struct load){.port = port, .body = body, .len = len};
+        pthread_create(&t[i], NULL, load_thread, &l[i]);
+    }
+    for (int i = 0; i < NCONN; i++) {
+        pthread_join(t[i], NULL);
+        ok += l[i].ok;
+    }
+    double secs = (double)(tg__now_ns() - t0) / 1e9;
+    double cpu_ms = (double)(tg__process_cpu_ns() - cpu0) / 1e6;
+    printf("bench=%s_%dconn updates_per_s=%.0f cpu_ms_per_10k=%.1f ok=%llu commit=%s\n", name,
+           NCONN, (double)ok / secs, cpu_ms * 10000.0 / (double)(NCONN * PER_CONN),
+           (unsigned long long)ok, tg__bench_commit());
+}
+
 static void cpu_per_10k(const char *name, tg__bench_fn fn, void *ctx)
 {
     uint64_t cpu0 = tg__process_cpu_ns(), t0 = tg__now_ns();
@@ -153,6 +198,8 @@ int main(void)
     tg__bench_report(&res, &floor);
     cpu_per_10k("mhd_bare_200", one_request, &fc);
     cpu_per_10k("webhook_ingest_small_update", one_request, &wc);
+    throughput("mhd_bare_200", info->port, body, len);
+    throughput("webhook_ingest", tg_webhook_port(w), body, len);
     tg_dispatcher_wait_idle(d, 60000);
     tg_dispatcher_stats st;
     tg_dispatcher_get_stats(d, &st);
