@@ -300,6 +300,8 @@ TG_API tg_status tg_router_set_username(tg_router *r, const char *username);
  * Add a handler to group (any int; groups run in ascending order, and in each group the
  * first handler whose filter matches runs). filter is owned by the router from now on (NULL
  * filter: TG_ERR_INVALID, e.g. a constructor failed). Handlers keep registration order.
+ * A handler that returns an error ends the update: later groups do not run, the error
+ * handler does.
  */
 TG_API tg_status tg_router_add(tg_router *r, int group, tg_filter *filter, tg_handler_fn fn,
                                void *user);
