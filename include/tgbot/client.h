@@ -236,6 +236,13 @@ TG_API tg_bot *tg_ctx_bot(const tg_ctx *ctx);
 TG_API void tg_ctx_set_retry_policy(tg_ctx *ctx, const tg_retry_policy *policy);
 
 /*
+ * Whole-request timeout for this ctx's calls and downloads instead of the bot's timeout_ms
+ * (0 = the bot's again): e.g. a long-polling ctx whose getUpdates timeout is long, or a ctx
+ * doing large uploads.
+ */
+TG_API void tg_ctx_set_timeout(tg_ctx *ctx, uint32_t timeout_ms);
+
+/*
  * Abort the call running on ctx (or the next one) with TG_ERR_CANCELLED. The only tg_ctx
  * function that may be called from another thread. The flag clears when a call starts
  * after tg_ctx_reset().

@@ -320,6 +320,15 @@ static void test_timeout(void **state)
     assert_int_equal(tg_ctx_error(ctx)->transport_code, 28); /* CURLE_OPERATION_TIMEDOUT */
     assert_int_equal(tg_ctx_error(ctx)->attempts, 1);
     assert_non_null(strstr(tg_ctx_errmsg(ctx), "timed out waiting for the answer"));
+    /* a ctx may wait longer than its bot (long polling): the slow answer now arrives */
+    tg_ctx_set_timeout(ctx, 20000);
+    bot_server_push(f->srv, "getMe",
+                    &(bot_action){.kind = BOT_ACT_SLOW, .delay_ms = 400, .body = GETME});
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_OK);
+    tg_ctx_set_timeout(ctx, 0);
+    bot_server_push(f->srv, "getMe",
+                    &(bot_action){.kind = BOT_ACT_SLOW, .delay_ms = 3000, .body = GETME});
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TIMEOUT);
     tg_ctx_free(ctx);
     tg_bot_free(bot);
 }

@@ -171,7 +171,7 @@ static tg_status attempt_once(tg_ctx *ctx, const struct tg__call_req *r, enum tg
         .nfields = r->nfields,
         .files = r->files,
         .nfiles = r->nfiles,
-        .timeout_ms = ctx->bot->timeout_ms,
+        .timeout_ms = tg__ctx_timeout(ctx),
         .write = resp_sink,
         .write_user = ctx,
     };

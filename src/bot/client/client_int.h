@@ -121,11 +121,12 @@ void tg__curl_share_free(tg_bot *bot);
 struct tg_ctx {
     tg_bot *bot;
     tg__arena arena;
-    tg__buf req;  /* encoded request body */
-    tg__buf resp; /* response body */
-    tg__buf url;  /* SECRET: prefix + method */
-    tg__jdoc doc; /* parse of resp (or of req while preparing a call) */
-    void *conn;   /* transport connection */
+    tg__buf req;         /* encoded request body */
+    tg__buf resp;        /* response body */
+    tg__buf url;         /* SECRET: prefix + method */
+    tg__jdoc doc;        /* parse of resp (or of req while preparing a call) */
+    void *conn;          /* transport connection */
+    uint32_t timeout_ms; /* 0 = the bot's */
     bool has_policy;
     tg_retry_policy policy; /* resolved, when has_policy */
     atomic_bool cancel;
@@ -155,6 +156,8 @@ tg_status tg__ctx_fail(tg_ctx *ctx, tg_status st, const char *fmt, ...)
 uint32_t tg__ctx_random(tg_ctx *ctx);
 /* Whether the running call should stop (ctx cancelled or bot shut down). */
 bool tg__ctx_cancelled(void *ctx);
+/* The whole-request timeout of ctx's calls (its own, else the bot's). */
+uint32_t tg__ctx_timeout(const tg_ctx *ctx);
 /* Lazily create the transport connection. */
 tg_status tg__ctx_conn(tg_ctx *ctx);
 

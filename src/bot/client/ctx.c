@@ -97,6 +97,17 @@ TG_API void tg_ctx_set_retry_policy(tg_ctx *ctx, const tg_retry_policy *policy)
         tg__retry_resolve(policy, &ctx->policy);
 }
 
+TG_API void tg_ctx_set_timeout(tg_ctx *ctx, uint32_t timeout_ms)
+{
+    if (ctx)
+        ctx->timeout_ms = timeout_ms;
+}
+
+uint32_t tg__ctx_timeout(const tg_ctx *ctx)
+{
+    return ctx->timeout_ms ? ctx->timeout_ms : ctx->bot->timeout_ms;
+}
+
 TG_API void tg_ctx_cancel(tg_ctx *ctx)
 {
     if (!ctx)

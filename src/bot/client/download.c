@@ -96,7 +96,7 @@ static tg_status dl_remote(tg_ctx *ctx, const char *file_path, struct dl *d)
     uint64_t t0 = tg__now_ms();
     for (uint32_t attempt = 1; st == TG_OK; attempt++) {
         tg_http_request req = {.url = tg__buf_cstr(&ctx->url),
-                               .timeout_ms = bot->timeout_ms,
+                               .timeout_ms = tg__ctx_timeout(ctx),
                                .write = dl_write,
                                .write_user = d,
                                .on_status = dl_status};
