@@ -69,7 +69,8 @@ static void log_sink(void *user, int level, const char *line)
     pthread_mutex_unlock(&log_mu);
 }
 
-static void bot_start(struct bot *b, fakeapi *f, tg_handler_fn fn, unsigned workers)
+static void bot_start_opts(struct bot *b, fakeapi *f, tg_handler_fn fn, unsigned workers,
+                           const tg_polling_options *po)
 {
     tg_bot_options bo = {.base_url = fakeapi_url(f), .log = log_sink, .log_level = TG_LOG_WARN};
     b->bot = tg_bot_new(TOKEN, &bo);
@@ -80,8 +81,14 @@ static void bot_start(struct bot *b, fakeapi *f, tg_handler_fn fn, unsigned work
     b->d = tg_dispatcher_new(b->bot, b->r, &o);
     if (!b->d)
         fail_msg("dispatcher: %s", tg_dispatcher_errmsg(NULL));
-    b->po = (tg_polling_options){.timeout_s = 1, .backoff_min_ms = 10, .backoff_max_ms = 50};
+    b->po = po ? *po
+               : (tg_polling_options){.timeout_s = 1, .backoff_min_ms = 10, .backoff_max_ms = 50};
     assert_int_equal(pthread_create(&b->t, NULL, poll_thread, b), 0);
+}
+
+static void bot_start(struct bot *b, fakeapi *f, tg_handler_fn fn, unsigned workers)
+{
+    bot_start_opts(b, f, fn, workers, NULL);
 }
 
 static tg_status bot_stop(struct bot *b)
@@ -233,6 +240,37 @@ static void test_conflict_reported(void **state)
     fakeapi_stop(f);
 }
 
+static void test_request_options(void **state)
+{
+    (void)state;
+    fakeapi *f = fakeapi_start(TOKEN);
+    fakeapi_add_update(f, 41, mk_update(41, 9, "x"));
+    static const char *const allowed[] = {"message", "callback_query", NULL};
+    tg_polling_options po = {.timeout_s = 1, .limit = 7, .allowed_updates = allowed};
+    struct bot b;
+    bot_start_opts(&b, f, h_reply, 2, &po);
+    for (int i = 0; i < 2000 && fakeapi_offset(f) < 42; i++)
+        tg__sleep_ms(10);
+    assert_int_equal(bot_stop(&b), TG_OK);
+    char *body = fakeapi_body(f, "getUpdates", 0);
+    json_t *j = json_loads(body, 0, NULL);
+    assert_null(json_object_get(j, "offset")); /* nothing confirmed yet */
+    assert_int_equal(json_integer_value(json_object_get(j, "timeout")), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "limit")), 7);
+    json_t *au = json_object_get(j, "allowed_updates");
+    assert_int_equal((int)json_array_size(au), 2);
+    assert_string_equal(json_string_value(json_array_get(au, 0)), "message");
+    json_decref(j);
+    free(body);
+    body = fakeapi_last_getupdates(f); /* the confirmation at stop */
+    j = json_loads(body, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(j, "offset")), 42);
+    assert_int_equal(json_integer_value(json_object_get(j, "timeout")), 0);
+    json_decref(j);
+    free(body);
+    fakeapi_stop(f);
+}
+
 static void test_wrong_token_gives_up(void **state)
 {
     (void)state;
@@ -358,6 +396,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_failing_handler_keeps_running),
         cmocka_unit_test(test_conflict_reported),
         cmocka_unit_test(test_wrong_token_gives_up),
+        cmocka_unit_test(test_request_options),
         cmocka_unit_test(test_kill_and_restart_redelivers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

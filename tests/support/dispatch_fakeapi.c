@@ -35,6 +35,7 @@ struct fakeapi {
     struct call *calls;
     size_t ncalls, ccap;
     int64_t msg_id;
+    char *last_gu; /* body of the latest getUpdates */
     bool stopping;
 };
 
@@ -79,14 +80,19 @@ static char *answer_updates(fakeapi *f, int64_t limit)
     return out;
 }
 
+static void record(fakeapi *f, const char *method, const char *body);
+
 static enum MHD_Result get_updates(fakeapi *f, struct MHD_Connection *c, const char *body)
 {
     json_t *req = json_loads(body ? body : "{}", 0, NULL);
     int64_t offset = num(req, "offset", 0), limit = num(req, "limit", 100);
     int64_t timeout = num(req, "timeout", 0);
     json_decref(req);
+    record(f, "getUpdates", body);
     pthread_mutex_lock(&f->mu);
     f->gu_calls++;
+    free(f->last_gu);
+    f->last_gu = strdup(body ? body : "");
     if (f->conflicts > 0) {
         f->conflicts--;
         pthread_mutex_unlock(&f->mu);
@@ -218,6 +224,7 @@ void fakeapi_stop(fakeapi *f)
     }
     free(f->upds);
     free(f->calls);
+    free(f->last_gu);
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
     free(f);
@@ -254,6 +261,14 @@ size_t fakeapi_getupdates_calls(fakeapi *f)
     size_t v = f->gu_calls;
     pthread_mutex_unlock(&f->mu);
     return v;
+}
+
+char *fakeapi_last_getupdates(fakeapi *f)
+{
+    pthread_mutex_lock(&f->mu);
+    char *out = f->last_gu ? strdup(f->last_gu) : NULL;
+    pthread_mutex_unlock(&f->mu);
+    return out;
 }
 
 void fakeapi_conflict(fakeapi *f, int n)

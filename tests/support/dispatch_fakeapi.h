@@ -6,7 +6,8 @@
  * getUpdates honours offset (every update below it is confirmed and forgotten), limit and
  * timeout (a long poll waits for new updates or the timeout), and can be told to answer
  * 409 Conflict. getMe answers a bot named "testbot". Every other method answers ok with a
- * small message object and is recorded (method and JSON body) in arrival order.
+ * small message object. getUpdates and the other methods are recorded (method and JSON
+ * body) in arrival order.
  *
  * Thread-safety: every function may be called from any thread while the server runs.
  */
@@ -28,6 +29,8 @@ void fakeapi_add_update(fakeapi *f, int64_t update_id, const char *json);
 /* The highest offset a getUpdates call has sent (0 = none yet). */
 int64_t fakeapi_offset(fakeapi *f);
 size_t fakeapi_getupdates_calls(fakeapi *f);
+/* Body of the latest getUpdates call, malloc'ed (free it); NULL before the first. */
+char *fakeapi_last_getupdates(fakeapi *f);
 /* The next n getUpdates calls answer 409 Conflict. */
 void fakeapi_conflict(fakeapi *f, int n);
 
