@@ -258,6 +258,26 @@ static void test_redis_connect_error(void **state)
     assert_null(strstr(tg_storage_errmsg(), "hunter2"));
 }
 
+static void test_redis_reconnects(void **state)
+{
+    (void)state;
+    tg_storage *s = redis_store();
+    char buf[8];
+    size_t len;
+    bool found;
+    assert_int_equal(tg_storage_set(s, "r1", "v", 1, 0), TG_OK);
+    assert_int_equal(tgtest_redis_restart(&srv), 0); /* the server forgets everything */
+    /* The first call notices the dead connection; later ones reconnect. */
+    tg_status st = tg_storage_get(s, "r1", buf, sizeof buf, &len, &found);
+    assert_true(st == TG_ERR_TRANSPORT || (st == TG_OK && !found));
+    assert_int_equal(tg_storage_get(s, "r1", buf, sizeof buf, &len, &found), TG_OK);
+    assert_false(found);
+    assert_int_equal(tg_storage_set(s, "r1", "w", 1, 0), TG_OK);
+    assert_int_equal(tg_storage_get(s, "r1", buf, sizeof buf, &len, &found), TG_OK);
+    assert_true(found && len == 1 && buf[0] == 'w');
+    tg_storage_free(s);
+}
+
 /* Child process: one bot instance handling one update, exits 0 if trail matches. */
 static void child_bot(const char *json, const char *expect)
 {
@@ -312,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_redis_store),
         cmocka_unit_test(test_redis_connect_error),
         cmocka_unit_test(test_redis_two_processes),
+        cmocka_unit_test(test_redis_reconnects),
     };
     int rc = cmocka_run_group_tests(local, NULL, NULL);
     return rc | cmocka_run_group_tests(redis, redis_up, redis_down);

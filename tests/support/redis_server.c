@@ -72,18 +72,12 @@ static void exec_server(const tgtest_redis *r)
     _exit(127);
 }
 
-int tgtest_redis_start(tgtest_redis *r)
+/* Fork the server on r->port and wait until it answers PING. 0 or -1. */
+static int launch(tgtest_redis *r)
 {
-    memset(r, 0, sizeof *r);
-    snprintf(r->dir, sizeof r->dir, "/tmp/tgtest-redis-XXXXXX");
-    if (!mkdtemp(r->dir))
-        return -1;
-    r->port = free_port();
-    if (!r->port)
-        goto fail;
     r->pid = fork();
     if (r->pid < 0)
-        goto fail;
+        return -1;
     if (r->pid == 0)
         exec_server(r);
     for (int i = 0; i < 200; i++) { /* up to ~10 s */
@@ -95,8 +89,34 @@ int tgtest_redis_start(tgtest_redis *r)
         }
         tg__sleep_ms(50);
     }
-fail:
+    return -1;
+}
+
+int tgtest_redis_start(tgtest_redis *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->dir, sizeof r->dir, "/tmp/tgtest-redis-XXXXXX");
+    if (!mkdtemp(r->dir))
+        return -1;
+    r->port = free_port();
+    if (r->port && launch(r) == 0)
+        return 0;
     tgtest_redis_stop(r);
+    return -1;
+}
+
+int tgtest_redis_restart(tgtest_redis *r)
+{
+    if (r->pid > 0) {
+        kill(r->pid, SIGKILL);
+        waitpid(r->pid, NULL, 0);
+        r->pid = 0;
+    }
+    for (int i = 0; i < 50; i++) { /* the port may linger briefly */
+        if (launch(r) == 0)
+            return 0;
+        tg__sleep_ms(100);
+    }
     return -1;
 }
 

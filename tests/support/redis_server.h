@@ -21,5 +21,7 @@ bool tgtest_redis_available(void);
 /* Start a server and wait until it answers PING (at most ~10 s). 0 or -1. */
 int tgtest_redis_start(tgtest_redis *r);
 void tgtest_redis_stop(tgtest_redis *r);
+/* Kill the server and start a fresh one on the same port (data is gone). 0 or -1. */
+int tgtest_redis_restart(tgtest_redis *r);
 
 #endif
