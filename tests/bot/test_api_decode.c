@@ -208,10 +208,12 @@ static void test_error_paths(void **state)
     }
 }
 
-static void collect_key(void *ud, const tg__jdoc *d, uint32_t key)
+static void collect_key(void *ud, const tg__jdoc *d, uint32_t tok, bool variant)
 {
     tg__buf *b = ud;
-    tg__json_path(d, key + 1, b);
+    if (variant)
+        tg__buf_putc(b, '~');
+    tg__json_path(d, tok, b);
     tg__buf_putc(b, ';');
 }
 
@@ -295,6 +297,12 @@ static void test_unknown_variant_and_enum(void **state)
     assert_null(m->forward_origin.ptr);
     assert_int_equal(m->forward_origin.raw.len, strlen("{\"type\":\"satellite\",\"orbit\":7}"));
     assert_int_equal(m->entities[0].type.id, TG_ENUM_UNKNOWN);
+    tg__buf seen;
+    tg__buf_init(&seen, 0);
+    assert_int_equal(
+        tg__codec_unknown_keys(tg__codec_type_by_name("Message"), &f->d, 0, collect_key, &seen), 0);
+    assert_string_equal(tg__buf_cstr(&seen), "~forward_origin;");
+    tg__buf_cleanup(&seen);
     char *again = encode_keep(tg__codec_type_by_name("Message"), m);
     assert_json_same(json, again);
     free(again);

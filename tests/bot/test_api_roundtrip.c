@@ -190,10 +190,11 @@ static void fill_union(filler *f, const tg__type *u, void *dst, int depth)
     h->ptr = obj;
 }
 
-static void count_unknown(void *ud, const tg__jdoc *d, uint32_t key)
+static void count_unknown(void *ud, const tg__jdoc *d, uint32_t tok, bool variant)
 {
     (void)d;
-    (void)key;
+    (void)tok;
+    (void)variant;
     (*(int *)ud)++;
 }
 

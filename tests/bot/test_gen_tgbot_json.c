@@ -92,6 +92,7 @@ static void test_unknown_fields_listed_and_kept(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.err, "unknown field: brand_new\n"));
     assert_non_null(strstr(r.err, "unknown field: message.chat.mood\n"));
+    assert_non_null(strstr(r.err, "unknown variant: message.forward_origin\n"));
     assert_same_json(in, r.out);
     run_free(&r);
 

@@ -4,8 +4,9 @@
  *   tgbot-json decode TYPE   read one JSON value on stdin, decode it as the Bot API type
  *                            TYPE (Update, Message, ChatMember, ...), write it back to stdout
  *                            re-encoded from the C structs. Keys the generated API does not
- *                            know are listed on stderr ("unknown field: <path>") and still
- *                            come out on stdout. Exit 0; malformed or mistyped input: one
+ *                            know are listed on stderr ("unknown field: <path>", and
+ *                            "unknown variant: <path>" for a union member it cannot tell)
+ *                            and still come out on stdout. Exit 0; malformed or mistyped input: one
  *                            error line with the JSON path on stderr, exit 1.
  *   tgbot-json types         list every type name.
  *
@@ -43,12 +44,12 @@ static int read_stdin(tg__buf *in)
     return ferror(stdin) ? -1 : 0;
 }
 
-static void report_unknown(void *ud, const tg__jdoc *d, uint32_t key_tok)
+static void report_unknown(void *ud, const tg__jdoc *d, uint32_t tok, bool variant)
 {
     tg__buf *path = ud;
     tg__buf_reset(path);
-    if (tg__json_path(d, key_tok + 1, path) == 0)
-        fprintf(stderr, "unknown field: %s\n", tg__buf_cstr(path));
+    if (tg__json_path(d, tok, path) == 0)
+        fprintf(stderr, "unknown %s: %s\n", variant ? "variant" : "field", tg__buf_cstr(path));
 }
 
 static int decode_cmd(const char *type)

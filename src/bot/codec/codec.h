@@ -205,9 +205,12 @@ void tg__codec_encode(const tg__type *t, const void *v, tg__jw *w, int flags);
 
 /* ---- forward compatibility ---- */
 
-/* Called for each key of the JSON at tok that t (recursively) does not know. */
-typedef void (*tg__unknown_cb)(void *ud, const tg__jdoc *d, uint32_t key_tok);
-/* Walk the JSON value at tok as t (only reading tokens); returns the number of unknown keys. */
+/* Called for each member of the JSON at tok whose key t (recursively) does not know, with
+ * the member's value token (variant false), and for each union value whose variant cannot
+ * be told, with that value's token (variant true). tg__json_path(d, tok) names either. */
+typedef void (*tg__unknown_cb)(void *ud, const tg__jdoc *d, uint32_t tok, bool variant);
+/* Walk the JSON value at tok as t (only reading tokens); returns the number of unknown keys
+ * (unknown variants are reported but not counted). */
 size_t tg__codec_unknown_keys(const tg__type *t, const tg__jdoc *d, uint32_t tok, tg__unknown_cb cb,
                               void *ud);
 

@@ -10,11 +10,13 @@ struct unknown_ctx {
     tg__buf path;
 };
 
-static void on_unknown(void *ud, const tg__jdoc *d, uint32_t key_tok)
+static void on_unknown(void *ud, const tg__jdoc *d, uint32_t tok, bool variant)
 {
     struct unknown_ctx *c = ud;
+    if (variant)
+        return; /* this function reports keys */
     tg__buf_reset(&c->path);
-    if (tg__json_path(d, key_tok + 1, &c->path) == 0)
+    if (tg__json_path(d, tok, &c->path) == 0)
         c->cb(c->ud, tg__buf_cstr(&c->path));
 }
 

@@ -277,6 +277,8 @@ static void unknown_value(uwalk *w, const tg__type *t, uint32_t tok)
         int m = tg__codec_union_pick(t, w->d, tok);
         if (m >= 0)
             unknown_value(w, t->members[m], tok);
+        else if (w->cb && o->type == TG__J_OBJECT)
+            w->cb(w->ud, w->d, tok, true);
         return;
     }
     if (o->type != TG__J_OBJECT)
@@ -287,7 +289,7 @@ static void unknown_value(uwalk *w, const tg__type *t, uint32_t tok)
         if (!f) {
             w->n++;
             if (w->cb)
-                w->cb(w->ud, w->d, key);
+                w->cb(w->ud, w->d, key + 1, false);
         } else {
             int depth = (f->flags & TG__F_ARR2) ? 2 : (f->flags & TG__F_ARR) ? 1 : 0;
             unknown_field(w, f, key + 1, depth);
