@@ -3,9 +3,11 @@
  *
  * One pass over the tokens: each object is allocated zeroed in the arena, each key is looked
  * up in the type's hash index, unknown keys are skipped in O(1) (tok.next) and stay
- * reachable through the object's raw span. JSON null is treated as "absent" everywhere.
- * Union members are chosen as codec.h describes; a member we cannot tell is kept as
- * TG_UNION_UNKNOWN with its raw JSON, never an error.
+ * reachable through the object's raw span. JSON null means "absent" (except as an element
+ * of an array of objects); a required string or object that is absent fails the decode, so
+ * callers never find NULL where the page promises a value. Union members are chosen as
+ * codec.h describes; a member we cannot tell is kept as TG_UNION_UNKNOWN with its raw JSON,
+ * never an error. Recursion depth is bounded by the tokenizer's depth limit.
  */
 #include <errno.h>
 #include <stdio.h>
