@@ -33,8 +33,8 @@ struct client {
 static int connect_local(uint16_t port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
@@ -77,8 +77,8 @@ static void one_request(void *p)
 }
 
 static enum MHD_Result bare(void *cls, struct MHD_Connection *c, const char *url,
-                            const char *method, const char *version, const char *data,
-                            size_t *size, void **con_cls)
+                            const char *method, const char *version, const char *data, size_t *size,
+                            void **con_cls)
 {
     (void)cls, (void)url, (void)method, (void)version, (void)data;
     if (!*con_cls) {
@@ -107,11 +107,12 @@ static void make_request(struct client *c, const char *body, size_t len)
     int n = snprintf(c->req, len + 512,
                      "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
                      "\r\nX-Telegram-Bot-Api-Secret-Token: bench-secret\r\nContent-Length: %zu"
-                     "\r\n\r\n%s", len, body);
+                     "\r\n\r\n%s",
+                     len, body);
     c->req_len = (size_t)n;
 }
 
-#define NCONN 4
+#define NCONN    4
 #define PER_CONN 5000
 
 struct load {
@@ -170,20 +171,22 @@ int main(void)
     size_t len;
     char *body = tg__bench_fixture("fixtures/botapi/small_update.json", &len);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct MHD_Daemon *m = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0,
-                                            NULL, NULL, bare, NULL, MHD_OPTION_SOCK_ADDR, &a,
-                                            MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_END);
+    struct MHD_Daemon *m =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, bare, NULL,
+                         MHD_OPTION_SOCK_ADDR, &a, MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_END);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(m, MHD_DAEMON_INFO_BIND_PORT);
     struct client fc = {.fd = connect_local(info->port)};
     make_request(&fc, body, len);
 
     tg_router *r = tg_router_new();
     tg_router_on_kind(r, TG_UPDATE_MESSAGE, noop, NULL);
-    tg_dispatcher *d = tg_dispatcher_new(NULL, r, &(tg_dispatcher_options){
-        .workers = 2, .queue_capacity = 4096});
-    tg_webhook *w = tg_webhook_start(d, &(tg_webhook_options){
-        .host = "127.0.0.1", .port = -1, .path = "/hook", .secret_token = "bench-secret",
-        .queue_wait_ms = 1000});
+    tg_dispatcher *d =
+        tg_dispatcher_new(NULL, r, &(tg_dispatcher_options){.workers = 2, .queue_capacity = 4096});
+    tg_webhook *w = tg_webhook_start(d, &(tg_webhook_options){.host = "127.0.0.1",
+                                                              .port = -1,
+                                                              .path = "/hook",
+                                                              .secret_token = "bench-secret",
+                                                              .queue_wait_ms = 1000});
     if (!d || !w) {
         fprintf(stderr, "bench webhook: %s\n", tg_webhook_errmsg());
         return 1;
@@ -203,8 +206,8 @@ int main(void)
     tg_dispatcher_wait_idle(d, 60000);
     tg_dispatcher_stats st;
     tg_dispatcher_get_stats(d, &st);
-    printf("# handled %llu updates, %llu rejected by the queue\n",
-           (unsigned long long)st.handled, (unsigned long long)st.rejected);
+    printf("# handled %llu updates, %llu rejected by the queue\n", (unsigned long long)st.handled,
+           (unsigned long long)st.rejected);
     tg__bench_table();
     int bad = wc.ok == 0 || st.handled == 0;
     close(fc.fd);

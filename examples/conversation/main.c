@@ -55,8 +55,10 @@ static tg_storage *make_storage(void)
     if (!host)
         return NULL; /* the dispatcher's memory store */
     const char *port = example_env("REDIS_PORT");
-    tg_redis_options o = {.host = host, .port = (uint16_t)(port ? atoi(port) : 0),
-                          .password = example_env("REDIS_PASSWORD"), .prefix = "pizza:"};
+    tg_redis_options o = {.host = host,
+                          .port = (uint16_t)(port ? atoi(port) : 0),
+                          .password = example_env("REDIS_PASSWORD"),
+                          .prefix = "pizza:"};
     tg_storage *s = tg_storage_redis_new(&o);
     if (!s)
         fprintf(stderr, "conversation: %s\n", tg_storage_errmsg());
@@ -77,8 +79,10 @@ int main(void)
     tg_router_on_command(r, "order", on_order, NULL);
     tg_router_add(r, 0, tg_filter_state("size"), on_size, NULL);
     tg_router_add(r, 0, tg_filter_state("address"), on_address, NULL);
-    tg_dispatcher_options o = {.storage = s, .conv_timeout_ms = 5 * 60 * 1000,
-                               .cancel_command = "cancel", .on_cancel = on_cancel,
+    tg_dispatcher_options o = {.storage = s,
+                               .conv_timeout_ms = 5 * 60 * 1000,
+                               .cancel_command = "cancel",
+                               .on_cancel = on_cancel,
                                .on_timeout = on_timeout};
     tg_dispatcher *d = example_dispatcher("conversation", bot, r, &o);
     int rc = d ? example_poll("conversation", d) : 1;

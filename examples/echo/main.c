@@ -22,9 +22,9 @@ int main(void)
     if (!bot)
         return EXAMPLE_EXIT_CONFIG;
     tg_router *r = tg_router_new();
-    tg_filter *f = tg_filter_and(tg_filter_kind(TG_UPDATE_MESSAGE),
-                                 tg_filter_and(tg_filter_chat_type("private"),
-                                               tg_filter_fn_new(has_text, NULL)));
+    tg_filter *f = tg_filter_and(
+        tg_filter_kind(TG_UPDATE_MESSAGE),
+        tg_filter_and(tg_filter_chat_type("private"), tg_filter_fn_new(has_text, NULL)));
     tg_router_add(r, 0, f, echo, NULL);
     tg_dispatcher *d = example_dispatcher("echo", bot, r, NULL);
     int rc = d ? example_poll("echo", d) : 1;

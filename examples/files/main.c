@@ -59,9 +59,10 @@ int main(void)
         return EXAMPLE_EXIT_CONFIG;
     tg_router *r = tg_router_new();
     tg_router_on_command(r, "report", on_report, NULL);
-    tg_router_add(r, 0, tg_filter_and(tg_filter_kind(TG_UPDATE_MESSAGE),
-                                      tg_filter_fn_new(has_document, NULL)),
-                  on_document, NULL);
+    tg_router_add(
+        r, 0,
+        tg_filter_and(tg_filter_kind(TG_UPDATE_MESSAGE), tg_filter_fn_new(has_document, NULL)),
+        on_document, NULL);
     tg_dispatcher *d = example_dispatcher("files", bot, r, NULL);
     int rc = d ? example_poll("files", d) : 1;
     tg_dispatcher_free(d);

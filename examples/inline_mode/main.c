@@ -18,8 +18,8 @@ static void convert(char *out, size_t cap, const char *in, int (*fn)(int))
 static bool article(char *out, size_t cap, const char *id, const char *text)
 {
     size_t n = strlen(out);
-    snprintf(out + n, cap - n, "%s{\"type\":\"article\",\"id\":\"%s\",\"title\":",
-             out[n - 1] == '[' ? "" : ",", id);
+    snprintf(out + n, cap - n,
+             "%s{\"type\":\"article\",\"id\":\"%s\",\"title\":", out[n - 1] == '[' ? "" : ",", id);
     bool ok = example_json_str(out, cap, text);
     n = strlen(out);
     snprintf(out + n, cap - n, ",\"input_message_content\":{\"message_text\":");

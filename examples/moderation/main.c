@@ -55,10 +55,11 @@ int main(void)
     if (!bot)
         return EXAMPLE_EXIT_CONFIG;
     tg_router *r = tg_router_new();
-    tg_router_add(r, 0, tg_filter_and(tg_filter_command("ban"),
-                                      tg_filter_or(tg_filter_chat_type("group"),
-                                                   tg_filter_chat_type("supergroup"))),
-                  on_ban, NULL);
+    tg_router_add(
+        r, 0,
+        tg_filter_and(tg_filter_command("ban"), tg_filter_or(tg_filter_chat_type("group"),
+                                                             tg_filter_chat_type("supergroup"))),
+        on_ban, NULL);
     tg_router_on_error(r, log_errors, NULL);
     tg_dispatcher *d = example_dispatcher("moderation", bot, r, NULL);
     int rc = d ? example_poll("moderation", d) : 1;

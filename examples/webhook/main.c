@@ -49,10 +49,13 @@ int main(void)
     }
     const char *port = example_env("WEBHOOK_PORT");
     const char *path = strchr(strstr(url, "://") ? strstr(url, "://") + 3 : url, '/');
-    tg_webhook_options wo = {
-        .port = port ? atoi(port) : 8443, .path = path ? path : "/", .url = url,
-        .secret_token = example_env("WEBHOOK_SECRET"), .cert_file = example_env("WEBHOOK_CERT"),
-        .key_file = example_env("WEBHOOK_KEY"), .upload_certificate = example_env("WEBHOOK_CERT") != NULL};
+    tg_webhook_options wo = {.port = port ? atoi(port) : 8443,
+                             .path = path ? path : "/",
+                             .url = url,
+                             .secret_token = example_env("WEBHOOK_SECRET"),
+                             .cert_file = example_env("WEBHOOK_CERT"),
+                             .key_file = example_env("WEBHOOK_KEY"),
+                             .upload_certificate = example_env("WEBHOOK_CERT") != NULL};
     tg_router *r = tg_router_new();
     tg_router_on_kind(r, TG_UPDATE_MESSAGE, echo, NULL);
     tg_dispatcher *d = example_dispatcher("webhook", bot, r, NULL);

@@ -68,11 +68,12 @@ static tg_dispatcher *setup(tg_router **out)
     tg_router_on_text(r, "^(\\w+)\\s+(\\d+)?", h_caps, NULL);
     tg_router_add(r, 1, tg_filter_callback_regex("^p:(.*)$"), h_caps, NULL);
     tg_router_add(r, 1, tg_filter_state("step"), h_state, NULL);
-    tg_router_add(r, 2, tg_filter_or(tg_filter_kinds(~UINT64_C(0)), tg_filter_state(NULL)),
-                  h_any, NULL);
+    tg_router_add(r, 2, tg_filter_or(tg_filter_kinds(~UINT64_C(0)), tg_filter_state(NULL)), h_any,
+                  NULL);
     *out = r;
-    return tg_dispatcher_new(NULL, r, &(tg_dispatcher_options){
-        .workers = 1, .cancel_command = "cancel", .conv_max_bytes = 64});
+    return tg_dispatcher_new(
+        NULL, r,
+        &(tg_dispatcher_options){.workers = 1, .cancel_command = "cancel", .conv_max_bytes = 64});
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -37,32 +37,32 @@ typedef struct tg_update tg_update; /* tgbot/api.h */
 
 /* ---- update kinds: one per optional field of the Bot API Update object ---- */
 
-#define TG_UPDATE_KINDS(X)                                                                     \
-    X(MESSAGE, "message")                                                                      \
-    X(EDITED_MESSAGE, "edited_message")                                                        \
-    X(CHANNEL_POST, "channel_post")                                                            \
-    X(EDITED_CHANNEL_POST, "edited_channel_post")                                              \
-    X(BUSINESS_CONNECTION, "business_connection")                                              \
-    X(BUSINESS_MESSAGE, "business_message")                                                    \
-    X(EDITED_BUSINESS_MESSAGE, "edited_business_message")                                      \
-    X(DELETED_BUSINESS_MESSAGES, "deleted_business_messages")                                  \
-    X(GUEST_MESSAGE, "guest_message")                                                          \
-    X(MESSAGE_REACTION, "message_reaction")                                                    \
-    X(MESSAGE_REACTION_COUNT, "message_reaction_count")                                        \
-    X(INLINE_QUERY, "inline_query")                                                            \
-    X(CHOSEN_INLINE_RESULT, "chosen_inline_result")                                            \
-    X(CALLBACK_QUERY, "callback_query")                                                        \
-    X(SHIPPING_QUERY, "shipping_query")                                                        \
-    X(PRE_CHECKOUT_QUERY, "pre_checkout_query")                                                \
-    X(PURCHASED_PAID_MEDIA, "purchased_paid_media")                                            \
-    X(POLL, "poll")                                                                            \
-    X(POLL_ANSWER, "poll_answer")                                                              \
-    X(MY_CHAT_MEMBER, "my_chat_member")                                                        \
-    X(CHAT_MEMBER, "chat_member")                                                              \
-    X(CHAT_JOIN_REQUEST, "chat_join_request")                                                  \
-    X(CHAT_BOOST, "chat_boost")                                                                \
-    X(REMOVED_CHAT_BOOST, "removed_chat_boost")                                                \
-    X(MANAGED_BOT, "managed_bot")                                                              \
+#define TG_UPDATE_KINDS(X)                                                                         \
+    X(MESSAGE, "message")                                                                          \
+    X(EDITED_MESSAGE, "edited_message")                                                            \
+    X(CHANNEL_POST, "channel_post")                                                                \
+    X(EDITED_CHANNEL_POST, "edited_channel_post")                                                  \
+    X(BUSINESS_CONNECTION, "business_connection")                                                  \
+    X(BUSINESS_MESSAGE, "business_message")                                                        \
+    X(EDITED_BUSINESS_MESSAGE, "edited_business_message")                                          \
+    X(DELETED_BUSINESS_MESSAGES, "deleted_business_messages")                                      \
+    X(GUEST_MESSAGE, "guest_message")                                                              \
+    X(MESSAGE_REACTION, "message_reaction")                                                        \
+    X(MESSAGE_REACTION_COUNT, "message_reaction_count")                                            \
+    X(INLINE_QUERY, "inline_query")                                                                \
+    X(CHOSEN_INLINE_RESULT, "chosen_inline_result")                                                \
+    X(CALLBACK_QUERY, "callback_query")                                                            \
+    X(SHIPPING_QUERY, "shipping_query")                                                            \
+    X(PRE_CHECKOUT_QUERY, "pre_checkout_query")                                                    \
+    X(PURCHASED_PAID_MEDIA, "purchased_paid_media")                                                \
+    X(POLL, "poll")                                                                                \
+    X(POLL_ANSWER, "poll_answer")                                                                  \
+    X(MY_CHAT_MEMBER, "my_chat_member")                                                            \
+    X(CHAT_MEMBER, "chat_member")                                                                  \
+    X(CHAT_JOIN_REQUEST, "chat_join_request")                                                      \
+    X(CHAT_BOOST, "chat_boost")                                                                    \
+    X(REMOVED_CHAT_BOOST, "removed_chat_boost")                                                    \
+    X(MANAGED_BOT, "managed_bot")                                                                  \
     X(SUBSCRIPTION, "subscription")
 
 typedef enum tg_update_kind {
@@ -76,10 +76,10 @@ typedef enum tg_update_kind {
 #define TG_KIND_BIT(k) (UINT64_C(1) << (k))
 /* Message-like kinds: message, edited_message, channel_post, edited_channel_post,
  * business_message, edited_business_message, guest_message. */
-#define TG_KINDS_MESSAGES                                                                      \
-    (TG_KIND_BIT(TG_UPDATE_MESSAGE) | TG_KIND_BIT(TG_UPDATE_EDITED_MESSAGE) |                  \
-     TG_KIND_BIT(TG_UPDATE_CHANNEL_POST) | TG_KIND_BIT(TG_UPDATE_EDITED_CHANNEL_POST) |        \
-     TG_KIND_BIT(TG_UPDATE_BUSINESS_MESSAGE) | TG_KIND_BIT(TG_UPDATE_EDITED_BUSINESS_MESSAGE) | \
+#define TG_KINDS_MESSAGES                                                                          \
+    (TG_KIND_BIT(TG_UPDATE_MESSAGE) | TG_KIND_BIT(TG_UPDATE_EDITED_MESSAGE) |                      \
+     TG_KIND_BIT(TG_UPDATE_CHANNEL_POST) | TG_KIND_BIT(TG_UPDATE_EDITED_CHANNEL_POST) |            \
+     TG_KIND_BIT(TG_UPDATE_BUSINESS_MESSAGE) | TG_KIND_BIT(TG_UPDATE_EDITED_BUSINESS_MESSAGE) |    \
      TG_KIND_BIT(TG_UPDATE_GUEST_MESSAGE))
 
 /* "message", "callback_query", ...; "unknown" for TG_UPDATE_UNKNOWN. Static. */
@@ -95,26 +95,26 @@ TG_API tg_update_kind tg_update_kind_parse(const char *name, size_t len);
 typedef struct tg_event {
     int64_t update_id;
     tg_update_kind kind;
-    const char *kind_name;      /* the Update field, also for unknown kinds */
+    const char *kind_name; /* the Update field, also for unknown kinds */
     bool has_chat;
-    int64_t chat_id;            /* the chat the update belongs to (callbacks: its message's) */
-    const char *chat_type;      /* "private", "group", "supergroup", "channel" or NULL */
+    int64_t chat_id;       /* the chat the update belongs to (callbacks: its message's) */
+    const char *chat_type; /* "private", "group", "supergroup", "channel" or NULL */
     bool has_user;
-    int64_t user_id;            /* from.id, or user.id (reactions, poll answers, boosts...) */
-    const char *username;       /* from.username or NULL */
-    int64_t message_id;         /* the message (callbacks: the message with the button); 0 */
-    const char *text;           /* message text, else caption; NULL */
-    const char *data;           /* callback_query.data */
-    const char *query;          /* inline_query.query */
-    const char *id;             /* id of a callback/inline/shipping/pre-checkout query */
-    const char *inline_message_id;      /* callback on an inline message */
+    int64_t user_id;               /* from.id, or user.id (reactions, poll answers, boosts...) */
+    const char *username;          /* from.username or NULL */
+    int64_t message_id;            /* the message (callbacks: the message with the button); 0 */
+    const char *text;              /* message text, else caption; NULL */
+    const char *data;              /* callback_query.data */
+    const char *query;             /* inline_query.query */
+    const char *id;                /* id of a callback/inline/shipping/pre-checkout query */
+    const char *inline_message_id; /* callback on an inline message */
     const char *business_connection_id; /* business messages and callbacks */
     /* Commands: text starting with '/'. command excludes the '/' and any "@botname". */
-    const char *command;        /* NULL when the text is not a command */
+    const char *command; /* NULL when the text is not a command */
     size_t command_len;
-    const char *command_args;   /* text after the command and its spaces; "" if none */
-    bool command_for_me;        /* no @mention, or the mention is this bot (case-insensitive) */
-    const char *json;           /* the whole update as received (not NUL-terminated) */
+    const char *command_args; /* text after the command and its spaces; "" if none */
+    bool command_for_me;      /* no @mention, or the mention is this bot (case-insensitive) */
+    const char *json;         /* the whole update as received (not NUL-terminated) */
     size_t json_len;
 } tg_event;
 
@@ -207,8 +207,7 @@ typedef struct tg_storage tg_storage;
 typedef struct tg_storage_ops {
     tg_status (*get)(tg_storage *s, const char *key, void *buf, size_t cap, size_t *len,
                      bool *found);
-    tg_status (*set)(tg_storage *s, const char *key, const void *val, size_t len,
-                     uint64_t ttl_ms);
+    tg_status (*set)(tg_storage *s, const char *key, const void *val, size_t len, uint64_t ttl_ms);
     tg_status (*del)(tg_storage *s, const char *key);
     void (*free)(tg_storage *s);
 } tg_storage_ops;
@@ -222,12 +221,12 @@ struct tg_storage {
 TG_API tg_storage *tg_storage_memory_new(void);
 
 typedef struct tg_redis_options {
-    const char *host;       /* NULL = "127.0.0.1" */
-    uint16_t port;          /* 0 = 6379 */
-    const char *password;   /* AUTH; NULL = none (a secret: never logged) */
-    int db;                 /* SELECT; 0 = default */
-    const char *prefix;     /* key prefix; NULL = "tgbot:" */
-    uint32_t timeout_ms;    /* connect and command timeout; 0 = 2000 */
+    const char *host;     /* NULL = "127.0.0.1" */
+    uint16_t port;        /* 0 = 6379 */
+    const char *password; /* AUTH; NULL = none (a secret: never logged) */
+    int db;               /* SELECT; 0 = default */
+    const char *prefix;   /* key prefix; NULL = "tgbot:" */
+    uint32_t timeout_ms;  /* connect and command timeout; 0 = 2000 */
 } tg_redis_options;
 
 /* A Redis store (hiredis), connected at once. NULL on failure; tg_storage_errmsg() says why.
@@ -236,8 +235,8 @@ TG_API tg_storage *tg_storage_redis_new(const tg_redis_options *opts);
 /* Why the last *_new on this thread failed (static/thread-local; "" if it did not). */
 TG_API const char *tg_storage_errmsg(void);
 
-TG_API tg_status tg_storage_get(tg_storage *s, const char *key, void *buf, size_t cap,
-                                size_t *len, bool *found);
+TG_API tg_status tg_storage_get(tg_storage *s, const char *key, void *buf, size_t cap, size_t *len,
+                                bool *found);
 TG_API tg_status tg_storage_set(tg_storage *s, const char *key, const void *val, size_t len,
                                 uint64_t ttl_ms);
 TG_API tg_status tg_storage_del(tg_storage *s, const char *key);
@@ -306,17 +305,13 @@ TG_API tg_status tg_router_set_username(tg_router *r, const char *username);
 TG_API tg_status tg_router_add(tg_router *r, int group, tg_filter *filter, tg_handler_fn fn,
                                void *user);
 /* Shortcuts into group 0. */
-TG_API tg_status tg_router_on_kind(tg_router *r, tg_update_kind kind, tg_handler_fn fn,
-                                   void *user);
-TG_API tg_status tg_router_on_command(tg_router *r, const char *name, tg_handler_fn fn,
-                                      void *user);
-TG_API tg_status tg_router_on_text(tg_router *r, const char *pattern, tg_handler_fn fn,
-                                   void *user);
+TG_API tg_status tg_router_on_kind(tg_router *r, tg_update_kind kind, tg_handler_fn fn, void *user);
+TG_API tg_status tg_router_on_command(tg_router *r, const char *name, tg_handler_fn fn, void *user);
+TG_API tg_status tg_router_on_text(tg_router *r, const char *pattern, tg_handler_fn fn, void *user);
 TG_API tg_status tg_router_on_callback(tg_router *r, const char *prefix, tg_handler_fn fn,
                                        void *user);
 /* Middleware, run in the order added (after: in reverse). Either function may be NULL. */
-TG_API tg_status tg_router_use(tg_router *r, tg_before_fn before, tg_after_fn after,
-                               void *user);
+TG_API tg_status tg_router_use(tg_router *r, tg_before_fn before, tg_after_fn after, void *user);
 TG_API void tg_router_on_error(tg_router *r, tg_error_fn fn, void *user);
 /* Why the last tg_router_* call failed ("" otherwise). */
 TG_API const char *tg_router_errmsg(const tg_router *r);
@@ -326,19 +321,19 @@ TG_API const char *tg_router_errmsg(const tg_router *r);
 typedef struct tg_dispatcher tg_dispatcher;
 
 typedef struct tg_dispatcher_options {
-    unsigned workers;          /* threads; 0 = 4 */
-    size_t queue_capacity;     /* updates waiting at most; 0 = 1024 */
-    tg_storage *storage;       /* conversations; borrowed; NULL = a private memory store */
-    const char *conv_prefix;   /* storage key prefix; NULL = "conv:" */
-    uint64_t conv_timeout_ms;  /* idle conversations end after this; 0 = never */
-    size_t conv_max_bytes;     /* state + data at most; 0 = 16384 */
-    const char *cancel_command;/* e.g. "cancel": ends the conversation; NULL = none */
-    tg_handler_fn on_cancel;   /* runs after a cancel (conversation already ended) */
-    tg_handler_fn on_timeout;  /* runs when a timed-out conversation is noticed (its old
-                                  state is readable with tg_conv_state) */
-    void *conv_user;           /* user of on_cancel / on_timeout */
-    size_t arena_max_bytes;    /* cap on a handler's scratch arena; 0 = 16 MiB */
-    bool no_get_me;            /* do not call getMe to learn the username */
+    unsigned workers;           /* threads; 0 = 4 */
+    size_t queue_capacity;      /* updates waiting at most; 0 = 1024 */
+    tg_storage *storage;        /* conversations; borrowed; NULL = a private memory store */
+    const char *conv_prefix;    /* storage key prefix; NULL = "conv:" */
+    uint64_t conv_timeout_ms;   /* idle conversations end after this; 0 = never */
+    size_t conv_max_bytes;      /* state + data at most; 0 = 16384 */
+    const char *cancel_command; /* e.g. "cancel": ends the conversation; NULL = none */
+    tg_handler_fn on_cancel;    /* runs after a cancel (conversation already ended) */
+    tg_handler_fn on_timeout;   /* runs when a timed-out conversation is noticed (its old
+                                   state is readable with tg_conv_state) */
+    void *conv_user;            /* user of on_cancel / on_timeout */
+    size_t arena_max_bytes;     /* cap on a handler's scratch arena; 0 = 16 MiB */
+    bool no_get_me;             /* do not call getMe to learn the username */
 } tg_dispatcher_options;
 
 /*
@@ -364,8 +359,8 @@ typedef void (*tg_feed_done_fn)(void *user, int64_t update_id, bool handled);
  * done (optional) runs once the update is finished or dropped.
  * Thread-safety: any thread.
  */
-TG_API tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len,
-                                    int64_t wait_ms, tg_feed_done_fn done, void *user);
+TG_API tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int64_t wait_ms,
+                                    tg_feed_done_fn done, void *user);
 /* Wait until nothing is queued or running, at most timeout_ms; TG_OK or TG_ERR_TIMEOUT. */
 TG_API tg_status tg_dispatcher_wait_idle(tg_dispatcher *d, uint64_t timeout_ms);
 /*
@@ -390,12 +385,12 @@ TG_API const char *tg_dispatcher_errmsg(const tg_dispatcher *d);
 TG_API tg_status tg_dispatcher_run_one(tg_dispatcher *d, const char *json, size_t len);
 
 typedef struct tg_dispatcher_stats {
-    uint64_t received;   /* updates accepted by feed */
-    uint64_t handled;    /* updates that ran */
-    uint64_t failed;     /* handlers that returned an error */
-    uint64_t unhandled;  /* updates no handler matched */
-    uint64_t dropped;    /* cancelled at shutdown */
-    uint64_t rejected;   /* feed refused (decode error, full, stopping) */
+    uint64_t received;  /* updates accepted by feed */
+    uint64_t handled;   /* updates that ran */
+    uint64_t failed;    /* handlers that returned an error */
+    uint64_t unhandled; /* updates no handler matched */
+    uint64_t dropped;   /* cancelled at shutdown */
+    uint64_t rejected;  /* feed refused (decode error, full, stopping) */
 } tg_dispatcher_stats;
 
 TG_API void tg_dispatcher_get_stats(tg_dispatcher *d, tg_dispatcher_stats *out);

@@ -34,15 +34,15 @@ extern "C" {
 /* ---- long polling ---- */
 
 typedef struct tg_polling_options {
-    uint32_t timeout_s;      /* long-poll wait per getUpdates; 0 = 30 (the bot's timeout_ms
-                                must be larger: tg_bot_options.timeout_ms 0 = 60 s is) */
-    uint32_t limit;          /* updates per call, 1..100; 0 = 100 */
+    uint32_t timeout_s; /* long-poll wait per getUpdates; 0 = 30 (the bot's timeout_ms
+                           must be larger: tg_bot_options.timeout_ms 0 = 60 s is) */
+    uint32_t limit;     /* updates per call, 1..100; 0 = 100 */
     const char *const *allowed_updates; /* NULL-terminated kinds; NULL = Telegram's choice */
-    uint32_t backoff_min_ms; /* first wait after a failed call; 0 = 500 */
-    uint32_t backoff_max_ms; /* doubling stops here; 0 = 30000 */
-    uint32_t drain_ms;       /* at stop, time for queued updates to finish; 0 = 10000 */
-    bool delete_webhook;     /* call deleteWebhook first (a set webhook makes getUpdates
-                                fail with 409 Conflict) */
+    uint32_t backoff_min_ms;            /* first wait after a failed call; 0 = 500 */
+    uint32_t backoff_max_ms;            /* doubling stops here; 0 = 30000 */
+    uint32_t drain_ms;                  /* at stop, time for queued updates to finish; 0 = 10000 */
+    bool delete_webhook;                /* call deleteWebhook first (a set webhook makes getUpdates
+                                           fail with 409 Conflict) */
 } tg_polling_options;
 
 /*
@@ -60,23 +60,23 @@ TG_API tg_status tg_run_polling(tg_dispatcher *d, const tg_polling_options *opts
 /* ---- webhook ---- */
 
 typedef struct tg_webhook_options {
-    const char *host;        /* listen address; NULL = "0.0.0.0" */
-    int port;                /* 0 = 8443; -1 = any free port (see tg_webhook_port) */
-    const char *path;        /* only this path is served (else 404); NULL = "/" */
-    const char *secret_token;/* expected X-Telegram-Bot-Api-Secret-Token (1-256 of
-                                [A-Za-z0-9_-]); NULL = not checked (not recommended) */
-    const char *cert_file;   /* PEM certificate and key: HTTPS (self-signed works); both */
-    const char *key_file;    /* NULL = plain HTTP (behind a TLS-terminating proxy) */
-    size_t max_body_bytes;   /* larger requests get 413; 0 = 1 MiB */
-    unsigned threads;        /* server threads; 0 = 2 */
-    uint32_t queue_wait_ms;  /* how long a request may wait for queue room before 503;
-                                0 = answer 503 at once */
-    uint32_t drain_ms;       /* tg_run_webhook: time for queued updates at stop; 0 = 10000 */
+    const char *host;         /* listen address; NULL = "0.0.0.0" */
+    int port;                 /* 0 = 8443; -1 = any free port (see tg_webhook_port) */
+    const char *path;         /* only this path is served (else 404); NULL = "/" */
+    const char *secret_token; /* expected X-Telegram-Bot-Api-Secret-Token (1-256 of
+                                 [A-Za-z0-9_-]); NULL = not checked (not recommended) */
+    const char *cert_file;    /* PEM certificate and key: HTTPS (self-signed works); both */
+    const char *key_file;     /* NULL = plain HTTP (behind a TLS-terminating proxy) */
+    size_t max_body_bytes;    /* larger requests get 413; 0 = 1 MiB */
+    unsigned threads;         /* server threads; 0 = 2 */
+    uint32_t queue_wait_ms;   /* how long a request may wait for queue room before 503;
+                                 0 = answer 503 at once */
+    uint32_t drain_ms;        /* tg_run_webhook: time for queued updates at stop; 0 = 10000 */
     /* For tg_webhook_set(): */
-    const char *url;         /* public HTTPS URL Telegram posts to */
-    bool upload_certificate; /* send cert_file with setWebhook (self-signed certificates) */
-    const char *ip_address;  /* fixed IP Telegram should use; NULL = DNS */
-    uint32_t max_connections;/* 1-100; 0 = Telegram's default (40) */
+    const char *url;          /* public HTTPS URL Telegram posts to */
+    bool upload_certificate;  /* send cert_file with setWebhook (self-signed certificates) */
+    const char *ip_address;   /* fixed IP Telegram should use; NULL = DNS */
+    uint32_t max_connections; /* 1-100; 0 = Telegram's default (40) */
     const char *const *allowed_updates; /* NULL-terminated; NULL = Telegram's choice */
     bool drop_pending_updates;
     /* > 0: each request waits up to this long for its handler, which may then answer in the
@@ -103,9 +103,9 @@ TG_API void tg_webhook_stop(tg_webhook *w);
 TG_API const char *tg_webhook_errmsg(void);
 
 typedef struct tg_webhook_stats {
-    uint64_t accepted;   /* 200 */
-    uint64_t rejected;   /* 4xx */
-    uint64_t busy;       /* 503 */
+    uint64_t accepted; /* 200 */
+    uint64_t rejected; /* 4xx */
+    uint64_t busy;     /* 503 */
 } tg_webhook_stats;
 
 TG_API void tg_webhook_get_stats(tg_webhook *w, tg_webhook_stats *out);

@@ -19,8 +19,8 @@ static void note(const char *s)
     strncat(trail, s, sizeof trail - strlen(trail) - 1);
 }
 
-#define MSG(id, user, text) \
-    "{\"update_id\":" #id ",\"message\":{\"message_id\":" #id ",\"chat\":{\"id\":" #user "," \
+#define MSG(id, user, text)                                                                        \
+    "{\"update_id\":" #id ",\"message\":{\"message_id\":" #id ",\"chat\":{\"id\":" #user ","       \
     "\"type\":\"private\"},\"from\":{\"id\":" #user "},\"text\":\"" text "\"}}"
 
 static void storage_contract(tg_storage *s)
@@ -124,7 +124,8 @@ static tg_router *pizza_router(void)
 {
     tg_router *r = tg_router_new();
     tg_router_on_command(r, "order", h_order, NULL);
-    tg_router_add(r, 0, tg_filter_and(tg_filter_state("ask_size"), tg_filter_kind(TG_UPDATE_MESSAGE)),
+    tg_router_add(r, 0,
+                  tg_filter_and(tg_filter_state("ask_size"), tg_filter_kind(TG_UPDATE_MESSAGE)),
                   h_size, NULL);
     tg_router_add(r, 0, tg_filter_state("ask_addr"), h_addr, NULL);
     tg_router_add(r, 0, tg_filter_state(NULL), h_other, NULL);
@@ -133,8 +134,11 @@ static tg_router *pizza_router(void)
 
 static tg_dispatcher *pizza_dispatcher(tg_router *r, tg_storage *s, uint64_t timeout_ms)
 {
-    tg_dispatcher_options o = {.workers = 1, .storage = s, .cancel_command = "cancel",
-                               .on_cancel = h_cancel, .on_timeout = h_timeout,
+    tg_dispatcher_options o = {.workers = 1,
+                               .storage = s,
+                               .cancel_command = "cancel",
+                               .on_cancel = h_cancel,
+                               .on_timeout = h_timeout,
                                .conv_timeout_ms = timeout_ms};
     tg_dispatcher *d = tg_dispatcher_new(NULL, r, &o);
     assert_non_null(d);

@@ -11,8 +11,9 @@
 #include "core/log.h"
 #include "tgbot/dispatch.h"
 
-#define UPD "{\"update_id\":1,\"message\":{\"message_id\":1,\"chat\":{\"id\":3,\"type\":" \
-            "\"private\"},\"from\":{\"id\":3},\"text\":\"/go a b\"}}"
+#define UPD                                                                                        \
+    "{\"update_id\":1,\"message\":{\"message_id\":1,\"chat\":{\"id\":3,\"type\":"                  \
+    "\"private\"},\"from\":{\"id\":3},\"text\":\"/go a b\"}}"
 
 static tg_status h_go(tg_hctx *h, void *user)
 {

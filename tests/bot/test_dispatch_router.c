@@ -28,7 +28,8 @@ static tg_status h_fail(tg_hctx *h, void *user)
 {
     (void)user;
     note("F;");
-    return tg_hctx_fail(h, TG_ERR_API, "boom in update %lld", (long long)tg_hctx_event(h)->update_id);
+    return tg_hctx_fail(h, TG_ERR_API, "boom in update %lld",
+                        (long long)tg_hctx_event(h)->update_id);
 }
 
 static tg_dispatcher *mk(tg_router *r)
@@ -45,9 +46,9 @@ static tg_status run(tg_dispatcher *d, const char *json)
     return tg_dispatcher_run_one(d, json, strlen(json));
 }
 
-#define MSG(id, text) \
-    "{\"update_id\":" #id ",\"message\":{\"message_id\":5,\"date\":0,\"chat\":{\"id\":42," \
-    "\"type\":\"private\"},\"from\":{\"id\":7,\"is_bot\":false,\"first_name\":\"A\"," \
+#define MSG(id, text)                                                                              \
+    "{\"update_id\":" #id ",\"message\":{\"message_id\":5,\"date\":0,\"chat\":{\"id\":42,"         \
+    "\"type\":\"private\"},\"from\":{\"id\":7,\"is_bot\":false,\"first_name\":\"A\","              \
     "\"username\":\"alice\"},\"text\":\"" text "\"}}"
 
 static void test_event_fields(void **state)
@@ -110,8 +111,9 @@ static void test_event_errors(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tg__event_key k;
         char err[256] = "";
-        assert_int_equal(tg__event_key_parse(&doc, cases[i].json, strlen(cases[i].json), &k,
-                                             err, sizeof err), -1);
+        assert_int_equal(
+            tg__event_key_parse(&doc, cases[i].json, strlen(cases[i].json), &k, err, sizeof err),
+            -1);
         if (!strstr(err, cases[i].msg))
             fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, cases[i].msg);
     }
@@ -141,7 +143,8 @@ static void test_every_kind_routes(void **state)
         assert_int_equal(run(d, json), TG_OK);
         assert_string_equal(trail, "k;");
         assert_int_equal(tg_update_kind_parse(tg_update_kind_name((tg_update_kind)k),
-                                              strlen(tg_update_kind_name((tg_update_kind)k))), k);
+                                              strlen(tg_update_kind_name((tg_update_kind)k))),
+                         k);
     }
     tg_dispatcher_stats st;
     tg_dispatcher_get_stats(d, &st);
@@ -224,10 +227,12 @@ static void test_regex_and_callbacks(void **state)
     trail[0] = '\0';
     run(d, MSG(2, "order 6a"));
     assert_string_equal(trail, "");
-    run(d, "{\"update_id\":3,\"callback_query\":{\"id\":\"1\",\"from\":{\"id\":2},\"data\":\"vote:y\"}}");
+    run(d, "{\"update_id\":3,\"callback_query\":{\"id\":\"1\",\"from\":{\"id\":2},\"data\":\"vote:"
+           "y\"}}");
     assert_string_equal(trail, "V;");
     trail[0] = '\0';
-    run(d, "{\"update_id\":4,\"callback_query\":{\"id\":\"1\",\"from\":{\"id\":2},\"data\":\"page:12\"}}");
+    run(d, "{\"update_id\":4,\"callback_query\":{\"id\":\"1\",\"from\":{\"id\":2},\"data\":\"page:"
+           "12\"}}");
     assert_string_equal(trail, "n=2 c1=12 c2=unset");
     tg_dispatcher_free(d);
     tg_router_free(r);
@@ -243,20 +248,21 @@ static void test_filters_compose(void **state)
 {
     (void)state;
     tg_router *r = tg_router_new();
-    tg_filter *f = tg_filter_and(tg_filter_chat_type("private"),
-                                 tg_filter_or(tg_filter_text("hi"),
-                                              tg_filter_not(tg_filter_fn_new(is_even_update, NULL))));
+    tg_filter *f = tg_filter_and(
+        tg_filter_chat_type("private"),
+        tg_filter_or(tg_filter_text("hi"), tg_filter_not(tg_filter_fn_new(is_even_update, NULL))));
     assert_int_equal(tg_router_add(r, 0, f, h_note, (void *)"P"), TG_OK);
     assert_int_equal(tg_router_add(r, 0, tg_filter_and(tg_filter_user(7), tg_filter_chat(42)),
-                                   h_note, (void *)"U"), TG_OK);
+                                   h_note, (void *)"U"),
+                     TG_OK);
     /* a failed operand poisons the whole expression */
     assert_null(tg_filter_and(tg_filter_regex("("), tg_filter_text("x")));
     assert_non_null(strstr(tg_filter_errmsg(), "regex"));
     assert_int_equal(tg_router_add(r, 0, NULL, h_note, NULL), TG_ERR_INVALID);
     tg_dispatcher *d = mk(r);
-    run(d, MSG(2, "hi"));  /* private and text */
-    run(d, MSG(3, "yo"));  /* private and odd */
-    run(d, MSG(4, "yo"));  /* even, not hi: falls to U */
+    run(d, MSG(2, "hi")); /* private and text */
+    run(d, MSG(3, "yo")); /* private and odd */
+    run(d, MSG(4, "yo")); /* even, not hi: falls to U */
     assert_string_equal(trail, "P;P;U;");
     tg_dispatcher_free(d);
     tg_router_free(r);

@@ -100,8 +100,8 @@ static void test_shortcuts_through_webhook(void **state)
     tg_router_on_kind(r, TG_UPDATE_INLINE_QUERY, h_inline, NULL);
     tg_dispatcher *d = tg_dispatcher_new(bot, r, &(tg_dispatcher_options){.workers = 2});
     assert_non_null(d);
-    tg_webhook *w = tg_webhook_start(d, &(tg_webhook_options){.host = "127.0.0.1", .port = -1,
-                                                              .path = "/tg"});
+    tg_webhook *w =
+        tg_webhook_start(d, &(tg_webhook_options){.host = "127.0.0.1", .port = -1, .path = "/tg"});
     assert_non_null(w);
     uint16_t port = tg_webhook_port(w);
     assert_int_equal(post(port, "{\"update_id\":1,\"message\":{\"message_id\":31,\"chat\":{\"id\":"
@@ -160,9 +160,12 @@ static void test_set_and_delete_webhook(void **state)
     tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = fakeapi_url(f)});
     tg_ctx *ctx = tg_ctx_new(bot);
     static const char *const allowed[] = {"message", "callback_query", NULL};
-    tg_webhook_options o = {.url = "https://bot.example.com:8443/tg", .secret_token = "abc_DEF-1",
-                            .max_connections = 10, .allowed_updates = allowed,
-                            .drop_pending_updates = true, .ip_address = "203.0.113.7"};
+    tg_webhook_options o = {.url = "https://bot.example.com:8443/tg",
+                            .secret_token = "abc_DEF-1",
+                            .max_connections = 10,
+                            .allowed_updates = allowed,
+                            .drop_pending_updates = true,
+                            .ip_address = "203.0.113.7"};
     assert_int_equal(tg_webhook_set(ctx, &o), TG_OK);
     json_t *j = call(f, "setWebhook", 0);
     expect_str(j, "url", "https://bot.example.com:8443/tg");
@@ -179,9 +182,9 @@ static void test_set_and_delete_webhook(void **state)
     assert_true(json_is_true(json_object_get(j, "drop_pending_updates")));
     json_decref(j);
     assert_int_equal(tg_webhook_set(ctx, &(tg_webhook_options){0}), TG_ERR_INVALID);
-    assert_int_equal(tg_webhook_set(ctx, &(tg_webhook_options){.url = "https://x",
-                                                                .upload_certificate = true}),
-                     TG_ERR_INVALID);
+    assert_int_equal(
+        tg_webhook_set(ctx, &(tg_webhook_options){.url = "https://x", .upload_certificate = true}),
+        TG_ERR_INVALID);
     tg_ctx_free(ctx);
     tg_bot_free(bot);
     fakeapi_stop(f);

@@ -13,7 +13,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 
-#define NKEYS 100
+#define NKEYS  100
 #define NITEMS 10000
 
 struct item {
@@ -62,8 +62,8 @@ static void test_per_key_order(void **state)
     memset(&s, 0, sizeof s);
     pthread_mutex_init(&s.mu, NULL);
     tg__workers *w;
-    tg__workers_options o = {.workers = 8, .capacity = 64, .run = order_run,
-                             .done = order_done, .user = &s};
+    tg__workers_options o = {
+        .workers = 8, .capacity = 64, .run = order_run, .done = order_done, .user = &s};
     assert_int_equal(tg__workers_new(&w, &o), 0);
     int seq[NKEYS] = {0};
     for (int i = 0; i < NITEMS; i++) {
@@ -136,11 +136,13 @@ static void test_backpressure(void **state)
     pthread_mutex_init(&g.mu, NULL);
     pthread_cond_init(&g.cv, NULL);
     tg__workers *w;
-    tg__workers_options o = {.workers = 1, .capacity = 3, .run = gate_run, .done = gate_done,
-                             .user = &g};
+    tg__workers_options o = {
+        .workers = 1, .capacity = 3, .run = gate_run, .done = gate_done, .user = &g};
     assert_int_equal(tg__workers_new(&w, &o), 0);
-    tg__witem it[5] = {{.key = 1, .ordered = true}, {.key = 2, .ordered = true},
-                       {.key = 3, .ordered = true}, {.key = 4, .ordered = true},
+    tg__witem it[5] = {{.key = 1, .ordered = true},
+                       {.key = 2, .ordered = true},
+                       {.key = 3, .ordered = true},
+                       {.key = 4, .ordered = true},
                        {.key = 5, .ordered = false}};
     assert_int_equal(tg__workers_submit(w, &it[0], 0), 0);
     wait_running(&g, 1);
@@ -178,11 +180,11 @@ static void test_drain_deadline_cancels_queued(void **state)
     pthread_mutex_init(&g.mu, NULL);
     pthread_cond_init(&g.cv, NULL);
     tg__workers *w;
-    tg__workers_options o = {.workers = 2, .capacity = 8, .run = gate_run, .done = gate_done,
-                             .user = &g};
+    tg__workers_options o = {
+        .workers = 2, .capacity = 8, .run = gate_run, .done = gate_done, .user = &g};
     assert_int_equal(tg__workers_new(&w, &o), 0);
-    tg__witem it[3] = {{.key = 7, .ordered = true}, {.key = 7, .ordered = true},
-                       {.key = 7, .ordered = true}};
+    tg__witem it[3] = {
+        {.key = 7, .ordered = true}, {.key = 7, .ordered = true}, {.key = 7, .ordered = true}};
     for (int i = 0; i < 3; i++)
         assert_int_equal(tg__workers_submit(w, &it[i], 0), 0);
     wait_running(&g, 1); /* same key: only the first may run */

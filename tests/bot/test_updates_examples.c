@@ -14,7 +14,7 @@
 #include "core/clock.h"
 #include "dispatch_fakeapi.h"
 
-#define TOKEN "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+#define TOKEN    "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 #define ECHO_BIN TGKIT_BINARY_DIR "/examples/echo/echo"
 
 static pid_t spawn_echo(fakeapi *f)
@@ -35,10 +35,12 @@ static void run_echo(int sig)
     if (access(ECHO_BIN, X_OK) != 0)
         skip();
     fakeapi *f = fakeapi_start(TOKEN);
-    fakeapi_add_update(f, 1, "{\"update_id\":1,\"message\":{\"message_id\":7,\"chat\":{\"id\":-5,"
-                             "\"type\":\"group\"},\"from\":{\"id\":2},\"text\":\"not me\"}}");
-    fakeapi_add_update(f, 2, "{\"update_id\":2,\"message\":{\"message_id\":8,\"chat\":{\"id\":2,"
-                             "\"type\":\"private\"},\"from\":{\"id\":2},\"text\":\"h\\u00e9llo\"}}");
+    fakeapi_add_update(f, 1,
+                       "{\"update_id\":1,\"message\":{\"message_id\":7,\"chat\":{\"id\":-5,"
+                       "\"type\":\"group\"},\"from\":{\"id\":2},\"text\":\"not me\"}}");
+    fakeapi_add_update(f, 2,
+                       "{\"update_id\":2,\"message\":{\"message_id\":8,\"chat\":{\"id\":2,"
+                       "\"type\":\"private\"},\"from\":{\"id\":2},\"text\":\"h\\u00e9llo\"}}");
     pid_t pid = spawn_echo(f);
     for (int i = 0; i < 2000 && fakeapi_count(f, "sendMessage") < 1; i++)
         tg__sleep_ms(10);
@@ -55,8 +57,9 @@ static void run_echo(int sig)
     json_t *j = json_loads(b, 0, NULL);
     assert_int_equal(json_integer_value(json_object_get(j, "chat_id")), 2);
     assert_string_equal(json_string_value(json_object_get(j, "text")), "h\xc3\xa9llo");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "reply_parameters"),
-                                                        "message_id")), 8);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(j, "reply_parameters"), "message_id")),
+        8);
     json_decref(j);
     free(b);
     assert_int_equal(fakeapi_offset(f), 3); /* both updates confirmed before exiting */

@@ -24,9 +24,9 @@
 #include "tgbot/dispatch.h"
 #include "tgbot/updates.h"
 
-#define TOKEN "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+#define TOKEN  "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 #define NCHATS 100
-#define NUPD 10000
+#define NUPD   10000
 
 static char upd_json[256];
 
@@ -81,8 +81,8 @@ static void bot_start_opts(struct bot *b, fakeapi *f, tg_handler_fn fn, unsigned
     b->d = tg_dispatcher_new(b->bot, b->r, &o);
     if (!b->d)
         fail_msg("dispatcher: %s", tg_dispatcher_errmsg(NULL));
-    b->po = po ? *po
-               : (tg_polling_options){.timeout_s = 1, .backoff_min_ms = 10, .backoff_max_ms = 50};
+    b->po =
+        po ? *po : (tg_polling_options){.timeout_s = 1, .backoff_min_ms = 10, .backoff_max_ms = 50};
     assert_int_equal(pthread_create(&b->t, NULL, poll_thread, b), 0);
 }
 
@@ -155,7 +155,7 @@ static void test_ordering_10k(void **state)
     assert_int_equal(bot_stop(&b), TG_OK);
     assert_int_equal(ord_errors, 0);
     assert_int_equal((int)fakeapi_count(f, "sendMessage"), NUPD); /* nothing duplicated */
-    assert_int_equal(fakeapi_offset(f), NUPD + 1);                 /* all confirmed */
+    assert_int_equal(fakeapi_offset(f), NUPD + 1);                /* all confirmed */
     /* The server saw each chat's replies in order too. */
     int last[NCHATS];
     memset(last, -1, sizeof last);
@@ -184,8 +184,7 @@ static tg_status h_sometimes_fails(tg_hctx *h, void *user)
     (void)user;
     const tg_event *ev = tg_hctx_event(h);
     if (ev->update_id % 2)
-        return tg_hctx_fail(h, TG_ERR_INVALID, "odd update %lld refused",
-                            (long long)ev->update_id);
+        return tg_hctx_fail(h, TG_ERR_INVALID, "odd update %lld refused", (long long)ev->update_id);
     return tg_reply(h, "ok");
 }
 
@@ -275,8 +274,7 @@ static void test_wrong_token_gives_up(void **state)
 {
     (void)state;
     fakeapi *f = fakeapi_start("999:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"); /* not our token */
-    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = fakeapi_url(f),
-                                                       .log = log_sink});
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = fakeapi_url(f), .log = log_sink});
     tg_router *r = tg_router_new();
     tg_router_on_kind(r, TG_UPDATE_MESSAGE, h_reply, NULL);
     assert_null(tg_dispatcher_new(bot, r, NULL)); /* getMe fails first */

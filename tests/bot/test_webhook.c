@@ -15,8 +15,8 @@
 #include "tgbot/updates.h"
 
 #define SECRET "s3cr3t-token_X"
-#define UPD(id, chat) \
-    "{\"update_id\":" #id ",\"message\":{\"message_id\":1,\"chat\":{\"id\":" #chat "," \
+#define UPD(id, chat)                                                                              \
+    "{\"update_id\":" #id ",\"message\":{\"message_id\":1,\"chat\":{\"id\":" #chat ","             \
     "\"type\":\"private\"},\"text\":\"hi\"}}"
 
 static atomic_int handled;
@@ -142,8 +142,11 @@ static void stop(struct fixture *f)
 static void test_rejections(void **state)
 {
     (void)state;
-    tg_webhook_options wo = {.host = "127.0.0.1", .port = -1, .path = "/hook",
-                             .secret_token = SECRET, .max_body_bytes = 300};
+    tg_webhook_options wo = {.host = "127.0.0.1",
+                             .port = -1,
+                             .path = "/hook",
+                             .secret_token = SECRET,
+                             .max_body_bytes = 300};
     struct fixture f = start(2, 16, &wo);
     uint16_t port = tg_webhook_port(f.w);
     assert_true(port > 0);
@@ -183,8 +186,10 @@ static void test_rejections(void **state)
     assert_int_equal(r.status, 413);
     r = send_req(&(struct req){.port = port, .secret = SECRET, .body = big, .chunked = true});
     assert_int_equal(r.status, 413);
-    r = send_req(&(struct req){.port = port, .secret = SECRET,
-                               .ctype = "application/json; charset=utf-8", .body = UPD(2, 1)});
+    r = send_req(&(struct req){.port = port,
+                               .secret = SECRET,
+                               .ctype = "application/json; charset=utf-8",
+                               .body = UPD(2, 1)});
     assert_int_equal(r.status, 200);
     assert_int_equal(tg_dispatcher_wait_idle(f.d, 10000), TG_OK);
     assert_int_equal(atomic_load(&handled), 1);
@@ -213,7 +218,7 @@ static void test_backpressure_503(void **state)
     int sent = 1;
     for (int i = 0; i < 4 && last == 200; i++, sent++) {
         char body[256];
-        snprintf(body, sizeof body, UPD(%d, %d), i + 2, i + 2);
+        snprintf(body, sizeof body, UPD(% d, % d), i + 2, i + 2);
         q.body = body;
         last = send_req(&q).status;
     }
@@ -249,11 +254,18 @@ static void test_https_self_signed(void **state)
         rmdir(dir);
         skip();
     }
-    tg_webhook_options wo = {.host = "127.0.0.1", .port = -1, .path = "/hook",
-                             .secret_token = SECRET, .cert_file = cert, .key_file = key};
+    tg_webhook_options wo = {.host = "127.0.0.1",
+                             .port = -1,
+                             .path = "/hook",
+                             .secret_token = SECRET,
+                             .cert_file = cert,
+                             .key_file = key};
     struct fixture f = start(2, 16, &wo);
-    struct req q = {.scheme = "https", .port = tg_webhook_port(f.w), .secret = SECRET,
-                    .body = UPD(1, 5), .cafile = cert};
+    struct req q = {.scheme = "https",
+                    .port = tg_webhook_port(f.w),
+                    .secret = SECRET,
+                    .body = UPD(1, 5),
+                    .cafile = cert};
     assert_int_equal(send_req(&q).status, 200);
     q.secret = "nope";
     assert_int_equal(send_req(&q).status, 401);
@@ -311,8 +323,8 @@ static void test_answer_in_response(void **state)
     tg_router *r = tg_router_new();
     tg_router_on_kind(r, TG_UPDATE_MESSAGE, h_respond, NULL);
     tg_dispatcher *d = tg_dispatcher_new(NULL, r, &(tg_dispatcher_options){.workers = 1});
-    tg_webhook_options wo = {.host = "127.0.0.1", .port = -1, .path = "/hook",
-                             .reply_wait_ms = 20000};
+    tg_webhook_options wo = {
+        .host = "127.0.0.1", .port = -1, .path = "/hook", .reply_wait_ms = 20000};
     tg_webhook *w = tg_webhook_start(d, &wo);
     assert_non_null(w);
     struct reply rep = send_req(&(struct req){.port = tg_webhook_port(w), .body = UPD(1, 1)});
@@ -329,10 +341,8 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rejections),
-        cmocka_unit_test(test_backpressure_503),
-        cmocka_unit_test(test_https_self_signed),
-        cmocka_unit_test(test_start_errors),
+        cmocka_unit_test(test_rejections),         cmocka_unit_test(test_backpressure_503),
+        cmocka_unit_test(test_https_self_signed),  cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_answer_in_response),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -96,8 +96,9 @@ static enum MHD_Result get_updates(fakeapi *f, struct MHD_Connection *c, const c
     if (f->conflicts > 0) {
         f->conflicts--;
         pthread_mutex_unlock(&f->mu);
-        return reply(c, 409, "{\"ok\":false,\"error_code\":409,\"description\":\"Conflict: "
-                             "terminated by other getUpdates request\"}");
+        return reply(c, 409,
+                     "{\"ok\":false,\"error_code\":409,\"description\":\"Conflict: "
+                     "terminated by other getUpdates request\"}");
     }
     if (offset > f->offset)
         f->offset = offset;
@@ -139,15 +140,18 @@ static enum MHD_Result route(fakeapi *f, struct MHD_Connection *c, const char *u
     if (strcmp(method, "getUpdates") == 0)
         return get_updates(f, c, body);
     if (strcmp(method, "getMe") == 0)
-        return reply(c, 200, "{\"ok\":true,\"result\":{\"id\":1,\"is_bot\":true,"
-                             "\"first_name\":\"T\",\"username\":\"testbot\"}}");
+        return reply(c, 200,
+                     "{\"ok\":true,\"result\":{\"id\":1,\"is_bot\":true,"
+                     "\"first_name\":\"T\",\"username\":\"testbot\"}}");
     record(f, method, body);
     char out[160];
     pthread_mutex_lock(&f->mu);
     long long id = (long long)++f->msg_id;
     pthread_mutex_unlock(&f->mu);
-    snprintf(out, sizeof out, "{\"ok\":true,\"result\":{\"message_id\":%lld,\"date\":0,"
-                              "\"chat\":{\"id\":1,\"type\":\"private\"}}}", id);
+    snprintf(out, sizeof out,
+             "{\"ok\":true,\"result\":{\"message_id\":%lld,\"date\":0,"
+             "\"chat\":{\"id\":1,\"type\":\"private\"}}}",
+             id);
     return reply(c, 200, out);
 }
 
@@ -194,8 +198,8 @@ fakeapi *fakeapi_start(const char *token)
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    f->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
-                              0, NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, &a,
+    f->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
+                              NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, &a,
                               MHD_OPTION_NOTIFY_COMPLETED, on_done, f, MHD_OPTION_END);
     if (!f->mhd) {
         fprintf(stderr, "fakeapi: cannot start\n");

@@ -45,14 +45,13 @@ static bool answers_ping(uint16_t port)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return false;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct timeval tv = {.tv_sec = 1};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char buf[16] = {0};
-    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-              write(fd, "PING\r\n", 6) == 6 && read(fd, buf, sizeof buf - 1) > 0 &&
-              strncmp(buf, "+PONG", 5) == 0;
+    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, "PING\r\n", 6) == 6 &&
+              read(fd, buf, sizeof buf - 1) > 0 && strncmp(buf, "+PONG", 5) == 0;
     close(fd);
     return ok;
 }

@@ -16,7 +16,7 @@
 #include "core/clock.h"
 #include "core/str.h"
 
-#define CONV_MAGIC "tgc1\n"
+#define CONV_MAGIC    "tgc1\n"
 #define CONV_GRACE_MS 60000
 
 static bool parse_value(struct tg__conv *c, unsigned char *v, size_t n)
@@ -50,8 +50,8 @@ tg_status tg__conv_load(struct tg_hctx *h)
     c->loaded = true;
     if (!h->ev.has_chat || !h->ev.has_user)
         return TG_OK;
-    snprintf(c->key, sizeof c->key, "%s%lld:%lld", h->d->conv_prefix,
-             (long long)h->ev.chat_id, (long long)h->ev.user_id);
+    snprintf(c->key, sizeof c->key, "%s%lld:%lld", h->d->conv_prefix, (long long)h->ev.chat_id,
+             (long long)h->ev.user_id);
     size_t cap = h->d->o.conv_max_bytes + 128, len;
     unsigned char *buf = tg__arena_alloc(&h->arena, cap);
     bool found;
@@ -62,8 +62,7 @@ tg_status tg__conv_load(struct tg_hctx *h)
         return tg_hctx_fail(h, st, "conversation %s: storage get failed: %s", c->key,
                             tg_strerror(st));
     if (found && !parse_value(c, buf, len))
-        return tg_hctx_fail(h, TG_ERR_DECODE, "conversation %s: stored value is malformed",
-                            c->key);
+        return tg_hctx_fail(h, TG_ERR_DECODE, "conversation %s: stored value is malformed", c->key);
     return TG_OK;
 }
 
@@ -84,11 +83,13 @@ static bool valid_state(const char *s)
 tg_status tg_conv_set(tg_hctx *h, const char *state, const void *data, size_t len)
 {
     if (!valid_state(state))
-        return tg_hctx_fail(h, TG_ERR_INVALID, "conversation: state \"%.64s\" is not 1..64 "
-                            "of [A-Za-z0-9_.:-]", state ? state : "(null)");
+        return tg_hctx_fail(h, TG_ERR_INVALID,
+                            "conversation: state \"%.64s\" is not 1..64 "
+                            "of [A-Za-z0-9_.:-]",
+                            state ? state : "(null)");
     if (len > h->d->o.conv_max_bytes)
-        return tg_hctx_fail(h, TG_ERR_TOO_BIG, "conversation: %zu bytes of data, at most %zu",
-                            len, h->d->o.conv_max_bytes);
+        return tg_hctx_fail(h, TG_ERR_TOO_BIG, "conversation: %zu bytes of data, at most %zu", len,
+                            h->d->o.conv_max_bytes);
     tg_status st = tg__conv_load(h);
     if (st != TG_OK)
         return st;

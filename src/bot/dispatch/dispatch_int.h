@@ -21,7 +21,7 @@
 #include "core/log.h"
 #include "tgbot/dispatch.h"
 
-#define TG__MAX_CAPTURES 16
+#define TG__MAX_CAPTURES   16
 #define TG__CONV_STATE_MAX 64
 
 enum filter_type {
@@ -44,11 +44,11 @@ enum filter_type {
 
 struct tg_filter {
     enum filter_type type;
-    uint64_t mask;        /* F_KINDS */
-    int64_t id;           /* F_CHAT, F_USER */
-    char *str;            /* command name, text, prefix, chat type, state, pattern */
+    uint64_t mask; /* F_KINDS */
+    int64_t id;    /* F_CHAT, F_USER */
+    char *str;     /* command name, text, prefix, chat type, state, pattern */
     size_t len;
-    pcre2_code *re;       /* F_REGEX, F_CB_REGEX */
+    pcre2_code *re; /* F_REGEX, F_CB_REGEX */
     tg_filter_fn fn;
     void *user;
     struct tg_filter *a, *b;
@@ -79,11 +79,11 @@ struct tg_router {
 };
 
 struct tg__conv {
-    bool loaded;      /* storage consulted for this update */
-    bool has;         /* a conversation exists */
-    bool timed_out;   /* it existed but its deadline passed */
-    bool in_timeout;  /* the timeout handler runs: the old state stays readable */
-    char key[96];     /* storage key; "" when the update has no (chat, user) */
+    bool loaded;     /* storage consulted for this update */
+    bool has;        /* a conversation exists */
+    bool timed_out;  /* it existed but its deadline passed */
+    bool in_timeout; /* the timeout handler runs: the old state stays readable */
+    char key[96];    /* storage key; "" when the update has no (chat, user) */
     char state[TG__CONV_STATE_MAX + 1];
     unsigned char *data; /* in the hctx arena */
     size_t len;
@@ -126,9 +126,9 @@ struct tg_hctx {
     struct tg__conv conv;
     const tg_update *update; /* decoded on demand by tg_hctx_update */
     bool update_tried;
-    struct tg__reply *reply; /* the waiting webhook request, or NULL */
+    struct tg__reply *reply;            /* the waiting webhook request, or NULL */
     const struct tg__type *update_type; /* the codec's table for Update */
-    tg__buf jbuf;  /* request JSON of the shortcuts, reused */
+    tg__buf jbuf;                       /* request JSON of the shortcuts, reused */
     char err[256];
 };
 
@@ -141,7 +141,7 @@ struct tg_dispatcher {
     char *conv_prefix;
     char *cancel_command;
     tg__workers *pool;
-    struct tg_hctx *hctx;  /* one per worker */
+    struct tg_hctx *hctx; /* one per worker */
     unsigned nworkers;
     /* tokenizer docs for feeding threads (feed may run on many threads at once) */
     pthread_mutex_t docs_mu;
@@ -156,8 +156,7 @@ struct tg_dispatcher {
 };
 
 /* hctx.c */
-int tg__hctx_init(struct tg_hctx *h, struct tg_dispatcher *d, unsigned worker,
-                  size_t arena_max);
+int tg__hctx_init(struct tg_hctx *h, struct tg_dispatcher *d, unsigned worker, size_t arena_max);
 void tg__hctx_cleanup(struct tg_hctx *h);
 /* Reset per-update state (arena, captures, args, conversation, error). */
 void tg__hctx_reset(struct tg_hctx *h);

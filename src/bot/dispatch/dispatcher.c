@@ -163,8 +163,8 @@ static tg_status reject(tg_dispatcher *d, tg_status st)
 }
 
 tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int64_t wait_ms,
-                              tg_feed_done_fn done, void *user, struct tg__reply *reply,
-                              char *err, size_t errcap)
+                              tg_feed_done_fn done, void *user, struct tg__reply *reply, char *err,
+                              size_t errcap)
 {
     tg__event_key k;
     tg__jdoc *doc = doc_get(d);
@@ -181,9 +181,13 @@ tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, in
         snprintf(err, errcap, "update %lld: out of memory", (long long)k.update_id);
         return reject(d, TG_ERR_NOMEM);
     }
-    *fi = (struct feed_item){.w = {.key = k.key, .ordered = k.ordered}, .d = d,
-                             .update_id = k.update_id, .done = done, .user = user,
-                             .reply = reply, .len = len};
+    *fi = (struct feed_item){.w = {.key = k.key, .ordered = k.ordered},
+                             .d = d,
+                             .update_id = k.update_id,
+                             .done = done,
+                             .user = user,
+                             .reply = reply,
+                             .len = len};
     memcpy(fi->json, json, len);
     fi->json[len] = '\0';
     if (reply) { /* the queued item holds a reference until done */
@@ -226,8 +230,7 @@ tg_status tg_dispatcher_run_one(tg_dispatcher *d, const char *json, size_t len)
 
 tg_status tg_dispatcher_wait_idle(tg_dispatcher *d, uint64_t timeout_ms)
 {
-    return tg__workers_wait_idle(d->pool, tg__now_ms() + timeout_ms) == 0 ? TG_OK
-                                                                          : TG_ERR_TIMEOUT;
+    return tg__workers_wait_idle(d->pool, tg__now_ms() + timeout_ms) == 0 ? TG_OK : TG_ERR_TIMEOUT;
 }
 
 tg_status tg_dispatcher_drain(tg_dispatcher *d, uint64_t timeout_ms)
@@ -359,13 +362,15 @@ static bool make_workers(tg_dispatcher *d)
     }
     if (d->bot && !d->router->username && !d->o.no_get_me && !fetch_username(d, d->hctx[0].ctx))
         return false;
-    tg__workers_options wo = {.workers = d->nworkers, .capacity = d->o.queue_capacity,
-                              .run = worker_run, .done = worker_done, .user = d};
+    tg__workers_options wo = {.workers = d->nworkers,
+                              .capacity = d->o.queue_capacity,
+                              .run = worker_run,
+                              .done = worker_done,
+                              .user = d};
     return tg__workers_new(&d->pool, &wo) == 0;
 }
 
-tg_dispatcher *tg_dispatcher_new(tg_bot *bot, tg_router *router,
-                                 const tg_dispatcher_options *opts)
+tg_dispatcher *tg_dispatcher_new(tg_bot *bot, tg_router *router, const tg_dispatcher_options *opts)
 {
     new_err[0] = '\0';
     if (!router) {

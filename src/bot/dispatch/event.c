@@ -13,10 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const kind_names[TG_UPDATE_KIND_COUNT] = {
-    [TG_UPDATE_UNKNOWN] = "unknown",
+static const char *const kind_names[TG_UPDATE_KIND_COUNT] = {[TG_UPDATE_UNKNOWN] = "unknown",
 #define TG__KIND_NAME(id, name) [TG_UPDATE_##id] = (name),
-    TG_UPDATE_KINDS(TG__KIND_NAME)
+                                                             TG_UPDATE_KINDS(TG__KIND_NAME)
 #undef TG__KIND_NAME
 };
 
@@ -74,8 +73,8 @@ static void fmt_err(const tg__jdoc *d, const tg__jerr *je, char *err, size_t cap
 
 /* Tokenize and find update_id and the payload. Returns the payload token (UINT32_MAX when the
  * update has no field besides update_id) via *payload; 0 or -1. */
-static int parse_root(tg__jdoc *doc, const char *json, size_t len, int64_t *id,
-                      uint32_t *payload, char *err, size_t cap)
+static int parse_root(tg__jdoc *doc, const char *json, size_t len, int64_t *id, uint32_t *payload,
+                      char *err, size_t cap)
 {
     tg__jerr je;
     if (tg__json_parse(doc, json, len, &je) != 0) {
@@ -107,8 +106,8 @@ static int parse_root(tg__jdoc *doc, const char *json, size_t len, int64_t *id,
     return 0;
 }
 
-int tg__event_key_parse(tg__jdoc *doc, const char *json, size_t len, tg__event_key *out,
-                        char *err, size_t errcap)
+int tg__event_key_parse(tg__jdoc *doc, const char *json, size_t len, tg__event_key *out, char *err,
+                        size_t errcap)
 {
     uint32_t payload;
     *out = (tg__event_key){0};
@@ -128,8 +127,8 @@ int tg__event_key_parse(tg__jdoc *doc, const char *json, size_t len, tg__event_k
     return 0;
 }
 
-void tg__command_split(const char *text, const char **name, size_t *name_len,
-                       const char **mention, size_t *mention_len, const char **args)
+void tg__command_split(const char *text, const char **name, size_t *name_len, const char **mention,
+                       size_t *mention_len, const char **args)
 {
     const char *p = text + 1; /* after '/' */
     size_t n = strcspn(p, "@ \t\n\r");
@@ -175,8 +174,20 @@ static const char *str_at(const tg__jdoc *d, uint32_t tok, tg__arena *a, bool *o
 
 /* Payload members routing reads, found in one pass over the payload object. */
 enum slot {
-    S_CHAT, S_FROM, S_USER, S_MESSAGE, S_MESSAGE_ID, S_TEXT, S_CAPTION, S_DATA, S_QUERY, S_ID,
-    S_INLINE_MESSAGE_ID, S_BUSINESS_CONNECTION_ID, S_USER_CHAT_ID, S_COUNT
+    S_CHAT,
+    S_FROM,
+    S_USER,
+    S_MESSAGE,
+    S_MESSAGE_ID,
+    S_TEXT,
+    S_CAPTION,
+    S_DATA,
+    S_QUERY,
+    S_ID,
+    S_INLINE_MESSAGE_ID,
+    S_BUSINESS_CONNECTION_ID,
+    S_USER_CHAT_ID,
+    S_COUNT
 };
 
 static const struct {

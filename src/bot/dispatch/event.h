@@ -30,8 +30,8 @@ typedef struct tg__event_key {
  * Tokenize json and read update_id, the kind and the ordering key. Returns 0, or -1 with a
  * message in err ("update: expected object, found array (at byte 0)"; "update_id: missing").
  */
-int tg__event_key_parse(tg__jdoc *doc, const char *json, size_t len, tg__event_key *out,
-                        char *err, size_t errcap);
+int tg__event_key_parse(tg__jdoc *doc, const char *json, size_t len, tg__event_key *out, char *err,
+                        size_t errcap);
 
 /*
  * Fill ev from json (tokenized again into doc) with strings in a. username (may be NULL)
@@ -41,7 +41,7 @@ int tg__event_parse(tg_event *ev, tg__jdoc *doc, tg__arena *a, const char *json,
                     const char *username, char *err, size_t errcap);
 
 /* Split a command line: "/cmd@bot args" -> name, mention, args (spans into text). */
-void tg__command_split(const char *text, const char **name, size_t *name_len,
-                       const char **mention, size_t *mention_len, const char **args);
+void tg__command_split(const char *text, const char **name, size_t *name_len, const char **mention,
+                       size_t *mention_len, const char **args);
 
 #endif

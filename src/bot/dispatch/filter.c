@@ -56,8 +56,7 @@ static tg_filter *make_regex(enum filter_type t, const char *pattern)
         return NULL;
     int code;
     PCRE2_SIZE off;
-    f->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off,
-                          NULL);
+    f->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off, NULL);
     if (!f->re) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof msg);

@@ -15,8 +15,7 @@
 #include "core/alloc.h"
 #include "tgbot/client.h"
 
-int tg__hctx_init(struct tg_hctx *h, struct tg_dispatcher *d, unsigned worker,
-                  size_t arena_max)
+int tg__hctx_init(struct tg_hctx *h, struct tg_dispatcher *d, unsigned worker, size_t arena_max)
 {
     memset(h, 0, sizeof *h);
     h->d = d;
@@ -280,8 +279,10 @@ tg_status tg_send_ex(tg_hctx *h, const char *text, const char *extra_json)
 tg_status tg_answer(tg_hctx *h, const char *text)
 {
     if (h->ev.kind != TG_UPDATE_CALLBACK_QUERY || !h->ev.id)
-        return tg_hctx_fail(h, TG_ERR_INVALID, "answerCallbackQuery: a %s update has no "
-                            "callback query", h->ev.kind_name);
+        return tg_hctx_fail(h, TG_ERR_INVALID,
+                            "answerCallbackQuery: a %s update has no "
+                            "callback query",
+                            h->ev.kind_name);
     tg__jw w;
     tg__buf_reset(&h->jbuf);
     tg__jw_init(&w, &h->jbuf);
@@ -307,8 +308,10 @@ tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json)
         tg__jw_i64(&w, h->ev.message_id);
     }
     if (!ok)
-        return tg_hctx_fail(h, TG_ERR_INVALID, "editMessageText: the %s update has no "
-                            "message to edit", h->ev.kind_name);
+        return tg_hctx_fail(h, TG_ERR_INVALID,
+                            "editMessageText: the %s update has no "
+                            "message to edit",
+                            h->ev.kind_name);
     tg__jw_key(&w, "text", 4);
     tg__jw_str(&w, text);
     return finish_call(h, &w, "editMessageText", extra_json);

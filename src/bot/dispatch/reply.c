@@ -78,10 +78,12 @@ tg_status tg_hctx_respond(tg_hctx *h, const char *method, const char *json_param
     size_t n = 0;
     const char *inside = json_params ? object_inside(json_params, &n) : "";
     if (!method || !*method || !inside)
-        return tg_hctx_fail(h, TG_ERR_INVALID, "respond: need a method and a JSON object of "
+        return tg_hctx_fail(h, TG_ERR_INVALID,
+                            "respond: need a method and a JSON object of "
                             "parameters");
     if (!h->reply)
-        return tg_hctx_fail(h, TG_ERR_INVALID, "respond: update %lld did not come from a webhook "
+        return tg_hctx_fail(h, TG_ERR_INVALID,
+                            "respond: update %lld did not come from a webhook "
                             "waiting for an answer (tg_webhook_options.reply_wait_ms)",
                             (long long)h->ev.update_id);
     tg__buf b;

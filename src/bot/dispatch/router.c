@@ -61,8 +61,7 @@ tg_status tg_router_set_username(tg_router *r, const char *username)
     return TG_OK;
 }
 
-tg_status tg_router_add(tg_router *r, int group, tg_filter *filter, tg_handler_fn fn,
-                        void *user)
+tg_status tg_router_add(tg_router *r, int group, tg_filter *filter, tg_handler_fn fn, void *user)
 {
     if (!r) {
         tg_filter_free(filter);

@@ -16,13 +16,13 @@
 #include "core/clock.h"
 
 struct lane {
-    struct lane *hnext;   /* hash chain, or freelist link */
-    struct lane *rnext;   /* ready list link */
+    struct lane *hnext; /* hash chain, or freelist link */
+    struct lane *rnext; /* ready list link */
     tg__witem *head, *tail;
     int64_t key;
-    bool hashed;          /* in the key map (ordered lanes only) */
-    bool busy;            /* a worker runs its head item */
-    bool ready;           /* on the ready list */
+    bool hashed; /* in the key map (ordered lanes only) */
+    bool busy;   /* a worker runs its head item */
+    bool ready;  /* on the ready list */
 };
 
 struct tg__workers {

@@ -39,9 +39,9 @@ typedef void (*tg__wrun_fn)(void *user, unsigned worker, tg__witem *it);
 typedef void (*tg__wdone_fn)(void *user, tg__witem *it, bool cancelled);
 
 typedef struct tg__workers_options {
-    unsigned workers; /* threads; 0 = 4 */
-    size_t capacity;  /* queued items at most; 0 = 1024 */
-    tg__wrun_fn run;  /* required */
+    unsigned workers;  /* threads; 0 = 4 */
+    size_t capacity;   /* queued items at most; 0 = 1024 */
+    tg__wrun_fn run;   /* required */
     tg__wdone_fn done; /* optional */
     void *user;
 } tg__workers_options;
@@ -49,9 +49,9 @@ typedef struct tg__workers_options {
 typedef struct tg__workers tg__workers;
 
 typedef struct tg__workers_stats {
-    size_t queued;     /* waiting items */
-    size_t inflight;   /* items being run */
-    uint64_t finished; /* items run to completion since start */
+    size_t queued;      /* waiting items */
+    size_t inflight;    /* items being run */
+    uint64_t finished;  /* items run to completion since start */
     uint64_t cancelled; /* items dropped by a drain deadline */
 } tg__workers_stats;
 

@@ -24,10 +24,10 @@
 
 typedef struct tg__offsets {
     pthread_mutex_t mu;
-    int64_t *ids;  /* ring of pending or finished-but-blocked ids, increasing */
+    int64_t *ids; /* ring of pending or finished-but-blocked ids, increasing */
     bool *done;
     size_t cap, head, count;
-    int64_t next;  /* last registered id + 1; 0 before the first */
+    int64_t next; /* last registered id + 1; 0 before the first */
     bool any;
 } tg__offsets;
 

@@ -85,9 +85,11 @@ static void report_error(struct poller *p, tg_status st)
 {
     const tg_error_info *e = tg_ctx_error(p->ctx);
     if (st == TG_ERR_API && e->error_code == 409)
-        tg__dispatcher_seterr(p->d, "getUpdates: 409 Conflict: another instance is polling "
+        tg__dispatcher_seterr(p->d,
+                              "getUpdates: 409 Conflict: another instance is polling "
                               "with this token, or a webhook is set (deleteWebhook, or "
-                              "tg_polling_options.delete_webhook): %s", e->description);
+                              "tg_polling_options.delete_webhook): %s",
+                              e->description);
     else
         tg__dispatcher_seterr(p->d, "getUpdates failed: %s", tg_ctx_errmsg(p->ctx));
     tg__dispatcher_log(p->d, TG__LOG_WARN, "%s; retrying in %u ms", p->d->err, p->backoff_ms);
@@ -118,14 +120,14 @@ static int feed_one(struct poller *p, uint32_t tok, const char *res)
         return -1; /* too many unfinished: stop the batch; it is asked for again */
     const tg__jtok *t = &p->doc.toks[tok];
     char err[256];
-    tg_status st = tg__dispatcher_feed(p->d, res + t->start, t->len, -1, on_done, p, NULL, err,
-                                       sizeof err);
+    tg_status st =
+        tg__dispatcher_feed(p->d, res + t->start, t->len, -1, on_done, p, NULL, err, sizeof err);
     if (st == TG_OK)
         return 1;
     if (st == TG_ERR_CANCELLED)
         return -1; /* stopping: stays unconfirmed */
-    tg__dispatcher_log(p->d, TG__LOG_WARN, "getUpdates: skipping update %lld: %s",
-                       (long long)id, err);
+    tg__dispatcher_log(p->d, TG__LOG_WARN, "getUpdates: skipping update %lld: %s", (long long)id,
+                       err);
     tg__offsets_done(&p->offs, id); /* it can never succeed: confirm it */
     return 0;
 }
@@ -157,8 +159,7 @@ static tg_status poll_once(struct poller *p, uint32_t timeout_s)
     size_t len;
     if (encode_request(p, tg__offsets_confirmed(&p->offs), timeout_s, p->o.limit) != 0)
         return TG_ERR_NOMEM;
-    tg_status st = tg_call_raw(p->ctx, "getUpdates", tg__buf_cstr(&p->req), p->req.len, &res,
-                               &len);
+    tg_status st = tg_call_raw(p->ctx, "getUpdates", tg__buf_cstr(&p->req), p->req.len, &res, &len);
     if (st != TG_OK)
         return st;
     int fresh = feed_batch(p, res, len);
@@ -177,8 +178,10 @@ static bool fatal(struct poller *p, tg_status st)
     int code = tg_ctx_error(p->ctx)->error_code;
     if (st != TG_ERR_API || (code != 401 && code != 404))
         return false;
-    tg__dispatcher_seterr(p->d, "getUpdates: %d %s: the bot token is wrong or was revoked; "
-                          "giving up", code, tg_ctx_error(p->ctx)->description);
+    tg__dispatcher_seterr(p->d,
+                          "getUpdates: %d %s: the bot token is wrong or was revoked; "
+                          "giving up",
+                          code, tg_ctx_error(p->ctx)->description);
     tg__dispatcher_log(p->d, TG__LOG_ERROR, "%s", p->d->err);
     return true;
 }
@@ -212,8 +215,7 @@ static void confirm_final(struct poller *p)
     tg__buf_reset(&p->req);
     tg__buf_printf(&p->req, "{\"offset\":%lld,\"timeout\":0,\"limit\":1}", (long long)off);
     tg_ctx_reset(p->ctx); /* clears the cancel flag set by the stop */
-    if (tg_call_raw(p->ctx, "getUpdates", tg__buf_cstr(&p->req), p->req.len, &res, &len) !=
-        TG_OK)
+    if (tg_call_raw(p->ctx, "getUpdates", tg__buf_cstr(&p->req), p->req.len, &res, &len) != TG_OK)
         tg__dispatcher_log(p->d, TG__LOG_WARN, "getUpdates: final confirmation failed: %s",
                            tg_ctx_errmsg(p->ctx));
     tg_ctx_reset(p->ctx);
@@ -238,8 +240,8 @@ static void defaults(tg_polling_options *o)
 static tg_status start(struct poller *p)
 {
     p->ctx = tg_ctx_new(p->d->bot);
-    if (!p->ctx || tg__offsets_init(&p->offs, p->d->o.queue_capacity + p->d->nworkers +
-                                                  p->o.limit + 1) != 0)
+    if (!p->ctx ||
+        tg__offsets_init(&p->offs, p->d->o.queue_capacity + p->d->nworkers + p->o.limit + 1) != 0)
         return TG_ERR_NOMEM;
     if (pthread_create(&p->watcher, NULL, watch_stop, p) != 0)
         return TG_ERR_NOMEM;

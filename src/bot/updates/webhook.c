@@ -105,8 +105,8 @@ static unsigned check_headers(tg_webhook *w, struct MHD_Connection *c, const cha
     if (strcmp(method, "POST") != 0)
         return *why = "only POST is allowed", MHD_HTTP_METHOD_NOT_ALLOWED;
     if (w->secret) {
-        const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                      "X-Telegram-Bot-Api-Secret-Token");
+        const char *tok =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Telegram-Bot-Api-Secret-Token");
         if (!tok || !tg__ct_streq(tok, strlen(tok), w->secret, w->secret_len))
             return *why = "secret token missing or wrong", MHD_HTTP_UNAUTHORIZED;
     }
@@ -161,8 +161,8 @@ static enum MHD_Result finish(tg_webhook *w, struct MHD_Connection *c, struct re
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *data, size_t *data_size, void **con_cls)
+                                  const char *method, const char *version, const char *data,
+                                  size_t *data_size, void **con_cls)
 {
     tg_webhook *w = cls;
     struct request *rq = *con_cls;
@@ -306,15 +306,17 @@ static bool start_mhd(tg_webhook *w, const tg_webhook_options *o)
     if (w->cert_pem)
         flags |= MHD_USE_TLS;
     unsigned threads = o->threads ? o->threads : 2;
-    w->mhd = MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, on_request, w, MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, w, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-        w->cert_pem ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, w->cert_pem,
-        MHD_OPTION_HTTPS_MEM_KEY, w->key_pem, MHD_OPTION_END);
+    w->mhd =
+        MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, w, MHD_OPTION_SOCK_ADDR, sa,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, w, MHD_OPTION_THREAD_POOL_SIZE,
+                         threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                         w->cert_pem ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, w->cert_pem,
+                         MHD_OPTION_HTTPS_MEM_KEY, w->key_pem, MHD_OPTION_END);
     if (!w->mhd)
         return wh_fail("webhook: cannot listen on %s:%d (address in use, no permission, or a "
-                       "bad certificate/key)", host, port), false;
+                       "bad certificate/key)",
+                       host, port),
+               false;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
     w->port = info ? info->port : (uint16_t)port;
     return true;

@@ -91,10 +91,11 @@ tg_status tg_webhook_set(tg_ctx *ctx, const tg_webhook_options *o)
     if (encode_set(&b, o) != 0)
         goto out;
     if (o->upload_certificate) {
-        tg_file_part part = {.name = "certificate", .filename = "cert.pem",
-                             .content_type = "application/x-pem-file", .path = o->cert_file};
-        st = tg_call_raw_files(ctx, "setWebhook", tg__buf_cstr(&b), b.len, &part, 1, &res,
-                               &rlen);
+        tg_file_part part = {.name = "certificate",
+                             .filename = "cert.pem",
+                             .content_type = "application/x-pem-file",
+                             .path = o->cert_file};
+        st = tg_call_raw_files(ctx, "setWebhook", tg__buf_cstr(&b), b.len, &part, 1, &res, &rlen);
     } else {
         st = tg_call_raw(ctx, "setWebhook", tg__buf_cstr(&b), b.len, &res, &rlen);
     }
