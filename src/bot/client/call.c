@@ -397,10 +397,11 @@ TG_API tg_status tg_call_raw_files(tg_ctx *ctx, const char *method, const char *
     tg_form_field *fields = NULL;
     size_t nfields = 0;
     tg_status st = raw_begin(ctx, method);
-    if (st == TG_OK && nfiles && !files)
-        st = tg__ctx_fail(ctx, TG_ERR_INVALID, "files: NULL with nfiles > 0");
-    if (st == TG_OK)
-        st = tg__check_files(ctx, files, nfiles);
+    if (st != TG_OK)
+        return st;
+    if (nfiles && !files)
+        return tg__ctx_fail(ctx, TG_ERR_INVALID, "files: NULL with nfiles > 0");
+    st = tg__check_files(ctx, files, nfiles);
     if (st == TG_OK && json_params && len)
         st = tg__json_to_fields(ctx, json_params, len, &fields, &nfields);
     if (st != TG_OK)
