@@ -15,6 +15,7 @@
 #include "bench.h"
 
 #include "core/clock.h"
+#include "proxy/conn.h"
 #include "proxy_harness.h"
 #include "proxy_load.h"
 
@@ -59,7 +60,7 @@ static void wait_dc(struct fakedc *dc, uint64_t n)
 }
 
 static void idle_series(const char *who, struct pproc *p, uint16_t port, struct pcli_opts o,
-                        struct fakedc *dc, int max, double *per_conn_out)
+                        struct fakedc *dc, int max, uint64_t settle_ms, double *per_conn_out)
 {
     static const int steps[] = {0, 1000, 5000, 9000};
     long rss0 = 0, prev = 0;
@@ -68,6 +69,7 @@ static void idle_series(const char *who, struct pproc *p, uint16_t port, struct 
         if (open_to(steps[i], port, o, "IDLE", 0) < 0)
             break;
         wait_dc(dc, dc0 + (uint64_t)steps[i]);
+        tg__sleep_ms(settle_ms); /* the proxy parks the ciphers of quiet relays */
         struct pproc_report r;
         pproc_report(p, &r);
         if (i == 0)
@@ -173,8 +175,9 @@ static void phase_idle(int max)
     }
     struct pcli_opts direct = {.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 10000};
     double relay_per = 0, proxy_per = 0;
-    idle_series("relay", &relay, relay.port, direct, h.dc, max, &relay_per);
-    idle_series("proxy_tls", &h.proc, h.port, pharness_client(&h, PCLI_TLS), h.dc, max, &proxy_per);
+    idle_series("relay", &relay, relay.port, direct, h.dc, max, 0, &relay_per);
+    idle_series("proxy_tls", &h.proc, h.port, pharness_client(&h, PCLI_TLS), h.dc, max,
+                CONN_PARK_MS + 1000, &proxy_per);
     pload_line("proxy_rss_idle_per_conn",
                "kb_per_conn=%.2f floor=relay floor_kb=%.2f delta_kb=%.2f goal_kb=2 "
                "(slope between the last two steps)",

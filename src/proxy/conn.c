@@ -53,6 +53,7 @@ const char *conn_end_name(enum conn_end e)
 
 static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events);
 static void on_timer(struct loop *l, struct loop_timer *t);
+static void relay_timer(struct conn *c);
 
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
 {
@@ -73,7 +74,11 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     loop_tq_add(&w->loop, &w->tq_handshake, cfg->timeout.handshake_ms);
     loop_tq_add(&w->loop, &w->tq_connect, cfg->timeout.tcp_ms);
     loop_tq_add(&w->loop, &w->tq_front, cfg->timeout.fronting_ms);
-    loop_tq_add(&w->loop, &w->tq_idle, cfg->timeout.idle_ms);
+    /* parking splits the idle timeout: quiet for park, then the rest of idle */
+    w->idle_ms = cfg->timeout.idle_ms;
+    uint64_t park = w->idle_ms / 2 < CONN_PARK_MS ? w->idle_ms / 2 : CONN_PARK_MS;
+    loop_tq_add(&w->loop, &w->tq_park, park);
+    loop_tq_add(&w->loop, &w->tq_idle, w->idle_ms - park);
     return 0;
 }
 
@@ -555,8 +560,38 @@ void conn_upstream_ready(struct conn *c)
     } else {
         c->state = CONN_RELAY;
     }
-    loop_timer_start(&w->loop, &w->tq_idle, &c->timer, on_timer);
+    loop_timer_start(&w->loop, &w->tq_park, &c->timer, on_timer);
     relay_start(c);
+}
+
+/*
+ * Relay deadline, checked lazily against last_io_ms. Quiet for the park time: park the
+ * ciphers and wait out the rest of the idle timeout; quiet for the whole idle timeout:
+ * close. Any activity in between sends the timer back to the park queue.
+ */
+static void relay_timer(struct conn *c)
+{
+    struct conn_worker *w = c->w;
+    uint64_t quiet = w->loop.now_ms - c->last_io_ms;
+    if (c->parked && quiet >= w->idle_ms) {
+        stats_add(&w->stats, idle_timeout, 1);
+        conn_close(c, END_IDLE);
+        return;
+    }
+    if (quiet >= w->tq_park.duration_ms) {
+        /* no-ops for streams already parked (or unused, as in fast mode and fronting) */
+        crypto_ctr_park(&c->c2p);
+        crypto_ctr_park(&c->p2c);
+        crypto_ctr_park(&c->p2dc);
+        crypto_ctr_park(&c->dc2p);
+        if (!c->parked)
+            stats_add(&w->stats, parked, 1);
+        c->parked = true;
+        loop_timer_start(&w->loop, &w->tq_idle, &c->timer, on_timer);
+        return;
+    }
+    c->parked = false; /* traffic resumed the streams; back to watching for quiet */
+    loop_timer_start(&w->loop, &w->tq_park, &c->timer, on_timer);
 }
 
 static void on_timer(struct loop *l, struct loop_timer *t)
@@ -571,12 +606,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
         return;
     case CONN_RELAY:
     case CONN_FRONT_RELAY:
-        if (l->now_ms - c->last_io_ms < w->tq_idle.duration_ms) {
-            loop_timer_start(l, &w->tq_idle, t, on_timer);
-            return;
-        }
-        stats_add(&w->stats, idle_timeout, 1);
-        conn_close(c, END_IDLE);
+        relay_timer(c);
         return;
     default:
         stats_add(&w->stats, handshake_timeout, 1);

@@ -20,7 +20,11 @@
  *
  * Deadlines: one timer per connection, in the worker's queue for the current phase
  * (handshake, DC connect, fronting connect, idle). The idle deadline is checked lazily: any
- * I/O stamps last_io_ms and an expiring timer re-arms itself if there was activity.
+ * I/O stamps last_io_ms and an expiring timer re-arms itself if there was activity. A
+ * relayed connection quiet for CONN_PARK_MS (or half the idle timeout, if shorter) parks
+ * its cipher streams (crypto_ctr_park: the OpenSSL contexts are freed, key, IV and position
+ * kept; the next byte resumes them), so an idle connection holds neither buffers nor
+ * cipher heap.
  *
  * Ownership: a conn belongs to its worker (listed in worker->conns) and is freed by
  * conn_close(). Thread-safety: a conn and its worker are touched by the worker thread only.
@@ -67,7 +71,10 @@ struct conn_worker {
     struct loop loop;
     tg__pool pool;
     struct stats stats;
-    struct loop_tq tq_handshake, tq_connect, tq_front, tq_idle;
+    struct loop_tq tq_handshake, tq_connect, tq_front;
+    struct loop_tq tq_park; /* quiet time after which a relay parks its ciphers */
+    struct loop_tq tq_idle; /* the rest of the idle timeout, once parked */
+    uint64_t idle_ms;       /* [network.timeout] idle */
     struct conn *conns;     /* every open connection, for shutdown */
     struct conn_shared *sh; /* shared; only sh->active is written */
     tg__ratelimit rl;       /* debug lines the network can trigger */
@@ -78,6 +85,8 @@ struct conn_worker {
     socklen_t front_len;
     uint64_t front_resolved_ms;
 };
+
+#define CONN_PARK_MS 10000 /* quiet time before an idle relay frees its cipher contexts */
 
 enum conn_state {
     CONN_HELLO,
@@ -134,6 +143,7 @@ struct conn {
     uint8_t addr_i; /* DC address being tried (upstream_addr index) */
     bool tls, fast;
     bool pp_done; /* listener PROXY header consumed (if configured) */
+    bool parked;  /* ciphers parked while quiet; timer in tq_idle */
 };
 
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */

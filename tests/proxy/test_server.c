@@ -368,6 +368,39 @@ static void test_idle_timeout(void **state)
     pharness_stop(&h);
 }
 
+static bool two_parked(void *arg)
+{
+    struct stats st;
+    server_stats(arg, &st);
+    return st.parked >= 2;
+}
+
+/* Quiet relays park their cipher streams; the next bytes must resume them exactly where
+   they stopped (a wrong keystream position would garble everything after). */
+static void test_parked_ciphers_resume(void **state)
+{
+    (void)state;
+    struct pharness h;
+    start(&h, &(struct pharness_opts){.ee = true, .dd = true, .idle_ms = 2000});
+    struct pcli c[2];
+    enum pcli_mode modes[] = {PCLI_TLS, PCLI_DD};
+    for (int i = 0; i < 2; i++) {
+        struct pcli_opts o = pharness_client(&h, modes[i]);
+        assert_int_equal(pcli_connect(&c[i], h.port, &o), 0);
+        assert_int_equal(pcli_echo(&c[i], 8, 10007, 0), 0); /* odd length: mid-block */
+    }
+    assert_true(wait_for(two_parked, h.srv, 10000)); /* parked after 1 s of quiet */
+    for (int i = 0; i < 2; i++) {
+        uint8_t data[3000], back[3000];
+        pstream_fill(9, 0, data, sizeof data);
+        assert_int_equal(pcli_send(&c[i], data, sizeof data), 0);
+        assert_int_equal(pcli_recv_all(&c[i], back, sizeof back), 0);
+        assert_memory_equal(back, data, sizeof data);
+        pcli_close(&c[i]);
+    }
+    pharness_stop(&h);
+}
+
 static bool no_active(void *arg)
 {
     struct stats st;
@@ -689,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_silent_client_fronted_at_deadline),
         cmocka_unit_test(test_silent_client_closed_without_front),
         cmocka_unit_test(test_idle_timeout),
+        cmocka_unit_test(test_parked_ciphers_resume),
         cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_dc_unreachable_closes),
         cmocka_unit_test(test_client_reset_during_dc_connect),
