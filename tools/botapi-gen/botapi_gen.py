@@ -55,7 +55,7 @@ def hash_slots(names):
     if len(names) > 254:
         raise M.ModelError(f"{len(names)} fields do not fit a uint8_t index")
     size = 1
-    while size < 2 * len(names):
+    while size < 4 * len(names):  # load <= 1/4: one probe for nearly every key
         size *= 2
     slots = [0] * size
     for i, nm in enumerate(names):
