@@ -16,8 +16,8 @@ static const tg__field F_p_get_updates[] = {
     TG__ARRAY(tg_get_updates_params, allowed_updates, TG__K_ENUM, TG__F_OPT | TG__F_ARR,
               &tg__e_update_type),
 };
-static const uint8_t S_p_get_updates[8] = {
-    1, 4, 0, 2, 0, 0, 0, 3,
+static const uint8_t S_p_get_updates[16] = {
+    1, 4, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3,
 };
 static const tg__type tg__p_get_updates = {
     .name = "getUpdates",
@@ -26,7 +26,7 @@ static const tg__type tg__p_get_updates = {
     .fields = F_p_get_updates,
     .slots = S_p_get_updates,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 0,
 };
 static const tg__field R_get_updates = {.kind = TG__K_OBJ,
@@ -61,8 +61,8 @@ static const tg__field F_p_set_webhook[] = {
     TG__FIELD(tg_set_webhook_params, drop_pending_updates, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_set_webhook_params, secret_token, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_webhook[16] = {
-    0, 7, 6, 0, 0, 0, 0, 0, 3, 2, 4, 1, 0, 0, 0, 5,
+static const uint8_t S_p_set_webhook[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 7, 6, 0, 0, 0, 0, 0, 3, 2, 4, 0, 0, 0, 0, 5,
 };
 static const tg__type tg__p_set_webhook = {
     .name = "setWebhook",
@@ -71,7 +71,7 @@ static const tg__type tg__p_set_webhook = {
     .fields = F_p_set_webhook,
     .slots = S_p_set_webhook,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 const tg__method tg__m_set_webhook = {"setWebhook", &tg__p_set_webhook, NULL, TG__R_TRUE, true};
@@ -84,7 +84,9 @@ tg_status tg_set_webhook(tg_ctx *ctx, const tg_set_webhook_params *params)
 static const tg__field F_p_delete_webhook[] = {
     TG__FIELD(tg_delete_webhook_params, drop_pending_updates, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_delete_webhook[2] = {
+static const uint8_t S_p_delete_webhook[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -95,7 +97,7 @@ static const tg__type tg__p_delete_webhook = {
     .fields = F_p_delete_webhook,
     .slots = S_p_delete_webhook,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 const tg__method tg__m_delete_webhook = {"deleteWebhook", &tg__p_delete_webhook, NULL, TG__R_TRUE,
@@ -160,10 +162,12 @@ static const tg__field F_p_send_message[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_message_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_message[64] = {
-    0, 0, 0, 0, 4, 0, 0,  15, 0, 0, 0,  3,  0,  0,  0, 0,  0, 0, 0, 0, 0, 0,
-    0, 9, 0, 0, 0, 0, 10, 0,  0, 0, 12, 7,  16, 0,  0, 8,  0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 2, 0,  1,  0, 0, 0,  11, 14, 13, 5, 17, 0, 0, 0, 6,
+static const uint8_t S_p_send_message[128] = {
+    0, 0, 0, 0,  0,  0, 0,  15, 0, 0, 0, 3, 0, 0, 0,  0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 12, 16, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 1,
+    0, 0, 0, 11, 14, 0, 5,  17, 0, 0, 0, 0, 0, 0, 0,  0, 4, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 9, 0, 0, 0, 0, 10, 0, 0, 0,  0, 7, 0, 0, 0, 8, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 2, 0, 0, 0, 0, 0,  0, 0, 13, 0, 0, 0, 0, 0, 6,
 };
 static const tg__type tg__p_send_message = {
     .name = "sendMessage",
@@ -172,7 +176,7 @@ static const tg__type tg__p_send_message = {
     .fields = F_p_send_message,
     .slots = S_p_send_message,
     .nfields = 17,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 static const tg__field R_send_message = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -197,8 +201,9 @@ static const tg__field F_p_forward_message[] = {
               &tg__t_suggested_post_parameters),
     TG__FIELD(tg_forward_message_params, message_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_forward_message[32] = {
-    7, 0, 0, 0, 3, 0, 0, 9, 0, 5, 0, 2, 0, 0, 10, 0, 0, 1, 0, 0, 0, 0, 0, 6, 8, 0, 0, 4, 0, 0, 0, 0,
+static const uint8_t S_p_forward_message[64] = {
+    0, 0, 0, 0, 3, 0, 0, 9, 0, 5, 0, 2, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0,
+    7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1, 0, 0, 0, 0, 0, 6, 8, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_forward_message = {
     .name = "forwardMessage",
@@ -207,7 +212,7 @@ static const tg__type tg__p_forward_message = {
     .fields = F_p_forward_message,
     .slots = S_p_forward_message,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
 };
 static const tg__field R_forward_message = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -228,8 +233,8 @@ static const tg__field F_p_forward_messages[] = {
     TG__FIELD(tg_forward_messages_params, disable_notification, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_forward_messages_params, protect_content, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_forward_messages[16] = {
-    7, 1, 0, 0, 3, 0, 0, 6, 0, 0, 0, 2, 4, 5, 0, 0,
+static const uint8_t S_p_forward_messages[32] = {
+    7, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 2, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 6, 0, 0, 0, 4, 0, 0, 0, 0,
 };
 static const tg__type tg__p_forward_messages = {
     .name = "forwardMessages",
@@ -238,7 +243,7 @@ static const tg__type tg__p_forward_messages = {
     .fields = F_p_forward_messages,
     .slots = S_p_forward_messages,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 static const tg__field R_forward_messages = {.kind = TG__K_OBJ,
@@ -285,10 +290,12 @@ static const tg__field F_p_copy_message[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_copy_message_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_copy_message[64] = {
-    0, 9, 0, 0, 3, 0, 7, 15, 0,  6, 0,  2,  0,  0,  0,  0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 4, 0, 0,  10, 0, 12, 16, 0,  0,  0,  8, 0, 0, 0, 0, 0, 0,
-    0, 0, 5, 0, 0, 1, 0, 0,  0,  0, 0,  11, 14, 13, 17, 0, 0, 0, 0, 0,
+static const uint8_t S_p_copy_message[128] = {
+    0, 0, 0, 0,  0,  0, 7,  15, 0, 0, 0, 2, 0, 0, 0, 0, 0,  0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 12, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0, 0, 5, 0, 0, 0, 0, 0,
+    0, 0, 0, 11, 14, 0, 17, 0,  0, 0, 0, 0, 0, 9, 0, 0, 3,  0,  0, 0, 0, 6, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 0, 0, 0, 0, 4, 0, 0, 10, 0,  0, 0, 0, 0, 0, 8, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 1, 0, 0, 0, 0, 0, 0, 0,  13, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_copy_message = {
     .name = "copyMessage",
@@ -297,7 +304,7 @@ static const tg__type tg__p_copy_message = {
     .fields = F_p_copy_message,
     .slots = S_p_copy_message,
     .nfields = 17,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 3,
 };
 static const tg__field R_copy_message = {.kind = TG__K_OBJ, .sub = &tg__t_message_id};
@@ -319,8 +326,8 @@ static const tg__field F_p_copy_messages[] = {
     TG__FIELD(tg_copy_messages_params, protect_content, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_copy_messages_params, remove_caption, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_copy_messages[16] = {
-    7, 1, 0, 0, 3, 0, 0, 6, 0, 0, 8, 2, 4, 5, 0, 0,
+static const uint8_t S_p_copy_messages[32] = {
+    7, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 2, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 6, 0, 0, 8, 4, 0, 0, 0, 0,
 };
 static const tg__type tg__p_copy_messages = {
     .name = "copyMessages",
@@ -329,7 +336,7 @@ static const tg__type tg__p_copy_messages = {
     .fields = F_p_copy_messages,
     .slots = S_p_copy_messages,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 static const tg__field R_copy_messages = {.kind = TG__K_OBJ,
@@ -378,10 +385,12 @@ static const tg__field F_p_send_photo[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_photo_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_photo[64] = {
-    0, 10, 0, 0, 4, 0, 8, 12, 17, 0, 0,  3,  0,  0,  0, 0,  0, 0, 0, 0, 0, 0,
-    0, 0,  0, 0, 0, 0, 7, 0,  11, 0, 14, 18, 0,  0,  0, 9,  0, 0, 0, 0, 0, 0,
-    0, 0,  0, 0, 0, 2, 0, 1,  0,  0, 0,  13, 16, 15, 5, 19, 0, 0, 0, 6,
+static const uint8_t S_p_send_photo[128] = {
+    0, 0, 0, 0,  0,  0, 8,  17, 0, 0, 0, 3, 0, 0,  0, 0, 0,  0,  0, 0,  0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 14, 18, 0, 0, 0, 0, 0, 0,  0, 0, 0,  0,  0, 0,  0, 0, 0, 0, 0, 1,
+    0, 0, 0, 13, 16, 0, 5,  19, 0, 0, 0, 0, 0, 10, 0, 0, 4,  0,  0, 12, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 0, 0, 0, 0, 0,  7, 0, 11, 0,  0, 0,  0, 0, 0, 9, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 2, 0, 0, 0, 0,  0, 0, 0,  15, 0, 0,  0, 0, 0, 6,
 };
 static const tg__type tg__p_send_photo = {
     .name = "sendPhoto",
@@ -390,7 +399,7 @@ static const tg__type tg__p_send_photo = {
     .fields = F_p_send_photo,
     .slots = S_p_send_photo,
     .nfields = 19,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 static const tg__field R_send_photo = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -427,10 +436,12 @@ static const tg__field F_p_send_live_photo[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_live_photo_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_live_photo[64] = {
-    0, 11, 0, 0, 4, 0, 9, 13, 18, 0, 0,  3,  0,  0,  0, 0,  0, 0, 0, 0, 0, 0,
-    0, 0,  0, 0, 0, 0, 8, 0,  12, 0, 15, 19, 0,  0,  7, 10, 0, 0, 0, 0, 0, 0,
-    0, 0,  0, 0, 0, 2, 0, 1,  0,  0, 0,  14, 17, 16, 5, 20, 0, 0, 0, 6,
+static const uint8_t S_p_send_live_photo[128] = {
+    0, 0, 0, 0,  0,  0, 9,  18, 0, 0, 0, 3, 0, 0,  0, 0, 0,  0,  0, 0,  0, 0, 0, 0,  0, 0,
+    0, 0, 0, 0,  0,  0, 15, 19, 0, 0, 7, 0, 0, 0,  0, 0, 0,  0,  0, 0,  0, 0, 0, 0,  0, 1,
+    0, 0, 0, 14, 17, 0, 5,  20, 0, 0, 0, 0, 0, 11, 0, 0, 4,  0,  0, 13, 0, 0, 0, 0,  0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 0, 0, 0, 0, 0,  8, 0, 12, 0,  0, 0,  0, 0, 0, 10, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 2, 0, 0, 0, 0,  0, 0, 0,  16, 0, 0,  0, 0, 0, 6,
 };
 static const tg__type tg__p_send_live_photo = {
     .name = "sendLivePhoto",
@@ -439,7 +450,7 @@ static const tg__type tg__p_send_live_photo = {
     .fields = F_p_send_live_photo,
     .slots = S_p_send_live_photo,
     .nfields = 20,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 3,
 };
 static const tg__field R_send_live_photo = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -477,10 +488,12 @@ static const tg__field F_p_send_audio[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_audio_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_audio[64] = {
-    0, 10, 0, 0,  4, 0, 8, 19, 0, 13, 0,  3,  0,  0,  0, 0,  0,  0, 0, 0, 0, 12,
-    0, 0,  0, 14, 0, 0, 0, 0,  0, 0,  16, 20, 0,  0,  0, 9,  0,  0, 0, 0, 0, 0,
-    7, 0,  0, 0,  0, 2, 0, 1,  0, 0,  0,  11, 15, 17, 5, 18, 21, 0, 0, 6,
+static const uint8_t S_p_send_audio[128] = {
+    0, 0, 0, 0,  0,  0,  8,  19, 0, 0, 0, 3, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 14,
+    0, 0, 0, 0,  0,  0,  16, 20, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 1,
+    0, 0, 0, 11, 15, 18, 5,  21, 0, 0, 0, 0, 0, 10, 0, 0, 4, 0,  0, 0, 0, 13, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0,  0,  12, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0,  0, 9, 0, 0,
+    0, 0, 0, 0,  7,  0,  0,  0,  0, 2, 0, 0, 0, 0,  0, 0, 0, 17, 0, 0, 0, 0,  0, 6,
 };
 static const tg__type tg__p_send_audio = {
     .name = "sendAudio",
@@ -489,7 +502,7 @@ static const tg__type tg__p_send_audio = {
     .fields = F_p_send_audio,
     .slots = S_p_send_audio,
     .nfields = 21,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 static const tg__field R_send_audio = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -525,10 +538,12 @@ static const tg__field F_p_send_document[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_document_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_document[64] = {
-    0, 11, 0, 0, 4, 0, 9, 17, 0, 0, 0,  3,  0,  0,  0, 0,  0,  0, 0, 0, 0, 0,
-    0, 0,  0, 8, 0, 0, 0, 0,  0, 0, 14, 18, 0,  0,  0, 10, 0,  0, 0, 0, 0, 0,
-    0, 0,  0, 7, 0, 2, 0, 1,  0, 0, 0,  13, 12, 15, 5, 16, 19, 0, 0, 6,
+static const uint8_t S_p_send_document[128] = {
+    0, 0, 0, 0,  0,  0,  9,  17, 0, 0, 0, 3, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0, 0, 0,  0, 8,
+    0, 0, 0, 0,  0,  0,  14, 18, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 7, 0, 0,  0, 1,
+    0, 0, 0, 13, 12, 16, 5,  19, 0, 0, 0, 0, 0, 11, 0, 0, 4, 0,  0, 0, 0, 0, 0, 0,  0, 0,
+    0, 0, 0, 0,  0,  0,  0,  0,  0, 0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0, 0, 10, 0, 0,
+    0, 0, 0, 0,  0,  0,  0,  0,  0, 2, 0, 0, 0, 0,  0, 0, 0, 15, 0, 0, 0, 0, 0, 6,
 };
 static const tg__type tg__p_send_document = {
     .name = "sendDocument",
@@ -537,7 +552,7 @@ static const tg__type tg__p_send_document = {
     .fields = F_p_send_document,
     .slots = S_p_send_document,
     .nfields = 19,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 static const tg__field R_send_document = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -580,10 +595,12 @@ static const tg__field F_p_send_video[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_video_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_video[64] = {
-    0, 16, 0, 0,  4, 0, 10, 14, 18, 19, 24, 3,  0,  0,  0, 0,  7,  0,  0, 0, 0, 0,
-    9, 0,  0, 11, 0, 0, 0,  0,  17, 0,  21, 25, 0,  0,  0, 15, 0,  0,  0, 0, 0, 0,
-    0, 0,  0, 12, 0, 2, 0,  1,  0,  0,  0,  8,  20, 22, 5, 13, 23, 26, 0, 6,
+static const uint8_t S_p_send_video[128] = {
+    0, 0, 0, 0, 0,  0,  10, 14, 19, 24, 0, 3, 0, 0,  0, 0, 0,  0,  0,  0,  0, 0, 0, 0,  0, 11,
+    0, 0, 0, 0, 0,  0,  21, 25, 0,  0,  0, 0, 0, 0,  0, 0, 0,  0,  0,  0,  0, 0, 0, 0,  0, 1,
+    0, 0, 0, 8, 20, 23, 5,  26, 0,  0,  0, 0, 0, 16, 0, 0, 4,  0,  0,  18, 0, 0, 0, 0,  0, 0,
+    0, 0, 7, 0, 0,  0,  0,  0,  9,  0,  0, 0, 0, 0,  0, 0, 17, 0,  0,  0,  0, 0, 0, 15, 0, 0,
+    0, 0, 0, 0, 0,  0,  0,  12, 0,  2,  0, 0, 0, 0,  0, 0, 0,  22, 13, 0,  0, 0, 0, 6,
 };
 static const tg__type tg__p_send_video = {
     .name = "sendVideo",
@@ -592,7 +609,7 @@ static const tg__type tg__p_send_video = {
     .fields = F_p_send_video,
     .slots = S_p_send_video,
     .nfields = 26,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 static const tg__field R_send_video = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -632,10 +649,12 @@ static const tg__field F_p_send_animation[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_animation_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_animation[64] = {
-    0, 14, 0, 0,  4, 0, 10, 12, 16, 7, 21, 3,  0,  0,  0, 0,  0,  0, 0, 0, 0, 0,
-    9, 0,  0, 11, 0, 0, 0,  0,  15, 0, 18, 22, 0,  0,  0, 13, 0,  0, 0, 0, 0, 0,
-    0, 0,  0, 0,  0, 2, 0,  1,  0,  0, 0,  8,  17, 19, 5, 20, 23, 0, 0, 6,
+static const uint8_t S_p_send_animation[128] = {
+    0, 0, 0, 0, 0,  0,  10, 12, 21, 0, 0, 3, 0, 0,  0, 0, 0,  0,  0, 0,  0, 0, 0, 0,  0, 11,
+    0, 0, 0, 0, 0,  0,  18, 22, 0,  0, 0, 0, 0, 0,  0, 0, 0,  0,  0, 0,  0, 0, 0, 0,  0, 1,
+    0, 0, 0, 8, 17, 20, 5,  23, 0,  0, 0, 0, 0, 14, 0, 0, 4,  0,  0, 16, 0, 7, 0, 0,  0, 0,
+    0, 0, 0, 0, 0,  0,  0,  0,  9,  0, 0, 0, 0, 0,  0, 0, 15, 0,  0, 0,  0, 0, 0, 13, 0, 0,
+    0, 0, 0, 0, 0,  0,  0,  0,  0,  2, 0, 0, 0, 0,  0, 0, 0,  19, 0, 0,  0, 0, 0, 6,
 };
 static const tg__type tg__p_send_animation = {
     .name = "sendAnimation",
@@ -644,7 +663,7 @@ static const tg__type tg__p_send_animation = {
     .fields = F_p_send_animation,
     .slots = S_p_send_animation,
     .nfields = 23,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 static const tg__field R_send_animation = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -679,10 +698,12 @@ static const tg__field F_p_send_voice[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_voice_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_voice[64] = {
-    0, 10, 0, 0, 4, 0, 8, 16, 0, 0, 0,  3,  0,  0,  0, 0,  0,  0, 0, 0, 0, 0,
-    0, 0,  7, 0, 0, 0, 0, 0,  0, 0, 13, 17, 0,  0,  0, 9,  0,  0, 0, 0, 0, 0,
-    0, 0,  0, 0, 0, 2, 0, 1,  0, 0, 0,  11, 12, 14, 5, 15, 18, 0, 0, 6,
+static const uint8_t S_p_send_voice[128] = {
+    0, 0, 0, 0,  0,  0,  8,  16, 0, 0, 0, 3, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0,  13, 17, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 1,
+    0, 0, 0, 11, 12, 15, 5,  18, 0, 0, 0, 0, 0, 10, 0, 0, 4, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0,  0,  0,  0, 0, 7, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0, 0, 9, 0, 0,
+    0, 0, 0, 0,  0,  0,  0,  0,  0, 2, 0, 0, 0, 0,  0, 0, 0, 14, 0, 0, 0, 0, 0, 6,
 };
 static const tg__type tg__p_send_voice = {
     .name = "sendVoice",
@@ -691,7 +712,7 @@ static const tg__type tg__p_send_voice = {
     .fields = F_p_send_voice,
     .slots = S_p_send_voice,
     .nfields = 18,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 static const tg__field R_send_voice = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -724,10 +745,12 @@ static const tg__field F_p_send_video_note[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_video_note_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_video_note[64] = {
-    0, 0, 0, 0,  4, 0, 0, 15, 0, 0, 0, 3, 0,  0,  0, 0,  0,  0, 0, 0, 0, 0,
-    0, 0, 0, 10, 0, 0, 0, 0,  0, 0, 7, 9, 12, 16, 0, 0,  0,  0, 0, 0, 0, 0,
-    0, 0, 0, 0,  0, 2, 0, 1,  0, 0, 0, 8, 11, 13, 5, 14, 17, 0, 0, 6,
+static const uint8_t S_p_send_video_note[128] = {
+    0, 0, 0, 0, 0,  0,  0, 15, 0,  0,  0, 3, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 10,
+    0, 0, 0, 0, 0,  0,  7, 9,  12, 16, 0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 1,
+    0, 0, 0, 8, 11, 14, 5, 17, 0,  0,  0, 0, 0, 0, 0, 0, 4, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0,  0,  0, 0,  0,  0,  0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0,  0,  0, 0,  0,  2,  0, 0, 0, 0, 0, 0, 0, 13, 0, 0, 0, 0, 0, 6,
 };
 static const tg__type tg__p_send_video_note = {
     .name = "sendVideoNote",
@@ -736,7 +759,7 @@ static const tg__type tg__p_send_video_note = {
     .fields = F_p_send_video_note,
     .slots = S_p_send_video_note,
     .nfields = 17,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 static const tg__field R_send_video_note = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -770,10 +793,12 @@ static const tg__field F_p_send_paid_media[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_paid_media_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_paid_media[64] = {
-    6, 10, 0, 0, 4, 0, 8, 15, 0,  0, 0, 3,  0,  0,  0,  0, 0, 0, 0, 0, 5, 0,
-    0, 0,  0, 0, 0, 0, 0, 0,  11, 0, 7, 13, 16, 0,  0,  9, 0, 0, 0, 0, 0, 0,
-    0, 0,  0, 0, 0, 2, 0, 1,  0,  0, 0, 12, 0,  14, 17, 0, 0, 0, 0, 0,
+static const uint8_t S_p_send_paid_media[128] = {
+    0, 0, 0, 0,  0, 0, 8,  15, 0,  0, 0, 3, 0, 0,  0, 0, 0,  0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0, 0, 7,  13, 16, 0, 0, 0, 0, 0,  0, 0, 0,  0,  0, 0, 0, 0, 0, 0, 0, 1,
+    0, 0, 0, 12, 0, 0, 17, 0,  0,  0, 0, 0, 6, 10, 0, 0, 4,  0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0, 0, 5,  0,  0,  0, 0, 0, 0, 0,  0, 0, 11, 0,  0, 0, 0, 0, 0, 9, 0, 0,
+    0, 0, 0, 0,  0, 0, 0,  0,  0,  2, 0, 0, 0, 0,  0, 0, 0,  14, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_paid_media = {
     .name = "sendPaidMedia",
@@ -782,7 +807,7 @@ static const tg__type tg__p_send_paid_media = {
     .fields = F_p_send_paid_media,
     .slots = S_p_send_paid_media,
     .nfields = 17,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 3,
 };
 static const tg__field R_send_paid_media = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -808,8 +833,9 @@ static const tg__field F_p_send_media_group[] = {
     TG__FIELD(tg_send_media_group_params, reply_parameters, TG__K_OBJ, TG__F_OPT,
               &tg__t_reply_parameters),
 };
-static const uint8_t S_p_send_media_group[32] = {
-    5, 7, 10, 0, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 6, 9, 8, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_p_send_media_group[64] = {
+    5, 0,  0, 0, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    7, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 6, 9, 8, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_media_group = {
     .name = "sendMediaGroup",
@@ -818,7 +844,7 @@ static const tg__type tg__p_send_media_group = {
     .fields = F_p_send_media_group,
     .slots = S_p_send_media_group,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 static const tg__field R_send_media_group = {.kind = TG__K_OBJ,
@@ -866,10 +892,12 @@ static const tg__field F_p_send_location[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_location_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_location[64] = {
-    0, 0, 0, 0, 4, 0,  0, 17, 10, 0, 0,  3,  0,  0,  0, 0,  0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 8, 11, 9, 0,  0,  0, 14, 18, 12, 0,  0, 0,  0, 0, 0, 0, 0, 0,
-    7, 0, 0, 0, 0, 2,  0, 1,  0,  0, 0,  13, 16, 15, 5, 19, 0, 0, 0, 6,
+static const uint8_t S_p_send_location[128] = {
+    0, 0, 0, 0,  0,  0, 0,  17, 10, 0, 0, 3, 0, 0,  0, 0, 0, 0,  0, 0, 0,  0, 0, 0, 0, 0,
+    8, 0, 9, 0,  0,  0, 14, 18, 0,  0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0,  0, 0, 0, 0, 1,
+    0, 0, 0, 13, 16, 0, 5,  19, 0,  0, 0, 0, 0, 0,  0, 0, 4, 0,  0, 0, 0,  0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0,  0, 0, 0, 0, 11, 0, 0, 0, 0,  0, 0, 12, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  7,  0, 0,  0,  0,  2, 0, 0, 0, 0,  0, 0, 0, 15, 0, 0, 0,  0, 0, 6,
 };
 static const tg__type tg__p_send_location = {
     .name = "sendLocation",
@@ -878,7 +906,7 @@ static const tg__type tg__p_send_location = {
     .fields = F_p_send_location,
     .slots = S_p_send_location,
     .nfields = 19,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 3,
 };
 static const tg__field R_send_location = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -915,10 +943,12 @@ static const tg__field F_p_send_venue[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_venue_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_venue[64] = {
-    0, 0, 0, 0, 4, 0, 0,  10, 19, 9, 0,  3,  0,  0,  0, 0,  0,  0, 0, 13, 0, 0,
-    0, 0, 0, 0, 8, 0, 14, 0,  0,  0, 16, 20, 0,  0,  0, 0,  0,  0, 0, 12, 0, 0,
-    7, 0, 0, 0, 0, 2, 0,  1,  0,  0, 0,  15, 18, 11, 5, 17, 21, 0, 0, 6,
+static const uint8_t S_p_send_venue[128] = {
+    0, 0, 0, 0,  0,  0, 0,  19, 0, 0, 0, 3, 0, 0, 0,  0,  0, 0,  0,  13, 0, 0, 0, 0, 0, 0,
+    8, 0, 0, 0,  0,  0, 16, 20, 0, 0, 0, 0, 0, 0, 0,  12, 0, 0,  0,  0,  0, 0, 0, 0, 0, 1,
+    0, 0, 0, 15, 18, 0, 5,  21, 0, 0, 0, 0, 0, 0, 0,  0,  4, 0,  0,  10, 0, 9, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 0, 0, 0, 0, 0, 14, 0,  0, 0,  0,  0,  0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  7,  0, 0,  0,  0, 2, 0, 0, 0, 0, 0,  0,  0, 11, 17, 0,  0, 0, 0, 6,
 };
 static const tg__type tg__p_send_venue = {
     .name = "sendVenue",
@@ -927,7 +957,7 @@ static const tg__type tg__p_send_venue = {
     .fields = F_p_send_venue,
     .slots = S_p_send_venue,
     .nfields = 21,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 5,
 };
 static const tg__field R_send_venue = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -960,10 +990,12 @@ static const tg__field F_p_send_contact[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_contact_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_contact[64] = {
-    7, 0, 9, 10, 4, 0, 0, 15, 0, 0, 0,  3,  0,  0,  0, 0,  0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 12, 16, 0,  0,  0, 0,  0, 0, 0, 0, 0, 8,
-    0, 0, 0, 0,  0, 2, 0, 1,  0, 0, 0,  11, 14, 13, 5, 17, 0, 0, 0, 6,
+static const uint8_t S_p_send_contact[128] = {
+    7, 0, 9, 10, 0,  0, 0,  15, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 12, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8,  0, 0, 0, 0, 0, 0, 0, 1,
+    0, 0, 0, 11, 14, 0, 5,  17, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0,  0,  0, 0,  0,  0, 2, 0, 0, 0, 0, 0, 0, 0, 13, 0, 0, 0, 0, 0, 6,
 };
 static const tg__type tg__p_send_contact = {
     .name = "sendContact",
@@ -972,7 +1004,7 @@ static const tg__type tg__p_send_contact = {
     .fields = F_p_send_contact,
     .slots = S_p_send_contact,
     .nfields = 17,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 3,
 };
 static const tg__field R_send_contact = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -1026,12 +1058,17 @@ static const tg__field F_p_send_poll[] = {
     TG__FIELD(tg_send_poll_params, reply_parameters, TG__K_OBJ, TG__F_OPT, &tg__t_reply_parameters),
     TG__FIELD(tg_send_poll_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_poll[128] = {
-    0,  5, 0, 0,  0,  0,  0,  0,  0,  0, 0, 3, 0,  9,  0,  0,  0, 0,  27, 0, 0,  0, 0, 0,  0, 0,
-    16, 0, 0, 0,  0,  0,  30, 33, 0,  0, 0, 0, 20, 0,  6,  10, 0, 0,  0,  0, 22, 0, 0, 0,  0, 1,
-    0,  0, 0, 29, 32, 0,  34, 0,  0,  0, 0, 7, 28, 25, 24, 0,  0, 0,  0,  0, 14, 0, 0, 0,  0, 0,
-    0,  0, 0, 0,  4,  18, 0,  0,  17, 0, 0, 0, 0,  19, 0,  0,  0, 0,  13, 0, 0,  0, 0, 12, 0, 0,
-    0,  0, 0, 11, 0,  0,  0,  26, 0,  2, 0, 0, 0,  15, 0,  0,  0, 31, 0,  8, 21, 0, 0, 23,
+static const uint8_t S_p_send_poll[256] = {
+    0, 0, 0,  0,  0,  0,  0,  0,  0, 0, 0,  3,  0,  9,  0,  0,  0,  0, 27, 0, 0,  0,  0, 0,  0,  0,
+    0, 0, 0,  0,  0,  0,  0,  0,  0, 0, 0,  0,  0,  0,  0,  0,  0,  0, 0,  0, 22, 0,  0, 0,  0,  1,
+    0, 0, 0,  29, 32, 0,  34, 0,  0, 0, 0,  7,  28, 25, 24, 0,  0,  0, 0,  0, 0,  0,  0, 0,  0,  0,
+    0, 0, 0,  0,  4,  0,  0,  0,  0, 0, 0,  0,  0,  0,  0,  0,  0,  0, 0,  0, 0,  0,  0, 0,  0,  0,
+    0, 0, 0,  11, 0,  0,  0,  26, 0, 2, 0,  0,  0,  15, 0,  0,  0,  0, 0,  0, 0,  0,  0, 23, 0,  5,
+    0, 0, 0,  0,  0,  0,  0,  0,  0, 0, 0,  0,  0,  0,  0,  0,  0,  0, 0,  0, 0,  0,  0, 0,  16, 0,
+    0, 0, 0,  0,  30, 33, 0,  0,  0, 0, 20, 0,  6,  10, 0,  0,  0,  0, 0,  0, 0,  0,  0, 0,  0,  0,
+    0, 0, 0,  0,  0,  0,  0,  0,  0, 0, 0,  0,  0,  0,  0,  0,  0,  0, 14, 0, 0,  0,  0, 0,  0,  0,
+    0, 0, 18, 0,  0,  0,  17, 0,  0, 0, 0,  19, 0,  0,  0,  0,  13, 0, 0,  0, 0,  12, 0, 0,  0,  0,
+    0, 0, 0,  0,  0,  0,  0,  0,  0, 0, 0,  0,  0,  0,  0,  31, 0,  8, 21, 0, 0,  0,
 };
 static const tg__type tg__p_send_poll = {
     .name = "sendPoll",
@@ -1040,7 +1077,7 @@ static const tg__type tg__p_send_poll = {
     .fields = F_p_send_poll,
     .slots = S_p_send_poll,
     .nfields = 34,
-    .nslots = 128,
+    .nslots = 256,
     .nrequired = 3,
 };
 static const tg__field R_send_poll = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -1063,8 +1100,8 @@ static const tg__field F_p_send_checklist[] = {
     TG__FIELD(tg_send_checklist_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_send_checklist[16] = {
-    5, 2, 7, 1, 3, 0, 0, 4, 6, 0, 8, 0, 0, 0, 0, 0,
+static const uint8_t S_p_send_checklist[32] = {
+    5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 3, 0, 0, 4, 6, 0, 8, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_checklist = {
     .name = "sendChecklist",
@@ -1073,7 +1110,7 @@ static const tg__type tg__p_send_checklist = {
     .fields = F_p_send_checklist,
     .slots = S_p_send_checklist,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 static const tg__field R_send_checklist = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -1100,9 +1137,10 @@ static const tg__field F_p_send_dice[] = {
     TG__FIELD(tg_send_dice_params, reply_parameters, TG__K_OBJ, TG__F_OPT, &tg__t_reply_parameters),
     TG__FIELD(tg_send_dice_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_dice[32] = {
-    7, 11, 0, 0, 4, 0, 0, 10, 0, 0, 0,  3, 0, 0, 0, 0,
-    0, 2,  0, 1, 5, 0, 0, 6,  9, 8, 12, 0, 0, 0, 0, 0,
+static const uint8_t S_p_send_dice[64] = {
+    0, 0, 0, 0, 4, 0, 0, 10, 0, 0, 0, 3,  0, 0, 0,  0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 7, 11, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 2, 0, 1,  5, 0, 0, 6,  9, 8, 12, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_dice = {
     .name = "sendDice",
@@ -1111,7 +1149,7 @@ static const tg__type tg__p_send_dice = {
     .fields = F_p_send_dice,
     .slots = S_p_send_dice,
     .nfields = 12,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 1,
 };
 static const tg__field R_send_dice = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -1131,8 +1169,8 @@ static const tg__field F_p_send_message_draft[] = {
     TG__ARRAY(tg_send_message_draft_params, entities, TG__K_OBJ, TG__F_OPT | TG__F_ARR,
               &tg__t_message_entity),
 };
-static const uint8_t S_p_send_message_draft[16] = {
-    3, 1, 4, 0, 0, 5, 0, 6, 0, 0, 0, 2, 0, 0, 0, 0,
+static const uint8_t S_p_send_message_draft[32] = {
+    3, 4, 0, 0, 0, 5, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_message_draft = {
     .name = "sendMessageDraft",
@@ -1141,7 +1179,7 @@ static const tg__type tg__p_send_message_draft = {
     .fields = F_p_send_message_draft,
     .slots = S_p_send_message_draft,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 const tg__method tg__m_send_message_draft = {"sendMessageDraft", &tg__p_send_message_draft, NULL,
@@ -1158,8 +1196,8 @@ static const tg__field F_p_send_chat_action[] = {
     TG__FIELD(tg_send_chat_action_params, message_thread_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_send_chat_action_params, action, TG__K_ENUM, 0, &tg__e_chat_action),
 };
-static const uint8_t S_p_send_chat_action[8] = {
-    0, 2, 0, 1, 3, 4, 0, 0,
+static const uint8_t S_p_send_chat_action[16] = {
+    0, 2, 0, 1, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_chat_action = {
     .name = "sendChatAction",
@@ -1168,7 +1206,7 @@ static const tg__type tg__p_send_chat_action = {
     .fields = F_p_send_chat_action,
     .slots = S_p_send_chat_action,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_send_chat_action = {"sendChatAction", &tg__p_send_chat_action, NULL,
@@ -1186,8 +1224,8 @@ static const tg__field F_p_set_message_reaction[] = {
               &tg__t_reaction_type),
     TG__FIELD(tg_set_message_reaction_params, is_big, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_message_reaction[8] = {
-    0, 1, 0, 3, 0, 4, 2, 0,
+static const uint8_t S_p_set_message_reaction[16] = {
+    0, 1, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0,
 };
 static const tg__type tg__p_set_message_reaction = {
     .name = "setMessageReaction",
@@ -1196,7 +1234,7 @@ static const tg__type tg__p_set_message_reaction = {
     .fields = F_p_set_message_reaction,
     .slots = S_p_set_message_reaction,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_set_message_reaction = {"setMessageReaction", &tg__p_set_message_reaction,
@@ -1212,8 +1250,8 @@ static const tg__field F_p_get_user_profile_photos[] = {
     TG__FIELD(tg_get_user_profile_photos_params, offset, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_get_user_profile_photos_params, limit, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_user_profile_photos[8] = {
-    1, 2, 0, 3, 0, 0, 0, 0,
+static const uint8_t S_p_get_user_profile_photos[16] = {
+    2, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_user_profile_photos = {
     .name = "getUserProfilePhotos",
@@ -1222,7 +1260,7 @@ static const tg__type tg__p_get_user_profile_photos = {
     .fields = F_p_get_user_profile_photos,
     .slots = S_p_get_user_profile_photos,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 static const tg__field R_get_user_profile_photos = {.kind = TG__K_OBJ,
@@ -1242,8 +1280,8 @@ static const tg__field F_p_get_user_profile_audios[] = {
     TG__FIELD(tg_get_user_profile_audios_params, offset, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_get_user_profile_audios_params, limit, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_user_profile_audios[8] = {
-    1, 2, 0, 3, 0, 0, 0, 0,
+static const uint8_t S_p_get_user_profile_audios[16] = {
+    2, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_user_profile_audios = {
     .name = "getUserProfileAudios",
@@ -1252,7 +1290,7 @@ static const tg__type tg__p_get_user_profile_audios = {
     .fields = F_p_get_user_profile_audios,
     .slots = S_p_get_user_profile_audios,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 static const tg__field R_get_user_profile_audios = {.kind = TG__K_OBJ,
@@ -1274,8 +1312,8 @@ static const tg__field F_p_set_user_emoji_status[] = {
     TG__FIELD(tg_set_user_emoji_status_params, emoji_status_expiration_date, TG__K_I64, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_p_set_user_emoji_status[8] = {
-    1, 2, 3, 0, 0, 0, 0, 0,
+static const uint8_t S_p_set_user_emoji_status[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_user_emoji_status = {
     .name = "setUserEmojiStatus",
@@ -1284,7 +1322,7 @@ static const tg__type tg__p_set_user_emoji_status = {
     .fields = F_p_set_user_emoji_status,
     .slots = S_p_set_user_emoji_status,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 const tg__method tg__m_set_user_emoji_status = {"setUserEmojiStatus", &tg__p_set_user_emoji_status,
@@ -1298,7 +1336,9 @@ tg_status tg_set_user_emoji_status(tg_ctx *ctx, const tg_set_user_emoji_status_p
 static const tg__field F_p_get_file[] = {
     TG__FIELD(tg_get_file_params, file_id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_get_file[2] = {
+static const uint8_t S_p_get_file[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -1309,7 +1349,7 @@ static const tg__type tg__p_get_file = {
     .fields = F_p_get_file,
     .slots = S_p_get_file,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_file = {.kind = TG__K_OBJ, .sub = &tg__t_file};
@@ -1326,8 +1366,8 @@ static const tg__field F_p_ban_chat_member[] = {
     TG__FIELD(tg_ban_chat_member_params, until_date, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_ban_chat_member_params, revoke_messages, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_ban_chat_member[8] = {
-    2, 1, 3, 0, 0, 4, 0, 0,
+static const uint8_t S_p_ban_chat_member[16] = {
+    3, 1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 0, 0,
 };
 static const tg__type tg__p_ban_chat_member = {
     .name = "banChatMember",
@@ -1336,7 +1376,7 @@ static const tg__type tg__p_ban_chat_member = {
     .fields = F_p_ban_chat_member,
     .slots = S_p_ban_chat_member,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_ban_chat_member = {"banChatMember", &tg__p_ban_chat_member, NULL, TG__R_TRUE,
@@ -1352,8 +1392,8 @@ static const tg__field F_p_unban_chat_member[] = {
     TG__FIELD(tg_unban_chat_member_params, user_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_unban_chat_member_params, only_if_banned, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_unban_chat_member[8] = {
-    2, 1, 0, 0, 3, 0, 0, 0,
+static const uint8_t S_p_unban_chat_member[16] = {
+    0, 1, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_unban_chat_member = {
     .name = "unbanChatMember",
@@ -1362,7 +1402,7 @@ static const tg__type tg__p_unban_chat_member = {
     .fields = F_p_unban_chat_member,
     .slots = S_p_unban_chat_member,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_unban_chat_member = {"unbanChatMember", &tg__p_unban_chat_member, NULL,
@@ -1381,8 +1421,8 @@ static const tg__field F_p_restrict_chat_member[] = {
               TG__F_OPT, NULL),
     TG__FIELD(tg_restrict_chat_member_params, until_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_restrict_chat_member[16] = {
-    5, 1, 0, 0, 0, 4, 0, 3, 2, 0, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_p_restrict_chat_member[32] = {
+    5, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_restrict_chat_member = {
     .name = "restrictChatMember",
@@ -1391,7 +1431,7 @@ static const tg__type tg__p_restrict_chat_member = {
     .fields = F_p_restrict_chat_member,
     .slots = S_p_restrict_chat_member,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 const tg__method tg__m_restrict_chat_member = {"restrictChatMember", &tg__p_restrict_chat_member,
@@ -1424,10 +1464,12 @@ static const tg__field F_p_promote_chat_member[] = {
               NULL),
     TG__FIELD(tg_promote_chat_member_params, can_manage_tags, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_promote_chat_member[64] = {
-    0, 13, 0, 0,  0, 18, 0,  0,  0, 0, 0, 7, 9, 0, 0, 0, 0,  0,  8,  0, 0, 0,
-    0, 17, 4, 16, 0, 0,  14, 15, 0, 0, 0, 5, 0, 0, 0, 0, 0,  0,  6,  0, 0, 0,
-    0, 0,  0, 0,  0, 1,  10, 0,  0, 0, 0, 0, 2, 0, 0, 3, 11, 12, 19, 0,
+static const uint8_t S_p_promote_chat_member[128] = {
+    0, 13, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0, 0, 0, 0,  0,  0, 0,  8, 0, 0, 0, 0,  17, 16, 0,
+    0, 0,  0, 0, 0, 0, 0, 5, 0,  0,  0,  0, 0, 0, 0,  0,  0, 0,  0, 0, 0, 0, 0,  0,  0,  0,
+    0, 0,  0, 0, 2, 0, 0, 0, 11, 12, 0,  0, 0, 0, 0,  0,  0, 18, 0, 0, 0, 0, 0,  7,  9,  0,
+    0, 0,  0, 0, 0, 0, 0, 0, 0,  0,  4,  0, 0, 0, 14, 15, 0, 0,  0, 0, 0, 0, 0,  0,  0,  0,
+    6, 0,  0, 0, 0, 0, 0, 0, 0,  1,  10, 0, 0, 0, 0,  0,  0, 0,  0, 3, 0, 0, 19, 0,
 };
 static const tg__type tg__p_promote_chat_member = {
     .name = "promoteChatMember",
@@ -1436,7 +1478,7 @@ static const tg__type tg__p_promote_chat_member = {
     .fields = F_p_promote_chat_member,
     .slots = S_p_promote_chat_member,
     .nfields = 19,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 2,
 };
 const tg__method tg__m_promote_chat_member = {"promoteChatMember", &tg__p_promote_chat_member, NULL,
@@ -1452,8 +1494,8 @@ static const tg__field F_p_set_chat_administrator_custom_title[] = {
     TG__FIELD(tg_set_chat_administrator_custom_title_params, user_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_set_chat_administrator_custom_title_params, custom_title, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_set_chat_administrator_custom_title[8] = {
-    2, 1, 0, 0, 0, 0, 0, 3,
+static const uint8_t S_p_set_chat_administrator_custom_title[16] = {
+    0, 1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 3,
 };
 static const tg__type tg__p_set_chat_administrator_custom_title = {
     .name = "setChatAdministratorCustomTitle",
@@ -1462,7 +1504,7 @@ static const tg__type tg__p_set_chat_administrator_custom_title = {
     .fields = F_p_set_chat_administrator_custom_title,
     .slots = S_p_set_chat_administrator_custom_title,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_set_chat_administrator_custom_title = {
@@ -1481,8 +1523,8 @@ static const tg__field F_p_set_chat_member_tag[] = {
     TG__FIELD(tg_set_chat_member_tag_params, user_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_set_chat_member_tag_params, tag, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_chat_member_tag[8] = {
-    2, 1, 3, 0, 0, 0, 0, 0,
+static const uint8_t S_p_set_chat_member_tag[16] = {
+    0, 1, 0, 0, 0, 0, 0, 0, 2, 0, 3, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_chat_member_tag = {
     .name = "setChatMemberTag",
@@ -1491,7 +1533,7 @@ static const tg__type tg__p_set_chat_member_tag = {
     .fields = F_p_set_chat_member_tag,
     .slots = S_p_set_chat_member_tag,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_set_chat_member_tag = {"setChatMemberTag", &tg__p_set_chat_member_tag, NULL,
@@ -1506,11 +1548,8 @@ static const tg__field F_p_ban_chat_sender_chat[] = {
     TG__FIELD(tg_ban_chat_sender_chat_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_ban_chat_sender_chat_params, sender_chat_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_ban_chat_sender_chat[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_ban_chat_sender_chat[8] = {
+    0, 1, 2, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_ban_chat_sender_chat = {
     .name = "banChatSenderChat",
@@ -1519,7 +1558,7 @@ static const tg__type tg__p_ban_chat_sender_chat = {
     .fields = F_p_ban_chat_sender_chat,
     .slots = S_p_ban_chat_sender_chat,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_ban_chat_sender_chat = {"banChatSenderChat", &tg__p_ban_chat_sender_chat,
@@ -1534,11 +1573,8 @@ static const tg__field F_p_unban_chat_sender_chat[] = {
     TG__FIELD(tg_unban_chat_sender_chat_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_unban_chat_sender_chat_params, sender_chat_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_unban_chat_sender_chat[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_unban_chat_sender_chat[8] = {
+    0, 1, 2, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_unban_chat_sender_chat = {
     .name = "unbanChatSenderChat",
@@ -1547,7 +1583,7 @@ static const tg__type tg__p_unban_chat_sender_chat = {
     .fields = F_p_unban_chat_sender_chat,
     .slots = S_p_unban_chat_sender_chat,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_unban_chat_sender_chat = {
@@ -1564,8 +1600,8 @@ static const tg__field F_p_set_chat_permissions[] = {
     TG__FIELD(tg_set_chat_permissions_params, use_independent_chat_permissions, TG__K_BOOL,
               TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_chat_permissions[8] = {
-    0, 1, 0, 0, 0, 3, 0, 2,
+static const uint8_t S_p_set_chat_permissions[16] = {
+    0, 1, 0, 0, 0, 3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_chat_permissions = {
     .name = "setChatPermissions",
@@ -1574,7 +1610,7 @@ static const tg__type tg__p_set_chat_permissions = {
     .fields = F_p_set_chat_permissions,
     .slots = S_p_set_chat_permissions,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_set_chat_permissions = {"setChatPermissions", &tg__p_set_chat_permissions,
@@ -1588,9 +1624,11 @@ tg_status tg_set_chat_permissions(tg_ctx *ctx, const tg_set_chat_permissions_par
 static const tg__field F_p_export_chat_invite_link[] = {
     TG__FIELD(tg_export_chat_invite_link_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_export_chat_invite_link[2] = {
+static const uint8_t S_p_export_chat_invite_link[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_export_chat_invite_link = {
     .name = "exportChatInviteLink",
@@ -1599,7 +1637,7 @@ static const tg__type tg__p_export_chat_invite_link = {
     .fields = F_p_export_chat_invite_link,
     .slots = S_p_export_chat_invite_link,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_export_chat_invite_link = {.kind = TG__K_STR};
@@ -1620,8 +1658,8 @@ static const tg__field F_p_create_chat_invite_link[] = {
     TG__FIELD(tg_create_chat_invite_link_params, member_limit, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_create_chat_invite_link_params, creates_join_request, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_create_chat_invite_link[16] = {
-    4, 1, 5, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_p_create_chat_invite_link[32] = {
+    4, 0, 5, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_create_chat_invite_link = {
     .name = "createChatInviteLink",
@@ -1630,7 +1668,7 @@ static const tg__type tg__p_create_chat_invite_link = {
     .fields = F_p_create_chat_invite_link,
     .slots = S_p_create_chat_invite_link,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 static const tg__field R_create_chat_invite_link = {.kind = TG__K_OBJ,
@@ -1653,8 +1691,8 @@ static const tg__field F_p_edit_chat_invite_link[] = {
     TG__FIELD(tg_edit_chat_invite_link_params, member_limit, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_edit_chat_invite_link_params, creates_join_request, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_edit_chat_invite_link[16] = {
-    5, 1, 6, 3, 2, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_p_edit_chat_invite_link[32] = {
+    5, 0, 6, 3, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_chat_invite_link = {
     .name = "editChatInviteLink",
@@ -1663,7 +1701,7 @@ static const tg__type tg__p_edit_chat_invite_link = {
     .fields = F_p_edit_chat_invite_link,
     .slots = S_p_edit_chat_invite_link,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 static const tg__field R_edit_chat_invite_link = {.kind = TG__K_OBJ,
@@ -1685,8 +1723,8 @@ static const tg__field F_p_create_chat_subscription_invite_link[] = {
     TG__FIELD(tg_create_chat_subscription_invite_link_params, subscription_price, TG__K_I64, 0,
               NULL),
 };
-static const uint8_t S_p_create_chat_subscription_invite_link[8] = {
-    0, 1, 0, 2, 0, 0, 3, 4,
+static const uint8_t S_p_create_chat_subscription_invite_link[16] = {
+    0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4,
 };
 static const tg__type tg__p_create_chat_subscription_invite_link = {
     .name = "createChatSubscriptionInviteLink",
@@ -1695,7 +1733,7 @@ static const tg__type tg__p_create_chat_subscription_invite_link = {
     .fields = F_p_create_chat_subscription_invite_link,
     .slots = S_p_create_chat_subscription_invite_link,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 static const tg__field R_create_chat_subscription_invite_link = {.kind = TG__K_OBJ,
@@ -1716,8 +1754,8 @@ static const tg__field F_p_edit_chat_subscription_invite_link[] = {
     TG__FIELD(tg_edit_chat_subscription_invite_link_params, invite_link, TG__K_STR, 0, NULL),
     TG__FIELD(tg_edit_chat_subscription_invite_link_params, name, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_edit_chat_subscription_invite_link[8] = {
-    0, 1, 0, 3, 2, 0, 0, 0,
+static const uint8_t S_p_edit_chat_subscription_invite_link[16] = {
+    0, 1, 0, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_chat_subscription_invite_link = {
     .name = "editChatSubscriptionInviteLink",
@@ -1726,7 +1764,7 @@ static const tg__type tg__p_edit_chat_subscription_invite_link = {
     .fields = F_p_edit_chat_subscription_invite_link,
     .slots = S_p_edit_chat_subscription_invite_link,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 static const tg__field R_edit_chat_subscription_invite_link = {.kind = TG__K_OBJ,
@@ -1747,11 +1785,8 @@ static const tg__field F_p_revoke_chat_invite_link[] = {
     TG__FIELD(tg_revoke_chat_invite_link_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_revoke_chat_invite_link_params, invite_link, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_revoke_chat_invite_link[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_p_revoke_chat_invite_link[8] = {
+    0, 1, 0, 0, 2, 0, 0, 0,
 };
 static const tg__type tg__p_revoke_chat_invite_link = {
     .name = "revokeChatInviteLink",
@@ -1760,7 +1795,7 @@ static const tg__type tg__p_revoke_chat_invite_link = {
     .fields = F_p_revoke_chat_invite_link,
     .slots = S_p_revoke_chat_invite_link,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 static const tg__field R_revoke_chat_invite_link = {.kind = TG__K_OBJ,
@@ -1779,11 +1814,8 @@ static const tg__field F_p_approve_chat_join_request[] = {
     TG__FIELD(tg_approve_chat_join_request_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_approve_chat_join_request_params, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_approve_chat_join_request[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_p_approve_chat_join_request[8] = {
+    2, 1, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_approve_chat_join_request = {
     .name = "approveChatJoinRequest",
@@ -1792,7 +1824,7 @@ static const tg__type tg__p_approve_chat_join_request = {
     .fields = F_p_approve_chat_join_request,
     .slots = S_p_approve_chat_join_request,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_approve_chat_join_request = {
@@ -1808,11 +1840,8 @@ static const tg__field F_p_decline_chat_join_request[] = {
     TG__FIELD(tg_decline_chat_join_request_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_decline_chat_join_request_params, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_decline_chat_join_request[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_p_decline_chat_join_request[8] = {
+    2, 1, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_decline_chat_join_request = {
     .name = "declineChatJoinRequest",
@@ -1821,7 +1850,7 @@ static const tg__type tg__p_decline_chat_join_request = {
     .fields = F_p_decline_chat_join_request,
     .slots = S_p_decline_chat_join_request,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_decline_chat_join_request = {
@@ -1839,11 +1868,8 @@ static const tg__field F_p_answer_chat_join_request_query[] = {
     TG__FIELD(tg_answer_chat_join_request_query_params, result, TG__K_ENUM, 0,
               &tg__e_join_request_result),
 };
-static const uint8_t S_p_answer_chat_join_request_query[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_p_answer_chat_join_request_query[8] = {
+    0, 0, 0, 0, 1, 2, 0, 0,
 };
 static const tg__type tg__p_answer_chat_join_request_query = {
     .name = "answerChatJoinRequestQuery",
@@ -1852,7 +1878,7 @@ static const tg__type tg__p_answer_chat_join_request_query = {
     .fields = F_p_answer_chat_join_request_query,
     .slots = S_p_answer_chat_join_request_query,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_answer_chat_join_request_query = {
@@ -1869,11 +1895,8 @@ static const tg__field F_p_send_chat_join_request_web_app[] = {
               NULL),
     TG__FIELD(tg_send_chat_join_request_web_app_params, web_app_url, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_send_chat_join_request_web_app[4] = {
-    1,
-    0,
-    2,
-    0,
+static const uint8_t S_p_send_chat_join_request_web_app[8] = {
+    0, 0, 2, 0, 1, 0, 0, 0,
 };
 static const tg__type tg__p_send_chat_join_request_web_app = {
     .name = "sendChatJoinRequestWebApp",
@@ -1882,7 +1905,7 @@ static const tg__type tg__p_send_chat_join_request_web_app = {
     .fields = F_p_send_chat_join_request_web_app,
     .slots = S_p_send_chat_join_request_web_app,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_send_chat_join_request_web_app = {
@@ -1898,11 +1921,8 @@ static const tg__field F_p_set_chat_photo[] = {
     TG__FIELD(tg_set_chat_photo_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_set_chat_photo_params, photo, TG__K_FILE, 0, NULL),
 };
-static const uint8_t S_p_set_chat_photo[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_p_set_chat_photo[8] = {
+    0, 1, 0, 0, 2, 0, 0, 0,
 };
 static const tg__type tg__p_set_chat_photo = {
     .name = "setChatPhoto",
@@ -1911,7 +1931,7 @@ static const tg__type tg__p_set_chat_photo = {
     .fields = F_p_set_chat_photo,
     .slots = S_p_set_chat_photo,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_set_chat_photo = {"setChatPhoto", &tg__p_set_chat_photo, NULL, TG__R_TRUE,
@@ -1925,9 +1945,11 @@ tg_status tg_set_chat_photo(tg_ctx *ctx, const tg_set_chat_photo_params *params)
 static const tg__field F_p_delete_chat_photo[] = {
     TG__FIELD(tg_delete_chat_photo_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_delete_chat_photo[2] = {
+static const uint8_t S_p_delete_chat_photo[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_delete_chat_photo = {
     .name = "deleteChatPhoto",
@@ -1936,7 +1958,7 @@ static const tg__type tg__p_delete_chat_photo = {
     .fields = F_p_delete_chat_photo,
     .slots = S_p_delete_chat_photo,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_delete_chat_photo = {"deleteChatPhoto", &tg__p_delete_chat_photo, NULL,
@@ -1951,11 +1973,8 @@ static const tg__field F_p_set_chat_title[] = {
     TG__FIELD(tg_set_chat_title_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_set_chat_title_params, title, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_set_chat_title[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_set_chat_title[8] = {
+    0, 1, 2, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_chat_title = {
     .name = "setChatTitle",
@@ -1964,7 +1983,7 @@ static const tg__type tg__p_set_chat_title = {
     .fields = F_p_set_chat_title,
     .slots = S_p_set_chat_title,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_set_chat_title = {"setChatTitle", &tg__p_set_chat_title, NULL, TG__R_TRUE,
@@ -1979,11 +1998,8 @@ static const tg__field F_p_set_chat_description[] = {
     TG__FIELD(tg_set_chat_description_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_set_chat_description_params, description, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_chat_description[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_set_chat_description[8] = {
+    0, 1, 2, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_chat_description = {
     .name = "setChatDescription",
@@ -1992,7 +2008,7 @@ static const tg__type tg__p_set_chat_description = {
     .fields = F_p_set_chat_description,
     .slots = S_p_set_chat_description,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_set_chat_description = {"setChatDescription", &tg__p_set_chat_description,
@@ -2009,8 +2025,8 @@ static const tg__field F_p_pin_chat_message[] = {
     TG__FIELD(tg_pin_chat_message_params, message_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_pin_chat_message_params, disable_notification, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_pin_chat_message[8] = {
-    0, 2, 0, 1, 0, 0, 3, 4,
+static const uint8_t S_p_pin_chat_message[16] = {
+    0, 2, 0, 1, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 3, 0,
 };
 static const tg__type tg__p_pin_chat_message = {
     .name = "pinChatMessage",
@@ -2019,7 +2035,7 @@ static const tg__type tg__p_pin_chat_message = {
     .fields = F_p_pin_chat_message,
     .slots = S_p_pin_chat_message,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_pin_chat_message = {"pinChatMessage", &tg__p_pin_chat_message, NULL,
@@ -2035,8 +2051,8 @@ static const tg__field F_p_unpin_chat_message[] = {
     TG__FIELD(tg_unpin_chat_message_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_unpin_chat_message_params, message_id, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_unpin_chat_message[8] = {
-    0, 2, 0, 1, 0, 0, 3, 0,
+static const uint8_t S_p_unpin_chat_message[16] = {
+    0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0,
 };
 static const tg__type tg__p_unpin_chat_message = {
     .name = "unpinChatMessage",
@@ -2045,7 +2061,7 @@ static const tg__type tg__p_unpin_chat_message = {
     .fields = F_p_unpin_chat_message,
     .slots = S_p_unpin_chat_message,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 const tg__method tg__m_unpin_chat_message = {"unpinChatMessage", &tg__p_unpin_chat_message, NULL,
@@ -2059,9 +2075,11 @@ tg_status tg_unpin_chat_message(tg_ctx *ctx, const tg_unpin_chat_message_params 
 static const tg__field F_p_unpin_all_chat_messages[] = {
     TG__FIELD(tg_unpin_all_chat_messages_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_unpin_all_chat_messages[2] = {
+static const uint8_t S_p_unpin_all_chat_messages[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_unpin_all_chat_messages = {
     .name = "unpinAllChatMessages",
@@ -2070,7 +2088,7 @@ static const tg__type tg__p_unpin_all_chat_messages = {
     .fields = F_p_unpin_all_chat_messages,
     .slots = S_p_unpin_all_chat_messages,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_unpin_all_chat_messages = {
@@ -2084,9 +2102,11 @@ tg_status tg_unpin_all_chat_messages(tg_ctx *ctx, const tg_unpin_all_chat_messag
 static const tg__field F_p_leave_chat[] = {
     TG__FIELD(tg_leave_chat_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_leave_chat[2] = {
+static const uint8_t S_p_leave_chat[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_leave_chat = {
     .name = "leaveChat",
@@ -2095,7 +2115,7 @@ static const tg__type tg__p_leave_chat = {
     .fields = F_p_leave_chat,
     .slots = S_p_leave_chat,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_leave_chat = {"leaveChat", &tg__p_leave_chat, NULL, TG__R_TRUE, false};
@@ -2108,9 +2128,11 @@ tg_status tg_leave_chat(tg_ctx *ctx, const tg_leave_chat_params *params)
 static const tg__field F_p_get_chat[] = {
     TG__FIELD(tg_get_chat_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_get_chat[2] = {
+static const uint8_t S_p_get_chat[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_get_chat = {
     .name = "getChat",
@@ -2119,7 +2141,7 @@ static const tg__type tg__p_get_chat = {
     .fields = F_p_get_chat,
     .slots = S_p_get_chat,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_chat = {.kind = TG__K_OBJ, .sub = &tg__t_chat_full_info};
@@ -2134,11 +2156,8 @@ static const tg__field F_p_get_chat_administrators[] = {
     TG__FIELD(tg_get_chat_administrators_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_get_chat_administrators_params, return_bots, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_chat_administrators[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_get_chat_administrators[8] = {
+    0, 1, 0, 0, 0, 0, 2, 0,
 };
 static const tg__type tg__p_get_chat_administrators = {
     .name = "getChatAdministrators",
@@ -2147,7 +2166,7 @@ static const tg__type tg__p_get_chat_administrators = {
     .fields = F_p_get_chat_administrators,
     .slots = S_p_get_chat_administrators,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 static const tg__field R_get_chat_administrators = {.kind = TG__K_UNION,
@@ -2176,9 +2195,11 @@ tg_status tg_get_chat_administrators(tg_ctx *ctx, const tg_get_chat_administrato
 static const tg__field F_p_get_chat_member_count[] = {
     TG__FIELD(tg_get_chat_member_count_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_get_chat_member_count[2] = {
+static const uint8_t S_p_get_chat_member_count[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_get_chat_member_count = {
     .name = "getChatMemberCount",
@@ -2187,7 +2208,7 @@ static const tg__type tg__p_get_chat_member_count = {
     .fields = F_p_get_chat_member_count,
     .slots = S_p_get_chat_member_count,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_chat_member_count = {.kind = TG__K_I64};
@@ -2204,11 +2225,8 @@ static const tg__field F_p_get_chat_member[] = {
     TG__FIELD(tg_get_chat_member_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_get_chat_member_params, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_get_chat_member[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_p_get_chat_member[8] = {
+    2, 1, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_chat_member = {
     .name = "getChatMember",
@@ -2217,7 +2235,7 @@ static const tg__type tg__p_get_chat_member = {
     .fields = F_p_get_chat_member,
     .slots = S_p_get_chat_member,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 static const tg__field R_get_chat_member = {.kind = TG__K_UNION, .sub = &tg__t_chat_member};
@@ -2234,11 +2252,8 @@ static const tg__field F_p_get_user_personal_chat_messages[] = {
     TG__FIELD(tg_get_user_personal_chat_messages_params, user_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_get_user_personal_chat_messages_params, limit, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_get_user_personal_chat_messages[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_p_get_user_personal_chat_messages[8] = {
+    1, 0, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_user_personal_chat_messages = {
     .name = "getUserPersonalChatMessages",
@@ -2247,7 +2262,7 @@ static const tg__type tg__p_get_user_personal_chat_messages = {
     .fields = F_p_get_user_personal_chat_messages,
     .slots = S_p_get_user_personal_chat_messages,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 static const tg__field R_get_user_personal_chat_messages = {.kind = TG__K_OBJ,
@@ -2280,11 +2295,8 @@ static const tg__field F_p_set_chat_sticker_set[] = {
     TG__FIELD(tg_set_chat_sticker_set_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_set_chat_sticker_set_params, sticker_set_name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_set_chat_sticker_set[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_p_set_chat_sticker_set[8] = {
+    0, 1, 0, 0, 0, 0, 0, 2,
 };
 static const tg__type tg__p_set_chat_sticker_set = {
     .name = "setChatStickerSet",
@@ -2293,7 +2305,7 @@ static const tg__type tg__p_set_chat_sticker_set = {
     .fields = F_p_set_chat_sticker_set,
     .slots = S_p_set_chat_sticker_set,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_set_chat_sticker_set = {"setChatStickerSet", &tg__p_set_chat_sticker_set,
@@ -2307,9 +2319,11 @@ tg_status tg_set_chat_sticker_set(tg_ctx *ctx, const tg_set_chat_sticker_set_par
 static const tg__field F_p_delete_chat_sticker_set[] = {
     TG__FIELD(tg_delete_chat_sticker_set_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_delete_chat_sticker_set[2] = {
+static const uint8_t S_p_delete_chat_sticker_set[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_delete_chat_sticker_set = {
     .name = "deleteChatStickerSet",
@@ -2318,7 +2332,7 @@ static const tg__type tg__p_delete_chat_sticker_set = {
     .fields = F_p_delete_chat_sticker_set,
     .slots = S_p_delete_chat_sticker_set,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_delete_chat_sticker_set = {
@@ -2357,8 +2371,8 @@ static const tg__field F_p_create_forum_topic[] = {
     TG__FIELD(tg_create_forum_topic_params, icon_color, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_create_forum_topic_params, icon_custom_emoji_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_create_forum_topic[8] = {
-    0, 1, 0, 2, 4, 3, 0, 0,
+static const uint8_t S_p_create_forum_topic[16] = {
+    0, 1, 0, 2, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_create_forum_topic = {
     .name = "createForumTopic",
@@ -2367,7 +2381,7 @@ static const tg__type tg__p_create_forum_topic = {
     .fields = F_p_create_forum_topic,
     .slots = S_p_create_forum_topic,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 static const tg__field R_create_forum_topic = {.kind = TG__K_OBJ, .sub = &tg__t_forum_topic};
@@ -2386,8 +2400,8 @@ static const tg__field F_p_edit_forum_topic[] = {
     TG__FIELD(tg_edit_forum_topic_params, name, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_edit_forum_topic_params, icon_custom_emoji_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_edit_forum_topic[8] = {
-    0, 1, 0, 2, 3, 4, 0, 0,
+static const uint8_t S_p_edit_forum_topic[16] = {
+    0, 1, 0, 3, 4, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_forum_topic = {
     .name = "editForumTopic",
@@ -2396,7 +2410,7 @@ static const tg__type tg__p_edit_forum_topic = {
     .fields = F_p_edit_forum_topic,
     .slots = S_p_edit_forum_topic,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_edit_forum_topic = {"editForumTopic", &tg__p_edit_forum_topic, NULL,
@@ -2411,11 +2425,8 @@ static const tg__field F_p_close_forum_topic[] = {
     TG__FIELD(tg_close_forum_topic_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_close_forum_topic_params, message_thread_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_close_forum_topic[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_p_close_forum_topic[8] = {
+    0, 1, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_close_forum_topic = {
     .name = "closeForumTopic",
@@ -2424,7 +2435,7 @@ static const tg__type tg__p_close_forum_topic = {
     .fields = F_p_close_forum_topic,
     .slots = S_p_close_forum_topic,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_close_forum_topic = {"closeForumTopic", &tg__p_close_forum_topic, NULL,
@@ -2439,11 +2450,8 @@ static const tg__field F_p_reopen_forum_topic[] = {
     TG__FIELD(tg_reopen_forum_topic_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_reopen_forum_topic_params, message_thread_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_reopen_forum_topic[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_p_reopen_forum_topic[8] = {
+    0, 1, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_reopen_forum_topic = {
     .name = "reopenForumTopic",
@@ -2452,7 +2460,7 @@ static const tg__type tg__p_reopen_forum_topic = {
     .fields = F_p_reopen_forum_topic,
     .slots = S_p_reopen_forum_topic,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_reopen_forum_topic = {"reopenForumTopic", &tg__p_reopen_forum_topic, NULL,
@@ -2467,11 +2475,8 @@ static const tg__field F_p_delete_forum_topic[] = {
     TG__FIELD(tg_delete_forum_topic_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_delete_forum_topic_params, message_thread_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_delete_forum_topic[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_p_delete_forum_topic[8] = {
+    0, 1, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_delete_forum_topic = {
     .name = "deleteForumTopic",
@@ -2480,7 +2485,7 @@ static const tg__type tg__p_delete_forum_topic = {
     .fields = F_p_delete_forum_topic,
     .slots = S_p_delete_forum_topic,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_delete_forum_topic = {"deleteForumTopic", &tg__p_delete_forum_topic, NULL,
@@ -2495,11 +2500,8 @@ static const tg__field F_p_unpin_all_forum_topic_messages[] = {
     TG__FIELD(tg_unpin_all_forum_topic_messages_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_unpin_all_forum_topic_messages_params, message_thread_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_unpin_all_forum_topic_messages[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_p_unpin_all_forum_topic_messages[8] = {
+    0, 1, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_unpin_all_forum_topic_messages = {
     .name = "unpinAllForumTopicMessages",
@@ -2508,7 +2510,7 @@ static const tg__type tg__p_unpin_all_forum_topic_messages = {
     .fields = F_p_unpin_all_forum_topic_messages,
     .slots = S_p_unpin_all_forum_topic_messages,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_unpin_all_forum_topic_messages = {
@@ -2524,11 +2526,8 @@ static const tg__field F_p_edit_general_forum_topic[] = {
     TG__FIELD(tg_edit_general_forum_topic_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_edit_general_forum_topic_params, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_edit_general_forum_topic[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_p_edit_general_forum_topic[8] = {
+    0, 1, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_general_forum_topic = {
     .name = "editGeneralForumTopic",
@@ -2537,7 +2536,7 @@ static const tg__type tg__p_edit_general_forum_topic = {
     .fields = F_p_edit_general_forum_topic,
     .slots = S_p_edit_general_forum_topic,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_edit_general_forum_topic = {
@@ -2551,9 +2550,11 @@ tg_status tg_edit_general_forum_topic(tg_ctx *ctx, const tg_edit_general_forum_t
 static const tg__field F_p_close_general_forum_topic[] = {
     TG__FIELD(tg_close_general_forum_topic_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_close_general_forum_topic[2] = {
+static const uint8_t S_p_close_general_forum_topic[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_close_general_forum_topic = {
     .name = "closeGeneralForumTopic",
@@ -2562,7 +2563,7 @@ static const tg__type tg__p_close_general_forum_topic = {
     .fields = F_p_close_general_forum_topic,
     .slots = S_p_close_general_forum_topic,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_close_general_forum_topic = {
@@ -2577,9 +2578,11 @@ tg_status tg_close_general_forum_topic(tg_ctx *ctx,
 static const tg__field F_p_reopen_general_forum_topic[] = {
     TG__FIELD(tg_reopen_general_forum_topic_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_reopen_general_forum_topic[2] = {
+static const uint8_t S_p_reopen_general_forum_topic[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_reopen_general_forum_topic = {
     .name = "reopenGeneralForumTopic",
@@ -2588,7 +2591,7 @@ static const tg__type tg__p_reopen_general_forum_topic = {
     .fields = F_p_reopen_general_forum_topic,
     .slots = S_p_reopen_general_forum_topic,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_reopen_general_forum_topic = {
@@ -2603,9 +2606,11 @@ tg_status tg_reopen_general_forum_topic(tg_ctx *ctx,
 static const tg__field F_p_hide_general_forum_topic[] = {
     TG__FIELD(tg_hide_general_forum_topic_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_hide_general_forum_topic[2] = {
+static const uint8_t S_p_hide_general_forum_topic[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_hide_general_forum_topic = {
     .name = "hideGeneralForumTopic",
@@ -2614,7 +2619,7 @@ static const tg__type tg__p_hide_general_forum_topic = {
     .fields = F_p_hide_general_forum_topic,
     .slots = S_p_hide_general_forum_topic,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_hide_general_forum_topic = {
@@ -2628,9 +2633,11 @@ tg_status tg_hide_general_forum_topic(tg_ctx *ctx, const tg_hide_general_forum_t
 static const tg__field F_p_unhide_general_forum_topic[] = {
     TG__FIELD(tg_unhide_general_forum_topic_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_unhide_general_forum_topic[2] = {
+static const uint8_t S_p_unhide_general_forum_topic[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_unhide_general_forum_topic = {
     .name = "unhideGeneralForumTopic",
@@ -2639,7 +2646,7 @@ static const tg__type tg__p_unhide_general_forum_topic = {
     .fields = F_p_unhide_general_forum_topic,
     .slots = S_p_unhide_general_forum_topic,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_unhide_general_forum_topic = {
@@ -2654,9 +2661,11 @@ tg_status tg_unhide_general_forum_topic(tg_ctx *ctx,
 static const tg__field F_p_unpin_all_general_forum_topic_messages[] = {
     TG__FIELD(tg_unpin_all_general_forum_topic_messages_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_unpin_all_general_forum_topic_messages[2] = {
+static const uint8_t S_p_unpin_all_general_forum_topic_messages[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_unpin_all_general_forum_topic_messages = {
     .name = "unpinAllGeneralForumTopicMessages",
@@ -2665,7 +2674,7 @@ static const tg__type tg__p_unpin_all_general_forum_topic_messages = {
     .fields = F_p_unpin_all_general_forum_topic_messages,
     .slots = S_p_unpin_all_general_forum_topic_messages,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_unpin_all_general_forum_topic_messages = {
@@ -2685,8 +2694,8 @@ static const tg__field F_p_answer_callback_query[] = {
     TG__FIELD(tg_answer_callback_query_params, url, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_answer_callback_query_params, cache_time, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_answer_callback_query[16] = {
-    5, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1,
+static const uint8_t S_p_answer_callback_query[32] = {
+    5, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
 };
 static const tg__type tg__p_answer_callback_query = {
     .name = "answerCallbackQuery",
@@ -2695,7 +2704,7 @@ static const tg__type tg__p_answer_callback_query = {
     .fields = F_p_answer_callback_query,
     .slots = S_p_answer_callback_query,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 const tg__method tg__m_answer_callback_query = {"answerCallbackQuery", &tg__p_answer_callback_query,
@@ -2710,11 +2719,8 @@ static const tg__field F_p_answer_guest_query[] = {
     TG__FIELD(tg_answer_guest_query_params, guest_query_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_answer_guest_query_params, result, TG__K_UNION, 0, &tg__t_inline_query_result),
 };
-static const uint8_t S_p_answer_guest_query[4] = {
-    0,
-    2,
-    0,
-    1,
+static const uint8_t S_p_answer_guest_query[8] = {
+    0, 0, 0, 1, 0, 2, 0, 0,
 };
 static const tg__type tg__p_answer_guest_query = {
     .name = "answerGuestQuery",
@@ -2723,7 +2729,7 @@ static const tg__type tg__p_answer_guest_query = {
     .fields = F_p_answer_guest_query,
     .slots = S_p_answer_guest_query,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 static const tg__field R_answer_guest_query = {.kind = TG__K_OBJ, .sub = &tg__t_sent_guest_message};
@@ -2740,11 +2746,8 @@ static const tg__field F_p_get_user_chat_boosts[] = {
     TG__FIELD(tg_get_user_chat_boosts_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_get_user_chat_boosts_params, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_get_user_chat_boosts[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_p_get_user_chat_boosts[8] = {
+    2, 1, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_user_chat_boosts = {
     .name = "getUserChatBoosts",
@@ -2753,7 +2756,7 @@ static const tg__type tg__p_get_user_chat_boosts = {
     .fields = F_p_get_user_chat_boosts,
     .slots = S_p_get_user_chat_boosts,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 static const tg__field R_get_user_chat_boosts = {.kind = TG__K_OBJ, .sub = &tg__t_user_chat_boosts};
@@ -2769,7 +2772,9 @@ tg_status tg_get_user_chat_boosts(tg_ctx *ctx, const tg_get_user_chat_boosts_par
 static const tg__field F_p_get_business_connection[] = {
     TG__FIELD(tg_get_business_connection_params, business_connection_id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_get_business_connection[2] = {
+static const uint8_t S_p_get_business_connection[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -2780,7 +2785,7 @@ static const tg__type tg__p_get_business_connection = {
     .fields = F_p_get_business_connection,
     .slots = S_p_get_business_connection,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_business_connection = {.kind = TG__K_OBJ,
@@ -2798,8 +2803,10 @@ tg_status tg_get_business_connection(tg_ctx *ctx, const tg_get_business_connecti
 static const tg__field F_p_get_managed_bot_token[] = {
     TG__FIELD(tg_get_managed_bot_token_params, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_get_managed_bot_token[2] = {
+static const uint8_t S_p_get_managed_bot_token[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const tg__type tg__p_get_managed_bot_token = {
@@ -2809,7 +2816,7 @@ static const tg__type tg__p_get_managed_bot_token = {
     .fields = F_p_get_managed_bot_token,
     .slots = S_p_get_managed_bot_token,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_managed_bot_token = {.kind = TG__K_STR};
@@ -2825,8 +2832,10 @@ tg_status tg_get_managed_bot_token(tg_ctx *ctx, const tg_get_managed_bot_token_p
 static const tg__field F_p_replace_managed_bot_token[] = {
     TG__FIELD(tg_replace_managed_bot_token_params, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_replace_managed_bot_token[2] = {
+static const uint8_t S_p_replace_managed_bot_token[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const tg__type tg__p_replace_managed_bot_token = {
@@ -2836,7 +2845,7 @@ static const tg__type tg__p_replace_managed_bot_token = {
     .fields = F_p_replace_managed_bot_token,
     .slots = S_p_replace_managed_bot_token,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_replace_managed_bot_token = {.kind = TG__K_STR};
@@ -2854,8 +2863,10 @@ tg_status tg_replace_managed_bot_token(tg_ctx *ctx,
 static const tg__field F_p_get_managed_bot_access_settings[] = {
     TG__FIELD(tg_get_managed_bot_access_settings_params, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_get_managed_bot_access_settings[2] = {
+static const uint8_t S_p_get_managed_bot_access_settings[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const tg__type tg__p_get_managed_bot_access_settings = {
@@ -2865,7 +2876,7 @@ static const tg__type tg__p_get_managed_bot_access_settings = {
     .fields = F_p_get_managed_bot_access_settings,
     .slots = S_p_get_managed_bot_access_settings,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_managed_bot_access_settings = {.kind = TG__K_OBJ,
@@ -2888,8 +2899,8 @@ static const tg__field F_p_set_managed_bot_access_settings[] = {
     TG__ARRAY(tg_set_managed_bot_access_settings_params, added_user_ids, TG__K_I64,
               TG__F_OPT | TG__F_ARR, NULL),
 };
-static const uint8_t S_p_set_managed_bot_access_settings[8] = {
-    1, 0, 0, 0, 0, 0, 3, 2,
+static const uint8_t S_p_set_managed_bot_access_settings[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 3, 2,
 };
 static const tg__type tg__p_set_managed_bot_access_settings = {
     .name = "setManagedBotAccessSettings",
@@ -2898,7 +2909,7 @@ static const tg__type tg__p_set_managed_bot_access_settings = {
     .fields = F_p_set_managed_bot_access_settings,
     .slots = S_p_set_managed_bot_access_settings,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_set_managed_bot_access_settings = {
@@ -2916,8 +2927,8 @@ static const tg__field F_p_set_my_commands[] = {
     TG__FIELD(tg_set_my_commands_params, scope, TG__K_UNION, TG__F_OPT, &tg__t_bot_command_scope),
     TG__FIELD(tg_set_my_commands_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_my_commands[8] = {
-    0, 3, 0, 2, 0, 0, 1, 0,
+static const uint8_t S_p_set_my_commands[16] = {
+    0, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0,
 };
 static const tg__type tg__p_set_my_commands = {
     .name = "setMyCommands",
@@ -2926,7 +2937,7 @@ static const tg__type tg__p_set_my_commands = {
     .fields = F_p_set_my_commands,
     .slots = S_p_set_my_commands,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 const tg__method tg__m_set_my_commands = {"setMyCommands", &tg__p_set_my_commands, NULL, TG__R_TRUE,
@@ -2942,11 +2953,8 @@ static const tg__field F_p_delete_my_commands[] = {
               &tg__t_bot_command_scope),
     TG__FIELD(tg_delete_my_commands_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_delete_my_commands[4] = {
-    0,
-    2,
-    0,
-    1,
+static const uint8_t S_p_delete_my_commands[8] = {
+    0, 2, 0, 1, 0, 0, 0, 0,
 };
 static const tg__type tg__p_delete_my_commands = {
     .name = "deleteMyCommands",
@@ -2955,7 +2963,7 @@ static const tg__type tg__p_delete_my_commands = {
     .fields = F_p_delete_my_commands,
     .slots = S_p_delete_my_commands,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 const tg__method tg__m_delete_my_commands = {"deleteMyCommands", &tg__p_delete_my_commands, NULL,
@@ -2970,11 +2978,8 @@ static const tg__field F_p_get_my_commands[] = {
     TG__FIELD(tg_get_my_commands_params, scope, TG__K_UNION, TG__F_OPT, &tg__t_bot_command_scope),
     TG__FIELD(tg_get_my_commands_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_my_commands[4] = {
-    0,
-    2,
-    0,
-    1,
+static const uint8_t S_p_get_my_commands[8] = {
+    0, 2, 0, 1, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_my_commands = {
     .name = "getMyCommands",
@@ -2983,7 +2988,7 @@ static const tg__type tg__p_get_my_commands = {
     .fields = F_p_get_my_commands,
     .slots = S_p_get_my_commands,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 static const tg__field R_get_my_commands = {.kind = TG__K_OBJ,
@@ -3012,11 +3017,8 @@ static const tg__field F_p_set_my_name[] = {
     TG__FIELD(tg_set_my_name_params, name, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_set_my_name_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_my_name[4] = {
-    0,
-    2,
-    0,
-    1,
+static const uint8_t S_p_set_my_name[8] = {
+    0, 2, 0, 1, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_my_name = {
     .name = "setMyName",
@@ -3025,7 +3027,7 @@ static const tg__type tg__p_set_my_name = {
     .fields = F_p_set_my_name,
     .slots = S_p_set_my_name,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 const tg__method tg__m_set_my_name = {"setMyName", &tg__p_set_my_name, NULL, TG__R_TRUE, false};
@@ -3038,9 +3040,11 @@ tg_status tg_set_my_name(tg_ctx *ctx, const tg_set_my_name_params *params)
 static const tg__field F_p_get_my_name[] = {
     TG__FIELD(tg_get_my_name_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_my_name[2] = {
+static const uint8_t S_p_get_my_name[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_get_my_name = {
     .name = "getMyName",
@@ -3049,7 +3053,7 @@ static const tg__type tg__p_get_my_name = {
     .fields = F_p_get_my_name,
     .slots = S_p_get_my_name,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 static const tg__field R_get_my_name = {.kind = TG__K_OBJ, .sub = &tg__t_bot_name};
@@ -3065,11 +3069,8 @@ static const tg__field F_p_set_my_description[] = {
     TG__FIELD(tg_set_my_description_params, description, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_set_my_description_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_my_description[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_set_my_description[8] = {
+    0, 1, 2, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_my_description = {
     .name = "setMyDescription",
@@ -3078,7 +3079,7 @@ static const tg__type tg__p_set_my_description = {
     .fields = F_p_set_my_description,
     .slots = S_p_set_my_description,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 const tg__method tg__m_set_my_description = {"setMyDescription", &tg__p_set_my_description, NULL,
@@ -3092,9 +3093,11 @@ tg_status tg_set_my_description(tg_ctx *ctx, const tg_set_my_description_params 
 static const tg__field F_p_get_my_description[] = {
     TG__FIELD(tg_get_my_description_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_my_description[2] = {
+static const uint8_t S_p_get_my_description[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_get_my_description = {
     .name = "getMyDescription",
@@ -3103,7 +3106,7 @@ static const tg__type tg__p_get_my_description = {
     .fields = F_p_get_my_description,
     .slots = S_p_get_my_description,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 static const tg__field R_get_my_description = {.kind = TG__K_OBJ, .sub = &tg__t_bot_description};
@@ -3120,11 +3123,8 @@ static const tg__field F_p_set_my_short_description[] = {
     TG__FIELD(tg_set_my_short_description_params, short_description, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_set_my_short_description_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_my_short_description[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_p_set_my_short_description[8] = {
+    1, 2, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_my_short_description = {
     .name = "setMyShortDescription",
@@ -3133,7 +3133,7 @@ static const tg__type tg__p_set_my_short_description = {
     .fields = F_p_set_my_short_description,
     .slots = S_p_set_my_short_description,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 const tg__method tg__m_set_my_short_description = {
@@ -3147,9 +3147,11 @@ tg_status tg_set_my_short_description(tg_ctx *ctx, const tg_set_my_short_descrip
 static const tg__field F_p_get_my_short_description[] = {
     TG__FIELD(tg_get_my_short_description_params, language_code, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_my_short_description[2] = {
+static const uint8_t S_p_get_my_short_description[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_get_my_short_description = {
     .name = "getMyShortDescription",
@@ -3158,7 +3160,7 @@ static const tg__type tg__p_get_my_short_description = {
     .fields = F_p_get_my_short_description,
     .slots = S_p_get_my_short_description,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 static const tg__field R_get_my_short_description = {.kind = TG__K_OBJ,
@@ -3176,8 +3178,10 @@ tg_status tg_get_my_short_description(tg_ctx *ctx, const tg_get_my_short_descrip
 static const tg__field F_p_set_my_profile_photo[] = {
     TG__FIELD(tg_set_my_profile_photo_params, photo, TG__K_UNION, 0, &tg__t_input_profile_photo),
 };
-static const uint8_t S_p_set_my_profile_photo[2] = {
+static const uint8_t S_p_set_my_profile_photo[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const tg__type tg__p_set_my_profile_photo = {
@@ -3187,7 +3191,7 @@ static const tg__type tg__p_set_my_profile_photo = {
     .fields = F_p_set_my_profile_photo,
     .slots = S_p_set_my_profile_photo,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_set_my_profile_photo = {"setMyProfilePhoto", &tg__p_set_my_profile_photo,
@@ -3211,11 +3215,8 @@ static const tg__field F_p_set_chat_menu_button[] = {
     TG__FIELD(tg_set_chat_menu_button_params, menu_button, TG__K_UNION, TG__F_OPT,
               &tg__t_menu_button),
 };
-static const uint8_t S_p_set_chat_menu_button[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_p_set_chat_menu_button[8] = {
+    0, 1, 0, 0, 0, 0, 0, 2,
 };
 static const tg__type tg__p_set_chat_menu_button = {
     .name = "setChatMenuButton",
@@ -3224,7 +3225,7 @@ static const tg__type tg__p_set_chat_menu_button = {
     .fields = F_p_set_chat_menu_button,
     .slots = S_p_set_chat_menu_button,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 const tg__method tg__m_set_chat_menu_button = {"setChatMenuButton", &tg__p_set_chat_menu_button,
@@ -3238,9 +3239,11 @@ tg_status tg_set_chat_menu_button(tg_ctx *ctx, const tg_set_chat_menu_button_par
 static const tg__field F_p_get_chat_menu_button[] = {
     TG__FIELD(tg_get_chat_menu_button_params, chat_id, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_chat_menu_button[2] = {
+static const uint8_t S_p_get_chat_menu_button[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_get_chat_menu_button = {
     .name = "getChatMenuButton",
@@ -3249,7 +3252,7 @@ static const tg__type tg__p_get_chat_menu_button = {
     .fields = F_p_get_chat_menu_button,
     .slots = S_p_get_chat_menu_button,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 static const tg__field R_get_chat_menu_button = {.kind = TG__K_UNION, .sub = &tg__t_menu_button};
@@ -3268,11 +3271,8 @@ static const tg__field F_p_set_my_default_administrator_rights[] = {
     TG__FIELD(tg_set_my_default_administrator_rights_params, for_channels, TG__K_BOOL, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_p_set_my_default_administrator_rights[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_set_my_default_administrator_rights[8] = {
+    0, 1, 2, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_my_default_administrator_rights = {
     .name = "setMyDefaultAdministratorRights",
@@ -3281,7 +3281,7 @@ static const tg__type tg__p_set_my_default_administrator_rights = {
     .fields = F_p_set_my_default_administrator_rights,
     .slots = S_p_set_my_default_administrator_rights,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 const tg__method tg__m_set_my_default_administrator_rights = {
@@ -3299,7 +3299,9 @@ static const tg__field F_p_get_my_default_administrator_rights[] = {
     TG__FIELD(tg_get_my_default_administrator_rights_params, for_channels, TG__K_BOOL, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_p_get_my_default_administrator_rights[2] = {
+static const uint8_t S_p_get_my_default_administrator_rights[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -3310,7 +3312,7 @@ static const tg__type tg__p_get_my_default_administrator_rights = {
     .fields = F_p_get_my_default_administrator_rights,
     .slots = S_p_get_my_default_administrator_rights,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 static const tg__field R_get_my_default_administrator_rights = {
@@ -3346,8 +3348,8 @@ static const tg__field F_p_send_gift[] = {
     TG__ARRAY(tg_send_gift_params, text_entities, TG__K_OBJ, TG__F_OPT | TG__F_ARR,
               &tg__t_message_entity),
 };
-static const uint8_t S_p_send_gift[16] = {
-    0, 2, 5, 0, 0, 4, 0, 3, 1, 0, 0, 7, 0, 0, 0, 6,
+static const uint8_t S_p_send_gift[32] = {
+    0, 5, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3, 1, 0, 0, 7, 0, 0, 0, 6,
 };
 static const tg__type tg__p_send_gift = {
     .name = "sendGift",
@@ -3356,7 +3358,7 @@ static const tg__type tg__p_send_gift = {
     .fields = F_p_send_gift,
     .slots = S_p_send_gift,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 const tg__method tg__m_send_gift = {"sendGift", &tg__p_send_gift, NULL, TG__R_TRUE, false};
@@ -3376,8 +3378,8 @@ static const tg__field F_p_gift_premium_subscription[] = {
     TG__ARRAY(tg_gift_premium_subscription_params, text_entities, TG__K_OBJ, TG__F_OPT | TG__F_ARR,
               &tg__t_message_entity),
 };
-static const uint8_t S_p_gift_premium_subscription[16] = {
-    2, 4, 0, 0, 3, 0, 0, 0, 1, 0, 0, 6, 0, 0, 0, 5,
+static const uint8_t S_p_gift_premium_subscription[32] = {
+    2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 6, 0, 0, 0, 5,
 };
 static const tg__type tg__p_gift_premium_subscription = {
     .name = "giftPremiumSubscription",
@@ -3386,7 +3388,7 @@ static const tg__type tg__p_gift_premium_subscription = {
     .fields = F_p_gift_premium_subscription,
     .slots = S_p_gift_premium_subscription,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 const tg__method tg__m_gift_premium_subscription = {
@@ -3402,11 +3404,8 @@ static const tg__field F_p_verify_user[] = {
     TG__FIELD(tg_verify_user_params, user_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_verify_user_params, custom_description, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_verify_user[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_p_verify_user[8] = {
+    1, 2, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_verify_user = {
     .name = "verifyUser",
@@ -3415,7 +3414,7 @@ static const tg__type tg__p_verify_user = {
     .fields = F_p_verify_user,
     .slots = S_p_verify_user,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_verify_user = {"verifyUser", &tg__p_verify_user, NULL, TG__R_TRUE, false};
@@ -3429,11 +3428,8 @@ static const tg__field F_p_verify_chat[] = {
     TG__FIELD(tg_verify_chat_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_verify_chat_params, custom_description, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_verify_chat[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_verify_chat[8] = {
+    0, 1, 2, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_verify_chat = {
     .name = "verifyChat",
@@ -3442,7 +3438,7 @@ static const tg__type tg__p_verify_chat = {
     .fields = F_p_verify_chat,
     .slots = S_p_verify_chat,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_verify_chat = {"verifyChat", &tg__p_verify_chat, NULL, TG__R_TRUE, false};
@@ -3455,8 +3451,10 @@ tg_status tg_verify_chat(tg_ctx *ctx, const tg_verify_chat_params *params)
 static const tg__field F_p_remove_user_verification[] = {
     TG__FIELD(tg_remove_user_verification_params, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_remove_user_verification[2] = {
+static const uint8_t S_p_remove_user_verification[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const tg__type tg__p_remove_user_verification = {
@@ -3466,7 +3464,7 @@ static const tg__type tg__p_remove_user_verification = {
     .fields = F_p_remove_user_verification,
     .slots = S_p_remove_user_verification,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_remove_user_verification = {
@@ -3480,9 +3478,11 @@ tg_status tg_remove_user_verification(tg_ctx *ctx, const tg_remove_user_verifica
 static const tg__field F_p_remove_chat_verification[] = {
     TG__FIELD(tg_remove_chat_verification_params, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_p_remove_chat_verification[2] = {
+static const uint8_t S_p_remove_chat_verification[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const tg__type tg__p_remove_chat_verification = {
     .name = "removeChatVerification",
@@ -3491,7 +3491,7 @@ static const tg__type tg__p_remove_chat_verification = {
     .fields = F_p_remove_chat_verification,
     .slots = S_p_remove_chat_verification,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_remove_chat_verification = {
@@ -3507,8 +3507,8 @@ static const tg__field F_p_read_business_message[] = {
     TG__FIELD(tg_read_business_message_params, chat_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_read_business_message_params, message_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_read_business_message[8] = {
-    0, 2, 0, 1, 0, 0, 3, 0,
+static const uint8_t S_p_read_business_message[16] = {
+    0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0,
 };
 static const tg__type tg__p_read_business_message = {
     .name = "readBusinessMessage",
@@ -3517,7 +3517,7 @@ static const tg__type tg__p_read_business_message = {
     .fields = F_p_read_business_message,
     .slots = S_p_read_business_message,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_read_business_message = {"readBusinessMessage", &tg__p_read_business_message,
@@ -3532,11 +3532,8 @@ static const tg__field F_p_delete_business_messages[] = {
     TG__FIELD(tg_delete_business_messages_params, business_connection_id, TG__K_STR, 0, NULL),
     TG__ARRAY(tg_delete_business_messages_params, message_ids, TG__K_I64, TG__F_ARR, NULL),
 };
-static const uint8_t S_p_delete_business_messages[4] = {
-    0,
-    2,
-    0,
-    1,
+static const uint8_t S_p_delete_business_messages[8] = {
+    0, 0, 0, 1, 0, 2, 0, 0,
 };
 static const tg__type tg__p_delete_business_messages = {
     .name = "deleteBusinessMessages",
@@ -3545,7 +3542,7 @@ static const tg__type tg__p_delete_business_messages = {
     .fields = F_p_delete_business_messages,
     .slots = S_p_delete_business_messages,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_delete_business_messages = {
@@ -3561,8 +3558,8 @@ static const tg__field F_p_set_business_account_name[] = {
     TG__FIELD(tg_set_business_account_name_params, first_name, TG__K_STR, 0, NULL),
     TG__FIELD(tg_set_business_account_name_params, last_name, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_business_account_name[8] = {
-    0, 0, 3, 1, 2, 0, 0, 0,
+static const uint8_t S_p_set_business_account_name[16] = {
+    0, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_business_account_name = {
     .name = "setBusinessAccountName",
@@ -3571,7 +3568,7 @@ static const tg__type tg__p_set_business_account_name = {
     .fields = F_p_set_business_account_name,
     .slots = S_p_set_business_account_name,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_set_business_account_name = {
@@ -3587,11 +3584,8 @@ static const tg__field F_p_set_business_account_username[] = {
     TG__FIELD(tg_set_business_account_username_params, business_connection_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_set_business_account_username_params, username, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_business_account_username[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_p_set_business_account_username[8] = {
+    0, 0, 0, 1, 0, 0, 0, 2,
 };
 static const tg__type tg__p_set_business_account_username = {
     .name = "setBusinessAccountUsername",
@@ -3600,7 +3594,7 @@ static const tg__type tg__p_set_business_account_username = {
     .fields = F_p_set_business_account_username,
     .slots = S_p_set_business_account_username,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_set_business_account_username = {
@@ -3616,11 +3610,8 @@ static const tg__field F_p_set_business_account_bio[] = {
     TG__FIELD(tg_set_business_account_bio_params, business_connection_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_set_business_account_bio_params, bio, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_business_account_bio[4] = {
-    0,
-    2,
-    0,
-    1,
+static const uint8_t S_p_set_business_account_bio[8] = {
+    0, 2, 0, 1, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_business_account_bio = {
     .name = "setBusinessAccountBio",
@@ -3629,7 +3620,7 @@ static const tg__type tg__p_set_business_account_bio = {
     .fields = F_p_set_business_account_bio,
     .slots = S_p_set_business_account_bio,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_set_business_account_bio = {
@@ -3647,8 +3638,8 @@ static const tg__field F_p_set_business_account_profile_photo[] = {
               &tg__t_input_profile_photo),
     TG__FIELD(tg_set_business_account_profile_photo_params, is_public, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_business_account_profile_photo[8] = {
-    0, 0, 0, 1, 2, 3, 0, 0,
+static const uint8_t S_p_set_business_account_profile_photo[16] = {
+    0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 0, 0,
 };
 static const tg__type tg__p_set_business_account_profile_photo = {
     .name = "setBusinessAccountProfilePhoto",
@@ -3657,7 +3648,7 @@ static const tg__type tg__p_set_business_account_profile_photo = {
     .fields = F_p_set_business_account_profile_photo,
     .slots = S_p_set_business_account_profile_photo,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_set_business_account_profile_photo = {
@@ -3677,11 +3668,8 @@ static const tg__field F_p_remove_business_account_profile_photo[] = {
     TG__FIELD(tg_remove_business_account_profile_photo_params, is_public, TG__K_BOOL, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_p_remove_business_account_profile_photo[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_p_remove_business_account_profile_photo[8] = {
+    0, 0, 0, 1, 2, 0, 0, 0,
 };
 static const tg__type tg__p_remove_business_account_profile_photo = {
     .name = "removeBusinessAccountProfilePhoto",
@@ -3690,7 +3678,7 @@ static const tg__type tg__p_remove_business_account_profile_photo = {
     .fields = F_p_remove_business_account_profile_photo,
     .slots = S_p_remove_business_account_profile_photo,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_remove_business_account_profile_photo = {
@@ -3710,8 +3698,8 @@ static const tg__field F_p_set_business_account_gift_settings[] = {
     TG__FIELD(tg_set_business_account_gift_settings_params, accepted_gift_types, TG__K_OBJ, 0,
               &tg__t_accepted_gift_types),
 };
-static const uint8_t S_p_set_business_account_gift_settings[8] = {
-    0, 0, 0, 1, 3, 0, 0, 2,
+static const uint8_t S_p_set_business_account_gift_settings[16] = {
+    0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
 };
 static const tg__type tg__p_set_business_account_gift_settings = {
     .name = "setBusinessAccountGiftSettings",
@@ -3720,7 +3708,7 @@ static const tg__type tg__p_set_business_account_gift_settings = {
     .fields = F_p_set_business_account_gift_settings,
     .slots = S_p_set_business_account_gift_settings,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_set_business_account_gift_settings = {
@@ -3738,7 +3726,9 @@ static const tg__field F_p_get_business_account_star_balance[] = {
     TG__FIELD(tg_get_business_account_star_balance_params, business_connection_id, TG__K_STR, 0,
               NULL),
 };
-static const uint8_t S_p_get_business_account_star_balance[2] = {
+static const uint8_t S_p_get_business_account_star_balance[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -3749,7 +3739,7 @@ static const tg__type tg__p_get_business_account_star_balance = {
     .fields = F_p_get_business_account_star_balance,
     .slots = S_p_get_business_account_star_balance,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_business_account_star_balance = {.kind = TG__K_OBJ,
@@ -3769,11 +3759,8 @@ static const tg__field F_p_transfer_business_account_stars[] = {
               NULL),
     TG__FIELD(tg_transfer_business_account_stars_params, star_count, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_transfer_business_account_stars[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_p_transfer_business_account_stars[8] = {
+    0, 0, 0, 1, 2, 0, 0, 0,
 };
 static const tg__type tg__p_transfer_business_account_stars = {
     .name = "transferBusinessAccountStars",
@@ -3782,7 +3769,7 @@ static const tg__type tg__p_transfer_business_account_stars = {
     .fields = F_p_transfer_business_account_stars,
     .slots = S_p_transfer_business_account_stars,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_transfer_business_account_stars = {"transferBusinessAccountStars",
@@ -3812,9 +3799,10 @@ static const tg__field F_p_get_business_account_gifts[] = {
     TG__FIELD(tg_get_business_account_gifts_params, offset, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_get_business_account_gifts_params, limit, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_business_account_gifts[32] = {
-    9, 10, 0, 11, 0, 0, 5, 3, 4, 8, 0, 0, 0, 0, 0, 0,
-    0, 0,  0, 1,  0, 0, 0, 0, 0, 0, 2, 6, 7, 0, 0, 0,
+static const uint8_t S_p_get_business_account_gifts[64] = {
+    10, 0, 0, 11, 0, 0, 8, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0,  0, 0, 0,  2, 6, 7, 0, 0, 0, 9, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0,
+    0,  0, 0, 0,  0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_business_account_gifts = {
     .name = "getBusinessAccountGifts",
@@ -3823,7 +3811,7 @@ static const tg__type tg__p_get_business_account_gifts = {
     .fields = F_p_get_business_account_gifts,
     .slots = S_p_get_business_account_gifts,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 1,
 };
 static const tg__field R_get_business_account_gifts = {.kind = TG__K_OBJ,
@@ -3851,8 +3839,9 @@ static const tg__field F_p_get_user_gifts[] = {
     TG__FIELD(tg_get_user_gifts_params, offset, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_get_user_gifts_params, limit, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_user_gifts[32] = {
-    7, 8, 0, 9, 0, 0, 3, 5, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 6, 4, 0, 0, 0, 0,
+static const uint8_t S_p_get_user_gifts[64] = {
+    8, 0, 0, 9, 0, 0, 5, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 4, 0, 0, 0, 0,
+    7, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_user_gifts = {
     .name = "getUserGifts",
@@ -3861,7 +3850,7 @@ static const tg__type tg__p_get_user_gifts = {
     .fields = F_p_get_user_gifts,
     .slots = S_p_get_user_gifts,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 1,
 };
 static const tg__field R_get_user_gifts = {.kind = TG__K_OBJ, .sub = &tg__t_owned_gifts};
@@ -3888,9 +3877,10 @@ static const tg__field F_p_get_chat_gifts[] = {
     TG__FIELD(tg_get_chat_gifts_params, offset, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_get_chat_gifts_params, limit, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_chat_gifts[32] = {
-    9, 10, 0, 11, 0, 0, 5, 3, 4, 7, 0, 0, 0, 0, 0, 0,
-    0, 1,  0, 0,  0, 0, 0, 0, 0, 0, 2, 6, 8, 0, 0, 0,
+static const uint8_t S_p_get_chat_gifts[64] = {
+    10, 0, 0, 11, 0, 0, 7, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0,  0, 0, 0,  2, 6, 8, 0, 0, 0, 9, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0,
+    0,  0, 0, 0,  0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_chat_gifts = {
     .name = "getChatGifts",
@@ -3899,7 +3889,7 @@ static const tg__type tg__p_get_chat_gifts = {
     .fields = F_p_get_chat_gifts,
     .slots = S_p_get_chat_gifts,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 1,
 };
 static const tg__field R_get_chat_gifts = {.kind = TG__K_OBJ, .sub = &tg__t_owned_gifts};
@@ -3916,11 +3906,8 @@ static const tg__field F_p_convert_gift_to_stars[] = {
     TG__FIELD(tg_convert_gift_to_stars_params, business_connection_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_convert_gift_to_stars_params, owned_gift_id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_convert_gift_to_stars[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_p_convert_gift_to_stars[8] = {
+    0, 0, 0, 1, 0, 0, 0, 2,
 };
 static const tg__type tg__p_convert_gift_to_stars = {
     .name = "convertGiftToStars",
@@ -3929,7 +3916,7 @@ static const tg__type tg__p_convert_gift_to_stars = {
     .fields = F_p_convert_gift_to_stars,
     .slots = S_p_convert_gift_to_stars,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_convert_gift_to_stars = {"convertGiftToStars", &tg__p_convert_gift_to_stars,
@@ -3946,8 +3933,8 @@ static const tg__field F_p_upgrade_gift[] = {
     TG__FIELD(tg_upgrade_gift_params, keep_original_details, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_upgrade_gift_params, star_count, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_upgrade_gift[8] = {
-    0, 0, 0, 1, 4, 3, 0, 2,
+static const uint8_t S_p_upgrade_gift[16] = {
+    0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 2,
 };
 static const tg__type tg__p_upgrade_gift = {
     .name = "upgradeGift",
@@ -3956,7 +3943,7 @@ static const tg__type tg__p_upgrade_gift = {
     .fields = F_p_upgrade_gift,
     .slots = S_p_upgrade_gift,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_upgrade_gift = {"upgradeGift", &tg__p_upgrade_gift, NULL, TG__R_TRUE, false};
@@ -3972,8 +3959,8 @@ static const tg__field F_p_transfer_gift[] = {
     TG__FIELD(tg_transfer_gift_params, new_owner_chat_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_transfer_gift_params, star_count, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_transfer_gift[8] = {
-    3, 0, 0, 1, 4, 0, 0, 2,
+static const uint8_t S_p_transfer_gift[16] = {
+    3, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
 };
 static const tg__type tg__p_transfer_gift = {
     .name = "transferGift",
@@ -3982,7 +3969,7 @@ static const tg__type tg__p_transfer_gift = {
     .fields = F_p_transfer_gift,
     .slots = S_p_transfer_gift,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_transfer_gift = {"transferGift", &tg__p_transfer_gift, NULL, TG__R_TRUE,
@@ -4005,8 +3992,9 @@ static const tg__field F_p_post_story[] = {
     TG__FIELD(tg_post_story_params, post_to_chat_page, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_post_story_params, protect_content, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_post_story[32] = {
-    9, 6, 7, 0, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 1, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0,
+static const uint8_t S_p_post_story[64] = {
+    0, 6, 7, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0,
+    9, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_post_story = {
     .name = "postStory",
@@ -4015,7 +4003,7 @@ static const tg__type tg__p_post_story = {
     .fields = F_p_post_story,
     .slots = S_p_post_story,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
 };
 static const tg__field R_post_story = {.kind = TG__K_OBJ, .sub = &tg__t_story};
@@ -4035,8 +4023,8 @@ static const tg__field F_p_repost_story[] = {
     TG__FIELD(tg_repost_story_params, post_to_chat_page, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_repost_story_params, protect_content, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_repost_story[16] = {
-    6, 0, 5, 1, 0, 3, 0, 0, 0, 0, 0, 2, 4, 0, 0, 0,
+static const uint8_t S_p_repost_story[32] = {
+    6, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 1, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 0, 0,
 };
 static const tg__type tg__p_repost_story = {
     .name = "repostStory",
@@ -4045,7 +4033,7 @@ static const tg__type tg__p_repost_story = {
     .fields = F_p_repost_story,
     .slots = S_p_repost_story,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
 };
 static const tg__field R_repost_story = {.kind = TG__K_OBJ, .sub = &tg__t_story};
@@ -4067,8 +4055,8 @@ static const tg__field F_p_edit_story[] = {
               &tg__t_message_entity),
     TG__ARRAY(tg_edit_story_params, areas, TG__K_OBJ, TG__F_OPT | TG__F_ARR, &tg__t_story_area),
 };
-static const uint8_t S_p_edit_story[16] = {
-    2, 6, 7, 1, 3, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_p_edit_story[32] = {
+    2, 6, 7, 0, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_story = {
     .name = "editStory",
@@ -4077,7 +4065,7 @@ static const tg__type tg__p_edit_story = {
     .fields = F_p_edit_story,
     .slots = S_p_edit_story,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 static const tg__field R_edit_story = {.kind = TG__K_OBJ, .sub = &tg__t_story};
@@ -4093,11 +4081,8 @@ static const tg__field F_p_delete_story[] = {
     TG__FIELD(tg_delete_story_params, business_connection_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_delete_story_params, story_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_delete_story[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_p_delete_story[8] = {
+    2, 0, 0, 1, 0, 0, 0, 0,
 };
 static const tg__type tg__p_delete_story = {
     .name = "deleteStory",
@@ -4106,7 +4091,7 @@ static const tg__type tg__p_delete_story = {
     .fields = F_p_delete_story,
     .slots = S_p_delete_story,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_delete_story = {"deleteStory", &tg__p_delete_story, NULL, TG__R_TRUE, false};
@@ -4120,11 +4105,8 @@ static const tg__field F_p_answer_web_app_query[] = {
     TG__FIELD(tg_answer_web_app_query_params, web_app_query_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_answer_web_app_query_params, result, TG__K_UNION, 0, &tg__t_inline_query_result),
 };
-static const uint8_t S_p_answer_web_app_query[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_p_answer_web_app_query[8] = {
+    0, 0, 0, 0, 1, 2, 0, 0,
 };
 static const tg__type tg__p_answer_web_app_query = {
     .name = "answerWebAppQuery",
@@ -4133,7 +4115,7 @@ static const tg__type tg__p_answer_web_app_query = {
     .fields = F_p_answer_web_app_query,
     .slots = S_p_answer_web_app_query,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 static const tg__field R_answer_web_app_query = {.kind = TG__K_OBJ,
@@ -4159,8 +4141,8 @@ static const tg__field F_p_save_prepared_inline_message[] = {
     TG__FIELD(tg_save_prepared_inline_message_params, allow_channel_chats, TG__K_BOOL, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_p_save_prepared_inline_message[16] = {
-    6, 0, 3, 0, 0, 0, 0, 0, 1, 0, 4, 5, 0, 2, 0, 0,
+static const uint8_t S_p_save_prepared_inline_message[32] = {
+    6, 0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 5, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_save_prepared_inline_message = {
     .name = "savePreparedInlineMessage",
@@ -4169,7 +4151,7 @@ static const tg__type tg__p_save_prepared_inline_message = {
     .fields = F_p_save_prepared_inline_message,
     .slots = S_p_save_prepared_inline_message,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 static const tg__field R_save_prepared_inline_message = {.kind = TG__K_OBJ,
@@ -4190,11 +4172,8 @@ static const tg__field F_p_save_prepared_keyboard_button[] = {
     TG__FIELD(tg_save_prepared_keyboard_button_params, button, TG__K_OBJ, 0,
               &tg__t_keyboard_button),
 };
-static const uint8_t S_p_save_prepared_keyboard_button[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_p_save_prepared_keyboard_button[8] = {
+    1, 0, 0, 0, 2, 0, 0, 0,
 };
 static const tg__type tg__p_save_prepared_keyboard_button = {
     .name = "savePreparedKeyboardButton",
@@ -4203,7 +4182,7 @@ static const tg__type tg__p_save_prepared_keyboard_button = {
     .fields = F_p_save_prepared_keyboard_button,
     .slots = S_p_save_prepared_keyboard_button,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 static const tg__field R_save_prepared_keyboard_button = {.kind = TG__K_OBJ,
@@ -4235,8 +4214,9 @@ static const tg__field F_p_edit_message_text[] = {
     TG__FIELD(tg_edit_message_text_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_message_text[32] = {
-    0, 5, 0, 0, 0, 6, 0, 9, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 7, 0, 0, 4, 10, 8, 0, 0, 0,
+static const uint8_t S_p_edit_message_text[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0,  8, 0, 0, 0,
+    0, 5, 0, 0, 0, 6, 0, 9, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 10, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_message_text = {
     .name = "editMessageText",
@@ -4245,7 +4225,7 @@ static const tg__type tg__p_edit_message_text = {
     .fields = F_p_edit_message_text,
     .slots = S_p_edit_message_text,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 0,
 };
 static const tg__field R_edit_message_text = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -4272,8 +4252,9 @@ static const tg__field F_p_edit_message_caption[] = {
     TG__FIELD(tg_edit_message_caption_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_message_caption[32] = {
-    0, 7, 0, 0, 0, 6, 5, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 9, 0, 0, 8, 0,
+static const uint8_t S_p_edit_message_caption[64] = {
+    0, 7, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0,
+    0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 9, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_message_caption = {
     .name = "editMessageCaption",
@@ -4282,7 +4263,7 @@ static const tg__type tg__p_edit_message_caption = {
     .fields = F_p_edit_message_caption,
     .slots = S_p_edit_message_caption,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 0,
 };
 static const tg__field R_edit_message_caption = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -4304,8 +4285,8 @@ static const tg__field F_p_edit_message_media[] = {
     TG__FIELD(tg_edit_message_media_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_message_media[16] = {
-    5, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 6, 0, 0, 3, 0,
+static const uint8_t S_p_edit_message_media[32] = {
+    5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 6, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_message_media = {
     .name = "editMessageMedia",
@@ -4314,7 +4295,7 @@ static const tg__type tg__p_edit_message_media = {
     .fields = F_p_edit_message_media,
     .slots = S_p_edit_message_media,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 static const tg__field R_edit_message_media = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -4344,9 +4325,10 @@ static const tg__field F_p_edit_message_live_location[] = {
     TG__FIELD(tg_edit_message_live_location_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_message_live_location[32] = {
-    0, 0, 10, 0, 0, 0, 0, 0, 7, 0, 0, 0, 5, 0, 3,  0,
-    0, 2, 0,  1, 0, 0, 0, 0, 0, 0, 4, 6, 8, 9, 11, 0,
+static const uint8_t S_p_edit_message_live_location[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0,  0, 0, 0,  0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 6, 9, 8, 0, 0, 0, 0, 0, 10, 0, 0, 0,  0, 0, 0, 0, 0, 0,
+    5, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0,  0, 4, 11, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_message_live_location = {
     .name = "editMessageLiveLocation",
@@ -4355,7 +4337,7 @@ static const tg__type tg__p_edit_message_live_location = {
     .fields = F_p_edit_message_live_location,
     .slots = S_p_edit_message_live_location,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 static const tg__field R_edit_message_live_location = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -4379,8 +4361,8 @@ static const tg__field F_p_stop_message_live_location[] = {
     TG__FIELD(tg_stop_message_live_location_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_stop_message_live_location[16] = {
-    0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 5, 0, 0, 3, 0,
+static const uint8_t S_p_stop_message_live_location[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 5, 0, 0, 0, 0,
 };
 static const tg__type tg__p_stop_message_live_location = {
     .name = "stopMessageLiveLocation",
@@ -4389,7 +4371,7 @@ static const tg__type tg__p_stop_message_live_location = {
     .fields = F_p_stop_message_live_location,
     .slots = S_p_stop_message_live_location,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 0,
 };
 static const tg__field R_stop_message_live_location = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -4412,8 +4394,8 @@ static const tg__field F_p_edit_message_checklist[] = {
     TG__FIELD(tg_edit_message_checklist_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_message_checklist[16] = {
-    0, 2, 0, 1, 4, 0, 0, 0, 0, 0, 5, 0, 0, 0, 3, 0,
+static const uint8_t S_p_edit_message_checklist[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 4, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_message_checklist = {
     .name = "editMessageChecklist",
@@ -4422,7 +4404,7 @@ static const tg__type tg__p_edit_message_checklist = {
     .fields = F_p_edit_message_checklist,
     .slots = S_p_edit_message_checklist,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
 };
 static const tg__field R_edit_message_checklist = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -4445,8 +4427,8 @@ static const tg__field F_p_edit_message_reply_markup[] = {
     TG__FIELD(tg_edit_message_reply_markup_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_message_reply_markup[16] = {
-    0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 5, 0, 0, 3, 0,
+static const uint8_t S_p_edit_message_reply_markup[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 5, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_message_reply_markup = {
     .name = "editMessageReplyMarkup",
@@ -4455,7 +4437,7 @@ static const tg__type tg__p_edit_message_reply_markup = {
     .fields = F_p_edit_message_reply_markup,
     .slots = S_p_edit_message_reply_markup,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 0,
 };
 static const tg__field R_edit_message_reply_markup = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -4477,8 +4459,8 @@ static const tg__field F_p_stop_poll[] = {
     TG__FIELD(tg_stop_poll_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_stop_poll[8] = {
-    0, 2, 4, 1, 0, 0, 3, 0,
+static const uint8_t S_p_stop_poll[16] = {
+    0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 3, 0,
 };
 static const tg__type tg__p_stop_poll = {
     .name = "stopPoll",
@@ -4487,7 +4469,7 @@ static const tg__type tg__p_stop_poll = {
     .fields = F_p_stop_poll,
     .slots = S_p_stop_poll,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 static const tg__field R_stop_poll = {.kind = TG__K_OBJ, .sub = &tg__t_poll};
@@ -4512,8 +4494,8 @@ static const tg__field F_p_edit_ephemeral_message_text[] = {
     TG__FIELD(tg_edit_ephemeral_message_text_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_ephemeral_message_text[16] = {
-    0, 1, 4, 0, 0, 5, 0, 6, 0, 0, 2, 8, 7, 0, 3, 0,
+static const uint8_t S_p_edit_ephemeral_message_text[32] = {
+    0, 4, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 6, 0, 0, 2, 8, 7, 0, 3, 0,
 };
 static const tg__type tg__p_edit_ephemeral_message_text = {
     .name = "editEphemeralMessageText",
@@ -4522,7 +4504,7 @@ static const tg__type tg__p_edit_ephemeral_message_text = {
     .fields = F_p_edit_ephemeral_message_text,
     .slots = S_p_edit_ephemeral_message_text,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
 };
 const tg__method tg__m_edit_ephemeral_message_text = {
@@ -4542,8 +4524,8 @@ static const tg__field F_p_edit_ephemeral_message_media[] = {
     TG__FIELD(tg_edit_ephemeral_message_media_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_ephemeral_message_media[16] = {
-    4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 5, 0, 0, 3, 0,
+static const uint8_t S_p_edit_ephemeral_message_media[32] = {
+    4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 5, 0, 0, 3, 0,
 };
 static const tg__type tg__p_edit_ephemeral_message_media = {
     .name = "editEphemeralMessageMedia",
@@ -4552,7 +4534,7 @@ static const tg__type tg__p_edit_ephemeral_message_media = {
     .fields = F_p_edit_ephemeral_message_media,
     .slots = S_p_edit_ephemeral_message_media,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
 };
 const tg__method tg__m_edit_ephemeral_message_media = {
@@ -4576,8 +4558,8 @@ static const tg__field F_p_edit_ephemeral_message_caption[] = {
     TG__FIELD(tg_edit_ephemeral_message_caption_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_ephemeral_message_caption[16] = {
-    0, 1, 6, 0, 0, 5, 4, 0, 0, 0, 2, 7, 0, 0, 3, 0,
+static const uint8_t S_p_edit_ephemeral_message_caption[32] = {
+    0, 6, 0, 0, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 7, 0, 0, 3, 0,
 };
 static const tg__type tg__p_edit_ephemeral_message_caption = {
     .name = "editEphemeralMessageCaption",
@@ -4586,7 +4568,7 @@ static const tg__type tg__p_edit_ephemeral_message_caption = {
     .fields = F_p_edit_ephemeral_message_caption,
     .slots = S_p_edit_ephemeral_message_caption,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 const tg__method tg__m_edit_ephemeral_message_caption = {
@@ -4606,8 +4588,8 @@ static const tg__field F_p_edit_ephemeral_message_reply_markup[] = {
     TG__FIELD(tg_edit_ephemeral_message_reply_markup_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_edit_ephemeral_message_reply_markup[8] = {
-    0, 1, 2, 4, 0, 0, 3, 0,
+static const uint8_t S_p_edit_ephemeral_message_reply_markup[16] = {
+    0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 0, 3, 0,
 };
 static const tg__type tg__p_edit_ephemeral_message_reply_markup = {
     .name = "editEphemeralMessageReplyMarkup",
@@ -4616,7 +4598,7 @@ static const tg__type tg__p_edit_ephemeral_message_reply_markup = {
     .fields = F_p_edit_ephemeral_message_reply_markup,
     .slots = S_p_edit_ephemeral_message_reply_markup,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_edit_ephemeral_message_reply_markup = {
@@ -4635,8 +4617,8 @@ static const tg__field F_p_approve_suggested_post[] = {
     TG__FIELD(tg_approve_suggested_post_params, message_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_approve_suggested_post_params, send_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_approve_suggested_post[8] = {
-    0, 1, 0, 0, 0, 0, 2, 3,
+static const uint8_t S_p_approve_suggested_post[16] = {
+    0, 1, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 2, 0,
 };
 static const tg__type tg__p_approve_suggested_post = {
     .name = "approveSuggestedPost",
@@ -4645,7 +4627,7 @@ static const tg__type tg__p_approve_suggested_post = {
     .fields = F_p_approve_suggested_post,
     .slots = S_p_approve_suggested_post,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_approve_suggested_post = {
@@ -4661,8 +4643,8 @@ static const tg__field F_p_decline_suggested_post[] = {
     TG__FIELD(tg_decline_suggested_post_params, message_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_decline_suggested_post_params, comment, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_decline_suggested_post[8] = {
-    0, 1, 0, 0, 0, 0, 2, 3,
+static const uint8_t S_p_decline_suggested_post[16] = {
+    0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3,
 };
 static const tg__type tg__p_decline_suggested_post = {
     .name = "declineSuggestedPost",
@@ -4671,7 +4653,7 @@ static const tg__type tg__p_decline_suggested_post = {
     .fields = F_p_decline_suggested_post,
     .slots = S_p_decline_suggested_post,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_decline_suggested_post = {
@@ -4686,11 +4668,8 @@ static const tg__field F_p_delete_message[] = {
     TG__FIELD(tg_delete_message_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_delete_message_params, message_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_delete_message[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_delete_message[8] = {
+    0, 1, 0, 0, 0, 0, 2, 0,
 };
 static const tg__type tg__p_delete_message = {
     .name = "deleteMessage",
@@ -4699,7 +4678,7 @@ static const tg__type tg__p_delete_message = {
     .fields = F_p_delete_message,
     .slots = S_p_delete_message,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_delete_message = {"deleteMessage", &tg__p_delete_message, NULL, TG__R_TRUE,
@@ -4714,11 +4693,8 @@ static const tg__field F_p_delete_messages[] = {
     TG__FIELD(tg_delete_messages_params, chat_id, TG__K_CHATID, 0, NULL),
     TG__ARRAY(tg_delete_messages_params, message_ids, TG__K_I64, TG__F_ARR, NULL),
 };
-static const uint8_t S_p_delete_messages[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_p_delete_messages[8] = {
+    0, 1, 0, 0, 0, 2, 0, 0,
 };
 static const tg__type tg__p_delete_messages = {
     .name = "deleteMessages",
@@ -4727,7 +4703,7 @@ static const tg__type tg__p_delete_messages = {
     .fields = F_p_delete_messages,
     .slots = S_p_delete_messages,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_delete_messages = {"deleteMessages", &tg__p_delete_messages, NULL,
@@ -4743,8 +4719,8 @@ static const tg__field F_p_delete_ephemeral_message[] = {
     TG__FIELD(tg_delete_ephemeral_message_params, receiver_user_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_delete_ephemeral_message_params, ephemeral_message_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_delete_ephemeral_message[8] = {
-    0, 1, 2, 0, 0, 0, 3, 0,
+static const uint8_t S_p_delete_ephemeral_message[16] = {
+    0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0,
 };
 static const tg__type tg__p_delete_ephemeral_message = {
     .name = "deleteEphemeralMessage",
@@ -4753,7 +4729,7 @@ static const tg__type tg__p_delete_ephemeral_message = {
     .fields = F_p_delete_ephemeral_message,
     .slots = S_p_delete_ephemeral_message,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_delete_ephemeral_message = {
@@ -4770,8 +4746,8 @@ static const tg__field F_p_delete_message_reaction[] = {
     TG__FIELD(tg_delete_message_reaction_params, user_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_delete_message_reaction_params, actor_chat_id, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_delete_message_reaction[8] = {
-    3, 1, 0, 4, 0, 0, 2, 0,
+static const uint8_t S_p_delete_message_reaction[16] = {
+    0, 1, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 0, 0, 2, 0,
 };
 static const tg__type tg__p_delete_message_reaction = {
     .name = "deleteMessageReaction",
@@ -4780,7 +4756,7 @@ static const tg__type tg__p_delete_message_reaction = {
     .fields = F_p_delete_message_reaction,
     .slots = S_p_delete_message_reaction,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_delete_message_reaction = {
@@ -4796,8 +4772,8 @@ static const tg__field F_p_delete_all_message_reactions[] = {
     TG__FIELD(tg_delete_all_message_reactions_params, user_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_delete_all_message_reactions_params, actor_chat_id, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_delete_all_message_reactions[8] = {
-    2, 1, 0, 3, 0, 0, 0, 0,
+static const uint8_t S_p_delete_all_message_reactions[16] = {
+    0, 1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 3, 0, 0, 0, 0,
 };
 static const tg__type tg__p_delete_all_message_reactions = {
     .name = "deleteAllMessageReactions",
@@ -4806,7 +4782,7 @@ static const tg__type tg__p_delete_all_message_reactions = {
     .fields = F_p_delete_all_message_reactions,
     .slots = S_p_delete_all_message_reactions,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 const tg__method tg__m_delete_all_message_reactions = {
@@ -4837,9 +4813,10 @@ static const tg__field F_p_send_sticker[] = {
               &tg__t_reply_parameters),
     TG__FIELD(tg_send_sticker_params, reply_markup, TG__K_UNION, TG__F_OPT, &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_sticker[32] = {
-    10, 14, 0, 0, 4, 0, 0, 13, 0,  0,  0, 3,  0, 0, 0, 0,
-    0,  2,  0, 1, 7, 8, 0, 9,  12, 11, 5, 15, 0, 0, 0, 6,
+static const uint8_t S_p_send_sticker[64] = {
+    0, 0, 0, 0, 4, 0, 0, 13, 0, 0, 0,  3,  0,  0,  0, 0,  0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 10, 14, 0,  0,  0, 0,  0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 2, 0, 1,  7, 8, 0,  9,  12, 11, 5, 15, 0, 0, 0, 6,
 };
 static const tg__type tg__p_send_sticker = {
     .name = "sendSticker",
@@ -4848,7 +4825,7 @@ static const tg__type tg__p_send_sticker = {
     .fields = F_p_send_sticker,
     .slots = S_p_send_sticker,
     .nfields = 15,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 static const tg__field R_send_sticker = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -4863,7 +4840,9 @@ tg_status tg_send_sticker(tg_ctx *ctx, const tg_send_sticker_params *params, tg_
 static const tg__field F_p_get_sticker_set[] = {
     TG__FIELD(tg_get_sticker_set_params, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_get_sticker_set[2] = {
+static const uint8_t S_p_get_sticker_set[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -4874,7 +4853,7 @@ static const tg__type tg__p_get_sticker_set = {
     .fields = F_p_get_sticker_set,
     .slots = S_p_get_sticker_set,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_sticker_set = {.kind = TG__K_OBJ, .sub = &tg__t_sticker_set};
@@ -4890,8 +4869,10 @@ tg_status tg_get_sticker_set(tg_ctx *ctx, const tg_get_sticker_set_params *param
 static const tg__field F_p_get_custom_emoji_stickers[] = {
     TG__ARRAY(tg_get_custom_emoji_stickers_params, custom_emoji_ids, TG__K_STR, TG__F_ARR, NULL),
 };
-static const uint8_t S_p_get_custom_emoji_stickers[2] = {
+static const uint8_t S_p_get_custom_emoji_stickers[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const tg__type tg__p_get_custom_emoji_stickers = {
@@ -4901,7 +4882,7 @@ static const tg__type tg__p_get_custom_emoji_stickers = {
     .fields = F_p_get_custom_emoji_stickers,
     .slots = S_p_get_custom_emoji_stickers,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 static const tg__field R_get_custom_emoji_stickers = {.kind = TG__K_OBJ,
@@ -4933,8 +4914,8 @@ static const tg__field F_p_upload_sticker_file[] = {
     TG__FIELD(tg_upload_sticker_file_params, sticker, TG__K_FILE, 0, NULL),
     TG__FIELD(tg_upload_sticker_file_params, sticker_format, TG__K_ENUM, 0, &tg__e_sticker_format),
 };
-static const uint8_t S_p_upload_sticker_file[8] = {
-    1, 0, 0, 3, 2, 0, 0, 0,
+static const uint8_t S_p_upload_sticker_file[16] = {
+    0, 0, 0, 3, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_upload_sticker_file = {
     .name = "uploadStickerFile",
@@ -4943,7 +4924,7 @@ static const tg__type tg__p_upload_sticker_file = {
     .fields = F_p_upload_sticker_file,
     .slots = S_p_upload_sticker_file,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 static const tg__field R_upload_sticker_file = {.kind = TG__K_OBJ, .sub = &tg__t_file};
@@ -4966,8 +4947,8 @@ static const tg__field F_p_create_new_sticker_set[] = {
               &tg__e_sticker_type),
     TG__FIELD(tg_create_new_sticker_set_params, needs_repainting, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_create_new_sticker_set[16] = {
-    0, 0, 6, 2, 0, 0, 0, 0, 1, 3, 0, 4, 0, 0, 5, 0,
+static const uint8_t S_p_create_new_sticker_set[32] = {
+    0, 0, 6, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 5, 0,
 };
 static const tg__type tg__p_create_new_sticker_set = {
     .name = "createNewStickerSet",
@@ -4976,7 +4957,7 @@ static const tg__type tg__p_create_new_sticker_set = {
     .fields = F_p_create_new_sticker_set,
     .slots = S_p_create_new_sticker_set,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
 };
 const tg__method tg__m_create_new_sticker_set = {
@@ -4992,8 +4973,8 @@ static const tg__field F_p_add_sticker_to_set[] = {
     TG__FIELD(tg_add_sticker_to_set_params, name, TG__K_STR, 0, NULL),
     TG__FIELD(tg_add_sticker_to_set_params, sticker, TG__K_OBJ, 0, &tg__t_input_sticker),
 };
-static const uint8_t S_p_add_sticker_to_set[8] = {
-    1, 0, 0, 2, 3, 0, 0, 0,
+static const uint8_t S_p_add_sticker_to_set[16] = {
+    0, 0, 0, 2, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_add_sticker_to_set = {
     .name = "addStickerToSet",
@@ -5002,7 +4983,7 @@ static const tg__type tg__p_add_sticker_to_set = {
     .fields = F_p_add_sticker_to_set,
     .slots = S_p_add_sticker_to_set,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_add_sticker_to_set = {"addStickerToSet", &tg__p_add_sticker_to_set, NULL,
@@ -5017,11 +4998,8 @@ static const tg__field F_p_set_sticker_position_in_set[] = {
     TG__FIELD(tg_set_sticker_position_in_set_params, sticker, TG__K_STR, 0, NULL),
     TG__FIELD(tg_set_sticker_position_in_set_params, position, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_p_set_sticker_position_in_set[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_p_set_sticker_position_in_set[8] = {
+    0, 0, 0, 0, 1, 2, 0, 0,
 };
 static const tg__type tg__p_set_sticker_position_in_set = {
     .name = "setStickerPositionInSet",
@@ -5030,7 +5008,7 @@ static const tg__type tg__p_set_sticker_position_in_set = {
     .fields = F_p_set_sticker_position_in_set,
     .slots = S_p_set_sticker_position_in_set,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_set_sticker_position_in_set = {
@@ -5045,8 +5023,10 @@ tg_status tg_set_sticker_position_in_set(tg_ctx *ctx,
 static const tg__field F_p_delete_sticker_from_set[] = {
     TG__FIELD(tg_delete_sticker_from_set_params, sticker, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_delete_sticker_from_set[2] = {
+static const uint8_t S_p_delete_sticker_from_set[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const tg__type tg__p_delete_sticker_from_set = {
@@ -5056,7 +5036,7 @@ static const tg__type tg__p_delete_sticker_from_set = {
     .fields = F_p_delete_sticker_from_set,
     .slots = S_p_delete_sticker_from_set,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_delete_sticker_from_set = {
@@ -5073,8 +5053,8 @@ static const tg__field F_p_replace_sticker_in_set[] = {
     TG__FIELD(tg_replace_sticker_in_set_params, old_sticker, TG__K_STR, 0, NULL),
     TG__FIELD(tg_replace_sticker_in_set_params, sticker, TG__K_OBJ, 0, &tg__t_input_sticker),
 };
-static const uint8_t S_p_replace_sticker_in_set[8] = {
-    1, 0, 0, 2, 4, 0, 0, 3,
+static const uint8_t S_p_replace_sticker_in_set[16] = {
+    0, 0, 0, 2, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3,
 };
 static const tg__type tg__p_replace_sticker_in_set = {
     .name = "replaceStickerInSet",
@@ -5083,7 +5063,7 @@ static const tg__type tg__p_replace_sticker_in_set = {
     .fields = F_p_replace_sticker_in_set,
     .slots = S_p_replace_sticker_in_set,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
 };
 const tg__method tg__m_replace_sticker_in_set = {
@@ -5098,11 +5078,8 @@ static const tg__field F_p_set_sticker_emoji_list[] = {
     TG__FIELD(tg_set_sticker_emoji_list_params, sticker, TG__K_STR, 0, NULL),
     TG__ARRAY(tg_set_sticker_emoji_list_params, emoji_list, TG__K_STR, TG__F_ARR, NULL),
 };
-static const uint8_t S_p_set_sticker_emoji_list[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_p_set_sticker_emoji_list[8] = {
+    0, 0, 0, 0, 1, 0, 0, 2,
 };
 static const tg__type tg__p_set_sticker_emoji_list = {
     .name = "setStickerEmojiList",
@@ -5111,7 +5088,7 @@ static const tg__type tg__p_set_sticker_emoji_list = {
     .fields = F_p_set_sticker_emoji_list,
     .slots = S_p_set_sticker_emoji_list,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_set_sticker_emoji_list = {
@@ -5126,11 +5103,8 @@ static const tg__field F_p_set_sticker_keywords[] = {
     TG__FIELD(tg_set_sticker_keywords_params, sticker, TG__K_STR, 0, NULL),
     TG__ARRAY(tg_set_sticker_keywords_params, keywords, TG__K_STR, TG__F_OPT | TG__F_ARR, NULL),
 };
-static const uint8_t S_p_set_sticker_keywords[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_p_set_sticker_keywords[8] = {
+    0, 0, 0, 0, 1, 2, 0, 0,
 };
 static const tg__type tg__p_set_sticker_keywords = {
     .name = "setStickerKeywords",
@@ -5139,7 +5113,7 @@ static const tg__type tg__p_set_sticker_keywords = {
     .fields = F_p_set_sticker_keywords,
     .slots = S_p_set_sticker_keywords,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_set_sticker_keywords = {"setStickerKeywords", &tg__p_set_sticker_keywords,
@@ -5155,11 +5129,8 @@ static const tg__field F_p_set_sticker_mask_position[] = {
     TG__FIELD(tg_set_sticker_mask_position_params, mask_position, TG__K_OBJ, TG__F_OPT,
               &tg__t_mask_position),
 };
-static const uint8_t S_p_set_sticker_mask_position[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_p_set_sticker_mask_position[8] = {
+    0, 0, 0, 0, 1, 0, 0, 2,
 };
 static const tg__type tg__p_set_sticker_mask_position = {
     .name = "setStickerMaskPosition",
@@ -5168,7 +5139,7 @@ static const tg__type tg__p_set_sticker_mask_position = {
     .fields = F_p_set_sticker_mask_position,
     .slots = S_p_set_sticker_mask_position,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_set_sticker_mask_position = {
@@ -5184,11 +5155,8 @@ static const tg__field F_p_set_sticker_set_title[] = {
     TG__FIELD(tg_set_sticker_set_title_params, name, TG__K_STR, 0, NULL),
     TG__FIELD(tg_set_sticker_set_title_params, title, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_set_sticker_set_title[4] = {
-    0,
-    2,
-    0,
-    1,
+static const uint8_t S_p_set_sticker_set_title[8] = {
+    0, 2, 0, 1, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_sticker_set_title = {
     .name = "setStickerSetTitle",
@@ -5197,7 +5165,7 @@ static const tg__type tg__p_set_sticker_set_title = {
     .fields = F_p_set_sticker_set_title,
     .slots = S_p_set_sticker_set_title,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_set_sticker_set_title = {"setStickerSetTitle", &tg__p_set_sticker_set_title,
@@ -5214,8 +5182,8 @@ static const tg__field F_p_set_sticker_set_thumbnail[] = {
     TG__FIELD(tg_set_sticker_set_thumbnail_params, thumbnail, TG__K_FILE, TG__F_OPT, NULL),
     TG__FIELD(tg_set_sticker_set_thumbnail_params, format, TG__K_ENUM, 0, &tg__e_sticker_format),
 };
-static const uint8_t S_p_set_sticker_set_thumbnail[8] = {
-    2, 3, 4, 1, 0, 0, 0, 0,
+static const uint8_t S_p_set_sticker_set_thumbnail[16] = {
+    0, 0, 0, 1, 0, 0, 0, 0, 2, 3, 4, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_sticker_set_thumbnail = {
     .name = "setStickerSetThumbnail",
@@ -5224,7 +5192,7 @@ static const tg__type tg__p_set_sticker_set_thumbnail = {
     .fields = F_p_set_sticker_set_thumbnail,
     .slots = S_p_set_sticker_set_thumbnail,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_set_sticker_set_thumbnail = {
@@ -5241,11 +5209,8 @@ static const tg__field F_p_set_custom_emoji_sticker_set_thumbnail[] = {
     TG__FIELD(tg_set_custom_emoji_sticker_set_thumbnail_params, custom_emoji_id, TG__K_STR,
               TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_custom_emoji_sticker_set_thumbnail[4] = {
-    0,
-    0,
-    2,
-    1,
+static const uint8_t S_p_set_custom_emoji_sticker_set_thumbnail[8] = {
+    0, 0, 2, 1, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_custom_emoji_sticker_set_thumbnail = {
     .name = "setCustomEmojiStickerSetThumbnail",
@@ -5254,7 +5219,7 @@ static const tg__type tg__p_set_custom_emoji_sticker_set_thumbnail = {
     .fields = F_p_set_custom_emoji_sticker_set_thumbnail,
     .slots = S_p_set_custom_emoji_sticker_set_thumbnail,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 const tg__method tg__m_set_custom_emoji_sticker_set_thumbnail = {
@@ -5270,7 +5235,9 @@ tg_status tg_set_custom_emoji_sticker_set_thumbnail(
 static const tg__field F_p_delete_sticker_set[] = {
     TG__FIELD(tg_delete_sticker_set_params, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_delete_sticker_set[2] = {
+static const uint8_t S_p_delete_sticker_set[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -5281,7 +5248,7 @@ static const tg__type tg__p_delete_sticker_set = {
     .fields = F_p_delete_sticker_set,
     .slots = S_p_delete_sticker_set,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 const tg__method tg__m_delete_sticker_set = {"deleteStickerSet", &tg__p_delete_sticker_set, NULL,
@@ -5309,9 +5276,10 @@ static const tg__field F_p_send_rich_message[] = {
     TG__FIELD(tg_send_rich_message_params, reply_markup, TG__K_UNION, TG__F_OPT,
               &tg__t_reply_markup),
 };
-static const uint8_t S_p_send_rich_message[32] = {
-    7, 11, 0, 0, 4, 0, 0, 5, 10, 0, 0,  3, 0, 0, 0, 0,
-    0, 2,  0, 1, 0, 0, 0, 6, 9,  8, 12, 0, 0, 0, 0, 0,
+static const uint8_t S_p_send_rich_message[64] = {
+    0, 0, 0, 0, 4, 0, 0, 10, 0, 0, 0, 3,  0, 0, 0,  0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 7, 11, 0, 0, 0,  0, 0, 5, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 2, 0, 1,  0, 0, 0, 6,  9, 8, 12, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_rich_message = {
     .name = "sendRichMessage",
@@ -5320,7 +5288,7 @@ static const tg__type tg__p_send_rich_message = {
     .fields = F_p_send_rich_message,
     .slots = S_p_send_rich_message,
     .nfields = 12,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 static const tg__field R_send_rich_message = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -5340,8 +5308,8 @@ static const tg__field F_p_send_rich_message_draft[] = {
     TG__FIELD(tg_send_rich_message_draft_params, rich_message, TG__K_OBJ, 0,
               &tg__t_input_rich_message),
 };
-static const uint8_t S_p_send_rich_message_draft[8] = {
-    3, 1, 0, 2, 0, 0, 0, 4,
+static const uint8_t S_p_send_rich_message_draft[16] = {
+    3, 1, 0, 0, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_rich_message_draft = {
     .name = "sendRichMessageDraft",
@@ -5350,7 +5318,7 @@ static const tg__type tg__p_send_rich_message_draft = {
     .fields = F_p_send_rich_message_draft,
     .slots = S_p_send_rich_message_draft,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_send_rich_message_draft = {
@@ -5371,8 +5339,8 @@ static const tg__field F_p_answer_inline_query[] = {
     TG__FIELD(tg_answer_inline_query_params, button, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_query_results_button),
 };
-static const uint8_t S_p_answer_inline_query[16] = {
-    0, 0, 0, 0, 6, 0, 0, 5, 1, 0, 0, 2, 4, 0, 0, 3,
+static const uint8_t S_p_answer_inline_query[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 5, 1, 0, 0, 0, 0, 0, 0, 3,
 };
 static const tg__type tg__p_answer_inline_query = {
     .name = "answerInlineQuery",
@@ -5381,7 +5349,7 @@ static const tg__type tg__p_answer_inline_query = {
     .fields = F_p_answer_inline_query,
     .slots = S_p_answer_inline_query,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 const tg__method tg__m_answer_inline_query = {"answerInlineQuery", &tg__p_answer_inline_query, NULL,
@@ -5429,10 +5397,12 @@ static const tg__field F_p_send_invoice[] = {
     TG__FIELD(tg_send_invoice_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_send_invoice[64] = {
-    0,  5, 0, 0, 3,  0, 0, 18, 29, 4,  7, 2,  16, 20, 22, 0,  17, 9,  0,  8, 0, 0,
-    0,  0, 0, 0, 24, 0, 0, 19, 0,  21, 6, 10, 12, 13, 14, 15, 26, 30, 11, 0, 0, 0,
-    23, 0, 0, 0, 0,  1, 0, 0,  0,  0,  0, 25, 28, 27, 31, 0,  0,  0,  0,  0,
+static const uint8_t S_p_send_invoice[128] = {
+    0,  0, 0, 0,  0,  0,  0,  29, 0,  0,  7, 2, 16, 0, 0, 0,  17, 9,  0,  8,  0,  0, 0,  0,  0, 0,
+    24, 0, 0, 0,  0,  21, 6,  26, 30, 14, 0, 0, 0,  0, 0, 0,  0,  0,  23, 0,  0,  0, 0,  0,  0, 0,
+    0,  0, 0, 25, 28, 0,  31, 0,  0,  0,  0, 0, 0,  5, 0, 0,  3,  0,  0,  18, 0,  4, 20, 0,  0, 22,
+    0,  0, 0, 0,  0,  0,  0,  0,  0,  0,  0, 0, 0,  0, 0, 19, 0,  0,  10, 12, 13, 0, 0,  15, 0, 0,
+    11, 0, 0, 0,  0,  0,  0,  0,  0,  1,  0, 0, 0,  0, 0, 0,  0,  27, 0,  0,  0,  0, 0,  0,
 };
 static const tg__type tg__p_send_invoice = {
     .name = "sendInvoice",
@@ -5441,7 +5411,7 @@ static const tg__type tg__p_send_invoice = {
     .fields = F_p_send_invoice,
     .slots = S_p_send_invoice,
     .nfields = 31,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 6,
 };
 static const tg__field R_send_invoice = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -5479,10 +5449,12 @@ static const tg__field F_p_create_invoice_link[] = {
     TG__FIELD(tg_create_invoice_link_params, send_email_to_provider, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_create_invoice_link_params, is_flexible, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_create_invoice_link[64] = {
-    0,  3, 0, 0, 0,  0, 0, 16, 0, 2,  5, 18, 14, 20, 0, 0,  15, 7, 0,  6, 0, 0,
-    0,  0, 0, 0, 22, 0, 0, 17, 8, 19, 4, 9,  11, 12, 0, 13, 0,  0, 10, 0, 0, 0,
-    21, 0, 0, 0, 0,  0, 0, 1,  0, 0,  0, 0,  0,  0,  0, 0,  0,  0, 0,  0,
+static const uint8_t S_p_create_invoice_link[128] = {
+    0,  0, 0, 0, 0, 0,  0, 0, 0, 0,  5, 0, 14, 0, 0, 0,  15, 7, 0,  6,  0, 0, 0,  0,  0, 0,
+    22, 0, 0, 0, 8, 19, 4, 0, 0, 12, 0, 0, 0,  0, 0, 0,  0,  0, 21, 0,  0, 0, 0,  0,  0, 1,
+    0,  0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0,  3, 0, 0,  0,  0, 0,  16, 0, 2, 18, 0,  0, 20,
+    0,  0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0,  0, 0, 17, 0,  0, 9,  11, 0, 0, 0,  13, 0, 0,
+    10, 0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0,  0, 0, 0,  0,  0, 0,  0,  0, 0, 0,  0,
 };
 static const tg__type tg__p_create_invoice_link = {
     .name = "createInvoiceLink",
@@ -5491,7 +5463,7 @@ static const tg__type tg__p_create_invoice_link = {
     .fields = F_p_create_invoice_link,
     .slots = S_p_create_invoice_link,
     .nfields = 22,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 5,
 };
 static const tg__field R_create_invoice_link = {.kind = TG__K_STR};
@@ -5511,8 +5483,8 @@ static const tg__field F_p_answer_shipping_query[] = {
               &tg__t_shipping_option),
     TG__FIELD(tg_answer_shipping_query_params, error_message, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_answer_shipping_query[8] = {
-    0, 0, 0, 0, 2, 3, 1, 4,
+static const uint8_t S_p_answer_shipping_query[16] = {
+    0, 0, 0, 0, 2, 3, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0,
 };
 static const tg__type tg__p_answer_shipping_query = {
     .name = "answerShippingQuery",
@@ -5521,7 +5493,7 @@ static const tg__type tg__p_answer_shipping_query = {
     .fields = F_p_answer_shipping_query,
     .slots = S_p_answer_shipping_query,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_answer_shipping_query = {"answerShippingQuery", &tg__p_answer_shipping_query,
@@ -5537,8 +5509,8 @@ static const tg__field F_p_answer_pre_checkout_query[] = {
     TG__FIELD(tg_answer_pre_checkout_query_params, ok, TG__K_BOOL, 0, NULL),
     TG__FIELD(tg_answer_pre_checkout_query_params, error_message, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_answer_pre_checkout_query[8] = {
-    0, 0, 0, 0, 1, 2, 3, 0,
+static const uint8_t S_p_answer_pre_checkout_query[16] = {
+    0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0,
 };
 static const tg__type tg__p_answer_pre_checkout_query = {
     .name = "answerPreCheckoutQuery",
@@ -5547,7 +5519,7 @@ static const tg__type tg__p_answer_pre_checkout_query = {
     .fields = F_p_answer_pre_checkout_query,
     .slots = S_p_answer_pre_checkout_query,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 const tg__method tg__m_answer_pre_checkout_query = {
@@ -5572,11 +5544,8 @@ static const tg__field F_p_get_star_transactions[] = {
     TG__FIELD(tg_get_star_transactions_params, offset, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_get_star_transactions_params, limit, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_star_transactions[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_p_get_star_transactions[8] = {
+    1, 0, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_get_star_transactions = {
     .name = "getStarTransactions",
@@ -5585,7 +5554,7 @@ static const tg__type tg__p_get_star_transactions = {
     .fields = F_p_get_star_transactions,
     .slots = S_p_get_star_transactions,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 static const tg__field R_get_star_transactions = {.kind = TG__K_OBJ,
@@ -5603,11 +5572,8 @@ static const tg__field F_p_refund_star_payment[] = {
     TG__FIELD(tg_refund_star_payment_params, user_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_refund_star_payment_params, telegram_payment_charge_id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_p_refund_star_payment[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_p_refund_star_payment[8] = {
+    1, 0, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_refund_star_payment = {
     .name = "refundStarPayment",
@@ -5616,7 +5582,7 @@ static const tg__type tg__p_refund_star_payment = {
     .fields = F_p_refund_star_payment,
     .slots = S_p_refund_star_payment,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_refund_star_payment = {"refundStarPayment", &tg__p_refund_star_payment, NULL,
@@ -5633,8 +5599,8 @@ static const tg__field F_p_edit_user_star_subscription[] = {
               NULL),
     TG__FIELD(tg_edit_user_star_subscription_params, is_canceled, TG__K_BOOL, 0, NULL),
 };
-static const uint8_t S_p_edit_user_star_subscription[8] = {
-    1, 3, 0, 2, 0, 0, 0, 0,
+static const uint8_t S_p_edit_user_star_subscription[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 2, 0, 0, 0, 0,
 };
 static const tg__type tg__p_edit_user_star_subscription = {
     .name = "editUserStarSubscription",
@@ -5643,7 +5609,7 @@ static const tg__type tg__p_edit_user_star_subscription = {
     .fields = F_p_edit_user_star_subscription,
     .slots = S_p_edit_user_star_subscription,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 const tg__method tg__m_edit_user_star_subscription = {
@@ -5660,11 +5626,8 @@ static const tg__field F_p_set_passport_data_errors[] = {
     TG__ARRAY(tg_set_passport_data_errors_params, errors, TG__K_UNION, TG__F_ARR,
               &tg__t_passport_element_error),
 };
-static const uint8_t S_p_set_passport_data_errors[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_p_set_passport_data_errors[8] = {
+    1, 0, 0, 0, 2, 0, 0, 0,
 };
 static const tg__type tg__p_set_passport_data_errors = {
     .name = "setPassportDataErrors",
@@ -5673,7 +5636,7 @@ static const tg__type tg__p_set_passport_data_errors = {
     .fields = F_p_set_passport_data_errors,
     .slots = S_p_set_passport_data_errors,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 const tg__method tg__m_set_passport_data_errors = {
@@ -5697,8 +5660,9 @@ static const tg__field F_p_send_game[] = {
     TG__FIELD(tg_send_game_params, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_p_send_game[32] = {
-    6, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 5, 8, 7, 10, 0, 0, 0, 0, 0,
+static const uint8_t S_p_send_game[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0,
+    6, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 5, 8, 7, 10, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_send_game = {
     .name = "sendGame",
@@ -5707,7 +5671,7 @@ static const tg__type tg__p_send_game = {
     .fields = F_p_send_game,
     .slots = S_p_send_game,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 static const tg__field R_send_game = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -5727,8 +5691,8 @@ static const tg__field F_p_set_game_score[] = {
     TG__FIELD(tg_set_game_score_params, message_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_set_game_score_params, inline_message_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_set_game_score[16] = {
-    0, 5, 0, 2, 3, 0, 4, 0, 1, 0, 7, 0, 0, 0, 6, 0,
+static const uint8_t S_p_set_game_score[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 5, 0, 2, 3, 0, 4, 0, 1, 0, 7, 0, 0, 0, 0, 0,
 };
 static const tg__type tg__p_set_game_score = {
     .name = "setGameScore",
@@ -5737,7 +5701,7 @@ static const tg__type tg__p_set_game_score = {
     .fields = F_p_set_game_score,
     .slots = S_p_set_game_score,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 static const tg__field R_set_game_score = {.kind = TG__K_OBJ, .sub = &tg__t_message};
@@ -5755,8 +5719,8 @@ static const tg__field F_p_get_game_high_scores[] = {
     TG__FIELD(tg_get_game_high_scores_params, message_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_get_game_high_scores_params, inline_message_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_p_get_game_high_scores[8] = {
-    1, 2, 4, 0, 0, 0, 3, 0,
+static const uint8_t S_p_get_game_high_scores[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 1, 0, 4, 0, 0, 0, 3, 0,
 };
 static const tg__type tg__p_get_game_high_scores = {
     .name = "getGameHighScores",
@@ -5765,7 +5729,7 @@ static const tg__type tg__p_get_game_high_scores = {
     .fields = F_p_get_game_high_scores,
     .slots = S_p_get_game_high_scores,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 static const tg__field R_get_game_high_scores = {.kind = TG__K_OBJ,

@@ -42,10 +42,12 @@ static const tg__field F_update[] = {
     TG__FIELD(tg_update, managed_bot, TG__K_OBJ, TG__F_OPT, &tg__t_managed_bot_updated),
     TG__FIELD(tg_update, subscription, TG__K_OBJ, TG__F_OPT, &tg__t_bot_subscription_updated),
 };
-static const uint8_t S_update[64] = {
-    15, 17, 14, 20, 2, 23, 26, 0,  0,  27, 8,  0, 0, 0, 1, 0, 0, 0, 0, 0,  0,  0,
-    12, 13, 18, 24, 0, 0,  16, 0,  22, 4,  21, 0, 0, 0, 0, 0, 0, 0, 0, 0,  11, 0,
-    0,  6,  7,  25, 0, 9,  0,  19, 0,  0,  0,  0, 0, 0, 0, 0, 0, 5, 3, 10,
+static const uint8_t S_update[128] = {
+    15, 17, 14, 20, 2, 0, 0,  0,  0, 27, 0,  0, 0, 0, 0, 0, 0,  0,  0, 0, 0, 0,  12, 13, 18, 0,
+    0,  0,  16, 0,  0, 4, 21, 0,  0, 0,  0,  0, 0, 0, 0, 0, 0,  0,  0, 6, 0, 0,  0,  0,  0,  19,
+    0,  0,  0,  0,  0, 0, 0,  0,  0, 5,  10, 0, 0, 0, 0, 0, 0,  23, 0, 0, 0, 0,  8,  0,  0,  0,
+    1,  0,  0,  0,  0, 0, 0,  0,  0, 24, 0,  0, 0, 0, 0, 0, 22, 0,  0, 0, 0, 0,  0,  0,  0,  0,
+    0,  0,  11, 0,  0, 7, 0,  25, 0, 9,  0,  0, 0, 0, 0, 0, 0,  0,  0, 0, 0, 26, 3,  0,
 };
 const tg__type tg__t_update = {
     .name = "Update",
@@ -54,7 +56,7 @@ const tg__type tg__t_update = {
     .fields = F_update,
     .slots = S_update,
     .nfields = 27,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 1,
 };
 
@@ -69,8 +71,9 @@ static const tg__field F_webhook_info[] = {
     TG__FIELD(tg_webhook_info, max_connections, TG__K_I64, TG__F_OPT, NULL),
     TG__ARRAY(tg_webhook_info, allowed_updates, TG__K_STR, TG__F_OPT | TG__F_ARR, NULL),
 };
-static const uint8_t S_webhook_info[32] = {
-    9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 5, 6, 3, 0, 2, 7,
+static const uint8_t S_webhook_info[64] = {
+    9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 6, 0, 0, 0, 2, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 0, 3, 0, 0, 7,
 };
 static const uint8_t R_webhook_info[] = {0};
 const tg__type tg__t_webhook_info = {
@@ -80,7 +83,7 @@ const tg__type tg__t_webhook_info = {
     .fields = F_webhook_info,
     .slots = S_webhook_info,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_webhook_info,
     .nreq_ptrs = 1,
@@ -106,10 +109,12 @@ static const tg__field F_user[] = {
     TG__FIELD(tg_user, can_manage_bots, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_user, supports_join_request_queries, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_user[64] = {
-    0,  0, 4, 0, 0,  0, 0, 7, 0,  6, 16, 0, 0, 0,  0, 0, 10, 0, 0,  13, 0, 0,
-    0,  0, 0, 0, 0,  1, 0, 0, 18, 0, 0,  8, 0, 9,  0, 0, 0,  0, 0,  15, 0, 3,
-    14, 0, 0, 2, 12, 0, 0, 0, 0,  0, 0,  0, 0, 11, 0, 0, 0,  0, 17, 5,
+static const uint8_t S_user[128] = {
+    0, 0,  4, 0, 0,  0,  0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 10, 0,  0,  0, 0, 0, 0,  0, 0, 0,
+    0, 0,  0, 0, 18, 0,  0, 0, 0, 9,  0, 0, 0, 0, 0, 0, 0,  3,  14, 0, 0, 2, 12, 0, 0, 0,
+    0, 0,  0, 0, 0,  0,  0, 0, 0, 0,  0, 5, 0, 0, 0, 0, 0,  0,  0,  7, 0, 6, 0,  0, 0, 0,
+    0, 0,  0, 0, 0,  13, 0, 0, 0, 0,  0, 0, 0, 1, 0, 0, 0,  0,  0,  8, 0, 0, 0,  0, 0, 0,
+    0, 15, 0, 0, 0,  0,  0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0,  11, 0,  0, 0, 0, 17, 0,
 };
 static const uint8_t R_user[] = {2};
 const tg__type tg__t_user = {
@@ -119,7 +124,7 @@ const tg__type tg__t_user = {
     .fields = F_user,
     .slots = S_user,
     .nfields = 18,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 3,
     .req_ptrs = R_user,
     .nreq_ptrs = 1,
@@ -135,8 +140,8 @@ static const tg__field F_chat[] = {
     TG__FIELD(tg_chat, is_forum, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_chat, is_direct_messages, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat[16] = {
-    7, 0, 6, 0, 8, 0, 0, 0, 0, 3, 0, 1, 5, 2, 0, 4,
+static const uint8_t S_chat[32] = {
+    0, 0, 6, 0, 8, 0, 0, 0, 0, 3, 0, 5, 0, 2, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 4,
 };
 const tg__type tg__t_chat = {
     .name = "Chat",
@@ -145,7 +150,7 @@ const tg__type tg__t_chat = {
     .fields = F_chat,
     .slots = S_chat,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -208,13 +213,18 @@ static const tg__field F_chat_full_info[] = {
     TG__FIELD(tg_chat_full_info, guard_bot, TG__K_OBJ, TG__F_OPT, &tg__t_user),
     TG__FIELD(tg_chat_full_info, community, TG__K_OBJ, TG__F_OPT, &tg__t_community),
 };
-static const uint8_t S_chat_full_info[128] = {
-    0,  49, 6,  0, 8,  38, 0,  0, 0,  0,  0,  0,  0,  2,  0,  0,  0,  0,  45, 51, 0,  0,
-    0,  21, 0,  0, 0,  0,  42, 0, 0,  0,  41, 0,  0,  0,  0,  50, 0,  33, 0,  23, 0,  5,
-    9,  20, 0,  0, 0,  0,  0,  0, 44, 46, 39, 0,  22, 25, 27, 47, 0,  0,  28, 4,  19, 30,
-    17, 32, 52, 0, 0,  0,  0,  3, 0,  36, 0,  0,  0,  7,  0,  0,  16, 0,  31, 40, 26, 0,
-    0,  0,  15, 1, 11, 13, 53, 0, 14, 0,  0,  0,  29, 0,  0,  43, 0,  37, 0,  0,  35, 48,
-    18, 0,  0,  0, 0,  0,  34, 0, 0,  0,  10, 24, 0,  0,  0,  0,  12, 0,
+static const uint8_t S_chat_full_info[256] = {
+    0,  49, 0,  0,  38, 0,  0, 0,  0,  0,  0, 0,  0,  2,  0,  0,  0,  0,  0,  0, 0,  0,  0,  0,
+    0,  0,  0,  0,  0,  0,  0, 0,  0,  0,  0, 0,  0,  0,  0,  0,  0,  23, 0,  0, 0,  0,  0,  0,
+    0,  0,  0,  0,  0,  0,  0, 0,  22, 25, 0, 47, 0,  0,  0,  4,  19, 30, 32, 0, 0,  0,  0,  0,
+    0,  3,  0,  36, 0,  0,  0, 7,  0,  0,  0, 0,  31, 40, 0,  0,  0,  0,  15, 1, 11, 53, 0,  0,
+    14, 0,  0,  0,  0,  0,  0, 0,  0,  0,  0, 0,  0,  0,  0,  0,  0,  0,  0,  0, 0,  0,  0,  0,
+    10, 0,  0,  0,  0,  0,  0, 0,  0,  0,  6, 0,  8,  0,  0,  0,  0,  0,  0,  0, 0,  0,  0,  0,
+    0,  0,  45, 51, 0,  0,  0, 21, 0,  0,  0, 0,  42, 0,  0,  0,  41, 0,  0,  0, 0,  50, 0,  33,
+    0,  0,  0,  5,  9,  20, 0, 0,  0,  0,  0, 0,  44, 46, 39, 0,  0,  27, 0,  0, 0,  0,  28, 0,
+    52, 0,  17, 0,  0,  0,  0, 0,  0,  0,  0, 0,  0,  0,  0,  0,  0,  0,  16, 0, 0,  0,  26, 0,
+    0,  0,  0,  0,  0,  13, 0, 0,  0,  0,  0, 0,  29, 0,  0,  43, 0,  37, 0,  0, 35, 48, 18, 0,
+    0,  0,  0,  0,  34, 0,  0, 0,  24, 0,  0, 0,  0,  0,  12, 0,
 };
 static const uint8_t R_chat_full_info[] = {33};
 const tg__type tg__t_chat_full_info = {
@@ -224,7 +234,7 @@ const tg__type tg__t_chat_full_info = {
     .fields = F_chat_full_info,
     .slots = S_chat_full_info,
     .nfields = 53,
-    .nslots = 128,
+    .nslots = 256,
     .nrequired = 5,
     .req_ptrs = R_chat_full_info,
     .nreq_ptrs = 1,
@@ -367,20 +377,32 @@ static const tg__field F_message[] = {
     TG__FIELD(tg_message, web_app_data, TG__K_OBJ, TG__F_OPT, &tg__t_web_app_data),
     TG__FIELD(tg_message, reply_markup, TG__K_OBJ, TG__F_OPT, &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_message[256] = {
-    0,   0,  47,  85,  0,   64,  67,  0,   26,  0,   102, 2,  0,   0,   19, 94,  0,   8,   0,   0,
-    0,   0,  0,   69,  0,   0,   0,   87,  0,   0,   80,  0,  0,   100, 9,  84,  43,  3,   77,  86,
-    117, 0,  0,   0,   0,   0,   1,   99,  104, 0,   91,  13, 59,  95,  0,  0,   0,   0,   103, 61,
-    72,  98, 109, 78,  111, 75,  33,  113, 32,  119, 0,   0,  25,  40,  37, 12,  0,   0,   93,  0,
-    48,  73, 76,  0,   0,   22,  0,   35,  0,   57,  0,   0,  45,  0,   53, 0,   11,  0,   0,   0,
-    0,   24, 0,   0,   0,   66,  0,   0,   41,  88,  106, 0,  0,   90,  0,  0,   56,  0,   0,   0,
-    82,  0,  81,  0,   0,   107, 70,  17,  0,   79,  0,   0,  0,   0,   51, 112, 0,   63,  0,   0,
-    0,   0,  0,   0,   74,  0,   0,   96,  55,  97,  6,   0,  0,   101, 18, 0,   0,   58,  10,  30,
-    28,  49, 7,   116, 0,   0,   0,   0,   0,   0,   0,   0,  0,   0,   0,  42,  118, 89,  68,  0,
-    0,   0,  0,   0,   0,   0,   27,  0,   0,   0,   21,  0,  114, 52,  0,  0,   83,  110, 0,   16,
-    0,   0,  0,   0,   0,   0,   115, 54,  23,  108, 0,   0,  0,   0,   0,  0,   44,  50,  0,   0,
-    36,  31, 20,  0,   0,   34,  0,   4,   62,  0,   0,   29, 39,  65,  92, 0,   0,   38,  0,   0,
-    105, 0,  0,   0,   46,  0,   0,   0,   14,  0,   0,   5,  15,  71,  0,  60,
+static const uint8_t S_message[512] = {
+    0,   0,   85, 0,   0,  0,   0,  0,  0,   0,   0,   2,  0,   0,   0,   0,  0,   8,  0,   0,  0,
+    0,   0,   69, 0,   0,  0,   0,  0,  0,   0,   0,   0,  0,   0,   0,   43, 3,   0,  117, 0,  0,
+    0,   0,   0,  0,   1,  104, 0,  0,  0,   59,  95,  0,  0,   0,   0,   0,  103, 61, 72,  98, 109,
+    111, 113, 0,  33,  0,  32,  0,  0,  0,   0,   0,   37, 0,   0,   0,   0,  0,   73, 0,   76, 0,
+    0,   0,   0,  35,  0,  57,  0,  0,  0,   0,   53,  0,  11,  0,   0,   0,  0,   0,  0,   0,  0,
+    0,   0,   0,  0,   0,  106, 0,  0,  90,  0,   0,   0,  0,   0,   0,   82, 0,   81, 0,   0,  0,
+    70,  17,  0,  0,   0,  0,   0,  0,  51,  112, 0,   63, 0,   0,   0,   0,  0,   0,  74,  0,  0,
+    0,   0,   0,  6,   0,  0,   0,  0,  0,   0,   0,   30, 0,   28,  0,   0,  0,   0,  0,   0,  0,
+    0,   0,   0,  0,   0,  0,   0,  42, 0,   89,  68,  0,  0,   0,   0,   0,  0,   0,  27,  0,  0,
+    0,   21,  0,  114, 0,  0,   0,  83, 110, 0,   16,  0,  0,   0,   0,   0,  0,   0,  0,   0,  0,
+    0,   0,   0,  0,   0,  0,   44, 0,  0,   0,   0,   31, 0,   0,   0,   34, 0,   0,  0,   0,  0,
+    29,  39,  65, 92,  0,  0,   0,  0,  0,   0,   0,   0,  0,   0,   0,   0,  0,   14, 0,   0,  0,
+    15,  71,  0,  0,   0,  0,   47, 0,  0,   64,  67,  0,  26,  0,   102, 0,  0,   0,  19,  94, 0,
+    0,   0,   0,  0,   0,  0,   0,  0,  0,   0,   87,  0,  0,   80,  0,   0,  100, 9,  84,  86, 0,
+    77,  0,   0,  0,   0,  0,   0,  0,  0,   99,  0,   0,  91,  13,  0,   0,  0,   0,  0,   0,  119,
+    0,   0,   0,  0,   78, 0,   75, 0,  0,   0,   0,   0,  0,   25,  40,  0,  12,  0,  0,   93, 0,
+    48,  0,   0,  0,   0,  22,  0,  0,  0,   0,   0,   0,  45,  0,   0,   0,  0,   0,  0,   0,  0,
+    24,  0,   0,  0,   66, 0,   0,  41, 88,  0,   0,   0,  0,   0,   0,   56, 0,   0,  0,   0,  0,
+    0,   0,   0,  107, 0,  0,   0,  79, 0,   0,   0,   0,  0,   0,   0,   0,  0,   0,  0,   0,  0,
+    0,   0,   0,  0,   96, 55,  97, 0,  0,   0,   101, 18, 0,   0,   58,  10, 0,   49, 0,   7,  116,
+    0,   0,   0,  0,   0,  0,   0,  0,  0,   0,   0,   0,  118, 0,   0,   0,  0,   0,  0,   0,  0,
+    0,   0,   0,  0,   0,  0,   0,  0,  52,  0,   0,   0,  0,   0,   0,   0,  0,   0,  0,   0,  0,
+    115, 54,  23, 108, 0,  0,   0,  0,  0,   0,   50,  0,  0,   0,   36,  0,  20,  0,  0,   0,  0,
+    4,   62,  0,  0,   0,  0,   0,  0,  0,   0,   38,  0,  0,   105, 0,   0,  0,   46, 0,   0,  0,
+    0,   0,   0,  5,   0,  0,   0,  60,
 };
 static const uint8_t R_message[] = {13};
 const tg__type tg__t_message = {
@@ -390,7 +412,7 @@ const tg__type tg__t_message = {
     .fields = F_message,
     .slots = S_message,
     .nfields = 119,
-    .nslots = 256,
+    .nslots = 512,
     .nrequired = 3,
     .req_ptrs = R_message,
     .nreq_ptrs = 1,
@@ -399,7 +421,9 @@ const tg__type tg__t_message = {
 static const tg__field F_message_id[] = {
     TG__FIELD(tg_message_id, message_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_message_id[2] = {
+static const uint8_t S_message_id[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -410,7 +434,7 @@ const tg__type tg__t_message_id = {
     .fields = F_message_id,
     .slots = S_message_id,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -419,8 +443,8 @@ static const tg__field F_inaccessible_message[] = {
     TG__FIELD(tg_inaccessible_message, message_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_inaccessible_message, date, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_inaccessible_message[8] = {
-    1, 3, 0, 0, 0, 0, 2, 0,
+static const uint8_t S_inaccessible_message[16] = {
+    3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0,
 };
 static const uint8_t R_inaccessible_message[] = {0};
 const tg__type tg__t_inaccessible_message = {
@@ -430,7 +454,7 @@ const tg__type tg__t_inaccessible_message = {
     .fields = F_inaccessible_message,
     .slots = S_inaccessible_message,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_inaccessible_message,
     .nreq_ptrs = 1,
@@ -471,8 +495,9 @@ static const tg__field F_message_entity[] = {
     TG__FIELD(tg_message_entity, unix_time, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_message_entity, date_time_format, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_message_entity[32] = {
-    2, 3, 7, 8, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 6, 0, 0, 0, 0, 0, 9, 0, 5, 0, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_message_entity[64] = {
+    2, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0,
+    3, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_message_entity = {
     .name = "MessageEntity",
@@ -481,7 +506,7 @@ const tg__type tg__t_message_entity = {
     .fields = F_message_entity,
     .slots = S_message_entity,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
 };
 
@@ -491,8 +516,8 @@ static const tg__field F_text_quote[] = {
     TG__FIELD(tg_text_quote, position, TG__K_I64, 0, NULL),
     TG__FIELD(tg_text_quote, is_manual, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_text_quote[8] = {
-    0, 1, 0, 0, 3, 0, 4, 2,
+static const uint8_t S_text_quote[16] = {
+    0, 1, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0, 3, 0, 0, 0,
 };
 static const uint8_t R_text_quote[] = {0};
 const tg__type tg__t_text_quote = {
@@ -502,7 +527,7 @@ const tg__type tg__t_text_quote = {
     .fields = F_text_quote,
     .slots = S_text_quote,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_text_quote,
     .nreq_ptrs = 1,
@@ -538,10 +563,12 @@ static const tg__field F_external_reply_info[] = {
     TG__FIELD(tg_external_reply_info, poll, TG__K_OBJ, TG__F_OPT, &tg__t_poll),
     TG__FIELD(tg_external_reply_info, venue, TG__K_OBJ, TG__F_OPT, &tg__t_venue),
 };
-static const uint8_t S_external_reply_info[64] = {
-    0, 0, 12, 0, 0,  0,  0, 0,  0,  5,  21, 0, 0, 0, 0,  16, 13, 0, 23, 0,  17, 0,
-    0, 0, 1,  9, 15, 19, 4, 10, 20, 0,  14, 0, 0, 0, 8,  0,  0,  0, 0,  0,  0,  0,
-    6, 0, 3,  7, 0,  0,  0, 25, 11, 18, 0,  0, 2, 0, 22, 24, 0,  0, 0,  26,
+static const uint8_t S_external_reply_info[128] = {
+    0, 0,  12, 0,  0,  0, 0,  0,  0, 0, 21, 0, 0,  0,  0, 0,  0, 0, 0, 0, 17, 0, 0, 0,  0, 0,
+    0, 0,  0,  20, 0,  0, 14, 0,  0, 0, 8,  0, 0,  0,  0, 0,  0, 0, 0, 0, 3,  7, 0, 0,  0, 25,
+    0, 0,  0,  0,  0,  0, 22, 24, 0, 0, 0,  0, 0,  0,  0, 0,  0, 0, 0, 0, 0,  5, 0, 0,  0, 0,
+    0, 16, 13, 0,  23, 0, 0,  0,  0, 0, 1,  9, 15, 19, 4, 10, 0, 0, 0, 0, 0,  0, 0, 0,  0, 0,
+    0, 0,  0,  0,  6,  0, 0,  0,  0, 0, 0,  0, 11, 18, 0, 0,  2, 0, 0, 0, 0,  0, 0, 26,
 };
 const tg__type tg__t_external_reply_info = {
     .name = "ExternalReplyInfo",
@@ -550,7 +577,7 @@ const tg__type tg__t_external_reply_info = {
     .fields = F_external_reply_info,
     .slots = S_external_reply_info,
     .nfields = 26,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 1,
 };
 
@@ -567,8 +594,9 @@ static const tg__field F_reply_parameters[] = {
     TG__FIELD(tg_reply_parameters, checklist_task_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_reply_parameters, poll_option_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_reply_parameters[32] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 4, 10, 0, 0, 1, 0, 0, 2, 9, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 3, 5,
+static const uint8_t S_reply_parameters[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 5,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 4, 0,  0, 0, 1, 0, 0, 2, 9, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_reply_parameters = {
     .name = "ReplyParameters",
@@ -577,7 +605,7 @@ const tg__type tg__t_reply_parameters = {
     .fields = F_reply_parameters,
     .slots = S_reply_parameters,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 0,
 };
 
@@ -614,8 +642,8 @@ static const tg__field F_message_origin_user[] = {
     TG__FIELD(tg_message_origin_user, date, TG__K_I64, 0, NULL),
     TG__FIELD(tg_message_origin_user, sender_user, TG__K_OBJ, 0, &tg__t_user),
 };
-static const uint8_t S_message_origin_user[8] = {
-    2, 0, 0, 3, 0, 1, 0, 0,
+static const uint8_t S_message_origin_user[16] = {
+    2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0,
 };
 static const uint8_t R_message_origin_user[] = {2};
 const tg__type tg__t_message_origin_user = {
@@ -625,7 +653,7 @@ const tg__type tg__t_message_origin_user = {
     .fields = F_message_origin_user,
     .slots = S_message_origin_user,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_message_origin_user,
     .nreq_ptrs = 1,
@@ -636,8 +664,8 @@ static const tg__field F_message_origin_hidden_user[] = {
     TG__FIELD(tg_message_origin_hidden_user, date, TG__K_I64, 0, NULL),
     TG__FIELD(tg_message_origin_hidden_user, sender_user_name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_message_origin_hidden_user[8] = {
-    2, 0, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_message_origin_hidden_user[16] = {
+    2, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_message_origin_hidden_user[] = {2};
 const tg__type tg__t_message_origin_hidden_user = {
@@ -647,7 +675,7 @@ const tg__type tg__t_message_origin_hidden_user = {
     .fields = F_message_origin_hidden_user,
     .slots = S_message_origin_hidden_user,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_message_origin_hidden_user,
     .nreq_ptrs = 1,
@@ -659,8 +687,8 @@ static const tg__field F_message_origin_chat[] = {
     TG__FIELD(tg_message_origin_chat, sender_chat, TG__K_OBJ, 0, &tg__t_chat),
     TG__FIELD(tg_message_origin_chat, author_signature, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_message_origin_chat[8] = {
-    2, 0, 0, 3, 4, 1, 0, 0,
+static const uint8_t S_message_origin_chat[16] = {
+    2, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0,
 };
 static const uint8_t R_message_origin_chat[] = {2};
 const tg__type tg__t_message_origin_chat = {
@@ -670,7 +698,7 @@ const tg__type tg__t_message_origin_chat = {
     .fields = F_message_origin_chat,
     .slots = S_message_origin_chat,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_message_origin_chat,
     .nreq_ptrs = 1,
@@ -683,8 +711,8 @@ static const tg__field F_message_origin_channel[] = {
     TG__FIELD(tg_message_origin_channel, message_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_message_origin_channel, author_signature, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_message_origin_channel[16] = {
-    2, 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 0, 1, 4, 0,
+static const uint8_t S_message_origin_channel[32] = {
+    2, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_message_origin_channel[] = {2};
 const tg__type tg__t_message_origin_channel = {
@@ -694,7 +722,7 @@ const tg__type tg__t_message_origin_channel = {
     .fields = F_message_origin_channel,
     .slots = S_message_origin_channel,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_message_origin_channel,
     .nreq_ptrs = 1,
@@ -707,8 +735,8 @@ static const tg__field F_photo_size[] = {
     TG__FIELD(tg_photo_size, height, TG__K_I64, 0, NULL),
     TG__FIELD(tg_photo_size, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_photo_size[16] = {
-    0, 0, 0, 2, 0, 0, 1, 3, 4, 0, 0, 5, 0, 0, 0, 0,
+static const uint8_t S_photo_size[32] = {
+    0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_photo_size[] = {0, 1};
 const tg__type tg__t_photo_size = {
@@ -718,7 +746,7 @@ const tg__type tg__t_photo_size = {
     .fields = F_photo_size,
     .slots = S_photo_size,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_photo_size,
     .nreq_ptrs = 2,
@@ -735,8 +763,9 @@ static const tg__field F_animation[] = {
     TG__FIELD(tg_animation, mime_type, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_animation, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_animation[32] = {
-    0, 0, 0, 0, 0, 8, 4, 0, 0, 0, 0, 7, 9, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3, 5, 6, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_animation[64] = {
+    0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 7, 9, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3, 0, 6, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_animation[] = {0, 1};
 const tg__type tg__t_animation = {
@@ -746,7 +775,7 @@ const tg__type tg__t_animation = {
     .fields = F_animation,
     .slots = S_animation,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 5,
     .req_ptrs = R_animation,
     .nreq_ptrs = 2,
@@ -763,8 +792,9 @@ static const tg__field F_audio[] = {
     TG__FIELD(tg_audio, file_size, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_audio, thumbnail, TG__K_OBJ, TG__F_OPT, &tg__t_photo_size),
 };
-static const uint8_t S_audio[32] = {
-    0, 0, 0, 0, 0, 7, 0, 0, 0, 5, 0, 6, 8, 0, 0, 0, 0, 0, 0, 2, 0, 4, 1, 3, 0, 9, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_audio[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 6, 8, 0, 0, 0, 0, 0, 0, 2, 0, 4, 1, 0, 0, 9, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_audio[] = {0, 1};
 const tg__type tg__t_audio = {
@@ -774,7 +804,7 @@ const tg__type tg__t_audio = {
     .fields = F_audio,
     .slots = S_audio,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_audio,
     .nreq_ptrs = 2,
@@ -788,8 +818,8 @@ static const tg__field F_document[] = {
     TG__FIELD(tg_document, mime_type, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_document, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_document[16] = {
-    0, 0, 0, 2, 0, 5, 1, 0, 0, 3, 0, 4, 6, 0, 0, 0,
+static const uint8_t S_document[32] = {
+    0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 4, 6, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_document[] = {0, 1};
 const tg__type tg__t_document = {
@@ -799,7 +829,7 @@ const tg__type tg__t_document = {
     .fields = F_document,
     .slots = S_document,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
     .req_ptrs = R_document,
     .nreq_ptrs = 2,
@@ -815,8 +845,8 @@ static const tg__field F_live_photo[] = {
     TG__FIELD(tg_live_photo, mime_type, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_live_photo, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_live_photo[16] = {
-    0, 0, 0, 3, 0, 7, 2, 4, 5, 6, 0, 8, 1, 0, 0, 0,
+static const uint8_t S_live_photo[32] = {
+    0, 0, 0, 0, 0, 7, 5, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 4, 6, 0, 0, 0, 1, 0, 0, 0,
 };
 static const uint8_t R_live_photo[] = {1, 2};
 const tg__type tg__t_live_photo = {
@@ -826,7 +856,7 @@ const tg__type tg__t_live_photo = {
     .fields = F_live_photo,
     .slots = S_live_photo,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_live_photo,
     .nreq_ptrs = 2,
@@ -836,11 +866,8 @@ static const tg__field F_story[] = {
     TG__FIELD(tg_story, chat, TG__K_OBJ, 0, &tg__t_chat),
     TG__FIELD(tg_story, id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_story[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_story[8] = {
+    1, 0, 0, 2, 0, 0, 0, 0,
 };
 static const uint8_t R_story[] = {0};
 const tg__type tg__t_story = {
@@ -850,7 +877,7 @@ const tg__type tg__t_story = {
     .fields = F_story,
     .slots = S_story,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_story,
     .nreq_ptrs = 1,
@@ -864,8 +891,8 @@ static const tg__field F_video_quality[] = {
     TG__FIELD(tg_video_quality, codec, TG__K_STR, 0, NULL),
     TG__FIELD(tg_video_quality, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_video_quality[16] = {
-    0, 0, 0, 2, 0, 0, 1, 3, 4, 0, 5, 6, 0, 0, 0, 0,
+static const uint8_t S_video_quality[32] = {
+    0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 5, 6, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_video_quality[] = {0, 1, 4};
 const tg__type tg__t_video_quality = {
@@ -875,7 +902,7 @@ const tg__type tg__t_video_quality = {
     .fields = F_video_quality,
     .slots = S_video_quality,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_video_quality,
     .nreq_ptrs = 3,
@@ -895,9 +922,10 @@ static const tg__field F_video[] = {
     TG__FIELD(tg_video, mime_type, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_video, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_video[32] = {
-    0, 0, 0, 0, 0, 11, 4, 0, 0, 0, 0, 10, 12, 0, 0, 7,
-    9, 0, 0, 2, 0, 0,  1, 3, 5, 6, 8, 0,  0,  0, 0, 0,
+static const uint8_t S_video[64] = {
+    0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 10, 12, 0, 0, 0,  0, 0, 0, 2, 0, 0,
+    1, 3, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0, 0, 11, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 7, 9, 0, 0, 0, 0, 0, 0, 5,  0,  0, 8, 0,  0, 0, 0, 0,
 };
 static const uint8_t R_video[] = {0, 1};
 const tg__type tg__t_video = {
@@ -907,7 +935,7 @@ const tg__type tg__t_video = {
     .fields = F_video,
     .slots = S_video,
     .nfields = 12,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 5,
     .req_ptrs = R_video,
     .nreq_ptrs = 2,
@@ -921,8 +949,8 @@ static const tg__field F_video_note[] = {
     TG__FIELD(tg_video_note, thumbnail, TG__K_OBJ, TG__F_OPT, &tg__t_photo_size),
     TG__FIELD(tg_video_note, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_video_note[16] = {
-    3, 0, 0, 2, 0, 0, 1, 4, 0, 5, 0, 6, 0, 0, 0, 0,
+static const uint8_t S_video_note[32] = {
+    3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 4, 0, 5, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_video_note[] = {0, 1};
 const tg__type tg__t_video_note = {
@@ -932,7 +960,7 @@ const tg__type tg__t_video_note = {
     .fields = F_video_note,
     .slots = S_video_note,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_video_note,
     .nreq_ptrs = 2,
@@ -945,8 +973,8 @@ static const tg__field F_voice[] = {
     TG__FIELD(tg_voice, mime_type, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_voice, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_voice[16] = {
-    0, 0, 0, 2, 0, 4, 1, 3, 0, 0, 0, 5, 0, 0, 0, 0,
+static const uint8_t S_voice[32] = {
+    0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_voice[] = {0, 1};
 const tg__type tg__t_voice = {
@@ -956,7 +984,7 @@ const tg__type tg__t_voice = {
     .fields = F_voice,
     .slots = S_voice,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_voice,
     .nreq_ptrs = 2,
@@ -966,11 +994,8 @@ static const tg__field F_paid_media_info[] = {
     TG__FIELD(tg_paid_media_info, star_count, TG__K_I64, 0, NULL),
     TG__ARRAY(tg_paid_media_info, paid_media, TG__K_UNION, TG__F_ARR, &tg__t_paid_media),
 };
-static const uint8_t S_paid_media_info[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_paid_media_info[8] = {
+    2, 0, 0, 0, 1, 0, 0, 0,
 };
 const tg__type tg__t_paid_media_info = {
     .name = "PaidMediaInfo",
@@ -979,7 +1004,7 @@ const tg__type tg__t_paid_media_info = {
     .fields = F_paid_media_info,
     .slots = S_paid_media_info,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -1015,11 +1040,8 @@ static const tg__field F_paid_media_live_photo[] = {
     TG__CONST("type", "live_photo"),
     TG__FIELD(tg_paid_media_live_photo, live_photo, TG__K_OBJ, 0, &tg__t_live_photo),
 };
-static const uint8_t S_paid_media_live_photo[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_paid_media_live_photo[8] = {
+    0, 0, 0, 0, 2, 1, 0, 0,
 };
 static const uint8_t R_paid_media_live_photo[] = {1};
 const tg__type tg__t_paid_media_live_photo = {
@@ -1029,7 +1051,7 @@ const tg__type tg__t_paid_media_live_photo = {
     .fields = F_paid_media_live_photo,
     .slots = S_paid_media_live_photo,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_paid_media_live_photo,
     .nreq_ptrs = 1,
@@ -1039,11 +1061,8 @@ static const tg__field F_paid_media_photo[] = {
     TG__CONST("type", "photo"),
     TG__ARRAY(tg_paid_media_photo, photo, TG__K_OBJ, TG__F_ARR, &tg__t_photo_size),
 };
-static const uint8_t S_paid_media_photo[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_paid_media_photo[8] = {
+    0, 0, 0, 0, 2, 1, 0, 0,
 };
 const tg__type tg__t_paid_media_photo = {
     .name = "PaidMediaPhoto",
@@ -1052,7 +1071,7 @@ const tg__type tg__t_paid_media_photo = {
     .fields = F_paid_media_photo,
     .slots = S_paid_media_photo,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -1062,8 +1081,8 @@ static const tg__field F_paid_media_preview[] = {
     TG__FIELD(tg_paid_media_preview, height, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_paid_media_preview, duration, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_paid_media_preview[8] = {
-    4, 0, 0, 0, 0, 1, 2, 3,
+static const uint8_t S_paid_media_preview[16] = {
+    0, 0, 0, 0, 0, 0, 2, 3, 4, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_paid_media_preview = {
     .name = "PaidMediaPreview",
@@ -1072,7 +1091,7 @@ const tg__type tg__t_paid_media_preview = {
     .fields = F_paid_media_preview,
     .slots = S_paid_media_preview,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 
@@ -1080,11 +1099,8 @@ static const tg__field F_paid_media_video[] = {
     TG__CONST("type", "video"),
     TG__FIELD(tg_paid_media_video, video, TG__K_OBJ, 0, &tg__t_video),
 };
-static const uint8_t S_paid_media_video[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_paid_media_video[8] = {
+    2, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_paid_media_video[] = {1};
 const tg__type tg__t_paid_media_video = {
@@ -1094,7 +1110,7 @@ const tg__type tg__t_paid_media_video = {
     .fields = F_paid_media_video,
     .slots = S_paid_media_video,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_paid_media_video,
     .nreq_ptrs = 1,
@@ -1107,8 +1123,8 @@ static const tg__field F_contact[] = {
     TG__FIELD(tg_contact, user_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_contact, vcard, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_contact[16] = {
-    0, 0, 3, 5, 0, 0, 0, 0, 4, 0, 0, 2, 0, 0, 0, 1,
+static const uint8_t S_contact[32] = {
+    0, 0, 3, 5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 1,
 };
 static const uint8_t R_contact[] = {0, 1};
 const tg__type tg__t_contact = {
@@ -1118,7 +1134,7 @@ const tg__type tg__t_contact = {
     .fields = F_contact,
     .slots = S_contact,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
     .req_ptrs = R_contact,
     .nreq_ptrs = 2,
@@ -1128,11 +1144,8 @@ static const tg__field F_dice[] = {
     TG__FIELD(tg_dice, emoji, TG__K_ENUM, 0, &tg__e_dice_emoji),
     TG__FIELD(tg_dice, value, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_dice[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_dice[8] = {
+    0, 0, 0, 0, 1, 2, 0, 0,
 };
 const tg__type tg__t_dice = {
     .name = "Dice",
@@ -1141,14 +1154,16 @@ const tg__type tg__t_dice = {
     .fields = F_dice,
     .slots = S_dice,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
 static const tg__field F_link[] = {
     TG__FIELD(tg_link, url, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_link[2] = {
+static const uint8_t S_link[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -1160,7 +1175,7 @@ const tg__type tg__t_link = {
     .fields = F_link,
     .slots = S_link,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_link,
     .nreq_ptrs = 1,
@@ -1178,8 +1193,9 @@ static const tg__field F_poll_media[] = {
     TG__FIELD(tg_poll_media, venue, TG__K_OBJ, TG__F_OPT, &tg__t_venue),
     TG__FIELD(tg_poll_media, video, TG__K_OBJ, TG__F_OPT, &tg__t_video),
 };
-static const uint8_t S_poll_media[32] = {
-    0, 0, 0, 0, 5, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 10, 0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 6, 7, 0, 0, 9,
+static const uint8_t S_poll_media[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0,
+    0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 3, 0,  0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 9,
 };
 const tg__type tg__t_poll_media = {
     .name = "PollMedia",
@@ -1188,7 +1204,7 @@ const tg__type tg__t_poll_media = {
     .fields = F_poll_media,
     .slots = S_poll_media,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 0,
 };
 
@@ -1251,8 +1267,8 @@ static const tg__field F_poll_option[] = {
     TG__FIELD(tg_poll_option, added_by_chat, TG__K_OBJ, TG__F_OPT, &tg__t_chat),
     TG__FIELD(tg_poll_option, addition_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_poll_option[16] = {
-    4, 2, 0, 0, 6, 5, 7, 0, 0, 8, 0, 1, 3, 0, 0, 0,
+static const uint8_t S_poll_option[32] = {
+    4, 2, 0, 0, 0, 5, 0, 0, 0, 8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 7, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0,
 };
 static const uint8_t R_poll_option[] = {0, 1};
 const tg__type tg__t_poll_option = {
@@ -1262,7 +1278,7 @@ const tg__type tg__t_poll_option = {
     .fields = F_poll_option,
     .slots = S_poll_option,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_poll_option,
     .nreq_ptrs = 2,
@@ -1275,8 +1291,8 @@ static const tg__field F_input_poll_option[] = {
               &tg__t_message_entity),
     TG__FIELD(tg_input_poll_option, media, TG__K_UNION, TG__F_OPT, &tg__t_input_poll_option_media),
 };
-static const uint8_t S_input_poll_option[8] = {
-    4, 1, 0, 3, 0, 0, 0, 2,
+static const uint8_t S_input_poll_option[16] = {
+    4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 2,
 };
 static const uint8_t R_input_poll_option[] = {0};
 const tg__type tg__t_input_poll_option = {
@@ -1286,7 +1302,7 @@ const tg__type tg__t_input_poll_option = {
     .fields = F_input_poll_option,
     .slots = S_input_poll_option,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
     .req_ptrs = R_input_poll_option,
     .nreq_ptrs = 1,
@@ -1299,8 +1315,8 @@ static const tg__field F_poll_answer[] = {
     TG__ARRAY(tg_poll_answer, option_ids, TG__K_I64, TG__F_ARR, NULL),
     TG__ARRAY(tg_poll_answer, option_persistent_ids, TG__K_STR, TG__F_ARR, NULL),
 };
-static const uint8_t S_poll_answer[16] = {
-    1, 0, 0, 0, 0, 2, 5, 0, 3, 4, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_poll_answer[32] = {
+    1, 0, 0, 0, 0, 2, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_poll_answer[] = {0};
 const tg__type tg__t_poll_answer = {
@@ -1310,7 +1326,7 @@ const tg__type tg__t_poll_answer = {
     .fields = F_poll_answer,
     .slots = S_poll_answer,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_poll_answer,
     .nreq_ptrs = 1,
@@ -1341,10 +1357,12 @@ static const tg__field F_poll[] = {
               &tg__t_message_entity),
     TG__FIELD(tg_poll, media, TG__K_OBJ, TG__F_OPT, &tg__t_poll_media),
 };
-static const uint8_t S_poll[64] = {
-    18, 19, 6,  21, 0,  0, 0, 0, 0, 0,  0, 0, 0, 8, 0, 0, 0,  0, 2, 14, 20, 0,
-    13, 0,  0,  0,  12, 1, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 15, 0, 3, 9,  0,  10,
-    5,  0,  17, 0,  0,  0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 7, 16, 0, 0, 4,
+static const uint8_t S_poll[128] = {
+    0,  0, 0, 0,  0, 0,  0, 0, 0,  0, 0, 0, 0,  8,  0, 0, 0, 0, 20, 0, 0,  0, 0, 0,  0, 0,
+    12, 0, 0, 0,  0, 0,  0, 0, 0,  0, 0, 0, 15, 0,  3, 9, 0, 0, 5,  0, 17, 0, 0, 0,  0, 0,
+    0,  0, 0, 0,  0, 0,  0, 0, 0,  0, 0, 4, 21, 19, 6, 0, 0, 0, 0,  0, 0,  0, 0, 0,  0, 0,
+    0,  0, 0, 0,  2, 14, 0, 0, 13, 0, 0, 0, 0,  1,  0, 0, 0, 0, 0,  0, 0,  0, 0, 0,  0, 0,
+    0,  0, 0, 10, 0, 0,  0, 0, 0,  0, 0, 0, 0,  11, 0, 0, 0, 0, 0,  7, 16, 0, 0, 18,
 };
 static const uint8_t R_poll[] = {0, 1};
 const tg__type tg__t_poll = {
@@ -1354,7 +1372,7 @@ const tg__type tg__t_poll = {
     .fields = F_poll,
     .slots = S_poll,
     .nfields = 21,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 10,
     .req_ptrs = R_poll,
     .nreq_ptrs = 2,
@@ -1369,8 +1387,8 @@ static const tg__field F_checklist_task[] = {
     TG__FIELD(tg_checklist_task, completed_by_chat, TG__K_OBJ, TG__F_OPT, &tg__t_chat),
     TG__FIELD(tg_checklist_task, completion_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_checklist_task[16] = {
-    0, 2, 0, 0, 0, 0, 4, 5, 6, 0, 0, 1, 3, 0, 0, 0,
+static const uint8_t S_checklist_task[32] = {
+    0, 2, 0, 0, 0, 0, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0,
 };
 static const uint8_t R_checklist_task[] = {1};
 const tg__type tg__t_checklist_task = {
@@ -1380,7 +1398,7 @@ const tg__type tg__t_checklist_task = {
     .fields = F_checklist_task,
     .slots = S_checklist_task,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
     .req_ptrs = R_checklist_task,
     .nreq_ptrs = 1,
@@ -1394,8 +1412,8 @@ static const tg__field F_checklist[] = {
     TG__FIELD(tg_checklist, others_can_add_tasks, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_checklist, others_can_mark_tasks_as_done, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_checklist[16] = {
-    0, 0, 0, 0, 0, 3, 0, 4, 0, 1, 5, 2, 0, 0, 0, 0,
+static const uint8_t S_checklist[32] = {
+    0, 0, 0, 0, 0, 3, 0, 4, 0, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0,
 };
 static const uint8_t R_checklist[] = {0};
 const tg__type tg__t_checklist = {
@@ -1405,7 +1423,7 @@ const tg__type tg__t_checklist = {
     .fields = F_checklist,
     .slots = S_checklist,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
     .req_ptrs = R_checklist,
     .nreq_ptrs = 1,
@@ -1418,8 +1436,8 @@ static const tg__field F_input_checklist_task[] = {
     TG__ARRAY(tg_input_checklist_task, text_entities, TG__K_OBJ, TG__F_OPT | TG__F_ARR,
               &tg__t_message_entity),
 };
-static const uint8_t S_input_checklist_task[8] = {
-    0, 2, 0, 1, 4, 3, 0, 0,
+static const uint8_t S_input_checklist_task[16] = {
+    0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 1, 4, 0, 0, 0,
 };
 static const uint8_t R_input_checklist_task[] = {1};
 const tg__type tg__t_input_checklist_task = {
@@ -1429,7 +1447,7 @@ const tg__type tg__t_input_checklist_task = {
     .fields = F_input_checklist_task,
     .slots = S_input_checklist_task,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_input_checklist_task,
     .nreq_ptrs = 1,
@@ -1444,8 +1462,8 @@ static const tg__field F_input_checklist[] = {
     TG__FIELD(tg_input_checklist, others_can_add_tasks, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_input_checklist, others_can_mark_tasks_as_done, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_checklist[16] = {
-    0, 0, 0, 0, 0, 2, 4, 5, 0, 1, 6, 3, 0, 0, 0, 0,
+static const uint8_t S_input_checklist[32] = {
+    0, 0, 0, 0, 0, 2, 4, 5, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0,
 };
 static const uint8_t R_input_checklist[] = {0};
 const tg__type tg__t_input_checklist = {
@@ -1455,7 +1473,7 @@ const tg__type tg__t_input_checklist = {
     .fields = F_input_checklist,
     .slots = S_input_checklist,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
     .req_ptrs = R_input_checklist,
     .nreq_ptrs = 1,
@@ -1469,8 +1487,8 @@ static const tg__field F_location[] = {
     TG__FIELD(tg_location, heading, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_location, proximity_alert_radius, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_location[16] = {
-    0, 0, 6, 0, 0, 0, 0, 0, 4, 0, 2, 5, 1, 3, 0, 0,
+static const uint8_t S_location[32] = {
+    0, 0, 6, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 5, 3, 0, 0, 0,
 };
 const tg__type tg__t_location = {
     .name = "Location",
@@ -1479,7 +1497,7 @@ const tg__type tg__t_location = {
     .fields = F_location,
     .slots = S_location,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -1492,8 +1510,8 @@ static const tg__field F_venue[] = {
     TG__FIELD(tg_venue, google_place_id, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_venue, google_place_type, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_venue[16] = {
-    0, 0, 0, 6, 0, 0, 0, 3, 0, 2, 4, 1, 5, 7, 0, 0,
+static const uint8_t S_venue[32] = {
+    0, 0, 0, 0, 0, 0, 0, 3, 0, 2, 5, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 4, 0, 1, 7, 0, 0, 0,
 };
 static const uint8_t R_venue[] = {0, 1, 2};
 const tg__type tg__t_venue = {
@@ -1503,7 +1521,7 @@ const tg__type tg__t_venue = {
     .fields = F_venue,
     .slots = S_venue,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_venue,
     .nreq_ptrs = 3,
@@ -1513,11 +1531,8 @@ static const tg__field F_web_app_data[] = {
     TG__FIELD(tg_web_app_data, data, TG__K_STR, 0, NULL),
     TG__FIELD(tg_web_app_data, button_text, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_web_app_data[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_web_app_data[8] = {
+    0, 1, 0, 0, 0, 0, 0, 2,
 };
 static const uint8_t R_web_app_data[] = {0, 1};
 const tg__type tg__t_web_app_data = {
@@ -1527,7 +1542,7 @@ const tg__type tg__t_web_app_data = {
     .fields = F_web_app_data,
     .slots = S_web_app_data,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_web_app_data,
     .nreq_ptrs = 2,
@@ -1538,8 +1553,8 @@ static const tg__field F_proximity_alert_triggered[] = {
     TG__FIELD(tg_proximity_alert_triggered, watcher, TG__K_OBJ, 0, &tg__t_user),
     TG__FIELD(tg_proximity_alert_triggered, distance, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_proximity_alert_triggered[8] = {
-    0, 2, 0, 0, 3, 0, 0, 1,
+static const uint8_t S_proximity_alert_triggered[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 1,
 };
 static const uint8_t R_proximity_alert_triggered[] = {0, 1};
 const tg__type tg__t_proximity_alert_triggered = {
@@ -1549,7 +1564,7 @@ const tg__type tg__t_proximity_alert_triggered = {
     .fields = F_proximity_alert_triggered,
     .slots = S_proximity_alert_triggered,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_proximity_alert_triggered,
     .nreq_ptrs = 2,
@@ -1558,8 +1573,10 @@ const tg__type tg__t_proximity_alert_triggered = {
 static const tg__field F_message_auto_delete_timer_changed[] = {
     TG__FIELD(tg_message_auto_delete_timer_changed, message_auto_delete_time, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_message_auto_delete_timer_changed[2] = {
+static const uint8_t S_message_auto_delete_timer_changed[4] = {
     1,
+    0,
+    0,
     0,
 };
 const tg__type tg__t_message_auto_delete_timer_changed = {
@@ -1569,16 +1586,18 @@ const tg__type tg__t_message_auto_delete_timer_changed = {
     .fields = F_message_auto_delete_timer_changed,
     .slots = S_message_auto_delete_timer_changed,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
 static const tg__field F_managed_bot_created[] = {
     TG__FIELD(tg_managed_bot_created, bot, TG__K_OBJ, 0, &tg__t_user),
 };
-static const uint8_t S_managed_bot_created[2] = {
+static const uint8_t S_managed_bot_created[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const uint8_t R_managed_bot_created[] = {0};
 const tg__type tg__t_managed_bot_created = {
@@ -1588,7 +1607,7 @@ const tg__type tg__t_managed_bot_created = {
     .fields = F_managed_bot_created,
     .slots = S_managed_bot_created,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_managed_bot_created,
     .nreq_ptrs = 1,
@@ -1598,11 +1617,8 @@ static const tg__field F_managed_bot_updated[] = {
     TG__FIELD(tg_managed_bot_updated, user, TG__K_OBJ, 0, &tg__t_user),
     TG__FIELD(tg_managed_bot_updated, bot, TG__K_OBJ, 0, &tg__t_user),
 };
-static const uint8_t S_managed_bot_updated[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_managed_bot_updated[8] = {
+    1, 0, 0, 0, 0, 2, 0, 0,
 };
 static const uint8_t R_managed_bot_updated[] = {0, 1};
 const tg__type tg__t_managed_bot_updated = {
@@ -1612,7 +1628,7 @@ const tg__type tg__t_managed_bot_updated = {
     .fields = F_managed_bot_updated,
     .slots = S_managed_bot_updated,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_managed_bot_updated,
     .nreq_ptrs = 2,
@@ -1623,8 +1639,8 @@ static const tg__field F_bot_subscription_updated[] = {
     TG__FIELD(tg_bot_subscription_updated, invoice_payload, TG__K_STR, 0, NULL),
     TG__FIELD(tg_bot_subscription_updated, state, TG__K_ENUM, 0, &tg__e_subscription_state),
 };
-static const uint8_t S_bot_subscription_updated[8] = {
-    1, 0, 0, 0, 3, 0, 0, 2,
+static const uint8_t S_bot_subscription_updated[16] = {
+    0, 0, 0, 0, 3, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_bot_subscription_updated[] = {0, 1};
 const tg__type tg__t_bot_subscription_updated = {
@@ -1634,7 +1650,7 @@ const tg__type tg__t_bot_subscription_updated = {
     .fields = F_bot_subscription_updated,
     .slots = S_bot_subscription_updated,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_bot_subscription_updated,
     .nreq_ptrs = 2,
@@ -1648,8 +1664,8 @@ static const tg__field F_poll_option_added[] = {
     TG__ARRAY(tg_poll_option_added, option_text_entities, TG__K_OBJ, TG__F_OPT | TG__F_ARR,
               &tg__t_message_entity),
 };
-static const uint8_t S_poll_option_added[8] = {
-    1, 4, 0, 0, 0, 2, 3, 0,
+static const uint8_t S_poll_option_added[16] = {
+    0, 0, 0, 0, 0, 2, 0, 0, 1, 4, 0, 0, 0, 0, 3, 0,
 };
 static const uint8_t R_poll_option_added[] = {1, 2};
 const tg__type tg__t_poll_option_added = {
@@ -1659,7 +1675,7 @@ const tg__type tg__t_poll_option_added = {
     .fields = F_poll_option_added,
     .slots = S_poll_option_added,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_poll_option_added,
     .nreq_ptrs = 2,
@@ -1673,8 +1689,8 @@ static const tg__field F_poll_option_deleted[] = {
     TG__ARRAY(tg_poll_option_deleted, option_text_entities, TG__K_OBJ, TG__F_OPT | TG__F_ARR,
               &tg__t_message_entity),
 };
-static const uint8_t S_poll_option_deleted[8] = {
-    1, 4, 0, 0, 0, 2, 3, 0,
+static const uint8_t S_poll_option_deleted[16] = {
+    0, 0, 0, 0, 0, 2, 0, 0, 1, 4, 0, 0, 0, 0, 3, 0,
 };
 static const uint8_t R_poll_option_deleted[] = {1, 2};
 const tg__type tg__t_poll_option_deleted = {
@@ -1684,7 +1700,7 @@ const tg__type tg__t_poll_option_deleted = {
     .fields = F_poll_option_deleted,
     .slots = S_poll_option_deleted,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_poll_option_deleted,
     .nreq_ptrs = 2,
@@ -1693,8 +1709,10 @@ const tg__type tg__t_poll_option_deleted = {
 static const tg__field F_chat_boost_added[] = {
     TG__FIELD(tg_chat_boost_added, boost_count, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_chat_boost_added[2] = {
+static const uint8_t S_chat_boost_added[4] = {
     1,
+    0,
+    0,
     0,
 };
 const tg__type tg__t_chat_boost_added = {
@@ -1704,7 +1722,7 @@ const tg__type tg__t_chat_boost_added = {
     .fields = F_chat_boost_added,
     .slots = S_chat_boost_added,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -1738,11 +1756,8 @@ static const tg__field F_background_fill_solid[] = {
     TG__CONST("type", "solid"),
     TG__FIELD(tg_background_fill_solid, color, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_background_fill_solid[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_background_fill_solid[8] = {
+    0, 0, 0, 0, 0, 1, 0, 2,
 };
 const tg__type tg__t_background_fill_solid = {
     .name = "BackgroundFillSolid",
@@ -1751,7 +1766,7 @@ const tg__type tg__t_background_fill_solid = {
     .fields = F_background_fill_solid,
     .slots = S_background_fill_solid,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -1761,8 +1776,8 @@ static const tg__field F_background_fill_gradient[] = {
     TG__FIELD(tg_background_fill_gradient, bottom_color, TG__K_I64, 0, NULL),
     TG__FIELD(tg_background_fill_gradient, rotation_angle, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_background_fill_gradient[8] = {
-    3, 0, 0, 0, 0, 1, 2, 4,
+static const uint8_t S_background_fill_gradient[16] = {
+    0, 0, 0, 0, 0, 2, 4, 0, 3, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_background_fill_gradient = {
     .name = "BackgroundFillGradient",
@@ -1771,7 +1786,7 @@ const tg__type tg__t_background_fill_gradient = {
     .fields = F_background_fill_gradient,
     .slots = S_background_fill_gradient,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
 };
 
@@ -1779,11 +1794,8 @@ static const tg__field F_background_fill_freeform_gradient[] = {
     TG__CONST("type", "freeform_gradient"),
     TG__ARRAY(tg_background_fill_freeform_gradient, colors, TG__K_I64, TG__F_ARR, NULL),
 };
-static const uint8_t S_background_fill_freeform_gradient[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_background_fill_freeform_gradient[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_background_fill_freeform_gradient = {
     .name = "BackgroundFillFreeformGradient",
@@ -1792,7 +1804,7 @@ const tg__type tg__t_background_fill_freeform_gradient = {
     .fields = F_background_fill_freeform_gradient,
     .slots = S_background_fill_freeform_gradient,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -1829,8 +1841,8 @@ static const tg__field F_background_type_fill[] = {
     TG__FIELD(tg_background_type_fill, fill, TG__K_UNION, 0, &tg__t_background_fill),
     TG__FIELD(tg_background_type_fill, dark_theme_dimming, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_background_type_fill[8] = {
-    0, 0, 0, 0, 3, 1, 2, 0,
+static const uint8_t S_background_type_fill[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 1, 2, 0,
 };
 const tg__type tg__t_background_type_fill = {
     .name = "BackgroundTypeFill",
@@ -1839,7 +1851,7 @@ const tg__type tg__t_background_type_fill = {
     .fields = F_background_type_fill,
     .slots = S_background_type_fill,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -1850,8 +1862,8 @@ static const tg__field F_background_type_wallpaper[] = {
     TG__FIELD(tg_background_type_wallpaper, is_blurred, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_background_type_wallpaper, is_moving, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_background_type_wallpaper[16] = {
-    0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 3, 1, 5, 2,
+static const uint8_t S_background_type_wallpaper[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 3, 5, 0, 0,
 };
 static const uint8_t R_background_type_wallpaper[] = {1};
 const tg__type tg__t_background_type_wallpaper = {
@@ -1861,7 +1873,7 @@ const tg__type tg__t_background_type_wallpaper = {
     .fields = F_background_type_wallpaper,
     .slots = S_background_type_wallpaper,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_background_type_wallpaper,
     .nreq_ptrs = 1,
@@ -1875,8 +1887,8 @@ static const tg__field F_background_type_pattern[] = {
     TG__FIELD(tg_background_type_pattern, is_inverted, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_background_type_pattern, is_moving, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_background_type_pattern[16] = {
-    6, 0, 5, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 3, 2,
+static const uint8_t S_background_type_pattern[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 2, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 6, 0,
 };
 static const uint8_t R_background_type_pattern[] = {1};
 const tg__type tg__t_background_type_pattern = {
@@ -1886,7 +1898,7 @@ const tg__type tg__t_background_type_pattern = {
     .fields = F_background_type_pattern,
     .slots = S_background_type_pattern,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_background_type_pattern,
     .nreq_ptrs = 1,
@@ -1896,11 +1908,8 @@ static const tg__field F_background_type_chat_theme[] = {
     TG__CONST("type", "chat_theme"),
     TG__FIELD(tg_background_type_chat_theme, theme_name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_background_type_chat_theme[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_background_type_chat_theme[8] = {
+    0, 0, 0, 0, 0, 1, 0, 2,
 };
 static const uint8_t R_background_type_chat_theme[] = {1};
 const tg__type tg__t_background_type_chat_theme = {
@@ -1910,7 +1919,7 @@ const tg__type tg__t_background_type_chat_theme = {
     .fields = F_background_type_chat_theme,
     .slots = S_background_type_chat_theme,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_background_type_chat_theme,
     .nreq_ptrs = 1,
@@ -1919,9 +1928,11 @@ const tg__type tg__t_background_type_chat_theme = {
 static const tg__field F_chat_background[] = {
     TG__FIELD(tg_chat_background, type, TG__K_UNION, 0, &tg__t_background_type),
 };
-static const uint8_t S_chat_background[2] = {
+static const uint8_t S_chat_background[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_chat_background = {
     .name = "ChatBackground",
@@ -1930,7 +1941,7 @@ const tg__type tg__t_chat_background = {
     .fields = F_chat_background,
     .slots = S_chat_background,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -1941,8 +1952,8 @@ static const tg__field F_checklist_tasks_done[] = {
     TG__ARRAY(tg_checklist_tasks_done, marked_as_not_done_task_ids, TG__K_I64,
               TG__F_OPT | TG__F_ARR, NULL),
 };
-static const uint8_t S_checklist_tasks_done[8] = {
-    0, 1, 3, 0, 2, 0, 0, 0,
+static const uint8_t S_checklist_tasks_done[16] = {
+    0, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0,
 };
 const tg__type tg__t_checklist_tasks_done = {
     .name = "ChecklistTasksDone",
@@ -1951,7 +1962,7 @@ const tg__type tg__t_checklist_tasks_done = {
     .fields = F_checklist_tasks_done,
     .slots = S_checklist_tasks_done,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 0,
 };
 
@@ -1959,11 +1970,8 @@ static const tg__field F_checklist_tasks_added[] = {
     TG__FIELD(tg_checklist_tasks_added, checklist_message, TG__K_OBJ, TG__F_OPT, &tg__t_message),
     TG__ARRAY(tg_checklist_tasks_added, tasks, TG__K_OBJ, TG__F_ARR, &tg__t_checklist_task),
 };
-static const uint8_t S_checklist_tasks_added[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_checklist_tasks_added[8] = {
+    0, 1, 0, 0, 0, 2, 0, 0,
 };
 const tg__type tg__t_checklist_tasks_added = {
     .name = "ChecklistTasksAdded",
@@ -1972,15 +1980,17 @@ const tg__type tg__t_checklist_tasks_added = {
     .fields = F_checklist_tasks_added,
     .slots = S_checklist_tasks_added,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
 static const tg__field F_community_chat_added[] = {
     TG__FIELD(tg_community_chat_added, community, TG__K_OBJ, 0, &tg__t_community),
 };
-static const uint8_t S_community_chat_added[2] = {
+static const uint8_t S_community_chat_added[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const uint8_t R_community_chat_added[] = {0};
@@ -1991,7 +2001,7 @@ const tg__type tg__t_community_chat_added = {
     .fields = F_community_chat_added,
     .slots = S_community_chat_added,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_community_chat_added,
     .nreq_ptrs = 1,
@@ -2017,8 +2027,8 @@ static const tg__field F_forum_topic_created[] = {
     TG__FIELD(tg_forum_topic_created, icon_custom_emoji_id, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_forum_topic_created, is_name_implicit, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_forum_topic_created[8] = {
-    0, 0, 4, 1, 3, 2, 0, 0,
+static const uint8_t S_forum_topic_created[16] = {
+    0, 0, 0, 1, 3, 2, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_forum_topic_created[] = {0};
 const tg__type tg__t_forum_topic_created = {
@@ -2028,7 +2038,7 @@ const tg__type tg__t_forum_topic_created = {
     .fields = F_forum_topic_created,
     .slots = S_forum_topic_created,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_forum_topic_created,
     .nreq_ptrs = 1,
@@ -2052,11 +2062,8 @@ static const tg__field F_forum_topic_edited[] = {
     TG__FIELD(tg_forum_topic_edited, name, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_forum_topic_edited, icon_custom_emoji_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_forum_topic_edited[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_forum_topic_edited[8] = {
+    0, 0, 0, 1, 2, 0, 0, 0,
 };
 const tg__type tg__t_forum_topic_edited = {
     .name = "ForumTopicEdited",
@@ -2065,7 +2072,7 @@ const tg__type tg__t_forum_topic_edited = {
     .fields = F_forum_topic_edited,
     .slots = S_forum_topic_edited,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 
@@ -2118,8 +2125,8 @@ static const tg__field F_shared_user[] = {
     TG__FIELD(tg_shared_user, username, TG__K_STR, TG__F_OPT, NULL),
     TG__ARRAY(tg_shared_user, photo, TG__K_OBJ, TG__F_OPT | TG__F_ARR, &tg__t_photo_size),
 };
-static const uint8_t S_shared_user[16] = {
-    0, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0, 2, 5, 0, 0, 4,
+static const uint8_t S_shared_user[32] = {
+    0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 4,
 };
 const tg__type tg__t_shared_user = {
     .name = "SharedUser",
@@ -2128,7 +2135,7 @@ const tg__type tg__t_shared_user = {
     .fields = F_shared_user,
     .slots = S_shared_user,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 
@@ -2136,11 +2143,8 @@ static const tg__field F_users_shared[] = {
     TG__FIELD(tg_users_shared, request_id, TG__K_I64, 0, NULL),
     TG__ARRAY(tg_users_shared, users, TG__K_OBJ, TG__F_ARR, &tg__t_shared_user),
 };
-static const uint8_t S_users_shared[4] = {
-    0,
-    0,
-    2,
-    1,
+static const uint8_t S_users_shared[8] = {
+    0, 0, 0, 1, 0, 0, 2, 0,
 };
 const tg__type tg__t_users_shared = {
     .name = "UsersShared",
@@ -2149,7 +2153,7 @@ const tg__type tg__t_users_shared = {
     .fields = F_users_shared,
     .slots = S_users_shared,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -2160,8 +2164,8 @@ static const tg__field F_chat_shared[] = {
     TG__FIELD(tg_chat_shared, username, TG__K_STR, TG__F_OPT, NULL),
     TG__ARRAY(tg_chat_shared, photo, TG__K_OBJ, TG__F_OPT | TG__F_ARR, &tg__t_photo_size),
 };
-static const uint8_t S_chat_shared[16] = {
-    0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 5, 0, 0, 4,
+static const uint8_t S_chat_shared[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 5, 0, 0, 4,
 };
 const tg__type tg__t_chat_shared = {
     .name = "ChatShared",
@@ -2170,7 +2174,7 @@ const tg__type tg__t_chat_shared = {
     .fields = F_chat_shared,
     .slots = S_chat_shared,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -2179,8 +2183,8 @@ static const tg__field F_write_access_allowed[] = {
     TG__FIELD(tg_write_access_allowed, web_app_name, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_write_access_allowed, from_attachment_menu, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_write_access_allowed[8] = {
-    0, 2, 0, 1, 0, 3, 0, 0,
+static const uint8_t S_write_access_allowed[16] = {
+    0, 0, 0, 1, 0, 3, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_write_access_allowed = {
     .name = "WriteAccessAllowed",
@@ -2189,14 +2193,16 @@ const tg__type tg__t_write_access_allowed = {
     .fields = F_write_access_allowed,
     .slots = S_write_access_allowed,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 0,
 };
 
 static const tg__field F_video_chat_scheduled[] = {
     TG__FIELD(tg_video_chat_scheduled, start_date, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_video_chat_scheduled[2] = {
+static const uint8_t S_video_chat_scheduled[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -2207,7 +2213,7 @@ const tg__type tg__t_video_chat_scheduled = {
     .fields = F_video_chat_scheduled,
     .slots = S_video_chat_scheduled,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -2228,7 +2234,9 @@ const tg__type tg__t_video_chat_started = {
 static const tg__field F_video_chat_ended[] = {
     TG__FIELD(tg_video_chat_ended, duration, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_video_chat_ended[2] = {
+static const uint8_t S_video_chat_ended[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -2239,14 +2247,16 @@ const tg__type tg__t_video_chat_ended = {
     .fields = F_video_chat_ended,
     .slots = S_video_chat_ended,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
 static const tg__field F_video_chat_participants_invited[] = {
     TG__ARRAY(tg_video_chat_participants_invited, users, TG__K_OBJ, TG__F_ARR, &tg__t_user),
 };
-static const uint8_t S_video_chat_participants_invited[2] = {
+static const uint8_t S_video_chat_participants_invited[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -2257,14 +2267,16 @@ const tg__type tg__t_video_chat_participants_invited = {
     .fields = F_video_chat_participants_invited,
     .slots = S_video_chat_participants_invited,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
 static const tg__field F_paid_message_price_changed[] = {
     TG__FIELD(tg_paid_message_price_changed, paid_message_star_count, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_paid_message_price_changed[2] = {
+static const uint8_t S_paid_message_price_changed[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -2275,7 +2287,7 @@ const tg__type tg__t_paid_message_price_changed = {
     .fields = F_paid_message_price_changed,
     .slots = S_paid_message_price_changed,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -2284,11 +2296,8 @@ static const tg__field F_direct_message_price_changed[] = {
     TG__FIELD(tg_direct_message_price_changed, direct_message_star_count, TG__K_I64, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_direct_message_price_changed[4] = {
-    0,
-    0,
-    1,
-    2,
+static const uint8_t S_direct_message_price_changed[8] = {
+    0, 0, 1, 2, 0, 0, 0, 0,
 };
 const tg__type tg__t_direct_message_price_changed = {
     .name = "DirectMessagePriceChanged",
@@ -2297,7 +2306,7 @@ const tg__type tg__t_direct_message_price_changed = {
     .fields = F_direct_message_price_changed,
     .slots = S_direct_message_price_changed,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
@@ -2307,8 +2316,8 @@ static const tg__field F_suggested_post_approved[] = {
     TG__FIELD(tg_suggested_post_approved, price, TG__K_OBJ, TG__F_OPT, &tg__t_suggested_post_price),
     TG__FIELD(tg_suggested_post_approved, send_date, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_suggested_post_approved[8] = {
-    0, 0, 1, 0, 0, 2, 3, 0,
+static const uint8_t S_suggested_post_approved[16] = {
+    0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 2, 0, 0,
 };
 const tg__type tg__t_suggested_post_approved = {
     .name = "SuggestedPostApproved",
@@ -2317,7 +2326,7 @@ const tg__type tg__t_suggested_post_approved = {
     .fields = F_suggested_post_approved,
     .slots = S_suggested_post_approved,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 
@@ -2326,11 +2335,8 @@ static const tg__field F_suggested_post_approval_failed[] = {
               &tg__t_message),
     TG__FIELD(tg_suggested_post_approval_failed, price, TG__K_OBJ, 0, &tg__t_suggested_post_price),
 };
-static const uint8_t S_suggested_post_approval_failed[4] = {
-    0,
-    2,
-    1,
-    0,
+static const uint8_t S_suggested_post_approval_failed[8] = {
+    0, 0, 1, 0, 0, 2, 0, 0,
 };
 static const uint8_t R_suggested_post_approval_failed[] = {1};
 const tg__type tg__t_suggested_post_approval_failed = {
@@ -2340,7 +2346,7 @@ const tg__type tg__t_suggested_post_approval_failed = {
     .fields = F_suggested_post_approval_failed,
     .slots = S_suggested_post_approval_failed,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
     .req_ptrs = R_suggested_post_approval_failed,
     .nreq_ptrs = 1,
@@ -2351,11 +2357,8 @@ static const tg__field F_suggested_post_declined[] = {
               &tg__t_message),
     TG__FIELD(tg_suggested_post_declined, comment, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_suggested_post_declined[4] = {
-    0,
-    0,
-    1,
-    2,
+static const uint8_t S_suggested_post_declined[8] = {
+    0, 0, 1, 0, 0, 0, 2, 0,
 };
 const tg__type tg__t_suggested_post_declined = {
     .name = "SuggestedPostDeclined",
@@ -2364,7 +2367,7 @@ const tg__type tg__t_suggested_post_declined = {
     .fields = F_suggested_post_declined,
     .slots = S_suggested_post_declined,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 
@@ -2374,8 +2377,8 @@ static const tg__field F_suggested_post_paid[] = {
     TG__FIELD(tg_suggested_post_paid, amount, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_suggested_post_paid, star_amount, TG__K_OBJ, TG__F_OPT, &tg__t_star_amount),
 };
-static const uint8_t S_suggested_post_paid[8] = {
-    0, 4, 1, 2, 3, 0, 0, 0,
+static const uint8_t S_suggested_post_paid[16] = {
+    0, 4, 1, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0,
 };
 const tg__type tg__t_suggested_post_paid = {
     .name = "SuggestedPostPaid",
@@ -2384,7 +2387,7 @@ const tg__type tg__t_suggested_post_paid = {
     .fields = F_suggested_post_paid,
     .slots = S_suggested_post_paid,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 
@@ -2394,11 +2397,8 @@ static const tg__field F_suggested_post_refunded[] = {
     TG__FIELD(tg_suggested_post_refunded, reason, TG__K_ENUM, 0,
               &tg__e_suggested_post_refund_reason),
 };
-static const uint8_t S_suggested_post_refunded[4] = {
-    2,
-    0,
-    1,
-    0,
+static const uint8_t S_suggested_post_refunded[8] = {
+    0, 0, 1, 0, 2, 0, 0, 0,
 };
 const tg__type tg__t_suggested_post_refunded = {
     .name = "SuggestedPostRefunded",
@@ -2407,14 +2407,16 @@ const tg__type tg__t_suggested_post_refunded = {
     .fields = F_suggested_post_refunded,
     .slots = S_suggested_post_refunded,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
 static const tg__field F_giveaway_created[] = {
     TG__FIELD(tg_giveaway_created, prize_star_count, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_giveaway_created[2] = {
+static const uint8_t S_giveaway_created[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -2425,7 +2427,7 @@ const tg__type tg__t_giveaway_created = {
     .fields = F_giveaway_created,
     .slots = S_giveaway_created,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 
@@ -2440,8 +2442,9 @@ static const tg__field F_giveaway[] = {
     TG__FIELD(tg_giveaway, prize_star_count, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_giveaway, premium_subscription_month_count, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_giveaway[32] = {
-    0, 0, 8, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 7, 0, 5, 0, 1, 2,
+static const uint8_t S_giveaway[64] = {
+    0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 5, 0, 0, 0,
+    0, 0, 8, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2,
 };
 const tg__type tg__t_giveaway = {
     .name = "Giveaway",
@@ -2450,7 +2453,7 @@ const tg__type tg__t_giveaway = {
     .fields = F_giveaway,
     .slots = S_giveaway,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
 };
 
@@ -2468,9 +2471,10 @@ static const tg__field F_giveaway_winners[] = {
     TG__FIELD(tg_giveaway_winners, was_refunded, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_giveaway_winners, prize_description, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_giveaway_winners[32] = {
-    5, 0, 7, 0,  0, 11, 4, 10, 0, 0, 0, 0, 9, 0, 0, 8,
-    0, 0, 0, 12, 0, 0,  0, 0,  1, 0, 6, 0, 0, 2, 0, 3,
+static const uint8_t S_giveaway_winners[64] = {
+    0, 0, 0, 0, 0, 11, 0, 10, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 6, 0,  0, 2,  0, 5, 0, 0, 7, 0, 0, 0, 4, 0, 0, 0, 0, 0,
+    9, 0, 0, 0, 0, 0,  0, 12, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3,
 };
 static const uint8_t R_giveaway_winners[] = {0};
 const tg__type tg__t_giveaway_winners = {
@@ -2480,7 +2484,7 @@ const tg__type tg__t_giveaway_winners = {
     .fields = F_giveaway_winners,
     .slots = S_giveaway_winners,
     .nfields = 12,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 5,
     .req_ptrs = R_giveaway_winners,
     .nreq_ptrs = 1,
@@ -2492,8 +2496,8 @@ static const tg__field F_giveaway_completed[] = {
     TG__FIELD(tg_giveaway_completed, giveaway_message, TG__K_OBJ, TG__F_OPT, &tg__t_message),
     TG__FIELD(tg_giveaway_completed, is_star_giveaway, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_giveaway_completed[8] = {
-    0, 3, 0, 0, 2, 4, 1, 0,
+static const uint8_t S_giveaway_completed[16] = {
+    0, 0, 0, 0, 0, 0, 1, 0, 0, 3, 0, 0, 2, 4, 0, 0,
 };
 const tg__type tg__t_giveaway_completed = {
     .name = "GiveawayCompleted",
@@ -2502,7 +2506,7 @@ const tg__type tg__t_giveaway_completed = {
     .fields = F_giveaway_completed,
     .slots = S_giveaway_completed,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 
@@ -2513,8 +2517,8 @@ static const tg__field F_link_preview_options[] = {
     TG__FIELD(tg_link_preview_options, prefer_large_media, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_link_preview_options, show_above_text, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_link_preview_options[16] = {
-    0, 0, 0, 0, 4, 0, 1, 5, 0, 0, 0, 2, 0, 0, 3, 0,
+static const uint8_t S_link_preview_options[32] = {
+    0, 0, 0, 0, 4, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 3, 0,
 };
 const tg__type tg__t_link_preview_options = {
     .name = "LinkPreviewOptions",
@@ -2523,7 +2527,7 @@ const tg__type tg__t_link_preview_options = {
     .fields = F_link_preview_options,
     .slots = S_link_preview_options,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 0,
 };
 
@@ -2531,11 +2535,8 @@ static const tg__field F_suggested_post_price[] = {
     TG__FIELD(tg_suggested_post_price, currency, TG__K_ENUM, 0, &tg__e_stars_currency),
     TG__FIELD(tg_suggested_post_price, amount, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_suggested_post_price[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_suggested_post_price[8] = {
+    0, 0, 0, 1, 2, 0, 0, 0,
 };
 const tg__type tg__t_suggested_post_price = {
     .name = "SuggestedPostPrice",
@@ -2544,7 +2545,7 @@ const tg__type tg__t_suggested_post_price = {
     .fields = F_suggested_post_price,
     .slots = S_suggested_post_price,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -2553,8 +2554,8 @@ static const tg__field F_suggested_post_info[] = {
     TG__FIELD(tg_suggested_post_info, price, TG__K_OBJ, TG__F_OPT, &tg__t_suggested_post_price),
     TG__FIELD(tg_suggested_post_info, send_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_suggested_post_info[8] = {
-    0, 0, 0, 0, 1, 2, 3, 0,
+static const uint8_t S_suggested_post_info[16] = {
+    0, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 2, 0, 0,
 };
 const tg__type tg__t_suggested_post_info = {
     .name = "SuggestedPostInfo",
@@ -2563,7 +2564,7 @@ const tg__type tg__t_suggested_post_info = {
     .fields = F_suggested_post_info,
     .slots = S_suggested_post_info,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 
@@ -2572,11 +2573,8 @@ static const tg__field F_suggested_post_parameters[] = {
               &tg__t_suggested_post_price),
     TG__FIELD(tg_suggested_post_parameters, send_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_suggested_post_parameters[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_suggested_post_parameters[8] = {
+    0, 0, 0, 0, 0, 1, 2, 0,
 };
 const tg__type tg__t_suggested_post_parameters = {
     .name = "SuggestedPostParameters",
@@ -2585,7 +2583,7 @@ const tg__type tg__t_suggested_post_parameters = {
     .fields = F_suggested_post_parameters,
     .slots = S_suggested_post_parameters,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 
@@ -2593,11 +2591,8 @@ static const tg__field F_direct_messages_topic[] = {
     TG__FIELD(tg_direct_messages_topic, topic_id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_direct_messages_topic, user, TG__K_OBJ, TG__F_OPT, &tg__t_user),
 };
-static const uint8_t S_direct_messages_topic[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_direct_messages_topic[8] = {
+    1, 2, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_direct_messages_topic = {
     .name = "DirectMessagesTopic",
@@ -2606,7 +2601,7 @@ const tg__type tg__t_direct_messages_topic = {
     .fields = F_direct_messages_topic,
     .slots = S_direct_messages_topic,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
@@ -2614,11 +2609,8 @@ static const tg__field F_user_profile_photos[] = {
     TG__FIELD(tg_user_profile_photos, total_count, TG__K_I64, 0, NULL),
     TG__ARRAY(tg_user_profile_photos, photos, TG__K_OBJ, TG__F_ARR2, &tg__t_photo_size),
 };
-static const uint8_t S_user_profile_photos[4] = {
-    2,
-    0,
-    1,
-    0,
+static const uint8_t S_user_profile_photos[8] = {
+    2, 0, 1, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_user_profile_photos = {
     .name = "UserProfilePhotos",
@@ -2627,7 +2619,7 @@ const tg__type tg__t_user_profile_photos = {
     .fields = F_user_profile_photos,
     .slots = S_user_profile_photos,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -2635,11 +2627,8 @@ static const tg__field F_user_profile_audios[] = {
     TG__FIELD(tg_user_profile_audios, total_count, TG__K_I64, 0, NULL),
     TG__ARRAY(tg_user_profile_audios, audios, TG__K_OBJ, TG__F_ARR, &tg__t_audio),
 };
-static const uint8_t S_user_profile_audios[4] = {
-    0,
-    0,
-    1,
-    2,
+static const uint8_t S_user_profile_audios[8] = {
+    0, 0, 1, 0, 0, 0, 0, 2,
 };
 const tg__type tg__t_user_profile_audios = {
     .name = "UserProfileAudios",
@@ -2648,7 +2637,7 @@ const tg__type tg__t_user_profile_audios = {
     .fields = F_user_profile_audios,
     .slots = S_user_profile_audios,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -2658,8 +2647,8 @@ static const tg__field F_file[] = {
     TG__FIELD(tg_file, file_size, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_file, file_path, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_file[8] = {
-    0, 0, 4, 2, 3, 0, 1, 0,
+static const uint8_t S_file[16] = {
+    0, 0, 4, 2, 0, 0, 1, 0, 0, 0, 0, 3, 0, 0, 0, 0,
 };
 static const uint8_t R_file[] = {0, 1};
 const tg__type tg__t_file = {
@@ -2669,7 +2658,7 @@ const tg__type tg__t_file = {
     .fields = F_file,
     .slots = S_file,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_file,
     .nreq_ptrs = 2,
@@ -2678,7 +2667,9 @@ const tg__type tg__t_file = {
 static const tg__field F_web_app_info[] = {
     TG__FIELD(tg_web_app_info, url, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_web_app_info[2] = {
+static const uint8_t S_web_app_info[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -2690,7 +2681,7 @@ const tg__type tg__t_web_app_info = {
     .fields = F_web_app_info,
     .slots = S_web_app_info,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_web_app_info,
     .nreq_ptrs = 1,
@@ -2704,8 +2695,8 @@ static const tg__field F_reply_keyboard_markup[] = {
     TG__FIELD(tg_reply_keyboard_markup, input_field_placeholder, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_reply_keyboard_markup, selective, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_reply_keyboard_markup[16] = {
-    0, 6, 0, 2, 3, 4, 0, 1, 0, 0, 0, 0, 0, 5, 0, 0,
+static const uint8_t S_reply_keyboard_markup[32] = {
+    0, 0, 0, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 3, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_reply_keyboard_markup = {
     .name = "ReplyKeyboardMarkup",
@@ -2714,7 +2705,7 @@ const tg__type tg__t_reply_keyboard_markup = {
     .fields = F_reply_keyboard_markup,
     .slots = S_reply_keyboard_markup,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 
@@ -2734,8 +2725,9 @@ static const tg__field F_keyboard_button[] = {
               &tg__t_keyboard_button_poll_type),
     TG__FIELD(tg_keyboard_button, web_app, TG__K_OBJ, TG__F_OPT, &tg__t_web_app_info),
 };
-static const uint8_t S_keyboard_button[32] = {
-    3, 1, 0, 2, 0, 0, 0, 9, 8, 10, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 6, 0, 7,
+static const uint8_t S_keyboard_button[64] = {
+    0, 0, 0, 2, 0, 0, 0, 9,  8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7,
+    3, 1, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 6, 0, 0,
 };
 static const uint8_t R_keyboard_button[] = {0};
 const tg__type tg__t_keyboard_button = {
@@ -2745,7 +2737,7 @@ const tg__type tg__t_keyboard_button = {
     .fields = F_keyboard_button,
     .slots = S_keyboard_button,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 1,
     .req_ptrs = R_keyboard_button,
     .nreq_ptrs = 1,
@@ -2760,8 +2752,8 @@ static const tg__field F_keyboard_button_request_users[] = {
     TG__FIELD(tg_keyboard_button_request_users, request_username, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_keyboard_button_request_users, request_photo, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_keyboard_button_request_users[16] = {
-    0, 0, 0, 0, 5, 0, 4, 0, 6, 7, 0, 1, 0, 2, 3, 0,
+static const uint8_t S_keyboard_button_request_users[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 4, 0, 7, 0, 0, 1, 0, 2, 3, 0,
 };
 const tg__type tg__t_keyboard_button_request_users = {
     .name = "KeyboardButtonRequestUsers",
@@ -2770,7 +2762,7 @@ const tg__type tg__t_keyboard_button_request_users = {
     .fields = F_keyboard_button_request_users,
     .slots = S_keyboard_button_request_users,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 
@@ -2789,9 +2781,10 @@ static const tg__field F_keyboard_button_request_chat[] = {
     TG__FIELD(tg_keyboard_button_request_chat, request_username, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_keyboard_button_request_chat, request_photo, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_keyboard_button_request_chat[32] = {
-    5, 0, 0, 3, 0, 0, 0, 0, 8,  10, 0, 0, 2, 0, 6, 0,
-    0, 0, 0, 0, 9, 0, 0, 7, 11, 0,  0, 1, 0, 0, 0, 4,
+static const uint8_t S_keyboard_button_request_chat[64] = {
+    0, 0, 0,  3, 0, 0, 0, 0, 10, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 7, 11, 0, 0, 1, 0, 0, 0,  4, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0,
+    0, 0, 6,  0, 0, 0, 0, 0, 9,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5,
 };
 const tg__type tg__t_keyboard_button_request_chat = {
     .name = "KeyboardButtonRequestChat",
@@ -2800,7 +2793,7 @@ const tg__type tg__t_keyboard_button_request_chat = {
     .fields = F_keyboard_button_request_chat,
     .slots = S_keyboard_button_request_chat,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 
@@ -2810,8 +2803,8 @@ static const tg__field F_keyboard_button_request_managed_bot[] = {
     TG__FIELD(tg_keyboard_button_request_managed_bot, suggested_username, TG__K_STR, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_keyboard_button_request_managed_bot[8] = {
-    0, 0, 0, 1, 2, 0, 3, 0,
+static const uint8_t S_keyboard_button_request_managed_bot[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 2, 0, 0, 0,
 };
 const tg__type tg__t_keyboard_button_request_managed_bot = {
     .name = "KeyboardButtonRequestManagedBot",
@@ -2820,16 +2813,18 @@ const tg__type tg__t_keyboard_button_request_managed_bot = {
     .fields = F_keyboard_button_request_managed_bot,
     .slots = S_keyboard_button_request_managed_bot,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 
 static const tg__field F_keyboard_button_poll_type[] = {
     TG__FIELD(tg_keyboard_button_poll_type, type, TG__K_ENUM, TG__F_OPT, &tg__e_poll_type),
 };
-static const uint8_t S_keyboard_button_poll_type[2] = {
+static const uint8_t S_keyboard_button_poll_type[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_keyboard_button_poll_type = {
     .name = "KeyboardButtonPollType",
@@ -2838,7 +2833,7 @@ const tg__type tg__t_keyboard_button_poll_type = {
     .fields = F_keyboard_button_poll_type,
     .slots = S_keyboard_button_poll_type,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 
@@ -2846,11 +2841,8 @@ static const tg__field F_reply_keyboard_remove[] = {
     TG__FIELD(tg_reply_keyboard_remove, remove_keyboard, TG__K_TRUE, 0, NULL),
     TG__FIELD(tg_reply_keyboard_remove, selective, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_reply_keyboard_remove[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_reply_keyboard_remove[8] = {
+    0, 2, 0, 0, 1, 0, 0, 0,
 };
 const tg__type tg__t_reply_keyboard_remove = {
     .name = "ReplyKeyboardRemove",
@@ -2859,7 +2851,7 @@ const tg__type tg__t_reply_keyboard_remove = {
     .fields = F_reply_keyboard_remove,
     .slots = S_reply_keyboard_remove,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
@@ -2867,9 +2859,11 @@ static const tg__field F_inline_keyboard_markup[] = {
     TG__ARRAY(tg_inline_keyboard_markup, inline_keyboard, TG__K_OBJ, TG__F_ARR2,
               &tg__t_inline_keyboard_button),
 };
-static const uint8_t S_inline_keyboard_markup[2] = {
+static const uint8_t S_inline_keyboard_markup[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_inline_keyboard_markup = {
     .name = "InlineKeyboardMarkup",
@@ -2878,7 +2872,7 @@ const tg__type tg__t_inline_keyboard_markup = {
     .fields = F_inline_keyboard_markup,
     .slots = S_inline_keyboard_markup,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -2899,9 +2893,10 @@ static const tg__field F_inline_keyboard_button[] = {
     TG__FIELD(tg_inline_keyboard_button, callback_game, TG__K_OBJ, TG__F_OPT, &tg__t_callback_game),
     TG__FIELD(tg_inline_keyboard_button, pay, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_inline_keyboard_button[32] = {
-    3, 1, 0, 2, 0, 0, 0,  6, 12, 0, 0,  4, 0, 0, 7, 10,
-    0, 5, 8, 0, 0, 0, 13, 0, 0,  0, 11, 0, 0, 0, 0, 9,
+static const uint8_t S_inline_keyboard_button[64] = {
+    0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,  4, 0, 0, 10, 0, 0, 0, 0,  0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 3,  1, 0, 0, 0,  0, 0, 6, 12, 0, 0, 0,
+    0, 0, 7, 0, 0, 5, 8, 0, 0, 0, 13, 0, 0, 0, 11, 0, 0, 0, 0,  0,
 };
 static const uint8_t R_inline_keyboard_button[] = {0};
 const tg__type tg__t_inline_keyboard_button = {
@@ -2911,7 +2906,7 @@ const tg__type tg__t_inline_keyboard_button = {
     .fields = F_inline_keyboard_button,
     .slots = S_inline_keyboard_button,
     .nfields = 13,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 1,
     .req_ptrs = R_inline_keyboard_button,
     .nreq_ptrs = 1,
@@ -2923,8 +2918,8 @@ static const tg__field F_login_url[] = {
     TG__FIELD(tg_login_url, bot_username, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_login_url, request_write_access, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_login_url[8] = {
-    3, 4, 2, 1, 0, 0, 0, 0,
+static const uint8_t S_login_url[16] = {
+    3, 4, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_login_url[] = {0};
 const tg__type tg__t_login_url = {
@@ -2934,7 +2929,7 @@ const tg__type tg__t_login_url = {
     .fields = F_login_url,
     .slots = S_login_url,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
     .req_ptrs = R_login_url,
     .nreq_ptrs = 1,
@@ -2947,8 +2942,8 @@ static const tg__field F_switch_inline_query_chosen_chat[] = {
     TG__FIELD(tg_switch_inline_query_chosen_chat, allow_group_chats, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_switch_inline_query_chosen_chat, allow_channel_chats, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_switch_inline_query_chosen_chat[16] = {
-    5, 0, 2, 0, 0, 0, 0, 1, 0, 0, 3, 4, 0, 0, 0, 0,
+static const uint8_t S_switch_inline_query_chosen_chat[32] = {
+    5, 0, 2, 0, 0, 0, 0, 1, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_switch_inline_query_chosen_chat = {
     .name = "SwitchInlineQueryChosenChat",
@@ -2957,16 +2952,18 @@ const tg__type tg__t_switch_inline_query_chosen_chat = {
     .fields = F_switch_inline_query_chosen_chat,
     .slots = S_switch_inline_query_chosen_chat,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 0,
 };
 
 static const tg__field F_copy_text_button[] = {
     TG__FIELD(tg_copy_text_button, text, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_copy_text_button[2] = {
+static const uint8_t S_copy_text_button[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const uint8_t R_copy_text_button[] = {0};
 const tg__type tg__t_copy_text_button = {
@@ -2976,7 +2973,7 @@ const tg__type tg__t_copy_text_button = {
     .fields = F_copy_text_button,
     .slots = S_copy_text_button,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_copy_text_button,
     .nreq_ptrs = 1,
@@ -2992,8 +2989,8 @@ static const tg__field F_callback_query[] = {
     TG__FIELD(tg_callback_query, data, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_callback_query, game_short_name, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_callback_query[16] = {
-    5, 0, 0, 2, 3, 0, 0, 0, 0, 6, 4, 1, 7, 0, 0, 0,
+static const uint8_t S_callback_query[32] = {
+    5, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 4, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_callback_query[] = {0, 1, 4};
 const tg__type tg__t_callback_query = {
@@ -3003,7 +3000,7 @@ const tg__type tg__t_callback_query = {
     .fields = F_callback_query,
     .slots = S_callback_query,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_callback_query,
     .nreq_ptrs = 3,
@@ -3014,8 +3011,8 @@ static const tg__field F_force_reply[] = {
     TG__FIELD(tg_force_reply, input_field_placeholder, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_force_reply, selective, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_force_reply[8] = {
-    0, 3, 1, 0, 0, 2, 0, 0,
+static const uint8_t S_force_reply[16] = {
+    0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0,
 };
 const tg__type tg__t_force_reply = {
     .name = "ForceReply",
@@ -3024,7 +3021,7 @@ const tg__type tg__t_force_reply = {
     .fields = F_force_reply,
     .slots = S_force_reply,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
 };
 
@@ -3032,11 +3029,8 @@ static const tg__field F_community[] = {
     TG__FIELD(tg_community, id, TG__K_I64, 0, NULL),
     TG__FIELD(tg_community, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_community[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_community[8] = {
+    0, 0, 0, 1, 2, 0, 0, 0,
 };
 static const uint8_t R_community[] = {1};
 const tg__type tg__t_community = {
@@ -3046,7 +3040,7 @@ const tg__type tg__t_community = {
     .fields = F_community,
     .slots = S_community,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_community,
     .nreq_ptrs = 1,
@@ -3058,8 +3052,8 @@ static const tg__field F_chat_photo[] = {
     TG__FIELD(tg_chat_photo, big_file_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_chat_photo, big_file_unique_id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_chat_photo[8] = {
-    1, 0, 0, 0, 0, 3, 2, 4,
+static const uint8_t S_chat_photo[16] = {
+    1, 0, 0, 0, 0, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 4,
 };
 static const uint8_t R_chat_photo[] = {0, 1, 2, 3};
 const tg__type tg__t_chat_photo = {
@@ -3069,7 +3063,7 @@ const tg__type tg__t_chat_photo = {
     .fields = F_chat_photo,
     .slots = S_chat_photo,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_chat_photo,
     .nreq_ptrs = 4,
@@ -3088,9 +3082,10 @@ static const tg__field F_chat_invite_link[] = {
     TG__FIELD(tg_chat_invite_link, subscription_period, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_chat_invite_link, subscription_price, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_invite_link[32] = {
-    8, 0, 3, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 4,  0,
-    0, 0, 5, 0, 1, 0, 0, 0, 2, 9, 0, 0, 0, 0, 10, 11,
+static const uint8_t S_chat_invite_link[64] = {
+    0, 0, 3, 6, 0, 0, 0, 7, 0,  0,  0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 1, 0,
+    0, 0, 2, 0, 0, 0, 0, 0, 10, 11, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 5, 0, 0,  0,  0, 0, 0, 9, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_chat_invite_link[] = {0, 1};
 const tg__type tg__t_chat_invite_link = {
@@ -3100,7 +3095,7 @@ const tg__type tg__t_chat_invite_link = {
     .fields = F_chat_invite_link,
     .slots = S_chat_invite_link,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 5,
     .req_ptrs = R_chat_invite_link,
     .nreq_ptrs = 2,
@@ -3126,10 +3121,12 @@ static const tg__field F_chat_administrator_rights[] = {
               NULL),
     TG__FIELD(tg_chat_administrator_rights, can_manage_tags, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_administrator_rights[64] = {
-    0, 11, 0, 0,  0, 16, 0,  0,  0, 0, 0, 5, 7, 0, 0, 0, 0, 0,  6,  0, 0, 0,
-    0, 15, 2, 14, 0, 0,  12, 13, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0,  4,  0, 0, 0,
-    0, 0,  0, 0,  0, 0,  8,  0,  0, 0, 0, 0, 0, 0, 0, 1, 9, 10, 17, 0,
+static const uint8_t S_chat_administrator_rights[128] = {
+    0, 11, 0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0,  0,  0, 0,  6, 0, 0, 0, 0,  15, 14, 0,
+    0, 0,  0, 0, 0, 0, 0, 3, 0, 0,  0, 0, 0, 0, 0,  0,  0, 0,  0, 0, 0, 0, 0,  0,  0,  0,
+    0, 0,  0, 0, 0, 0, 0, 0, 9, 10, 0, 0, 0, 0, 0,  0,  0, 16, 0, 0, 0, 0, 0,  5,  7,  0,
+    0, 0,  0, 0, 0, 0, 0, 0, 0, 0,  2, 0, 0, 0, 12, 13, 0, 0,  0, 0, 0, 0, 0,  0,  0,  0,
+    4, 0,  0, 0, 0, 0, 0, 0, 0, 0,  8, 0, 0, 0, 0,  0,  0, 0,  0, 1, 0, 0, 17, 0,
 };
 const tg__type tg__t_chat_administrator_rights = {
     .name = "ChatAdministratorRights",
@@ -3138,7 +3135,7 @@ const tg__type tg__t_chat_administrator_rights = {
     .fields = F_chat_administrator_rights,
     .slots = S_chat_administrator_rights,
     .nfields = 17,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 11,
 };
 
@@ -3152,8 +3149,8 @@ static const tg__field F_chat_member_updated[] = {
     TG__FIELD(tg_chat_member_updated, via_join_request, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_chat_member_updated, via_chat_folder_invite_link, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_member_updated[16] = {
-    3, 0, 0, 2, 6, 7, 8, 0, 1, 0, 0, 0, 5, 0, 0, 4,
+static const uint8_t S_chat_member_updated[32] = {
+    3, 0, 0, 2, 0, 7, 0, 0, 0, 0, 0, 0, 5, 0, 0, 4, 0, 0, 0, 0, 6, 8, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_chat_member_updated[] = {0, 1};
 const tg__type tg__t_chat_member_updated = {
@@ -3163,7 +3160,7 @@ const tg__type tg__t_chat_member_updated = {
     .fields = F_chat_member_updated,
     .slots = S_chat_member_updated,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_chat_member_updated,
     .nreq_ptrs = 2,
@@ -3198,8 +3195,8 @@ static const tg__field F_chat_member_owner[] = {
     TG__FIELD(tg_chat_member_owner, is_anonymous, TG__K_BOOL, 0, NULL),
     TG__FIELD(tg_chat_member_owner, custom_title, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_member_owner[8] = {
-    2, 0, 0, 1, 3, 0, 0, 4,
+static const uint8_t S_chat_member_owner[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3, 0, 0, 4,
 };
 static const uint8_t R_chat_member_owner[] = {1};
 const tg__type tg__t_chat_member_owner = {
@@ -3209,7 +3206,7 @@ const tg__type tg__t_chat_member_owner = {
     .fields = F_chat_member_owner,
     .slots = S_chat_member_owner,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_chat_member_owner,
     .nreq_ptrs = 1,
@@ -3239,10 +3236,12 @@ static const tg__field F_chat_member_administrator[] = {
     TG__FIELD(tg_chat_member_administrator, can_manage_tags, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_chat_member_administrator, custom_title, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_member_administrator[64] = {
-    21, 14, 0, 0, 0,  19, 0,  0,  0, 0, 0, 1, 8, 10, 0, 0, 0,  0,  9,  0, 0, 0,
-    0,  18, 2, 5, 17, 0,  15, 16, 0, 0, 0, 6, 0, 0,  0, 0, 0,  0,  7,  0, 0, 0,
-    0,  0,  0, 0, 0,  0,  11, 0,  0, 0, 0, 0, 0, 0,  0, 4, 12, 13, 20, 3,
+static const uint8_t S_chat_member_administrator[128] = {
+    0, 14, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0, 0,  0, 0,  0,  0, 0,  9, 0, 0, 0, 0,  18, 2, 17,
+    0, 0,  0, 0, 0, 0, 0, 6, 0,  0,  0,  0, 0,  0, 0,  0,  0, 0,  0, 0, 0, 0, 0,  0,  0, 0,
+    0, 0,  0, 0, 0, 0, 0, 0, 12, 13, 0,  3, 21, 0, 0,  0,  0, 19, 0, 0, 0, 0, 0,  1,  8, 10,
+    0, 0,  0, 0, 0, 0, 0, 0, 0,  0,  5,  0, 0,  0, 15, 16, 0, 0,  0, 0, 0, 0, 0,  0,  0, 0,
+    7, 0,  0, 0, 0, 0, 0, 0, 0,  0,  11, 0, 0,  0, 0,  0,  0, 0,  0, 4, 0, 0, 20, 0,
 };
 static const uint8_t R_chat_member_administrator[] = {1};
 const tg__type tg__t_chat_member_administrator = {
@@ -3252,7 +3251,7 @@ const tg__type tg__t_chat_member_administrator = {
     .fields = F_chat_member_administrator,
     .slots = S_chat_member_administrator,
     .nfields = 21,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 14,
     .req_ptrs = R_chat_member_administrator,
     .nreq_ptrs = 1,
@@ -3264,8 +3263,8 @@ static const tg__field F_chat_member_member[] = {
     TG__FIELD(tg_chat_member_member, user, TG__K_OBJ, 0, &tg__t_user),
     TG__FIELD(tg_chat_member_member, until_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_member_member[8] = {
-    3, 4, 2, 1, 0, 0, 0, 0,
+static const uint8_t S_chat_member_member[16] = {
+    4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 2, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_chat_member_member[] = {2};
 const tg__type tg__t_chat_member_member = {
@@ -3275,7 +3274,7 @@ const tg__type tg__t_chat_member_member = {
     .fields = F_chat_member_member,
     .slots = S_chat_member_member,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_chat_member_member,
     .nreq_ptrs = 1,
@@ -3304,10 +3303,12 @@ static const tg__field F_chat_member_restricted[] = {
     TG__FIELD(tg_chat_member_restricted, can_manage_topics, TG__K_BOOL, 0, NULL),
     TG__FIELD(tg_chat_member_restricted, until_date, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_chat_member_restricted[64] = {
-    7, 12, 21, 13, 0, 0, 0,  0, 16, 11, 2, 1, 17, 0, 0,  0, 0, 15, 0, 0, 0, 0,
-    0, 20, 3,  19, 0, 0, 5,  0, 0,  0,  6, 8, 9,  0, 10, 0, 0, 0,  0, 0, 0, 0,
-    0, 0,  0,  0,  0, 0, 18, 0, 0,  14, 0, 0, 0,  0, 0,  0, 0, 0,  0, 4,
+static const uint8_t S_chat_member_restricted[128] = {
+    7, 12, 0, 0, 0, 0, 0, 0, 16, 11, 0,  0, 0,  0,  0, 0,  0, 15, 0, 0, 0, 0, 0, 20, 3,  19,
+    0, 0,  0, 0, 0, 0, 0, 0, 0,  0,  10, 0, 0,  0,  0, 0,  0, 0,  0, 0, 0, 0, 0, 0,  0,  0,
+    0, 0,  0, 0, 0, 0, 0, 0, 0,  0,  0,  0, 21, 0,  0, 13, 0, 0,  0, 0, 0, 0, 2, 1,  17, 0,
+    0, 0,  0, 0, 0, 0, 0, 0, 0,  0,  0,  0, 0,  0,  5, 0,  0, 0,  6, 8, 9, 0, 0, 0,  0,  0,
+    0, 0,  0, 0, 0, 0, 0, 0, 0,  0,  18, 0, 0,  14, 0, 0,  0, 0,  0, 0, 0, 0, 0, 4,
 };
 static const uint8_t R_chat_member_restricted[] = {2};
 const tg__type tg__t_chat_member_restricted = {
@@ -3317,7 +3318,7 @@ const tg__type tg__t_chat_member_restricted = {
     .fields = F_chat_member_restricted,
     .slots = S_chat_member_restricted,
     .nfields = 21,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 20,
     .req_ptrs = R_chat_member_restricted,
     .nreq_ptrs = 1,
@@ -3327,11 +3328,8 @@ static const tg__field F_chat_member_left[] = {
     TG__CONST("status", "left"),
     TG__FIELD(tg_chat_member_left, user, TG__K_OBJ, 0, &tg__t_user),
 };
-static const uint8_t S_chat_member_left[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_chat_member_left[8] = {
+    2, 0, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_chat_member_left[] = {1};
 const tg__type tg__t_chat_member_left = {
@@ -3341,7 +3339,7 @@ const tg__type tg__t_chat_member_left = {
     .fields = F_chat_member_left,
     .slots = S_chat_member_left,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_chat_member_left,
     .nreq_ptrs = 1,
@@ -3352,8 +3350,8 @@ static const tg__field F_chat_member_banned[] = {
     TG__FIELD(tg_chat_member_banned, user, TG__K_OBJ, 0, &tg__t_user),
     TG__FIELD(tg_chat_member_banned, until_date, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_chat_member_banned[8] = {
-    2, 3, 0, 1, 0, 0, 0, 0,
+static const uint8_t S_chat_member_banned[16] = {
+    3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_chat_member_banned[] = {1};
 const tg__type tg__t_chat_member_banned = {
@@ -3363,7 +3361,7 @@ const tg__type tg__t_chat_member_banned = {
     .fields = F_chat_member_banned,
     .slots = S_chat_member_banned,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_chat_member_banned,
     .nreq_ptrs = 1,
@@ -3378,8 +3376,8 @@ static const tg__field F_chat_join_request[] = {
     TG__FIELD(tg_chat_join_request, invite_link, TG__K_OBJ, TG__F_OPT, &tg__t_chat_invite_link),
     TG__FIELD(tg_chat_join_request, query_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_join_request[16] = {
-    3, 4, 0, 2, 6, 0, 0, 0, 1, 5, 0, 0, 0, 7, 0, 0,
+static const uint8_t S_chat_join_request[32] = {
+    4, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 3, 0, 0, 0, 6, 0, 0, 0, 1, 5, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_chat_join_request[] = {0, 1};
 const tg__type tg__t_chat_join_request = {
@@ -3389,7 +3387,7 @@ const tg__type tg__t_chat_join_request = {
     .fields = F_chat_join_request,
     .slots = S_chat_join_request,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_chat_join_request,
     .nreq_ptrs = 2,
@@ -3413,9 +3411,10 @@ static const tg__field F_chat_permissions[] = {
     TG__FIELD(tg_chat_permissions, can_pin_messages, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_chat_permissions, can_manage_topics, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_permissions[32] = {
-    2, 3,  4,  5, 6, 8,  9, 0,  12, 7, 0, 0, 13, 0, 0, 0,
-    0, 11, 14, 0, 0, 10, 0, 16, 15, 0, 0, 0, 1,  0, 0, 0,
+static const uint8_t S_chat_permissions[64] = {
+    3, 8,  0,  9, 0, 0, 0,  0, 12, 7,  0, 0, 13, 0, 0, 0, 0, 11, 0, 0, 0, 0,
+    0, 16, 15, 0, 0, 0, 1,  0, 0,  0,  2, 4, 5,  0, 6, 0, 0, 0,  0, 0, 0, 0,
+    0, 0,  0,  0, 0, 0, 14, 0, 0,  10, 0, 0, 0,  0, 0, 0, 0, 0,  0, 0,
 };
 const tg__type tg__t_chat_permissions = {
     .name = "ChatPermissions",
@@ -3424,7 +3423,7 @@ const tg__type tg__t_chat_permissions = {
     .fields = F_chat_permissions,
     .slots = S_chat_permissions,
     .nfields = 16,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 0,
 };
 
@@ -3433,8 +3432,8 @@ static const tg__field F_birthdate[] = {
     TG__FIELD(tg_birthdate, month, TG__K_I64, 0, NULL),
     TG__FIELD(tg_birthdate, year, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_birthdate[8] = {
-    0, 3, 0, 2, 0, 1, 0, 0,
+static const uint8_t S_birthdate[16] = {
+    0, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_birthdate = {
     .name = "Birthdate",
@@ -3443,7 +3442,7 @@ const tg__type tg__t_birthdate = {
     .fields = F_birthdate,
     .slots = S_birthdate,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -3452,8 +3451,8 @@ static const tg__field F_business_intro[] = {
     TG__FIELD(tg_business_intro, message, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_business_intro, sticker, TG__K_OBJ, TG__F_OPT, &tg__t_sticker),
 };
-static const uint8_t S_business_intro[8] = {
-    0, 1, 0, 0, 2, 3, 0, 0,
+static const uint8_t S_business_intro[16] = {
+    0, 0, 0, 0, 2, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_business_intro = {
     .name = "BusinessIntro",
@@ -3462,7 +3461,7 @@ const tg__type tg__t_business_intro = {
     .fields = F_business_intro,
     .slots = S_business_intro,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 0,
 };
 
@@ -3470,11 +3469,8 @@ static const tg__field F_business_location[] = {
     TG__FIELD(tg_business_location, address, TG__K_STR, 0, NULL),
     TG__FIELD(tg_business_location, location, TG__K_OBJ, TG__F_OPT, &tg__t_location),
 };
-static const uint8_t S_business_location[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_business_location[8] = {
+    0, 0, 0, 2, 0, 0, 0, 1,
 };
 static const uint8_t R_business_location[] = {0};
 const tg__type tg__t_business_location = {
@@ -3484,7 +3480,7 @@ const tg__type tg__t_business_location = {
     .fields = F_business_location,
     .slots = S_business_location,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
     .req_ptrs = R_business_location,
     .nreq_ptrs = 1,
@@ -3494,11 +3490,8 @@ static const tg__field F_business_opening_hours_interval[] = {
     TG__FIELD(tg_business_opening_hours_interval, opening_minute, TG__K_I64, 0, NULL),
     TG__FIELD(tg_business_opening_hours_interval, closing_minute, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_business_opening_hours_interval[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_business_opening_hours_interval[8] = {
+    0, 0, 0, 0, 1, 0, 0, 2,
 };
 const tg__type tg__t_business_opening_hours_interval = {
     .name = "BusinessOpeningHoursInterval",
@@ -3507,7 +3500,7 @@ const tg__type tg__t_business_opening_hours_interval = {
     .fields = F_business_opening_hours_interval,
     .slots = S_business_opening_hours_interval,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -3516,11 +3509,8 @@ static const tg__field F_business_opening_hours[] = {
     TG__ARRAY(tg_business_opening_hours, opening_hours, TG__K_OBJ, TG__F_ARR,
               &tg__t_business_opening_hours_interval),
 };
-static const uint8_t S_business_opening_hours[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_business_opening_hours[8] = {
+    1, 0, 0, 0, 2, 0, 0, 0,
 };
 static const uint8_t R_business_opening_hours[] = {0};
 const tg__type tg__t_business_opening_hours = {
@@ -3530,7 +3520,7 @@ const tg__type tg__t_business_opening_hours = {
     .fields = F_business_opening_hours,
     .slots = S_business_opening_hours,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_business_opening_hours,
     .nreq_ptrs = 1,
@@ -3542,8 +3532,8 @@ static const tg__field F_user_rating[] = {
     TG__FIELD(tg_user_rating, current_level_rating, TG__K_I64, 0, NULL),
     TG__FIELD(tg_user_rating, next_level_rating, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_user_rating[8] = {
-    0, 0, 0, 0, 1, 2, 3, 4,
+static const uint8_t S_user_rating[16] = {
+    0, 0, 0, 0, 1, 3, 4, 0, 0, 0, 0, 0, 0, 2, 0, 0,
 };
 const tg__type tg__t_user_rating = {
     .name = "UserRating",
@@ -3552,7 +3542,7 @@ const tg__type tg__t_user_rating = {
     .fields = F_user_rating,
     .slots = S_user_rating,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -3564,8 +3554,8 @@ static const tg__field F_story_area_position[] = {
     TG__FIELD(tg_story_area_position, rotation_angle, TG__K_F64, 0, NULL),
     TG__FIELD(tg_story_area_position, corner_radius_percentage, TG__K_F64, 0, NULL),
 };
-static const uint8_t S_story_area_position[16] = {
-    0, 0, 0, 2, 0, 4, 5, 0, 0, 0, 0, 3, 1, 0, 0, 6,
+static const uint8_t S_story_area_position[32] = {
+    0, 0, 0, 2, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 3, 1, 0, 0, 6,
 };
 const tg__type tg__t_story_area_position = {
     .name = "StoryAreaPosition",
@@ -3574,7 +3564,7 @@ const tg__type tg__t_story_area_position = {
     .fields = F_story_area_position,
     .slots = S_story_area_position,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 6,
 };
 
@@ -3584,8 +3574,8 @@ static const tg__field F_location_address[] = {
     TG__FIELD(tg_location_address, city, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_location_address, street, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_location_address[8] = {
-    3, 1, 0, 0, 2, 0, 4, 0,
+static const uint8_t S_location_address[16] = {
+    3, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 4, 0,
 };
 static const uint8_t R_location_address[] = {0};
 const tg__type tg__t_location_address = {
@@ -3595,7 +3585,7 @@ const tg__type tg__t_location_address = {
     .fields = F_location_address,
     .slots = S_location_address,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
     .req_ptrs = R_location_address,
     .nreq_ptrs = 1,
@@ -3631,8 +3621,8 @@ static const tg__field F_story_area_type_location[] = {
     TG__FIELD(tg_story_area_type_location, longitude, TG__K_F64, 0, NULL),
     TG__FIELD(tg_story_area_type_location, address, TG__K_OBJ, TG__F_OPT, &tg__t_location_address),
 };
-static const uint8_t S_story_area_type_location[8] = {
-    0, 0, 3, 0, 2, 1, 0, 4,
+static const uint8_t S_story_area_type_location[16] = {
+    0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 3, 0, 2, 1, 0, 0,
 };
 const tg__type tg__t_story_area_type_location = {
     .name = "StoryAreaTypeLocation",
@@ -3641,7 +3631,7 @@ const tg__type tg__t_story_area_type_location = {
     .fields = F_story_area_type_location,
     .slots = S_story_area_type_location,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -3652,8 +3642,8 @@ static const tg__field F_story_area_type_suggested_reaction[] = {
     TG__FIELD(tg_story_area_type_suggested_reaction, is_dark, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_story_area_type_suggested_reaction, is_flipped, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_story_area_type_suggested_reaction[8] = {
-    4, 0, 0, 0, 0, 1, 3, 2,
+static const uint8_t S_story_area_type_suggested_reaction[16] = {
+    4, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2,
 };
 const tg__type tg__t_story_area_type_suggested_reaction = {
     .name = "StoryAreaTypeSuggestedReaction",
@@ -3662,7 +3652,7 @@ const tg__type tg__t_story_area_type_suggested_reaction = {
     .fields = F_story_area_type_suggested_reaction,
     .slots = S_story_area_type_suggested_reaction,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -3670,11 +3660,8 @@ static const tg__field F_story_area_type_link[] = {
     TG__CONST("type", "link"),
     TG__FIELD(tg_story_area_type_link, url, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_story_area_type_link[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_story_area_type_link[8] = {
+    0, 0, 0, 2, 0, 1, 0, 0,
 };
 static const uint8_t R_story_area_type_link[] = {1};
 const tg__type tg__t_story_area_type_link = {
@@ -3684,7 +3671,7 @@ const tg__type tg__t_story_area_type_link = {
     .fields = F_story_area_type_link,
     .slots = S_story_area_type_link,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_story_area_type_link,
     .nreq_ptrs = 1,
@@ -3696,8 +3683,8 @@ static const tg__field F_story_area_type_weather[] = {
     TG__FIELD(tg_story_area_type_weather, emoji, TG__K_STR, 0, NULL),
     TG__FIELD(tg_story_area_type_weather, background_color, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_story_area_type_weather[8] = {
-    4, 0, 0, 0, 3, 1, 0, 2,
+static const uint8_t S_story_area_type_weather[16] = {
+    0, 0, 0, 0, 3, 0, 0, 4, 0, 0, 0, 0, 0, 1, 0, 2,
 };
 static const uint8_t R_story_area_type_weather[] = {2};
 const tg__type tg__t_story_area_type_weather = {
@@ -3707,7 +3694,7 @@ const tg__type tg__t_story_area_type_weather = {
     .fields = F_story_area_type_weather,
     .slots = S_story_area_type_weather,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_story_area_type_weather,
     .nreq_ptrs = 1,
@@ -3717,11 +3704,8 @@ static const tg__field F_story_area_type_unique_gift[] = {
     TG__CONST("type", "unique_gift"),
     TG__FIELD(tg_story_area_type_unique_gift, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_story_area_type_unique_gift[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_story_area_type_unique_gift[8] = {
+    0, 0, 0, 2, 0, 1, 0, 0,
 };
 static const uint8_t R_story_area_type_unique_gift[] = {1};
 const tg__type tg__t_story_area_type_unique_gift = {
@@ -3731,7 +3715,7 @@ const tg__type tg__t_story_area_type_unique_gift = {
     .fields = F_story_area_type_unique_gift,
     .slots = S_story_area_type_unique_gift,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_story_area_type_unique_gift,
     .nreq_ptrs = 1,
@@ -3741,11 +3725,8 @@ static const tg__field F_story_area[] = {
     TG__FIELD(tg_story_area, position, TG__K_OBJ, 0, &tg__t_story_area_position),
     TG__FIELD(tg_story_area, type, TG__K_UNION, 0, &tg__t_story_area_type),
 };
-static const uint8_t S_story_area[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_story_area[8] = {
+    0, 0, 0, 0, 1, 2, 0, 0,
 };
 static const uint8_t R_story_area[] = {0};
 const tg__type tg__t_story_area = {
@@ -3755,7 +3736,7 @@ const tg__type tg__t_story_area = {
     .fields = F_story_area,
     .slots = S_story_area,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_story_area,
     .nreq_ptrs = 1,
@@ -3765,11 +3746,8 @@ static const tg__field F_chat_location[] = {
     TG__FIELD(tg_chat_location, location, TG__K_OBJ, 0, &tg__t_location),
     TG__FIELD(tg_chat_location, address, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_chat_location[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_chat_location[8] = {
+    0, 0, 0, 1, 0, 0, 0, 2,
 };
 static const uint8_t R_chat_location[] = {0, 1};
 const tg__type tg__t_chat_location = {
@@ -3779,7 +3757,7 @@ const tg__type tg__t_chat_location = {
     .fields = F_chat_location,
     .slots = S_chat_location,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_chat_location,
     .nreq_ptrs = 2,
@@ -3815,11 +3793,8 @@ static const tg__field F_reaction_type_emoji[] = {
     TG__CONST("type", "emoji"),
     TG__FIELD(tg_reaction_type_emoji, emoji, TG__K_ENUM, 0, &tg__e_reaction_emoji),
 };
-static const uint8_t S_reaction_type_emoji[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_reaction_type_emoji[8] = {
+    0, 0, 0, 0, 2, 1, 0, 0,
 };
 const tg__type tg__t_reaction_type_emoji = {
     .name = "ReactionTypeEmoji",
@@ -3828,7 +3803,7 @@ const tg__type tg__t_reaction_type_emoji = {
     .fields = F_reaction_type_emoji,
     .slots = S_reaction_type_emoji,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -3836,11 +3811,8 @@ static const tg__field F_reaction_type_custom_emoji[] = {
     TG__CONST("type", "custom_emoji"),
     TG__FIELD(tg_reaction_type_custom_emoji, custom_emoji_id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_reaction_type_custom_emoji[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_reaction_type_custom_emoji[8] = {
+    0, 0, 2, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_reaction_type_custom_emoji[] = {1};
 const tg__type tg__t_reaction_type_custom_emoji = {
@@ -3850,7 +3822,7 @@ const tg__type tg__t_reaction_type_custom_emoji = {
     .fields = F_reaction_type_custom_emoji,
     .slots = S_reaction_type_custom_emoji,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_reaction_type_custom_emoji,
     .nreq_ptrs = 1,
@@ -3859,9 +3831,11 @@ const tg__type tg__t_reaction_type_custom_emoji = {
 static const tg__field F_reaction_type_paid[] = {
     TG__CONST("type", "paid"),
 };
-static const uint8_t S_reaction_type_paid[2] = {
+static const uint8_t S_reaction_type_paid[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_reaction_type_paid = {
     .name = "ReactionTypePaid",
@@ -3870,7 +3844,7 @@ const tg__type tg__t_reaction_type_paid = {
     .fields = F_reaction_type_paid,
     .slots = S_reaction_type_paid,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -3878,11 +3852,8 @@ static const tg__field F_reaction_count[] = {
     TG__FIELD(tg_reaction_count, type, TG__K_UNION, 0, &tg__t_reaction_type),
     TG__FIELD(tg_reaction_count, total_count, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_reaction_count[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_reaction_count[8] = {
+    0, 0, 2, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_reaction_count = {
     .name = "ReactionCount",
@@ -3891,7 +3862,7 @@ const tg__type tg__t_reaction_count = {
     .fields = F_reaction_count,
     .slots = S_reaction_count,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -3906,8 +3877,8 @@ static const tg__field F_message_reaction_updated[] = {
     TG__ARRAY(tg_message_reaction_updated, new_reaction, TG__K_UNION, TG__F_ARR,
               &tg__t_reaction_type),
 };
-static const uint8_t S_message_reaction_updated[16] = {
-    5, 6, 7, 0, 0, 0, 0, 0, 1, 3, 4, 0, 0, 0, 2, 0,
+static const uint8_t S_message_reaction_updated[32] = {
+    5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 6, 7, 0, 0, 0, 0, 0, 1, 3, 4, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_message_reaction_updated[] = {0};
 const tg__type tg__t_message_reaction_updated = {
@@ -3917,7 +3888,7 @@ const tg__type tg__t_message_reaction_updated = {
     .fields = F_message_reaction_updated,
     .slots = S_message_reaction_updated,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_message_reaction_updated,
     .nreq_ptrs = 1,
@@ -3930,8 +3901,8 @@ static const tg__field F_message_reaction_count_updated[] = {
     TG__ARRAY(tg_message_reaction_count_updated, reactions, TG__K_OBJ, TG__F_ARR,
               &tg__t_reaction_count),
 };
-static const uint8_t S_message_reaction_count_updated[8] = {
-    1, 3, 0, 0, 0, 0, 2, 4,
+static const uint8_t S_message_reaction_count_updated[16] = {
+    3, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 2, 0,
 };
 static const uint8_t R_message_reaction_count_updated[] = {0};
 const tg__type tg__t_message_reaction_count_updated = {
@@ -3941,7 +3912,7 @@ const tg__type tg__t_message_reaction_count_updated = {
     .fields = F_message_reaction_count_updated,
     .slots = S_message_reaction_count_updated,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_message_reaction_count_updated,
     .nreq_ptrs = 1,
@@ -3954,8 +3925,8 @@ static const tg__field F_forum_topic[] = {
     TG__FIELD(tg_forum_topic, icon_custom_emoji_id, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_forum_topic, is_name_implicit, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_forum_topic[16] = {
-    0, 0, 0, 2, 4, 3, 0, 0, 0, 0, 5, 1, 0, 0, 0, 0,
+static const uint8_t S_forum_topic[32] = {
+    0, 0, 0, 2, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_forum_topic[] = {1};
 const tg__type tg__t_forum_topic = {
@@ -3965,7 +3936,7 @@ const tg__type tg__t_forum_topic = {
     .fields = F_forum_topic,
     .slots = S_forum_topic,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_forum_topic,
     .nreq_ptrs = 1,
@@ -3976,8 +3947,8 @@ static const tg__field F_gift_background[] = {
     TG__FIELD(tg_gift_background, edge_color, TG__K_I64, 0, NULL),
     TG__FIELD(tg_gift_background, text_color, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_gift_background[8] = {
-    2, 0, 1, 0, 0, 3, 0, 0,
+static const uint8_t S_gift_background[16] = {
+    0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_gift_background = {
     .name = "GiftBackground",
@@ -3986,7 +3957,7 @@ const tg__type tg__t_gift_background = {
     .fields = F_gift_background,
     .slots = S_gift_background,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -4005,9 +3976,10 @@ static const tg__field F_gift[] = {
     TG__FIELD(tg_gift, unique_gift_variant_count, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_gift, publisher_chat, TG__K_OBJ, TG__F_OPT, &tg__t_chat),
 };
-static const uint8_t S_gift[32] = {
-    8, 0, 7, 10, 0, 0, 0, 5,  0, 0, 0, 4, 0, 0,  0, 0,
-    0, 0, 0, 12, 2, 3, 9, 11, 0, 0, 0, 1, 0, 13, 6, 0,
+static const uint8_t S_gift[64] = {
+    0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0,  0, 0, 0,  0, 0, 0, 0,  0, 12, 3, 0,
+    0, 0, 0, 0, 0, 1, 0, 0, 6, 0, 8,  0, 7, 10, 0, 0, 0, 0,  0, 0,  0, 4,
+    0, 0, 0, 0, 0, 0, 0, 0, 2, 9, 11, 0, 0, 0,  0, 0, 0, 13, 0, 0,
 };
 static const uint8_t R_gift[] = {0, 1};
 const tg__type tg__t_gift = {
@@ -4017,7 +3989,7 @@ const tg__type tg__t_gift = {
     .fields = F_gift,
     .slots = S_gift,
     .nfields = 13,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_gift,
     .nreq_ptrs = 2,
@@ -4026,8 +3998,10 @@ const tg__type tg__t_gift = {
 static const tg__field F_gifts[] = {
     TG__ARRAY(tg_gifts, gifts, TG__K_OBJ, TG__F_ARR, &tg__t_gift),
 };
-static const uint8_t S_gifts[2] = {
+static const uint8_t S_gifts[4] = {
     1,
+    0,
+    0,
     0,
 };
 const tg__type tg__t_gifts = {
@@ -4037,7 +4011,7 @@ const tg__type tg__t_gifts = {
     .fields = F_gifts,
     .slots = S_gifts,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -4047,8 +4021,8 @@ static const tg__field F_unique_gift_model[] = {
     TG__FIELD(tg_unique_gift_model, rarity_per_mille, TG__K_I64, 0, NULL),
     TG__FIELD(tg_unique_gift_model, rarity, TG__K_ENUM, TG__F_OPT, &tg__e_unique_gift_rarity),
 };
-static const uint8_t S_unique_gift_model[8] = {
-    0, 0, 0, 1, 2, 4, 0, 3,
+static const uint8_t S_unique_gift_model[16] = {
+    0, 0, 0, 1, 2, 4, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_unique_gift_model[] = {0, 1};
 const tg__type tg__t_unique_gift_model = {
@@ -4058,7 +4032,7 @@ const tg__type tg__t_unique_gift_model = {
     .fields = F_unique_gift_model,
     .slots = S_unique_gift_model,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_unique_gift_model,
     .nreq_ptrs = 2,
@@ -4069,8 +4043,8 @@ static const tg__field F_unique_gift_symbol[] = {
     TG__FIELD(tg_unique_gift_symbol, sticker, TG__K_OBJ, 0, &tg__t_sticker),
     TG__FIELD(tg_unique_gift_symbol, rarity_per_mille, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_unique_gift_symbol[8] = {
-    0, 0, 0, 1, 2, 0, 0, 3,
+static const uint8_t S_unique_gift_symbol[16] = {
+    0, 0, 0, 1, 2, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_unique_gift_symbol[] = {0, 1};
 const tg__type tg__t_unique_gift_symbol = {
@@ -4080,7 +4054,7 @@ const tg__type tg__t_unique_gift_symbol = {
     .fields = F_unique_gift_symbol,
     .slots = S_unique_gift_symbol,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_unique_gift_symbol,
     .nreq_ptrs = 2,
@@ -4092,8 +4066,8 @@ static const tg__field F_unique_gift_backdrop_colors[] = {
     TG__FIELD(tg_unique_gift_backdrop_colors, symbol_color, TG__K_I64, 0, NULL),
     TG__FIELD(tg_unique_gift_backdrop_colors, text_color, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_unique_gift_backdrop_colors[8] = {
-    2, 0, 1, 3, 0, 4, 0, 0,
+static const uint8_t S_unique_gift_backdrop_colors[16] = {
+    0, 0, 0, 3, 0, 4, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_unique_gift_backdrop_colors = {
     .name = "UniqueGiftBackdropColors",
@@ -4102,7 +4076,7 @@ const tg__type tg__t_unique_gift_backdrop_colors = {
     .fields = F_unique_gift_backdrop_colors,
     .slots = S_unique_gift_backdrop_colors,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
 };
 
@@ -4111,8 +4085,8 @@ static const tg__field F_unique_gift_backdrop[] = {
     TG__FIELD(tg_unique_gift_backdrop, colors, TG__K_OBJ, 0, &tg__t_unique_gift_backdrop_colors),
     TG__FIELD(tg_unique_gift_backdrop, rarity_per_mille, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_unique_gift_backdrop[8] = {
-    0, 2, 0, 1, 0, 0, 0, 3,
+static const uint8_t S_unique_gift_backdrop[16] = {
+    0, 0, 0, 1, 0, 0, 0, 3, 0, 2, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_unique_gift_backdrop[] = {0, 1};
 const tg__type tg__t_unique_gift_backdrop = {
@@ -4122,7 +4096,7 @@ const tg__type tg__t_unique_gift_backdrop = {
     .fields = F_unique_gift_backdrop,
     .slots = S_unique_gift_backdrop,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_unique_gift_backdrop,
     .nreq_ptrs = 2,
@@ -4136,8 +4110,8 @@ static const tg__field F_unique_gift_colors[] = {
     TG__FIELD(tg_unique_gift_colors, dark_theme_main_color, TG__K_I64, 0, NULL),
     TG__ARRAY(tg_unique_gift_colors, dark_theme_other_colors, TG__K_I64, TG__F_ARR, NULL),
 };
-static const uint8_t S_unique_gift_colors[16] = {
-    0, 0, 2, 1, 0, 4, 3, 6, 5, 0, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_unique_gift_colors[32] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 4, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_unique_gift_colors[] = {0, 1};
 const tg__type tg__t_unique_gift_colors = {
@@ -4147,7 +4121,7 @@ const tg__type tg__t_unique_gift_colors = {
     .fields = F_unique_gift_colors,
     .slots = S_unique_gift_colors,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 6,
     .req_ptrs = R_unique_gift_colors,
     .nreq_ptrs = 2,
@@ -4167,9 +4141,10 @@ static const tg__field F_unique_gift[] = {
     TG__FIELD(tg_unique_gift, colors, TG__K_OBJ, TG__F_OPT, &tg__t_unique_gift_colors),
     TG__FIELD(tg_unique_gift, publisher_chat, TG__K_OBJ, TG__F_OPT, &tg__t_chat),
 };
-static const uint8_t S_unique_gift[32] = {
-    0, 0, 0, 3, 0, 0, 0, 8, 0, 11, 5, 0, 0, 2,  0, 4,
-    0, 0, 0, 0, 0, 7, 9, 1, 6, 10, 0, 0, 0, 12, 0, 0,
+static const uint8_t S_unique_gift[64] = {
+    0, 0,  0, 3, 0, 0, 0, 8, 0, 11, 5, 0, 0, 2, 0, 4, 0, 0,  0, 0, 0, 7,
+    9, 10, 6, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0,
+    0, 0,  0, 0, 0, 0, 0, 0, 0, 0,  0, 1, 0, 0, 0, 0, 0, 12, 0, 0,
 };
 static const uint8_t R_unique_gift[] = {0, 1, 2, 4, 5, 6};
 const tg__type tg__t_unique_gift = {
@@ -4179,7 +4154,7 @@ const tg__type tg__t_unique_gift = {
     .fields = F_unique_gift,
     .slots = S_unique_gift,
     .nfields = 12,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 7,
     .req_ptrs = R_unique_gift,
     .nreq_ptrs = 6,
@@ -4197,8 +4172,9 @@ static const tg__field F_gift_info[] = {
     TG__FIELD(tg_gift_info, is_private, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_gift_info, unique_gift_number, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_gift_info[32] = {
-    0, 7, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 2, 0, 0, 0, 0, 3, 0, 0, 8, 0, 0, 1, 5, 0, 4, 0, 9,
+static const uint8_t S_gift_info[64] = {
+    0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 8, 0, 0, 5, 0, 0, 0, 0, 9,
+    0, 7, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4, 0, 0,
 };
 static const uint8_t R_gift_info[] = {0};
 const tg__type tg__t_gift_info = {
@@ -4208,7 +4184,7 @@ const tg__type tg__t_gift_info = {
     .fields = F_gift_info,
     .slots = S_gift_info,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 1,
     .req_ptrs = R_gift_info,
     .nreq_ptrs = 1,
@@ -4224,8 +4200,8 @@ static const tg__field F_unique_gift_info[] = {
     TG__FIELD(tg_unique_gift_info, transfer_star_count, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_unique_gift_info, next_transfer_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_unique_gift_info[16] = {
-    0, 0, 4, 6, 0, 0, 7, 0, 2, 0, 1, 0, 0, 0, 3, 5,
+static const uint8_t S_unique_gift_info[32] = {
+    0, 0, 4, 6, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 3, 5, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_unique_gift_info[] = {0};
 const tg__type tg__t_unique_gift_info = {
@@ -4235,7 +4211,7 @@ const tg__type tg__t_unique_gift_info = {
     .fields = F_unique_gift_info,
     .slots = S_unique_gift_info,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
     .req_ptrs = R_unique_gift_info,
     .nreq_ptrs = 1,
@@ -4283,9 +4259,10 @@ static const tg__field F_owned_gift_regular[] = {
     TG__FIELD(tg_owned_gift_regular, is_upgrade_separate, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_owned_gift_regular, unique_gift_number, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_owned_gift_regular[32] = {
-    0, 6, 0, 15, 0,  9, 5, 11, 0, 0, 0, 0, 0,  1,  10, 3,
-    0, 0, 0, 0,  12, 0, 0, 7,  0, 0, 2, 4, 14, 13, 0,  8,
+static const uint8_t S_owned_gift_regular[64] = {
+    0, 0,  0, 15, 0,  9, 11, 0, 0, 0, 0, 0, 0, 1, 0, 3, 0, 0,  0, 0, 12, 0,
+    0, 7,  0, 0,  14, 0, 0,  0, 0, 8, 0, 6, 0, 0, 0, 0, 5, 0,  0, 0, 0,  0,
+    0, 10, 0, 0,  0,  0, 0,  0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 13, 0, 0,
 };
 static const uint8_t R_owned_gift_regular[] = {1};
 const tg__type tg__t_owned_gift_regular = {
@@ -4295,7 +4272,7 @@ const tg__type tg__t_owned_gift_regular = {
     .fields = F_owned_gift_regular,
     .slots = S_owned_gift_regular,
     .nfields = 15,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_owned_gift_regular,
     .nreq_ptrs = 1,
@@ -4312,8 +4289,9 @@ static const tg__field F_owned_gift_unique[] = {
     TG__FIELD(tg_owned_gift_unique, transfer_star_count, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_owned_gift_unique, next_transfer_date, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_owned_gift_unique[32] = {
-    0, 0, 0, 8, 0, 6, 5, 9, 0, 0, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 7, 0, 0,
+static const uint8_t S_owned_gift_unique[64] = {
+    0, 0, 0, 8, 0, 6, 9, 0, 0, 0, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 7, 0, 0,
 };
 static const uint8_t R_owned_gift_unique[] = {1};
 const tg__type tg__t_owned_gift_unique = {
@@ -4323,7 +4301,7 @@ const tg__type tg__t_owned_gift_unique = {
     .fields = F_owned_gift_unique,
     .slots = S_owned_gift_unique,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_owned_gift_unique,
     .nreq_ptrs = 1,
@@ -4334,8 +4312,8 @@ static const tg__field F_owned_gifts[] = {
     TG__ARRAY(tg_owned_gifts, gifts, TG__K_UNION, TG__F_ARR, &tg__t_owned_gift),
     TG__FIELD(tg_owned_gifts, next_offset, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_owned_gifts[8] = {
-    0, 0, 1, 0, 2, 0, 0, 3,
+static const uint8_t S_owned_gifts[16] = {
+    0, 0, 1, 0, 0, 0, 0, 3, 0, 0, 0, 0, 2, 0, 0, 0,
 };
 const tg__type tg__t_owned_gifts = {
     .name = "OwnedGifts",
@@ -4344,7 +4322,7 @@ const tg__type tg__t_owned_gifts = {
     .fields = F_owned_gifts,
     .slots = S_owned_gifts,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -4352,11 +4330,8 @@ static const tg__field F_bot_access_settings[] = {
     TG__FIELD(tg_bot_access_settings, is_access_restricted, TG__K_BOOL, 0, NULL),
     TG__ARRAY(tg_bot_access_settings, added_users, TG__K_OBJ, TG__F_OPT | TG__F_ARR, &tg__t_user),
 };
-static const uint8_t S_bot_access_settings[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_bot_access_settings[8] = {
+    2, 0, 0, 0, 0, 0, 0, 1,
 };
 const tg__type tg__t_bot_access_settings = {
     .name = "BotAccessSettings",
@@ -4365,7 +4340,7 @@ const tg__type tg__t_bot_access_settings = {
     .fields = F_bot_access_settings,
     .slots = S_bot_access_settings,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
@@ -4376,8 +4351,8 @@ static const tg__field F_accepted_gift_types[] = {
     TG__FIELD(tg_accepted_gift_types, premium_subscription, TG__K_BOOL, 0, NULL),
     TG__FIELD(tg_accepted_gift_types, gifts_from_channels, TG__K_BOOL, 0, NULL),
 };
-static const uint8_t S_accepted_gift_types[16] = {
-    5, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 4,
+static const uint8_t S_accepted_gift_types[32] = {
+    5, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 4,
 };
 const tg__type tg__t_accepted_gift_types = {
     .name = "AcceptedGiftTypes",
@@ -4386,7 +4361,7 @@ const tg__type tg__t_accepted_gift_types = {
     .fields = F_accepted_gift_types,
     .slots = S_accepted_gift_types,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
 };
 
@@ -4394,11 +4369,8 @@ static const tg__field F_star_amount[] = {
     TG__FIELD(tg_star_amount, amount, TG__K_I64, 0, NULL),
     TG__FIELD(tg_star_amount, nanostar_amount, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_star_amount[4] = {
-    0,
-    0,
-    2,
-    1,
+static const uint8_t S_star_amount[8] = {
+    0, 0, 2, 1, 0, 0, 0, 0,
 };
 const tg__type tg__t_star_amount = {
     .name = "StarAmount",
@@ -4407,7 +4379,7 @@ const tg__type tg__t_star_amount = {
     .fields = F_star_amount,
     .slots = S_star_amount,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
@@ -4416,8 +4388,8 @@ static const tg__field F_bot_command[] = {
     TG__FIELD(tg_bot_command, description, TG__K_STR, 0, NULL),
     TG__FIELD(tg_bot_command, is_ephemeral, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_bot_command[8] = {
-    0, 2, 3, 1, 0, 0, 0, 0,
+static const uint8_t S_bot_command[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_bot_command[] = {0, 1};
 const tg__type tg__t_bot_command = {
@@ -4427,7 +4399,7 @@ const tg__type tg__t_bot_command = {
     .fields = F_bot_command,
     .slots = S_bot_command,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_bot_command,
     .nreq_ptrs = 2,
@@ -4465,9 +4437,11 @@ const tg__type tg__t_bot_command_scope = {
 static const tg__field F_bot_command_scope_default[] = {
     TG__CONST("type", "default"),
 };
-static const uint8_t S_bot_command_scope_default[2] = {
+static const uint8_t S_bot_command_scope_default[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_bot_command_scope_default = {
     .name = "BotCommandScopeDefault",
@@ -4476,16 +4450,18 @@ const tg__type tg__t_bot_command_scope_default = {
     .fields = F_bot_command_scope_default,
     .slots = S_bot_command_scope_default,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
 static const tg__field F_bot_command_scope_all_private_chats[] = {
     TG__CONST("type", "all_private_chats"),
 };
-static const uint8_t S_bot_command_scope_all_private_chats[2] = {
+static const uint8_t S_bot_command_scope_all_private_chats[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_bot_command_scope_all_private_chats = {
     .name = "BotCommandScopeAllPrivateChats",
@@ -4494,16 +4470,18 @@ const tg__type tg__t_bot_command_scope_all_private_chats = {
     .fields = F_bot_command_scope_all_private_chats,
     .slots = S_bot_command_scope_all_private_chats,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
 static const tg__field F_bot_command_scope_all_group_chats[] = {
     TG__CONST("type", "all_group_chats"),
 };
-static const uint8_t S_bot_command_scope_all_group_chats[2] = {
+static const uint8_t S_bot_command_scope_all_group_chats[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_bot_command_scope_all_group_chats = {
     .name = "BotCommandScopeAllGroupChats",
@@ -4512,16 +4490,18 @@ const tg__type tg__t_bot_command_scope_all_group_chats = {
     .fields = F_bot_command_scope_all_group_chats,
     .slots = S_bot_command_scope_all_group_chats,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
 static const tg__field F_bot_command_scope_all_chat_administrators[] = {
     TG__CONST("type", "all_chat_administrators"),
 };
-static const uint8_t S_bot_command_scope_all_chat_administrators[2] = {
+static const uint8_t S_bot_command_scope_all_chat_administrators[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_bot_command_scope_all_chat_administrators = {
     .name = "BotCommandScopeAllChatAdministrators",
@@ -4530,7 +4510,7 @@ const tg__type tg__t_bot_command_scope_all_chat_administrators = {
     .fields = F_bot_command_scope_all_chat_administrators,
     .slots = S_bot_command_scope_all_chat_administrators,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -4538,11 +4518,8 @@ static const tg__field F_bot_command_scope_chat[] = {
     TG__CONST("type", "chat"),
     TG__FIELD(tg_bot_command_scope_chat, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_bot_command_scope_chat[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_bot_command_scope_chat[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_bot_command_scope_chat = {
     .name = "BotCommandScopeChat",
@@ -4551,7 +4528,7 @@ const tg__type tg__t_bot_command_scope_chat = {
     .fields = F_bot_command_scope_chat,
     .slots = S_bot_command_scope_chat,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -4559,11 +4536,8 @@ static const tg__field F_bot_command_scope_chat_administrators[] = {
     TG__CONST("type", "chat_administrators"),
     TG__FIELD(tg_bot_command_scope_chat_administrators, chat_id, TG__K_CHATID, 0, NULL),
 };
-static const uint8_t S_bot_command_scope_chat_administrators[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_bot_command_scope_chat_administrators[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_bot_command_scope_chat_administrators = {
     .name = "BotCommandScopeChatAdministrators",
@@ -4572,7 +4546,7 @@ const tg__type tg__t_bot_command_scope_chat_administrators = {
     .fields = F_bot_command_scope_chat_administrators,
     .slots = S_bot_command_scope_chat_administrators,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -4581,8 +4555,8 @@ static const tg__field F_bot_command_scope_chat_member[] = {
     TG__FIELD(tg_bot_command_scope_chat_member, chat_id, TG__K_CHATID, 0, NULL),
     TG__FIELD(tg_bot_command_scope_chat_member, user_id, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_bot_command_scope_chat_member[8] = {
-    3, 2, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_bot_command_scope_chat_member[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_bot_command_scope_chat_member = {
     .name = "BotCommandScopeChatMember",
@@ -4591,14 +4565,16 @@ const tg__type tg__t_bot_command_scope_chat_member = {
     .fields = F_bot_command_scope_chat_member,
     .slots = S_bot_command_scope_chat_member,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
 static const tg__field F_bot_name[] = {
     TG__FIELD(tg_bot_name, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_bot_name[2] = {
+static const uint8_t S_bot_name[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -4610,7 +4586,7 @@ const tg__type tg__t_bot_name = {
     .fields = F_bot_name,
     .slots = S_bot_name,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_bot_name,
     .nreq_ptrs = 1,
@@ -4619,9 +4595,11 @@ const tg__type tg__t_bot_name = {
 static const tg__field F_bot_description[] = {
     TG__FIELD(tg_bot_description, description, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_bot_description[2] = {
+static const uint8_t S_bot_description[4] = {
     0,
     1,
+    0,
+    0,
 };
 static const uint8_t R_bot_description[] = {0};
 const tg__type tg__t_bot_description = {
@@ -4631,7 +4609,7 @@ const tg__type tg__t_bot_description = {
     .fields = F_bot_description,
     .slots = S_bot_description,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_bot_description,
     .nreq_ptrs = 1,
@@ -4640,8 +4618,10 @@ const tg__type tg__t_bot_description = {
 static const tg__field F_bot_short_description[] = {
     TG__FIELD(tg_bot_short_description, short_description, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_bot_short_description[2] = {
+static const uint8_t S_bot_short_description[4] = {
     1,
+    0,
+    0,
     0,
 };
 static const uint8_t R_bot_short_description[] = {0};
@@ -4652,7 +4632,7 @@ const tg__type tg__t_bot_short_description = {
     .fields = F_bot_short_description,
     .slots = S_bot_short_description,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_bot_short_description,
     .nreq_ptrs = 1,
@@ -4687,9 +4667,11 @@ const tg__type tg__t_menu_button = {
 static const tg__field F_menu_button_commands[] = {
     TG__CONST("type", "commands"),
 };
-static const uint8_t S_menu_button_commands[2] = {
+static const uint8_t S_menu_button_commands[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_menu_button_commands = {
     .name = "MenuButtonCommands",
@@ -4698,7 +4680,7 @@ const tg__type tg__t_menu_button_commands = {
     .fields = F_menu_button_commands,
     .slots = S_menu_button_commands,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -4707,8 +4689,8 @@ static const tg__field F_menu_button_web_app[] = {
     TG__FIELD(tg_menu_button_web_app, text, TG__K_STR, 0, NULL),
     TG__FIELD(tg_menu_button_web_app, web_app, TG__K_OBJ, 0, &tg__t_web_app_info),
 };
-static const uint8_t S_menu_button_web_app[8] = {
-    0, 2, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_menu_button_web_app[16] = {
+    0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_menu_button_web_app[] = {1, 2};
 const tg__type tg__t_menu_button_web_app = {
@@ -4718,7 +4700,7 @@ const tg__type tg__t_menu_button_web_app = {
     .fields = F_menu_button_web_app,
     .slots = S_menu_button_web_app,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_menu_button_web_app,
     .nreq_ptrs = 2,
@@ -4727,9 +4709,11 @@ const tg__type tg__t_menu_button_web_app = {
 static const tg__field F_menu_button_default[] = {
     TG__CONST("type", "default"),
 };
-static const uint8_t S_menu_button_default[2] = {
+static const uint8_t S_menu_button_default[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_menu_button_default = {
     .name = "MenuButtonDefault",
@@ -4738,7 +4722,7 @@ const tg__type tg__t_menu_button_default = {
     .fields = F_menu_button_default,
     .slots = S_menu_button_default,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -4772,11 +4756,8 @@ static const tg__field F_chat_boost_source_premium[] = {
     TG__CONST("source", "premium"),
     TG__FIELD(tg_chat_boost_source_premium, user, TG__K_OBJ, 0, &tg__t_user),
 };
-static const uint8_t S_chat_boost_source_premium[4] = {
-    2,
-    0,
-    1,
-    0,
+static const uint8_t S_chat_boost_source_premium[8] = {
+    2, 0, 0, 0, 0, 0, 1, 0,
 };
 static const uint8_t R_chat_boost_source_premium[] = {1};
 const tg__type tg__t_chat_boost_source_premium = {
@@ -4786,7 +4767,7 @@ const tg__type tg__t_chat_boost_source_premium = {
     .fields = F_chat_boost_source_premium,
     .slots = S_chat_boost_source_premium,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_chat_boost_source_premium,
     .nreq_ptrs = 1,
@@ -4796,11 +4777,8 @@ static const tg__field F_chat_boost_source_gift_code[] = {
     TG__CONST("source", "gift_code"),
     TG__FIELD(tg_chat_boost_source_gift_code, user, TG__K_OBJ, 0, &tg__t_user),
 };
-static const uint8_t S_chat_boost_source_gift_code[4] = {
-    2,
-    0,
-    1,
-    0,
+static const uint8_t S_chat_boost_source_gift_code[8] = {
+    2, 0, 0, 0, 0, 0, 1, 0,
 };
 static const uint8_t R_chat_boost_source_gift_code[] = {1};
 const tg__type tg__t_chat_boost_source_gift_code = {
@@ -4810,7 +4788,7 @@ const tg__type tg__t_chat_boost_source_gift_code = {
     .fields = F_chat_boost_source_gift_code,
     .slots = S_chat_boost_source_gift_code,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_chat_boost_source_gift_code,
     .nreq_ptrs = 1,
@@ -4823,8 +4801,8 @@ static const tg__field F_chat_boost_source_giveaway[] = {
     TG__FIELD(tg_chat_boost_source_giveaway, prize_star_count, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_chat_boost_source_giveaway, is_unclaimed, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_chat_boost_source_giveaway[16] = {
-    0, 0, 4, 5, 0, 0, 0, 0, 3, 0, 0, 0, 0, 2, 1, 0,
+static const uint8_t S_chat_boost_source_giveaway[32] = {
+    0, 0, 4, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 2, 1, 0,
 };
 const tg__type tg__t_chat_boost_source_giveaway = {
     .name = "ChatBoostSourceGiveaway",
@@ -4833,7 +4811,7 @@ const tg__type tg__t_chat_boost_source_giveaway = {
     .fields = F_chat_boost_source_giveaway,
     .slots = S_chat_boost_source_giveaway,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -4843,8 +4821,8 @@ static const tg__field F_chat_boost[] = {
     TG__FIELD(tg_chat_boost, expiration_date, TG__K_I64, 0, NULL),
     TG__FIELD(tg_chat_boost, source, TG__K_UNION, 0, &tg__t_chat_boost_source),
 };
-static const uint8_t S_chat_boost[8] = {
-    2, 0, 3, 1, 0, 0, 4, 0,
+static const uint8_t S_chat_boost[16] = {
+    2, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0,
 };
 static const uint8_t R_chat_boost[] = {0};
 const tg__type tg__t_chat_boost = {
@@ -4854,7 +4832,7 @@ const tg__type tg__t_chat_boost = {
     .fields = F_chat_boost,
     .slots = S_chat_boost,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_chat_boost,
     .nreq_ptrs = 1,
@@ -4864,11 +4842,8 @@ static const tg__field F_chat_boost_updated[] = {
     TG__FIELD(tg_chat_boost_updated, chat, TG__K_OBJ, 0, &tg__t_chat),
     TG__FIELD(tg_chat_boost_updated, boost, TG__K_OBJ, 0, &tg__t_chat_boost),
 };
-static const uint8_t S_chat_boost_updated[4] = {
-    1,
-    2,
-    0,
-    0,
+static const uint8_t S_chat_boost_updated[8] = {
+    1, 0, 0, 0, 0, 2, 0, 0,
 };
 static const uint8_t R_chat_boost_updated[] = {0, 1};
 const tg__type tg__t_chat_boost_updated = {
@@ -4878,7 +4853,7 @@ const tg__type tg__t_chat_boost_updated = {
     .fields = F_chat_boost_updated,
     .slots = S_chat_boost_updated,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_chat_boost_updated,
     .nreq_ptrs = 2,
@@ -4890,8 +4865,8 @@ static const tg__field F_chat_boost_removed[] = {
     TG__FIELD(tg_chat_boost_removed, remove_date, TG__K_I64, 0, NULL),
     TG__FIELD(tg_chat_boost_removed, source, TG__K_UNION, 0, &tg__t_chat_boost_source),
 };
-static const uint8_t S_chat_boost_removed[8] = {
-    1, 0, 0, 2, 0, 0, 4, 3,
+static const uint8_t S_chat_boost_removed[16] = {
+    0, 0, 0, 2, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0, 4, 0,
 };
 static const uint8_t R_chat_boost_removed[] = {0, 1};
 const tg__type tg__t_chat_boost_removed = {
@@ -4901,7 +4876,7 @@ const tg__type tg__t_chat_boost_removed = {
     .fields = F_chat_boost_removed,
     .slots = S_chat_boost_removed,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_chat_boost_removed,
     .nreq_ptrs = 2,
@@ -4910,7 +4885,9 @@ const tg__type tg__t_chat_boost_removed = {
 static const tg__field F_chat_owner_left[] = {
     TG__FIELD(tg_chat_owner_left, new_owner, TG__K_OBJ, TG__F_OPT, &tg__t_user),
 };
-static const uint8_t S_chat_owner_left[2] = {
+static const uint8_t S_chat_owner_left[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -4921,14 +4898,16 @@ const tg__type tg__t_chat_owner_left = {
     .fields = F_chat_owner_left,
     .slots = S_chat_owner_left,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 
 static const tg__field F_chat_owner_changed[] = {
     TG__FIELD(tg_chat_owner_changed, new_owner, TG__K_OBJ, 0, &tg__t_user),
 };
-static const uint8_t S_chat_owner_changed[2] = {
+static const uint8_t S_chat_owner_changed[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -4940,7 +4919,7 @@ const tg__type tg__t_chat_owner_changed = {
     .fields = F_chat_owner_changed,
     .slots = S_chat_owner_changed,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_chat_owner_changed,
     .nreq_ptrs = 1,
@@ -4949,7 +4928,9 @@ const tg__type tg__t_chat_owner_changed = {
 static const tg__field F_user_chat_boosts[] = {
     TG__ARRAY(tg_user_chat_boosts, boosts, TG__K_OBJ, TG__F_ARR, &tg__t_chat_boost),
 };
-static const uint8_t S_user_chat_boosts[2] = {
+static const uint8_t S_user_chat_boosts[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -4960,7 +4941,7 @@ const tg__type tg__t_user_chat_boosts = {
     .fields = F_user_chat_boosts,
     .slots = S_user_chat_boosts,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -4980,9 +4961,10 @@ static const tg__field F_business_bot_rights[] = {
     TG__FIELD(tg_business_bot_rights, can_transfer_stars, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_business_bot_rights, can_manage_stories, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_business_bot_rights[32] = {
-    3, 12, 14, 0,  0, 9, 11, 5, 7, 0, 0,  6, 0, 0, 0, 0,
-    0, 4,  0,  10, 0, 0, 1,  0, 0, 0, 13, 0, 2, 0, 0, 8,
+static const uint8_t S_business_bot_rights[64] = {
+    3, 12, 14, 0, 0,  0, 0, 5,  0, 0, 0, 6, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0,
+    0, 0,  0,  0, 13, 0, 2, 0,  0, 8, 0, 0, 0, 0, 0, 9, 11, 7, 0, 0, 0, 0,
+    0, 0,  0,  0, 0,  4, 0, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0,  0, 0, 0,
 };
 const tg__type tg__t_business_bot_rights = {
     .name = "BusinessBotRights",
@@ -4991,7 +4973,7 @@ const tg__type tg__t_business_bot_rights = {
     .fields = F_business_bot_rights,
     .slots = S_business_bot_rights,
     .nfields = 14,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 0,
 };
 
@@ -5003,8 +4985,8 @@ static const tg__field F_business_connection[] = {
     TG__FIELD(tg_business_connection, rights, TG__K_OBJ, TG__F_OPT, &tg__t_business_bot_rights),
     TG__FIELD(tg_business_connection, is_enabled, TG__K_BOOL, 0, NULL),
 };
-static const uint8_t S_business_connection[16] = {
-    3, 4, 0, 0, 0, 6, 0, 0, 2, 5, 0, 1, 0, 0, 0, 0,
+static const uint8_t S_business_connection[32] = {
+    4, 0, 0, 0, 0, 6, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_business_connection[] = {0, 1};
 const tg__type tg__t_business_connection = {
@@ -5014,7 +4996,7 @@ const tg__type tg__t_business_connection = {
     .fields = F_business_connection,
     .slots = S_business_connection,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_business_connection,
     .nreq_ptrs = 2,
@@ -5025,8 +5007,8 @@ static const tg__field F_business_messages_deleted[] = {
     TG__FIELD(tg_business_messages_deleted, chat, TG__K_OBJ, 0, &tg__t_chat),
     TG__ARRAY(tg_business_messages_deleted, message_ids, TG__K_I64, TG__F_ARR, NULL),
 };
-static const uint8_t S_business_messages_deleted[8] = {
-    2, 0, 0, 1, 0, 3, 0, 0,
+static const uint8_t S_business_messages_deleted[16] = {
+    0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0,
 };
 static const uint8_t R_business_messages_deleted[] = {0, 1};
 const tg__type tg__t_business_messages_deleted = {
@@ -5036,7 +5018,7 @@ const tg__type tg__t_business_messages_deleted = {
     .fields = F_business_messages_deleted,
     .slots = S_business_messages_deleted,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_business_messages_deleted,
     .nreq_ptrs = 2,
@@ -5045,7 +5027,9 @@ const tg__type tg__t_business_messages_deleted = {
 static const tg__field F_sent_web_app_message[] = {
     TG__FIELD(tg_sent_web_app_message, inline_message_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_sent_web_app_message[2] = {
+static const uint8_t S_sent_web_app_message[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -5056,14 +5040,16 @@ const tg__type tg__t_sent_web_app_message = {
     .fields = F_sent_web_app_message,
     .slots = S_sent_web_app_message,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 0,
 };
 
 static const tg__field F_sent_guest_message[] = {
     TG__FIELD(tg_sent_guest_message, inline_message_id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_sent_guest_message[2] = {
+static const uint8_t S_sent_guest_message[4] = {
+    0,
+    0,
     1,
     0,
 };
@@ -5075,7 +5061,7 @@ const tg__type tg__t_sent_guest_message = {
     .fields = F_sent_guest_message,
     .slots = S_sent_guest_message,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_sent_guest_message,
     .nreq_ptrs = 1,
@@ -5085,11 +5071,8 @@ static const tg__field F_prepared_inline_message[] = {
     TG__FIELD(tg_prepared_inline_message, id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_prepared_inline_message, expiration_date, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_prepared_inline_message[4] = {
-    0,
-    0,
-    2,
-    1,
+static const uint8_t S_prepared_inline_message[8] = {
+    0, 0, 2, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_prepared_inline_message[] = {0};
 const tg__type tg__t_prepared_inline_message = {
@@ -5099,7 +5082,7 @@ const tg__type tg__t_prepared_inline_message = {
     .fields = F_prepared_inline_message,
     .slots = S_prepared_inline_message,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_prepared_inline_message,
     .nreq_ptrs = 1,
@@ -5108,7 +5091,9 @@ const tg__type tg__t_prepared_inline_message = {
 static const tg__field F_prepared_keyboard_button[] = {
     TG__FIELD(tg_prepared_keyboard_button, id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_prepared_keyboard_button[2] = {
+static const uint8_t S_prepared_keyboard_button[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -5120,7 +5105,7 @@ const tg__type tg__t_prepared_keyboard_button = {
     .fields = F_prepared_keyboard_button,
     .slots = S_prepared_keyboard_button,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_prepared_keyboard_button,
     .nreq_ptrs = 1,
@@ -5130,11 +5115,8 @@ static const tg__field F_response_parameters[] = {
     TG__FIELD(tg_response_parameters, migrate_to_chat_id, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_response_parameters, retry_after, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_response_parameters[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_response_parameters[8] = {
+    1, 0, 0, 0, 0, 0, 0, 2,
 };
 const tg__type tg__t_response_parameters = {
     .name = "ResponseParameters",
@@ -5143,7 +5125,7 @@ const tg__type tg__t_response_parameters = {
     .fields = F_response_parameters,
     .slots = S_response_parameters,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 0,
 };
 
@@ -5184,9 +5166,10 @@ static const tg__field F_input_media_animation[] = {
     TG__FIELD(tg_input_media_animation, duration, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_input_media_animation, has_spoiler, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_animation[32] = {
-    2, 6, 0, 0, 0, 5, 4, 9,  11, 0, 0, 0, 0, 1, 0, 0,
-    0, 0, 0, 0, 0, 0, 8, 10, 0,  3, 0, 0, 0, 0, 7, 0,
+static const uint8_t S_input_media_animation[64] = {
+    2, 6, 0, 0, 0, 0, 4, 9, 11, 0, 0, 0,  0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+    8, 0, 0, 3, 0, 0, 0, 0, 7,  0, 0, 0,  0, 0, 0, 5, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_input_media_animation = {
     .name = "InputMediaAnimation",
@@ -5195,7 +5178,7 @@ const tg__type tg__t_input_media_animation = {
     .fields = F_input_media_animation,
     .slots = S_input_media_animation,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 
@@ -5211,8 +5194,9 @@ static const tg__field F_input_media_audio[] = {
     TG__FIELD(tg_input_media_audio, performer, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_input_media_audio, title, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_audio[32] = {
-    2, 6, 0, 0, 0, 5, 4, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 8, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_input_media_audio[64] = {
+    2, 6, 0, 0, 0, 0, 4, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_input_media_audio = {
     .name = "InputMediaAudio",
@@ -5221,7 +5205,7 @@ const tg__type tg__t_input_media_audio = {
     .fields = F_input_media_audio,
     .slots = S_input_media_audio,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 
@@ -5235,8 +5219,8 @@ static const tg__field F_input_media_document[] = {
               &tg__t_message_entity),
     TG__FIELD(tg_input_media_document, disable_content_type_detection, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_document[16] = {
-    2, 6, 0, 0, 0, 5, 4, 0, 7, 3, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_input_media_document[32] = {
+    2, 6, 0, 0, 0, 5, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_input_media_document = {
     .name = "InputMediaDocument",
@@ -5245,7 +5229,7 @@ const tg__type tg__t_input_media_document = {
     .fields = F_input_media_document,
     .slots = S_input_media_document,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -5253,11 +5237,8 @@ static const tg__field F_input_media_link[] = {
     TG__CONST("type", "link"),
     TG__FIELD(tg_input_media_link, url, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_input_media_link[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_input_media_link[8] = {
+    0, 0, 0, 2, 0, 1, 0, 0,
 };
 static const uint8_t R_input_media_link[] = {1};
 const tg__type tg__t_input_media_link = {
@@ -5267,7 +5248,7 @@ const tg__type tg__t_input_media_link = {
     .fields = F_input_media_link,
     .slots = S_input_media_link,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_input_media_link,
     .nreq_ptrs = 1,
@@ -5284,8 +5265,8 @@ static const tg__field F_input_media_live_photo[] = {
     TG__FIELD(tg_input_media_live_photo, show_caption_above_media, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_input_media_live_photo, has_spoiler, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_live_photo[16] = {
-    2, 6, 0, 0, 0, 5, 4, 8, 0, 0, 0, 0, 3, 1, 7, 0,
+static const uint8_t S_input_media_live_photo[32] = {
+    2, 6, 0, 0, 0, 5, 4, 8, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 7, 0,
 };
 const tg__type tg__t_input_media_live_photo = {
     .name = "InputMediaLivePhoto",
@@ -5294,7 +5275,7 @@ const tg__type tg__t_input_media_live_photo = {
     .fields = F_input_media_live_photo,
     .slots = S_input_media_live_photo,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 
@@ -5304,8 +5285,8 @@ static const tg__field F_input_media_location[] = {
     TG__FIELD(tg_input_media_location, longitude, TG__K_F64, 0, NULL),
     TG__FIELD(tg_input_media_location, horizontal_accuracy, TG__K_F64, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_location[8] = {
-    0, 0, 3, 0, 2, 1, 4, 0,
+static const uint8_t S_input_media_location[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 2, 1, 4, 0,
 };
 const tg__type tg__t_input_media_location = {
     .name = "InputMediaLocation",
@@ -5314,7 +5295,7 @@ const tg__type tg__t_input_media_location = {
     .fields = F_input_media_location,
     .slots = S_input_media_location,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -5328,8 +5309,8 @@ static const tg__field F_input_media_photo[] = {
     TG__FIELD(tg_input_media_photo, show_caption_above_media, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_input_media_photo, has_spoiler, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_photo[16] = {
-    2, 5, 0, 0, 0, 4, 3, 7, 0, 0, 0, 0, 0, 1, 6, 0,
+static const uint8_t S_input_media_photo[32] = {
+    2, 5, 0, 0, 0, 4, 3, 7, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0,
 };
 const tg__type tg__t_input_media_photo = {
     .name = "InputMediaPhoto",
@@ -5338,7 +5319,7 @@ const tg__type tg__t_input_media_photo = {
     .fields = F_input_media_photo,
     .slots = S_input_media_photo,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -5347,8 +5328,8 @@ static const tg__field F_input_media_sticker[] = {
     TG__FIELD(tg_input_media_sticker, media, TG__K_FILE, 0, NULL),
     TG__FIELD(tg_input_media_sticker, emoji, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_sticker[8] = {
-    2, 0, 0, 0, 3, 1, 0, 0,
+static const uint8_t S_input_media_sticker[16] = {
+    2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_media_sticker = {
     .name = "InputMediaSticker",
@@ -5357,7 +5338,7 @@ const tg__type tg__t_input_media_sticker = {
     .fields = F_input_media_sticker,
     .slots = S_input_media_sticker,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -5372,8 +5353,9 @@ static const tg__field F_input_media_venue[] = {
     TG__FIELD(tg_input_media_venue, google_place_id, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_input_media_venue, google_place_type, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_venue[32] = {
-    0, 0, 0, 0, 0, 0, 0, 5, 0, 4, 7, 0, 2, 1, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 6, 3, 0, 9, 0, 0, 0,
+static const uint8_t S_input_media_venue[64] = {
+    0, 0, 0, 0, 0, 0, 0, 5, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 3, 0, 9, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_input_media_venue[] = {3, 4};
 const tg__type tg__t_input_media_venue = {
@@ -5383,7 +5365,7 @@ const tg__type tg__t_input_media_venue = {
     .fields = F_input_media_venue,
     .slots = S_input_media_venue,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 5,
     .req_ptrs = R_input_media_venue,
     .nreq_ptrs = 2,
@@ -5406,9 +5388,10 @@ static const tg__field F_input_media_video[] = {
     TG__FIELD(tg_input_media_video, supports_streaming, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_input_media_video, has_spoiler, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_video[32] = {
-    2, 8, 0, 0, 0, 7, 6,  11, 13, 14, 0, 0, 0, 1, 0, 4,
-    0, 0, 0, 0, 0, 0, 10, 12, 0,  3,  5, 0, 0, 0, 9, 0,
+static const uint8_t S_input_media_video[64] = {
+    2,  8, 0, 0, 0, 0, 6, 11, 13, 14, 0, 0,  0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+    10, 0, 0, 3, 0, 0, 0, 0,  9,  0,  0, 0,  0, 0, 0, 7, 0, 0, 0, 0, 0, 0,
+    0,  0, 0, 4, 0, 0, 0, 0,  0,  0,  0, 12, 0, 0, 5, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_input_media_video = {
     .name = "InputMediaVideo",
@@ -5417,7 +5400,7 @@ const tg__type tg__t_input_media_video = {
     .fields = F_input_media_video,
     .slots = S_input_media_video,
     .nfields = 14,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 
@@ -5430,8 +5413,8 @@ static const tg__field F_input_media_voice_note[] = {
               &tg__t_message_entity),
     TG__FIELD(tg_input_media_voice_note, duration, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_media_voice_note[16] = {
-    2, 5, 0, 0, 0, 4, 3, 6, 0, 0, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_input_media_voice_note[32] = {
+    2, 5, 0, 0, 0, 4, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_input_media_voice_note = {
     .name = "InputMediaVoiceNote",
@@ -5440,7 +5423,7 @@ const tg__type tg__t_input_media_voice_note = {
     .fields = F_input_media_voice_note,
     .slots = S_input_media_voice_note,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -5475,8 +5458,8 @@ static const tg__field F_input_paid_media_live_photo[] = {
     TG__FIELD(tg_input_paid_media_live_photo, media, TG__K_FILE, 0, NULL),
     TG__FIELD(tg_input_paid_media_live_photo, photo, TG__K_FILE, 0, NULL),
 };
-static const uint8_t S_input_paid_media_live_photo[8] = {
-    2, 0, 0, 0, 3, 1, 0, 0,
+static const uint8_t S_input_paid_media_live_photo[16] = {
+    2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 1, 0, 0,
 };
 const tg__type tg__t_input_paid_media_live_photo = {
     .name = "InputPaidMediaLivePhoto",
@@ -5485,7 +5468,7 @@ const tg__type tg__t_input_paid_media_live_photo = {
     .fields = F_input_paid_media_live_photo,
     .slots = S_input_paid_media_live_photo,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -5493,11 +5476,8 @@ static const tg__field F_input_paid_media_photo[] = {
     TG__CONST("type", "photo"),
     TG__FIELD(tg_input_paid_media_photo, media, TG__K_FILE, 0, NULL),
 };
-static const uint8_t S_input_paid_media_photo[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_input_paid_media_photo[8] = {
+    2, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_paid_media_photo = {
     .name = "InputPaidMediaPhoto",
@@ -5506,7 +5486,7 @@ const tg__type tg__t_input_paid_media_photo = {
     .fields = F_input_paid_media_photo,
     .slots = S_input_paid_media_photo,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -5521,8 +5501,9 @@ static const tg__field F_input_paid_media_video[] = {
     TG__FIELD(tg_input_paid_media_video, duration, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_input_paid_media_video, supports_streaming, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_paid_media_video[32] = {
-    2, 0, 0, 0, 0, 0, 7, 0, 9, 0, 0, 0, 0, 1, 0, 4, 0, 0, 0, 0, 0, 0, 6, 8, 0, 3, 5, 0, 0, 0, 0, 0,
+static const uint8_t S_input_paid_media_video[64] = {
+    2, 0, 0, 0, 0, 0, 7, 0, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 3, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 5, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_input_paid_media_video = {
     .name = "InputPaidMediaVideo",
@@ -5531,7 +5512,7 @@ const tg__type tg__t_input_paid_media_video = {
     .fields = F_input_paid_media_video,
     .slots = S_input_paid_media_video,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
 };
 
@@ -5563,11 +5544,8 @@ static const tg__field F_input_profile_photo_static[] = {
     TG__CONST("type", "static"),
     TG__FIELD(tg_input_profile_photo_static, photo, TG__K_FILE, 0, NULL),
 };
-static const uint8_t S_input_profile_photo_static[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_input_profile_photo_static[8] = {
+    0, 0, 0, 0, 2, 1, 0, 0,
 };
 const tg__type tg__t_input_profile_photo_static = {
     .name = "InputProfilePhotoStatic",
@@ -5576,7 +5554,7 @@ const tg__type tg__t_input_profile_photo_static = {
     .fields = F_input_profile_photo_static,
     .slots = S_input_profile_photo_static,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -5585,8 +5563,8 @@ static const tg__field F_input_profile_photo_animated[] = {
     TG__FIELD(tg_input_profile_photo_animated, animation, TG__K_FILE, 0, NULL),
     TG__FIELD(tg_input_profile_photo_animated, main_frame_timestamp, TG__K_F64, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_profile_photo_animated[8] = {
-    0, 2, 3, 0, 0, 1, 0, 0,
+static const uint8_t S_input_profile_photo_animated[16] = {
+    0, 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_profile_photo_animated = {
     .name = "InputProfilePhotoAnimated",
@@ -5595,7 +5573,7 @@ const tg__type tg__t_input_profile_photo_animated = {
     .fields = F_input_profile_photo_animated,
     .slots = S_input_profile_photo_animated,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -5627,11 +5605,8 @@ static const tg__field F_input_story_content_photo[] = {
     TG__CONST("type", "photo"),
     TG__FIELD(tg_input_story_content_photo, photo, TG__K_FILE, 0, NULL),
 };
-static const uint8_t S_input_story_content_photo[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_input_story_content_photo[8] = {
+    0, 0, 0, 0, 2, 1, 0, 0,
 };
 const tg__type tg__t_input_story_content_photo = {
     .name = "InputStoryContentPhoto",
@@ -5640,7 +5615,7 @@ const tg__type tg__t_input_story_content_photo = {
     .fields = F_input_story_content_photo,
     .slots = S_input_story_content_photo,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -5651,8 +5626,8 @@ static const tg__field F_input_story_content_video[] = {
     TG__FIELD(tg_input_story_content_video, cover_frame_timestamp, TG__K_F64, TG__F_OPT, NULL),
     TG__FIELD(tg_input_story_content_video, is_animation, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_story_content_video[16] = {
-    2, 0, 0, 0, 5, 4, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_input_story_content_video[32] = {
+    0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 5, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_input_story_content_video = {
     .name = "InputStoryContentVideo",
@@ -5661,7 +5636,7 @@ const tg__type tg__t_input_story_content_video = {
     .fields = F_input_story_content_video,
     .slots = S_input_story_content_video,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -5682,9 +5657,10 @@ static const tg__field F_sticker[] = {
     TG__FIELD(tg_sticker, needs_repainting, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_sticker, file_size, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_sticker[32] = {
-    0,  0, 13, 14, 0, 0, 5, 12, 0, 0, 0,  15, 0, 3, 0, 0,
-    11, 0, 0,  2,  7, 9, 1, 4,  0, 8, 10, 0,  0, 0, 0, 6,
+static const uint8_t S_sticker[64] = {
+    0, 0, 13, 0, 0,  0, 5, 12, 0, 0, 0, 15, 0,  3,  0, 0, 0, 0, 0, 2, 0, 0,
+    1, 4, 0,  8, 0,  0, 0, 0,  0, 6, 0, 0,  14, 0,  0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0,  0, 11, 0, 0, 7,  9, 0, 0, 0,  0,  10, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_sticker[] = {0, 1};
 const tg__type tg__t_sticker = {
@@ -5694,7 +5670,7 @@ const tg__type tg__t_sticker = {
     .fields = F_sticker,
     .slots = S_sticker,
     .nfields = 15,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 7,
     .req_ptrs = R_sticker,
     .nreq_ptrs = 2,
@@ -5707,8 +5683,8 @@ static const tg__field F_sticker_set[] = {
     TG__ARRAY(tg_sticker_set, stickers, TG__K_OBJ, TG__F_ARR, &tg__t_sticker),
     TG__FIELD(tg_sticker_set, thumbnail, TG__K_OBJ, TG__F_OPT, &tg__t_photo_size),
 };
-static const uint8_t S_sticker_set[16] = {
-    0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 5, 4, 0, 0, 3, 0,
+static const uint8_t S_sticker_set[32] = {
+    0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 3, 0,
 };
 static const uint8_t R_sticker_set[] = {0, 1};
 const tg__type tg__t_sticker_set = {
@@ -5718,7 +5694,7 @@ const tg__type tg__t_sticker_set = {
     .fields = F_sticker_set,
     .slots = S_sticker_set,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_sticker_set,
     .nreq_ptrs = 2,
@@ -5730,8 +5706,8 @@ static const tg__field F_mask_position[] = {
     TG__FIELD(tg_mask_position, y_shift, TG__K_F64, 0, NULL),
     TG__FIELD(tg_mask_position, scale, TG__K_F64, 0, NULL),
 };
-static const uint8_t S_mask_position[8] = {
-    1, 0, 0, 3, 2, 4, 0, 0,
+static const uint8_t S_mask_position[16] = {
+    0, 0, 0, 0, 2, 4, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0,
 };
 const tg__type tg__t_mask_position = {
     .name = "MaskPosition",
@@ -5740,7 +5716,7 @@ const tg__type tg__t_mask_position = {
     .fields = F_mask_position,
     .slots = S_mask_position,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
 };
 
@@ -5751,8 +5727,8 @@ static const tg__field F_input_sticker[] = {
     TG__FIELD(tg_input_sticker, mask_position, TG__K_OBJ, TG__F_OPT, &tg__t_mask_position),
     TG__ARRAY(tg_input_sticker, keywords, TG__K_STR, TG__F_OPT | TG__F_ARR, NULL),
 };
-static const uint8_t S_input_sticker[16] = {
-    0, 0, 0, 0, 1, 5, 0, 4, 0, 0, 2, 0, 0, 0, 0, 3,
+static const uint8_t S_input_sticker[32] = {
+    0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3,
 };
 const tg__type tg__t_input_sticker = {
     .name = "InputSticker",
@@ -5761,7 +5737,7 @@ const tg__type tg__t_input_sticker = {
     .fields = F_input_sticker,
     .slots = S_input_sticker,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
 };
 
@@ -5769,11 +5745,8 @@ static const tg__field F_rich_message[] = {
     TG__ARRAY(tg_rich_message, blocks, TG__K_UNION, TG__F_ARR, &tg__t_rich_block),
     TG__FIELD(tg_rich_message, is_rtl, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_rich_message[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_rich_message[8] = {
+    0, 1, 0, 0, 2, 0, 0, 0,
 };
 const tg__type tg__t_rich_message = {
     .name = "RichMessage",
@@ -5782,7 +5755,7 @@ const tg__type tg__t_rich_message = {
     .fields = F_rich_message,
     .slots = S_rich_message,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
@@ -5796,8 +5769,8 @@ static const tg__field F_input_rich_message[] = {
     TG__FIELD(tg_input_rich_message, is_rtl, TG__K_BOOL, TG__F_OPT, NULL),
     TG__FIELD(tg_input_rich_message, skip_entity_detection, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_rich_message[16] = {
-    4, 0, 0, 0, 6, 0, 0, 0, 0, 1, 0, 0, 5, 0, 3, 2,
+static const uint8_t S_input_rich_message[32] = {
+    4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 3, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2,
 };
 const tg__type tg__t_input_rich_message = {
     .name = "InputRichMessage",
@@ -5806,7 +5779,7 @@ const tg__type tg__t_input_rich_message = {
     .fields = F_input_rich_message,
     .slots = S_input_rich_message,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 0,
 };
 
@@ -5815,11 +5788,8 @@ static const tg__field F_input_rich_message_media[] = {
     TG__FIELD(tg_input_rich_message_media, media, TG__K_UNION, 0,
               &tg__t_input_rich_message_media_item),
 };
-static const uint8_t S_input_rich_message_media[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_input_rich_message_media[8] = {
+    2, 0, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_input_rich_message_media[] = {0};
 const tg__type tg__t_input_rich_message_media = {
@@ -5829,7 +5799,7 @@ const tg__type tg__t_input_rich_message_media = {
     .fields = F_input_rich_message_media,
     .slots = S_input_rich_message_media,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_input_rich_message_media,
     .nreq_ptrs = 1,
@@ -5912,11 +5882,8 @@ static const tg__field F_rich_text_bold[] = {
     TG__CONST("type", "bold"),
     TG__FIELD(tg_rich_text_bold, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_bold[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_bold[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_bold = {
     .name = "RichTextBold",
@@ -5925,7 +5892,7 @@ const tg__type tg__t_rich_text_bold = {
     .fields = F_rich_text_bold,
     .slots = S_rich_text_bold,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -5933,11 +5900,8 @@ static const tg__field F_rich_text_italic[] = {
     TG__CONST("type", "italic"),
     TG__FIELD(tg_rich_text_italic, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_italic[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_italic[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_italic = {
     .name = "RichTextItalic",
@@ -5946,7 +5910,7 @@ const tg__type tg__t_rich_text_italic = {
     .fields = F_rich_text_italic,
     .slots = S_rich_text_italic,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -5954,11 +5918,8 @@ static const tg__field F_rich_text_underline[] = {
     TG__CONST("type", "underline"),
     TG__FIELD(tg_rich_text_underline, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_underline[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_underline[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_underline = {
     .name = "RichTextUnderline",
@@ -5967,7 +5928,7 @@ const tg__type tg__t_rich_text_underline = {
     .fields = F_rich_text_underline,
     .slots = S_rich_text_underline,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -5975,11 +5936,8 @@ static const tg__field F_rich_text_strikethrough[] = {
     TG__CONST("type", "strikethrough"),
     TG__FIELD(tg_rich_text_strikethrough, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_strikethrough[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_strikethrough[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_strikethrough = {
     .name = "RichTextStrikethrough",
@@ -5988,7 +5946,7 @@ const tg__type tg__t_rich_text_strikethrough = {
     .fields = F_rich_text_strikethrough,
     .slots = S_rich_text_strikethrough,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -5996,11 +5954,8 @@ static const tg__field F_rich_text_spoiler[] = {
     TG__CONST("type", "spoiler"),
     TG__FIELD(tg_rich_text_spoiler, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_spoiler[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_spoiler[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_spoiler = {
     .name = "RichTextSpoiler",
@@ -6009,7 +5964,7 @@ const tg__type tg__t_rich_text_spoiler = {
     .fields = F_rich_text_spoiler,
     .slots = S_rich_text_spoiler,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -6019,8 +5974,8 @@ static const tg__field F_rich_text_date_time[] = {
     TG__FIELD(tg_rich_text_date_time, unix_time, TG__K_I64, 0, NULL),
     TG__FIELD(tg_rich_text_date_time, date_time_format, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_date_time[8] = {
-    3, 2, 0, 0, 0, 1, 4, 0,
+static const uint8_t S_rich_text_date_time[16] = {
+    3, 2, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_date_time[] = {3};
 const tg__type tg__t_rich_text_date_time = {
@@ -6030,7 +5985,7 @@ const tg__type tg__t_rich_text_date_time = {
     .fields = F_rich_text_date_time,
     .slots = S_rich_text_date_time,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_rich_text_date_time,
     .nreq_ptrs = 1,
@@ -6041,8 +5996,8 @@ static const tg__field F_rich_text_text_mention[] = {
     TG__FIELD(tg_rich_text_text_mention, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_text_mention, user, TG__K_OBJ, 0, &tg__t_user),
 };
-static const uint8_t S_rich_text_text_mention[8] = {
-    3, 2, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_rich_text_text_mention[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_text_mention[] = {2};
 const tg__type tg__t_rich_text_text_mention = {
@@ -6052,7 +6007,7 @@ const tg__type tg__t_rich_text_text_mention = {
     .fields = F_rich_text_text_mention,
     .slots = S_rich_text_text_mention,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_text_mention,
     .nreq_ptrs = 1,
@@ -6062,11 +6017,8 @@ static const tg__field F_rich_text_subscript[] = {
     TG__CONST("type", "subscript"),
     TG__FIELD(tg_rich_text_subscript, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_subscript[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_subscript[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_subscript = {
     .name = "RichTextSubscript",
@@ -6075,7 +6027,7 @@ const tg__type tg__t_rich_text_subscript = {
     .fields = F_rich_text_subscript,
     .slots = S_rich_text_subscript,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -6083,11 +6035,8 @@ static const tg__field F_rich_text_superscript[] = {
     TG__CONST("type", "superscript"),
     TG__FIELD(tg_rich_text_superscript, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_superscript[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_superscript[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_superscript = {
     .name = "RichTextSuperscript",
@@ -6096,7 +6045,7 @@ const tg__type tg__t_rich_text_superscript = {
     .fields = F_rich_text_superscript,
     .slots = S_rich_text_superscript,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -6104,11 +6053,8 @@ static const tg__field F_rich_text_marked[] = {
     TG__CONST("type", "marked"),
     TG__FIELD(tg_rich_text_marked, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_marked[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_marked[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_marked = {
     .name = "RichTextMarked",
@@ -6117,7 +6063,7 @@ const tg__type tg__t_rich_text_marked = {
     .fields = F_rich_text_marked,
     .slots = S_rich_text_marked,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -6125,11 +6071,8 @@ static const tg__field F_rich_text_code[] = {
     TG__CONST("type", "code"),
     TG__FIELD(tg_rich_text_code, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_text_code[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_text_code[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_text_code = {
     .name = "RichTextCode",
@@ -6138,7 +6081,7 @@ const tg__type tg__t_rich_text_code = {
     .fields = F_rich_text_code,
     .slots = S_rich_text_code,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -6147,8 +6090,8 @@ static const tg__field F_rich_text_custom_emoji[] = {
     TG__FIELD(tg_rich_text_custom_emoji, custom_emoji_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_rich_text_custom_emoji, alternative_text, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_custom_emoji[8] = {
-    0, 3, 2, 0, 0, 1, 0, 0,
+static const uint8_t S_rich_text_custom_emoji[16] = {
+    0, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_custom_emoji[] = {1, 2};
 const tg__type tg__t_rich_text_custom_emoji = {
@@ -6158,7 +6101,7 @@ const tg__type tg__t_rich_text_custom_emoji = {
     .fields = F_rich_text_custom_emoji,
     .slots = S_rich_text_custom_emoji,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_custom_emoji,
     .nreq_ptrs = 2,
@@ -6168,11 +6111,8 @@ static const tg__field F_rich_text_mathematical_expression[] = {
     TG__CONST("type", "mathematical_expression"),
     TG__FIELD(tg_rich_text_mathematical_expression, expression, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_mathematical_expression[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_rich_text_mathematical_expression[8] = {
+    0, 0, 0, 0, 2, 1, 0, 0,
 };
 static const uint8_t R_rich_text_mathematical_expression[] = {1};
 const tg__type tg__t_rich_text_mathematical_expression = {
@@ -6182,7 +6122,7 @@ const tg__type tg__t_rich_text_mathematical_expression = {
     .fields = F_rich_text_mathematical_expression,
     .slots = S_rich_text_mathematical_expression,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_rich_text_mathematical_expression,
     .nreq_ptrs = 1,
@@ -6193,8 +6133,8 @@ static const tg__field F_rich_text_url[] = {
     TG__FIELD(tg_rich_text_url, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_url, url, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_url[8] = {
-    0, 2, 0, 3, 0, 1, 0, 0,
+static const uint8_t S_rich_text_url[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_url[] = {2};
 const tg__type tg__t_rich_text_url = {
@@ -6204,7 +6144,7 @@ const tg__type tg__t_rich_text_url = {
     .fields = F_rich_text_url,
     .slots = S_rich_text_url,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_url,
     .nreq_ptrs = 1,
@@ -6215,8 +6155,8 @@ static const tg__field F_rich_text_email_address[] = {
     TG__FIELD(tg_rich_text_email_address, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_email_address, email_address, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_email_address[8] = {
-    0, 2, 0, 3, 0, 1, 0, 0,
+static const uint8_t S_rich_text_email_address[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_email_address[] = {2};
 const tg__type tg__t_rich_text_email_address = {
@@ -6226,7 +6166,7 @@ const tg__type tg__t_rich_text_email_address = {
     .fields = F_rich_text_email_address,
     .slots = S_rich_text_email_address,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_email_address,
     .nreq_ptrs = 1,
@@ -6237,8 +6177,8 @@ static const tg__field F_rich_text_phone_number[] = {
     TG__FIELD(tg_rich_text_phone_number, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_phone_number, phone_number, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_phone_number[8] = {
-    0, 2, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_rich_text_phone_number[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 3,
 };
 static const uint8_t R_rich_text_phone_number[] = {2};
 const tg__type tg__t_rich_text_phone_number = {
@@ -6248,7 +6188,7 @@ const tg__type tg__t_rich_text_phone_number = {
     .fields = F_rich_text_phone_number,
     .slots = S_rich_text_phone_number,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_phone_number,
     .nreq_ptrs = 1,
@@ -6259,8 +6199,8 @@ static const tg__field F_rich_text_bank_card_number[] = {
     TG__FIELD(tg_rich_text_bank_card_number, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_bank_card_number, bank_card_number, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_bank_card_number[8] = {
-    0, 2, 0, 0, 3, 1, 0, 0,
+static const uint8_t S_rich_text_bank_card_number[16] = {
+    0, 2, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_bank_card_number[] = {2};
 const tg__type tg__t_rich_text_bank_card_number = {
@@ -6270,7 +6210,7 @@ const tg__type tg__t_rich_text_bank_card_number = {
     .fields = F_rich_text_bank_card_number,
     .slots = S_rich_text_bank_card_number,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_bank_card_number,
     .nreq_ptrs = 1,
@@ -6281,8 +6221,8 @@ static const tg__field F_rich_text_mention[] = {
     TG__FIELD(tg_rich_text_mention, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_mention, username, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_mention[8] = {
-    0, 2, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_rich_text_mention[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 3,
 };
 static const uint8_t R_rich_text_mention[] = {2};
 const tg__type tg__t_rich_text_mention = {
@@ -6292,7 +6232,7 @@ const tg__type tg__t_rich_text_mention = {
     .fields = F_rich_text_mention,
     .slots = S_rich_text_mention,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_mention,
     .nreq_ptrs = 1,
@@ -6303,8 +6243,8 @@ static const tg__field F_rich_text_hashtag[] = {
     TG__FIELD(tg_rich_text_hashtag, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_hashtag, hashtag, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_hashtag[8] = {
-    0, 2, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_rich_text_hashtag[16] = {
+    0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_hashtag[] = {2};
 const tg__type tg__t_rich_text_hashtag = {
@@ -6314,7 +6254,7 @@ const tg__type tg__t_rich_text_hashtag = {
     .fields = F_rich_text_hashtag,
     .slots = S_rich_text_hashtag,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_hashtag,
     .nreq_ptrs = 1,
@@ -6325,8 +6265,8 @@ static const tg__field F_rich_text_cashtag[] = {
     TG__FIELD(tg_rich_text_cashtag, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_cashtag, cashtag, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_cashtag[8] = {
-    3, 2, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_rich_text_cashtag[16] = {
+    3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_cashtag[] = {2};
 const tg__type tg__t_rich_text_cashtag = {
@@ -6336,7 +6276,7 @@ const tg__type tg__t_rich_text_cashtag = {
     .fields = F_rich_text_cashtag,
     .slots = S_rich_text_cashtag,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_cashtag,
     .nreq_ptrs = 1,
@@ -6347,8 +6287,8 @@ static const tg__field F_rich_text_bot_command[] = {
     TG__FIELD(tg_rich_text_bot_command, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_bot_command, bot_command, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_bot_command[8] = {
-    3, 2, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_rich_text_bot_command[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_bot_command[] = {2};
 const tg__type tg__t_rich_text_bot_command = {
@@ -6358,7 +6298,7 @@ const tg__type tg__t_rich_text_bot_command = {
     .fields = F_rich_text_bot_command,
     .slots = S_rich_text_bot_command,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_bot_command,
     .nreq_ptrs = 1,
@@ -6368,11 +6308,8 @@ static const tg__field F_rich_text_anchor[] = {
     TG__CONST("type", "anchor"),
     TG__FIELD(tg_rich_text_anchor, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_anchor[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_rich_text_anchor[8] = {
+    0, 0, 0, 2, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_anchor[] = {1};
 const tg__type tg__t_rich_text_anchor = {
@@ -6382,7 +6319,7 @@ const tg__type tg__t_rich_text_anchor = {
     .fields = F_rich_text_anchor,
     .slots = S_rich_text_anchor,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_rich_text_anchor,
     .nreq_ptrs = 1,
@@ -6393,8 +6330,8 @@ static const tg__field F_rich_text_anchor_link[] = {
     TG__FIELD(tg_rich_text_anchor_link, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_anchor_link, anchor_name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_anchor_link[8] = {
-    0, 2, 0, 0, 3, 1, 0, 0,
+static const uint8_t S_rich_text_anchor_link[16] = {
+    0, 2, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_anchor_link[] = {2};
 const tg__type tg__t_rich_text_anchor_link = {
@@ -6404,7 +6341,7 @@ const tg__type tg__t_rich_text_anchor_link = {
     .fields = F_rich_text_anchor_link,
     .slots = S_rich_text_anchor_link,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_anchor_link,
     .nreq_ptrs = 1,
@@ -6415,8 +6352,8 @@ static const tg__field F_rich_text_reference[] = {
     TG__FIELD(tg_rich_text_reference, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_reference, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_reference[8] = {
-    0, 2, 0, 3, 0, 1, 0, 0,
+static const uint8_t S_rich_text_reference[16] = {
+    0, 2, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_text_reference[] = {2};
 const tg__type tg__t_rich_text_reference = {
@@ -6426,7 +6363,7 @@ const tg__type tg__t_rich_text_reference = {
     .fields = F_rich_text_reference,
     .slots = S_rich_text_reference,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_reference,
     .nreq_ptrs = 1,
@@ -6437,8 +6374,8 @@ static const tg__field F_rich_text_reference_link[] = {
     TG__FIELD(tg_rich_text_reference_link, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_text_reference_link, reference_name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_text_reference_link[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_rich_text_reference_link[16] = {
+    0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0,
 };
 static const uint8_t R_rich_text_reference_link[] = {2};
 const tg__type tg__t_rich_text_reference_link = {
@@ -6448,7 +6385,7 @@ const tg__type tg__t_rich_text_reference_link = {
     .fields = F_rich_text_reference_link,
     .slots = S_rich_text_reference_link,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_rich_text_reference_link,
     .nreq_ptrs = 1,
@@ -6458,11 +6395,8 @@ static const tg__field F_rich_block_caption[] = {
     TG__FIELD(tg_rich_block_caption, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_block_caption, credit, TG__K_UNION, TG__F_OPT, &tg__t_rich_text),
 };
-static const uint8_t S_rich_block_caption[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_block_caption[8] = {
+    0, 1, 0, 0, 0, 0, 2, 0,
 };
 const tg__type tg__t_rich_block_caption = {
     .name = "RichBlockCaption",
@@ -6471,7 +6405,7 @@ const tg__type tg__t_rich_block_caption = {
     .fields = F_rich_block_caption,
     .slots = S_rich_block_caption,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
@@ -6483,8 +6417,8 @@ static const tg__field F_rich_block_table_cell[] = {
     TG__FIELD(tg_rich_block_table_cell, align, TG__K_ENUM, 0, &tg__e_cell_align),
     TG__FIELD(tg_rich_block_table_cell, valign, TG__K_ENUM, 0, &tg__e_cell_valign),
 };
-static const uint8_t S_rich_block_table_cell[16] = {
-    6, 1, 0, 5, 0, 0, 0, 0, 0, 3, 0, 0, 4, 0, 0, 2,
+static const uint8_t S_rich_block_table_cell[32] = {
+    0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 0, 0, 6, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
 };
 const tg__type tg__t_rich_block_table_cell = {
     .name = "RichBlockTableCell",
@@ -6493,7 +6427,7 @@ const tg__type tg__t_rich_block_table_cell = {
     .fields = F_rich_block_table_cell,
     .slots = S_rich_block_table_cell,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -6505,8 +6439,8 @@ static const tg__field F_rich_block_list_item[] = {
     TG__FIELD(tg_rich_block_list_item, value, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_rich_block_list_item, type, TG__K_ENUM, TG__F_OPT, &tg__e_list_item_type),
 };
-static const uint8_t S_rich_block_list_item[16] = {
-    0, 0, 3, 0, 0, 5, 0, 0, 0, 2, 4, 0, 1, 6, 0, 0,
+static const uint8_t S_rich_block_list_item[32] = {
+    0, 0, 3, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 1, 0, 0, 0,
 };
 static const uint8_t R_rich_block_list_item[] = {0};
 const tg__type tg__t_rich_block_list_item = {
@@ -6516,7 +6450,7 @@ const tg__type tg__t_rich_block_list_item = {
     .fields = F_rich_block_list_item,
     .slots = S_rich_block_list_item,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
     .req_ptrs = R_rich_block_list_item,
     .nreq_ptrs = 1,
@@ -6571,11 +6505,8 @@ static const tg__field F_rich_block_paragraph[] = {
     TG__CONST("type", "paragraph"),
     TG__FIELD(tg_rich_block_paragraph, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_block_paragraph[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_block_paragraph[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_paragraph = {
     .name = "RichBlockParagraph",
@@ -6584,7 +6515,7 @@ const tg__type tg__t_rich_block_paragraph = {
     .fields = F_rich_block_paragraph,
     .slots = S_rich_block_paragraph,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -6593,8 +6524,8 @@ static const tg__field F_rich_block_section_heading[] = {
     TG__FIELD(tg_rich_block_section_heading, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_block_section_heading, size, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_rich_block_section_heading[8] = {
-    0, 2, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_rich_block_section_heading[16] = {
+    0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_section_heading = {
     .name = "RichBlockSectionHeading",
@@ -6603,7 +6534,7 @@ const tg__type tg__t_rich_block_section_heading = {
     .fields = F_rich_block_section_heading,
     .slots = S_rich_block_section_heading,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -6612,8 +6543,8 @@ static const tg__field F_rich_block_preformatted[] = {
     TG__FIELD(tg_rich_block_preformatted, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_block_preformatted, language, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_rich_block_preformatted[8] = {
-    3, 2, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_rich_block_preformatted[16] = {
+    3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_preformatted = {
     .name = "RichBlockPreformatted",
@@ -6622,7 +6553,7 @@ const tg__type tg__t_rich_block_preformatted = {
     .fields = F_rich_block_preformatted,
     .slots = S_rich_block_preformatted,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -6630,11 +6561,8 @@ static const tg__field F_rich_block_footer[] = {
     TG__CONST("type", "footer"),
     TG__FIELD(tg_rich_block_footer, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_block_footer[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_block_footer[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_footer = {
     .name = "RichBlockFooter",
@@ -6643,16 +6571,18 @@ const tg__type tg__t_rich_block_footer = {
     .fields = F_rich_block_footer,
     .slots = S_rich_block_footer,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
 static const tg__field F_rich_block_divider[] = {
     TG__CONST("type", "divider"),
 };
-static const uint8_t S_rich_block_divider[2] = {
+static const uint8_t S_rich_block_divider[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_rich_block_divider = {
     .name = "RichBlockDivider",
@@ -6661,7 +6591,7 @@ const tg__type tg__t_rich_block_divider = {
     .fields = F_rich_block_divider,
     .slots = S_rich_block_divider,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -6669,11 +6599,8 @@ static const tg__field F_rich_block_mathematical_expression[] = {
     TG__CONST("type", "mathematical_expression"),
     TG__FIELD(tg_rich_block_mathematical_expression, expression, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_block_mathematical_expression[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_rich_block_mathematical_expression[8] = {
+    0, 0, 0, 0, 2, 1, 0, 0,
 };
 static const uint8_t R_rich_block_mathematical_expression[] = {1};
 const tg__type tg__t_rich_block_mathematical_expression = {
@@ -6683,7 +6610,7 @@ const tg__type tg__t_rich_block_mathematical_expression = {
     .fields = F_rich_block_mathematical_expression,
     .slots = S_rich_block_mathematical_expression,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_rich_block_mathematical_expression,
     .nreq_ptrs = 1,
@@ -6693,11 +6620,8 @@ static const tg__field F_rich_block_anchor[] = {
     TG__CONST("type", "anchor"),
     TG__FIELD(tg_rich_block_anchor, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_rich_block_anchor[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_rich_block_anchor[8] = {
+    0, 0, 0, 2, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_block_anchor[] = {1};
 const tg__type tg__t_rich_block_anchor = {
@@ -6707,7 +6631,7 @@ const tg__type tg__t_rich_block_anchor = {
     .fields = F_rich_block_anchor,
     .slots = S_rich_block_anchor,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_rich_block_anchor,
     .nreq_ptrs = 1,
@@ -6717,11 +6641,8 @@ static const tg__field F_rich_block_list[] = {
     TG__CONST("type", "list"),
     TG__ARRAY(tg_rich_block_list, items, TG__K_OBJ, TG__F_ARR, &tg__t_rich_block_list_item),
 };
-static const uint8_t S_rich_block_list[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_block_list[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_list = {
     .name = "RichBlockList",
@@ -6730,7 +6651,7 @@ const tg__type tg__t_rich_block_list = {
     .fields = F_rich_block_list,
     .slots = S_rich_block_list,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -6739,8 +6660,8 @@ static const tg__field F_rich_block_block_quotation[] = {
     TG__ARRAY(tg_rich_block_block_quotation, blocks, TG__K_UNION, TG__F_ARR, &tg__t_rich_block),
     TG__FIELD(tg_rich_block_block_quotation, credit, TG__K_UNION, TG__F_OPT, &tg__t_rich_text),
 };
-static const uint8_t S_rich_block_block_quotation[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_rich_block_block_quotation[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_block_quotation = {
     .name = "RichBlockBlockQuotation",
@@ -6749,7 +6670,7 @@ const tg__type tg__t_rich_block_block_quotation = {
     .fields = F_rich_block_block_quotation,
     .slots = S_rich_block_block_quotation,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -6758,8 +6679,8 @@ static const tg__field F_rich_block_pull_quotation[] = {
     TG__FIELD(tg_rich_block_pull_quotation, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_rich_block_pull_quotation, credit, TG__K_UNION, TG__F_OPT, &tg__t_rich_text),
 };
-static const uint8_t S_rich_block_pull_quotation[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_rich_block_pull_quotation[16] = {
+    0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_pull_quotation = {
     .name = "RichBlockPullQuotation",
@@ -6768,7 +6689,7 @@ const tg__type tg__t_rich_block_pull_quotation = {
     .fields = F_rich_block_pull_quotation,
     .slots = S_rich_block_pull_quotation,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -6777,8 +6698,8 @@ static const tg__field F_rich_block_collage[] = {
     TG__ARRAY(tg_rich_block_collage, blocks, TG__K_UNION, TG__F_ARR, &tg__t_rich_block),
     TG__FIELD(tg_rich_block_collage, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_rich_block_collage[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_rich_block_collage[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_collage = {
     .name = "RichBlockCollage",
@@ -6787,7 +6708,7 @@ const tg__type tg__t_rich_block_collage = {
     .fields = F_rich_block_collage,
     .slots = S_rich_block_collage,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -6796,8 +6717,8 @@ static const tg__field F_rich_block_slideshow[] = {
     TG__ARRAY(tg_rich_block_slideshow, blocks, TG__K_UNION, TG__F_ARR, &tg__t_rich_block),
     TG__FIELD(tg_rich_block_slideshow, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_rich_block_slideshow[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_rich_block_slideshow[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_slideshow = {
     .name = "RichBlockSlideshow",
@@ -6806,7 +6727,7 @@ const tg__type tg__t_rich_block_slideshow = {
     .fields = F_rich_block_slideshow,
     .slots = S_rich_block_slideshow,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -6817,8 +6738,8 @@ static const tg__field F_rich_block_table[] = {
     TG__FIELD(tg_rich_block_table, is_striped, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_rich_block_table, caption, TG__K_UNION, TG__F_OPT, &tg__t_rich_text),
 };
-static const uint8_t S_rich_block_table[16] = {
-    4, 0, 0, 0, 0, 0, 5, 0, 0, 2, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_rich_block_table[32] = {
+    4, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3,
 };
 const tg__type tg__t_rich_block_table = {
     .name = "RichBlockTable",
@@ -6827,7 +6748,7 @@ const tg__type tg__t_rich_block_table = {
     .fields = F_rich_block_table,
     .slots = S_rich_block_table,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -6837,8 +6758,8 @@ static const tg__field F_rich_block_details[] = {
     TG__ARRAY(tg_rich_block_details, blocks, TG__K_UNION, TG__F_ARR, &tg__t_rich_block),
     TG__FIELD(tg_rich_block_details, is_open, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_rich_block_details[8] = {
-    0, 3, 0, 2, 0, 1, 4, 0,
+static const uint8_t S_rich_block_details[16] = {
+    0, 0, 0, 2, 0, 4, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_details = {
     .name = "RichBlockDetails",
@@ -6847,7 +6768,7 @@ const tg__type tg__t_rich_block_details = {
     .fields = F_rich_block_details,
     .slots = S_rich_block_details,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -6859,8 +6780,8 @@ static const tg__field F_rich_block_map[] = {
     TG__FIELD(tg_rich_block_map, height, TG__K_I64, 0, NULL),
     TG__FIELD(tg_rich_block_map, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_rich_block_map[16] = {
-    0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 0, 2, 0, 1, 0, 0,
+static const uint8_t S_rich_block_map[32] = {
+    0, 0, 0, 0, 0, 0, 3, 5, 6, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 2, 0, 0, 0, 0,
 };
 static const uint8_t R_rich_block_map[] = {1};
 const tg__type tg__t_rich_block_map = {
@@ -6870,7 +6791,7 @@ const tg__type tg__t_rich_block_map = {
     .fields = F_rich_block_map,
     .slots = S_rich_block_map,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_rich_block_map,
     .nreq_ptrs = 1,
@@ -6882,8 +6803,8 @@ static const tg__field F_rich_block_animation[] = {
     TG__FIELD(tg_rich_block_animation, has_spoiler, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_rich_block_animation, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_rich_block_animation[8] = {
-    0, 2, 0, 0, 0, 1, 4, 3,
+static const uint8_t S_rich_block_animation[16] = {
+    0, 0, 0, 0, 0, 0, 4, 3, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_block_animation[] = {1};
 const tg__type tg__t_rich_block_animation = {
@@ -6893,7 +6814,7 @@ const tg__type tg__t_rich_block_animation = {
     .fields = F_rich_block_animation,
     .slots = S_rich_block_animation,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_rich_block_animation,
     .nreq_ptrs = 1,
@@ -6904,8 +6825,8 @@ static const tg__field F_rich_block_audio[] = {
     TG__FIELD(tg_rich_block_audio, audio, TG__K_OBJ, 0, &tg__t_audio),
     TG__FIELD(tg_rich_block_audio, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_rich_block_audio[8] = {
-    0, 0, 0, 0, 2, 1, 3, 0,
+static const uint8_t S_rich_block_audio[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 2, 1, 0, 0,
 };
 static const uint8_t R_rich_block_audio[] = {1};
 const tg__type tg__t_rich_block_audio = {
@@ -6915,7 +6836,7 @@ const tg__type tg__t_rich_block_audio = {
     .fields = F_rich_block_audio,
     .slots = S_rich_block_audio,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_rich_block_audio,
     .nreq_ptrs = 1,
@@ -6927,8 +6848,8 @@ static const tg__field F_rich_block_photo[] = {
     TG__FIELD(tg_rich_block_photo, has_spoiler, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_rich_block_photo, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_rich_block_photo[8] = {
-    0, 0, 0, 0, 2, 1, 4, 3,
+static const uint8_t S_rich_block_photo[16] = {
+    0, 0, 0, 0, 0, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_photo = {
     .name = "RichBlockPhoto",
@@ -6937,7 +6858,7 @@ const tg__type tg__t_rich_block_photo = {
     .fields = F_rich_block_photo,
     .slots = S_rich_block_photo,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -6947,8 +6868,8 @@ static const tg__field F_rich_block_video[] = {
     TG__FIELD(tg_rich_block_video, has_spoiler, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_rich_block_video, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_rich_block_video[8] = {
-    2, 0, 0, 0, 0, 1, 4, 3,
+static const uint8_t S_rich_block_video[16] = {
+    2, 0, 0, 0, 0, 0, 4, 3, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_block_video[] = {1};
 const tg__type tg__t_rich_block_video = {
@@ -6958,7 +6879,7 @@ const tg__type tg__t_rich_block_video = {
     .fields = F_rich_block_video,
     .slots = S_rich_block_video,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_rich_block_video,
     .nreq_ptrs = 1,
@@ -6969,8 +6890,8 @@ static const tg__field F_rich_block_voice_note[] = {
     TG__FIELD(tg_rich_block_voice_note, voice_note, TG__K_OBJ, 0, &tg__t_voice),
     TG__FIELD(tg_rich_block_voice_note, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_rich_block_voice_note[8] = {
-    2, 0, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_rich_block_voice_note[16] = {
+    2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_rich_block_voice_note[] = {1};
 const tg__type tg__t_rich_block_voice_note = {
@@ -6980,7 +6901,7 @@ const tg__type tg__t_rich_block_voice_note = {
     .fields = F_rich_block_voice_note,
     .slots = S_rich_block_voice_note,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_rich_block_voice_note,
     .nreq_ptrs = 1,
@@ -6990,11 +6911,8 @@ static const tg__field F_rich_block_thinking[] = {
     TG__CONST("type", "thinking"),
     TG__FIELD(tg_rich_block_thinking, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_rich_block_thinking[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_rich_block_thinking[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_rich_block_thinking = {
     .name = "RichBlockThinking",
@@ -7003,7 +6921,7 @@ const tg__type tg__t_rich_block_thinking = {
     .fields = F_rich_block_thinking,
     .slots = S_rich_block_thinking,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -7015,8 +6933,8 @@ static const tg__field F_input_rich_block_list_item[] = {
     TG__FIELD(tg_input_rich_block_list_item, value, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_input_rich_block_list_item, type, TG__K_ENUM, TG__F_OPT, &tg__e_list_item_type),
 };
-static const uint8_t S_input_rich_block_list_item[16] = {
-    0, 0, 2, 0, 0, 4, 0, 0, 0, 1, 3, 0, 0, 5, 0, 0,
+static const uint8_t S_input_rich_block_list_item[32] = {
+    0, 0, 2, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0,
 };
 const tg__type tg__t_input_rich_block_list_item = {
     .name = "InputRichBlockListItem",
@@ -7025,7 +6943,7 @@ const tg__type tg__t_input_rich_block_list_item = {
     .fields = F_input_rich_block_list_item,
     .slots = S_input_rich_block_list_item,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 1,
 };
 
@@ -7078,11 +6996,8 @@ static const tg__field F_input_rich_block_paragraph[] = {
     TG__CONST("type", "paragraph"),
     TG__FIELD(tg_input_rich_block_paragraph, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_input_rich_block_paragraph[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_input_rich_block_paragraph[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_paragraph = {
     .name = "InputRichBlockParagraph",
@@ -7091,7 +7006,7 @@ const tg__type tg__t_input_rich_block_paragraph = {
     .fields = F_input_rich_block_paragraph,
     .slots = S_input_rich_block_paragraph,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -7100,8 +7015,8 @@ static const tg__field F_input_rich_block_section_heading[] = {
     TG__FIELD(tg_input_rich_block_section_heading, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_input_rich_block_section_heading, size, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_input_rich_block_section_heading[8] = {
-    0, 2, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_input_rich_block_section_heading[16] = {
+    0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_section_heading = {
     .name = "InputRichBlockSectionHeading",
@@ -7110,7 +7025,7 @@ const tg__type tg__t_input_rich_block_section_heading = {
     .fields = F_input_rich_block_section_heading,
     .slots = S_input_rich_block_section_heading,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -7119,8 +7034,8 @@ static const tg__field F_input_rich_block_preformatted[] = {
     TG__FIELD(tg_input_rich_block_preformatted, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_input_rich_block_preformatted, language, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_rich_block_preformatted[8] = {
-    3, 2, 0, 0, 0, 1, 0, 0,
+static const uint8_t S_input_rich_block_preformatted[16] = {
+    3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_preformatted = {
     .name = "InputRichBlockPreformatted",
@@ -7129,7 +7044,7 @@ const tg__type tg__t_input_rich_block_preformatted = {
     .fields = F_input_rich_block_preformatted,
     .slots = S_input_rich_block_preformatted,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -7137,11 +7052,8 @@ static const tg__field F_input_rich_block_footer[] = {
     TG__CONST("type", "footer"),
     TG__FIELD(tg_input_rich_block_footer, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_input_rich_block_footer[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_input_rich_block_footer[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_footer = {
     .name = "InputRichBlockFooter",
@@ -7150,16 +7062,18 @@ const tg__type tg__t_input_rich_block_footer = {
     .fields = F_input_rich_block_footer,
     .slots = S_input_rich_block_footer,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
 static const tg__field F_input_rich_block_divider[] = {
     TG__CONST("type", "divider"),
 };
-static const uint8_t S_input_rich_block_divider[2] = {
+static const uint8_t S_input_rich_block_divider[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_input_rich_block_divider = {
     .name = "InputRichBlockDivider",
@@ -7168,7 +7082,7 @@ const tg__type tg__t_input_rich_block_divider = {
     .fields = F_input_rich_block_divider,
     .slots = S_input_rich_block_divider,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -7176,11 +7090,8 @@ static const tg__field F_input_rich_block_mathematical_expression[] = {
     TG__CONST("type", "mathematical_expression"),
     TG__FIELD(tg_input_rich_block_mathematical_expression, expression, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_input_rich_block_mathematical_expression[4] = {
-    2,
-    1,
-    0,
-    0,
+static const uint8_t S_input_rich_block_mathematical_expression[8] = {
+    0, 0, 0, 0, 2, 1, 0, 0,
 };
 static const uint8_t R_input_rich_block_mathematical_expression[] = {1};
 const tg__type tg__t_input_rich_block_mathematical_expression = {
@@ -7190,7 +7101,7 @@ const tg__type tg__t_input_rich_block_mathematical_expression = {
     .fields = F_input_rich_block_mathematical_expression,
     .slots = S_input_rich_block_mathematical_expression,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_input_rich_block_mathematical_expression,
     .nreq_ptrs = 1,
@@ -7200,11 +7111,8 @@ static const tg__field F_input_rich_block_anchor[] = {
     TG__CONST("type", "anchor"),
     TG__FIELD(tg_input_rich_block_anchor, name, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_input_rich_block_anchor[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_input_rich_block_anchor[8] = {
+    0, 0, 0, 2, 0, 1, 0, 0,
 };
 static const uint8_t R_input_rich_block_anchor[] = {1};
 const tg__type tg__t_input_rich_block_anchor = {
@@ -7214,7 +7122,7 @@ const tg__type tg__t_input_rich_block_anchor = {
     .fields = F_input_rich_block_anchor,
     .slots = S_input_rich_block_anchor,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_input_rich_block_anchor,
     .nreq_ptrs = 1,
@@ -7225,11 +7133,8 @@ static const tg__field F_input_rich_block_list[] = {
     TG__ARRAY(tg_input_rich_block_list, items, TG__K_OBJ, TG__F_ARR,
               &tg__t_input_rich_block_list_item),
 };
-static const uint8_t S_input_rich_block_list[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_input_rich_block_list[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_list = {
     .name = "InputRichBlockList",
@@ -7238,7 +7143,7 @@ const tg__type tg__t_input_rich_block_list = {
     .fields = F_input_rich_block_list,
     .slots = S_input_rich_block_list,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -7249,8 +7154,8 @@ static const tg__field F_input_rich_block_block_quotation[] = {
     TG__FIELD(tg_input_rich_block_block_quotation, credit, TG__K_UNION, TG__F_OPT,
               &tg__t_rich_text),
 };
-static const uint8_t S_input_rich_block_block_quotation[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_input_rich_block_block_quotation[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_block_quotation = {
     .name = "InputRichBlockBlockQuotation",
@@ -7259,7 +7164,7 @@ const tg__type tg__t_input_rich_block_block_quotation = {
     .fields = F_input_rich_block_block_quotation,
     .slots = S_input_rich_block_block_quotation,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -7268,8 +7173,8 @@ static const tg__field F_input_rich_block_pull_quotation[] = {
     TG__FIELD(tg_input_rich_block_pull_quotation, text, TG__K_UNION, 0, &tg__t_rich_text),
     TG__FIELD(tg_input_rich_block_pull_quotation, credit, TG__K_UNION, TG__F_OPT, &tg__t_rich_text),
 };
-static const uint8_t S_input_rich_block_pull_quotation[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_input_rich_block_pull_quotation[16] = {
+    0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_pull_quotation = {
     .name = "InputRichBlockPullQuotation",
@@ -7278,7 +7183,7 @@ const tg__type tg__t_input_rich_block_pull_quotation = {
     .fields = F_input_rich_block_pull_quotation,
     .slots = S_input_rich_block_pull_quotation,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -7288,8 +7193,8 @@ static const tg__field F_input_rich_block_collage[] = {
     TG__FIELD(tg_input_rich_block_collage, caption, TG__K_OBJ, TG__F_OPT,
               &tg__t_rich_block_caption),
 };
-static const uint8_t S_input_rich_block_collage[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_input_rich_block_collage[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_collage = {
     .name = "InputRichBlockCollage",
@@ -7298,7 +7203,7 @@ const tg__type tg__t_input_rich_block_collage = {
     .fields = F_input_rich_block_collage,
     .slots = S_input_rich_block_collage,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -7309,8 +7214,8 @@ static const tg__field F_input_rich_block_slideshow[] = {
     TG__FIELD(tg_input_rich_block_slideshow, caption, TG__K_OBJ, TG__F_OPT,
               &tg__t_rich_block_caption),
 };
-static const uint8_t S_input_rich_block_slideshow[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_input_rich_block_slideshow[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_slideshow = {
     .name = "InputRichBlockSlideshow",
@@ -7319,7 +7224,7 @@ const tg__type tg__t_input_rich_block_slideshow = {
     .fields = F_input_rich_block_slideshow,
     .slots = S_input_rich_block_slideshow,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -7331,8 +7236,8 @@ static const tg__field F_input_rich_block_table[] = {
     TG__FIELD(tg_input_rich_block_table, is_striped, TG__K_TRUE, TG__F_OPT, NULL),
     TG__FIELD(tg_input_rich_block_table, caption, TG__K_UNION, TG__F_OPT, &tg__t_rich_text),
 };
-static const uint8_t S_input_rich_block_table[16] = {
-    4, 0, 0, 0, 0, 0, 5, 0, 0, 2, 0, 0, 0, 1, 0, 3,
+static const uint8_t S_input_rich_block_table[32] = {
+    4, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3,
 };
 const tg__type tg__t_input_rich_block_table = {
     .name = "InputRichBlockTable",
@@ -7341,7 +7246,7 @@ const tg__type tg__t_input_rich_block_table = {
     .fields = F_input_rich_block_table,
     .slots = S_input_rich_block_table,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -7351,8 +7256,8 @@ static const tg__field F_input_rich_block_details[] = {
     TG__ARRAY(tg_input_rich_block_details, blocks, TG__K_UNION, TG__F_ARR, &tg__t_input_rich_block),
     TG__FIELD(tg_input_rich_block_details, is_open, TG__K_TRUE, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_rich_block_details[8] = {
-    0, 3, 0, 2, 0, 1, 4, 0,
+static const uint8_t S_input_rich_block_details[16] = {
+    0, 0, 0, 2, 0, 4, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_details = {
     .name = "InputRichBlockDetails",
@@ -7361,7 +7266,7 @@ const tg__type tg__t_input_rich_block_details = {
     .fields = F_input_rich_block_details,
     .slots = S_input_rich_block_details,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
 };
 
@@ -7373,8 +7278,8 @@ static const tg__field F_input_rich_block_map[] = {
     TG__FIELD(tg_input_rich_block_map, height, TG__K_I64, 0, NULL),
     TG__FIELD(tg_input_rich_block_map, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_input_rich_block_map[16] = {
-    0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 0, 2, 0, 1, 0, 0,
+static const uint8_t S_input_rich_block_map[32] = {
+    0, 0, 0, 0, 0, 0, 3, 5, 6, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 2, 0, 0, 0, 0,
 };
 static const uint8_t R_input_rich_block_map[] = {1};
 const tg__type tg__t_input_rich_block_map = {
@@ -7384,7 +7289,7 @@ const tg__type tg__t_input_rich_block_map = {
     .fields = F_input_rich_block_map,
     .slots = S_input_rich_block_map,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_input_rich_block_map,
     .nreq_ptrs = 1,
@@ -7396,8 +7301,8 @@ static const tg__field F_input_rich_block_animation[] = {
     TG__FIELD(tg_input_rich_block_animation, caption, TG__K_OBJ, TG__F_OPT,
               &tg__t_rich_block_caption),
 };
-static const uint8_t S_input_rich_block_animation[8] = {
-    0, 2, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_input_rich_block_animation[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 2, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_input_rich_block_animation[] = {1};
 const tg__type tg__t_input_rich_block_animation = {
@@ -7407,7 +7312,7 @@ const tg__type tg__t_input_rich_block_animation = {
     .fields = F_input_rich_block_animation,
     .slots = S_input_rich_block_animation,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_input_rich_block_animation,
     .nreq_ptrs = 1,
@@ -7418,8 +7323,8 @@ static const tg__field F_input_rich_block_audio[] = {
     TG__FIELD(tg_input_rich_block_audio, audio, TG__K_OBJ, 0, &tg__t_input_media_audio),
     TG__FIELD(tg_input_rich_block_audio, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_input_rich_block_audio[8] = {
-    0, 0, 0, 0, 2, 1, 3, 0,
+static const uint8_t S_input_rich_block_audio[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 2, 1, 0, 0,
 };
 static const uint8_t R_input_rich_block_audio[] = {1};
 const tg__type tg__t_input_rich_block_audio = {
@@ -7429,7 +7334,7 @@ const tg__type tg__t_input_rich_block_audio = {
     .fields = F_input_rich_block_audio,
     .slots = S_input_rich_block_audio,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_input_rich_block_audio,
     .nreq_ptrs = 1,
@@ -7440,8 +7345,8 @@ static const tg__field F_input_rich_block_photo[] = {
     TG__FIELD(tg_input_rich_block_photo, photo, TG__K_OBJ, 0, &tg__t_input_media_photo),
     TG__FIELD(tg_input_rich_block_photo, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_input_rich_block_photo[8] = {
-    0, 0, 0, 0, 2, 1, 3, 0,
+static const uint8_t S_input_rich_block_photo[16] = {
+    0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 2, 1, 0, 0,
 };
 static const uint8_t R_input_rich_block_photo[] = {1};
 const tg__type tg__t_input_rich_block_photo = {
@@ -7451,7 +7356,7 @@ const tg__type tg__t_input_rich_block_photo = {
     .fields = F_input_rich_block_photo,
     .slots = S_input_rich_block_photo,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_input_rich_block_photo,
     .nreq_ptrs = 1,
@@ -7462,8 +7367,8 @@ static const tg__field F_input_rich_block_video[] = {
     TG__FIELD(tg_input_rich_block_video, video, TG__K_OBJ, 0, &tg__t_input_media_video),
     TG__FIELD(tg_input_rich_block_video, caption, TG__K_OBJ, TG__F_OPT, &tg__t_rich_block_caption),
 };
-static const uint8_t S_input_rich_block_video[8] = {
-    2, 0, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_input_rich_block_video[16] = {
+    2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_input_rich_block_video[] = {1};
 const tg__type tg__t_input_rich_block_video = {
@@ -7473,7 +7378,7 @@ const tg__type tg__t_input_rich_block_video = {
     .fields = F_input_rich_block_video,
     .slots = S_input_rich_block_video,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_input_rich_block_video,
     .nreq_ptrs = 1,
@@ -7486,8 +7391,8 @@ static const tg__field F_input_rich_block_voice_note[] = {
     TG__FIELD(tg_input_rich_block_voice_note, caption, TG__K_OBJ, TG__F_OPT,
               &tg__t_rich_block_caption),
 };
-static const uint8_t S_input_rich_block_voice_note[8] = {
-    2, 0, 0, 0, 0, 1, 3, 0,
+static const uint8_t S_input_rich_block_voice_note[16] = {
+    2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_input_rich_block_voice_note[] = {1};
 const tg__type tg__t_input_rich_block_voice_note = {
@@ -7497,7 +7402,7 @@ const tg__type tg__t_input_rich_block_voice_note = {
     .fields = F_input_rich_block_voice_note,
     .slots = S_input_rich_block_voice_note,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_input_rich_block_voice_note,
     .nreq_ptrs = 1,
@@ -7507,11 +7412,8 @@ static const tg__field F_input_rich_block_thinking[] = {
     TG__CONST("type", "thinking"),
     TG__FIELD(tg_input_rich_block_thinking, text, TG__K_UNION, 0, &tg__t_rich_text),
 };
-static const uint8_t S_input_rich_block_thinking[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_input_rich_block_thinking[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_input_rich_block_thinking = {
     .name = "InputRichBlockThinking",
@@ -7520,7 +7422,7 @@ const tg__type tg__t_input_rich_block_thinking = {
     .fields = F_input_rich_block_thinking,
     .slots = S_input_rich_block_thinking,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
@@ -7532,8 +7434,8 @@ static const tg__field F_inline_query[] = {
     TG__FIELD(tg_inline_query, chat_type, TG__K_ENUM, TG__F_OPT, &tg__e_inline_query_chat_type),
     TG__FIELD(tg_inline_query, location, TG__K_OBJ, TG__F_OPT, &tg__t_location),
 };
-static const uint8_t S_inline_query[16] = {
-    4, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 1, 6, 0, 0, 5,
+static const uint8_t S_inline_query[32] = {
+    4, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 6, 0, 0, 5,
 };
 static const uint8_t R_inline_query[] = {0, 1, 2, 3};
 const tg__type tg__t_inline_query = {
@@ -7543,7 +7445,7 @@ const tg__type tg__t_inline_query = {
     .fields = F_inline_query,
     .slots = S_inline_query,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_inline_query,
     .nreq_ptrs = 4,
@@ -7554,8 +7456,8 @@ static const tg__field F_inline_query_results_button[] = {
     TG__FIELD(tg_inline_query_results_button, web_app, TG__K_OBJ, TG__F_OPT, &tg__t_web_app_info),
     TG__FIELD(tg_inline_query_results_button, start_parameter, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_inline_query_results_button[8] = {
-    0, 1, 3, 0, 0, 0, 0, 2,
+static const uint8_t S_inline_query_results_button[16] = {
+    0, 1, 3, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_results_button[] = {0};
 const tg__type tg__t_inline_query_results_button = {
@@ -7565,7 +7467,7 @@ const tg__type tg__t_inline_query_results_button = {
     .fields = F_inline_query_results_button,
     .slots = S_inline_query_results_button,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
     .req_ptrs = R_inline_query_results_button,
     .nreq_ptrs = 1,
@@ -7618,8 +7520,9 @@ static const tg__field F_inline_query_result_article[] = {
     TG__FIELD(tg_inline_query_result_article, thumbnail_width, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_article, thumbnail_height, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_inline_query_result_article[32] = {
-    0, 7, 0, 4, 0, 0, 0, 10, 0, 3, 0, 6, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 8, 9, 0, 0, 5, 2, 0, 0, 0, 0,
+static const uint8_t S_inline_query_result_article[64] = {
+    0, 7, 0, 0, 0, 0, 0, 10, 0, 3, 0, 6, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 2, 0, 0, 0, 0,
+    0, 0, 0, 4, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 5, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_article[] = {1, 2};
 const tg__type tg__t_inline_query_result_article = {
@@ -7629,7 +7532,7 @@ const tg__type tg__t_inline_query_result_article = {
     .fields = F_inline_query_result_article,
     .slots = S_inline_query_result_article,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_article,
     .nreq_ptrs = 2,
@@ -7654,9 +7557,10 @@ static const tg__field F_inline_query_result_photo[] = {
     TG__FIELD(tg_inline_query_result_photo, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_photo[32] = {
-    0, 8, 11, 3, 14, 10, 9, 0, 0, 7, 0,  0, 5, 1, 0,  0,
-    6, 0, 0,  0, 0,  0,  4, 0, 0, 0, 13, 2, 0, 0, 12, 0,
+static const uint8_t S_inline_query_result_photo[64] = {
+    0, 8, 11, 0, 0, 0, 9, 0, 0,  7, 0, 0, 5, 1, 0,  0,  6, 0, 0, 0, 0, 0,
+    0, 0, 0,  0, 0, 2, 0, 0, 12, 0, 0, 0, 0, 3, 14, 10, 0, 0, 0, 0, 0, 0,
+    0, 0, 0,  0, 0, 0, 0, 0, 0,  0, 4, 0, 0, 0, 13, 0,  0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_photo[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_photo = {
@@ -7666,7 +7570,7 @@ const tg__type tg__t_inline_query_result_photo = {
     .fields = F_inline_query_result_photo,
     .slots = S_inline_query_result_photo,
     .nfields = 14,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_photo,
     .nreq_ptrs = 3,
@@ -7693,9 +7597,10 @@ static const tg__field F_inline_query_result_gif[] = {
     TG__FIELD(tg_inline_query_result_gif, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_gif[32] = {
-    0, 5, 12, 15, 0, 11, 10, 8, 0, 9, 3,  0, 4, 1, 0,  0,
-    0, 0, 0,  0,  0, 0,  6,  7, 0, 0, 14, 2, 0, 0, 13, 0,
+static const uint8_t S_inline_query_result_gif[64] = {
+    0, 12, 0, 0, 0, 0, 10, 8, 0,  9, 3, 0, 4, 1,  0,  0,  0, 0, 0, 0, 0, 0,
+    6, 0,  0, 0, 0, 2, 0,  0, 13, 0, 0, 5, 0, 15, 0,  11, 0, 0, 0, 0, 0, 0,
+    0, 0,  0, 0, 0, 0, 0,  0, 0,  0, 7, 0, 0, 0,  14, 0,  0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_gif[] = {1, 2, 6};
 const tg__type tg__t_inline_query_result_gif = {
@@ -7705,7 +7610,7 @@ const tg__type tg__t_inline_query_result_gif = {
     .fields = F_inline_query_result_gif,
     .slots = S_inline_query_result_gif,
     .nfields = 15,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_gif,
     .nreq_ptrs = 3,
@@ -7734,9 +7639,10 @@ static const tg__field F_inline_query_result_mpeg4_gif[] = {
     TG__FIELD(tg_inline_query_result_mpeg4_gif, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_mpeg4_gif[32] = {
-    6, 12, 0, 15, 0, 11, 10, 8, 0, 9, 0,  0, 4, 1, 0,  0,
-    5, 0,  3, 0,  0, 0,  7,  0, 0, 0, 14, 2, 0, 0, 13, 0,
+static const uint8_t S_inline_query_result_mpeg4_gif[64] = {
+    6, 12, 0, 0, 0, 0, 10, 8, 0,  9, 0, 0, 0, 1,  0,  0,  0, 0, 0, 0, 0, 0,
+    0, 0,  0, 0, 0, 2, 0,  0, 13, 0, 0, 0, 0, 15, 0,  11, 0, 0, 0, 0, 0, 0,
+    4, 0,  0, 0, 5, 0, 3,  0, 0,  0, 7, 0, 0, 0,  14, 0,  0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_mpeg4_gif[] = {1, 2, 6};
 const tg__type tg__t_inline_query_result_mpeg4_gif = {
@@ -7746,7 +7652,7 @@ const tg__type tg__t_inline_query_result_mpeg4_gif = {
     .fields = F_inline_query_result_mpeg4_gif,
     .slots = S_inline_query_result_mpeg4_gif,
     .nfields = 15,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_mpeg4_gif,
     .nreq_ptrs = 3,
@@ -7774,9 +7680,10 @@ static const tg__field F_inline_query_result_video[] = {
     TG__FIELD(tg_inline_query_result_video, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_video[32] = {
-    0, 9, 14, 16, 0, 4,  3, 7, 8, 6, 11, 13, 0, 1, 0,  0,
-    0, 0, 0,  0,  0, 12, 5, 0, 0, 0, 15, 2,  0, 0, 10, 0,
+static const uint8_t S_inline_query_result_video[64] = {
+    0, 9, 14, 0, 0, 0, 7, 0, 0,  6, 11, 0, 0, 1,  0,  0, 0, 0, 0,  0, 0, 12,
+    0, 0, 0,  0, 0, 2, 0, 0, 10, 0, 0,  0, 0, 16, 0,  4, 3, 8, 13, 0, 0, 0,
+    0, 0, 0,  0, 0, 0, 0, 0, 0,  0, 5,  0, 0, 0,  15, 0, 0, 0, 0,  0,
 };
 static const uint8_t R_inline_query_result_video[] = {1, 2, 4, 5};
 const tg__type tg__t_inline_query_result_video = {
@@ -7786,7 +7693,7 @@ const tg__type tg__t_inline_query_result_video = {
     .fields = F_inline_query_result_video,
     .slots = S_inline_query_result_video,
     .nfields = 16,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 6,
     .req_ptrs = R_inline_query_result_video,
     .nreq_ptrs = 4,
@@ -7808,9 +7715,10 @@ static const tg__field F_inline_query_result_audio[] = {
     TG__FIELD(tg_inline_query_result_audio, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_audio[32] = {
-    0, 7, 0, 11, 0, 6, 5, 0, 0, 4, 0, 0, 0,  1, 0, 0,
-    0, 0, 0, 0,  0, 8, 0, 0, 0, 9, 3, 2, 10, 0, 0, 0,
+static const uint8_t S_inline_query_result_audio[64] = {
+    0, 7, 0, 0, 0, 0, 5, 0, 0, 4, 0, 0, 0, 1,  0,  0, 0, 0, 0, 0, 0, 8,
+    0, 0, 0, 9, 3, 2, 0, 0, 0, 0, 0, 0, 0, 11, 0,  6, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  10, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_audio[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_audio = {
@@ -7820,7 +7728,7 @@ const tg__type tg__t_inline_query_result_audio = {
     .fields = F_inline_query_result_audio,
     .slots = S_inline_query_result_audio,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_audio,
     .nreq_ptrs = 3,
@@ -7841,8 +7749,9 @@ static const tg__field F_inline_query_result_voice[] = {
     TG__FIELD(tg_inline_query_result_voice, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_voice[32] = {
-    0, 7, 0, 10, 0, 6, 5, 8, 0, 4, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 2, 0, 0, 0, 0,
+static const uint8_t S_inline_query_result_voice[64] = {
+    0, 7, 0, 0,  0, 0, 5, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0,
+    0, 0, 0, 10, 0, 6, 8, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_voice[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_voice = {
@@ -7852,7 +7761,7 @@ const tg__type tg__t_inline_query_result_voice = {
     .fields = F_inline_query_result_voice,
     .slots = S_inline_query_result_voice,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_voice,
     .nreq_ptrs = 3,
@@ -7879,9 +7788,10 @@ static const tg__field F_inline_query_result_document[] = {
     TG__FIELD(tg_inline_query_result_document, thumbnail_width, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_document, thumbnail_height, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_inline_query_result_document[32] = {
-    0, 6, 7, 9, 11, 5, 4,  8,  14, 3, 0,  0, 0, 1, 0, 0,
-    0, 0, 0, 0, 0,  0, 12, 13, 0,  0, 10, 2, 0, 0, 0, 0,
+static const uint8_t S_inline_query_result_document[64] = {
+    0,  6, 7, 9, 0, 0, 4, 14, 0, 3, 0,  0, 0, 1,  0,  0, 0, 0, 0, 0, 0, 0,
+    13, 0, 0, 0, 0, 2, 0, 0,  0, 0, 0,  0, 0, 11, 0,  5, 8, 0, 0, 0, 0, 0,
+    0,  0, 0, 0, 0, 0, 0, 0,  0, 0, 12, 0, 0, 0,  10, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_document[] = {1, 2, 6};
 const tg__type tg__t_inline_query_result_document = {
@@ -7891,7 +7801,7 @@ const tg__type tg__t_inline_query_result_document = {
     .fields = F_inline_query_result_document,
     .slots = S_inline_query_result_document,
     .nfields = 14,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 5,
     .req_ptrs = R_inline_query_result_document,
     .nreq_ptrs = 3,
@@ -7915,9 +7825,10 @@ static const tg__field F_inline_query_result_location[] = {
     TG__FIELD(tg_inline_query_result_location, thumbnail_width, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_location, thumbnail_height, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_inline_query_result_location[32] = {
-    0, 0, 9, 11, 0, 0, 0,  14, 7, 5, 0, 0, 3, 1, 0,  0,
-    0, 0, 0, 0,  0, 0, 12, 13, 0, 0, 4, 2, 6, 8, 10, 0,
+static const uint8_t S_inline_query_result_location[64] = {
+    0,  0, 0, 0, 0, 0, 0, 14, 7, 5, 0,  0, 0, 1,  0,  0, 0, 0, 0, 0, 0, 0,
+    13, 0, 0, 0, 4, 2, 6, 8,  0, 0, 0,  0, 9, 11, 0,  0, 0, 0, 0, 0, 0, 0,
+    3,  0, 0, 0, 0, 0, 0, 0,  0, 0, 12, 0, 0, 0,  10, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_location[] = {1, 4};
 const tg__type tg__t_inline_query_result_location = {
@@ -7927,7 +7838,7 @@ const tg__type tg__t_inline_query_result_location = {
     .fields = F_inline_query_result_location,
     .slots = S_inline_query_result_location,
     .nfields = 14,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 5,
     .req_ptrs = R_inline_query_result_location,
     .nreq_ptrs = 2,
@@ -7952,9 +7863,10 @@ static const tg__field F_inline_query_result_venue[] = {
     TG__FIELD(tg_inline_query_result_venue, thumbnail_width, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_venue, thumbnail_height, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_inline_query_result_venue[32] = {
-    0, 0, 0, 12, 0, 0, 0,  6,  15, 5, 8, 0, 3,  1,  0, 0,
-    0, 0, 0, 9,  0, 0, 13, 14, 0,  7, 4, 2, 10, 11, 0, 0,
+static const uint8_t S_inline_query_result_venue[64] = {
+    0,  0, 0, 0, 0, 0, 0,  6, 15, 5, 0,  0, 0, 1,  0,  0, 0, 0, 0, 9, 0, 0,
+    14, 0, 0, 0, 4, 2, 10, 0, 0,  0, 0,  0, 0, 12, 0,  0, 0, 0, 0, 8, 0, 0,
+    3,  0, 0, 0, 0, 0, 0,  0, 0,  0, 13, 0, 0, 7,  11, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_venue[] = {1, 4, 5};
 const tg__type tg__t_inline_query_result_venue = {
@@ -7964,7 +7876,7 @@ const tg__type tg__t_inline_query_result_venue = {
     .fields = F_inline_query_result_venue,
     .slots = S_inline_query_result_venue,
     .nfields = 15,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 6,
     .req_ptrs = R_inline_query_result_venue,
     .nreq_ptrs = 3,
@@ -7985,9 +7897,10 @@ static const tg__field F_inline_query_result_contact[] = {
     TG__FIELD(tg_inline_query_result_contact, thumbnail_width, TG__K_I64, TG__F_OPT, NULL),
     TG__FIELD(tg_inline_query_result_contact, thumbnail_height, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_inline_query_result_contact[32] = {
-    0, 0, 5, 6, 8, 0, 0, 11, 0, 0, 0, 4, 0, 1, 0, 0,
-    0, 0, 0, 0, 0, 0, 9, 10, 0, 0, 7, 2, 0, 0, 0, 3,
+static const uint8_t S_inline_query_result_contact[64] = {
+    0,  0, 5, 6, 0, 0, 0, 11, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+    10, 0, 0, 0, 0, 2, 0, 0,  0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 4,
+    0,  0, 0, 0, 0, 0, 0, 0,  0, 0, 9, 0, 0, 0, 7, 0, 0, 0, 0, 3,
 };
 static const uint8_t R_inline_query_result_contact[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_contact = {
@@ -7997,7 +7910,7 @@ const tg__type tg__t_inline_query_result_contact = {
     .fields = F_inline_query_result_contact,
     .slots = S_inline_query_result_contact,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_contact,
     .nreq_ptrs = 3,
@@ -8010,8 +7923,8 @@ static const tg__field F_inline_query_result_game[] = {
     TG__FIELD(tg_inline_query_result_game, reply_markup, TG__K_OBJ, TG__F_OPT,
               &tg__t_inline_keyboard_markup),
 };
-static const uint8_t S_inline_query_result_game[8] = {
-    0, 0, 4, 2, 3, 1, 0, 0,
+static const uint8_t S_inline_query_result_game[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 2, 3, 1, 0, 0,
 };
 static const uint8_t R_inline_query_result_game[] = {1, 2};
 const tg__type tg__t_inline_query_result_game = {
@@ -8021,7 +7934,7 @@ const tg__type tg__t_inline_query_result_game = {
     .fields = F_inline_query_result_game,
     .slots = S_inline_query_result_game,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_inline_query_result_game,
     .nreq_ptrs = 2,
@@ -8045,9 +7958,10 @@ static const tg__field F_inline_query_result_cached_photo[] = {
     TG__FIELD(tg_inline_query_result_cached_photo, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_cached_photo[32] = {
-    0, 5, 8, 3, 11, 7, 6, 0, 0, 4, 0,  0, 0, 1, 0, 0,
-    0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 10, 2, 0, 0, 9, 0,
+static const uint8_t S_inline_query_result_cached_photo[64] = {
+    0, 5, 8, 3, 0, 0, 6, 0, 0, 4, 0, 0, 0, 1,  0,  0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 2, 0, 0, 9, 0, 0, 0, 0, 11, 0,  7, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  10, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_cached_photo[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_photo = {
@@ -8057,7 +7971,7 @@ const tg__type tg__t_inline_query_result_cached_photo = {
     .fields = F_inline_query_result_cached_photo,
     .slots = S_inline_query_result_cached_photo,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_inline_query_result_cached_photo,
     .nreq_ptrs = 2,
@@ -8080,8 +7994,9 @@ static const tg__field F_inline_query_result_cached_gif[] = {
     TG__FIELD(tg_inline_query_result_cached_gif, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_cached_gif[32] = {
-    0, 3, 7, 10, 0, 6, 5, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 2, 0, 0, 8, 0,
+static const uint8_t S_inline_query_result_cached_gif[64] = {
+    0, 7, 0, 0,  0, 0, 5, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 8, 0,
+    0, 3, 0, 10, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_cached_gif[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_gif = {
@@ -8091,7 +8006,7 @@ const tg__type tg__t_inline_query_result_cached_gif = {
     .fields = F_inline_query_result_cached_gif,
     .slots = S_inline_query_result_cached_gif,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_inline_query_result_cached_gif,
     .nreq_ptrs = 2,
@@ -8114,8 +8029,9 @@ static const tg__field F_inline_query_result_cached_mpeg4_gif[] = {
     TG__FIELD(tg_inline_query_result_cached_mpeg4_gif, input_message_content, TG__K_UNION,
               TG__F_OPT, &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_cached_mpeg4_gif[32] = {
-    0, 7, 0, 3, 10, 6, 5, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 2, 0, 0, 8, 0,
+static const uint8_t S_inline_query_result_cached_mpeg4_gif[64] = {
+    0, 7, 0, 0, 0,  0, 5, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 8, 0,
+    0, 0, 0, 3, 10, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_cached_mpeg4_gif[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_mpeg4_gif = {
@@ -8125,7 +8041,7 @@ const tg__type tg__t_inline_query_result_cached_mpeg4_gif = {
     .fields = F_inline_query_result_cached_mpeg4_gif,
     .slots = S_inline_query_result_cached_mpeg4_gif,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_inline_query_result_cached_mpeg4_gif,
     .nreq_ptrs = 2,
@@ -8140,8 +8056,8 @@ static const tg__field F_inline_query_result_cached_sticker[] = {
     TG__FIELD(tg_inline_query_result_cached_sticker, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_cached_sticker[16] = {
-    0, 0, 0, 5, 0, 0, 3, 0, 0, 0, 4, 2, 0, 1, 0, 0,
+static const uint8_t S_inline_query_result_cached_sticker[32] = {
+    0, 0, 0, 5, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_cached_sticker[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_sticker = {
@@ -8151,7 +8067,7 @@ const tg__type tg__t_inline_query_result_cached_sticker = {
     .fields = F_inline_query_result_cached_sticker,
     .slots = S_inline_query_result_cached_sticker,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_inline_query_result_cached_sticker,
     .nreq_ptrs = 2,
@@ -8173,8 +8089,9 @@ static const tg__field F_inline_query_result_cached_document[] = {
     TG__FIELD(tg_inline_query_result_cached_document, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_cached_document[32] = {
-    0, 5, 8, 10, 0, 7, 6, 0, 0, 3, 0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 2, 0, 0, 0, 0,
+static const uint8_t S_inline_query_result_cached_document[64] = {
+    0, 5, 8, 0,  0, 0, 6, 0, 0, 3, 0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0,
+    0, 0, 0, 10, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_cached_document[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_cached_document = {
@@ -8184,7 +8101,7 @@ const tg__type tg__t_inline_query_result_cached_document = {
     .fields = F_inline_query_result_cached_document,
     .slots = S_inline_query_result_cached_document,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_cached_document,
     .nreq_ptrs = 3,
@@ -8208,9 +8125,10 @@ static const tg__field F_inline_query_result_cached_video[] = {
     TG__FIELD(tg_inline_query_result_cached_video, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_cached_video[32] = {
-    0, 5, 8, 11, 0, 7, 3, 6, 0, 4, 0,  0, 0, 1, 0, 0,
-    0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 10, 2, 0, 0, 9, 0,
+static const uint8_t S_inline_query_result_cached_video[64] = {
+    0, 5, 8, 0, 0, 0, 3, 6, 0, 4, 0, 0, 0, 1,  0,  0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 2, 0, 0, 9, 0, 0, 0, 0, 11, 0,  7, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  10, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_cached_video[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_cached_video = {
@@ -8220,7 +8138,7 @@ const tg__type tg__t_inline_query_result_cached_video = {
     .fields = F_inline_query_result_cached_video,
     .slots = S_inline_query_result_cached_video,
     .nfields = 11,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_cached_video,
     .nreq_ptrs = 3,
@@ -8241,8 +8159,9 @@ static const tg__field F_inline_query_result_cached_voice[] = {
     TG__FIELD(tg_inline_query_result_cached_voice, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_cached_voice[32] = {
-    0, 7, 0, 9, 0, 6, 3, 5, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 2, 0, 0, 0, 0,
+static const uint8_t S_inline_query_result_cached_voice[64] = {
+    0, 7, 0, 0, 0, 0, 3, 5, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0,
+    0, 0, 0, 9, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_cached_voice[] = {1, 2, 3};
 const tg__type tg__t_inline_query_result_cached_voice = {
@@ -8252,7 +8171,7 @@ const tg__type tg__t_inline_query_result_cached_voice = {
     .fields = F_inline_query_result_cached_voice,
     .slots = S_inline_query_result_cached_voice,
     .nfields = 9,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 4,
     .req_ptrs = R_inline_query_result_cached_voice,
     .nreq_ptrs = 3,
@@ -8272,8 +8191,8 @@ static const tg__field F_inline_query_result_cached_audio[] = {
     TG__FIELD(tg_inline_query_result_cached_audio, input_message_content, TG__K_UNION, TG__F_OPT,
               &tg__t_input_message_content),
 };
-static const uint8_t S_inline_query_result_cached_audio[16] = {
-    0, 6, 0, 8, 0, 5, 4, 0, 0, 0, 3, 2, 7, 1, 0, 0,
+static const uint8_t S_inline_query_result_cached_audio[32] = {
+    0, 6, 0, 8, 0, 5, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 2, 7, 0, 0, 0,
 };
 static const uint8_t R_inline_query_result_cached_audio[] = {1, 2};
 const tg__type tg__t_inline_query_result_cached_audio = {
@@ -8283,7 +8202,7 @@ const tg__type tg__t_inline_query_result_cached_audio = {
     .fields = F_inline_query_result_cached_audio,
     .slots = S_inline_query_result_cached_audio,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_inline_query_result_cached_audio,
     .nreq_ptrs = 2,
@@ -8318,8 +8237,8 @@ static const tg__field F_input_text_message_content[] = {
     TG__FIELD(tg_input_text_message_content, link_preview_options, TG__K_OBJ, TG__F_OPT,
               &tg__t_link_preview_options),
 };
-static const uint8_t S_input_text_message_content[8] = {
-    0, 0, 0, 0, 4, 1, 2, 3,
+static const uint8_t S_input_text_message_content[16] = {
+    0, 0, 0, 0, 0, 2, 0, 3, 0, 0, 0, 0, 4, 1, 0, 0,
 };
 static const uint8_t R_input_text_message_content[] = {0};
 const tg__type tg__t_input_text_message_content = {
@@ -8329,7 +8248,7 @@ const tg__type tg__t_input_text_message_content = {
     .fields = F_input_text_message_content,
     .slots = S_input_text_message_content,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 1,
     .req_ptrs = R_input_text_message_content,
     .nreq_ptrs = 1,
@@ -8338,7 +8257,9 @@ const tg__type tg__t_input_text_message_content = {
 static const tg__field F_input_rich_message_content[] = {
     TG__FIELD(tg_input_rich_message_content, rich_message, TG__K_OBJ, 0, &tg__t_input_rich_message),
 };
-static const uint8_t S_input_rich_message_content[2] = {
+static const uint8_t S_input_rich_message_content[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -8350,7 +8271,7 @@ const tg__type tg__t_input_rich_message_content = {
     .fields = F_input_rich_message_content,
     .slots = S_input_rich_message_content,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
     .req_ptrs = R_input_rich_message_content,
     .nreq_ptrs = 1,
@@ -8365,8 +8286,8 @@ static const tg__field F_input_location_message_content[] = {
     TG__FIELD(tg_input_location_message_content, proximity_alert_radius, TG__K_I64, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_input_location_message_content[16] = {
-    0, 0, 6, 0, 0, 0, 0, 0, 4, 0, 2, 5, 1, 3, 0, 0,
+static const uint8_t S_input_location_message_content[32] = {
+    0, 0, 6, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 5, 3, 0, 0, 0,
 };
 const tg__type tg__t_input_location_message_content = {
     .name = "InputLocationMessageContent",
@@ -8375,7 +8296,7 @@ const tg__type tg__t_input_location_message_content = {
     .fields = F_input_location_message_content,
     .slots = S_input_location_message_content,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -8389,8 +8310,8 @@ static const tg__field F_input_venue_message_content[] = {
     TG__FIELD(tg_input_venue_message_content, google_place_id, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_input_venue_message_content, google_place_type, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_venue_message_content[16] = {
-    0, 0, 0, 7, 0, 0, 0, 4, 0, 3, 2, 5, 1, 6, 8, 0,
+static const uint8_t S_input_venue_message_content[32] = {
+    0, 0, 0, 0, 0, 0, 0, 4, 0, 3, 6, 0, 1, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 5, 2, 0, 8, 0, 0, 0,
 };
 static const uint8_t R_input_venue_message_content[] = {2, 3};
 const tg__type tg__t_input_venue_message_content = {
@@ -8400,7 +8321,7 @@ const tg__type tg__t_input_venue_message_content = {
     .fields = F_input_venue_message_content,
     .slots = S_input_venue_message_content,
     .nfields = 8,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_input_venue_message_content,
     .nreq_ptrs = 2,
@@ -8412,8 +8333,8 @@ static const tg__field F_input_contact_message_content[] = {
     TG__FIELD(tg_input_contact_message_content, last_name, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_input_contact_message_content, vcard, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_contact_message_content[8] = {
-    0, 0, 3, 2, 4, 0, 0, 1,
+static const uint8_t S_input_contact_message_content[16] = {
+    0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1,
 };
 static const uint8_t R_input_contact_message_content[] = {0, 1};
 const tg__type tg__t_input_contact_message_content = {
@@ -8423,7 +8344,7 @@ const tg__type tg__t_input_contact_message_content = {
     .fields = F_input_contact_message_content,
     .slots = S_input_contact_message_content,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_input_contact_message_content,
     .nreq_ptrs = 2,
@@ -8454,10 +8375,12 @@ static const tg__field F_input_invoice_message_content[] = {
               NULL),
     TG__FIELD(tg_input_invoice_message_content, is_flexible, TG__K_BOOL, TG__F_OPT, NULL),
 };
-static const uint8_t S_input_invoice_message_content[64] = {
-    0,  2, 0, 0, 0,  0, 0, 14, 0, 1,  4, 16, 12, 18, 0, 0,  13, 6, 0, 5, 0, 0,
-    0,  0, 0, 0, 20, 0, 0, 15, 0, 17, 3, 7,  9,  10, 0, 11, 0,  0, 8, 0, 0, 0,
-    19, 0, 0, 0, 0,  0, 0, 0,  0, 0,  0, 0,  0,  0,  0, 0,  0,  0, 0, 0,
+static const uint8_t S_input_invoice_message_content[128] = {
+    0,  0, 0, 0, 0, 0,  0, 0, 0, 0,  4, 0, 12, 0, 0, 0,  13, 6, 0,  5,  0, 0, 0,  0,  0, 0,
+    20, 0, 0, 0, 0, 17, 3, 0, 0, 10, 0, 0, 0,  0, 0, 0,  0,  0, 19, 0,  0, 0, 0,  0,  0, 0,
+    0,  0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0,  2, 0, 0,  0,  0, 0,  14, 0, 1, 16, 0,  0, 18,
+    0,  0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0,  0, 0, 15, 0,  0, 7,  9,  0, 0, 0,  11, 0, 0,
+    8,  0, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0,  0, 0, 0,  0,  0, 0,  0,  0, 0, 0,  0,
 };
 static const uint8_t R_input_invoice_message_content[] = {0, 1, 2, 4};
 const tg__type tg__t_input_invoice_message_content = {
@@ -8467,7 +8390,7 @@ const tg__type tg__t_input_invoice_message_content = {
     .fields = F_input_invoice_message_content,
     .slots = S_input_invoice_message_content,
     .nfields = 20,
-    .nslots = 64,
+    .nslots = 128,
     .nrequired = 5,
     .req_ptrs = R_input_invoice_message_content,
     .nreq_ptrs = 4,
@@ -8480,8 +8403,8 @@ static const tg__field F_chosen_inline_result[] = {
     TG__FIELD(tg_chosen_inline_result, inline_message_id, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_chosen_inline_result, query, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_chosen_inline_result[16] = {
-    0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 4, 3, 0, 0, 0, 1,
+static const uint8_t S_chosen_inline_result[32] = {
+    0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 3, 0, 0, 0, 1,
 };
 static const uint8_t R_chosen_inline_result[] = {0, 1, 4};
 const tg__type tg__t_chosen_inline_result = {
@@ -8491,7 +8414,7 @@ const tg__type tg__t_chosen_inline_result = {
     .fields = F_chosen_inline_result,
     .slots = S_chosen_inline_result,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_chosen_inline_result,
     .nreq_ptrs = 3,
@@ -8501,11 +8424,8 @@ static const tg__field F_labeled_price[] = {
     TG__FIELD(tg_labeled_price, label, TG__K_STR, 0, NULL),
     TG__FIELD(tg_labeled_price, amount, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_labeled_price[4] = {
-    1,
-    0,
-    0,
-    2,
+static const uint8_t S_labeled_price[8] = {
+    0, 0, 0, 2, 1, 0, 0, 0,
 };
 static const uint8_t R_labeled_price[] = {0};
 const tg__type tg__t_labeled_price = {
@@ -8515,7 +8435,7 @@ const tg__type tg__t_labeled_price = {
     .fields = F_labeled_price,
     .slots = S_labeled_price,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_labeled_price,
     .nreq_ptrs = 1,
@@ -8528,8 +8448,8 @@ static const tg__field F_invoice[] = {
     TG__FIELD(tg_invoice, currency, TG__K_STR, 0, NULL),
     TG__FIELD(tg_invoice, total_amount, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_invoice[16] = {
-    5, 2, 3, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+static const uint8_t S_invoice[32] = {
+    5, 2, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_invoice[] = {0, 1, 2, 3};
 const tg__type tg__t_invoice = {
@@ -8539,7 +8459,7 @@ const tg__type tg__t_invoice = {
     .fields = F_invoice,
     .slots = S_invoice,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_invoice,
     .nreq_ptrs = 4,
@@ -8553,8 +8473,8 @@ static const tg__field F_shipping_address[] = {
     TG__FIELD(tg_shipping_address, street_line2, TG__K_STR, 0, NULL),
     TG__FIELD(tg_shipping_address, post_code, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_shipping_address[16] = {
-    3, 4, 0, 0, 2, 6, 0, 0, 0, 1, 0, 0, 5, 0, 0, 0,
+static const uint8_t S_shipping_address[32] = {
+    3, 4, 0, 0, 2, 6, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
 };
 static const uint8_t R_shipping_address[] = {0, 1, 2, 3, 4, 5};
 const tg__type tg__t_shipping_address = {
@@ -8564,7 +8484,7 @@ const tg__type tg__t_shipping_address = {
     .fields = F_shipping_address,
     .slots = S_shipping_address,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 6,
     .req_ptrs = R_shipping_address,
     .nreq_ptrs = 6,
@@ -8576,8 +8496,8 @@ static const tg__field F_order_info[] = {
     TG__FIELD(tg_order_info, email, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_order_info, shipping_address, TG__K_OBJ, TG__F_OPT, &tg__t_shipping_address),
 };
-static const uint8_t S_order_info[8] = {
-    0, 0, 0, 1, 3, 4, 0, 2,
+static const uint8_t S_order_info[16] = {
+    0, 0, 0, 1, 0, 4, 0, 0, 0, 0, 0, 3, 0, 0, 0, 2,
 };
 const tg__type tg__t_order_info = {
     .name = "OrderInfo",
@@ -8586,7 +8506,7 @@ const tg__type tg__t_order_info = {
     .fields = F_order_info,
     .slots = S_order_info,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 0,
 };
 
@@ -8595,8 +8515,8 @@ static const tg__field F_shipping_option[] = {
     TG__FIELD(tg_shipping_option, title, TG__K_STR, 0, NULL),
     TG__ARRAY(tg_shipping_option, prices, TG__K_OBJ, TG__F_ARR, &tg__t_labeled_price),
 };
-static const uint8_t S_shipping_option[8] = {
-    0, 2, 3, 1, 0, 0, 0, 0,
+static const uint8_t S_shipping_option[16] = {
+    0, 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_shipping_option[] = {0, 1};
 const tg__type tg__t_shipping_option = {
@@ -8606,7 +8526,7 @@ const tg__type tg__t_shipping_option = {
     .fields = F_shipping_option,
     .slots = S_shipping_option,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_shipping_option,
     .nreq_ptrs = 2,
@@ -8624,8 +8544,9 @@ static const tg__field F_successful_payment[] = {
     TG__FIELD(tg_successful_payment, telegram_payment_charge_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_successful_payment, provider_payment_charge_id, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_successful_payment[32] = {
-    2, 0, 0, 0, 4, 0, 0, 3, 8, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 1, 7, 0, 0, 0, 0, 10, 5, 9, 0, 0, 0, 0,
+static const uint8_t S_successful_payment[64] = {
+    0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 1, 7, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0,
+    2, 0, 0, 0, 4, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 5, 9, 0, 0, 0, 0,
 };
 static const uint8_t R_successful_payment[] = {0, 2, 8, 9};
 const tg__type tg__t_successful_payment = {
@@ -8635,7 +8556,7 @@ const tg__type tg__t_successful_payment = {
     .fields = F_successful_payment,
     .slots = S_successful_payment,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 5,
     .req_ptrs = R_successful_payment,
     .nreq_ptrs = 4,
@@ -8648,8 +8569,8 @@ static const tg__field F_refunded_payment[] = {
     TG__FIELD(tg_refunded_payment, telegram_payment_charge_id, TG__K_STR, 0, NULL),
     TG__FIELD(tg_refunded_payment, provider_payment_charge_id, TG__K_STR, TG__F_OPT, NULL),
 };
-static const uint8_t S_refunded_payment[16] = {
-    2, 0, 0, 1, 0, 0, 0, 3, 0, 5, 0, 4, 0, 0, 0, 0,
+static const uint8_t S_refunded_payment[32] = {
+    2, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 5, 0, 4, 0, 0, 0, 0,
 };
 static const uint8_t R_refunded_payment[] = {0, 2, 3};
 const tg__type tg__t_refunded_payment = {
@@ -8659,7 +8580,7 @@ const tg__type tg__t_refunded_payment = {
     .fields = F_refunded_payment,
     .slots = S_refunded_payment,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 4,
     .req_ptrs = R_refunded_payment,
     .nreq_ptrs = 3,
@@ -8671,8 +8592,8 @@ static const tg__field F_shipping_query[] = {
     TG__FIELD(tg_shipping_query, invoice_payload, TG__K_STR, 0, NULL),
     TG__FIELD(tg_shipping_query, shipping_address, TG__K_OBJ, 0, &tg__t_shipping_address),
 };
-static const uint8_t S_shipping_query[8] = {
-    0, 0, 0, 1, 2, 4, 0, 3,
+static const uint8_t S_shipping_query[16] = {
+    0, 0, 0, 2, 0, 4, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_shipping_query[] = {0, 1, 2, 3};
 const tg__type tg__t_shipping_query = {
@@ -8682,7 +8603,7 @@ const tg__type tg__t_shipping_query = {
     .fields = F_shipping_query,
     .slots = S_shipping_query,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_shipping_query,
     .nreq_ptrs = 4,
@@ -8697,8 +8618,8 @@ static const tg__field F_pre_checkout_query[] = {
     TG__FIELD(tg_pre_checkout_query, shipping_option_id, TG__K_STR, TG__F_OPT, NULL),
     TG__FIELD(tg_pre_checkout_query, order_info, TG__K_OBJ, TG__F_OPT, &tg__t_order_info),
 };
-static const uint8_t S_pre_checkout_query[16] = {
-    4, 0, 0, 2, 3, 6, 0, 5, 7, 0, 0, 1, 0, 0, 0, 0,
+static const uint8_t S_pre_checkout_query[32] = {
+    4, 0, 0, 2, 0, 0, 0, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 6, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0,
 };
 static const uint8_t R_pre_checkout_query[] = {0, 1, 2, 4};
 const tg__type tg__t_pre_checkout_query = {
@@ -8708,7 +8629,7 @@ const tg__type tg__t_pre_checkout_query = {
     .fields = F_pre_checkout_query,
     .slots = S_pre_checkout_query,
     .nfields = 7,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_pre_checkout_query,
     .nreq_ptrs = 4,
@@ -8718,11 +8639,8 @@ static const tg__field F_paid_media_purchased[] = {
     TG__FIELD(tg_paid_media_purchased, from, TG__K_OBJ, 0, &tg__t_user),
     TG__FIELD(tg_paid_media_purchased, paid_media_payload, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_paid_media_purchased[4] = {
-    2,
-    0,
-    0,
-    1,
+static const uint8_t S_paid_media_purchased[8] = {
+    0, 0, 0, 1, 0, 0, 0, 2,
 };
 static const uint8_t R_paid_media_purchased[] = {0, 1};
 const tg__type tg__t_paid_media_purchased = {
@@ -8732,7 +8650,7 @@ const tg__type tg__t_paid_media_purchased = {
     .fields = F_paid_media_purchased,
     .slots = S_paid_media_purchased,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_paid_media_purchased,
     .nreq_ptrs = 2,
@@ -8767,9 +8685,11 @@ const tg__type tg__t_revenue_withdrawal_state = {
 static const tg__field F_revenue_withdrawal_state_pending[] = {
     TG__CONST("type", "pending"),
 };
-static const uint8_t S_revenue_withdrawal_state_pending[2] = {
+static const uint8_t S_revenue_withdrawal_state_pending[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_revenue_withdrawal_state_pending = {
     .name = "RevenueWithdrawalStatePending",
@@ -8778,7 +8698,7 @@ const tg__type tg__t_revenue_withdrawal_state_pending = {
     .fields = F_revenue_withdrawal_state_pending,
     .slots = S_revenue_withdrawal_state_pending,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -8787,8 +8707,8 @@ static const tg__field F_revenue_withdrawal_state_succeeded[] = {
     TG__FIELD(tg_revenue_withdrawal_state_succeeded, date, TG__K_I64, 0, NULL),
     TG__FIELD(tg_revenue_withdrawal_state_succeeded, url, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_revenue_withdrawal_state_succeeded[8] = {
-    2, 0, 0, 3, 0, 1, 0, 0,
+static const uint8_t S_revenue_withdrawal_state_succeeded[16] = {
+    2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0,
 };
 static const uint8_t R_revenue_withdrawal_state_succeeded[] = {2};
 const tg__type tg__t_revenue_withdrawal_state_succeeded = {
@@ -8798,7 +8718,7 @@ const tg__type tg__t_revenue_withdrawal_state_succeeded = {
     .fields = F_revenue_withdrawal_state_succeeded,
     .slots = S_revenue_withdrawal_state_succeeded,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_revenue_withdrawal_state_succeeded,
     .nreq_ptrs = 1,
@@ -8807,9 +8727,11 @@ const tg__type tg__t_revenue_withdrawal_state_succeeded = {
 static const tg__field F_revenue_withdrawal_state_failed[] = {
     TG__CONST("type", "failed"),
 };
-static const uint8_t S_revenue_withdrawal_state_failed[2] = {
+static const uint8_t S_revenue_withdrawal_state_failed[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_revenue_withdrawal_state_failed = {
     .name = "RevenueWithdrawalStateFailed",
@@ -8818,7 +8740,7 @@ const tg__type tg__t_revenue_withdrawal_state_failed = {
     .fields = F_revenue_withdrawal_state_failed,
     .slots = S_revenue_withdrawal_state_failed,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -8829,8 +8751,8 @@ static const tg__field F_affiliate_info[] = {
     TG__FIELD(tg_affiliate_info, amount, TG__K_I64, 0, NULL),
     TG__FIELD(tg_affiliate_info, nanostar_amount, TG__K_I64, TG__F_OPT, NULL),
 };
-static const uint8_t S_affiliate_info[16] = {
-    0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 5, 4, 0, 0, 0, 3,
+static const uint8_t S_affiliate_info[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 5, 0, 0, 0, 0, 3,
 };
 const tg__type tg__t_affiliate_info = {
     .name = "AffiliateInfo",
@@ -8839,7 +8761,7 @@ const tg__type tg__t_affiliate_info = {
     .fields = F_affiliate_info,
     .slots = S_affiliate_info,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 2,
 };
 
@@ -8886,8 +8808,9 @@ static const tg__field F_transaction_partner_user[] = {
     TG__FIELD(tg_transaction_partner_user, premium_subscription_duration, TG__K_I64, TG__F_OPT,
               NULL),
 };
-static const uint8_t S_transaction_partner_user[32] = {
-    0, 0, 0, 0, 0, 0, 0, 5, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 7, 9, 0, 0, 6, 2,
+static const uint8_t S_transaction_partner_user[64] = {
+    0, 0, 0, 0, 0, 0, 0, 5, 0, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 7, 0, 0, 0, 0, 6, 0,
+    0, 0, 0, 0, 0, 0, 0, 8, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 9, 0, 0, 0, 0, 2,
 };
 static const uint8_t R_transaction_partner_user[] = {2};
 const tg__type tg__t_transaction_partner_user = {
@@ -8897,7 +8820,7 @@ const tg__type tg__t_transaction_partner_user = {
     .fields = F_transaction_partner_user,
     .slots = S_transaction_partner_user,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 3,
     .req_ptrs = R_transaction_partner_user,
     .nreq_ptrs = 1,
@@ -8908,8 +8831,8 @@ static const tg__field F_transaction_partner_chat[] = {
     TG__FIELD(tg_transaction_partner_chat, chat, TG__K_OBJ, 0, &tg__t_chat),
     TG__FIELD(tg_transaction_partner_chat, gift, TG__K_OBJ, TG__F_OPT, &tg__t_gift),
 };
-static const uint8_t S_transaction_partner_chat[8] = {
-    2, 0, 3, 0, 0, 1, 0, 0,
+static const uint8_t S_transaction_partner_chat[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 3, 0, 0, 1, 0, 0,
 };
 static const uint8_t R_transaction_partner_chat[] = {1};
 const tg__type tg__t_transaction_partner_chat = {
@@ -8919,7 +8842,7 @@ const tg__type tg__t_transaction_partner_chat = {
     .fields = F_transaction_partner_chat,
     .slots = S_transaction_partner_chat,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
     .req_ptrs = R_transaction_partner_chat,
     .nreq_ptrs = 1,
@@ -8931,8 +8854,8 @@ static const tg__field F_transaction_partner_affiliate_program[] = {
               &tg__t_user),
     TG__FIELD(tg_transaction_partner_affiliate_program, commission_per_mille, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_transaction_partner_affiliate_program[8] = {
-    0, 0, 0, 2, 0, 1, 0, 3,
+static const uint8_t S_transaction_partner_affiliate_program[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0, 3,
 };
 const tg__type tg__t_transaction_partner_affiliate_program = {
     .name = "TransactionPartnerAffiliateProgram",
@@ -8941,7 +8864,7 @@ const tg__type tg__t_transaction_partner_affiliate_program = {
     .fields = F_transaction_partner_affiliate_program,
     .slots = S_transaction_partner_affiliate_program,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 2,
 };
 
@@ -8950,11 +8873,8 @@ static const tg__field F_transaction_partner_fragment[] = {
     TG__FIELD(tg_transaction_partner_fragment, withdrawal_state, TG__K_UNION, TG__F_OPT,
               &tg__t_revenue_withdrawal_state),
 };
-static const uint8_t S_transaction_partner_fragment[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_transaction_partner_fragment[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_transaction_partner_fragment = {
     .name = "TransactionPartnerFragment",
@@ -8963,16 +8883,18 @@ const tg__type tg__t_transaction_partner_fragment = {
     .fields = F_transaction_partner_fragment,
     .slots = S_transaction_partner_fragment,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 1,
 };
 
 static const tg__field F_transaction_partner_telegram_ads[] = {
     TG__CONST("type", "telegram_ads"),
 };
-static const uint8_t S_transaction_partner_telegram_ads[2] = {
+static const uint8_t S_transaction_partner_telegram_ads[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_transaction_partner_telegram_ads = {
     .name = "TransactionPartnerTelegramAds",
@@ -8981,7 +8903,7 @@ const tg__type tg__t_transaction_partner_telegram_ads = {
     .fields = F_transaction_partner_telegram_ads,
     .slots = S_transaction_partner_telegram_ads,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -8989,11 +8911,8 @@ static const tg__field F_transaction_partner_telegram_api[] = {
     TG__CONST("type", "telegram_api"),
     TG__FIELD(tg_transaction_partner_telegram_api, request_count, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_transaction_partner_telegram_api[4] = {
-    0,
-    1,
-    2,
-    0,
+static const uint8_t S_transaction_partner_telegram_api[8] = {
+    0, 2, 0, 0, 0, 1, 0, 0,
 };
 const tg__type tg__t_transaction_partner_telegram_api = {
     .name = "TransactionPartnerTelegramApi",
@@ -9002,16 +8921,18 @@ const tg__type tg__t_transaction_partner_telegram_api = {
     .fields = F_transaction_partner_telegram_api,
     .slots = S_transaction_partner_telegram_api,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
 };
 
 static const tg__field F_transaction_partner_other[] = {
     TG__CONST("type", "other"),
 };
-static const uint8_t S_transaction_partner_other[2] = {
+static const uint8_t S_transaction_partner_other[4] = {
     0,
     1,
+    0,
+    0,
 };
 const tg__type tg__t_transaction_partner_other = {
     .name = "TransactionPartnerOther",
@@ -9020,7 +8941,7 @@ const tg__type tg__t_transaction_partner_other = {
     .fields = F_transaction_partner_other,
     .slots = S_transaction_partner_other,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -9032,8 +8953,8 @@ static const tg__field F_star_transaction[] = {
     TG__FIELD(tg_star_transaction, source, TG__K_UNION, TG__F_OPT, &tg__t_transaction_partner),
     TG__FIELD(tg_star_transaction, receiver, TG__K_UNION, TG__F_OPT, &tg__t_transaction_partner),
 };
-static const uint8_t S_star_transaction[16] = {
-    4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 3, 1, 2, 0, 5, 0,
+static const uint8_t S_star_transaction[32] = {
+    4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 1, 0, 0, 5, 0,
 };
 static const uint8_t R_star_transaction[] = {0};
 const tg__type tg__t_star_transaction = {
@@ -9043,7 +8964,7 @@ const tg__type tg__t_star_transaction = {
     .fields = F_star_transaction,
     .slots = S_star_transaction,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_star_transaction,
     .nreq_ptrs = 1,
@@ -9052,7 +8973,9 @@ const tg__type tg__t_star_transaction = {
 static const tg__field F_star_transactions[] = {
     TG__ARRAY(tg_star_transactions, transactions, TG__K_OBJ, TG__F_ARR, &tg__t_star_transaction),
 };
-static const uint8_t S_star_transactions[2] = {
+static const uint8_t S_star_transactions[4] = {
+    0,
+    0,
     0,
     1,
 };
@@ -9063,7 +8986,7 @@ const tg__type tg__t_star_transactions = {
     .fields = F_star_transactions,
     .slots = S_star_transactions,
     .nfields = 1,
-    .nslots = 2,
+    .nslots = 4,
     .nrequired = 1,
 };
 
@@ -9071,11 +8994,8 @@ static const tg__field F_passport_data[] = {
     TG__ARRAY(tg_passport_data, data, TG__K_OBJ, TG__F_ARR, &tg__t_encrypted_passport_element),
     TG__FIELD(tg_passport_data, credentials, TG__K_OBJ, 0, &tg__t_encrypted_credentials),
 };
-static const uint8_t S_passport_data[4] = {
-    0,
-    1,
-    0,
-    2,
+static const uint8_t S_passport_data[8] = {
+    0, 1, 0, 2, 0, 0, 0, 0,
 };
 static const uint8_t R_passport_data[] = {1};
 const tg__type tg__t_passport_data = {
@@ -9085,7 +9005,7 @@ const tg__type tg__t_passport_data = {
     .fields = F_passport_data,
     .slots = S_passport_data,
     .nfields = 2,
-    .nslots = 4,
+    .nslots = 8,
     .nrequired = 2,
     .req_ptrs = R_passport_data,
     .nreq_ptrs = 1,
@@ -9097,8 +9017,8 @@ static const tg__field F_passport_file[] = {
     TG__FIELD(tg_passport_file, file_size, TG__K_I64, 0, NULL),
     TG__FIELD(tg_passport_file, file_date, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_passport_file[8] = {
-    0, 0, 0, 2, 3, 4, 1, 0,
+static const uint8_t S_passport_file[16] = {
+    0, 0, 0, 2, 0, 0, 1, 0, 0, 0, 0, 3, 4, 0, 0, 0,
 };
 static const uint8_t R_passport_file[] = {0, 1};
 const tg__type tg__t_passport_file = {
@@ -9108,7 +9028,7 @@ const tg__type tg__t_passport_file = {
     .fields = F_passport_file,
     .slots = S_passport_file,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_file,
     .nreq_ptrs = 2,
@@ -9130,8 +9050,9 @@ static const tg__field F_encrypted_passport_element[] = {
               &tg__t_passport_file),
     TG__FIELD(tg_encrypted_passport_element, hash, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_encrypted_passport_element[32] = {
-    8, 10, 0, 0, 0, 0, 0, 7, 0, 0, 0, 4, 6, 1, 5, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3,
+static const uint8_t S_encrypted_passport_element[64] = {
+    10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 5, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    8,  0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3,
 };
 static const uint8_t R_encrypted_passport_element[] = {9};
 const tg__type tg__t_encrypted_passport_element = {
@@ -9141,7 +9062,7 @@ const tg__type tg__t_encrypted_passport_element = {
     .fields = F_encrypted_passport_element,
     .slots = S_encrypted_passport_element,
     .nfields = 10,
-    .nslots = 32,
+    .nslots = 64,
     .nrequired = 2,
     .req_ptrs = R_encrypted_passport_element,
     .nreq_ptrs = 1,
@@ -9152,8 +9073,8 @@ static const tg__field F_encrypted_credentials[] = {
     TG__FIELD(tg_encrypted_credentials, hash, TG__K_STR, 0, NULL),
     TG__FIELD(tg_encrypted_credentials, secret, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_encrypted_credentials[8] = {
-    2, 1, 0, 3, 0, 0, 0, 0,
+static const uint8_t S_encrypted_credentials[16] = {
+    2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0,
 };
 static const uint8_t R_encrypted_credentials[] = {0, 1, 2};
 const tg__type tg__t_encrypted_credentials = {
@@ -9163,7 +9084,7 @@ const tg__type tg__t_encrypted_credentials = {
     .fields = F_encrypted_credentials,
     .slots = S_encrypted_credentials,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_encrypted_credentials,
     .nreq_ptrs = 3,
@@ -9207,8 +9128,8 @@ static const tg__field F_passport_element_error_data_field[] = {
     TG__FIELD(tg_passport_element_error_data_field, data_hash, TG__K_STR, 0, NULL),
     TG__FIELD(tg_passport_element_error_data_field, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_data_field[16] = {
-    0, 0, 0, 0, 5, 0, 0, 4, 0, 0, 0, 3, 0, 2, 1, 0,
+static const uint8_t S_passport_element_error_data_field[32] = {
+    0, 0, 0, 0, 5, 0, 0, 4, 0, 0, 0, 3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0,
 };
 static const uint8_t R_passport_element_error_data_field[] = {1, 2, 3, 4};
 const tg__type tg__t_passport_element_error_data_field = {
@@ -9218,7 +9139,7 @@ const tg__type tg__t_passport_element_error_data_field = {
     .fields = F_passport_element_error_data_field,
     .slots = S_passport_element_error_data_field,
     .nfields = 5,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 5,
     .req_ptrs = R_passport_element_error_data_field,
     .nreq_ptrs = 4,
@@ -9230,8 +9151,8 @@ static const tg__field F_passport_element_error_front_side[] = {
     TG__FIELD(tg_passport_element_error_front_side, file_hash, TG__K_STR, 0, NULL),
     TG__FIELD(tg_passport_element_error_front_side, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_front_side[8] = {
-    0, 0, 3, 0, 4, 2, 1, 0,
+static const uint8_t S_passport_element_error_front_side[16] = {
+    0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0,
 };
 static const uint8_t R_passport_element_error_front_side[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_front_side = {
@@ -9241,7 +9162,7 @@ const tg__type tg__t_passport_element_error_front_side = {
     .fields = F_passport_element_error_front_side,
     .slots = S_passport_element_error_front_side,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_element_error_front_side,
     .nreq_ptrs = 3,
@@ -9253,8 +9174,8 @@ static const tg__field F_passport_element_error_reverse_side[] = {
     TG__FIELD(tg_passport_element_error_reverse_side, file_hash, TG__K_STR, 0, NULL),
     TG__FIELD(tg_passport_element_error_reverse_side, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_reverse_side[8] = {
-    0, 0, 3, 0, 4, 2, 1, 0,
+static const uint8_t S_passport_element_error_reverse_side[16] = {
+    0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0,
 };
 static const uint8_t R_passport_element_error_reverse_side[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_reverse_side = {
@@ -9264,7 +9185,7 @@ const tg__type tg__t_passport_element_error_reverse_side = {
     .fields = F_passport_element_error_reverse_side,
     .slots = S_passport_element_error_reverse_side,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_element_error_reverse_side,
     .nreq_ptrs = 3,
@@ -9276,8 +9197,8 @@ static const tg__field F_passport_element_error_selfie[] = {
     TG__FIELD(tg_passport_element_error_selfie, file_hash, TG__K_STR, 0, NULL),
     TG__FIELD(tg_passport_element_error_selfie, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_selfie[8] = {
-    0, 0, 3, 0, 4, 2, 1, 0,
+static const uint8_t S_passport_element_error_selfie[16] = {
+    0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0,
 };
 static const uint8_t R_passport_element_error_selfie[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_selfie = {
@@ -9287,7 +9208,7 @@ const tg__type tg__t_passport_element_error_selfie = {
     .fields = F_passport_element_error_selfie,
     .slots = S_passport_element_error_selfie,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_element_error_selfie,
     .nreq_ptrs = 3,
@@ -9299,8 +9220,8 @@ static const tg__field F_passport_element_error_file[] = {
     TG__FIELD(tg_passport_element_error_file, file_hash, TG__K_STR, 0, NULL),
     TG__FIELD(tg_passport_element_error_file, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_file[8] = {
-    0, 0, 3, 0, 4, 2, 1, 0,
+static const uint8_t S_passport_element_error_file[16] = {
+    0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0,
 };
 static const uint8_t R_passport_element_error_file[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_file = {
@@ -9310,7 +9231,7 @@ const tg__type tg__t_passport_element_error_file = {
     .fields = F_passport_element_error_file,
     .slots = S_passport_element_error_file,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_element_error_file,
     .nreq_ptrs = 3,
@@ -9322,8 +9243,8 @@ static const tg__field F_passport_element_error_files[] = {
     TG__ARRAY(tg_passport_element_error_files, file_hashes, TG__K_STR, TG__F_ARR, NULL),
     TG__FIELD(tg_passport_element_error_files, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_files[8] = {
-    3, 0, 0, 0, 4, 2, 1, 0,
+static const uint8_t S_passport_element_error_files[16] = {
+    0, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 0, 2, 1, 0,
 };
 static const uint8_t R_passport_element_error_files[] = {1, 3};
 const tg__type tg__t_passport_element_error_files = {
@@ -9333,7 +9254,7 @@ const tg__type tg__t_passport_element_error_files = {
     .fields = F_passport_element_error_files,
     .slots = S_passport_element_error_files,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_element_error_files,
     .nreq_ptrs = 2,
@@ -9345,8 +9266,8 @@ static const tg__field F_passport_element_error_translation_file[] = {
     TG__FIELD(tg_passport_element_error_translation_file, file_hash, TG__K_STR, 0, NULL),
     TG__FIELD(tg_passport_element_error_translation_file, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_translation_file[8] = {
-    0, 0, 3, 0, 4, 2, 1, 0,
+static const uint8_t S_passport_element_error_translation_file[16] = {
+    0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0,
 };
 static const uint8_t R_passport_element_error_translation_file[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_translation_file = {
@@ -9356,7 +9277,7 @@ const tg__type tg__t_passport_element_error_translation_file = {
     .fields = F_passport_element_error_translation_file,
     .slots = S_passport_element_error_translation_file,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_element_error_translation_file,
     .nreq_ptrs = 3,
@@ -9368,8 +9289,8 @@ static const tg__field F_passport_element_error_translation_files[] = {
     TG__ARRAY(tg_passport_element_error_translation_files, file_hashes, TG__K_STR, TG__F_ARR, NULL),
     TG__FIELD(tg_passport_element_error_translation_files, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_translation_files[8] = {
-    3, 0, 0, 0, 4, 2, 1, 0,
+static const uint8_t S_passport_element_error_translation_files[16] = {
+    0, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 0, 2, 1, 0,
 };
 static const uint8_t R_passport_element_error_translation_files[] = {1, 3};
 const tg__type tg__t_passport_element_error_translation_files = {
@@ -9379,7 +9300,7 @@ const tg__type tg__t_passport_element_error_translation_files = {
     .fields = F_passport_element_error_translation_files,
     .slots = S_passport_element_error_translation_files,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_element_error_translation_files,
     .nreq_ptrs = 2,
@@ -9391,8 +9312,8 @@ static const tg__field F_passport_element_error_unspecified[] = {
     TG__FIELD(tg_passport_element_error_unspecified, element_hash, TG__K_STR, 0, NULL),
     TG__FIELD(tg_passport_element_error_unspecified, message, TG__K_STR, 0, NULL),
 };
-static const uint8_t S_passport_element_error_unspecified[8] = {
-    0, 0, 0, 0, 4, 2, 1, 3,
+static const uint8_t S_passport_element_error_unspecified[16] = {
+    0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 3,
 };
 static const uint8_t R_passport_element_error_unspecified[] = {1, 2, 3};
 const tg__type tg__t_passport_element_error_unspecified = {
@@ -9402,7 +9323,7 @@ const tg__type tg__t_passport_element_error_unspecified = {
     .fields = F_passport_element_error_unspecified,
     .slots = S_passport_element_error_unspecified,
     .nfields = 4,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 4,
     .req_ptrs = R_passport_element_error_unspecified,
     .nreq_ptrs = 3,
@@ -9416,8 +9337,8 @@ static const tg__field F_game[] = {
     TG__ARRAY(tg_game, text_entities, TG__K_OBJ, TG__F_OPT | TG__F_ARR, &tg__t_message_entity),
     TG__FIELD(tg_game, animation, TG__K_OBJ, TG__F_OPT, &tg__t_animation),
 };
-static const uint8_t S_game[16] = {
-    0, 2, 4, 0, 0, 0, 0, 0, 0, 1, 6, 5, 3, 0, 0, 0,
+static const uint8_t S_game[32] = {
+    0, 2, 4, 0, 0, 0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0,
 };
 static const uint8_t R_game[] = {0, 1};
 const tg__type tg__t_game = {
@@ -9427,7 +9348,7 @@ const tg__type tg__t_game = {
     .fields = F_game,
     .slots = S_game,
     .nfields = 6,
-    .nslots = 16,
+    .nslots = 32,
     .nrequired = 3,
     .req_ptrs = R_game,
     .nreq_ptrs = 2,
@@ -9452,8 +9373,8 @@ static const tg__field F_game_high_score[] = {
     TG__FIELD(tg_game_high_score, user, TG__K_OBJ, 0, &tg__t_user),
     TG__FIELD(tg_game_high_score, score, TG__K_I64, 0, NULL),
 };
-static const uint8_t S_game_high_score[8] = {
-    2, 0, 0, 3, 1, 0, 0, 0,
+static const uint8_t S_game_high_score[16] = {
+    0, 0, 0, 3, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0,
 };
 static const uint8_t R_game_high_score[] = {1};
 const tg__type tg__t_game_high_score = {
@@ -9463,7 +9384,7 @@ const tg__type tg__t_game_high_score = {
     .fields = F_game_high_score,
     .slots = S_game_high_score,
     .nfields = 3,
-    .nslots = 8,
+    .nslots = 16,
     .nrequired = 3,
     .req_ptrs = R_game_high_score,
     .nreq_ptrs = 1,
