@@ -344,9 +344,11 @@ extern "C" {{
         c = self.ct(u["name"])
         out = []
         for m, s in zip(u["members"], self.member_suffixes(u)):
+            # every member initialized: valid C and C++, no missing-initializer warnings
+            extra = (", NULL" if u["also_string"] else "") + (", NULL, 0" if u["also_array"] else "")
             out.append(f"static inline {c} {c}_from_{s.rstrip('_')}(const {self.ct(m)} *v)\n"
-                       f"{{\n    {c} u = {{0}};\n    u.kind = {self.kind_const(u, s)};\n"
-                       f"    u.{s} = v;\n    return u;\n}}\n")
+                       f"{{\n    {c} u = {{{self.kind_const(u, s)}, {{v}}, {{NULL, 0}}{extra}}};\n"
+                       f"    return u;\n}}\n")
         return "".join(out)
 
     def struct_decl(self, t):
