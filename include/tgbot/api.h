@@ -7749,1527 +7749,1129 @@ struct tg_get_game_high_scores_params {
 static inline tg_maybe_inaccessible_message
 tg_maybe_inaccessible_message_from_message(const tg_message *v)
 {
-    tg_maybe_inaccessible_message u = {0};
-    u.kind = TG_MAYBE_INACCESSIBLE_MESSAGE_MESSAGE;
-    u.message = v;
+    tg_maybe_inaccessible_message u = {TG_MAYBE_INACCESSIBLE_MESSAGE_MESSAGE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_maybe_inaccessible_message
 tg_maybe_inaccessible_message_from_inaccessible_message(const tg_inaccessible_message *v)
 {
-    tg_maybe_inaccessible_message u = {0};
-    u.kind = TG_MAYBE_INACCESSIBLE_MESSAGE_INACCESSIBLE_MESSAGE;
-    u.inaccessible_message = v;
+    tg_maybe_inaccessible_message u = {
+        TG_MAYBE_INACCESSIBLE_MESSAGE_INACCESSIBLE_MESSAGE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_message_origin tg_message_origin_from_user(const tg_message_origin_user *v)
 {
-    tg_message_origin u = {0};
-    u.kind = TG_MESSAGE_ORIGIN_USER;
-    u.user = v;
+    tg_message_origin u = {TG_MESSAGE_ORIGIN_USER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_message_origin
 tg_message_origin_from_hidden_user(const tg_message_origin_hidden_user *v)
 {
-    tg_message_origin u = {0};
-    u.kind = TG_MESSAGE_ORIGIN_HIDDEN_USER;
-    u.hidden_user = v;
+    tg_message_origin u = {TG_MESSAGE_ORIGIN_HIDDEN_USER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_message_origin tg_message_origin_from_chat(const tg_message_origin_chat *v)
 {
-    tg_message_origin u = {0};
-    u.kind = TG_MESSAGE_ORIGIN_CHAT;
-    u.chat = v;
+    tg_message_origin u = {TG_MESSAGE_ORIGIN_CHAT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_message_origin tg_message_origin_from_channel(const tg_message_origin_channel *v)
 {
-    tg_message_origin u = {0};
-    u.kind = TG_MESSAGE_ORIGIN_CHANNEL;
-    u.channel = v;
+    tg_message_origin u = {TG_MESSAGE_ORIGIN_CHANNEL, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_paid_media tg_paid_media_from_live_photo(const tg_paid_media_live_photo *v)
 {
-    tg_paid_media u = {0};
-    u.kind = TG_PAID_MEDIA_LIVE_PHOTO;
-    u.live_photo = v;
+    tg_paid_media u = {TG_PAID_MEDIA_LIVE_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_paid_media tg_paid_media_from_photo(const tg_paid_media_photo *v)
 {
-    tg_paid_media u = {0};
-    u.kind = TG_PAID_MEDIA_PHOTO;
-    u.photo = v;
+    tg_paid_media u = {TG_PAID_MEDIA_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_paid_media tg_paid_media_from_preview(const tg_paid_media_preview *v)
 {
-    tg_paid_media u = {0};
-    u.kind = TG_PAID_MEDIA_PREVIEW;
-    u.preview = v;
+    tg_paid_media u = {TG_PAID_MEDIA_PREVIEW, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_paid_media tg_paid_media_from_video(const tg_paid_media_video *v)
 {
-    tg_paid_media u = {0};
-    u.kind = TG_PAID_MEDIA_VIDEO;
-    u.video = v;
+    tg_paid_media u = {TG_PAID_MEDIA_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_media
 tg_input_poll_media_from_animation(const tg_input_media_animation *v)
 {
-    tg_input_poll_media u = {0};
-    u.kind = TG_INPUT_POLL_MEDIA_ANIMATION;
-    u.animation = v;
+    tg_input_poll_media u = {TG_INPUT_POLL_MEDIA_ANIMATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_media tg_input_poll_media_from_audio(const tg_input_media_audio *v)
 {
-    tg_input_poll_media u = {0};
-    u.kind = TG_INPUT_POLL_MEDIA_AUDIO;
-    u.audio = v;
+    tg_input_poll_media u = {TG_INPUT_POLL_MEDIA_AUDIO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_media
 tg_input_poll_media_from_document(const tg_input_media_document *v)
 {
-    tg_input_poll_media u = {0};
-    u.kind = TG_INPUT_POLL_MEDIA_DOCUMENT;
-    u.document = v;
+    tg_input_poll_media u = {TG_INPUT_POLL_MEDIA_DOCUMENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_media
 tg_input_poll_media_from_live_photo(const tg_input_media_live_photo *v)
 {
-    tg_input_poll_media u = {0};
-    u.kind = TG_INPUT_POLL_MEDIA_LIVE_PHOTO;
-    u.live_photo = v;
+    tg_input_poll_media u = {TG_INPUT_POLL_MEDIA_LIVE_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_media
 tg_input_poll_media_from_location(const tg_input_media_location *v)
 {
-    tg_input_poll_media u = {0};
-    u.kind = TG_INPUT_POLL_MEDIA_LOCATION;
-    u.location = v;
+    tg_input_poll_media u = {TG_INPUT_POLL_MEDIA_LOCATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_media tg_input_poll_media_from_photo(const tg_input_media_photo *v)
 {
-    tg_input_poll_media u = {0};
-    u.kind = TG_INPUT_POLL_MEDIA_PHOTO;
-    u.photo = v;
+    tg_input_poll_media u = {TG_INPUT_POLL_MEDIA_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_media tg_input_poll_media_from_venue(const tg_input_media_venue *v)
 {
-    tg_input_poll_media u = {0};
-    u.kind = TG_INPUT_POLL_MEDIA_VENUE;
-    u.venue = v;
+    tg_input_poll_media u = {TG_INPUT_POLL_MEDIA_VENUE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_media tg_input_poll_media_from_video(const tg_input_media_video *v)
 {
-    tg_input_poll_media u = {0};
-    u.kind = TG_INPUT_POLL_MEDIA_VIDEO;
-    u.video = v;
+    tg_input_poll_media u = {TG_INPUT_POLL_MEDIA_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_option_media
 tg_input_poll_option_media_from_animation(const tg_input_media_animation *v)
 {
-    tg_input_poll_option_media u = {0};
-    u.kind = TG_INPUT_POLL_OPTION_MEDIA_ANIMATION;
-    u.animation = v;
+    tg_input_poll_option_media u = {TG_INPUT_POLL_OPTION_MEDIA_ANIMATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_option_media
 tg_input_poll_option_media_from_link(const tg_input_media_link *v)
 {
-    tg_input_poll_option_media u = {0};
-    u.kind = TG_INPUT_POLL_OPTION_MEDIA_LINK;
-    u.link = v;
+    tg_input_poll_option_media u = {TG_INPUT_POLL_OPTION_MEDIA_LINK, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_option_media
 tg_input_poll_option_media_from_live_photo(const tg_input_media_live_photo *v)
 {
-    tg_input_poll_option_media u = {0};
-    u.kind = TG_INPUT_POLL_OPTION_MEDIA_LIVE_PHOTO;
-    u.live_photo = v;
+    tg_input_poll_option_media u = {TG_INPUT_POLL_OPTION_MEDIA_LIVE_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_option_media
 tg_input_poll_option_media_from_location(const tg_input_media_location *v)
 {
-    tg_input_poll_option_media u = {0};
-    u.kind = TG_INPUT_POLL_OPTION_MEDIA_LOCATION;
-    u.location = v;
+    tg_input_poll_option_media u = {TG_INPUT_POLL_OPTION_MEDIA_LOCATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_option_media
 tg_input_poll_option_media_from_photo(const tg_input_media_photo *v)
 {
-    tg_input_poll_option_media u = {0};
-    u.kind = TG_INPUT_POLL_OPTION_MEDIA_PHOTO;
-    u.photo = v;
+    tg_input_poll_option_media u = {TG_INPUT_POLL_OPTION_MEDIA_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_option_media
 tg_input_poll_option_media_from_sticker(const tg_input_media_sticker *v)
 {
-    tg_input_poll_option_media u = {0};
-    u.kind = TG_INPUT_POLL_OPTION_MEDIA_STICKER;
-    u.sticker = v;
+    tg_input_poll_option_media u = {TG_INPUT_POLL_OPTION_MEDIA_STICKER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_option_media
 tg_input_poll_option_media_from_venue(const tg_input_media_venue *v)
 {
-    tg_input_poll_option_media u = {0};
-    u.kind = TG_INPUT_POLL_OPTION_MEDIA_VENUE;
-    u.venue = v;
+    tg_input_poll_option_media u = {TG_INPUT_POLL_OPTION_MEDIA_VENUE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_poll_option_media
 tg_input_poll_option_media_from_video(const tg_input_media_video *v)
 {
-    tg_input_poll_option_media u = {0};
-    u.kind = TG_INPUT_POLL_OPTION_MEDIA_VIDEO;
-    u.video = v;
+    tg_input_poll_option_media u = {TG_INPUT_POLL_OPTION_MEDIA_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_background_fill tg_background_fill_from_solid(const tg_background_fill_solid *v)
 {
-    tg_background_fill u = {0};
-    u.kind = TG_BACKGROUND_FILL_SOLID;
-    u.solid = v;
+    tg_background_fill u = {TG_BACKGROUND_FILL_SOLID, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_background_fill
 tg_background_fill_from_gradient(const tg_background_fill_gradient *v)
 {
-    tg_background_fill u = {0};
-    u.kind = TG_BACKGROUND_FILL_GRADIENT;
-    u.gradient = v;
+    tg_background_fill u = {TG_BACKGROUND_FILL_GRADIENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_background_fill
 tg_background_fill_from_freeform_gradient(const tg_background_fill_freeform_gradient *v)
 {
-    tg_background_fill u = {0};
-    u.kind = TG_BACKGROUND_FILL_FREEFORM_GRADIENT;
-    u.freeform_gradient = v;
+    tg_background_fill u = {TG_BACKGROUND_FILL_FREEFORM_GRADIENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_background_type tg_background_type_from_fill(const tg_background_type_fill *v)
 {
-    tg_background_type u = {0};
-    u.kind = TG_BACKGROUND_TYPE_FILL;
-    u.fill = v;
+    tg_background_type u = {TG_BACKGROUND_TYPE_FILL, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_background_type
 tg_background_type_from_wallpaper(const tg_background_type_wallpaper *v)
 {
-    tg_background_type u = {0};
-    u.kind = TG_BACKGROUND_TYPE_WALLPAPER;
-    u.wallpaper = v;
+    tg_background_type u = {TG_BACKGROUND_TYPE_WALLPAPER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_background_type
 tg_background_type_from_pattern(const tg_background_type_pattern *v)
 {
-    tg_background_type u = {0};
-    u.kind = TG_BACKGROUND_TYPE_PATTERN;
-    u.pattern = v;
+    tg_background_type u = {TG_BACKGROUND_TYPE_PATTERN, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_background_type
 tg_background_type_from_chat_theme(const tg_background_type_chat_theme *v)
 {
-    tg_background_type u = {0};
-    u.kind = TG_BACKGROUND_TYPE_CHAT_THEME;
-    u.chat_theme = v;
+    tg_background_type u = {TG_BACKGROUND_TYPE_CHAT_THEME, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_member tg_chat_member_from_owner(const tg_chat_member_owner *v)
 {
-    tg_chat_member u = {0};
-    u.kind = TG_CHAT_MEMBER_OWNER;
-    u.owner = v;
+    tg_chat_member u = {TG_CHAT_MEMBER_OWNER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_member
 tg_chat_member_from_administrator(const tg_chat_member_administrator *v)
 {
-    tg_chat_member u = {0};
-    u.kind = TG_CHAT_MEMBER_ADMINISTRATOR;
-    u.administrator = v;
+    tg_chat_member u = {TG_CHAT_MEMBER_ADMINISTRATOR, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_member tg_chat_member_from_member(const tg_chat_member_member *v)
 {
-    tg_chat_member u = {0};
-    u.kind = TG_CHAT_MEMBER_MEMBER;
-    u.member = v;
+    tg_chat_member u = {TG_CHAT_MEMBER_MEMBER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_member tg_chat_member_from_restricted(const tg_chat_member_restricted *v)
 {
-    tg_chat_member u = {0};
-    u.kind = TG_CHAT_MEMBER_RESTRICTED;
-    u.restricted = v;
+    tg_chat_member u = {TG_CHAT_MEMBER_RESTRICTED, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_member tg_chat_member_from_left(const tg_chat_member_left *v)
 {
-    tg_chat_member u = {0};
-    u.kind = TG_CHAT_MEMBER_LEFT;
-    u.left = v;
+    tg_chat_member u = {TG_CHAT_MEMBER_LEFT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_member tg_chat_member_from_banned(const tg_chat_member_banned *v)
 {
-    tg_chat_member u = {0};
-    u.kind = TG_CHAT_MEMBER_BANNED;
-    u.banned = v;
+    tg_chat_member u = {TG_CHAT_MEMBER_BANNED, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_story_area_type
 tg_story_area_type_from_location(const tg_story_area_type_location *v)
 {
-    tg_story_area_type u = {0};
-    u.kind = TG_STORY_AREA_TYPE_LOCATION;
-    u.location = v;
+    tg_story_area_type u = {TG_STORY_AREA_TYPE_LOCATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_story_area_type
 tg_story_area_type_from_suggested_reaction(const tg_story_area_type_suggested_reaction *v)
 {
-    tg_story_area_type u = {0};
-    u.kind = TG_STORY_AREA_TYPE_SUGGESTED_REACTION;
-    u.suggested_reaction = v;
+    tg_story_area_type u = {TG_STORY_AREA_TYPE_SUGGESTED_REACTION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_story_area_type tg_story_area_type_from_link(const tg_story_area_type_link *v)
 {
-    tg_story_area_type u = {0};
-    u.kind = TG_STORY_AREA_TYPE_LINK;
-    u.link = v;
+    tg_story_area_type u = {TG_STORY_AREA_TYPE_LINK, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_story_area_type
 tg_story_area_type_from_weather(const tg_story_area_type_weather *v)
 {
-    tg_story_area_type u = {0};
-    u.kind = TG_STORY_AREA_TYPE_WEATHER;
-    u.weather = v;
+    tg_story_area_type u = {TG_STORY_AREA_TYPE_WEATHER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_story_area_type
 tg_story_area_type_from_unique_gift(const tg_story_area_type_unique_gift *v)
 {
-    tg_story_area_type u = {0};
-    u.kind = TG_STORY_AREA_TYPE_UNIQUE_GIFT;
-    u.unique_gift = v;
+    tg_story_area_type u = {TG_STORY_AREA_TYPE_UNIQUE_GIFT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_reaction_type tg_reaction_type_from_emoji(const tg_reaction_type_emoji *v)
 {
-    tg_reaction_type u = {0};
-    u.kind = TG_REACTION_TYPE_EMOJI;
-    u.emoji = v;
+    tg_reaction_type u = {TG_REACTION_TYPE_EMOJI, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_reaction_type
 tg_reaction_type_from_custom_emoji(const tg_reaction_type_custom_emoji *v)
 {
-    tg_reaction_type u = {0};
-    u.kind = TG_REACTION_TYPE_CUSTOM_EMOJI;
-    u.custom_emoji = v;
+    tg_reaction_type u = {TG_REACTION_TYPE_CUSTOM_EMOJI, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_reaction_type tg_reaction_type_from_paid(const tg_reaction_type_paid *v)
 {
-    tg_reaction_type u = {0};
-    u.kind = TG_REACTION_TYPE_PAID;
-    u.paid = v;
+    tg_reaction_type u = {TG_REACTION_TYPE_PAID, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_owned_gift tg_owned_gift_from_regular(const tg_owned_gift_regular *v)
 {
-    tg_owned_gift u = {0};
-    u.kind = TG_OWNED_GIFT_REGULAR;
-    u.regular = v;
+    tg_owned_gift u = {TG_OWNED_GIFT_REGULAR, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_owned_gift tg_owned_gift_from_unique(const tg_owned_gift_unique *v)
 {
-    tg_owned_gift u = {0};
-    u.kind = TG_OWNED_GIFT_UNIQUE;
-    u.unique = v;
+    tg_owned_gift u = {TG_OWNED_GIFT_UNIQUE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_bot_command_scope
 tg_bot_command_scope_from_default(const tg_bot_command_scope_default *v)
 {
-    tg_bot_command_scope u = {0};
-    u.kind = TG_BOT_COMMAND_SCOPE_DEFAULT;
-    u.default_ = v;
+    tg_bot_command_scope u = {TG_BOT_COMMAND_SCOPE_DEFAULT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_bot_command_scope
 tg_bot_command_scope_from_all_private_chats(const tg_bot_command_scope_all_private_chats *v)
 {
-    tg_bot_command_scope u = {0};
-    u.kind = TG_BOT_COMMAND_SCOPE_ALL_PRIVATE_CHATS;
-    u.all_private_chats = v;
+    tg_bot_command_scope u = {TG_BOT_COMMAND_SCOPE_ALL_PRIVATE_CHATS, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_bot_command_scope
 tg_bot_command_scope_from_all_group_chats(const tg_bot_command_scope_all_group_chats *v)
 {
-    tg_bot_command_scope u = {0};
-    u.kind = TG_BOT_COMMAND_SCOPE_ALL_GROUP_CHATS;
-    u.all_group_chats = v;
+    tg_bot_command_scope u = {TG_BOT_COMMAND_SCOPE_ALL_GROUP_CHATS, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_bot_command_scope tg_bot_command_scope_from_all_chat_administrators(
     const tg_bot_command_scope_all_chat_administrators *v)
 {
-    tg_bot_command_scope u = {0};
-    u.kind = TG_BOT_COMMAND_SCOPE_ALL_CHAT_ADMINISTRATORS;
-    u.all_chat_administrators = v;
+    tg_bot_command_scope u = {TG_BOT_COMMAND_SCOPE_ALL_CHAT_ADMINISTRATORS, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_bot_command_scope
 tg_bot_command_scope_from_chat(const tg_bot_command_scope_chat *v)
 {
-    tg_bot_command_scope u = {0};
-    u.kind = TG_BOT_COMMAND_SCOPE_CHAT;
-    u.chat = v;
+    tg_bot_command_scope u = {TG_BOT_COMMAND_SCOPE_CHAT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_bot_command_scope
 tg_bot_command_scope_from_chat_administrators(const tg_bot_command_scope_chat_administrators *v)
 {
-    tg_bot_command_scope u = {0};
-    u.kind = TG_BOT_COMMAND_SCOPE_CHAT_ADMINISTRATORS;
-    u.chat_administrators = v;
+    tg_bot_command_scope u = {TG_BOT_COMMAND_SCOPE_CHAT_ADMINISTRATORS, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_bot_command_scope
 tg_bot_command_scope_from_chat_member(const tg_bot_command_scope_chat_member *v)
 {
-    tg_bot_command_scope u = {0};
-    u.kind = TG_BOT_COMMAND_SCOPE_CHAT_MEMBER;
-    u.chat_member = v;
+    tg_bot_command_scope u = {TG_BOT_COMMAND_SCOPE_CHAT_MEMBER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_menu_button tg_menu_button_from_commands(const tg_menu_button_commands *v)
 {
-    tg_menu_button u = {0};
-    u.kind = TG_MENU_BUTTON_COMMANDS;
-    u.commands = v;
+    tg_menu_button u = {TG_MENU_BUTTON_COMMANDS, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_menu_button tg_menu_button_from_web_app(const tg_menu_button_web_app *v)
 {
-    tg_menu_button u = {0};
-    u.kind = TG_MENU_BUTTON_WEB_APP;
-    u.web_app = v;
+    tg_menu_button u = {TG_MENU_BUTTON_WEB_APP, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_menu_button tg_menu_button_from_default(const tg_menu_button_default *v)
 {
-    tg_menu_button u = {0};
-    u.kind = TG_MENU_BUTTON_DEFAULT;
-    u.default_ = v;
+    tg_menu_button u = {TG_MENU_BUTTON_DEFAULT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_boost_source
 tg_chat_boost_source_from_premium(const tg_chat_boost_source_premium *v)
 {
-    tg_chat_boost_source u = {0};
-    u.kind = TG_CHAT_BOOST_SOURCE_PREMIUM;
-    u.premium = v;
+    tg_chat_boost_source u = {TG_CHAT_BOOST_SOURCE_PREMIUM, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_boost_source
 tg_chat_boost_source_from_gift_code(const tg_chat_boost_source_gift_code *v)
 {
-    tg_chat_boost_source u = {0};
-    u.kind = TG_CHAT_BOOST_SOURCE_GIFT_CODE;
-    u.gift_code = v;
+    tg_chat_boost_source u = {TG_CHAT_BOOST_SOURCE_GIFT_CODE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_chat_boost_source
 tg_chat_boost_source_from_giveaway(const tg_chat_boost_source_giveaway *v)
 {
-    tg_chat_boost_source u = {0};
-    u.kind = TG_CHAT_BOOST_SOURCE_GIVEAWAY;
-    u.giveaway = v;
+    tg_chat_boost_source u = {TG_CHAT_BOOST_SOURCE_GIVEAWAY, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media tg_input_media_from_animation(const tg_input_media_animation *v)
 {
-    tg_input_media u = {0};
-    u.kind = TG_INPUT_MEDIA_ANIMATION;
-    u.animation = v;
+    tg_input_media u = {TG_INPUT_MEDIA_ANIMATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media tg_input_media_from_audio(const tg_input_media_audio *v)
 {
-    tg_input_media u = {0};
-    u.kind = TG_INPUT_MEDIA_AUDIO;
-    u.audio = v;
+    tg_input_media u = {TG_INPUT_MEDIA_AUDIO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media tg_input_media_from_document(const tg_input_media_document *v)
 {
-    tg_input_media u = {0};
-    u.kind = TG_INPUT_MEDIA_DOCUMENT;
-    u.document = v;
+    tg_input_media u = {TG_INPUT_MEDIA_DOCUMENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media tg_input_media_from_live_photo(const tg_input_media_live_photo *v)
 {
-    tg_input_media u = {0};
-    u.kind = TG_INPUT_MEDIA_LIVE_PHOTO;
-    u.live_photo = v;
+    tg_input_media u = {TG_INPUT_MEDIA_LIVE_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media tg_input_media_from_photo(const tg_input_media_photo *v)
 {
-    tg_input_media u = {0};
-    u.kind = TG_INPUT_MEDIA_PHOTO;
-    u.photo = v;
+    tg_input_media u = {TG_INPUT_MEDIA_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media tg_input_media_from_video(const tg_input_media_video *v)
 {
-    tg_input_media u = {0};
-    u.kind = TG_INPUT_MEDIA_VIDEO;
-    u.video = v;
+    tg_input_media u = {TG_INPUT_MEDIA_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_paid_media
 tg_input_paid_media_from_live_photo(const tg_input_paid_media_live_photo *v)
 {
-    tg_input_paid_media u = {0};
-    u.kind = TG_INPUT_PAID_MEDIA_LIVE_PHOTO;
-    u.live_photo = v;
+    tg_input_paid_media u = {TG_INPUT_PAID_MEDIA_LIVE_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_paid_media tg_input_paid_media_from_photo(const tg_input_paid_media_photo *v)
 {
-    tg_input_paid_media u = {0};
-    u.kind = TG_INPUT_PAID_MEDIA_PHOTO;
-    u.photo = v;
+    tg_input_paid_media u = {TG_INPUT_PAID_MEDIA_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_paid_media tg_input_paid_media_from_video(const tg_input_paid_media_video *v)
 {
-    tg_input_paid_media u = {0};
-    u.kind = TG_INPUT_PAID_MEDIA_VIDEO;
-    u.video = v;
+    tg_input_paid_media u = {TG_INPUT_PAID_MEDIA_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_profile_photo
 tg_input_profile_photo_from_static(const tg_input_profile_photo_static *v)
 {
-    tg_input_profile_photo u = {0};
-    u.kind = TG_INPUT_PROFILE_PHOTO_STATIC;
-    u.static_ = v;
+    tg_input_profile_photo u = {TG_INPUT_PROFILE_PHOTO_STATIC, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_profile_photo
 tg_input_profile_photo_from_animated(const tg_input_profile_photo_animated *v)
 {
-    tg_input_profile_photo u = {0};
-    u.kind = TG_INPUT_PROFILE_PHOTO_ANIMATED;
-    u.animated = v;
+    tg_input_profile_photo u = {TG_INPUT_PROFILE_PHOTO_ANIMATED, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_story_content
 tg_input_story_content_from_photo(const tg_input_story_content_photo *v)
 {
-    tg_input_story_content u = {0};
-    u.kind = TG_INPUT_STORY_CONTENT_PHOTO;
-    u.photo = v;
+    tg_input_story_content u = {TG_INPUT_STORY_CONTENT_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_story_content
 tg_input_story_content_from_video(const tg_input_story_content_video *v)
 {
-    tg_input_story_content u = {0};
-    u.kind = TG_INPUT_STORY_CONTENT_VIDEO;
-    u.video = v;
+    tg_input_story_content u = {TG_INPUT_STORY_CONTENT_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_bold(const tg_rich_text_bold *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_BOLD;
-    u.bold = v;
+    tg_rich_text u = {TG_RICH_TEXT_BOLD, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_italic(const tg_rich_text_italic *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_ITALIC;
-    u.italic = v;
+    tg_rich_text u = {TG_RICH_TEXT_ITALIC, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_underline(const tg_rich_text_underline *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_UNDERLINE;
-    u.underline = v;
+    tg_rich_text u = {TG_RICH_TEXT_UNDERLINE, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_strikethrough(const tg_rich_text_strikethrough *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_STRIKETHROUGH;
-    u.strikethrough = v;
+    tg_rich_text u = {TG_RICH_TEXT_STRIKETHROUGH, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_spoiler(const tg_rich_text_spoiler *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_SPOILER;
-    u.spoiler = v;
+    tg_rich_text u = {TG_RICH_TEXT_SPOILER, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_date_time(const tg_rich_text_date_time *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_DATE_TIME;
-    u.date_time = v;
+    tg_rich_text u = {TG_RICH_TEXT_DATE_TIME, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_text_mention(const tg_rich_text_text_mention *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_TEXT_MENTION;
-    u.text_mention = v;
+    tg_rich_text u = {TG_RICH_TEXT_TEXT_MENTION, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_subscript(const tg_rich_text_subscript *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_SUBSCRIPT;
-    u.subscript = v;
+    tg_rich_text u = {TG_RICH_TEXT_SUBSCRIPT, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_superscript(const tg_rich_text_superscript *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_SUPERSCRIPT;
-    u.superscript = v;
+    tg_rich_text u = {TG_RICH_TEXT_SUPERSCRIPT, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_marked(const tg_rich_text_marked *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_MARKED;
-    u.marked = v;
+    tg_rich_text u = {TG_RICH_TEXT_MARKED, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_code(const tg_rich_text_code *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_CODE;
-    u.code = v;
+    tg_rich_text u = {TG_RICH_TEXT_CODE, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_custom_emoji(const tg_rich_text_custom_emoji *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_CUSTOM_EMOJI;
-    u.custom_emoji = v;
+    tg_rich_text u = {TG_RICH_TEXT_CUSTOM_EMOJI, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text
 tg_rich_text_from_mathematical_expression(const tg_rich_text_mathematical_expression *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_MATHEMATICAL_EXPRESSION;
-    u.mathematical_expression = v;
+    tg_rich_text u = {TG_RICH_TEXT_MATHEMATICAL_EXPRESSION, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_url(const tg_rich_text_url *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_URL;
-    u.url = v;
+    tg_rich_text u = {TG_RICH_TEXT_URL, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_email_address(const tg_rich_text_email_address *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_EMAIL_ADDRESS;
-    u.email_address = v;
+    tg_rich_text u = {TG_RICH_TEXT_EMAIL_ADDRESS, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_phone_number(const tg_rich_text_phone_number *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_PHONE_NUMBER;
-    u.phone_number = v;
+    tg_rich_text u = {TG_RICH_TEXT_PHONE_NUMBER, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text
 tg_rich_text_from_bank_card_number(const tg_rich_text_bank_card_number *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_BANK_CARD_NUMBER;
-    u.bank_card_number = v;
+    tg_rich_text u = {TG_RICH_TEXT_BANK_CARD_NUMBER, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_mention(const tg_rich_text_mention *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_MENTION;
-    u.mention = v;
+    tg_rich_text u = {TG_RICH_TEXT_MENTION, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_hashtag(const tg_rich_text_hashtag *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_HASHTAG;
-    u.hashtag = v;
+    tg_rich_text u = {TG_RICH_TEXT_HASHTAG, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_cashtag(const tg_rich_text_cashtag *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_CASHTAG;
-    u.cashtag = v;
+    tg_rich_text u = {TG_RICH_TEXT_CASHTAG, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_bot_command(const tg_rich_text_bot_command *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_BOT_COMMAND;
-    u.bot_command = v;
+    tg_rich_text u = {TG_RICH_TEXT_BOT_COMMAND, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_anchor(const tg_rich_text_anchor *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_ANCHOR;
-    u.anchor = v;
+    tg_rich_text u = {TG_RICH_TEXT_ANCHOR, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_anchor_link(const tg_rich_text_anchor_link *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_ANCHOR_LINK;
-    u.anchor_link = v;
+    tg_rich_text u = {TG_RICH_TEXT_ANCHOR_LINK, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_reference(const tg_rich_text_reference *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_REFERENCE;
-    u.reference = v;
+    tg_rich_text u = {TG_RICH_TEXT_REFERENCE, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_text tg_rich_text_from_reference_link(const tg_rich_text_reference_link *v)
 {
-    tg_rich_text u = {0};
-    u.kind = TG_RICH_TEXT_REFERENCE_LINK;
-    u.reference_link = v;
+    tg_rich_text u = {TG_RICH_TEXT_REFERENCE_LINK, {v}, {NULL, 0}, NULL, NULL, 0};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_paragraph(const tg_rich_block_paragraph *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_PARAGRAPH;
-    u.paragraph = v;
+    tg_rich_block u = {TG_RICH_BLOCK_PARAGRAPH, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block
 tg_rich_block_from_section_heading(const tg_rich_block_section_heading *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_SECTION_HEADING;
-    u.section_heading = v;
+    tg_rich_block u = {TG_RICH_BLOCK_SECTION_HEADING, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_preformatted(const tg_rich_block_preformatted *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_PREFORMATTED;
-    u.preformatted = v;
+    tg_rich_block u = {TG_RICH_BLOCK_PREFORMATTED, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_footer(const tg_rich_block_footer *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_FOOTER;
-    u.footer = v;
+    tg_rich_block u = {TG_RICH_BLOCK_FOOTER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_divider(const tg_rich_block_divider *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_DIVIDER;
-    u.divider = v;
+    tg_rich_block u = {TG_RICH_BLOCK_DIVIDER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block
 tg_rich_block_from_mathematical_expression(const tg_rich_block_mathematical_expression *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_MATHEMATICAL_EXPRESSION;
-    u.mathematical_expression = v;
+    tg_rich_block u = {TG_RICH_BLOCK_MATHEMATICAL_EXPRESSION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_anchor(const tg_rich_block_anchor *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_ANCHOR;
-    u.anchor = v;
+    tg_rich_block u = {TG_RICH_BLOCK_ANCHOR, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_list(const tg_rich_block_list *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_LIST;
-    u.list = v;
+    tg_rich_block u = {TG_RICH_BLOCK_LIST, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block
 tg_rich_block_from_block_quotation(const tg_rich_block_block_quotation *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_BLOCK_QUOTATION;
-    u.block_quotation = v;
+    tg_rich_block u = {TG_RICH_BLOCK_BLOCK_QUOTATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_pull_quotation(const tg_rich_block_pull_quotation *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_PULL_QUOTATION;
-    u.pull_quotation = v;
+    tg_rich_block u = {TG_RICH_BLOCK_PULL_QUOTATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_collage(const tg_rich_block_collage *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_COLLAGE;
-    u.collage = v;
+    tg_rich_block u = {TG_RICH_BLOCK_COLLAGE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_slideshow(const tg_rich_block_slideshow *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_SLIDESHOW;
-    u.slideshow = v;
+    tg_rich_block u = {TG_RICH_BLOCK_SLIDESHOW, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_table(const tg_rich_block_table *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_TABLE;
-    u.table = v;
+    tg_rich_block u = {TG_RICH_BLOCK_TABLE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_details(const tg_rich_block_details *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_DETAILS;
-    u.details = v;
+    tg_rich_block u = {TG_RICH_BLOCK_DETAILS, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_map(const tg_rich_block_map *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_MAP;
-    u.map = v;
+    tg_rich_block u = {TG_RICH_BLOCK_MAP, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_animation(const tg_rich_block_animation *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_ANIMATION;
-    u.animation = v;
+    tg_rich_block u = {TG_RICH_BLOCK_ANIMATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_audio(const tg_rich_block_audio *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_AUDIO;
-    u.audio = v;
+    tg_rich_block u = {TG_RICH_BLOCK_AUDIO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_photo(const tg_rich_block_photo *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_PHOTO;
-    u.photo = v;
+    tg_rich_block u = {TG_RICH_BLOCK_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_video(const tg_rich_block_video *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_VIDEO;
-    u.video = v;
+    tg_rich_block u = {TG_RICH_BLOCK_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_voice_note(const tg_rich_block_voice_note *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_VOICE_NOTE;
-    u.voice_note = v;
+    tg_rich_block u = {TG_RICH_BLOCK_VOICE_NOTE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_rich_block tg_rich_block_from_thinking(const tg_rich_block_thinking *v)
 {
-    tg_rich_block u = {0};
-    u.kind = TG_RICH_BLOCK_THINKING;
-    u.thinking = v;
+    tg_rich_block u = {TG_RICH_BLOCK_THINKING, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_paragraph(const tg_input_rich_block_paragraph *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_PARAGRAPH;
-    u.paragraph = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_PARAGRAPH, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_section_heading(const tg_input_rich_block_section_heading *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_SECTION_HEADING;
-    u.section_heading = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_SECTION_HEADING, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_preformatted(const tg_input_rich_block_preformatted *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_PREFORMATTED;
-    u.preformatted = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_PREFORMATTED, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_footer(const tg_input_rich_block_footer *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_FOOTER;
-    u.footer = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_FOOTER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_divider(const tg_input_rich_block_divider *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_DIVIDER;
-    u.divider = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_DIVIDER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block tg_input_rich_block_from_mathematical_expression(
     const tg_input_rich_block_mathematical_expression *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_MATHEMATICAL_EXPRESSION;
-    u.mathematical_expression = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_MATHEMATICAL_EXPRESSION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_anchor(const tg_input_rich_block_anchor *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_ANCHOR;
-    u.anchor = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_ANCHOR, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block tg_input_rich_block_from_list(const tg_input_rich_block_list *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_LIST;
-    u.list = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_LIST, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_block_quotation(const tg_input_rich_block_block_quotation *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_BLOCK_QUOTATION;
-    u.block_quotation = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_BLOCK_QUOTATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_pull_quotation(const tg_input_rich_block_pull_quotation *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_PULL_QUOTATION;
-    u.pull_quotation = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_PULL_QUOTATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_collage(const tg_input_rich_block_collage *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_COLLAGE;
-    u.collage = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_COLLAGE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_slideshow(const tg_input_rich_block_slideshow *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_SLIDESHOW;
-    u.slideshow = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_SLIDESHOW, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block tg_input_rich_block_from_table(const tg_input_rich_block_table *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_TABLE;
-    u.table = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_TABLE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_details(const tg_input_rich_block_details *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_DETAILS;
-    u.details = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_DETAILS, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block tg_input_rich_block_from_map(const tg_input_rich_block_map *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_MAP;
-    u.map = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_MAP, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_animation(const tg_input_rich_block_animation *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_ANIMATION;
-    u.animation = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_ANIMATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block tg_input_rich_block_from_audio(const tg_input_rich_block_audio *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_AUDIO;
-    u.audio = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_AUDIO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block tg_input_rich_block_from_photo(const tg_input_rich_block_photo *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_PHOTO;
-    u.photo = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block tg_input_rich_block_from_video(const tg_input_rich_block_video *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_VIDEO;
-    u.video = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_voice_note(const tg_input_rich_block_voice_note *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_VOICE_NOTE;
-    u.voice_note = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_VOICE_NOTE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_block
 tg_input_rich_block_from_thinking(const tg_input_rich_block_thinking *v)
 {
-    tg_input_rich_block u = {0};
-    u.kind = TG_INPUT_RICH_BLOCK_THINKING;
-    u.thinking = v;
+    tg_input_rich_block u = {TG_INPUT_RICH_BLOCK_THINKING, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_cached_audio(const tg_inline_query_result_cached_audio *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CACHED_AUDIO;
-    u.cached_audio = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CACHED_AUDIO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_cached_document(const tg_inline_query_result_cached_document *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CACHED_DOCUMENT;
-    u.cached_document = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CACHED_DOCUMENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_cached_gif(const tg_inline_query_result_cached_gif *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CACHED_GIF;
-    u.cached_gif = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CACHED_GIF, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_cached_mpeg4_gif(const tg_inline_query_result_cached_mpeg4_gif *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CACHED_MPEG4_GIF;
-    u.cached_mpeg4_gif = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CACHED_MPEG4_GIF, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_cached_photo(const tg_inline_query_result_cached_photo *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CACHED_PHOTO;
-    u.cached_photo = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CACHED_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_cached_sticker(const tg_inline_query_result_cached_sticker *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CACHED_STICKER;
-    u.cached_sticker = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CACHED_STICKER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_cached_video(const tg_inline_query_result_cached_video *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CACHED_VIDEO;
-    u.cached_video = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CACHED_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_cached_voice(const tg_inline_query_result_cached_voice *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CACHED_VOICE;
-    u.cached_voice = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CACHED_VOICE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_article(const tg_inline_query_result_article *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_ARTICLE;
-    u.article = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_ARTICLE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_audio(const tg_inline_query_result_audio *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_AUDIO;
-    u.audio = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_AUDIO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_contact(const tg_inline_query_result_contact *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_CONTACT;
-    u.contact = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_CONTACT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_game(const tg_inline_query_result_game *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_GAME;
-    u.game = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_GAME, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_document(const tg_inline_query_result_document *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_DOCUMENT;
-    u.document = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_DOCUMENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_gif(const tg_inline_query_result_gif *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_GIF;
-    u.gif = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_GIF, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_location(const tg_inline_query_result_location *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_LOCATION;
-    u.location = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_LOCATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_mpeg4_gif(const tg_inline_query_result_mpeg4_gif *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_MPEG4_GIF;
-    u.mpeg4_gif = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_MPEG4_GIF, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_photo(const tg_inline_query_result_photo *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_PHOTO;
-    u.photo = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_venue(const tg_inline_query_result_venue *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_VENUE;
-    u.venue = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_VENUE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_video(const tg_inline_query_result_video *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_VIDEO;
-    u.video = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_inline_query_result
 tg_inline_query_result_from_voice(const tg_inline_query_result_voice *v)
 {
-    tg_inline_query_result u = {0};
-    u.kind = TG_INLINE_QUERY_RESULT_VOICE;
-    u.voice = v;
+    tg_inline_query_result u = {TG_INLINE_QUERY_RESULT_VOICE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_message_content
 tg_input_message_content_from_text_message_content(const tg_input_text_message_content *v)
 {
-    tg_input_message_content u = {0};
-    u.kind = TG_INPUT_MESSAGE_CONTENT_TEXT_MESSAGE_CONTENT;
-    u.text_message_content = v;
+    tg_input_message_content u = {TG_INPUT_MESSAGE_CONTENT_TEXT_MESSAGE_CONTENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_message_content
 tg_input_message_content_from_rich_message_content(const tg_input_rich_message_content *v)
 {
-    tg_input_message_content u = {0};
-    u.kind = TG_INPUT_MESSAGE_CONTENT_RICH_MESSAGE_CONTENT;
-    u.rich_message_content = v;
+    tg_input_message_content u = {TG_INPUT_MESSAGE_CONTENT_RICH_MESSAGE_CONTENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_message_content
 tg_input_message_content_from_location_message_content(const tg_input_location_message_content *v)
 {
-    tg_input_message_content u = {0};
-    u.kind = TG_INPUT_MESSAGE_CONTENT_LOCATION_MESSAGE_CONTENT;
-    u.location_message_content = v;
+    tg_input_message_content u = {
+        TG_INPUT_MESSAGE_CONTENT_LOCATION_MESSAGE_CONTENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_message_content
 tg_input_message_content_from_venue_message_content(const tg_input_venue_message_content *v)
 {
-    tg_input_message_content u = {0};
-    u.kind = TG_INPUT_MESSAGE_CONTENT_VENUE_MESSAGE_CONTENT;
-    u.venue_message_content = v;
+    tg_input_message_content u = {TG_INPUT_MESSAGE_CONTENT_VENUE_MESSAGE_CONTENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_message_content
 tg_input_message_content_from_contact_message_content(const tg_input_contact_message_content *v)
 {
-    tg_input_message_content u = {0};
-    u.kind = TG_INPUT_MESSAGE_CONTENT_CONTACT_MESSAGE_CONTENT;
-    u.contact_message_content = v;
+    tg_input_message_content u = {TG_INPUT_MESSAGE_CONTENT_CONTACT_MESSAGE_CONTENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_message_content
 tg_input_message_content_from_invoice_message_content(const tg_input_invoice_message_content *v)
 {
-    tg_input_message_content u = {0};
-    u.kind = TG_INPUT_MESSAGE_CONTENT_INVOICE_MESSAGE_CONTENT;
-    u.invoice_message_content = v;
+    tg_input_message_content u = {TG_INPUT_MESSAGE_CONTENT_INVOICE_MESSAGE_CONTENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_revenue_withdrawal_state
 tg_revenue_withdrawal_state_from_pending(const tg_revenue_withdrawal_state_pending *v)
 {
-    tg_revenue_withdrawal_state u = {0};
-    u.kind = TG_REVENUE_WITHDRAWAL_STATE_PENDING;
-    u.pending = v;
+    tg_revenue_withdrawal_state u = {TG_REVENUE_WITHDRAWAL_STATE_PENDING, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_revenue_withdrawal_state
 tg_revenue_withdrawal_state_from_succeeded(const tg_revenue_withdrawal_state_succeeded *v)
 {
-    tg_revenue_withdrawal_state u = {0};
-    u.kind = TG_REVENUE_WITHDRAWAL_STATE_SUCCEEDED;
-    u.succeeded = v;
+    tg_revenue_withdrawal_state u = {TG_REVENUE_WITHDRAWAL_STATE_SUCCEEDED, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_revenue_withdrawal_state
 tg_revenue_withdrawal_state_from_failed(const tg_revenue_withdrawal_state_failed *v)
 {
-    tg_revenue_withdrawal_state u = {0};
-    u.kind = TG_REVENUE_WITHDRAWAL_STATE_FAILED;
-    u.failed = v;
+    tg_revenue_withdrawal_state u = {TG_REVENUE_WITHDRAWAL_STATE_FAILED, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_transaction_partner
 tg_transaction_partner_from_user(const tg_transaction_partner_user *v)
 {
-    tg_transaction_partner u = {0};
-    u.kind = TG_TRANSACTION_PARTNER_USER;
-    u.user = v;
+    tg_transaction_partner u = {TG_TRANSACTION_PARTNER_USER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_transaction_partner
 tg_transaction_partner_from_chat(const tg_transaction_partner_chat *v)
 {
-    tg_transaction_partner u = {0};
-    u.kind = TG_TRANSACTION_PARTNER_CHAT;
-    u.chat = v;
+    tg_transaction_partner u = {TG_TRANSACTION_PARTNER_CHAT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_transaction_partner
 tg_transaction_partner_from_affiliate_program(const tg_transaction_partner_affiliate_program *v)
 {
-    tg_transaction_partner u = {0};
-    u.kind = TG_TRANSACTION_PARTNER_AFFILIATE_PROGRAM;
-    u.affiliate_program = v;
+    tg_transaction_partner u = {TG_TRANSACTION_PARTNER_AFFILIATE_PROGRAM, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_transaction_partner
 tg_transaction_partner_from_fragment(const tg_transaction_partner_fragment *v)
 {
-    tg_transaction_partner u = {0};
-    u.kind = TG_TRANSACTION_PARTNER_FRAGMENT;
-    u.fragment = v;
+    tg_transaction_partner u = {TG_TRANSACTION_PARTNER_FRAGMENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_transaction_partner
 tg_transaction_partner_from_telegram_ads(const tg_transaction_partner_telegram_ads *v)
 {
-    tg_transaction_partner u = {0};
-    u.kind = TG_TRANSACTION_PARTNER_TELEGRAM_ADS;
-    u.telegram_ads = v;
+    tg_transaction_partner u = {TG_TRANSACTION_PARTNER_TELEGRAM_ADS, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_transaction_partner
 tg_transaction_partner_from_telegram_api(const tg_transaction_partner_telegram_api *v)
 {
-    tg_transaction_partner u = {0};
-    u.kind = TG_TRANSACTION_PARTNER_TELEGRAM_API;
-    u.telegram_api = v;
+    tg_transaction_partner u = {TG_TRANSACTION_PARTNER_TELEGRAM_API, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_transaction_partner
 tg_transaction_partner_from_other(const tg_transaction_partner_other *v)
 {
-    tg_transaction_partner u = {0};
-    u.kind = TG_TRANSACTION_PARTNER_OTHER;
-    u.other = v;
+    tg_transaction_partner u = {TG_TRANSACTION_PARTNER_OTHER, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error
 tg_passport_element_error_from_data_field(const tg_passport_element_error_data_field *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_DATA_FIELD;
-    u.data_field = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_DATA_FIELD, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error
 tg_passport_element_error_from_front_side(const tg_passport_element_error_front_side *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_FRONT_SIDE;
-    u.front_side = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_FRONT_SIDE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error
 tg_passport_element_error_from_reverse_side(const tg_passport_element_error_reverse_side *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_REVERSE_SIDE;
-    u.reverse_side = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_REVERSE_SIDE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error
 tg_passport_element_error_from_selfie(const tg_passport_element_error_selfie *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_SELFIE;
-    u.selfie = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_SELFIE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error
 tg_passport_element_error_from_file(const tg_passport_element_error_file *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_FILE;
-    u.file = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_FILE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error
 tg_passport_element_error_from_files(const tg_passport_element_error_files *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_FILES;
-    u.files = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_FILES, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error
 tg_passport_element_error_from_translation_file(const tg_passport_element_error_translation_file *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_TRANSLATION_FILE;
-    u.translation_file = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_TRANSLATION_FILE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error tg_passport_element_error_from_translation_files(
     const tg_passport_element_error_translation_files *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_TRANSLATION_FILES;
-    u.translation_files = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_TRANSLATION_FILES, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_passport_element_error
 tg_passport_element_error_from_unspecified(const tg_passport_element_error_unspecified *v)
 {
-    tg_passport_element_error u = {0};
-    u.kind = TG_PASSPORT_ELEMENT_ERROR_UNSPECIFIED;
-    u.unspecified = v;
+    tg_passport_element_error u = {TG_PASSPORT_ELEMENT_ERROR_UNSPECIFIED, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_reply_markup
 tg_reply_markup_from_inline_keyboard_markup(const tg_inline_keyboard_markup *v)
 {
-    tg_reply_markup u = {0};
-    u.kind = TG_REPLY_MARKUP_INLINE_KEYBOARD_MARKUP;
-    u.inline_keyboard_markup = v;
+    tg_reply_markup u = {TG_REPLY_MARKUP_INLINE_KEYBOARD_MARKUP, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_reply_markup
 tg_reply_markup_from_reply_keyboard_markup(const tg_reply_keyboard_markup *v)
 {
-    tg_reply_markup u = {0};
-    u.kind = TG_REPLY_MARKUP_REPLY_KEYBOARD_MARKUP;
-    u.reply_keyboard_markup = v;
+    tg_reply_markup u = {TG_REPLY_MARKUP_REPLY_KEYBOARD_MARKUP, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_reply_markup
 tg_reply_markup_from_reply_keyboard_remove(const tg_reply_keyboard_remove *v)
 {
-    tg_reply_markup u = {0};
-    u.kind = TG_REPLY_MARKUP_REPLY_KEYBOARD_REMOVE;
-    u.reply_keyboard_remove = v;
+    tg_reply_markup u = {TG_REPLY_MARKUP_REPLY_KEYBOARD_REMOVE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_reply_markup tg_reply_markup_from_force_reply(const tg_force_reply *v)
 {
-    tg_reply_markup u = {0};
-    u.kind = TG_REPLY_MARKUP_FORCE_REPLY;
-    u.force_reply = v;
+    tg_reply_markup u = {TG_REPLY_MARKUP_FORCE_REPLY, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_message_media_item
 tg_input_rich_message_media_item_from_animation(const tg_input_media_animation *v)
 {
-    tg_input_rich_message_media_item u = {0};
-    u.kind = TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_ANIMATION;
-    u.animation = v;
+    tg_input_rich_message_media_item u = {
+        TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_ANIMATION, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_message_media_item
 tg_input_rich_message_media_item_from_audio(const tg_input_media_audio *v)
 {
-    tg_input_rich_message_media_item u = {0};
-    u.kind = TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_AUDIO;
-    u.audio = v;
+    tg_input_rich_message_media_item u = {TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_AUDIO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_message_media_item
 tg_input_rich_message_media_item_from_photo(const tg_input_media_photo *v)
 {
-    tg_input_rich_message_media_item u = {0};
-    u.kind = TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_PHOTO;
-    u.photo = v;
+    tg_input_rich_message_media_item u = {TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_message_media_item
 tg_input_rich_message_media_item_from_video(const tg_input_media_video *v)
 {
-    tg_input_rich_message_media_item u = {0};
-    u.kind = TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_VIDEO;
-    u.video = v;
+    tg_input_rich_message_media_item u = {TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_rich_message_media_item
 tg_input_rich_message_media_item_from_voice_note(const tg_input_media_voice_note *v)
 {
-    tg_input_rich_message_media_item u = {0};
-    u.kind = TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_VOICE_NOTE;
-    u.voice_note = v;
+    tg_input_rich_message_media_item u = {
+        TG_INPUT_RICH_MESSAGE_MEDIA_ITEM_VOICE_NOTE, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media_group_item
 tg_input_media_group_item_from_audio(const tg_input_media_audio *v)
 {
-    tg_input_media_group_item u = {0};
-    u.kind = TG_INPUT_MEDIA_GROUP_ITEM_AUDIO;
-    u.audio = v;
+    tg_input_media_group_item u = {TG_INPUT_MEDIA_GROUP_ITEM_AUDIO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media_group_item
 tg_input_media_group_item_from_document(const tg_input_media_document *v)
 {
-    tg_input_media_group_item u = {0};
-    u.kind = TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT;
-    u.document = v;
+    tg_input_media_group_item u = {TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media_group_item
 tg_input_media_group_item_from_live_photo(const tg_input_media_live_photo *v)
 {
-    tg_input_media_group_item u = {0};
-    u.kind = TG_INPUT_MEDIA_GROUP_ITEM_LIVE_PHOTO;
-    u.live_photo = v;
+    tg_input_media_group_item u = {TG_INPUT_MEDIA_GROUP_ITEM_LIVE_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media_group_item
 tg_input_media_group_item_from_photo(const tg_input_media_photo *v)
 {
-    tg_input_media_group_item u = {0};
-    u.kind = TG_INPUT_MEDIA_GROUP_ITEM_PHOTO;
-    u.photo = v;
+    tg_input_media_group_item u = {TG_INPUT_MEDIA_GROUP_ITEM_PHOTO, {v}, {NULL, 0}};
     return u;
 }
 static inline tg_input_media_group_item
 tg_input_media_group_item_from_video(const tg_input_media_video *v)
 {
-    tg_input_media_group_item u = {0};
-    u.kind = TG_INPUT_MEDIA_GROUP_ITEM_VIDEO;
-    u.video = v;
+    tg_input_media_group_item u = {TG_INPUT_MEDIA_GROUP_ITEM_VIDEO, {v}, {NULL, 0}};
     return u;
 }
 
