@@ -136,7 +136,8 @@ typedef struct tg_http_request {
 
 typedef struct tg_http_result {
     tg_status status;  /* TG_OK (any HTTP status), TG_ERR_TRANSPORT, TG_ERR_TIMEOUT,
-                          TG_ERR_CANCELLED, TG_ERR_IO (a file part could not be read) */
+                          TG_ERR_CANCELLED, TG_ERR_IO (a file part could not be read),
+                          TG_ERR_NOMEM */
     int http_status;   /* when status == TG_OK */
     bool sent;         /* the request may have reached the server (false: failed while
                           resolving or connecting, safe to retry) */

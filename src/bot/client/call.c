@@ -154,6 +154,9 @@ tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res, enum t
     case TG_ERR_IO:
         *out = TG__OUT_FATAL;
         return tg__ctx_fail(ctx, TG_ERR_IO, "cannot read a file to upload: %s", res->msg);
+    case TG_ERR_NOMEM:
+        *out = TG__OUT_FATAL;
+        return tg__ctx_fail(ctx, TG_ERR_NOMEM, "transport: %s", res->msg);
     default:
         return tg__ctx_fail(ctx, TG_ERR_TRANSPORT, "%s: %s (transport code %d)",
                             res->sent ? "connection lost" : "cannot connect", res->msg, res->code);

@@ -350,7 +350,7 @@ static void perform(void *p, const tg_http_request *req, tg_http_result *res,
     } else if (req->nfields + req->nfiles > 0) {
         mime = mem ? build_mime(h, req, mem) : NULL;
         if (!mime) {
-            res->status = TG_ERR_TRANSPORT;
+            res->status = TG_ERR_NOMEM;
             tg__strlcpy(res->msg, "cannot build the multipart form", sizeof res->msg);
             goto out;
         }
