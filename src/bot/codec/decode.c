@@ -258,7 +258,8 @@ static int dec_array(dec *x, const tg__field *f, uint32_t tok, const void **item
     unsigned char *arr = tg__arena_alloc(x->a, n * esz);
     if (!arr)
         return fail_nomem(x, tok);
-    memset(arr, 0, n * esz);
+    if (depth > 1 || f->kind != TG__K_OBJ)
+        memset(arr, 0, n * esz); /* structs zero themselves (and may not be null) */
     uint32_t el = tok + 1;
     for (size_t i = 0; i < n; i++) {
         int rc;
