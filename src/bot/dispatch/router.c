@@ -147,6 +147,16 @@ static tg_status run_handler(tg_router *r, const struct route *rt, struct tg_hct
     return st;
 }
 
+/* Commands are the common route: match them inline, without a call per route. */
+static inline bool route_matches(const tg_filter *f, struct tg_hctx *h)
+{
+    if (f->type != F_COMMAND)
+        return tg__filter_eval(f, h);
+    const tg_event *ev = &h->ev;
+    return ev->command_len == f->len && ev->command && ev->command_for_me &&
+           memcmp(ev->command, f->str, f->len) == 0;
+}
+
 /* One pass: routes are sorted by group, so once a group has run a handler the rest of that
  * group is skipped by comparing the group number. */
 static tg_status run_groups(tg_router *r, struct tg_hctx *h, bool *handled)
@@ -157,7 +167,7 @@ static tg_status run_groups(tg_router *r, struct tg_hctx *h, bool *handled)
         const struct route *rt = &r->routes[i];
         if (group_done && rt->group == done_group)
             continue;
-        if (!tg__filter_eval(rt->filter, h))
+        if (!route_matches(rt->filter, h))
             continue;
         *handled = true;
         group_done = true;
