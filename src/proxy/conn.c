@@ -62,6 +62,11 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     int rc = loop_init(&w->loop);
     if (rc < 0)
         return rc;
+    if ((rc = upstream_worker_init(w)) < 0) {
+        upstream_worker_cleanup(w);
+        loop_cleanup(&w->loop);
+        return rc;
+    }
     tg__pool_init(&w->pool, sh->buf_size, BUF_POOL_KEEP);
     tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
     tg__ratelimit_init(&w->rl, 5, 20);
@@ -88,6 +93,7 @@ void conn_worker_cleanup(struct conn_worker *w)
         return;
     while (w->conns)
         conn_close(w->conns, END_SHUTDOWN);
+    upstream_worker_cleanup(w);
     tg__free(w->scratch);
     w->scratch = NULL;
     tg__pool_cleanup(&w->pool);
@@ -111,9 +117,11 @@ static void log_end(const struct conn *c)
             conn_end_name((enum conn_end)c->end), c->dc, label_of(c),
             (unsigned long long)(c->w->loop.now_ms - c->start_ms), (unsigned long long)c->bytes_up,
             (unsigned long long)c->bytes_down,
-            c->state == CONN_FRONT_RELAY || c->state == CONN_FRONT_CONNECT ? "fronted"
-            : c->tls                                                       ? "tls"
-                                                                           : "obfs2");
+            c->state == CONN_FRONT_RELAY || c->state == CONN_FRONT_CONNECT ||
+                    c->state == CONN_FRONT_RESOLVE
+                ? "fronted"
+            : c->tls ? "tls"
+                     : "obfs2");
 }
 
 void conn_close(struct conn *c, enum conn_end why)
@@ -122,11 +130,11 @@ void conn_close(struct conn *c, enum conn_end why)
     if (c->end == END_NONE || why == END_SHUTDOWN)
         c->end = (uint8_t)why;
     log_end(c);
-    stats_add(&w->stats, closed, 1);
-    stats_sub(&w->stats, active, 1);
     stats_add(&w->stats, bytes_up, c->bytes_up);
     stats_add(&w->stats, bytes_down, c->bytes_down);
     loop_timer_stop(&c->timer);
+    if (c->state == CONN_FRONT_RESOLVE)
+        upstream_forget(c);
     loop_io_del(&w->loop, &c->cli);
     loop_io_del(&w->loop, &c->up);
     if (c->cfd >= 0)
@@ -147,6 +155,9 @@ void conn_close(struct conn *c, enum conn_end why)
         c->next->prev = c->prev;
     __atomic_sub_fetch(&w->sh->active, 1, __ATOMIC_RELAXED);
     tg__pool_put(&w->conn_pool, c);
+    /* last, so whoever sees the gauge drop also sees the buffers released */
+    stats_add(&w->stats, closed, 1);
+    stats_sub(&w->stats, active, 1);
 }
 
 void conn_accept(struct conn_worker *w, int fd)
@@ -305,6 +316,17 @@ static void front(struct conn *c, bool deadline)
 }
 
 /* Add-if-absent in the shared cache, only ever called after authentication succeeded. */
+void conn_front_unavailable(struct conn *c)
+{
+    struct relay_dir *u = &c->dir[DIR_UP];
+    conn_buf_put(c->w, u->buf);
+    u->buf = NULL;
+    u->off = u->len = 0;
+    c->state = CONN_DISCARD;
+    loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
+    loop_timer_start(&c->w->loop, &c->w->tq_handshake, &c->timer, on_timer);
+}
+
 static bool replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
 {
     struct antireplay *ar = c->w->sh->replay;

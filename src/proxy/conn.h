@@ -34,6 +34,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -80,10 +81,16 @@ struct conn_worker {
     tg__ratelimit rl;       /* debug lines the network can trigger */
     tg__pool conn_pool;     /* struct conn storage */
     uint8_t *scratch;       /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
-    /* fronting address cache (resolved on first need, refreshed after front_ttl_ms) */
+    /* fronting address cache, filled by a resolver thread on first need (upstream.c) */
     struct sockaddr_storage front_addr;
-    socklen_t front_len;
+    socklen_t front_len; /* 0 = the name did not resolve */
+    bool front_known;    /* the cache holds an answer (positive or negative) */
     uint64_t front_resolved_ms;
+    int dns_fd[2]; /* resolver thread -> worker, one answer per lookup */
+    struct loop_io dns_io;
+    pthread_t dns_th;
+    bool dns_busy;         /* a lookup is running */
+    struct conn *dns_wait; /* connections waiting for that answer */
 };
 
 #define CONN_PARK_MS 10000 /* quiet time before an idle relay frees its cipher contexts */
@@ -93,6 +100,7 @@ enum conn_state {
     CONN_FLIGHT,
     CONN_DC_CONNECT,
     CONN_RELAY,
+    CONN_FRONT_RESOLVE, /* waiting for the fronting host's address (resolver thread) */
     CONN_FRONT_CONNECT,
     CONN_FRONT_RELAY,
     CONN_DISCARD,
@@ -128,6 +136,7 @@ struct conn {
     struct loop_timer timer;
     struct conn_worker *w;
     struct conn *prev, *next;
+    struct conn *dns_next; /* in worker->dns_wait while FRONT_RESOLVE */
     uint64_t start_ms, last_io_ms;
     uint64_t bytes_up, bytes_down;
     struct relay_dir dir[2];
@@ -190,6 +199,10 @@ enum { CONN_PP_MORE = 0, CONN_PP_OK = 1, CONN_PP_BAD = -1 };
  * extracted, since tgproxy logs none. Fuzzed by fuzz/proxy_proxyproto.
  */
 int conn_pp_parse(const uint8_t *b, size_t n, size_t *len);
+
+/* No fronting target after all (upstream.c, after an asynchronous lookup): read and
+   discard until the handshake deadline, as when there was none to begin with. */
+void conn_front_unavailable(struct conn *c);
 
 /* Upstream connected (DC or fronting host): start relaying. Called by upstream.c. */
 void conn_upstream_ready(struct conn *c);

@@ -5,9 +5,12 @@
  */
 #include "proxy/upstream.h"
 
+#include "core/alloc.h"
+#include "core/str.h"
 #include "proxy/dc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -203,50 +206,161 @@ static bool is_self(const struct config *cfg, const struct sockaddr_storage *sa)
     return false;
 }
 
-/* Fronting address, from config or the worker's DNS cache. 0 or -ENOENT. */
-static int front_addr(struct conn *c, struct sockaddr_storage *out, socklen_t *len)
+/* ---- fronting host: cache and asynchronous lookup ---- */
+
+struct dns_job {
+    char host[CONFIG_HOST_MAX];
+    uint16_t port;
+    int fd; /* write end of the worker's pipe */
+};
+
+struct dns_answer {
+    struct sockaddr_storage addr;
+    socklen_t len; /* 0 = no address */
+};
+
+/* Resolver thread: one getaddrinfo, one answer written (atomically: < PIPE_BUF). */
+static void *dns_main(void *arg)
 {
-    const struct config *cfg = c->w->sh->cfg;
-    struct conn_worker *w = c->w;
-    if (cfg->fronting.resolved) {
-        memcpy(out, &cfg->fronting.addr, cfg->fronting.addr_len);
-        *len = cfg->fronting.addr_len;
-    } else {
-        uint64_t now = w->loop.now_ms;
-        if (!w->front_len || now - w->front_resolved_ms > UPSTREAM_DNS_TTL_MS) {
-            const char *host = front_host(c);
-            struct addr_list l;
-            l.n = 0;
-            if (host)
-                list_resolve(&l, host, cfg->fronting.port ? cfg->fronting.port : 443);
-            w->front_len = l.n ? l.len[0] : 0;
-            if (l.n)
-                memcpy(&w->front_addr, &l.a[0], l.len[0]);
-            w->front_resolved_ms = now;
-        }
-        if (!w->front_len)
-            return -ENOENT;
-        memcpy(out, &w->front_addr, w->front_len);
-        *len = w->front_len;
+    struct dns_job *job = arg;
+    struct addr_list l;
+    l.n = 0;
+    list_resolve(&l, job->host, job->port);
+    struct dns_answer a;
+    memset(&a, 0, sizeof a);
+    for (size_t i = 0; i < l.n && !a.len; i++) /* IPv4 first: the likelier to be routable */
+        if (l.a[i].ss_family == AF_INET)
+            memcpy(&a.addr, &l.a[i], (a.len = l.len[i]));
+    if (!a.len && l.n)
+        memcpy(&a.addr, &l.a[0], (a.len = l.len[0]));
+    ssize_t w = write(job->fd, &a, sizeof a);
+    (void)w; /* the worker joins this thread before it closes the pipe */
+    tg__free(job);
+    return NULL;
+}
+
+static void connect_front_to(struct conn *c, const struct sockaddr_storage *ss, socklen_t len)
+{
+    c->state = CONN_FRONT_CONNECT;
+    if (start_connect(c, ss, len) < 0)
+        conn_close(c, END_FRONT_FAIL);
+}
+
+static void on_dns(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)events;
+    struct conn_worker *w =
+        (struct conn_worker *)(void *)((char *)io - offsetof(struct conn_worker, dns_io));
+    struct dns_answer a;
+    if (read(w->dns_fd[0], &a, sizeof a) != (ssize_t)sizeof a)
+        memset(&a, 0, sizeof a);
+    pthread_join(w->dns_th, NULL);
+    w->dns_busy = false;
+    w->front_known = true;
+    w->front_resolved_ms = l->now_ms;
+    w->front_len = a.len && !is_self(w->sh->cfg, &a.addr) ? a.len : 0;
+    memcpy(&w->front_addr, &a.addr, sizeof a.addr);
+    struct conn *c = w->dns_wait;
+    w->dns_wait = NULL;
+    while (c) { /* each may be closed by what follows: read the link first */
+        struct conn *next = c->dns_next;
+        c->dns_next = NULL;
+        loop_timer_stop(&c->timer);
+        if (w->front_len)
+            connect_front_to(c, &w->front_addr, w->front_len);
+        else
+            conn_front_unavailable(c);
+        c = next;
     }
-    return is_self(cfg, out) ? -ENOENT : 0;
+}
+
+int upstream_worker_init(struct conn_worker *w)
+{
+    w->dns_fd[0] = w->dns_fd[1] = -1;
+    w->dns_io.fd = -1;
+    if (pipe2(w->dns_fd, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -errno;
+    return loop_io_add(&w->loop, &w->dns_io, w->dns_fd[0], LOOP_READ, on_dns);
+}
+
+void upstream_worker_cleanup(struct conn_worker *w)
+{
+    if (!w)
+        return;
+    if (w->dns_busy)
+        pthread_join(w->dns_th, NULL); /* at most one lookup's time, at shutdown only */
+    w->dns_busy = false;
+    loop_io_del(&w->loop, &w->dns_io);
+    for (int i = 0; i < 2; i++)
+        if (w->dns_fd[i] >= 0)
+            close(w->dns_fd[i]);
+    w->dns_fd[0] = w->dns_fd[1] = -1;
+}
+
+void upstream_forget(struct conn *c)
+{
+    struct conn **pp = &c->w->dns_wait;
+    while (*pp && *pp != c)
+        pp = &(*pp)->dns_next;
+    if (*pp)
+        *pp = c->dns_next;
+    c->dns_next = NULL;
+}
+
+/* Queue c for the fronting address; starts a lookup if none runs. 0 or -errno. */
+static int wait_for_dns(struct conn *c, const char *host)
+{
+    struct conn_worker *w = c->w;
+    if (!w->dns_busy) {
+        struct dns_job *job = tg__malloc(sizeof *job);
+        if (!job)
+            return -ENOMEM;
+        tg__strlcpy(job->host, host, sizeof job->host);
+        job->port = w->sh->cfg->fronting.port ? w->sh->cfg->fronting.port : 443;
+        job->fd = w->dns_fd[1];
+        if (pthread_create(&w->dns_th, NULL, dns_main, job) != 0) {
+            tg__free(job);
+            return -EAGAIN;
+        }
+        w->dns_busy = true;
+    }
+    c->state = CONN_FRONT_RESOLVE;
+    c->dns_next = w->dns_wait;
+    w->dns_wait = c;
+    loop_timer_start(&w->loop, &w->tq_front, &c->timer, on_timer);
+    return 0;
 }
 
 int upstream_connect_front(struct conn *c)
 {
-    struct sockaddr_storage ss;
-    socklen_t len;
-    if (front_addr(c, &ss, &len) < 0)
+    const struct config *cfg = c->w->sh->cfg;
+    struct conn_worker *w = c->w;
+    if (cfg->fronting.resolved) {
+        if (is_self(cfg, &cfg->fronting.addr))
+            return -ENOENT;
+        connect_front_to(c, &cfg->fronting.addr, cfg->fronting.addr_len);
+        return 0;
+    }
+    const char *host = front_host(c);
+    if (!host)
         return -ENOENT;
-    c->state = CONN_FRONT_CONNECT;
-    if (start_connect(c, &ss, len) < 0)
-        conn_close(c, END_FRONT_FAIL);
-    return 0;
+    if (w->front_known && w->loop.now_ms - w->front_resolved_ms <= UPSTREAM_DNS_TTL_MS) {
+        if (!w->front_len)
+            return -ENOENT;
+        connect_front_to(c, &w->front_addr, w->front_len);
+        return 0;
+    }
+    return wait_for_dns(c, host) == 0 ? 0 : -ENOENT;
 }
 
 static void connect_failed(struct conn *c)
 {
     drop_socket(c);
+    if (c->state == CONN_FRONT_RESOLVE) { /* the lookup outlived the fronting timeout */
+        upstream_forget(c);
+        conn_close(c, END_FRONT_FAIL);
+        return;
+    }
     if (c->state == CONN_FRONT_CONNECT) {
         conn_close(c, END_FRONT_FAIL);
         return;

@@ -79,7 +79,7 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
         hostport_local(&hp, h->front_port);
         tg__strlcpy(cfg->fronting.host, hp.host, sizeof cfg->fronting.host);
         cfg->fronting.port = hp.port;
-        cfg->fronting.resolved = true;
+        cfg->fronting.resolved = !o->front_by_name;
         cfg->fronting.addr = hp.addr;
         cfg->fronting.addr_len = hp.addr_len;
     }

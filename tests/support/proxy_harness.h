@@ -41,6 +41,8 @@ struct pharness_opts {
     uint32_t antireplay_entries; /* 0 = config default */
     bool pp_listener;            /* proxy-protocol-listener = true */
     bool pp_front;               /* [domain-fronting] proxy-protocol = true */
+    bool front_by_name;          /* fronting host given as a name to resolve ("127.0.0.1",
+                                    so the lookup never leaves the machine) */
 };
 
 struct pharness {
