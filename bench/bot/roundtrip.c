@@ -7,7 +7,11 @@
  *  - raw_socket: a blocking socket writing the same request bytes and reading the response
  *    (its length is known) without parsing anything;
  *  - bare_curl: one reused curl easy handle doing the same POST with no JSON work.
- * Also printed: connections the server accepted per scenario (libtgbot must open 1).
+ * Also measured: the same tg_send_message through a transport that answers from memory, i.e.
+ * encode + call path + envelope + decode alone, which does not depend on the machine's load.
+ * Also printed: process CPU time per op of each (client + server threads; steadier than wall
+ * time on a shared machine) and the connections the server accepted per scenario (libtgbot
+ * must open 1).
  *
  * Two passes: unpinned, then every thread pinned to CPU 0 (on 2-vCPU VMs a cross-CPU wake-up
  * costs ~20 us and swamps the rest; the pinned figure is the headline). The server is a tiny
@@ -30,11 +34,13 @@
 
 #include "bench.h"
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "tgbot/api.h"
 #include "tgbot/tgbot.h"
 
-#define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
-#define BODY  "{\"chat_id\":42,\"text\":\"hello\"}"
+#define TOKEN   "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
+#define BODY    "{\"chat_id\":42,\"text\":\"hello\"}"
+#define CPU_OPS 3000 /* ops per CPU-time measurement */
 
 struct server {
     int lfd;
@@ -217,6 +223,52 @@ static void tg_op(void *p)
     tg_ctx_reset(ctx);
 }
 
+/* Process CPU time per op (client and server threads together) over n ops: unlike wall time,
+ * it barely moves when other work shares the machine. */
+static double cpu_ns_per_op(tg__bench_fn fn, void *ctx, int n)
+{
+    uint64_t t0 = tg__process_cpu_ns();
+    for (int i = 0; i < n; i++)
+        fn(ctx);
+    return (double)(tg__process_cpu_ns() - t0) / n;
+}
+
+/* ---- libtgbot without the network: what our call path costs on its own ---- */
+
+static void *mem_conn_new(void *user, const tg_bot *bot)
+{
+    (void)bot;
+    return user;
+}
+
+static void mem_conn_free(void *conn)
+{
+    (void)conn;
+}
+
+static void mem_perform(void *conn, const tg_http_request *req, tg_http_result *res,
+                        bool (*cancelled)(void *), void *cancel_user)
+{
+    const char *body = strstr(conn, "\r\n\r\n") + 4; /* the server's canned answer */
+    (void)cancelled, (void)cancel_user;
+    res->status = TG_OK;
+    res->http_status = 200;
+    res->sent = true;
+    req->write(req->write_user, body, strlen(body));
+}
+
+static void call_path_only(void)
+{
+    tg_transport tp = {mem_conn_new, mem_perform, mem_conn_free, srv.response};
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.transport = &tp});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    tg__bench_result r;
+    tg__bench_run("roundtrip_tgbot_call_path_no_network", tg_op, ctx, &r);
+    tg__bench_report(&r, NULL);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+}
+
 static void pass(const char *tag)
 {
     char name[64], url[128];
@@ -226,6 +278,7 @@ static void pass(const char *tag)
     raw_open(&raw);
     snprintf(name, sizeof name, "roundtrip_raw_socket_%s", tag);
     tg__bench_run(name, raw_op, &raw, &raw_r);
+    double raw_cpu = cpu_ns_per_op(raw_op, &raw, CPU_OPS);
     close(raw.fd);
     int c1 = atomic_load(&srv.accepted);
 
@@ -234,6 +287,7 @@ static void pass(const char *tag)
     CURL *h = curl_open(url, hdr);
     snprintf(name, sizeof name, "roundtrip_bare_curl_%s", tag);
     tg__bench_run(name, curl_op, h, &curl_r);
+    double curl_cpu = cpu_ns_per_op(curl_op, h, CPU_OPS);
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
     int c2 = atomic_load(&srv.accepted);
@@ -243,6 +297,7 @@ static void pass(const char *tag)
     tg_ctx *ctx = tg_ctx_new(bot);
     snprintf(name, sizeof name, "roundtrip_tgbot_%s", tag);
     tg__bench_run(name, tg_op, ctx, &tg_r);
+    double tg_cpu = cpu_ns_per_op(tg_op, ctx, CPU_OPS);
     tg_ctx_stats st;
     tg_ctx_get_stats(ctx, &st);
     tg_ctx_free(ctx);
@@ -253,6 +308,9 @@ static void pass(const char *tag)
     tg__bench_report(&curl_r, &raw_r);
     tg__bench_report(&tg_r, &raw_r);
     printf("bench=roundtrip_tgbot_vs_curl_%s ratio=%.2f\n", tag, tg_r.ns_per_op / curl_r.ns_per_op);
+    printf("bench=roundtrip_cpu_%s raw_socket_cpu_ns=%.0f bare_curl_cpu_ns=%.0f "
+           "tgbot_cpu_ns=%.0f tgbot_vs_raw=%.2f tgbot_vs_curl=%.2f\n",
+           tag, raw_cpu, curl_cpu, tg_cpu, tg_cpu / raw_cpu, tg_cpu / curl_cpu);
     printf("bench=roundtrip_connections_%s raw_socket=%d bare_curl=%d tgbot=%d "
            "tgbot_calls=%llu tgbot_transport_connects=%llu\n",
            tag, c1 - c0, c2 - c1, c3 - c2, (unsigned long long)st.calls,
@@ -266,6 +324,7 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
     server_start(fixture, len);
+    call_path_only();
     pass("unpinned");
     server_stop();
 

@@ -12,7 +12,6 @@
  * the same as a fresh one, so the table is swept of those before it grows: memory follows
  * the number of chats written to in the last interval, not all chats ever seen.
  */
-#include <math.h>
 #include <string.h>
 
 #include "bot/client/client_int.h"
@@ -25,9 +24,12 @@
 #define DEF_GROUP_PER_MIN  20.0
 #define DEF_MAX_WAIT_MS    60000
 
+/* unit_us / per_unit rounded up (without libm: the library does not link it). */
 static int64_t interval_us(double per_unit, double unit_us)
 {
-    return (int64_t)ceil(unit_us / per_unit);
+    double q = unit_us / per_unit;
+    int64_t i = (int64_t)q;
+    return (double)i < q ? i + 1 : i;
 }
 
 int tg__flood_init(struct tg__flood *f, const tg_flood_options *opt)
