@@ -187,6 +187,8 @@ typedef struct tg_bot_options {
     tg_flood_options flood;        /* {0} = off */
     const tg_transport *transport; /* NULL = libcurl; the struct is copied */
     size_t max_response_bytes;     /* cap on an API answer's body; 0 = 64 MiB */
+    uint32_t max_connections;      /* connections kept open in the bot's shared cache (one
+                                      per thread calling at once is enough); 0 = 64 */
 } tg_bot_options;
 
 /*

@@ -460,6 +460,46 @@ static void test_shared_connection_cache(void **state)
     tg_ctx_free(b);
 }
 
+struct worker {
+    tg_bot *bot;
+    int ok;
+};
+
+static void *hammer(void *p)
+{
+    struct worker *w = p;
+    tg_ctx *ctx = tg_ctx_new(w->bot);
+    for (int i = 0; i < 100; i++) {
+        const char *res = NULL;
+        if (call(ctx, "getMe", NULL, &res) == TG_OK && strstr(res, "\"id\":7"))
+            w->ok++;
+        tg_ctx_reset(ctx);
+    }
+    tg_ctx_free(ctx);
+    return NULL;
+}
+
+/* 8 threads, one ctx each, sharing the bot's connection cache at the same time. */
+static void test_threads_share_bot(void **state)
+{
+    struct fx *f = *state;
+    enum { N = 8 };
+    struct worker w[N];
+    pthread_t t[N];
+    size_t conns = bot_server_connections(f->srv), reqs = bot_server_count(f->srv, "getMe");
+    for (int i = 0; i < N; i++) {
+        w[i] = (struct worker){.bot = f->bot};
+        pthread_create(&t[i], NULL, hammer, &w[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].ok, 100);
+    }
+    assert_int_equal(bot_server_count(f->srv, "getMe") - reqs, N * 100);
+    /* connections are reused across threads: at most one per concurrent transfer */
+    assert_true(bot_server_connections(f->srv) - conns <= N);
+}
+
 static int refusing_socket(char *url, size_t cap)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -675,6 +715,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_ctx, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_connection_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads_share_bot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_is_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
         cmocka_unit_test(test_custom_transport),

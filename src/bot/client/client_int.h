@@ -92,6 +92,7 @@ struct tg_bot {
     uint32_t timeout_ms;
     uint32_t connect_timeout_ms;
     size_t max_response_bytes;
+    uint32_t max_connections;
     tg__logger log;
     tg_log_fn user_log;
     void *user_log_user;

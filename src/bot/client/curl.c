@@ -125,6 +125,9 @@ static void set_fixed_options(struct curl_conn *c, const tg_bot *bot)
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)bot->connect_timeout_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    /* The shared cache closes idle connections beyond this (curl's default, 5, made a bot
+     * with 8 busy threads open a new connection for almost every call). */
+    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, (long)bot->max_connections);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     /* An explicit proxy, or none: the environment's proxy variables are not used. (NOPROXY
      * "*" rather than PROXY "": the latter costs curl a malloc per request.) */
