@@ -60,7 +60,7 @@ const tg_update *tg_hctx_update(tg_hctx *h)
         return h->update;
     h->update_tried = true;
     void *out = update_type ? tg__arena_alloc(&h->arena, update_type->size) : NULL;
-    tg__jerr je;
+    tg__jerr je = {0};
     if (!out) {
         tg_hctx_fail(h, TG_ERR_NOMEM, "update %lld: out of memory decoding",
                      (long long)h->ev.update_id);

@@ -584,13 +584,14 @@ static int parse_doc(struct jp *p)
 
 int tg__json_parse(tg__jdoc *d, const char *src, size_t len, tg__jerr *err)
 {
-    tg__jerr scratch;
+    tg__jerr scratch; /* written by the parser before any read */
     if (!d->lim.max_depth || !d->lim.max_bytes || !d->lim.max_tokens)
         apply_defaults(&d->lim); /* a zeroed doc that skipped tg__jdoc_init */
     struct jp p = {
         .s = (const unsigned char *)src,
         .len = len,
         .d = d,
+        // cppcheck-suppress uninitvar ; only ever written through p.err, never read first
         .err = err ? err : &scratch,
         .parent = NO_PARENT,
         .max_tokens = d->lim.max_tokens,
