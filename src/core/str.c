@@ -49,25 +49,14 @@ void tg__hex_encode(char *out, const void *in, size_t n)
     out[2 * n] = '\0';
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 size_t tg__hex_decode(void *out, size_t cap, const char *in, size_t n)
 {
     if (n % 2 || n / 2 > cap)
         return TG__BAD_LEN;
     unsigned char *o = out;
     for (size_t i = 0; i < n; i += 2) {
-        int hi = hexval((unsigned char)in[i]);
-        int lo = hexval((unsigned char)in[i + 1]);
+        int hi = tg__hexval((unsigned char)in[i]);
+        int lo = tg__hexval((unsigned char)in[i + 1]);
         if (hi < 0 || lo < 0)
             return TG__BAD_LEN;
         o[i / 2] = (unsigned char)(hi << 4 | lo);

@@ -41,6 +41,43 @@ bool tg__ct_equal(const void *a, const void *b, size_t n);
  * length of b, the secret one, only). */
 bool tg__ct_streq(const char *a, size_t a_len, const char *b, size_t b_len);
 
+/* Value of a hex digit (either case), or -1. */
+static inline int tg__hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Encode code point cp (a Unicode scalar value) as UTF-8 into out (room for 4 bytes).
+ * Returns the number of bytes written. */
+static inline size_t tg__utf8_put(uint32_t cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
 /* Lowercase hex of in[0..n) into out (2n+1 bytes with NUL). */
 void tg__hex_encode(char *out, const void *in, size_t n);
 /* Decode 2k hex digits (either case) into out (cap bytes). Returns k or TG__BAD_LEN. */

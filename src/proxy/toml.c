@@ -17,6 +17,8 @@
  */
 #include "proxy/toml.h"
 
+#include "core/str.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -395,46 +397,11 @@ static int parse_key(struct parser *ps, struct keypart *parts, size_t *nparts)
 
 /* ---- strings ---- */
 
-static int hex_val(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static size_t utf8_put(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 static int decode_unicode(struct parser *ps, struct toml_pos at, int digits, char *out, size_t *o)
 {
     uint32_t cp = 0;
     for (int i = 0; i < digits; i++) {
-        int h = hex_val(peek(ps));
+        int h = tg__hexval((unsigned char)peek(ps));
         if (h < 0)
             return fail_at(ps, at, "bad unicode escape, expected %d hex digits", digits);
         cp = cp << 4 | (uint32_t)h;
@@ -444,7 +411,7 @@ static int decode_unicode(struct parser *ps, struct toml_pos at, int digits, cha
         return fail_at(ps, at,
                        "unicode escape is not a scalar value, expected U+0000..U+D7FF"
                        " or U+E000..U+10FFFF");
-    *o += utf8_put(out + *o, cp);
+    *o += tg__utf8_put(cp, out + *o);
     return 0;
 }
 
@@ -688,7 +655,7 @@ static int is_dec(int c)
 
 static int is_hex(int c)
 {
-    return hex_val(c) >= 0;
+    return c >= 0 && tg__hexval((unsigned char)c) >= 0;
 }
 
 static int is_oct(int c)
@@ -715,7 +682,7 @@ static int parse_radix(struct parser *ps, struct toml_pos at, const char *s, siz
         return fail_at(ps, at, "invalid base-%d integer, expected only base-%d digits", base, base);
     uint64_t acc = 0;
     for (size_t i = 0; i < b; i++) {
-        uint64_t d = (uint64_t)hex_val((unsigned char)buf[i]);
+        uint64_t d = (uint64_t)tg__hexval((unsigned char)buf[i]);
         if (acc > ((uint64_t)INT64_MAX - d) / (uint64_t)base)
             return fail_at(ps, at, "integer out of range, expected at most 2^63-1");
         acc = acc * (uint64_t)base + d;

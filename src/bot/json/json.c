@@ -185,7 +185,7 @@ static inline size_t hex4(const unsigned char *s, size_t i, size_t n, uint32_t *
 {
     *cp = 0;
     for (size_t k = i; k < i + 4; k++) {
-        int h = k < n ? tg__json_hexval(s[k]) : -1;
+        int h = k < n ? tg__hexval(s[k]) : -1;
         if (h < 0)
             return k;
         *cp = *cp << 4 | (uint32_t)h;

@@ -55,16 +55,16 @@ size_t tg__json_unescape1(const char *raw, char *out, size_t *used)
     case 'u': {
         uint32_t cp = 0;
         for (int k = 2; k < 6; k++)
-            cp = cp << 4 | (uint32_t)tg__json_hexval((unsigned char)raw[k]);
+            cp = cp << 4 | (uint32_t)tg__hexval((unsigned char)raw[k]);
         *used = 6;
         if (cp >= 0xD800 && cp <= 0xDBFF) {
             uint32_t lo = 0;
             for (int k = 8; k < 12; k++)
-                lo = lo << 4 | (uint32_t)tg__json_hexval((unsigned char)raw[k]);
+                lo = lo << 4 | (uint32_t)tg__hexval((unsigned char)raw[k]);
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             *used = 12;
         }
-        return tg__json_utf8_put(cp, out);
+        return tg__utf8_put(cp, out);
     }
     default:
         *out = raw[1];
