@@ -25,7 +25,10 @@ extern "C" {
 #define TG_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tg_version_num() to detect a header/library
  * mismatch at run time. */
-#define TG_VERSION_STRING "0.1.0"
+#define TG__STR2(x)       #x
+#define TG__STR(x)        TG__STR2(x)
+#define TG_VERSION_STRING                                                                          \
+    TG__STR(TG_VERSION_MAJOR) "." TG__STR(TG_VERSION_MINOR) "." TG__STR(TG_VERSION_PATCH)
 #define TG_VERSION_NUM    (TG_VERSION_MAJOR * 10000 + TG_VERSION_MINOR * 100 + TG_VERSION_PATCH)
 
 /* The library's version number (TG_VERSION_NUM of the build) and its string "0.1.0". */

@@ -22,7 +22,7 @@
 
 #include <stdio.h>
 
-#define TGPROXY_VERSION "0.1.0"
+#define TGPROXY_VERSION TGKIT_VERSION_STRING /* from CMake: the project version */
 
 /* Run the command line in argv (argv[0] is the program). out and err are borrowed.
  * Returns the process exit code. */
