@@ -142,6 +142,22 @@ static unsigned want(const struct conn *c, int src_dir, int dst_dir)
     return (!s->eof && !s->buf ? LOOP_READ : 0u) | (t->buf ? LOOP_WRITE : 0u);
 }
 
+/*
+ * Register fd with the interest it needs now. A hung-up socket keeps reporting HUP whatever
+ * the mask, so while nothing is wanted from it (finished, or not read because its bytes
+ * wait for the other side) it leaves the epoll set, and comes back once it is wanted again.
+ */
+static int arm(struct loop *l, struct loop_io *io, int fd, unsigned mask, bool hup)
+{
+    if (hup && mask == 0) {
+        loop_io_del(l, io);
+        return 0;
+    }
+    if (io->fd >= 0)
+        return loop_io_set(l, io, mask);
+    return mask && fd >= 0 ? loop_io_add(l, io, fd, mask, io->cb) : 0;
+}
+
 /* Re-arm interest after a pump; ends the connection when both directions are done. */
 static void settle(struct conn *c, struct loop_io *hup)
 {
@@ -160,11 +176,9 @@ static void settle(struct conn *c, struct loop_io *hup)
             conn_close(c, END_RESET);
             return;
         }
-        if (src_done && dst_done)
-            loop_io_del(l, hup);
     }
-    if ((c->cli.fd >= 0 && loop_io_set(l, &c->cli, want(c, DIR_UP, DIR_DOWN)) < 0) ||
-        (c->up.fd >= 0 && loop_io_set(l, &c->up, want(c, DIR_DOWN, DIR_UP)) < 0))
+    if (arm(l, &c->cli, c->cfd, want(c, DIR_UP, DIR_DOWN), hup == &c->cli) < 0 ||
+        arm(l, &c->up, c->ufd, want(c, DIR_DOWN, DIR_UP), hup == &c->up) < 0)
         conn_close(c, END_RESET);
 }
 
@@ -175,6 +189,7 @@ static void on_io(struct conn *c, struct loop_io *io, unsigned events)
        so a one-way exchange costs no EAGAIN round trip on the idle side. */
     int src = io == &c->cli ? DIR_UP : DIR_DOWN;
     int rc = 0;
+    stats_add(&c->w->stats, relay_events, 1);
     if (events & (LOOP_WRITE | LOOP_ERROR))
         rc = pump(c, !src);
     if (rc == 0 && (events & (LOOP_READ | LOOP_ERROR)))

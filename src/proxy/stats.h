@@ -26,6 +26,7 @@
     X(dc_connect_fail, "DC connects that failed on every address")                                 \
     X(idle_timeout, "connections closed for idleness")                                             \
     X(parked, "times an idle relay parked its cipher contexts")                                    \
+    X(relay_events, "socket events handled by relays")                                             \
     X(bytes_up, "bytes relayed client to upstream")                                                \
     X(bytes_down, "bytes relayed upstream to client")                                              \
     X(closed, "connections closed")                                                                \

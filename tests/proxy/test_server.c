@@ -613,6 +613,45 @@ static void test_slow_readers_bounded(void **state)
     pharness_stop(&h);
 }
 
+/* The client sends its request and FIN, the DC streams a reply and closes: the proxy's DC
+   socket is then hung up while its bytes still wait for a slow client. It must leave the
+   epoll set meanwhile (a hung-up socket reports forever) and every byte must arrive. */
+static void test_hangup_while_backpressured(void **state)
+{
+    (void)state;
+    struct pharness h;
+    start(&h, &(struct pharness_opts){0});
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&c, h.port, &o), 0);
+    int small = 4096;
+    setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    uint8_t cmd[FAKEDC_CMD_LEN], buf[4096];
+    uint64_t total = 4u << 20;
+    fakedc_cmd(cmd, "SRCE", 77, total);
+    assert_int_equal(pcli_send(&c, cmd, sizeof cmd), 0);
+    shutdown(c.fd, SHUT_WR);
+    uint64_t got = 0;
+    for (int i = 0; got < total && i < 1000000; i++) {
+        ssize_t k = pcli_recv(&c, buf, sizeof buf);
+        assert_true(k > 0);
+        assert_true(pstream_check(77, got, buf, (size_t)k) < 0);
+        got += (uint64_t)k;
+        if ((got & 0xffff) < (uint64_t)k) {
+            struct timespec ts = {.tv_nsec = 2000000L}; /* slow: ~30 MB/s at most */
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_int_equal(got, total);
+    assert_int_equal(pcli_recv(&c, buf, 1), 0); /* then the DC's FIN */
+    pcli_close(&c);
+    struct stats st;
+    server_stats(h.srv, &st);
+    /* a few events per 4 KiB moved is normal; a HUP storm is millions */
+    assert_true(st.relay_events < 20000);
+    pharness_stop(&h);
+}
+
 /* ---- no growth after 20,000 connections ---- */
 
 struct churn {
@@ -756,6 +795,7 @@ int main(void)
         cmocka_unit_test(test_client_reset_during_dc_connect),
         cmocka_unit_test(test_half_close),
         cmocka_unit_test(test_slow_readers_bounded),
+        cmocka_unit_test(test_hangup_while_backpressured),
         cmocka_unit_test(test_no_growth_20000),
         cmocka_unit_test(test_server_run_stops_on_sigterm),
         cmocka_unit_test(test_stop_with_open_connections),

@@ -225,8 +225,8 @@ static void on_event(struct fakedc *d, struct dconn *c, uint32_t ev)
         goto close;
     CADD(d, bytes_out, pending - (c->len - c->off));
     fill_source(c);
-    if (c->eof && c->len == 0)
-        goto close;
+    if (c->eof && c->len == 0 && !(c->cmd == CMD_SRCE && c->done < c->count))
+        goto close; /* a source finishes its stream even after the client's FIN */
     bool full = c->len >= DC_BUF / 2;
     uint32_t mask = (c->eof || full ? 0 : EPOLLIN) | (c->len ? EPOLLOUT : 0);
     set_mask(d, c, mask);
