@@ -234,7 +234,8 @@ int conn_pp_parse(const uint8_t *b, size_t n, size_t *len)
    Returns its length, or 0 when the addresses cannot be read. */
 static size_t pp_build(int fd, uint8_t *out)
 {
-    struct sockaddr_storage src, dst;
+    struct sockaddr_storage src = {0},
+                            dst = {0}; /* zeroed: the analyzer cannot see the kernel fill them */
     socklen_t sl = sizeof src, dl = sizeof dst;
     if (getpeername(fd, (struct sockaddr *)&src, &sl) < 0 ||
         getsockname(fd, (struct sockaddr *)&dst, &dl) < 0 || src.ss_family != dst.ss_family)
