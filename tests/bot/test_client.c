@@ -21,12 +21,6 @@
         .backoff_base_ms = 1, .backoff_max_ms = 2                                                  \
     }
 
-struct fx {
-    bot_server *srv;
-    tg_bot *bot;
-    tg_ctx *ctx;
-};
-
 static tg_bot *bot_for(bot_server *srv, tg_bot_options o)
 {
     o.base_url = bot_server_url(srv);
@@ -37,24 +31,15 @@ static tg_bot *bot_for(bot_server *srv, tg_bot_options o)
 
 static int setup(void **state)
 {
-    struct fx *f = calloc(1, sizeof *f);
-    f->srv = bot_server_start(TOKEN);
-    assert_non_null(f->srv);
+    bot_fx *f = bot_fx_new(TOKEN, &(tg_bot_options){.retry = FAST_RETRY, .timeout_ms = 5000});
     bot_server_set_reply(f->srv, "getMe", 200, GETME);
-    f->bot = bot_for(f->srv, (tg_bot_options){.retry = FAST_RETRY, .timeout_ms = 5000});
-    f->ctx = tg_ctx_new(f->bot);
-    assert_non_null(f->ctx);
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fx *f = *state;
-    tg_ctx_free(f->ctx);
-    tg_bot_free(f->bot);
-    bot_server_stop(f->srv);
-    free(f);
+    bot_fx_free(*state);
     return 0;
 }
 
@@ -108,7 +93,7 @@ static void test_token_shapes(void **state)
 
 static void test_get_me(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     const char *res;
     size_t n;
     assert_int_equal(tg_call_raw(f->ctx, "getMe", NULL, 0, &res, &n), TG_OK);
@@ -128,7 +113,7 @@ static void test_get_me(void **state)
 
 static void test_params_body(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     bot_server_set_reply(f->srv, "sendMessage", 200, "{\"ok\":true,\"result\":{\"message_id\":5}}");
     const char *p = "{\"chat_id\":42,\"text\":\"h\\u00e9\"}";
     const char *res;
@@ -144,7 +129,7 @@ static void test_params_body(void **state)
 
 static void test_test_env(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     tg_bot *bot = bot_for(f->srv, (tg_bot_options){.test_env = true, .user_agent = "ua/1"});
     tg_ctx *ctx = tg_ctx_new(bot);
     assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_OK);
@@ -158,7 +143,7 @@ static void test_test_env(void **state)
 
 static void test_api_error(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     bot_server_push_error(f->srv, "sendMessage", 400, "Bad Request: chat not found");
     assert_int_equal(call(f->ctx, "sendMessage", "{\"chat_id\":1,\"text\":\"x\"}", NULL),
                      TG_ERR_API);
@@ -186,7 +171,7 @@ static void test_api_error(void **state)
 
 static void test_invalid_arguments(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     size_t before = bot_server_nrequests(f->srv);
     assert_int_equal(call(f->ctx, "send Message", NULL, NULL), TG_ERR_INVALID);
     assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "method"));
@@ -201,7 +186,7 @@ static void test_invalid_arguments(void **state)
 
 static void test_429_honoured_and_bounded(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     tg_ctx_stats st0, st1;
     tg_ctx_get_stats(f->ctx, &st0);
     bot_server_push_429(f->srv, "getMe", 1);
@@ -246,7 +231,7 @@ static void test_429_honoured_and_bounded(void **state)
 
 static void test_5xx(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     /* default: 5xx is not retried (the request may have been acted on) */
     bot_server_push_error(f->srv, "getMe", 500, "Internal Server Error");
     assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_API);
@@ -264,7 +249,7 @@ static void test_5xx(void **state)
 
 static void test_html_502_and_bad_json(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     bot_server_push_raw(f->srv, "getMe", 502, "text/html",
                         "<html><head><title>502 Bad Gateway</title></head></html>");
     assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_HTTP);
@@ -294,7 +279,7 @@ static void test_html_502_and_bad_json(void **state)
 
 static void test_close_mid_response(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     bot_action close_mid = {.kind = BOT_ACT_CLOSE_MID, .body = GETME};
     bot_server_push(f->srv, "getMe", &close_mid);
     assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
@@ -311,7 +296,7 @@ static void test_close_mid_response(void **state)
 
 static void test_timeout(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     tg_bot *bot = bot_for(f->srv, (tg_bot_options){.timeout_ms = 200});
     tg_ctx *ctx = tg_ctx_new(bot);
     bot_server_push(f->srv, "getMe",
@@ -399,7 +384,7 @@ static void *wait_call(void *p)
 
 static void test_shutdown_interrupts_wait(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     tg_bot *bot = bot_for(f->srv, (tg_bot_options){0});
     struct waiter w = {.ctx = tg_ctx_new(bot)};
     size_t before = bot_server_count(f->srv, "getMe");
@@ -422,7 +407,7 @@ static void test_shutdown_interrupts_wait(void **state)
 
 static void test_cancel_ctx(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     tg_ctx_cancel(f->ctx);
     assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_CANCELLED);
     tg_ctx_reset(f->ctx);
@@ -431,7 +416,7 @@ static void test_cancel_ctx(void **state)
 
 static void test_keep_alive(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     size_t conns = bot_server_connections(f->srv);
     tg_ctx *ctx = tg_ctx_new(f->bot);
     for (int i = 0; i < 20; i++)
@@ -447,7 +432,7 @@ static void test_keep_alive(void **state)
 
 static void test_shared_connection_cache(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     size_t conns = bot_server_connections(f->srv);
     tg_ctx *a = tg_ctx_new(f->bot), *b = tg_ctx_new(f->bot);
     /* b finds the connection a left idle in the bot's shared cache */
@@ -482,7 +467,7 @@ static void *hammer(void *p)
 /* 8 threads, one ctx each, sharing the bot's connection cache at the same time. */
 static void test_threads_share_bot(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     enum { N = 8 };
     struct worker w[N];
     pthread_t t[N];
@@ -514,7 +499,7 @@ static int refusing_socket(char *url, size_t cap)
 
 static void test_proxy_is_used(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     char proxy[64];
     int fd = refusing_socket(proxy, sizeof proxy);
     /* the server is up, but every request must go through the (refusing) proxy */
@@ -535,7 +520,7 @@ static void test_proxy_is_used(void **state)
  * frees what it made (ASan's leak check runs over this binary). */
 static void test_allocation_failures(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     int clean_runs = 0, failures = 0;
     for (uint64_t n = 1; n <= 60 && clean_runs < 3; n++) {
         tg__alloc_fail_at(n);
@@ -656,7 +641,7 @@ static void capture(void *user, int level, const char *line)
 
 static void test_token_never_logged(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     struct logcap cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
     tg_bot *bot = bot_for(f->srv, (tg_bot_options){.log = capture,
                                                    .log_user = &cap,

@@ -27,34 +27,18 @@
 #define TOKEN  "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 #define OK_MSG "{\"ok\":true,\"result\":{\"message_id\":3}}"
 
-struct fx {
-    bot_server *srv;
-    tg_bot *bot;
-    tg_ctx *ctx;
-};
-
 static int setup(void **state)
 {
-    struct fx *f = calloc(1, sizeof *f);
-    f->srv = bot_server_start(TOKEN);
-    assert_non_null(f->srv);
+    bot_fx *f = bot_fx_new(TOKEN, &(tg_bot_options){.timeout_ms = 120000});
     bot_server_set_reply(f->srv, "sendDocument", 200, OK_MSG);
     bot_server_set_reply(f->srv, "sendMediaGroup", 200, "{\"ok\":true,\"result\":[]}");
-    f->bot = tg_bot_new(
-        TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv), .timeout_ms = 120000});
-    f->ctx = tg_ctx_new(f->bot);
-    assert_non_null(f->ctx);
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fx *f = *state;
-    tg_ctx_free(f->ctx);
-    tg_bot_free(f->bot);
-    bot_server_stop(f->srv);
-    free(f);
+    bot_fx_free(*state);
     return 0;
 }
 
@@ -90,7 +74,7 @@ static size_t read_fail(void *user, char *buf, size_t n)
 
 static void test_upload_sources(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     char path[] = "/tmp/tgkit_upload_XXXXXX";
     int fd = mkstemp(path);
     assert_int_equal(write(fd, "from disk", 9), 9);
@@ -155,7 +139,7 @@ static void test_upload_sources(void **state)
 
 static void test_attach_media_group(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     tg_file_part parts[2] = {
         {.name = "p0", .data = "AAAA", .len = 4, .filename = "a.jpg"},
         {.name = "t0", .data = "TT", .len = 2, .filename = "t.jpg"},
@@ -175,7 +159,7 @@ static void test_attach_media_group(void **state)
 
 static void test_upload_50mb(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     const size_t total = (size_t)50 << 20, chunk = (size_t)1 << 20;
     char path[] = "/tmp/tgkit_big_XXXXXX";
     int fd = mkstemp(path);
@@ -217,7 +201,7 @@ static void test_upload_50mb(void **state)
 
 static void test_download(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     const size_t size = 300000;
     unsigned char *blob = malloc(size), want[32], got_sha[32];
     for (size_t i = 0; i < size; i++)
@@ -277,7 +261,7 @@ static size_t stop_early(void *user, const char *p, size_t n)
 
 static void test_download_callback_and_local(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     char big[20000];
     memset(big, 'z', sizeof big);
     bot_server_add_file(f->srv, "photos/p.jpg", big, sizeof big);

@@ -23,38 +23,22 @@
 
 #define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 
-struct fx {
-    bot_server *srv;
-    tg_bot *bot;
-    tg_ctx *ctx;
-};
-
 static int setup(void **state)
 {
-    struct fx *f = calloc(1, sizeof *f);
-    f->srv = bot_server_start(TOKEN);
-    assert_non_null(f->srv);
-    f->bot = tg_bot_new(
-        TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv), .log_level = TG_LOG_ERROR});
-    f->ctx = tg_ctx_new(f->bot);
-    assert_non_null(f->ctx);
+    bot_fx *f = bot_fx_new(TOKEN, &(tg_bot_options){.log_level = TG_LOG_ERROR});
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fx *f = *state;
-    tg_ctx_free(f->ctx);
-    tg_bot_free(f->bot);
-    bot_server_stop(f->srv);
-    free(f);
+    bot_fx_free(*state);
     return 0;
 }
 
 static void test_get_me(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     size_t n;
     char *body = tgtest_read_file(tgtest_shared_path("fixtures/botapi/getme_response.json"), &n);
     assert_non_null(body);
@@ -76,7 +60,7 @@ static void test_get_me(void **state)
 
 static void test_send_message(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     size_t n;
     char *body =
         tgtest_read_file(tgtest_shared_path("fixtures/botapi/sendmessage_response.json"), &n);
@@ -129,7 +113,7 @@ static char *write_temp(const char *content, size_t len)
 
 static void test_send_document_multipart(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     bot_server_set_reply(f->srv, "sendDocument", 200,
                          "{\"ok\":true,\"result\":{\"message_id\":9,\"date\":1,"
                          "\"chat\":{\"id\":42,\"type\":\"private\"}}}");
@@ -173,7 +157,7 @@ static void test_send_document_multipart(void **state)
 
 static void test_send_media_group_attach(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     bot_server_set_reply(f->srv, "sendMediaGroup", 200,
                          "{\"ok\":true,\"result\":[{\"message_id\":1,\"date\":1,"
                          "\"chat\":{\"id\":42,\"type\":\"private\"}},{\"message_id\":2,"
@@ -219,7 +203,7 @@ static void test_send_media_group_attach(void **state)
  * a leak (ASan) or a wrong request. */
 static void test_allocation_failures(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     bot_server_set_reply(f->srv, "sendDocument", 200,
                          "{\"ok\":true,\"result\":{\"message_id\":9,\"date\":1,"
                          "\"chat\":{\"id\":42,\"type\":\"private\"}}}");
@@ -438,14 +422,14 @@ static void check_body(const tg__method *m, const bot_request *r)
 static alignas(max_align_t) unsigned char params[8192];
 static alignas(max_align_t) unsigned char out[8192];
 
-static tg_status call_m(struct fx *f, const tg__method *m)
+static tg_status call_m(bot_fx *f, const tg__method *m)
 {
     memset(out, 0, sizeof out);
     return tg__call(f->ctx, m, m->params_desc ? params : NULL, out);
 }
 
 /* Success: path, JSON body with every required parameter, decoded result. */
-static void method_success(struct fx *f, const tg__method *m, tg__buf *b, const char *path)
+static void method_success(bot_fx *f, const tg__method *m, tg__buf *b, const char *path)
 {
     size_t res_off;
     result_json(b, m, &res_off);
@@ -461,7 +445,7 @@ static void method_success(struct fx *f, const tg__method *m, tg__buf *b, const 
 }
 
 /* The bad days, each against every method (the persistent reply is a success). */
-static void method_failures(struct fx *f, const tg__method *m, const char *path)
+static void method_failures(bot_fx *f, const tg__method *m, const char *path)
 {
     size_t before = bot_server_count(f->srv, m->name);
     bot_server_push_error(f->srv, m->name, 403, "Forbidden: bot was blocked by the user");
@@ -506,7 +490,7 @@ static void method_failures(struct fx *f, const tg__method *m, const char *path)
 
 static void test_every_method(void **state)
 {
-    struct fx *f = *state;
+    bot_fx *f = *state;
     tg__buf b;
     tg__buf_init(&b, 1 << 20);
     char path[128];

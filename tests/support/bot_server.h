@@ -111,4 +111,17 @@ size_t bot_server_connections(const bot_server *s);
 /* Find a part by name in a request (NULL if absent). */
 const bot_part *bot_request_part(const bot_request *r, const char *name);
 
+/* A fake server plus a bot and ctx pointed at it: the fixture most client tests need. */
+typedef struct bot_fx {
+    bot_server *srv;
+    struct tg_bot *bot;
+    struct tg_ctx *ctx;
+} bot_fx;
+
+/* Start a server for token and make a bot (opts' base_url is filled in) and a ctx.
+ * Fails the running cmocka test on any error. Free with bot_fx_free. */
+struct tg_bot_options;
+bot_fx *bot_fx_new(const char *token, const struct tg_bot_options *opts);
+void bot_fx_free(bot_fx *f); /* NULL-safe */
+
 #endif

@@ -1,0 +1,30 @@
+/* bot_fx: the fake Bot API server plus a bot and ctx pointed at it (see bot_server.h). */
+#include "bot_server.h"
+#include "tgtest.h"
+
+#include <tgbot/tgbot.h>
+
+bot_fx *bot_fx_new(const char *token, const tg_bot_options *opts)
+{
+    bot_fx *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->srv = bot_server_start(token);
+    assert_non_null(f->srv);
+    tg_bot_options o = opts ? *opts : (tg_bot_options){0};
+    o.base_url = bot_server_url(f->srv);
+    f->bot = tg_bot_new(token, &o);
+    assert_non_null(f->bot);
+    f->ctx = tg_ctx_new(f->bot);
+    assert_non_null(f->ctx);
+    return f;
+}
+
+void bot_fx_free(bot_fx *f)
+{
+    if (!f)
+        return;
+    tg_ctx_free(f->ctx);
+    tg_bot_free(f->bot);
+    bot_server_stop(f->srv);
+    free(f);
+}
