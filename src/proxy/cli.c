@@ -60,7 +60,7 @@ static const char usage_text[] =
     "  simple-run HOST:PORT SECRET  serve without a file\n"
     "      [--workers N] [--concurrency N] [--fronting-host H] [--fronting-port P]\n"
     "      [--public-host H] [--public-port P] [--prefer-ip MODE]\n"
-    "      [--tolerate-time-skewness DURATION] [--log-level LEVEL]\n"
+    "      [--tolerate-time-skewness DURATION] [--log-level LEVEL] [--no-fast-mode]\n"
     "  generate-secret [--hex|--base64] DOMAIN\n"
     "                               print a new FakeTLS (ee) secret for DOMAIN\n"
     "  access CONFIG.toml [--host H] [--port P] [--base64] [--no-qr]\n"
@@ -335,6 +335,8 @@ static int simple_options(const struct io *io, const struct args *a, struct conf
                                    "warn, error or off");
         cfg->log_level = level;
     }
+    if (opt(a, "no-fast-mode"))
+        cfg->fast_mode = false;
     return simple_fronting(io, a, cfg);
 }
 
@@ -343,7 +345,7 @@ static const struct opt_spec simple_specs[] = {
     {"fronting-host", true}, {"fronting-port", true},
     {"public-host", true},   {"public-port", true},
     {"prefer-ip", true},     {"tolerate-time-skewness", true},
-    {"log-level", true},
+    {"log-level", true},     {"no-fast-mode", false},
 };
 
 static int cmd_simple_run(const struct io *io, int argc, char **argv)

@@ -1364,6 +1364,7 @@ static const struct key_rule root_rules[] = {
     FN_KEY("prefer-ip", k_prefer_ip),
     SECONDS_KEY("tolerate-time-skewness", tolerate_time_skewness_s, 1, 3600),
     BOOL_KEY("allow-fallback-on-unknown-dc", allow_fallback_on_unknown_dc),
+    BOOL_KEY("fast-mode", fast_mode),
     BOOL_KEY("proxy-protocol-listener", proxy_protocol_listener),
     FN_KEY("log-level", k_log_level),
     FN_KEY("debug", k_debug),
@@ -1419,6 +1420,7 @@ void config_init(struct config *cfg)
     tg__strlcpy(cfg->source, "<config>", sizeof cfg->source);
     cfg->prefer_ip = CONFIG_PREFER_IPV6;
     cfg->tolerate_time_skewness_s = 120;
+    cfg->fast_mode = true;
     cfg->concurrency = 8192;
     cfg->fronting.port = 443;
     cfg->timeout.tcp_ms = 10000;

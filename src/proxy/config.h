@@ -102,6 +102,8 @@ struct config {
     enum config_prefer_ip prefer_ip;   /* default CONFIG_PREFER_IPV6 */
     uint32_t tolerate_time_skewness_s; /* FakeTLS timestamp window, ± seconds; default 120 */
     bool allow_fallback_on_unknown_dc; /* unknown DC -> DC 2 instead of close; default false */
+    bool fast_mode; /* fast-mode (brief 3.3): the DC header carries the client's reply keys,
+                       so DC -> client bytes pass without re-encryption; default true */
 
     uint32_t concurrency; /* max simultaneous client connections; default 8192 */
     uint32_t workers;     /* worker threads; 0 = number of online CPUs (default) */

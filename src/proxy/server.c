@@ -192,7 +192,7 @@ static int shared_init(struct server *s)
         if (!sh->replay)
             return -ENOMEM;
     }
-    sh->fast_mode = true; /* brief 3.3: on by default; see docs/proxy-engine.md */
+    sh->fast_mode = cfg->fast_mode; /* brief 3.3: on by default (fast-mode) */
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
     sh->buf_size = b + BUF_SLACK;
@@ -322,8 +322,8 @@ int server_run(const struct config *cfg)
     int rc = server_start(cfg, &s);
     if (rc == 0) {
         for (size_t i = 0; i < cfg->nlisten; i++)
-            tg__log(NULL, TG__LOG_INFO, "listening on %s (port %u) with %zu workers",
-                    cfg->listen[i].text, (unsigned)s->port[i], s->nw);
+            tg__log(NULL, TG__LOG_INFO, "listening on %s (port %u) with %zu workers, fast-mode %s",
+                    cfg->listen[i].text, (unsigned)s->port[i], s->nw, cfg->fast_mode ? "on" : "off");
         int sig = 0;
         while (sigwait(&set, &sig) != 0) {
         }

@@ -107,6 +107,7 @@ static void test_help_version_usage(void **state)
         {{"simple-run", "127.0.0.1:1", EE_A, "--workers", "x", NULL}, "--workers 'x'"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--prefer-ip=ipv5", NULL}, "--prefer-ip"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--fronting-port", "0", NULL}, "1..65535"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--no-fast-mode=yes", NULL}, "takes no value"},
     };
     for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
         cli(&r, usage[i].args);
@@ -441,19 +442,27 @@ static void test_binary_run_and_sigterm(void **state)
     assert_null(strstr(buf, KEY_A));
 }
 
-static void test_binary_simple_run(void **state)
+/* simple-run with extra options until the listening line containing want, then SIGTERM. */
+static void simple_run_says(const char *extra, const char *want)
 {
-    (void)state;
     struct child c;
     char buf[4096];
     spawn(&c, (const char *[]){TGPROXY_BIN, "simple-run", "127.0.0.1:0", EE_A, "--workers", "1",
-                               "--fronting-host", "127.0.0.1", "--fronting-port=9", NULL});
-    bool up = read_until(&c, "listening on 127.0.0.1:", buf, sizeof buf);
+                               "--fronting-host", "127.0.0.1", "--fronting-port=9", extra, NULL});
+    bool up = read_until(&c, want, buf, sizeof buf);
     kill(c.pid, up ? SIGTERM : SIGKILL);
     int code = wait_exit(&c);
     if (!up || code != 0)
         fail_msg("up %d, exit %d, stderr: %s", up, code, buf);
+    assert_non_null(strstr(buf, "listening on 127.0.0.1:"));
     assert_null(strstr(buf, KEY_A));
+}
+
+static void test_binary_simple_run(void **state)
+{
+    (void)state;
+    simple_run_says(NULL, "workers, fast-mode on");
+    simple_run_says("--no-fast-mode", "workers, fast-mode off");
 }
 
 int main(void)

@@ -183,6 +183,7 @@ int pcli_connect(struct pcli *c, uint16_t port, const struct pcli_opts *o)
         rc = -EIO;
         goto fail;
     }
+    pobfs_reply_keyiv(wire, o->mode == PCLI_DIRECT ? NULL : o->key, c->reply_keyiv);
     rc = write_framed(c, wire, 64);
     if (rc < 0)
         goto fail;

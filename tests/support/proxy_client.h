@@ -47,6 +47,7 @@ struct pcli {
     size_t max_record;
     int timeout_ms;
     struct pctr enc, dec;
+    uint8_t reply_keyiv[48]; /* key || IV of dec (pobfs_reply_keyiv of our header) */
     /* FakeTLS record reader */
     uint8_t rhdr[5];
     size_t rhdr_n, rleft;

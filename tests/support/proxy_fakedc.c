@@ -39,6 +39,8 @@ struct fakedc {
     pthread_t th;
     struct dconn *conns;
     struct fakedc_counters c; /* updated with atomics */
+    pthread_mutex_t mu;       /* guards last_reply */
+    uint8_t last_reply[48];
 };
 
 #define CADD(d, f, n) __atomic_add_fetch(&(d)->c.f, (n), __ATOMIC_RELAXED)
@@ -150,6 +152,11 @@ static int read_header(struct fakedc *d, struct dconn *c)
             return -1;
         }
         CADD(d, headers_ok, 1);
+        uint8_t kiv[48];
+        pobfs_reply_keyiv(c->hdr, NULL, kiv);
+        pthread_mutex_lock(&d->mu);
+        memcpy(d->last_reply, kiv, sizeof kiv);
+        pthread_mutex_unlock(&d->mu);
         __atomic_store_n(&d->c.last_dc, dc, __ATOMIC_RELAXED);
         __atomic_store_n(&d->c.last_tag, (uint32_t)tag * 0x01010101u, __ATOMIC_RELAXED);
     }
@@ -289,6 +296,7 @@ struct fakedc *fakedc_start(uint16_t *port)
     if (!d)
         return NULL;
     *port = 0;
+    pthread_mutex_init(&d->mu, NULL);
     d->lfd = psock_listen(port, 4096);
     d->epfd = epoll_create1(EPOLL_CLOEXEC);
     d->wakefd = eventfd(0, EFD_CLOEXEC);
@@ -310,6 +318,7 @@ fail:
         close(d->epfd);
     if (d->wakefd >= 0)
         close(d->wakefd);
+    pthread_mutex_destroy(&d->mu);
     free(d);
     return NULL;
 }
@@ -327,7 +336,15 @@ void fakedc_stop(struct fakedc *d)
     close(d->lfd);
     close(d->epfd);
     close(d->wakefd);
+    pthread_mutex_destroy(&d->mu);
     free(d);
+}
+
+void fakedc_last_reply_keyiv(struct fakedc *d, uint8_t out[48])
+{
+    pthread_mutex_lock(&d->mu);
+    memcpy(out, d->last_reply, sizeof d->last_reply);
+    pthread_mutex_unlock(&d->mu);
 }
 
 struct fakedc_counters fakedc_counters(struct fakedc *d)

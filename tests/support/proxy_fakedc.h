@@ -42,6 +42,10 @@ struct fakedc *fakedc_start(uint16_t *port);
 void fakedc_stop(struct fakedc *d); /* NULL-safe */
 struct fakedc_counters fakedc_counters(struct fakedc *d);
 
+/* Key || IV (pobfs_reply_keyiv) of the reply stream set up by the last valid header, all
+   zero before the first. With fast mode these are the keys the proxy's client expects. */
+void fakedc_last_reply_keyiv(struct fakedc *d, uint8_t out[48]);
+
 /* The 16-byte command block. */
 void fakedc_cmd(uint8_t out[FAKEDC_CMD_LEN], const char verb[4], uint32_t seed, uint64_t count);
 

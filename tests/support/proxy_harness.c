@@ -93,6 +93,7 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
         cfg->concurrency = o->concurrency;
     cfg->workers = o->workers ? o->workers : 2;
     cfg->proxy_protocol_listener = o->pp_listener;
+    cfg->fast_mode = !o->no_fast_mode;
     cfg->fronting.proxy_protocol = o->pp_front;
     if (o->antireplay_entries)
         cfg->antireplay.max_entries = o->antireplay_entries;

@@ -43,6 +43,7 @@ struct pharness_opts {
     bool pp_front;               /* [domain-fronting] proxy-protocol = true */
     bool front_by_name;          /* fronting host given as a name to resolve ("127.0.0.1",
                                     so the lookup never leaves the machine) */
+    bool no_fast_mode;           /* fast-mode = false */
 };
 
 struct pharness {

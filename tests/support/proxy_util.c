@@ -139,6 +139,18 @@ static int derive(const uint8_t h[64], const uint8_t *key, struct pctr *enc, str
     return 0;
 }
 
+void pobfs_reply_keyiv(const uint8_t wire[64], const uint8_t *key, uint8_t out[48])
+{
+    uint8_t r[48];
+    for (int i = 0; i < 48; i++)
+        r[i] = wire[55 - i];
+    if (key)
+        sha256_2(r, 32, key, 16, out);
+    else
+        memcpy(out, r, 32);
+    memcpy(out + 32, r + 32, 16);
+}
+
 int pobfs_client_header(uint8_t wire[64], const uint8_t *key, uint8_t tag, int16_t dc,
                         struct pctr *enc, struct pctr *dec)
 {

@@ -46,6 +46,10 @@ enum { PTAG_ABRIDGED = 0xef, PTAG_INTERMEDIATE = 0xee, PTAG_PADDED = 0xdd };
  */
 int pobfs_client_header(uint8_t wire[64], const uint8_t *key, uint8_t tag, int16_t dc,
                         struct pctr *enc, struct pctr *dec);
+/* Key (32 bytes) || IV (16 bytes) of the reply stream a header sets up (the stream its
+   sender decrypts with); key as for pobfs_client_header. Lets a test compare the keys a
+   client expects with the keys the DC was handed (fast mode, brief 3.3). */
+void pobfs_reply_keyiv(const uint8_t wire[64], const uint8_t *key, uint8_t out[48]);
 /* DC side of a direct header: decrypt, return tag byte and dc; dec continues at 64, enc is
    the reply cipher at 0. 0, or -1 if the tag is not one of the three. */
 int pobfs_dc_accept(const uint8_t wire[64], uint8_t *tag, int16_t *dc, struct pctr *dec,
