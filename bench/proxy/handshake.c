@@ -11,7 +11,8 @@
  * The proxy and the relay run in child processes: CPU per handshake is theirs alone, read
  * from /proc; allocations per handshake come from the child's malloc counter. A last row
  * times the handshake computation alone in-process (hello parse + validate + answer +
- * obfs2 parse + DC header), the crypto part of the proxy's cost.
+ * obfs2 parse + DC header), the crypto part of the proxy's cost, and two more the
+ * ServerHello key share alone, ours against a genuine OpenSSL X25519 key pair.
  *
  * Environment: TGKIT_BENCH_HS (default 4000) handshakes per path, over 2 client threads.
  */
@@ -19,7 +20,9 @@
 
 #include "core/allochook.h"
 #include "core/clock.h"
+#include "proxy/crypto.h"
 #include "proxy/faketls.h"
+#include "proxy/keyshare.h"
 #include "proxy/obfs2.h"
 #include "proxy_harness.h"
 #include "proxy_load.h"
@@ -148,6 +151,34 @@ static void crypto_floor(double proxy_cpu_us)
     free(x);
 }
 
+/* The ServerHello key share: ours (a random subgroup point, keyshare.h) against a genuine
+   OpenSSL X25519 key pair, the floor it replaces. */
+static void keyshare_rows(void)
+{
+    enum { N = 2000 };
+    uint8_t pub[32];
+    uint64_t a0 = tg__allochook_allocs(), t0 = tg__thread_cpu_ns();
+    for (int i = 0; i < N; i++)
+        if (crypto_x25519_random_public(pub) != 0)
+            abort();
+    double evp_ns = (double)(tg__thread_cpu_ns() - t0) / N;
+    double evp_allocs = (double)(tg__allochook_allocs() - a0) / N;
+    a0 = tg__allochook_allocs();
+    t0 = tg__thread_cpu_ns();
+    for (int i = 0; i < N; i++)
+        if (keyshare_random(pub) != 0)
+            abort();
+    double ks_ns = (double)(tg__thread_cpu_ns() - t0) / N;
+    double ks_allocs = (double)(tg__allochook_allocs() - a0) / N;
+    tg__bench_sink(pub[0]);
+    bool counted = tg__allochook_active();
+    pload_line("proxy_keyshare_openssl_x25519", "ns_per_op=%.0f allocs_per_op=%.1f", evp_ns,
+               counted ? evp_allocs : -1);
+    pload_line("proxy_keyshare_subgroup_point",
+               "ns_per_op=%.0f allocs_per_op=%.1f floor=openssl_x25519_keygen ratio=%.2f",
+               ks_ns, counted ? ks_allocs : -1, ks_ns / evp_ns);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -172,6 +203,7 @@ int main(void)
         &tls_cpu);
     run("proxy_hs_proxy_dd", h.port, pharness_client(&h, PCLI_DD), &h.proc, total, floor, NULL);
     crypto_floor(tls_cpu);
+    keyshare_rows();
     pproc_stop(&relay);
     pharness_stop(&h);
     return 0;

@@ -6,30 +6,91 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/params.h>
 #include <openssl/rand.h>
 
 static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
 static EVP_CIPHER *aes_ctr;
 static EVP_MD *sha256;
-static EVP_MAC *hmac;
+static pthread_key_t tls_key;
+static bool tls_key_ok;
+
+/*
+ * Per-thread reusable OpenSSL objects: one digest context and a small stack of cipher
+ * contexts already set up for AES-256-CTR. Re-keying a context that keeps its cipher costs
+ * no allocation, where EVP_CIPHER_CTX_new + init costs two; a handshake opens up to four
+ * streams and hashes five times, so reuse removes most of its allocations. Freed at thread
+ * exit (pthread key destructor).
+ */
+#define CTX_CACHE 32
+struct crypto_thread {
+    EVP_MD_CTX *md;
+    EVP_CIPHER_CTX *ctx[CTX_CACHE];
+    int nctx;
+};
+
+static void thread_free(void *arg)
+{
+    struct crypto_thread *t = arg;
+    EVP_MD_CTX_free(t->md);
+    for (int i = 0; i < t->nctx; i++)
+        EVP_CIPHER_CTX_free(t->ctx[i]);
+    OPENSSL_free(t);
+}
 
 static void fetch_algorithms(void)
 {
     aes_ctr = EVP_CIPHER_fetch(NULL, "AES-256-CTR", NULL);
     sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-    hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    tls_key_ok = pthread_key_create(&tls_key, thread_free) == 0;
 }
 
 int crypto_init(void)
 {
     pthread_once(&fetch_once, fetch_algorithms);
-    return (aes_ctr && sha256 && hmac) ? 0 : -EIO;
+    return (aes_ctr && sha256 && tls_key_ok) ? 0 : -EIO;
+}
+
+/* This thread's cache, created on first use; NULL on allocation failure (callers then
+   fall back to one-off objects). */
+static struct crypto_thread *thread_state(void)
+{
+    struct crypto_thread *t = pthread_getspecific(tls_key);
+    if (t)
+        return t;
+    t = OPENSSL_zalloc(sizeof *t);
+    if (t && pthread_setspecific(tls_key, t) != 0) {
+        OPENSSL_free(t);
+        t = NULL;
+    }
+    return t;
+}
+
+/* A cipher context, from the cache when possible (then already bound to AES-256-CTR). */
+static EVP_CIPHER_CTX *ctx_take(void)
+{
+    struct crypto_thread *t = thread_state();
+    if (t && t->nctx > 0)
+        return t->ctx[--t->nctx];
+    return EVP_CIPHER_CTX_new();
+}
+
+/* Give a context back: its key schedule is overwritten with a zero key before it is
+   cached, so no old connection's key lingers; freed when the cache is full. */
+static void ctx_give(EVP_CIPHER_CTX *ctx)
+{
+    static const uint8_t zero[32];
+    struct crypto_thread *t = ctx ? thread_state() : NULL;
+    if (t && t->nctx < CTX_CACHE && EVP_CIPHER_CTX_get0_cipher(ctx) &&
+        EVP_EncryptInit_ex2(ctx, NULL, zero, zero, NULL) == 1) {
+        t->ctx[t->nctx++] = ctx;
+        return;
+    }
+    EVP_CIPHER_CTX_free(ctx);
 }
 
 /* (Re)create the EVP context at keystream position c->pos. */
@@ -39,12 +100,14 @@ static int ctr_open(struct crypto_ctr *c)
     int outl = 0, rc = -EIO;
     if (crypto_init() != 0)
         return -EIO;
-    if (!c->ctx && !(c->ctx = EVP_CIPHER_CTX_new()))
+    if (!c->ctx && !(c->ctx = ctx_take()))
         return -ENOMEM;
     memcpy(iv, c->iv, 16);
     crypto_ctr_iv_add(iv, c->pos / 16);
     int part = (int)(c->pos % 16);
-    if (EVP_EncryptInit_ex2(c->ctx, aes_ctr, c->key, iv, NULL) == 1 &&
+    /* a context that already holds the cipher is re-keyed without re-creating it */
+    const EVP_CIPHER *ciph = EVP_CIPHER_CTX_get0_cipher(c->ctx) ? NULL : aes_ctr;
+    if (EVP_EncryptInit_ex2(c->ctx, ciph, c->key, iv, NULL) == 1 &&
         (part == 0 || (EVP_EncryptUpdate(c->ctx, skip, &outl, skip, part) == 1 && outl == part)))
         rc = 0;
     crypto_wipe(skip, sizeof skip);
@@ -94,7 +157,7 @@ void crypto_ctr_park(struct crypto_ctr *c)
 {
     if (!c || !c->ctx)
         return;
-    EVP_CIPHER_CTX_free(c->ctx);
+    ctx_give(c->ctx);
     c->ctx = NULL;
 }
 
@@ -102,7 +165,7 @@ void crypto_ctr_cleanup(struct crypto_ctr *c)
 {
     if (!c)
         return;
-    EVP_CIPHER_CTX_free(c->ctx);
+    ctx_give(c->ctx);
     crypto_wipe(c, sizeof(*c));
 }
 
@@ -117,51 +180,72 @@ void crypto_ctr_iv_add(uint8_t iv[16], uint64_t blocks)
     }
 }
 
-int crypto_sha256(const struct crypto_part *parts, size_t nparts, uint8_t out[32])
+/* Hash parts into out with md (initialised here). */
+static int digest_parts(EVP_MD_CTX *md, const uint8_t *first, size_t first_n,
+                        const struct crypto_part *parts, size_t nparts, uint8_t out[32])
 {
-    int rc = -EIO;
     unsigned outl = 0;
-    if (crypto_init() != 0)
+    if (EVP_DigestInit_ex2(md, sha256, NULL) != 1 ||
+        (first_n && EVP_DigestUpdate(md, first, first_n) != 1))
         return -EIO;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md)
-        return -ENOMEM;
-    if (EVP_DigestInit_ex2(md, sha256, NULL) != 1)
-        goto out;
     for (size_t i = 0; i < nparts; i++)
         if (parts[i].n && EVP_DigestUpdate(md, parts[i].p, parts[i].n) != 1)
-            goto out;
-    if (EVP_DigestFinal_ex(md, out, &outl) == 1 && outl == 32)
-        rc = 0;
-out:
+            return -EIO;
+    return EVP_DigestFinal_ex(md, out, &outl) == 1 && outl == 32 ? 0 : -EIO;
+}
+
+/* SHA-256 of first ‖ parts, on this thread's reusable context. */
+static int sha256_with(const uint8_t *first, size_t first_n, const struct crypto_part *parts,
+                       size_t nparts, uint8_t out[32])
+{
+    if (crypto_init() != 0)
+        return -EIO;
+    struct crypto_thread *t = thread_state();
+    if (t && !t->md)
+        t->md = EVP_MD_CTX_new();
+    if (t && t->md)
+        return digest_parts(t->md, first, first_n, parts, nparts, out);
+    EVP_MD_CTX *md = EVP_MD_CTX_new(); /* no thread cache: one-off context */
+    if (!md)
+        return -ENOMEM;
+    int rc = digest_parts(md, first, first_n, parts, nparts, out);
     EVP_MD_CTX_free(md);
     return rc;
 }
 
+int crypto_sha256(const struct crypto_part *parts, size_t nparts, uint8_t out[32])
+{
+    return sha256_with(NULL, 0, parts, nparts, out);
+}
+
+/*
+ * HMAC-SHA256 (RFC 2104) over the thread's SHA-256 context: H(K^opad ‖ H(K^ipad ‖ m)).
+ * Built here rather than through EVP_MAC because the MAC provider looks the digest up by
+ * name on every init, which cost more than the hashing for the proxy's short messages.
+ */
 int crypto_hmac_sha256(const void *key, size_t keylen, const struct crypto_part *parts,
                        size_t nparts, uint8_t out[32])
 {
-    int rc = -EIO;
-    size_t outl = 0;
-    char digest[] = "SHA256";
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-        OSSL_PARAM_construct_end(),
-    };
-    if (crypto_init() != 0)
-        return -EIO;
-    EVP_MAC_CTX *m = EVP_MAC_CTX_new(hmac);
-    if (!m)
-        return -ENOMEM;
-    if (EVP_MAC_init(m, key, keylen, params) != 1)
-        goto out;
-    for (size_t i = 0; i < nparts; i++)
-        if (parts[i].n && EVP_MAC_update(m, parts[i].p, parts[i].n) != 1)
-            goto out;
-    if (EVP_MAC_final(m, out, &outl, 32) == 1 && outl == 32)
-        rc = 0;
-out:
-    EVP_MAC_CTX_free(m);
+    uint8_t k[64] = {0}, pad[64], inner[32];
+    int rc = 0;
+    if (keylen > sizeof k) {
+        struct crypto_part kp = {key, keylen};
+        rc = sha256_with(NULL, 0, &kp, 1, k);
+    } else if (keylen) {
+        memcpy(k, key, keylen);
+    }
+    for (size_t i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x36;
+    if (rc == 0)
+        rc = sha256_with(pad, 64, parts, nparts, inner);
+    for (size_t i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x5c;
+    struct crypto_part ip = {inner, 32};
+    if (rc == 0)
+        rc = sha256_with(pad, 64, &ip, 1, out);
+    crypto_wipe(k, sizeof k);
+    crypto_wipe(pad, sizeof pad);
+    crypto_wipe(inner, sizeof inner);
     return rc;
 }
 

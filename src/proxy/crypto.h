@@ -8,11 +8,14 @@
  * - SHA-256 and HMAC-SHA256 over up to a few scattered parts (no concatenation copies).
  * - CSPRNG bytes (RAND_bytes) and X25519 public keys for the FakeTLS ServerHello.
  *
- * The cipher, digest and MAC implementations are fetched once per process (lazily, thread
- * safe) so per-connection set-up does not repeat provider look-ups.
+ * The cipher and digest implementations are fetched once per process (lazily, thread safe)
+ * so per-connection set-up does not repeat provider look-ups, and each thread keeps one
+ * digest context and up to 32 spare cipher contexts (freed at thread exit), so a handshake
+ * hashes and keys its streams without allocating once the thread is warm.
  *
  * Ownership: a struct crypto_ctr owns one EVP_CIPHER_CTX (allocated by OpenSSL, about
- * 650 bytes with the key schedule) until crypto_ctr_park() or crypto_ctr_cleanup(). Key and
+ * 650 bytes with the key schedule) until crypto_ctr_park() or crypto_ctr_cleanup(), which
+ * hand it back to the calling thread's spare list after overwriting its key schedule. Key and
  * IV are copied into the struct (to resume a parked stream); callers should wipe theirs.
  * Thread-safety: all functions are reentrant; a crypto_ctr is used by one thread at a time.
  * Return convention: 0 or -errno (-ENOMEM allocation, -EIO OpenSSL failure, -EINVAL args).
@@ -80,8 +83,9 @@ uint32_t crypto_random_range(uint32_t lo, uint32_t hi);
 
 /* X25519 public key of the given private scalar (clamped by X25519 itself). 0 or -EIO. */
 int crypto_x25519_public(const uint8_t scalar[32], uint8_t pub[32]);
-/* A fresh key pair from the CSPRNG; only the public half is returned (the proxy never
-   completes a real key exchange). 0 or -EIO. */
+/* A fresh key pair from the CSPRNG; only the public half is returned. The ServerHello uses
+   keyshare_random() (same distribution, a fraction of the cost); this stays as the
+   benchmark's reference and for tests. 0 or -EIO. */
 int crypto_x25519_random_public(uint8_t pub[32]);
 
 /* Wipe memory in a way the compiler will not elide. */

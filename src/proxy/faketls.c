@@ -9,6 +9,7 @@
 
 #include "core/str.h"
 #include "proxy/crypto.h"
+#include "proxy/keyshare.h"
 
 enum { REC_HANDSHAKE = 0x16, REC_CCS = 0x14, REC_ALERT = 0x15, REC_DATA = 0x17 };
 
@@ -347,7 +348,7 @@ int faketls_server_hello(const struct faketls_hello *h, const uint8_t key[16],
         return -ENOSPC;
     if (a->x25519_pub)
         memcpy(pub, a->x25519_pub, 32);
-    else if ((rc = crypto_x25519_random_public(pub)) != 0)
+    else if ((rc = keyshare_random(pub)) != 0)
         return rc;
     uint8_t *p = put_server_hello(out, h, a, pub);
     p = put(p, ccs, sizeof ccs);

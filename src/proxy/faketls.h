@@ -121,7 +121,7 @@ enum faketls_verdict faketls_validate(const struct faketls_hello *h, const struc
 
 struct faketls_answer {
     uint16_t cipher;           /* usually hello.cipher */
-    const uint8_t *x25519_pub; /* 32 bytes; NULL = fresh key pair from the CSPRNG */
+    const uint8_t *x25519_pub; /* 32 bytes; NULL = a fresh random one (keyshare_random) */
     const uint8_t *appdata;    /* filler bytes; NULL = random bytes */
     size_t appdata_len;        /* 0 = uniform random in [2500, 4700); max 16384 */
     bool versions_first;       /* extension order; default (false) key_share first */

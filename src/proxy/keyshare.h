@@ -1,0 +1,31 @@
+/*
+ * keyshare: the X25519 public key the FakeTLS ServerHello carries, made cheaply.
+ *
+ * The proxy never completes a key exchange, so it needs no private key: only a public value
+ * a censor cannot tell from a real server's. A real X25519 public key is the u-coordinate of
+ * a uniformly random point of the curve's prime-order subgroup. keyshare_random() draws a
+ * uniformly random point R of Curve25519 (random u from the CSPRNG, kept when
+ * u^3 + 486662 u^2 + u is a non-zero square mod p, i.e. R lies on the curve and not on its
+ * twist) and returns u([8]R). Multiplying by the cofactor 8 maps the uniform distribution on
+ * the curve onto the uniform distribution on the prime-order subgroup, which is exactly the
+ * distribution of genuine public keys. Cost: one Legendre symbol per candidate (about two
+ * candidates on average), three x-only doublings and one inversion, against a full
+ * 255-step Montgomery ladder for a genuine key pair (see bench/proxy/handshake.c).
+ *
+ * Arithmetic is mod p = 2^255 - 19 on five 51-bit limbs; it handles public random values
+ * only, so it makes no constant-time promise beyond that of the ladder it replaces.
+ * Thread-safety: reentrant. Returns 0, or -EIO if the CSPRNG fails.
+ */
+#ifndef TGPROXY_KEYSHARE_H
+#define TGPROXY_KEYSHARE_H
+
+#include <stdint.h>
+
+int keyshare_random(uint8_t pub[32]);
+
+/* Same from caller-chosen 32-byte candidates (the last bit of each is ignored): tries
+   cand[0..n) in order and returns the index used, or -1 if none lies on the curve.
+   Deterministic; for tests. */
+int keyshare_from_candidates(const uint8_t (*cand)[32], int n, uint8_t pub[32]);
+
+#endif
