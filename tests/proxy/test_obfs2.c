@@ -4,6 +4,8 @@
 
 #include <errno.h>
 
+#include <openssl/evp.h>
+
 #include "core/str.h"
 #include "proxy/crypto.h"
 #include "proxy/obfs2.h"
@@ -370,6 +372,28 @@ static void test_crypto_helpers(void **state)
     assert_int_equal(crypto_hmac_sha256("Jefe", 4, msg, 1, h), 0);
     tg__hex_encode(hex, h, 32);
     assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    /* RFC 4231 test case 6: a key longer than the block is hashed first */
+    uint8_t longkey[131];
+    memset(longkey, 0xaa, sizeof longkey);
+    struct crypto_part msg6[1] = {{"Test Using Larger Than Block-Size Key - Hash Key First", 54}};
+    assert_int_equal(crypto_hmac_sha256(longkey, sizeof longkey, msg6, 1, h), 0);
+    tg__hex_encode(hex, h, 32);
+    assert_string_equal(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    /* differential against OpenSSL's own HMAC over many key and message lengths */
+    for (size_t kl = 0; kl <= 130; kl += 13) {
+        for (size_t ml = 0; ml <= 300; ml += 37) {
+            uint8_t hk[130], m[300], want[32];
+            size_t wl = 0;
+            assert_int_equal(crypto_random(hk, sizeof hk), 0);
+            assert_int_equal(crypto_random(m, sizeof m), 0);
+            struct crypto_part two[2] = {{m, ml / 2}, {m + ml / 2, ml - ml / 2}};
+            assert_int_equal(crypto_hmac_sha256(hk, kl, two, 2, h), 0);
+            assert_non_null(EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, hk, kl, m, ml, want,
+                                      sizeof want, &wl));
+            assert_int_equal(wl, 32);
+            assert_memory_equal(h, want, 32);
+        }
+    }
     for (int i = 0; i < 1000; i++) {
         uint32_t r = crypto_random_range(2500, 4700);
         assert_true(r >= 2500 && r < 4700);
