@@ -14,6 +14,7 @@
 #include "proxy/relay.h"
 #include "proxy/upstream.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -196,33 +197,116 @@ void conn_accept(struct conn_worker *w, int fd)
 
 enum { PP_MORE = CONN_PP_MORE, PP_OK = CONN_PP_OK, PP_BAD = CONN_PP_BAD };
 
-int conn_pp_parse(const uint8_t *b, size_t n, size_t *len)
+/* v2 addresses of a complete header b[0..total) (cmd, family already checked). */
+static void pp_v2_addr(const uint8_t *b, struct conn_pp_addr *out)
 {
-    size_t k = n < sizeof pp_v2_sig ? n : sizeof pp_v2_sig;
-    if (memcmp(b, pp_v2_sig, k) == 0) {
-        if (n < 16)
-            return PP_MORE;
-        size_t total = 16 + ((size_t)b[14] << 8 | b[15]);
-        unsigned ver = b[12] >> 4, cmd = b[12] & 0x0f, fam = b[13] >> 4;
-        if (ver != 2 || cmd > 1 || fam > 2 || total > PP_V2_MAX ||
-            (cmd == 1 && fam == 1 && total < 16 + 12) || (cmd == 1 && fam == 2 && total < 16 + 36))
-            return PP_BAD;
-        *len = total;
-        return n >= total ? PP_OK : PP_MORE;
+    unsigned cmd = b[12] & 0x0f, fam = b[13] >> 4;
+    if (cmd != 1 || (fam != 1 && fam != 2))
+        return; /* LOCAL, or AF_UNSPEC: the socket's addresses apply */
+    size_t alen = fam == 1 ? 4 : 16;
+    out->family = fam == 1 ? AF_INET : AF_INET6;
+    memcpy(out->src, b + 16, alen);
+    memcpy(out->dst, b + 16 + alen, alen);
+    memcpy(&out->src_port, b + 16 + 2 * alen, 2);
+    memcpy(&out->dst_port, b + 18 + 2 * alen, 2);
+}
+
+static int pp_v2(const uint8_t *b, size_t n, size_t *len, struct conn_pp_addr *out)
+{
+    if (n < 16)
+        return PP_MORE;
+    size_t total = 16 + ((size_t)b[14] << 8 | b[15]);
+    unsigned ver = b[12] >> 4, cmd = b[12] & 0x0f, fam = b[13] >> 4;
+    if (ver != 2 || cmd > 1 || fam > 2 || total > PP_V2_MAX ||
+        (cmd == 1 && fam == 1 && total < 16 + 12) || (cmd == 1 && fam == 2 && total < 16 + 36))
+        return PP_BAD;
+    *len = total;
+    if (n < total)
+        return PP_MORE;
+    pp_v2_addr(b, out);
+    return PP_OK;
+}
+
+/* Decimal port 0..65535 of exactly n digits. */
+static bool pp_port(const char *s, size_t n, uint16_t *out)
+{
+    unsigned v = 0;
+    if (n == 0 || n > 5)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (unsigned)(s[i] - '0');
     }
+    if (v > 65535)
+        return false;
+    *out = htons((uint16_t)v);
+    return true;
+}
+
+/* "SRC DST SPORT DPORT" of a v1 TCP4/TCP6 line (s[0..n), CRLF excluded). */
+static bool pp_v1_fields(const char *s, size_t n, int family, struct conn_pp_addr *out)
+{
+    const char *f[4];
+    size_t fl[4], k = 0, start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && s[i] != ' ')
+            continue;
+        if (k == 4 || i == start)
+            return false; /* a fifth field, or an empty one (double space) */
+        f[k] = s + start;
+        fl[k++] = i - start;
+        start = i + 1;
+    }
+    if (k != 4 || !pp_port(f[2], fl[2], &out->src_port) || !pp_port(f[3], fl[3], &out->dst_port))
+        return false;
+    for (int j = 0; j < 2; j++) {
+        char ip[48]; /* the longest IPv6 text is 45 bytes */
+        if (fl[j] >= sizeof ip)
+            return false;
+        memcpy(ip, f[j], fl[j]);
+        ip[fl[j]] = '\0';
+        if (inet_pton(family, ip, j == 0 ? out->src : out->dst) != 1)
+            return false;
+    }
+    out->family = (uint8_t)family;
+    return true;
+}
+
+/* A complete v1 line b[0..line) ending in CRLF. */
+static int pp_v1_line(const uint8_t *b, size_t line, struct conn_pp_addr *out)
+{
+    /* each protocol word must fit in the line before its CRLF (fuzzer-found) */
+    if (line >= 6 + 7 + 2 && memcmp(b + 6, "UNKNOWN", 7) == 0)
+        return PP_OK; /* the rest of the line is ignored (spec 2.1); the socket's addresses */
+    if (line < 6 + 5 + 2 || (memcmp(b + 6, "TCP4 ", 5) != 0 && memcmp(b + 6, "TCP6 ", 5) != 0))
+        return PP_BAD;
+    int family = b[9] == '4' ? AF_INET : AF_INET6;
+    struct conn_pp_addr a;
+    memset(&a, 0, sizeof a);
+    if (!pp_v1_fields((const char *)b + 11, line - 2 - 11, family, &a))
+        return PP_BAD;
+    *out = a;
+    return PP_OK;
+}
+
+int conn_pp_parse_addr(const uint8_t *b, size_t n, size_t *len, struct conn_pp_addr *out)
+{
+    struct conn_pp_addr scratch;
+    if (!out)
+        out = &scratch;
+    memset(out, 0, sizeof *out);
+    size_t k = n < sizeof pp_v2_sig ? n : sizeof pp_v2_sig;
+    if (memcmp(b, pp_v2_sig, k) == 0)
+        return pp_v2(b, n, len, out);
     static const char v1[] = "PROXY ";
     k = n < 6 ? n : 6;
     if (memcmp(b, v1, k) != 0)
         return PP_BAD;
     for (size_t i = 1; i < n && i < PP_V1_MAX; i++) {
         if (b[i - 1] == '\r' && b[i] == '\n') {
-            /* each protocol word must fit in the line before its CRLF (fuzzer-found) */
-            size_t line = i + 1;
-            bool known = (line >= 6 + 5 + 2 &&
-                          (memcmp(b + 6, "TCP4 ", 5) == 0 || memcmp(b + 6, "TCP6 ", 5) == 0)) ||
-                         (line >= 6 + 7 + 2 && memcmp(b + 6, "UNKNOWN", 7) == 0);
             *len = i + 1;
-            return known ? PP_OK : PP_BAD;
+            return pp_v1_line(b, i + 1, out);
         }
         if (b[i] != '\r' && (b[i] < 0x20 || b[i] > 0x7e))
             return PP_BAD;
@@ -230,41 +314,63 @@ int conn_pp_parse(const uint8_t *b, size_t n, size_t *len)
     return n >= PP_V1_MAX ? PP_BAD : PP_MORE;
 }
 
-/* PROXY v2 header describing the client socket (peer -> local) into out[0..HS_HEADROOM).
-   Returns its length, or 0 when the addresses cannot be read. */
-static size_t pp_build(int fd, uint8_t *out)
+int conn_pp_parse(const uint8_t *b, size_t n, size_t *len)
 {
+    return conn_pp_parse_addr(b, n, len, NULL);
+}
+
+/* The client's addresses for the PROXY v2 header toward the fronting host: what the
+   balancer's header said, else the client socket's peer and local address. */
+static bool pp_source(const struct conn *c, struct conn_pp_addr *a)
+{
+    if (c->pp.family) {
+        *a = c->pp;
+        return true;
+    }
     struct sockaddr_storage src = {0},
                             dst = {0}; /* zeroed: the analyzer cannot see the kernel fill them */
     socklen_t sl = sizeof src, dl = sizeof dst;
-    if (getpeername(fd, (struct sockaddr *)&src, &sl) < 0 ||
-        getsockname(fd, (struct sockaddr *)&dst, &dl) < 0 || src.ss_family != dst.ss_family)
-        return 0;
-    memcpy(out, pp_v2_sig, sizeof pp_v2_sig);
-    out[12] = 0x21; /* version 2, PROXY */
-    size_t alen;
+    if (getpeername(c->cfd, (struct sockaddr *)&src, &sl) < 0 ||
+        getsockname(c->cfd, (struct sockaddr *)&dst, &dl) < 0 || src.ss_family != dst.ss_family)
+        return false;
+    memset(a, 0, sizeof *a);
     if (src.ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const void *)&src, *b = (const void *)&dst;
-        out[13] = 0x11; /* TCP over IPv4 */
-        memcpy(out + 16, &a->sin_addr, 4);
-        memcpy(out + 20, &b->sin_addr, 4);
-        memcpy(out + 24, &a->sin_port, 2);
-        memcpy(out + 26, &b->sin_port, 2);
-        alen = 12;
+        const struct sockaddr_in *s4 = (const void *)&src, *d4 = (const void *)&dst;
+        memcpy(a->src, &s4->sin_addr, 4);
+        memcpy(a->dst, &d4->sin_addr, 4);
+        a->src_port = s4->sin_port;
+        a->dst_port = d4->sin_port;
     } else if (src.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const void *)&src, *b = (const void *)&dst;
-        out[13] = 0x21; /* TCP over IPv6 */
-        memcpy(out + 16, &a->sin6_addr, 16);
-        memcpy(out + 32, &b->sin6_addr, 16);
-        memcpy(out + 48, &a->sin6_port, 2);
-        memcpy(out + 50, &b->sin6_port, 2);
-        alen = 36;
+        const struct sockaddr_in6 *s6 = (const void *)&src, *d6 = (const void *)&dst;
+        memcpy(a->src, &s6->sin6_addr, 16);
+        memcpy(a->dst, &d6->sin6_addr, 16);
+        a->src_port = s6->sin6_port;
+        a->dst_port = d6->sin6_port;
     } else {
-        return 0;
+        return false;
     }
+    a->family = (uint8_t)src.ss_family;
+    return true;
+}
+
+/* PROXY v2 header (brief 6.2) for c into out[0..HS_HEADROOM). Returns its length, or 0
+   when no address is known. */
+static size_t pp_build(const struct conn *c, uint8_t *out)
+{
+    struct conn_pp_addr a;
+    if (!pp_source(c, &a))
+        return 0;
+    size_t alen = a.family == AF_INET ? 4 : 16;
+    memcpy(out, pp_v2_sig, sizeof pp_v2_sig);
+    out[12] = 0x21;                               /* version 2, PROXY */
+    out[13] = a.family == AF_INET ? 0x11 : 0x21; /* TCP over IPv4 / IPv6 */
     out[14] = 0;
-    out[15] = (uint8_t)alen;
-    return 16 + alen;
+    out[15] = (uint8_t)(2 * alen + 4);
+    memcpy(out + 16, a.src, alen);
+    memcpy(out + 16 + alen, a.dst, alen);
+    memcpy(out + 16 + 2 * alen, &a.src_port, 2);
+    memcpy(out + 18 + 2 * alen, &a.dst_port, 2);
+    return 16 + 2 * alen + 4;
 }
 
 static void hs_debug(struct conn *c, const char *what, const char *why)
@@ -287,7 +393,7 @@ static void front(struct conn *c, bool deadline)
         c->hs = conn_buf_get(c->w); /* a silent client still gets its PROXY header sent */
     if (c->w->sh->cfg->fronting.proxy_protocol && c->hs) {
         uint8_t hdr[HS_HEADROOM];
-        size_t k = pp_build(c->cfd, hdr); /* the handshake buffer always keeps this room */
+        size_t k = pp_build(c, hdr); /* the handshake buffer always keeps this room */
         memmove(c->hs + k, c->hs, c->hs_len);
         memcpy(c->hs, hdr, k);
         c->hs_len += (uint32_t)k;
@@ -496,7 +602,7 @@ static void hello_step(struct conn *c)
 static int strip_pp(struct conn *c)
 {
     size_t k = 0;
-    int r = conn_pp_parse(c->hs, c->hs_len, &k);
+    int r = conn_pp_parse_addr(c->hs, c->hs_len, &k, &c->pp);
     if (r == PP_MORE)
         return 0;
     if (r == PP_BAD) {

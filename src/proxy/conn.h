@@ -120,6 +120,17 @@ enum conn_end {
     END_PROTO, /* bad TLS record or alert from the client */
 };
 
+/*
+ * The client addresses a balancer's PROXY header names. family 0 = none: v1 "UNKNOWN", v2
+ * LOCAL or an unspecified address family; the socket's own addresses apply then. Addresses
+ * and ports in network byte order (4 bytes used for AF_INET).
+ */
+struct conn_pp_addr {
+    uint8_t family; /* 0, AF_INET or AF_INET6 */
+    uint8_t src[16], dst[16];
+    uint16_t src_port, dst_port;
+};
+
 /* One direction of a relay: bytes read from one socket waiting for the other. */
 struct relay_dir {
     uint8_t *buf;      /* pool buffer while bytes are in flight, else NULL */
@@ -152,6 +163,7 @@ struct conn {
     uint8_t addr_i; /* DC address being tried (upstream_addr index) */
     bool tls, fast;
     bool pp_done; /* listener PROXY header consumed (if configured) */
+    struct conn_pp_addr pp; /* what that header said (family 0 = use the socket) */
     bool parked;  /* ciphers parked while quiet; timer in tq_idle */
 };
 
@@ -191,13 +203,17 @@ static inline void conn_touch(struct conn *c)
 const char *conn_end_name(enum conn_end e);
 
 enum { CONN_PP_MORE = 0, CONN_PP_OK = 1, CONN_PP_BAD = -1 };
+
 /*
  * The PROXY protocol header a trusted balancer puts before the client's bytes (brief 6.1),
  * v1 text (at most 107 bytes) or v2 binary (at most 1024 bytes accepted), at the start of
- * b[0..n). CONN_PP_OK with its length in *len, CONN_PP_MORE for a valid prefix,
- * CONN_PP_BAD otherwise. Pure (no I/O, reads only b[0..n)); the addresses are not
- * extracted, since tgproxy logs none. Fuzzed by fuzz/proxy_proxyproto.
+ * b[0..n). CONN_PP_OK with its length in *len and the addresses in *out (out may be NULL),
+ * CONN_PP_MORE for a valid prefix, CONN_PP_BAD otherwise (a v1 line whose addresses or
+ * ports do not parse, or do not match TCP4 / TCP6, is bad). Pure (no I/O, reads only
+ * b[0..n)). Fuzzed by fuzz/proxy_proxyproto.
  */
+int conn_pp_parse_addr(const uint8_t *b, size_t n, size_t *len, struct conn_pp_addr *out);
+/* conn_pp_parse_addr without the addresses. */
 int conn_pp_parse(const uint8_t *b, size_t n, size_t *len);
 
 /* No fronting target after all (upstream.c, after an asynchronous lookup): read and
