@@ -45,6 +45,7 @@ static const char *const end_names[] = {
     [END_NOMEM] = "out-of-memory",
     [END_SHUTDOWN] = "shutdown",
     [END_PROTO] = "client-tls-error",
+    [END_DNS] = "dns",
 };
 
 const char *conn_end_name(enum conn_end e)
@@ -134,8 +135,7 @@ void conn_close(struct conn *c, enum conn_end why)
     stats_add(&w->stats, bytes_up, c->bytes_up);
     stats_add(&w->stats, bytes_down, c->bytes_down);
     loop_timer_stop(&c->timer);
-    if (c->state == CONN_FRONT_RESOLVE)
-        upstream_forget(c);
+    upstream_forget(c); /* no-op unless waiting for a lookup */
     loop_io_del(&w->loop, &c->cli);
     loop_io_del(&w->loop, &c->up);
     if (c->cfd >= 0)

@@ -7,7 +7,8 @@
  *              header (dd / classic secrets); validate. Failure -> FRONT_CONNECT.
  *   FLIGHT     FakeTLS only, after our ServerHello: unwrap records until the 64-byte obfs2
  *              header is complete; failure -> close (brief 2.6).
- *   DC_CONNECT non-blocking connect to the DC's addresses in turn (upstream.c).
+ *   DC_CONNECT non-blocking connect to the DC's addresses in turn (upstream.c); first
+ *              DC_RESOLVE while a [dcs] host name is being resolved.
  *   RELAY      both directions re-encrypted in place (relay.c).
  *   FRONT_*    domain fronting: connect to the fronting host, replay every byte read so far,
  *              then relay byte for byte.
@@ -48,6 +49,7 @@
 #include "proxy/stats.h"
 
 struct antireplay;
+struct upstream_name;
 
 /* State shared by every worker; read-only once the workers run (except the atomics). */
 struct conn_shared {
@@ -81,16 +83,12 @@ struct conn_worker {
     tg__ratelimit rl;       /* debug lines the network can trigger */
     tg__pool conn_pool;     /* struct conn storage */
     uint8_t *scratch;       /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
-    /* fronting address cache, filled by a resolver thread on first need (upstream.c) */
-    struct sockaddr_storage front_addr;
-    socklen_t front_len; /* 0 = the name did not resolve */
-    bool front_known;    /* the cache holds an answer (positive or negative) */
-    uint64_t front_resolved_ms;
-    int dns_fd[2]; /* resolver thread -> worker, one answer per lookup */
+    /* host names (fronting host, [dcs] names) resolved off the loop by resolver threads,
+       with their cached answers and waiting connections (upstream.c) */
+    struct upstream_name *names;
+    size_t nnames;
+    int dns_fd[2]; /* resolver threads -> worker: 4-byte name indexes */
     struct loop_io dns_io;
-    pthread_t dns_th;
-    bool dns_busy;         /* a lookup is running */
-    struct conn *dns_wait; /* connections waiting for that answer */
 };
 
 #define CONN_PARK_MS 10000 /* quiet time before an idle relay frees its cipher contexts */
@@ -99,6 +97,7 @@ enum conn_state {
     CONN_HELLO,
     CONN_FLIGHT,
     CONN_DC_CONNECT,
+    CONN_DC_RESOLVE, /* waiting for a [dcs] host name's addresses (resolver thread) */
     CONN_RELAY,
     CONN_FRONT_RESOLVE, /* waiting for the fronting host's address (resolver thread) */
     CONN_FRONT_CONNECT,
@@ -118,6 +117,7 @@ enum conn_end {
     END_NOMEM,
     END_SHUTDOWN,
     END_PROTO, /* bad TLS record or alert from the client */
+    END_DNS,   /* the DC's host names gave no address (failed or timed-out lookup) */
 };
 
 /*
@@ -147,7 +147,7 @@ struct conn {
     struct loop_timer timer;
     struct conn_worker *w;
     struct conn *prev, *next;
-    struct conn *dns_next; /* in worker->dns_wait while FRONT_RESOLVE */
+    struct conn *dns_next; /* in a name's wait list while FRONT_RESOLVE / DC_RESOLVE */
     uint64_t start_ms, last_io_ms;
     uint64_t bytes_up, bytes_down;
     struct relay_dir dir[2];
@@ -161,6 +161,7 @@ struct conn {
     uint8_t state;  /* enum conn_state */
     uint8_t end;    /* enum conn_end */
     uint8_t addr_i; /* DC address being tried (upstream_addr index) */
+    uint16_t dns_idx; /* worker->names[] entry waited for in the *_RESOLVE states */
     bool tls, fast;
     bool pp_done; /* listener PROXY header consumed (if configured) */
     struct conn_pp_addr pp; /* what that header said (family 0 = use the socket) */

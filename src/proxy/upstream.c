@@ -1,7 +1,11 @@
 /*
  * upstream: non-blocking connects to DCs and to the fronting host. See upstream.h.
- * Invariant: while a connect is under way, c->ufd is the socket, c->up is registered for
- * WRITE with on_connected, and c->timer runs in the matching connect queue.
+ * Invariants: while a connect is under way, c->ufd is the socket, c->up is registered for
+ * WRITE with on_connected, and c->timer runs in the matching connect queue. While a
+ * connection waits for a lookup (FRONT_RESOLVE, DC_RESOLVE) it is in exactly one name's
+ * wait list (c->dns_idx) with its timer running, and has no socket upstream. A name's
+ * answer fields (ans_*) belong to its resolver thread while busy; the cache fields belong
+ * to the worker thread alone.
  */
 #include "proxy/upstream.h"
 
@@ -26,6 +30,36 @@ struct addr_list {
     size_t n;
 };
 
+/* A host name the engine may need, its cached answer and the connections waiting for it. */
+struct upstream_name {
+    char host[CONFIG_HOST_MAX];
+    uint16_t port;
+    uint16_t idx; /* own index in worker->names */
+    /* cache (worker thread only) */
+    bool known; /* an answer is cached (positive or negative) */
+    bool busy;  /* a resolver thread runs; it owns the ans_* fields */
+    uint64_t resolved_ms;
+    int err; /* getaddrinfo error of the cached answer, 0 = none */
+    size_t n;
+    struct sockaddr_storage a[UPSTREAM_DNS_MAX_ADDRS];
+    socklen_t len[UPSTREAM_DNS_MAX_ADDRS];
+    struct conn *wait; /* connections waiting for the running lookup */
+    /* lookup in progress (resolver thread while busy) */
+    pthread_t th;
+    int notify_fd;
+    int ans_err;
+    size_t ans_n;
+    struct sockaddr_storage ans_a[UPSTREAM_DNS_MAX_ADDRS];
+    socklen_t ans_len[UPSTREAM_DNS_MAX_ADDRS];
+};
+
+static upstream_gai_fn gai_hook; /* tests only; NULL = getaddrinfo */
+
+void upstream_set_resolver(upstream_gai_fn fn)
+{
+    gai_hook = fn;
+}
+
 static void list_add(struct addr_list *l, const struct sockaddr *sa, socklen_t len)
 {
     if (l->n < MAX_CANDIDATES && len <= sizeof l->a[0]) {
@@ -34,30 +68,35 @@ static void list_add(struct addr_list *l, const struct sockaddr *sa, socklen_t l
     }
 }
 
-/* Resolve host:port (numeric or DNS) and append every result. */
-static void list_resolve(struct addr_list *l, const char *host, uint16_t port)
+/* Every cached address of name e (a name with no answer adds nothing). */
+static void list_name(struct addr_list *l, const struct upstream_name *e)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-    char ps[8];
-    snprintf(ps, sizeof ps, "%u", (unsigned)port);
-    if (getaddrinfo(host, ps, &hints, &res) != 0)
-        return;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
-        list_add(l, ai->ai_addr, ai->ai_addrlen);
-    freeaddrinfo(res);
+    for (size_t i = 0; e->known && i < e->n; i++)
+        list_add(l, (const struct sockaddr *)&e->a[i], e->len[i]);
 }
 
-static void list_hostport(struct addr_list *l, const struct config_hostport *hp)
+static struct upstream_name *name_find(const struct conn_worker *w, const char *host,
+                                       uint16_t port)
 {
-    if (hp->resolved)
-        list_add(l, (const struct sockaddr *)&hp->addr, hp->addr_len);
-    else
-        list_resolve(l, hp->host, hp->port);
+    for (size_t i = 0; w && i < w->nnames; i++)
+        if (w->names[i].port == port && strcmp(w->names[i].host, host) == 0)
+            return &w->names[i];
+    return NULL;
+}
+
+/* A cached answer young enough to use: positive ones for UPSTREAM_DNS_TTL_MS, negative
+   ones for UPSTREAM_DNS_NEG_TTL_MS (a passing DNS failure must not shut a DC for long). */
+static bool name_fresh(const struct conn_worker *w, const struct upstream_name *e)
+{
+    uint64_t ttl = e->n ? UPSTREAM_DNS_TTL_MS : UPSTREAM_DNS_NEG_TTL_MS;
+    return e->known && !e->busy && w->loop.now_ms - e->resolved_ms <= ttl;
 }
 
 /* Candidates for dc before prefer-ip ordering: the [dcs] override, else the built-in
-   table (dc.c applies the media, CDN, test and fallback rules). */
-static void dc_candidates(const struct config *cfg, int32_t dc, struct addr_list *l)
+   table (dc.c applies the media, CDN, test and fallback rules). Names come from w's cache
+   (skipped without a worker); *failed is set to a name that gave no address. */
+static void dc_candidates(const struct config *cfg, const struct conn_worker *w, int32_t dc,
+                          struct addr_list *l, const struct upstream_name **failed)
 {
     struct dc_options o;
     struct dc_target t;
@@ -65,8 +104,16 @@ static void dc_candidates(const struct config *cfg, int32_t dc, struct addr_list
     if (dc_resolve(&o, dc, &t) < 0)
         return;
     if (t.override) {
-        for (size_t i = 0; i < t.override->naddrs; i++)
-            list_hostport(l, &t.override->addrs[i]);
+        for (size_t i = 0; i < t.override->naddrs; i++) {
+            const struct config_hostport *hp = &t.override->addrs[i];
+            const struct upstream_name *e = hp->resolved ? NULL : name_find(w, hp->host, hp->port);
+            if (hp->resolved)
+                list_add(l, (const struct sockaddr *)&hp->addr, hp->addr_len);
+            else if (e)
+                list_name(l, e);
+            if (e && (!e->known || !e->n) && failed)
+                *failed = e;
+        }
         return;
     }
     for (size_t i = 0; i < t.naddrs; i++)
@@ -88,22 +135,30 @@ static bool family_ok(enum config_prefer_ip p, int fam, int pass)
     }
 }
 
+/* Every address to try for dc, in the order prefer-ip gives. */
+static void dc_ordered(const struct config *cfg, const struct conn_worker *w, int32_t dc,
+                       struct addr_list *out, const struct upstream_name **failed)
+{
+    struct addr_list l;
+    l.n = 0;
+    out->n = 0;
+    dc_candidates(cfg, w, dc, &l, failed);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < l.n; k++)
+            if (family_ok(cfg->prefer_ip, l.a[k].ss_family, pass))
+                list_add(out, (const struct sockaddr *)&l.a[k], l.len[k]);
+}
+
 int upstream_dc_addr(const struct config *cfg, int32_t dc, unsigned i, struct sockaddr_storage *out,
                      socklen_t *len)
 {
     struct addr_list l;
-    l.n = 0;
-    dc_candidates(cfg, dc, &l);
-    unsigned seen = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t k = 0; k < l.n; k++) {
-            if (!family_ok(cfg->prefer_ip, l.a[k].ss_family, pass) || seen++ != i)
-                continue;
-            memcpy(out, &l.a[k], l.len[k]);
-            *len = l.len[k];
-            return 0;
-        }
-    return -ENOENT;
+    dc_ordered(cfg, NULL, dc, &l, NULL);
+    if (i >= l.n)
+        return -ENOENT;
+    memcpy(out, &l.a[i], l.len[i]);
+    *len = l.len[i];
+    return 0;
 }
 
 void upstream_tune(int fd, const struct config *cfg)
@@ -154,21 +209,249 @@ static void drop_socket(struct conn *c)
     c->ufd = -1;
 }
 
-void upstream_connect_dc(struct conn *c)
+/* ---- resolver threads ---- */
+
+/* Resolver thread: one getaddrinfo into e's ans_* fields, then e's index to the worker. */
+static void *name_main(void *arg)
 {
-    const struct config *cfg = c->w->sh->cfg;
-    for (unsigned tries = 0; tries < MAX_CANDIDATES * 2; tries++) {
-        struct sockaddr_storage ss;
-        socklen_t len;
-        if (upstream_dc_addr(cfg, c->dc, c->addr_i, &ss, &len) < 0)
-            break;
-        if (start_connect(c, &ss, len) == 0)
-            return;
-        c->addr_i++;
+    struct upstream_name *e = arg;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", (unsigned)e->port);
+    upstream_gai_fn gai = gai_hook ? gai_hook : getaddrinfo;
+    e->ans_n = 0;
+    e->ans_err = gai(e->host, ps, &hints, &res);
+    for (struct addrinfo *ai = e->ans_err ? NULL : res; ai; ai = ai->ai_next)
+        if (e->ans_n < UPSTREAM_DNS_MAX_ADDRS && ai->ai_addrlen <= sizeof e->ans_a[0]) {
+            memcpy(&e->ans_a[e->ans_n], ai->ai_addr, ai->ai_addrlen);
+            e->ans_len[e->ans_n++] = ai->ai_addrlen;
+        }
+    if (res)
+        freeaddrinfo(res);
+    uint32_t idx = e->idx;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    /* 4 bytes are written atomically, and the pipe holds far more than one per name, so
+       this never blocks; the worker joins this thread before it closes the pipe */
+    ssize_t wr = write(e->notify_fd, &idx, sizeof idx);
+    (void)wr;
+    return NULL;
+}
+
+/* Start a lookup of e unless one runs. 0 or -errno (no thread). */
+static int name_lookup(struct conn_worker *w, struct upstream_name *e)
+{
+    if (e->busy)
+        return 0;
+    e->notify_fd = w->dns_fd[1];
+    if (pthread_create(&e->th, NULL, name_main, e) != 0)
+        return -EAGAIN;
+    e->busy = true;
+    return 0;
+}
+
+/* Queue c on e's running lookup in state (FRONT_RESOLVE or DC_RESOLVE), under the
+   fronting or the DC connect timeout. */
+static void name_wait(struct conn *c, struct upstream_name *e, enum conn_state state)
+{
+    struct conn_worker *w = c->w;
+    c->state = (uint8_t)state;
+    c->dns_idx = e->idx;
+    c->dns_next = e->wait;
+    e->wait = c;
+    struct loop_tq *q = state == CONN_DC_RESOLVE ? &w->tq_connect : &w->tq_front;
+    loop_timer_start(&w->loop, q, &c->timer, on_timer);
+}
+
+void upstream_forget(struct conn *c)
+{
+    if ((c->state != CONN_FRONT_RESOLVE && c->state != CONN_DC_RESOLVE) ||
+        c->dns_idx >= c->w->nnames)
+        return;
+    struct conn **pp = &c->w->names[c->dns_idx].wait;
+    while (*pp && *pp != c)
+        pp = &(*pp)->dns_next;
+    if (*pp)
+        *pp = c->dns_next;
+    c->dns_next = NULL;
+}
+
+static void front_resume(struct conn *c);
+
+/* One lookup finished: cache its answer and resume every connection waiting for it. */
+static void name_done(struct conn_worker *w, struct upstream_name *e)
+{
+    pthread_join(e->th, NULL);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    e->busy = false;
+    e->known = true;
+    e->resolved_ms = w->loop.now_ms;
+    e->err = e->ans_err;
+    e->n = e->ans_n;
+    memcpy(e->a, e->ans_a, sizeof e->a);
+    memcpy(e->len, e->ans_len, sizeof e->len);
+    if (!e->n && tg__ratelimit_allow(&w->rl, w->loop.now_ms))
+        tg__log(NULL, TG__LOG_WARN, "dns: cannot resolve %s: %s", e->host,
+                e->err ? gai_strerror(e->err) : "no address");
+    struct conn *c = e->wait;
+    e->wait = NULL;
+    while (c) { /* each may be closed by what follows: read the link first */
+        struct conn *next = c->dns_next;
+        c->dns_next = NULL;
+        loop_timer_stop(&c->timer);
+        if (c->state == CONN_FRONT_RESOLVE) {
+            front_resume(c);
+        } else {
+            c->state = CONN_DC_CONNECT;
+            upstream_connect_dc(c);
+        }
+        c = next;
     }
-    stats_add(&c->w->stats, dc_connect_fail, 1);
+}
+
+static void on_dns(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)l;
+    (void)events;
+    struct conn_worker *w =
+        (struct conn_worker *)(void *)((char *)io - offsetof(struct conn_worker, dns_io));
+    uint32_t idx[64];
+    ssize_t n = read(w->dns_fd[0], idx, sizeof idx);
+    for (ssize_t i = 0; i < n / (ssize_t)sizeof idx[0]; i++)
+        if (idx[i] < w->nnames && w->names[idx[i]].busy)
+            name_done(w, &w->names[idx[i]]);
+}
+
+/* Register host:port (a name, not an IP literal) once. 0 or -ENOMEM. */
+static int name_add(struct conn_worker *w, size_t cap, const char *host, uint16_t port)
+{
+    if (!host[0] || name_find(w, host, port))
+        return 0;
+    if (w->nnames == cap)
+        return -ENOMEM; /* cannot happen: cap counts every candidate */
+    struct upstream_name *e = &w->names[w->nnames];
+    tg__strlcpy(e->host, host, sizeof e->host);
+    e->port = port;
+    e->idx = (uint16_t)w->nnames++;
+    return 0;
+}
+
+/* Every name a connection may need: the fronting host (configured, else each ee secret's
+   domain) and the [dcs] host names. */
+static int names_init(struct conn_worker *w)
+{
+    const struct config *cfg = w->sh->cfg;
+    size_t cap = cfg->nsecrets + 1;
+    for (size_t i = 0; i < cfg->ndcs; i++)
+        cap += cfg->dcs[i].naddrs;
+    w->names = tg__calloc(cap, sizeof *w->names);
+    if (!w->names)
+        return -ENOMEM;
+    uint16_t fport = cfg->fronting.port ? cfg->fronting.port : 443;
+    int rc = 0;
+    if (!cfg->fronting.resolved && cfg->fronting.host[0])
+        rc = name_add(w, cap, cfg->fronting.host, fport);
+    for (size_t i = 0; rc == 0 && !cfg->fronting.host[0] && i < cfg->nsecrets; i++)
+        if (cfg->secrets[i].secret.kind == SECRET_EE)
+            rc = name_add(w, cap, cfg->secrets[i].secret.domain, fport);
+    for (size_t i = 0; rc == 0 && i < cfg->ndcs; i++)
+        for (size_t k = 0; rc == 0 && k < cfg->dcs[i].naddrs; k++)
+            if (!cfg->dcs[i].addrs[k].resolved)
+                rc = name_add(w, cap, cfg->dcs[i].addrs[k].host, cfg->dcs[i].addrs[k].port);
+    return rc;
+}
+
+int upstream_worker_init(struct conn_worker *w)
+{
+    w->dns_fd[0] = w->dns_fd[1] = -1;
+    w->dns_io.fd = -1;
+    int rc = names_init(w);
+    if (rc < 0)
+        return rc;
+    if (pipe2(w->dns_fd, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -errno;
+    return loop_io_add(&w->loop, &w->dns_io, w->dns_fd[0], LOOP_READ, on_dns);
+}
+
+void upstream_worker_cleanup(struct conn_worker *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; w->names && i < w->nnames; i++)
+        if (w->names[i].busy) /* at most one lookup's time, at shutdown only */
+            pthread_join(w->names[i].th, NULL);
+    tg__free(w->names);
+    w->names = NULL;
+    w->nnames = 0;
+    loop_io_del(&w->loop, &w->dns_io);
+    for (int i = 0; i < 2; i++)
+        if (w->dns_fd[i] >= 0)
+            close(w->dns_fd[i]);
+    w->dns_fd[0] = w->dns_fd[1] = -1;
+}
+
+/* ---- DC ---- */
+
+/* Start a lookup for every [dcs] name of dc without a fresh answer; the first such name
+   that is being looked up (for c to wait on), or NULL when every answer is fresh (or no
+   lookup could start: then the stale or missing answer is used). */
+static struct upstream_name *dc_pending(struct conn_worker *w, int32_t dc)
+{
+    const struct config *cfg = w->sh->cfg;
+    struct dc_options o;
+    struct dc_target t;
+    dc_options_from_config(&o, cfg);
+    if (dc_resolve(&o, dc, &t) < 0 || !t.override)
+        return NULL;
+    struct upstream_name *first = NULL;
+    for (size_t i = 0; i < t.override->naddrs; i++) {
+        const struct config_hostport *hp = &t.override->addrs[i];
+        struct upstream_name *e = hp->resolved ? NULL : name_find(w, hp->host, hp->port);
+        if (!e || name_fresh(w, e))
+            continue;
+        if (name_lookup(w, e) == 0 && !first)
+            first = e;
+    }
+    return first;
+}
+
+/* Connect to the DC from address c->addr_i on, with the answers cached now (a name still
+   being looked up contributes its previous answer, if any). Ends c when none is left. */
+static void dc_connect_cached(struct conn *c)
+{
+    struct conn_worker *w = c->w;
+    struct addr_list l;
+    const struct upstream_name *failed = NULL;
+    dc_ordered(w->sh->cfg, w, c->dc, &l, &failed);
+    for (; c->addr_i < l.n; c->addr_i++)
+        if (start_connect(c, &l.a[c->addr_i], l.len[c->addr_i]) == 0)
+            return;
+    if (!l.n && failed) {
+        if (tg__ratelimit_allow(&w->rl, w->loop.now_ms))
+            tg__log(NULL, TG__LOG_WARN, "dc %d: %s: no address (%s)", c->dc, failed->host,
+                    failed->busy  ? "lookup still running"
+                    : failed->err ? gai_strerror(failed->err)
+                                  : "no usable address");
+        stats_add(&w->stats, dc_connect_fail, 1);
+        conn_close(c, END_DNS);
+        return;
+    }
+    stats_add(&w->stats, dc_connect_fail, 1);
     conn_close(c, END_DC_FAIL);
 }
+
+void upstream_connect_dc(struct conn *c)
+{
+    if (c->addr_i == 0) { /* the first attempt waits for fresh answers */
+        struct upstream_name *e = dc_pending(c->w, c->dc);
+        if (e) {
+            name_wait(c, e, CONN_DC_RESOLVE);
+            return;
+        }
+    }
+    dc_connect_cached(c);
+}
+
+/* ---- fronting host ---- */
 
 /* The fronting host's name: configured, else the domain of the matched or first ee secret. */
 static const char *front_host(const struct conn *c)
@@ -206,36 +489,17 @@ static bool is_self(const struct config *cfg, const struct sockaddr_storage *sa)
     return false;
 }
 
-/* ---- fronting host: cache and asynchronous lookup ---- */
-
-struct dns_job {
-    char host[CONFIG_HOST_MAX];
-    uint16_t port;
-    int fd; /* write end of the worker's pipe */
-};
-
-struct dns_answer {
-    struct sockaddr_storage addr;
-    socklen_t len; /* 0 = no address */
-};
-
-/* Resolver thread: one getaddrinfo, one answer written (atomically: < PIPE_BUF). */
-static void *dns_main(void *arg)
+/* The address to front to from a cached answer: IPv4 first (the likelier to be routable),
+   never one of our own listeners. NULL if none. */
+static const struct sockaddr_storage *front_pick(const struct config *cfg,
+                                                 const struct upstream_name *e, socklen_t *len)
 {
-    struct dns_job *job = arg;
-    struct addr_list l;
-    l.n = 0;
-    list_resolve(&l, job->host, job->port);
-    struct dns_answer a;
-    memset(&a, 0, sizeof a);
-    for (size_t i = 0; i < l.n && !a.len; i++) /* IPv4 first: the likelier to be routable */
-        if (l.a[i].ss_family == AF_INET)
-            memcpy(&a.addr, &l.a[i], (a.len = l.len[i]));
-    if (!a.len && l.n)
-        memcpy(&a.addr, &l.a[0], (a.len = l.len[0]));
-    ssize_t w = write(job->fd, &a, sizeof a);
-    (void)w; /* the worker joins this thread before it closes the pipe */
-    tg__free(job);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < e->n; i++)
+            if ((pass == 1 || e->a[i].ss_family == AF_INET) && !is_self(cfg, &e->a[i])) {
+                *len = e->len[i];
+                return &e->a[i];
+            }
     return NULL;
 }
 
@@ -246,89 +510,16 @@ static void connect_front_to(struct conn *c, const struct sockaddr_storage *ss, 
         conn_close(c, END_FRONT_FAIL);
 }
 
-static void on_dns(struct loop *l, struct loop_io *io, unsigned events)
+/* The lookup c waited for has an answer: connect, or discard when it gave none. */
+static void front_resume(struct conn *c)
 {
-    (void)events;
-    struct conn_worker *w =
-        (struct conn_worker *)(void *)((char *)io - offsetof(struct conn_worker, dns_io));
-    struct dns_answer a;
-    if (read(w->dns_fd[0], &a, sizeof a) != (ssize_t)sizeof a)
-        memset(&a, 0, sizeof a);
-    pthread_join(w->dns_th, NULL);
-    w->dns_busy = false;
-    w->front_known = true;
-    w->front_resolved_ms = l->now_ms;
-    w->front_len = a.len && !is_self(w->sh->cfg, &a.addr) ? a.len : 0;
-    memcpy(&w->front_addr, &a.addr, sizeof a.addr);
-    struct conn *c = w->dns_wait;
-    w->dns_wait = NULL;
-    while (c) { /* each may be closed by what follows: read the link first */
-        struct conn *next = c->dns_next;
-        c->dns_next = NULL;
-        loop_timer_stop(&c->timer);
-        if (w->front_len)
-            connect_front_to(c, &w->front_addr, w->front_len);
-        else
-            conn_front_unavailable(c);
-        c = next;
-    }
-}
-
-int upstream_worker_init(struct conn_worker *w)
-{
-    w->dns_fd[0] = w->dns_fd[1] = -1;
-    w->dns_io.fd = -1;
-    if (pipe2(w->dns_fd, O_CLOEXEC | O_NONBLOCK) < 0)
-        return -errno;
-    return loop_io_add(&w->loop, &w->dns_io, w->dns_fd[0], LOOP_READ, on_dns);
-}
-
-void upstream_worker_cleanup(struct conn_worker *w)
-{
-    if (!w)
-        return;
-    if (w->dns_busy)
-        pthread_join(w->dns_th, NULL); /* at most one lookup's time, at shutdown only */
-    w->dns_busy = false;
-    loop_io_del(&w->loop, &w->dns_io);
-    for (int i = 0; i < 2; i++)
-        if (w->dns_fd[i] >= 0)
-            close(w->dns_fd[i]);
-    w->dns_fd[0] = w->dns_fd[1] = -1;
-}
-
-void upstream_forget(struct conn *c)
-{
-    struct conn **pp = &c->w->dns_wait;
-    while (*pp && *pp != c)
-        pp = &(*pp)->dns_next;
-    if (*pp)
-        *pp = c->dns_next;
-    c->dns_next = NULL;
-}
-
-/* Queue c for the fronting address; starts a lookup if none runs. 0 or -errno. */
-static int wait_for_dns(struct conn *c, const char *host)
-{
-    struct conn_worker *w = c->w;
-    if (!w->dns_busy) {
-        struct dns_job *job = tg__malloc(sizeof *job);
-        if (!job)
-            return -ENOMEM;
-        tg__strlcpy(job->host, host, sizeof job->host);
-        job->port = w->sh->cfg->fronting.port ? w->sh->cfg->fronting.port : 443;
-        job->fd = w->dns_fd[1];
-        if (pthread_create(&w->dns_th, NULL, dns_main, job) != 0) {
-            tg__free(job);
-            return -EAGAIN;
-        }
-        w->dns_busy = true;
-    }
-    c->state = CONN_FRONT_RESOLVE;
-    c->dns_next = w->dns_wait;
-    w->dns_wait = c;
-    loop_timer_start(&w->loop, &w->tq_front, &c->timer, on_timer);
-    return 0;
+    const struct upstream_name *e = &c->w->names[c->dns_idx];
+    socklen_t len = 0;
+    const struct sockaddr_storage *ss = front_pick(c->w->sh->cfg, e, &len);
+    if (ss)
+        connect_front_to(c, ss, len);
+    else
+        conn_front_unavailable(c);
 }
 
 int upstream_connect_front(struct conn *c)
@@ -342,15 +533,23 @@ int upstream_connect_front(struct conn *c)
         return 0;
     }
     const char *host = front_host(c);
-    if (!host)
+    struct upstream_name *e = host ? name_find(w, host, cfg->fronting.port ? cfg->fronting.port
+                                                                          : 443)
+                                   : NULL;
+    if (!e)
         return -ENOENT;
-    if (w->front_known && w->loop.now_ms - w->front_resolved_ms <= UPSTREAM_DNS_TTL_MS) {
-        if (!w->front_len)
+    if (name_fresh(w, e)) {
+        socklen_t len = 0;
+        const struct sockaddr_storage *ss = front_pick(cfg, e, &len);
+        if (!ss)
             return -ENOENT;
-        connect_front_to(c, &w->front_addr, w->front_len);
+        connect_front_to(c, ss, len);
         return 0;
     }
-    return wait_for_dns(c, host) == 0 ? 0 : -ENOENT;
+    if (name_lookup(w, e) < 0)
+        return -ENOENT;
+    name_wait(c, e, CONN_FRONT_RESOLVE);
+    return 0;
 }
 
 static void connect_failed(struct conn *c)
@@ -359,6 +558,12 @@ static void connect_failed(struct conn *c)
     if (c->state == CONN_FRONT_RESOLVE) { /* the lookup outlived the fronting timeout */
         upstream_forget(c);
         conn_close(c, END_FRONT_FAIL);
+        return;
+    }
+    if (c->state == CONN_DC_RESOLVE) { /* the lookup outlived the DC connect timeout */
+        upstream_forget(c);
+        c->state = CONN_DC_CONNECT;
+        dc_connect_cached(c);
         return;
     }
     if (c->state == CONN_FRONT_CONNECT) {

@@ -95,11 +95,32 @@ static void test_builtin_table_and_unknown(void **state)
     config_cleanup(&cfg);
 }
 
+/* Host names are never resolved here (the engine's resolver threads do it): the pure
+   address list holds the literals only, in order. */
+static void test_names_skipped_without_worker(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_init(&cfg);
+    struct config_dc dcs[1];
+    cfg.dcs = dcs;
+    static const char *const mixed[] = {"dc.example.net:443", "10.0.0.9:443", "localhost:1"};
+    add_dc(&cfg, 3, false, mixed, 3);
+    cfg.prefer_ip = CONFIG_PREFER_IPV4;
+    assert_false(cfg.dcs[0].addrs[0].resolved);
+    assert_string_equal(nth(&cfg, 3, 0), "10.0.0.9:443");
+    assert_string_equal(nth(&cfg, 3, 1), "");
+    cfg.dcs = NULL;
+    cfg.ndcs = 0;
+    config_cleanup(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_override_and_prefer_ip),
         cmocka_unit_test(test_builtin_table_and_unknown),
+        cmocka_unit_test(test_names_skipped_without_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

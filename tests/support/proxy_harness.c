@@ -49,6 +49,26 @@ static uint16_t closed_port(void)
     return port;
 }
 
+/* One more [dcs] entry, id -> "host:port" (parsed as the config loader would). */
+static int add_dc(struct config *cfg, int32_t id, const char *addr)
+{
+    struct config_dc *d = tg__realloc(cfg->dcs, (cfg->ndcs + 1) * sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    cfg->dcs = d;
+    d = &cfg->dcs[cfg->ndcs];
+    memset(d, 0, sizeof *d);
+    d->id = id;
+    d->naddrs = 1;
+    char err[256];
+    if (config_hostport_parse(addr, strlen(addr), &d->addrs[0], err, sizeof err) < 0) {
+        fprintf(stderr, "pharness: %s: %s\n", addr, err);
+        return -EINVAL;
+    }
+    cfg->ndcs++;
+    return 0;
+}
+
 static int build_config(struct pharness *h, const struct pharness_opts *o)
 {
     struct config *cfg = &h->cfg;
@@ -73,6 +93,14 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     cfg->dcs[0].naddrs = 1;
     uint16_t dcp = o->dc_closed_port ? closed_port() : o->no_fakedc ? o->dc_port : h->dc_port;
     hostport_local(&cfg->dcs[0].addrs[0], dcp);
+    if (o->dc_host) {
+        struct config_hostport *hp = &cfg->dcs[0].addrs[0];
+        memset(hp, 0, sizeof *hp);
+        tg__strlcpy(hp->host, o->dc_host, sizeof hp->host);
+        hp->port = dcp;
+    }
+    if (o->extra_dc_addr && add_dc(cfg, o->extra_dc, o->extra_dc_addr) < 0)
+        return -EINVAL;
     cfg->prefer_ip = CONFIG_PREFER_IPV4;
     if (!o->no_front) {
         struct config_hostport hp;

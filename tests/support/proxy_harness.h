@@ -44,6 +44,10 @@ struct pharness_opts {
     bool front_by_name;          /* fronting host given as a name to resolve ("127.0.0.1",
                                     so the lookup never leaves the machine) */
     bool no_fast_mode;           /* fast-mode = false */
+    const char *dc_host;         /* [dcs] default names the fake DC by this host name (e.g.
+                                    "localhost", resolved by the engine) instead of 127.0.0.1 */
+    int32_t extra_dc;            /* with extra_dc_addr: one more [dcs] entry for this id */
+    const char *extra_dc_addr;   /* "host:port" of that entry */
 };
 
 struct pharness {
