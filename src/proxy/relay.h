@@ -12,8 +12,10 @@
  *   up   (client -> DC)   TLS records unwrapped (FakeTLS), client cipher decrypt, DC cipher
  *                         encrypt;
  *   down (DC -> client)   DC cipher decrypt + client cipher encrypt, or nothing in fast mode;
- *                         wrapped in one ApplicationData record per read (payload <= 16384,
- *                         the header written into headroom before the payload: no copy).
+ *                         wrapped in ApplicationData records of at most 16384 payload
+ *                         bytes: one readv fills as many record slots as the buffer holds,
+ *                         leaving a 5-byte gap before each payload for its header (no copy;
+ *                         a 64 KiB buffer moves four records per read and per send).
  *   fronting: bytes pass unchanged both ways.
  * Half-close: EOF from one side is forwarded as shutdown(SHUT_WR) once that direction has
  * drained; the connection ends when both directions have.
