@@ -197,11 +197,18 @@ int main(void)
     /* warm-up: pools, allocator, OpenSSL's lazily fetched algorithms */
     run("proxy_hs_warmup", h.port, pharness_client(&h, PCLI_TLS), &h.proc, 200, 0, NULL);
     double floor = run("proxy_hs_direct", h.dc_port, direct, NULL, total, 0, NULL);
-    run("proxy_hs_relay", relay.port, direct, &relay, total, floor, NULL);
-    double tls_cpu = 0;
+    double relay_cpu = 0, tls_cpu = 0, dd_cpu = 0;
+    run("proxy_hs_relay", relay.port, direct, &relay, total, floor, &relay_cpu);
     run("proxy_hs_proxy_tls", h.port, pharness_client(&h, PCLI_TLS), &h.proc, total, floor,
         &tls_cpu);
-    run("proxy_hs_proxy_dd", h.port, pharness_client(&h, PCLI_DD), &h.proc, total, floor, NULL);
+    run("proxy_hs_proxy_dd", h.port, pharness_client(&h, PCLI_DD), &h.proc, total, floor, &dd_cpu);
+    /* CPU against the plain relay doing the same TCP work (accept, connect, 64 bytes each
+       way, close): what the proxy adds per connection */
+    pload_line("proxy_hs_cpu_vs_relay",
+               "relay_us=%.1f tls_us=%.1f tls_extra_us=%.1f tls_ratio=%.2f dd_us=%.1f "
+               "dd_extra_us=%.1f dd_ratio=%.2f",
+               relay_cpu, tls_cpu, tls_cpu - relay_cpu, relay_cpu > 0 ? tls_cpu / relay_cpu : 0,
+               dd_cpu, dd_cpu - relay_cpu, relay_cpu > 0 ? dd_cpu / relay_cpu : 0);
     crypto_floor(tls_cpu);
     keyshare_rows();
     pproc_stop(&relay);
