@@ -1,6 +1,9 @@
 /*
  * bench/proxy/throughput: MB/s through 1 and 100 connections each way, CPU seconds per GB of
- * the process in the middle, and allocations on the relay path once warm.
+ * the process in the middle, and allocations on the relay path once warm; each without a
+ * bound on the bytes in flight and with at most 1 MiB in flight per connection (names end
+ * in _win1m: uploads stay within 1 MiB of what the fake DC acknowledged, downloads grant
+ * the DC 1 MiB of credit beyond what arrived).
  *
  * Paths, measured in the same run with the same load generator and fake DC:
  *   direct      load generator straight into the fake DC (the harness ceiling)
@@ -10,8 +13,11 @@
  * plus AES-256-CTR alone (decrypt + encrypt per byte, one core) as the crypto floor.
  * Every transfer is verified end to end by the fake DC (uploads) or the client (downloads).
  *
- * Environment: TGKIT_BENCH_MB (default 256) = megabytes per single-connection run; the
- * 100-connection runs move the same total.
+ * Every row is compared with the direct and relay rows of the same kind, connection count
+ * and window, measured just before it.
+ *
+ * Environment: TGKIT_BENCH_MB (default 256) = megabytes per run; the 100-connection runs
+ * move the same total.
  */
 #include "bench.h"
 
@@ -68,9 +74,12 @@ static void sample(void *arg)
         pproc_report(a->proc, a->rep);
 }
 
-/* One scenario; floors[0] = direct MB/s, floors[1] = relay CPU s/GB (filled by those runs). */
+#define WINDOW (1u << 20) /* bytes in flight per connection in the bounded variant */
+
+/* One scenario; floors[0] = direct MB/s, floors[1] = relay CPU s/GB (filled by those runs).
+   window 0 = unbounded. */
 static void run_path(const struct path *p, struct pharness *h, int conns, enum pload_kind kind,
-                     uint64_t total, double floors[2])
+                     uint64_t window, uint64_t total, double floors[2])
 {
     struct pcli_opts o = pharness_client(h, p->mode);
     o.timeout_ms = 60000;
@@ -80,16 +89,16 @@ static void run_path(const struct path *p, struct pharness *h, int conns, enum p
         pload_run(conns, p->port, &o, PLOAD_ECHO, 65536);
     struct sample_arg arg = {p->proc, &r0, h->dc,
                              fakedc_counters(h->dc).headers_ok + (uint64_t)conns};
-    struct pload_result r =
-        pload_run_ready(conns, p->port, &o, kind, total / (uint64_t)conns, sample, &arg);
+    struct pload_result r = pload_run_window(conns, p->port, &o, kind, total / (uint64_t)conns,
+                                             window, sample, &arg);
     if (p->proc)
         pproc_report(p->proc, &r1);
     double mb = (double)total / 1e6, mbps = r.failures ? 0 : mb / r.seconds;
     double cpu_s_gb = p->proc ? (double)(r1.cpu_ns - r0.cpu_ns) / 1e9 / ((double)total / 1e9) : 0;
     double allocs_mb = p->proc && r1.allocs ? (double)(r1.allocs - r0.allocs) / mb : -1;
     char name[96];
-    snprintf(name, sizeof name, "proxy_tput_%s_%s_%dconn", p->name,
-             kind == PLOAD_UP ? "up" : "down", conns);
+    snprintf(name, sizeof name, "proxy_tput_%s_%s_%dconn%s", p->name,
+             kind == PLOAD_UP ? "up" : "down", conns, window ? "_win1m" : "");
     pload_line(name,
                "mb_per_s=%.1f cpu_s_per_gb=%.3f allocs_per_mb=%.2f failures=%d floor=direct "
                "ratio=%.2f cpu_floor=relay cpu_ratio=%.2f",
@@ -126,12 +135,14 @@ int main(void)
 
     static const int conns[] = {1, 100};
     static const enum pload_kind kinds[] = {PLOAD_UP, PLOAD_DOWN};
+    static const uint64_t windows[] = {0, WINDOW};
     for (size_t k = 0; k < 2; k++)
-        for (size_t c = 0; c < 2; c++) {
-            double floors[2] = {0, 0};
-            for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-                run_path(&paths[i], &h, conns[c], kinds[k], total, floors);
-        }
+        for (size_t c = 0; c < 2; c++)
+            for (size_t b = 0; b < 2; b++) {
+                double floors[2] = {0, 0};
+                for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+                    run_path(&paths[i], &h, conns[c], kinds[k], windows[b], total, floors);
+            }
     double aes = aes_floor_s_per_gb();
     pload_line("proxy_aes_ctr_floor", "cpu_s_per_gb=%.3f gb_per_s=%.2f (decrypt+encrypt, one core)",
                aes, 1 / aes);

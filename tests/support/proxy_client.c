@@ -403,3 +403,129 @@ int pcli_source(struct pcli *c, uint32_t seed, uint64_t total)
     free(rb);
     return rc;
 }
+
+/* ---- transfers with a bounded number of bytes in flight ---- */
+
+static void le64_put(uint8_t out[8], uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Acknowledgements of an SNKA upload, read as 8-byte units: counts, then the verdict. */
+struct acks {
+    uint8_t u[8];
+    size_t un;
+    uint64_t acked;
+    int verdict; /* 0 = not yet, 1 = SINK-OK!, -1 = anything else */
+};
+
+static int acks_feed(struct acks *a, const uint8_t *p, size_t n, uint64_t sent, uint64_t total)
+{
+    for (size_t i = 0; i < n && !a->verdict; i++) {
+        a->u[a->un++] = p[i];
+        if (a->un < 8)
+            continue;
+        a->un = 0;
+        if (a->acked == total) {
+            a->verdict = memcmp(a->u, "SINK-OK!", 8) == 0 ? 1 : -1;
+            continue;
+        }
+        uint64_t v = 0;
+        for (int k = 7; k >= 0; k--)
+            v = v << 8 | a->u[k];
+        if (v <= a->acked || v > sent)
+            return -EPROTO; /* acknowledges nothing new, or bytes never sent */
+        a->acked = v;
+    }
+    return 0;
+}
+
+/* Send the next chunk if the window allows and the queue is empty, then write. */
+static int window_send(struct pcli *c, struct outq *q, uint32_t seed, uint64_t *sent,
+                       uint64_t total, uint64_t room, size_t chunk)
+{
+    if (q->off == q->len && *sent < total && room > 0) {
+        uint64_t k = total - *sent < chunk ? total - *sent : chunk;
+        k = k < room ? k : room;
+        outq_fill(c, q, seed, *sent, (size_t)k);
+        *sent += k;
+    }
+    if (q->off == q->len)
+        return 0;
+    ssize_t w = send(c->fd, q->buf + q->off, q->len - q->off, MSG_NOSIGNAL);
+    if (w < 0 && errno != EAGAIN)
+        return -errno;
+    if (w > 0)
+        q->off += (size_t)w;
+    return 0;
+}
+
+int pcli_sink_window(struct pcli *c, uint32_t seed, uint64_t total, uint64_t window)
+{
+    uint8_t cmd[FAKEDC_CMD_LEN], rb[4096];
+    fakedc_cmd(cmd, "SNKA", seed, total);
+    int rc = pcli_send(c, cmd, sizeof cmd);
+    struct outq *q = malloc(sizeof *q);
+    if (!q)
+        return -ENOMEM;
+    q->off = q->len = 0;
+    size_t chunk = c->tls && c->max_record < 16384 ? c->max_record : 16384;
+    struct acks a = {.verdict = 0};
+    uint64_t sent = 0;
+    psock_set_nonblock(c->fd, true);
+    while (rc == 0 && !a.verdict) {
+        uint64_t room = window - (sent - a.acked);
+        bool want_out = q->off < q->len || (sent < total && room > 0);
+        struct pollfd pf = {.fd = c->fd, .events = (short)(POLLIN | (want_out ? POLLOUT : 0))};
+        if (poll(&pf, 1, c->timeout_ms) <= 0) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+        if (pf.revents & POLLOUT)
+            rc = window_send(c, q, seed, &sent, total, room, chunk);
+        if (rc == 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
+            ssize_t k = recv_some(c, rb, sizeof rb);
+            if (k == 0)
+                rc = -EPIPE;
+            else if (k > 0)
+                rc = acks_feed(&a, rb, (size_t)k, sent, total);
+            else if (k != -EAGAIN)
+                rc = (int)k;
+        }
+    }
+    psock_set_nonblock(c->fd, false);
+    free(q);
+    return rc == 0 && a.verdict != 1 ? -EBADMSG : rc;
+}
+
+int pcli_source_window(struct pcli *c, uint32_t seed, uint64_t total, uint64_t window)
+{
+    uint8_t msg[FAKEDC_CMD_LEN + 8];
+    uint64_t credit = total < window ? total : window;
+    fakedc_cmd(msg, "SRCW", seed, total);
+    le64_put(msg + FAKEDC_CMD_LEN, credit);
+    int rc = pcli_send(c, msg, sizeof msg);
+    uint8_t *rb = malloc(65536);
+    if (!rb)
+        return -ENOMEM;
+    for (uint64_t got = 0; rc == 0 && got < total;) {
+        size_t want = total - got < 65536 ? (size_t)(total - got) : 65536;
+        ssize_t k = pcli_recv(c, rb, want);
+        if (k <= 0) {
+            rc = k == 0 ? -EPIPE : (int)k;
+        } else if (got + (uint64_t)k > credit || pstream_check(seed, got, rb, (size_t)k) >= 0) {
+            rc = -EBADMSG; /* past the credit, or wrong bytes */
+        } else {
+            got += (uint64_t)k;
+            /* top the window up once a step of it has been used, not per read */
+            if (credit < total && got + window - credit >= FAKEDC_ACK_STEP) {
+                credit = got + window < total ? got + window : total;
+                le64_put(msg, credit);
+                rc = pcli_send(c, msg, 8);
+            }
+        }
+    }
+    free(rb);
+    return rc;
+}

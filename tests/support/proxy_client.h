@@ -74,4 +74,10 @@ int pcli_sink(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk);
 /* Download total bytes from the fake DC and verify them. */
 int pcli_source(struct pcli *c, uint32_t seed, uint64_t total);
 
+/* The same two transfers with at most window bytes in flight: an upload never runs more
+   than window bytes ahead of what the fake DC acknowledged ("SNKA"), and a download grants
+   the DC credit for at most window bytes beyond what arrived ("SRCW"). */
+int pcli_sink_window(struct pcli *c, uint32_t seed, uint64_t total, uint64_t window);
+int pcli_source_window(struct pcli *c, uint32_t seed, uint64_t total, uint64_t window);
+
 #endif

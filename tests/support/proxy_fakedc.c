@@ -17,7 +17,7 @@
 
 #define DC_BUF (64 * 1024)
 
-enum dcmd { CMD_NONE, CMD_ECHO, CMD_SINK, CMD_SRCE, CMD_IDLE };
+enum dcmd { CMD_NONE, CMD_ECHO, CMD_SINK, CMD_SRCE, CMD_IDLE, CMD_SINKA, CMD_SRCW };
 
 struct dconn {
     int fd;
@@ -27,6 +27,10 @@ struct dconn {
     enum dcmd cmd;
     uint32_t seed;
     uint64_t count, done; /* SINK/SRCE progress */
+    uint64_t acked;       /* SNKA: bytes acknowledged so far */
+    uint64_t credit;      /* SRCW: bytes the client allows so far */
+    uint8_t cbuf[8];      /* SRCW: a credit being received */
+    size_t cbn;
     uint8_t *buf;         /* pending output */
     size_t off, len;
     bool eof, sink_failed;
@@ -130,6 +134,10 @@ static int start_cmd(struct fakedc *d, struct dconn *c)
         c->cmd = CMD_SRCE;
     else if (!memcmp(cmd, "IDLE", 4))
         c->cmd = CMD_IDLE;
+    else if (!memcmp(cmd, "SNKA", 4))
+        c->cmd = CMD_SINKA;
+    else if (!memcmp(cmd, "SRCW", 4))
+        c->cmd = CMD_SRCW;
     else
         return -1;
     return 0;
@@ -167,12 +175,33 @@ static int read_header(struct fakedc *d, struct dconn *c)
     return 0;
 }
 
+static void put_le64(uint8_t out[8], uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t in[8])
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | in[i];
+    return v;
+}
+
 static void sink_bytes(struct fakedc *d, struct dconn *c, const uint8_t *p, size_t n)
 {
     uint64_t take = c->count - c->done < n ? c->count - c->done : n;
     if (take && pstream_check(c->seed, c->done, p, (size_t)take) >= 0)
         c->sink_failed = true;
     c->done += take;
+    if (c->cmd == CMD_SINKA && take &&
+        (c->done == c->count || c->done / FAKEDC_ACK_STEP != c->acked / FAKEDC_ACK_STEP)) {
+        uint8_t ack[8];
+        put_le64(ack, c->done);
+        queue_out(c, ack, sizeof ack);
+        c->acked = c->done;
+    }
     if (take && c->done == c->count) {
         queue_out(c, (const uint8_t *)(c->sink_failed ? "SINK-BAD" : "SINK-OK!"), 8);
         if (c->sink_failed)
@@ -185,11 +214,29 @@ static void sink_bytes(struct fakedc *d, struct dconn *c, const uint8_t *p, size
     }
 }
 
+/* SRCW: decrypted bytes from the client are 8-byte credits. */
+static void credit_bytes(struct dconn *c, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        c->cbuf[c->cbn++] = p[i];
+        if (c->cbn < sizeof c->cbuf)
+            continue;
+        c->cbn = 0;
+        uint64_t v = get_le64(c->cbuf);
+        if (v > c->credit)
+            c->credit = v;
+    }
+}
+
 /* Readable after the command: returns -1 to close. */
 static int on_data(struct fakedc *d, struct dconn *c)
 {
     uint8_t tmp[DC_BUF - 8];
-    size_t room = c->cmd == CMD_ECHO || c->cmd == CMD_SINK ? sizeof tmp - c->len : sizeof tmp;
+    /* what a read may queue: the echo, or for SNKA also an ack and the verdict */
+    size_t reserve = c->cmd == CMD_SINKA ? 16 : 0;
+    size_t room = c->cmd == CMD_ECHO || c->cmd == CMD_SINK || c->cmd == CMD_SINKA
+                      ? (sizeof tmp > c->len + reserve ? sizeof tmp - c->len - reserve : 0)
+                      : sizeof tmp;
     if (room == 0)
         return 0;
     ssize_t r = recv(c->fd, tmp, room, 0);
@@ -203,17 +250,20 @@ static int on_data(struct fakedc *d, struct dconn *c)
     CADD(d, bytes_in, (uint64_t)r);
     if (c->cmd == CMD_ECHO)
         return queue_out(c, tmp, (size_t)r);
-    if (c->cmd == CMD_SINK)
+    if (c->cmd == CMD_SINK || c->cmd == CMD_SINKA)
         sink_bytes(d, c, tmp, (size_t)r);
+    else if (c->cmd == CMD_SRCW)
+        credit_bytes(c, tmp, (size_t)r);
     return 0;
 }
 
 static void fill_source(struct dconn *c)
 {
-    if (c->cmd != CMD_SRCE || c->len || c->done >= c->count)
+    uint64_t limit = c->cmd == CMD_SRCW ? (c->credit < c->count ? c->credit : c->count) : c->count;
+    if ((c->cmd != CMD_SRCE && c->cmd != CMD_SRCW) || c->len || c->done >= limit)
         return;
     uint8_t tmp[DC_BUF];
-    size_t k = c->count - c->done < DC_BUF ? (size_t)(c->count - c->done) : DC_BUF;
+    size_t k = limit - c->done < DC_BUF ? (size_t)(limit - c->done) : DC_BUF;
     pstream_fill(c->seed, c->done, tmp, k);
     c->done += k;
     queue_out(c, tmp, k);

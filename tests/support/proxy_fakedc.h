@@ -10,6 +10,13 @@
  *                               answer 8 bytes "SINK-OK!" or "SINK-BAD"; then echo
  *   "SRCE" seed:u32 count:u64   send count bytes of pstream(seed), discard whatever arrives
  *   "IDLE" ...                  hold the connection, discard input
+ *   "SNKA" seed:u32 count:u64   SINK with acknowledgements: after each read that verified
+ *                               bytes, an 8-byte count (u64) of bytes verified so far, at
+ *                               most one per FAKEDC_ACK_STEP and always one at count; then
+ *                               the 8-byte verdict as SINK, then echo
+ *   "SRCW" seed:u32 count:u64   SRCE under flow control: the client sends 8-byte credits
+ *                               (u64, the total it allows so far; the largest counts) and
+ *                               the DC never sends past the credit
  *
  * All integers little-endian. Counters (atomics) let tests assert what the DC saw: the tag
  * and DC index of the last header, headers accepted / rejected, sinks verified / failed.
@@ -22,7 +29,8 @@
 
 #include <stdint.h>
 
-#define FAKEDC_CMD_LEN 16
+#define FAKEDC_CMD_LEN  16
+#define FAKEDC_ACK_STEP (64 * 1024) /* bytes between SNKA acknowledgements */
 
 struct fakedc_counters {
     uint64_t accepted;    /* TCP connections accepted */

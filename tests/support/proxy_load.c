@@ -15,6 +15,7 @@ struct worker {
     uint16_t port;
     enum pload_kind kind;
     uint64_t bytes;
+    uint64_t window; /* 0 = unbounded */
     uint32_t seed;
     int rc;
     pthread_barrier_t *go;
@@ -27,8 +28,12 @@ static void *run_one(void *arg)
     pthread_barrier_wait(&w->go[0]);
     pthread_barrier_wait(&w->go[1]);
     if (w->rc == 0) {
-        if (w->kind == PLOAD_UP)
+        if (w->kind == PLOAD_UP && w->window)
+            w->rc = pcli_sink_window(&w->c, w->seed, w->bytes, w->window);
+        else if (w->kind == PLOAD_UP)
             w->rc = pcli_sink(&w->c, w->seed, w->bytes, 0);
+        else if (w->kind == PLOAD_DOWN && w->window)
+            w->rc = pcli_source_window(&w->c, w->seed, w->bytes, w->window);
         else if (w->kind == PLOAD_DOWN)
             w->rc = pcli_source(&w->c, w->seed, w->bytes);
         else
@@ -55,6 +60,13 @@ struct pload_result pload_run_ready(int n, uint16_t port, const struct pcli_opts
                                     enum pload_kind kind, uint64_t bytes_each,
                                     void (*ready)(void *), void *arg)
 {
+    return pload_run_window(n, port, opts, kind, bytes_each, 0, ready, arg);
+}
+
+struct pload_result pload_run_window(int n, uint16_t port, const struct pcli_opts *opts,
+                                     enum pload_kind kind, uint64_t bytes_each, uint64_t window,
+                                     void (*ready)(void *), void *arg)
+{
     struct pload_result r = {0};
     struct worker *w = calloc((size_t)n, sizeof *w);
     pthread_t *th = calloc((size_t)n, sizeof *th);
@@ -74,6 +86,7 @@ struct pload_result pload_run_ready(int n, uint16_t port, const struct pcli_opts
                                .port = port,
                                .kind = kind,
                                .bytes = bytes_each,
+                               .window = window,
                                .seed = (uint32_t)i * 7919u,
                                .go = go};
         pthread_create(&th[i], &a, run_one, &w[i]);

@@ -31,6 +31,12 @@ struct pload_result pload_run_ready(int n, uint16_t port, const struct pcli_opts
                                     enum pload_kind kind, uint64_t bytes_each,
                                     void (*ready)(void *), void *arg);
 
+/* Same, with at most window bytes in flight per connection for PLOAD_UP and PLOAD_DOWN
+   (pcli_sink_window / pcli_source_window); window 0 = unbounded (pload_run_ready). */
+struct pload_result pload_run_window(int n, uint16_t port, const struct pcli_opts *opts,
+                                     enum pload_kind kind, uint64_t bytes_each, uint64_t window,
+                                     void (*ready)(void *), void *arg);
+
 /* q-quantile (0..1) of v[0..n) (sorts v). */
 double pload_quantile(double *v, size_t n, double q);
 
