@@ -115,7 +115,8 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     setenv("TGKIT_COMMIT", tg__bench_commit(), 0);
     const char *env = getenv("TGKIT_BENCH_MB");
-    uint64_t mb = env && atoi(env) > 0 ? (uint64_t)atoi(env) : 256;
+    unsigned long parsed = env ? strtoul(env, NULL, 10) : 0;
+    uint64_t mb = parsed > 0 && parsed < (1ul << 20) ? (uint64_t)parsed : 256;
     uint64_t total = mb << 20;
 
     struct pharness h;

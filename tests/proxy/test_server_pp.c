@@ -113,9 +113,9 @@ static void test_unknown_and_local_fall_back_to_socket(void **state)
         size_t n;
     } cases[] = {{unknown, sizeof unknown - 1}, {local, sizeof local}};
     for (size_t i = 0; i < 2; i++) {
-        uint8_t got[512];
+        uint8_t got[512] = {0};
         int fd = front_through(&h, cases[i].p, cases[i].n, 28, got, sizeof got, i);
-        struct sockaddr_in me;
+        struct sockaddr_in me = {0};
         socklen_t ml = sizeof me;
         assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &ml), 0);
         expect_v4(got, "127.0.0.1", "127.0.0.1", ntohs(me.sin_port), h.port);
@@ -146,30 +146,30 @@ static void test_malformed_v1_addresses_close(void **state)
 
 struct pp_case {
     const char *text;
-    int want;
-    uint8_t family;
     const char *src;
+    int want;
     uint16_t sport;
+    uint8_t family;
 };
 
 static void test_parse_addr_table(void **state)
 {
     (void)state;
     static const struct pp_case cases[] = {
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 65535\r\n", CONN_PP_OK, AF_INET, "1.2.3.4", 1},
-        {"PROXY TCP6 ::1 ::2 80 443\r\n", CONN_PP_OK, AF_INET6, "::1", 80},
-        {"PROXY TCP6 ::ffff:1.2.3.4 ::2 80 443\r\n", CONN_PP_OK, AF_INET6, "::ffff:1.2.3.4", 80},
-        {"PROXY UNKNOWN\r\n", CONN_PP_OK, 0, NULL, 0},
-        {"PROXY UNKNOWN 1.2.3.4 garbage\r\n", CONN_PP_OK, 0, NULL, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 65536\r\n", CONN_PP_BAD, 0, NULL, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1\r\n", CONN_PP_BAD, 0, NULL, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 2 3\r\n", CONN_PP_BAD, 0, NULL, 0},
-        {"PROXY TCP4 1.2.3.4  5.6.7.8 1 2\r\n", CONN_PP_BAD, 0, NULL, 0},
-        {"PROXY TCP4 ::1 ::2 1 2\r\n", CONN_PP_BAD, 0, NULL, 0},
-        {"PROXY TCP6 1.2.3.4 5.6.7.8 1 2\r\n", CONN_PP_BAD, 0, NULL, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 -2\r\n", CONN_PP_BAD, 0, NULL, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 2", CONN_PP_MORE, 0, NULL, 0},
-        {"PROXY UDP4 1.2.3.4 5.6.7.8 1 2\r\n", CONN_PP_BAD, 0, NULL, 0},
+        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 65535\r\n", "1.2.3.4", CONN_PP_OK, 1, AF_INET},
+        {"PROXY TCP6 ::1 ::2 80 443\r\n", "::1", CONN_PP_OK, 80, AF_INET6},
+        {"PROXY TCP6 ::ffff:1.2.3.4 ::2 80 443\r\n", "::ffff:1.2.3.4", CONN_PP_OK, 80, AF_INET6},
+        {"PROXY UNKNOWN\r\n", NULL, CONN_PP_OK, 0, 0},
+        {"PROXY UNKNOWN 1.2.3.4 garbage\r\n", NULL, CONN_PP_OK, 0, 0},
+        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 65536\r\n", NULL, CONN_PP_BAD, 0, 0},
+        {"PROXY TCP4 1.2.3.4 5.6.7.8 1\r\n", NULL, CONN_PP_BAD, 0, 0},
+        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 2 3\r\n", NULL, CONN_PP_BAD, 0, 0},
+        {"PROXY TCP4 1.2.3.4  5.6.7.8 1 2\r\n", NULL, CONN_PP_BAD, 0, 0},
+        {"PROXY TCP4 ::1 ::2 1 2\r\n", NULL, CONN_PP_BAD, 0, 0},
+        {"PROXY TCP6 1.2.3.4 5.6.7.8 1 2\r\n", NULL, CONN_PP_BAD, 0, 0},
+        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 -2\r\n", NULL, CONN_PP_BAD, 0, 0},
+        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 2", NULL, CONN_PP_MORE, 0, 0},
+        {"PROXY UDP4 1.2.3.4 5.6.7.8 1 2\r\n", NULL, CONN_PP_BAD, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct pp_case *t = &cases[i];

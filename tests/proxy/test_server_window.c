@@ -32,7 +32,7 @@ static void test_window_direct_and_proxied(void **state)
     assert_int_equal(pharness_start(&h, &(struct pharness_opts){.ee = true, .dd = true}), 0);
     windowed(&h, h.dc_port, PCLI_DIRECT, 1 << 20);
     windowed(&h, h.port, PCLI_TLS, 1 << 20);
-    windowed(&h, h.port, PCLI_DD, 64 * 1024);
+    windowed(&h, h.port, PCLI_DD, (uint64_t)64 * 1024);
     struct fakedc_counters dc = fakedc_counters(h.dc);
     assert_int_equal(dc.sink_ok, 9);
     assert_int_equal(dc.sink_bad, 0);

@@ -15,7 +15,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define DC_BUF (64 * 1024)
+#define DC_BUF ((size_t)64 * 1024)
 
 enum dcmd { CMD_NONE, CMD_ECHO, CMD_SINK, CMD_SRCE, CMD_IDLE, CMD_SINKA, CMD_SRCW };
 

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #define FAKEDC_CMD_LEN  16
-#define FAKEDC_ACK_STEP (64 * 1024) /* bytes between SNKA acknowledgements */
+#define FAKEDC_ACK_STEP ((uint64_t)64 * 1024) /* bytes between SNKA acknowledgements */
 
 struct fakedc_counters {
     uint64_t accepted;    /* TCP connections accepted */

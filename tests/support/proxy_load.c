@@ -80,7 +80,7 @@ struct pload_result pload_run_window(int n, uint16_t port, const struct pcli_opt
     pthread_barrier_init(&go[1], NULL, (unsigned)n + 1);
     pthread_attr_t a;
     pthread_attr_init(&a);
-    pthread_attr_setstacksize(&a, 256 * 1024);
+    pthread_attr_setstacksize(&a, (size_t)256 * 1024);
     for (int i = 0; i < n; i++) {
         w[i] = (struct worker){.o = opts,
                                .port = port,
