@@ -229,7 +229,6 @@ static void *name_main(void *arg)
     if (res)
         freeaddrinfo(res);
     uint32_t idx = e->idx;
-    __atomic_thread_fence(__ATOMIC_RELEASE);
     /* 4 bytes are written atomically, and the pipe holds far more than one per name, so
        this never blocks; the worker joins this thread before it closes the pipe */
     ssize_t wr = write(e->notify_fd, &idx, sizeof idx);
@@ -280,8 +279,7 @@ static void front_resume(struct conn *c);
 /* One lookup finished: cache its answer and resume every connection waiting for it. */
 static void name_done(struct conn_worker *w, struct upstream_name *e)
 {
-    pthread_join(e->th, NULL);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    pthread_join(e->th, NULL); /* also makes the thread's ans_* writes visible here */
     e->busy = false;
     e->known = true;
     e->resolved_ms = w->loop.now_ms;
