@@ -10,6 +10,8 @@
  *   relay       a plain epoll TCP relay without crypto, in a child process (the floor)
  *   proxy_tls   tgproxy (FakeTLS client leg, fast mode) in a child process
  *   proxy_dd    tgproxy (dd client leg, fast mode)
+ *   proxy_tls_nofast  tgproxy (FakeTLS, fast-mode = false: downloads re-encrypted), a
+ *               second instance with its own fake DC
  * plus AES-256-CTR alone (decrypt + encrypt per byte, one core) as the crypto floor.
  * Every transfer is verified end to end by the fake DC (uploads) or the client (downloads).
  *
@@ -36,6 +38,7 @@ struct path {
     uint16_t port;
     enum pcli_mode mode;
     struct pproc *proc; /* process in the middle, NULL for direct */
+    struct pharness *h; /* its fake DC and client keys */
 };
 
 static double aes_floor_s_per_gb(void)
@@ -78,9 +81,10 @@ static void sample(void *arg)
 
 /* One scenario; floors[0] = direct MB/s, floors[1] = relay CPU s/GB (filled by those runs).
    window 0 = unbounded. */
-static void run_path(const struct path *p, struct pharness *h, int conns, enum pload_kind kind,
-                     uint64_t window, uint64_t total, double floors[2])
+static void run_path(const struct path *p, int conns, enum pload_kind kind, uint64_t window,
+                     uint64_t total, double floors[2])
 {
+    struct pharness *h = p->h;
     struct pcli_opts o = pharness_client(h, p->mode);
     o.timeout_ms = 60000;
     struct pproc_report r0 = {0}, r1 = {0};
@@ -119,19 +123,22 @@ int main(void)
     uint64_t mb = parsed > 0 && parsed < (1ul << 20) ? (uint64_t)parsed : 256;
     uint64_t total = mb << 20;
 
-    struct pharness h;
+    struct pharness h, hn;
     struct pproc relay;
     if (pharness_start(&h, &(struct pharness_opts){.ee = true, .dd = true, .fork_server = true}) <
+            0 ||
+        pharness_start(&hn, &(struct pharness_opts){.no_fast_mode = true, .fork_server = true}) <
             0 ||
         pproc_relay_start(&relay, h.dc_port) < 0) {
         fprintf(stderr, "throughput: cannot start the proxy or the relay\n");
         return 1;
     }
     struct path paths[] = {
-        {"direct", h.dc_port, PCLI_DIRECT, NULL},
-        {"relay", relay.port, PCLI_DIRECT, &relay},
-        {"proxy_tls", h.port, PCLI_TLS, &h.proc},
-        {"proxy_dd", h.port, PCLI_DD, &h.proc},
+        {"direct", h.dc_port, PCLI_DIRECT, NULL, &h},
+        {"relay", relay.port, PCLI_DIRECT, &relay, &h},
+        {"proxy_tls", h.port, PCLI_TLS, &h.proc, &h},
+        {"proxy_dd", h.port, PCLI_DD, &h.proc, &h},
+        {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn},
     };
 
     static const int conns[] = {1, 100};
@@ -142,12 +149,13 @@ int main(void)
             for (size_t b = 0; b < 2; b++) {
                 double floors[2] = {0, 0};
                 for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-                    run_path(&paths[i], &h, conns[c], kinds[k], windows[b], total, floors);
+                    run_path(&paths[i], conns[c], kinds[k], windows[b], total, floors);
             }
     double aes = aes_floor_s_per_gb();
     pload_line("proxy_aes_ctr_floor", "cpu_s_per_gb=%.3f gb_per_s=%.2f (decrypt+encrypt, one core)",
                aes, 1 / aes);
     pproc_stop(&relay);
+    pharness_stop(&hn);
     pharness_stop(&h);
     return 0;
 }
