@@ -1371,6 +1371,7 @@ static const struct key_rule root_rules[] = {
     BOOL_KEY("test-dcs", use_test_dcs),
     SIZE_KEY("buffer-size", buffer_size, 1024, 1 << 20),
     SIZE_KEY("max-inflight", max_inflight, 16 << 10, 256u << 20),
+    SIZE_KEY("bulk-budget", bulk_budget, 0, 256u << 20),
     FN_KEY("dcs", k_dcs),
     FN_KEY("domain-fronting", k_fronting),
     FN_KEY("network", k_network),
@@ -1437,6 +1438,7 @@ void config_init(struct config *cfg)
     cfg->log_level = TG__LOG_INFO;
     cfg->buffer_size = 16384;
     cfg->max_inflight = 1u << 20;
+    cfg->bulk_budget = 4u << 20;
 }
 
 void config_cleanup(struct config *cfg)

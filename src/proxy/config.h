@@ -152,6 +152,8 @@ struct config {
     uint32_t buffer_size;  /* bytes per pooled I/O buffer; default 16384 */
     uint32_t max_inflight; /* bytes buffered per direction before backpressure;
                               default 1048576 */
+    uint32_t bulk_budget;  /* bytes of 64 KiB bulk buffers one worker may hold; 0 = none;
+                              default 4 MiB */
 };
 
 /* Warning sink for keys that are accepted but ignored (mtg keys we do not implement).

@@ -70,6 +70,7 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
         return rc;
     }
     tg__pool_init(&w->pool, sh->buf_size, BUF_POOL_KEEP);
+    tg__pool_init(&w->big_pool, sh->big_size ? sh->big_size : sizeof(void *), sh->big_max);
     tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
     tg__ratelimit_init(&w->rl, 5, 20);
     w->scratch = tg__malloc(FAKETLS_SERVER_HELLO_MAX);
@@ -99,6 +100,7 @@ void conn_worker_cleanup(struct conn_worker *w)
     tg__free(w->scratch);
     w->scratch = NULL;
     tg__pool_cleanup(&w->pool);
+    tg__pool_cleanup(&w->big_pool);
     tg__pool_cleanup(&w->conn_pool);
     loop_cleanup(&w->loop);
     w->sh = NULL;
@@ -404,16 +406,12 @@ static void front(struct conn *c, bool deadline)
     u->len = c->hs_len;
     c->hs = NULL;
     c->hs_len = 0;
-    if (!u->len) {
-        conn_buf_put(c->w, u->buf);
-        u->buf = NULL;
-    }
+    if (!u->len)
+        conn_dir_put(c->w, u);
     loop_io_set(&c->w->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
     if (upstream_connect_front(c) == 0)
         return; /* under way, or c already closed */
-    conn_buf_put(c->w, u->buf);
-    u->buf = NULL;
-    u->off = u->len = 0;
+    conn_dir_put(c->w, u);
     if (deadline) {
         conn_close(c, END_HS_TIMEOUT);
         return;
@@ -426,9 +424,7 @@ static void front(struct conn *c, bool deadline)
 void conn_front_unavailable(struct conn *c)
 {
     struct relay_dir *u = &c->dir[DIR_UP];
-    conn_buf_put(c->w, u->buf);
-    u->buf = NULL;
-    u->off = u->len = 0;
+    conn_dir_put(c->w, u);
     c->state = CONN_DISCARD;
     loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
     loop_timer_start(&c->w->loop, &c->w->tq_handshake, &c->timer, on_timer);

@@ -65,6 +65,8 @@ struct conn_shared {
     uint32_t concurrency; /* limit on active connections, all workers */
     uint32_t active;      /* atomic: active connections, all workers */
     size_t buf_size;      /* pool block size */
+    size_t big_size;      /* bulk block size; 0 = bulk buffers off (buf_size is large) */
+    uint32_t big_max;     /* bulk blocks one worker may hold at once */
 };
 
 struct conn;
@@ -73,6 +75,8 @@ struct conn;
 struct conn_worker {
     struct loop loop;
     tg__pool pool;
+    tg__pool big_pool;   /* bulk buffers (relay.c): bigger reads and sends for busy flows */
+    uint32_t big_in_use; /* of at most sh->big_max */
     struct stats stats;
     struct loop_tq tq_handshake, tq_connect, tq_front;
     struct loop_tq tq_park; /* quiet time after which a relay parks its ciphers */
@@ -137,6 +141,8 @@ struct relay_dir {
     uint32_t off, len; /* unwritten bytes are buf[off..len) */
     bool eof;          /* the source reached EOF */
     bool shut;         /* we sent FIN to the destination */
+    bool big;          /* buf came from the bulk pool */
+    bool bulk;         /* the last read filled its buffer: the next may take a bulk one */
 };
 
 enum { DIR_UP = 0, DIR_DOWN = 1 }; /* up: client -> upstream; down: upstream -> client */
@@ -194,6 +200,35 @@ static inline void conn_buf_put(struct conn_worker *w, void *b)
         tg__pool_put(&w->pool, b);
         stats_sub(&w->stats, bufs, 1);
     }
+}
+/* A bulk buffer (sh->big_size bytes) if the worker is under its budget, else NULL. */
+static inline void *conn_big_get(struct conn_worker *w)
+{
+    if (!w->sh->big_size || w->big_in_use >= w->sh->big_max)
+        return NULL;
+    void *b = tg__pool_get(&w->big_pool);
+    if (b) {
+        if (++w->big_in_use > w->stats.bulk_peak)
+            stats_add(&w->stats, bulk_peak, 1);
+        stats_add(&w->stats, bufs, 1);
+        if (w->stats.bufs > w->stats.bufs_peak)
+            stats_add(&w->stats, bufs_peak, 1);
+    }
+    return b;
+}
+/* Give back a direction's buffer to the pool it came from and empty the direction. */
+static inline void conn_dir_put(struct conn_worker *w, struct relay_dir *r)
+{
+    if (r->buf && r->big) {
+        tg__pool_put(&w->big_pool, r->buf);
+        w->big_in_use--;
+        stats_sub(&w->stats, bufs, 1);
+    } else {
+        conn_buf_put(w, r->buf);
+    }
+    r->buf = NULL;
+    r->big = false;
+    r->off = r->len = 0;
 }
 
 /* Record I/O activity now (resets the idle deadline lazily). */

@@ -18,9 +18,7 @@
 
 static void dir_release(struct conn *c, struct relay_dir *r)
 {
-    conn_buf_put(c->w, r->buf);
-    r->buf = NULL;
-    r->off = r->len = 0;
+    conn_dir_put(c->w, r);
 }
 
 void relay_release(struct conn *c)
@@ -96,7 +94,8 @@ static ssize_t read_wrapped(int fd, uint8_t *buf, size_t size, size_t *cap)
     struct iovec iov[MAXSLOTS];
     int k = 0;
     *cap = 0;
-    for (size_t at = 0; k < MAXSLOTS && at + RELAY_TLS_HEADROOM < size; at += SLOT, k++) {
+    /* whole records only after the first, so a buffer's tail never makes a runt record */
+    for (size_t at = 0; k < MAXSLOTS && (k == 0 || at + SLOT <= size); at += SLOT, k++) {
         size_t room = size - at - RELAY_TLS_HEADROOM;
         iov[k].iov_base = buf + at + RELAY_TLS_HEADROOM;
         iov[k].iov_len = room < RELAY_TLS_MAX_PAYLOAD ? room : RELAY_TLS_MAX_PAYLOAD;
@@ -111,11 +110,18 @@ static int read_once(struct conn *c, int d, bool *more)
     struct relay_dir *r = &c->dir[d];
     int fd = d == DIR_UP ? c->cfd : c->ufd;
     bool wrap = d == DIR_DOWN && c->tls && c->state == CONN_RELAY;
-    size_t cap = c->w->sh->buf_size;
-    if (!r->buf && !(r->buf = conn_buf_get(c->w)))
-        return -ENOMEM;
+    if (!r->buf) {
+        /* a flow whose last read filled its buffer gets a bulk one while the budget lasts */
+        r->big = r->bulk && (r->buf = conn_big_get(c->w)) != NULL;
+        if (!r->buf && !(r->buf = conn_buf_get(c->w)))
+            return -ENOMEM;
+    }
+    size_t cap = r->big ? c->w->sh->big_size : c->w->sh->buf_size;
     ssize_t n = wrap ? read_wrapped(fd, r->buf, cap, &cap) : recv(fd, r->buf, cap, 0);
     *more = n == (ssize_t)cap;
+    r->bulk = *more;
+    if (r->big && n > 0)
+        stats_add(&c->w->stats, bulk_reads, 1);
     if (n <= 0) {
         dir_release(c, r);
         if (n == 0)

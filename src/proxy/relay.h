@@ -4,7 +4,10 @@
  *
  * Each direction has at most one pool buffer, taken when a read returns bytes and given back
  * as soon as they are all written, so an idle connection holds none and memory per
- * connection is bounded by two buffers. Backpressure: while a direction has unwritten bytes
+ * connection is bounded by two buffers. A direction whose last read filled its buffer (a
+ * bulk flow) takes a bulk buffer (four 16 KiB records) for the next read while the worker
+ * holds fewer than its budget (4 MiB of them); otherwise a regular one: busy flows make a
+ * quarter of the syscalls, and memory stays bounded however many connections are busy. Backpressure: while a direction has unwritten bytes
  * its source is not read (its READ interest is off) and the destination waits for WRITE; the
  * kernel's socket buffers absorb the rest. Nothing is ever dropped.
  *

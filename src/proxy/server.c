@@ -23,6 +23,7 @@
 #define ACCEPT_PAUSE_MS 100 /* back-off when out of file descriptors */
 #define MAX_WORKERS     256
 #define BUF_SLACK       1024 /* pool block = max(buffer_size, 16384) + slack */
+#define BULK_BUF        (4 * 16389) /* bulk block: four full FakeTLS records with headers */
 
 struct worker {
     struct conn_worker cw;
@@ -196,6 +197,10 @@ static int shared_init(struct server *s)
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
     sh->buf_size = b + BUF_SLACK;
+    /* bulk buffers: four maximum-size TLS records per read and per send for flows that fill
+       their small buffer, within a per-worker memory budget */
+    sh->big_max = b < BULK_BUF ? (uint32_t)(cfg->bulk_budget / (BULK_BUF + BUF_SLACK)) : 0;
+    sh->big_size = sh->big_max ? BULK_BUF + BUF_SLACK : 0;
     return 0;
 }
 

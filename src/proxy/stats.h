@@ -31,7 +31,9 @@
     X(bytes_down, "bytes relayed upstream to client")                                              \
     X(closed, "connections closed")                                                                \
     X(bufs, "gauge: I/O buffers held by connections")                                              \
-    X(bufs_peak, "most I/O buffers held at once (per worker; summed over workers)")
+    X(bufs_peak, "most I/O buffers held at once (per worker; summed over workers)")             \
+    X(bulk_reads, "relay reads into bulk (64 KiB) buffers")                                       \
+    X(bulk_peak, "most bulk buffers held at once (per worker; summed over workers)")
 
 struct stats {
 #define STATS_FIELD(name, help) uint64_t name;

@@ -103,6 +103,7 @@ static const char full_doc[] = "bind-to = [\"0.0.0.0:443\", \"[::]:443\", \"[::1
                                "debug = true\n"
                                "buffer-size = \"8kib\"\n"
                                "max-inflight = 65536\n"
+                               "bulk-budget = \"1mib\"\n"
                                "[secrets]\n"
                                "tls = \"" EE_A_B64 "\"\n"
                                "padded = \"" DD_A "\"\n"
@@ -160,6 +161,7 @@ static void test_every_key(void **state)
     assert_int_equal(cfg.log_level, TG__LOG_WARN); /* log-level wins over debug */
     assert_int_equal(cfg.buffer_size, 8192);
     assert_int_equal(cfg.max_inflight, 65536);
+    assert_int_equal(cfg.bulk_budget, 1 << 20);
     assert_int_equal(cfg.secrets[0].secret.kind, SECRET_EE);
     assert_int_equal(cfg.secrets[1].secret.kind, SECRET_DD);
     assert_int_equal(cfg.secrets[2].secret.kind, SECRET_CLASSIC);
@@ -363,6 +365,8 @@ static void test_example_config_loads(void **state)
     assert_int_equal(cfg.log_level, def.log_level);
     assert_int_equal(cfg.buffer_size, def.buffer_size);
     assert_int_equal(cfg.max_inflight, def.max_inflight);
+    assert_int_equal(cfg.bulk_budget, def.bulk_budget);
+    assert_int_equal(def.bulk_budget, 4 << 20);
     assert_int_equal(cfg.fronting.port, def.fronting.port);
     assert_int_equal(cfg.fronting.proxy_protocol, def.fronting.proxy_protocol);
     assert_memory_equal(&cfg.timeout, &def.timeout, sizeof def.timeout);
@@ -460,6 +464,7 @@ static const struct bad_case bad_cases[] = {
     {BASE SEC "[network.timeout]\nidle = 99999999\n",
      "c.toml:5:8: network.timeout.idle: ", "expected 1..86400 seconds"},
     {BASE "buffer-size = true\n" SEC, "c.toml:2:15: buffer-size: ", "expected a size"},
+    {BASE "bulk-budget = \"1gib\"\n" SEC, "c.toml:2:15: bulk-budget: ", "size out of range"},
     {BASE SEC "[dcs]\n2 = 5\n", "c.toml:5:5: dcs.2: ", "expected an array of \"HOST:PORT\""},
     {BASE SEC "[dcs]\n2 = [\"1:1\",\"1:2\",\"1:3\",\"1:4\",\"1:5\",\"1:6\",\"1:7\",\"1:8\",\"1:9\","
               "\"1:10\",\"1:11\",\"1:12\",\"1:13\",\"1:14\",\"1:15\",\"1:16\",\"1:17\"]\n",

@@ -54,6 +54,13 @@ static void echo_roundtrip(struct pharness *h, enum pcli_mode mode, uint8_t tag,
     pcli_close(&c);
 }
 
+static bool no_active(void *arg)
+{
+    struct stats st;
+    server_stats(arg, &st);
+    return st.active == 0;
+}
+
 static void test_tls_echo_sizes(void **state)
 {
     (void)state;
@@ -119,6 +126,13 @@ static void test_upload_download(void **state)
     struct fakedc_counters dc = fakedc_counters(h.dc);
     assert_int_equal(dc.sink_ok, 2);
     assert_int_equal(dc.sink_bad, 0);
+    /* 8 MB flows fill their buffers: they moved through bulk buffers, all given back */
+    struct stats st;
+    assert_true(wait_for(no_active, h.srv, 10000));
+    server_stats(h.srv, &st);
+    assert_true(st.bulk_reads > 0);
+    assert_true(st.bulk_peak > 0);
+    assert_int_equal(st.bufs, 0);
     pharness_stop(&h);
 }
 
@@ -421,13 +435,6 @@ static void test_parked_ciphers_resume(void **state)
     pharness_stop(&h);
 }
 
-static bool no_active(void *arg)
-{
-    struct stats st;
-    server_stats(arg, &st);
-    return st.active == 0;
-}
-
 static bool no_bufs(void *arg)
 {
     struct stats st;
@@ -590,7 +597,9 @@ static void test_slow_readers_bounded(void **state)
 {
     (void)state;
     struct pharness h;
-    start(&h, &(struct pharness_opts){.ee = true, .dd = true});
+    /* a bulk budget of two 64 KiB buffers per worker (2 workers): most flows must make do
+       with regular buffers, and every byte still arrives */
+    start(&h, &(struct pharness_opts){.ee = true, .dd = true, .bulk_budget = 140000});
     enum { N = 20 };
     struct job jobs[N];
     pthread_t th[N];
@@ -607,6 +616,7 @@ static void test_slow_readers_bounded(void **state)
     server_stats(h.srv, &st);
     /* at most one buffer per direction per connection, whatever the reader's pace */
     assert_true(st.bufs_peak <= 2 * N);
+    assert_true(st.bulk_peak > 0 && st.bulk_peak <= 2 * 2);
     assert_true(wait_for(no_active, h.srv, 10000));
     server_stats(h.srv, &st);
     assert_int_equal(st.bufs, 0);
