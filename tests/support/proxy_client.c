@@ -293,22 +293,42 @@ void pcli_close(struct pcli *c)
 }
 
 /* Outgoing side of a streaming transfer: encrypted, framed bytes waiting for the socket. */
+/* Outgoing bytes: up to OUTQ_PAYLOAD of stream per fill; with FakeTLS cut into records of at
+   most max_record payload bytes, several per send() as a client with a buffered TLS layer
+   writes them (one record per send would make the load generator, not the proxy, the
+   bottleneck, and loopback segments unrealistically small). */
+#define OUTQ_PAYLOAD 65536
 struct outq {
-    uint8_t buf[5 + REC_MAX];
+    uint8_t buf[OUTQ_PAYLOAD + 5 * 64];
     size_t off, len;
 };
 
-static void outq_fill(struct pcli *c, struct outq *q, uint32_t seed, uint64_t pos, size_t k)
+/* Queue up to k stream bytes from pos; returns how many were queued (> 0 for k > 0). */
+static size_t outq_fill(struct pcli *c, struct outq *q, uint32_t seed, uint64_t pos, size_t k)
 {
-    size_t h = c->tls ? 5 : 0;
-    pstream_fill(seed, pos, q->buf + h, k);
-    pctr_apply(&c->enc, q->buf + h, k);
-    if (c->tls) {
-        q->buf[0] = 0x17, q->buf[1] = 3, q->buf[2] = 3;
-        put16(q->buf + 3, k);
+    size_t done = 0, at = 0;
+    if (k > OUTQ_PAYLOAD)
+        k = OUTQ_PAYLOAD;
+    if (!c->tls) {
+        pstream_fill(seed, pos, q->buf, k);
+        pctr_apply(&c->enc, q->buf, k);
+        done = at = k;
+    }
+    while (c->tls && done < k && at + 5 < sizeof q->buf) {
+        size_t r = k - done < c->max_record ? k - done : c->max_record;
+        if (r > sizeof q->buf - at - 5)
+            r = sizeof q->buf - at - 5;
+        uint8_t *h = q->buf + at;
+        pstream_fill(seed, pos + done, h + 5, r);
+        pctr_apply(&c->enc, h + 5, r);
+        h[0] = 0x17, h[1] = 3, h[2] = 3;
+        put16(h + 3, r);
+        at += 5 + r;
+        done += r;
     }
     q->off = 0;
-    q->len = h + k;
+    q->len = at;
+    return done;
 }
 
 /* Interleaved send of total bytes and, when verify_echo, receive + verify of the echo. */
@@ -318,8 +338,6 @@ static int stream(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk, b
     uint8_t *rb = malloc(65536);
     uint64_t sent = 0, got = 0;
     int rc = q && rb ? 0 : -ENOMEM;
-    if (chunk > c->max_record && c->tls)
-        chunk = c->max_record;
     if (q)
         q->off = q->len = 0;
     psock_set_nonblock(c->fd, true);
@@ -333,8 +351,7 @@ static int stream(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk, b
         if (pf.revents & POLLOUT) {
             if (q->off == q->len && sent < total) {
                 size_t k = total - sent < chunk ? (size_t)(total - sent) : chunk;
-                outq_fill(c, q, seed, sent, k);
-                sent += k;
+                sent += outq_fill(c, q, seed, sent, k);
             }
             ssize_t w = send(c->fd, q->buf + q->off, q->len - q->off, MSG_NOSIGNAL);
             if (w < 0 && errno != EAGAIN)
@@ -365,7 +382,7 @@ int pcli_echo(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk)
     uint8_t cmd[FAKEDC_CMD_LEN];
     fakedc_cmd(cmd, "ECHO", seed, total);
     int rc = pcli_send(c, cmd, sizeof cmd);
-    return rc < 0 ? rc : stream(c, seed, total, chunk ? chunk : 16384, true);
+    return rc < 0 ? rc : stream(c, seed, total, chunk ? chunk : OUTQ_PAYLOAD, true);
 }
 
 int pcli_sink(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk)
@@ -374,7 +391,7 @@ int pcli_sink(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk)
     fakedc_cmd(cmd, "SINK", seed, total);
     int rc = pcli_send(c, cmd, sizeof cmd);
     if (rc == 0)
-        rc = stream(c, seed, total, chunk ? chunk : 16384, false);
+        rc = stream(c, seed, total, chunk ? chunk : OUTQ_PAYLOAD, false);
     if (rc == 0)
         rc = pcli_recv_all(c, ans, sizeof ans);
     if (rc == 0 && memcmp(ans, "SINK-OK!", 8) != 0)
@@ -448,8 +465,7 @@ static int window_send(struct pcli *c, struct outq *q, uint32_t seed, uint64_t *
     if (q->off == q->len && *sent < total && room > 0) {
         uint64_t k = total - *sent < chunk ? total - *sent : chunk;
         k = k < room ? k : room;
-        outq_fill(c, q, seed, *sent, (size_t)k);
-        *sent += k;
+        *sent += outq_fill(c, q, seed, *sent, (size_t)k);
     }
     if (q->off == q->len)
         return 0;
@@ -470,7 +486,7 @@ int pcli_sink_window(struct pcli *c, uint32_t seed, uint64_t total, uint64_t win
     if (!q)
         return -ENOMEM;
     q->off = q->len = 0;
-    size_t chunk = c->tls && c->max_record < 16384 ? c->max_record : 16384;
+    size_t chunk = OUTQ_PAYLOAD;
     struct acks a = {.verdict = 0};
     uint64_t sent = 0;
     psock_set_nonblock(c->fd, true);

@@ -66,8 +66,9 @@ ssize_t pcli_recv(struct pcli *c, void *p, size_t n);
 int pcli_recv_all(struct pcli *c, void *p, size_t n);
 void pcli_close(struct pcli *c);
 
-/* Send "ECHO" then total bytes of pstream(seed) in chunks of chunk bytes while reading and
-   verifying the echo, interleaved (non-blocking + poll). */
+/* Send "ECHO" then total bytes of pstream(seed), up to chunk bytes (0 = 64 KiB) per send()
+   (with FakeTLS cut into records of at most max_record payload bytes, several per send),
+   while reading and verifying the echo, interleaved (non-blocking + poll). */
 int pcli_echo(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk);
 /* Upload total bytes; the fake DC verifies and answers "SINK-OK!". */
 int pcli_sink(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk);

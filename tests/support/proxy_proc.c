@@ -93,7 +93,8 @@ int pproc_proxy_start(struct pproc *p, const struct config *cfg)
 
 /* ---- plain relay: two sockets, one buffer per direction, backpressure ---- */
 
-#define PR_BUF 16384
+/* 64 KiB, as tgproxy's bulk buffers: the floor moves as much per syscall as the proxy can */
+#define PR_BUF 65536
 
 struct prside;
 struct prpair {
