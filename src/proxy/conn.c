@@ -138,8 +138,8 @@ void conn_close(struct conn *c, enum conn_end why)
     stats_add(&w->stats, bytes_down, c->bytes_down);
     loop_timer_stop(&c->timer);
     upstream_forget(c); /* no-op unless waiting for a lookup */
-    loop_io_del(&w->loop, &c->cli);
-    loop_io_del(&w->loop, &c->up);
+    loop_io_forget(&w->loop, &c->cli); /* both sockets are closed just below */
+    loop_io_forget(&w->loop, &c->up);
     if (c->cfd >= 0)
         close(c->cfd);
     if (c->ufd >= 0)
