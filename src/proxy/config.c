@@ -1365,6 +1365,7 @@ static const struct key_rule root_rules[] = {
     SECONDS_KEY("tolerate-time-skewness", tolerate_time_skewness_s, 1, 3600),
     BOOL_KEY("allow-fallback-on-unknown-dc", allow_fallback_on_unknown_dc),
     BOOL_KEY("fast-mode", fast_mode),
+    BOOL_KEY("dynamic-record-sizing", dynamic_records),
     BOOL_KEY("proxy-protocol-listener", proxy_protocol_listener),
     FN_KEY("log-level", k_log_level),
     FN_KEY("debug", k_debug),
@@ -1422,6 +1423,7 @@ void config_init(struct config *cfg)
     cfg->prefer_ip = CONFIG_PREFER_IPV6;
     cfg->tolerate_time_skewness_s = 120;
     cfg->fast_mode = true;
+    cfg->dynamic_records = true;
     cfg->concurrency = 8192;
     cfg->fronting.port = 443;
     cfg->timeout.tcp_ms = 10000;

@@ -102,6 +102,8 @@ struct config {
     enum config_prefer_ip prefer_ip;   /* default CONFIG_PREFER_IPV6 */
     uint32_t tolerate_time_skewness_s; /* FakeTLS timestamp window, ± seconds; default 120 */
     bool allow_fallback_on_unknown_dc; /* unknown DC -> DC 2 instead of close; default false */
+    bool dynamic_records; /* dynamic-record-sizing: small records toward the client first
+                             (1450 x 40, 4096 x 20, then 16384), again after 1 s quiet */
     bool fast_mode; /* fast-mode (brief 3.3): the DC header carries the client's reply keys,
                        so DC -> client bytes pass without re-encryption; default true */
 

@@ -62,6 +62,7 @@ struct conn_shared {
     size_t nee;
     struct antireplay *replay; /* NULL = anti-replay disabled */
     bool fast_mode;
+    bool dyn_records;     /* dynamic record sizing toward FakeTLS clients */
     uint32_t concurrency; /* limit on active connections, all workers */
     uint32_t active;      /* atomic: active connections, all workers */
     size_t buf_size;      /* pool block size */
@@ -156,6 +157,8 @@ struct conn {
     struct conn *dns_next; /* in a name's wait list while FRONT_RESOLVE / DC_RESOLVE */
     uint64_t start_ms, last_io_ms;
     uint64_t bytes_up, bytes_down;
+    uint64_t recs_ms; /* when the last record toward a FakeTLS client was queued */
+    uint32_t recs;    /* records toward the client since the last quiet second (sizing) */
     struct relay_dir dir[2];
     struct crypto_ctr c2p, p2c;   /* client leg: decrypt, encrypt (p2c unused in fast mode) */
     struct crypto_ctr p2dc, dc2p; /* DC leg: encrypt, decrypt (dc2p unused in fast mode) */

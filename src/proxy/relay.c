@@ -16,6 +16,23 @@
 
 #define PUMP_ROUNDS 4 /* reads per event and direction, for fairness between connections */
 
+/* Dynamic record sizing toward FakeTLS clients (brief 4.9; the sizes teleproxy and mtg
+   use): like a TLS server warming up, 40 records of at most 1450 payload bytes, then 20 of
+   4096, then full 16384-byte records; again from small after a second with nothing sent. */
+#define DYN_SMALL    1450
+#define DYN_SMALL_N  40
+#define DYN_MID      4096
+#define DYN_MID_N    20
+#define DYN_RESET_MS 1000
+
+/* Payload limit of the i-th record toward the client since the last reset. */
+static size_t rec_limit(const struct conn *c, uint32_t i)
+{
+    if (!c->w->sh->dyn_records || i >= DYN_SMALL_N + DYN_MID_N)
+        return RELAY_TLS_MAX_PAYLOAD;
+    return i < DYN_SMALL_N ? DYN_SMALL : DYN_MID;
+}
+
 static void dir_release(struct conn *c, struct relay_dir *r)
 {
     conn_dir_put(c->w, r);
@@ -68,10 +85,13 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n)
                             crypto_ctr_apply(&c->p2c, buf, n) < 0)
                    ? -1
                    : (long)n;
-    /* records laid out by read_wrapped(): [hdr][payload 16384]...[hdr][payload rest] */
+    /* records laid out by read_wrapped(): [hdr][payload]...[hdr][payload rest], each slot
+       as long as that record's size limit */
     size_t out = 0;
+    uint32_t i = 0;
     while (n > 0) {
-        size_t k = n < RELAY_TLS_MAX_PAYLOAD ? n : RELAY_TLS_MAX_PAYLOAD;
+        size_t lim = rec_limit(c, c->recs + i++);
+        size_t k = n < lim ? n : lim;
         uint8_t *p = buf + out + RELAY_TLS_HEADROOM;
         if (!c->fast &&
             (crypto_ctr_apply(&c->dc2p, p, k) < 0 || crypto_ctr_apply(&c->p2c, p, k) < 0))
@@ -80,26 +100,36 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n)
         out += RELAY_TLS_HEADROOM + k;
         n -= k;
     }
+    c->recs = c->recs + i < c->recs ? UINT32_MAX : c->recs + i;
+    c->recs_ms = c->w->loop.now_ms;
     return (long)out;
 }
 
 /*
- * Read DC bytes straight into record slots: one readv fills as many maximum-size records as
- * the buffer holds, each payload placed after a 5-byte gap for its header, so a 64 KiB
- * buffer moves four records per read and per send with no copy. Returns payload bytes.
+ * Read DC bytes straight into record slots: one readv fills as many records as the buffer
+ * holds, each payload placed after a 5-byte gap for its header, so a 64 KiB buffer moves
+ * four 16 KiB records per read and per send with no copy. With dynamic record sizing the
+ * slots follow rec_limit() (small records first, as TLS servers send them). Returns payload
+ * bytes read; *cap = what the slots could take.
  */
-static ssize_t read_wrapped(int fd, uint8_t *buf, size_t size, size_t *cap)
+static ssize_t read_wrapped(struct conn *c, int fd, uint8_t *buf, size_t size, size_t *cap)
 {
-    enum { SLOT = RELAY_TLS_HEADROOM + RELAY_TLS_MAX_PAYLOAD, MAXSLOTS = 16 };
+    enum { MAXSLOTS = 64 };
     struct iovec iov[MAXSLOTS];
     int k = 0;
     *cap = 0;
-    /* whole records only after the first, so a buffer's tail never makes a runt record */
-    for (size_t at = 0; k < MAXSLOTS && (k == 0 || at + SLOT <= size); at += SLOT, k++) {
+    if (c->w->sh->dyn_records && c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS)
+        c->recs = 0; /* a quiet second: start small again */
+    /* whole slots only after the first, so a buffer's tail never makes a runt record */
+    for (size_t at = 0; k < MAXSLOTS; k++) {
+        size_t lim = rec_limit(c, c->recs + (uint32_t)k);
+        if (k > 0 && at + RELAY_TLS_HEADROOM + lim > size)
+            break;
         size_t room = size - at - RELAY_TLS_HEADROOM;
         iov[k].iov_base = buf + at + RELAY_TLS_HEADROOM;
-        iov[k].iov_len = room < RELAY_TLS_MAX_PAYLOAD ? room : RELAY_TLS_MAX_PAYLOAD;
+        iov[k].iov_len = room < lim ? room : lim;
         *cap += iov[k].iov_len;
+        at += RELAY_TLS_HEADROOM + lim;
     }
     return readv(fd, iov, k);
 }
@@ -117,7 +147,7 @@ static int read_once(struct conn *c, int d, bool *more)
             return -ENOMEM;
     }
     size_t cap = r->big ? c->w->sh->big_size : c->w->sh->buf_size;
-    ssize_t n = wrap ? read_wrapped(fd, r->buf, cap, &cap) : recv(fd, r->buf, cap, 0);
+    ssize_t n = wrap ? read_wrapped(c, fd, r->buf, cap, &cap) : recv(fd, r->buf, cap, 0);
     *more = n == (ssize_t)cap;
     r->bulk = *more;
     if (r->big && n > 0)

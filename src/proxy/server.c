@@ -194,6 +194,7 @@ static int shared_init(struct server *s)
             return -ENOMEM;
     }
     sh->fast_mode = cfg->fast_mode; /* brief 3.3: on by default (fast-mode) */
+    sh->dyn_records = cfg->dynamic_records;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
     sh->buf_size = b + BUF_SLACK;

@@ -68,6 +68,7 @@ static void test_minimal_and_defaults(void **state)
     assert_int_equal(cfg.tolerate_time_skewness_s, 120);
     assert_false(cfg.allow_fallback_on_unknown_dc);
     assert_true(cfg.fast_mode);
+    assert_true(cfg.dynamic_records);
     assert_int_equal(cfg.concurrency, 8192);
     assert_int_equal(cfg.workers, 0);
     assert_string_equal(cfg.fronting.host, "");
@@ -98,6 +99,7 @@ static const char full_doc[] = "bind-to = [\"0.0.0.0:443\", \"[::]:443\", \"[::1
                                "allow-fallback-on-unknown-dc = true\n"
                                "test-dcs = true\n"
                                "fast-mode = false\n"
+                               "dynamic-record-sizing = false\n"
                                "proxy-protocol-listener = true\n"
                                "log-level = \"warn\"\n"
                                "debug = true\n"
@@ -157,6 +159,7 @@ static void test_every_key(void **state)
     assert_true(cfg.allow_fallback_on_unknown_dc);
     assert_true(cfg.use_test_dcs);
     assert_false(cfg.fast_mode);
+    assert_false(cfg.dynamic_records);
     assert_true(cfg.proxy_protocol_listener);
     assert_int_equal(cfg.log_level, TG__LOG_WARN); /* log-level wins over debug */
     assert_int_equal(cfg.buffer_size, 8192);
@@ -361,6 +364,7 @@ static void test_example_config_loads(void **state)
     assert_int_equal(cfg.allow_fallback_on_unknown_dc, def.allow_fallback_on_unknown_dc);
     assert_int_equal(cfg.use_test_dcs, def.use_test_dcs);
     assert_int_equal(cfg.fast_mode, def.fast_mode);
+    assert_int_equal(cfg.dynamic_records, def.dynamic_records);
     assert_int_equal(cfg.proxy_protocol_listener, def.proxy_protocol_listener);
     assert_int_equal(cfg.log_level, def.log_level);
     assert_int_equal(cfg.buffer_size, def.buffer_size);
@@ -425,6 +429,8 @@ static const struct bad_case bad_cases[] = {
      "c.toml:2:26: tolerate-time-skewness: ", "expected a duration"},
     {BASE "fast-mode = \"no\"\n" SEC, "c.toml:2:13: fast-mode: ", "expected true or false"},
     {BASE "fast-mode = 0\n" SEC, "c.toml:2:13: fast-mode: ", "got integer"},
+    {BASE "dynamic-record-sizing = \"on\"\n" SEC, "c.toml:2:25: dynamic-record-sizing: ",
+     "expected true or false"},
     {BASE "concurrency = 0\n" SEC, "c.toml:2:15: concurrency: ", "0 is out of range"},
     {BASE "workers = -1\n" SEC, "c.toml:2:11: workers: ", "out of range, expected 0..1024"},
     {BASE "log-level = \"loud\"\n" SEC, "c.toml:2:13: log-level: ", "unknown level"},

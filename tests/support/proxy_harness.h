@@ -45,6 +45,7 @@ struct pharness_opts {
                                     so the lookup never leaves the machine) */
     bool no_fast_mode;           /* fast-mode = false */
     uint32_t bulk_budget;        /* bulk-budget in bytes; 0 = config default */
+    bool no_dynamic_records;     /* dynamic-record-sizing = false */
     const char *dc_host;         /* [dcs] default names the fake DC by this host name (e.g.
                                     "localhost", resolved by the engine) instead of 127.0.0.1 */
     int32_t extra_dc;            /* with extra_dc_addr: one more [dcs] entry for this id */
