@@ -23,7 +23,7 @@
 #define ACCEPT_PAUSE_MS 100 /* back-off when out of file descriptors */
 #define MAX_WORKERS     256
 #define BUF_SLACK       1024 /* pool block = max(buffer_size, 16384) + slack */
-#define BULK_BUF        (4 * 16389) /* bulk block: four full FakeTLS records with headers */
+#define BULK_BUF        ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
 
 struct worker {
     struct conn_worker cw;
