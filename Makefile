@@ -2,6 +2,7 @@
 # build and run. `make run` and `make test` are the two commands README.md opens with.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
@@ -15,7 +16,7 @@ PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
 PKGS_LINT  = clang-format clang-tidy cppcheck
 PKGS_BENCH = wrk valgrind
 
-.PHONY: all deps build run test bench fuzz regen regen-check format lint clean asan-test \
+.PHONY: all deps build run test bench fuzz regen regen-check format lint clean asan-test tsan-test \
         deps-lint deps-bench
 
 all: build
@@ -49,6 +50,16 @@ asan-test: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer over every test: the proxy's workers, resolver threads and shared
+# anti-replay table, the bot's dispatch pool, flood control and webhook server.
+tsan-test: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DTGKIT_SANITIZE=thread -DTGKIT_WERROR=ON -DTGKIT_BUILD_BENCH=OFF \
+	    -DTGKIT_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	    ctest --output-on-failure -j $(JOBS)
 
 bench: build deps-bench
 	@scripts/bench.sh $(BUILD)
