@@ -253,6 +253,34 @@ static void test_candidates(void **state)
     bnf_free(&f);
 }
 
+/* Non-canonical inputs: a candidate u in [p, 2^255) is the field element u - p, so it must
+   give exactly the share of u - p (exercises the reductions at the top of the range). */
+static void test_noncanonical_candidates(void **state)
+{
+    (void)state;
+    struct bnf f;
+    bnf_init(&f);
+    int compared = 0;
+    for (unsigned k = 0; k < 19; k++) {
+        uint8_t small[1][32] = {{0}}, big[1][32], a[32], b[32];
+        small[0][0] = (uint8_t)k;
+        BIGNUM *v = BN_dup(f.p);
+        BN_add_word(v, k);
+        assert_int_equal(BN_bn2lebinpad(v, big[0], 32), 32);
+        BN_free(v);
+        int ra = keyshare_from_candidates((const uint8_t(*)[32])small, 1, a);
+        int rb = keyshare_from_candidates((const uint8_t(*)[32])big, 1, b);
+        assert_int_equal(ra, rb);
+        if (ra == 0) {
+            assert_memory_equal(a, b, 32);
+            assert_true(in_subgroup(&f, a));
+            compared++;
+        }
+    }
+    assert_true(compared > 0); /* some of 0..18 lie on the curve */
+    bnf_free(&f);
+}
+
 /* OpenSSL accepts the share as a peer key and derives a shared secret from it. */
 static void test_openssl_accepts_share(void **state)
 {
@@ -284,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_checker_rejects_full_curve_points),
         cmocka_unit_test(test_random_shares_are_subgroup_points),
         cmocka_unit_test(test_candidates),
+        cmocka_unit_test(test_noncanonical_candidates),
         cmocka_unit_test(test_openssl_accepts_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
