@@ -5,6 +5,8 @@
  */
 #include "tgtest.h"
 
+#include <inttypes.h>
+
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
@@ -363,6 +365,61 @@ static void test_writer_escaping(void **state)
     assert_true(tg__json_str_eq(&doc, 2, "a\0b", 3));
 }
 
+/* Reference escaping, byte by byte (the writer scans eight bytes at a time). */
+static size_t ref_escape(const char *in, size_t n, char *out)
+{
+    size_t o = 0;
+    out[o++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)in[i];
+        const char *short_form = c == '"'    ? "\\\""
+                                 : c == '\\' ? "\\\\"
+                                 : c == '\b'  ? "\\b"
+                                 : c == '\f'  ? "\\f"
+                                 : c == '\n'  ? "\\n"
+                                 : c == '\r'  ? "\\r"
+                                 : c == '\t'  ? "\\t"
+                                               : NULL;
+        if (short_form) {
+            memcpy(out + o, short_form, 2);
+            o += 2;
+        } else if (c < 0x20) {
+            o += (size_t)sprintf(out + o, "\\u%04x", c);
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+    return o;
+}
+
+/* Every kind of special byte at every position of a 24-byte string, across the writer's
+   8-byte words and its byte-by-byte tail. */
+static void test_writer_escape_positions(void **state)
+{
+    (void)state;
+    static const char *const specials[] = {"\"", "\\", "\n", "\x01", "\x1f", "\x00",
+                                           "\xc3\xa9", "\xe2\x80\xa8", "\x7f", "/"};
+    for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+        size_t sl = k == 5 ? 1 : strlen(specials[k]);
+        for (size_t pos = 0; pos + sl <= 24; pos++) {
+            char in[24], want[24 * 6 + 3];
+            memset(in, 'a' + (int)(pos % 26), sizeof in);
+            memcpy(in + pos, specials[k], sl);
+            size_t wl = ref_escape(in, sizeof in, want);
+            tg__buf_reset(&wbuf);
+            tg__jw_init(&w, &wbuf);
+            tg__jw_strn(&w, in, sizeof in);
+            assert_int_equal(w.err, 0);
+            assert_int_equal(wbuf.len, wl);
+            assert_memory_equal(wbuf.data, want, wl);
+            parse_n(wbuf.data, wbuf.len);
+            assert_true(tg__json_str_eq(&doc, 0, in, sizeof in));
+        }
+    }
+}
+
 static void test_writer_escaped_keys(void **state)
 {
     (void)state;
@@ -419,6 +476,18 @@ static void test_writer_integers(void **state)
         int64_t v;
         assert_int_equal(tg__json_get_i64(&doc, (uint32_t)i + 1, &v, NULL), 0);
         assert_true(v == vals[i]);
+    }
+    /* every digit count, both signs, against printf */
+    int64_t v = 1;
+    for (int digits = 1; digits <= 18; digits++, v = v * 10 + digits % 10) {
+        for (int sign = -1; sign <= 1; sign += 2) {
+            char want[32];
+            snprintf(want, sizeof want, "%" PRId64, sign * v);
+            tg__buf_reset(&wbuf);
+            tg__jw_init(&w, &wbuf);
+            tg__jw_i64(&w, sign * v);
+            assert_string_equal(tg__buf_cstr(&wbuf), want);
+        }
     }
 }
 
@@ -674,6 +743,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_writer_structure, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_appends_after_content, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_escaping, wsetup, wteardown),
+        cmocka_unit_test_setup_teardown(test_writer_escape_positions, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_escaped_keys, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_rejects_invalid_utf8, wsetup, wteardown),
         cmocka_unit_test_setup_teardown(test_writer_integers, wsetup, wteardown),

@@ -59,9 +59,29 @@ void tg__jw_init(tg__jw *w, tg__buf *buf)
     w->nonempty = 0;
 }
 
+/* Room for n more bytes and the NUL; 0, or sets w->err. Inline when the buffer has room. */
+static inline int reserve(tg__jw *w, size_t n)
+{
+    tg__buf *b = w->buf;
+    if (n < b->cap - b->len && b->len + n <= b->max)
+        return 0;
+    int rc = tg__buf_reserve(b, n);
+    if (rc)
+        w->err = rc;
+    return rc;
+}
+
 static inline void put(tg__jw *w, const void *p, size_t n)
 {
-    int rc = tg__buf_append(w->buf, p, n);
+    tg__buf *b = w->buf;
+    /* fast path: room for the bytes and the NUL, within the cap (no call into core) */
+    if (n < b->cap - b->len && b->len + n <= b->max) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return;
+    }
+    int rc = tg__buf_append(b, p, n);
     if (rc)
         w->err = rc;
 }
@@ -135,11 +155,8 @@ void tg__jw_key(tg__jw *w, const char *key, size_t n)
         return;
     }
     uint64_t bit = (uint64_t)1 << (w->depth - 1);
-    int rc = tg__buf_reserve(w->buf, n + 4);
-    if (rc) {
-        w->err = rc;
+    if (reserve(w, n + 4))
         return;
-    }
     char *o = w->buf->data + w->buf->len;
     if (w->nonempty & bit)
         *o++ = ',';
@@ -214,8 +231,30 @@ static size_t escape_byte(unsigned char c, char *out)
     return 6;
 }
 
+#define ONES  UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Nonzero iff one of the 8 bytes of v needs attention: below 0x20, '"', '\\' or >= 0x80. */
+static inline uint64_t word_special(uint64_t v)
+{
+    uint64_t ctl = (v - 0x20 * ONES) & ~v; /* high bit of a byte < 0x20 */
+    uint64_t q = v ^ ('"' * ONES), bs = v ^ ('\\' * ONES);
+    q = (q - ONES) & ~q;    /* high bit of a byte == '"' */
+    bs = (bs - ONES) & ~bs; /* high bit of a byte == '\\' */
+    return (ctl | q | bs | v) & HIGHS;
+}
+
+/* Index of the first byte at or after i that is not plain (copied as is), or n. Eight bytes
+   at a time while none is special, then byte by byte. */
 static inline size_t plain_run(const unsigned char *s, size_t i, size_t n)
 {
+    while (n - i >= 8) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        if (word_special(v))
+            break;
+        i += 8;
+    }
     while (i < n && esc_class[s[i]] == 0)
         i++;
     return i;
@@ -226,11 +265,8 @@ static void put_string(tg__jw *w, const char *str, size_t n)
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
     if (plain_run(s, 0, n) == n) { /* the common case: one reserve, one copy */
-        int rc = tg__buf_reserve(w->buf, n + 2);
-        if (rc) {
-            w->err = rc;
+        if (reserve(w, n + 2))
             return;
-        }
         char *o = w->buf->data + w->buf->len;
         o[0] = '"';
         memcpy(o + 1, s, n);
@@ -280,16 +316,28 @@ void tg__jw_str(tg__jw *w, const char *s)
         tg__jw_strn(w, s, strlen(s));
 }
 
-/* Decimal digits of v into the end of buf[24]; returns the first index used. */
+/* Decimal digits of v into the end of buf[24], two at a time; returns the first index used. */
 static size_t itoa64(int64_t v, char buf[24])
 {
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
     size_t i = 24;
     /* Work on the magnitude as unsigned so INT64_MIN is fine. */
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        buf[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        buf[--i] = pairs[d + 1];
+        buf[--i] = pairs[d];
+    }
+    if (u >= 10) {
+        buf[--i] = pairs[u * 2 + 1];
+        buf[--i] = pairs[u * 2];
+    } else {
+        buf[--i] = (char)('0' + u);
+    }
     if (v < 0)
         buf[--i] = '-';
     return i;
