@@ -19,6 +19,8 @@
  *                         bytes: one readv fills as many record slots as the buffer holds,
  *                         leaving a 5-byte gap before each payload for its header (no copy;
  *                         a 64 KiB buffer moves four records per read and per send).
+ *                         With dynamic record sizing the slots start smaller (40 x 1450,
+ *                         20 x 4096) and start small again after a second with nothing sent.
  *   fronting: bytes pass unchanged both ways.
  * Half-close: EOF from one side is forwarded as shutdown(SHUT_WR) once that direction has
  * drained; the connection ends when both directions have.
