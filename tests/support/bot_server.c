@@ -53,6 +53,7 @@ struct bot_server {
     struct MHD_Daemon *d;
     char token[256];
     char url[64];
+    char *cert_pem, *key_pem; /* TLS: PEM text given to libmicrohttpd (kept until stop) */
     uint16_t port;
     pthread_mutex_t mu;
     pthread_cond_t stop_cv;
@@ -564,11 +565,40 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 /* ---- lifecycle and scripting ---- */
 
+/* Whole file into a NUL-terminated heap string (MHD wants PEM text); NULL on error. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 65536);
+    size_t n = buf ? fread(buf, 1, 65535, f) : 0;
+    fclose(f);
+    if (!n) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 bot_server *bot_server_start(const char *token)
+{
+    return bot_server_start_tls(token, NULL, NULL);
+}
+
+bot_server *bot_server_start_tls(const char *token, const char *cert_file, const char *key_file)
 {
     bot_server *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    bool tls = cert_file && key_file;
+    if (tls && (!(s->cert_pem = slurp(cert_file)) || !(s->key_pem = slurp(key_file)))) {
+        fprintf(stderr, "bot_server: cannot read %s / %s\n", cert_file, key_file);
+        free(s->cert_pem);
+        free(s->key_pem);
+        free(s);
+        return NULL;
+    }
     snprintf(s->token, sizeof s->token, "%s", token);
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t ca;
@@ -579,11 +609,19 @@ bot_server *bot_server_start(const char *token)
     s->actions = calloc(MAX_ACTIONS, sizeof *s->actions);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->d =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-                         NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-                         on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    if (tls)
+        s->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, on_request, s,
+                                MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+                                on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                                MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_HTTPS_MEM_CERT,
+                                s->cert_pem, MHD_OPTION_HTTPS_MEM_KEY, s->key_pem,
+                                MHD_OPTION_END);
+    else
+        s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                                MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         s->d ? MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
     if (!s->actions || !info) {
@@ -592,7 +630,8 @@ bot_server *bot_server_start(const char *token)
         return NULL;
     }
     s->port = info->port;
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%u", (unsigned)s->port);
+    snprintf(s->url, sizeof s->url, "%s://127.0.0.1:%u", tls ? "https" : "http",
+             (unsigned)s->port);
     return s;
 }
 
@@ -620,6 +659,8 @@ void bot_server_stop(bot_server *s)
     free(s->files);
     free(s->g_ring);
     free(s->fkeys);
+    free(s->cert_pem);
+    free(s->key_pem);
     pthread_cond_destroy(&s->stop_cv);
     pthread_mutex_destroy(&s->mu);
     free(s);

@@ -71,9 +71,11 @@ typedef struct bot_request {
 
 /* Start on 127.0.0.1 with the token it accepts. NULL on failure (message on stderr). */
 bot_server *bot_server_start(const char *token);
+/* Same over HTTPS with the given PEM certificate and key (url() says "https://..."). */
+bot_server *bot_server_start_tls(const char *token, const char *cert_file, const char *key_file);
 void bot_server_stop(bot_server *s); /* NULL-safe; frees every record */
 
-const char *bot_server_url(const bot_server *s); /* "http://127.0.0.1:<port>" */
+const char *bot_server_url(const bot_server *s); /* "http(s)://127.0.0.1:<port>" */
 uint16_t bot_server_port(const bot_server *s);
 
 /* The persistent reply to method (replaces an earlier one). body is copied. */
