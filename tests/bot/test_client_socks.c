@@ -27,7 +27,7 @@
 #define SECRET "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 #define GETME  "{\"ok\":true,\"result\":{\"id\":7,\"is_bot\":true,\"first_name\":\"Bot\"}}"
 #define SENT                                                                                       \
-    "{\"ok\":true,\"result\":{\"message_id\":5,\"date\":1,\"chat\":{\"id\":42,\"type\":"          \
+    "{\"ok\":true,\"result\":{\"message_id\":5,\"date\":1,\"chat\":{\"id\":42,\"type\":"           \
     "\"private\"},\"text\":\"hi\"}}"
 
 /* ---- log capture (the token check) ---- */
@@ -95,8 +95,7 @@ static int teardown(void **state)
 }
 
 /* A bot whose every request goes through the SOCKS5 server, talking to base_url. */
-static tg_bot *socks_bot(struct fx *f, bool remote_dns, const char *base_url,
-                         tg_retry_policy retry)
+static tg_bot *socks_bot(struct fx *f, bool remote_dns, const char *base_url, tg_retry_policy retry)
 {
     char proxy[64];
     socks5_server_url(f->socks, remote_dns, proxy, sizeof proxy);
@@ -226,11 +225,10 @@ static void test_proxy_hangs_up_after_greeting(void **state)
     assert_int_equal(socks5_server_nrecords(f->socks), 0);
     assert_int_equal(bot_server_nrequests(f->api), 0);
     /* the ctx stays usable: the same failure again, cleanly */
-    assert_int_equal(tg_send_message(ctx,
-                                     &(tg_send_message_params){.chat_id = tg_chat_id_int(1),
-                                                               .text = "x"},
-                                     NULL),
-                     TG_ERR_TRANSPORT);
+    assert_int_equal(
+        tg_send_message(ctx, &(tg_send_message_params){.chat_id = tg_chat_id_int(1), .text = "x"},
+                        NULL),
+        TG_ERR_TRANSPORT);
     assert_non_null(strstr(tg_ctx_errmsg(ctx), "sendMessage: cannot connect: "));
     assert_no_secret(f, bot);
     tg_ctx_free(ctx);
@@ -325,13 +323,14 @@ static void test_server_refusals(void **state)
          SOCKS5_CMD_UDP, SOCKS5_ATYP_IPV4, "127.0.0.1"},
         {"ipv6", "\x05\x01\x00\x04", 4, SOCKS5_REP_BAD_ATYP, 1, SOCKS5_ATYP_IPV6, ""},
         {"atyp 9", "\x05\x01\x00\x09", 4, SOCKS5_REP_BAD_ATYP, 1, 9, ""},
-        {"a name it will not resolve", "\x05\x01\x00\x03\x0b" "example.com\x00\x50", 18,
-         SOCKS5_REP_HOST_UNREACH, 1, SOCKS5_ATYP_DOMAIN, "example.com"},
-        {"off the machine", "\x05\x01\x00\x01\x0a\x00\x00\x01\x00\x50", 10,
-         SOCKS5_REP_NOT_ALLOWED, 1, SOCKS5_ATYP_IPV4, "10.0.0.1"},
+        {"a name it will not resolve",
+         "\x05\x01\x00\x03\x0b"
+         "example.com\x00\x50",
+         18, SOCKS5_REP_HOST_UNREACH, 1, SOCKS5_ATYP_DOMAIN, "example.com"},
+        {"off the machine", "\x05\x01\x00\x01\x0a\x00\x00\x01\x00\x50", 10, SOCKS5_REP_NOT_ALLOWED,
+         1, SOCKS5_ATYP_IPV4, "10.0.0.1"},
         {"refused", refused, 10, SOCKS5_REP_REFUSED, 1, SOCKS5_ATYP_IPV4, "127.0.0.1"},
-        {"bind", bind_cmd, 10, SOCKS5_REP_BAD_CMD, SOCKS5_CMD_BIND, SOCKS5_ATYP_IPV4,
-         "127.0.0.1"},
+        {"bind", bind_cmd, 10, SOCKS5_REP_BAD_CMD, SOCKS5_CMD_BIND, SOCKS5_ATYP_IPV4, "127.0.0.1"},
     };
     size_t ncases = sizeof cases / sizeof cases[0];
     for (size_t i = 0; i < ncases; i++) {
@@ -353,9 +352,15 @@ static void test_server_refusals(void **state)
         assert_string_equal(r.host, cases[i].host);
     }
     assert_int_equal(socks5_server_nrecords(f->socks), ncases);
+    assert_int_equal(socks5_server_connections(f->socks), ncases);
     close(closed_fd);
+}
 
-    /* no acceptable method: {5, 0xFF}, then closed; a wrong version: closed at once */
+/* No acceptable method: {5, 0xFF}, then closed; a wrong version: closed at once. Neither
+ * gets as far as a request record. */
+static void test_server_refuses_greetings(void **state)
+{
+    struct fx *f = *state;
     int fd = raw_connect(socks5_server_port(f->socks));
     unsigned char ans[2];
     raw_send(fd, "\x05\x02\x01\x02", 4);
@@ -370,8 +375,9 @@ static void test_server_refusals(void **state)
     ssize_t r = recv(fd, &c, 1, 0); /* closed with our bytes unread: EOF or a reset */
     assert_true(r == 0 || (r < 0 && errno == ECONNRESET));
     close(fd);
-    assert_int_equal(socks5_server_nrecords(f->socks), ncases);
-    assert_int_equal(socks5_server_connections(f->socks), ncases + 2);
+    assert_int_equal(socks5_server_greetings(f->socks), 0);
+    assert_int_equal(socks5_server_nrecords(f->socks), 0);
+    assert_int_equal(socks5_server_connections(f->socks), 2);
 }
 
 /* CONNECT by name to a plain listener: the reply names the bound address, bytes go both
@@ -463,9 +469,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_socks5h_sends_host_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_socks5_sends_ipv4, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_proxy_hangs_up_after_greeting, setup_hangup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_hangs_up_after_greeting, setup_hangup, teardown),
         cmocka_unit_test_setup_teardown(test_server_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_refuses_greetings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_relays, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_stops_with_open_tunnel, setup, teardown),
     };

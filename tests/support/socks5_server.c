@@ -88,41 +88,35 @@ static int wait_fd(socks5_server *s, int fd, short events, uint64_t deadline_ms)
     return 0;
 }
 
-/* Read exactly n bytes within SOCKS5_IO_TIMEOUT_MS. 0 on success, -1 on EOF/error/timeout. */
-static int read_full(socks5_server *s, int fd, void *buf, size_t n)
+/* Move exactly n bytes (out: send buf, else receive into it) within SOCKS5_IO_TIMEOUT_MS.
+ * 0 on success, -1 on EOF, error, timeout or stop. */
+static int io_full(socks5_server *s, int fd, void *buf, size_t n, bool out)
 {
     uint64_t deadline = tg__now_ms() + SOCKS5_IO_TIMEOUT_MS;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
+    size_t done = 0;
+    while (done < n) {
+        char *p = (char *)buf + done;
+        ssize_t r = out ? send(fd, p, n - done, MSG_NOSIGNAL) : recv(fd, p, n - done, 0);
         if (r > 0) {
-            got += (size_t)r;
+            done += (size_t)r;
             continue;
         }
         if (r == 0 || (errno != EAGAIN && errno != EINTR))
             return -1;
-        if (!wait_fd(s, fd, POLLIN, deadline))
+        if (!wait_fd(s, fd, out ? POLLOUT : POLLIN, deadline))
             return -1;
     }
     return 0;
 }
 
+static int read_full(socks5_server *s, int fd, void *buf, size_t n)
+{
+    return io_full(s, fd, buf, n, false);
+}
+
 static int write_full(socks5_server *s, int fd, const void *buf, size_t n)
 {
-    uint64_t deadline = tg__now_ms() + SOCKS5_IO_TIMEOUT_MS;
-    size_t put = 0;
-    while (put < n) {
-        ssize_t w = send(fd, (const char *)buf + put, n - put, MSG_NOSIGNAL);
-        if (w > 0) {
-            put += (size_t)w;
-            continue;
-        }
-        if (w == 0 || (errno != EAGAIN && errno != EINTR))
-            return -1;
-        if (!wait_fd(s, fd, POLLOUT, deadline))
-            return -1;
-    }
-    return 0;
+    return io_full(s, fd, (void *)buf, n, true);
 }
 
 /* ---- records ---- */
@@ -425,7 +419,8 @@ static void *accept_main(void *arg)
 {
     socks5_server *s = arg;
     while (!stopping(s)) {
-        struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN}, {.fd = s->stopfd, .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN},
+                              {.fd = s->stopfd, .events = POLLIN}};
         if (poll(p, 2, POLL_SLICE) <= 0 || p[1].revents)
             continue;
         int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);

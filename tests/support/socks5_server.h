@@ -55,11 +55,11 @@ typedef enum socks5_mode {
 } socks5_mode;
 
 typedef struct socks5_record {
-    uint8_t cmd;    /* CMD byte as received */
-    uint8_t atyp;   /* ATYP byte as received */
-    char host[256]; /* dotted IPv4 or the domain name ("" for other address types) */
-    uint16_t port;  /* DST.PORT (0 if not read) */
-    int reply;      /* REP code sent, -1 if none was sent */
+    uint8_t cmd;                   /* CMD byte as received */
+    uint8_t atyp;                  /* ATYP byte as received */
+    char host[256];                /* dotted IPv4 or the domain name ("" for other address types) */
+    uint16_t port;                 /* DST.PORT (0 if not read) */
+    int reply;                     /* REP code sent, -1 if none was sent */
     uint64_t bytes_up, bytes_down; /* relayed client->target, target->client */
     unsigned char head[SOCKS5_HEAD_KEEP]; /* first bytes client->target */
     size_t head_len;
