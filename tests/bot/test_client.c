@@ -614,36 +614,12 @@ static void test_custom_transport(void **state)
     assert_non_null(strstr(tg_bot_new_errmsg(), "transport"));
 }
 
-struct logcap {
-    pthread_mutex_t mu;
-    char *all;
-    size_t len;
-    int lines;
-};
-
-static void capture(void *user, int level, const char *line)
-{
-    struct logcap *c = user;
-    (void)level;
-    pthread_mutex_lock(&c->mu);
-    size_t n = strlen(line);
-    char *p = realloc(c->all, c->len + n + 2);
-    if (p) {
-        memcpy(p + c->len, line, n);
-        p[c->len + n] = '\n';
-        p[c->len + n + 1] = '\0';
-        c->all = p;
-        c->len += n + 1;
-        c->lines++;
-    }
-    pthread_mutex_unlock(&c->mu);
-}
-
 static void test_token_never_logged(void **state)
 {
     bot_fx *f = *state;
-    struct logcap cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.log = capture,
+    bot_logcap cap;
+    bot_logcap_init(&cap);
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.log = bot_logcap_sink,
                                                    .log_user = &cap,
                                                    .log_level = TG_LOG_TRACE,
                                                    .retry = FAST_RETRY});
@@ -670,14 +646,14 @@ static void test_token_never_logged(void **state)
     assert_int_equal(st[4], TG_ERR_HTTP);
     tg_bot_log(bot, TG_LOG_WARN, "user line with %s", TOKEN);
     assert_true(cap.lines > 5);
-    assert_non_null(cap.all);
-    assert_null(strstr(cap.all, secret));
+    assert_non_null(cap.text);
+    assert_null(strstr(cap.text, secret));
     /* curl's verbose request line went through the scrubber */
-    assert_non_null(strstr(cap.all, "POST /bot[REDACTED]/getMe"));
-    assert_non_null(strstr(cap.all, "user line with [REDACTED]"));
+    assert_non_null(strstr(cap.text, "POST /bot[REDACTED]/getMe"));
+    assert_non_null(strstr(cap.text, "user line with [REDACTED]"));
     tg_ctx_free(ctx);
     tg_bot_free(bot);
-    free(cap.all);
+    bot_logcap_free(&cap);
 }
 
 int main(void)

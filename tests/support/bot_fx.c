@@ -2,6 +2,9 @@
 #include "bot_server.h"
 #include "tgtest.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include <tgbot/tgbot.h>
 
 bot_fx *bot_fx_new(const char *token, const tg_bot_options *opts)
@@ -27,4 +30,35 @@ void bot_fx_free(bot_fx *f)
     tg_bot_free(f->bot);
     bot_server_stop(f->srv);
     free(f);
+}
+
+void bot_logcap_init(bot_logcap *c)
+{
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+}
+
+void bot_logcap_sink(void *user, int level, const char *line)
+{
+    bot_logcap *c = user;
+    (void)level;
+    pthread_mutex_lock(&c->mu);
+    size_t n = strlen(line);
+    char *p = realloc(c->text, c->len + n + 2);
+    if (p) {
+        memcpy(p + c->len, line, n);
+        p[c->len + n] = '\n';
+        p[c->len + n + 1] = '\0';
+        c->text = p;
+        c->len += n + 1;
+        c->lines++;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void bot_logcap_free(bot_logcap *c)
+{
+    free(c->text);
+    pthread_mutex_destroy(&c->mu);
+    memset(c, 0, sizeof *c);
 }

@@ -20,6 +20,7 @@
 #ifndef TGKIT_TEST_BOT_SERVER_H
 #define TGKIT_TEST_BOT_SERVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -125,5 +126,18 @@ typedef struct bot_fx {
 struct tg_bot_options;
 bot_fx *bot_fx_new(const char *token, const struct tg_bot_options *opts);
 void bot_fx_free(bot_fx *f); /* NULL-safe */
+
+/* Every line a bot logs, for checks such as "the token never appears". Pass bot_logcap_sink
+ * as tg_bot_options.log with the logcap as log_user. Thread-safe (lines may come from any
+ * thread); read text only after the bot is freed or under mu. */
+typedef struct bot_logcap {
+    pthread_mutex_t mu;
+    char *text; /* all lines, '\n'-terminated, NUL-terminated; NULL until the first */
+    size_t len;
+    int lines;
+} bot_logcap;
+void bot_logcap_init(bot_logcap *c);
+void bot_logcap_sink(void *user, int level, const char *line);
+void bot_logcap_free(bot_logcap *c);
 
 #endif
