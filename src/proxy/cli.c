@@ -300,7 +300,7 @@ static int simple_fronting(const struct io *io, const struct args *a, struct con
 static int simple_options(const struct io *io, const struct args *a, struct config *cfg)
 {
     uint64_t v = 0;
-    if (opt_uint(io, a, "workers", 0, 1024, &v) != 0)
+    if (opt_uint(io, a, "workers", 0, CONFIG_MAX_WORKERS, &v) != 0)
         return EX_USAGE;
     cfg->workers = opt(a, "workers") ? (uint32_t)v : cfg->workers;
     if (opt_uint(io, a, "concurrency", 1, 10000000, &v) != 0)
@@ -327,6 +327,9 @@ static int simple_options(const struct io *io, const struct args *a, struct conf
             return usage_error(io, "simple-run: --tolerate-time-skewness: expected a "
                                    "duration 1s..1h such as \"120s\"");
         cfg->tolerate_time_skewness_s = (uint32_t)(ms / 1000);
+        uint32_t need = config_replay_window_min(cfg->tolerate_time_skewness_s);
+        if (cfg->antireplay.window_s < need) /* derived, as for a file without `window` */
+            cfg->antireplay.window_s = need;
     }
     if ((s = opt(a, "log-level")) != NULL) {
         int level = tg__log_level_parse(s);

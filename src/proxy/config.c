@@ -48,6 +48,8 @@ struct loader {
     int dep_fronting_port;                   /* top-level domain-fronting-port, -1 unset */
     int dep_fronting_pp;                     /* domain-fronting-proxy-protocol, -1 unset */
     char pub_v4[CONFIG_HOST_MAX], pub_v6[CONFIG_HOST_MAX];
+    const struct toml_kv *window_kv; /* [defense.anti-replay] window, if given */
+    const struct toml_kv *skew_kv;   /* tolerate-time-skewness, if given */
 };
 
 typedef int (*key_fn)(struct loader *ld, const struct toml_kv *kv);
@@ -1170,10 +1172,16 @@ static int k_network(struct loader *ld, const struct toml_kv *kv)
 
 /* ---- [defense] and [stats] ---- */
 
+static int k_window(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->window_kv = kv;
+    return get_seconds(ld, kv, 10, 86400, &ld->cfg->antireplay.window_s);
+}
+
 static const struct key_rule antireplay_rules[] = {
     BOOL_KEY("enabled", antireplay.enabled),
     U32_KEY("max-entries", antireplay.max_entries, 1024, 64 << 20),
-    SECONDS_KEY("window", antireplay.window_s, 10, 86400),
+    FN_KEY("window", k_window),
     FN_KEY("max-size", k_ignore),
     FN_KEY("error-rate", k_ignore),
 };
@@ -1351,6 +1359,12 @@ static int k_dcs(struct loader *ld, const struct toml_kv *self)
 
 /* ---- the root ---- */
 
+static int k_skew(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->skew_kv = kv;
+    return get_seconds(ld, kv, 1, 3600, &ld->cfg->tolerate_time_skewness_s);
+}
+
 static const struct key_rule root_rules[] = {
     FN_KEY("bind-to", k_bind_to),
     FN_KEY("secret", k_secret),
@@ -1359,10 +1373,10 @@ static const struct key_rule root_rules[] = {
     FN_KEY("public-port", k_public_port),
     FN_KEY("public-ipv4", k_public_ipv4),
     FN_KEY("public-ipv6", k_public_ipv6),
-    U32_KEY("workers", workers, 0, 1024),
+    U32_KEY("workers", workers, 0, CONFIG_MAX_WORKERS),
     U32_KEY("concurrency", concurrency, 1, 10000000),
     FN_KEY("prefer-ip", k_prefer_ip),
-    SECONDS_KEY("tolerate-time-skewness", tolerate_time_skewness_s, 1, 3600),
+    FN_KEY("tolerate-time-skewness", k_skew),
     BOOL_KEY("allow-fallback-on-unknown-dc", allow_fallback_on_unknown_dc),
     BOOL_KEY("fast-mode", fast_mode),
     BOOL_KEY("dynamic-record-sizing", dynamic_records),
@@ -1412,6 +1426,32 @@ static void finalize(struct loader *ld)
         tg__strlcpy(cfg->public_host, ld->pub_v6, sizeof cfg->public_host);
     if (!ld->log_level_set && ld->debug)
         cfg->log_level = TG__LOG_DEBUG;
+}
+
+/* The replay window must outlast every replay the clock check accepts (see
+   config_replay_window_min): derive it when not given, refuse a shorter explicit one. */
+static int replay_window(struct loader *ld)
+{
+    struct config *cfg = ld->cfg;
+    uint32_t skew = cfg->tolerate_time_skewness_s, need = config_replay_window_min(skew);
+    if (!cfg->antireplay.enabled || cfg->antireplay.window_s >= need)
+        return 0;
+    if (!ld->window_kv) {
+        cfg->antireplay.window_s = need;
+        return 0;
+    }
+    char skew_at[CONFIG_HOST_MAX + 16] = "default";
+    if (ld->skew_kv)
+        snprintf(skew_at, sizeof skew_at, "%.200s:%u", ld->name, (unsigned)ld->skew_kv->pos.line);
+    snprintf(ld->prefix, sizeof ld->prefix, "defense.anti-replay");
+    int rc = key_err(ld, ld->window_kv,
+                     "%u s is too short: with tolerate-time-skewness = %u s (%s) a captured "
+                     "hello is accepted for up to 2 x %u s after it was first seen, so a replay "
+                     "after %u s would be answered; expected a window of at least %us (or a "
+                     "smaller tolerate-time-skewness)",
+                     cfg->antireplay.window_s, skew, skew_at, skew, cfg->antireplay.window_s, need);
+    ld->prefix[0] = '\0';
+    return rc;
 }
 
 /* ---- public API ---- */
@@ -1488,6 +1528,12 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
                          "%s: max-inflight (%u) is below buffer-size (%u), "
                          "expected max-inflight >= buffer-size",
                          cfg->source, cfg->max_inflight, cfg->buffer_size);
+    uint32_t need = config_replay_window_min(cfg->tolerate_time_skewness_s);
+    if (cfg->antireplay.enabled && cfg->antireplay.window_s < need)
+        return plain_err(err, errlen,
+                         "%s: anti-replay window %u s is shorter than 2 x "
+                         "tolerate-time-skewness + 2 s = %u s, expected a window of at least %u s",
+                         cfg->source, cfg->antireplay.window_s, need, need);
     return 0;
 }
 
@@ -1531,7 +1577,9 @@ int config_parse(struct config *cfg, const char *name, const char *text, size_t 
     if (rc != 0)
         goto out;
     finalize(&ld);
-    rc = config_validate(cfg, err, errlen);
+    rc = replay_window(&ld);
+    if (rc == 0)
+        rc = config_validate(cfg, err, errlen);
 out:
     toml_doc_cleanup(&doc);
     if (rc != 0) {

@@ -40,6 +40,7 @@
 #define CONFIG_HOST_MAX     256 /* bytes, including the NUL: a DNS name or IP literal */
 #define CONFIG_MAX_LISTEN   16  /* bind-to addresses */
 #define CONFIG_MAX_SECRETS  256 /* entries in [secrets] */
+#define CONFIG_MAX_WORKERS  256 /* `workers`; also the cap when 0 picks the CPU count */
 #define CONFIG_MAX_DCS      64  /* entries in [dcs] */
 #define CONFIG_MAX_DC_ADDRS 16  /* addresses per [dcs] entry */
 #define CONFIG_ERR_MAX      512 /* suggested size of the err buffers below */
@@ -104,11 +105,11 @@ struct config {
     bool allow_fallback_on_unknown_dc; /* unknown DC -> DC 2 instead of close; default false */
     bool dynamic_records; /* dynamic-record-sizing: small records toward the client first
                              (1450 x 40, 4096 x 20, then 16384), again after 1 s quiet */
-    bool fast_mode; /* fast-mode (brief 3.3): the DC header carries the client's reply keys,
-                       so DC -> client bytes pass without re-encryption; default true */
+    bool fast_mode;       /* fast-mode (brief 3.3): the DC header carries the client's reply keys,
+                             so DC -> client bytes pass without re-encryption; default true */
 
     uint32_t concurrency; /* max simultaneous client connections; default 8192 */
-    uint32_t workers;     /* worker threads; 0 = number of online CPUs (default) */
+    uint32_t workers;     /* 0..CONFIG_MAX_WORKERS threads; 0 = online CPUs, capped (default) */
 
     /* [domain-fronting]: where failed handshakes go. host "" = the secret's own domain. */
     struct {
@@ -140,7 +141,7 @@ struct config {
     struct {
         bool enabled;         /* default true */
         uint32_t max_entries; /* default 1048576 (bounded cache) */
-        uint32_t window_s;    /* default 300 */
+        uint32_t window_s;    /* default max(300, config_replay_window_min(skew)) */
     } antireplay;
 
     bool proxy_protocol_listener; /* expect a PROXY v1/v2 header from the listener; false */
@@ -198,6 +199,19 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
  * one secret, sane limits. Returns 0 or -EINVAL with err filled.
  */
 int config_validate(const struct config *cfg, char *err, size_t errlen);
+
+/*
+ * Shortest anti-replay window that covers every replay the FakeTLS clock check lets
+ * through: a hello is accepted while its timestamp is within +-skew of our clock, so one
+ * first seen at t (timestamp up to t + skew) still passes until t + 2 x skew; 2 s more
+ * cover the whole-second rounding of the wall clock (timestamps) and of the monotonic
+ * clock (the cache). The loader derives the window from this when `window` is not set and
+ * refuses a shorter explicit one; config_validate refuses it too.
+ */
+static inline uint32_t config_replay_window_min(uint32_t skew_s)
+{
+    return 2 * skew_s + 2;
+}
 
 /*
  * The [dcs] override for a DC id: the entry with that id, else the "default" entry, else

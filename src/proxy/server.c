@@ -19,10 +19,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define ACCEPT_BURST    64  /* accepts per readiness event, per listener */
-#define ACCEPT_PAUSE_MS 100 /* back-off when out of file descriptors */
-#define MAX_WORKERS     256
-#define BUF_SLACK       1024 /* pool block = max(buffer_size, 16384) + slack */
+#define ACCEPT_BURST    64                  /* accepts per readiness event, per listener */
+#define ACCEPT_PAUSE_MS 100                 /* back-off when out of file descriptors */
+#define BUF_SLACK       1024                /* pool block = max(buffer_size, 16384) + slack */
 #define BULK_BUF        ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
 
 struct worker {
@@ -222,7 +221,7 @@ static void shared_cleanup(struct conn_shared *sh)
 static size_t worker_count(const struct config *cfg)
 {
     long n = cfg->workers ? (long)cfg->workers : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > MAX_WORKERS ? MAX_WORKERS : (size_t)n;
+    return n < 1 ? 1 : n > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (size_t)n;
 }
 
 /* Start every worker thread and wait until each has initialised. 0 or -errno. */

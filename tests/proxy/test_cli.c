@@ -106,6 +106,8 @@ static void test_help_version_usage(void **state)
         {{"simple-run", "localhost:1", EE_A, NULL}, "HOST:PORT: "},
         {{"simple-run", "127.0.0.1:1", EE_A, "--workers", "x", NULL}, "--workers 'x'"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--prefer-ip=ipv5", NULL}, "--prefer-ip"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--workers", "1024", NULL},
+         "expected an integer 0..256"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--fronting-port", "0", NULL}, "1..65535"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--no-fast-mode=yes", NULL}, "takes no value"},
     };

@@ -429,10 +429,10 @@ static const struct bad_case bad_cases[] = {
      "c.toml:2:26: tolerate-time-skewness: ", "expected a duration"},
     {BASE "fast-mode = \"no\"\n" SEC, "c.toml:2:13: fast-mode: ", "expected true or false"},
     {BASE "fast-mode = 0\n" SEC, "c.toml:2:13: fast-mode: ", "got integer"},
-    {BASE "dynamic-record-sizing = \"on\"\n" SEC, "c.toml:2:25: dynamic-record-sizing: ",
-     "expected true or false"},
+    {BASE "dynamic-record-sizing = \"on\"\n" SEC,
+     "c.toml:2:25: dynamic-record-sizing: ", "expected true or false"},
     {BASE "concurrency = 0\n" SEC, "c.toml:2:15: concurrency: ", "0 is out of range"},
-    {BASE "workers = -1\n" SEC, "c.toml:2:11: workers: ", "out of range, expected 0..1024"},
+    {BASE "workers = -1\n" SEC, "c.toml:2:11: workers: ", "out of range, expected 0..256"},
     {BASE "log-level = \"loud\"\n" SEC, "c.toml:2:13: log-level: ", "unknown level"},
     {BASE "buffer-size = \"16 kb\"\n" SEC, "c.toml:2:15: buffer-size: ", "bad size"},
     {BASE "buffer-size = 100\n" SEC, "c.toml:2:15: buffer-size: ", "size out of range"},
@@ -465,6 +465,15 @@ static const struct bad_case bad_cases[] = {
     {BASE SEC "[network.keep-alive]\ncount = 1000\n",
      "c.toml:5:9: network.keep-alive.count: ", "out of range"},
     {BASE "max-inflight = 16384\nbuffer-size = 32768\n" SEC, "c.toml: ", "max-inflight"},
+    {BASE "workers = 1024\n" SEC,
+     "c.toml:2:11: workers: ", "1024 is out of range, expected 0..256"},
+    {BASE "workers = 257\n" SEC, "c.toml:2:11: workers: ", "257 is out of range, expected 0..256"},
+    {BASE "tolerate-time-skewness = \"12s\"\n" SEC "[defense.anti-replay]\nwindow = \"10s\"\n",
+     "c.toml:6:1: defense.anti-replay.window: ", "at least 26s"},
+    {BASE SEC "[defense.anti-replay]\nwindow = \"200s\"\n",
+     "c.toml:5:1: defense.anti-replay.window: ", "tolerate-time-skewness = 120 s (default)"},
+    {BASE "tolerate-time-skewness = \"12s\"\n" SEC "[defense]\nanti-replay.window = 25\n",
+     "c.toml:6:13: defense.anti-replay.window: ", "(c.toml:2)"},
     {BASE "workers = \"4\"\n" SEC, "c.toml:2:11: workers: ", "expected an integer, got string"},
     {BASE "log-level = \"in\\u0000fo\"\n" SEC, "c.toml:2:13: log-level: ", "NUL character"},
     {BASE SEC "[network.timeout]\nidle = 99999999\n",
@@ -510,6 +519,43 @@ static void test_errors(void **state)
         assert_null(cfg.secrets);
         config_cleanup(&cfg);
     }
+}
+
+/* The replay window covers every replay the clock check lets through (2 x skew + 2 s). */
+static void test_replay_window_covers_skew(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512] = "";
+    /* Not set: derived from a large skew instead of the 300 s default. */
+    assert_int_equal(load(&cfg, BASE "tolerate-time-skewness = \"1h\"\n" SEC, err, sizeof err, &w),
+                     0);
+    assert_int_equal(cfg.antireplay.window_s, 7202);
+    config_cleanup(&cfg);
+    /* Exactly long enough, and the default skew with the default window. */
+    assert_int_equal(load(&cfg,
+                          BASE "tolerate-time-skewness = \"12s\"\n" SEC
+                               "[defense.anti-replay]\nwindow = 26\n",
+                          err, sizeof err, &w),
+                     0);
+    assert_int_equal(cfg.antireplay.window_s, 26);
+    config_cleanup(&cfg);
+    assert_int_equal(load(&cfg, BASE SEC, err, sizeof err, &w), 0);
+    assert_int_equal(cfg.antireplay.window_s, 300);
+    /* Built configs (simple-run) are checked by config_validate too. */
+    cfg.antireplay.window_s = 241;
+    assert_int_equal(config_validate(&cfg, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "at least 242 s"));
+    cfg.antireplay.enabled = false; /* no cache, nothing to cover */
+    assert_int_equal(config_validate(&cfg, err, sizeof err), 0);
+    config_cleanup(&cfg);
+    /* A disabled cache may keep any window. */
+    assert_int_equal(load(&cfg,
+                          BASE SEC "[defense.anti-replay]\nenabled = false\nwindow = \"10s\"\n",
+                          err, sizeof err, &w),
+                     0);
+    config_cleanup(&cfg);
 }
 
 static void test_durations_and_sizes(void **state)
@@ -675,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_mtg_deprecated_keys),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_replay_window_covers_skew),
         cmocka_unit_test(test_durations_and_sizes),
         cmocka_unit_test(test_hostport),
         cmocka_unit_test(test_builders),
