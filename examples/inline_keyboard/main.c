@@ -1,25 +1,43 @@
 /*
  * inline_keyboard: /start shows a counter with two buttons; pressing one edits the message
  * in place and answers the callback query. The state lives in the callback data itself
- * ("count:<value>"), so the bot keeps nothing between updates.
+ * ("count:<value>"), so the bot keeps nothing between updates. The keyboard is built with
+ * the macros of tgbot/keyboard.h: no JSON by hand.
  */
 #include "example.h"
 
-/* The reply_markup member for value n: buttons that lead to n-1 and n+1. */
-static void keyboard(char *out, size_t cap, long n)
+/* Send or edit the counter message showing n, with buttons that lead to n-1 and n+1. */
+static tg_status show(tg_hctx *h, long n, bool edit)
 {
-    snprintf(out, cap,
-             "\"reply_markup\":{\"inline_keyboard\":[[{\"text\":\"-1\",\"callback_data\":"
-             "\"count:%ld\"},{\"text\":\"+1\",\"callback_data\":\"count:%ld\"}]]}",
-             n - 1, n + 1);
+    const tg_event *ev = tg_hctx_event(h);
+    char text[64], down[32], up[32];
+    snprintf(text, sizeof text, "Count: %ld", n);
+    snprintf(down, sizeof down, "count:%ld", n - 1);
+    snprintf(up, sizeof up, "count:%ld", n + 1);
+    const tg_inline_keyboard_markup *kb = TG_INLINE_KEYBOARD(
+        TG_INLINE_ROW(TG_BUTTON_CALLBACK("-1", down), TG_BUTTON_CALLBACK("+1", up)));
+    if (!edit)
+        return tg_send_message(
+            tg_hctx_ctx(h),
+            &(tg_send_message_params){.chat_id = tg_chat_id_int(ev->chat_id),
+                                      .text = text,
+                                      .reply_markup = tg_reply_markup_inline(kb)},
+            NULL);
+    /* a callback carries either a chat message or an inline message id */
+    tg_edit_message_text_params p = {.text = text, .reply_markup = kb};
+    if (ev->inline_message_id) {
+        p.inline_message_id = ev->inline_message_id;
+    } else {
+        p.chat_id = tg_chat_id_int(ev->chat_id);
+        p.message_id = (tg_opt_i64)TG_SOME(ev->message_id);
+    }
+    return tg_edit_message_text(tg_hctx_ctx(h), &p, NULL);
 }
 
 static tg_status on_start(tg_hctx *h, void *user)
 {
     (void)user;
-    char kb[256];
-    keyboard(kb, sizeof kb, 0);
-    return tg_send_ex(h, "Count: 0", kb);
+    return show(h, 0, false);
 }
 
 static tg_status on_count(tg_hctx *h, void *user)
@@ -30,10 +48,7 @@ static tg_status on_count(tg_hctx *h, void *user)
     long n = strtol(num, NULL, 10);
     if (n < -1000 || n > 1000)
         return tg_answer(h, "That's far enough.");
-    char text[64], kb[256];
-    snprintf(text, sizeof text, "Count: %ld", n);
-    keyboard(kb, sizeof kb, n);
-    tg_status st = tg_edit(h, text, kb);
+    tg_status st = show(h, n, true);
     if (st != TG_OK)
         return st;
     return tg_answer(h, NULL); /* stops the button's loading spinner */

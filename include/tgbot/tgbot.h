@@ -17,5 +17,6 @@
 #include "tgbot/client.h"
 #include "tgbot/dispatch.h"
 #include "tgbot/updates.h"
+#include "tgbot/keyboard.h"
 
 #endif

@@ -54,8 +54,12 @@ static tg_status encode(tg_ctx *ctx, const tg__method *m, const void *params)
         return TG_OK;
     if (w.err == -ENOMEM)
         return tg__ctx_fail(ctx, TG_ERR_NOMEM, "params: out of memory while encoding");
-    return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: cannot be encoded as JSON (%s)",
-                        w.err == -E2BIG ? "too large" : "NaN, infinity or nesting too deep");
+    if (w.err == -E2BIG)
+        return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: cannot be encoded as JSON (too large)");
+    return tg__ctx_fail(ctx, TG_ERR_INVALID,
+                        "params: cannot be encoded as JSON (NaN, infinity, an enum or union "
+                        "value that is not valid, e.g. a keyboard refused by a check: see "
+                        "tg_keyboard_errmsg(), or nesting too deep)");
 }
 
 static tg_status prepare_uploads(tg_ctx *ctx, const tg__method *m, const void *params,
