@@ -18,5 +18,6 @@
 #include "tgbot/dispatch.h"
 #include "tgbot/updates.h"
 #include "tgbot/keyboard.h"
+#include "tgbot/text.h"
 
 #endif
