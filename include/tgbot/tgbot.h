@@ -19,5 +19,6 @@
 #include "tgbot/updates.h"
 #include "tgbot/keyboard.h"
 #include "tgbot/text.h"
+#include "tgbot/links.h"
 
 #endif
