@@ -1,0 +1,126 @@
+/*
+ * tgbot-emulator: a local Telegram Bot API for developing and testing bots.
+ *
+ *   tgbot-emulator [--listen HOST:PORT] [--bot TOKEN[:USERNAME]]... [--strict]
+ *                  [--rate-limits]
+ *
+ * Serves the Bot API at http://HOST:PORT/bot<TOKEN>/<method>, the control API under
+ * /control/ and the web chat at /. Runs until SIGINT or SIGTERM.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emulator/emu.h"
+
+#define MAX_BOTS 32
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+static int usage(FILE *f)
+{
+    fprintf(f, "usage: tgbot-emulator [--listen HOST:PORT] [--bot TOKEN[:USERNAME]]... "
+               "[--strict] [--rate-limits]\n"
+               "  --listen HOST:PORT  where to serve (default 127.0.0.1:8081; port 0 = any)\n"
+               "  --bot TOKEN[:NAME]  a bot to know from the start (username NAME)\n"
+               "  --strict            answer 401 to tokens not given with --bot\n"
+               "  --rate-limits       enforce Telegram's limits with 429 retry_after\n");
+    return f == stdout ? 0 : 2;
+}
+
+static int parse_listen(const char *s, char *host, size_t cap, uint16_t *port)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || (size_t)(colon - s) >= cap || colon == s)
+        return -1;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || p < 0 || p > 65535)
+        return -1;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = '\0';
+    *port = (uint16_t)p;
+    return 0;
+}
+
+/* TOKEN or TOKEN:USERNAME (the token itself holds one colon). */
+static int add_bot(emu *e, char *arg)
+{
+    char *second = strchr(arg, ':');
+    char *name = second ? strchr(second + 1, ':') : NULL;
+    if (name)
+        *name++ = '\0';
+    pthread_mutex_lock(&e->mu);
+    emu_bot *b = emu_bot_add(e, arg, name, NULL);
+    pthread_mutex_unlock(&e->mu);
+    return b ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    char host[256] = "127.0.0.1";
+    emu_options o = {.port = 8081};
+    char *bots[MAX_BOTS];
+    int nbots = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
+            if (parse_listen(argv[++i], host, sizeof host, &o.port) != 0) {
+                fprintf(stderr, "tgbot-emulator: --listen: expected HOST:PORT, got \"%s\"\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--bot") && i + 1 < argc && nbots < MAX_BOTS) {
+            bots[nbots++] = argv[++i];
+        } else if (!strcmp(argv[i], "--strict")) {
+            o.strict_tokens = true;
+        } else if (!strcmp(argv[i], "--rate-limits")) {
+            o.rate_limits = true;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            return usage(stdout);
+        } else {
+            fprintf(stderr, "tgbot-emulator: unknown argument \"%s\"\n", argv[i]);
+            return usage(stderr);
+        }
+    }
+    o.host = host;
+    char err[256];
+    emu *e = emu_new(&o, err, sizeof err);
+    if (!e) {
+        fprintf(stderr, "tgbot-emulator: %s\n", err);
+        return 1;
+    }
+    for (int i = 0; i < nbots; i++)
+        if (add_bot(e, bots[i]) != 0) {
+            fprintf(stderr,
+                    "tgbot-emulator: --bot %d: not a token like 123456:ABC... (20+ "
+                    "characters after the colon), or a duplicate id\n",
+                    i + 1);
+            emu_free(e);
+            return 2;
+        }
+    if (emu_start(e, err, sizeof err) != 0) {
+        fprintf(stderr, "tgbot-emulator: %s\n", err);
+        emu_free(e);
+        return 1;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    printf("tgbot-emulator: web chat at http://%s:%u/\n"
+           "tgbot-emulator: Bot API at http://%s:%u (set TELEGRAM_API_URL to this)\n",
+           host, (unsigned)e->port, host, (unsigned)e->port);
+    fflush(stdout);
+    while (!stop)
+        pause();
+    fprintf(stderr, "tgbot-emulator: stopping\n");
+    emu_free(e);
+    return 0;
+}

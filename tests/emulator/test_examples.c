@@ -1,0 +1,194 @@
+/*
+ * Every example bot end to end through the emulator, as a user would meet it: the built
+ * binary is started with TELEGRAM_BOT_TOKEN and TELEGRAM_API_URL pointing at an in-process
+ * tgbot-emulator (tgbot/testing.h), a scripted user talks to it, and the test checks what the
+ * bot sent, then stops it with SIGTERM and expects a clean exit. Skipped when examples are
+ * not built.
+ */
+#include "tgtest.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tgbot/testing.h"
+
+#define EX(name) TGKIT_BINARY_DIR "/examples/" name "/" name
+#define WAIT_MS  10000
+
+static tg_test *t;
+
+static int setup(void **state)
+{
+    (void)state;
+    t = tg_test_start();
+    return t ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tg_test_free(t);
+    t = NULL;
+    return 0;
+}
+
+static pid_t start(const char *path)
+{
+    if (access(path, X_OK) != 0)
+        skip();
+    pid_t pid = tg_test_spawn(t, path, NULL);
+    assert_true(pid > 0);
+    return pid;
+}
+
+static void expect(char *json, const char *what)
+{
+    if (!json)
+        fail_msg("%s: %s", what, tg_test_errmsg(t));
+    free(json);
+}
+
+static void test_echo(void **state)
+{
+    (void)state;
+    pid_t pid = start(EX("echo"));
+    int64_t id = tg_test_send(t, 0, 0, "h\xc3\xa9llo emulator");
+    assert_true(id > 0);
+    char *m = tg_test_wait_message(t, 0, id, "h\xc3\xa9llo emulator", WAIT_MS);
+    assert_non_null(m);
+    char want[64];
+    snprintf(want, sizeof want, "\"reply_to_message\":{\"message_id\":%lld", (long long)id);
+    assert_non_null(strstr(m, want));
+    free(m);
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
+static void test_inline_keyboard(void **state)
+{
+    (void)state;
+    pid_t pid = start(EX("inline_keyboard"));
+    int64_t id = tg_test_send(t, 0, 0, "/start");
+    expect(tg_test_wait_message(t, 0, id, "Count: 0", WAIT_MS), "Count: 0");
+    int64_t kb = tg_test_last_message_id(t, 0);
+    char *ans = tg_test_press(t, 0, 0, kb, "count:1", WAIT_MS);
+    assert_non_null(ans);
+    assert_non_null(strstr(ans, "\"show_alert\":false"));
+    free(ans);
+    char *m = tg_test_wait_edit(t, 0, kb, "Count: 1", WAIT_MS);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "\"callback_data\":\"count:2\""));
+    free(m);
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
+static void test_conversation(void **state)
+{
+    (void)state;
+    pid_t pid = start(EX("conversation"));
+    int64_t id = tg_test_send(t, 0, 0, "/order");
+    expect(tg_test_wait_message(t, 0, id, "Which size?", WAIT_MS), "size question");
+    id = tg_test_send(t, 0, 0, "huge");
+    expect(tg_test_wait_message(t, 0, id, "Please answer small", WAIT_MS), "size retry");
+    id = tg_test_send(t, 0, 0, "large");
+    expect(tg_test_wait_message(t, 0, id, "Where should we deliver", WAIT_MS), "address");
+    id = tg_test_send(t, 0, 0, "1 Main Street");
+    expect(tg_test_wait_message(t, 0, id, "Ordered: one large pizza to 1 Main Street", WAIT_MS),
+           "order");
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
+static void test_files(void **state)
+{
+    (void)state;
+    pid_t pid = start(EX("files"));
+    const char doc[] = "first line here\nsecond line\n";
+    int64_t id = tg_test_send_document(t, 0, 0, "notes.txt", doc, sizeof doc - 1);
+    assert_true(id > 0);
+    expect(
+        tg_test_wait_message(t, 0, id, "notes.txt: 28 bytes; first line: first line here", WAIT_MS),
+        "download answer");
+    id = tg_test_send(t, 0, 0, "/report");
+    char *m = tg_test_wait_message(t, 0, id, "Here is your report", WAIT_MS);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "\"file_name\":\"report.txt\""));
+    free(m);
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
+static void test_inline_mode(void **state)
+{
+    (void)state;
+    pid_t pid = start(EX("inline_mode"));
+    char *r = tg_test_inline(t, 0, "Hello There", WAIT_MS);
+    assert_non_null(r);
+    assert_non_null(strstr(r, "\"message_text\":\"HELLO THERE\""));
+    assert_non_null(strstr(r, "\"message_text\":\"hello there\""));
+    free(r);
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
+static void test_moderation(void **state)
+{
+    (void)state;
+    pid_t pid = start(EX("moderation"));
+    int64_t owner = tg_test_user_id(t);
+    int64_t spammer = tg_test_add_user(t, "Spammer");
+    int64_t g = tg_test_add_chat(t, "supergroup", "Moderated", owner);
+    assert_true(g != 0);
+    assert_int_equal(tg_test_join(t, g, tg_test_bot_id(t), true), 0);
+    assert_int_equal(tg_test_join(t, g, spammer, false), 0);
+    int64_t spam = tg_test_send(t, spammer, g, "buy now");
+    int64_t id = tg_test_send_reply(t, spammer, g, "/ban", spam);
+    expect(tg_test_wait_message(t, g, id, "Only administrators", WAIT_MS), "refusal");
+    id = tg_test_send_reply(t, owner, g, "/ban", spam);
+    expect(tg_test_wait_message(t, g, id, "Banned Spammer.", WAIT_MS), "ban");
+    assert_int_equal(tg_test_send(t, spammer, g, "still here?"), -1);
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &n), 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static void test_webhook(void **state)
+{
+    (void)state;
+    char url[64], port[16];
+    int p = free_port();
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/tg", p);
+    snprintf(port, sizeof port, "%d", p);
+    setenv("WEBHOOK_URL", url, 1);
+    setenv("WEBHOOK_PORT", port, 1);
+    setenv("WEBHOOK_SECRET", "s3cret-token", 1);
+    pid_t pid = start(EX("webhook"));
+    unsetenv("WEBHOOK_URL");
+    unsetenv("WEBHOOK_PORT");
+    unsetenv("WEBHOOK_SECRET");
+    int64_t id = tg_test_send(t, 0, 0, "over the hook");
+    expect(tg_test_wait_message(t, 0, id, "over the hook", WAIT_MS), "webhook echo");
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_echo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inline_keyboard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conversation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inline_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_moderation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_webhook, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
