@@ -46,6 +46,7 @@
 #include "proxy/faketls.h"
 #include "proxy/loop.h"
 #include "proxy/obfs2.h"
+#include "proxy/selfaddr.h"
 #include "proxy/stats.h"
 
 struct antireplay;
@@ -61,6 +62,7 @@ struct conn_shared {
     size_t *ee_idx;         /* ee[i] is cfg->secrets[ee_idx[i]] */
     size_t nee;
     struct antireplay *replay; /* NULL = anti-replay disabled */
+    struct selfaddr self;      /* endpoints of our own listeners: never fronted to */
     bool fast_mode;
     bool dyn_records;     /* dynamic record sizing toward FakeTLS clients */
     uint32_t concurrency; /* limit on active connections, all workers */

@@ -204,8 +204,37 @@ static int shared_init(struct server *s)
     return 0;
 }
 
+/* The endpoints that reach our listeners (bound ports), for the fronting loop check. */
+static int self_init(struct server *s)
+{
+    const struct config *cfg = s->cfg;
+    struct sockaddr_storage ls[CONFIG_MAX_LISTEN];
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        memcpy(&ls[i], &cfg->listen[i].addr, sizeof ls[i]);
+        uint16_t port = htons(s->port[i]);
+        if (ls[i].ss_family == AF_INET)
+            ((struct sockaddr_in *)(void *)&ls[i])->sin_port = port;
+        else
+            ((struct sockaddr_in6 *)(void *)&ls[i])->sin6_port = port;
+    }
+    int rc = selfaddr_init(&s->sh.self, ls, cfg->nlisten);
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc < 0) { /* without the interface list, the listeners' own addresses still count */
+        tg__log(NULL, TG__LOG_WARN,
+                "getifaddrs: %s; only the bind-to addresses count as "
+                "this proxy's own when checking the fronting host",
+                strerror(-rc));
+        if ((rc = selfaddr_build(&s->sh.self, ls, cfg->nlisten, NULL)) < 0)
+            return rc;
+    }
+    upstream_check_self(&s->sh);
+    return 0;
+}
+
 static void shared_cleanup(struct conn_shared *sh)
 {
+    selfaddr_cleanup(&sh->self);
     if (sh->ee)
         crypto_wipe(sh->ee, sizeof *sh->ee * (sh->nee ? sh->nee : 1));
     if (sh->plain)
@@ -269,6 +298,8 @@ int server_start(const struct config *cfg, struct server **out)
         rc = shared_init(s);
     if (rc == 0)
         rc = open_listeners(s);
+    if (rc == 0)
+        rc = self_init(s);
     if (rc == 0)
         rc = start_workers(s);
     if (rc < 0) {

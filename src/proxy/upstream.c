@@ -12,6 +12,7 @@
 #include "core/alloc.h"
 #include "core/str.h"
 #include "proxy/dc.h"
+#include "proxy/selfaddr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@ struct upstream_name {
     char host[CONFIG_HOST_MAX];
     uint16_t port;
     uint16_t idx; /* own index in worker->names */
+    bool front;   /* a fronting host (its answers are checked against our listeners) */
     /* cache (worker thread only) */
     bool known; /* an answer is cached (positive or negative) */
     bool busy;  /* a resolver thread runs; it owns the ans_* fields */
@@ -276,6 +278,34 @@ void upstream_forget(struct conn *c)
 
 static void front_resume(struct conn *c);
 
+/* Log (warning) each of a[0..n) that is this proxy's own listener: a target that can
+   never be connected to. Once per lookup or at start-up, never per connection. */
+static void warn_self(const struct conn_shared *sh, const char *host,
+                      const struct sockaddr_storage *a, const socklen_t *len, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct sockaddr_storage ss = a[i];
+        socklen_t l = len[i];
+        selfaddr_normalize(&ss, &l);
+        if (!selfaddr_has(&sh->self, (const struct sockaddr *)&ss))
+            continue;
+        char text[64];
+        config_format_addr(&a[i], text, sizeof text);
+        tg__log(NULL, TG__LOG_WARN,
+                "fronting host %s: %s is this proxy's own listener, so it is never fronted to "
+                "(with no other address, failed handshakes are held until the handshake "
+                "deadline and closed: probes can tell)",
+                host, text);
+    }
+}
+
+void upstream_check_self(const struct conn_shared *sh)
+{
+    const struct config *cfg = sh->cfg;
+    if (cfg->fronting.resolved)
+        warn_self(sh, cfg->fronting.host, &cfg->fronting.addr, &cfg->fronting.addr_len, 1);
+}
+
 /* One lookup finished: cache its answer and resume every connection waiting for it. */
 static void name_done(struct conn_worker *w, struct upstream_name *e)
 {
@@ -290,6 +320,8 @@ static void name_done(struct conn_worker *w, struct upstream_name *e)
     if (!e->n && tg__ratelimit_allow(&w->rl, w->loop.now_ms))
         tg__log(NULL, TG__LOG_WARN, "dns: cannot resolve %s: %s", e->host,
                 e->err ? gai_strerror(e->err) : "no address");
+    if (e->front)
+        warn_self(w->sh, e->host, e->a, e->len, e->n);
     struct conn *c = e->wait;
     e->wait = NULL;
     while (c) { /* each may be closed by what follows: read the link first */
@@ -320,9 +352,12 @@ static void on_dns(struct loop *l, struct loop_io *io, unsigned events)
 }
 
 /* Register host:port (a name, not an IP literal) once. 0 or -ENOMEM. */
-static int name_add(struct conn_worker *w, size_t cap, const char *host, uint16_t port)
+static int name_add(struct conn_worker *w, size_t cap, const char *host, uint16_t port, bool front)
 {
-    if (!host[0] || name_find(w, host, port))
+    struct upstream_name *old = host[0] ? name_find(w, host, port) : NULL;
+    if (old)
+        old->front |= front;
+    if (!host[0] || old)
         return 0;
     if (w->nnames == cap)
         return -ENOMEM; /* cannot happen: cap counts every candidate */
@@ -330,6 +365,7 @@ static int name_add(struct conn_worker *w, size_t cap, const char *host, uint16_
     tg__strlcpy(e->host, host, sizeof e->host);
     e->port = port;
     e->idx = (uint16_t)w->nnames++;
+    e->front = front;
     return 0;
 }
 
@@ -347,14 +383,14 @@ static int names_init(struct conn_worker *w)
     uint16_t fport = cfg->fronting.port ? cfg->fronting.port : 443;
     int rc = 0;
     if (!cfg->fronting.resolved && cfg->fronting.host[0])
-        rc = name_add(w, cap, cfg->fronting.host, fport);
+        rc = name_add(w, cap, cfg->fronting.host, fport, true);
     for (size_t i = 0; rc == 0 && !cfg->fronting.host[0] && i < cfg->nsecrets; i++)
         if (cfg->secrets[i].secret.kind == SECRET_EE)
-            rc = name_add(w, cap, cfg->secrets[i].secret.domain, fport);
+            rc = name_add(w, cap, cfg->secrets[i].secret.domain, fport, true);
     for (size_t i = 0; rc == 0 && i < cfg->ndcs; i++)
         for (size_t k = 0; rc == 0 && k < cfg->dcs[i].naddrs; k++)
             if (!cfg->dcs[i].addrs[k].resolved)
-                rc = name_add(w, cap, cfg->dcs[i].addrs[k].host, cfg->dcs[i].addrs[k].port);
+                rc = name_add(w, cap, cfg->dcs[i].addrs[k].host, cfg->dcs[i].addrs[k].port, false);
     return rc;
 }
 
@@ -465,86 +501,79 @@ static const char *front_host(const struct conn *c)
     return NULL;
 }
 
-/* Is sa one of our own listening addresses (fronting onto ourselves would loop)? */
-static bool is_self(const struct config *cfg, const struct sockaddr_storage *sa)
+/* Every address to front to, in prefer-ip order, without this proxy's own endpoints: the
+   configured IP literal (used whatever its family: the operator wrote it), else the cached
+   answer for the fronting host's name. *nself counts the addresses skipped as our own. */
+static void front_list(const struct conn *c, const struct upstream_name *e, struct addr_list *out,
+                       size_t *nself)
 {
-    for (size_t i = 0; i < cfg->nlisten; i++) {
-        const struct sockaddr_storage *ls = &cfg->listen[i].addr;
-        if (ls->ss_family != sa->ss_family)
-            continue;
-        if (sa->ss_family == AF_INET) {
-            const struct sockaddr_in *a = (const void *)sa, *b = (const void *)ls;
-            if (a->sin_port == b->sin_port && (a->sin_addr.s_addr == b->sin_addr.s_addr ||
-                                               b->sin_addr.s_addr == htonl(INADDR_ANY)))
-                return true;
-        } else if (sa->ss_family == AF_INET6) {
-            const struct sockaddr_in6 *a = (const void *)sa, *b = (const void *)ls;
-            if (a->sin6_port == b->sin6_port && (!memcmp(&a->sin6_addr, &b->sin6_addr, 16) ||
-                                                 IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr)))
-                return true;
-        }
+    const struct conn_shared *sh = c->w->sh;
+    const struct config *cfg = sh->cfg;
+    struct addr_list l;
+    l.n = 0;
+    out->n = 0;
+    *nself = 0;
+    if (cfg->fronting.resolved)
+        list_add(&l, (const struct sockaddr *)&cfg->fronting.addr, cfg->fronting.addr_len);
+    else if (e)
+        list_name(&l, e);
+    for (size_t k = 0; k < l.n; k++) {
+        selfaddr_normalize(&l.a[k], &l.len[k]);
+        if (selfaddr_has(&sh->self, (const struct sockaddr *)&l.a[k]))
+            (*nself)++;
     }
-    return false;
-}
-
-/* The address to front to from a cached answer: IPv4 first (the likelier to be routable),
-   never one of our own listeners. NULL if none. */
-static const struct sockaddr_storage *front_pick(const struct config *cfg,
-                                                 const struct upstream_name *e, socklen_t *len)
-{
     for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < e->n; i++)
-            if ((pass == 1 || e->a[i].ss_family == AF_INET) && !is_self(cfg, &e->a[i])) {
-                *len = e->len[i];
-                return &e->a[i];
-            }
-    return NULL;
+        for (size_t k = 0; k < l.n; k++)
+            if ((cfg->fronting.resolved ? pass == 0
+                                        : family_ok(cfg->prefer_ip, l.a[k].ss_family, pass)) &&
+                !selfaddr_has(&sh->self, (const struct sockaddr *)&l.a[k]))
+                list_add(out, (const struct sockaddr *)&l.a[k], l.len[k]);
 }
 
-static void connect_front_to(struct conn *c, const struct sockaddr_storage *ss, socklen_t len)
+/* The fronting host's name entry for c (NULL for an IP literal or no target). */
+static struct upstream_name *front_name(const struct conn *c)
 {
+    const struct config *cfg = c->w->sh->cfg;
+    if (cfg->fronting.resolved)
+        return NULL;
+    const char *host = front_host(c);
+    return host ? name_find(c->w, host, cfg->fronting.port ? cfg->fronting.port : 443) : NULL;
+}
+
+/* Connect to the fronting host from address c->addr_i on. 0 when a connect is under way,
+   -ENOENT when no address is left (nothing held; the caller decides). */
+static int front_try(struct conn *c, const struct upstream_name *e)
+{
+    struct conn_worker *w = c->w;
+    struct addr_list l;
+    size_t nself = 0;
+    front_list(c, e, &l, &nself);
+    if (c->addr_i == 0 && nself && !l.n)
+        stats_add(&w->stats, front_self, 1); /* logged at start-up or with the lookup */
+    if (c->addr_i >= l.n)
+        return -ENOENT;
     c->state = CONN_FRONT_CONNECT;
-    if (start_connect(c, ss, len) < 0)
-        conn_close(c, END_FRONT_FAIL);
+    for (; c->addr_i < l.n; c->addr_i++)
+        if (start_connect(c, &l.a[c->addr_i], l.len[c->addr_i]) == 0)
+            return 0;
+    return -ENOENT;
 }
 
 /* The lookup c waited for has an answer: connect, or discard when it gave none. */
 static void front_resume(struct conn *c)
 {
-    const struct upstream_name *e = &c->w->names[c->dns_idx];
-    socklen_t len = 0;
-    const struct sockaddr_storage *ss = front_pick(c->w->sh->cfg, e, &len);
-    if (ss)
-        connect_front_to(c, ss, len);
-    else
+    if (front_try(c, &c->w->names[c->dns_idx]) < 0)
         conn_front_unavailable(c);
 }
 
 int upstream_connect_front(struct conn *c)
 {
-    const struct config *cfg = c->w->sh->cfg;
     struct conn_worker *w = c->w;
-    if (cfg->fronting.resolved) {
-        if (is_self(cfg, &cfg->fronting.addr))
-            return -ENOENT;
-        connect_front_to(c, &cfg->fronting.addr, cfg->fronting.addr_len);
-        return 0;
-    }
-    const char *host = front_host(c);
-    struct upstream_name *e = host ? name_find(w, host, cfg->fronting.port ? cfg->fronting.port
-                                                                          : 443)
-                                   : NULL;
-    if (!e)
-        return -ENOENT;
-    if (name_fresh(w, e)) {
-        socklen_t len = 0;
-        const struct sockaddr_storage *ss = front_pick(cfg, e, &len);
-        if (!ss)
-            return -ENOENT;
-        connect_front_to(c, ss, len);
-        return 0;
-    }
-    if (name_lookup(w, e) < 0)
+    struct upstream_name *e = front_name(c);
+    c->addr_i = 0;
+    if (w->sh->cfg->fronting.resolved || (e && name_fresh(w, e)))
+        return front_try(c, e);
+    if (!e || name_lookup(w, e) < 0)
         return -ENOENT;
     name_wait(c, e, CONN_FRONT_RESOLVE);
     return 0;
@@ -564,8 +593,10 @@ static void connect_failed(struct conn *c)
         dc_connect_cached(c);
         return;
     }
-    if (c->state == CONN_FRONT_CONNECT) {
-        conn_close(c, END_FRONT_FAIL);
+    if (c->state == CONN_FRONT_CONNECT) { /* the next address, if any */
+        c->addr_i++;
+        if (front_try(c, front_name(c)) < 0)
+            conn_close(c, END_FRONT_FAIL);
         return;
     }
     c->addr_i++;

@@ -67,6 +67,10 @@ void upstream_worker_cleanup(struct conn_worker *w);
 /* Connect deadline passed: try the next address (DC) or end the connection. */
 void upstream_timeout(struct conn *c);
 
+/* Start-up: warn when the configured fronting IP literal is this proxy's own listener
+   (sh->self). Host names are checked when they are resolved (once per lookup). */
+void upstream_check_self(const struct conn_shared *sh);
+
 /* Apply TCP_NODELAY and the configured keepalive to a socket (best effort). */
 void upstream_tune(int fd, const struct config *cfg);
 
