@@ -10,7 +10,9 @@
 #include "core/alloc.h"
 #include "proxy/crypto.h"
 
-#define MAX_STRIPES 1024
+#define MAX_STRIPES  1024
+#define INDEX_KEY    16 /* bytes of the per-cache random hash key */
+#define WARN_EVERY_S 60 /* at most one early-eviction warning per minute */
 
 struct entry {
     uint32_t fp[3];
@@ -23,7 +25,9 @@ struct antireplay {
     size_t nstripes;     /* power of two, <= nsets */
     pthread_mutex_t *locks;
     uint32_t window_s;
+    uint8_t index_key[INDEX_KEY]; /* random, never leaves the process */
     _Atomic uint64_t inserts, replays, early_evictions;
+    _Atomic uint64_t warned_at; /* (second of the last due warning) + 1; 0 = never */
 };
 
 struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s)
@@ -41,7 +45,7 @@ struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s)
     ar->window_s = window_s;
     ar->table = tg__calloc(nsets * ANTIREPLAY_WAYS, sizeof(struct entry));
     ar->locks = tg__calloc(ar->nstripes, sizeof(pthread_mutex_t));
-    if (!ar->table || !ar->locks)
+    if (!ar->table || !ar->locks || crypto_random(ar->index_key, sizeof ar->index_key) != 0)
         goto fail;
     for (size_t i = 0; i < ar->nstripes; i++)
         pthread_mutex_init(&ar->locks[i], NULL);
@@ -61,17 +65,20 @@ void antireplay_free(struct antireplay *ar)
         pthread_mutex_destroy(&ar->locks[i]);
     tg__free(ar->locks);
     tg__free(ar->table);
+    crypto_wipe(ar, sizeof *ar);
     tg__free(ar);
 }
 
-/* Fingerprint and set of a key. If hashing fails (OpenSSL broken), fall back to the raw
-   bytes so a replay is still caught for short keys; never crash. */
+/* Fingerprint and set of a key: SHA-256 of the cache's random key, the kind and the key, so
+   which keys share a set cannot be worked out offline (a chosen set of hellos could
+   otherwise push a chosen entry out). If hashing fails (OpenSSL broken), fall back to the
+   raw bytes so a replay is still caught for short keys; never crash. */
 static void fingerprint(const struct antireplay *ar, enum antireplay_kind kind, const void *key,
                         size_t len, uint32_t fp[3], size_t *set)
 {
     uint8_t k = (uint8_t)kind, h[32] = {0};
-    struct crypto_part parts[2] = {{&k, 1}, {key, len}};
-    if (crypto_sha256(parts, 2, h) != 0)
+    struct crypto_part parts[3] = {{ar->index_key, sizeof ar->index_key}, {&k, 1}, {key, len}};
+    if (crypto_sha256(parts, 3, h) != 0)
         memcpy(h, key, len < sizeof h ? len : sizeof h);
     uint64_t idx;
     memcpy(&idx, h, sizeof idx);
@@ -94,8 +101,9 @@ static struct entry *find(struct antireplay *ar, struct entry *set, const uint32
     return NULL;
 }
 
-/* Slot to overwrite in a set without a match (lock held): dead first, else the oldest. */
-static struct entry *victim(struct antireplay *ar, struct entry *set, uint32_t now1)
+/* Slot to overwrite in a set without a match (lock held): dead first, else the oldest
+   (*early: it was still live). */
+static struct entry *victim(struct antireplay *ar, struct entry *set, uint32_t now1, bool *early)
 {
     struct entry *old = &set[0];
     for (int i = 0; i < ANTIREPLAY_WAYS; i++) {
@@ -104,12 +112,12 @@ static struct entry *victim(struct antireplay *ar, struct entry *set, uint32_t n
         if (now1 - set[i].stamp > now1 - old->stamp)
             old = &set[i];
     }
-    atomic_fetch_add_explicit(&ar->early_evictions, 1, memory_order_relaxed);
+    *early = true;
     return old;
 }
 
 static bool lookup(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
-                   uint64_t now_s, bool insert)
+                   uint64_t now_s, bool insert, bool *early)
 {
     uint32_t fp[3];
     size_t s;
@@ -124,7 +132,7 @@ static bool lookup(struct antireplay *ar, enum antireplay_kind kind, const void 
     pthread_mutex_lock(lock);
     bool seen = find(ar, set, fp, now1) != NULL;
     if (!seen && insert) {
-        struct entry *e = victim(ar, set, now1);
+        struct entry *e = victim(ar, set, now1, early);
         memcpy(e->fp, fp, 12);
         e->stamp = now1;
     }
@@ -133,19 +141,43 @@ static bool lookup(struct antireplay *ar, enum antireplay_kind kind, const void 
         atomic_fetch_add_explicit(&ar->replays, 1, memory_order_relaxed);
     else if (insert)
         atomic_fetch_add_explicit(&ar->inserts, 1, memory_order_relaxed);
+    if (*early)
+        atomic_fetch_add_explicit(&ar->early_evictions, 1, memory_order_relaxed);
     return seen;
 }
 
 bool antireplay_seen(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
                      uint64_t now_s)
 {
-    return lookup(ar, kind, key, len, now_s, false);
+    bool early = false;
+    return lookup(ar, kind, key, len, now_s, false, &early);
 }
 
 bool antireplay_add(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
                     uint64_t now_s)
 {
-    return lookup(ar, kind, key, len, now_s, true);
+    bool early = false;
+    return lookup(ar, kind, key, len, now_s, true, &early);
+}
+
+bool antireplay_insert(struct antireplay *ar, enum antireplay_kind kind, const void *key,
+                       size_t len, uint64_t now_s, bool *early_evicted)
+{
+    *early_evicted = false;
+    return lookup(ar, kind, key, len, now_s, true, early_evicted);
+}
+
+bool antireplay_warn_due(struct antireplay *ar, uint64_t now_s, uint64_t *total)
+{
+    *total = ar ? atomic_load_explicit(&ar->early_evictions, memory_order_relaxed) : 0;
+    if (!ar || *total == 0)
+        return false;
+    uint64_t last = atomic_load_explicit(&ar->warned_at, memory_order_relaxed);
+    if (last != 0 && now_s + 1 - last < WARN_EVERY_S)
+        return false;
+    /* one thread wins the minute */
+    return atomic_compare_exchange_strong_explicit(&ar->warned_at, &last, now_s + 1,
+                                                   memory_order_relaxed, memory_order_relaxed);
 }
 
 void antireplay_get_stats(struct antireplay *ar, struct antireplay_stats *out)

@@ -3,8 +3,11 @@
  *
  * Keys: the first 16 bytes of a FakeTLS client random (ANTIREPLAY_TLS) and bytes 8..56 of
  * an obfs2 header (ANTIREPLAY_OBFS2). Each key is reduced to a 96-bit fingerprint plus a
- * set index by SHA-256 (kind byte || key); with 96 bits a false "seen" needs ~2^48 live
- * entries, i.e. never. Entries expire window_s seconds after insertion.
+ * set index by SHA-256 (index key || kind byte || key), where the index key is 16 random
+ * bytes drawn per cache (per process): nobody outside can tell which handshakes share a set,
+ * so authenticated hellos chosen offline cannot crowd a chosen entry out of its set. With
+ * 96 bits a false "seen" needs ~2^48 live entries, i.e. never. Entries expire window_s
+ * seconds after insertion.
  *
  * Layout: a set-associative table, ANTIREPLAY_WAYS entries per set, 16 bytes per entry
  * (fingerprint + insertion time), number of sets a power of two. Inserting into a full set
@@ -42,7 +45,8 @@ struct antireplay_stats {
     uint64_t early_evictions; /* live entries dropped because their set was full */
 };
 
-/* max_entries >= 1 (rounded up as described), window_s >= 1. NULL on ENOMEM or bad args. */
+/* max_entries >= 1 (rounded up as described), window_s >= 1. NULL on ENOMEM, bad args or
+   no random bytes for the index key. */
 struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s);
 /* NULL-safe. No other thread may use the cache any more. */
 void antireplay_free(struct antireplay *ar);
@@ -54,6 +58,15 @@ bool antireplay_seen(struct antireplay *ar, enum antireplay_kind kind, const voi
    changes), false if it has now been inserted. */
 bool antireplay_add(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
                     uint64_t now_s);
+
+/* antireplay_add that also says whether the insertion dropped a live entry (a full set:
+   an early eviction, also counted in the stats). *early_evicted is always set. */
+bool antireplay_insert(struct antireplay *ar, enum antireplay_kind kind, const void *key,
+                       size_t len, uint64_t now_s, bool *early_evicted);
+
+/* Should the caller warn about early evictions now? True at most once a minute across all
+   threads, and only once there has been one; *total = early evictions so far. */
+bool antireplay_warn_due(struct antireplay *ar, uint64_t now_s, uint64_t *total);
 
 void antireplay_get_stats(struct antireplay *ar, struct antireplay_stats *out);
 

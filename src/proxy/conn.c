@@ -433,7 +433,21 @@ void conn_front_unavailable(struct conn *c)
 static bool replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
 {
     struct antireplay *ar = c->w->sh->replay;
-    return ar && antireplay_add(ar, kind, key, n, c->w->loop.now_ms / 1000);
+    uint64_t now_s = c->w->loop.now_ms / 1000, total = 0;
+    bool early = false;
+    if (!ar)
+        return false;
+    bool seen = antireplay_insert(ar, kind, key, n, now_s, &early);
+    if (early) {
+        stats_add(&c->w->stats, replay_early_evictions, 1);
+        if (antireplay_warn_due(ar, now_s, &total))
+            tg__log(NULL, TG__LOG_WARN,
+                    "anti-replay: %llu handshakes forgotten before their window ended (cache "
+                    "full), so replays of them would pass; raise [defense.anti-replay] "
+                    "max-entries",
+                    (unsigned long long)total);
+    }
+    return seen;
 }
 
 /* Authenticated obfs2 header at hs[0..64), payload after it: queue the DC header and the

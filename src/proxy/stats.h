@@ -34,7 +34,8 @@
     X(bufs, "gauge: I/O buffers held by connections")                                              \
     X(bufs_peak, "most I/O buffers held at once (per worker; summed over workers)")             \
     X(bulk_reads, "relay reads into bulk (64 KiB) buffers")                                       \
-    X(bulk_peak, "most bulk buffers held at once (per worker; summed over workers)")
+    X(bulk_peak, "most bulk buffers held at once (per worker; summed over workers)")             \
+    X(replay_early_evictions, "anti-replay entries evicted before their window ended")
 
 struct stats {
 #define STATS_FIELD(name, help) uint64_t name;

@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "proxy/antireplay.h"
+#include "proxy/crypto.h"
 
 static void key_of(uint32_t i, uint8_t k[16])
 {
@@ -141,6 +142,82 @@ static void test_concurrent(void **state)
     antireplay_free(ar);
 }
 
+/* The set index the cache used before it was keyed: SHA-256(kind || key), first 8 bytes,
+   modulo the number of sets. Anyone could compute it offline. */
+static size_t unkeyed_set(const uint8_t k[16], size_t nsets)
+{
+    uint8_t kind = ANTIREPLAY_TLS, h[32];
+    struct crypto_part parts[2] = {{&kind, 1}, {k, 16}};
+    assert_int_equal(crypto_sha256(parts, 2, h), 0);
+    uint64_t idx;
+    memcpy(&idx, h, sizeof idx);
+    return (size_t)(idx & (nsets - 1));
+}
+
+/* Eight keys chosen offline to share the target's unkeyed set used to push the target out
+   (ways = 8); with a random per-cache index key they scatter and nothing is evicted. */
+static void test_chosen_collisions_do_not_evict(void **state)
+{
+    (void)state;
+    const size_t nsets = 1024 / ANTIREPLAY_WAYS;
+    uint8_t target[16], k[16], chosen[ANTIREPLAY_WAYS][16];
+    key_of(0, target);
+    size_t want = unkeyed_set(target, nsets), found = 0;
+    for (uint32_t i = 1; found < ANTIREPLAY_WAYS && i < 1000000; i++) {
+        key_of(i, k);
+        if (unkeyed_set(k, nsets) == want)
+            memcpy(chosen[found++], k, 16);
+    }
+    assert_int_equal(found, ANTIREPLAY_WAYS);
+    for (int round = 0; round < 4; round++) { /* four caches, four random keys */
+        struct antireplay *ar = antireplay_new(1024, 300);
+        assert_non_null(ar);
+        bool early = true;
+        assert_false(antireplay_insert(ar, ANTIREPLAY_TLS, target, 16, 10, &early));
+        assert_false(early);
+        for (int i = 0; i < ANTIREPLAY_WAYS; i++) {
+            assert_false(antireplay_insert(ar, ANTIREPLAY_TLS, chosen[i], 16, 11, &early));
+            assert_false(early);
+        }
+        assert_true(antireplay_seen(ar, ANTIREPLAY_TLS, target, 16, 12));
+        struct antireplay_stats st;
+        antireplay_get_stats(ar, &st);
+        assert_int_equal(st.early_evictions, 0);
+        uint64_t total = 99;
+        assert_false(antireplay_warn_due(ar, 12, &total)); /* nothing to warn about */
+        assert_int_equal(total, 0);
+        antireplay_free(ar);
+    }
+}
+
+/* A real early eviction is reported to the caller, counted, and warned about at most once
+   a minute. */
+static void test_early_eviction_reported(void **state)
+{
+    (void)state;
+    struct antireplay *ar = antireplay_new(1024, 300);
+    uint8_t k[16];
+    uint32_t flagged = 0;
+    for (uint32_t i = 0; i < 4096; i++) { /* 4x capacity within one window */
+        bool early = false;
+        key_of(i, k);
+        antireplay_insert(ar, ANTIREPLAY_TLS, k, 16, 100, &early);
+        flagged += early;
+    }
+    struct antireplay_stats st;
+    antireplay_get_stats(ar, &st);
+    assert_true(flagged >= 4096 - 1024);
+    assert_int_equal(st.early_evictions, flagged);
+    uint64_t total = 0;
+    assert_true(antireplay_warn_due(ar, 100, &total));
+    assert_int_equal(total, flagged);
+    assert_false(antireplay_warn_due(ar, 100, &total));
+    assert_false(antireplay_warn_due(ar, 159, &total));
+    assert_true(antireplay_warn_due(ar, 160, &total));
+    assert_false(antireplay_warn_due(NULL, 160, &total));
+    antireplay_free(ar);
+}
+
 static void test_alloc_failure(void **state)
 {
     (void)state;
@@ -160,6 +237,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic),         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_bounded),       cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_chosen_collisions_do_not_evict),
+        cmocka_unit_test(test_early_eviction_reported),
         cmocka_unit_test(test_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
