@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +24,10 @@
 #define ACCEPT_PAUSE_MS 100                 /* back-off when out of file descriptors */
 #define BUF_SLACK       1024                /* pool block = max(buffer_size, 16384) + slack */
 #define BULK_BUF        ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
+#define FDS_PER_CONN    2  /* the client's socket and the DC's or the fronting host's */
+#define FDS_PER_WORKER  4  /* epoll, its wake eventfd, the resolver pipe (2) */
+#define FDS_SLACK       32 /* stdio, the resolver threads' sockets, OpenSSL's /dev/urandom */
+#define NOFILE_FALLBACK ((rlim_t)1 << 20) /* when the hard limit is "unlimited" */
 
 struct worker {
     struct conn_worker cw;
@@ -253,6 +258,41 @@ static size_t worker_count(const struct config *cfg)
     return n < 1 ? 1 : n > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (size_t)n;
 }
 
+/* Raise the open-files soft limit to the hard one (each connection holds FDS_PER_CONN
+   descriptors), and warn when even that cannot hold `concurrency` connections: accepts
+   would fail with EMFILE and pause, fronting would fail for lack of a socket. */
+static void nofile_raise(const struct config *cfg, size_t nw)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t before = rl.rlim_cur;
+    if (rl.rlim_cur != rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && rl.rlim_max == RLIM_INFINITY &&
+            before < NOFILE_FALLBACK) {
+            rl.rlim_cur = NOFILE_FALLBACK; /* "unlimited" is above fs.nr_open: ask less */
+            (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = before;
+    }
+    uint64_t need = (uint64_t)FDS_PER_CONN * cfg->concurrency +
+                    nw * (cfg->nlisten + FDS_PER_WORKER) + FDS_SLACK;
+    if (rl.rlim_cur != before)
+        tg__log(NULL, TG__LOG_INFO, "open files limit raised from %llu to %llu",
+                (unsigned long long)before, (unsigned long long)rl.rlim_cur);
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        tg__log(NULL, TG__LOG_WARN,
+                "open files limit %llu (hard limit %llu) cannot hold concurrency = %u "
+                "connections (about %llu descriptors: %d per connection plus listeners): "
+                "accepts will pause and fronting will fail under load; raise the hard limit "
+                "(ulimit -Hn, systemd LimitNOFILE=) or lower concurrency",
+                (unsigned long long)rl.rlim_cur,
+                (unsigned long long)(rl.rlim_max == RLIM_INFINITY ? rl.rlim_cur : rl.rlim_max),
+                cfg->concurrency, (unsigned long long)need, FDS_PER_CONN);
+}
+
 /* Start every worker thread and wait until each has initialised. 0 or -errno. */
 static int start_workers(struct server *s)
 {
@@ -287,6 +327,7 @@ int server_start(const struct config *cfg, struct server **out)
         return -ENOMEM;
     s->cfg = cfg;
     s->nw = worker_count(cfg);
+    nofile_raise(cfg, s->nw);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->w = tg__calloc(s->nw, sizeof *s->w);
@@ -359,7 +400,8 @@ int server_run(const struct config *cfg)
     if (rc == 0) {
         for (size_t i = 0; i < cfg->nlisten; i++)
             tg__log(NULL, TG__LOG_INFO, "listening on %s (port %u) with %zu workers, fast-mode %s",
-                    cfg->listen[i].text, (unsigned)s->port[i], s->nw, cfg->fast_mode ? "on" : "off");
+                    cfg->listen[i].text, (unsigned)s->port[i], s->nw,
+                    cfg->fast_mode ? "on" : "off");
         int sig = 0;
         while (sigwait(&set, &sig) != 0) {
         }

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <qrencode.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -338,7 +339,10 @@ struct child {
     int err_fd; /* read end of the child's stderr */
 };
 
-static void spawn(struct child *c, const char *const *args)
+/* Run the binary with args; envp NULL = this environment; nofile (if any) is the child's
+   open-files limit. */
+static void spawn_ex(struct child *c, const char *const *args, const char *const *envp,
+                     const struct rlimit *nofile)
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -349,11 +353,21 @@ static void spawn(struct child *c, const char *const *args)
         int devnull = open("/dev/null", O_WRONLY);
         dup2(devnull, 1);
         close(fds[0]);
-        execv(TGPROXY_BIN, (char *const *)args);
+        if (nofile && setrlimit(RLIMIT_NOFILE, nofile) != 0)
+            _exit(126);
+        if (envp)
+            execve(TGPROXY_BIN, (char *const *)args, (char *const *)envp);
+        else
+            execv(TGPROXY_BIN, (char *const *)args);
         _exit(127);
     }
     close(fds[1]);
     c->err_fd = fds[0];
+}
+
+static void spawn(struct child *c, const char *const *args)
+{
+    spawn_ex(c, args, NULL, NULL);
 }
 
 /* Read the child's stderr until needle shows up or the pipe closes. */
@@ -467,6 +481,53 @@ static void test_binary_simple_run(void **state)
     simple_run_says("--no-fast-mode", "workers, fast-mode off");
 }
 
+/* The soft open-files limit of a running process, from /proc/PID/limits. */
+static long soft_nofile(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long soft = -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "Max open files", 14) == 0)
+            soft = strtol(line + 14, NULL, 10);
+    fclose(f);
+    return soft;
+}
+
+/* Under a low soft limit the proxy raises it to the hard one, and warns when even that
+   cannot hold `concurrency` connections. */
+static void nofile_case(const char *concurrency, bool warns)
+{
+    const struct rlimit lim = {.rlim_cur = 64, .rlim_max = 200};
+    struct child c;
+    char buf[4096];
+    spawn_ex(&c,
+             (const char *[]){TGPROXY_BIN, "simple-run", "127.0.0.1:0", EE_A, "--workers", "1",
+                              "--concurrency", concurrency, NULL},
+             NULL, &lim);
+    bool up = read_until(&c, "listening on", buf, sizeof buf);
+    long soft = up ? soft_nofile(c.pid) : -1;
+    kill(c.pid, up ? SIGTERM : SIGKILL);
+    int code = wait_exit(&c);
+    if (!up || code != 0 || soft != 200)
+        fail_msg("up %d, exit %d, soft limit %ld, stderr: %s", up, code, soft, buf);
+    bool warned =
+        strstr(buf, "open files limit 200 (hard limit 200) cannot hold concurrency") != NULL;
+    if (warned != warns)
+        fail_msg("concurrency %s: warning %d, stderr: %s", concurrency, warned, buf);
+    if (warns)
+        assert_non_null(strstr(buf, "concurrency = 1000 connections"));
+}
+
+static void test_binary_nofile_limit(void **state)
+{
+    (void)state;
+    nofile_case("1000", true); /* 2 x 1000 descriptors > 200 */
+    nofile_case("50", false);  /* 2 x 50 + listeners + slack < 200 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_binary_bind_failure_exit_69),
         cmocka_unit_test(test_binary_run_and_sigterm),
         cmocka_unit_test(test_binary_simple_run),
+        cmocka_unit_test(test_binary_nofile_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
