@@ -11,13 +11,16 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -28,8 +31,10 @@
 #include "proxy/secret.h"
 #include "proxy/server.h"
 
-#define MAX_POS  4
-#define MAX_OPTS 16
+#define MAX_POS         4
+#define MAX_OPTS        16
+#define SECRET_ENV      "TGPROXY_SECRET"
+#define SECRET_FILE_MAX 1024 /* bytes read from --secret-file */
 
 struct opt_spec {
     const char *name; /* without the leading "--" */
@@ -57,10 +62,12 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  run CONFIG.toml              serve with a configuration file\n"
-    "  simple-run HOST:PORT SECRET  serve without a file\n"
-    "      [--workers N] [--concurrency N] [--fronting-host H] [--fronting-port P]\n"
-    "      [--public-host H] [--public-port P] [--prefer-ip MODE]\n"
+    "  simple-run HOST:PORT [SECRET] serve without a file\n"
+    "      [--secret-file FILE] [--workers N] [--concurrency N] [--fronting-host H]\n"
+    "      [--fronting-port P] [--public-host H] [--public-port P] [--prefer-ip MODE]\n"
     "      [--tolerate-time-skewness DURATION] [--log-level LEVEL] [--no-fast-mode]\n"
+    "      SECRET on the command line is visible to every local user (/proc/PID/cmdline):\n"
+    "      prefer --secret-file FILE (its first line) or " SECRET_ENV " in the environment\n"
     "  generate-secret [--hex|--base64] DOMAIN\n"
     "                               print a new FakeTLS (ee) secret for DOMAIN\n"
     "  access CONFIG.toml [--host H] [--port P] [--base64] [--no-qr]\n"
@@ -116,14 +123,20 @@ static int add_opt(const struct io *io, struct args *a, const struct opt_spec *s
     return 0;
 }
 
+/* Could arg be a proxy secret? Such text is never repeated in a message. */
+static bool looks_secret(const char *arg)
+{
+    struct secret s;
+    bool yes = secret_parse(arg, strlen(arg), &s, NULL, 0) == 0;
+    memset(&s, 0, sizeof s);
+    return yes;
+}
+
 /* A stray argument is quoted in the message unless it parses as a secret. */
 static int extra_argument(const struct io *io, const char *cmd, const char *arg)
 {
-    struct secret s;
-    if (secret_parse(arg, strlen(arg), &s, NULL, 0) == 0) {
-        memset(&s, 0, sizeof s);
+    if (looks_secret(arg))
         return usage_error(io, "%s: unexpected extra argument (a secret, not shown)", cmd);
-    }
     return usage_error(io, "%s: unexpected argument '%.64s'", cmd, arg);
 }
 
@@ -183,9 +196,10 @@ static int opt_uint(const struct io *io, const struct args *a, const char *name,
     const char *v = opt(a, name);
     if (!v)
         return 0;
+    /* the value is not repeated: a secret typed in the wrong place must not reach a log */
     if (tg__parse_u64(v, strlen(v), out) != 0 || *out < min || *out > max)
-        return usage_error(io, "%s: --%s '%s': expected an integer %llu..%llu", a->cmd, name, v,
-                           (unsigned long long)min, (unsigned long long)max);
+        return usage_error(io, "%s: --%s: expected an integer %llu..%llu (value not shown)", a->cmd,
+                           name, (unsigned long long)min, (unsigned long long)max);
     return 0;
 }
 
@@ -343,11 +357,72 @@ static int simple_options(const struct io *io, const struct args *a, struct conf
     return simple_fronting(io, a, cfg);
 }
 
+/* First line of path into text (trailing blanks dropped); 0 or an exit code. Neither the
+   content nor a path that parses as a secret is ever shown. */
+static int read_secret_file(const struct io *io, const char *path, char *text, size_t cap)
+{
+    const char *shown = looks_secret(path) ? "(a secret, not shown)" : path;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(io, EX_CONFIG, "simple-run: --secret-file %.200s: cannot open: %s", shown,
+                    strerror(errno));
+    size_t n = 0;
+    ssize_t r = 0;
+    while (n + 1 < cap && (r = read(fd, text + n, cap - 1 - n)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        n += (size_t)r;
+    }
+    int err = r < 0 ? errno : 0;
+    close(fd);
+    text[n] = '\0';
+    if (err)
+        return fail(io, EX_CONFIG, "simple-run: --secret-file %.200s: read failed: %s", shown,
+                    strerror(err));
+    text[strcspn(text, "\r\n")] = '\0';
+    for (n = strlen(text); n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t'); n--)
+        text[n - 1] = '\0';
+    if (!text[0])
+        return fail(io, EX_CONFIG,
+                    "simple-run: --secret-file %.200s: empty first line, expected the secret",
+                    shown);
+    warn_if_exposed(io, path);
+    return 0;
+}
+
+/* SECRET: the argument, else --secret-file, else $TGPROXY_SECRET (wiped from this
+   process's environment once read, so /proc/PID/environ no longer shows it). Copied into
+   text; *from_argv when it came from the command line. 0 or an exit code. */
+static int simple_secret(const struct io *io, const struct args *a, char *text, size_t cap,
+                         bool *from_argv)
+{
+    const char *file = opt(a, "secret-file");
+    char *env = getenv(SECRET_ENV);
+    *from_argv = a->npos == 2;
+    if (*from_argv && file)
+        return usage_error(io, "simple-run: SECRET and --secret-file exclude each other");
+    if (*from_argv) {
+        if (tg__strlcpy(text, a->pos[1], cap) >= cap)
+            return fail(io, EX_DATAERR, "simple-run: SECRET is too long");
+        return 0;
+    }
+    if (file)
+        return read_secret_file(io, file, text, cap);
+    if (!env || !env[0])
+        return usage_error(io, "simple-run: expected HOST:PORT and SECRET (or --secret-file "
+                               "FILE, or " SECRET_ENV " in the environment)");
+    size_t n = tg__strlcpy(text, env, cap);
+    memset(env, 0, strlen(env));
+    unsetenv(SECRET_ENV);
+    return n >= cap ? fail(io, EX_DATAERR, "simple-run: " SECRET_ENV " is too long") : 0;
+}
+
 static const struct opt_spec simple_specs[] = {
-    {"workers", true},       {"concurrency", true},
-    {"fronting-host", true}, {"fronting-port", true},
-    {"public-host", true},   {"public-port", true},
-    {"prefer-ip", true},     {"tolerate-time-skewness", true},
+    {"secret-file", true},   {"workers", true},       {"concurrency", true},
+    {"fronting-host", true}, {"fronting-port", true}, {"public-host", true},
+    {"public-port", true},   {"prefer-ip", true},     {"tolerate-time-skewness", true},
     {"log-level", true},     {"no-fast-mode", false},
 };
 
@@ -357,19 +432,25 @@ static int cmd_simple_run(const struct io *io, int argc, char **argv)
     if (parse_args(io, argc, argv, simple_specs, sizeof simple_specs / sizeof simple_specs[0], 2,
                    &a) != 0)
         return EX_USAGE;
-    if (a.npos != 2)
+    if (a.npos < 1)
         return usage_error(io, "simple-run: expected HOST:PORT and SECRET");
+    if (looks_secret(a.pos[0]))
+        return usage_error(io, "simple-run: the first argument parses as a secret (not shown), "
+                               "expected HOST:PORT first");
     struct config cfg;
-    char err[CONFIG_ERR_MAX];
+    char err[CONFIG_ERR_MAX], text[SECRET_FILE_MAX];
     struct secret s;
-    int rc;
+    bool from_argv = false;
     config_init(&cfg);
     tg__strlcpy(cfg.source, "<cmdline>", sizeof cfg.source);
+    int rc = simple_secret(io, &a, text, sizeof text, &from_argv);
+    if (rc != 0)
+        goto out;
     if (config_add_listen(&cfg, a.pos[0], strlen(a.pos[0]), err, sizeof err) != 0) {
         rc = usage_error(io, "simple-run: HOST:PORT: %s", err);
         goto out;
     }
-    if (secret_parse(a.pos[1], strlen(a.pos[1]), &s, err, sizeof err) != 0) {
+    if (secret_parse(text, strlen(text), &s, err, sizeof err) != 0) {
         rc = fail(io, EX_DATAERR, "simple-run: bad SECRET (%s)", err);
         goto out;
     }
@@ -382,9 +463,16 @@ static int cmd_simple_run(const struct io *io, int argc, char **argv)
     rc = simple_options(io, &a, &cfg);
     if (rc == 0 && config_validate(&cfg, err, sizeof err) != 0)
         rc = fail(io, EX_CONFIG, "%s", err);
+    if (rc == 0 && from_argv) {
+        fprintf(io->err, "tgproxy: warning: SECRET on the command line can be read by every "
+                         "local user in /proc/PID/cmdline until now; pass it with --secret-file "
+                         "FILE or " SECRET_ENV " instead\n");
+        memset((char *)a.pos[1], 0, strlen(a.pos[1])); /* argv is ours: blank it from now on */
+    }
     if (rc == 0)
         rc = serve(io, &cfg);
 out:
+    memset(text, 0, sizeof text);
     config_cleanup(&cfg);
     return rc;
 }
@@ -431,7 +519,12 @@ static int cmd_generate_secret(const struct io *io, int argc, char **argv)
     size_t dn = strlen(domain);
     const char *problem = secret_domain_problem(domain, dn);
     if (problem)
-        return fail(io, EX_DATAERR, "generate-secret: domain '%.64s': %s", domain, problem);
+        return looks_secret(domain)
+                   ? fail(io, EX_DATAERR,
+                          "generate-secret: DOMAIN (not shown: it parses as a "
+                          "secret): %s",
+                          problem)
+                   : fail(io, EX_DATAERR, "generate-secret: domain '%.64s': %s", domain, problem);
     struct secret s = {.kind = SECRET_EE, .domain_len = (uint8_t)dn};
     memcpy(s.domain, domain, dn + 1);
     int rc = random_bytes(s.key, sizeof s.key);
@@ -597,5 +690,7 @@ int cli_main(int argc, char **argv, FILE *out, FILE *err)
         return cmd_generate_secret(&io, argc - 1, argv + 1);
     if (strcmp(cmd, "access") == 0)
         return cmd_access(&io, argc - 1, argv + 1);
-    return usage_error(&io, "unknown command '%s'", cmd);
+    if (looks_secret(cmd))
+        return usage_error(&io, "unknown command (a secret, not shown)");
+    return usage_error(&io, "unknown command '%.64s'", cmd);
 }

@@ -105,7 +105,14 @@ static void test_help_version_usage(void **state)
         {{"access", "x.toml", "--port", NULL}, "--port needs a value"},
         {{"simple-run", "127.0.0.1:1", NULL}, "expected HOST:PORT and SECRET"},
         {{"simple-run", "localhost:1", EE_A, NULL}, "HOST:PORT: "},
-        {{"simple-run", "127.0.0.1:1", EE_A, "--workers", "x", NULL}, "--workers 'x'"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--workers", "x", NULL}, "--workers: expected an"},
+        /* a secret typed where a value or a command goes is never repeated */
+        {{"simple-run", "127.0.0.1:1", EE_A, "--workers", EE_A, NULL}, "(value not shown)"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--concurrency=" EE_A, NULL}, "(value not shown)"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--public-port", KEY_A, NULL}, "(value not shown)"},
+        {{EE_A, NULL}, "unknown command (a secret, not shown)"},
+        {{"simple-run", EE_A, "127.0.0.1:1", NULL}, "parses as a secret (not shown)"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--secret-file", "f", NULL}, "exclude each other"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--prefer-ip=ipv5", NULL}, "--prefer-ip"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--workers", "1024", NULL},
          "expected an integer 0..256"},
@@ -481,6 +488,93 @@ static void test_binary_simple_run(void **state)
     simple_run_says("--no-fast-mode", "workers, fast-mode off");
 }
 
+/* Does /proc/PID/<what> (cmdline, environ: NUL-separated) contain needle? */
+static bool proc_has(pid_t pid, const char *what, const char *needle)
+{
+    char path[64], buf[65536];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    assert_true(n >= 0);
+    for (ssize_t i = 0; i < n; i++)
+        buf[i] = buf[i] ? buf[i] : '\n';
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* simple-run with the secret from a file, the environment or the command line: it serves,
+   and once it listens the secret is in neither /proc/PID/cmdline nor /proc/PID/environ. */
+static void secret_source_case(const char *const *args, const char *const *envp, bool argv_warn)
+{
+    struct child c;
+    char buf[4096];
+    spawn_ex(&c, args, envp, NULL);
+    bool up = read_until(&c, "listening on", buf, sizeof buf);
+    bool in_cmdline = up && proc_has(c.pid, "cmdline", KEY_A);
+    bool in_environ = up && proc_has(c.pid, "environ", KEY_A);
+    kill(c.pid, up ? SIGTERM : SIGKILL);
+    int code = wait_exit(&c);
+    if (!up || code != 0 || in_cmdline || in_environ)
+        fail_msg("up %d exit %d cmdline %d environ %d, stderr: %s", up, code, in_cmdline,
+                 in_environ, buf);
+    assert_null(strstr(buf, KEY_A));
+    assert_int_equal(strstr(buf, "warning: SECRET on the command line") != NULL, argv_warn);
+}
+
+static void test_binary_secret_sources(void **state)
+{
+    (void)state;
+    char *path = write_config(EE_A "\n");
+    assert_int_equal(chmod(path, 0600), 0);
+    secret_source_case((const char *[]){TGPROXY_BIN, "simple-run", "127.0.0.1:0", "--workers", "1",
+                                        "--secret-file", path, NULL},
+                       NULL, false);
+    unlink(path);
+    secret_source_case(
+        (const char *[]){TGPROXY_BIN, "simple-run", "127.0.0.1:0", "--workers", "1", NULL},
+        (const char *[]){"TGPROXY_SECRET=" EE_A, "LC_ALL=C", NULL}, false);
+    /* on the command line it still works, with a warning, and argv is blanked */
+    secret_source_case(
+        (const char *[]){TGPROXY_BIN, "simple-run", "127.0.0.1:0", EE_A, "--workers", "1", NULL},
+        NULL, true);
+}
+
+/* Secret-file and environment failures: clear exit codes, nothing of the secret shown. */
+static void test_secret_file_errors(void **state)
+{
+    (void)state;
+    struct run r;
+    cli(&r, (const char *[]){"simple-run", "127.0.0.1:1", "--secret-file", "/nonexistent/s", NULL});
+    assert_int_equal(r.code, 78);
+    assert_non_null(strstr(r.err, "--secret-file /nonexistent/s: cannot open"));
+    cli(&r, (const char *[]){"simple-run", "127.0.0.1:1", "--secret-file", EE_A, NULL});
+    assert_int_equal(r.code, 78);
+    assert_non_null(strstr(r.err, "(a secret, not shown): cannot open"));
+    assert_null(strstr(r.err, KEY_A));
+    char *path = write_config("\n" EE_A "\n");
+    cli(&r, (const char *[]){"simple-run", "127.0.0.1:1", "--secret-file", path, NULL});
+    assert_int_equal(r.code, 78);
+    assert_non_null(strstr(r.err, "empty first line"));
+    unlink(path);
+    path = write_config("ee" KEY_A "\n"); /* ee without a domain: malformed */
+    cli(&r, (const char *[]){"simple-run", "127.0.0.1:1", "--secret-file", path, NULL});
+    assert_int_equal(r.code, 65);
+    assert_non_null(strstr(r.err, "bad SECRET"));
+    assert_null(strstr(r.err, KEY_A));
+    unlink(path);
+    /* the environment variable, read and then wiped from this process */
+    assert_int_equal(setenv("TGPROXY_SECRET", "ee" KEY_A, 1), 0);
+    cli(&r, (const char *[]){"simple-run", "127.0.0.1:1", NULL});
+    assert_int_equal(r.code, 65);
+    assert_null(strstr(r.err, KEY_A));
+    assert_null(getenv("TGPROXY_SECRET"));
+    cli(&r, (const char *[]){"simple-run", "127.0.0.1:1", NULL});
+    assert_int_equal(r.code, 64);
+    assert_non_null(strstr(r.err, "or TGPROXY_SECRET in the environment"));
+}
+
 /* The soft open-files limit of a running process, from /proc/PID/limits. */
 static long soft_nofile(pid_t pid)
 {
@@ -542,6 +636,8 @@ int main(void)
         cmocka_unit_test(test_binary_run_and_sigterm),
         cmocka_unit_test(test_binary_simple_run),
         cmocka_unit_test(test_binary_nofile_limit),
+        cmocka_unit_test(test_binary_secret_sources),
+        cmocka_unit_test(test_secret_file_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
