@@ -162,6 +162,19 @@ typedef struct tg_transport {
     void *user;
 } tg_transport;
 
+/*
+ * The lean transport: HTTP/1.1 keep-alive over a plain socket or TLS (OpenSSL libssl, TLS 1.2
+ * and 1.3, SNI, certificate and host name verification against ca_file / ca_path or the
+ * system store, session resumption), with a small pool of connections per bot shared by its
+ * contexts. Answers are parsed in place; a warm call allocates nothing. For bots that send a
+ * lot. It does not do HTTP/2 or proxies: tg_bot_new() refuses it together with proxy.
+ * Use: tg_bot_options.transport = tg_transport_lean(). The returned struct is static; it may
+ * be used by any number of bots.
+ * Thread-safety: any thread. tg_error_info.transport_code carries the CURLcode numbers of the
+ * same failures (7 cannot connect, 28 timeout, 60 certificate, ...).
+ */
+TG_API const tg_transport *tg_transport_lean(void);
+
 /* ---- the bot ---- */
 
 /*
@@ -185,7 +198,8 @@ typedef struct tg_bot_options {
     int log_level;                 /* TG_LOG_*; 0 = TG_LOG_WARN */
     tg_retry_policy retry;         /* {0} = the default policy */
     tg_flood_options flood;        /* {0} = off */
-    const tg_transport *transport; /* NULL = libcurl; the struct is copied */
+    const tg_transport *transport; /* NULL = libcurl; tg_transport_lean() for the lean one;
+                                      the struct is copied */
     size_t max_response_bytes;     /* cap on an API answer's body; 0 = 64 MiB */
     uint32_t max_connections;      /* connections kept open in the bot's shared cache (one
                                       per thread calling at once is enough); 0 = 64 */

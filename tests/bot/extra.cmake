@@ -24,3 +24,14 @@ if(TGKIT_PYTHON3)
     add_test(NAME bot/botapi_gen_model
         COMMAND ${TGKIT_PYTHON3} ${CMAKE_SOURCE_DIR}/tools/botapi-gen/test_model.py)
 endif()
+
+# The client suite again over the lean transport (tg_transport_lean): same binaries, the
+# fixture picks the transport from TGKIT_TEST_TRANSPORT. test_client_socks is curl-only (the
+# lean transport refuses proxies; test_client checks that refusal in both runs).
+foreach(name test_client test_client_files test_client_flood test_client_methods test_client_tls)
+    if(TARGET bot_${name})
+        add_test(NAME bot/${name}@lean COMMAND bot_${name})
+        set_tests_properties(bot/${name}@lean PROPERTIES TIMEOUT 300
+            ENVIRONMENT "TGKIT_SHARED_DIR=${TGKIT_SHARED_DIR};TGKIT_TEST_TRANSPORT=lean")
+    endif()
+endforeach()

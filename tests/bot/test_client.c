@@ -24,7 +24,7 @@
 static tg_bot *bot_for(bot_server *srv, tg_bot_options o)
 {
     o.base_url = bot_server_url(srv);
-    tg_bot *bot = tg_bot_new(TOKEN, &o);
+    tg_bot *bot = bot_test_new(TOKEN, &o);
     assert_non_null(bot);
     return bot;
 }
@@ -71,7 +71,7 @@ static void test_token_shapes(void **state)
         {"", false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tg_bot *bot = tg_bot_new(cases[i].token, NULL);
+        tg_bot *bot = bot_test_new(cases[i].token, NULL);
         assert_int_equal(bot != NULL, cases[i].ok);
         if (!bot) {
             const char *why = tg_bot_new_errmsg();
@@ -82,13 +82,13 @@ static void test_token_shapes(void **state)
         }
         tg_bot_free(bot);
     }
-    assert_null(tg_bot_new(NULL, NULL));
-    tg_bot *bot = tg_bot_new(TOKEN, NULL);
+    assert_null(bot_test_new(NULL, NULL));
+    tg_bot *bot = bot_test_new(TOKEN, NULL);
     assert_int_equal(tg_bot_id(bot), 123456789);
     tg_bot_free(bot);
-    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.base_url = "ftp://x"}));
+    assert_null(bot_test_new(TOKEN, &(tg_bot_options){.base_url = "ftp://x"}));
     assert_null(
-        tg_bot_new(TOKEN, &(tg_bot_options){.flood = {.enabled = true, .chat_per_sec = -1}}));
+        bot_test_new(TOKEN, &(tg_bot_options){.flood = {.enabled = true, .chat_per_sec = -1}}));
 }
 
 static void test_get_me(void **state)
@@ -325,7 +325,7 @@ static void test_connection_refused(void **state)
     char url[64];
     int fd = refusing_socket(url, sizeof url);
     tg_bot *bot =
-        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url,
+        bot_test_new(TOKEN, &(tg_bot_options){.base_url = url,
                                             .retry = {.max_attempts = 3, .backoff_base_ms = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
     assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
@@ -356,7 +356,7 @@ static void test_connect_timeout(void **state)
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
     tg_bot *bot =
-        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url,
+        bot_test_new(TOKEN, &(tg_bot_options){.base_url = url,
                                             .connect_timeout_ms = 150,
                                             .retry = {.max_attempts = 2, .backoff_base_ms = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
@@ -502,6 +502,13 @@ static void test_proxy_is_used(void **state)
     bot_fx *f = *state;
     char proxy[64];
     int fd = refusing_socket(proxy, sizeof proxy);
+    if (bot_test_lean()) { /* no proxies on the lean transport: refused up front */
+        assert_null(bot_test_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv),
+                                                          .proxy = proxy}));
+        assert_non_null(strstr(tg_bot_new_errmsg(), "does not support proxies"));
+        close(fd);
+        return;
+    }
     /* the server is up, but every request must go through the (refusing) proxy */
     tg_bot *bot =
         bot_for(f->srv, (tg_bot_options){.proxy = proxy, .retry = {.no_retry_connect = true}});
@@ -524,7 +531,7 @@ static void test_allocation_failures(void **state)
     int clean_runs = 0, failures = 0;
     for (uint64_t n = 1; n <= 60 && clean_runs < 3; n++) {
         tg__alloc_fail_at(n);
-        tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv)});
+        tg_bot *bot = bot_test_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv)});
         tg_ctx *ctx = bot ? tg_ctx_new(bot) : NULL;
         const char *res = NULL;
         tg_status st = ctx ? call(ctx, "getMe", "{\"a\":1}", &res) : TG_ERR_NOMEM;
@@ -589,7 +596,7 @@ static void test_custom_transport(void **state)
     (void)state;
     struct fake_tp t = {.fail_first = 1};
     tg_transport tp = {fake_conn_new, fake_perform, fake_conn_free, &t};
-    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = "http://example.invalid",
+    tg_bot *bot = bot_test_new(TOKEN, &(tg_bot_options){.base_url = "http://example.invalid",
                                                       .transport = &tp,
                                                       .retry = {.backoff_base_ms = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
@@ -610,8 +617,38 @@ static void test_custom_transport(void **state)
     assert_int_equal(t.freed, 1);
     tg_bot_free(bot);
     tg_transport broken = {NULL, fake_perform, fake_conn_free, &t};
-    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.transport = &broken}));
+    assert_null(bot_test_new(TOKEN, &(tg_bot_options){.transport = &broken}));
     assert_non_null(strstr(tg_bot_new_errmsg(), "transport"));
+}
+
+/* The lean transport is chosen per bot, refuses a proxy with a reason, and checks its base
+ * URL up front; the libcurl one stays the default. */
+static void test_lean_options(void **state)
+{
+    bot_fx *f = *state;
+    const tg_transport *lean = tg_transport_lean();
+    assert_non_null(lean);
+    assert_ptr_equal(lean, tg_transport_lean());
+    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean,
+                                                   .proxy = "socks5h://127.0.0.1:1080"}));
+    assert_string_equal(tg_bot_new_errmsg(),
+                        "options: the lean transport (tg_transport_lean) does not support "
+                        "proxies; use the default libcurl transport with proxy");
+    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean,
+                                                   .base_url = "http://127.0.0.1:99999"}));
+    assert_non_null(strstr(tg_bot_new_errmsg(), "port"));
+    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean, .base_url = "http://[::1"}));
+    /* both transports serve the same server side by side */
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean,
+                                                      .base_url = bot_server_url(f->srv)});
+    assert_non_null(bot);
+    tg_ctx *ctx = tg_ctx_new(bot);
+    const char *res;
+    assert_int_equal(call(ctx, "getMe", NULL, &res), TG_OK);
+    assert_string_equal(res, "{\"id\":7,\"is_bot\":true,\"first_name\":\"Bot\"}");
+    assert_int_equal(call(f->ctx, "getMe", NULL, &res), TG_OK);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
 }
 
 static void test_token_never_logged(void **state)
@@ -648,7 +685,8 @@ static void test_token_never_logged(void **state)
     assert_true(cap.lines > 5);
     assert_non_null(cap.text);
     assert_null(strstr(cap.text, secret));
-    /* curl's verbose request line went through the scrubber */
+    /* the transport's request line (curl's verbose output, the lean transport's trace) went
+     * through the scrubber */
     assert_non_null(strstr(cap.text, "POST /bot[REDACTED]/getMe"));
     assert_non_null(strstr(cap.text, "user line with [REDACTED]"));
     tg_ctx_free(ctx);
@@ -681,6 +719,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
         cmocka_unit_test(test_custom_transport),
         cmocka_unit_test_setup_teardown(test_token_never_logged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lean_options, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -167,7 +167,7 @@ static void test_server_refuses_unthrottled_burst(void **state)
     bot_server *srv = bot_server_start(TOKEN);
     bot_server_set_reply(srv, "sendMessage", 200, OK_MSG);
     bot_server_enforce_flood(srv, 30 * SCALE, 1 * SCALE, 20 * SCALE);
-    tg_bot *bot = tg_bot_new(
+    tg_bot *bot = bot_test_new(
         TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv), .retry = {.max_attempts = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
     const char *p = "{\"chat_id\":7,\"text\":\"x\"}";
@@ -190,7 +190,7 @@ static void test_burst_stays_under_limits(void **state)
     bot_server_set_reply(srv, "sendMessage", 200, OK_MSG);
     bot_server_enforce_flood(srv, 30 * SCALE, 1 * SCALE, 20 * SCALE);
     tg_bot *bot =
-        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
+        bot_test_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
                                             .retry = {.max_attempts = 1}, /* a 429 would show */
                                             .flood = {.enabled = true,
                                                       .global_per_sec = 30 * SCALE * MARGIN,
@@ -223,7 +223,7 @@ static void test_fail_fast(void **state)
     bot_server *srv = bot_server_start(TOKEN);
     bot_server_set_reply(srv, "sendMessage", 200, OK_MSG);
     tg_bot *bot =
-        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
+        bot_test_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
                                             .flood = {.enabled = true, .fail_fast = true}});
     tg_ctx *ctx = tg_ctx_new(bot);
     const char *p = "{\"chat_id\":\"@channel\",\"text\":\"x\"}";

@@ -80,7 +80,7 @@ static tg_status get_me(struct tls_fx *f, tg_bot_options o, char *msg, size_t ca
     o.base_url = bot_server_url(f->srv);
     o.timeout_ms = 5000;
     o.retry.no_retry_connect = true;
-    tg_bot *bot = tg_bot_new(TOKEN, &o);
+    tg_bot *bot = bot_test_new(TOKEN, &o);
     assert_non_null(bot);
     tg_ctx *ctx = tg_ctx_new(bot);
     assert_non_null(ctx);

@@ -7,6 +7,20 @@
 
 #include <tgbot/tgbot.h>
 
+bool bot_test_lean(void)
+{
+    const char *t = getenv("TGKIT_TEST_TRANSPORT");
+    return t && strcmp(t, "lean") == 0;
+}
+
+tg_bot *bot_test_new(const char *token, const tg_bot_options *opts)
+{
+    tg_bot_options o = opts ? *opts : (tg_bot_options){0};
+    if (!o.transport && bot_test_lean())
+        o.transport = tg_transport_lean();
+    return tg_bot_new(token, &o);
+}
+
 bot_fx *bot_fx_new(const char *token, const tg_bot_options *opts)
 {
     bot_fx *f = calloc(1, sizeof *f);
@@ -15,7 +29,7 @@ bot_fx *bot_fx_new(const char *token, const tg_bot_options *opts)
     assert_non_null(f->srv);
     tg_bot_options o = opts ? *opts : (tg_bot_options){0};
     o.base_url = bot_server_url(f->srv);
-    f->bot = tg_bot_new(token, &o);
+    f->bot = bot_test_new(token, &o);
     assert_non_null(f->bot);
     f->ctx = tg_ctx_new(f->bot);
     assert_non_null(f->ctx);

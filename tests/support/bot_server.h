@@ -127,6 +127,12 @@ struct tg_bot_options;
 bot_fx *bot_fx_new(const char *token, const struct tg_bot_options *opts);
 void bot_fx_free(bot_fx *f); /* NULL-safe */
 
+/* The client suite runs once per transport: TGKIT_TEST_TRANSPORT=lean (set by ctest for the
+ * "@lean" runs) selects tg_transport_lean(), anything else libcurl. bot_test_new is tg_bot_new
+ * with that transport filled in, unless opts names a transport of its own. */
+bool bot_test_lean(void);
+struct tg_bot *bot_test_new(const char *token, const struct tg_bot_options *opts);
+
 /* Every line a bot logs, for checks such as "the token never appears". Pass bot_logcap_sink
  * as tg_bot_options.log with the logcap as log_user. Thread-safe (lines may come from any
  * thread); read text only after the bot is freed or under mu. */

@@ -171,6 +171,13 @@ static int apply_options(tg_bot *bot, const tg_bot_options *o)
         new_errmsg = "options: transport lacks conn_new, perform or conn_free";
         return -1;
     }
+    if (tg__lean_is(&bot->transport)) {
+        const char *why = tg__lean_pool_new(bot);
+        if (why) {
+            new_errmsg = why;
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -220,6 +227,7 @@ TG_API void tg_bot_free(tg_bot *bot)
     if (!bot)
         return;
     tg__curl_share_free(bot);
+    tg__lean_pool_free(bot);
     tg__flood_cleanup(&bot->flood);
     tg__logger_cleanup(&bot->log);
     if (bot->token)

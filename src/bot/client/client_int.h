@@ -8,6 +8,8 @@
  *   retry.c      the retry decision (pure: policy + outcome -> wait or give up)
  *   flood.c      flood control: shared GCRA buckets keyed by chat id
  *   curl.c       the default transport over a reused curl easy handle and a shared cache
+ *   lean.c       the lean transport: HTTP/1.1 keep-alive over sockets and libssl, a bot-wide
+ *                pool; lean_body.c writes its multipart bodies, http1.c parses its answers
  *   download.c   getFile and file downloads
  *   method.c     tg__call, the entry point of the generated method wrappers
  *
@@ -100,6 +102,7 @@ struct tg_bot {
     struct tg__flood flood;
     tg_transport transport;
     void *share; /* CURLSH *, owned by curl.c */
+    struct tg__lean_pool *lean; /* owned by lean.c; only with the lean transport */
     pthread_mutex_t share_mu[8];
     atomic_bool shutdown;
     pthread_mutex_t wait_mu;
@@ -116,6 +119,13 @@ void tg__bot_wake(tg_bot *bot);
 extern const tg_transport tg__curl_transport;
 int tg__curl_share_new(tg_bot *bot);
 void tg__curl_share_free(tg_bot *bot);
+
+/* The lean transport (lean.c). tg__lean_is: is t the lean transport? tg__lean_pool_new makes
+ * the bot's connection pool (base URL parsed, proxy refused): NULL on success, else why (a
+ * static string for tg_bot_new_errmsg). tg__lean_pool_free closes every idle connection. */
+bool tg__lean_is(const tg_transport *t);
+const char *tg__lean_pool_new(tg_bot *bot);
+void tg__lean_pool_free(tg_bot *bot);
 
 /* ---- the context (ctx.c) ---- */
 
