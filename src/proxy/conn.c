@@ -87,6 +87,9 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     uint64_t park = w->idle_ms / 2 < CONN_PARK_MS ? w->idle_ms / 2 : CONN_PARK_MS;
     loop_tq_add(&w->loop, &w->tq_park, park);
     loop_tq_add(&w->loop, &w->tq_idle, w->idle_ms - park);
+    uint64_t done = CONN_FRONT_DONE_MS;
+    done = cfg->timeout.handshake_ms < done ? cfg->timeout.handshake_ms : done;
+    loop_tq_add(&w->loop, &w->tq_done, w->idle_ms < done ? w->idle_ms : done);
     return 0;
 }
 
@@ -128,6 +131,14 @@ static void log_end(const struct conn *c)
                      : "obfs2");
 }
 
+/* The next close of fd sends a reset instead of a FIN (a fronted peer was reset). */
+static void reset_on_close(int fd)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+}
+
 void conn_close(struct conn *c, enum conn_end why)
 {
     struct conn_worker *w = c->w;
@@ -140,6 +151,8 @@ void conn_close(struct conn *c, enum conn_end why)
     upstream_forget(c); /* no-op unless waiting for a lookup */
     loop_io_forget(&w->loop, &c->cli); /* both sockets are closed just below */
     loop_io_forget(&w->loop, &c->up);
+    if (c->state == CONN_FRONT_RELAY && c->reset_by != CONN_RESET_NONE)
+        reset_on_close(c->reset_by == CONN_RESET_UPSTREAM ? c->cfd : c->ufd);
     if (c->cfd >= 0)
         close(c->cfd);
     if (c->ufd >= 0)
@@ -400,6 +413,10 @@ static void front(struct conn *c, bool deadline)
         memcpy(c->hs, hdr, k);
         c->hs_len += (uint32_t)k;
     }
+    /* the listener's keepalive is inherited; a prober must not see probes the site never
+       sends */
+    int off = 0;
+    setsockopt(c->cfd, SOL_SOCKET, SO_KEEPALIVE, &off, sizeof off);
     struct relay_dir *u = &c->dir[DIR_UP];
     u->buf = c->hs;
     u->off = 0;
@@ -708,10 +725,23 @@ void conn_upstream_ready(struct conn *c)
  * ciphers and wait out the rest of the idle timeout; quiet for the whole idle timeout:
  * close. Any activity in between sends the timer back to the park queue.
  */
+void conn_front_site_done(struct conn *c)
+{
+    c->site_done = true;
+    loop_timer_start(&c->w->loop, &c->w->tq_done, &c->timer, on_timer);
+}
+
 static void relay_timer(struct conn *c)
 {
     struct conn_worker *w = c->w;
     uint64_t quiet = w->loop.now_ms - c->last_io_ms;
+    if (c->site_done) { /* fronted, the site closed: the client's quiet time decides */
+        if (quiet >= w->tq_done.duration_ms)
+            conn_close(c, END_EOF);
+        else
+            loop_timer_start(&w->loop, &w->tq_done, &c->timer, on_timer);
+        return;
+    }
     if (c->parked && quiet >= w->idle_ms) {
         stats_add(&w->stats, idle_timeout, 1);
         conn_close(c, END_IDLE);

@@ -84,6 +84,7 @@ struct conn_worker {
     struct loop_tq tq_handshake, tq_connect, tq_front;
     struct loop_tq tq_park; /* quiet time after which a relay parks its ciphers */
     struct loop_tq tq_idle; /* the rest of the idle timeout, once parked */
+    struct loop_tq tq_done; /* fronted: the site closed; the client's quiet time left */
     uint64_t idle_ms;       /* [network.timeout] idle */
     struct conn *conns;     /* every open connection, for shutdown */
     struct conn_shared *sh; /* shared; only sh->active is written */
@@ -99,6 +100,12 @@ struct conn_worker {
 };
 
 #define CONN_PARK_MS 10000 /* quiet time before an idle relay frees its cipher contexts */
+/* A fronted connection whose site closed (FIN) is closed once the client is quiet this long
+   (or the handshake or idle timeout, if shorter): bytes the client sends meanwhile still reach the site,
+   which answers them as it would directly (a reset if it closed for good), and after it the
+   client's socket is closed as the site's was. Lingering web servers keep reading about as
+   long (nginx lingering_timeout is 5 s). */
+#define CONN_FRONT_DONE_MS 5000
 
 enum conn_state {
     CONN_HELLO,
@@ -149,6 +156,9 @@ struct relay_dir {
 };
 
 enum { DIR_UP = 0, DIR_DOWN = 1 }; /* up: client -> upstream; down: upstream -> client */
+/* Which socket of a connection was reset by its peer: a fronted connection passes the reset
+   on to the other socket when it closes (SO_LINGER {1, 0}), as the site's own would. */
+enum { CONN_RESET_NONE = 0, CONN_RESET_CLIENT = 1, CONN_RESET_UPSTREAM = 2 };
 
 struct conn {
     struct loop_io cli, up; /* registrations of the two sockets */
@@ -177,6 +187,8 @@ struct conn {
     bool pp_done; /* listener PROXY header consumed (if configured) */
     struct conn_pp_addr pp; /* what that header said (family 0 = use the socket) */
     bool parked;  /* ciphers parked while quiet; timer in tq_idle */
+    bool site_done; /* fronted: the site's FIN reached the client; timer in tq_done */
+    uint8_t reset_by; /* CONN_RESET_*: the socket a reset came from (relay.c) */
 };
 
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */
@@ -260,6 +272,10 @@ int conn_pp_parse(const uint8_t *b, size_t n, size_t *len);
 /* No fronting target after all (upstream.c, after an asynchronous lookup): read and
    discard until the handshake deadline, as when there was none to begin with. */
 void conn_front_unavailable(struct conn *c);
+
+/* Fronted relay: the site's FIN has been passed to the client. Closes the pair once the
+   client stays quiet for the done time (tq_done). Called by relay.c. */
+void conn_front_site_done(struct conn *c);
 
 /* Upstream connected (DC or fronting host): start relaying. Called by upstream.c. */
 void conn_upstream_ready(struct conn *c);

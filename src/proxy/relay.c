@@ -44,6 +44,13 @@ void relay_release(struct conn *c)
     dir_release(c, &c->dir[DIR_DOWN]);
 }
 
+/* A socket error on fd: remember a reset by its peer (fronting passes it on, conn.c). */
+static void note_reset(struct conn *c, int fd, int err)
+{
+    if ((err == ECONNRESET || err == EPIPE) && c->reset_by == CONN_RESET_NONE)
+        c->reset_by = (uint8_t)(fd == c->cfd ? CONN_RESET_CLIENT : CONN_RESET_UPSTREAM);
+}
+
 /* Write what is pending in direction d. 0 (drained or blocked) or -errno. */
 static int flush(struct conn *c, int d)
 {
@@ -54,6 +61,7 @@ static int flush(struct conn *c, int d)
         if (w < 0) {
             if (errno == EAGAIN || errno == EINTR)
                 return errno == EAGAIN ? 0 : flush(c, d);
+            note_reset(c, fd, errno);
             return -errno;
         }
         r->off += (uint32_t)w;
@@ -156,8 +164,10 @@ static int read_once(struct conn *c, int d, bool *more)
         dir_release(c, r);
         if (n == 0)
             r->eof = true;
-        else if (errno != EAGAIN && errno != EINTR)
+        else if (errno != EAGAIN && errno != EINTR) {
+            note_reset(c, fd, errno);
             return -errno;
+        }
         return 0;
     }
     conn_touch(c);
@@ -198,6 +208,8 @@ static int pump(struct conn *c, int d)
     if (rc == 0 && r->eof && !r->buf && !r->shut) {
         shutdown(d == DIR_UP ? c->ufd : c->cfd, SHUT_WR);
         r->shut = true;
+        if (d == DIR_DOWN && c->state == CONN_FRONT_RELAY && !c->dir[DIR_UP].shut)
+            conn_front_site_done(c); /* the site closed: close on its schedule */
     }
     return rc;
 }
@@ -239,6 +251,10 @@ static void settle(struct conn *c, struct loop_io *hup)
         bool src_done = hup == &c->cli ? u->eof : dn->eof;
         bool dst_done = hup == &c->cli ? dn->shut : u->shut;
         if (src_done && !dst_done) {
+            int fd = hup == &c->cli ? c->cfd : c->ufd, err = 0;
+            socklen_t el = sizeof err;
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0)
+                note_reset(c, fd, err);
             conn_close(c, END_RESET);
             return;
         }

@@ -84,29 +84,19 @@ static void read_phase(int fd, long t0, long until, struct pprobe_result *r)
     }
 }
 
-/* After the peer's FIN: send more, and wait (bounded) for the reset a closed peer sends. */
-static bool reset_after(int fd, const void *p, size_t n, long until)
+/* After the peer's FIN: send more, and wait (bounded) for the reset a closed peer sends
+   (Linux reports it as EPIPE in CLOSE_WAIT, ECONNRESET otherwise). */
+static bool reset_after(int fd, const void *p, size_t n, int wait_ms)
 {
     if (send(fd, p, n, MSG_NOSIGNAL) < 0)
         return errno == ECONNRESET || errno == EPIPE;
-    for (;;) {
-        long left = until - now_ms();
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || poll(&pf, 1, (int)left) == 0)
-            return false;
-        if (pf.revents & (POLLERR | POLLHUP)) {
-            int err = 0;
-            socklen_t el = sizeof err;
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
-            return err == ECONNRESET || err == EPIPE || (pf.revents & POLLHUP);
-        }
-        uint8_t tmp[256];
-        ssize_t k = recv(fd, tmp, sizeof tmp, MSG_DONTWAIT);
-        if (k < 0 && errno == ECONNRESET)
-            return true;
-        if (k == 0) /* EOF again: wait for the error to show (poll says POLLIN at EOF) */
-            pause_ms(5);
-    }
+    struct pollfd pf = {.fd = fd, .events = 0}; /* only an error or a hang-up wakes it */
+    if (poll(&pf, 1, wait_ms) != 1)
+        return false;
+    int err = 0;
+    socklen_t el = sizeof err;
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+    return err == ECONNRESET || err == EPIPE;
 }
 
 int pprobe_run(const char *addr, uint16_t port, const struct pprobe *p, struct pprobe_result *r)
@@ -129,7 +119,7 @@ int pprobe_run(const char *addr, uint16_t port, const struct pprobe *p, struct p
 read:
     read_phase(fd, t0, t0 + p->wait_ms, r);
     if (r->end == PPROBE_FIN && p->after_eof)
-        r->reset_after_eof = reset_after(fd, p->after_eof, p->after_eof_n, now_ms() + 2000);
+        r->reset_after_eof = reset_after(fd, p->after_eof, p->after_eof_n, 2000);
     close(fd);
     return 0;
 }
