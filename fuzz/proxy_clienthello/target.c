@@ -4,8 +4,9 @@
  * Each input is tried as is, then with its digest fixed up for a known key and "now" (so
  * the fuzzer reaches the time / SNI / cipher checks and the ServerHello builder, which an
  * HMAC would otherwise wall off). Invariants are checked with abort(): parse results stay
- * inside the record, a fixed-up hello never fails on the digest or the time, and the
- * answer has the length the brief's layout gives.
+ * inside the record, a fixed-up hello never fails on the digest or the time (it is refused
+ * on its SNI without any HMAC only when it names other hosts), never costs more than one
+ * HMAC for the one key, and the answer has the length the brief's layout gives.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,8 +87,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (faketls_parse_hello(copy, h.len, &h, NULL) != FAKETLS_OK)
         abort(); /* the random is not structural */
     enum faketls_verdict v = faketls_validate(&h, &k, 1, &pol, &m);
-    if (v == FAKETLS_BAD_DIGEST || v == FAKETLS_BAD_TIME || v == FAKETLS_INTERNAL ||
-        m.timestamp != NOW)
+    if (m.digests > 1)
+        abort();
+    if (v == FAKETLS_BAD_SNI ? m.matched || m.digests != 0 || !h.has_sni
+                             : v == FAKETLS_BAD_DIGEST || v == FAKETLS_BAD_TIME ||
+                                   v == FAKETLS_INTERNAL || !m.matched || m.timestamp != NOW)
         abort();
     if (v == FAKETLS_ACCEPT)
         answer(&h);

@@ -549,7 +549,7 @@ static void tls_hello(struct conn *c, size_t rl)
     struct faketls_match m;
     enum faketls_verdict v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);
     if (v != FAKETLS_ACCEPT) {
-        if (v != FAKETLS_BAD_DIGEST && v != FAKETLS_INTERNAL)
+        if (m.matched)
             c->secret = (uint32_t)sh->ee_idx[m.index];
         char reason[64];
         snprintf(reason, sizeof reason, "%s (clock skew %lld s)", faketls_verdict_name(v),

@@ -223,13 +223,25 @@ static bool ascii_ieq(const uint8_t *a, const char *b, size_t n)
     return true;
 }
 
-static bool sni_ok(const struct faketls_hello *h, const struct faketls_key *k,
+uint32_t faketls_domain_hash(const void *domain, size_t len)
+{
+    const uint8_t *p = domain;
+    uint32_t x = 2166136261u; /* FNV-1a over the lower-cased bytes */
+    for (size_t i = 0; i < len; i++) {
+        uint8_t c = p[i] >= 'A' && p[i] <= 'Z' ? (uint8_t)(p[i] + 32) : p[i];
+        x = (x ^ c) * 16777619u;
+    }
+    return x | 1u;
+}
+
+/* Does the SNI policy admit key k for hello h? hash[i] = faketls_domain_hash(sni[i]). */
+static bool sni_ok(const struct faketls_hello *h, const uint32_t *hash, const struct faketls_key *k,
                    const struct faketls_policy *pol)
 {
     if (!h->has_sni)
         return !pol->reject_missing_sni;
     for (size_t i = 0; i < h->nsni; i++)
-        if (h->sni[i].len == k->domain_len &&
+        if (h->sni[i].len == k->domain_len && (!k->domain_hash || k->domain_hash == hash[i]) &&
             ascii_ieq(h->rec + h->sni[i].off, k->domain, k->domain_len))
             return true;
     return pol->accept_sni_mismatch;
@@ -259,12 +271,22 @@ enum faketls_verdict faketls_validate(const struct faketls_hello *h, const struc
                                       struct faketls_match *out)
 {
     enum faketls_verdict best = FAKETLS_BAD_DIGEST;
-    bool done = false;
+    bool done = false, admitted = false;
+    size_t budget = h->len ? FAKETLS_DIGEST_BUDGET / h->len : 1, tried = 0;
+    uint32_t hash[FAKETLS_MAX_SNI];
+    for (size_t i = 0; i < h->nsni; i++)
+        hash[i] = faketls_domain_hash(h->rec + h->sni[i].off, h->sni[i].len);
     memset(out, 0, sizeof(*out));
-    /* Every key is evaluated, whatever the earlier ones gave (no early exit on a match). */
-    for (size_t i = 0; i < n; i++) {
+    /* The SNI policy is the index: a key it refuses could at best give BAD_SNI, so its
+       HMAC is skipped. Every admitted key is evaluated, whatever the earlier ones gave (no
+       early exit on a match), up to the budget. */
+    for (size_t i = 0; i < n && tried < (budget ? budget : 1); i++) {
+        if (!sni_ok(h, hash, &keys[i], pol))
+            continue;
+        admitted = true;
         bool ok;
         uint32_t ts;
+        tried++;
         if (digest_ok(h, keys[i].key, &ok, &ts) != 0)
             return FAKETLS_INTERNAL;
         if (!ok || done)
@@ -273,18 +295,18 @@ enum faketls_verdict faketls_validate(const struct faketls_hello *h, const struc
         enum faketls_verdict v = FAKETLS_ACCEPT;
         if (skew < -(int64_t)pol->past_s || skew > (int64_t)pol->future_s)
             v = FAKETLS_BAD_TIME;
-        else if (!sni_ok(h, &keys[i], pol))
-            v = FAKETLS_BAD_SNI;
         else if (!h->cipher)
             v = FAKETLS_BAD_CIPHER;
         /* Keep the candidate that got furthest through the checks (ACCEPT is best). */
-        if (best == FAKETLS_BAD_DIGEST || v == FAKETLS_ACCEPT || v > best) {
+        if (!out->matched || v == FAKETLS_ACCEPT || v > best) {
             best = v;
-            *out = (struct faketls_match){.index = i, .timestamp = ts, .skew = skew};
+            *out =
+                (struct faketls_match){.index = i, .timestamp = ts, .skew = skew, .matched = true};
         }
         done = v == FAKETLS_ACCEPT;
     }
-    return best;
+    out->digests = tried;
+    return n > 0 && !admitted ? FAKETLS_BAD_SNI : best;
 }
 
 /* ---- S3: the server's answer ---- */

@@ -6,9 +6,12 @@
  *                           acceptable size (16 03 01, 512 <= LL <= 16384)?
  *   faketls_parse_hello()   S1: structural parse of the whole record (every length checked
  *                           against its parent): random, session id, cipher suites, SNI.
- *   faketls_validate()      S2: digest (HMAC-SHA256, constant-time compare, every key
- *                           evaluated), timestamp window, SNI policy, TLS 1.3 suite
- *                           (order of brief 4.6). The caller then does the replay check on
+ *   faketls_validate()      S2: SNI policy first as an index (only keys the SNI policy
+ *                           admits are tried: one HMAC for a hello naming one key's domain,
+ *                           none for a foreign SNI), then digest (HMAC-SHA256, constant-time
+ *                           compare, every admitted key evaluated, at most
+ *                           FAKETLS_DIGEST_BUDGET bytes hashed per hello), timestamp
+ *                           window, TLS 1.3 suite. The caller then does the replay check on
  *                           hello.random[0..16) (antireplay.h) before answering.
  *   faketls_server_hello()  S3: ServerHello + ChangeCipherSpec + ApplicationData with the
  *                           server random = HMAC(K, client_random || answer-with-zero-random)
@@ -36,9 +39,12 @@
 #define FAKETLS_HDR_LEN        5
 #define FAKETLS_HELLO_MIN      512 /* ClientHello record payload bounds (brief 4.1) */
 #define FAKETLS_HELLO_MAX      16384
-#define FAKETLS_RANDOM_OFF     11    /* client/server random offset in the record */
-#define FAKETLS_REPLAY_KEY_LEN 16    /* replay key: random[0..16) (brief 5.1) */
-#define FAKETLS_MAX_SNI        8     /* host names kept from one server_name extension */
+#define FAKETLS_RANDOM_OFF     11 /* client/server random offset in the record */
+#define FAKETLS_REPLAY_KEY_LEN 16 /* replay key: random[0..16) (brief 5.1) */
+#define FAKETLS_MAX_SNI        8  /* host names kept from one server_name extension */
+/* Bytes of HMAC input one hello may cost: every key for hellos up to 4 KiB with 256 keys
+   (real clients send 0.5-2 KB), 63 keys for a 16 KiB one. */
+#define FAKETLS_DIGEST_BUDGET  ((size_t)1 << 20)
 #define FAKETLS_RECORD_MAX_OUT 16384 /* proxy->client payload per record (brief 4.9) */
 #define FAKETLS_RECORD_MAX_IN  16640 /* default client->proxy record limit */
 #define FAKETLS_APPDATA_MIN    2500  /* default filler length range [min, max) (4.7) */
@@ -75,7 +81,12 @@ struct faketls_key {
     uint8_t key[16];
     const char *domain; /* borrowed; compared ASCII case-insensitively with the SNI */
     size_t domain_len;
+    uint32_t domain_hash; /* faketls_domain_hash(domain), or 0: then bytes only (slower) */
 };
+
+/* Case-insensitive hash of a domain (never 0): set it in faketls_key.domain_hash so a hello
+   is matched against many keys' domains with one compare each. */
+uint32_t faketls_domain_hash(const void *domain, size_t len);
 
 struct faketls_policy {
     int64_t now;              /* wall-clock seconds (injectable for tests) */
@@ -95,9 +106,11 @@ enum faketls_verdict {
 };
 
 struct faketls_match {
-    size_t index;       /* key that matched (valid from FAKETLS_BAD_TIME on) */
-    uint32_t timestamp; /* LE32 of (random XOR digest)[28..32) */
-    int64_t skew;       /* timestamp - now */
+    size_t index;       /* key that matched (valid when matched) */
+    uint32_t timestamp; /* LE32 of (random XOR digest)[28..32) (valid when matched) */
+    int64_t skew;       /* timestamp - now (valid when matched) */
+    bool matched;       /* a key produced the digest (ACCEPT, BAD_TIME, BAD_CIPHER) */
+    size_t digests;     /* HMACs computed for this hello */
 };
 
 /* Static name of a verdict for debug logs ("accept", "bad-digest", ...). */
@@ -114,7 +127,14 @@ enum faketls_status faketls_peek(const uint8_t *buf, size_t len, size_t *record_
 enum faketls_status faketls_parse_hello(const uint8_t *buf, size_t len, struct faketls_hello *out,
                                         const char **why);
 
-/* S2. Validate a parsed hello against keys[0..n) (order of brief 4.6). */
+/*
+ * S2. Validate a parsed hello against keys[0..n). Only keys the SNI policy admits are
+ * tried (a key whose domain the SNI does not name is skipped unless accept_sni_mismatch;
+ * every key is admitted for a hello without SNI unless reject_missing_sni), in order, at
+ * most max(1, FAKETLS_DIGEST_BUDGET / h->len) of them. Verdicts: ACCEPT; BAD_TIME or
+ * BAD_CIPHER for a key that produced the digest; BAD_SNI when n > 0 and the policy admits
+ * no key (no HMAC computed, out->matched false); else BAD_DIGEST.
+ */
 enum faketls_verdict faketls_validate(const struct faketls_hello *h, const struct faketls_key *keys,
                                       size_t n, const struct faketls_policy *pol,
                                       struct faketls_match *out);

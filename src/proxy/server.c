@@ -185,6 +185,7 @@ static int shared_init(struct server *s)
             memcpy(sh->ee[sh->nee].key, sec->key, 16);
             sh->ee[sh->nee].domain = sec->domain;
             sh->ee[sh->nee].domain_len = sec->domain_len;
+            sh->ee[sh->nee].domain_hash = faketls_domain_hash(sec->domain, sec->domain_len);
             sh->ee_idx[sh->nee++] = i;
         } else {
             memcpy(sh->plain[sh->nplain].key, sec->key, 16);

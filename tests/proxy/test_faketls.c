@@ -9,6 +9,7 @@
 #include "proxy/crypto.h"
 #include "proxy/faketls.h"
 #include "proxy/obfs2.h"
+#include "proxy_client.h"
 #include "proxy_vectors.h"
 
 static json_t *vec;
@@ -50,7 +51,9 @@ static struct faketls_policy policy_at(int64_t now)
 
 static struct faketls_key key_for(const uint8_t k[16], const char *domain)
 {
-    struct faketls_key fk = {.domain = domain, .domain_len = strlen(domain)};
+    struct faketls_key fk = {.domain = domain,
+                             .domain_len = strlen(domain),
+                             .domain_hash = faketls_domain_hash(domain, strlen(domain))};
     memcpy(fk.key, k, 16);
     return fk;
 }
@@ -121,8 +124,14 @@ static void test_multi_key(void **state)
     struct faketls_match m;
     assert_int_equal(faketls_validate(&h, keys, 4, &pol, &m), FAKETLS_ACCEPT);
     assert_int_equal(m.index, 2);
-    assert_int_equal(faketls_validate(&h, keys, 2, &pol, &m), FAKETLS_BAD_SNI);
-    assert_int_equal(m.index, 1);
+    /* keys[1] signed it but names another domain: never tried, so the digest fails */
+    assert_int_equal(faketls_validate(&h, keys, 2, &pol, &m), FAKETLS_BAD_DIGEST);
+    assert_false(m.matched);
+    assert_int_equal(m.digests, 1);
+    /* no key names the SNI: refused on it without any HMAC */
+    assert_int_equal(faketls_validate(&h, keys + 1, 1, &pol, &m), FAKETLS_BAD_SNI);
+    assert_false(m.matched);
+    assert_int_equal(m.digests, 0);
     pol.accept_sni_mismatch = true;
     assert_int_equal(faketls_validate(&h, keys, 2, &pol, &m), FAKETLS_ACCEPT);
     assert_int_equal(faketls_validate(&h, keys, 1, &pol, &m), FAKETLS_BAD_DIGEST);
@@ -562,6 +571,85 @@ static void mtg_hello(const char *file, bool ok)
     json_decref(v);
 }
 
+#define NKEYS 256
+#define NOW   1700000000
+
+struct many {
+    uint8_t k[NKEYS][16];
+    char dom[NKEYS][24];
+    struct faketls_key keys[NKEYS];
+    uint8_t hello[5 + FAKETLS_HELLO_MAX];
+};
+
+/* 256 keys; distinct domains dNNN.example unless same_domain. */
+static void many_init(struct many *x, bool same_domain)
+{
+    for (int i = 0; i < NKEYS; i++) {
+        memset(x->k[i], i + 1, 16);
+        snprintf(x->dom[i], sizeof x->dom[i], "d%03d.example", same_domain ? 0 : i);
+        x->keys[i] = key_for(x->k[i], x->dom[i]);
+    }
+}
+
+/* Validate a hello of len bytes built for key (or a foreign key if key < 0) with sni. */
+static enum faketls_verdict many_check(struct many *x, int key, const char *sni, size_t len,
+                                       struct faketls_match *m)
+{
+    static const uint8_t foreign[16] = {0xfe};
+    size_t n =
+        pcli_hello_sized(x->hello, sizeof x->hello, key < 0 ? foreign : x->k[key], sni, NOW, len);
+    assert_int_equal(n, len);
+    struct faketls_hello h;
+    assert_int_equal(faketls_parse_hello(x->hello, n, &h, NULL), FAKETLS_OK);
+    struct faketls_policy pol = policy_at(NOW);
+    return faketls_validate(&h, x->keys, NKEYS, &pol, m);
+}
+
+/* With many secrets the SNI picks the keys to try: a junk hello costs the HMACs of the keys
+   for the domain it names (one here), none for a foreign name; without SNI every key is
+   tried, within FAKETLS_DIGEST_BUDGET bytes of hashing. */
+static void test_many_keys_indexed_by_sni(void **state)
+{
+    (void)state;
+    struct many *x = calloc(1, sizeof *x);
+    assert_non_null(x);
+    struct faketls_match m;
+    many_init(x, false);
+    assert_int_equal(many_check(x, 200, "d200.example", 517, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.index, 200);
+    assert_int_equal(m.digests, 1);
+    assert_int_equal(many_check(x, 200, "D200.Example", 517, &m), FAKETLS_ACCEPT); /* case */
+    assert_int_equal(faketls_domain_hash("D200.Example", 12),
+                     faketls_domain_hash("d200.example", 12));
+    x->keys[200].domain_hash = 0; /* without a hash the bytes decide alone */
+    assert_int_equal(many_check(x, 200, "d200.example", 517, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.digests, 1);
+    assert_int_equal(many_check(x, -1, "d007.example", 517, &m), FAKETLS_BAD_DIGEST);
+    assert_int_equal(m.digests, 1);
+    assert_int_equal(many_check(x, -1, "d007.example", 5 + FAKETLS_HELLO_MAX, &m),
+                     FAKETLS_BAD_DIGEST);
+    assert_int_equal(m.digests, 1);
+    assert_int_equal(many_check(x, 3, "nobody.example", 517, &m), FAKETLS_BAD_SNI);
+    assert_int_equal(m.digests, 0);
+    assert_false(m.matched);
+    /* no SNI (some iOS clients): every key, so the last one is still found */
+    assert_int_equal(many_check(x, NKEYS - 1, NULL, 517, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.index, NKEYS - 1);
+    assert_int_equal(m.digests, NKEYS);
+    assert_int_equal(many_check(x, NKEYS - 1, NULL, 4096, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.digests, NKEYS);
+    /* a 16 KiB junk hello without SNI: bounded by the budget, not 256 x 16 KiB */
+    assert_int_equal(many_check(x, -1, NULL, 5 + FAKETLS_HELLO_MAX, &m), FAKETLS_BAD_DIGEST);
+    assert_int_equal(m.digests, FAKETLS_DIGEST_BUDGET / (5 + FAKETLS_HELLO_MAX));
+    assert_true(m.digests * (5 + FAKETLS_HELLO_MAX) <= FAKETLS_DIGEST_BUDGET);
+    /* every key with one domain: all of them are candidates, and the match is found */
+    many_init(x, true);
+    assert_int_equal(many_check(x, 100, "d000.example", 517, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.index, 100);
+    assert_int_equal(m.digests, NKEYS);
+    free(x);
+}
+
 static void test_mtg_hellos(void **state)
 {
     (void)state;
@@ -592,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_reader_errors),
         cmocka_unit_test(test_writer),
         cmocka_unit_test(test_mtg_hellos),
+        cmocka_unit_test(test_many_keys_indexed_by_sni),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,8 +22,8 @@ static void put16(uint8_t *p, size_t v)
     p[1] = (uint8_t)v;
 }
 
-/* Extensions of a small, well-formed hello; padding fills it to HELLO_LEN. */
-static size_t hello_body(uint8_t *p, const char *sni)
+/* Extensions of a small, well-formed hello; padding fills it to total bytes. */
+static size_t hello_body(uint8_t *p, const char *sni, size_t total)
 {
     size_t n = 0;
     static const uint8_t suites[] = {0x0a, 0x0a, 0x13, 0x01, 0x13, 0x02, 0x13, 0x03, 0xc0, 0x2b};
@@ -52,8 +52,8 @@ static size_t hello_body(uint8_t *p, const char *sni)
     RAND_bytes(p + n + sizeof ks, 32);
     n += sizeof ks + 32;
     /* 76 bytes precede p in the record (header 5, type and length 4, version 2, random 32,
-       session id 1 + 32); the padding extension (4 + pad) fills it to HELLO_LEN. */
-    size_t pad = HELLO_LEN - 76 - n - 4;
+       session id 1 + 32); the padding extension (4 + pad) fills it to total. */
+    size_t pad = total - 76 - n - 4;
     put16(p + n, 0x0015);
     put16(p + n + 2, pad);
     memset(p + n + 4, 0, pad);
@@ -64,7 +64,13 @@ static size_t hello_body(uint8_t *p, const char *sni)
 
 size_t pcli_hello(uint8_t *out, size_t cap, const uint8_t key[16], const char *sni, int64_t ts)
 {
-    if (cap < HELLO_LEN)
+    return pcli_hello_sized(out, cap, key, sni, ts, HELLO_LEN);
+}
+
+size_t pcli_hello_sized(uint8_t *out, size_t cap, const uint8_t key[16], const char *sni,
+                        int64_t ts, size_t len)
+{
+    if (cap < len || len < HELLO_LEN || len > 5 + REC_MAX || (sni && strlen(sni) > 255))
         return 0;
     uint8_t *p = out;
     p[0] = 0x16, p[1] = 0x03, p[2] = 0x01;
@@ -73,7 +79,7 @@ size_t pcli_hello(uint8_t *out, size_t cap, const uint8_t key[16], const char *s
     memset(p + 11, 0, 32);
     p[43] = 32;
     RAND_bytes(p + 44, 32);
-    size_t body = hello_body(p + 76, sni);
+    size_t body = hello_body(p + 76, sni, len);
     size_t total = 76 + body;
     put16(p + 3, total - 5);
     p[6] = 0;

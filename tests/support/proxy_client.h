@@ -58,6 +58,10 @@ struct pcli {
  * The session id and key share are random; the digest makes it valid for key.
  */
 size_t pcli_hello(uint8_t *out, size_t cap, const uint8_t key[16], const char *sni, int64_t ts);
+/* The same, padded to len bytes (517 .. 5 + 16384; cap >= len); sni may be NULL (no SNI
+   extension). Returns len, or 0 on bad arguments. */
+size_t pcli_hello_sized(uint8_t *out, size_t cap, const uint8_t key[16], const char *sni,
+                        int64_t ts, size_t len);
 
 int pcli_connect(struct pcli *c, uint16_t port, const struct pcli_opts *o);
 int pcli_send(struct pcli *c, const void *p, size_t n);
