@@ -17,6 +17,7 @@ PKGS_LINT  = clang-format clang-tidy cppcheck
 PKGS_BENCH = wrk valgrind
 
 .PHONY: all deps build run test bench fuzz regen regen-check format lint clean asan-test tsan-test \
+        abi-update \
         deps-lint deps-bench
 
 all: build
@@ -77,6 +78,12 @@ regen:
 
 regen-check:
 	@scripts/regen-check.sh
+
+# Refresh the committed list of libtgbot's exported symbols after adding API on purpose
+# (ctest bot/abi_symbols compares against it; docs/abi.md says when removing is allowed).
+abi-update: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target tgbot
+	@scripts/abi-symbols.sh update $(BUILD)/libtgbot.so abi/libtgbot.symbols
 
 format: deps-lint
 	@git ls-files '*.c' '*.h' | grep -v '\.gen\.' | xargs clang-format -i

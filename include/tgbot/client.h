@@ -60,6 +60,9 @@ typedef void (*tg_log_fn)(void *user, int level, const char *line);
  * retry_5xx / retry_after_send: the server may have acted on the request already, so a
  * retried sendMessage can post the message twice. Opt in only for idempotent methods, or when
  * a duplicate is better than a loss.
+ *
+ * ABI: frozen (it sits inside tg_bot_options); new retry knobs go at the end of
+ * tg_bot_options. The same holds for tg_flood_options.
  */
 typedef struct tg_retry_policy {
     uint32_t max_attempts;      /* attempts in all, first included; 0 = 5; 1 = never retry */
@@ -212,7 +215,10 @@ typedef struct tg_bot_options {
  * why (without the token).
  * Thread-safety: any thread; the first call initialises libcurl (process-wide, once).
  */
-TG_API tg_bot *tg_bot_new(const char *token, const tg_bot_options *opts);
+TG_API tg_bot *tg_bot_new_sized(const char *token, const tg_bot_options *opts, size_t opts_size);
+/* The call to write: passes the size of tg_bot_options as this header declares it (see
+ * docs/abi.md, "Structs that grow"). */
+#define tg_bot_new(token, ...) tg_bot_new_sized((token), (__VA_ARGS__), sizeof(tg_bot_options))
 
 /* Why the last tg_bot_new() on this thread failed: a static string ("" if it did not). */
 TG_API const char *tg_bot_new_errmsg(void);
@@ -342,7 +348,9 @@ typedef struct tg_ctx_stats {
     uint64_t flood_wait_ms; /* total time spent waiting for flood-control slots */
 } tg_ctx_stats;
 
-TG_API void tg_ctx_get_stats(const tg_ctx *ctx, tg_ctx_stats *out);
+/* Fill *out (at most out_size bytes: write tg_ctx_get_stats(ctx, &st)). */
+TG_API void tg_ctx_get_stats_sized(const tg_ctx *ctx, tg_ctx_stats *out, size_t out_size);
+#define tg_ctx_get_stats(ctx, out) tg_ctx_get_stats_sized((ctx), (out), sizeof(tg_ctx_stats))
 
 #ifdef __cplusplus
 }

@@ -231,7 +231,9 @@ typedef struct tg_redis_options {
 
 /* A Redis store (hiredis), connected at once. NULL on failure; tg_storage_errmsg() says why.
  * Reconnects after a failed command on the next call. */
-TG_API tg_storage *tg_storage_redis_new(const tg_redis_options *opts);
+TG_API tg_storage *tg_storage_redis_new_sized(const tg_redis_options *opts, size_t opts_size);
+#define tg_storage_redis_new(...)                                                                  \
+    tg_storage_redis_new_sized((__VA_ARGS__), sizeof(tg_redis_options))
 /* Why the last *_new on this thread failed (static/thread-local; "" if it did not). */
 TG_API const char *tg_storage_errmsg(void);
 
@@ -342,8 +344,10 @@ typedef struct tg_dispatcher_options {
  * NULL on failure (bad option, out of memory, getMe failed); tg_dispatcher_errmsg(NULL)
  * then says why.
  */
-TG_API tg_dispatcher *tg_dispatcher_new(tg_bot *bot, tg_router *router,
-                                        const tg_dispatcher_options *opts);
+TG_API tg_dispatcher *tg_dispatcher_new_sized(tg_bot *bot, tg_router *router,
+                                              const tg_dispatcher_options *opts, size_t opts_size);
+#define tg_dispatcher_new(bot, router, ...)                                                        \
+    tg_dispatcher_new_sized((bot), (router), (__VA_ARGS__), sizeof(tg_dispatcher_options))
 /* Stop accepting, let queued updates finish (at most 10 s; call tg_dispatcher_drain first
  * for another deadline), then free. NULL-safe. */
 TG_API void tg_dispatcher_free(tg_dispatcher *d);
@@ -393,7 +397,10 @@ typedef struct tg_dispatcher_stats {
     uint64_t rejected;  /* feed refused (decode error, full, stopping) */
 } tg_dispatcher_stats;
 
-TG_API void tg_dispatcher_get_stats(tg_dispatcher *d, tg_dispatcher_stats *out);
+TG_API void tg_dispatcher_get_stats_sized(tg_dispatcher *d, tg_dispatcher_stats *out,
+                                          size_t out_size);
+#define tg_dispatcher_get_stats(d, out)                                                            \
+    tg_dispatcher_get_stats_sized((d), (out), sizeof(tg_dispatcher_stats))
 
 #ifdef __cplusplus
 }

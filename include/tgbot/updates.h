@@ -55,7 +55,9 @@ typedef struct tg_polling_options {
  * In every case the dispatcher has been drained on return.
  * Details of the last failure in tg_dispatcher_errmsg(d).
  */
-TG_API tg_status tg_run_polling(tg_dispatcher *d, const tg_polling_options *opts);
+TG_API tg_status tg_run_polling_sized(tg_dispatcher *d, const tg_polling_options *opts,
+                                      size_t opts_size);
+#define tg_run_polling(d, ...) tg_run_polling_sized((d), (__VA_ARGS__), sizeof(tg_polling_options))
 
 /* ---- webhook ---- */
 
@@ -94,7 +96,10 @@ typedef struct tg_webhook tg_webhook;
  * opts is copied. NULL on failure (bad option, unreadable certificate, port in use):
  * tg_webhook_errmsg() says why.
  */
-TG_API tg_webhook *tg_webhook_start(tg_dispatcher *d, const tg_webhook_options *opts);
+TG_API tg_webhook *tg_webhook_start_sized(tg_dispatcher *d, const tg_webhook_options *opts,
+                                          size_t opts_size);
+#define tg_webhook_start(d, ...)                                                                   \
+    tg_webhook_start_sized((d), (__VA_ARGS__), sizeof(tg_webhook_options))
 /* The port actually listened on. */
 TG_API uint16_t tg_webhook_port(const tg_webhook *w);
 /* Stop listening (requests in progress finish) and free. Does not drain d. NULL-safe. */
@@ -108,16 +113,23 @@ typedef struct tg_webhook_stats {
     uint64_t busy;     /* 503 */
 } tg_webhook_stats;
 
-TG_API void tg_webhook_get_stats(tg_webhook *w, tg_webhook_stats *out);
+TG_API void tg_webhook_get_stats_sized(tg_webhook *w, tg_webhook_stats *out, size_t out_size);
+#define tg_webhook_get_stats(w, out)                                                               \
+    tg_webhook_get_stats_sized((w), (out), sizeof(tg_webhook_stats))
 
 /* Start, serve until tg_dispatcher_stop(d), stop, drain. TG_OK, TG_ERR_TIMEOUT (drain
  * dropped updates) or TG_ERR_INVALID / TG_ERR_TRANSPORT (could not start; see
  * tg_dispatcher_errmsg(d)). */
-TG_API tg_status tg_run_webhook(tg_dispatcher *d, const tg_webhook_options *opts);
+TG_API tg_status tg_run_webhook_sized(tg_dispatcher *d, const tg_webhook_options *opts,
+                                      size_t opts_size);
+#define tg_run_webhook(d, ...) tg_run_webhook_sized((d), (__VA_ARGS__), sizeof(tg_webhook_options))
 
 /* setWebhook with the options' url, secret_token, certificate, ip_address, max_connections,
  * allowed_updates and drop_pending_updates. */
-TG_API tg_status tg_webhook_set(tg_ctx *ctx, const tg_webhook_options *opts);
+TG_API tg_status tg_webhook_set_sized(tg_ctx *ctx, const tg_webhook_options *opts,
+                                      size_t opts_size);
+#define tg_webhook_set(ctx, ...)                                                                   \
+    tg_webhook_set_sized((ctx), (__VA_ARGS__), sizeof(tg_webhook_options))
 /* deleteWebhook (back to getUpdates). */
 TG_API tg_status tg_webhook_delete(tg_ctx *ctx, bool drop_pending_updates);
 

@@ -35,3 +35,8 @@ foreach(name test_client test_client_files test_client_flood test_client_methods
             ENVIRONMENT "TGKIT_SHARED_DIR=${TGKIT_SHARED_DIR};TGKIT_TEST_TRANSPORT=lean")
     endif()
 endforeach()
+
+# The ABI guard: exported symbols of libtgbot.so match abi/libtgbot.symbols (docs/abi.md).
+add_test(NAME bot/abi_symbols
+    COMMAND ${CMAKE_SOURCE_DIR}/scripts/abi-symbols.sh check $<TARGET_FILE:tgbot>
+            ${CMAKE_SOURCE_DIR}/abi/libtgbot.symbols)

@@ -15,6 +15,7 @@
 #include "bot/client/client_int.h"
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/sized.h"
 #include "core/str.h"
 
 #define DEFAULT_BASE_URL           "https://api.telegram.org"
@@ -26,6 +27,14 @@
 #define TOKEN_MAX_LEN              256
 
 static _Thread_local const char *new_errmsg = "";
+
+/* Embedded in tg_bot_options (and tg_retry_policy passed by pointer): these two are frozen,
+ * because growing them would move every later field of tg_bot_options (docs/abi.md). New
+ * knobs go at the end of tg_bot_options instead. */
+#if defined(__LP64__)
+_Static_assert(sizeof(tg_retry_policy) == 24, "tg_retry_policy is frozen (docs/abi.md)");
+_Static_assert(sizeof(tg_flood_options) == 40, "tg_flood_options is frozen (docs/abi.md)");
+#endif
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc = CURLE_FAILED_INIT;
@@ -181,12 +190,16 @@ static int apply_options(tg_bot *bot, const tg_bot_options *o)
     return 0;
 }
 
-TG_API tg_bot *tg_bot_new(const char *token, const tg_bot_options *opts)
+TG_API tg_bot *tg_bot_new_sized(const char *token, const tg_bot_options *opts, size_t opts_size)
 {
-    static const tg_bot_options defaults;
-    const tg_bot_options *o = opts ? opts : &defaults;
+    tg_bot_options copy;
+    const tg_bot_options *o = &copy;
     int64_t id = 0;
     new_errmsg = "";
+    if (!tg__sized_in(&copy, sizeof copy, opts, opts_size)) {
+        new_errmsg = "options: " TG__SIZED_ERRMSG;
+        return NULL;
+    }
     if (!token || !token_valid(token, &id, &new_errmsg)) {
         if (!token)
             new_errmsg = "token: missing";

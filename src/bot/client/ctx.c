@@ -15,6 +15,7 @@
 #include "bot/client/client_int.h"
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/sized.h"
 
 #define ERRMSG_MAX 2048 /* bytes */
 #define URL_MAX    8192 /* bytes */
@@ -138,10 +139,10 @@ TG_API const tg_error_info *tg_ctx_error(const tg_ctx *ctx)
     return ctx ? &ctx->err : NULL;
 }
 
-TG_API void tg_ctx_get_stats(const tg_ctx *ctx, tg_ctx_stats *out)
+TG_API void tg_ctx_get_stats_sized(const tg_ctx *ctx, tg_ctx_stats *out, size_t out_size)
 {
-    if (ctx && out)
-        *out = ctx->stats;
+    if (ctx)
+        tg__sized_out(out, out_size, &ctx->stats, sizeof ctx->stats);
 }
 
 tg_status tg__ctx_begin(tg_ctx *ctx, const char *method)

@@ -19,6 +19,7 @@
 #include "bot/dispatch/dispatch_int.h"
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/sized.h"
 #include "core/log.h"
 #include "tgbot/client.h"
 
@@ -240,9 +241,9 @@ tg_status tg_dispatcher_drain(tg_dispatcher *d, uint64_t timeout_ms)
     return tg__workers_drain(d->pool, tg__now_ms() + timeout_ms) == 0 ? TG_OK : TG_ERR_TIMEOUT;
 }
 
-void tg_dispatcher_get_stats(tg_dispatcher *d, tg_dispatcher_stats *out)
+void tg_dispatcher_get_stats_sized(tg_dispatcher *d, tg_dispatcher_stats *out, size_t out_size)
 {
-    *out = (tg_dispatcher_stats){
+    tg_dispatcher_stats st = {
         .received = atomic_load(&d->st.received),
         .handled = atomic_load(&d->st.handled),
         .failed = atomic_load(&d->st.failed),
@@ -250,6 +251,7 @@ void tg_dispatcher_get_stats(tg_dispatcher *d, tg_dispatcher_stats *out)
         .dropped = atomic_load(&d->st.dropped),
         .rejected = atomic_load(&d->st.rejected),
     };
+    tg__sized_out(out, out_size, &st, sizeof st);
 }
 
 /* ---- stopping ---- */
@@ -370,9 +372,16 @@ static bool make_workers(tg_dispatcher *d)
     return tg__workers_new(&d->pool, &wo) == 0;
 }
 
-tg_dispatcher *tg_dispatcher_new(tg_bot *bot, tg_router *router, const tg_dispatcher_options *opts)
+tg_dispatcher *tg_dispatcher_new_sized(tg_bot *bot, tg_router *router,
+                                       const tg_dispatcher_options *opts, size_t opts_size)
 {
+    tg_dispatcher_options copy;
     new_err[0] = '\0';
+    if (!tg__sized_in(&copy, sizeof copy, opts, opts_size)) {
+        set_err(NULL, "dispatcher: options: %s", TG__SIZED_ERRMSG);
+        return NULL;
+    }
+    opts = &copy;
     if (!router) {
         set_err(NULL, "dispatcher: router is NULL");
         return NULL;

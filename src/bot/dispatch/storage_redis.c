@@ -18,6 +18,7 @@
 #include "bot/dispatch/storage.h"
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/sized.h"
 
 struct redisstore {
     tg_storage base;
@@ -165,11 +166,14 @@ static void rs_free(tg_storage *s)
 
 static const tg_storage_ops redis_ops = {rs_get, rs_set, rs_del, rs_free};
 
-tg_storage *tg_storage_redis_new(const tg_redis_options *o)
+tg_storage *tg_storage_redis_new_sized(const tg_redis_options *opts, size_t opts_size)
 {
-    static const tg_redis_options defaults = {0};
-    if (!o)
-        o = &defaults;
+    tg_redis_options copy;
+    const tg_redis_options *o = &copy;
+    if (!tg__sized_in(&copy, sizeof copy, opts, opts_size)) {
+        tg__storage_seterr("redis: options: " TG__SIZED_ERRMSG);
+        return NULL;
+    }
     struct redisstore *r = tg__calloc(1, sizeof *r);
     if (!r) {
         tg__storage_seterr("redis: out of memory");

@@ -20,6 +20,7 @@
 #include "bot/updates/offsets.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/sized.h"
 #include "tgbot/client.h"
 #include "tgbot/updates.h"
 
@@ -253,16 +254,20 @@ static tg_status start(struct poller *p)
     return TG_OK;
 }
 
-tg_status tg_run_polling(tg_dispatcher *d, const tg_polling_options *opts)
+tg_status tg_run_polling_sized(tg_dispatcher *d, const tg_polling_options *opts, size_t opts_size)
 {
+    tg_polling_options copy;
+    if (d && !tg__sized_in(&copy, sizeof copy, opts, opts_size)) {
+        tg__dispatcher_seterr(d, "polling: options: %s", TG__SIZED_ERRMSG);
+        return TG_ERR_INVALID;
+    }
+    opts = &copy;
     if (!d || !d->bot) {
         if (d)
             tg__dispatcher_seterr(d, "tg_run_polling: the dispatcher has no bot");
         return TG_ERR_INVALID;
     }
-    struct poller p = {.d = d};
-    if (opts)
-        p.o = *opts;
+    struct poller p = {.d = d, .o = *opts};
     defaults(&p.o);
     p.backoff_ms = p.o.backoff_min_ms;
     tg__jdoc_init(&p.doc, NULL);

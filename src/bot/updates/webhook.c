@@ -26,6 +26,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/sized.h"
 #include "core/str.h"
 #include "tgbot/updates.h"
 
@@ -322,17 +323,21 @@ static bool start_mhd(tg_webhook *w, const tg_webhook_options *o)
     return true;
 }
 
-tg_webhook *tg_webhook_start(tg_dispatcher *d, const tg_webhook_options *o)
+tg_webhook *tg_webhook_start_sized(tg_dispatcher *d, const tg_webhook_options *opts,
+                                   size_t opts_size)
 {
-    static const tg_webhook_options defaults = {0};
+    tg_webhook_options copy;
+    const tg_webhook_options *o = &copy;
     wh_err[0] = '\0';
+    if (!tg__sized_in(&copy, sizeof copy, opts, opts_size))
+        return wh_fail("webhook: options: " TG__SIZED_ERRMSG), NULL;
     if (!d)
         return wh_fail("webhook: dispatcher is NULL"), NULL;
     tg_webhook *w = tg__calloc(1, sizeof *w);
     if (!w)
         return wh_fail("webhook: out of memory"), NULL;
     w->d = d;
-    if (!copy_config(w, o ? o : &defaults) || !start_mhd(w, o ? o : &defaults)) {
+    if (!copy_config(w, o) || !start_mhd(w, o)) {
         wh_free(w);
         return NULL;
     }
@@ -344,11 +349,12 @@ uint16_t tg_webhook_port(const tg_webhook *w)
     return w ? w->port : 0;
 }
 
-void tg_webhook_get_stats(tg_webhook *w, tg_webhook_stats *out)
+void tg_webhook_get_stats_sized(tg_webhook *w, tg_webhook_stats *out, size_t out_size)
 {
-    *out = (tg_webhook_stats){.accepted = atomic_load(&w->accepted),
-                              .rejected = atomic_load(&w->rejected),
-                              .busy = atomic_load(&w->busy)};
+    tg_webhook_stats st = {.accepted = atomic_load(&w->accepted),
+                           .rejected = atomic_load(&w->rejected),
+                           .busy = atomic_load(&w->busy)};
+    tg__sized_out(out, out_size, &st, sizeof st);
 }
 
 void tg_webhook_stop(tg_webhook *w)

@@ -9,6 +9,7 @@
 #include "bot/dispatch/dispatch_int.h"
 #include "bot/json/json.h"
 #include "core/buf.h"
+#include "core/sized.h"
 #include "tgbot/client.h"
 #include "tgbot/updates.h"
 
@@ -19,10 +20,16 @@ void tg__wait_stop(tg_dispatcher *d, int timeout_ms)
         poll(&p, 1, timeout_ms);
 }
 
-tg_status tg_run_webhook(tg_dispatcher *d, const tg_webhook_options *o)
+tg_status tg_run_webhook_sized(tg_dispatcher *d, const tg_webhook_options *opts, size_t opts_size)
 {
+    tg_webhook_options copy;
+    const tg_webhook_options *o = &copy;
     if (!d)
         return TG_ERR_INVALID;
+    if (!tg__sized_in(&copy, sizeof copy, opts, opts_size)) {
+        tg__dispatcher_seterr(d, "webhook: options: %s", TG__SIZED_ERRMSG);
+        return TG_ERR_INVALID;
+    }
     tg_webhook *w = tg_webhook_start(d, o);
     if (!w) {
         tg__dispatcher_seterr(d, "%s", tg_webhook_errmsg());
@@ -77,9 +84,13 @@ static int encode_set(tg__buf *b, const tg_webhook_options *o)
     return w.err;
 }
 
-tg_status tg_webhook_set(tg_ctx *ctx, const tg_webhook_options *o)
+tg_status tg_webhook_set_sized(tg_ctx *ctx, const tg_webhook_options *opts, size_t opts_size)
 {
-    if (!ctx || !o || !o->url || !*o->url)
+    tg_webhook_options copy;
+    const tg_webhook_options *o = &copy;
+    if (!tg__sized_in(&copy, sizeof copy, opts, opts_size))
+        return TG_ERR_INVALID;
+    if (!ctx || !o->url || !*o->url)
         return TG_ERR_INVALID;
     if (o->upload_certificate && !o->cert_file)
         return TG_ERR_INVALID;
