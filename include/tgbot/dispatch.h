@@ -148,17 +148,23 @@ TG_API const char *tg_hctx_payload(const tg_hctx *h);
 /* Record why a handler fails (shown to the error handler). printf-style. */
 TG_API tg_status tg_hctx_fail(tg_hctx *h, tg_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-TG_API const char *tg_hctx_errmsg(const tg_hctx *h); /* "" when none */
+/* The last error of this handler: tg_hctx_fail, a failed shortcut or tg_hctx_call, a failed
+ * decode. "" when none, and again once a later shortcut or tg_hctx_call succeeds. */
+TG_API const char *tg_hctx_errmsg(const tg_hctx *h);
 /* Worker number (0..workers-1) running this handler. */
 TG_API unsigned tg_hctx_worker(const tg_hctx *h);
 
 /*
  * Shortcuts (they need a bot; TG_ERR_INVALID without one or when the update has no such
- * target). text is borrowed for the call. Details of failures in tg_ctx_errmsg().
+ * target). text is borrowed for the call. The one place for their errors is
+ * tg_hctx_errmsg(): it holds the last failure of a shortcut or tg_hctx_call (a call's
+ * message is tg_ctx_errmsg's, copied) and is cleared when a later one succeeds.
  *  tg_reply          sendMessage to the update's chat, replying to its message
  *  tg_send           sendMessage to the update's chat (no reply)
  *  tg_answer         answerCallbackQuery (text may be NULL) for callback queries
- *  tg_edit           editMessageText of the callback's message (chat or inline message)
+ *  tg_edit           editMessageText of the callback query's message (chat or inline
+ *                    message); refused (TG_ERR_INVALID) for any other update, whose message
+ *                    is the user's, not the bot's
  */
 TG_API tg_status tg_reply(tg_hctx *h, const char *text);
 TG_API tg_status tg_send(tg_hctx *h, const char *text);
@@ -285,9 +291,12 @@ TG_API bool tg_filter_match(const tg_filter *f, tg_hctx *h);
 typedef struct tg_router tg_router;
 
 typedef enum tg_next { TG_NEXT = 0, TG_STOP = 1 } tg_next;
-/* Runs before matching; TG_STOP ends the update there (no handler, no later middleware). */
+/* Runs before matching, for every update a handler could see: the conversation's cancel
+ * command (on_cancel) and the update that notices a timeout (on_timeout) included.
+ * TG_STOP ends the update there (no handler, no on_cancel/on_timeout, no later middleware). */
 typedef tg_next (*tg_before_fn)(tg_hctx *h, void *user);
-/* Runs after the handler (or when none matched: st = TG_OK, handled = false). */
+/* Runs after the handler (or when none matched: st = TG_OK, handled = false; after
+ * on_cancel: handled = true). */
 typedef void (*tg_after_fn)(tg_hctx *h, tg_status st, bool handled, void *user);
 /* Called when a handler returns an error. */
 typedef void (*tg_error_fn)(tg_hctx *h, tg_status st, const char *errmsg, void *user);

@@ -187,6 +187,46 @@ static void test_conversation_timeout(void **state)
     tg_router_free(r);
 }
 
+/* An "auth" middleware: stops every update while *blocked. */
+static tg_next mw_auth(tg_hctx *h, void *user)
+{
+    (void)h;
+    bool blocked = *(const bool *)user;
+    note(blocked ? "blocked;" : "mw;");
+    return blocked ? TG_STOP : TG_NEXT;
+}
+
+/* Middleware sees the cancel command and the update that triggers on_timeout, and a
+ * TG_STOP there stops on_cancel / on_timeout like any handler (issue 17). */
+static void test_middleware_guards_cancel_and_timeout(void **state)
+{
+    (void)state;
+    bool blocked = false;
+    tg_router *r = pizza_router();
+    assert_int_equal(tg_router_use(r, mw_auth, NULL, &blocked), TG_OK);
+    tg_dispatcher *d = pizza_dispatcher(r, NULL, 0);
+    trail[0] = '\0';
+    run(d, MSG(1, 5, "/order"));
+    blocked = true;
+    run(d, MSG(2, 5, "/cancel"));
+    blocked = false;
+    run(d, MSG(3, 5, "/cancel"));
+    assert_string_equal(trail, "mw;order;blocked;mw;cancelled;");
+    tg_dispatcher_free(d);
+
+    d = pizza_dispatcher(r, NULL, 5);
+    trail[0] = '\0';
+    run(d, MSG(4, 5, "/order"));
+    tg__sleep_ms(30);
+    blocked = true;
+    run(d, MSG(5, 5, "large"));
+    blocked = false;
+    run(d, MSG(6, 5, "large"));
+    assert_string_equal(trail, "mw;order;blocked;mw;timeout:ask_size;other;");
+    tg_dispatcher_free(d);
+    tg_router_free(r);
+}
+
 static tg_status h_bad_state(tg_hctx *h, void *user)
 {
     (void)user;
@@ -330,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_memory_store),
         cmocka_unit_test(test_conversation_steps),
         cmocka_unit_test(test_conversation_timeout),
+        cmocka_unit_test(test_middleware_guards_cancel_and_timeout),
         cmocka_unit_test(test_conversation_bad_input),
     };
     const struct CMUnitTest redis[] = {

@@ -19,7 +19,13 @@
 static tg_status h_text(tg_hctx *h, void *user)
 {
     (void)user;
+    /* tg_edit refuses a plain message: it is the user's, not the bot's (issue 17) */
+    assert_int_equal(tg_edit(h, "hijack", NULL), TG_ERR_INVALID);
+    assert_non_null(strstr(tg_hctx_errmsg(h), "callback query"));
     tg_status st = tg_reply(h, "re: \"quoted\"");
+    /* one place for the last error, cleared by a later success */
+    assert_int_equal(st, TG_OK);
+    assert_string_equal(tg_hctx_errmsg(h), "");
     if (st == TG_OK)
         st = tg_send_ex(h, "menu", "\"reply_markup\":{\"inline_keyboard\":[]}");
     return st;

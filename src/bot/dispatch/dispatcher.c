@@ -80,8 +80,7 @@ static tg_status process(tg_dispatcher *d, struct tg_hctx *h, const char *json, 
     }
     tg_status st = TG_OK;
     bool handled = true;
-    if (!tg__conv_pre_route(h))
-        st = tg__router_run(d->router, h, &handled);
+    st = tg__router_run(d->router, h, &handled);
     atomic_fetch_add(&d->st.handled, 1);
     if (!handled)
         atomic_fetch_add(&d->st.unhandled, 1);

@@ -203,6 +203,8 @@ tg_status tg_hctx_call(tg_hctx *h, const char *method, const char *json_params,
                                result_json ? result_json : &rj, result_len ? result_len : &rl);
     if (st != TG_OK)
         tg_hctx_fail(h, st, "%s", tg_ctx_errmsg(h->ctx));
+    else
+        h->err[0] = '\0'; /* the last call's error, not a stale one */
     return st;
 }
 
@@ -301,6 +303,14 @@ tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json)
     tg__jw w;
     if (!text)
         return tg_hctx_fail(h, TG_ERR_INVALID, "editMessageText: text is NULL");
+    /* Only a callback's message is the bot's own: editing a plain message would target the
+     * user's message (and fail, or worse, edit a message the bot sent as that chat). */
+    if (h->ev.kind != TG_UPDATE_CALLBACK_QUERY)
+        return tg_hctx_fail(h, TG_ERR_INVALID,
+                            "editMessageText: tg_edit edits the message of a callback query; "
+                            "this is a %s update (call editMessageText with tg_hctx_call and "
+                            "the message_id of a message the bot sent)",
+                            h->ev.kind_name);
     bool ok = begin_target(h, &w, true);
     if (ok && h->ev.has_chat) {
         ok = h->ev.message_id != 0;

@@ -191,7 +191,13 @@ tg_status tg__router_run(tg_router *r, struct tg_hctx *h, bool *handled)
             break;
         }
     }
-    tg_status st = stopped ? TG_OK : run_groups(r, h, handled);
+    tg_status st = TG_OK;
+    /* Conversation pre-routing (the cancel command, on_timeout) runs inside the middleware,
+     * like any handler: a middleware that stops an update stops those too. */
+    if (!stopped && tg__conv_pre_route(h))
+        *handled = true;
+    else if (!stopped)
+        st = run_groups(r, h, handled);
     for (size_t i = entered; i-- > 0;)
         if (r->mw[i].after)
             r->mw[i].after(h, st, *handled, r->mw[i].user);
