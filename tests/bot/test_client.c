@@ -254,8 +254,11 @@ static void test_html_502_and_bad_json(void **state)
                         "<html><head><title>502 Bad Gateway</title></head></html>");
     assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_HTTP);
     assert_int_equal(tg_ctx_error(f->ctx)->http_status, 502);
-    assert_string_equal(tg_ctx_errmsg(f->ctx),
-                        "getMe: HTTP 502 without a Bot API answer (56 bytes)");
+    char want[256];
+    snprintf(want, sizeof want,
+             "getMe: HTTP 502 without a Bot API answer (56 bytes) from %s/bot<token>/getMe",
+             bot_server_url(f->srv));
+    assert_string_equal(tg_ctx_errmsg(f->ctx), want);
 
     bot_server_push_raw(f->srv, "getMe", 200, NULL, "{\"ok\":true,\"result\":{\"id\":7");
     assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_DECODE);
@@ -314,6 +317,67 @@ static void test_timeout(void **state)
     bot_server_push(f->srv, "getMe",
                     &(bot_action){.kind = BOT_ACT_SLOW, .delay_ms = 3000, .body = GETME});
     assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TIMEOUT);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+}
+
+struct slow_call {
+    tg_ctx *ctx;
+    tg_status st;
+};
+
+static void *slow_call_thread(void *p)
+{
+    struct slow_call *c = p;
+    c->st = call(c->ctx, "slowMethod", NULL, NULL);
+    return NULL;
+}
+
+/* One ctx used by two threads at once: the second call is refused before it touches the
+ * transport, with a message naming the mistake (issue 17: it used to crash in curl). */
+static void test_ctx_two_threads(void **state)
+{
+    bot_fx *f = *state;
+    bot_server_push(f->srv, "slowMethod",
+                    &(bot_action){.kind = BOT_ACT_SLOW, .delay_ms = 30000, .body = GETME});
+    size_t conns = bot_server_connections(f->srv);
+    struct slow_call a = {f->ctx, TG_OK};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, slow_call_thread, &a), 0);
+    /* The first call holds the ctx from before it connects until it returns. */
+    for (int i = 0; i < 2000 && bot_server_connections(f->srv) == conns; i++)
+        usleep(5000);
+    assert_true(bot_server_connections(f->srv) > conns);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_ERR_INVALID);
+    assert_int_equal(tg_ctx_status(f->ctx), TG_ERR_INVALID);
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "two threads at once"));
+    tg_ctx_reset(f->ctx); /* refused too: must not free the arena under the other thread */
+    tg_ctx_cancel(f->ctx);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(a.st, TG_ERR_CANCELLED);
+    assert_int_equal(bot_server_count(f->srv, "getMe"), 0); /* never sent */
+    /* back to one thread: the ctx works again */
+    tg_ctx_reset(f->ctx);
+    assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_OK);
+    assert_string_equal(tg_ctx_errmsg(f->ctx), "");
+}
+
+/* A wrong base URL (here a path prefix the server does not serve) answers 401/404 like a
+ * wrong token: the message names the URL tried, with the token left out. */
+static void test_wrong_base_url_named(void **state)
+{
+    bot_fx *f = *state;
+    char base[256];
+    snprintf(base, sizeof base, "%s/not-the-api", bot_server_url(f->srv));
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = base});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_API);
+    char want[512];
+    snprintf(want, sizeof want, "URL tried: %s/bot<token>/getMe; check base_url and the token",
+             base);
+    assert_non_null(strstr(tg_ctx_errmsg(ctx), want));
+    assert_null(strstr(tg_ctx_errmsg(ctx), TOKEN));
+    assert_null(strstr(tg_ctx_errmsg(ctx), "AAHdq"));
     tg_ctx_free(ctx);
     tg_bot_free(bot);
 }
@@ -680,7 +744,7 @@ static void test_token_never_logged(void **state)
     assert_int_equal(st[1], TG_ERR_HTTP);
     assert_int_equal(st[2], TG_ERR_API);
     assert_int_equal(st[3], TG_ERR_API);
-    assert_int_equal(st[4], TG_ERR_HTTP);
+    assert_int_equal(st[4], TG_ERR_API); /* the server's 404 envelope */
     tg_bot_log(bot, TG_LOG_WARN, "user line with %s", TOKEN);
     assert_true(cap.lines > 5);
     assert_non_null(cap.text);
@@ -708,6 +772,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_html_502_and_bad_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_mid_response, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ctx_two_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_base_url_named, setup, teardown),
         cmocka_unit_test(test_connection_refused),
         cmocka_unit_test(test_connect_timeout),
         cmocka_unit_test_setup_teardown(test_shutdown_interrupts_wait, setup, teardown),

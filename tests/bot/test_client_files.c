@@ -238,10 +238,18 @@ static void test_download(void **state)
     assert_int_equal(tg_download_to_memory(f->ctx, fp, size - 1, &data, &len), TG_ERR_TOO_BIG);
     assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "exceeds max_bytes (299999)"));
 
-    /* a missing file: the server's 404, the destination removed */
-    assert_int_equal(tg_download_to_path(f->ctx, "documents/nope", dest), TG_ERR_HTTP);
+    /* a missing file: the server's 404 through the same envelope parser as calls (error_code
+     * kept), naming the URL without the token; the destination removed */
+    assert_int_equal(tg_download_to_path(f->ctx, "documents/nope", dest), TG_ERR_API);
     assert_int_equal(tg_ctx_error(f->ctx)->http_status, 404);
-    assert_string_equal(tg_ctx_errmsg(f->ctx), "download: HTTP 404: Not Found");
+    assert_int_equal(tg_ctx_error(f->ctx)->error_code, 404);
+    assert_string_equal(tg_ctx_error(f->ctx)->description, "Not Found");
+    char msg[256];
+    snprintf(
+        msg, sizeof msg,
+        "download: Bot API error 404: Not Found (URL tried: %s/file/bot<token>/documents/nope)",
+        bot_server_url(f->srv));
+    assert_string_equal(tg_ctx_errmsg(f->ctx), msg);
     assert_int_equal(access(dest, F_OK), -1);
 
     /* bad file paths are refused */

@@ -92,7 +92,9 @@ static bool base_url_valid(const char *u)
     return true;
 }
 
-static char *make_prefix(const tg_bot *bot, const char *mid, bool test_env, size_t *len)
+/* "<base>" mid token "/" (or "/test/"); token is the real one or a stand-in for messages. */
+static char *make_prefix(const tg_bot *bot, const char *mid, const char *token, size_t token_len,
+                         bool test_env, size_t *len)
 {
     tg__buf b;
     tg__buf_init(&b, 4096);
@@ -102,7 +104,7 @@ static char *make_prefix(const tg_bot *bot, const char *mid, bool test_env, size
     /* Check every step: a failed append followed by a successful one would build a wrong
      * URL (and one without the token answers 401). */
     if (tg__buf_append(&b, bot->base_url, base_len) != 0 || tg__buf_puts(&b, mid) != 0 ||
-        tg__buf_append(&b, bot->token, bot->token_len) != 0 ||
+        tg__buf_append(&b, token, token_len) != 0 ||
         tg__buf_puts(&b, test_env ? "/test/" : "/") != 0) {
         tg__buf_cleanup(&b);
         return NULL;
@@ -122,9 +124,13 @@ static int copy_strings(tg_bot *bot, const tg_bot_options *o)
         (o->ca_file && !(bot->ca_file = tg__strdup(o->ca_file))) ||
         (o->ca_path && !(bot->ca_path = tg__strdup(o->ca_path))))
         return -1;
-    bot->api_prefix = make_prefix(bot, "/bot", o->test_env, &bot->api_prefix_len);
-    bot->file_prefix = make_prefix(bot, "/file/bot", o->test_env, &bot->file_prefix_len);
-    return bot->api_prefix && bot->file_prefix ? 0 : -1;
+    const char *t = bot->token, *shown = "<token>";
+    size_t tn = bot->token_len, n;
+    bot->api_prefix = make_prefix(bot, "/bot", t, tn, o->test_env, &bot->api_prefix_len);
+    bot->file_prefix = make_prefix(bot, "/file/bot", t, tn, o->test_env, &bot->file_prefix_len);
+    bot->api_shown = make_prefix(bot, "/bot", shown, strlen(shown), o->test_env, &n);
+    bot->file_shown = make_prefix(bot, "/file/bot", shown, strlen(shown), o->test_env, &n);
+    return bot->api_prefix && bot->file_prefix && bot->api_shown && bot->file_shown ? 0 : -1;
 }
 
 static int init_sync(tg_bot *bot)
@@ -252,6 +258,8 @@ TG_API void tg_bot_free(tg_bot *bot)
     tg__free(bot->token);
     tg__free(bot->api_prefix);
     tg__free(bot->file_prefix);
+    tg__free(bot->api_shown);
+    tg__free(bot->file_shown);
     tg__free(bot->base_url);
     tg__free(bot->user_agent);
     tg__free(bot->proxy);

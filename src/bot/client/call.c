@@ -20,12 +20,6 @@
 
 #define METHOD_MAX 63
 
-/* The tokenizer reports a failed token-array allocation as a parse error; tell them apart. */
-static bool json_oom(const tg__jerr *e)
-{
-    return strstr(e->msg, "found out of memory") != NULL;
-}
-
 static size_t resp_sink(void *user, const char *p, size_t n)
 {
     tg_ctx *ctx = user;
@@ -49,8 +43,9 @@ static tg_status not_envelope(tg_ctx *ctx, const tg__jerr *jerr, const char *why
 {
     *out = status_outcome(ctx->http_status);
     if (ctx->http_status != 200)
-        return tg__ctx_fail(ctx, TG_ERR_HTTP, "HTTP %d without a Bot API answer (%zu bytes)",
-                            ctx->http_status, ctx->resp.len);
+        return tg__ctx_fail(ctx, TG_ERR_HTTP,
+                            "HTTP %d without a Bot API answer (%zu bytes) from %s%s",
+                            ctx->http_status, ctx->resp.len, ctx->url_shown, ctx->url_shown_rest);
     if (jerr) {
         tg__buf_reset(&ctx->errpath);
         if (jerr->tok != UINT32_MAX)
@@ -93,8 +88,11 @@ static tg_status api_error(tg_ctx *ctx, enum tg__outcome *out)
     api_parameters(ctx, tg__json_obj_get(d, 0, "parameters"));
     ctx->err.error_code = code;
     *out = code == 429 ? TG__OUT_429 : status_outcome(code);
-    char extra[96] = "";
-    if (ctx->err.retry_after && !strstr(tg__buf_cstr(&ctx->errdesc), "retry after"))
+    char extra[1024] = "";
+    if (code == 401 || code == 404) /* a wrong token and a wrong base_url look alike */
+        snprintf(extra, sizeof extra, " (URL tried: %s%s%s)", ctx->url_shown, ctx->url_shown_rest,
+                 ctx->url_shown == ctx->bot->api_shown ? "; check base_url and the token" : "");
+    else if (ctx->err.retry_after && !strstr(tg__buf_cstr(&ctx->errdesc), "retry after"))
         snprintf(extra, sizeof extra, " (retry after %d s)", (int)ctx->err.retry_after);
     else if (ctx->err.migrate_to_chat_id)
         snprintf(extra, sizeof extra, " (migrated to chat %lld)",
@@ -105,7 +103,7 @@ static tg_status api_error(tg_ctx *ctx, enum tg__outcome *out)
     return st;
 }
 
-static tg_status parse_envelope(tg_ctx *ctx, bool keep_source, enum tg__outcome *out)
+tg_status tg__call_envelope(tg_ctx *ctx, bool keep_source, enum tg__outcome *out)
 {
     tg__jerr jerr;
     tg__jdoc *d = &ctx->doc;
@@ -116,7 +114,7 @@ static tg_status parse_envelope(tg_ctx *ctx, bool keep_source, enum tg__outcome 
                             ctx->resp.len);
     }
     if (tg__json_parse(d, src, ctx->resp.len, &jerr) != 0) {
-        if (!json_oom(&jerr))
+        if (!jerr.nomem)
             return not_envelope(ctx, &jerr, NULL, out);
         *out = TG__OUT_FATAL;
         return tg__ctx_fail(ctx, TG_ERR_NOMEM, "no memory to parse the answer");
@@ -197,7 +195,7 @@ static tg_status attempt_once(tg_ctx *ctx, const struct tg__call_req *r, enum tg
     if (res.status != TG_OK)
         return tg__ctx_transport_error(ctx, &res, out);
     ctx->http_status = res.http_status;
-    return parse_envelope(ctx, r->keep_source, out);
+    return tg__call_envelope(ctx, r->keep_source, out);
 }
 
 static int64_t username_key(const char *s, size_t n)
@@ -258,6 +256,8 @@ static tg_status flood_wait(tg_ctx *ctx, const struct tg__call_req *r)
 tg_status tg__ctx_url(tg_ctx *ctx, const char *prefix, size_t prefix_len, const char *rest)
 {
     tg__buf_reset(&ctx->url);
+    ctx->url_shown = prefix == ctx->bot->file_prefix ? ctx->bot->file_shown : ctx->bot->api_shown;
+    ctx->url_shown_rest = rest;
     if (tg__buf_append(&ctx->url, prefix, prefix_len) != 0 || tg__buf_puts(&ctx->url, rest) != 0)
         return tg__ctx_fail(ctx, TG_ERR_NOMEM, "cannot build the request URL");
     return TG_OK;
@@ -322,7 +322,7 @@ static tg_status raw_params(tg_ctx *ctx, const char **json, size_t *len)
         return TG_OK;
     }
     if (tg__json_parse(&ctx->doc, *json, *len, &jerr) != 0)
-        return tg__ctx_fail(ctx, json_oom(&jerr) ? TG_ERR_NOMEM : TG_ERR_INVALID,
+        return tg__ctx_fail(ctx, jerr.nomem ? TG_ERR_NOMEM : TG_ERR_INVALID,
                             "params: not valid JSON: %s (at byte %zu)", jerr.msg, jerr.offset);
     if (ctx->doc.toks[0].type != TG__J_OBJECT)
         return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: expected a JSON object, found %s",
@@ -354,8 +354,8 @@ static tg_status raw_begin(tg_ctx *ctx, const char *method)
     return tg__ctx_begin(ctx, method);
 }
 
-TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_params, size_t len,
-                             const char **result_json, size_t *result_len)
+static tg_status call_raw(tg_ctx *ctx, const char *method, const char *json_params, size_t len,
+                          const char **result_json, size_t *result_len)
 {
     if (!ctx)
         return TG_ERR_INVALID;
@@ -367,6 +367,16 @@ TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_p
     struct tg__call_req r = {.method = method, .body = json_params, .body_len = len};
     st = tg__call_exec(ctx, &r);
     return st == TG_OK ? raw_result(ctx, result_json, result_len) : st;
+}
+
+TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_params, size_t len,
+                             const char **result_json, size_t *result_len)
+{
+    if (!tg__ctx_enter(ctx))
+        return TG_ERR_INVALID;
+    tg_status st = call_raw(ctx, method, json_params, len, result_json, result_len);
+    tg__ctx_leave(ctx);
+    return st;
 }
 
 tg_status tg__check_files(tg_ctx *ctx, const tg_file_part *files, size_t nfiles)
@@ -391,9 +401,9 @@ tg_status tg__check_files(tg_ctx *ctx, const tg_file_part *files, size_t nfiles)
     return TG_OK;
 }
 
-TG_API tg_status tg_call_raw_files(tg_ctx *ctx, const char *method, const char *json_params,
-                                   size_t len, const tg_file_part *files, size_t nfiles,
-                                   const char **result_json, size_t *result_len)
+static tg_status call_raw_files(tg_ctx *ctx, const char *method, const char *json_params,
+                                size_t len, const tg_file_part *files, size_t nfiles,
+                                const char **result_json, size_t *result_len)
 {
     if (!ctx)
         return TG_ERR_INVALID;
@@ -417,6 +427,18 @@ TG_API tg_status tg_call_raw_files(tg_ctx *ctx, const char *method, const char *
     }
     st = tg__call_exec(ctx, &r);
     return st == TG_OK ? raw_result(ctx, result_json, result_len) : st;
+}
+
+TG_API tg_status tg_call_raw_files(tg_ctx *ctx, const char *method, const char *json_params,
+                                   size_t len, const tg_file_part *files, size_t nfiles,
+                                   const char **result_json, size_t *result_len)
+{
+    if (!tg__ctx_enter(ctx))
+        return TG_ERR_INVALID;
+    tg_status st =
+        call_raw_files(ctx, method, json_params, len, files, nfiles, result_json, result_len);
+    tg__ctx_leave(ctx);
+    return st;
 }
 
 tg_status tg__json_to_fields(tg_ctx *ctx, const char *json, size_t len, tg_form_field **fields,

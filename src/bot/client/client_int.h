@@ -87,6 +87,8 @@ struct tg_bot {
     size_t api_prefix_len;
     char *file_prefix; /* "<base>/file/bot<token>/" or ".../test/" (SECRET) */
     size_t file_prefix_len;
+    char *api_shown; /* the prefixes as errors show them: "<token>" stands for the token */
+    char *file_shown;
     char *user_agent;
     char *proxy;
     char *ca_file;
@@ -141,6 +143,8 @@ struct tg_ctx {
     bool has_policy;
     tg_retry_policy policy; /* resolved, when has_policy */
     atomic_bool cancel;
+    atomic_flag busy;    /* a call is running (tg__ctx_enter/leave) */
+    atomic_bool misused; /* a call found busy set: two threads used the ctx at once */
     uint32_t rnd;
     /* last error */
     tg_error_info err;
@@ -149,6 +153,8 @@ struct tg_ctx {
     tg__buf errpath;
     char method[64];
     /* per-call transient state */
+    const char *url_shown;      /* api_shown or file_shown, by the URL the call uses */
+    const char *url_shown_rest; /* the method or file path after it (valid during the call) */
     int http_status;
     uint32_t result_tok; /* "result" token in doc after a successful call */
     bool too_big;
@@ -156,6 +162,10 @@ struct tg_ctx {
     tg_ctx_stats stats;
 };
 
+/* Guard every public entry point that works on ctx: false (and a logged error) when another
+ * call is running on it, i.e. two threads share one ctx. Pair a true with tg__ctx_leave. */
+bool tg__ctx_enter(tg_ctx *ctx);
+void tg__ctx_leave(tg_ctx *ctx);
 /* Start a call: clear the last error, remember method, check cancel/shutdown. */
 tg_status tg__ctx_begin(tg_ctx *ctx, const char *method);
 /* Forget the last error (after a retried call finally succeeds). */
@@ -191,8 +201,13 @@ struct tg__call_req {
  * Flood control reads the chat id from body (JSON) or from the "chat_id" form field.
  */
 tg_status tg__call_exec(tg_ctx *ctx, const struct tg__call_req *r);
-/* ctx->url = prefix + rest. */
+/* ctx->url = prefix + rest (prefix is the bot's api_prefix or file_prefix). */
 tg_status tg__ctx_url(tg_ctx *ctx, const char *prefix, size_t prefix_len, const char *rest);
+/* Parse ctx->resp as a Bot API envelope {"ok":..., "result"|error} (ctx->http_status set).
+ * TG_OK with ctx->result_tok; else the error is recorded: TG_ERR_API with error_code,
+ * description and parameters, TG_ERR_HTTP for a non-200 answer that is no envelope,
+ * TG_ERR_DECODE, TG_ERR_NOMEM. *out classifies it for the retry policy. */
+tg_status tg__call_envelope(tg_ctx *ctx, bool keep_source, enum tg__outcome *out);
 /* Record a transport failure (res->status != TG_OK) and classify it for the retry policy. */
 tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res, enum tg__outcome *out);
 /* Check file parts before sending (one source each; paths readable). */

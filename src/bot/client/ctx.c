@@ -18,7 +18,11 @@
 #include "core/sized.h"
 
 #define ERRMSG_MAX 2048 /* bytes */
-#define URL_MAX    8192 /* bytes */
+#define MISUSE_MSG                                                                                 \
+    "tg_ctx used by two threads at once: a tg_ctx belongs to one thread at a time; give each "     \
+    "thread its own (tg_ctx_new), the tg_bot may be shared"
+
+#define URL_MAX 8192 /* bytes */
 
 TG_API tg_ctx *tg_ctx_new(tg_bot *bot)
 {
@@ -37,6 +41,8 @@ TG_API tg_ctx *tg_ctx_new(tg_bot *bot)
     tg__buf_init(&ctx->errpath, ERRMSG_MAX);
     tg__jdoc_init(&ctx->doc, &(tg__jlimits){.max_bytes = bot->max_response_bytes});
     atomic_init(&ctx->cancel, false);
+    atomic_flag_clear(&ctx->busy);
+    atomic_init(&ctx->misused, false);
     ctx->rnd = (uint32_t)(tg__now_ns() ^ (uintptr_t)ctx) | 1u;
     ctx->err.method = ctx->method;
     ctx->err.description = "";
@@ -74,14 +80,34 @@ void tg__ctx_clear_error(tg_ctx *ctx)
     tg__buf_reset(&ctx->errpath);
 }
 
-TG_API void tg_ctx_reset(tg_ctx *ctx)
+bool tg__ctx_enter(tg_ctx *ctx)
 {
     if (!ctx)
+        return false;
+    if (!atomic_flag_test_and_set_explicit(&ctx->busy, memory_order_acquire)) {
+        atomic_store_explicit(&ctx->misused, false, memory_order_relaxed);
+        return true;
+    }
+    /* The other thread owns every field but these atomics: touch nothing else. */
+    atomic_store_explicit(&ctx->misused, true, memory_order_relaxed);
+    tg__log(&ctx->bot->log, TG__LOG_ERROR, "%s", MISUSE_MSG);
+    return false;
+}
+
+void tg__ctx_leave(tg_ctx *ctx)
+{
+    atomic_flag_clear_explicit(&ctx->busy, memory_order_release);
+}
+
+TG_API void tg_ctx_reset(tg_ctx *ctx)
+{
+    if (!tg__ctx_enter(ctx))
         return;
     tg__arena_reset(&ctx->arena);
     tg__ctx_clear_error(ctx);
     ctx->method[0] = '\0';
     atomic_store(&ctx->cancel, false);
+    tg__ctx_leave(ctx);
 }
 
 TG_API tg_bot *tg_ctx_bot(const tg_ctx *ctx)
@@ -124,19 +150,30 @@ bool tg__ctx_cancelled(void *p)
            atomic_load_explicit(&ctx->bot->shutdown, memory_order_relaxed);
 }
 
+static bool misused(const tg_ctx *ctx)
+{
+    return atomic_load_explicit(&((tg_ctx *)ctx)->misused, memory_order_relaxed);
+}
+
 TG_API const char *tg_ctx_errmsg(const tg_ctx *ctx)
 {
-    return ctx ? tg__buf_cstr(&ctx->errmsg) : "no context";
+    if (!ctx)
+        return "no context";
+    return misused(ctx) ? MISUSE_MSG : tg__buf_cstr(&ctx->errmsg);
 }
 
 TG_API tg_status tg_ctx_status(const tg_ctx *ctx)
 {
-    return ctx ? ctx->err.status : TG_ERR_INVALID;
+    return !ctx || misused(ctx) ? TG_ERR_INVALID : ctx->err.status;
 }
 
 TG_API const tg_error_info *tg_ctx_error(const tg_ctx *ctx)
 {
-    return ctx ? &ctx->err : NULL;
+    static const tg_error_info misuse = {
+        .status = TG_ERR_INVALID, .method = "", .description = "", .json_path = ""};
+    if (!ctx)
+        return NULL;
+    return misused(ctx) ? &misuse : &ctx->err;
 }
 
 TG_API void tg_ctx_get_stats_sized(const tg_ctx *ctx, tg_ctx_stats *out, size_t out_size)

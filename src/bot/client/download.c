@@ -50,17 +50,17 @@ static size_t dl_write(void *user, const char *p, size_t n)
     return n;
 }
 
+/* A non-200 answer: the same envelope parser as calls (TG_ERR_API with error_code and
+ * retry_after when Telegram explains, else TG_ERR_HTTP naming the URL). */
 static tg_status dl_http_error(tg_ctx *ctx, int status)
 {
+    enum tg__outcome out;
     ctx->http_status = status;
-    size_t n = ctx->resp.len;
-    const char *desc = strstr(tg__buf_cstr(&ctx->resp), "\"description\":\"");
-    if (desc) {
-        desc += 15;
-        n = strcspn(desc, "\"");
-    }
-    return tg__ctx_fail(ctx, TG_ERR_HTTP, "HTTP %d%s%.*s", status, desc ? ": " : "",
-                        desc ? (int)(n > 200 ? 200 : n) : 0, desc ? desc : "");
+    tg_status st = tg__call_envelope(ctx, false, &out);
+    if (st == TG_OK)
+        return tg__ctx_fail(ctx, TG_ERR_HTTP, "HTTP %d with an \"ok\" answer from %s%s", status,
+                            ctx->url_shown, ctx->url_shown_rest);
+    return st;
 }
 
 static tg_status dl_local(tg_ctx *ctx, const char *path, struct dl *d)
@@ -140,7 +140,7 @@ static tg_status dl_run(tg_ctx *ctx, const char *file_path, struct dl *d)
     return dl_remote(ctx, file_path, d);
 }
 
-TG_API tg_status tg_download_to_fn(tg_ctx *ctx, const char *file_path, tg_write_fn fn, void *user)
+static tg_status download_to_fn(tg_ctx *ctx, const char *file_path, tg_write_fn fn, void *user)
 {
     if (!ctx)
         return TG_ERR_INVALID;
@@ -155,12 +155,21 @@ TG_API tg_status tg_download_to_fn(tg_ctx *ctx, const char *file_path, tg_write_
     return st;
 }
 
+TG_API tg_status tg_download_to_fn(tg_ctx *ctx, const char *file_path, tg_write_fn fn, void *user)
+{
+    if (!tg__ctx_enter(ctx))
+        return TG_ERR_INVALID;
+    tg_status st = download_to_fn(ctx, file_path, fn, user);
+    tg__ctx_leave(ctx);
+    return st;
+}
+
 static size_t file_sink(void *user, const char *p, size_t n)
 {
     return fwrite(p, 1, n, user);
 }
 
-TG_API tg_status tg_download_to_path(tg_ctx *ctx, const char *file_path, const char *dest)
+static tg_status download_to_path(tg_ctx *ctx, const char *file_path, const char *dest)
 {
     if (!ctx)
         return TG_ERR_INVALID;
@@ -184,13 +193,22 @@ TG_API tg_status tg_download_to_path(tg_ctx *ctx, const char *file_path, const c
     return st;
 }
 
+TG_API tg_status tg_download_to_path(tg_ctx *ctx, const char *file_path, const char *dest)
+{
+    if (!tg__ctx_enter(ctx))
+        return TG_ERR_INVALID;
+    tg_status st = download_to_path(ctx, file_path, dest);
+    tg__ctx_leave(ctx);
+    return st;
+}
+
 static size_t mem_sink(void *user, const char *p, size_t n)
 {
     return tg__buf_append(user, p, n) == 0 ? n : 0;
 }
 
-TG_API tg_status tg_download_to_memory(tg_ctx *ctx, const char *file_path, size_t max_bytes,
-                                       const void **data, size_t *len)
+static tg_status download_to_memory(tg_ctx *ctx, const char *file_path, size_t max_bytes,
+                                    const void **data, size_t *len)
 {
     if (!ctx)
         return TG_ERR_INVALID;
@@ -217,7 +235,17 @@ TG_API tg_status tg_download_to_memory(tg_ctx *ctx, const char *file_path, size_
     return st;
 }
 
-TG_API tg_status tg_get_file_path(tg_ctx *ctx, const char *file_id, const char **file_path)
+TG_API tg_status tg_download_to_memory(tg_ctx *ctx, const char *file_path, size_t max_bytes,
+                                       const void **data, size_t *len)
+{
+    if (!tg__ctx_enter(ctx))
+        return TG_ERR_INVALID;
+    tg_status st = download_to_memory(ctx, file_path, max_bytes, data, len);
+    tg__ctx_leave(ctx);
+    return st;
+}
+
+static tg_status get_file_path(tg_ctx *ctx, const char *file_id, const char **file_path)
 {
     if (!ctx)
         return TG_ERR_INVALID;
@@ -255,4 +283,13 @@ TG_API tg_status tg_get_file_path(tg_ctx *ctx, const char *file_id, const char *
     if (file_path)
         *file_path = path;
     return TG_OK;
+}
+
+TG_API tg_status tg_get_file_path(tg_ctx *ctx, const char *file_id, const char **file_path)
+{
+    if (!tg__ctx_enter(ctx))
+        return TG_ERR_INVALID;
+    tg_status st = get_file_path(ctx, file_id, file_path);
+    tg__ctx_leave(ctx);
+    return st;
 }

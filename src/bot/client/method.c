@@ -108,7 +108,7 @@ static tg_status decode(tg_ctx *ctx, const tg__method *m, void *out)
     return tg__ctx_fail(ctx, TG_ERR_DECODE, "%s: %s", tg__buf_cstr(&ctx->errpath), jerr.msg);
 }
 
-tg_status tg__call(tg_ctx *ctx, const tg__method *m, const void *params, void *out)
+static tg_status call_method(tg_ctx *ctx, const tg__method *m, const void *params, void *out)
 {
     if (!ctx)
         return TG_ERR_INVALID;
@@ -130,5 +130,14 @@ tg_status tg__call(tg_ctx *ctx, const tg__method *m, const void *params, void *o
         st = tg__call_exec(ctx, &r);
     if (st == TG_OK)
         st = decode(ctx, m, out);
+    return st;
+}
+
+tg_status tg__call(tg_ctx *ctx, const tg__method *m, const void *params, void *out)
+{
+    if (!tg__ctx_enter(ctx))
+        return TG_ERR_INVALID;
+    tg_status st = call_method(ctx, m, params, out);
+    tg__ctx_leave(ctx);
     return st;
 }

@@ -54,6 +54,7 @@ static int fail_nomem(dec *x, uint32_t tok)
     x->err->offset = x->d->toks[tok].start;
     x->err->tok = tok;
     snprintf(x->err->msg, sizeof x->err->msg, "out of memory (arena)");
+    x->err->nomem = true;
     return -1;
 }
 
@@ -363,25 +364,27 @@ tg_status tg__codec_decode_value(const tg__field *f, const tg__jdoc *d, uint32_t
                                  void *base, tg__jerr *err)
 {
     dec x = {d, a, err, 0};
+    err->nomem = false;
     if (dec_field(&x, f, tok, base) == 0)
         return TG_OK;
-    return x.nomem ? TG_ERR_NOMEM : TG_ERR_DECODE;
+    return x.nomem || err->nomem ? TG_ERR_NOMEM : TG_ERR_DECODE;
 }
 
 tg_status tg__codec_decode(const tg__type *t, const tg__jdoc *d, uint32_t tok, tg__arena *a,
                            void *out, tg__jerr *err)
 {
     dec x = {d, a, err, 0};
+    err->nomem = false;
     int rc = t->is_union ? dec_union(&x, t, tok, out) : dec_object(&x, t, tok, out);
     if (rc == 0)
         return TG_OK;
-    return x.nomem ? TG_ERR_NOMEM : TG_ERR_DECODE;
+    return x.nomem || err->nomem ? TG_ERR_NOMEM : TG_ERR_DECODE;
 }
 
 tg_status tg__codec_decode_json(const tg__type *t, const char *json, size_t len, tg__arena *a,
                                 tg__jdoc *doc, void **out, tg__buf *errmsg)
 {
-    tg__jerr err = {0, UINT32_MAX, ""};
+    tg__jerr err = {0, UINT32_MAX, "", false};
     *out = NULL;
     char *copy = tg__arena_alloc_align(a, len + 1, 1);
     void *obj = copy ? tg__arena_alloc(a, t->size) : NULL;
@@ -396,7 +399,7 @@ tg_status tg__codec_decode_json(const tg__type *t, const char *json, size_t len,
     if (tg__json_parse(doc, copy, len, &err) != 0) {
         if (errmsg)
             tg__json_errmsg(doc, &err, errmsg);
-        return TG_ERR_DECODE;
+        return err.nomem ? TG_ERR_NOMEM : TG_ERR_DECODE;
     }
     tg_status st = tg__codec_decode(t, doc, 0, a, obj, &err);
     if (st != TG_OK) {

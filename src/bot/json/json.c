@@ -154,11 +154,14 @@ static int grow(struct jp *p)
         want = hint;
     if (want > p->max_tokens)
         want = p->max_tokens;
-    if (want > SIZE_MAX / sizeof(tg__jtok))
-        return fail_found(p, p->pos, "document", "memory for tokens", "out of memory");
-    tg__jtok *t = tg__realloc(d->toks, (size_t)want * sizeof(tg__jtok));
-    if (!t)
-        return fail_found(p, p->pos, "document", "memory for tokens", "out of memory");
+    tg__jtok *t = NULL;
+    if (want <= SIZE_MAX / sizeof(tg__jtok))
+        t = tg__realloc(d->toks, (size_t)want * sizeof(tg__jtok));
+    if (!t) {
+        fail_found(p, p->pos, "document", "memory for tokens", "out of memory");
+        p->err->nomem = true;
+        return -1;
+    }
     d->toks = t;
     d->cap = (uint32_t)want;
     return 0;
@@ -599,6 +602,7 @@ int tg__json_parse(tg__jdoc *d, const char *src, size_t len, tg__jerr *err)
     d->src = src;
     d->len = len;
     d->ntok = 0;
+    p.err->nomem = false;
     if (len > d->lim.max_bytes || len > MAX_BYTES) {
         char found[48];
         snprintf(found, sizeof found, "%zu bytes", len);

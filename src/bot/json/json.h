@@ -68,17 +68,18 @@ typedef struct tg__jlimits {
 } tg__jlimits;
 
 typedef struct tg__jerr {
-    size_t offset;  /* byte offset of the problem in the input */
-    uint32_t tok;   /* token index when the error is about a token, else UINT32_MAX;
-                       syntax errors: the innermost open container (so the path says where),
-                       UINT32_MAX outside any container */
-    char msg[192];  /* "what: expected X, found Y" (no path; see tg__json_errmsg) */
+    size_t offset; /* byte offset of the problem in the input */
+    uint32_t tok;  /* token index when the error is about a token, else UINT32_MAX;
+                      syntax errors: the innermost open container (so the path says where),
+                      UINT32_MAX outside any container */
+    char msg[192]; /* "what: expected X, found Y" (no path; see tg__json_errmsg) */
+    bool nomem;    /* the failure is an allocation, not the input (TG_ERR_NOMEM, not DECODE) */
 } tg__jerr;
 
 typedef struct tg__jdoc {
     const char *src; /* borrowed input */
     size_t len;
-    tg__jtok *toks;  /* owned, reused across parses */
+    tg__jtok *toks; /* owned, reused across parses */
     uint32_t ntok;
     uint32_t cap;
     tg__jlimits lim;
@@ -137,7 +138,7 @@ uint32_t tg__json_obj_get(const tg__jdoc *d, uint32_t obj, const char *key);
  * handled by the writer: keys and array elements after the first get one automatically. */
 typedef struct tg__jw {
     tg__buf *buf;
-    int err;        /* 0, -ENOMEM, -E2BIG, -EINVAL (NaN/Inf, depth) */
+    int err; /* 0, -ENOMEM, -E2BIG, -EINVAL (NaN/Inf, depth) */
     uint32_t depth;
     uint64_t nonempty; /* bit i: container at depth i already has a member */
 } tg__jw;
@@ -151,7 +152,7 @@ void tg__jw_key(tg__jw *w, const char *key, size_t n); /* key must not need esca
 /* Any key (escaped like a string value; invalid UTF-8 sets -EINVAL), for generic re-encoding
  * of decoded documents (unknown fields, tools, fuzzing). */
 void tg__jw_key_escaped(tg__jw *w, const char *key, size_t n);
-void tg__jw_str(tg__jw *w, const char *s);             /* NULL writes null */
+void tg__jw_str(tg__jw *w, const char *s); /* NULL writes null */
 void tg__jw_strn(tg__jw *w, const char *s, size_t n);
 void tg__jw_i64(tg__jw *w, int64_t v);
 void tg__jw_double(tg__jw *w, double v); /* shortest text that reads back bit-exact */

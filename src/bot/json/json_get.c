@@ -315,6 +315,7 @@ int tg__json_get_double(const tg__jdoc *d, uint32_t tok, double *out, tg__jerr *
             err->offset = t->start;
             err->tok = tok;
             snprintf(err->msg, sizeof err->msg, "number: expected memory, found out of memory");
+            err->nomem = true;
         }
         return -1;
     }
