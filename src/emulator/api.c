@@ -50,6 +50,13 @@ bool emu_is_admin(const emu_chat *c, int64_t user_id, emu_bits right)
 emu_chat *emu_req_chat(emu_req *r, const tg_chat_id *id, bool to_send)
 {
     emu_chat *c = NULL;
+    tg_chat_id num;
+    /* "123" is a chat id given as a string, as Telegram reads it. */
+    if (id->kind == TG_CHAT_ID_USERNAME && id->username && *id->username != '@' &&
+        tg__parse_i64(id->username, strlen(id->username), &num.id) == 0) {
+        num.kind = TG_CHAT_ID_INT;
+        id = &num;
+    }
     if (id->kind == TG_CHAT_ID_INT)
         c = emu_chat_get(r->e, id->id, r->b->u.id);
     else if (id->kind == TG_CHAT_ID_USERNAME && id->username)
@@ -927,6 +934,11 @@ static int run(emu_req *r, const char *method, const char **json, size_t *len, t
     char err[300];
     if (!*json && r->form) {
         if (emu_params_form_json(r->m, r->form, conv, err, sizeof err))
+            return emu_fail(r, 400, "%s", err);
+        *json = conv->data;
+        *len = conv->len;
+    } else if (*json && *len) {
+        if (emu_params_normalize(r->m, *json, *len, conv, err, sizeof err))
             return emu_fail(r, 400, "%s", err);
         *json = conv->data;
         *len = conv->len;

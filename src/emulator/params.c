@@ -108,6 +108,62 @@ int emu_params_form_json(const tg__method *m, const emu_form *f, tg__buf *out, c
     return 0;
 }
 
+/* Whether a string value for f holds a value of another type, as text (form style). */
+static bool text_of_other_type(const tg__field *f)
+{
+    if (f->flags & (TG__F_ARR | TG__F_ARR2))
+        return true;
+    return f->kind != TG__K_STR && f->kind != TG__K_ENUM && f->kind != TG__K_FILE &&
+           f->kind != TG__K_CHATID && f->kind != TG__K_CONST;
+}
+
+int emu_params_normalize(const tg__method *m, const char *json, size_t len, tg__buf *out, char *err,
+                         size_t errcap)
+{
+    tg__jdoc d;
+    tg__jdoc_init(&d, NULL);
+    tg__jerr je;
+    if (tg__json_parse(&d, json, len, &je) != 0 || d.toks[0].type != TG__J_OBJECT) {
+        tg__jdoc_cleanup(&d);
+        snprintf(err, errcap, "can't parse JSON request body");
+        return -1;
+    }
+    const tg__type *t = m->params_desc;
+    tg__arena a;
+    tg__arena_init(&a, 0, 0);
+    tg__jw w;
+    tg__jw_init(&w, out);
+    tg__jw_obj_begin(&w);
+    for (uint32_t k = 1; k < d.ntok; k = d.toks[k + 1].next) {
+        size_t kn;
+        char *key = tg__json_str_dup(&d, k, &a, &kn);
+        const tg__field *f = t && key ? tg__codec_lookup(t, key, kn) : NULL;
+        if (!f)
+            continue;
+        tg__jw_key(&w, f->name, f->name_len);
+        const tg__jtok *v = &d.toks[k + 1];
+        size_t vn;
+        char *text = v->type == TG__J_STRING && text_of_other_type(f)
+                         ? tg__json_str_dup(&d, k + 1, &a, &vn)
+                         : NULL;
+        if (text) {
+            emu_field x = {.name = f->name, .value = text, .value_len = vn};
+            put_value(&w, f, &x);
+        } else {
+            const char *raw = tg__json_raw(&d, k + 1, &vn);
+            tg__jw_raw(&w, raw, vn);
+        }
+    }
+    tg__jw_obj_end(&w);
+    tg__arena_cleanup(&a);
+    tg__jdoc_cleanup(&d);
+    if (w.err) {
+        snprintf(err, errcap, "request too large");
+        return -1;
+    }
+    return 0;
+}
+
 /* The first required parameter absent (or null) in the object at token 0, or NULL. */
 static const char *missing(const tg__type *t, const tg__jdoc *d)
 {

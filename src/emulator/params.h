@@ -18,6 +18,12 @@
 int emu_params_form_json(const tg__method *m, const emu_form *f, tg__buf *out, char *err,
                          size_t errcap);
 
+/* A JSON body as Telegram reads it: a string given for a number, boolean, object or array
+ * parameter is read as that value's text ("123", "True", "[\"message\"]"), as clients
+ * such as python-telegram-bot send them; unknown keys are dropped. 0 or -1 (err set). */
+int emu_params_normalize(const tg__method *m, const char *json, size_t len, tg__buf *out, char *err,
+                         size_t errcap);
+
 /* Decode json (an object) as the params of m into a struct in a (*out; NULL for methods
  * without parameters). 0, or -1 with err holding Telegram's description (without the
  * "Bad Request: " prefix). */
