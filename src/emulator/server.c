@@ -137,6 +137,19 @@ static enum MHD_Result file_download(emu *e, struct MHD_Connection *c, const cha
     return rc;
 }
 
+/* /control/file?file_id=...: a file's bytes, for the web chat (which has no token). */
+static enum MHD_Result control_file(emu *e, struct MHD_Connection *c)
+{
+    const char *id = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "file_id");
+    pthread_mutex_lock(&e->mu);
+    emu_file *f = id ? emu_file_get(e, id) : NULL;
+    enum MHD_Result rc =
+        f ? reply(c, 200, f->mime ? f->mime : "application/octet-stream", f->data, f->len, true)
+          : reply_lit(c, 404, "{\"ok\":false,\"error\":\"no file with that file_id\"}");
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
 static enum MHD_Result route(emu *e, struct MHD_Connection *c, const char *url, const char *method,
                              const tg__buf *body)
 {
@@ -144,6 +157,8 @@ static enum MHD_Result route(emu *e, struct MHD_Connection *c, const char *url, 
         return bot_api(e, c, url + 4, body);
     if (!strncmp(url, "/file/bot", 9))
         return file_download(e, c, url + 9);
+    if (!strcmp(url, "/control/file"))
+        return control_file(e, c);
     if (!strncmp(url, "/control/", 9)) {
         emu_form q;
         emu_form_init(&q);
