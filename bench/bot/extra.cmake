@@ -1,3 +1,5 @@
 # Extra link dependencies of bot benchmarks (append one line per benchmark).
 target_link_libraries(bench_bot_json_floor PRIVATE PkgConfig::CJSON PkgConfig::JANSSON_B)
 target_link_libraries(bench_bot_decode PRIVATE PkgConfig::CJSON)
+target_link_libraries(bench_bot_roundtrip PRIVATE PkgConfig::SSL PkgConfig::CRYPTO)
+target_link_libraries(bench_bot_dispatch PRIVATE PkgConfig::CJSON)

@@ -13,13 +13,25 @@
  * time on a shared machine) and the connections the server accepted per scenario (libtgbot
  * must open 1).
  *
+ * libtgbot is measured over both built-in transports: libcurl (the default) and the lean one
+ * (tg_transport_lean(): one sendmsg per request, the answer parsed in place, no allocation).
+ *
  * Two passes: unpinned, then every thread pinned to CPU 0 (on 2-vCPU VMs a cross-CPU wake-up
  * costs ~20 us and swamps the rest; the pinned figure is the headline). The server is a tiny
  * HTTP/1.1 responder, one thread per connection, that allocates nothing per request.
+ *
+ * Then the same over TLS (pinned): the server speaks TLS through libssl with a certificate
+ * made at start (P-256, for 127.0.0.1, trusted by the clients through ca_file), and the floor
+ * is a raw OpenSSL client: one SSL_write of the request bytes, SSL_read until the known
+ * length, no parsing. Rows: that floor, libtgbot over libcurl, libtgbot over lean.
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -51,15 +63,43 @@ struct server {
     atomic_int active;
     char response[1024];
     size_t response_len;
+    SSL_CTX *tls; /* NULL: plain HTTP */
 };
 
 static struct server srv;
 
+/* The server side of one connection: plain or TLS. */
+struct sconn {
+    int fd;
+    SSL *ssl;
+};
+
+static ssize_t sconn_read(struct sconn *c, char *p, size_t n)
+{
+    if (!c->ssl)
+        return read(c->fd, p, n);
+    int r = SSL_read(c->ssl, p, (int)n);
+    return r > 0 ? r : -1;
+}
+
+static bool sconn_write(struct sconn *c, const char *p, size_t n)
+{
+    if (!c->ssl)
+        return write(c->fd, p, n) == (ssize_t)n;
+    return SSL_write(c->ssl, p, (int)n) == (int)n;
+}
+
 static void *serve_conn(void *p)
 {
-    int fd = (int)(intptr_t)p;
+    struct sconn c = {.fd = (int)(intptr_t)p};
     char buf[16384];
     size_t have = 0;
+    if (srv.tls) {
+        c.ssl = SSL_new(srv.tls);
+        SSL_set_fd(c.ssl, c.fd);
+        if (SSL_accept(c.ssl) != 1)
+            goto out;
+    }
     for (;;) {
         char *end = have ? memmem(buf, have, "\r\n\r\n", 4) : NULL;
         if (end) {
@@ -70,7 +110,7 @@ static void *serve_conn(void *p)
                     clen = strtoul(l + 15, NULL, 10);
             }
             if (have >= head + clen) {
-                if (write(fd, srv.response, srv.response_len) != (ssize_t)srv.response_len)
+                if (!sconn_write(&c, srv.response, srv.response_len))
                     break;
                 memmove(buf, buf + head + clen, have - head - clen);
                 have -= head + clen;
@@ -79,12 +119,14 @@ static void *serve_conn(void *p)
         }
         if (have == sizeof buf)
             break;
-        ssize_t n = read(fd, buf + have, sizeof buf - have);
+        ssize_t n = sconn_read(&c, buf + have, sizeof buf - have);
         if (n <= 0)
             break;
         have += (size_t)n;
     }
-    close(fd);
+out:
+    SSL_free(c.ssl);
+    close(c.fd);
     atomic_fetch_sub(&srv.active, 1);
     return NULL;
 }
@@ -110,8 +152,9 @@ static void *accept_loop(void *p)
     return NULL;
 }
 
-static void server_start(const char *fixture, size_t len)
+static void server_start(const char *fixture, size_t len, SSL_CTX *tls)
 {
+    srv.tls = tls;
     srv.response_len = (size_t)snprintf(srv.response, sizeof srv.response,
                                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                         "Content-Length: %zu\r\n\r\n%s",
@@ -269,10 +312,36 @@ static void call_path_only(void)
     tg_bot_free(bot);
 }
 
+/* libtgbot over transport tp (NULL = libcurl) against base: the run, its CPU time per op and
+ * the connections its ctx opened. */
+struct tg_run {
+    tg__bench_result r;
+    double cpu_ns;
+    tg_ctx_stats st;
+};
+
+static void tg_measure(const char *name, const char *base, const tg_transport *tp,
+                       const char *ca_file, struct tg_run *out)
+{
+    tg_bot *bot = tg_bot_new(
+        TOKEN, &(tg_bot_options){.base_url = base, .transport = tp, .ca_file = ca_file});
+    if (!bot) {
+        fprintf(stderr, "roundtrip: %s\n", tg_bot_new_errmsg());
+        exit(1);
+    }
+    tg_ctx *ctx = tg_ctx_new(bot);
+    tg__bench_run(name, tg_op, ctx, &out->r);
+    out->cpu_ns = cpu_ns_per_op(tg_op, ctx, CPU_OPS);
+    tg_ctx_get_stats(ctx, &out->st);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+}
+
 static void pass(const char *tag)
 {
     char name[64], url[128];
-    tg__bench_result raw_r, curl_r, tg_r;
+    tg__bench_result raw_r, curl_r;
+    struct tg_run tg, lean;
     struct raw raw;
     int c0 = atomic_load(&srv.accepted);
     raw_open(&raw);
@@ -293,28 +362,153 @@ static void pass(const char *tag)
     int c2 = atomic_load(&srv.accepted);
 
     snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)srv.port);
-    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url});
-    tg_ctx *ctx = tg_ctx_new(bot);
     snprintf(name, sizeof name, "roundtrip_tgbot_%s", tag);
-    tg__bench_run(name, tg_op, ctx, &tg_r);
-    double tg_cpu = cpu_ns_per_op(tg_op, ctx, CPU_OPS);
-    tg_ctx_stats st;
-    tg_ctx_get_stats(ctx, &st);
-    tg_ctx_free(ctx);
-    tg_bot_free(bot);
+    tg_measure(name, url, NULL, NULL, &tg);
     int c3 = atomic_load(&srv.accepted);
+    snprintf(name, sizeof name, "roundtrip_tgbot_lean_%s", tag);
+    tg_measure(name, url, tg_transport_lean(), NULL, &lean);
+    int c4 = atomic_load(&srv.accepted);
 
     tg__bench_report(&raw_r, NULL);
     tg__bench_report(&curl_r, &raw_r);
-    tg__bench_report(&tg_r, &raw_r);
-    printf("bench=roundtrip_tgbot_vs_curl_%s ratio=%.2f\n", tag, tg_r.ns_per_op / curl_r.ns_per_op);
+    tg__bench_report(&tg.r, &raw_r);
+    tg__bench_report(&lean.r, &raw_r);
+    printf("bench=roundtrip_tgbot_vs_curl_%s ratio=%.2f lean_vs_curl=%.2f\n", tag,
+           tg.r.ns_per_op / curl_r.ns_per_op, lean.r.ns_per_op / curl_r.ns_per_op);
     printf("bench=roundtrip_cpu_%s raw_socket_cpu_ns=%.0f bare_curl_cpu_ns=%.0f "
-           "tgbot_cpu_ns=%.0f tgbot_vs_raw=%.2f tgbot_vs_curl=%.2f\n",
-           tag, raw_cpu, curl_cpu, tg_cpu, tg_cpu / raw_cpu, tg_cpu / curl_cpu);
-    printf("bench=roundtrip_connections_%s raw_socket=%d bare_curl=%d tgbot=%d "
-           "tgbot_calls=%llu tgbot_transport_connects=%llu\n",
-           tag, c1 - c0, c2 - c1, c3 - c2, (unsigned long long)st.calls,
-           (unsigned long long)st.connects);
+           "tgbot_cpu_ns=%.0f lean_cpu_ns=%.0f tgbot_vs_raw=%.2f lean_vs_raw=%.2f "
+           "tgbot_vs_curl=%.2f\n",
+           tag, raw_cpu, curl_cpu, tg.cpu_ns, lean.cpu_ns, tg.cpu_ns / raw_cpu,
+           lean.cpu_ns / raw_cpu, tg.cpu_ns / curl_cpu);
+    printf("bench=roundtrip_connections_%s raw_socket=%d bare_curl=%d tgbot=%d lean=%d "
+           "tgbot_calls=%llu tgbot_transport_connects=%llu lean_calls=%llu "
+           "lean_transport_connects=%llu\n",
+           tag, c1 - c0, c2 - c1, c3 - c2, c4 - c3, (unsigned long long)tg.st.calls,
+           (unsigned long long)tg.st.connects, (unsigned long long)lean.st.calls,
+           (unsigned long long)lean.st.connects);
+}
+
+/* ---- TLS: a certificate for 127.0.0.1, the raw OpenSSL floor, libtgbot over both ---- */
+
+/* A self-signed P-256 certificate for IP 127.0.0.1, written as PEM to cert_path (the clients'
+ * ca_file). Returns the server's SSL_CTX. */
+static SSL_CTX *tls_server_ctx(const char *cert_path)
+{
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    X509_NAME *name = X509_NAME_new();
+    if (!key || !x || !name)
+        exit(1);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
+                               -1, 0);
+    X509_set_subject_name(x, name);
+    X509_set_issuer_name(x, name);
+    X509_set_pubkey(x, key);
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+    X509_EXTENSION *san = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+    X509_EXTENSION *bc = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
+    if (!san || !bc || !X509_add_ext(x, san, -1) || !X509_add_ext(x, bc, -1) ||
+        !X509_sign(x, key, EVP_sha256()))
+        exit(1);
+    FILE *f = fopen(cert_path, "w");
+    if (!f || PEM_write_X509(f, x) != 1 || fclose(f) != 0)
+        exit(1);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx || SSL_CTX_use_certificate(ctx, x) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1)
+        exit(1);
+    X509_EXTENSION_free(san);
+    X509_EXTENSION_free(bc);
+    X509_NAME_free(name);
+    X509_free(x);
+    EVP_PKEY_free(key);
+    return ctx;
+}
+
+struct raw_tls {
+    struct raw raw;
+    SSL_CTX *ctx;
+    SSL *ssl;
+};
+
+static void raw_tls_op(void *p)
+{
+    struct raw_tls *t = p;
+    char buf[1024];
+    size_t got = 0;
+    if (SSL_write(t->ssl, t->raw.req, (int)t->raw.req_len) != (int)t->raw.req_len)
+        exit(1);
+    while (got < srv.response_len) {
+        int n = SSL_read(t->ssl, buf, sizeof buf);
+        if (n <= 0)
+            exit(1);
+        got += (size_t)n;
+    }
+    tg__bench_sink(got);
+}
+
+static void raw_tls_open(struct raw_tls *t, const char *ca_file)
+{
+    raw_open(&t->raw);
+    t->ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+    if (SSL_CTX_load_verify_locations(t->ctx, ca_file, NULL) != 1)
+        exit(1);
+    t->ssl = SSL_new(t->ctx);
+    SSL_set_fd(t->ssl, t->raw.fd);
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), "127.0.0.1");
+    if (SSL_connect(t->ssl) != 1) {
+        ERR_print_errors_fp(stderr);
+        exit(1);
+    }
+}
+
+static void raw_tls_close(struct raw_tls *t)
+{
+    SSL_free(t->ssl);
+    SSL_CTX_free(t->ctx);
+    close(t->raw.fd);
+}
+
+static void tls_pass(const char *fixture, size_t len)
+{
+    char cert[] = "/tmp/tgbench-cert-XXXXXX", url[64];
+    int fd = mkstemp(cert);
+    if (fd < 0)
+        exit(1);
+    close(fd);
+    server_start(fixture, len, tls_server_ctx(cert));
+    tg__bench_result raw_r;
+    struct tg_run tg, lean;
+    struct raw_tls raw;
+    int c0 = atomic_load(&srv.accepted);
+    raw_tls_open(&raw, cert);
+    tg__bench_run("roundtrip_tls_raw_openssl_pinned", raw_tls_op, &raw, &raw_r);
+    double raw_cpu = cpu_ns_per_op(raw_tls_op, &raw, CPU_OPS);
+    raw_tls_close(&raw);
+    int c1 = atomic_load(&srv.accepted);
+    snprintf(url, sizeof url, "https://127.0.0.1:%u", (unsigned)srv.port);
+    tg_measure("roundtrip_tls_tgbot_pinned", url, NULL, cert, &tg);
+    int c2 = atomic_load(&srv.accepted);
+    tg_measure("roundtrip_tls_tgbot_lean_pinned", url, tg_transport_lean(), cert, &lean);
+    int c3 = atomic_load(&srv.accepted);
+    tg__bench_report(&raw_r, NULL);
+    tg__bench_report(&tg.r, &raw_r);
+    tg__bench_report(&lean.r, &raw_r);
+    printf("bench=roundtrip_tls_cpu_pinned raw_openssl_cpu_ns=%.0f tgbot_cpu_ns=%.0f "
+           "lean_cpu_ns=%.0f tgbot_vs_raw=%.2f lean_vs_raw=%.2f\n",
+           raw_cpu, tg.cpu_ns, lean.cpu_ns, tg.cpu_ns / raw_cpu, lean.cpu_ns / raw_cpu);
+    printf("bench=roundtrip_tls_connections_pinned raw_openssl=%d tgbot=%d lean=%d "
+           "lean_transport_connects=%llu\n",
+           c1 - c0, c2 - c1, c3 - c2, (unsigned long long)lean.st.connects);
+    SSL_CTX *sctx = srv.tls;
+    server_stop();
+    SSL_CTX_free(sctx);
+    unlink(cert);
 }
 
 int main(void)
@@ -323,7 +517,7 @@ int main(void)
     char *fixture = tg__bench_fixture("fixtures/botapi/sendmessage_response.json", &len);
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
-    server_start(fixture, len);
+    server_start(fixture, len, NULL);
     call_path_only();
     pass("unpinned");
     server_stop();
@@ -333,9 +527,10 @@ int main(void)
     CPU_SET(0, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0)
         perror("roundtrip: cannot pin to CPU 0");
-    server_start(fixture, len); /* its threads inherit the pinning */
+    server_start(fixture, len, NULL); /* its threads inherit the pinning */
     pass("pinned");
     server_stop();
+    tls_pass(fixture, len);
 
     tg__bench_table();
     tg__free(fixture);
