@@ -4,9 +4,13 @@
  * 20 string compares of the same command. Goal: within 2x of the floor, 0 allocations.
  *
  * Second scenario: the whole worker path for one update (tokenize, build the event, route,
- * reset), next to tokenizing the same bytes alone.
+ * reset), next to tokenizing the same bytes alone, and again (as dispatch_tokenize_route_20)
+ * next to its like-for-like floor from raw bytes: a cJSON DOM parse of the update, reading
+ * message.text's command, 20 string compares, cJSON_Delete.
  */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -52,6 +56,36 @@ static void bench_floor(void *p)
             break;
         }
     }
+}
+
+struct cjson_floor_ctx {
+    const struct floor_ctx *fc;
+    const char *json;
+    size_t len;
+};
+
+/* The floor of tokenize + route: what a DOM-parsing router does with the same bytes. */
+static void bench_cjson_floor(void *p)
+{
+    const struct cjson_floor_ctx *c = p;
+    char cmd[64];
+    cJSON *root = cJSON_ParseWithLength(c->json, c->len);
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(root, "message");
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(msg, "text");
+    if (!cJSON_IsString(text) || text->valuestring[0] != '/') {
+        fprintf(stderr, "bench: cJSON floor found no command\n");
+        exit(1);
+    }
+    size_t n = strcspn(text->valuestring + 1, " @");
+    snprintf(cmd, sizeof cmd, "%.*s", (int)(n < sizeof cmd ? n : sizeof cmd - 1),
+             text->valuestring + 1);
+    for (int i = 0; i < NCMD; i++) {
+        if (strcmp(c->fc->names[i], cmd) == 0) {
+            hits += (uintptr_t)(i + 1);
+            break;
+        }
+    }
+    cJSON_Delete(root);
 }
 
 struct full_ctx {
@@ -113,6 +147,12 @@ int main(void)
     tg__bench_report(&tok, NULL);
     tg__bench_run("dispatch_update_full", bench_full, &xc, &full);
     tg__bench_report(&full, &tok);
+    struct cjson_floor_ctx cf = {&fc, json, len};
+    tg__bench_result cj, tr = full;
+    tg__bench_run("cjson_parse_strcmp_20_commands", bench_cjson_floor, &cf, &cj);
+    tg__bench_report(&cj, NULL);
+    snprintf(tr.name, sizeof tr.name, "dispatch_tokenize_route_20");
+    tg__bench_report(&tr, &cj);
     tg__bench_table();
     tg__bench_sink(hits);
     if (hits == 0) {
