@@ -9,12 +9,17 @@
  *  - a server that reads the request and closes without answering: TG_ERR_TRANSPORT, sent,
  *    not retried by default (no silent duplicate), retried only with retry_after_send;
  *  - chunked answers, Connection: close, malformed and oversized heads, stray bytes;
- *  - warm calls make no allocation of ours.
+ *  - warm calls make no allocation of ours;
+ *  - TLS to `openssl s_server -www`: the second connection resumes the first one's session,
+ *    as both our trace and the server's own status page ("Reused") say.
  */
 #include "tgtest.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -298,6 +303,98 @@ static void test_warm_calls_allocate_nothing(void **state)
     tg_bot_free(bot);
 }
 
+/* ---- TLS session resumption against OpenSSL's s_server ---- */
+
+extern char **environ;
+
+struct s_server {
+    pid_t pid;
+    FILE *out;
+    char base[64];
+};
+
+static bool s_server_start(struct s_server *ss, const char *cert, const char *key)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return false;
+    char *argv[] = {"openssl", "s_server", "-accept", "127.0.0.1:0", "-www", "-cert",
+                    (char *)cert, "-key", (char *)key, "-naccept", "2", NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    int rc = posix_spawnp(&ss->pid, "openssl", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    ss->out = fdopen(fds[0], "r");
+    char line[256];
+    unsigned port = 0;
+    /* bounded: s_server prints "ACCEPT 127.0.0.1:<port>" first */
+    for (int i = 0; rc == 0 && ss->out && i < 10 && fgets(line, sizeof line, ss->out); i++)
+        if (sscanf(line, "ACCEPT 127.0.0.1:%u", &port) == 1)
+            break;
+    snprintf(ss->base, sizeof ss->base, "https://127.0.0.1:%u", port);
+    return rc == 0 && port != 0;
+}
+
+static void s_server_stop(struct s_server *ss)
+{
+    kill(ss->pid, SIGTERM);
+    waitpid(ss->pid, NULL, 0);
+    if (ss->out)
+        fclose(ss->out);
+}
+
+static void test_tls_session_resumed(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tgtest-lean-XXXXXX", cert[96], key[96], cmd[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    snprintf(key, sizeof key, "%s/key.pem", dir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout %s "
+             "-out %s -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+             ">/dev/null 2>&1",
+             key, cert);
+    assert_int_equal(system(cmd), 0);
+    struct s_server ss = {0};
+    assert_true(s_server_start(&ss, cert, key));
+    bot_logcap cap;
+    bot_logcap_init(&cap);
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = ss.base,
+                                                      .transport = tg_transport_lean(),
+                                                      .ca_file = cert,
+                                                      .timeout_ms = 5000,
+                                                      .log = bot_logcap_sink,
+                                                      .log_user = &cap,
+                                                      .log_level = TG_LOG_TRACE});
+    assert_non_null(bot);
+    tg_ctx *ctx = tg_ctx_new(bot);
+    const void *page[2];
+    size_t len[2];
+    /* -www answers any GET with an HTTP/1.0 status page and closes: two connections */
+    for (int i = 0; i < 2; i++) {
+        tg_status st = tg_download_to_memory(ctx, "doc.txt", 0, &page[i], &len[i]);
+        if (st != TG_OK)
+            fail_msg("download %d: %s", i, tg_ctx_errmsg(ctx));
+    }
+    assert_non_null(strstr(page[0], "New, TLSv1"));
+    assert_non_null(strstr(page[1], "Reused, TLSv1")); /* the server resumed the session */
+    tg_ctx_stats stats;
+    tg_ctx_get_stats(ctx, &stats);
+    assert_int_equal(stats.connects, 2);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+    assert_non_null(strstr(cap.text, "(session resumed)"));
+    assert_null(strstr(cap.text, "AAHdqTcv"));
+    bot_logcap_free(&cap);
+    s_server_stop(&ss);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_framings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_calls_allocate_nothing, setup, teardown),
+        cmocka_unit_test(test_tls_session_resumed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

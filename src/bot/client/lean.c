@@ -166,8 +166,12 @@ static void sock_close(struct lean_sock *s)
 {
     if (!s)
         return;
+    /* No close_notify (the peer learns from the FIN), but a clean end all the same: OpenSSL
+     * would otherwise mark the session unusable, and later connections resume it. */
+    if (s->ssl && !s->tls_failed)
+        SSL_set_shutdown(s->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
     if (s->ssl)
-        SSL_free(s->ssl); /* no close_notify: the peer learns from the FIN */
+        SSL_free(s->ssl);
     if (s->fd >= 0)
         close(s->fd);
     tg__free(s);
@@ -374,6 +378,7 @@ static int tls_handshake(struct tg__lean_pool *p, struct lean_sock *s, struct le
                 return -1;
             continue;
         }
+        s->tls_failed = true;
         long v = SSL_get_verify_result(s->ssl);
         if (v != X509_V_OK)
             return tg__lean_fail(io, LEAN_E_PEER_VERIFY,
@@ -471,6 +476,7 @@ static struct lean_sock *sock_connect(struct tg__lean_pool *p, struct lean_io *i
     }
     s->fd = fd;
     s->ssl = NULL;
+    s->tls_failed = false;
     s->rlen = 0;
     io->res->connects++;
     if (p->tls && tls_handshake(p, s, io) != 0) {
@@ -501,6 +507,7 @@ static int tls_write(struct lean_io *io, const char *p, size_t n)
             continue;
         }
         int e = SSL_get_error(io->s->ssl, rc);
+        io->s->tls_failed |= e == SSL_ERROR_SSL;
         if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ)
             return tg__lean_fail(io, LEAN_E_SEND, "sending over TLS failed: %s",
                                  e == SSL_ERROR_SYSCALL ? strerror(errno) : "TLS error");
@@ -570,6 +577,7 @@ static ssize_t sock_read(struct lean_io *io)
                 return 0;
             if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && errno == 0)
                 return 0; /* EOF without close_notify: as good as a FIN for HTTP framing */
+            s->tls_failed |= e == SSL_ERROR_SSL;
             if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
                 return tg__lean_fail(io, LEAN_E_RECV, "receiving over TLS failed: %s",
                                      e == SSL_ERROR_SYSCALL ? strerror(errno) : "TLS error");

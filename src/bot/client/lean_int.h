@@ -40,7 +40,8 @@ enum {
 struct lean_sock {
     int fd;
     SSL *ssl;
-    size_t rlen; /* bytes in rbuf */
+    bool tls_failed; /* a TLS protocol error: its session must not be resumed */
+    size_t rlen;     /* bytes in rbuf */
     char rbuf[LEAN_RBUF];
 };
 
