@@ -478,6 +478,29 @@ static void test_cancel_ctx(void **state)
     assert_int_equal(call(f->ctx, "getMe", NULL, NULL), TG_OK);
 }
 
+/* tg_ctx_cancel from another thread stops a transfer that is waiting for a slow answer. */
+static void test_cancel_in_flight(void **state)
+{
+    bot_fx *f = *state;
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.timeout_ms = 20000});
+    struct waiter w = {.ctx = tg_ctx_new(bot)};
+    size_t before = bot_server_connections(f->srv);
+    bot_server_push(f->srv, "getMe",
+                    &(bot_action){.kind = BOT_ACT_SLOW, .delay_ms = 10000, .body = GETME});
+    pthread_t t;
+    pthread_create(&t, NULL, wait_call, &w);
+    /* bounded wait until the call's connection is accepted (the server records a request
+     * only once it answered), then cancel while the answer is awaited */
+    for (int i = 0; i < 5000 && bot_server_connections(f->srv) == before; i++)
+        usleep(1000);
+    tg_ctx_cancel(w.ctx);
+    pthread_join(t, NULL);
+    assert_int_equal(w.st, TG_ERR_CANCELLED);
+    assert_int_equal(tg_ctx_error(w.ctx)->attempts, 1); /* one request, not retried */
+    tg_ctx_free(w.ctx);
+    tg_bot_free(bot);
+}
+
 static void test_keep_alive(void **state)
 {
     bot_fx *f = *state;
@@ -778,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_connect_timeout),
         cmocka_unit_test_setup_teardown(test_shutdown_interrupts_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_ctx, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_connection_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_share_bot, setup, teardown),

@@ -119,6 +119,20 @@ static void test_upload_sources(void **state)
         if ((unsigned char)ex->data[i] != pattern(i))
             fail_msg("extra: byte %zu differs", i);
 
+    /* a callback of unknown size (size -1): the body goes chunked, every byte arrives */
+    struct counter_src open_ended = {.size = 200000};
+    tg_file_part unknown = {.name = "document", .read = read_pattern, .read_user = &open_ended,
+                            .size = -1};
+    assert_int_equal(
+        tg_call_raw_files(f->ctx, "sendDocument", "{\"chat_id\":1}", 13, &unknown, 1, &res, &n),
+        TG_OK);
+    const bot_part *up = bot_request_part(bot_server_last(f->srv), "document");
+    assert_non_null(up);
+    assert_int_equal(up->size, 200000);
+    for (size_t i = 0; i < up->data_len; i++)
+        if ((unsigned char)up->data[i] != pattern(i))
+            fail_msg("unknown size: byte %zu differs", i);
+
     /* a read callback that fails aborts the upload */
     tg_file_part bad = {.name = "document", .read = read_fail, .size = 10};
     assert_int_equal(
