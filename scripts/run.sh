@@ -12,6 +12,8 @@ mkdir -p run
 chmod 700 run
 port=${TGPROXY_PORT:-8443}
 domain=${TGPROXY_DOMAIN:-www.google.com}
+existed=false
+[ -s run/tgproxy.toml ] && existed=true
 if [ ! -s run/secret ]; then
     "$bin" generate-secret --hex "$domain" > run/secret
     chmod 600 run/secret
@@ -28,6 +30,13 @@ main = "$(cat run/secret)"
 TOML
     chmod 600 run/tgproxy.toml
 fi
+# The file, once written, is the operator's: TGPROXY_PORT only shapes a new one. Say what the
+# file really listens on, and say so when a TGPROXY_PORT given now does not apply.
+bind=$(sed -n 's/^[[:space:]]*bind-to[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' run/tgproxy.toml | head -n 1)
+if $existed && [ -n "${TGPROXY_PORT:-}" ] && [ "$bind" != "127.0.0.1:$TGPROXY_PORT" ]; then
+    echo "run: TGPROXY_PORT=$TGPROXY_PORT not applied: run/tgproxy.toml already exists" \
+        "(bind-to = \"${bind:-see the file}\"); edit it, or delete it to write a new one"
+fi
 "$bin" access run/tgproxy.toml --no-qr
-echo "run: serving on 127.0.0.1:$port; Ctrl-C stops"
+echo "run: serving on ${bind:-the bind-to of run/tgproxy.toml}; Ctrl-C stops"
 exec "$bin" run run/tgproxy.toml

@@ -575,6 +575,73 @@ static void test_secret_file_errors(void **state)
     assert_non_null(strstr(r.err, "or TGPROXY_SECRET in the environment"));
 }
 
+/* scripts/run.sh (`make run`) in dir with TGPROXY_PORT=port (NULL: unset), stdout and
+   stderr into buf until tgproxy listens; then SIGTERM. */
+static void run_script(const char *dir, const char *port, char *buf, size_t cap)
+{
+    int fds[2];
+    struct child c;
+    assert_int_equal(pipe(fds), 0);
+    c.pid = fork();
+    assert_true(c.pid >= 0);
+    if (c.pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        if (chdir(dir) != 0)
+            _exit(126);
+        if (port)
+            setenv("TGPROXY_PORT", port, 1);
+        else
+            unsetenv("TGPROXY_PORT");
+        execl("/bin/bash", "bash", TGKIT_SOURCE_DIR "/scripts/run.sh", TGKIT_BINARY_DIR,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    c.err_fd = fds[0];
+    bool up = read_until(&c, "listening on", buf, cap);
+    kill(c.pid, up ? SIGTERM : SIGKILL);
+    int code = wait_exit(&c);
+    if (!up || code != 0)
+        fail_msg("run.sh: up %d, exit %d, output: %s", up, code, buf);
+}
+
+/* With run/tgproxy.toml already there, `make run` serves what the file says and says that
+   a TGPROXY_PORT given now was not applied, instead of printing it as the port. */
+static void test_run_script_existing_config(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tgproxy-run-XXXXXX", path[128], buf[8192];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/run", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/run/secret", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(EE_A "\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/run/tgproxy.toml", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("bind-to = \"127.0.0.1:0\"\npublic-port = 8443\nworkers = 1\n"
+          "[secrets]\nmain = \"" EE_A "\"\n",
+          f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0600), 0);
+    run_script(dir, "9443", buf, sizeof buf);
+    assert_non_null(strstr(buf, "run: TGPROXY_PORT=9443 not applied: run/tgproxy.toml already "
+                                "exists (bind-to = \"127.0.0.1:0\")"));
+    assert_non_null(strstr(buf, "run: serving on 127.0.0.1:0;"));
+    assert_null(strstr(buf, "9443;"));
+    run_script(dir, NULL, buf, sizeof buf); /* nothing asked, nothing to explain */
+    assert_null(strstr(buf, "not applied"));
+    assert_non_null(strstr(buf, "run: serving on 127.0.0.1:0;"));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* The soft open-files limit of a running process, from /proc/PID/limits. */
 static long soft_nofile(pid_t pid)
 {
@@ -638,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_binary_nofile_limit),
         cmocka_unit_test(test_binary_secret_sources),
         cmocka_unit_test(test_secret_file_errors),
+        cmocka_unit_test(test_run_script_existing_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
