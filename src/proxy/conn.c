@@ -459,8 +459,8 @@ static bool replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *k
         stats_add(&c->w->stats, replay_early_evictions, 1);
         if (antireplay_warn_due(ar, now_s, &total))
             tg__log(NULL, TG__LOG_WARN,
-                    "anti-replay: %llu handshakes forgotten before their window ended (cache "
-                    "full), so replays of them would pass; raise [defense.anti-replay] "
+                    "anti-replay: cache full, %llu handshake(s) forgotten so far before their "
+                    "window ended (replays of them would pass); raise [defense.anti-replay] "
                     "max-entries",
                     (unsigned long long)total);
     }
