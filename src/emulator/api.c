@@ -303,9 +303,7 @@ static int h_get_updates(emu_req *r)
     uint64_t gen = ++b->poll_gen;
     pthread_cond_broadcast(&r->e->cv);
     if (timeout > 0 && b->nq == 0) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += timeout;
+        struct timespec until = emu_deadline(r->e, timeout * 1000);
         while (b->nq == 0 && !r->e->stopping && b->poll_gen == gen && !b->hook.url) {
             if (pthread_cond_timedwait(&r->e->cv, &r->e->mu, &until) == ETIMEDOUT)
                 break;

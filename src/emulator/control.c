@@ -258,16 +258,7 @@ static void wait_answer(ctl *x, emu_query *q)
     int64_t ms = arg_i64(x, "wait_ms", 0);
     if (ms <= 0)
         return;
-    if (ms > 30000)
-        ms = 30000;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = emu_deadline(x->e, ms > 30000 ? 30000 : ms);
     while (!q->answered && !x->e->stopping)
         if (pthread_cond_timedwait(&x->e->cv, &x->e->mu, &until) == ETIMEDOUT)
             break;
@@ -617,9 +608,7 @@ static int c_events(ctl *x)
     if (ms > 25000)
         ms = 25000;
     if (ms > 0 && e->seq <= since && e->version == version) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += ms / 1000 + 1;
+        struct timespec until = emu_deadline(e, ms);
         while (e->seq <= since && e->version == version && !e->stopping)
             if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == ETIMEDOUT)
                 break;

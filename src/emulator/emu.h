@@ -20,6 +20,7 @@
 #define TGKIT_EMULATOR_EMU_H
 
 #include <pthread.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -161,6 +162,7 @@ typedef struct emu_options {
     bool rate_limits;       /* 429 when Telegram's limits are exceeded */
     bool strict_tokens;     /* only bots added with emu_bot_add (or --bot) */
     const char *state_file; /* load at start when it exists, save at stop */
+    uint32_t max_wait_ms;   /* cap on every wait (long polls, wait_ms); 0 = 50 s */
 } emu_options;
 
 typedef struct emu {
@@ -195,6 +197,8 @@ int emu_start(emu *e, char *err, size_t errcap); /* HTTP server + webhook thread
 void emu_free(emu *e);                           /* stops, saves state when asked; NULL-safe */
 
 /* ---- world (state.c) ---- */
+/* Absolute CLOCK_REALTIME deadline ms from now, capped by the options' max_wait_ms. */
+struct timespec emu_deadline(const emu *e, int64_t ms);
 void emu_touch(emu *e); /* version++ and wake every waiter */
 int64_t emu_now(void);  /* unix seconds */
 bool emu_token_ok(const char *token);

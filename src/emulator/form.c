@@ -67,6 +67,8 @@ int emu_form_add(emu_form *f, const char *name, size_t name_len, const char *val
 {
     if (name_len == 0 || name_len > NAME_MAX_BYTES)
         return fail(f, "field name of %zu bytes (1 to %d allowed)", name_len, NAME_MAX_BYTES);
+    if (memchr(name, '\0', name_len))
+        return fail(f, "field name with a NUL byte");
     emu_field *x = new_field(f);
     if (!x)
         return -1;

@@ -32,6 +32,24 @@ void emu_touch(emu *e)
     pthread_cond_broadcast(&e->cv);
 }
 
+struct timespec emu_deadline(const emu *e, int64_t ms)
+{
+    int64_t cap = e->o.max_wait_ms ? e->o.max_wait_ms : EMU_POLL_MAX_S * 1000;
+    if (ms > cap)
+        ms = cap;
+    if (ms < 0)
+        ms = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 int64_t emu_now(void)
 {
     return (int64_t)time(NULL);

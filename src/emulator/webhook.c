@@ -210,14 +210,7 @@ static void *deliver(void *arg)
             pthread_mutex_lock(&e->mu);
             done_job(e, &j, ok, why);
         } else {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += wait_ms / 1000;
-            until.tv_nsec += (wait_ms % 1000) * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            struct timespec until = emu_deadline(e, wait_ms);
             pthread_cond_timedwait(&e->cv, &e->mu, &until);
         }
         tg__free(j.url);
