@@ -17,7 +17,7 @@ PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
 PKGS_LINT  = clang-format clang-tidy cppcheck
 PKGS_BENCH = wrk valgrind
 
-.PHONY: all deps build run test bench fuzz regen regen-check format lint clean asan-test tsan-test \
+.PHONY: all deps build run demo test bench fuzz regen regen-check format lint clean asan-test tsan-test \
         abi-update \
         deps-lint deps-bench
 
@@ -40,6 +40,9 @@ build: deps $(BUILD)/CMakeCache.txt
 
 run: build
 	@scripts/run.sh $(BUILD)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
