@@ -327,6 +327,50 @@ TG_API void tg_router_on_error(tg_router *r, tg_error_fn fn, void *user);
 /* Why the last tg_router_* call failed ("" otherwise). */
 TG_API const char *tg_router_errmsg(const tg_router *r);
 
+/* ---- the command menu ---- */
+
+typedef struct tg_bot_command_scope tg_bot_command_scope; /* tgbot/api.h */
+
+/*
+ * The router knows the bot's commands and publishes them as the client's command menu
+ * (setMyCommands): register a handler and describe it in one call, add translations, then
+ * publish once at start-up.
+ *
+ *   tg_router_command(r, "start", "Start over", on_start, NULL);
+ *   tg_router_command(r, "order", "Order a pizza", on_order, NULL);
+ *   tg_router_describe_command(r, "order", "de", "Pizza bestellen");
+ *   tg_router_publish_all_commands(r, ctx, NULL);   default list plus a "de" list
+ *
+ * Names are 1..32 of [a-z0-9_] (Telegram's rule; no '/'), descriptions 1..256 characters
+ * (UTF-8, counted in UTF-16 units), at most 100 commands per list. Strings are copied.
+ * Commands added with tg_router_on_command have no description and stay off the menu.
+ * Thread-safety: describe while building the router; publishing reads it (any thread, one
+ * ctx per thread).
+ */
+TG_API tg_status tg_router_command(tg_router *r, const char *name, const char *description,
+                                   tg_handler_fn fn, void *user);
+/* Describe a command for the menu: lang NULL = the default description, else an IETF
+ * language code ("de", "pt-br") for users with that interface language. The command need
+ * not have a handler in this router (e.g. handled by another process). */
+TG_API tg_status tg_router_describe_command(tg_router *r, const char *name, const char *lang,
+                                            const char *description);
+/* Limit a command to scopes: a mask of TG_SCOPE_BIT(TG_BOT_COMMAND_SCOPE_...) kinds
+ * (0 = every scope, the default). A list published for a scope keeps only its commands. */
+#define TG_SCOPE_BIT(kind) (UINT32_C(1) << (kind))
+TG_API tg_status tg_router_command_scopes(tg_router *r, const char *name, uint32_t scopes);
+/*
+ * Call setMyCommands on ctx with the described commands (registration order) whose scopes
+ * allow scope (NULL = BotCommandScopeDefault), for language lang (NULL = the list for every
+ * language; else each command's lang description, the default one when it has none).
+ * Returns what the call returns (tg_ctx_errmsg(ctx) says why); TG_ERR_INVALID when more
+ * than 100 commands would be sent.
+ */
+TG_API tg_status tg_router_publish_commands(const tg_router *r, tg_ctx *ctx,
+                                            const tg_bot_command_scope *scope, const char *lang);
+/* The default list, then one list per language any command is translated to. */
+TG_API tg_status tg_router_publish_all_commands(const tg_router *r, tg_ctx *ctx,
+                                                const tg_bot_command_scope *scope);
+
 /* ---- dispatcher ---- */
 
 typedef struct tg_dispatcher tg_dispatcher;

@@ -67,7 +67,22 @@ struct middleware {
     void *user;
 };
 
+/* A command of the menu (commands.c): name, default description, translations, scopes. */
+struct tg__command {
+    char *name;
+    char *description;
+    struct tg__command_tr {
+        char *lang, *description;
+    } * tr;
+    size_t ntr;
+    uint32_t scopes; /* bits of tg_bot_command_scope_kind; 0 = every scope */
+};
+
+void tg__router_commands_free(tg_router *r);
+
 struct tg_router {
+    struct tg__command *cmds; /* the command menu, in registration order */
+    size_t ncmds;
     struct route *routes; /* sorted by group, then registration order */
     size_t nroutes, cap;
     struct middleware *mw;

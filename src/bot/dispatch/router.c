@@ -36,6 +36,7 @@ void tg_router_free(tg_router *r)
         return;
     for (size_t i = 0; i < r->nroutes; i++)
         tg_filter_free(r->routes[i].filter);
+    tg__router_commands_free(r);
     tg__free(r->routes);
     tg__free(r->mw);
     tg__free(r->username);
