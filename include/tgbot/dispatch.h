@@ -200,6 +200,32 @@ TG_API const void *tg_conv_data(const tg_hctx *h, size_t *len);
 TG_API tg_status tg_conv_set(tg_hctx *h, const char *state, const void *data, size_t len);
 TG_API tg_status tg_conv_end(tg_hctx *h);
 
+/*
+ * Typed fields: strings and integers by name, kept in the conversation's data instead of a
+ * blob the handler packs itself. Every setter stores at once (one storage write, as
+ * tg_conv_set), keeps the state and the other fields, and needs a conversation: enter a
+ * state first (tg_conv_enter or tg_conv_set). Names are 1..64 bytes of [A-Za-z0-9_.:-];
+ * strings may hold any bytes but NUL. The fields share conv_max_bytes with the state
+ * (about 8 bytes of overhead per field). Fields and tg_conv_set's blob are two views of one
+ * data: tg_conv_set with data replaces the fields, and a field setter refuses data that is
+ * a blob (TG_ERR_INVALID).
+ *
+ *   tg_conv_enter(h, "ask_size");            on /order
+ *   tg_conv_set_str(h, "size", text);        in state ask_size
+ *   tg_conv_set_int(h, "qty", 2);
+ *   tg_conv_get_str(h, "size");              in a later update: "large"
+ *
+ * Returned strings live until the handler returns. Getters return NULL / false when there
+ * is no conversation, no such field, or a field of the other type.
+ */
+/* Move to state keeping the data (fields); starts an empty conversation if there is none. */
+TG_API tg_status tg_conv_enter(tg_hctx *h, const char *state);
+TG_API tg_status tg_conv_set_str(tg_hctx *h, const char *name, const char *value);
+TG_API tg_status tg_conv_set_int(tg_hctx *h, const char *name, int64_t value);
+TG_API tg_status tg_conv_unset(tg_hctx *h, const char *name); /* TG_OK also when absent */
+TG_API const char *tg_conv_get_str(const tg_hctx *h, const char *name);
+TG_API bool tg_conv_get_int(const tg_hctx *h, const char *name, int64_t *out);
+
 /* ---- storage ---- */
 
 typedef struct tg_storage tg_storage;
