@@ -116,6 +116,7 @@ typedef struct tg_event {
     bool command_for_me;      /* no @mention, or the mention is this bot (case-insensitive) */
     const char *json;         /* the whole update as received (not NUL-terminated) */
     size_t json_len;
+    const char *language_code; /* the user's interface language (from.language_code); NULL */
 } tg_event;
 
 /* ---- handler context ---- */

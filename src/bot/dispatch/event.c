@@ -245,6 +245,7 @@ static bool fill_fields(tg_event *ev, const tg__jdoc *d, uint32_t p, tg__arena *
     ev->chat_type = str_at(d, obj_get(d, chat, "type"), a, &oom);
     ev->has_user = get_i64(d, obj_get(d, user, "id"), &ev->user_id);
     ev->username = str_at(d, obj_get(d, user, "username"), a, &oom);
+    ev->language_code = str_at(d, obj_get(d, user, "language_code"), a, &oom);
     if (!get_i64(d, at[S_MESSAGE_ID], &ev->message_id))
         get_i64(d, obj_get(d, at[S_MESSAGE], "message_id"), &ev->message_id);
     ev->text = str_at(d, at[S_TEXT], a, &oom);
