@@ -33,5 +33,6 @@
 #include "tgbot/keyboard.h"
 #include "tgbot/text.h"
 #include "tgbot/links.h"
+#include "tgbot/i18n.h"
 
 #endif
