@@ -40,10 +40,15 @@ enum {
 struct lean_sock {
     int fd;
     SSL *ssl;
-    bool tls_failed; /* a TLS protocol error: its session must not be resumed */
-    size_t rlen;     /* bytes in rbuf */
+    bool tls_failed;       /* a TLS protocol error: its session must not be resumed */
+    uint64_t idle_since_ns; /* when it went back to the pool */
+    size_t rlen;            /* bytes in rbuf */
     char rbuf[LEAN_RBUF];
 };
+
+/* A connection back in the pool for less than this is reused without the liveness probe
+ * (default 1 ms; a test sets 0 to probe every time). See lean.c. */
+extern uint64_t tg__lean_fresh_ns;
 
 /* One request in flight: deadline, cancellation and what went wrong. */
 struct lean_io {
