@@ -2,6 +2,7 @@
 #include "redis_server.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -66,8 +67,8 @@ static void exec_server(const tgtest_redis *r)
         close(devnull);
     }
     execl(server_path(), "redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", r->dir,
-          "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-          (char *)NULL);
+          "--save", "", "--appendonly", r->durable ? "yes" : "no", "--appendfsync", "no",
+          "--daemonize", "no", "--loglevel", "warning", (char *)NULL);
     _exit(127);
 }
 
@@ -91,9 +92,10 @@ static int launch(tgtest_redis *r)
     return -1;
 }
 
-int tgtest_redis_start(tgtest_redis *r)
+static int start(tgtest_redis *r, bool durable)
 {
     memset(r, 0, sizeof *r);
+    r->durable = durable;
     snprintf(r->dir, sizeof r->dir, "/tmp/tgtest-redis-XXXXXX");
     if (!mkdtemp(r->dir))
         return -1;
@@ -104,13 +106,44 @@ int tgtest_redis_start(tgtest_redis *r)
     return -1;
 }
 
-int tgtest_redis_restart(tgtest_redis *r)
+int tgtest_redis_start(tgtest_redis *r)
+{
+    return start(r, false);
+}
+
+int tgtest_redis_start_durable(tgtest_redis *r)
+{
+    return start(r, true);
+}
+
+/* Remove the files of one directory level (the server's append-only directory). */
+static void remove_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[400];
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+}
+
+void tgtest_redis_kill(tgtest_redis *r)
 {
     if (r->pid > 0) {
         kill(r->pid, SIGKILL);
         waitpid(r->pid, NULL, 0);
         r->pid = 0;
     }
+}
+
+int tgtest_redis_restart(tgtest_redis *r)
+{
+    tgtest_redis_kill(r);
     for (int i = 0; i < 50; i++) { /* the port may linger briefly */
         if (launch(r) == 0)
             return 0;
@@ -134,8 +167,10 @@ void tgtest_redis_stop(tgtest_redis *r)
     }
     if (r->dir[0]) {
         char path[200];
-        snprintf(path, sizeof path, "%s/dump.rdb", r->dir);
-        unlink(path); /* persistence is off; just in case */
+        snprintf(path, sizeof path, "%s/appendonlydir", r->dir);
+        remove_files(path);
+        rmdir(path);
+        remove_files(r->dir); /* dump.rdb, if any */
         if (rmdir(r->dir) != 0)
             fprintf(stderr, "redis_server: could not remove %s\n", r->dir);
         r->dir[0] = '\0';

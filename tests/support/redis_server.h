@@ -13,6 +13,7 @@
 typedef struct tgtest_redis {
     pid_t pid;
     uint16_t port;
+    bool durable; /* append-only file: survives SIGKILL and restart */
     char dir[128];
 } tgtest_redis;
 
@@ -20,8 +21,16 @@ typedef struct tgtest_redis {
 bool tgtest_redis_available(void);
 /* Start a server and wait until it answers PING (at most ~10 s). 0 or -1. */
 int tgtest_redis_start(tgtest_redis *r);
+/* The same with appendonly yes: Redis writes a command to the append-only file before it
+ * answers, so a killed server (tgtest_redis_restart: SIGKILL, start again) keeps everything
+ * it acknowledged. The file is never fsynced (the kernel keeps it across a process kill;
+ * only a machine crash would need appendfsync always). */
+int tgtest_redis_start_durable(tgtest_redis *r);
 void tgtest_redis_stop(tgtest_redis *r);
-/* Kill the server and start a fresh one on the same port (data is gone). 0 or -1. */
+/* Kill the server (SIGKILL) and start a fresh one on the same port: the data is gone, unless
+ * the server is durable. 0 or -1. */
 int tgtest_redis_restart(tgtest_redis *r);
+/* SIGKILL the server and leave it down (tgtest_redis_restart brings it back). */
+void tgtest_redis_kill(tgtest_redis *r);
 
 #endif
