@@ -34,5 +34,6 @@
 #include "tgbot/text.h"
 #include "tgbot/links.h"
 #include "tgbot/i18n.h"
+#include "tgbot/fleet.h"
 
 #endif

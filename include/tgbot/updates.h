@@ -43,6 +43,10 @@ typedef struct tg_polling_options {
     uint32_t drain_ms;                  /* at stop, time for queued updates to finish; 0 = 10000 */
     bool delete_webhook;                /* call deleteWebhook first (a set webhook makes getUpdates
                                            fail with 409 Conflict) */
+    /* Be the ingress of a fleet (tgbot/fleet.h): publish updates to its streams instead of
+     * running them, and poll only while holding the fleet's polling lease, so any number of
+     * processes may run this and exactly one polls. NULL = run updates on d. */
+    struct tg_fleet *fleet;
 } tg_polling_options;
 
 /*
@@ -84,12 +88,17 @@ typedef struct tg_webhook_options {
     /* > 0: each request waits up to this long for its handler, which may then answer in the
      * response body with tg_hctx_respond(); 0 = answer as soon as the update is queued. */
     uint32_t reply_wait_ms;
+    /* Be the ingress of a fleet (tgbot/fleet.h): publish each update to its stream and
+     * answer 200 only once Redis has it, 503 when Redis is unreachable (Telegram retries).
+     * d then only serves for tg_run_webhook's stop; reply_wait_ms must be 0. NULL = feed d. */
+    struct tg_fleet *fleet;
 } tg_webhook_options;
 
 typedef struct tg_webhook tg_webhook;
 
 /*
- * Start serving in background threads. Requests are answered:
+ * Start serving in background threads. d may be NULL when opts->fleet is set. Requests are
+ * answered:
  *   404 wrong path, 405 not POST, 401 wrong or missing secret token (compared in constant
  *   time), 415 not application/json, 413 body over max_body_bytes, 400 not a JSON Update
  *   (the body says where), 503 queue full (Telegram retries later), 200 queued.

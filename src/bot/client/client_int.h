@@ -37,8 +37,19 @@ struct tg__flood_slot {
     int64_t group_tat;
 };
 
+/* A shared (fleet-wide) flood check: returns the time the message may go (>= now_us), -1
+ * when it would wait too long (or at all, fail-fast), or TG__FLOOD_UNAVAILABLE to fall back
+ * to the local buckets. Called without the flood lock, from any thread; it may read f's
+ * options and intervals (fixed after init). */
+#define TG__FLOOD_UNAVAILABLE (-2)
+struct tg__flood;
+typedef int64_t (*tg__flood_remote_fn)(void *user, const struct tg__flood *f, int64_t key,
+                                       bool group, int64_t now_us);
+
 struct tg__flood {
     pthread_mutex_t mu;
+    tg__flood_remote_fn remote; /* guarded by mu; NULL = local only */
+    void *remote_user;
     tg_flood_options opt;
     int64_t global_us, chat_us, group_us; /* emission intervals */
     int64_t global_tat;
@@ -51,6 +62,8 @@ void tg__flood_cleanup(struct tg__flood *f);
 /* Reserve a slot for one message to key at or after now_us. Returns the time the message may
  * go (>= now_us), or -1 if it would have to wait (fail_fast) or wait beyond max_wait_ms. */
 int64_t tg__flood_reserve(struct tg__flood *f, int64_t key, bool group, int64_t now_us);
+/* Route reservations through fn (NULL: back to local only). Thread-safe. */
+void tg__flood_set_remote(struct tg__flood *f, tg__flood_remote_fn fn, void *user);
 /* Does method post messages (send*, forward*, copy*, but not sendChatAction)? */
 bool tg__flood_applies(const char *method);
 

@@ -8,6 +8,10 @@
  * all limits at once and callers simply sleep until their slot. Reservations are made in
  * arrival order, which keeps messages to one chat in order.
  *
+ * A fleet (src/bot/fleet/flood.c) may take over the reservation with the same arithmetic
+ * in Redis, so the limits hold across processes; when it cannot reach Redis it answers
+ * TG__FLOOD_UNAVAILABLE and the local buckets decide, as if there were no fleet.
+ *
  * Chats live in an open-addressing table keyed by chat id. A bucket whose tat has passed is
  * the same as a fresh one, so the table is swept of those before it grows: memory follows
  * the number of chats written to in the last interval, not all chats ever seen.
@@ -133,10 +137,27 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
+void tg__flood_set_remote(struct tg__flood *f, tg__flood_remote_fn fn, void *user)
+{
+    pthread_mutex_lock(&f->mu);
+    f->remote = fn;
+    f->remote_user = user;
+    pthread_mutex_unlock(&f->mu);
+}
+
 int64_t tg__flood_reserve(struct tg__flood *f, int64_t key, bool group, int64_t now)
 {
     if (key == EMPTY_KEY)
         key = EMPTY_KEY + 1;
+    pthread_mutex_lock(&f->mu);
+    tg__flood_remote_fn remote = f->remote;
+    void *ruser = f->remote_user;
+    pthread_mutex_unlock(&f->mu);
+    if (remote) {
+        int64_t at = remote(ruser, f, key, group, now);
+        if (at != TG__FLOOD_UNAVAILABLE)
+            return at;
+    }
     pthread_mutex_lock(&f->mu);
     int64_t at = -1;
     struct tg__flood_slot *s = find_slot(f, key, now);

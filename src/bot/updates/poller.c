@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bot/dispatch/dispatch_int.h"
+#include "bot/fleet/fleet_int.h"
 #include "bot/updates/offsets.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -267,6 +268,8 @@ tg_status tg_run_polling_sized(tg_dispatcher *d, const tg_polling_options *opts,
             tg__dispatcher_seterr(d, "tg_run_polling: the dispatcher has no bot");
         return TG_ERR_INVALID;
     }
+    if (opts->fleet)
+        return tg__fleet_run_polling(d, opts);
     struct poller p = {.d = d, .o = *opts};
     defaults(&p.o);
     p.backoff_ms = p.o.backoff_min_ms;

@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "bot/dispatch/dispatch_int.h"
+#include "bot/fleet/fleet_int.h"
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -33,6 +34,8 @@
 struct tg_webhook {
     struct MHD_Daemon *mhd;
     tg_dispatcher *d;
+    tg_fleet *fleet; /* set: publish to the fleet's streams instead of feeding d */
+    atomic_bool fleet_down; /* the last publish failed (log once per outage) */
     char *path;
     char *secret;
     size_t secret_len;
@@ -139,10 +142,45 @@ static enum MHD_Result answer_ok(tg_webhook *w, struct MHD_Connection *c, struct
     return rc;
 }
 
+static void wh_log(tg_webhook *w, int level, const char *msg, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void wh_log(tg_webhook *w, int level, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (w->d)
+        tg__dispatcher_log(w->d, level, "%s", line);
+    else
+        tg__log(NULL, level, "%s", line);
+}
+
+/* Fleet ingress: 200 only once Redis stored the update, 503 while it cannot. */
+static enum MHD_Result publish(tg_webhook *w, struct MHD_Connection *c, struct request *rq)
+{
+    char err[256];
+    tg_status st = tg__fleet_publish(w->fleet, tg__buf_cstr(&rq->body), rq->body.len, err,
+                                     sizeof err);
+    if (st == TG_OK && atomic_exchange(&w->fleet_down, false))
+        wh_log(w, TG__LOG_INFO, "webhook: fleet storage reachable again");
+    if (st == TG_OK)
+        return answer(w, c, MHD_HTTP_OK, "");
+    if (st == TG_ERR_DECODE)
+        return answer(w, c, MHD_HTTP_BAD_REQUEST, err);
+    if (!atomic_exchange(&w->fleet_down, true))
+        wh_log(w, TG__LOG_WARN, "webhook: %s; answering 503 until it is back", err);
+    return answer(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "storage unavailable, retry later");
+}
+
 static enum MHD_Result finish(tg_webhook *w, struct MHD_Connection *c, struct request *rq)
 {
     if (rq->too_big)
         return answer(w, c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+    if (w->fleet)
+        return publish(w, c, rq);
     char err[256];
     struct tg__reply *rp = w->reply_wait_ms ? tg__reply_new() : NULL;
     tg_status st = tg__dispatcher_feed(w->d, tg__buf_cstr(&rq->body), rq->body.len,
@@ -265,6 +303,11 @@ static bool copy_config(tg_webhook *w, const tg_webhook_options *o)
     w->max_body = o->max_body_bytes ? o->max_body_bytes : (size_t)1 << 20;
     w->queue_wait_ms = o->queue_wait_ms;
     w->reply_wait_ms = o->reply_wait_ms;
+    w->fleet = o->fleet;
+    if (w->fleet && w->reply_wait_ms)
+        return wh_fail("webhook: reply_wait_ms cannot be used with a fleet (handlers run on "
+                       "the workers, after the answer)"),
+               false;
     if (!w->path)
         return wh_fail("webhook: out of memory"), false;
     if (w->path[0] != '/')
@@ -331,7 +374,7 @@ tg_webhook *tg_webhook_start_sized(tg_dispatcher *d, const tg_webhook_options *o
     wh_err[0] = '\0';
     if (!tg__sized_in(&copy, sizeof copy, opts, opts_size))
         return wh_fail("webhook: options: " TG__SIZED_ERRMSG), NULL;
-    if (!d)
+    if (!d && !o->fleet)
         return wh_fail("webhook: dispatcher is NULL"), NULL;
     tg_webhook *w = tg__calloc(1, sizeof *w);
     if (!w)

@@ -1,0 +1,47 @@
+/*
+ * fleet_fx: what the fleet tests share: update JSON for (chat, seq), a keep-alive HTTP
+ * poster for the webhook, a hiredis probe of the test's redis-server, and the order checker
+ * that judges handling records (which must also fail on broken input).
+ */
+#ifndef TGKIT_TEST_FLEET_FX_H
+#define TGKIT_TEST_FLEET_FX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One handled update, as a handler recorded it. */
+struct fx_rec {
+    int64_t chat;
+    long seq;       /* 1, 2, ... per chat, in publishing order */
+    long prev;      /* the seq the chat's conversation held when the handler started */
+    uint64_t t0_ns; /* CLOCK_MONOTONIC when the handler started and ended (one machine) */
+    uint64_t t1_ns;
+};
+
+struct fx_check {
+    long missing;    /* (chat, seq) never handled */
+    long dups;       /* handled more than once */
+    long order;      /* a seq ran (first time) before an earlier one of its chat */
+    long overlap;    /* two handlers of one chat ran at the same time */
+    long conv;       /* the conversation did not hold the previous seq */
+    char first[200]; /* the first problem, for the failure message */
+};
+
+/* {"update_id":id,"message":{... chat C, from C, text "<seq>"}} into buf. Length. */
+size_t fx_update(char *buf, size_t cap, int64_t update_id, int64_t chat, long seq);
+/* Parse the text of such an update's message back ("<seq>"); -1 if not a number. */
+long fx_seq_of(const char *text);
+
+/* Judge records (sorted in place) against chats 0..nchats-1 each with seqs 1..per_chat. */
+void fx_check_records(struct fx_rec *r, size_t n, int64_t chat_base, long nchats, long per_chat,
+                      struct fx_check *out);
+
+/* POST body to url (keep-alive handle per thread). HTTP status, or -1 when no answer. */
+long fx_post(const char *url, const char *body, size_t len);
+void fx_post_cleanup(void);
+
+/* Run a redis command on 127.0.0.1:port and return its integer reply (-1 on failure). */
+long long fx_redis_int(uint16_t port, const char *fmt, ...);
+
+#endif
