@@ -899,10 +899,55 @@ static void write_error(emu_req *r, tg__buf *out)
     tg__jw_obj_end(&w);
 }
 
-/* Rate limits (when switched on): 30 sends a second per bot, as Telegram documents. */
+/* Rate limits (when switched on), as Telegram documents them: about one message a second
+ * in a chat (bursts of 3), 20 a minute in a group, 30 a second per bot. Per chat a token
+ * bucket; per bot a one-second window. 429 with retry_after in whole seconds. */
+#define RATE_BOT_PER_S      30
+#define RATE_PRIVATE_BURST  3.0
+#define RATE_PRIVATE_PER_MS (1.0 / 1000)
+#define RATE_GROUP_BURST    20.0
+#define RATE_GROUP_PER_MS   (20.0 / 60000)
+
+static int too_many(emu_req *r, int64_t retry_after)
+{
+    r->retry_after = retry_after < 1 ? 1 : retry_after;
+    r->code = 429;
+    snprintf(r->desc, sizeof r->desc, "Too Many Requests: retry after %lld",
+             (long long)r->retry_after);
+    return -1;
+}
+
+static bool chat_limited(emu_req *r, int64_t now)
+{
+    const tg__field *f = tg__codec_lookup(r->m->params_desc, "chat_id", 7);
+    if (!f || f->kind != TG__K_CHATID || !r->p)
+        return false;
+    const tg_chat_id *id = (const tg_chat_id *)(const void *)((const char *)r->p + f->off);
+    emu_chat *c = id->kind == TG_CHAT_ID_INT ? emu_chat_get(r->e, id->id, r->b->u.id) : NULL;
+    if (!c)
+        return false;
+    bool group = c->type != TG_CHAT_TYPE_PRIVATE;
+    double burst = group ? RATE_GROUP_BURST : RATE_PRIVATE_BURST;
+    double per_ms = group ? RATE_GROUP_PER_MS : RATE_PRIVATE_PER_MS;
+    if (c->rate_ms == 0)
+        c->rate_tokens = burst;
+    else
+        c->rate_tokens += (double)(now - c->rate_ms) * per_ms;
+    if (c->rate_tokens > burst)
+        c->rate_tokens = burst;
+    c->rate_ms = now;
+    if (c->rate_tokens >= 1.0) {
+        c->rate_tokens -= 1.0;
+        return false;
+    }
+    too_many(r, (int64_t)((1.0 - c->rate_tokens) / per_ms / 1000.0 + 0.999));
+    return true;
+}
+
 static bool rate_limited(emu_req *r)
 {
-    if (!r->e->o.rate_limits || strncmp(r->m->name, "send", 4) != 0)
+    if (!r->e->o.rate_limits || strncmp(r->m->name, "send", 4) != 0 ||
+        !strcmp(r->m->name, "sendChatAction"))
         return false;
     int64_t now = (int64_t)tg__now_ms();
     emu_bot *b = r->b;
@@ -910,12 +955,14 @@ static bool rate_limited(emu_req *r)
         b->rate_window_ms = now;
         b->rate_count = 0;
     }
-    if (++b->rate_count <= 30)
-        return false;
-    r->retry_after = 1;
-    r->code = 429;
-    snprintf(r->desc, sizeof r->desc, "Too Many Requests: retry after 1");
-    return true;
+    if (b->rate_count >= RATE_BOT_PER_S) {
+        too_many(r, 1);
+        return true;
+    }
+    if (chat_limited(r, now))
+        return true;
+    b->rate_count++;
+    return false;
 }
 
 static int run(emu_req *r, const char *method, const char **json, size_t *len, tg__buf *conv)

@@ -639,6 +639,16 @@ static int c_events(ctl *x)
     return 0;
 }
 
+static int c_save(ctl *x)
+{
+    char err[300];
+    if (!x->e->state_file)
+        return cfail(x, 400, "no state file: start the emulator with --state FILE");
+    if (emu_state_save(x->e, x->e->state_file, err, sizeof err) != 0)
+        return cfail(x, 500, "%s", err);
+    return 0;
+}
+
 typedef struct ctl_route {
     const char *name;
     bool post;
@@ -651,7 +661,7 @@ static const ctl_route routes[] = {
     {"chats", true, c_chats},     {"send", true, c_send},          {"command", true, c_send},
     {"photo", true, c_photo},     {"document", true, c_document},  {"press", true, c_press},
     {"inline", true, c_inline},   {"join", true, c_join},          {"leave", true, c_leave},
-    {"migrate", true, c_migrate},
+    {"migrate", true, c_migrate}, {"save", true, c_save},
 };
 
 static int dispatch(ctl *x, const char *name, const char *method)

@@ -91,7 +91,9 @@ typedef struct emu_chat {
     int64_t migrate_to; /* a group upgraded to a supergroup */
     int64_t *join_reqs; /* users waiting for approval */
     size_t njoin, capjoin;
-    uint64_t version; /* bumped on every change, for the web page */
+    uint64_t version;   /* bumped on every change, for the web page */
+    double rate_tokens; /* rate limits: messages the bot may still send now */
+    int64_t rate_ms;    /* when rate_tokens was last refilled (monotonic ms) */
 } emu_chat;
 
 typedef struct emu_update {
@@ -250,6 +252,15 @@ void emu_member_changed(emu *e, emu_chat *c, int64_t actor, const emu_member *be
                         const emu_member *after, tg__arena *a);
 /* Drop updates below offset. */
 void emu_updates_confirm(emu_bot *b, int64_t offset);
+
+/* ---- persistence (persist.c) ---- */
+/* Write the world (bots, commands, users, chats, members, pins, messages, files) to path as
+ * JSON (via path.tmp and a rename; mode 0600). 0, or -1 with err set. */
+int emu_state_save(emu *e, const char *path, char *err, size_t errcap);
+/* Add the world saved in json[0..len) to e (normally fresh). 0, or -1 with err naming the
+ * path of the problem. */
+int emu_state_load_json(emu *e, const char *json, size_t len, char *err, size_t errcap);
+int emu_state_load(emu *e, const char *path, char *err, size_t errcap);
 
 /* ---- parse_mode (markup.c): pure ---- */
 /* Turn HTML or MarkdownV2 text into plain text + entities (arena a). 0, or -1 with err set

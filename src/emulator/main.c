@@ -1,7 +1,7 @@
 /*
  * tgbot-emulator: a local Telegram Bot API for developing and testing bots.
  *
- *   tgbot-emulator [--listen HOST:PORT] [--bot TOKEN[:USERNAME]]... [--strict]
+ *   tgbot-emulator [--listen HOST:PORT] [--bot TOKEN[:USERNAME]]... [--strict] [--state FILE]
  *                  [--rate-limits]
  *
  * Serves the Bot API at http://HOST:PORT/bot<TOKEN>/<method>, the control API under
@@ -28,11 +28,13 @@ static void on_signal(int sig)
 static int usage(FILE *f)
 {
     fprintf(f, "usage: tgbot-emulator [--listen HOST:PORT] [--bot TOKEN[:USERNAME]]... "
-               "[--strict] [--rate-limits]\n"
+               "[--strict] [--rate-limits] [--state FILE]\n"
                "  --listen HOST:PORT  where to serve (default 127.0.0.1:8081; port 0 = any)\n"
                "  --bot TOKEN[:NAME]  a bot to know from the start (username NAME)\n"
                "  --strict            answer 401 to tokens not given with --bot\n"
-               "  --rate-limits       enforce Telegram's limits with 429 retry_after\n");
+               "  --rate-limits       enforce Telegram's limits with 429 retry_after\n"
+               "  --state FILE        load the world from FILE when it exists, save it there "
+               "on exit\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -81,6 +83,8 @@ int main(int argc, char **argv)
             bots[nbots++] = argv[++i];
         } else if (!strcmp(argv[i], "--strict")) {
             o.strict_tokens = true;
+        } else if (!strcmp(argv[i], "--state") && i + 1 < argc) {
+            o.state_file = argv[++i];
         } else if (!strcmp(argv[i], "--rate-limits")) {
             o.rate_limits = true;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -96,6 +100,16 @@ int main(int argc, char **argv)
     if (!e) {
         fprintf(stderr, "tgbot-emulator: %s\n", err);
         return 1;
+    }
+    if (o.state_file && access(o.state_file, F_OK) == 0) {
+        pthread_mutex_lock(&e->mu);
+        int rc = emu_state_load(e, o.state_file, err, sizeof err);
+        pthread_mutex_unlock(&e->mu);
+        if (rc != 0) {
+            fprintf(stderr, "tgbot-emulator: %s\n", err);
+            emu_free(e);
+            return 1;
+        }
     }
     for (int i = 0; i < nbots; i++)
         if (add_bot(e, bots[i]) != 0) {
@@ -121,6 +135,14 @@ int main(int argc, char **argv)
     while (!stop)
         pause();
     fprintf(stderr, "tgbot-emulator: stopping\n");
+    int rc = 0;
+    if (o.state_file) {
+        pthread_mutex_lock(&e->mu);
+        rc = emu_state_save(e, o.state_file, err, sizeof err);
+        pthread_mutex_unlock(&e->mu);
+        if (rc != 0)
+            fprintf(stderr, "tgbot-emulator: %s\n", err);
+    }
     emu_free(e);
-    return 0;
+    return rc ? 1 : 0;
 }
