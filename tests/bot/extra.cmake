@@ -40,3 +40,10 @@ endforeach()
 add_test(NAME bot/abi_symbols
     COMMAND ${CMAKE_SOURCE_DIR}/scripts/abi-symbols.sh check $<TARGET_FILE:tgbot>
             ${CMAKE_SOURCE_DIR}/abi/libtgbot.symbols)
+
+# The tutorial quotes examples/tutorial/main.c: every C snippet must be in it verbatim.
+if(TGKIT_PYTHON3)
+    add_test(NAME docs/tutorial_snippets
+        COMMAND ${TGKIT_PYTHON3} ${CMAKE_SOURCE_DIR}/scripts/doc-snippets.py
+                ${CMAKE_SOURCE_DIR}/docs/tutorial.md ${CMAKE_SOURCE_DIR}/examples/tutorial/main.c)
+endif()
