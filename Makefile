@@ -15,16 +15,20 @@ PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
              libclang-rt-14-dev curl ca-certificates openssl chromium \
              python3-python-telegram-bot
 PKGS_LINT  = clang-format clang-tidy cppcheck
+PKGS_DOCS  = doxygen
 PKGS_BENCH = wrk valgrind
 
 .PHONY: all deps build run demo test bench fuzz regen regen-check format lint clean asan-test tsan-test \
-        abi-update \
+        abi-update docs deps-docs \
         deps-lint deps-bench
 
 all: build
 
 deps:
 	@scripts/deps.sh $(PKGS_BUILD)
+
+deps-docs:
+	@scripts/deps.sh $(PKGS_DOCS)
 
 deps-lint:
 	@scripts/deps.sh $(PKGS_LINT)
@@ -75,6 +79,10 @@ fuzz: deps
 	    -DTGKIT_BUILD_EXAMPLES=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# libtgbot's API reference from the headers (Doxygen): $(BUILD)/docs/html/index.html.
+docs: deps-docs
+	@scripts/docs.sh $(BUILD)
 
 regen:
 	python3 tools/botapi-gen/botapi_gen.py

@@ -47,3 +47,10 @@ if(TGKIT_PYTHON3)
         COMMAND ${TGKIT_PYTHON3} ${CMAKE_SOURCE_DIR}/scripts/doc-snippets.py
                 ${CMAKE_SOURCE_DIR}/docs/tutorial.md ${CMAKE_SOURCE_DIR}/examples/tutorial/main.c)
 endif()
+
+# make docs: the comment filter that feeds the headers to Doxygen (never touches code, keeps
+# every generated method's Bot API link).
+if(TGKIT_PYTHON3)
+    add_test(NAME docs/doxyfilter
+        COMMAND ${TGKIT_PYTHON3} ${CMAKE_SOURCE_DIR}/tools/docs/test_doxyfilter.py)
+endif()
