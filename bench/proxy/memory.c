@@ -1,6 +1,14 @@
 /*
  * bench/proxy/memory: resident memory of the proxy process.
  *
+ *   client     the way a real client behaves (issue 11): each connection completes the
+ *              FakeTLS handshake, sends its first frame (the ECHO command and 128 bytes),
+ *              receives the DC's reply (the same 128 bytes, verified), then stays silent.
+ *              RSS at 0, 1000, 5000 and 9000 connections, 3 s and 15 s after the last one
+ *              went silent, with the proxy's default configuration (anti-replay table
+ *              included); the plain relay with the same clients is the floor. Per
+ *              connection = (RSS - RSS at 0) / connections; fixed = what appeared with the
+ *              first 1000 beyond 1000 x the slope from 1000 to the last step.
  *   idle       RSS at 0, 1000, 5000 and 9000 idle relayed connections (FakeTLS, DC leg up,
  *              nothing in flight), KB per connection; the plain relay at the same counts is
  *              the floor. The hard fd limit here is 20000 and each connection costs the load
@@ -10,7 +18,8 @@
  *   slow       peak RSS while 100 clients download at about 1 MB/s each (verified, nothing
  *              dropped); the goal is under 20 MB.
  *
- * Environment: TGKIT_BENCH_IDLE_MAX (default 9000) caps the idle series.
+ * Environment: TGKIT_BENCH_IDLE_MAX (default 9000) caps the client and idle series;
+ * TGKIT_BENCH_MEM=client runs the client series alone (about 2 minutes; the rest about 1).
  */
 #include "bench.h"
 
@@ -41,6 +50,18 @@ static int open_to(int n, uint16_t port, struct pcli_opts o, const char *verb, u
             return -1;
         }
     }
+    return 0;
+}
+
+/* Open connections until there are n, each with one verified round trip, then silent. */
+static int open_rt_to(int n, uint16_t port, struct pcli_opts o)
+{
+    for (; nconns < n; nconns++)
+        if (pcli_connect(&conns[nconns], port, &o) != 0 ||
+            pcli_echo(&conns[nconns], (uint32_t)nconns, 128, 0) != 0) {
+            fprintf(stderr, "memory: connection %d failed\n", nconns);
+            return -1;
+        }
     return 0;
 }
 
@@ -86,6 +107,87 @@ static void idle_series(const char *who, struct pproc *p, uint16_t port, struct 
             *per_conn_out = per;
     }
     close_all();
+}
+
+static int start(struct pharness *h, uint32_t antireplay_entries);
+
+struct rt_series {
+    long rss0, rss[2][4]; /* [3 s, 15 s][step] */
+    int nsteps;
+};
+
+static void client_series(const char *who, struct pproc *p, uint16_t port, struct pcli_opts o,
+                          int max, struct rt_series *out)
+{
+    static const int steps[] = {0, 1000, 5000, 9000};
+    static const uint64_t quiet_ms[2] = {3000, 15000};
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < 4 && steps[i] <= max; i++) {
+        if (open_rt_to(steps[i], port, o) < 0)
+            break;
+        uint64_t t0 = tg__now_ms();
+        for (int q = 0; q < 2; q++) {
+            uint64_t due = t0 + quiet_ms[q], now = tg__now_ms();
+            if (i > 0 && due > now)
+                tg__sleep_ms(due - now);
+            struct pproc_report r;
+            pproc_report(p, &r);
+            out->rss[q][i] = r.rss_kb;
+        }
+        if (i == 0)
+            out->rss0 = out->rss[0][0];
+        out->nsteps = i + 1;
+        for (int q = 0; q < 2 && i > 0; q++) {
+            char name[64];
+            snprintf(name, sizeof name, "proxy_rss_client_%s_%d_%ds", who, steps[i],
+                     (int)(quiet_ms[q] / 1000));
+            pload_line(name, "rss_kb=%ld rss0_kb=%ld kb_per_conn=%.2f", out->rss[q][i], out->rss0,
+                       (double)(out->rss[q][i] - out->rss0) / steps[i]);
+        }
+    }
+    close_all();
+}
+
+/* The proxy's figures beside the relay's: per connection at the last step, the slope from
+   1000 on, and the fixed cost that appeared with the first 1000. */
+static void client_summary(const struct rt_series *px, const struct rt_series *rl)
+{
+    static const int steps[] = {0, 1000, 5000, 9000};
+    int last = px->nsteps < rl->nsteps ? px->nsteps - 1 : rl->nsteps - 1;
+    if (last < 1)
+        return;
+    for (int q = 0; q < 2; q++) {
+        double per = (double)(px->rss[q][last] - px->rss0) / steps[last];
+        double floor = (double)(rl->rss[q][last] - rl->rss0) / steps[last];
+        double slope =
+            last > 1 ? (double)(px->rss[q][last] - px->rss[q][1]) / (steps[last] - steps[1]) : per;
+        double fixed_mb = ((double)(px->rss[q][1] - px->rss0) - 1000 * slope) / 1024;
+        pload_line(q == 0 ? "proxy_rss_client_per_conn_3s" : "proxy_rss_client_per_conn_15s",
+                   "conns=%d kb_per_conn=%.2f floor=relay floor_kb=%.2f ratio=%.1f "
+                   "slope_kb=%.2f fixed_first_1000_mb=%.1f goal_kb=%d goal_fixed_mb=2",
+                   steps[last], per, floor, floor > 0 ? per / floor : 0, slope, fixed_mb,
+                   q == 0 ? 2 : 1);
+    }
+}
+
+/* The real client's series: relay floor, then tgproxy as configured by default. */
+static void phase_client(int max)
+{
+    struct pharness h;
+    struct pproc relay;
+    if (start(&h, 0) < 0)
+        return;
+    if (pproc_relay_start(&relay, h.dc_port) < 0) {
+        pharness_stop(&h);
+        return;
+    }
+    struct rt_series rl, px;
+    struct pcli_opts direct = {.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 10000};
+    client_series("relay", &relay, relay.port, direct, max, &rl);
+    client_series("proxy_tls", &h.proc, h.port, pharness_client(&h, PCLI_TLS), max, &px);
+    client_summary(&px, &rl);
+    pproc_stop(&relay);
+    pharness_stop(&h);
 }
 
 struct slow {
@@ -220,6 +322,12 @@ int main(void)
     conns = calloc(10000, sizeof *conns);
     if (!conns)
         return 1;
+    const char *only = getenv("TGKIT_BENCH_MEM");
+    phase_client(max);
+    if (only && strcmp(only, "client") == 0) {
+        free(conns);
+        return 0;
+    }
     phase_idle(max);
     phase_active();
     struct pharness h;
