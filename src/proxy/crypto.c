@@ -20,25 +20,40 @@ static pthread_key_t tls_key;
 static bool tls_key_ok;
 
 /*
- * Per-thread reusable OpenSSL objects: one digest context and a small stack of cipher
- * contexts already set up for AES-256-CTR. Re-keying a context that keeps its cipher costs
- * no allocation, where EVP_CIPHER_CTX_new + init costs two; a handshake opens up to four
- * streams and hashes five times, so reuse removes most of its allocations. Freed at thread
- * exit (pthread key destructor).
+ * Per-thread reusable OpenSSL objects: one digest context, and the thread's keyed cipher
+ * contexts ("slots"). A stream (struct crypto_ctr) holds no OpenSSL object of its own: only
+ * key, IV and position. Applying it looks up the slot it was last keyed into; if that slot
+ * still belongs to it at the same position, the bytes go straight through, otherwise the
+ * least recently used slot is re-keyed for it (one key schedule, ~0.3 us, plus at most 15
+ * bytes of keystream to skip). So the contexts follow the thread's active streams, at most
+ * CTR_SLOTS of them (~650 bytes each, created on demand), and a quiet stream costs no
+ * cipher heap at all, however many there are. Freed at thread exit (pthread key
+ * destructor).
  */
-#define CTX_CACHE 32
+#define CTR_SLOTS 256
+#define SLOT_NONE 0xffff
+
+struct ctr_slot {
+    EVP_CIPHER_CTX *ctx; /* bound to AES-256-CTR once created */
+    uint64_t owner;      /* serial of the stream keyed into ctx; 0 = free */
+    uint64_t pos;        /* that stream's keystream position as ctx stands */
+    uint16_t prev, next; /* LRU list: head = most recently used */
+};
+
 struct crypto_thread {
     EVP_MD_CTX *md;
-    EVP_CIPHER_CTX *ctx[CTX_CACHE];
-    int nctx;
+    uint16_t head, tail, nslots;
+    struct ctr_slot slot[CTR_SLOTS];
 };
+
+static uint64_t serial_next; /* atomic: stream serials, unique per process */
 
 static void thread_free(void *arg)
 {
     struct crypto_thread *t = arg;
     EVP_MD_CTX_free(t->md);
-    for (int i = 0; i < t->nctx; i++)
-        EVP_CIPHER_CTX_free(t->ctx[i]);
+    for (int i = 0; i < t->nslots; i++)
+        EVP_CIPHER_CTX_free(t->slot[i].ctx);
     OPENSSL_free(t);
 }
 
@@ -55,72 +70,148 @@ int crypto_init(void)
     return (aes_ctr && sha256 && tls_key_ok) ? 0 : -EIO;
 }
 
-/* This thread's cache, created on first use; NULL on allocation failure (callers then
-   fall back to one-off objects). */
+/* This thread's state, created on first use; NULL on allocation failure. */
 static struct crypto_thread *thread_state(void)
 {
     struct crypto_thread *t = pthread_getspecific(tls_key);
     if (t)
         return t;
     t = OPENSSL_zalloc(sizeof *t);
-    if (t && pthread_setspecific(tls_key, t) != 0) {
+    if (!t)
+        return NULL;
+    t->head = t->tail = SLOT_NONE;
+    if (pthread_setspecific(tls_key, t) != 0) {
         OPENSSL_free(t);
-        t = NULL;
+        return NULL;
     }
     return t;
 }
 
-/* A cipher context, from the cache when possible (then already bound to AES-256-CTR). */
-static EVP_CIPHER_CTX *ctx_take(void)
+static void lru_unlink(struct crypto_thread *t, uint16_t i)
 {
-    struct crypto_thread *t = thread_state();
-    if (t && t->nctx > 0)
-        return t->ctx[--t->nctx];
-    return EVP_CIPHER_CTX_new();
+    struct ctr_slot *s = &t->slot[i];
+    if (s->prev != SLOT_NONE)
+        t->slot[s->prev].next = s->next;
+    else
+        t->head = s->next;
+    if (s->next != SLOT_NONE)
+        t->slot[s->next].prev = s->prev;
+    else
+        t->tail = s->prev;
 }
 
-/* Give a context back: its key schedule is overwritten with a zero key before it is
-   cached, so no old connection's key lingers; freed when the cache is full. */
-static void ctx_give(EVP_CIPHER_CTX *ctx)
+/* Put slot i first (in use now) or last (free: the next to be taken). */
+static void lru_place(struct crypto_thread *t, uint16_t i, bool first)
 {
-    static const uint8_t zero[32];
-    struct crypto_thread *t = ctx ? thread_state() : NULL;
-    if (t && t->nctx < CTX_CACHE && EVP_CIPHER_CTX_get0_cipher(ctx) &&
-        EVP_EncryptInit_ex2(ctx, NULL, zero, zero, NULL) == 1) {
-        t->ctx[t->nctx++] = ctx;
-        return;
+    struct ctr_slot *s = &t->slot[i];
+    if (first) {
+        s->prev = SLOT_NONE;
+        s->next = t->head;
+        if (t->head != SLOT_NONE)
+            t->slot[t->head].prev = i;
+        t->head = i;
+        if (t->tail == SLOT_NONE)
+            t->tail = i;
+    } else {
+        s->next = SLOT_NONE;
+        s->prev = t->tail;
+        if (t->tail != SLOT_NONE)
+            t->slot[t->tail].next = i;
+        t->tail = i;
+        if (t->head == SLOT_NONE)
+            t->head = i;
     }
-    EVP_CIPHER_CTX_free(ctx);
 }
 
-/* (Re)create the EVP context at keystream position c->pos. */
-static int ctr_open(struct crypto_ctr *c)
+/* The slot c is keyed into on this thread, or NULL. */
+static struct ctr_slot *slot_of(struct crypto_thread *t, const struct crypto_ctr *c)
+{
+    if (!t || c->home != t || c->slot >= t->nslots || t->slot[c->slot].owner != c->serial)
+        return NULL;
+    return &t->slot[c->slot];
+}
+
+/* A slot for a stream about to be keyed: a new one while under CTR_SLOTS, else the least
+   recently used (free ones are kept last). Its context is bound to the cipher. */
+static int slot_take(struct crypto_thread *t, uint16_t *out)
+{
+    uint16_t i = t->tail;
+    if (t->nslots < CTR_SLOTS && (i == SLOT_NONE || t->slot[i].owner != 0)) {
+        EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+        if (!ctx)
+            return -ENOMEM;
+        i = t->nslots++;
+        t->slot[i] = (struct ctr_slot){.ctx = ctx};
+    } else {
+        lru_unlink(t, i);
+    }
+    t->slot[i].owner = 0;
+    lru_place(t, i, true);
+    *out = i;
+    return 0;
+}
+
+/* Key a slot's context for c at keystream position c->pos. */
+static int ctr_open(struct crypto_thread *t, struct crypto_ctr *c, struct ctr_slot **out)
 {
     uint8_t iv[16], skip[16] = {0};
     int outl = 0, rc = -EIO;
-    if (crypto_init() != 0)
-        return -EIO;
-    if (!c->ctx && !(c->ctx = ctx_take()))
-        return -ENOMEM;
+    uint16_t i;
+    if ((rc = slot_take(t, &i)) != 0)
+        return rc;
+    struct ctr_slot *s = &t->slot[i];
     memcpy(iv, c->iv, 16);
     crypto_ctr_iv_add(iv, c->pos / 16);
     int part = (int)(c->pos % 16);
     /* a context that already holds the cipher is re-keyed without re-creating it */
-    const EVP_CIPHER *ciph = EVP_CIPHER_CTX_get0_cipher(c->ctx) ? NULL : aes_ctr;
-    if (EVP_EncryptInit_ex2(c->ctx, ciph, c->key, iv, NULL) == 1 &&
-        (part == 0 || (EVP_EncryptUpdate(c->ctx, skip, &outl, skip, part) == 1 && outl == part)))
+    const EVP_CIPHER *ciph = EVP_CIPHER_CTX_get0_cipher(s->ctx) ? NULL : aes_ctr;
+    rc = -EIO;
+    if (EVP_EncryptInit_ex2(s->ctx, ciph, c->key, iv, NULL) == 1 &&
+        (part == 0 || (EVP_EncryptUpdate(s->ctx, skip, &outl, skip, part) == 1 && outl == part))) {
+        s->owner = c->serial;
+        s->pos = c->pos;
+        c->home = t;
+        c->slot = i;
+        *out = s;
         rc = 0;
+    }
     crypto_wipe(skip, sizeof skip);
     return rc;
 }
 
+/* Let go of c's slot on this thread, if it has one: last in line for reuse, and with
+   wipe, its key schedule overwritten with a zero key first. */
+static void slot_release(struct crypto_ctr *c, bool wipe)
+{
+    static const uint8_t zero[32];
+    struct crypto_thread *t = c->home ? pthread_getspecific(tls_key) : NULL;
+    struct ctr_slot *s = slot_of(t, c);
+    c->home = NULL;
+    if (!s)
+        return;
+    if (wipe)
+        (void)EVP_EncryptInit_ex2(s->ctx, NULL, zero, zero, NULL);
+    s->owner = 0;
+    uint16_t i = (uint16_t)(s - t->slot);
+    lru_unlink(t, i);
+    lru_place(t, i, false);
+}
+
 int crypto_ctr_init(struct crypto_ctr *c, const uint8_t key[32], const uint8_t iv[16])
 {
+    if (crypto_init() != 0)
+        return -EIO;
+    if (c->ready)
+        slot_release(c, false); /* re-keyed below, or left to the next stream */
     memcpy(c->key, key, 32);
     memcpy(c->iv, iv, 16);
     c->pos = 0;
+    c->serial = __atomic_add_fetch(&serial_next, 1, __ATOMIC_RELAXED);
+    c->home = NULL;
     c->ready = true;
-    int rc = ctr_open(c);
+    struct crypto_thread *t = thread_state();
+    struct ctr_slot *s;
+    int rc = t ? ctr_open(t, c, &s) : -ENOMEM;
     if (rc != 0)
         c->ready = false;
     return rc;
@@ -130,21 +221,34 @@ int crypto_ctr_apply2(struct crypto_ctr *c, const uint8_t *in, uint8_t *out, siz
 {
     if (!c->ready)
         return -EINVAL;
-    if (!c->ctx) {
-        int rc = ctr_open(c);
+    struct crypto_thread *t = thread_state();
+    if (!t)
+        return -ENOMEM;
+    struct ctr_slot *s = slot_of(t, c);
+    if (s && s->pos == c->pos) {
+        uint16_t i = (uint16_t)(s - t->slot);
+        if (t->head != i) {
+            lru_unlink(t, i);
+            lru_place(t, i, true);
+        }
+    } else {
+        int rc = ctr_open(t, c, &s);
         if (rc != 0)
             return rc;
     }
     while (n > 0) {
         int chunk = n > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)n;
         int outl = 0;
-        if (EVP_EncryptUpdate(c->ctx, out, &outl, in, chunk) != 1 || outl != chunk)
+        if (EVP_EncryptUpdate(s->ctx, out, &outl, in, chunk) != 1 || outl != chunk) {
+            s->owner = 0; /* unknown state: re-keyed on the next use */
             return -EIO;
+        }
         in += chunk;
         out += chunk;
         n -= (size_t)chunk;
         c->pos += (uint64_t)chunk;
     }
+    s->pos = c->pos;
     return 0;
 }
 
@@ -155,17 +259,21 @@ int crypto_ctr_apply(struct crypto_ctr *c, uint8_t *buf, size_t n)
 
 void crypto_ctr_park(struct crypto_ctr *c)
 {
-    if (!c || !c->ctx)
-        return;
-    ctx_give(c->ctx);
-    c->ctx = NULL;
+    if (c && c->ready)
+        slot_release(c, false);
+}
+
+bool crypto_ctr_keyed(const struct crypto_ctr *c)
+{
+    return c->ready && c->home && slot_of(pthread_getspecific(tls_key), c) != NULL;
 }
 
 void crypto_ctr_cleanup(struct crypto_ctr *c)
 {
     if (!c)
         return;
-    ctx_give(c->ctx);
+    if (c->ready)
+        slot_release(c, true);
     crypto_wipe(c, sizeof(*c));
 }
 

@@ -10,13 +10,17 @@
  *
  * The cipher and digest implementations are fetched once per process (lazily, thread safe)
  * so per-connection set-up does not repeat provider look-ups, and each thread keeps one
- * digest context and up to 32 spare cipher contexts (freed at thread exit), so a handshake
- * hashes and keys its streams without allocating once the thread is warm.
+ * digest context, so hashing allocates nothing once the thread is warm.
  *
- * Ownership: a struct crypto_ctr owns one EVP_CIPHER_CTX (allocated by OpenSSL, about
- * 650 bytes with the key schedule) until crypto_ctr_park() or crypto_ctr_cleanup(), which
- * hand it back to the calling thread's spare list after overwriting its key schedule. Key and
- * IV are copied into the struct (to resume a parked stream); callers should wipe theirs.
+ * Cipher memory: a struct crypto_ctr owns no OpenSSL object. It keeps key, IV and position;
+ * the keyed EVP contexts (~650 bytes each) belong to the thread: at most 256 per thread,
+ * created as needed and handed to the streams being used, least recently used first. A
+ * stream whose context was taken by another is re-keyed at its exact position on its next
+ * apply (one key schedule plus at most 15 bytes of keystream to skip). So memory follows
+ * the active streams, never the open ones: 10,000 quiet connections hold no cipher heap.
+ * crypto_ctr_park() hands a stream's context back at once; crypto_ctr_cleanup() also
+ * overwrites its key schedule. Key and IV are copied into the struct; callers should wipe
+ * theirs.
  * Thread-safety: all functions are reentrant; a crypto_ctr is used by one thread at a time.
  * Return convention: 0 or -errno (-ENOMEM allocation, -EIO OpenSSL failure, -EINVAL args).
  */
@@ -33,11 +37,13 @@
 #define CRYPTO_X25519_LEN  32
 
 struct crypto_ctr {
-    void *ctx;       /* EVP_CIPHER_CTX *, NULL when not initialised or parked */
-    uint64_t pos;    /* keystream bytes consumed so far */
-    uint8_t key[32]; /* kept so a parked stream can be resumed */
+    uint64_t pos;     /* keystream bytes consumed so far */
+    uint64_t serial;  /* unique per crypto_ctr_init: names the stream in its thread's slots */
+    const void *home; /* the thread state whose slot may hold it keyed; NULL = none */
+    uint16_t slot;    /* that slot */
+    bool ready;       /* initialised */
+    uint8_t key[32];  /* kept so the stream can be re-keyed at its position */
     uint8_t iv[16];
-    bool ready; /* initialised (possibly parked) */
 };
 
 /* One part of a scattered message. */
@@ -58,15 +64,17 @@ int crypto_ctr_init(struct crypto_ctr *c, const uint8_t key[32], const uint8_t i
 int crypto_ctr_apply(struct crypto_ctr *c, uint8_t *buf, size_t n);
 /* Same, from in to out (non-overlapping or identical buffers). 0 or -EIO. */
 int crypto_ctr_apply2(struct crypto_ctr *c, const uint8_t *in, uint8_t *out, size_t n);
-/* Release the context and wipe the key; c becomes zeroed. NULL-safe, idempotent. */
+/* Wipe the key (and the key schedule of the thread's context, if it still holds this
+   stream); c becomes zeroed. Call on the thread that used it last. NULL-safe, idempotent. */
 void crypto_ctr_cleanup(struct crypto_ctr *c);
 /*
- * Park an idle stream: free its OpenSSL context (~650 bytes of heap) and keep only key, IV
- * and position (in the struct). The next apply resumes transparently at the same keystream
- * position (one context set-up plus at most 15 bytes of keystream to skip). Lets an idle
- * connection hold no cipher heap. No-op if not initialised or already parked.
+ * Park an idle stream: hand its thread's context back for other streams now rather than
+ * when it is the least recently used. The next apply resumes transparently at the same
+ * keystream position. No-op if not initialised or already parked. NULL-safe.
  */
 void crypto_ctr_park(struct crypto_ctr *c);
+/* Does a context of the calling thread hold c keyed right now? (tests, statistics) */
+bool crypto_ctr_keyed(const struct crypto_ctr *c);
 /* Add `blocks` to a 128-bit big-endian counter block (to start a stream at offset 16*k). */
 void crypto_ctr_iv_add(uint8_t iv[16], uint64_t blocks);
 

@@ -494,8 +494,9 @@ static void test_ctr_park(void **state)
         assert_int_equal(crypto_ctr_apply(&b, got + at, cuts[i] - at), 0);
         at = cuts[i];
         assert_int_equal(b.pos, at);
+        assert_true(crypto_ctr_keyed(&b));
         crypto_ctr_park(&b);
-        assert_null(b.ctx);
+        assert_false(crypto_ctr_keyed(&b));
         crypto_ctr_park(&b); /* idempotent */
     }
     assert_memory_equal(got, ref, sizeof ref);
@@ -504,6 +505,50 @@ static void test_ctr_park(void **state)
     assert_false(b.ready);
     assert_int_equal(crypto_ctr_apply(&b, got, 1), -EINVAL);
     crypto_ctr_park(NULL);
+}
+
+/* More streams than a thread has contexts (256), applied in turns of odd lengths: each
+   stream loses its context to the others between turns and is re-keyed at its exact
+   position; every one must equal its keystream computed in one go by a separate EVP
+   context. Copying a stream by value must not let the copies share a position either. */
+static void test_ctr_many_streams(void **state)
+{
+    (void)state;
+    enum { N = 300, LEN = 97 * 5 };
+    static struct crypto_ctr s[N];
+    static uint8_t got[N][LEN];
+    uint8_t key[32], iv[16];
+    memset(s, 0, sizeof s);
+    memset(got, 0, sizeof got);
+    for (int i = 0; i < N; i++) {
+        memset(key, i, 32);
+        memset(iv, 0xff - i % 7, 16);
+        assert_int_equal(crypto_ctr_init(&s[i], key, iv), 0);
+    }
+    for (size_t at = 0; at < LEN; at += 97) /* 97: every turn ends mid-block */
+        for (int i = 0; i < N; i++)
+            assert_int_equal(crypto_ctr_apply(&s[i], got[i] + at, 97), 0);
+    for (int i = 0; i < N; i++) {
+        uint8_t ref[LEN] = {0};
+        int outl = 0;
+        memset(key, i, 32);
+        memset(iv, 0xff - i % 7, 16);
+        EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+        assert_int_equal(EVP_EncryptInit_ex(x, EVP_aes_256_ctr(), NULL, key, iv), 1);
+        assert_int_equal(EVP_EncryptUpdate(x, ref, &outl, ref, LEN), 1);
+        EVP_CIPHER_CTX_free(x);
+        assert_memory_equal(got[i], ref, LEN);
+    }
+    /* a copy and its original go on from the same position independently */
+    struct crypto_ctr copy = s[0];
+    uint8_t a[40] = {0}, b[40] = {0};
+    assert_int_equal(crypto_ctr_apply(&s[0], a, sizeof a), 0);
+    assert_int_equal(crypto_ctr_apply(&copy, b, sizeof b), 0);
+    assert_memory_equal(a, b, sizeof a);
+    crypto_ctr_cleanup(&copy);
+    for (int i = 0; i < N; i++)
+        crypto_ctr_cleanup(&s[i]);
+    assert_false(crypto_ctr_keyed(&s[0]));
 }
 
 /* Fresh key shares differ every time and are never all zero. */
@@ -523,11 +568,17 @@ static void test_x25519_random(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_client_vectors),     cmocka_unit_test(test_client_tag_policy),
-        cmocka_unit_test(test_mtg_snapshots),      cmocka_unit_test(test_dc_vectors),
-        cmocka_unit_test(test_forbidden_prefixes), cmocka_unit_test(test_dc_header_roundtrip),
-        cmocka_unit_test(test_crypto_helpers),     cmocka_unit_test(test_x25519_random),
-        cmocka_unit_test(test_ctr_park),           cmocka_unit_test(test_framing_transparent),
+        cmocka_unit_test(test_client_vectors),
+        cmocka_unit_test(test_client_tag_policy),
+        cmocka_unit_test(test_mtg_snapshots),
+        cmocka_unit_test(test_dc_vectors),
+        cmocka_unit_test(test_forbidden_prefixes),
+        cmocka_unit_test(test_dc_header_roundtrip),
+        cmocka_unit_test(test_crypto_helpers),
+        cmocka_unit_test(test_x25519_random),
+        cmocka_unit_test(test_ctr_park),
+        cmocka_unit_test(test_ctr_many_streams),
+        cmocka_unit_test(test_framing_transparent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
