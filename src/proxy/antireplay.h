@@ -10,19 +10,26 @@
  * seconds after insertion.
  *
  * Layout: a set-associative table, ANTIREPLAY_WAYS entries per set, 16 bytes per entry
- * (fingerprint + insertion time), number of sets a power of two. Inserting into a full set
- * replaces an expired entry if there is one, else the oldest (counted as an early eviction:
- * the per-set approximation of "oldest first"; the operator should raise max_entries).
+ * (fingerprint + insertion time), number of sets a power of two. A key may go to either of
+ * two sets chosen by its fingerprint, and goes to the less loaded one. When both are full
+ * of live entries the table doubles while it is below its maximum; at the maximum, an
+ * insert replaces an expired entry if there is one, else the oldest of the two sets
+ * (counted as an early eviction: the per-set approximation of "oldest first"; the operator
+ * should raise max_entries).
  *
- * Memory (fixed at creation, nothing allocated afterwards):
- *   16 bytes x capacity  +  one mutex per stripe (<= 1024 stripes)
- *   capacity = max_entries rounded up to ways x power-of-two sets (at most 2x max_entries);
- *   e.g. the default 1,048,576 entries use 16 MiB plus ~40 KiB of locks.
+ * Memory: sized to the load, since a hash table touches its pages at random: it starts at
+ * 4096 entries (64 KiB; fewer if max_entries is smaller) and doubles when a key finds both
+ * its sets full, which two choices put off until the table is mostly full, up to
+ * max_entries rounded up to ways x power-of-two sets (at most 2x max_entries); e.g. the
+ * default 1,048,576 entries use at most 16 MiB, 18,000 live entries 0.5 MiB.
+ * It never shrinks. Plus one mutex per stripe (<= 1024 stripes, fixed at creation).
+ * Doubling holds a resize lock (taken for reading by every lookup) while it copies the
+ * live entries (at most 16 MiB, once per doubling).
  *
  * Thread-safety: one cache is shared by all worker threads. Sets are guarded by striped
- * mutexes (set i uses stripe i mod stripes), so threads contend only when they hit the same
- * stripe; statistics are relaxed atomics. Time is passed in (monotonic seconds) so tests
- * can drive it.
+ * mutexes (set i uses stripe i mod stripes; a lookup takes its two sets' stripes in order),
+ * so threads contend only when they hit the same stripe; statistics are relaxed atomics.
+ * Time is passed in (monotonic seconds) so tests can drive it.
  */
 #ifndef TGPROXY_ANTIREPLAY_H
 #define TGPROXY_ANTIREPLAY_H
@@ -38,7 +45,8 @@ enum antireplay_kind { ANTIREPLAY_TLS = 1, ANTIREPLAY_OBFS2 = 2 };
 struct antireplay;
 
 struct antireplay_stats {
-    size_t capacity;          /* entries */
+    size_t capacity;          /* entries now */
+    size_t max_capacity;      /* entries the table may grow to */
     size_t bytes;             /* memory held by the table and the locks */
     uint64_t inserts;         /* keys added */
     uint64_t replays;         /* lookups that found a live entry */

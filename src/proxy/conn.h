@@ -14,8 +14,8 @@
  *              then relay byte for byte.
  *   DISCARD    no fronting target known: read and drop until the handshake deadline.
  *
- * Memory: the fixed state below is a few hundred bytes plus OpenSSL's cipher contexts (two
- * in fast mode, four otherwise). Byte buffers come from the worker's pool and are held only
+ * Memory: the fixed state below is a few hundred bytes; the keyed cipher contexts belong to
+ * the worker thread and follow the active streams (crypto.h). Byte buffers come from the worker's pool and are held only
  * while bytes are in flight: during the handshake (the bytes read so far, kept for fronting)
  * and while a direction has unwritten bytes. An idle relayed connection holds no buffer.
  *
@@ -23,9 +23,9 @@
  * (handshake, DC connect, fronting connect, idle). The idle deadline is checked lazily: any
  * I/O stamps last_io_ms and an expiring timer re-arms itself if there was activity. A
  * relayed connection quiet for CONN_PARK_MS (or half the idle timeout, if shorter) parks
- * its cipher streams (crypto_ctr_park: the OpenSSL contexts are freed, key, IV and position
- * kept; the next byte resumes them), so an idle connection holds neither buffers nor
- * cipher heap.
+ * its cipher streams (crypto_ctr_park: the thread gets their contexts back at once; the
+ * next byte re-keys them at their position), so an idle connection holds neither buffers
+ * nor cipher heap.
  *
  * Ownership: a conn belongs to its worker (listed in worker->conns) and is freed by
  * conn_close(). Thread-safety: a conn and its worker are touched by the worker thread only.
@@ -99,7 +99,7 @@ struct conn_worker {
     struct loop_io dns_io;
 };
 
-#define CONN_PARK_MS 10000 /* quiet time before an idle relay frees its cipher contexts */
+#define CONN_PARK_MS 10000 /* quiet time before an idle relay hands back its cipher contexts */
 /* A fronted connection whose site closed (FIN) is closed once the client is quiet this long
    (or the handshake or idle timeout, if shorter): bytes the client sends meanwhile still reach the site,
    which answers them as it would directly (a reset if it closed for good), and after it the

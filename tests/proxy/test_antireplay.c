@@ -103,6 +103,46 @@ static void test_bounded(void **state)
     antireplay_free(ar);
 }
 
+/* The table grows with the live keys instead of being touched at random over its maximum
+   size: 20,000 keys in a table allowed 1M entries never evict early, every one is still
+   there, and with two choices per key the table stays within 4x the live keys. */
+static void test_grows_to_load(void **state)
+{
+    (void)state;
+    struct antireplay *ar = antireplay_new(1u << 20, 300);
+    struct antireplay_stats st;
+    antireplay_get_stats(ar, &st);
+    assert_int_equal(st.capacity, 4096);
+    assert_int_equal(st.max_capacity, 1u << 20);
+    uint8_t k[16];
+    const uint32_t n = 20000;
+    for (uint32_t i = 0; i < n; i++) {
+        key_of(i, k);
+        assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 10));
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        key_of(i, k);
+        assert_true(antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 11));
+    }
+    antireplay_get_stats(ar, &st);
+    assert_int_equal(st.early_evictions, 0);
+    assert_int_equal(st.inserts, n);
+    assert_true(st.capacity >= n && st.capacity <= 4 * n);
+    assert_true(st.bytes < (size_t)st.capacity * 16 + 64 * 1024);
+    /* keys that expired are not carried into a bigger table, nor seen */
+    size_t cap = st.capacity;
+    for (uint32_t i = 0; i < 4 * n; i++) {
+        key_of(n + i, k);
+        assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 400));
+    }
+    key_of(0, k);
+    assert_false(antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 400));
+    antireplay_get_stats(ar, &st);
+    assert_true(st.capacity > cap);
+    assert_int_equal(st.early_evictions, 0);
+    antireplay_free(ar);
+}
+
 struct worker {
     struct antireplay *ar;
     uint32_t fresh;
@@ -120,6 +160,7 @@ static void *hammer(void *arg)
     return NULL;
 }
 
+/* Four threads add the same 5000 keys while the table doubles under them (from 4096). */
 static void test_concurrent(void **state)
 {
     (void)state;
@@ -230,6 +271,23 @@ static void test_alloc_failure(void **state)
     struct antireplay *ar = antireplay_new(100, 300);
     assert_non_null(ar);
     antireplay_free(ar);
+    /* a doubling that cannot allocate leaves the table as it is: inserts evict early */
+    ar = antireplay_new(1u << 20, 300);
+    tg__alloc_fail_at(1);
+    uint8_t k[16];
+    for (uint32_t i = 0; i < 5000; i++) {
+        key_of(i, k);
+        assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 10));
+    }
+    assert_true(tg__alloc_failed());
+    tg__alloc_fail_at(0);
+    key_of(4999, k);
+    assert_true(antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, 11));
+    struct antireplay_stats st;
+    antireplay_get_stats(ar, &st);
+    assert_int_equal(st.capacity, 4096);
+    assert_true(st.early_evictions >= 5000 - 4096);
+    antireplay_free(ar);
 }
 
 int main(void)
@@ -240,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_chosen_collisions_do_not_evict),
         cmocka_unit_test(test_early_eviction_reported),
         cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_grows_to_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
