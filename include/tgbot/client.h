@@ -299,7 +299,9 @@ TG_API const tg_error_info *tg_ctx_error(const tg_ctx *ctx);
 
 /*
  * Call any Bot API method by name with its parameters as a JSON object (NULL or "" = no
- * parameters): useful for methods newer than the library. On TG_OK, *result_json (NUL-
+ * parameters): useful for methods newer than the library. For a method the library knows,
+ * its required parameters must be present and not null (TG_ERR_INVALID naming the first
+ * missing one, nothing sent); a method it does not know is sent unchecked. On TG_OK, *result_json (NUL-
  * terminated) and *result_len hold the raw JSON of the answer's "result", in the ctx arena.
  * Returns TG_OK or an error status; details in tg_ctx_errmsg(ctx) / tg_ctx_error(ctx).
  */
@@ -308,7 +310,8 @@ TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_p
 
 /*
  * The same, as multipart/form-data with files: each member of json_params becomes a form
- * field (strings as their text, anything else as its JSON), then each file part. Refer to a
+ * field (strings as their text, anything else as its JSON), then each file part. A required
+ * parameter may be a member or a file part of that name. Refer to a
  * part from JSON with "attach://<name>" (media groups, InputMedia, thumbnails).
  */
 TG_API tg_status tg_call_raw_files(tg_ctx *ctx, const char *method, const char *json_params,

@@ -90,6 +90,29 @@ static void test_send_message(void **state)
                         "sendMessage: params: required parameter text is missing");
     assert_int_equal(bot_server_nrequests(f->srv), before);
 
+    /* a chat id of no valid kind, or a username one without a username: refused naming the
+     * field, never sent as "chat_id": null (issue 17) */
+    st = tg_send_message(
+        f->ctx, &(tg_send_message_params){.chat_id = tg_chat_id_username(NULL), .text = "x"}, &m);
+    assert_int_equal(st, TG_ERR_INVALID);
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "sendMessage: params: chat_id: a username chat id without a username "
+                        "(tg_chat_id_username(NULL) or \"\")");
+    tg_chat_id bad = {.kind = (tg_chat_id_kind)7, .id = 42};
+    st = tg_send_message(f->ctx, &(tg_send_message_params){.chat_id = bad, .text = "x"}, &m);
+    assert_int_equal(st, TG_ERR_INVALID);
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "params: chat_id: not a valid chat id kind"));
+    /* nested: the path says where */
+    tg_bot_command cmd = {.command = "start", .description = "Start"};
+    tg_bot_command_scope_chat scope = {.chat_id = tg_chat_id_username("")};
+    st = tg_set_my_commands(
+        f->ctx, &(tg_set_my_commands_params){.commands = &cmd,
+                                             .commands_count = 1,
+                                             .scope = tg_bot_command_scope_from_chat(&scope)});
+    assert_int_equal(st, TG_ERR_INVALID);
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "params: scope.chat_id: a username chat id"));
+    assert_int_equal(bot_server_nrequests(f->srv), before);
+
     /* a result that does not match the schema: TG_ERR_DECODE with the JSON path */
     bot_server_push_raw(f->srv, "sendMessage", 200, NULL,
                         "{\"ok\":true,\"result\":{\"message_id\":\"x\",\"date\":1,"

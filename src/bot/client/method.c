@@ -47,13 +47,16 @@ static int collect_upload(void *ud, const char *part, const tg_input_file *f)
 static tg_status encode(tg_ctx *ctx, const tg__method *m, const void *params)
 {
     tg__jw w;
+    char why[256];
     tg__buf_reset(&ctx->req);
     tg__jw_init(&w, &ctx->req);
-    tg__codec_encode_params(m, params, &w);
+    tg__codec_encode_params(m, params, &w, why, sizeof why);
     if (w.err == 0)
         return TG_OK;
     if (w.err == -ENOMEM)
         return tg__ctx_fail(ctx, TG_ERR_NOMEM, "params: out of memory while encoding");
+    if (w.err == -EINVAL && why[0])
+        return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: %s", why);
     if (w.err == -E2BIG)
         return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: cannot be encoded as JSON (too large)");
     return tg__ctx_fail(ctx, TG_ERR_INVALID,

@@ -200,8 +200,13 @@ const char *tg__codec_enum_str(const tg__enum *e, int32_t id);
 #define TG__ENC_KEEP_UNKNOWN 0x01 /* re-emit keys of raw spans the descriptor does not know */
 
 /* Write the struct at v (of type t) as one JSON value. Errors are sticky in w (w->err);
- * an enum value out of range or an unknown union without raw JSON sets -EINVAL. */
+ * an invalid value (an enum value out of range, an unknown union without raw JSON, a chat
+ * id of no valid kind or a username chat id without a username, ...) sets -EINVAL. */
 void tg__codec_encode(const tg__type *t, const void *v, tg__jw *w, int flags);
+/* The same; on -EINVAL, why (optional, why_cap bytes) gets "<path>: <reason>" of the first
+ * invalid value, e.g. "scope.chat_id: a username chat id without a username". */
+void tg__codec_encode_why(const tg__type *t, const void *v, tg__jw *w, int flags, char *why,
+                          size_t why_cap);
 
 /* ---- forward compatibility ---- */
 

@@ -15,10 +15,19 @@
 #include "bot/codec/codec_int.h"
 #include "bot/codec/method.h"
 
+#define PATH_MAX_DEPTH 16
+
 typedef struct enc {
     tg__jw *w;
     int flags;
     uint32_t seq; /* next attach:// number */
+    char *why;    /* optional: the first invalid value's path and reason */
+    size_t why_cap;
+    struct enc_step {
+        const char *name;
+        long idx; /* array index under name, -1 when none */
+    } path[PATH_MAX_DEPTH];
+    int depth;
 } enc;
 
 static void enc_object(enc *e, const tg__type *t, const void *obj, bool top);
@@ -28,6 +37,26 @@ static void set_err(tg__jw *w, int err)
 {
     if (!w->err)
         w->err = err;
+}
+
+/* An invalid value: -EINVAL in w, and "<path>: <reason>" in why for the first one. */
+static void fail(enc *e, const char *reason)
+{
+    if (!e->w->err && e->why && e->why_cap) {
+        size_t n = 0;
+        e->why[0] = '\0';
+        for (int i = 0; i < e->depth && i < PATH_MAX_DEPTH && n < e->why_cap; i++) {
+            int k = snprintf(e->why + n, e->why_cap - n, "%s%s", i ? "." : "", e->path[i].name);
+            n += k > 0 ? (size_t)k : 0;
+            if (e->path[i].idx >= 0 && n < e->why_cap) {
+                k = snprintf(e->why + n, e->why_cap - n, "[%ld]", e->path[i].idx);
+                n += k > 0 ? (size_t)k : 0;
+            }
+        }
+        if (n < e->why_cap)
+            snprintf(e->why + n, e->why_cap - n, "%s%s", e->depth ? ": " : "", reason);
+    }
+    set_err(e->w, -EINVAL);
 }
 
 static void enc_enum(enc *e, const tg__enum *en, const tg_strenum *v)
@@ -40,7 +69,8 @@ static void enc_enum(enc *e, const tg__enum *en, const tg_strenum *v)
     if (s)
         tg__jw_str(e->w, s);
     else
-        set_err(e->w, -EINVAL);
+        fail(e, v->id == TG_ENUM_UNKNOWN ? "TG_ENUM_UNKNOWN without a string"
+                                         : "not one of the set's TG_* values");
 }
 
 static void enc_file(enc *e, const tg_input_file *f)
@@ -50,7 +80,7 @@ static void enc_file(enc *e, const tg_input_file *f)
         return;
     }
     if (!tg_input_file_is_upload(f)) {
-        set_err(e->w, -EINVAL);
+        fail(e, "not a valid tg_input_file kind");
         return;
     }
     char name[32];
@@ -97,8 +127,12 @@ static void enc_one(enc *e, const tg__field *f, const unsigned char *p, bool opt
         const tg_chat_id *c = (const tg_chat_id *)(const void *)p;
         if (c->kind == TG_CHAT_ID_INT)
             tg__jw_i64(e->w, c->id);
-        else
+        else if (c->kind == TG_CHAT_ID_USERNAME && c->username && c->username[0])
             tg__jw_str(e->w, c->username);
+        else if (c->kind == TG_CHAT_ID_USERNAME)
+            fail(e, "a username chat id without a username (tg_chat_id_username(NULL) or \"\")");
+        else
+            fail(e, "not a valid chat id kind (use tg_chat_id_int or tg_chat_id_username)");
         break;
     }
     case TG__K_FILE:
@@ -115,6 +149,8 @@ static void enc_array(enc *e, const tg__field *f, const void *items, size_t coun
     const unsigned char *a = items;
     tg__jw_arr_begin(e->w);
     for (size_t i = 0; i < count && !e->w->err; i++) {
+        if (e->depth > 0 && e->depth <= PATH_MAX_DEPTH)
+            e->path[e->depth - 1].idx = (long)i;
         if (depth > 1) {
             const tg__list *row = (const tg__list *)(const void *)(a + i * esz);
             enc_array(e, f, row->items, row->items ? row->count : 0, 1);
@@ -137,13 +173,17 @@ static void enc_field(enc *e, const tg__field *f, const unsigned char *base, boo
         return;
     }
     tg__jw_key(e->w, f->name, f->name_len);
+    if (e->depth < PATH_MAX_DEPTH)
+        e->path[e->depth] = (struct enc_step){f->name, -1};
+    e->depth++;
     if (arr) {
         const void *items = *(const void *const *)(const void *)(base + f->off);
         size_t count = *(const size_t *)(const void *)(base + f->cnt_off);
         enc_array(e, f, items, count, (f->flags & TG__F_ARR2) ? 2 : 1);
-        return;
+    } else {
+        enc_one(e, f, base + f->off, (f->flags & TG__F_OPT) != 0, false);
     }
-    enc_one(e, f, base + f->off, (f->flags & TG__F_OPT) != 0, false);
+    e->depth--;
 }
 
 /* Re-emit the members of raw that t does not know (tool mode, TG__ENC_KEEP_UNKNOWN). */
@@ -193,12 +233,12 @@ static void enc_union(enc *e, const tg__type *u, const void *v)
         if (h->raw.len)
             tg__jw_raw(e->w, h->raw.json, h->raw.len);
         else
-            set_err(e->w, -EINVAL);
+            fail(e, "an unknown union variant without raw JSON");
     } else if (k >= 2 && k < u->nmembers + 2) {
         if (h->ptr)
             enc_object(e, u->members[k - 2], h->ptr, false);
         else
-            set_err(e->w, -EINVAL);
+            fail(e, "a union variant whose ptr is NULL");
     } else if (k == u->nmembers + 2 && (u->uflags & TG__UF_STRING)) {
         tg__jw_str(e->w, *(const char *const *)(const void *)(base + u->text_off));
     } else if (k == u->nmembers + 3 && (u->uflags & TG__UF_ARRAY)) {
@@ -207,22 +247,33 @@ static void enc_union(enc *e, const tg__type *u, const void *v)
         size_t count = *(const size_t *)(const void *)(base + u->count_off);
         enc_array(e, &f, items, items ? count : 0, 1);
     } else {
-        set_err(e->w, -EINVAL);
+        fail(e, "not a valid union kind");
     }
 }
 
-void tg__codec_encode(const tg__type *t, const void *v, tg__jw *w, int flags)
+void tg__codec_encode_why(const tg__type *t, const void *v, tg__jw *w, int flags, char *why,
+                          size_t why_cap)
 {
-    enc e = {w, flags, 0};
+    enc e = {.w = w, .flags = flags, .why = why, .why_cap = why_cap};
+    if (why && why_cap)
+        why[0] = '\0';
     if (t->is_union)
         enc_union(&e, t, v);
     else
         enc_object(&e, t, v, false);
 }
 
-void tg__codec_encode_params(const tg__method *m, const void *params, tg__jw *w)
+void tg__codec_encode(const tg__type *t, const void *v, tg__jw *w, int flags)
 {
-    enc e = {w, 0, 0};
+    tg__codec_encode_why(t, v, w, flags, NULL, 0);
+}
+
+void tg__codec_encode_params(const tg__method *m, const void *params, tg__jw *w, char *why,
+                             size_t why_cap)
+{
+    enc e = {.w = w, .why = why, .why_cap = why_cap};
+    if (why && why_cap)
+        why[0] = '\0';
     if (!m->params_desc || !params) {
         tg__jw_obj_begin(w);
         tg__jw_obj_end(w);

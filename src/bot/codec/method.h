@@ -59,8 +59,10 @@ extern const tg__method *const tg__methods[];
 extern const size_t tg__method_count;
 const tg__method *tg__codec_method_by_name(const char *name);
 
-/* Write params (NULL = none) as one JSON object. Sticky errors in w. */
-void tg__codec_encode_params(const tg__method *m, const void *params, tg__jw *w);
+/* Write params (NULL = none) as one JSON object. Sticky errors in w; on -EINVAL, why
+ * (optional) names the invalid value as tg__codec_encode_why does. */
+void tg__codec_encode_params(const tg__method *m, const void *params, tg__jw *w, char *why,
+                             size_t why_cap);
 
 /* Name of the first required parameter that is absent (NULL string/object, no chat id,
  * no file, empty union/enum, NULL array), or NULL when all are there. Required numbers and
