@@ -161,7 +161,8 @@ static void test_api_error(void **state)
                         "{\"ok\":false,\"error_code\":400,\"description\":\"Bad Request: group "
                         "chat was upgraded to a supergroup chat\",\"parameters\":"
                         "{\"migrate_to_chat_id\":-1001234567890}}");
-    assert_int_equal(call(f->ctx, "sendMessage", "{\"chat_id\":-5}", NULL), TG_ERR_API);
+    assert_int_equal(call(f->ctx, "sendMessage", "{\"chat_id\":-5,\"text\":\"x\"}", NULL),
+                     TG_ERR_API);
     assert_int_equal(tg_ctx_error(f->ctx)->migrate_to_chat_id, -1001234567890LL);
     assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "migrated to chat -1001234567890"));
     /* unknown method: the server's 404 */
@@ -181,7 +182,30 @@ static void test_invalid_arguments(void **state)
                         "getMe: params: expected a JSON object, found array");
     assert_int_equal(call(f->ctx, "getMe", "{\"a\":", NULL), TG_ERR_INVALID);
     assert_int_equal(tg_call_raw(NULL, "getMe", NULL, 0, NULL, NULL), TG_ERR_INVALID);
+    /* a known method's required parameters, from the generated tables (issue 17: a
+     * sendMessage without text used to be sent) */
+    assert_int_equal(call(f->ctx, "sendMessage", "{\"chat_id\":1}", NULL), TG_ERR_INVALID);
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "sendMessage: params: required parameter text is missing");
+    assert_int_equal(call(f->ctx, "sendMessage", "{\"chat_id\":1,\"text\":null}", NULL),
+                     TG_ERR_INVALID);
+    assert_int_equal(call(f->ctx, "sendMessage", NULL, NULL), TG_ERR_INVALID);
+    assert_string_equal(tg_ctx_errmsg(f->ctx),
+                        "sendMessage: params: required parameter chat_id is missing");
+    const char *res;
+    size_t n;
+    tg_file_part doc = {.name = "document", .data = "x", .len = 1};
+    assert_int_equal(
+        tg_call_raw_files(f->ctx, "sendDocument", "{\"chat_id\":1}", 13, NULL, 0, &res, &n),
+        TG_ERR_INVALID);
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "required parameter document is missing"));
     assert_int_equal(bot_server_nrequests(f->srv), before);
+    /* the file part counts as the parameter; an unknown method goes unchecked */
+    bot_server_set_reply(f->srv, "sendDocument", 200, "{\"ok\":true,\"result\":true}");
+    assert_int_equal(
+        tg_call_raw_files(f->ctx, "sendDocument", "{\"chat_id\":1}", 13, &doc, 1, &res, &n), TG_OK);
+    bot_server_set_reply(f->srv, "futureMethod", 200, "{\"ok\":true,\"result\":1}");
+    assert_int_equal(call(f->ctx, "futureMethod", NULL, NULL), TG_OK);
 }
 
 static void test_429_honoured_and_bounded(void **state)
@@ -390,7 +414,7 @@ static void test_connection_refused(void **state)
     int fd = refusing_socket(url, sizeof url);
     tg_bot *bot =
         bot_test_new(TOKEN, &(tg_bot_options){.base_url = url,
-                                            .retry = {.max_attempts = 3, .backoff_base_ms = 1}});
+                                              .retry = {.max_attempts = 3, .backoff_base_ms = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
     assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TRANSPORT);
     const tg_error_info *e = tg_ctx_error(ctx);
@@ -421,8 +445,8 @@ static void test_connect_timeout(void **state)
     snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
     tg_bot *bot =
         bot_test_new(TOKEN, &(tg_bot_options){.base_url = url,
-                                            .connect_timeout_ms = 150,
-                                            .retry = {.max_attempts = 2, .backoff_base_ms = 1}});
+                                              .connect_timeout_ms = 150,
+                                              .retry = {.max_attempts = 2, .backoff_base_ms = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
     assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TIMEOUT);
     assert_int_equal(tg_ctx_error(ctx)->transport_code, 28);
@@ -590,8 +614,8 @@ static void test_proxy_is_used(void **state)
     char proxy[64];
     int fd = refusing_socket(proxy, sizeof proxy);
     if (bot_test_lean()) { /* no proxies on the lean transport: refused up front */
-        assert_null(bot_test_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv),
-                                                          .proxy = proxy}));
+        assert_null(bot_test_new(
+            TOKEN, &(tg_bot_options){.base_url = bot_server_url(f->srv), .proxy = proxy}));
         assert_non_null(strstr(tg_bot_new_errmsg(), "does not support proxies"));
         close(fd);
         return;
@@ -684,8 +708,8 @@ static void test_custom_transport(void **state)
     struct fake_tp t = {.fail_first = 1};
     tg_transport tp = {fake_conn_new, fake_perform, fake_conn_free, &t};
     tg_bot *bot = bot_test_new(TOKEN, &(tg_bot_options){.base_url = "http://example.invalid",
-                                                      .transport = &tp,
-                                                      .retry = {.backoff_base_ms = 1}});
+                                                        .transport = &tp,
+                                                        .retry = {.backoff_base_ms = 1}});
     tg_ctx *ctx = tg_ctx_new(bot);
     const char *res;
     assert_int_equal(call(ctx, "getMe", "{\"x\":1}", &res), TG_OK);
@@ -716,18 +740,18 @@ static void test_lean_options(void **state)
     const tg_transport *lean = tg_transport_lean();
     assert_non_null(lean);
     assert_ptr_equal(lean, tg_transport_lean());
-    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean,
-                                                   .proxy = "socks5h://127.0.0.1:1080"}));
+    assert_null(tg_bot_new(
+        TOKEN, &(tg_bot_options){.transport = lean, .proxy = "socks5h://127.0.0.1:1080"}));
     assert_string_equal(tg_bot_new_errmsg(),
                         "options: the lean transport (tg_transport_lean) does not support "
                         "proxies; use the default libcurl transport with proxy");
-    assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean,
-                                                   .base_url = "http://127.0.0.1:99999"}));
+    assert_null(tg_bot_new(
+        TOKEN, &(tg_bot_options){.transport = lean, .base_url = "http://127.0.0.1:99999"}));
     assert_non_null(strstr(tg_bot_new_errmsg(), "port"));
     assert_null(tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean, .base_url = "http://[::1"}));
     /* both transports serve the same server side by side */
-    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean,
-                                                      .base_url = bot_server_url(f->srv)});
+    tg_bot *bot =
+        tg_bot_new(TOKEN, &(tg_bot_options){.transport = lean, .base_url = bot_server_url(f->srv)});
     assert_non_null(bot);
     tg_ctx *ctx = tg_ctx_new(bot);
     const char *res;
@@ -758,7 +782,7 @@ static void test_token_never_logged(void **state)
     st[2] = call(ctx, "getMe", NULL, NULL);
     assert_non_null(strstr(tg_ctx_errmsg(ctx), "[REDACTED]"));
     assert_null(strstr(tg_ctx_errmsg(ctx), secret));
-    st[3] = call(ctx, "sendMessage", "{\"chat_id\":1}", NULL);
+    st[3] = call(ctx, "noSuchMethod", "{\"chat_id\":1}", NULL);
     const void *data;
     size_t n;
     st[4] = tg_download_to_memory(ctx, "no/such/file", 0, &data, &n);

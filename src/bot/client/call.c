@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "bot/client/client_int.h"
+#include "bot/codec/codec.h"
+#include "bot/codec/method.h"
 #include "core/clock.h"
 #include "core/str.h"
 
@@ -319,7 +321,6 @@ static tg_status raw_params(tg_ctx *ctx, const char **json, size_t *len)
     if (!*json || *len == 0) {
         *json = "{}";
         *len = 2;
-        return TG_OK;
     }
     if (tg__json_parse(&ctx->doc, *json, *len, &jerr) != 0)
         return tg__ctx_fail(ctx, jerr.nomem ? TG_ERR_NOMEM : TG_ERR_INVALID,
@@ -327,6 +328,28 @@ static tg_status raw_params(tg_ctx *ctx, const char **json, size_t *len)
     if (ctx->doc.toks[0].type != TG__J_OBJECT)
         return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: expected a JSON object, found %s",
                             tg__json_type_name((tg__jtype)ctx->doc.toks[0].type));
+    return TG_OK;
+}
+
+/* For a method this library knows, its required parameters must be in the parsed params
+ * (ctx->doc, not null) or be one of the file parts: the same rule as the typed calls. */
+static tg_status raw_required(tg_ctx *ctx, const char *method, const tg_file_part *files,
+                              size_t nfiles)
+{
+    const tg__method *m = tg__codec_method_by_name(method);
+    const tg__type *t = m ? m->params_desc : NULL;
+    for (uint16_t i = 0; t && i < t->nfields; i++) {
+        const tg__field *f = &t->fields[i];
+        if (f->flags & TG__F_OPT)
+            continue;
+        uint32_t v = tg__json_obj_get(&ctx->doc, 0, f->name);
+        bool found = v != UINT32_MAX && ctx->doc.toks[v].type != TG__J_NULL;
+        for (size_t k = 0; !found && k < nfiles; k++)
+            found = files[k].name && strcmp(files[k].name, f->name) == 0;
+        if (!found)
+            return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: required parameter %s is missing",
+                                f->name);
+    }
     return TG_OK;
 }
 
@@ -362,6 +385,8 @@ static tg_status call_raw(tg_ctx *ctx, const char *method, const char *json_para
     tg_status st = raw_begin(ctx, method);
     if (st == TG_OK)
         st = raw_params(ctx, &json_params, &len);
+    if (st == TG_OK)
+        st = raw_required(ctx, method, NULL, 0);
     if (st != TG_OK)
         return st;
     struct tg__call_req r = {.method = method, .body = json_params, .body_len = len};
@@ -417,6 +442,10 @@ static tg_status call_raw_files(tg_ctx *ctx, const char *method, const char *jso
     st = tg__check_files(ctx, files, nfiles);
     if (st == TG_OK && json_params && len)
         st = tg__json_to_fields(ctx, json_params, len, &fields, &nfields);
+    else if (st == TG_OK)
+        st = raw_params(ctx, &json_params, &len);
+    if (st == TG_OK) /* ctx->doc holds the params' parse either way */
+        st = raw_required(ctx, method, files, nfiles);
     if (st != TG_OK)
         return st;
     struct tg__call_req r = {
