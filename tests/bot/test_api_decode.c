@@ -199,6 +199,11 @@ static void test_error_paths(void **state)
          "{\"message_id\":1,\"date\":2,\"chat\":{\"id\":1,\"type\":\"private\"},"
          "\"photo\":{}}",
          "photo: expected array, found object"},
+        /* a concrete variant whose discriminator holds another variant's value (issue 17) */
+        {"InputMediaDocument", "{\"type\":\"photo\",\"media\":\"x\"}",
+         "type: expected \"document\" (this type's constant), found \"photo\""},
+        {"InputMediaPhoto", "{\"type\":7,\"media\":\"x\"}",
+         "type: expected a string, found number"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         void *out = decode_as(f, cases[i].type, cases[i].json, TG_ERR_DECODE);

@@ -196,6 +196,26 @@ static int dec_string_like(dec *x, const tg__field *f, uint32_t tok, void *dst)
     return 0;
 }
 
+/* A discriminator decoded as a concrete variant must hold that variant's value: decoding
+ * {"type":"photo"} as InputMediaDocument would otherwise rewrite it on the way back out. */
+static int dec_const(dec *x, const tg__field *f, uint32_t tok)
+{
+    const tg__jtok *t = &x->d->toks[tok];
+    const char *want = f->sub;
+    char got[64];
+    long n = t->type == TG__J_STRING ? tg__json_str_copy(x->d, tok, got, sizeof got) : -1;
+    if (n >= 0 && (size_t)n == strlen(want) && memcmp(got, want, (size_t)n) == 0)
+        return 0;
+    if (n < 0 && t->type != TG__J_STRING)
+        return fail_type(x, tok, "a string");
+    x->err->offset = t->start - 1;
+    x->err->tok = tok;
+    snprintf(x->err->msg, sizeof x->err->msg,
+             "expected \"%s\" (this type's constant), found \"%.*s\"%s", want, n < 0 ? 40 : (int)n,
+             n < 0 ? x->d->src + t->start : got, n < 0 ? "..." : "");
+    return -1;
+}
+
 /* One value of kind f->kind into dst (for OBJ: dst is the pointer slot, or the struct
  * itself when inplace). */
 static int dec_one(dec *x, const tg__field *f, uint32_t tok, void *dst, bool opt, bool inplace)
@@ -235,8 +255,10 @@ static int dec_one(dec *x, const tg__field *f, uint32_t tok, void *dst, bool opt
     }
     case TG__K_UNION:
         return dec_union(x, f->sub, tok, dst);
+    case TG__K_CONST:
+        return dec_const(x, f, tok); /* checked, nothing stored */
     default:
-        return 0; /* TG__K_CONST: nothing stored */
+        return 0;
     }
 }
 

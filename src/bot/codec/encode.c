@@ -16,6 +16,8 @@
 #include "bot/codec/method.h"
 
 #define PATH_MAX_DEPTH 16
+/* The keyboard helpers poison a keyboard they refuse with exactly these invalid values. */
+#define REFUSED_HINT " (a keyboard refused by a check says why in tg_keyboard_errmsg())"
 
 typedef struct enc {
     tg__jw *w;
@@ -70,7 +72,7 @@ static void enc_enum(enc *e, const tg__enum *en, const tg_strenum *v)
         tg__jw_str(e->w, s);
     else
         fail(e, v->id == TG_ENUM_UNKNOWN ? "TG_ENUM_UNKNOWN without a string"
-                                         : "not one of the set's TG_* values");
+                                         : "not one of the set's TG_* values" REFUSED_HINT);
 }
 
 static void enc_file(enc *e, const tg_input_file *f)
@@ -233,7 +235,7 @@ static void enc_union(enc *e, const tg__type *u, const void *v)
         if (h->raw.len)
             tg__jw_raw(e->w, h->raw.json, h->raw.len);
         else
-            fail(e, "an unknown union variant without raw JSON");
+            fail(e, "an unknown union variant without raw JSON" REFUSED_HINT);
     } else if (k >= 2 && k < u->nmembers + 2) {
         if (h->ptr)
             enc_object(e, u->members[k - 2], h->ptr, false);
