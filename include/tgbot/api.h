@@ -8878,6 +8878,37 @@ tg_input_media_group_item_from_video(const tg_input_media_video *v)
 /* The TG_UPDATE_TYPE_* of the optional field set in u (the first one), or 0. */
 TG_API int32_t tg_update_type_of(const tg_update *u);
 
+/* The kinds of Update (its optional fields) in page order, as X(ID, "name"):
+ * tgbot/dispatch.h builds tg_update_kind from this list, so TG_UPDATE_<ID> is
+ * TG_UPDATE_TYPE_<ID> - 1 (TG_UPDATE_KIND_OF_TYPE). */
+#define TG_UPDATE_KIND_LIST(X)                                                                     \
+    X(MESSAGE, "message")                                                                          \
+    X(EDITED_MESSAGE, "edited_message")                                                            \
+    X(CHANNEL_POST, "channel_post")                                                                \
+    X(EDITED_CHANNEL_POST, "edited_channel_post")                                                  \
+    X(BUSINESS_CONNECTION, "business_connection")                                                  \
+    X(BUSINESS_MESSAGE, "business_message")                                                        \
+    X(EDITED_BUSINESS_MESSAGE, "edited_business_message")                                          \
+    X(DELETED_BUSINESS_MESSAGES, "deleted_business_messages")                                      \
+    X(GUEST_MESSAGE, "guest_message")                                                              \
+    X(MESSAGE_REACTION, "message_reaction")                                                        \
+    X(MESSAGE_REACTION_COUNT, "message_reaction_count")                                            \
+    X(INLINE_QUERY, "inline_query")                                                                \
+    X(CHOSEN_INLINE_RESULT, "chosen_inline_result")                                                \
+    X(CALLBACK_QUERY, "callback_query")                                                            \
+    X(SHIPPING_QUERY, "shipping_query")                                                            \
+    X(PRE_CHECKOUT_QUERY, "pre_checkout_query")                                                    \
+    X(PURCHASED_PAID_MEDIA, "purchased_paid_media")                                                \
+    X(POLL, "poll")                                                                                \
+    X(POLL_ANSWER, "poll_answer")                                                                  \
+    X(MY_CHAT_MEMBER, "my_chat_member")                                                            \
+    X(CHAT_MEMBER, "chat_member")                                                                  \
+    X(CHAT_JOIN_REQUEST, "chat_join_request")                                                      \
+    X(CHAT_BOOST, "chat_boost")                                                                    \
+    X(REMOVED_CHAT_BOOST, "removed_chat_boost")                                                    \
+    X(MANAGED_BOT, "managed_bot")                                                                  \
+    X(SUBSCRIPTION, "subscription")
+
 /* ---- methods ---- */
 
 /* Calls getUpdates; result: Array of Update. https://core.telegram.org/bots/api#getupdates */

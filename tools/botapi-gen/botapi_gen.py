@@ -274,6 +274,7 @@ extern "C" {{
         if self.update_type_fields():
             out.append("\n/* The TG_UPDATE_TYPE_* of the optional field set in u (the first one), or 0. */\n"
                        "TG_API int32_t tg_update_type_of(const tg_update *u);\n")
+            out.append(self.update_kinds_macro())
         out.append("\n/* ---- methods ---- */\n")
         for m in self.m["methods"]:
             out.append(self.method_proto(m) + ";\n")
@@ -625,6 +626,16 @@ const tg__type *tg__codec_type_by_name(const char *name)
             return []
         fields = {f["name"]: f for f in self.types["Update"]["fields"]}
         return [(fields[v], "TG_UPDATE_TYPE_" + ident) for v, ident in zip(e["values"], e["idents"])]
+
+    def update_kinds_macro(self):
+        """X(ID, "name") for each UpdateType value: tgbot/dispatch.h builds tg_update_kind
+        from it, so the dispatcher's kinds and TG_UPDATE_TYPE_* never disagree."""
+        e = self.enums["UpdateType"]
+        rows = "".join(f" \\\n    X({ident}, \"{v}\")" for v, ident in zip(e["values"], e["idents"]))
+        return ("\n/* The kinds of Update (its optional fields) in page order, as X(ID, \"name\"):\n"
+                " * tgbot/dispatch.h builds tg_update_kind from this list, so TG_UPDATE_<ID> is\n"
+                " * TG_UPDATE_TYPE_<ID> - 1 (TG_UPDATE_KIND_OF_TYPE). */\n"
+                f"#define TG_UPDATE_KIND_LIST(X){rows}\n")
 
     def presence_expr(self, f):
         d = self.member_decl(f)[0]
