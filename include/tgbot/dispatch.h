@@ -23,6 +23,7 @@
 #ifndef TGBOT_DISPATCH_H
 #define TGBOT_DISPATCH_H
 
+#include "tgbot/api.h"
 #include "tgbot/common.h"
 
 #include <stdint.h>
@@ -37,33 +38,12 @@ typedef struct tg_update tg_update; /* tgbot/api.h */
 
 /* ---- update kinds: one per optional field of the Bot API Update object ---- */
 
-#define TG_UPDATE_KINDS(X)                                                                         \
-    X(MESSAGE, "message")                                                                          \
-    X(EDITED_MESSAGE, "edited_message")                                                            \
-    X(CHANNEL_POST, "channel_post")                                                                \
-    X(EDITED_CHANNEL_POST, "edited_channel_post")                                                  \
-    X(BUSINESS_CONNECTION, "business_connection")                                                  \
-    X(BUSINESS_MESSAGE, "business_message")                                                        \
-    X(EDITED_BUSINESS_MESSAGE, "edited_business_message")                                          \
-    X(DELETED_BUSINESS_MESSAGES, "deleted_business_messages")                                      \
-    X(GUEST_MESSAGE, "guest_message")                                                              \
-    X(MESSAGE_REACTION, "message_reaction")                                                        \
-    X(MESSAGE_REACTION_COUNT, "message_reaction_count")                                            \
-    X(INLINE_QUERY, "inline_query")                                                                \
-    X(CHOSEN_INLINE_RESULT, "chosen_inline_result")                                                \
-    X(CALLBACK_QUERY, "callback_query")                                                            \
-    X(SHIPPING_QUERY, "shipping_query")                                                            \
-    X(PRE_CHECKOUT_QUERY, "pre_checkout_query")                                                    \
-    X(PURCHASED_PAID_MEDIA, "purchased_paid_media")                                                \
-    X(POLL, "poll")                                                                                \
-    X(POLL_ANSWER, "poll_answer")                                                                  \
-    X(MY_CHAT_MEMBER, "my_chat_member")                                                            \
-    X(CHAT_MEMBER, "chat_member")                                                                  \
-    X(CHAT_JOIN_REQUEST, "chat_join_request")                                                      \
-    X(CHAT_BOOST, "chat_boost")                                                                    \
-    X(REMOVED_CHAT_BOOST, "removed_chat_boost")                                                    \
-    X(MANAGED_BOT, "managed_bot")                                                                  \
-    X(SUBSCRIPTION, "subscription")
+/* Generated (tgbot/api.h, TG_UPDATE_KIND_LIST, from the page's update types): the kinds
+ * follow the page's order, and kind k is the update type TG_UPDATE_TYPE_* numbered k + 1. */
+#define TG_UPDATE_KINDS(X) TG_UPDATE_KIND_LIST(X)
+/* The kind of a TG_UPDATE_TYPE_* id, and back. */
+#define TG_UPDATE_KIND_OF_TYPE(type_id) ((tg_update_kind)((type_id)-1))
+#define TG_UPDATE_TYPE_OF_KIND(kind)    ((int32_t)(kind) + 1)
 
 typedef enum tg_update_kind {
     TG_UPDATE_UNKNOWN = 0, /* a field this library does not know yet (kept in kind_name) */

@@ -154,6 +154,24 @@ static void test_every_kind_routes(void **state)
     tg_router_free(r);
 }
 
+/* The dispatcher's kinds are the generated update types (issue 17: the list used to be
+ * written twice, numbered differently): same names, one number apart, nothing missing on
+ * either side. */
+static void test_kinds_are_the_update_types(void **state)
+{
+    (void)state;
+    int k = 1;
+    for (; k < TG_UPDATE_KIND_COUNT; k++) {
+        tg_update_type t = {TG_UPDATE_TYPE_OF_KIND(k), NULL};
+        const char *s = tg_update_type_to_str(t);
+        assert_non_null(s);
+        assert_string_equal(tg_update_kind_name((tg_update_kind)k), s);
+        assert_int_equal(TG_UPDATE_KIND_OF_TYPE(tg_update_type_from_str(s).id), k);
+    }
+    /* no update type beyond the last kind */
+    assert_null(tg_update_type_to_str((tg_update_type){TG_UPDATE_TYPE_OF_KIND(k), NULL}));
+}
+
 static tg_status h_args(tg_hctx *h, void *user)
 {
     (void)user;
@@ -381,15 +399,11 @@ static void test_full_update_on_demand(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_event_fields),
-        cmocka_unit_test(test_event_errors),
-        cmocka_unit_test(test_every_kind_routes),
-        cmocka_unit_test(test_commands),
-        cmocka_unit_test(test_regex_and_callbacks),
-        cmocka_unit_test(test_filters_compose),
-        cmocka_unit_test(test_groups_middleware_errors),
-        cmocka_unit_test(test_feed_rejects),
-        cmocka_unit_test(test_full_update_on_demand),
+        cmocka_unit_test(test_event_fields),      cmocka_unit_test(test_event_errors),
+        cmocka_unit_test(test_every_kind_routes), cmocka_unit_test(test_kinds_are_the_update_types),
+        cmocka_unit_test(test_commands),          cmocka_unit_test(test_regex_and_callbacks),
+        cmocka_unit_test(test_filters_compose),   cmocka_unit_test(test_groups_middleware_errors),
+        cmocka_unit_test(test_feed_rejects),      cmocka_unit_test(test_full_update_on_demand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

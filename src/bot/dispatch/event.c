@@ -19,6 +19,13 @@ static const char *const kind_names[TG_UPDATE_KIND_COUNT] = {[TG_UPDATE_UNKNOWN]
 #undef TG__KIND_NAME
 };
 
+/* The dispatcher's kinds and the generated update types are one list, shifted by one. */
+#define TG__KIND_TIE(id, name)                                                                     \
+    _Static_assert(TG_UPDATE_TYPE_OF_KIND(TG_UPDATE_##id) == TG_UPDATE_TYPE_##id,                  \
+                   "update kind " name " is not its TG_UPDATE_TYPE_* - 1");
+TG_UPDATE_KINDS(TG__KIND_TIE)
+#undef TG__KIND_TIE
+
 const char *tg_update_kind_name(tg_update_kind k)
 {
     return (unsigned)k < TG_UPDATE_KIND_COUNT ? kind_names[k] : "unknown";
