@@ -206,6 +206,14 @@ typedef struct tg_bot_options {
     size_t max_response_bytes;     /* cap on an API answer's body; 0 = 64 MiB */
     uint32_t max_connections;      /* connections kept open in the bot's shared cache (one
                                       per thread calling at once is enough); 0 = 64 */
+    /* Debugging arena lifetimes. debug_arena: tg_ctx_reset() overwrites everything it frees
+     * with 0xA5 bytes, so a pointer kept past a reset shows garbage at once instead of
+     * stale data that looks right (costs a memset per reset; for development).
+     * arena_warn_bytes: a ctx whose arena grows past this without a tg_ctx_reset() logs
+     * one warning (a loop of calls that never resets grows ~1.5 KB per call without
+     * bound); 0 = 16 MiB, SIZE_MAX = never. */
+    bool debug_arena;
+    size_t arena_warn_bytes;
 } tg_bot_options;
 
 /*
@@ -301,8 +309,8 @@ TG_API const tg_error_info *tg_ctx_error(const tg_ctx *ctx);
  * Call any Bot API method by name with its parameters as a JSON object (NULL or "" = no
  * parameters): useful for methods newer than the library. For a method the library knows,
  * its required parameters must be present and not null (TG_ERR_INVALID naming the first
- * missing one, nothing sent); a method it does not know is sent unchecked. On TG_OK, *result_json (NUL-
- * terminated) and *result_len hold the raw JSON of the answer's "result", in the ctx arena.
+ * missing one, nothing sent); a method it does not know is sent unchecked. On TG_OK, *result_json
+ * (NUL- terminated) and *result_len hold the raw JSON of the answer's "result", in the ctx arena.
  * Returns TG_OK or an error status; details in tg_ctx_errmsg(ctx) / tg_ctx_error(ctx).
  */
 TG_API tg_status tg_call_raw(tg_ctx *ctx, const char *method, const char *json_params, size_t len,

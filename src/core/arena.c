@@ -38,6 +38,16 @@ void tg__arena_reset(tg__arena *a)
     a->used = 0;
 }
 
+void tg__arena_poison(tg__arena *a, unsigned char byte)
+{
+    /* Chunks after cur are unused since the last reset (see the invariant above). */
+    for (struct tg__arena_chunk *c = a->head; c; c = c->next) {
+        memset(c->data, byte, c->used);
+        if (c == a->cur)
+            break;
+    }
+}
+
 static int fits(const struct tg__arena_chunk *c, size_t size, size_t align, size_t *off)
 {
     uintptr_t base = (uintptr_t)c->data;

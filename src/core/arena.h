@@ -48,6 +48,9 @@ void tg__arena_init(tg__arena *a, size_t chunk_size, size_t max_bytes);
 void tg__arena_cleanup(tg__arena *a);
 /* Forgets every allocation in O(1); chunks are kept for reuse. */
 void tg__arena_reset(tg__arena *a);
+/* Overwrite every byte handed out since the last reset with byte (debugging: call before
+ * tg__arena_reset so stale pointers read garbage). O(used). */
+void tg__arena_poison(tg__arena *a, unsigned char byte);
 
 void *tg__arena_alloc_slow(tg__arena *a, size_t size, size_t align);
 

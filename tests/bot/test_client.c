@@ -762,6 +762,41 @@ static void test_lean_options(void **state)
     tg_bot_free(bot);
 }
 
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t k = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)) != NULL; p++)
+        k++;
+    return k;
+}
+
+/* debug_arena: a pointer kept past tg_ctx_reset() reads 0xA5 garbage; arena_warn_bytes: a
+ * loop of calls without a reset is warned about, once (issue 17). */
+static void test_arena_debug_and_warning(void **state)
+{
+    bot_fx *f = *state;
+    bot_logcap cap;
+    bot_logcap_init(&cap);
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.log = bot_logcap_sink,
+                                                   .log_user = &cap,
+                                                   .debug_arena = true,
+                                                   .arena_warn_bytes = 1024});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    const char *res;
+    size_t n;
+    assert_int_equal(tg_call_raw(ctx, "getMe", NULL, 0, &res, &n), TG_OK);
+    assert_true(n > 10);
+    tg_ctx_reset(ctx);
+    for (size_t i = 0; i < n; i++) /* the chunk is kept for reuse: still readable memory */
+        assert_int_equal((unsigned char)res[i], 0xA5);
+    for (int i = 0; i < 60; i++)
+        assert_int_equal(tg_call_raw(ctx, "getMe", NULL, 0, &res, &n), TG_OK);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+    assert_int_equal(count_of(cap.text, "without a tg_ctx_reset()"), 1);
+    bot_logcap_free(&cap);
+}
+
 static void test_token_never_logged(void **state)
 {
     bot_fx *f = *state;
@@ -832,6 +867,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_proxy_is_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
         cmocka_unit_test(test_custom_transport),
+        cmocka_unit_test_setup_teardown(test_arena_debug_and_warning, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_never_logged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lean_options, setup, teardown),
     };

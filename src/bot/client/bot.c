@@ -23,7 +23,8 @@
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
 #define DEFAULT_MAX_RESPONSE       ((size_t)64 << 20) /* bytes */
 #define DEFAULT_MAX_CONNECTIONS    64
-#define TOKEN_MIN_SECRET           35 /* characters after ':' */
+#define DEFAULT_ARENA_WARN         ((size_t)16 << 20) /* bytes */
+#define TOKEN_MIN_SECRET           35                 /* characters after ':' */
 #define TOKEN_MAX_LEN              256
 
 static _Thread_local const char *new_errmsg = "";
@@ -164,6 +165,8 @@ static int apply_options(tg_bot *bot, const tg_bot_options *o)
         o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
     bot->max_response_bytes = o->max_response_bytes ? o->max_response_bytes : DEFAULT_MAX_RESPONSE;
     bot->max_connections = o->max_connections ? o->max_connections : DEFAULT_MAX_CONNECTIONS;
+    bot->debug_arena = o->debug_arena;
+    bot->arena_warn_bytes = o->arena_warn_bytes ? o->arena_warn_bytes : DEFAULT_ARENA_WARN;
     int level = o->log_level ? o->log_level - 1 : TG__LOG_WARN;
     if (level < TG__LOG_TRACE || level > TG__LOG_OFF) {
         new_errmsg = "options: log_level is not one of TG_LOG_*";

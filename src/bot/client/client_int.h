@@ -110,6 +110,8 @@ struct tg_bot {
     uint32_t connect_timeout_ms;
     size_t max_response_bytes;
     uint32_t max_connections;
+    bool debug_arena;        /* poison the arena at tg_ctx_reset */
+    size_t arena_warn_bytes; /* warn once per ctx past this many arena bytes */
     tg__logger log;
     tg_log_fn user_log;
     void *user_log_user;
@@ -172,6 +174,7 @@ struct tg_ctx {
     uint32_t result_tok; /* "result" token in doc after a successful call */
     bool too_big;
     bool sink_oom; /* too_big came from out of memory, not the cap */
+    bool arena_warned;
     tg_ctx_stats stats;
 };
 

@@ -103,6 +103,8 @@ TG_API void tg_ctx_reset(tg_ctx *ctx)
 {
     if (!tg__ctx_enter(ctx))
         return;
+    if (ctx->bot->debug_arena)
+        tg__arena_poison(&ctx->arena, 0xA5);
     tg__arena_reset(&ctx->arena);
     tg__ctx_clear_error(ctx);
     ctx->method[0] = '\0';
@@ -182,8 +184,23 @@ TG_API void tg_ctx_get_stats_sized(const tg_ctx *ctx, tg_ctx_stats *out, size_t 
         tg__sized_out(out, out_size, &ctx->stats, sizeof ctx->stats);
 }
 
+/* Once per ctx: results pile up in the arena when calls run in a loop without a reset. */
+static void arena_check(tg_ctx *ctx)
+{
+    size_t used = tg__arena_used(&ctx->arena);
+    if (ctx->arena_warned || used <= ctx->bot->arena_warn_bytes)
+        return;
+    ctx->arena_warned = true;
+    tg__log(&ctx->bot->log, TG__LOG_WARN,
+            "tg_ctx arena holds %zu bytes without a tg_ctx_reset(): every result stays until "
+            "a reset, so reset the ctx once you are done with them (warned once per ctx; "
+            "tg_bot_options.arena_warn_bytes)",
+            used);
+}
+
 tg_status tg__ctx_begin(tg_ctx *ctx, const char *method)
 {
+    arena_check(ctx);
     tg__ctx_clear_error(ctx);
     size_t n = strlen(method);
     if (n >= sizeof ctx->method)
