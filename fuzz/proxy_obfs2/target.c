@@ -80,6 +80,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     crypto_ctr_cleanup(&dec);
+    /* A forbidden prefix stays forbidden as bytes arrive: monotone in n, and equal to
+       obfs2_prefix_ok at 8 bytes. */
+    for (size_t n = 1; n <= size && n <= 8; n++)
+        if (!obfs2_prefix_possible(data, n - 1) && obfs2_prefix_possible(data, n))
+            abort();
+    if (size >= 8 && obfs2_prefix_possible(data, 8) != obfs2_prefix_ok(data))
+        abort();
     /* Builder: pretend the header authenticated as some tag/dc taken from the input. */
     if (size >= 64) {
         struct obfs2_client fake = {.tag = OBFS2_TAG_PADDED,

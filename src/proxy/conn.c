@@ -56,6 +56,7 @@ const char *conn_end_name(enum conn_end e)
 static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events);
 static void on_timer(struct loop *l, struct loop_timer *t);
 static void relay_timer(struct conn *c);
+static void front(struct conn *c, bool deadline);
 
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
 {
@@ -80,6 +81,11 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     }
     const struct config *cfg = sh->cfg;
     loop_tq_add(&w->loop, &w->tq_handshake, cfg->timeout.handshake_ms);
+    /* the handshake deadline in two legs: silence, then the rest (see on_timer) */
+    uint64_t silent = cfg->timeout.handshake_ms / 4;
+    silent = silent < CONN_SILENT_MS ? silent : CONN_SILENT_MS;
+    loop_tq_add(&w->loop, &w->tq_silent, silent);
+    loop_tq_add(&w->loop, &w->tq_hs_rest, cfg->timeout.handshake_ms - silent);
     loop_tq_add(&w->loop, &w->tq_connect, cfg->timeout.tcp_ms);
     loop_tq_add(&w->loop, &w->tq_front, cfg->timeout.fronting_ms);
     /* parking splits the idle timeout: quiet for park, then the rest of idle */
@@ -125,7 +131,7 @@ static void log_end(const struct conn *c)
             (unsigned long long)(c->w->loop.now_ms - c->start_ms), (unsigned long long)c->bytes_up,
             (unsigned long long)c->bytes_down,
             c->state == CONN_FRONT_RELAY || c->state == CONN_FRONT_CONNECT ||
-                    c->state == CONN_FRONT_RESOLVE
+                    c->state == CONN_FRONT_RESOLVE || c->early_up
                 ? "fronted"
             : c->tls ? "tls"
                      : "obfs2");
@@ -151,7 +157,8 @@ void conn_close(struct conn *c, enum conn_end why)
     upstream_forget(c); /* no-op unless waiting for a lookup */
     loop_io_forget(&w->loop, &c->cli); /* both sockets are closed just below */
     loop_io_forget(&w->loop, &c->up);
-    if (c->state == CONN_FRONT_RELAY && c->reset_by != CONN_RESET_NONE)
+    if ((c->state == CONN_FRONT_RELAY || c->state == CONN_HELLO) &&
+        c->reset_by != CONN_RESET_NONE)
         reset_on_close(c->reset_by == CONN_RESET_UPSTREAM ? c->cfd : c->ufd);
     if (c->cfd >= 0)
         close(c->cfd);
@@ -207,7 +214,7 @@ void conn_accept(struct conn_worker *w, int fd)
     w->conns = c;
     stats_add(&w->stats, accepted, 1);
     stats_add(&w->stats, active, 1);
-    loop_timer_start(&w->loop, &w->tq_handshake, &c->timer, on_timer);
+    loop_timer_start(&w->loop, &w->tq_silent, &c->timer, on_timer);
 }
 
 enum { PP_MORE = CONN_PP_MORE, PP_OK = CONN_PP_OK, PP_BAD = CONN_PP_BAD };
@@ -397,6 +404,78 @@ static void hs_debug(struct conn *c, const char *what, const char *why)
 }
 
 /*
+ * Early fronting connection. While the first bytes leave the handshake undecided (a TLS
+ * record still incomplete, fewer than 64 bytes of a possible obfs2 header), the connection
+ * to the fronting host is opened at once, so the site's own timers run from about the
+ * client's accept, as when the prober talks to it directly, and the bytes that leave the
+ * handshake undecided are passed on as they arrive (without [domain-fronting]
+ * proxy-protocol, whose header must come first), so the site sees what it would see
+ * directly and when. The read that completes a hello or an obfs2 header is never passed
+ * on before it is checked: a handshake that validates drops the early connection, and the
+ * site has seen an incomplete handshake and a close; one that fails is fronted with the
+ * bytes not yet sent. While undecided, the site's FIN closes the client (a site that gave
+ * up on a slow client) and its reset resets the client; bytes from a site that speaks
+ * first wait for the verdict (relayed if the client is fronted), so a genuine client is
+ * never fronted because of them.
+ */
+static void early_drop(struct conn *c)
+{
+    if (c->ufd < 0)
+        return;
+    loop_io_del(&c->w->loop, &c->up);
+    close(c->ufd);
+    c->ufd = -1;
+    c->early_up = false;
+    c->early_sent = 0;
+}
+
+static void on_early_up(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)l;
+    (void)events;
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up));
+    uint8_t b;
+    ssize_t n = recv(c->ufd, &b, 1, MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n > 0) {
+        /* A site that speaks first (HTTPS sites never do): keep its bytes for after the
+           verdict, so a genuine client whose hello arrives in pieces is not fronted. */
+        loop_io_del(&c->w->loop, &c->up);
+        return;
+    }
+    if (n < 0 && errno == ECONNRESET)
+        c->reset_by = CONN_RESET_UPSTREAM;
+    conn_close(c, n == 0 ? END_EOF : END_RESET);
+}
+
+/* Pass the undecided bytes not yet sent to the connected early connection. A short send
+   leaves the rest for later (or for the replay); an error shows on the socket. */
+static void early_push(struct conn *c)
+{
+    if (!c->early_up || c->w->sh->cfg->fronting.proxy_protocol)
+        return;
+    while (c->early_sent < c->hs_len) {
+        ssize_t n = send(c->ufd, c->hs + c->early_sent, c->hs_len - c->early_sent, MSG_NOSIGNAL);
+        if (n <= 0)
+            return;
+        c->early_sent += (uint32_t)n;
+    }
+}
+
+/* The handshake is undecided after some bytes: open the early connection (once) and pass
+   the bytes on. */
+static void early_front(struct conn *c)
+{
+    if (c->ufd < 0 && !c->early_tried) {
+        c->early_tried = true;
+        if (upstream_connect_front_early(c) == 0)
+            stats_add(&c->w->stats, front_early, 1);
+    }
+    early_push(c);
+}
+
+/*
  * Failed validation before anything was written: relay to the fronting host, replaying
  * every byte read so far (brief 5.3). Without a fronting target, read and discard until
  * the handshake deadline (brief 2.6); at the deadline itself, close.
@@ -419,13 +498,21 @@ static void front(struct conn *c, bool deadline)
     setsockopt(c->cfd, SOL_SOCKET, SO_KEEPALIVE, &off, sizeof off);
     struct relay_dir *u = &c->dir[DIR_UP];
     u->buf = c->hs;
-    u->off = 0;
+    u->off = c->early_sent; /* bytes an early connection already passed on */
     u->len = c->hs_len;
     c->hs = NULL;
     c->hs_len = 0;
-    if (!u->len)
+    if (u->off == u->len)
         conn_dir_put(c->w, u);
     loop_io_set(&c->w->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
+    if (c->ufd >= 0) { /* connected early, or still connecting (early_front) */
+        c->state = CONN_FRONT_CONNECT;
+        if (c->early_up)
+            conn_upstream_ready(c);
+        else
+            loop_timer_start(&c->w->loop, &c->w->tq_front, &c->timer, on_timer);
+        return;
+    }
     if (upstream_connect_front(c) == 0)
         return; /* under way, or c already closed */
     conn_dir_put(c->w, u);
@@ -566,6 +653,7 @@ static void tls_hello(struct conn *c, size_t rl)
         conn_close(c, END_RESET);
         return;
     }
+    early_drop(c); /* a genuine client: the site never hears of it */
     c->tls = true;
     c->state = CONN_FLIGHT;
     faketls_reader_init(&c->rd, 65535); /* brief 4.8: any 16-bit length */
@@ -592,6 +680,7 @@ static void plain_header(struct conn *c)
     enum obfs2_status st =
         obfs2_parse_client(c->hs, c->hs_len, sh->plain, sh->nplain, &c->c2p, &oc);
     if (st == OBFS2_OK && !replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
+        early_drop(c);
         c->secret = (uint32_t)sh->plain_idx[oc.match];
         start_dc(c, &oc);
         return;
@@ -601,25 +690,31 @@ static void plain_header(struct conn *c)
     front(c, false);
 }
 
+/* HELLO: validate once the first bytes can be decided; front at once what no accepted
+   handshake can start with; otherwise wait for more (with an early fronting connection). */
 static void hello_step(struct conn *c)
 {
     const struct conn_shared *sh = c->w->sh;
+    bool tls = false; /* may still become a ClientHello */
     if (sh->nee) {
         size_t rl = 0;
         enum faketls_status st = faketls_peek(c->hs, c->hs_len, &rl);
-        if (st == FAKETLS_NEED_MORE || (st == FAKETLS_OK && c->hs_len < rl))
-            return;
-        if (st == FAKETLS_OK) {
+        if (st == FAKETLS_OK && c->hs_len >= rl) {
             tls_hello(c, rl);
             return;
         }
+        tls = st != FAKETLS_BAD;
     }
-    if (sh->nplain) {
-        if (c->hs_len >= OBFS2_HEADER_LEN)
-            plain_header(c);
+    bool plain = sh->nplain && obfs2_prefix_possible(c->hs, c->hs_len);
+    if (!tls && plain && c->hs_len >= OBFS2_HEADER_LEN) {
+        plain_header(c);
         return;
     }
-    hs_debug(c, "first bytes", "not a TLS ClientHello");
+    if (tls || plain) {
+        early_front(c);
+        return;
+    }
+    hs_debug(c, "first bytes", "no accepted handshake starts like this");
     stats_add(&c->w->stats, handshake_bad, 1);
     front(c, false);
 }
@@ -710,6 +805,14 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
 void conn_upstream_ready(struct conn *c)
 {
     struct conn_worker *w = c->w;
+    if (c->state == CONN_HELLO) { /* the early connection: watch the site, send nothing */
+        c->early_up = true;
+        c->up.cb = on_early_up;
+        if (loop_io_set(&w->loop, &c->up, LOOP_READ) < 0)
+            early_drop(c);
+        early_push(c);
+        return;
+    }
     if (c->state == CONN_FRONT_CONNECT) {
         c->state = CONN_FRONT_RELAY;
         stats_add(&w->stats, fronted, 1);
@@ -767,6 +870,16 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 {
     struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, timer));
     struct conn_worker *w = c->w;
+    if (!c->silent_done && (c->state == CONN_HELLO || c->state == CONN_FLIGHT ||
+                            c->state == CONN_DISCARD)) {
+        /* the handshake deadline's first leg: a client still silent gets the early
+           fronting connection; then the rest of the deadline */
+        c->silent_done = true;
+        if (c->state == CONN_HELLO && !c->hs_len)
+            early_front(c);
+        loop_timer_start(&w->loop, &w->tq_hs_rest, &c->timer, on_timer);
+        return;
+    }
     switch (c->state) {
     case CONN_HELLO:
         /* brief 5.4: a silent or slow client goes to the fronting host like any failure */

@@ -82,6 +82,7 @@ struct conn_worker {
     uint32_t big_in_use; /* of at most sh->big_max */
     struct stats stats;
     struct loop_tq tq_handshake, tq_connect, tq_front;
+    struct loop_tq tq_silent, tq_hs_rest; /* the handshake deadline's two legs */
     struct loop_tq tq_park; /* quiet time after which a relay parks its ciphers */
     struct loop_tq tq_idle; /* the rest of the idle timeout, once parked */
     struct loop_tq tq_done; /* fronted: the site closed; the client's quiet time left */
@@ -106,6 +107,11 @@ struct conn_worker {
    client's socket is closed as the site's was. Lingering web servers keep reading about as
    long (nginx lingering_timeout is 5 s). */
 #define CONN_FRONT_DONE_MS 5000
+/* A client silent this long after accept (or a quarter of the handshake timeout, if
+   shorter) gets an early fronting connection, so a silent prober meets the site's own
+   timers nearly as soon as a direct one; a genuine client's hello follows its TCP
+   handshake at once, so it rarely costs one. */
+#define CONN_SILENT_MS 500
 
 enum conn_state {
     CONN_HELLO,
@@ -189,6 +195,10 @@ struct conn {
     bool parked;  /* ciphers parked while quiet; timer in tq_idle */
     bool site_done; /* fronted: the site's FIN reached the client; timer in tq_done */
     uint8_t reset_by; /* CONN_RESET_*: the socket a reset came from (relay.c) */
+    bool early_tried; /* HELLO: an early fronting connection was attempted (once) */
+    bool early_up;    /* HELLO: ufd is an early fronting connection, connected */
+    uint32_t early_sent; /* bytes of hs already passed on to the early connection */
+    bool silent_done;    /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
 };
 
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */
@@ -277,7 +287,8 @@ void conn_front_unavailable(struct conn *c);
    client stays quiet for the done time (tq_done). Called by relay.c. */
 void conn_front_site_done(struct conn *c);
 
-/* Upstream connected (DC or fronting host): start relaying. Called by upstream.c. */
+/* Upstream connected (DC or fronting host): start relaying; in HELLO (an early fronting
+   connection, upstream_connect_front_early), only watch it. Called by upstream.c. */
 void conn_upstream_ready(struct conn *c);
 
 #endif

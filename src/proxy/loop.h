@@ -57,7 +57,7 @@ struct loop_tq {
 };
 
 #define LOOP_MAX_EVENTS 256
-#define LOOP_MAX_TQ     8
+#define LOOP_MAX_TQ     12
 
 struct loop {
     int epfd;

@@ -127,6 +127,11 @@ enum obfs2_status obfs2_parse_client(const uint8_t *buf, size_t len,
 
 bool obfs2_prefix_ok(const uint8_t h[8])
 {
+    return obfs2_prefix_possible(h, 8);
+}
+
+bool obfs2_prefix_possible(const uint8_t *h, size_t n)
+{
     static const uint32_t bad_first[] = {
         0x44414548u, /* HEAD */
         0x54534f50u, /* POST */
@@ -136,13 +141,13 @@ bool obfs2_prefix_ok(const uint8_t h[8])
         0xddddddddu, /* padded intermediate */
         0x02010316u, /* 16 03 01 02: TLS ClientHello */
     };
-    if (h[0] == 0xef)
+    if (n >= 1 && h[0] == 0xef)
         return false;
-    uint32_t w0 = le32(h);
-    for (size_t i = 0; i < sizeof bad_first / sizeof bad_first[0]; i++)
+    uint32_t w0 = n >= 4 ? le32(h) : 0;
+    for (size_t i = 0; n >= 4 && i < sizeof bad_first / sizeof bad_first[0]; i++)
         if (w0 == bad_first[i])
             return false;
-    return le32(h + 4) != 0;
+    return n < 8 || le32(h + 4) != 0;
 }
 
 static int default_random(void *user, uint8_t *buf, size_t n)

@@ -92,6 +92,11 @@ enum obfs2_status obfs2_parse_client(const uint8_t *buf, size_t len,
 /* Whether the 8 clear bytes that start a header may be sent (brief 2.1 forbidden prefixes,
    including "OPTI" per section 9 #27). */
 bool obfs2_prefix_ok(const uint8_t first8[8]);
+/* Whether b[0..n) (any n, even < 8) may still start a header a client sends in the clear:
+   false once the bytes already show a forbidden prefix (brief 2.1). Every client applies
+   the rule outside FakeTLS, so the engine fronts such bytes at once (an HTTP request, a
+   TLS record) instead of waiting for 64 bytes. Pure. */
+bool obfs2_prefix_possible(const uint8_t *b, size_t n);
 
 /*
  * Build the proxy's header towards the DC (brief 3.2).

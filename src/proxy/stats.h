@@ -23,6 +23,7 @@
     X(handshake_bad, "client handshakes that failed validation")                                   \
     X(handshake_timeout, "connections past the handshake deadline")                                \
     X(fronted, "connections relayed to the fronting host")                                         \
+    X(front_early, "fronting connections opened while a handshake was still undecided")          \
     X(front_self, "connections not fronted: every fronting address is this proxy's own listener") \
     X(dc_connect_fail, "DC connects that failed on every address")                                 \
     X(idle_timeout, "connections closed for idleness")                                             \

@@ -198,6 +198,8 @@ static int start_connect(struct conn *c, const struct sockaddr_storage *sa, sock
         return rc;
     }
     c->ufd = fd;
+    if (c->state == CONN_HELLO) /* early fronting: the handshake deadline bounds it */
+        return 0;
     struct loop_tq *q = c->state == CONN_DC_CONNECT ? &c->w->tq_connect : &c->w->tq_front;
     loop_timer_start(&c->w->loop, q, &c->timer, on_timer);
     return 0;
@@ -579,9 +581,48 @@ int upstream_connect_front(struct conn *c)
     return 0;
 }
 
+/* The fronting host does not depend on which secret a client tried: set in
+   [domain-fronting], or every ee secret names the same domain. */
+static bool front_fixed(const struct config *cfg)
+{
+    const char *d = NULL;
+    for (size_t i = 0; !cfg->fronting.host[0] && i < cfg->nsecrets; i++) {
+        const struct secret *sec = &cfg->secrets[i].secret;
+        if (sec->kind != SECRET_EE)
+            continue;
+        if (d && strcmp(d, sec->domain) != 0)
+            return false;
+        d = sec->domain;
+    }
+    return true;
+}
+
+int upstream_connect_front_early(struct conn *c)
+{
+    struct conn_worker *w = c->w;
+    const struct config *cfg = w->sh->cfg;
+    struct upstream_name *e = front_name(c);
+    if (!front_fixed(cfg))
+        return -ENOENT;
+    if (!cfg->fronting.resolved && !(e && name_fresh(w, e))) {
+        if (e)
+            name_lookup(w, e); /* ready for the connections that come next */
+        return -ENOENT;
+    }
+    struct addr_list l;
+    size_t nself = 0;
+    front_list(c, e, &l, &nself);
+    for (c->addr_i = 0; c->addr_i < l.n; c->addr_i++)
+        if (start_connect(c, &l.a[c->addr_i], l.len[c->addr_i]) == 0)
+            return 0;
+    return -ENOENT;
+}
+
 static void connect_failed(struct conn *c)
 {
     drop_socket(c);
+    if (c->state == CONN_HELLO) /* an early fronting connection: fronting retries later */
+        return;
     if (c->state == CONN_FRONT_RESOLVE) { /* the lookup outlived the fronting timeout */
         upstream_forget(c);
         conn_close(c, END_FRONT_FAIL);
@@ -628,6 +669,7 @@ static void on_connected(struct loop *l, struct loop_io *io, unsigned events)
         connect_failed(c);
         return;
     }
-    loop_timer_stop(&c->timer);
+    if (c->state != CONN_HELLO) /* in HELLO the timer is the handshake deadline */
+        loop_timer_stop(&c->timer);
     conn_upstream_ready(c);
 }

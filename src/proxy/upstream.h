@@ -57,6 +57,11 @@ void upstream_connect_dc(struct conn *c);
    caller then discards), 0 when a connect or a lookup is under way (or c already closed on
    failure). */
 int upstream_connect_front(struct conn *c);
+/* While c is still in HELLO: open a connection to the fronting host now, without waiting
+   for a lookup and without a connect timer (the handshake deadline bounds it); the result
+   comes through conn_upstream_ready, and a failure only drops the socket. 0 when a connect
+   is under way, -ENOENT when no address is at hand or the host depends on the secret. */
+int upstream_connect_front_early(struct conn *c);
 /* c is going away: if it waits for a lookup (FRONT_RESOLVE, DC_RESOLVE), take it off the
    wait list. No-op otherwise. */
 void upstream_forget(struct conn *c);

@@ -51,6 +51,7 @@ struct site {
 static struct {
     uint8_t key[16];
     struct site tls, http, reset;
+    struct site tls_dd; /* the TLS site again, through a tgproxy that also serves dd */
 } g;
 
 /* tgproxy on 127.0.0.1:0 fronting to the site; one ee secret (and a dd one with dd). */
@@ -92,19 +93,19 @@ static void via_stop(struct via *v)
     memset(v, 0, sizeof *v);
 }
 
-static int site_start(struct site *s, enum psite_mode mode)
+static int site_start(struct site *s, enum psite_mode mode, bool dd)
 {
     s->s = psite_start(&(struct psite_opts){.addr = SITE_IP, .mode = mode, .idle_ms = SITE_IDLE_MS},
                        &s->port);
-    return s->s && via_start(&s->via, s->port, false) == 0 ? 0 : -1;
+    return s->s && via_start(&s->via, s->port, dd) == 0 ? 0 : -1;
 }
 
 static int setup(void **state)
 {
     (void)state;
     RAND_bytes(g.key, sizeof g.key);
-    if (site_start(&g.tls, PSITE_TLS) < 0 || site_start(&g.http, PSITE_HTTP) < 0 ||
-        site_start(&g.reset, PSITE_RESET) < 0)
+    if (site_start(&g.tls, PSITE_TLS, false) < 0 || site_start(&g.http, PSITE_HTTP, false) < 0 ||
+        site_start(&g.reset, PSITE_RESET, false) < 0 || site_start(&g.tls_dd, PSITE_TLS, true) < 0)
         return -1;
     return 0;
 }
@@ -112,8 +113,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    struct site *all[] = {&g.tls, &g.http, &g.reset};
-    for (size_t i = 0; i < 3; i++) {
+    struct site *all[] = {&g.tls, &g.http, &g.reset, &g.tls_dd};
+    for (size_t i = 0; i < 4; i++) {
         via_stop(&all[i]->via);
         psite_stop(all[i]->s);
     }
@@ -257,6 +258,54 @@ static void test_half_close(void **state)
     bad_hello(b, 512);
     struct pprobe p = {.bytes = b, .n = 100, .shut_wr = true, .wait_ms = WAIT_MS};
     probe_both("partial hello, then half-close", &g.tls, &p, true);
+}
+
+/* ---- probes that cannot be decided at once ---- */
+
+/* A TLS record header that promises a 512-byte hello, then silence: the site's own timer
+   ends it, directly and through tgproxy (whose early fronting connection lets the site's
+   timer run from the client's accept, not from tgproxy's handshake deadline). */
+static void test_stalled_hello_prefix(void **state)
+{
+    (void)state;
+    static const uint8_t pre[] = {0x16, 0x03, 0x01, 0x02, 0x00};
+    probe_bytes("bare 16 03 01 02 00", &g.tls, pre, sizeof pre, true);
+    probe_bytes("bare 16 03 01 02 00, dd served too", &g.tls_dd, pre, sizeof pre, true);
+    struct stats st;
+    server_stats(g.tls.via.srv, &st);
+    assert_true(st.front_early >= 1);
+}
+
+/* A prober that connects and says nothing: the site's idle timer closes it. Through
+   tgproxy the site is reached once the client stayed silent a moment (CONN_SILENT_MS, here
+   a quarter of the handshake deadline), so the close comes that much later: the same
+   class, not the same millisecond. */
+static void test_silent_prober(void **state)
+{
+    (void)state;
+    struct pprobe p = {.wait_ms = WAIT_MS};
+    probe_both("silent", &g.tls, &p, true);
+    probe_both("silent, dd served", &g.tls_dd, &p, true);
+}
+
+/* With a dd secret, bytes shorter than an obfs2 header: what can never start one (an HTTP
+   request, brief 2.1's reserved first words) is fronted at once; the rest waits with an
+   early connection, so the site's timer ends it either way. */
+static void test_short_probes_with_dd_secret(void **state)
+{
+    (void)state;
+    static const char get[] = "GET / HTTP/1.1\r\nHost: " DOMAIN "\r\n\r\n";
+    probe_bytes("HTTP GET, dd served", &g.tls_dd, get, sizeof get - 1, true);
+    static const char post[] = "POST /x HTTP/1.1\r\n\r\n";
+    probe_bytes("HTTP POST, dd served", &g.tls_dd, post, sizeof post - 1, true);
+    static const uint8_t one[] = {0x42};
+    probe_bytes("one random byte, dd served", &g.tls_dd, one, 1, true);
+    static const uint8_t ef[] = {0xef, 1, 2, 3};
+    probe_bytes("ef first (abridged), dd served", &g.tls_dd, ef, sizeof ef, true);
+    uint8_t junk[40];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(i * 37 + 11);
+    probe_bytes("40 junk bytes, dd served", &g.tls_dd, junk, sizeof junk, true);
 }
 
 /* ---- a real TLS client (OpenSSL, as Python's ssl module) with a full session ---- */
@@ -447,6 +496,9 @@ int main(void)
         cmocka_unit_test(test_replayed_hello),
         cmocka_unit_test(test_malformed_records),
         cmocka_unit_test(test_half_close),
+        cmocka_unit_test(test_stalled_hello_prefix),
+        cmocka_unit_test(test_short_probes_with_dd_secret),
+        cmocka_unit_test(test_silent_prober),
         cmocka_unit_test(test_full_tls_session),
         cmocka_unit_test(test_site_reset_reaches_client),
         cmocka_unit_test(test_bytes_after_site_close_get_reset),
