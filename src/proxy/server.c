@@ -36,7 +36,8 @@ struct worker {
     int lfd[CONFIG_MAX_LISTEN];
     struct loop_io lis[CONFIG_MAX_LISTEN];
     struct loop_tq tq_pause;
-    struct loop_timer pause; /* re-enables the listeners after EMFILE */
+    struct loop_timer pause; /* re-enables the listeners after EMFILE or the limit */
+    tg__ratelimit limit_rl;  /* the "concurrency limit reached" line */
     int init_rc;
     bool started;
 };
@@ -65,11 +66,35 @@ static void on_pause_end(struct loop *l, struct loop_timer *t)
     listeners_set(w, LOOP_READ);
 }
 
+/* Stop accepting for ACCEPT_PAUSE_MS (then listeners_set resumes). */
+static void pause_accepts(struct worker *w)
+{
+    listeners_set(w, 0);
+    loop_timer_start(&w->cw.loop, &w->tq_pause, &w->pause, on_pause_end);
+}
+
+/* At the concurrency limit: leave new connections in the kernel's accept queue, as a busy
+   server does, instead of accepting and closing them with nothing sent (a prober could
+   tell). Rechecked every ACCEPT_PAUSE_MS. */
+static bool at_limit(struct worker *w)
+{
+    const struct conn_shared *sh = w->cw.sh;
+    if (__atomic_load_n(&sh->active, __ATOMIC_RELAXED) < sh->concurrency)
+        return false;
+    stats_add(&w->cw.stats, limit_pauses, 1);
+    if (tg__ratelimit_allow(&w->limit_rl, w->cw.loop.now_ms))
+        tg__log(NULL, TG__LOG_INFO,
+                "concurrency limit %u reached: new connections wait in the accept queue",
+                sh->concurrency);
+    pause_accepts(w);
+    return true;
+}
+
 static void on_listen(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)events;
     struct worker *w = (struct worker *)(void *)((char *)l - offsetof(struct worker, cw.loop));
-    for (int i = 0; i < ACCEPT_BURST && !loop_stopping(l); i++) {
+    for (int i = 0; i < ACCEPT_BURST && !loop_stopping(l) && !at_limit(w); i++) {
         int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
             conn_accept(&w->cw, fd);
@@ -79,8 +104,7 @@ static void on_listen(struct loop *l, struct loop_io *io, unsigned events)
             if (tg__ratelimit_allow(&w->cw.rl, l->now_ms))
                 tg__log(NULL, TG__LOG_WARN, "accept: %s; pausing %d ms", strerror(errno),
                         ACCEPT_PAUSE_MS);
-            listeners_set(w, 0);
-            loop_timer_start(l, &w->tq_pause, &w->pause, on_pause_end);
+            pause_accepts(w);
         }
         return; /* EAGAIN, or a per-connection error such as ECONNABORTED */
     }
@@ -91,6 +115,7 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct server *s = w->srv;
     int rc = conn_worker_init(&w->cw, &s->sh);
+    tg__ratelimit_init(&w->limit_rl, 0.1, 1); /* one line per 10 s at most */
     if (rc == 0)
         rc = loop_tq_add(&w->cw.loop, &w->tq_pause, ACCEPT_PAUSE_MS);
     for (size_t i = 0; rc == 0 && i < s->cfg->nlisten; i++)

@@ -17,7 +17,8 @@
 /* X(name, help) */
 #define STATS_LIST(X)                                                                              \
     X(accepted, "connections accepted")                                                            \
-    X(rejected_limit, "connections closed at accept: concurrency limit")                           \
+    X(rejected_limit, "connections closed at accept: concurrency limit (a race between workers)")  \
+    X(limit_pauses, "times accepting paused at the concurrency limit")                              \
     X(active, "gauge: connections open on this worker")                                            \
     X(handshake_ok, "client handshakes authenticated")                                             \
     X(handshake_bad, "client handshakes that failed validation")                                   \
