@@ -149,8 +149,8 @@ static bool have_ipv6(void)
 
 /* tgproxy on every listen address at port, one ee secret, fronting to front:port (an IP
    literal, or a name through the resolver hook), a short handshake deadline. */
-static void rig_start(struct rig *r, const char *const *listen, size_t n, const char *front,
-                      enum config_prefer_ip prefer)
+static int rig_start(struct rig *r, const char *const *listen, size_t n, const char *front,
+                     enum config_prefer_ip prefer)
 {
     struct config *cfg = &r->cfg;
     config_init(cfg);
@@ -174,7 +174,32 @@ static void rig_start(struct rig *r, const char *const *listen, size_t n, const 
     cfg->prefer_ip = prefer;
     cfg->timeout.handshake_ms = 1500;
     cfg->workers = 1;
-    assert_int_equal(server_start(cfg, &r->srv), 0);
+    int rc = server_start(cfg, &r->srv);
+    if (rc < 0)
+        config_cleanup(cfg);
+    return rc;
+}
+
+/* The site (and a second one at the same port) on a fresh port, then tgproxy on that port
+   too. Another socket may hold the port on an address the site did not need (tests run
+   in parallel): then all of it starts again on a new port, a bounded number of times. */
+static void rig_up(struct rig *r, const char *site_ip, const char *site2_ip,
+                   const char *const *listen, size_t n, const char *front,
+                   enum config_prefer_ip prefer)
+{
+    for (int attempt = 0; attempt < 20; attempt++) {
+        memset(r, 0, sizeof *r);
+        r->site = psite_start(&(struct psite_opts){.addr = site_ip}, &r->port);
+        assert_non_null(r->site);
+        if (site2_ip)
+            r->site2 =
+                psite_start(&(struct psite_opts){.addr = site2_ip, .port = r->port}, &r->port);
+        if ((!site2_ip || r->site2) && rig_start(r, listen, n, front, prefer) == 0)
+            return;
+        psite_stop(r->site);
+        psite_stop(r->site2);
+    }
+    fail_msg("no port free on every address the test needs");
 }
 
 static void rig_stop(struct rig *r)
@@ -201,10 +226,7 @@ static void expect_site(struct rig *r, const char *ip)
 /* The site on site_ip (HTTP), then tgproxy beside it on the same port. */
 static void site_then_proxy(struct rig *r, const char *site_ip, const char *const *listen, size_t n)
 {
-    memset(r, 0, sizeof *r);
-    r->site = psite_start(&(struct psite_opts){.addr = site_ip}, &r->port);
-    assert_non_null(r->site);
-    rig_start(r, listen, n, site_ip, CONFIG_PREFER_IPV6);
+    rig_up(r, site_ip, NULL, listen, n, site_ip, CONFIG_PREFER_IPV6);
 }
 
 static void test_wildcard_v4_fronts_to_other_loopback(void **state)
@@ -287,14 +309,11 @@ static void test_wildcard_v6_name_skips_self_address(void **state)
     if (!have_ipv6())
         skip();
     struct rig r;
-    memset(&r, 0, sizeof r);
-    r.site = psite_start(&(struct psite_opts){.addr = "127.0.0.2"}, &r.port);
-    assert_non_null(r.site);
     fake_answer[0] = "::1";
     fake_answer[1] = "127.0.0.2";
     upstream_set_resolver(fake_gai);
     static const char *const l[] = {"::"};
-    rig_start(&r, l, 1, "site.test", CONFIG_PREFER_IPV6);
+    rig_up(&r, "127.0.0.2", NULL, l, 1, "site.test", CONFIG_PREFER_IPV6);
     expect_site(&r, "::1");
     struct stats st;
     server_stats(r.srv, &st);
@@ -315,16 +334,11 @@ static void test_fronting_follows_prefer_ip(void **state)
     } cases[] = {{CONFIG_ONLY_IPV4, 0, 1}, {CONFIG_PREFER_IPV4, 0, 1}, {CONFIG_PREFER_IPV6, 1, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct rig r;
-        memset(&r, 0, sizeof r);
-        r.site = psite_start(&(struct psite_opts){.addr = "127.0.0.2"}, &r.port);
-        assert_non_null(r.site);
-        r.site2 = psite_start(&(struct psite_opts){.addr = "::1", .port = r.port}, &r.port);
-        assert_non_null(r.site2);
         fake_answer[0] = "::1";
         fake_answer[1] = "127.0.0.2";
         upstream_set_resolver(fake_gai);
         static const char *const l[] = {"127.0.0.1"};
-        rig_start(&r, l, 1, "site.test", cases[i].prefer);
+        rig_up(&r, "127.0.0.2", "::1", l, 1, "site.test", cases[i].prefer);
         expect_site(&r, "127.0.0.1");
         assert_int_equal(psite_count(r.site2), cases[i].v6_conns);
         assert_int_equal(psite_count(r.site), cases[i].v4_conns);
@@ -338,14 +352,9 @@ static void test_v4_mapped_self_refused_without_chain(void **state)
 {
     (void)state;
     struct rig r;
-    memset(&r, 0, sizeof r);
-    uint16_t port = 0;
-    struct psite *probe_port = psite_start(&(struct psite_opts){.addr = "127.0.0.3"}, &port);
-    assert_non_null(probe_port); /* only to pick a free port */
-    psite_stop(probe_port);
-    r.port = port;
     static const char *const l[] = {"0.0.0.0"};
-    rig_start(&r, l, 1, "::ffff:127.0.0.1", CONFIG_PREFER_IPV6);
+    /* the site on 127.0.0.3 only picks the port: nothing is fronted to it */
+    rig_up(&r, "127.0.0.3", NULL, l, 1, "::ffff:127.0.0.1", CONFIG_PREFER_IPV6);
     struct pprobe_result res;
     struct pprobe p = {.bytes = PROBE, .n = sizeof PROBE - 1, .wait_ms = 5000};
     assert_int_equal(pprobe_run("127.0.0.1", r.port, &p, &res), 0);
