@@ -525,6 +525,36 @@ static void test_cancel_in_flight(void **state)
     tg_bot_free(bot);
 }
 
+/* A large answer arrives whole (the lean transport receives most of it straight into the
+ * answer buffer); one over max_response_bytes fails with TG_ERR_TOO_BIG and the ctx goes on
+ * working. */
+static void test_large_answer_and_cap(void **state)
+{
+    bot_fx *f = *state;
+    size_t n = 300000;
+    char *big = malloc(n + 64);
+    assert_non_null(big);
+    int k = snprintf(big, 64, "{\"ok\":true,\"result\":\"");
+    for (size_t i = 0; i < n; i++)
+        big[k + i] = (char)('a' + i % 26);
+    snprintf(big + k + n, 64, "\"}");
+    bot_server_push_raw(f->srv, "getMe", 200, "application/json", big);
+    const char *res;
+    size_t len;
+    assert_int_equal(tg_call_raw(f->ctx, "getMe", NULL, 0, &res, &len), TG_OK);
+    assert_int_equal(len, n + 2);
+    assert_memory_equal(res + 1, big + k, n);
+    tg_bot *bot = bot_for(f->srv, (tg_bot_options){.max_response_bytes = 100000});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    bot_server_push_raw(f->srv, "getMe", 200, "application/json", big);
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_ERR_TOO_BIG);
+    assert_non_null(strstr(tg_ctx_errmsg(ctx), "max_response_bytes"));
+    assert_int_equal(call(ctx, "getMe", NULL, NULL), TG_OK);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+    free(big);
+}
+
 static void test_keep_alive(void **state)
 {
     bot_fx *f = *state;
@@ -861,6 +891,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shutdown_interrupts_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_ctx, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_answer_and_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_connection_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_share_bot, setup, teardown),

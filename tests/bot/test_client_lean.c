@@ -244,6 +244,44 @@ static void test_framings(void **state)
     tg_bot_free(bot);
 }
 
+/* A large chunked answer: chunk data is received around the parser, straight into the answer
+ * buffer, and must come out whole. */
+static void test_large_chunked_answer(void **state)
+{
+    struct rawsrv *s = *state;
+    enum { N = 200000 };
+    static char ans[N + 256];
+    char body[N + 64];
+    int k = snprintf(body, 64, "{\"ok\":true,\"result\":\"");
+    for (size_t i = 0; i < N; i++)
+        body[k + i] = (char)('A' + i % 26);
+    size_t blen = (size_t)k + N + (size_t)snprintf(body + k + N, 64, "\"}");
+    size_t half = blen / 2;
+    int h = snprintf(ans, sizeof ans, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n",
+                     half);
+    memcpy(ans + h, body, half);
+    h += (int)half;
+    h += snprintf(ans + h, sizeof ans - (size_t)h, "\r\n%zx;ext\r\n", blen - half);
+    memcpy(ans + h, body + half, blen - half);
+    h += (int)(blen - half);
+    snprintf(ans + h, sizeof ans - (size_t)h, "\r\n0\r\n\r\n");
+    struct step st[] = {{ans, false}, {OK_KEEP, false}};
+    script(s, st, 2);
+    tg_bot *bot = lean_bot(s, (tg_retry_policy){.max_attempts = 1});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    const char *res;
+    size_t n;
+    assert_int_equal(tg_call_raw(ctx, "getMe", NULL, 0, &res, &n), TG_OK);
+    assert_int_equal(n, N + 2);
+    assert_memory_equal(res + 1, body + k, N);
+    assert_int_equal(get_me(ctx), TG_OK); /* the connection was left at a clean boundary */
+    tg_ctx_stats stats;
+    tg_ctx_get_stats(ctx, &stats);
+    assert_int_equal(stats.connects, 1);
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+}
+
 static void test_malformed_answers(void **state)
 {
     struct rawsrv *s = *state;
@@ -405,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idle_close_reconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_answer_is_not_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_framings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_chunked_answer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_calls_allocate_nothing, setup, teardown),
         cmocka_unit_test(test_tls_session_resumed),

@@ -2,7 +2,8 @@
  * test_http1: the lean transport's pure HTTP/1.1 response parser (src/bot/client/http1.c).
  * One table of answers, good and malformed (truncated, bad chunk sizes, huge heads, close
  * mid-body, Connection: close, ...), each fed three ways: whole, one byte at a time, and in
- * 7-byte slices, the way a socket may deliver it. The three must agree on every outcome.
+ * 7-byte slices, the way a socket may deliver it, and each of those again with body bytes
+ * received around the parser (tg__h1_body_skip). All must agree on every outcome.
  */
 #include "tgtest.h"
 
@@ -32,8 +33,11 @@ static void take_event(tg__h1 *h, enum tg__h1_ev ev, const char *b, size_t bl, s
 }
 
 /* Feed input like a transport: a buffer that receives `slice` more bytes per "read", keeps
- * what the parser did not consume, and calls tg__h1_eof when the input is exhausted. */
-static void run(const char *in, size_t n, size_t slice, size_t max_head, struct outcome *o)
+ * what the parser did not consume, and calls tg__h1_eof when the input is exhausted. With
+ * direct, body bytes the parser does not need to see bypass it (tg__h1_body_left/skip), as
+ * the lean transport receives a large body straight into the response buffer. */
+static void run_mode(const char *in, size_t n, size_t slice, size_t max_head, bool direct,
+                     struct outcome *o)
 {
     static char buf[1 << 17];
     size_t have = 0, fed = 0;
@@ -57,6 +61,15 @@ static void run(const char *in, size_t n, size_t slice, size_t max_head, struct 
         }
         if (ev != TG__H1_MORE)
             continue;
+        uint64_t left = tg__h1_body_left(&h);
+        if (direct && have == 0 && fed < n && left > 0) {
+            size_t k = n - fed < slice ? n - fed : slice;
+            k = left < k ? (size_t)left : k;
+            take_event(&h, TG__H1_BODY, in + fed, k, o);
+            tg__h1_body_skip(&h, k);
+            fed += k;
+            continue;
+        }
         if (fed == n) {
             o->end = tg__h1_eof(&h);
             o->err = h.err;
@@ -69,6 +82,11 @@ static void run(const char *in, size_t n, size_t slice, size_t max_head, struct 
         fed += k;
     }
     fail_msg("parser did not finish");
+}
+
+static void run(const char *in, size_t n, size_t slice, size_t max_head, struct outcome *o)
+{
+    run_mode(in, n, slice, max_head, false, o);
 }
 
 #define OK200 "HTTP/1.1 200 OK\r\n"
@@ -141,11 +159,12 @@ static const struct {
 static void test_table(void **state)
 {
     (void)state;
-    static const size_t slices[] = {1 << 16, 1, 7};
+    static const size_t slices[] = {1 << 16, 1, 7, 1 << 16, 1, 7};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct outcome o[3];
-        for (size_t s = 0; s < 3; s++) {
-            run(cases[i].in, strlen(cases[i].in), slices[s], 0, &o[s]);
+        struct outcome o[6];
+        for (size_t s = 0; s < 6; s++) {
+            /* the last three read body bytes around the parser */
+            run_mode(cases[i].in, strlen(cases[i].in), slices[s], 0, s >= 3, &o[s]);
             if ((o[s].end == TG__H1_DONE) != cases[i].done || o[s].status != cases[i].status)
                 fail_msg("%s (slice %zu): end %d status %d err %s", cases[i].name, slices[s],
                          (int)o[s].end, o[s].status, o[s].err ? o[s].err : "-");

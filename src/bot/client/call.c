@@ -22,7 +22,7 @@
 
 #define METHOD_MAX 63
 
-static size_t resp_sink(void *user, const char *p, size_t n)
+size_t tg__resp_sink(void *user, const char *p, size_t n)
 {
     tg_ctx *ctx = user;
     int rc = tg__buf_append(&ctx->resp, p, n);
@@ -32,6 +32,27 @@ static size_t resp_sink(void *user, const char *p, size_t n)
         return 0;
     }
     return n;
+}
+
+char *tg__resp_room(void *user, size_t want, size_t *room)
+{
+    tg_ctx *ctx = user;
+    size_t left = ctx->resp.max - ctx->resp.len;
+    int rc = left ? tg__buf_reserve(&ctx->resp, want < left ? want : left) : -E2BIG;
+    if (rc != 0) {
+        ctx->too_big = true;
+        ctx->sink_oom = rc == -ENOMEM;
+        return NULL;
+    }
+    *room = want < left ? want : left;
+    return ctx->resp.data + ctx->resp.len;
+}
+
+void tg__resp_commit(void *user, size_t n)
+{
+    tg_ctx *ctx = user;
+    ctx->resp.len += n;
+    ctx->resp.data[ctx->resp.len] = '\0';
 }
 
 static enum tg__outcome status_outcome(int http_status)
@@ -175,7 +196,7 @@ static tg_status attempt_once(tg_ctx *ctx, const struct tg__call_req *r, enum tg
         .files = r->files,
         .nfiles = r->nfiles,
         .timeout_ms = tg__ctx_timeout(ctx),
-        .write = resp_sink,
+        .write = tg__resp_sink,
         .write_user = ctx,
     };
     tg_http_result res = {0};

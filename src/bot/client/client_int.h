@@ -200,6 +200,17 @@ tg_status tg__ctx_conn(tg_ctx *ctx);
 
 /* ---- the call path (call.c) ---- */
 
+/*
+ * The call path's answer sink (write_user = the ctx): appends to ctx->resp, the buffer the
+ * JSON tokenizer reads, within max_response_bytes. A built-in transport that sees it as
+ * req->write may instead receive body bytes straight into that buffer: tg__resp_room gives
+ * room for up to want bytes at its end (NULL when the cap or memory is exhausted, leaving the
+ * same state a refused write leaves), tg__resp_commit counts the n bytes that arrived.
+ */
+size_t tg__resp_sink(void *ctx, const char *p, size_t n);
+char *tg__resp_room(void *ctx, size_t want, size_t *room);
+void tg__resp_commit(void *ctx, size_t n);
+
 struct tg__call_req {
     const char *method;
     const char *body; /* JSON body (NULL = none) */

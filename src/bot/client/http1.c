@@ -331,6 +331,25 @@ static enum tg__h1_ev feed_data(tg__h1 *h, const char *p, size_t n, size_t *used
     return TG__H1_BODY;
 }
 
+uint64_t tg__h1_body_left(const tg__h1 *h)
+{
+    if (h->state == ST_CLOSE)
+        return UINT64_MAX;
+    return h->state == ST_LENGTH || h->state == ST_CHUNK_DATA ? h->left : 0;
+}
+
+void tg__h1_body_skip(tg__h1 *h, size_t n)
+{
+    if (n == 0 || tg__h1_body_left(h) < n)
+        return;
+    h->pos += n;
+    if (h->state == ST_CLOSE)
+        return;
+    h->left -= n;
+    if (h->left == 0)
+        h->state = h->state == ST_LENGTH ? ST_DONE : ST_CHUNK_CRLF;
+}
+
 static enum tg__h1_ev feed_chunk_crlf(tg__h1 *h, const char *p, size_t n, size_t *used)
 {
     size_t k = 0;

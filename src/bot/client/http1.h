@@ -67,6 +67,17 @@ void tg__h1_init(tg__h1 *h, size_t max_head);
 enum tg__h1_ev tg__h1_feed(tg__h1 *h, const char *p, size_t n, size_t *used, const char **body,
                            size_t *body_len);
 
+/*
+ * Reading the body around the parser: once the head is parsed and the caller's buffer holds
+ * no more unparsed bytes, tg__h1_body_left says how many body bytes come next that need no
+ * parsing (the rest of a Content-Length body or of the current chunk; UINT64_MAX for a body
+ * that runs until close; 0 anywhere else). The caller may receive up to that many straight
+ * into their destination and report them with tg__h1_body_skip (n <= the value returned),
+ * so a large body is never copied through the caller's read buffer.
+ */
+uint64_t tg__h1_body_left(const tg__h1 *h);
+void tg__h1_body_skip(tg__h1 *h, size_t n);
+
 /* The server closed the connection: TG__H1_DONE when the body runs until close (and the head
  * was complete), else TG__H1_ERROR saying what was cut short. */
 enum tg__h1_ev tg__h1_eof(tg__h1 *h);

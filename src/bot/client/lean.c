@@ -11,7 +11,9 @@
  * A request: the head is built into a reused buffer; a JSON POST goes out with one sendmsg
  * (head + the encoder's buffer, no copy) or one SSL_write; forms are streamed by lean_body.c.
  * The answer is read into the connection's buffer and parsed in place by http1.c; body spans
- * go to the request's sink as they are. Nothing is allocated per request once warm.
+ * go to the request's sink as they are, and the rest of a large body is received straight
+ * into the call path's answer buffer (the one the JSON tokenizer reads). Nothing is allocated
+ * per request once warm.
  *
  * Reuse without duplicates: an idle connection is checked (a non-blocking peek) before it is
  * used, and a closed or stray-data one is dropped. The probe costs a syscall (about as much
@@ -567,12 +569,10 @@ int tg__lean_send(struct lean_io *io, const void *p, size_t n)
 
 /* ---- receiving ---- */
 
-/* Read more into the connection's buffer. Returns bytes read, 0 at EOF, -1 (filled). */
-static ssize_t sock_read(struct lean_io *io)
+/* Read up to room bytes into p. Returns bytes read, 0 at EOF, -1 (filled). */
+static ssize_t sock_read(struct lean_io *io, char *p, size_t room)
 {
     struct lean_sock *s = io->s;
-    char *p = s->rbuf + s->rlen;
-    size_t room = sizeof s->rbuf - s->rlen;
     for (int spins = 0; spins < 1 << 24; spins++) {
         if (s->ssl) {
             size_t got = 0;
@@ -624,7 +624,29 @@ static int answer_eof(struct lean_io *io, tg__h1 *h, bool received, bool *keep,
                          p->host, p->port, h->err);
 }
 
-/* Read and parse the answer in place, handing body spans to the sink. */
+/* Receive body bytes the parser need not see (tg__h1_body_left) straight into the call
+ * path's answer buffer, the one the JSON tokenizer reads: no copy through the connection's
+ * buffer. Returns what sock_read returns. */
+static ssize_t read_direct(struct lean_io *io, const tg_http_request *req, tg__h1 *h)
+{
+    uint64_t left = tg__h1_body_left(h);
+    size_t room, want = left < LEAN_DIRECT ? (size_t)left : LEAN_DIRECT;
+    char *dst = tg__resp_room(req->write_user, want, &room);
+    if (!dst) {
+        io->res->aborted = true;
+        return tg__lean_fail(io, LEAN_E_WRITE, "the answer's body was refused by its sink");
+    }
+    ssize_t n = sock_read(io, dst, room);
+    if (n > 0) {
+        tg__resp_commit(req->write_user, (size_t)n);
+        tg__h1_body_skip(h, (size_t)n);
+    }
+    return n;
+}
+
+/* Read and parse the answer in place. Body bytes that came with the head (or with chunk
+ * framing) go to the sink from the connection's buffer; the rest of a body, when the sink is
+ * the call path's own, is received straight into the answer buffer (read_direct). */
 static int read_answer(struct lean_io *io, const tg_http_request *req, bool *keep,
                        const struct tg__lean_pool *p)
 {
@@ -632,7 +654,7 @@ static int read_answer(struct lean_io *io, const tg_http_request *req, bool *kee
     tg__h1 h;
     tg__h1_init(&h, LEAN_RBUF / 2);
     size_t off = 0;
-    bool received = false;
+    bool received = false, direct = req->write == tg__resp_sink;
     for (;;) {
         size_t used, bl = 0;
         const char *b = NULL;
@@ -659,12 +681,17 @@ static int read_answer(struct lean_io *io, const tg_http_request *req, bool *kee
             off = 0;
             if (s->rlen == sizeof s->rbuf)
                 return tg__lean_fail(io, LEAN_E_WEIRD_REPLY, "answer framing overflows the buffer");
-            ssize_t n = sock_read(io);
+            ssize_t n;
+            if (direct && s->rlen == 0 && tg__h1_body_left(&h) > 0) {
+                n = read_direct(io, req, &h);
+            } else {
+                n = sock_read(io, s->rbuf + s->rlen, sizeof s->rbuf - s->rlen);
+                s->rlen += n > 0 ? (size_t)n : 0;
+            }
             if (n < 0)
                 return -1;
             if (n == 0)
                 return answer_eof(io, &h, received, keep, p);
-            s->rlen += (size_t)n;
             received = true;
         }
     }

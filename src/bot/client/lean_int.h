@@ -34,7 +34,8 @@ enum {
 };
 
 #define LEAN_RBUF  32768 /* bytes: per connection read buffer (holds a whole head) */
-#define LEAN_CHUNK 65536 /* bytes: upload pieces */
+#define LEAN_CHUNK  65536  /* bytes: upload pieces */
+#define LEAN_DIRECT 262144 /* bytes: most received into the answer buffer per read */
 
 /* One connection: a socket, its TLS state and its read buffer. */
 struct lean_sock {
