@@ -21,8 +21,9 @@ static inline const char *example_env(const char *name)
     return v && *v ? v : NULL;
 }
 
-/* The bot, or NULL after printing why (the token itself is never printed). */
-static inline tg_bot *example_bot(const char *prog)
+/* The bot with options o (base_url and timeout_ms filled in here), or NULL after printing
+ * why (the token itself is never printed). */
+static inline tg_bot *example_bot_opts(const char *prog, tg_bot_options o)
 {
     const char *token = example_env("TELEGRAM_BOT_TOKEN");
     if (!token) {
@@ -35,11 +36,17 @@ static inline tg_bot *example_bot(const char *prog)
                 prog, prog);
         return NULL;
     }
-    tg_bot_options o = {.base_url = example_env("TELEGRAM_API_URL"), .timeout_ms = 60000};
+    o.base_url = example_env("TELEGRAM_API_URL");
+    o.timeout_ms = 60000;
     tg_bot *bot = tg_bot_new(token, &o);
     if (!bot)
         fprintf(stderr, "%s: %s\n", prog, tg_bot_new_errmsg());
     return bot;
+}
+
+static inline tg_bot *example_bot(const char *prog)
+{
+    return example_bot_opts(prog, (tg_bot_options){0});
 }
 
 /* Dispatcher over r with Ctrl-C / SIGTERM wired to a clean stop. NULL after printing why. */
