@@ -59,8 +59,9 @@ static bool answers_ping(uint16_t port)
 
 static void exec_server(const tgtest_redis *r)
 {
-    char port[16];
+    char port[16], bus[16];
     snprintf(port, sizeof port, "%u", r->port);
+    snprintf(bus, sizeof bus, "%u", r->bus_port);
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) {
         dup2(devnull, 1);
@@ -68,7 +69,9 @@ static void exec_server(const tgtest_redis *r)
     }
     execl(server_path(), "redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", r->dir,
           "--save", "", "--appendonly", r->durable ? "yes" : "no", "--appendfsync", "no",
-          "--daemonize", "no", "--loglevel", "warning", (char *)NULL);
+          "--daemonize", "no", "--loglevel", "warning", "--cluster-enabled",
+          r->cluster ? "yes" : "no", "--cluster-config-file", "nodes.conf", "--cluster-port",
+          r->cluster ? bus : "0", (char *)NULL);
     _exit(127);
 }
 
@@ -92,15 +95,17 @@ static int launch(tgtest_redis *r)
     return -1;
 }
 
-static int start(tgtest_redis *r, bool durable)
+static int start(tgtest_redis *r, bool durable, bool cluster)
 {
     memset(r, 0, sizeof *r);
     r->durable = durable;
+    r->cluster = cluster;
     snprintf(r->dir, sizeof r->dir, "/tmp/tgtest-redis-XXXXXX");
     if (!mkdtemp(r->dir))
         return -1;
     r->port = free_port();
-    if (r->port && launch(r) == 0)
+    r->bus_port = cluster ? free_port() : 0;
+    if (r->port && (!cluster || (r->bus_port && r->bus_port != r->port)) && launch(r) == 0)
         return 0;
     tgtest_redis_stop(r);
     return -1;
@@ -108,12 +113,17 @@ static int start(tgtest_redis *r, bool durable)
 
 int tgtest_redis_start(tgtest_redis *r)
 {
-    return start(r, false);
+    return start(r, false, false);
 }
 
 int tgtest_redis_start_durable(tgtest_redis *r)
 {
-    return start(r, true);
+    return start(r, true, false);
+}
+
+int tgtest_redis_start_cluster_node(tgtest_redis *r)
+{
+    return start(r, false, true);
 }
 
 /* Remove the files of one directory level (the server's append-only directory). */

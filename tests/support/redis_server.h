@@ -13,7 +13,9 @@
 typedef struct tgtest_redis {
     pid_t pid;
     uint16_t port;
+    uint16_t bus_port; /* cluster bus (cluster nodes only; port + 10000 may not exist) */
     bool durable; /* append-only file: survives SIGKILL and restart */
+    bool cluster; /* --cluster-enabled yes (tgtest_redis_start_cluster_node) */
     char dir[128];
 } tgtest_redis;
 
@@ -21,6 +23,8 @@ typedef struct tgtest_redis {
 bool tgtest_redis_available(void);
 /* Start a server and wait until it answers PING (at most ~10 s). 0 or -1. */
 int tgtest_redis_start(tgtest_redis *r);
+/* Start a Redis Cluster node (cluster-enabled, not yet part of a cluster). 0 or -1. */
+int tgtest_redis_start_cluster_node(tgtest_redis *r);
 /* The same with appendonly yes: Redis writes a command to the append-only file before it
  * answers, so a killed server (tgtest_redis_restart: SIGKILL, start again) keeps everything
  * it acknowledged. The file is never fsynced (the kernel keeps it across a process kill;
