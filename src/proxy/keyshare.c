@@ -14,8 +14,8 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-#define MASK51 ((UINT64_C(1) << 51) - 1)
-#define KEYSHARE_TRIES 64 /* each candidate fails with probability ~1/2 */
+#define MASK51         ((UINT64_C(1) << 51) - 1)
+#define KEYSHARE_TRIES 64 /* each batch of candidates fails with probability ~2^-32 */
 
 typedef struct {
     uint64_t l[5];
@@ -55,7 +55,8 @@ static void fe_sub(fe *h, const fe *a, const fe *b)
 }
 
 /* Carry the five 128-bit column sums of a product into h (limbs < 2^51 + 2^13). */
-static void fe_reduce(fe *h, u128 r0, u128 r1, u128 r2, u128 r3, u128 r4)
+static inline __attribute__((always_inline)) void fe_reduce(fe *h, u128 r0, u128 r1, u128 r2,
+                                                            u128 r3, u128 r4)
 {
     r1 += (uint64_t)(r0 >> 51);
     r2 += (uint64_t)(r1 >> 51);
@@ -71,19 +72,19 @@ static void fe_reduce(fe *h, u128 r0, u128 r1, u128 r2, u128 r3, u128 r4)
     h->l[0] &= MASK51;
 }
 
-static void fe_mul(fe *h, const fe *a, const fe *b)
+static inline __attribute__((always_inline)) void fe_mul(fe *h, const fe *a, const fe *b)
 {
     const uint64_t *x = a->l, *y = b->l;
     uint64_t y19[5];
     for (int i = 1; i < 5; i++)
         y19[i] = 19 * y[i];
     /* product terms past limb 4 wrap around multiplied by 19 (2^255 = 19) */
-    u128 r0 = (u128)x[0] * y[0] + (u128)x[1] * y19[4] + (u128)x[2] * y19[3] +
-              (u128)x[3] * y19[2] + (u128)x[4] * y19[1];
-    u128 r1 = (u128)x[0] * y[1] + (u128)x[1] * y[0] + (u128)x[2] * y19[4] +
-              (u128)x[3] * y19[3] + (u128)x[4] * y19[2];
-    u128 r2 = (u128)x[0] * y[2] + (u128)x[1] * y[1] + (u128)x[2] * y[0] +
-              (u128)x[3] * y19[4] + (u128)x[4] * y19[3];
+    u128 r0 = (u128)x[0] * y[0] + (u128)x[1] * y19[4] + (u128)x[2] * y19[3] + (u128)x[3] * y19[2] +
+              (u128)x[4] * y19[1];
+    u128 r1 = (u128)x[0] * y[1] + (u128)x[1] * y[0] + (u128)x[2] * y19[4] + (u128)x[3] * y19[3] +
+              (u128)x[4] * y19[2];
+    u128 r2 = (u128)x[0] * y[2] + (u128)x[1] * y[1] + (u128)x[2] * y[0] + (u128)x[3] * y19[4] +
+              (u128)x[4] * y19[3];
     u128 r3 = (u128)x[0] * y[3] + (u128)x[1] * y[2] + (u128)x[2] * y[1] + (u128)x[3] * y[0] +
               (u128)x[4] * y19[4];
     u128 r4 = (u128)x[0] * y[4] + (u128)x[1] * y[3] + (u128)x[2] * y[2] + (u128)x[3] * y[1] +
@@ -92,7 +93,7 @@ static void fe_mul(fe *h, const fe *a, const fe *b)
 }
 
 /* Squaring: 15 products instead of 25, doubled cross terms folded into the factors. */
-static void fe_sq(fe *h, const fe *a)
+static inline __attribute__((always_inline)) void fe_sq(fe *h, const fe *a)
 {
     const uint64_t *x = a->l;
     uint64_t d0 = 2 * x[0], d1 = 2 * x[1], d2 = 2 * x[2], d3 = 2 * x[3];
@@ -132,12 +133,12 @@ static void fe_mul_small(fe *h, const fe *a, uint32_t k)
 static void fe_pow_trunk(const fe *z, fe *e250, fe *z11, fe *z2)
 {
     fe t, z9, e5, e10, e20, e50, e100;
-    fe_sq(z2, z);           /* z^2 */
-    fe_sq_n(&t, z2, 2);     /* z^8 */
-    fe_mul(&z9, &t, z);     /* z^9 */
-    fe_mul(z11, &z9, z2);   /* z^11 */
-    fe_sq(&t, z11);         /* z^22 */
-    fe_mul(&e5, &t, &z9);   /* z^(2^5 - 1) */
+    fe_sq(z2, z);         /* z^2 */
+    fe_sq_n(&t, z2, 2);   /* z^8 */
+    fe_mul(&z9, &t, z);   /* z^9 */
+    fe_mul(z11, &z9, z2); /* z^11 */
+    fe_sq(&t, z11);       /* z^22 */
+    fe_mul(&e5, &t, &z9); /* z^(2^5 - 1) */
     fe_sq_n(&t, &e5, 5);
     fe_mul(&e10, &t, &e5); /* z^(2^10 - 1) */
     fe_sq_n(&t, &e10, 10);
@@ -242,11 +243,11 @@ static void x_double(fe *x, fe *z)
     fe_mul(z, &e, &t); /* 4 X Z (X^2 + A X Z + Z^2) */
 }
 
-/* u([8]R) for the point R with u-coordinate cand, if R is on the curve and [8]R is not the
-   identity. 0 on success, -1 otherwise. */
-static int share_from(const uint8_t cand[32], uint8_t pub[32])
+/* (X:Z) of [8]R for the point R with u-coordinate cand, if R is on the curve and [8]R is
+   not the identity. 0 on success, -1 otherwise. */
+static int point_x8(const uint8_t cand[32], fe *x, fe *z)
 {
-    fe u, f, t, x, z, zi;
+    fe u, f, t;
     fe_from_bytes(&u, cand);
     fe_add(&t, &u, &(fe){{486662, 0, 0, 0, 0}});
     fe_mul(&t, &t, &u);                     /* u^2 + A u */
@@ -254,12 +255,19 @@ static int share_from(const uint8_t cand[32], uint8_t pub[32])
     fe_mul(&f, &t, &u);                     /* u^3 + A u^2 + u */
     if (!fe_is_square(&f))
         return -1; /* on the twist (or a 2-torsion point) */
-    x = u;
-    z = (fe){{1, 0, 0, 0, 0}};
+    *x = u;
+    *z = (fe){{1, 0, 0, 0, 0}};
     for (int i = 0; i < 3; i++)
-        x_double(&x, &z);
-    if (fe_is_zero(&z))
-        return -1; /* R had small order */
+        x_double(x, z);
+    return fe_is_zero(z) ? -1 : 0; /* R had small order */
+}
+
+/* u([8]R) for the point R with u-coordinate cand (see point_x8). 0 or -1. */
+static int share_from(const uint8_t cand[32], uint8_t pub[32])
+{
+    fe x, z, zi;
+    if (point_x8(cand, &x, &z) != 0)
+        return -1;
     fe_invert(&zi, &z);
     fe_mul(&x, &x, &zi);
     fe_bytes(pub, &x);
@@ -274,18 +282,58 @@ int keyshare_from_candidates(const uint8_t (*cand)[32], int n, uint8_t pub[32])
     return -1;
 }
 
-int keyshare_random(uint8_t pub[32])
+int keyshare_batch_from_candidates(const uint8_t (*cand)[32], int n, uint8_t (*out)[32])
 {
-    uint8_t cand[32];
+    fe x[KEYSHARE_BATCH], z[KEYSHARE_BATCH], acc[KEYSHARE_BATCH], inv, t;
+    int k = 0;
+    for (int i = 0; i < n && k < KEYSHARE_BATCH; i++)
+        if (point_x8(cand[i], &x[k], &z[k]) == 0)
+            k++;
+    if (k == 0)
+        return 0;
+    /* Montgomery's trick: acc[i] = z[0] ... z[i]; one inversion of acc[k-1], then each
+       1/z[i] = acc[i-1] / acc[i], walking back */
+    acc[0] = z[0];
+    for (int i = 1; i < k; i++)
+        fe_mul(&acc[i], &acc[i - 1], &z[i]);
+    fe_invert(&inv, &acc[k - 1]);
+    for (int i = k - 1; i > 0; i--) {
+        fe_mul(&t, &inv, &acc[i - 1]); /* 1 / z[i] */
+        fe_mul(&inv, &inv, &z[i]);     /* 1 / (z[0] ... z[i-1]) */
+        fe_mul(&t, &t, &x[i]);
+        fe_bytes(out[i], &t);
+    }
+    fe_mul(&t, &inv, &x[0]);
+    fe_bytes(out[0], &t);
+    return k;
+}
+
+/* This thread's shares made ahead, used last first. Public values, never reused. */
+static __thread uint8_t pool[KEYSHARE_BATCH][32];
+static __thread int pooled;
+
+/* Fill the pool from 2 x KEYSHARE_BATCH random candidates (about half lie on the curve). */
+static int refill(void)
+{
+    uint8_t cand[2 * KEYSHARE_BATCH][32];
     int rc = -EIO;
-    for (int i = 0; i < KEYSHARE_TRIES; i++) {
+    for (int i = 0; i < KEYSHARE_TRIES && rc != 0; i++) {
         if (crypto_random(cand, sizeof cand) != 0)
             break;
-        if (share_from(cand, pub) == 0) {
-            rc = 0;
-            break;
-        }
+        pooled =
+            keyshare_batch_from_candidates((const uint8_t(*)[32])cand, 2 * KEYSHARE_BATCH, pool);
+        rc = pooled > 0 ? 0 : -EIO;
     }
     crypto_wipe(cand, sizeof cand);
     return rc;
+}
+
+int keyshare_random(uint8_t pub[32])
+{
+    if (pooled == 0 && refill() != 0)
+        return -EIO;
+    pooled--;
+    memcpy(pub, pool[pooled], 32);
+    crypto_wipe(pool[pooled], 32);
+    return 0;
 }

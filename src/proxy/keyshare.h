@@ -9,8 +9,11 @@
  * twist) and returns u([8]R). Multiplying by the cofactor 8 maps the uniform distribution on
  * the curve onto the uniform distribution on the prime-order subgroup, which is exactly the
  * distribution of genuine public keys. Cost: one Legendre symbol per candidate (about two
- * candidates on average), three x-only doublings and one inversion, against a full
- * 255-step Montgomery ladder for a genuine key pair (see bench/proxy/handshake.c).
+ * candidates on average) and three x-only doublings, against a full 255-step Montgomery
+ * ladder for a genuine key pair (see bench/proxy/handshake.c). Each thread makes its shares
+ * KEYSHARE_BATCH at a time, so the final inversion (X/Z) is shared by the batch
+ * (Montgomery's trick: one inversion and three multiplications per share); a share is
+ * handed out once and wiped from the batch.
  *
  * Arithmetic is mod p = 2^255 - 19 on five 51-bit limbs; it handles public random values
  * only, so it makes no constant-time promise beyond that of the ladder it replaces.
@@ -21,11 +24,17 @@
 
 #include <stdint.h>
 
+#define KEYSHARE_BATCH 16
+
 int keyshare_random(uint8_t pub[32]);
 
 /* Same from caller-chosen 32-byte candidates (the last bit of each is ignored): tries
    cand[0..n) in order and returns the index used, or -1 if none lies on the curve.
    Deterministic; for tests. */
 int keyshare_from_candidates(const uint8_t (*cand)[32], int n, uint8_t pub[32]);
+/* The batch form keyshare_random() uses: the shares of the first (at most KEYSHARE_BATCH)
+   candidates of cand[0..n) that lie on the curve, in order, into out; returns how many.
+   Each equals keyshare_from_candidates() on that candidate alone. Deterministic. */
+int keyshare_batch_from_candidates(const uint8_t (*cand)[32], int n, uint8_t (*out)[32]);
 
 #endif

@@ -73,8 +73,7 @@ static int curve_symbol(struct bnf *f, const uint8_t u_le[32])
 }
 
 /* (X:Z) = [k] (u:1) by the x-only Montgomery ladder. Caller frees x and z. */
-static void ladder(struct bnf *f, const BIGNUM *k, const uint8_t u_le[32], BIGNUM **xo,
-                   BIGNUM **zo)
+static void ladder(struct bnf *f, const BIGNUM *k, const uint8_t u_le[32], BIGNUM **xo, BIGNUM **zo)
 {
     BIGNUM *u = bn_le(u_le), *x2 = BN_new(), *z2 = BN_new(), *x3 = BN_dup(u), *z3 = BN_new();
     BIGNUM *a = BN_new(), *aa = BN_new(), *b = BN_new(), *bb = BN_new(), *e = BN_new();
@@ -253,6 +252,38 @@ static void test_candidates(void **state)
     bnf_free(&f);
 }
 
+/* The batch (one shared inversion) gives, in order, exactly u([8]R) of every candidate on
+   the curve, computed here by an independent BIGNUM ladder, and stops at KEYSHARE_BATCH. */
+static void test_batch_matches_ladder(void **state)
+{
+    (void)state;
+    struct bnf f;
+    bnf_init(&f);
+    enum { N = 3 * KEYSHARE_BATCH };
+    uint8_t cand[N][32], out[KEYSHARE_BATCH][32], want[32];
+    assert_int_equal(RAND_bytes((uint8_t *)cand, sizeof cand), 1);
+    memset(cand[0], 0, 32); /* u = 0: a 2-torsion point, skipped */
+    int k = keyshare_batch_from_candidates((const uint8_t(*)[32])cand, N, out);
+    assert_int_equal(k, KEYSHARE_BATCH); /* fails with probability ~2^-40 */
+    BIGNUM *eight = BN_new();
+    BN_set_word(eight, 8);
+    int j = 0;
+    for (int i = 0; i < N && j < k; i++) {
+        uint8_t u[32];
+        memcpy(u, cand[i], 32);
+        u[31] &= 127;
+        if (i == 0 || curve_symbol(&f, u) != 1)
+            continue;
+        assert_true(ladder_u(&f, eight, u, want));
+        assert_memory_equal(out[j], want, 32);
+        j++;
+    }
+    assert_int_equal(j, k);
+    assert_int_equal(keyshare_batch_from_candidates((const uint8_t(*)[32])cand, 1, out), 0);
+    BN_free(eight);
+    bnf_free(&f);
+}
+
 /* Non-canonical inputs: a candidate u in [p, 2^255) is the field element u - p, so it must
    give exactly the share of u - p (exercises the reductions at the top of the range). */
 static void test_noncanonical_candidates(void **state)
@@ -312,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_checker_rejects_full_curve_points),
         cmocka_unit_test(test_random_shares_are_subgroup_points),
         cmocka_unit_test(test_candidates),
+        cmocka_unit_test(test_batch_matches_ladder),
         cmocka_unit_test(test_noncanonical_candidates),
         cmocka_unit_test(test_openssl_accepts_share),
     };
