@@ -282,6 +282,39 @@ static void test_large_chunked_answer(void **state)
     tg_bot_free(bot);
 }
 
+static size_t give_five(void *user, char *buf, size_t n)
+{
+    int *calls = user;
+    if ((*calls)++ > 0 || n < 5)
+        return 0;
+    memcpy(buf, "12345", 5);
+    return 5;
+}
+
+/* An upload source yielding a different length than it announced fails with TG_ERR_IO (the
+ * Content-Length sent would be a lie) and the connection is dropped, not reused. */
+static void test_upload_length_mismatch(void **state)
+{
+    struct rawsrv *s = *state;
+    script(s, NULL, 0);
+    tg_bot *bot = lean_bot(s, (tg_retry_policy){.max_attempts = 1});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    const char *res;
+    size_t n;
+    for (int announced = 3; announced <= 10; announced += 7) {
+        int calls = 0;
+        tg_file_part part = {.name = "document", .read = give_five, .read_user = &calls,
+                             .size = announced};
+        assert_int_equal(tg_call_raw_files(ctx, "sendDocument", "{\"chat_id\":1}", 13, &part, 1,
+                                           &res, &n),
+                         TG_ERR_IO);
+        assert_non_null(strstr(tg_ctx_errmsg(ctx), "announced"));
+    }
+    assert_int_equal(get_me(ctx), TG_OK); /* a fresh connection */
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+}
+
 static void test_malformed_answers(void **state)
 {
     struct rawsrv *s = *state;
@@ -445,6 +478,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_framings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_chunked_answer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upload_length_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_calls_allocate_nothing, setup, teardown),
         cmocka_unit_test(test_tls_session_resumed),
     };

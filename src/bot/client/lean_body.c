@@ -195,34 +195,33 @@ static char *room(struct writer *x, size_t *n)
     return b->data + b->len;
 }
 
-static int stream_fd(struct writer *x, const tg_file_part *f, int fd, int64_t size)
+/* One read from a file part's source (the open path fd, else its callback) into p. Returns
+ * the bytes read, 0 at the end, or -1 with the failure filled in. */
+static ssize_t source_read(struct writer *x, const tg_file_part *f, int fd, char *p, size_t cap)
 {
-    uint64_t got = 0;
-    for (;;) {
-        size_t cap;
-        char *p = room(x, &cap);
-        if (!p)
-            return -1;
-        ssize_t n = read(fd, p, cap);
-        if (n < 0 && errno == EINTR)
-            continue;
+    if (fd >= 0) {
+        ssize_t n;
+        do
+            n = read(fd, p, cap);
+        while (n < 0 && errno == EINTR);
         if (n < 0)
             return tg__lean_fail(x->io, LEAN_E_READ, "%s: read failed: %s", f->path,
                                  strerror(errno));
-        if (n == 0)
-            break;
-        got += (uint64_t)n;
-        if (got > (uint64_t)size)
-            break;
-        x->w->buf.len += (size_t)n;
+        return n;
     }
-    if (got != (uint64_t)size)
-        return tg__lean_fail(x->io, LEAN_E_READ, "%s changed size while it was uploaded",
-                             f->path);
-    return 0;
+    size_t n = f->read(f->read_user, p, cap);
+    if (n == (size_t)-1)
+        return tg__lean_fail(x->io, LEAN_E_READ, "%s: the read callback aborted the upload",
+                             f->name);
+    if (n > cap)
+        return tg__lean_fail(x->io, LEAN_E_READ, "%s: the read callback overran its buffer",
+                             f->name);
+    return (ssize_t)n;
 }
 
-static int stream_callback(struct writer *x, const tg_file_part *f)
+/* Stream a part read in pieces straight into the send buffer; size < 0 = unknown. A source
+ * that yields more or fewer bytes than announced fails (the Content-Length would lie). */
+static int stream(struct writer *x, const tg_file_part *f, int fd, int64_t size)
 {
     uint64_t got = 0;
     for (;;) {
@@ -230,24 +229,21 @@ static int stream_callback(struct writer *x, const tg_file_part *f)
         char *p = room(x, &cap);
         if (!p)
             return -1;
-        size_t n = f->read(f->read_user, p, cap);
-        if (n == (size_t)-1)
-            return tg__lean_fail(x->io, LEAN_E_READ, "%s: the read callback aborted the upload",
-                                 f->name);
-        if (n > cap)
-            return tg__lean_fail(x->io, LEAN_E_READ, "%s: the read callback overran its buffer",
-                                 f->name);
-        if (n == 0)
+        ssize_t n = source_read(x, f, fd, p, cap);
+        if (n <= 0) {
+            if (n < 0)
+                return -1;
             break;
-        got += n;
-        x->w->buf.len += n;
-        if (f->size >= 0 && got > (uint64_t)f->size)
+        }
+        got += (uint64_t)n;
+        if (size >= 0 && got > (uint64_t)size)
             break;
+        x->w->buf.len += (size_t)n;
     }
-    if (f->size >= 0 && got != (uint64_t)f->size)
-        return tg__lean_fail(x->io, LEAN_E_READ,
-                             "%s: the read callback gave %llu bytes, announced %lld", f->name,
-                             (unsigned long long)got, (long long)f->size);
+    if (size >= 0 && got != (uint64_t)size)
+        return tg__lean_fail(x->io, LEAN_E_READ, "%s: gave %llu bytes or more, announced %lld",
+                             fd >= 0 ? f->path : f->name, (unsigned long long)got,
+                             (long long)size);
     return 0;
 }
 
@@ -256,7 +252,7 @@ static int file_data(struct writer *x, const tg_file_part *f)
     if (f->data)
         return put(x, f->data, f->len);
     if (f->read)
-        return stream_callback(x, f);
+        return stream(x, f, -1, f->size);
     int64_t size;
     int fd = open(f->path, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -267,7 +263,7 @@ static int file_data(struct writer *x, const tg_file_part *f)
                              strerror(errno));
     }
     size = (int64_t)st.st_size;
-    int rc = stream_fd(x, f, fd, size);
+    int rc = stream(x, f, fd, size);
     close(fd);
     return rc;
 }
