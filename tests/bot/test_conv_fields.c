@@ -153,6 +153,8 @@ static void test_refusals(void **state)
         {BLOB("tgc1\n0\nst\ntgf1s\100a"), "get=none,set=cannot decode reply:"},
         /* a record without its NUL */
         {BLOB("tgc1\n0\nst\ntgf1s\1a\0\1\0\0\0xx"), "get=none,set=cannot decode reply:"},
+        /* a record that ends right after its value length: the value's NUL is missing */
+        {BLOB("tgc1\n0\nst\ntgf1s\1a\0\0\0\0\0"), "get=none,set=cannot decode reply:"},
         /* an unknown record type */
         {BLOB("tgc1\n0\nst\ntgf1q\1a\0\0\0\0\0\0"), "get=none,set=cannot decode reply:"},
     };

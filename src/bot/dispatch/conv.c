@@ -66,7 +66,7 @@ tg_status tg__conv_load(struct tg_hctx *h)
     return TG_OK;
 }
 
-static bool valid_state(const char *s)
+bool tg__conv_name_valid(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     if (n == 0 || n > TG__CONV_STATE_MAX)
@@ -82,7 +82,7 @@ static bool valid_state(const char *s)
 
 tg_status tg_conv_set(tg_hctx *h, const char *state, const void *data, size_t len)
 {
-    if (!valid_state(state))
+    if (!tg__conv_name_valid(state))
         return tg_hctx_fail(h, TG_ERR_INVALID,
                             "conversation: state \"%.64s\" is not 1..64 "
                             "of [A-Za-z0-9_.:-]",

@@ -24,6 +24,9 @@
 #define TG__MAX_CAPTURES   16
 #define TG__CONV_STATE_MAX 64
 
+/* A conversation state or field name: 1..TG__CONV_STATE_MAX of [A-Za-z0-9_.:-] (conv.c). */
+bool tg__conv_name_valid(const char *s);
+
 enum filter_type {
     F_KINDS,
     F_COMMAND,

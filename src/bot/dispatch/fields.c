@@ -1,0 +1,50 @@
+/*
+ * fields: read and write the records of typed conversation fields (see fields.h).
+ */
+#include <string.h>
+
+#include "bot/dispatch/fields.h"
+
+bool tg__field_read(const unsigned char *p, size_t n, struct tg__field *f)
+{
+    if (n < 2 || (p[0] != 's' && p[0] != 'i') || p[1] == 0)
+        return false;
+    size_t nl = p[1];
+    size_t head = 2 + nl + 1 + 4;
+    if (n < head + 1 || p[2 + nl] != 0) /* room for the head and the value's NUL */
+        return false;
+    const unsigned char *q = p + 2 + nl + 1;
+    size_t vl = (size_t)q[0] | (size_t)q[1] << 8 | (size_t)q[2] << 16 | (size_t)q[3] << 24;
+    if (vl > n - head - 1 || q[4 + vl] != 0)
+        return false;
+    if (memchr(p + 2, 0, nl) || memchr(q + 4, 0, vl)) /* C strings: no NUL inside */
+        return false;
+    f->type = (char)p[0];
+    f->name = (const char *)p + 2;
+    f->name_len = nl;
+    f->value = (const char *)q + 4;
+    f->value_len = vl;
+    f->size = head + vl + 1;
+    return true;
+}
+
+bool tg__fields_is(const unsigned char *data, size_t len)
+{
+    return len == 0 || (len >= TG__FIELDS_MAGIC_LEN &&
+                        memcmp(data, TG__FIELDS_MAGIC, TG__FIELDS_MAGIC_LEN) == 0);
+}
+
+void tg__field_write(unsigned char *p, char type, const char *name, const char *value, size_t vl)
+{
+    size_t nl = strlen(name);
+    p[0] = (unsigned char)type;
+    p[1] = (unsigned char)nl;
+    memcpy(p + 2, name, nl + 1);
+    unsigned char *q = p + 2 + nl + 1;
+    q[0] = (unsigned char)vl;
+    q[1] = (unsigned char)(vl >> 8);
+    q[2] = (unsigned char)(vl >> 16);
+    q[3] = (unsigned char)(vl >> 24);
+    memcpy(q + 4, value, vl);
+    q[4 + vl] = 0;
+}
