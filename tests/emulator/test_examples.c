@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tgbot/testing.h"
+#include "tgbot/tgbot.h"
 
 #define EX(name) TGKIT_BINARY_DIR "/examples/" name "/" name
 #define WAIT_MS  10000
@@ -179,6 +180,82 @@ static void test_webhook(void **state)
     assert_int_equal(tg_test_stop_child(pid), 0);
 }
 
+/* ---- the tutorial's bot (examples/tutorial, quoted by docs/tutorial.md) ---- */
+
+/* The bot's message in the default chat after id containing text; its message id. */
+static int64_t expect_id(int64_t after, const char *text)
+{
+    expect(tg_test_wait_message(t, 0, after, text, WAIT_MS), text);
+    return tg_test_last_message_id(t, 0);
+}
+
+static void press(int64_t message_id, const char *data)
+{
+    char *ans = tg_test_press(t, 0, 0, message_id, data, WAIT_MS);
+    if (!ans)
+        fail_msg("press %s: %s", data, tg_test_errmsg(t));
+    free(ans);
+}
+
+/* The conversation a reader walks through in the tutorial. */
+static void walk_order(void)
+{
+    int64_t id = tg_test_send(t, 0, 0, "/start");
+    char *m = tg_test_wait_message(t, 0, id, "Hello, Developer! Send /order", WAIT_MS);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "{\"type\":\"bold\",\"offset\":7,\"length\":9}"));
+    free(m);
+    id = expect_id(tg_test_send(t, 0, 0, "/order"), "Which size?");
+    press(id, "size:large");
+    expect_id(id, "Where should we deliver it?");
+    id = expect_id(tg_test_send(t, 0, 0, "1 Main Street"),
+                   "A large pizza to 1 Main Street. Shall we?");
+    press(id, "confirm:yes");
+    expect(tg_test_wait_edit(t, 0, id, "Ordered: a large pizza to 1 Main Street. Thanks!", WAIT_MS),
+           "confirmation");
+    /* a second order, cancelled half way */
+    expect_id(tg_test_send(t, 0, 0, "/order"), "Which size?");
+    expect_id(tg_test_send(t, 0, 0, "/cancel"), "Order cancelled.");
+}
+
+/* Polling: the conversation, then the command menu it published at start. */
+static void test_tutorial(void **state)
+{
+    (void)state;
+    pid_t pid = start(EX("tutorial"));
+    walk_order();
+    tg_bot *bot = tg_bot_new(tg_test_token(t), &(tg_bot_options){.base_url = tg_test_url(t)});
+    tg_ctx *ctx = tg_ctx_new(bot);
+    tg_bot_command *cmds = NULL;
+    size_t n = 0;
+    assert_int_equal(tg_get_my_commands(ctx, &(tg_get_my_commands_params){0}, &cmds, &n), TG_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(cmds[0].command, "start");
+    assert_string_equal(cmds[1].command, "order");
+    assert_string_equal(cmds[1].description, "Order a pizza");
+    assert_string_equal(cmds[2].command, "cancel");
+    tg_ctx_free(ctx);
+    tg_bot_free(bot);
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
+/* The same bot behind a webhook (it generates its own secret token). */
+static void test_tutorial_webhook(void **state)
+{
+    (void)state;
+    char url[64], port[16];
+    int p = free_port();
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/tg", p);
+    snprintf(port, sizeof port, "%d", p);
+    setenv("WEBHOOK_URL", url, 1);
+    setenv("WEBHOOK_PORT", port, 1);
+    pid_t pid = start(EX("tutorial"));
+    unsetenv("WEBHOOK_URL");
+    unsetenv("WEBHOOK_PORT");
+    walk_order();
+    assert_int_equal(tg_test_stop_child(pid), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +266,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inline_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_moderation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tutorial, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tutorial_webhook, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
