@@ -9,6 +9,7 @@
 
 #include <libintl.h>
 #include <locale.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -319,6 +320,49 @@ static void test_malformed(void **state)
     tg_i18n_free(tr);
 }
 
+/* Lookups from several threads at once on a loaded catalog set (ThreadSanitizer in CI). */
+struct lookup_job {
+    const tg_i18n *tr;
+    int mismatches;
+};
+
+static void *lookup_many(void *arg)
+{
+    struct lookup_job *j = arg;
+    static const char *langs_seen[] = {"pl", "ru-RU", "de_AT", "xx", NULL};
+    for (uint64_t n = 0; n < 4000; n++) {
+        const char *lang = langs_seen[n % 5];
+        const char *s = tg_i18n_nget(j->tr, lang, "%d apple", "%d apples", n);
+        const char *again = tg_i18n_nget(j->tr, lang, "%d apple", "%d apples", n);
+        j->mismatches += s != again;
+    }
+    return NULL;
+}
+
+static void test_concurrent_lookups(void **state)
+{
+    (void)state;
+    tg_i18n *tr = tg_i18n_new("en");
+    for (size_t i = 0; i < sizeof langs / sizeof *langs; i++) {
+        char path[256];
+        make_lang(i);
+        snprintf(path, sizeof path, "%s/xx/LC_MESSAGES/%s.mo", dir, langs[i].lang);
+        assert_int_equal(tg_i18n_load_file(tr, langs[i].lang, path), TG_OK);
+    }
+    pthread_t th[4];
+    struct lookup_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (struct lookup_job){tr, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, lookup_many, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].mismatches, 0);
+    }
+    assert_string_equal(tg_i18n_nget(tr, "ru-RU", "%d apple", "%d apples", 21), "%d яблоко");
+    tg_i18n_free(tr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_fallbacks_and_context),
         cmocka_unit_test(test_load_dir),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_concurrent_lookups),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
