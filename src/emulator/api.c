@@ -351,6 +351,19 @@ static emu_msg *edit_target(emu_req *r, const tg_chat_id *cid, tg_opt_i64 mid,
     return s;
 }
 
+/* The bot's message to edit, decoded; NULL after emu_fail. */
+static tg_message *edit_decoded(emu_req *r, const tg_chat_id *cid, tg_opt_i64 mid,
+                                const char *inline_id, emu_chat **chat, emu_msg **stored)
+{
+    *stored = edit_target(r, cid, mid, inline_id, chat);
+    if (!*stored)
+        return NULL;
+    tg_message *t = emu_msg_decode(*stored, r->a);
+    if (!t)
+        emu_fail(r, 500, "Internal Server Error: stored message does not decode");
+    return t;
+}
+
 /* Store the edited message t (edit_date now) unless nothing changed; write the result. */
 static int finish_edit(emu_req *r, emu_chat *c, emu_msg *s, tg_message *t)
 {
@@ -379,14 +392,12 @@ static int h_edit_message_text(emu_req *r)
 {
     const tg_edit_message_text_params *p = r->p;
     emu_chat *c;
-    emu_msg *s = edit_target(r, &p->chat_id, p->message_id, p->inline_message_id, &c);
-    if (!s)
+    emu_msg *s;
+    tg_message *t = edit_decoded(r, &p->chat_id, p->message_id, p->inline_message_id, &c, &s);
+    if (!t)
         return -1;
     if (!p->text)
         return emu_fail(r, 400, "text is empty");
-    tg_message *t = emu_msg_decode(s, r->a);
-    if (!t)
-        return emu_fail(r, 500, "Internal Server Error: stored message does not decode");
     if (!t->text)
         return emu_fail(r, 400, "there is no text in the message to edit");
     char *text;
@@ -404,12 +415,10 @@ static int h_edit_message_caption(emu_req *r)
 {
     const tg_edit_message_caption_params *p = r->p;
     emu_chat *c;
-    emu_msg *s = edit_target(r, &p->chat_id, p->message_id, p->inline_message_id, &c);
-    if (!s)
-        return -1;
-    tg_message *t = emu_msg_decode(s, r->a);
+    emu_msg *s;
+    tg_message *t = edit_decoded(r, &p->chat_id, p->message_id, p->inline_message_id, &c, &s);
     if (!t)
-        return emu_fail(r, 500, "Internal Server Error: stored message does not decode");
+        return -1;
     if (t->text)
         return emu_fail(r, 400, "there is no caption in the message to edit");
     char *text;
@@ -427,12 +436,10 @@ static int h_edit_message_reply_markup(emu_req *r)
 {
     const tg_edit_message_reply_markup_params *p = r->p;
     emu_chat *c;
-    emu_msg *s = edit_target(r, &p->chat_id, p->message_id, p->inline_message_id, &c);
-    if (!s)
-        return -1;
-    tg_message *t = emu_msg_decode(s, r->a);
+    emu_msg *s;
+    tg_message *t = edit_decoded(r, &p->chat_id, p->message_id, p->inline_message_id, &c, &s);
     if (!t)
-        return emu_fail(r, 500, "Internal Server Error: stored message does not decode");
+        return -1;
     if (check_inline_kb(r, p->reply_markup))
         return -1;
     t->reply_markup = p->reply_markup;

@@ -513,17 +513,26 @@ static int h_set_my_commands(emu_req *r)
     return 0;
 }
 
-static int h_get_my_commands(emu_req *r)
+/* The command set of (scope, language) of get/deleteMyCommands (same parameters): 0 with
+ * *out (NULL when none), or -1 after emu_fail. */
+static int cmds_of(emu_req *r, const tg_bot_command_scope *scope, const char *language,
+                   emu_command_set **out)
 {
-    const tg_get_my_commands_params *p = r->p;
-    tg_get_my_commands_params none = {0};
-    p = p ? p : &none;
-    const char *lang = p->language_code ? p->language_code : "";
+    const char *lang = language ? language : "";
     if (check_lang(r, lang))
         return -1;
-    char *scope = scope_key(&p->scope);
-    emu_command_set *s = scope ? find_cmds(r->b, scope, lang) : NULL;
-    tg__free(scope);
+    char *key = scope_key(scope);
+    *out = key ? find_cmds(r->b, key, lang) : NULL;
+    tg__free(key);
+    return 0;
+}
+
+static int h_get_my_commands(emu_req *r)
+{
+    const tg_get_my_commands_params *p = r->p, none = {0};
+    emu_command_set *s;
+    if (cmds_of(r, p ? &p->scope : &none.scope, p ? p->language_code : NULL, &s))
+        return -1;
     if (s)
         tg__jw_raw(&r->w, s->json, strlen(s->json));
     else
@@ -533,15 +542,10 @@ static int h_get_my_commands(emu_req *r)
 
 static int h_delete_my_commands(emu_req *r)
 {
-    const tg_delete_my_commands_params *p = r->p;
-    tg_delete_my_commands_params none = {0};
-    p = p ? p : &none;
-    const char *lang = p->language_code ? p->language_code : "";
-    if (check_lang(r, lang))
+    const tg_delete_my_commands_params *p = r->p, none = {0};
+    emu_command_set *s;
+    if (cmds_of(r, p ? &p->scope : &none.scope, p ? p->language_code : NULL, &s))
         return -1;
-    char *scope = scope_key(&p->scope);
-    emu_command_set *s = scope ? find_cmds(r->b, scope, lang) : NULL;
-    tg__free(scope);
     if (s) {
         tg__free(s->scope);
         tg__free(s->lang);
