@@ -155,7 +155,7 @@ static int check_inline_kb(emu_req *r, const tg_inline_keyboard_markup *kb)
 
 /* reply_markup of a send: inline keyboards go on the message; reply keyboards on the chat
  * (shown to the user until removed). */
-static int apply_markup(emu_req *r, emu_chat *c, const tg_reply_markup *rm, tg_message *m)
+int emu_apply_markup(emu_req *r, emu_chat *c, const tg_reply_markup *rm, tg_message *m)
 {
     switch (rm->kind) {
     case TG_REPLY_MARKUP_INLINE_KEYBOARD_MARKUP:
@@ -181,7 +181,7 @@ static int apply_markup(emu_req *r, emu_chat *c, const tg_reply_markup *rm, tg_m
 }
 
 /* reply_parameters: the message replied to, without its own reply (as Telegram sends). */
-static int apply_reply(emu_req *r, emu_chat *c, const tg_reply_parameters *rp, tg_message *m)
+int emu_apply_reply(emu_req *r, emu_chat *c, const tg_reply_parameters *rp, tg_message *m)
 {
     if (!rp || !rp->message_id.has)
         return 0;
@@ -203,7 +203,7 @@ static int apply_reply(emu_req *r, emu_chat *c, const tg_reply_parameters *rp, t
 }
 
 /* Store m as sent by the bot in c and write it as the result. */
-static int finish_send(emu_req *r, emu_chat *c, tg_message *m)
+int emu_finish_send(emu_req *r, emu_chat *c, tg_message *m)
 {
     m->from = c->type == TG_CHAT_TYPE_CHANNEL ? NULL : emu_tg_user(&r->b->u, r->a);
     if (c->type == TG_CHAT_TYPE_CHANNEL)
@@ -230,9 +230,10 @@ static int h_send_message(emu_req *r)
     m.text = text;
     m.link_preview_options = p->link_preview_options;
     m.has_protected_content = p->protect_content.has && p->protect_content.v;
-    if (apply_reply(r, c, p->reply_parameters, &m) || apply_markup(r, c, &p->reply_markup, &m))
+    if (emu_apply_reply(r, c, p->reply_parameters, &m) ||
+        emu_apply_markup(r, c, &p->reply_markup, &m))
         return -1;
-    return finish_send(r, c, &m);
+    return emu_finish_send(r, c, &m);
 }
 
 static int h_get_me(emu_req *r)
@@ -549,7 +550,7 @@ static int h_forward_message(emu_req *r)
     }
     m->date = 0;
     m->has_protected_content = p->protect_content.has && p->protect_content.v;
-    return finish_send(r, c, m);
+    return emu_finish_send(r, c, m);
 }
 
 static int h_copy_message(emu_req *r)
@@ -574,7 +575,8 @@ static int h_copy_message(emu_req *r)
             return -1;
         m->caption = text;
     }
-    if (apply_reply(r, c, p->reply_parameters, m) || apply_markup(r, c, &p->reply_markup, m))
+    if (emu_apply_reply(r, c, p->reply_parameters, m) ||
+        emu_apply_markup(r, c, &p->reply_markup, m))
         return -1;
     m->from = emu_tg_user(&r->b->u, r->a);
     emu_msg *s = emu_msg_store(r->e, c, m, r->b->u.id, r->a);
@@ -649,108 +651,6 @@ static int h_send_chat_action(emu_req *r)
     if (p->action.id == TG_ENUM_UNKNOWN)
         return emu_fail(r, 400, "wrong parameter action in request");
     return h_true(r);
-}
-
-/* ---- files ---- */
-
-/* The uploaded bytes or stored file behind f; NULL after emu_fail. */
-static emu_file *input_file(emu_req *r, const tg_input_file *f, const char *dir)
-{
-    if (f->kind != TG_INPUT_FILE_ID || !f->str) {
-        emu_fail(r, 400, "there is no file in the request");
-        return NULL;
-    }
-    if (!strncmp(f->str, "attach://", 9)) {
-        const emu_field *x = r->form ? emu_form_get(r->form, f->str + 9) : NULL;
-        if (!x || !x->is_file) {
-            emu_fail(r, 400, "wrong file identifier/HTTP URL specified");
-            return NULL;
-        }
-        if (x->value_len > EMU_UPLOAD_MAX) {
-            emu_fail(r, 413, "Request Entity Too Large");
-            return NULL;
-        }
-        emu_file *ef =
-            emu_file_add(r->e, x->value, x->value_len, x->filename, x->content_type, dir);
-        if (!ef)
-            emu_fail(r, 500, "Internal Server Error: out of memory");
-        return ef;
-    }
-    emu_file *ef = emu_file_get(r->e, f->str);
-    if (!ef && (!strncmp(f->str, "http://", 7) || !strncmp(f->str, "https://", 8))) {
-        const char *slash = strrchr(f->str, '/');
-        ef = emu_file_add(r->e, NULL, 0, slash && slash[1] ? slash + 1 : "file", NULL, dir);
-    }
-    if (!ef)
-        emu_fail(r, 400, "wrong file identifier/HTTP URL specified");
-    return ef;
-}
-
-static int h_get_file(emu_req *r)
-{
-    const tg_get_file_params *p = r->p;
-    emu_file *f = emu_file_get(r->e, p->file_id);
-    if (!f)
-        return emu_fail(r, 400, "invalid file_id");
-    tg_file t = {.file_id = f->file_id, .file_unique_id = f->unique_id};
-    t.file_size = (tg_opt_i64)TG_SOME((int64_t)f->len);
-    if (f->len > EMU_DOWNLOAD_MAX)
-        return emu_fail(r, 400, "file is too big");
-    t.file_path = f->path;
-    tg__codec_encode(&tg__t_file, &t, &r->w, 0);
-    return 0;
-}
-
-/* Caption, reply and markup of any send* with media. */
-static int media_common(emu_req *r, emu_chat *c, const char *caption, tg_parse_mode pm,
-                        const tg_message_entity *ce, size_t nce, const tg_reply_parameters *rp,
-                        const tg_reply_markup *rm, tg_message *m)
-{
-    char *text;
-    if (emu_check_text(r, caption, pm.id, ce, nce, true, &text, &m->caption_entities,
-                       &m->caption_entities_count))
-        return -1;
-    m->caption = text && *text ? text : NULL;
-    if (apply_reply(r, c, rp, m) || apply_markup(r, c, rm, m))
-        return -1;
-    return finish_send(r, c, m);
-}
-
-static int h_send_photo(emu_req *r)
-{
-    const tg_send_photo_params *p = r->p;
-    emu_chat *c = emu_req_chat(r, &p->chat_id, true);
-    emu_file *f = c ? input_file(r, &p->photo, "photos") : NULL;
-    if (!f)
-        return -1;
-    tg_photo_size *ps = tg__arena_zalloc(r->a, sizeof *ps);
-    ps->file_id = f->file_id;
-    ps->file_unique_id = f->unique_id;
-    ps->width = 320;
-    ps->height = 320;
-    ps->file_size = (tg_opt_i64)TG_SOME((int64_t)f->len);
-    tg_message m = {.photo = ps, .photo_count = 1};
-    m.has_media_spoiler = p->has_spoiler.has && p->has_spoiler.v;
-    return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
-                        p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
-}
-
-static int h_send_document(emu_req *r)
-{
-    const tg_send_document_params *p = r->p;
-    emu_chat *c = emu_req_chat(r, &p->chat_id, true);
-    emu_file *f = c ? input_file(r, &p->document, "documents") : NULL;
-    if (!f)
-        return -1;
-    tg_document *d = tg__arena_zalloc(r->a, sizeof *d);
-    d->file_id = f->file_id;
-    d->file_unique_id = f->unique_id;
-    d->file_name = f->name;
-    d->mime_type = f->mime;
-    d->file_size = (tg_opt_i64)TG_SOME((int64_t)f->len);
-    tg_message m = {.document = d};
-    return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
-                        p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
 }
 
 /* ---- pins ---- */
@@ -838,10 +738,7 @@ static const emu_method_entry methods[] = {
     {"sendMessage", h_send_message},
     {"forwardMessage", h_forward_message},
     {"copyMessage", h_copy_message},
-    {"sendPhoto", h_send_photo},
-    {"sendDocument", h_send_document},
     {"sendChatAction", h_send_chat_action},
-    {"getFile", h_get_file},
     {"editMessageText", h_edit_message_text},
     {"editMessageCaption", h_edit_message_caption},
     {"editMessageReplyMarkup", h_edit_message_reply_markup},
@@ -862,6 +759,9 @@ static emu_handler find_handler(const char *name)
     for (size_t i = 0; i < emu_chat_method_count; i++)
         if (!strcmp(emu_chat_methods[i].name, name))
             return emu_chat_methods[i].fn;
+    for (size_t i = 0; i < emu_media_method_count; i++)
+        if (!strcmp(emu_media_methods[i].name, name))
+            return emu_media_methods[i].fn;
     return NULL;
 }
 

@@ -58,7 +58,16 @@ int emu_check_text(emu_req *r, const char *text, int32_t parse_mode, const tg_me
                    size_t nents, bool caption, char **out_text, const tg_message_entity **out_ents,
                    size_t *out_n);
 
+/* reply_parameters of a send: the message replied to, put on m. 0 or -1 (emu_fail). */
+int emu_apply_reply(emu_req *r, emu_chat *c, const tg_reply_parameters *rp, tg_message *m);
+/* reply_markup of a send: inline keyboards on m, reply keyboards on c. 0 or -1. */
+int emu_apply_markup(emu_req *r, emu_chat *c, const tg_reply_markup *rm, tg_message *m);
+/* Store m as sent by the bot in c and write it as the result. 0 or -1. */
+int emu_finish_send(emu_req *r, emu_chat *c, tg_message *m);
+
 extern const emu_method_entry emu_chat_methods[];
 extern const size_t emu_chat_method_count;
+extern const emu_method_entry emu_media_methods[];
+extern const size_t emu_media_method_count;
 
 #endif

@@ -133,7 +133,16 @@ function renderMessage(m) {
     html += '<div class="reply">' + esc(name(r.from)) + ': ' + esc((r.text || r.caption || '[media]').slice(0, 80)) + '</div>';
   }
   if (m.photo && m.photo.length) html += '<img alt="photo" src="' + fileUrl(m.photo[m.photo.length - 1].file_id) + '">';
-  if (m.document) html += '<a class="file" href="' + fileUrl(m.document.file_id) + '" download="' + esc(m.document.file_name || 'file') + '">&#128196; ' + esc(m.document.file_name || 'file') + '</a>';
+  for (const kind of ['document', 'audio', 'video', 'voice', 'animation']) {
+    const f = m[kind];
+    if (!f) continue;
+    const label = f.file_name || (f.title ? (f.performer ? f.performer + ' - ' : '') + f.title : kind);
+    html += '<a class="file" href="' + fileUrl(f.file_id) + '" download="' + esc(f.file_name || kind) + '">' +
+      esc(kind) + ': ' + esc(label) + (f.duration ? ' (' + f.duration + ' s)' : '') + '</a>';
+  }
+  if (m.location) html += '<div class="file">location: ' + m.location.latitude + ', ' + m.location.longitude + '</div>';
+  if (m.contact) html += '<div class="file">contact: ' + esc(m.contact.first_name) + ' ' + esc(m.contact.phone_number) + '</div>';
+  if (m.dice) html += '<div class="dice">' + esc(m.dice.emoji) + ' ' + m.dice.value + '</div>';
   if (m.text) html += '<div class="text">' + renderText(m.text, m.entities) + '</div>';
   if (m.caption) html += '<div class="text">' + renderText(m.caption, m.caption_entities) + '</div>';
   const t = new Date(m.date * 1000);

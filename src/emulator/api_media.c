@@ -1,0 +1,293 @@
+/*
+ * api_media: Bot API methods that send files and other media, and getFile: sendPhoto,
+ * sendDocument, sendAudio, sendVideo, sendVoice, sendAnimation (uploads as multipart parts,
+ * earlier file_ids, or URLs, which are recorded but not fetched), sendLocation,
+ * sendContact, sendDice. Captions go through the same checks and parse modes as texts.
+ * Uploaded files get a file_id, a file_unique_id and a file_path for downloads.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emulator/api.h"
+
+/* The uploaded bytes or stored file behind f; NULL after emu_fail. */
+static emu_file *input_file(emu_req *r, const tg_input_file *f, const char *dir)
+{
+    if (f->kind != TG_INPUT_FILE_ID || !f->str) {
+        emu_fail(r, 400, "there is no file in the request");
+        return NULL;
+    }
+    if (!strncmp(f->str, "attach://", 9)) {
+        const emu_field *x = r->form ? emu_form_get(r->form, f->str + 9) : NULL;
+        if (!x || !x->is_file) {
+            emu_fail(r, 400, "wrong file identifier/HTTP URL specified");
+            return NULL;
+        }
+        if (x->value_len > EMU_UPLOAD_MAX) {
+            emu_fail(r, 413, "Request Entity Too Large");
+            return NULL;
+        }
+        emu_file *ef =
+            emu_file_add(r->e, x->value, x->value_len, x->filename, x->content_type, dir);
+        if (!ef)
+            emu_fail(r, 500, "Internal Server Error: out of memory");
+        return ef;
+    }
+    emu_file *ef = emu_file_get(r->e, f->str);
+    if (!ef && (!strncmp(f->str, "http://", 7) || !strncmp(f->str, "https://", 8))) {
+        const char *slash = strrchr(f->str, '/');
+        ef = emu_file_add(r->e, NULL, 0, slash && slash[1] ? slash + 1 : "file", NULL, dir);
+    }
+    if (!ef)
+        emu_fail(r, 400, "wrong file identifier/HTTP URL specified");
+    return ef;
+}
+
+static int h_get_file(emu_req *r)
+{
+    const tg_get_file_params *p = r->p;
+    emu_file *f = emu_file_get(r->e, p->file_id);
+    if (!f)
+        return emu_fail(r, 400, "invalid file_id");
+    tg_file t = {.file_id = f->file_id, .file_unique_id = f->unique_id};
+    t.file_size = (tg_opt_i64)TG_SOME((int64_t)f->len);
+    if (f->len > EMU_DOWNLOAD_MAX)
+        return emu_fail(r, 400, "file is too big");
+    t.file_path = f->path;
+    tg__codec_encode(&tg__t_file, &t, &r->w, 0);
+    return 0;
+}
+
+/* Caption, reply and markup of any send* with media. */
+static int media_common(emu_req *r, emu_chat *c, const char *caption, tg_parse_mode pm,
+                        const tg_message_entity *ce, size_t nce, const tg_reply_parameters *rp,
+                        const tg_reply_markup *rm, tg_message *m)
+{
+    char *text;
+    if (emu_check_text(r, caption, pm.id, ce, nce, true, &text, &m->caption_entities,
+                       &m->caption_entities_count))
+        return -1;
+    m->caption = text && *text ? text : NULL;
+    if (emu_apply_reply(r, c, rp, m) || emu_apply_markup(r, c, rm, m))
+        return -1;
+    return emu_finish_send(r, c, m);
+}
+
+static int h_send_photo(emu_req *r)
+{
+    const tg_send_photo_params *p = r->p;
+    emu_chat *c = emu_req_chat(r, &p->chat_id, true);
+    emu_file *f = c ? input_file(r, &p->photo, "photos") : NULL;
+    if (!f)
+        return -1;
+    tg_photo_size *ps = tg__arena_zalloc(r->a, sizeof *ps);
+    ps->file_id = f->file_id;
+    ps->file_unique_id = f->unique_id;
+    ps->width = 320;
+    ps->height = 320;
+    ps->file_size = (tg_opt_i64)TG_SOME((int64_t)f->len);
+    tg_message m = {.photo = ps, .photo_count = 1};
+    m.has_media_spoiler = p->has_spoiler.has && p->has_spoiler.v;
+    return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
+                        p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
+}
+
+static int h_send_document(emu_req *r)
+{
+    const tg_send_document_params *p = r->p;
+    emu_chat *c = emu_req_chat(r, &p->chat_id, true);
+    emu_file *f = c ? input_file(r, &p->document, "documents") : NULL;
+    if (!f)
+        return -1;
+    tg_document *d = tg__arena_zalloc(r->a, sizeof *d);
+    d->file_id = f->file_id;
+    d->file_unique_id = f->unique_id;
+    d->file_name = f->name;
+    d->mime_type = f->mime;
+    d->file_size = (tg_opt_i64)TG_SOME((int64_t)f->len);
+    tg_message m = {.document = d};
+    return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
+                        p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
+}
+
+/* The file of a send*: the emu_file, and its id fields as the Bot API shows them. */
+typedef struct media_file {
+    emu_file *f;
+    const char *file_id, *file_unique_id;
+    tg_opt_i64 size;
+} media_file;
+
+static bool get_media(emu_req *r, const tg_chat_id *cid, const tg_input_file *in, const char *dir,
+                      emu_chat **c, media_file *mf)
+{
+    *c = emu_req_chat(r, cid, true);
+    mf->f = *c ? input_file(r, in, dir) : NULL;
+    if (!mf->f)
+        return false;
+    mf->file_id = mf->f->file_id;
+    mf->file_unique_id = mf->f->unique_id;
+    mf->size = (tg_opt_i64)TG_SOME((int64_t)mf->f->len);
+    return true;
+}
+
+static int64_t opt_or(tg_opt_i64 v, int64_t def)
+{
+    return v.has ? v.v : def;
+}
+
+static int h_send_audio(emu_req *r)
+{
+    const tg_send_audio_params *p = r->p;
+    emu_chat *c;
+    media_file mf;
+    if (!get_media(r, &p->chat_id, &p->audio, "music", &c, &mf))
+        return -1;
+    tg_audio *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_audio){.file_id = mf.file_id,
+                    .file_unique_id = mf.file_unique_id,
+                    .duration = opt_or(p->duration, 0),
+                    .performer = p->performer,
+                    .title = p->title,
+                    .file_name = mf.f->name,
+                    .mime_type = mf.f->mime,
+                    .file_size = mf.size};
+    tg_message m = {.audio = x};
+    return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
+                        p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
+}
+
+static int h_send_video(emu_req *r)
+{
+    const tg_send_video_params *p = r->p;
+    emu_chat *c;
+    media_file mf;
+    if (!get_media(r, &p->chat_id, &p->video, "videos", &c, &mf))
+        return -1;
+    tg_video *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_video){.file_id = mf.file_id,
+                    .file_unique_id = mf.file_unique_id,
+                    .width = opt_or(p->width, 0),
+                    .height = opt_or(p->height, 0),
+                    .duration = opt_or(p->duration, 0),
+                    .file_name = mf.f->name,
+                    .mime_type = mf.f->mime,
+                    .file_size = mf.size};
+    tg_message m = {.video = x, .has_media_spoiler = p->has_spoiler.has && p->has_spoiler.v};
+    return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
+                        p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
+}
+
+static int h_send_voice(emu_req *r)
+{
+    const tg_send_voice_params *p = r->p;
+    emu_chat *c;
+    media_file mf;
+    if (!get_media(r, &p->chat_id, &p->voice, "voice", &c, &mf))
+        return -1;
+    tg_voice *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_voice){.file_id = mf.file_id,
+                    .file_unique_id = mf.file_unique_id,
+                    .duration = opt_or(p->duration, 0),
+                    .mime_type = mf.f->mime,
+                    .file_size = mf.size};
+    tg_message m = {.voice = x};
+    return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
+                        p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
+}
+
+static int h_send_animation(emu_req *r)
+{
+    const tg_send_animation_params *p = r->p;
+    emu_chat *c;
+    media_file mf;
+    if (!get_media(r, &p->chat_id, &p->animation, "animations", &c, &mf))
+        return -1;
+    tg_animation *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_animation){.file_id = mf.file_id,
+                        .file_unique_id = mf.file_unique_id,
+                        .width = opt_or(p->width, 0),
+                        .height = opt_or(p->height, 0),
+                        .duration = opt_or(p->duration, 0),
+                        .file_name = mf.f->name,
+                        .mime_type = mf.f->mime,
+                        .file_size = mf.size};
+    tg_message m = {.animation = x};
+    return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
+                        p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
+}
+
+/* Replies and keyboards of a send* without a caption. */
+static int plain_send(emu_req *r, emu_chat *c, const tg_reply_parameters *rp,
+                      const tg_reply_markup *rm, tg_message *m)
+{
+    if (emu_apply_reply(r, c, rp, m) || emu_apply_markup(r, c, rm, m))
+        return -1;
+    return emu_finish_send(r, c, m);
+}
+
+static int h_send_location(emu_req *r)
+{
+    const tg_send_location_params *p = r->p;
+    emu_chat *c = emu_req_chat(r, &p->chat_id, true);
+    if (!c)
+        return -1;
+    if (p->latitude < -90 || p->latitude > 90 || p->longitude < -180 || p->longitude > 180)
+        return emu_fail(r, 400, "wrong latitude or longitude specified");
+    tg_location *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_location){.latitude = p->latitude,
+                       .longitude = p->longitude,
+                       .horizontal_accuracy = p->horizontal_accuracy,
+                       .live_period = p->live_period,
+                       .heading = p->heading};
+    tg_message m = {.location = x};
+    return plain_send(r, c, p->reply_parameters, &p->reply_markup, &m);
+}
+
+static int h_send_contact(emu_req *r)
+{
+    const tg_send_contact_params *p = r->p;
+    emu_chat *c = emu_req_chat(r, &p->chat_id, true);
+    if (!c)
+        return -1;
+    tg_contact *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_contact){.phone_number = p->phone_number,
+                      .first_name = p->first_name,
+                      .last_name = p->last_name,
+                      .vcard = p->vcard};
+    tg_message m = {.contact = x};
+    return plain_send(r, c, p->reply_parameters, &p->reply_markup, &m);
+}
+
+static int h_send_dice(emu_req *r)
+{
+    const tg_send_dice_params *p = r->p;
+    emu_chat *c = emu_req_chat(r, &p->chat_id, true);
+    if (!c)
+        return -1;
+    int32_t emoji = p->emoji.id ? p->emoji.id : TG_DICE_EMOJI_U1F3B2;
+    if (emoji == TG_ENUM_UNKNOWN)
+        return emu_fail(r, 400, "invalid dice emoji");
+    /* 🎲 🎯 🎳 give 1-6, 🏀 ⚽ 1-5, 🎰 1-64 */
+    int sides = emoji == TG_DICE_EMOJI_U1F3B0                                     ? 64
+                : (emoji == TG_DICE_EMOJI_U1F3C0 || emoji == TG_DICE_EMOJI_U26BD) ? 5
+                                                                                  : 6;
+    tg_dice *x = tg__arena_zalloc(r->a, sizeof *x);
+    x->emoji = (tg_dice_emoji){emoji, tg__codec_enum_str(&tg__e_dice_emoji, emoji)};
+    x->value = 1 + (int64_t)(random() % sides);
+    tg_message m = {.dice = x};
+    return plain_send(r, c, p->reply_parameters, &p->reply_markup, &m);
+}
+
+const emu_method_entry emu_media_methods[] = {
+    {"getFile", h_get_file},
+    {"sendPhoto", h_send_photo},
+    {"sendDocument", h_send_document},
+    {"sendAudio", h_send_audio},
+    {"sendVideo", h_send_video},
+    {"sendVoice", h_send_voice},
+    {"sendAnimation", h_send_animation},
+    {"sendLocation", h_send_location},
+    {"sendContact", h_send_contact},
+    {"sendDice", h_send_dice},
+};
+const size_t emu_media_method_count = sizeof emu_media_methods / sizeof emu_media_methods[0];
