@@ -303,7 +303,10 @@ static int simple_fronting(const struct io *io, const struct args *a, struct con
              (unsigned)cfg->fronting.port);
     struct config_hostport hp;
     if (config_hostport_parse(text, strlen(text), &hp, err, sizeof err) != 0)
-        return usage_error(io, "simple-run: --fronting-host: %s", err);
+        return looks_secret(host) /* the parser's message quotes the host */
+                   ? usage_error(io, "simple-run: --fronting-host: not a host name or IP "
+                                     "address (value not shown: it parses as a secret)")
+                   : usage_error(io, "simple-run: --fronting-host: %s", err);
     memcpy(cfg->fronting.host, hp.host, sizeof hp.host);
     cfg->fronting.resolved = hp.resolved;
     cfg->fronting.addr = hp.addr;

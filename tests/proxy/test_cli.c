@@ -111,6 +111,8 @@ static void test_help_version_usage(void **state)
         {{"simple-run", "127.0.0.1:1", EE_A, "--concurrency=" EE_A, NULL}, "(value not shown)"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--public-port", KEY_A, NULL}, "(value not shown)"},
         {{EE_A, NULL}, "unknown command (a secret, not shown)"},
+        {{"simple-run", "127.0.0.1:1", EE_A, "--fronting-host", "7rAOu2eL9NRUpK4F/SfOsA", NULL},
+         "--fronting-host: not a host name or IP address (value not shown"},
         {{"simple-run", EE_A, "127.0.0.1:1", NULL}, "parses as a secret (not shown)"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--secret-file", "f", NULL}, "exclude each other"},
         {{"simple-run", "127.0.0.1:1", EE_A, "--prefer-ip=ipv5", NULL}, "--prefer-ip"},
@@ -125,6 +127,7 @@ static void test_help_version_usage(void **state)
             fail_msg("usage case %zu: code %d, stderr \"%s\"", i, r.code, r.err);
         assert_string_equal(r.out, "");
         assert_null(strstr(r.err, KEY_A)); /* SECRET arguments never echoed */
+        assert_null(strstr(r.err, "SfOsA"));
     }
 }
 
