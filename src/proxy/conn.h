@@ -4,7 +4,10 @@
  * A connection is a small state machine (brief 4.1):
  *
  *   HELLO      read the first bytes: a FakeTLS ClientHello (ee secrets) or a 64-byte obfs2
- *              header (dd / classic secrets); validate. Failure -> FRONT_CONNECT.
+ *              header (dd / classic secrets); validate. Failure -> FRONT_CONNECT. Bytes no
+ *              accepted handshake starts with fail at once; while undecided (or silent
+ *              for CONN_SILENT_MS) an early fronting connection is opened and the
+ *              undecided bytes passed on (conn.c, "Early fronting connection").
  *   FLIGHT     FakeTLS only, after our ServerHello: unwrap records until the 64-byte obfs2
  *              header is complete; failure -> close (brief 2.6).
  *   DC_CONNECT non-blocking connect to the DC's addresses in turn (upstream.c); first

@@ -30,8 +30,8 @@
 
 #define SITE_IP      "127.0.0.2"
 #define PROXY_IP     "127.0.0.1"
-#define SITE_IDLE_MS 800   /* the sites' timer for a silent or incomplete client */
-#define HS_MS        1500  /* tgproxy's handshake deadline */
+#define SITE_IDLE_MS 600   /* the sites' timer for a silent or incomplete client */
+#define HS_MS        1200  /* tgproxy's handshake deadline */
 #define IDLE_MS      60000 /* tgproxy's relay idle timeout: far beyond any probe */
 #define WAIT_MS      (SITE_IDLE_MS + HS_MS + 1000)
 #define DOMAIN       "example.com"
@@ -52,19 +52,22 @@ static struct {
     uint8_t key[16];
     struct site tls, http, reset;
     struct site tls_dd; /* the TLS site again, through a tgproxy that also serves dd */
+    struct site wild;   /* a TLS site at the port of a wildcard tgproxy listener */
 } g;
 
-/* tgproxy on 127.0.0.1:0 fronting to the site; one ee secret (and a dd one with dd). */
-static int via_start(struct via *v, uint16_t site_port, bool dd)
+/* tgproxy on listen fronting to the site; one ee secret (and a dd one with dd). */
+static int via_start(struct via *v, const char *listen, uint16_t site_port, bool dd)
 {
     struct config *cfg = &v->cfg;
     config_init(cfg);
     char err[256], text[64];
     struct secret sec = {.kind = SECRET_EE, .domain = DOMAIN, .domain_len = sizeof DOMAIN - 1};
     memcpy(sec.key, g.key, 16);
-    if (config_add_listen(cfg, "127.0.0.1:0", 11, err, sizeof err) < 0 ||
-        config_add_secret(cfg, "tls", &sec, err, sizeof err) < 0)
+    if (config_add_listen(cfg, listen, strlen(listen), err, sizeof err) < 0 ||
+        config_add_secret(cfg, "tls", &sec, err, sizeof err) < 0) {
+        config_cleanup(cfg);
         return -1;
+    }
     sec.kind = SECRET_DD;
     if (dd && config_add_secret(cfg, "dd", &sec, err, sizeof err) < 0)
         return -1;
@@ -80,8 +83,10 @@ static int via_start(struct via *v, uint16_t site_port, bool dd)
     cfg->timeout.handshake_ms = HS_MS;
     cfg->timeout.idle_ms = IDLE_MS;
     cfg->workers = 1;
-    if (server_start(cfg, &v->srv) < 0)
+    if (server_start(cfg, &v->srv) < 0) {
+        config_cleanup(cfg);
         return -1;
+    }
     v->port = server_port(v->srv, 0);
     return 0;
 }
@@ -97,7 +102,26 @@ static int site_start(struct site *s, enum psite_mode mode, bool dd)
 {
     s->s = psite_start(&(struct psite_opts){.addr = SITE_IP, .mode = mode, .idle_ms = SITE_IDLE_MS},
                        &s->port);
-    return s->s && via_start(&s->via, s->port, dd) == 0 ? 0 : -1;
+    return s->s && via_start(&s->via, "127.0.0.1:0", s->port, dd) == 0 ? 0 : -1;
+}
+
+/* The TLS site on 127.0.0.2:P and tgproxy on the wildcard 0.0.0.0:P, as the quick start
+   configures it (issue 10: this used to turn fronting off). Another socket may hold P on
+   127.0.0.1 (tests run in parallel): then both start again on a new port. */
+static int wild_start(struct site *s)
+{
+    for (int attempt = 0; attempt < 20; attempt++) {
+        s->s = psite_start(
+            &(struct psite_opts){.addr = SITE_IP, .mode = PSITE_TLS, .idle_ms = SITE_IDLE_MS},
+            &s->port);
+        char listen[32];
+        snprintf(listen, sizeof listen, "0.0.0.0:%u", (unsigned)s->port);
+        if (s->s && via_start(&s->via, listen, s->port, false) == 0)
+            return 0;
+        psite_stop(s->s);
+        s->s = NULL;
+    }
+    return -1;
 }
 
 static int setup(void **state)
@@ -105,7 +129,8 @@ static int setup(void **state)
     (void)state;
     RAND_bytes(g.key, sizeof g.key);
     if (site_start(&g.tls, PSITE_TLS, false) < 0 || site_start(&g.http, PSITE_HTTP, false) < 0 ||
-        site_start(&g.reset, PSITE_RESET, false) < 0 || site_start(&g.tls_dd, PSITE_TLS, true) < 0)
+        site_start(&g.reset, PSITE_RESET, false) < 0 ||
+        site_start(&g.tls_dd, PSITE_TLS, true) < 0 || wild_start(&g.wild) < 0)
         return -1;
     return 0;
 }
@@ -113,8 +138,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    struct site *all[] = {&g.tls, &g.http, &g.reset, &g.tls_dd};
-    for (size_t i = 0; i < 4; i++) {
+    struct site *all[] = {&g.tls, &g.http, &g.reset, &g.tls_dd, &g.wild};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         via_stop(&all[i]->via);
         psite_stop(all[i]->s);
     }
@@ -308,6 +333,23 @@ static void test_short_probes_with_dd_secret(void **state)
     probe_bytes("40 junk bytes, dd served", &g.tls_dd, junk, sizeof junk, true);
 }
 
+/* A wildcard listener beside the site at the same port fronts like any other. */
+static void test_wildcard_listener(void **state)
+{
+    (void)state;
+    uint8_t hello[1024], other[16];
+    RAND_bytes(other, sizeof other);
+    size_t n = pcli_hello(hello, sizeof hello, other, DOMAIN, now_s());
+    probe_bytes("wildcard listener: wrong key", &g.wild, hello, n, true);
+    static const char get[] = "GET / HTTP/1.1\r\nHost: " DOMAIN "\r\n\r\n";
+    probe_bytes("wildcard listener: HTTP GET", &g.wild, get, sizeof get - 1, true);
+    static const uint8_t pre[] = {0x16, 0x03, 0x01, 0x02, 0x00};
+    probe_bytes("wildcard listener: bare 16 03 01 02 00", &g.wild, pre, sizeof pre, true);
+    struct stats st;
+    server_stats(g.wild.via.srv, &st);
+    assert_int_equal(st.front_self, 0);
+}
+
 /* ---- a real TLS client (OpenSSL, as Python's ssl module) with a full session ---- */
 
 struct tls_result {
@@ -499,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_stalled_hello_prefix),
         cmocka_unit_test(test_short_probes_with_dd_secret),
         cmocka_unit_test(test_silent_prober),
+        cmocka_unit_test(test_wildcard_listener),
         cmocka_unit_test(test_full_tls_session),
         cmocka_unit_test(test_site_reset_reaches_client),
         cmocka_unit_test(test_bytes_after_site_close_get_reset),
