@@ -29,4 +29,6 @@ cmake -S "$here/cmake_consumer" -B "$prefix/cm" -DCMAKE_PREFIX_PATH="$prefix" \
     -DCMAKE_C_FLAGS="$CFLAGS" >/dev/null
 cmake --build "$prefix/cm" >/dev/null
 LD_LIBRARY_PATH="$libdir/.." "$prefix/cm/consumer"
+test -x "$prefix/bin/tgbot-emulator" || { echo "tgbot-emulator was not installed"; exit 1; }
+"$prefix/cm/testing_consumer"
 echo "install consumers: ok"
