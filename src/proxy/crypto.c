@@ -33,6 +33,16 @@ static bool tls_key_ok;
 #define CTR_SLOTS 256
 #define SLOT_NONE 0xffff
 
+/*
+ * Small random requests (a filler length, a DC header) are served from a per-thread block
+ * of CSPRNG output: each RAND_bytes call costs ~1.4 us here whatever its size (OpenSSL 3
+ * locks its DRBG and checks for a fork on every call), so a handshake's few small requests
+ * cost more than its 3.6 KB of filler. Bytes handed out are wiped from the block at once;
+ * a fork empties the child's block (its bytes would repeat the parent's).
+ */
+#define RND_BLOCK 512
+#define RND_SMALL 64 /* requests up to this size come from the block */
+
 struct ctr_slot {
     EVP_CIPHER_CTX *ctx; /* bound to AES-256-CTR once created */
     uint64_t owner;      /* serial of the stream keyed into ctx; 0 = free */
@@ -42,15 +52,25 @@ struct ctr_slot {
 
 struct crypto_thread {
     EVP_MD_CTX *md;
+    unsigned rnd_fork; /* fork_count when rnd was filled */
+    uint16_t rnd_left; /* unused bytes at the end of rnd */
+    uint8_t rnd[RND_BLOCK];
     uint16_t head, tail, nslots;
     struct ctr_slot slot[CTR_SLOTS];
 };
 
 static uint64_t serial_next; /* atomic: stream serials, unique per process */
+static unsigned fork_count;  /* atomic: forks seen (pthread_atfork child handler) */
+
+static void after_fork_child(void)
+{
+    __atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED);
+}
 
 static void thread_free(void *arg)
 {
     struct crypto_thread *t = arg;
+    OPENSSL_cleanse(t->rnd, sizeof t->rnd);
     EVP_MD_CTX_free(t->md);
     for (int i = 0; i < t->nslots; i++)
         EVP_CIPHER_CTX_free(t->slot[i].ctx);
@@ -61,7 +81,8 @@ static void fetch_algorithms(void)
 {
     aes_ctr = EVP_CIPHER_fetch(NULL, "AES-256-CTR", NULL);
     sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-    tls_key_ok = pthread_key_create(&tls_key, thread_free) == 0;
+    tls_key_ok = pthread_key_create(&tls_key, thread_free) == 0 &&
+                 pthread_atfork(NULL, NULL, after_fork_child) == 0;
 }
 
 int crypto_init(void)
@@ -357,7 +378,7 @@ int crypto_hmac_sha256(const void *key, size_t keylen, const struct crypto_part 
     return rc;
 }
 
-int crypto_random(void *buf, size_t n)
+static int random_direct(void *buf, size_t n)
 {
     while (n > 0) {
         int chunk = n > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)n;
@@ -366,6 +387,25 @@ int crypto_random(void *buf, size_t n)
         buf = (uint8_t *)buf + chunk;
         n -= (size_t)chunk;
     }
+    return 0;
+}
+
+int crypto_random(void *buf, size_t n)
+{
+    struct crypto_thread *t = n <= RND_SMALL && crypto_init() == 0 ? thread_state() : NULL;
+    if (!t)
+        return random_direct(buf, n);
+    unsigned forks = __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
+    if (t->rnd_fork != forks || t->rnd_left < n) {
+        if (random_direct(t->rnd, RND_BLOCK) != 0)
+            return -EIO;
+        t->rnd_left = RND_BLOCK;
+        t->rnd_fork = forks;
+    }
+    uint8_t *src = t->rnd + RND_BLOCK - t->rnd_left;
+    memcpy(buf, src, n);
+    OPENSSL_cleanse(src, n);
+    t->rnd_left = (uint16_t)(t->rnd_left - n);
     return 0;
 }
 

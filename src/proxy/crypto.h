@@ -84,7 +84,9 @@ int crypto_sha256(const struct crypto_part *parts, size_t nparts, uint8_t out[32
 int crypto_hmac_sha256(const void *key, size_t keylen, const struct crypto_part *parts,
                        size_t nparts, uint8_t out[32]);
 
-/* n bytes from the OpenSSL CSPRNG. 0 or -EIO. */
+/* n bytes from the OpenSSL CSPRNG. Requests up to 64 bytes come from a per-thread block
+   of its output (512 bytes per RAND_bytes call; bytes wiped once handed out; emptied in a
+   forked child), larger ones straight from RAND_bytes. 0 or -EIO. */
 int crypto_random(void *buf, size_t n);
 /* Uniform random integer in [lo, hi) (hi > lo). Returns lo on RNG failure. */
 uint32_t crypto_random_range(uint32_t lo, uint32_t hi);

@@ -3,6 +3,8 @@
 #include "tgtest.h"
 
 #include <errno.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -551,6 +553,41 @@ static void test_ctr_many_streams(void **state)
     assert_false(crypto_ctr_keyed(&s[0]));
 }
 
+/* Small random requests come from a per-thread block: consecutive ones never repeat, a
+   request crossing the block's end is served from a fresh block, and a forked child must
+   not hand out the bytes its parent will (the block is emptied in the child). */
+static void test_random_block(void **state)
+{
+    (void)state;
+    uint8_t a[64], b[64], zero[64] = {0};
+    assert_int_equal(crypto_random(a, 16), 0); /* the block is now partly used */
+    for (int i = 0; i < 40; i++) {             /* 40 x 64 bytes: several refills */
+        assert_int_equal(crypto_random(b, sizeof b), 0);
+        assert_memory_not_equal(a, b, 16);
+        assert_memory_not_equal(b, zero, sizeof b);
+        memcpy(a, b, 16);
+    }
+    assert_int_equal(crypto_random(a, 7), 0);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uint8_t c[32];
+        int ok = crypto_random(c, sizeof c) == 0 && write(fds[1], c, sizeof c) == sizeof c;
+        _exit(ok ? 0 : 1);
+    }
+    uint8_t parent[32], child[32];
+    assert_int_equal(crypto_random(parent, sizeof parent), 0);
+    assert_int_equal(read(fds[0], child, sizeof child), (ssize_t)sizeof child);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_memory_not_equal(parent, child, sizeof parent);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 /* Fresh key shares differ every time and are never all zero. */
 static void test_x25519_random(void **state)
 {
@@ -578,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_x25519_random),
         cmocka_unit_test(test_ctr_park),
         cmocka_unit_test(test_ctr_many_streams),
+        cmocka_unit_test(test_random_block),
         cmocka_unit_test(test_framing_transparent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
