@@ -84,6 +84,11 @@ char *tg_test_press(tg_test *t, int64_t user_id, int64_t chat_id, int64_t messag
 /* user types "@bot query"; waits for answerInlineQuery; returns the results array JSON. */
 char *tg_test_inline(tg_test *t, int64_t user_id, const char *query, int timeout_ms);
 
+/* user picks result result_id of their last answered inline query: it is sent "via @bot"
+ * into chat (0: the private chat with the bot) and the bot gets chosen_inline_result.
+ * Returns the new message's id or -1. */
+int64_t tg_test_choose(tg_test *t, int64_t user_id, int64_t chat_id, const char *result_id);
+
 /* The first message from the bot in chat with id > after_id whose text or caption contains
  * contains (NULL: any), as Message JSON; waits up to timeout_ms. NULL on timeout. */
 char *tg_test_wait_message(tg_test *t, int64_t chat_id, int64_t after_id, const char *contains,

@@ -21,6 +21,7 @@ typedef struct ctl {
     emu *e;
     const emu_form *q;
     tg__jdoc d;
+    tg__jdoc d2; /* a second document (stored inline results) */
     bool have_body;
     tg__arena a;
     tg__buf *out;
@@ -349,6 +350,87 @@ static int c_inline(ctl *x)
     return 0;
 }
 
+/* The user's latest answered inline query (query_id given: that one); NULL after cfail. */
+static emu_query *chosen_query(ctl *x, emu_user *u)
+{
+    const char *id = arg_str(x, "query_id");
+    emu_query *q = NULL;
+    for (size_t i = 0; i < x->e->nqueries; i++) {
+        emu_query *c = x->e->queries[i];
+        if (c->inline_query && c->answered && c->user_id == u->id && (!id || !strcmp(c->id, id)))
+            q = c;
+    }
+    if (!q || !q->answer)
+        cfail(x, 404, "no answered inline query to choose from");
+    return q;
+}
+
+/* Text, entities and keyboard of result result_id of q's answer into m (arena of x). */
+static int result_message(ctl *x, const emu_query *q, const char *result_id, tg_message *m)
+{
+    tg__jdoc *d = &x->d2;
+    tg__jerr je;
+    if (tg__json_parse(d, q->answer, strlen(q->answer), &je) != 0)
+        return cfail(x, 500, "stored results do not parse");
+    for (uint32_t k = 1, i = 0; i < d->toks[0].count; i++, k = d->toks[k].next) {
+        uint32_t id = tg__json_obj_get(d, k, "id");
+        if (id == UINT32_MAX || !tg__json_str_eq(d, id, result_id, strlen(result_id)))
+            continue;
+        uint32_t imc = tg__json_obj_get(d, k, "input_message_content");
+        uint32_t kb = tg__json_obj_get(d, k, "reply_markup");
+        tg_input_text_message_content c;
+        if (imc == UINT32_MAX ||
+            tg__codec_decode(&tg__t_input_text_message_content, d, imc, &x->a, &c, &je) != TG_OK)
+            return cfail(x, 400, "result %s has no text input_message_content", result_id);
+        char err[200];
+        tg_message_entity *pe = NULL;
+        if (c.parse_mode.id == TG_PARSE_MODE_HTML || c.parse_mode.id == TG_PARSE_MODE_MARKDOWN_V2) {
+            char *text;
+            if (emu_markup_parse(c.parse_mode.id, c.message_text, &x->a, &text, &pe,
+                                 &m->entities_count, err, sizeof err))
+                return cfail(x, 400, "result %s: %s", result_id, err);
+            m->text = text;
+            m->entities = pe;
+        } else {
+            m->text = c.message_text;
+            m->entities = c.entities;
+            m->entities_count = c.entities_count;
+        }
+        tg_inline_keyboard_markup *ik = tg__arena_zalloc(&x->a, sizeof *ik);
+        if (kb != UINT32_MAX && ik &&
+            tg__codec_decode(&tg__t_inline_keyboard_markup, d, kb, &x->a, ik, &je) == TG_OK)
+            m->reply_markup = ik;
+        return 0;
+    }
+    return cfail(x, 404, "the bot offered no result with id \"%s\"", result_id);
+}
+
+/* The user picks a result of an inline query: it is sent "via" the bot into the chat, and
+ * the bot gets chosen_inline_result (as with inline feedback switched on). */
+static int c_choose(ctl *x)
+{
+    emu_user *u = the_user(x);
+    emu_query *q = u ? chosen_query(x, u) : NULL;
+    emu_bot *b = q ? emu_bot_by_id(x->e, q->bot_id) : NULL;
+    const char *rid = arg_str(x, "result_id");
+    if (!b)
+        return q ? cfail(x, 404, "the bot of that query is gone") : -1;
+    if (!rid)
+        return cfail(x, 400, "result_id is required");
+    int64_t cid = arg_i64(x, "chat_id", 0);
+    emu_chat *c = cid && cid != u->id ? emu_chat_get(x->e, cid, 0) : emu_chat_private(x->e, b, u);
+    if (!c)
+        return cfail(x, 404, "no chat with id %lld", (long long)cid);
+    tg_message m = {.via_bot = emu_tg_user(&b->u, &x->a)};
+    if (result_message(x, q, rid, &m) || user_message(x, u, c, &m))
+        return -1;
+    tg_chosen_inline_result cr = {
+        .result_id = rid, .from = emu_tg_user(u, &x->a), .query = q->query};
+    tg_update up = {.chosen_inline_result = &cr};
+    emu_update_push(x->e, b, TG_UPDATE_TYPE_CHOSEN_INLINE_RESULT, &up);
+    return 0;
+}
+
 /* A service message (joined, left) in c from u, delivered to the bots there. */
 static void service(ctl *x, emu_chat *c, emu_user *u, tg_message *m)
 {
@@ -661,7 +743,7 @@ static const ctl_route routes[] = {
     {"chats", true, c_chats},     {"send", true, c_send},          {"command", true, c_send},
     {"photo", true, c_photo},     {"document", true, c_document},  {"press", true, c_press},
     {"inline", true, c_inline},   {"join", true, c_join},          {"leave", true, c_leave},
-    {"migrate", true, c_migrate}, {"save", true, c_save},
+    {"migrate", true, c_migrate}, {"choose", true, c_choose},      {"save", true, c_save},
 };
 
 static int dispatch(ctl *x, const char *name, const char *method)
@@ -681,6 +763,7 @@ int emu_control(emu *e, const char *name, const char *method, const emu_form *qu
 {
     ctl x = {.e = e, .q = query, .out = out, .code = 200};
     tg__jdoc_init(&x.d, NULL);
+    tg__jdoc_init(&x.d2, NULL);
     tg__arena_init(&x.a, 0, 0);
     tg__jerr je;
     int rc = 0;
@@ -717,5 +800,6 @@ int emu_control(emu *e, const char *name, const char *method, const emu_form *qu
     tg__buf_cleanup(&res);
     tg__arena_cleanup(&x.a);
     tg__jdoc_cleanup(&x.d);
+    tg__jdoc_cleanup(&x.d2);
     return x.code;
 }

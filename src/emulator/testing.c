@@ -325,6 +325,19 @@ char *tg_test_inline(tg_test *t, int64_t user_id, const char *query, int timeout
     return r;
 }
 
+int64_t tg_test_choose(tg_test *t, int64_t user_id, int64_t chat_id, const char *result_id)
+{
+    char who[160], body[512];
+    ids(t, who, sizeof who, user_id, chat_id);
+    char *r = jstr(result_id);
+    snprintf(body, sizeof body, "{%s,\"result_id\":%s}", who, r ? r : "\"\"");
+    free(r);
+    char *a = control(t, "choose", body);
+    int64_t id = json_int(a, "message", "message_id", -1);
+    free(a);
+    return id;
+}
+
 static struct timespec deadline(int timeout_ms)
 {
     struct timespec ts;

@@ -128,6 +128,9 @@ static void test_inline_mode(void **state)
     assert_non_null(strstr(r, "\"message_text\":\"HELLO THERE\""));
     assert_non_null(strstr(r, "\"message_text\":\"hello there\""));
     free(r);
+    int64_t id = tg_test_choose(t, 0, 0, "upper");
+    assert_true(id > 0);
+    assert_int_equal(tg_test_last_message_id(t, 0), id); /* sent by the user, via the bot */
     assert_int_equal(tg_test_stop_child(pid), 0);
 }
 

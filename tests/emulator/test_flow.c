@@ -261,6 +261,79 @@ static void test_member_updates(void **state)
     free(s);
 }
 
+/* ---- reply keyboards and upgraded groups ---- */
+
+/* GET or POST /control/<name>; the answer text. */
+static char *control(const char *name, const char *body)
+{
+    CURL *c = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof url, "%s/control/%s", tg_test_url(t), name);
+    char *r = NULL;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_easy_cleanup(c);
+    assert_non_null(r);
+    return r;
+}
+
+static void test_reply_keyboard(void **state)
+{
+    (void)state;
+    tg_test_send(t, 0, 0, "/start");
+    char body[256], q[96];
+    snprintf(q, sizeof q, "messages?chat_id=%lld", (long long)tg_test_user_id(t));
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"text\":\"pick\",\"reply_markup\":{\"keyboard\":"
+             "[[{\"text\":\"Yes\"},{\"text\":\"No\"}]],\"one_time_keyboard\":true}}",
+             (long long)tg_test_user_id(t));
+    long status;
+    free(api_text("sendMessage", body, &status));
+    assert_int_equal(status, 200);
+    char *m = control(q, NULL);
+    assert_non_null(strstr(m, "\"reply_keyboard\":{\"keyboard\":[[{\"text\":\"Yes\"}"));
+    free(m);
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"text\":\"ok\",\"reply_markup\":{\"remove_keyboard\":true}}",
+             (long long)tg_test_user_id(t));
+    free(api_text("sendMessage", body, &status));
+    m = control(q, NULL);
+    assert_non_null(strstr(m, "\"reply_keyboard\":null"));
+    free(m);
+}
+
+static void test_migrated_group(void **state)
+{
+    (void)state;
+    int64_t g = tg_test_add_chat(t, "group", "Old", 0);
+    assert_int_equal(tg_test_join(t, g, tg_test_bot_id(t), false), 0);
+    char body[160];
+    snprintf(body, sizeof body, "{\"chat_id\":%lld}", (long long)g);
+    char *r = control("migrate", body);
+    json_t *j = json_loads(r, 0, NULL);
+    json_int_t sg = json_integer_value(json_object_get(json_object_get(j, "chat"), "id"));
+    json_decref(j);
+    free(r);
+    assert_true(sg < -1000000000000LL);
+    snprintf(body, sizeof body, "{\"chat_id\":%lld,\"text\":\"x\"}", (long long)g);
+    long status;
+    j = api("sendMessage", body, &status);
+    assert_int_equal(status, 400);
+    assert_string_equal(json_string_value(json_object_get(j, "description")),
+                        "Bad Request: group chat was upgraded to a supergroup chat");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(j, "parameters"), "migrate_to_chat_id")),
+        sg);
+    json_decref(j);
+    snprintf(body, sizeof body, "{\"chat_id\":%lld,\"text\":\"x\"}", (long long)sg);
+    free(api_text("sendMessage", body, &status));
+    assert_int_equal(status, 200); /* the bot came along */
+}
+
 /* ---- file limits ---- */
 
 static long upload(const char *method, const char *field, size_t size, char **resp)
@@ -324,6 +397,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_webhook_delivery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_poll_ends_the_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_member_updates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reply_keyboard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrated_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_limits, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

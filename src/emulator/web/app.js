@@ -124,6 +124,7 @@ function renderMessage(m) {
   if (svc) { div.textContent = svc; return div; }
   let html = '';
   if (S.current && S.current.kind === 'group' && m.from) html += '<div class="from">' + esc(name(m.from)) + '</div>';
+  if (m.via_bot) html += '<div class="forward">via @' + esc(m.via_bot.username || '') + '</div>';
   if (m.forward_origin) {
     const o = m.forward_origin;
     html += '<div class="forward">Forwarded from ' + esc(o.sender_user ? name(o.sender_user) : o.chat ? o.chat.title || '' : o.sender_user_name || '') + '</div>';
@@ -348,7 +349,15 @@ $('#inline-form').addEventListener('submit', async (e) => {
     d.className = 'inline-result';
     const content = res.input_message_content && res.input_message_content.message_text;
     d.textContent = (res.title || res.id) + (content ? ' — ' + content : '');
-    if (content) d.addEventListener('click', () => { box.innerHTML = ''; send(content); });
+    if (content) {
+      d.addEventListener('click', async () => {
+        box.innerHTML = '';
+        const c = await api('choose', Object.assign({user_id: Number(S.user), query_id: r.query_id,
+          result_id: res.id}, chatQuery()));
+        if (!c.ok) toast(c.error);
+        else await loadMessages();
+      });
+    }
     box.appendChild(d);
   }
 });
