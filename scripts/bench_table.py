@@ -107,11 +107,16 @@ def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     src = sys.stdin if sys.argv[1] == "-" else open(sys.argv[1])
-    rows, extra = {}, {}
+    # rows: the latest line of each name; pairs: for each row naming a floor, that floor's
+    # latest line printed before it (two programs measure cJSON on the small Update: a row is
+    # compared with the floor its own program measured)
+    rows, pairs, extra = {}, {}, {}
     for line in src:
         m = LINE.match(line.strip())
         if m:
             rows[m.group(1)] = (float(m.group(2)), m.group(3))
+            if m.group(4) in rows:
+                pairs[m.group(1)] = rows[m.group(4)]
         elif line.startswith("bench="):
             name = line.split()[0][6:]
             extra[name] = dict(KV.findall(line))
@@ -124,7 +129,7 @@ def main():
             table.append([path, "not measured (%s missing)" % (ours if ours not in rows else floor),
                           "", floor_desc, "", "", ""])
             continue
-        (ns, al), (fns, fal) = rows[ours], rows[floor]
+        (ns, al), (fns, fal) = rows[ours], pairs.get(ours, rows[floor])
         table.append([path, fmt_ns(ns), al, floor_desc, fmt_ns(fns), fal, "%.2f" % (ns / fns)])
     widths = [max(len(r[i]) for r in table + [head]) for i in range(len(head))]
     print("\n# go-telegram's four hot paths, libtgbot (commit %s, %s)" % (commit, when))
