@@ -257,28 +257,9 @@ static void test_conversation_bad_input(void **state)
 
 /* ---- Redis ---- */
 
-static tgtest_redis srv;
-
-static int redis_up(void **state)
-{
-    (void)state;
-    if (!tgtest_redis_available()) {
-        fprintf(stderr, "redis-server not installed\n");
-        return -1;
-    }
-    return tgtest_redis_start(&srv);
-}
-
-static int redis_down(void **state)
-{
-    (void)state;
-    tgtest_redis_stop(&srv);
-    return 0;
-}
-
 static tg_storage *redis_store(void)
 {
-    tg_redis_options o = {.port = srv.port, .prefix = "t:"};
+    tg_redis_options o = {.port = tgtest_redis_group.port, .prefix = "t:"};
     tg_storage *s = tg_storage_redis_new(&o);
     if (!s)
         fail_msg("redis: %s", tg_storage_errmsg());
@@ -310,7 +291,8 @@ static void test_redis_reconnects(void **state)
     size_t len;
     bool found;
     assert_int_equal(tg_storage_set(s, "r1", "v", 1, 0), TG_OK);
-    assert_int_equal(tgtest_redis_restart(&srv), 0); /* the server forgets everything */
+    assert_int_equal(tgtest_redis_restart(&tgtest_redis_group),
+                     0); /* the server forgets everything */
     /* The first call notices the dead connection; later ones reconnect. */
     tg_status st = tg_storage_get(s, "r1", buf, sizeof buf, &len, &found);
     assert_true(st == TG_ERR_TRANSPORT || (st == TG_OK && !found));
@@ -380,5 +362,5 @@ int main(void)
         cmocka_unit_test(test_redis_reconnects),
     };
     int rc = cmocka_run_group_tests(local, NULL, NULL);
-    return rc | cmocka_run_group_tests(redis, redis_up, redis_down);
+    return rc | cmocka_run_group_tests(redis, tgtest_redis_group_up, tgtest_redis_group_down);
 }

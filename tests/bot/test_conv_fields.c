@@ -206,29 +206,10 @@ static void test_bad_names(void **state)
 
 /* ---- Redis ---- */
 
-static tgtest_redis srv;
-
-static int redis_up(void **state)
-{
-    (void)state;
-    if (!tgtest_redis_available()) {
-        fprintf(stderr, "redis-server not installed\n");
-        return -1;
-    }
-    return tgtest_redis_start(&srv);
-}
-
-static int redis_down(void **state)
-{
-    (void)state;
-    tgtest_redis_stop(&srv);
-    return 0;
-}
-
 static void test_redis_fields(void **state)
 {
     (void)state;
-    tg_redis_options o = {.port = srv.port, .prefix = "f:"};
+    tg_redis_options o = {.port = tgtest_redis_group.port, .prefix = "f:"};
     tg_storage *s1 = tg_storage_redis_new(&o), *s2 = tg_storage_redis_new(&o);
     assert_non_null(s1);
     assert_non_null(s2);
@@ -253,5 +234,5 @@ int main(void)
         cmocka_unit_test(test_redis_fields),
     };
     int rc = cmocka_run_group_tests(local, NULL, NULL);
-    return rc | cmocka_run_group_tests(redis, redis_up, redis_down);
+    return rc | cmocka_run_group_tests(redis, tgtest_redis_group_up, tgtest_redis_group_down);
 }

@@ -186,3 +186,22 @@ void tgtest_redis_stop(tgtest_redis *r)
         r->dir[0] = '\0';
     }
 }
+
+tgtest_redis tgtest_redis_group;
+
+int tgtest_redis_group_up(void **state)
+{
+    (void)state;
+    if (!tgtest_redis_available()) {
+        fprintf(stderr, "redis-server not installed\n");
+        return -1;
+    }
+    return tgtest_redis_start(&tgtest_redis_group);
+}
+
+int tgtest_redis_group_down(void **state)
+{
+    (void)state;
+    tgtest_redis_stop(&tgtest_redis_group);
+    return 0;
+}

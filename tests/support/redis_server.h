@@ -14,8 +14,8 @@ typedef struct tgtest_redis {
     pid_t pid;
     uint16_t port;
     uint16_t bus_port; /* cluster bus (cluster nodes only; port + 10000 may not exist) */
-    bool durable; /* append-only file: survives SIGKILL and restart */
-    bool cluster; /* --cluster-enabled yes (tgtest_redis_start_cluster_node) */
+    bool durable;      /* append-only file: survives SIGKILL and restart */
+    bool cluster;      /* --cluster-enabled yes (tgtest_redis_start_cluster_node) */
     char dir[128];
 } tgtest_redis;
 
@@ -36,5 +36,12 @@ void tgtest_redis_stop(tgtest_redis *r);
 int tgtest_redis_restart(tgtest_redis *r);
 /* SIGKILL the server and leave it down (tgtest_redis_restart brings it back). */
 void tgtest_redis_kill(tgtest_redis *r);
+
+/* One server shared by a cmocka group: pass these as the group's setup and teardown
+ * (state is unused); the server is tgtest_redis_group. Setup fails, naming the missing
+ * program, when redis-server is not installed. */
+extern tgtest_redis tgtest_redis_group;
+int tgtest_redis_group_up(void **state);
+int tgtest_redis_group_down(void **state);
 
 #endif
