@@ -6,7 +6,6 @@
  * (scope, language) pair and calls it on the caller's ctx; the arrays live on the heap for
  * the call only.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -17,18 +16,6 @@
 #include "tgbot/text.h"
 
 #define MAX_COMMANDS 100 /* Telegram's limit per list */
-
-static tg_status cmd_fail(tg_router *r, tg_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static tg_status cmd_fail(tg_router *r, tg_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->err, sizeof r->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 void tg__router_commands_free(tg_router *r)
 {
@@ -58,19 +45,19 @@ static bool name_valid(const char *s)
 static tg_status check(tg_router *r, const char *name, const char *lang, const char *desc)
 {
     if (!name || !name_valid(name))
-        return cmd_fail(r, TG_ERR_INVALID,
-                        "command \"%.40s\": a name is 1 to 32 of a-z, 0-9 and '_' (no '/')",
-                        name ? name : "(null)");
+        return tg__router_fail(r, TG_ERR_INVALID,
+                               "command \"%.40s\": a name is 1 to 32 of a-z, 0-9 and '_' (no '/')",
+                               name ? name : "(null)");
     size_t units = desc ? tg_utf16_len(desc, strlen(desc)) : 0;
     if (units < 1 || units > 256)
-        return cmd_fail(r, TG_ERR_INVALID,
-                        "command \"%s\": a description is 1 to 256 characters, not %zu", name,
-                        units);
+        return tg__router_fail(r, TG_ERR_INVALID,
+                               "command \"%s\": a description is 1 to 256 characters, not %zu",
+                               name, units);
     if (lang && (!*lang || strlen(lang) > 35 ||
                  strspn(lang, "abcdefghijklmnopqrstuvwxyz"
                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ-_") != strlen(lang)))
-        return cmd_fail(r, TG_ERR_INVALID, "command \"%s\": \"%.40s\" is not a language code", name,
-                        lang);
+        return tg__router_fail(r, TG_ERR_INVALID,
+                               "command \"%s\": \"%.40s\" is not a language code", name, lang);
     return TG_OK;
 }
 
@@ -141,7 +128,7 @@ tg_status tg_router_describe_command(tg_router *r, const char *name, const char 
     struct tg__command *c = find_or_add(r, name);
     bool ok =
         c && (lang ? set_translation(c, lang, description) : set_str(&c->description, description));
-    return ok ? TG_OK : cmd_fail(r, TG_ERR_NOMEM, "command \"%s\": out of memory", name);
+    return ok ? TG_OK : tg__router_fail(r, TG_ERR_NOMEM, "command \"%s\": out of memory", name);
 }
 
 tg_status tg_router_command(tg_router *r, const char *name, const char *description,
@@ -157,7 +144,7 @@ tg_status tg_router_command_scopes(tg_router *r, const char *name, uint32_t scop
         return TG_ERR_INVALID;
     struct tg__command *c = find(r, name);
     if (!c)
-        return cmd_fail(r, TG_ERR_INVALID, "command \"%.40s\" is not described", name);
+        return tg__router_fail(r, TG_ERR_INVALID, "command \"%.40s\" is not described", name);
     c->scopes = scopes;
     return TG_OK;
 }

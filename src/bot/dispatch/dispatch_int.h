@@ -82,6 +82,9 @@ struct tg__command {
 };
 
 void tg__router_commands_free(tg_router *r);
+/* Record why a router call failed (tg_router_errmsg) and return st (router.c). */
+tg_status tg__router_fail(tg_router *r, tg_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 struct tg_router {
     struct tg__command *cmds; /* the command menu, in registration order */

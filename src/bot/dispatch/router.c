@@ -13,10 +13,7 @@
 #include "bot/dispatch/dispatch_int.h"
 #include "core/alloc.h"
 
-static tg_status router_fail(tg_router *r, tg_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static tg_status router_fail(tg_router *r, tg_status st, const char *fmt, ...)
+tg_status tg__router_fail(tg_router *r, tg_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -56,7 +53,7 @@ tg_status tg_router_set_username(tg_router *r, const char *username)
         username++;
     char *copy = tg__strdup(username);
     if (!copy)
-        return router_fail(r, TG_ERR_NOMEM, "set_username: out of memory");
+        return tg__router_fail(r, TG_ERR_NOMEM, "set_username: out of memory");
     tg__free(r->username);
     r->username = copy;
     return TG_OK;
@@ -69,18 +66,18 @@ tg_status tg_router_add(tg_router *r, int group, tg_filter *filter, tg_handler_f
         return TG_ERR_INVALID;
     }
     if (!filter)
-        return router_fail(r, TG_ERR_INVALID, "router_add: no filter (%s)",
-                           tg_filter_errmsg()[0] ? tg_filter_errmsg() : "NULL given");
+        return tg__router_fail(r, TG_ERR_INVALID, "router_add: no filter (%s)",
+                               tg_filter_errmsg()[0] ? tg_filter_errmsg() : "NULL given");
     if (!fn) {
         tg_filter_free(filter);
-        return router_fail(r, TG_ERR_INVALID, "router_add: handler is NULL");
+        return tg__router_fail(r, TG_ERR_INVALID, "router_add: handler is NULL");
     }
     if (r->nroutes == r->cap) {
         size_t ncap = r->cap ? r->cap * 2 : 16;
         struct route *nr = tg__realloc(r->routes, ncap * sizeof *nr);
         if (!nr) {
             tg_filter_free(filter);
-            return router_fail(r, TG_ERR_NOMEM, "router_add: out of memory");
+            return tg__router_fail(r, TG_ERR_NOMEM, "router_add: out of memory");
         }
         r->routes = nr;
         r->cap = ncap;
@@ -121,7 +118,7 @@ tg_status tg_router_use(tg_router *r, tg_before_fn before, tg_after_fn after, vo
         return TG_ERR_INVALID;
     struct middleware *m = tg__realloc(r->mw, (r->nmw + 1) * sizeof *m);
     if (!m)
-        return router_fail(r, TG_ERR_NOMEM, "router_use: out of memory");
+        return tg__router_fail(r, TG_ERR_NOMEM, "router_use: out of memory");
     r->mw = m;
     r->mw[r->nmw++] = (struct middleware){before, after, user};
     return TG_OK;
