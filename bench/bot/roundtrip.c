@@ -356,8 +356,8 @@ static void measure_all(struct scen *sc, size_t n, const char *tag)
 /* A ctx of a new bot over transport tp (NULL = libcurl) against base. */
 static tg_ctx *ctx_open(const char *base, const tg_transport *tp, const char *ca_file)
 {
-    tg_bot *bot = tg_bot_new(
-        TOKEN, &(tg_bot_options){.base_url = base, .transport = tp, .ca_file = ca_file});
+    tg_bot *bot =
+        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = base, .transport = tp, .ca_file = ca_file});
     tg_ctx *ctx = bot ? tg_ctx_new(bot) : NULL;
     if (!ctx) {
         fprintf(stderr, "roundtrip: %s\n", bot ? "no memory" : tg_bot_new_errmsg());
@@ -405,8 +405,8 @@ static void pass(const char *tag)
     printf("bench=roundtrip_cpu_%s raw_socket_cpu_ns=%.0f bare_curl_cpu_ns=%.0f "
            "tgbot_cpu_ns=%.0f lean_cpu_ns=%.0f tgbot_vs_raw=%.2f lean_vs_raw=%.2f "
            "tgbot_vs_curl=%.2f\n",
-           tag, sc[0].cpu_ns, sc[1].cpu_ns, sc[2].cpu_ns, sc[3].cpu_ns,
-           sc[2].cpu_ns / sc[0].cpu_ns, sc[3].cpu_ns / sc[0].cpu_ns, sc[2].cpu_ns / sc[1].cpu_ns);
+           tag, sc[0].cpu_ns, sc[1].cpu_ns, sc[2].cpu_ns, sc[3].cpu_ns, sc[2].cpu_ns / sc[0].cpu_ns,
+           sc[3].cpu_ns / sc[0].cpu_ns, sc[2].cpu_ns / sc[1].cpu_ns);
     printf("bench=roundtrip_connections_%s raw_socket=%d bare_curl=%d tgbot=%d lean=%d "
            "whole_pass=%d tgbot_calls=%llu tgbot_transport_connects=%llu lean_calls=%llu "
            "lean_transport_connects=%llu\n",
@@ -429,8 +429,8 @@ static SSL_CTX *tls_server_ctx(const char *cert_path)
     ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
     X509_gmtime_adj(X509_getm_notBefore(x), -3600);
     X509_gmtime_adj(X509_getm_notAfter(x), 86400);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1, -1,
+                               0);
     X509_set_subject_name(x, name);
     X509_set_issuer_name(x, name);
     X509_set_pubkey(x, key);
@@ -531,8 +531,7 @@ static void tls_pass(const char *fixture, size_t len)
            sc[2].cpu_ns / sc[0].cpu_ns);
     printf("bench=roundtrip_tls_connections_pinned raw_openssl=%d tgbot=%d lean=%d whole_pass=%d "
            "lean_transport_connects=%llu\n",
-           sc[0].accepted, sc[1].accepted, sc[2].accepted, total,
-           (unsigned long long)lst.connects);
+           sc[0].accepted, sc[1].accepted, sc[2].accepted, total, (unsigned long long)lst.connects);
     SSL_CTX *sctx = srv.tls;
     server_stop();
     SSL_CTX_free(sctx);

@@ -121,8 +121,8 @@ static void test_upload_sources(void **state)
 
     /* a callback of unknown size (size -1): the body goes chunked, every byte arrives */
     struct counter_src open_ended = {.size = 200000};
-    tg_file_part unknown = {.name = "document", .read = read_pattern, .read_user = &open_ended,
-                            .size = -1};
+    tg_file_part unknown = {
+        .name = "document", .read = read_pattern, .read_user = &open_ended, .size = -1};
     assert_int_equal(
         tg_call_raw_files(f->ctx, "sendDocument", "{\"chat_id\":1}", 13, &unknown, 1, &res, &n),
         TG_OK);

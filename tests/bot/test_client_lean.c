@@ -31,10 +31,9 @@
 #include "core/alloc.h"
 #include "tgbot/tgbot.h"
 
-#define TOKEN "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
-#define ME    "{\"ok\":true,\"result\":{\"id\":7,\"is_bot\":true,\"first_name\":\"Bot\"}}"
-#define OK_KEEP                                                                                    \
-    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 62\r\n\r\n" ME
+#define TOKEN   "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
+#define ME      "{\"ok\":true,\"result\":{\"id\":7,\"is_bot\":true,\"first_name\":\"Bot\"}}"
+#define OK_KEEP "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 62\r\n\r\n" ME
 
 struct step {
     const char *answer; /* NULL: close without answering */
@@ -81,7 +80,8 @@ static void serve(struct rawsrv *s, int fd)
             break;
         atomic_fetch_add(&s->requests, 1);
         pthread_mutex_lock(&s->mu);
-        struct step st = s->next < s->nscript ? s->script[s->next++] : (struct step){OK_KEEP, false};
+        struct step st =
+            s->next < s->nscript ? s->script[s->next++] : (struct step){OK_KEEP, false};
         pthread_mutex_unlock(&s->mu);
         if (!st.answer || write(fd, st.answer, strlen(st.answer)) < 0 || st.close_after)
             break;
@@ -209,8 +209,8 @@ static void test_no_answer_is_not_retried(void **state)
     assert_non_null(strstr(tg_ctx_errmsg(ctx), "closed the connection without answering"));
     assert_int_equal(atomic_load(&s->requests), 1);
     /* opted in: the first try meets the second silent close, the retry succeeds */
-    tg_ctx_set_retry_policy(ctx, &(tg_retry_policy){.retry_after_send = true,
-                                                    .backoff_base_ms = 1});
+    tg_ctx_set_retry_policy(ctx,
+                            &(tg_retry_policy){.retry_after_send = true, .backoff_base_ms = 1});
     assert_int_equal(get_me(ctx), TG_OK);
     assert_int_equal(tg_ctx_error(ctx)->status, TG_OK);
     assert_int_equal(atomic_load(&s->requests), 3);
@@ -223,7 +223,8 @@ static void test_framings(void **state)
     struct rawsrv *s = *state;
     struct step st[] = {
         {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-         "20\r\n{\"ok\":true,\"result\":{\"id\":7,\"is_\r\n1e\r\nbot\":true,\"first_name\":\"Bot\"}}"
+         "20\r\n{\"ok\":true,\"result\":{\"id\":7,\"is_\r\n1e\r\nbot\":true,\"first_name\":\"Bot\"}"
+         "}"
          "\r\n0\r\n\r\n",
          false},
         {"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 62\r\n\r\n" ME, false},
@@ -257,8 +258,8 @@ static void test_large_chunked_answer(void **state)
         body[k + i] = (char)('A' + i % 26);
     size_t blen = (size_t)k + N + (size_t)snprintf(body + k + N, 64, "\"}");
     size_t half = blen / 2;
-    int h = snprintf(ans, sizeof ans, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n",
-                     half);
+    int h = snprintf(ans, sizeof ans,
+                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n", half);
     memcpy(ans + h, body, half);
     h += (int)half;
     h += snprintf(ans + h, sizeof ans - (size_t)h, "\r\n%zx;ext\r\n", blen - half);
@@ -303,11 +304,11 @@ static void test_upload_length_mismatch(void **state)
     size_t n;
     for (int announced = 3; announced <= 10; announced += 7) {
         int calls = 0;
-        tg_file_part part = {.name = "document", .read = give_five, .read_user = &calls,
-                             .size = announced};
-        assert_int_equal(tg_call_raw_files(ctx, "sendDocument", "{\"chat_id\":1}", 13, &part, 1,
-                                           &res, &n),
-                         TG_ERR_IO);
+        tg_file_part part = {
+            .name = "document", .read = give_five, .read_user = &calls, .size = announced};
+        assert_int_equal(
+            tg_call_raw_files(ctx, "sendDocument", "{\"chat_id\":1}", 13, &part, 1, &res, &n),
+            TG_ERR_IO);
         assert_non_null(strstr(tg_ctx_errmsg(ctx), "announced"));
     }
     assert_int_equal(get_me(ctx), TG_OK); /* a fresh connection */
@@ -328,8 +329,8 @@ static void test_malformed_answers(void **state)
         int code;
     } cases[] = {
         {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "not a hexadecimal", 8},
-        {"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"ok\":", "closed the connection mid-answer",
-         18},
+        {"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"ok\":",
+         "closed the connection mid-answer", 18},
         {"ICY 200 OK\r\n\r\n", "malformed status line", 8},
         {huge, "larger than the limit", 8},
     };
@@ -393,8 +394,8 @@ static bool s_server_start(struct s_server *ss, const char *cert, const char *ke
     int fds[2];
     if (pipe(fds) != 0)
         return false;
-    char *argv[] = {"openssl", "s_server", "-accept", "127.0.0.1:0", "-www", "-cert",
-                    (char *)cert, "-key", (char *)key, "-naccept", "2", NULL};
+    char *argv[] = {"openssl",    "s_server", "-accept",   "127.0.0.1:0", "-www", "-cert",
+                    (char *)cert, "-key",     (char *)key, "-naccept",    "2",    NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);

@@ -103,24 +103,28 @@ static const struct {
     {"content-length", OK200 "Content-Length: 5\r\n\r\nhello", true, 200, true, "hello", NULL},
     {"length zero", OK200 "Content-Length: 0\r\n\r\n", true, 200, true, "", NULL},
     {"bare LF lines", "HTTP/1.1 200 OK\nContent-Length: 2\n\nhi", true, 200, true, "hi", NULL},
-    {"chunked", OK200 "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n",
-     true, 200, true, "hello world", NULL},
-    {"chunked + trailers", OK200 "Transfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n0\r\nX: 1\r\n\r\n",
-     true, 200, true, "0123456789", NULL},
-    {"connection close", OK200 "Connection: close\r\nContent-Length: 2\r\n\r\nok", true, 200,
-     false, "ok", NULL},
+    {"chunked",
+     OK200 "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n", true,
+     200, true, "hello world", NULL},
+    {"chunked + trailers",
+     OK200 "Transfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n0\r\nX: 1\r\n\r\n", true, 200,
+     true, "0123456789", NULL},
+    {"connection close", OK200 "Connection: close\r\nContent-Length: 2\r\n\r\nok", true, 200, false,
+     "ok", NULL},
     {"until close", OK200 "Content-Type: text/plain\r\n\r\nall of it", true, 200, false,
      "all of it", NULL},
     {"http/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx", true, 200, false, "x", NULL},
-    {"http/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx",
-     true, 200, true, "x", NULL},
+    {"http/1.0 keep-alive",
+     "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx", true, 200, true,
+     "x", NULL},
     {"100 continue first", "HTTP/1.1 100 Continue\r\n\r\n" OK200 "Content-Length: 1\r\n\r\ny", true,
      200, true, "y", NULL},
     {"204 no body", "HTTP/1.1 204 No Content\r\n\r\n", true, 204, true, "", NULL},
     {"502 html", "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 6\r\n\r\n<html>", true, 502, true,
      "<html>", NULL},
-    {"te and cl: no reuse", OK200 "Content-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\n\r\n",
-     true, 200, false, "z", NULL},
+    {"te and cl: no reuse",
+     OK200 "Content-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\n\r\n", true, 200,
+     false, "z", NULL},
     {"case-insensitive names", OK200 "content-LENGTH: 3\r\nCONNECTION: CLOSE\r\n\r\nabc", true, 200,
      false, "abc", NULL},
     /* malformed */
@@ -174,8 +178,8 @@ static void test_table(void **state)
                 assert_memory_equal(o[s].body, cases[i].body, o[s].body_len);
                 assert_int_equal(o[s].left, 0);
             } else if (!o[s].err || !strstr(o[s].err, cases[i].err)) {
-                fail_msg("%s (slice %zu): error \"%s\", expected \"%s\"", cases[i].name,
-                         slices[s], o[s].err ? o[s].err : "(none)", cases[i].err);
+                fail_msg("%s (slice %zu): error \"%s\", expected \"%s\"", cases[i].name, slices[s],
+                         o[s].err ? o[s].err : "(none)", cases[i].err);
             }
         }
     }

@@ -311,8 +311,8 @@ static enum tg__h1_ev feed_trailers(tg__h1 *h, const char *p, size_t n, size_t *
     return TG__H1_MORE;
 }
 
-static enum tg__h1_ev feed_data(tg__h1 *h, const char *p, size_t n, size_t *used,
-                                const char **body, size_t *body_len)
+static enum tg__h1_ev feed_data(tg__h1 *h, const char *p, size_t n, size_t *used, const char **body,
+                                size_t *body_len)
 {
     size_t take = n;
     if (h->state != ST_CLOSE && h->left < take)

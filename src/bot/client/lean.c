@@ -19,10 +19,10 @@
  * used, and a closed or stray-data one is dropped. The probe costs a syscall (about as much
  * as a tenth of a local round trip), so a connection that came back less than 1 ms ago skips
  * it: a server that drops a connection idle for under a millisecond without having said
- * "Connection: close" is crashing, and the failure is still reported, never re-sent. If sending on a reused connection fails
- * before any byte left, the request is sent again on a new connection (nothing was sent, so
- * nothing can be duplicated). Once bytes were sent, a failure reports sent = true and the
- * retry policy decides (by default: not retried).
+ * "Connection: close" is crashing, and the failure is still reported, never re-sent. If sending on
+ * a reused connection fails before any byte left, the request is sent again on a new connection
+ * (nothing was sent, so nothing can be duplicated). Once bytes were sent, a failure reports sent =
+ * true and the retry policy decides (by default: not retried).
  *
  * Blocking with a deadline: sockets block with 100 ms send/receive timeouts; every timeout
  * checks the cancel callback (tg_ctx_cancel, tg_bot_shutdown) and the request's deadline.
@@ -281,7 +281,8 @@ static pthread_once_t bio_once = PTHREAD_ONCE_INIT;
 static void bio_method_init(void)
 {
     const BIO_METHOD *sock = BIO_s_socket();
-    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "tgbot-lean");
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "tgbot-lean");
     if (!m)
         return;
     BIO_meth_set_write(m, bio_write);
@@ -331,7 +332,9 @@ static void ssl_ctx_make(struct tg__lean_pool *p)
         unsigned long e = ERR_get_error();
         p->ssl_code = LEAN_E_CA_FILE;
         snprintf(p->ssl_err, sizeof p->ssl_err, "cannot load the CA certificates from %s: %s",
-                 bot->ca_file ? bot->ca_file : bot->ca_path ? bot->ca_path : "the system store",
+                 bot->ca_file   ? bot->ca_file
+                 : bot->ca_path ? bot->ca_path
+                                : "the system store",
                  e ? ERR_reason_error_string(e) : "unknown error");
         ERR_clear_error();
         SSL_CTX_free(c);
@@ -396,10 +399,11 @@ static int tls_handshake(struct tg__lean_pool *p, struct lean_sock *s, struct le
                                  "TLS with %s:%s: server certificate not accepted: %s", p->host,
                                  p->port, X509_verify_cert_error_string(v));
         unsigned long err = ERR_peek_last_error();
-        return tg__lean_fail(io, LEAN_E_TLS_CONNECT, "TLS handshake with %s:%s failed: %s",
-                             p->host, p->port,
-                             err ? ERR_reason_error_string(err)
-                                 : e == SSL_ERROR_SYSCALL ? "connection closed" : "protocol error");
+        return tg__lean_fail(io, LEAN_E_TLS_CONNECT, "TLS handshake with %s:%s failed: %s", p->host,
+                             p->port,
+                             err                      ? ERR_reason_error_string(err)
+                             : e == SSL_ERROR_SYSCALL ? "connection closed"
+                                                      : "protocol error");
     }
     tg__log((tg__logger *)&p->bot->log, TG__LOG_TRACE, "lean * %s with %s:%s%s",
             SSL_get_version(s->ssl), p->host, p->port,
@@ -620,8 +624,8 @@ static int answer_eof(struct lean_io *io, tg__h1 *h, bool received, bool *keep,
     if (!received)
         return tg__lean_fail(io, LEAN_E_NOTHING, "%s:%s closed the connection without answering",
                              p->host, p->port);
-    return tg__lean_fail(io, LEAN_E_PARTIAL, "%s:%s closed the connection mid-answer: %s",
-                         p->host, p->port, h->err);
+    return tg__lean_fail(io, LEAN_E_PARTIAL, "%s:%s closed the connection mid-answer: %s", p->host,
+                         p->port, h->err);
 }
 
 /* Receive body bytes the parser need not see (tg__h1_body_left) straight into the call
@@ -755,8 +759,8 @@ static int send_request(struct lean_conn *c, const tg_http_request *req, struct 
 
 /* One exchange on a connection from the pool (or a new one). Returns 1 when a reused
  * connection failed before a byte was sent (worth one more go), else 0. */
-static int exchange(struct lean_conn *c, const tg_http_request *req, struct lean_io *io,
-                    bool form, bool chunked)
+static int exchange(struct lean_conn *c, const tg_http_request *req, struct lean_io *io, bool form,
+                    bool chunked)
 {
     struct tg__lean_pool *p = c->pool;
     struct lean_sock *s = pool_take(p);

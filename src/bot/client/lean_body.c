@@ -39,7 +39,7 @@ static int put_quoted(tg__buf *b, const char *s)
 {
     int rc = 0;
     for (; *s && rc == 0; s++)
-        rc = *s == '"' ? tg__buf_puts(b, "%22")
+        rc = *s == '"'    ? tg__buf_puts(b, "%22")
              : *s == '\r' ? tg__buf_puts(b, "%0D")
              : *s == '\n' ? tg__buf_puts(b, "%0A")
                           : tg__buf_putc(b, *s);
@@ -242,8 +242,7 @@ static int stream(struct writer *x, const tg_file_part *f, int fd, int64_t size)
     }
     if (size >= 0 && got != (uint64_t)size)
         return tg__lean_fail(x->io, LEAN_E_READ, "%s: gave %llu bytes or more, announced %lld",
-                             fd >= 0 ? f->path : f->name, (unsigned long long)got,
-                             (long long)size);
+                             fd >= 0 ? f->path : f->name, (unsigned long long)got, (long long)size);
     return 0;
 }
 

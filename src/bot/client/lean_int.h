@@ -15,25 +15,25 @@
 #include "bot/client/client_int.h"
 
 enum {
-    LEAN_E_MALFORMAT = 3,      /* URL outside the bot's base URL */
-    LEAN_E_RESOLVE = 6,        /* cannot resolve the host */
-    LEAN_E_CONNECT = 7,        /* cannot connect */
-    LEAN_E_WEIRD_REPLY = 8,    /* malformed HTTP answer */
-    LEAN_E_PARTIAL = 18,       /* closed in the middle of the answer */
-    LEAN_E_WRITE = 23,         /* the body sink refused bytes */
-    LEAN_E_READ = 26,          /* an upload source failed */
-    LEAN_E_NOMEM = 27,         /* out of memory */
-    LEAN_E_TIMEOUT = 28,       /* connect or whole-request timeout */
-    LEAN_E_TLS_CONNECT = 35,   /* TLS handshake failed */
-    LEAN_E_ABORTED = 42,       /* cancelled */
-    LEAN_E_NOTHING = 52,       /* the server closed without answering */
-    LEAN_E_SEND = 55,          /* sending failed */
-    LEAN_E_RECV = 56,          /* receiving failed */
-    LEAN_E_PEER_VERIFY = 60,   /* the server's certificate or name did not verify */
-    LEAN_E_CA_FILE = 77,       /* ca_file / ca_path cannot be loaded */
+    LEAN_E_MALFORMAT = 3,    /* URL outside the bot's base URL */
+    LEAN_E_RESOLVE = 6,      /* cannot resolve the host */
+    LEAN_E_CONNECT = 7,      /* cannot connect */
+    LEAN_E_WEIRD_REPLY = 8,  /* malformed HTTP answer */
+    LEAN_E_PARTIAL = 18,     /* closed in the middle of the answer */
+    LEAN_E_WRITE = 23,       /* the body sink refused bytes */
+    LEAN_E_READ = 26,        /* an upload source failed */
+    LEAN_E_NOMEM = 27,       /* out of memory */
+    LEAN_E_TIMEOUT = 28,     /* connect or whole-request timeout */
+    LEAN_E_TLS_CONNECT = 35, /* TLS handshake failed */
+    LEAN_E_ABORTED = 42,     /* cancelled */
+    LEAN_E_NOTHING = 52,     /* the server closed without answering */
+    LEAN_E_SEND = 55,        /* sending failed */
+    LEAN_E_RECV = 56,        /* receiving failed */
+    LEAN_E_PEER_VERIFY = 60, /* the server's certificate or name did not verify */
+    LEAN_E_CA_FILE = 77,     /* ca_file / ca_path cannot be loaded */
 };
 
-#define LEAN_RBUF  32768 /* bytes: per connection read buffer (holds a whole head) */
+#define LEAN_RBUF   32768  /* bytes: per connection read buffer (holds a whole head) */
 #define LEAN_CHUNK  65536  /* bytes: upload pieces */
 #define LEAN_DIRECT 262144 /* bytes: most received into the answer buffer per read */
 
@@ -41,7 +41,7 @@ enum {
 struct lean_sock {
     int fd;
     SSL *ssl;
-    bool tls_failed;       /* a TLS protocol error: its session must not be resumed */
+    bool tls_failed;        /* a TLS protocol error: its session must not be resumed */
     uint64_t idle_since_ns; /* when it went back to the pool */
     size_t rlen;            /* bytes in rbuf */
     char rbuf[LEAN_RBUF];
