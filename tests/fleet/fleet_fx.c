@@ -104,6 +104,33 @@ void fx_check_records(struct fx_rec *r, size_t n, int64_t chat_base, long nchats
     free(seen);
 }
 
+static void *worker_main(void *arg)
+{
+    struct fx_worker *w = arg;
+    w->rc = tg_fleet_run_worker(w->f, w->d, &(tg_fleet_worker_options){.drain_ms = 5000});
+    return NULL;
+}
+
+bool fx_worker_start(struct fx_worker *w, tg_fleet *f, tg_storage *st, tg_handler_fn fn, void *user)
+{
+    *w = (struct fx_worker){.f = f, .st = st, .r = tg_router_new()};
+    if (!f || !w->r || tg_router_on_kind(w->r, TG_UPDATE_MESSAGE, fn, user) != TG_OK)
+        return false;
+    w->d = tg_dispatcher_new(NULL, w->r, &(tg_dispatcher_options){.workers = 4, .storage = st});
+    return w->d && pthread_create(&w->th, NULL, worker_main, w) == 0;
+}
+
+tg_status fx_worker_stop(struct fx_worker *w)
+{
+    tg_dispatcher_stop(w->d);
+    pthread_join(w->th, NULL);
+    tg_dispatcher_free(w->d);
+    tg_storage_free(w->st);
+    tg_router_free(w->r);
+    tg_fleet_free(w->f);
+    return w->rc;
+}
+
 static _Thread_local CURL *post_handle;
 
 static size_t discard(char *p, size_t sz, size_t n, void *u)

@@ -6,9 +6,12 @@
 #ifndef TGKIT_TEST_FLEET_FX_H
 #define TGKIT_TEST_FLEET_FX_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tgbot/tgbot.h"
 
 /* One handled update, as a handler recorded it. */
 struct fx_rec {
@@ -40,6 +43,23 @@ void fx_check_records(struct fx_rec *r, size_t n, int64_t chat_base, long nchats
 /* POST body to url (keep-alive handle per thread). HTTP status, or -1 when no answer. */
 long fx_post(const char *url, const char *body, size_t len);
 void fx_post_cleanup(void);
+
+/* A fleet worker on a thread of this process: fleet f, a router running fn(user) on
+ * messages, a dispatcher of 4 threads with conversation storage st (NULL = memory). */
+struct fx_worker {
+    tg_fleet *f;
+    tg_router *r;
+    tg_storage *st;
+    tg_dispatcher *d;
+    pthread_t th;
+    tg_status rc;
+};
+
+/* Start; takes f and st (freed by fx_worker_stop). false when something could not be made. */
+bool fx_worker_start(struct fx_worker *w, tg_fleet *f, tg_storage *st, tg_handler_fn fn,
+                     void *user);
+/* tg_dispatcher_stop, join, free everything; the worker loop's status. */
+tg_status fx_worker_stop(struct fx_worker *w);
 
 /* Run a redis command on 127.0.0.1:port and return its integer reply (-1 on failure). */
 long long fx_redis_int(uint16_t port, const char *fmt, ...);

@@ -61,22 +61,6 @@ static tg_status on_message(tg_hctx *h, void *user)
     return st;
 }
 
-struct wk {
-    tg_fleet *f;
-    tg_router *r;
-    tg_storage *st;
-    tg_dispatcher *d;
-    pthread_t th;
-    tg_status rc;
-};
-
-static void *wk_main(void *arg)
-{
-    struct wk *w = arg;
-    w->rc = tg_fleet_run_worker(w->f, w->d, &(tg_fleet_worker_options){.drain_ms = 5000});
-    return NULL;
-}
-
 static tg_fleet_options fleet_opts(const char *id)
 {
     return (tg_fleet_options){.redis_port = redis.port,
@@ -86,27 +70,19 @@ static tg_fleet_options fleet_opts(const char *id)
                               .worker_id = id};
 }
 
-static void wk_start(struct wk *w, const char *id)
+/* A worker with Redis conversations, recording into sink. */
+static void wk_start(struct fx_worker *w, const char *id)
 {
     tg_fleet_options o = fleet_opts(id);
-    assert_non_null(w->f = tg_fleet_new(&o));
-    assert_non_null(w->r = tg_router_new());
-    assert_int_equal(tg_router_on_kind(w->r, TG_UPDATE_MESSAGE, on_message, &sink), TG_OK);
-    assert_non_null(w->st = tg_storage_redis_new(&(tg_redis_options){.port = redis.port}));
-    w->d = tg_dispatcher_new(NULL, w->r, &(tg_dispatcher_options){.workers = 4, .storage = w->st});
-    assert_non_null(w->d);
-    assert_int_equal(pthread_create(&w->th, NULL, wk_main, w), 0);
+    tg_fleet *f = tg_fleet_new(&o);
+    tg_storage *st = tg_storage_redis_new(&(tg_redis_options){.port = redis.port});
+    assert_true(f && st);
+    assert_true(fx_worker_start(w, f, st, on_message, &sink));
 }
 
-static void wk_stop(struct wk *w)
+static void wk_stop(struct fx_worker *w)
 {
-    tg_dispatcher_stop(w->d);
-    pthread_join(w->th, NULL);
-    assert_int_equal(w->rc, TG_OK);
-    tg_dispatcher_free(w->d);
-    tg_storage_free(w->st);
-    tg_router_free(w->r);
-    tg_fleet_free(w->f);
+    assert_int_equal(fx_worker_stop(w), TG_OK);
 }
 
 static size_t sink_count(void)
@@ -185,7 +161,7 @@ static void check_sink(long chats, long per_chat, bool expect_no_dups)
 static void test_webhook_to_worker(void **state)
 {
     (void)state;
-    struct wk w = {0};
+    struct fx_worker w = {0};
     wk_start(&w, "solo");
     tg_fleet_options io = fleet_opts(NULL);
     tg_fleet *in = tg_fleet_new(&io);
@@ -242,7 +218,7 @@ static void test_webhook_503_while_redis_down(void **state)
     tg_fleet_free(in);
 }
 
-static void wait_owned(struct wk *w, unsigned want)
+static void wait_owned(struct fx_worker *w, unsigned want)
 {
     tg_fleet_stats s = {0};
     for (int i = 0; i < 500; i++) { /* up to ~10 s; leases are 800 ms */
@@ -257,7 +233,7 @@ static void wait_owned(struct wk *w, unsigned want)
 static void test_two_workers_share_and_hand_over(void **state)
 {
     (void)state;
-    struct wk a = {0}, b = {0};
+    struct fx_worker a = {0}, b = {0};
     wk_start(&a, "a");
     wk_start(&b, "b");
     wait_owned(&a, 4); /* 8 partitions, members sorted: a gets 0,2,4,6 and b 1,3,5,7 */
@@ -359,7 +335,7 @@ static void test_polling_ingress_one_poller_at_a_time(void **state)
     (void)state;
     fakeapi *api = fakeapi_start(TOKEN);
     assert_non_null(api);
-    struct wk w = {0};
+    struct fx_worker w = {0};
     struct poller a = {0}, b = {0};
     wk_start(&w, "w");
     int64_t id = 1;

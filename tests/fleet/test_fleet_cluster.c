@@ -94,21 +94,6 @@ static int teardown(void **state)
     return 0;
 }
 
-struct wk {
-    tg_fleet *f;
-    tg_router *r;
-    tg_dispatcher *d;
-    pthread_t th;
-    tg_status rc;
-};
-
-static void *wk_main(void *arg)
-{
-    struct wk *w = arg;
-    w->rc = tg_fleet_run_worker(w->f, w->d, NULL);
-    return NULL;
-}
-
 static tg_fleet *fleet_on(unsigned n, const char *id)
 {
     tg_fleet *f = tg_fleet_new(&(tg_fleet_options){.redis_port = node[n].port,
@@ -120,23 +105,9 @@ static tg_fleet *fleet_on(unsigned n, const char *id)
     return f;
 }
 
-static void wk_start(struct wk *w, unsigned n, const char *id)
+static void wk_start(struct fx_worker *w, unsigned n, const char *id)
 {
-    w->f = fleet_on(n, id);
-    assert_non_null(w->r = tg_router_new());
-    assert_int_equal(tg_router_on_kind(w->r, TG_UPDATE_MESSAGE, on_message, NULL), TG_OK);
-    assert_non_null(w->d = tg_dispatcher_new(NULL, w->r, &(tg_dispatcher_options){.workers = 2}));
-    assert_int_equal(pthread_create(&w->th, NULL, wk_main, w), 0);
-}
-
-static void wk_stop(struct wk *w)
-{
-    tg_dispatcher_stop(w->d);
-    pthread_join(w->th, NULL);
-    assert_int_equal(w->rc, TG_OK);
-    tg_dispatcher_free(w->d);
-    tg_router_free(w->r);
-    tg_fleet_free(w->f);
+    assert_true(fx_worker_start(w, fleet_on(n, id), NULL, on_message, NULL));
 }
 
 static size_t sink_count(void)
@@ -150,7 +121,7 @@ static size_t sink_count(void)
 static void test_fleet_on_three_masters(void **state)
 {
     (void)state;
-    struct wk a = {0}, b = {0};
+    struct fx_worker a, b;
     wk_start(&a, 1, "a"); /* each knows a different node only */
     wk_start(&b, 2, "b");
     tg_fleet *in = fleet_on(0, "ingress");
@@ -169,8 +140,8 @@ static void test_fleet_on_three_masters(void **state)
     tg_fleet_stats sa, sb;
     tg_fleet_get_stats(a.f, &sa);
     tg_fleet_get_stats(b.f, &sb);
-    wk_stop(&a);
-    wk_stop(&b);
+    assert_int_equal(fx_worker_stop(&a), TG_OK);
+    assert_int_equal(fx_worker_stop(&b), TG_OK);
     tg_fleet_free(in);
     struct fx_check c;
     fx_check_records(sink.recs, sink.n, 7000, CHATS, PER_CHAT, &c);

@@ -15,8 +15,8 @@
  * file with one write(), so a killed worker keeps what it did. At the end the records must
  * show: every update handled, in order per chat, never two handlers of a chat at once, the
  * chat state continuous across workers. Updates handled twice are counted and printed.
- * The checker itself is shown to fail on broken records (order swapped, one lost, two
- * overlapping) in a test of its own.
+ * The checker is shown to fail on the run's own records with two updates of one chat swapped,
+ * and on broken records (order swapped, one lost, two overlapping) in a test of its own.
  */
 #include "tgtest.h"
 
@@ -259,16 +259,19 @@ static void *sender(void *arg)
     return NULL;
 }
 
+static const char *const names[] = {"w1", "w2", "w2b", "w3", "w4"};
+static size_t per_worker[5]; /* records per file at the last read */
+
 /* Read every record file of dir into *out (malloc'ed). */
 static size_t read_records(struct fx_rec **out)
 {
-    static const char *const names[] = {"w1", "w2", "w2b", "w3", "w4"};
     size_t n = 0, cap = TOTAL * 2;
     struct fx_rec *r = malloc(cap * sizeof *r);
     for (size_t i = 0; r && i < sizeof names / sizeof *names; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s.rec", dir, names[i]);
         FILE *fp = fopen(path, "r");
+        size_t before = n;
         struct fx_rec x;
         long long chat;
         unsigned long long t0, t1;
@@ -281,6 +284,7 @@ static size_t read_records(struct fx_rec **out)
         }
         if (fp)
             fclose(fp);
+        per_worker[i] = n - before;
     }
     *out = r;
     return n;
@@ -340,6 +344,26 @@ static void run_scenario(pid_t *w)
     printf("fleet: %ld of %d updates handled after sending ended\n", got, TOTAL);
 }
 
+/* The same records with seq 1 and 2 of one chat made to run the other way round: the check
+ * that passed must now fail. */
+static void break_order_on_purpose(struct fx_rec *r, size_t n)
+{
+    size_t one = n, two = n;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].chat == CHAT_BASE && r[i].seq == 1 && one == n)
+            one = i;
+        if (r[i].chat == CHAT_BASE && r[i].seq == 2 && two == n)
+            two = i;
+    }
+    assert_true(one < n && two < n);
+    struct fx_rec t = r[one];
+    r[one].t0_ns = r[two].t0_ns, r[one].t1_ns = r[two].t1_ns;
+    r[two].t0_ns = t.t0_ns, r[two].t1_ns = t.t1_ns;
+    struct fx_check c;
+    fx_check_records(r, n, CHAT_BASE, CHATS, PER_CHAT, &c);
+    assert_true(c.order > 0);
+}
+
 static void test_ingress_three_workers_kills_and_restarts(void **state)
 {
     (void)state;
@@ -359,14 +383,16 @@ static void test_ingress_three_workers_kills_and_restarts(void **state)
     fx_check_records(r, n, CHAT_BASE, CHATS, PER_CHAT, &c);
     printf("fleet: %zu records, %d updates, handled twice %ld, webhook retries %ld, %.1f s\n", n,
            TOTAL, c.dups, atomic_load(&retries), (double)(tg__now_ms() - t0) / 1000.0);
+    printf("fleet: handled by w1 %zu, w2 (killed) %zu, w2 restarted %zu, w3 %zu, w4 %zu\n",
+           per_worker[0], per_worker[1], per_worker[2], per_worker[3], per_worker[4]);
     if (c.missing || c.order || c.overlap || c.conv)
         fail_msg("missing %ld, out of order %ld, overlapping %ld, conversation %ld: %s", c.missing,
                  c.order, c.overlap, c.conv, c.first);
     for (int p = 0; p < PARTITIONS; p++) /* everything acknowledged and deleted */
         assert_int_equal(fx_redis_int(redis.port, "XLEN {tgbot:p%d}:stream", p), 0);
+    break_order_on_purpose(r, n);
     free(r);
     tgtest_redis_stop(&redis);
-    const char *const names[] = {"w1", "w2", "w2b", "w3", "w4"};
     for (int i = 0; i < 5; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s.rec", dir, names[i]);

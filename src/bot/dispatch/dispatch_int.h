@@ -207,6 +207,20 @@ int tg__dispatcher_stop_fd(const struct tg_dispatcher *d);
 /* updates/webhook_api.c: wait until tg_dispatcher_stop(d) or timeout_ms (-1 = forever). */
 void tg__wait_stop(struct tg_dispatcher *d, int timeout_ms);
 
+/* updates/webhook_api.c: a thread that turns tg_dispatcher_stop(d) into tg_ctx_cancel(ctx),
+ * so a long poll on ctx ends at once (the poller and the fleet's poller). */
+struct tg__stop_watch {
+    struct tg_dispatcher *d;
+    tg_ctx *ctx;
+    atomic_bool done;
+    bool running;
+    pthread_t th;
+};
+/* 0, or -1 when the thread cannot be started. */
+int tg__stop_watch_start(struct tg__stop_watch *w, struct tg_dispatcher *d, tg_ctx *ctx);
+/* Stop and join the thread (before a call whose cancel it must not hit). Idempotent. */
+void tg__stop_watch_end(struct tg__stop_watch *w);
+
 /* conv.c */
 tg_status tg__conv_load(struct tg_hctx *h);
 /* Cancel command and timeout handling before routing; true = the update is consumed. */

@@ -47,22 +47,8 @@ struct fpoll {
     char lease[TG__FLEET_KEY_MAX], offset_key[TG__FLEET_KEY_MAX];
     uint64_t valid_until;
     bool held, warned;
-    pthread_t watcher;
-    atomic_bool done;
+    struct tg__stop_watch watch;
 };
-
-static void *watch_stop(void *arg)
-{
-    struct fpoll *p = arg;
-    while (!atomic_load(&p->done)) {
-        tg__wait_stop(p->d, 200);
-        if (tg_dispatcher_stopping(p->d)) {
-            tg_ctx_cancel(p->ctx);
-            break;
-        }
-    }
-    return NULL;
-}
 
 static void warn(struct fpoll *p, const char *what, const char *why)
 {
@@ -232,12 +218,11 @@ tg_status tg__fleet_run_polling(tg_dispatcher *d, const tg_polling_options *o)
     if (p.ctx && o->delete_webhook && tg_webhook_delete(p.ctx, false) != TG_OK) {
         tg__dispatcher_seterr(d, "deleteWebhook failed: %s", tg_ctx_errmsg(p.ctx));
         st = TG_ERR_TRANSPORT;
-    } else if (p.ctx && p.rc && pthread_create(&p.watcher, NULL, watch_stop, &p) == 0) {
+    } else if (p.ctx && p.rc && tg__stop_watch_start(&p.watch, d, p.ctx) == 0) {
         tg__dispatcher_log(d, TG__LOG_INFO, "fleet polling: %s waits for the polling lease",
                            p.f->worker_id);
         loop(&p);
-        atomic_store(&p.done, true);
-        pthread_join(p.watcher, NULL);
+        tg__stop_watch_end(&p.watch);
         const char *keys[] = {p.lease};
         const char *args[] = {p.f->worker_id};
         redisReply *r = tg__rconn_eval(p.rc, &tg__fleet_release_script, 1, keys, 1, args, NULL);

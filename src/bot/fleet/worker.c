@@ -196,12 +196,13 @@ static struct timespec after_ms(uint32_t ms)
     return ts;
 }
 
-static void nap(struct part *p, uint32_t ms)
+/* Wait on cv at most ms (a signal ends it early). */
+static void timed_wait(pthread_mutex_t *mu, pthread_cond_t *cv, uint32_t ms)
 {
     struct timespec ts = after_ms(ms);
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_timedwait(&p->cv, &p->mu, &ts);
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_lock(mu);
+    pthread_cond_timedwait(cv, mu, &ts);
+    pthread_mutex_unlock(mu);
 }
 
 static const redisReply *field(const redisReply *fields, const char *name)
@@ -388,7 +389,7 @@ static void reader_loop(struct part *p, tg__rconn *rc)
         }
         if (keep_going(p)) {
             warn_once(p, rc, &warned);
-            nap(p, 100);
+            timed_wait(&p->mu, &p->cv, 100);
         }
     }
 }
@@ -548,14 +549,6 @@ static bool any_running(struct worker *w)
     return false;
 }
 
-static void wait_reader_exit(struct worker *w, uint32_t ms)
-{
-    struct timespec ts = after_ms(ms);
-    pthread_mutex_lock(&w->mu);
-    pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-    pthread_mutex_unlock(&w->mu);
-}
-
 /* Stop every reader: they drain within drain_ms (leases kept alive meanwhile), then the
  * dispatcher drops what is left (it stays pending) and the readers release their leases. */
 static tg_status shut_down(struct worker *w, uint32_t drain_ms)
@@ -566,7 +559,7 @@ static tg_status shut_down(struct worker *w, uint32_t drain_ms)
     while (any_running(w) && tg__now_ms() < deadline) {
         for (unsigned i = 0; i < w->f->nparts; i++)
             tend(w, &w->parts[i], false);
-        wait_reader_exit(w, w->tick_ms);
+        timed_wait(&w->mu, &w->cv, w->tick_ms); /* a reader's exit wakes it */
     }
     tg_status st = tg_dispatcher_drain(w->d, 0);
     for (unsigned i = 0; i < w->f->nparts; i++) {

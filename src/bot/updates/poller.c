@@ -33,9 +33,7 @@ struct poller {
     tg__jdoc doc;
     tg__buf req;
     uint32_t backoff_ms;
-    pthread_t watcher;
-    bool watching;
-    atomic_bool done;
+    struct tg__stop_watch watch;
 };
 
 static void on_done(void *user, int64_t update_id, bool handled)
@@ -43,19 +41,6 @@ static void on_done(void *user, int64_t update_id, bool handled)
     struct poller *p = user;
     if (handled) /* dropped ones stay unconfirmed: redelivered after a restart */
         tg__offsets_done(&p->offs, update_id);
-}
-
-static void *watch_stop(void *arg)
-{
-    struct poller *p = arg;
-    while (!atomic_load(&p->done)) {
-        tg__wait_stop(p->d, 200);
-        if (tg_dispatcher_stopping(p->d)) {
-            tg_ctx_cancel(p->ctx);
-            break;
-        }
-    }
-    return NULL;
 }
 
 static int encode_request(struct poller *p, int64_t offset, uint32_t timeout_s, uint32_t limit)
@@ -245,9 +230,8 @@ static tg_status start(struct poller *p)
     if (!p->ctx ||
         tg__offsets_init(&p->offs, p->d->o.queue_capacity + p->d->nworkers + p->o.limit + 1) != 0)
         return TG_ERR_NOMEM;
-    if (pthread_create(&p->watcher, NULL, watch_stop, p) != 0)
+    if (tg__stop_watch_start(&p->watch, p->d, p->ctx) != 0)
         return TG_ERR_NOMEM;
-    p->watching = true;
     if (p->o.delete_webhook && tg_webhook_delete(p->ctx, false) != TG_OK) {
         tg__dispatcher_seterr(p->d, "deleteWebhook failed: %s", tg_ctx_errmsg(p->ctx));
         return TG_ERR_TRANSPORT;
@@ -278,9 +262,7 @@ tg_status tg_run_polling_sized(tg_dispatcher *d, const tg_polling_options *opts,
     tg_status st = start(&p);
     if (st == TG_OK)
         st = loop(&p);
-    atomic_store(&p.done, true);
-    if (p.watching) /* before the final call: its cancel must not hit that call */
-        pthread_join(p.watcher, NULL);
+    tg__stop_watch_end(&p.watch); /* before the final call: its cancel must not hit it */
     tg_status dst = tg_dispatcher_drain(d, p.o.drain_ms);
     if (st == TG_OK) {
         st = dst;

@@ -34,7 +34,7 @@
 struct tg_webhook {
     struct MHD_Daemon *mhd;
     tg_dispatcher *d;
-    tg_fleet *fleet; /* set: publish to the fleet's streams instead of feeding d */
+    tg_fleet *fleet;        /* set: publish to the fleet's streams instead of feeding d */
     atomic_bool fleet_down; /* the last publish failed (log once per outage) */
     char *path;
     char *secret;
@@ -162,8 +162,8 @@ static void wh_log(tg_webhook *w, int level, const char *fmt, ...)
 static enum MHD_Result publish(tg_webhook *w, struct MHD_Connection *c, struct request *rq)
 {
     char err[256];
-    tg_status st = tg__fleet_publish(w->fleet, tg__buf_cstr(&rq->body), rq->body.len, err,
-                                     sizeof err);
+    tg_status st =
+        tg__fleet_publish(w->fleet, tg__buf_cstr(&rq->body), rq->body.len, err, sizeof err);
     if (st == TG_OK && atomic_exchange(&w->fleet_down, false))
         wh_log(w, TG__LOG_INFO, "webhook: fleet storage reachable again");
     if (st == TG_OK)

@@ -20,6 +20,36 @@ void tg__wait_stop(tg_dispatcher *d, int timeout_ms)
         poll(&p, 1, timeout_ms);
 }
 
+static void *stop_watch_main(void *arg)
+{
+    struct tg__stop_watch *w = arg;
+    while (!atomic_load(&w->done)) {
+        tg__wait_stop(w->d, 200);
+        if (tg_dispatcher_stopping(w->d)) {
+            tg_ctx_cancel(w->ctx);
+            break;
+        }
+    }
+    return NULL;
+}
+
+int tg__stop_watch_start(struct tg__stop_watch *w, tg_dispatcher *d, tg_ctx *ctx)
+{
+    w->d = d;
+    w->ctx = ctx;
+    atomic_store(&w->done, false);
+    w->running = pthread_create(&w->th, NULL, stop_watch_main, w) == 0;
+    return w->running ? 0 : -1;
+}
+
+void tg__stop_watch_end(struct tg__stop_watch *w)
+{
+    atomic_store(&w->done, true);
+    if (w->running)
+        pthread_join(w->th, NULL);
+    w->running = false;
+}
+
 tg_status tg_run_webhook_sized(tg_dispatcher *d, const tg_webhook_options *opts, size_t opts_size)
 {
     tg_webhook_options copy;
