@@ -105,8 +105,17 @@ static int worker_main(uint16_t port, const char *path)
 {
     rec_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     tg_fleet_options fo = fleet_opts(port);
-    tg_fleet *f = rec_fd >= 0 ? tg_fleet_new(&fo) : NULL;
-    tg_storage *st = tg_storage_redis_new(&(tg_redis_options){.port = port, .timeout_ms = 1000});
+    tg_fleet *f = NULL;
+    tg_storage *st = NULL;
+    /* A worker may start while redis-server restarts: wait for it (about 10 s at most). */
+    for (int i = 0; i < 200 && rec_fd >= 0 && (!f || !st); i++) {
+        if (!f)
+            f = tg_fleet_new(&fo);
+        if (!st)
+            st = tg_storage_redis_new(&(tg_redis_options){.port = port, .timeout_ms = 1000});
+        if (!f || !st)
+            tg__sleep_ms(50);
+    }
     tg_router *r = tg_router_new();
     store = st;
     if (!f || !st || !r || tg_router_on_kind(r, TG_UPDATE_MESSAGE, on_message, NULL) != TG_OK)
