@@ -251,7 +251,9 @@ TG_API void tg_bot_log(const tg_bot *bot, int level, const char *fmt, ...)
 
 /* ---- contexts ---- */
 
-/* A context for one thread. NULL on out of memory. Thread-safety: any thread. */
+/* A context for one thread. NULL on out of memory. Thread-safety: any thread.
+ * bot NULL makes a codec-only ctx: tg_decode_* / tg_encode_* (tgbot/codec.h) work on it,
+ * calls and downloads fail with TG_ERR_INVALID. */
 TG_API tg_ctx *tg_ctx_new(tg_bot *bot);
 /* Free a context and everything in its arena. NULL is a no-op. */
 TG_API void tg_ctx_free(tg_ctx *ctx);

@@ -28,6 +28,7 @@
 #include "tgbot/types.h"
 #include "tgbot/api.h"
 #include "tgbot/client.h"
+#include "tgbot/codec.h"
 #include "tgbot/dispatch.h"
 #include "tgbot/updates.h"
 #include "tgbot/keyboard.h"

@@ -24,22 +24,27 @@
 
 #define URL_MAX 8192 /* bytes */
 
+/* The logger of ctx's bot; NULL (stderr at the default level) for a codec-only ctx. */
+static tg__logger *ctx_log(const tg_ctx *ctx)
+{
+    return ctx->bot ? &ctx->bot->log : NULL;
+}
+
 TG_API tg_ctx *tg_ctx_new(tg_bot *bot)
 {
-    if (!bot)
-        return NULL;
     tg_ctx *ctx = tg__calloc(1, sizeof *ctx);
     if (!ctx)
         return NULL;
+    size_t max_bytes = bot ? bot->max_response_bytes : 0; /* 0: the JSON defaults */
     ctx->bot = bot;
     tg__arena_init(&ctx->arena, 0, 0);
     tg__buf_init(&ctx->req, 0);
-    tg__buf_init(&ctx->resp, bot->max_response_bytes);
+    tg__buf_init(&ctx->resp, max_bytes);
     tg__buf_init(&ctx->url, URL_MAX);
     tg__buf_init(&ctx->errmsg, ERRMSG_MAX);
     tg__buf_init(&ctx->errdesc, ERRMSG_MAX);
     tg__buf_init(&ctx->errpath, ERRMSG_MAX);
-    tg__jdoc_init(&ctx->doc, &(tg__jlimits){.max_bytes = bot->max_response_bytes});
+    tg__jdoc_init(&ctx->doc, &(tg__jlimits){.max_bytes = max_bytes});
     atomic_init(&ctx->cancel, false);
     atomic_flag_clear(&ctx->busy);
     atomic_init(&ctx->misused, false);
@@ -54,7 +59,7 @@ TG_API void tg_ctx_free(tg_ctx *ctx)
 {
     if (!ctx)
         return;
-    if (ctx->conn)
+    if (ctx->conn) /* only a ctx with a bot connects */
         ctx->bot->transport.conn_free(ctx->conn);
     if (ctx->url.data)
         memset(ctx->url.data, 0, ctx->url.cap);
@@ -90,7 +95,7 @@ bool tg__ctx_enter(tg_ctx *ctx)
     }
     /* The other thread owns every field but these atomics: touch nothing else. */
     atomic_store_explicit(&ctx->misused, true, memory_order_relaxed);
-    tg__log(&ctx->bot->log, TG__LOG_ERROR, "%s", MISUSE_MSG);
+    tg__log(ctx_log(ctx), TG__LOG_ERROR, "%s", MISUSE_MSG);
     return false;
 }
 
@@ -103,7 +108,7 @@ TG_API void tg_ctx_reset(tg_ctx *ctx)
 {
     if (!tg__ctx_enter(ctx))
         return;
-    if (ctx->bot->debug_arena)
+    if (ctx->bot && ctx->bot->debug_arena)
         tg__arena_poison(&ctx->arena, 0xA5);
     tg__arena_reset(&ctx->arena);
     tg__ctx_clear_error(ctx);
@@ -142,7 +147,8 @@ TG_API void tg_ctx_cancel(tg_ctx *ctx)
     if (!ctx)
         return;
     atomic_store(&ctx->cancel, true);
-    tg__bot_wake(ctx->bot);
+    if (ctx->bot)
+        tg__bot_wake(ctx->bot);
 }
 
 bool tg__ctx_cancelled(void *p)
@@ -188,10 +194,10 @@ TG_API void tg_ctx_get_stats_sized(const tg_ctx *ctx, tg_ctx_stats *out, size_t 
 static void arena_check(tg_ctx *ctx)
 {
     size_t used = tg__arena_used(&ctx->arena);
-    if (ctx->arena_warned || used <= ctx->bot->arena_warn_bytes)
+    if (!ctx->bot || ctx->arena_warned || used <= ctx->bot->arena_warn_bytes)
         return;
     ctx->arena_warned = true;
-    tg__log(&ctx->bot->log, TG__LOG_WARN,
+    tg__log(ctx_log(ctx), TG__LOG_WARN,
             "tg_ctx arena holds %zu bytes without a tg_ctx_reset(): every result stays until "
             "a reset, so reset the ctx once you are done with them (warned once per ctx; "
             "tg_bot_options.arena_warn_bytes)",
@@ -210,6 +216,9 @@ tg_status tg__ctx_begin(tg_ctx *ctx, const char *method)
     ctx->http_status = 0;
     ctx->too_big = ctx->sink_oom = false;
     ctx->stats.calls++;
+    if (!ctx->bot)
+        return tg__ctx_fail(ctx, TG_ERR_INVALID,
+                            "this ctx has no bot (tg_ctx_new(NULL)): it serves the codec only");
     if (tg__ctx_cancelled(ctx))
         return tg__ctx_fail(ctx, TG_ERR_CANCELLED, "%s",
                             atomic_load(&ctx->bot->shutdown) ? "the bot is shut down"
@@ -228,13 +237,13 @@ tg_status tg__ctx_fail(tg_ctx *ctx, tg_status st, const char *fmt, ...)
     va_start(ap, fmt);
     tg__buf_vprintf(&ctx->errmsg, fmt, ap);
     va_end(ap);
-    if (ctx->errmsg.data)
+    if (ctx->errmsg.data && ctx->bot)
         tg__log_scrub(&ctx->bot->log, ctx->errmsg.data, ctx->errmsg.cap);
     ctx->errmsg.len = ctx->errmsg.data ? strlen(ctx->errmsg.data) : 0;
     ctx->err.description = tg__buf_cstr(&ctx->errdesc);
     ctx->err.json_path = tg__buf_cstr(&ctx->errpath);
     if (st != TG_ERR_CANCELLED)
-        tg__log(&ctx->bot->log, TG__LOG_DEBUG, "%s", tg__buf_cstr(&ctx->errmsg));
+        tg__log(ctx_log(ctx), TG__LOG_DEBUG, "%s", tg__buf_cstr(&ctx->errmsg));
     return st;
 }
 

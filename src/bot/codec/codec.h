@@ -208,6 +208,14 @@ void tg__codec_encode(const tg__type *t, const void *v, tg__jw *w, int flags);
 void tg__codec_encode_why(const tg__type *t, const void *v, tg__jw *w, int flags, char *why,
                           size_t why_cap);
 
+/* ---- the public codec (src/bot/client/codec_api.c; called by codec.gen.c) ---- */
+
+/* tg_decode_<type> / tg_encode_<type> of tgbot/api.h for the type t. */
+tg_status tg__decode_public(tg_ctx *ctx, const tg__type *t, const char *json, size_t len,
+                            void **out);
+tg_status tg__encode_public(tg_ctx *ctx, const tg__type *t, const void *v, char *buf, size_t cap,
+                            size_t *len);
+
 /* ---- forward compatibility ---- */
 
 /* Called for each member of the JSON at tok whose key t (recursively) does not know, with

@@ -1,11 +1,14 @@
 /*
- * public: the codec functions exported to library users (declared in tgbot/types.h).
+ * public: the codec functions exported to library users that need no ctx (declared in
+ * tgbot/types.h and tgbot/codec.h). Decoding and encoding live in src/bot/client/codec_api.c.
  */
 #include "bot/codec/codec.h"
 #include "core/buf.h"
+#include "tgbot/codec.h"
 
 struct unknown_ctx {
-    tg_unknown_key_fn cb;
+    tg_unknown_key_fn key_cb;  /* tg_unknown_keys: keys only */
+    tg_unknown_path_fn any_cb; /* tg_unknown_visit: keys and variants */
     void *ud;
     tg__buf path;
 };
@@ -13,27 +16,47 @@ struct unknown_ctx {
 static void on_unknown(void *ud, const tg__jdoc *d, uint32_t tok, bool variant)
 {
     struct unknown_ctx *c = ud;
-    if (variant)
-        return; /* this function reports keys */
+    if (variant && !c->any_cb)
+        return;
     tg__buf_reset(&c->path);
-    if (tg__json_path(d, tok, &c->path) == 0)
-        c->cb(c->ud, tg__buf_cstr(&c->path));
+    if (tg__json_path(d, tok, &c->path) != 0)
+        return;
+    if (c->any_cb)
+        c->any_cb(c->ud, tg__buf_cstr(&c->path), variant);
+    else
+        c->key_cb(c->ud, tg__buf_cstr(&c->path));
 }
 
-size_t tg_unknown_keys(const char *type, tg_raw raw, tg_unknown_key_fn cb, void *ud)
+static size_t unknown_walk(const char *type, tg_raw raw, struct unknown_ctx *c)
 {
     const tg__type *t = type ? tg__codec_type_by_name(type) : NULL;
     if (!t || !raw.json || raw.len == 0)
         return 0;
     tg__jdoc d;
     tg__jerr err;
-    struct unknown_ctx c = {cb, ud, {0}};
     size_t n = 0;
     tg__jdoc_init(&d, NULL);
-    tg__buf_init(&c.path, 0);
+    tg__buf_init(&c->path, 0);
     if (tg__json_parse(&d, raw.json, raw.len, &err) == 0)
-        n = tg__codec_unknown_keys(t, &d, 0, cb ? on_unknown : NULL, &c);
-    tg__buf_cleanup(&c.path);
+        n = tg__codec_unknown_keys(t, &d, 0, c->key_cb || c->any_cb ? on_unknown : NULL, c);
+    tg__buf_cleanup(&c->path);
     tg__jdoc_cleanup(&d);
     return n;
+}
+
+size_t tg_unknown_keys(const char *type, tg_raw raw, tg_unknown_key_fn cb, void *ud)
+{
+    struct unknown_ctx c = {.key_cb = cb, .ud = ud};
+    return unknown_walk(type, raw, &c);
+}
+
+size_t tg_unknown_visit(const char *type, tg_raw raw, tg_unknown_path_fn cb, void *ud)
+{
+    struct unknown_ctx c = {.any_cb = cb, .ud = ud};
+    return unknown_walk(type, raw, &c);
+}
+
+const char *tg_type_name(size_t i)
+{
+    return i < tg__type_count ? tg__types[i]->name : NULL;
 }
