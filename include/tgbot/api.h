@@ -9710,6 +9710,1635 @@ TG_API tg_status tg_set_game_score(tg_ctx *ctx, const tg_set_game_score_params *
 TG_API tg_status tg_get_game_high_scores(tg_ctx *ctx, const tg_get_game_high_scores_params *params,
                                          tg_game_high_score **out, size_t *out_count);
 
+/* ---- the codec: every type from and to JSON ----
+ *
+ * tg_decode_<type>: decode json[0..len) (copied) as the type into ctx's arena; *out
+ *   lives until tg_ctx_reset(ctx) or tg_ctx_free(ctx). TG_OK, TG_ERR_DECODE (not
+ *   JSON, or not this type: tg_ctx_error(ctx)->json_path says where, e.g.
+ *   "message.chat.id"), TG_ERR_NOMEM or TG_ERR_INVALID (NULL json with len > 0).
+ * tg_encode_<type>: write *v as JSON into buf (cap bytes, NUL-terminated); keys a
+ *   decoded value kept in raw but this version does not know are written too.
+ *   *len (optional) gets the JSON's length, also on TG_ERR_TOO_BIG (cap < *len + 1:
+ *   grow buf and call again). TG_ERR_INVALID names an invalid value by its path.
+ * ctx may be a codec-only ctx (tg_ctx_new(NULL)). The generic forms taking a type
+ * name are tg_decode() and tg_encode() in tgbot/codec.h.
+ * Thread-safety: like every call, one thread at a time per ctx. */
+TG_API tg_status tg_decode_update(tg_ctx *ctx, const char *json, size_t len, tg_update **out);
+TG_API tg_status tg_encode_update(tg_ctx *ctx, const tg_update *v, char *buf, size_t cap,
+                                  size_t *len);
+TG_API tg_status tg_decode_webhook_info(tg_ctx *ctx, const char *json, size_t len,
+                                        tg_webhook_info **out);
+TG_API tg_status tg_encode_webhook_info(tg_ctx *ctx, const tg_webhook_info *v, char *buf,
+                                        size_t cap, size_t *len);
+TG_API tg_status tg_decode_user(tg_ctx *ctx, const char *json, size_t len, tg_user **out);
+TG_API tg_status tg_encode_user(tg_ctx *ctx, const tg_user *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat(tg_ctx *ctx, const char *json, size_t len, tg_chat **out);
+TG_API tg_status tg_encode_chat(tg_ctx *ctx, const tg_chat *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_full_info(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_chat_full_info **out);
+TG_API tg_status tg_encode_chat_full_info(tg_ctx *ctx, const tg_chat_full_info *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_message(tg_ctx *ctx, const char *json, size_t len, tg_message **out);
+TG_API tg_status tg_encode_message(tg_ctx *ctx, const tg_message *v, char *buf, size_t cap,
+                                   size_t *len);
+TG_API tg_status tg_decode_message_id(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_message_id **out);
+TG_API tg_status tg_encode_message_id(tg_ctx *ctx, const tg_message_id *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_inaccessible_message(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_inaccessible_message **out);
+TG_API tg_status tg_encode_inaccessible_message(tg_ctx *ctx, const tg_inaccessible_message *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_maybe_inaccessible_message(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_maybe_inaccessible_message **out);
+TG_API tg_status tg_encode_maybe_inaccessible_message(tg_ctx *ctx,
+                                                      const tg_maybe_inaccessible_message *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_entity(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_message_entity **out);
+TG_API tg_status tg_encode_message_entity(tg_ctx *ctx, const tg_message_entity *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_text_quote(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_text_quote **out);
+TG_API tg_status tg_encode_text_quote(tg_ctx *ctx, const tg_text_quote *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_external_reply_info(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_external_reply_info **out);
+TG_API tg_status tg_encode_external_reply_info(tg_ctx *ctx, const tg_external_reply_info *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_reply_parameters(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_reply_parameters **out);
+TG_API tg_status tg_encode_reply_parameters(tg_ctx *ctx, const tg_reply_parameters *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_origin(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_message_origin **out);
+TG_API tg_status tg_encode_message_origin(tg_ctx *ctx, const tg_message_origin *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_origin_user(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_message_origin_user **out);
+TG_API tg_status tg_encode_message_origin_user(tg_ctx *ctx, const tg_message_origin_user *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_origin_hidden_user(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_message_origin_hidden_user **out);
+TG_API tg_status tg_encode_message_origin_hidden_user(tg_ctx *ctx,
+                                                      const tg_message_origin_hidden_user *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_origin_chat(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_message_origin_chat **out);
+TG_API tg_status tg_encode_message_origin_chat(tg_ctx *ctx, const tg_message_origin_chat *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_origin_channel(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_message_origin_channel **out);
+TG_API tg_status tg_encode_message_origin_channel(tg_ctx *ctx, const tg_message_origin_channel *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_photo_size(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_photo_size **out);
+TG_API tg_status tg_encode_photo_size(tg_ctx *ctx, const tg_photo_size *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_animation(tg_ctx *ctx, const char *json, size_t len, tg_animation **out);
+TG_API tg_status tg_encode_animation(tg_ctx *ctx, const tg_animation *v, char *buf, size_t cap,
+                                     size_t *len);
+TG_API tg_status tg_decode_audio(tg_ctx *ctx, const char *json, size_t len, tg_audio **out);
+TG_API tg_status tg_encode_audio(tg_ctx *ctx, const tg_audio *v, char *buf, size_t cap,
+                                 size_t *len);
+TG_API tg_status tg_decode_document(tg_ctx *ctx, const char *json, size_t len, tg_document **out);
+TG_API tg_status tg_encode_document(tg_ctx *ctx, const tg_document *v, char *buf, size_t cap,
+                                    size_t *len);
+TG_API tg_status tg_decode_live_photo(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_live_photo **out);
+TG_API tg_status tg_encode_live_photo(tg_ctx *ctx, const tg_live_photo *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_story(tg_ctx *ctx, const char *json, size_t len, tg_story **out);
+TG_API tg_status tg_encode_story(tg_ctx *ctx, const tg_story *v, char *buf, size_t cap,
+                                 size_t *len);
+TG_API tg_status tg_decode_video_quality(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_video_quality **out);
+TG_API tg_status tg_encode_video_quality(tg_ctx *ctx, const tg_video_quality *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_video(tg_ctx *ctx, const char *json, size_t len, tg_video **out);
+TG_API tg_status tg_encode_video(tg_ctx *ctx, const tg_video *v, char *buf, size_t cap,
+                                 size_t *len);
+TG_API tg_status tg_decode_video_note(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_video_note **out);
+TG_API tg_status tg_encode_video_note(tg_ctx *ctx, const tg_video_note *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_voice(tg_ctx *ctx, const char *json, size_t len, tg_voice **out);
+TG_API tg_status tg_encode_voice(tg_ctx *ctx, const tg_voice *v, char *buf, size_t cap,
+                                 size_t *len);
+TG_API tg_status tg_decode_paid_media_info(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_paid_media_info **out);
+TG_API tg_status tg_encode_paid_media_info(tg_ctx *ctx, const tg_paid_media_info *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_paid_media(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_paid_media **out);
+TG_API tg_status tg_encode_paid_media(tg_ctx *ctx, const tg_paid_media *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_paid_media_live_photo(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_paid_media_live_photo **out);
+TG_API tg_status tg_encode_paid_media_live_photo(tg_ctx *ctx, const tg_paid_media_live_photo *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_paid_media_photo(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_paid_media_photo **out);
+TG_API tg_status tg_encode_paid_media_photo(tg_ctx *ctx, const tg_paid_media_photo *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_paid_media_preview(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_paid_media_preview **out);
+TG_API tg_status tg_encode_paid_media_preview(tg_ctx *ctx, const tg_paid_media_preview *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_paid_media_video(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_paid_media_video **out);
+TG_API tg_status tg_encode_paid_media_video(tg_ctx *ctx, const tg_paid_media_video *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_contact(tg_ctx *ctx, const char *json, size_t len, tg_contact **out);
+TG_API tg_status tg_encode_contact(tg_ctx *ctx, const tg_contact *v, char *buf, size_t cap,
+                                   size_t *len);
+TG_API tg_status tg_decode_dice(tg_ctx *ctx, const char *json, size_t len, tg_dice **out);
+TG_API tg_status tg_encode_dice(tg_ctx *ctx, const tg_dice *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_link(tg_ctx *ctx, const char *json, size_t len, tg_link **out);
+TG_API tg_status tg_encode_link(tg_ctx *ctx, const tg_link *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_poll_media(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_poll_media **out);
+TG_API tg_status tg_encode_poll_media(tg_ctx *ctx, const tg_poll_media *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_input_poll_media(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_input_poll_media **out);
+TG_API tg_status tg_encode_input_poll_media(tg_ctx *ctx, const tg_input_poll_media *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_poll_option_media(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_input_poll_option_media **out);
+TG_API tg_status tg_encode_input_poll_option_media(tg_ctx *ctx, const tg_input_poll_option_media *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_poll_option(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_poll_option **out);
+TG_API tg_status tg_encode_poll_option(tg_ctx *ctx, const tg_poll_option *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_input_poll_option(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_input_poll_option **out);
+TG_API tg_status tg_encode_input_poll_option(tg_ctx *ctx, const tg_input_poll_option *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_poll_answer(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_poll_answer **out);
+TG_API tg_status tg_encode_poll_answer(tg_ctx *ctx, const tg_poll_answer *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_poll(tg_ctx *ctx, const char *json, size_t len, tg_poll **out);
+TG_API tg_status tg_encode_poll(tg_ctx *ctx, const tg_poll *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_checklist_task(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_checklist_task **out);
+TG_API tg_status tg_encode_checklist_task(tg_ctx *ctx, const tg_checklist_task *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_checklist(tg_ctx *ctx, const char *json, size_t len, tg_checklist **out);
+TG_API tg_status tg_encode_checklist(tg_ctx *ctx, const tg_checklist *v, char *buf, size_t cap,
+                                     size_t *len);
+TG_API tg_status tg_decode_input_checklist_task(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_input_checklist_task **out);
+TG_API tg_status tg_encode_input_checklist_task(tg_ctx *ctx, const tg_input_checklist_task *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_checklist(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_input_checklist **out);
+TG_API tg_status tg_encode_input_checklist(tg_ctx *ctx, const tg_input_checklist *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_location(tg_ctx *ctx, const char *json, size_t len, tg_location **out);
+TG_API tg_status tg_encode_location(tg_ctx *ctx, const tg_location *v, char *buf, size_t cap,
+                                    size_t *len);
+TG_API tg_status tg_decode_venue(tg_ctx *ctx, const char *json, size_t len, tg_venue **out);
+TG_API tg_status tg_encode_venue(tg_ctx *ctx, const tg_venue *v, char *buf, size_t cap,
+                                 size_t *len);
+TG_API tg_status tg_decode_web_app_data(tg_ctx *ctx, const char *json, size_t len,
+                                        tg_web_app_data **out);
+TG_API tg_status tg_encode_web_app_data(tg_ctx *ctx, const tg_web_app_data *v, char *buf,
+                                        size_t cap, size_t *len);
+TG_API tg_status tg_decode_proximity_alert_triggered(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_proximity_alert_triggered **out);
+TG_API tg_status tg_encode_proximity_alert_triggered(tg_ctx *ctx,
+                                                     const tg_proximity_alert_triggered *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_auto_delete_timer_changed(
+    tg_ctx *ctx, const char *json, size_t len, tg_message_auto_delete_timer_changed **out);
+TG_API tg_status tg_encode_message_auto_delete_timer_changed(
+    tg_ctx *ctx, const tg_message_auto_delete_timer_changed *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_managed_bot_created(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_managed_bot_created **out);
+TG_API tg_status tg_encode_managed_bot_created(tg_ctx *ctx, const tg_managed_bot_created *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_managed_bot_updated(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_managed_bot_updated **out);
+TG_API tg_status tg_encode_managed_bot_updated(tg_ctx *ctx, const tg_managed_bot_updated *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_bot_subscription_updated(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_bot_subscription_updated **out);
+TG_API tg_status tg_encode_bot_subscription_updated(tg_ctx *ctx,
+                                                    const tg_bot_subscription_updated *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_poll_option_added(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_poll_option_added **out);
+TG_API tg_status tg_encode_poll_option_added(tg_ctx *ctx, const tg_poll_option_added *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_poll_option_deleted(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_poll_option_deleted **out);
+TG_API tg_status tg_encode_poll_option_deleted(tg_ctx *ctx, const tg_poll_option_deleted *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_boost_added(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_chat_boost_added **out);
+TG_API tg_status tg_encode_chat_boost_added(tg_ctx *ctx, const tg_chat_boost_added *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_fill(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_background_fill **out);
+TG_API tg_status tg_encode_background_fill(tg_ctx *ctx, const tg_background_fill *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_fill_solid(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_background_fill_solid **out);
+TG_API tg_status tg_encode_background_fill_solid(tg_ctx *ctx, const tg_background_fill_solid *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_fill_gradient(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_background_fill_gradient **out);
+TG_API tg_status tg_encode_background_fill_gradient(tg_ctx *ctx,
+                                                    const tg_background_fill_gradient *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_fill_freeform_gradient(
+    tg_ctx *ctx, const char *json, size_t len, tg_background_fill_freeform_gradient **out);
+TG_API tg_status tg_encode_background_fill_freeform_gradient(
+    tg_ctx *ctx, const tg_background_fill_freeform_gradient *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_type(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_background_type **out);
+TG_API tg_status tg_encode_background_type(tg_ctx *ctx, const tg_background_type *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_type_fill(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_background_type_fill **out);
+TG_API tg_status tg_encode_background_type_fill(tg_ctx *ctx, const tg_background_type_fill *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_type_wallpaper(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_background_type_wallpaper **out);
+TG_API tg_status tg_encode_background_type_wallpaper(tg_ctx *ctx,
+                                                     const tg_background_type_wallpaper *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_type_pattern(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_background_type_pattern **out);
+TG_API tg_status tg_encode_background_type_pattern(tg_ctx *ctx, const tg_background_type_pattern *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_background_type_chat_theme(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_background_type_chat_theme **out);
+TG_API tg_status tg_encode_background_type_chat_theme(tg_ctx *ctx,
+                                                      const tg_background_type_chat_theme *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_background(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_chat_background **out);
+TG_API tg_status tg_encode_chat_background(tg_ctx *ctx, const tg_chat_background *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_checklist_tasks_done(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_checklist_tasks_done **out);
+TG_API tg_status tg_encode_checklist_tasks_done(tg_ctx *ctx, const tg_checklist_tasks_done *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_checklist_tasks_added(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_checklist_tasks_added **out);
+TG_API tg_status tg_encode_checklist_tasks_added(tg_ctx *ctx, const tg_checklist_tasks_added *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_community_chat_added(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_community_chat_added **out);
+TG_API tg_status tg_encode_community_chat_added(tg_ctx *ctx, const tg_community_chat_added *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_community_chat_removed(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_community_chat_removed **out);
+TG_API tg_status tg_encode_community_chat_removed(tg_ctx *ctx, const tg_community_chat_removed *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_forum_topic_created(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_forum_topic_created **out);
+TG_API tg_status tg_encode_forum_topic_created(tg_ctx *ctx, const tg_forum_topic_created *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_forum_topic_closed(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_forum_topic_closed **out);
+TG_API tg_status tg_encode_forum_topic_closed(tg_ctx *ctx, const tg_forum_topic_closed *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_forum_topic_edited(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_forum_topic_edited **out);
+TG_API tg_status tg_encode_forum_topic_edited(tg_ctx *ctx, const tg_forum_topic_edited *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_forum_topic_reopened(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_forum_topic_reopened **out);
+TG_API tg_status tg_encode_forum_topic_reopened(tg_ctx *ctx, const tg_forum_topic_reopened *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_general_forum_topic_hidden(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_general_forum_topic_hidden **out);
+TG_API tg_status tg_encode_general_forum_topic_hidden(tg_ctx *ctx,
+                                                      const tg_general_forum_topic_hidden *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_general_forum_topic_unhidden(tg_ctx *ctx, const char *json, size_t len,
+                                                        tg_general_forum_topic_unhidden **out);
+TG_API tg_status tg_encode_general_forum_topic_unhidden(tg_ctx *ctx,
+                                                        const tg_general_forum_topic_unhidden *v,
+                                                        char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_shared_user(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_shared_user **out);
+TG_API tg_status tg_encode_shared_user(tg_ctx *ctx, const tg_shared_user *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_users_shared(tg_ctx *ctx, const char *json, size_t len,
+                                        tg_users_shared **out);
+TG_API tg_status tg_encode_users_shared(tg_ctx *ctx, const tg_users_shared *v, char *buf,
+                                        size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_shared(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_chat_shared **out);
+TG_API tg_status tg_encode_chat_shared(tg_ctx *ctx, const tg_chat_shared *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_write_access_allowed(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_write_access_allowed **out);
+TG_API tg_status tg_encode_write_access_allowed(tg_ctx *ctx, const tg_write_access_allowed *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_video_chat_scheduled(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_video_chat_scheduled **out);
+TG_API tg_status tg_encode_video_chat_scheduled(tg_ctx *ctx, const tg_video_chat_scheduled *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_video_chat_started(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_video_chat_started **out);
+TG_API tg_status tg_encode_video_chat_started(tg_ctx *ctx, const tg_video_chat_started *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_video_chat_ended(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_video_chat_ended **out);
+TG_API tg_status tg_encode_video_chat_ended(tg_ctx *ctx, const tg_video_chat_ended *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_video_chat_participants_invited(
+    tg_ctx *ctx, const char *json, size_t len, tg_video_chat_participants_invited **out);
+TG_API tg_status tg_encode_video_chat_participants_invited(
+    tg_ctx *ctx, const tg_video_chat_participants_invited *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_paid_message_price_changed(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_paid_message_price_changed **out);
+TG_API tg_status tg_encode_paid_message_price_changed(tg_ctx *ctx,
+                                                      const tg_paid_message_price_changed *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_direct_message_price_changed(tg_ctx *ctx, const char *json, size_t len,
+                                                        tg_direct_message_price_changed **out);
+TG_API tg_status tg_encode_direct_message_price_changed(tg_ctx *ctx,
+                                                        const tg_direct_message_price_changed *v,
+                                                        char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_suggested_post_approved(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_suggested_post_approved **out);
+TG_API tg_status tg_encode_suggested_post_approved(tg_ctx *ctx, const tg_suggested_post_approved *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_suggested_post_approval_failed(tg_ctx *ctx, const char *json, size_t len,
+                                                          tg_suggested_post_approval_failed **out);
+TG_API tg_status tg_encode_suggested_post_approval_failed(
+    tg_ctx *ctx, const tg_suggested_post_approval_failed *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_suggested_post_declined(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_suggested_post_declined **out);
+TG_API tg_status tg_encode_suggested_post_declined(tg_ctx *ctx, const tg_suggested_post_declined *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_suggested_post_paid(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_suggested_post_paid **out);
+TG_API tg_status tg_encode_suggested_post_paid(tg_ctx *ctx, const tg_suggested_post_paid *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_suggested_post_refunded(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_suggested_post_refunded **out);
+TG_API tg_status tg_encode_suggested_post_refunded(tg_ctx *ctx, const tg_suggested_post_refunded *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_giveaway_created(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_giveaway_created **out);
+TG_API tg_status tg_encode_giveaway_created(tg_ctx *ctx, const tg_giveaway_created *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_giveaway(tg_ctx *ctx, const char *json, size_t len, tg_giveaway **out);
+TG_API tg_status tg_encode_giveaway(tg_ctx *ctx, const tg_giveaway *v, char *buf, size_t cap,
+                                    size_t *len);
+TG_API tg_status tg_decode_giveaway_winners(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_giveaway_winners **out);
+TG_API tg_status tg_encode_giveaway_winners(tg_ctx *ctx, const tg_giveaway_winners *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_giveaway_completed(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_giveaway_completed **out);
+TG_API tg_status tg_encode_giveaway_completed(tg_ctx *ctx, const tg_giveaway_completed *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_link_preview_options(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_link_preview_options **out);
+TG_API tg_status tg_encode_link_preview_options(tg_ctx *ctx, const tg_link_preview_options *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_suggested_post_price(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_suggested_post_price **out);
+TG_API tg_status tg_encode_suggested_post_price(tg_ctx *ctx, const tg_suggested_post_price *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_suggested_post_info(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_suggested_post_info **out);
+TG_API tg_status tg_encode_suggested_post_info(tg_ctx *ctx, const tg_suggested_post_info *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_suggested_post_parameters(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_suggested_post_parameters **out);
+TG_API tg_status tg_encode_suggested_post_parameters(tg_ctx *ctx,
+                                                     const tg_suggested_post_parameters *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_direct_messages_topic(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_direct_messages_topic **out);
+TG_API tg_status tg_encode_direct_messages_topic(tg_ctx *ctx, const tg_direct_messages_topic *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_user_profile_photos(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_user_profile_photos **out);
+TG_API tg_status tg_encode_user_profile_photos(tg_ctx *ctx, const tg_user_profile_photos *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_user_profile_audios(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_user_profile_audios **out);
+TG_API tg_status tg_encode_user_profile_audios(tg_ctx *ctx, const tg_user_profile_audios *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_file(tg_ctx *ctx, const char *json, size_t len, tg_file **out);
+TG_API tg_status tg_encode_file(tg_ctx *ctx, const tg_file *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_web_app_info(tg_ctx *ctx, const char *json, size_t len,
+                                        tg_web_app_info **out);
+TG_API tg_status tg_encode_web_app_info(tg_ctx *ctx, const tg_web_app_info *v, char *buf,
+                                        size_t cap, size_t *len);
+TG_API tg_status tg_decode_reply_keyboard_markup(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_reply_keyboard_markup **out);
+TG_API tg_status tg_encode_reply_keyboard_markup(tg_ctx *ctx, const tg_reply_keyboard_markup *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_keyboard_button(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_keyboard_button **out);
+TG_API tg_status tg_encode_keyboard_button(tg_ctx *ctx, const tg_keyboard_button *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_keyboard_button_request_users(tg_ctx *ctx, const char *json, size_t len,
+                                                         tg_keyboard_button_request_users **out);
+TG_API tg_status tg_encode_keyboard_button_request_users(tg_ctx *ctx,
+                                                         const tg_keyboard_button_request_users *v,
+                                                         char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_keyboard_button_request_chat(tg_ctx *ctx, const char *json, size_t len,
+                                                        tg_keyboard_button_request_chat **out);
+TG_API tg_status tg_encode_keyboard_button_request_chat(tg_ctx *ctx,
+                                                        const tg_keyboard_button_request_chat *v,
+                                                        char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_keyboard_button_request_managed_bot(
+    tg_ctx *ctx, const char *json, size_t len, tg_keyboard_button_request_managed_bot **out);
+TG_API tg_status tg_encode_keyboard_button_request_managed_bot(
+    tg_ctx *ctx, const tg_keyboard_button_request_managed_bot *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_keyboard_button_poll_type(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_keyboard_button_poll_type **out);
+TG_API tg_status tg_encode_keyboard_button_poll_type(tg_ctx *ctx,
+                                                     const tg_keyboard_button_poll_type *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_reply_keyboard_remove(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_reply_keyboard_remove **out);
+TG_API tg_status tg_encode_reply_keyboard_remove(tg_ctx *ctx, const tg_reply_keyboard_remove *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_keyboard_markup(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_inline_keyboard_markup **out);
+TG_API tg_status tg_encode_inline_keyboard_markup(tg_ctx *ctx, const tg_inline_keyboard_markup *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_keyboard_button(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_inline_keyboard_button **out);
+TG_API tg_status tg_encode_inline_keyboard_button(tg_ctx *ctx, const tg_inline_keyboard_button *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_login_url(tg_ctx *ctx, const char *json, size_t len, tg_login_url **out);
+TG_API tg_status tg_encode_login_url(tg_ctx *ctx, const tg_login_url *v, char *buf, size_t cap,
+                                     size_t *len);
+TG_API tg_status tg_decode_switch_inline_query_chosen_chat(
+    tg_ctx *ctx, const char *json, size_t len, tg_switch_inline_query_chosen_chat **out);
+TG_API tg_status tg_encode_switch_inline_query_chosen_chat(
+    tg_ctx *ctx, const tg_switch_inline_query_chosen_chat *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_copy_text_button(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_copy_text_button **out);
+TG_API tg_status tg_encode_copy_text_button(tg_ctx *ctx, const tg_copy_text_button *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_callback_query(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_callback_query **out);
+TG_API tg_status tg_encode_callback_query(tg_ctx *ctx, const tg_callback_query *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_force_reply(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_force_reply **out);
+TG_API tg_status tg_encode_force_reply(tg_ctx *ctx, const tg_force_reply *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_community(tg_ctx *ctx, const char *json, size_t len, tg_community **out);
+TG_API tg_status tg_encode_community(tg_ctx *ctx, const tg_community *v, char *buf, size_t cap,
+                                     size_t *len);
+TG_API tg_status tg_decode_chat_photo(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_chat_photo **out);
+TG_API tg_status tg_encode_chat_photo(tg_ctx *ctx, const tg_chat_photo *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_chat_invite_link(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_chat_invite_link **out);
+TG_API tg_status tg_encode_chat_invite_link(tg_ctx *ctx, const tg_chat_invite_link *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_administrator_rights(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_chat_administrator_rights **out);
+TG_API tg_status tg_encode_chat_administrator_rights(tg_ctx *ctx,
+                                                     const tg_chat_administrator_rights *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_member_updated(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_chat_member_updated **out);
+TG_API tg_status tg_encode_chat_member_updated(tg_ctx *ctx, const tg_chat_member_updated *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_member(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_chat_member **out);
+TG_API tg_status tg_encode_chat_member(tg_ctx *ctx, const tg_chat_member *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_chat_member_owner(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_chat_member_owner **out);
+TG_API tg_status tg_encode_chat_member_owner(tg_ctx *ctx, const tg_chat_member_owner *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_member_administrator(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_chat_member_administrator **out);
+TG_API tg_status tg_encode_chat_member_administrator(tg_ctx *ctx,
+                                                     const tg_chat_member_administrator *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_member_member(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_chat_member_member **out);
+TG_API tg_status tg_encode_chat_member_member(tg_ctx *ctx, const tg_chat_member_member *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_member_restricted(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_chat_member_restricted **out);
+TG_API tg_status tg_encode_chat_member_restricted(tg_ctx *ctx, const tg_chat_member_restricted *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_member_left(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_chat_member_left **out);
+TG_API tg_status tg_encode_chat_member_left(tg_ctx *ctx, const tg_chat_member_left *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_member_banned(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_chat_member_banned **out);
+TG_API tg_status tg_encode_chat_member_banned(tg_ctx *ctx, const tg_chat_member_banned *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_join_request(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_chat_join_request **out);
+TG_API tg_status tg_encode_chat_join_request(tg_ctx *ctx, const tg_chat_join_request *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_permissions(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_chat_permissions **out);
+TG_API tg_status tg_encode_chat_permissions(tg_ctx *ctx, const tg_chat_permissions *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_birthdate(tg_ctx *ctx, const char *json, size_t len, tg_birthdate **out);
+TG_API tg_status tg_encode_birthdate(tg_ctx *ctx, const tg_birthdate *v, char *buf, size_t cap,
+                                     size_t *len);
+TG_API tg_status tg_decode_business_intro(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_business_intro **out);
+TG_API tg_status tg_encode_business_intro(tg_ctx *ctx, const tg_business_intro *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_business_location(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_business_location **out);
+TG_API tg_status tg_encode_business_location(tg_ctx *ctx, const tg_business_location *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_business_opening_hours_interval(
+    tg_ctx *ctx, const char *json, size_t len, tg_business_opening_hours_interval **out);
+TG_API tg_status tg_encode_business_opening_hours_interval(
+    tg_ctx *ctx, const tg_business_opening_hours_interval *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_business_opening_hours(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_business_opening_hours **out);
+TG_API tg_status tg_encode_business_opening_hours(tg_ctx *ctx, const tg_business_opening_hours *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_user_rating(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_user_rating **out);
+TG_API tg_status tg_encode_user_rating(tg_ctx *ctx, const tg_user_rating *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_story_area_position(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_story_area_position **out);
+TG_API tg_status tg_encode_story_area_position(tg_ctx *ctx, const tg_story_area_position *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_location_address(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_location_address **out);
+TG_API tg_status tg_encode_location_address(tg_ctx *ctx, const tg_location_address *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_story_area_type(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_story_area_type **out);
+TG_API tg_status tg_encode_story_area_type(tg_ctx *ctx, const tg_story_area_type *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_story_area_type_location(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_story_area_type_location **out);
+TG_API tg_status tg_encode_story_area_type_location(tg_ctx *ctx,
+                                                    const tg_story_area_type_location *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_story_area_type_suggested_reaction(
+    tg_ctx *ctx, const char *json, size_t len, tg_story_area_type_suggested_reaction **out);
+TG_API tg_status tg_encode_story_area_type_suggested_reaction(
+    tg_ctx *ctx, const tg_story_area_type_suggested_reaction *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_story_area_type_link(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_story_area_type_link **out);
+TG_API tg_status tg_encode_story_area_type_link(tg_ctx *ctx, const tg_story_area_type_link *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_story_area_type_weather(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_story_area_type_weather **out);
+TG_API tg_status tg_encode_story_area_type_weather(tg_ctx *ctx, const tg_story_area_type_weather *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_story_area_type_unique_gift(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_story_area_type_unique_gift **out);
+TG_API tg_status tg_encode_story_area_type_unique_gift(tg_ctx *ctx,
+                                                       const tg_story_area_type_unique_gift *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_story_area(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_story_area **out);
+TG_API tg_status tg_encode_story_area(tg_ctx *ctx, const tg_story_area *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_chat_location(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_chat_location **out);
+TG_API tg_status tg_encode_chat_location(tg_ctx *ctx, const tg_chat_location *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_reaction_type(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_reaction_type **out);
+TG_API tg_status tg_encode_reaction_type(tg_ctx *ctx, const tg_reaction_type *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_reaction_type_emoji(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_reaction_type_emoji **out);
+TG_API tg_status tg_encode_reaction_type_emoji(tg_ctx *ctx, const tg_reaction_type_emoji *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_reaction_type_custom_emoji(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_reaction_type_custom_emoji **out);
+TG_API tg_status tg_encode_reaction_type_custom_emoji(tg_ctx *ctx,
+                                                      const tg_reaction_type_custom_emoji *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_reaction_type_paid(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_reaction_type_paid **out);
+TG_API tg_status tg_encode_reaction_type_paid(tg_ctx *ctx, const tg_reaction_type_paid *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_reaction_count(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_reaction_count **out);
+TG_API tg_status tg_encode_reaction_count(tg_ctx *ctx, const tg_reaction_count *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_reaction_updated(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_message_reaction_updated **out);
+TG_API tg_status tg_encode_message_reaction_updated(tg_ctx *ctx,
+                                                    const tg_message_reaction_updated *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_message_reaction_count_updated(tg_ctx *ctx, const char *json, size_t len,
+                                                          tg_message_reaction_count_updated **out);
+TG_API tg_status tg_encode_message_reaction_count_updated(
+    tg_ctx *ctx, const tg_message_reaction_count_updated *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_forum_topic(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_forum_topic **out);
+TG_API tg_status tg_encode_forum_topic(tg_ctx *ctx, const tg_forum_topic *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_gift_background(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_gift_background **out);
+TG_API tg_status tg_encode_gift_background(tg_ctx *ctx, const tg_gift_background *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_gift(tg_ctx *ctx, const char *json, size_t len, tg_gift **out);
+TG_API tg_status tg_encode_gift(tg_ctx *ctx, const tg_gift *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_gifts(tg_ctx *ctx, const char *json, size_t len, tg_gifts **out);
+TG_API tg_status tg_encode_gifts(tg_ctx *ctx, const tg_gifts *v, char *buf, size_t cap,
+                                 size_t *len);
+TG_API tg_status tg_decode_unique_gift_model(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_unique_gift_model **out);
+TG_API tg_status tg_encode_unique_gift_model(tg_ctx *ctx, const tg_unique_gift_model *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_unique_gift_symbol(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_unique_gift_symbol **out);
+TG_API tg_status tg_encode_unique_gift_symbol(tg_ctx *ctx, const tg_unique_gift_symbol *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_unique_gift_backdrop_colors(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_unique_gift_backdrop_colors **out);
+TG_API tg_status tg_encode_unique_gift_backdrop_colors(tg_ctx *ctx,
+                                                       const tg_unique_gift_backdrop_colors *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_unique_gift_backdrop(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_unique_gift_backdrop **out);
+TG_API tg_status tg_encode_unique_gift_backdrop(tg_ctx *ctx, const tg_unique_gift_backdrop *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_unique_gift_colors(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_unique_gift_colors **out);
+TG_API tg_status tg_encode_unique_gift_colors(tg_ctx *ctx, const tg_unique_gift_colors *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_unique_gift(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_unique_gift **out);
+TG_API tg_status tg_encode_unique_gift(tg_ctx *ctx, const tg_unique_gift *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_gift_info(tg_ctx *ctx, const char *json, size_t len, tg_gift_info **out);
+TG_API tg_status tg_encode_gift_info(tg_ctx *ctx, const tg_gift_info *v, char *buf, size_t cap,
+                                     size_t *len);
+TG_API tg_status tg_decode_unique_gift_info(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_unique_gift_info **out);
+TG_API tg_status tg_encode_unique_gift_info(tg_ctx *ctx, const tg_unique_gift_info *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_owned_gift(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_owned_gift **out);
+TG_API tg_status tg_encode_owned_gift(tg_ctx *ctx, const tg_owned_gift *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_owned_gift_regular(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_owned_gift_regular **out);
+TG_API tg_status tg_encode_owned_gift_regular(tg_ctx *ctx, const tg_owned_gift_regular *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_owned_gift_unique(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_owned_gift_unique **out);
+TG_API tg_status tg_encode_owned_gift_unique(tg_ctx *ctx, const tg_owned_gift_unique *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_owned_gifts(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_owned_gifts **out);
+TG_API tg_status tg_encode_owned_gifts(tg_ctx *ctx, const tg_owned_gifts *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_bot_access_settings(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_bot_access_settings **out);
+TG_API tg_status tg_encode_bot_access_settings(tg_ctx *ctx, const tg_bot_access_settings *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_accepted_gift_types(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_accepted_gift_types **out);
+TG_API tg_status tg_encode_accepted_gift_types(tg_ctx *ctx, const tg_accepted_gift_types *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_star_amount(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_star_amount **out);
+TG_API tg_status tg_encode_star_amount(tg_ctx *ctx, const tg_star_amount *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_bot_command(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_bot_command **out);
+TG_API tg_status tg_encode_bot_command(tg_ctx *ctx, const tg_bot_command *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_bot_command_scope(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_bot_command_scope **out);
+TG_API tg_status tg_encode_bot_command_scope(tg_ctx *ctx, const tg_bot_command_scope *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_bot_command_scope_default(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_bot_command_scope_default **out);
+TG_API tg_status tg_encode_bot_command_scope_default(tg_ctx *ctx,
+                                                     const tg_bot_command_scope_default *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_bot_command_scope_all_private_chats(
+    tg_ctx *ctx, const char *json, size_t len, tg_bot_command_scope_all_private_chats **out);
+TG_API tg_status tg_encode_bot_command_scope_all_private_chats(
+    tg_ctx *ctx, const tg_bot_command_scope_all_private_chats *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_bot_command_scope_all_group_chats(
+    tg_ctx *ctx, const char *json, size_t len, tg_bot_command_scope_all_group_chats **out);
+TG_API tg_status tg_encode_bot_command_scope_all_group_chats(
+    tg_ctx *ctx, const tg_bot_command_scope_all_group_chats *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_bot_command_scope_all_chat_administrators(
+    tg_ctx *ctx, const char *json, size_t len, tg_bot_command_scope_all_chat_administrators **out);
+TG_API tg_status tg_encode_bot_command_scope_all_chat_administrators(
+    tg_ctx *ctx, const tg_bot_command_scope_all_chat_administrators *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_bot_command_scope_chat(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_bot_command_scope_chat **out);
+TG_API tg_status tg_encode_bot_command_scope_chat(tg_ctx *ctx, const tg_bot_command_scope_chat *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_bot_command_scope_chat_administrators(
+    tg_ctx *ctx, const char *json, size_t len, tg_bot_command_scope_chat_administrators **out);
+TG_API tg_status tg_encode_bot_command_scope_chat_administrators(
+    tg_ctx *ctx, const tg_bot_command_scope_chat_administrators *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_bot_command_scope_chat_member(tg_ctx *ctx, const char *json, size_t len,
+                                                         tg_bot_command_scope_chat_member **out);
+TG_API tg_status tg_encode_bot_command_scope_chat_member(tg_ctx *ctx,
+                                                         const tg_bot_command_scope_chat_member *v,
+                                                         char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_bot_name(tg_ctx *ctx, const char *json, size_t len, tg_bot_name **out);
+TG_API tg_status tg_encode_bot_name(tg_ctx *ctx, const tg_bot_name *v, char *buf, size_t cap,
+                                    size_t *len);
+TG_API tg_status tg_decode_bot_description(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_bot_description **out);
+TG_API tg_status tg_encode_bot_description(tg_ctx *ctx, const tg_bot_description *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_bot_short_description(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_bot_short_description **out);
+TG_API tg_status tg_encode_bot_short_description(tg_ctx *ctx, const tg_bot_short_description *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_menu_button(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_menu_button **out);
+TG_API tg_status tg_encode_menu_button(tg_ctx *ctx, const tg_menu_button *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_menu_button_commands(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_menu_button_commands **out);
+TG_API tg_status tg_encode_menu_button_commands(tg_ctx *ctx, const tg_menu_button_commands *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_menu_button_web_app(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_menu_button_web_app **out);
+TG_API tg_status tg_encode_menu_button_web_app(tg_ctx *ctx, const tg_menu_button_web_app *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_menu_button_default(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_menu_button_default **out);
+TG_API tg_status tg_encode_menu_button_default(tg_ctx *ctx, const tg_menu_button_default *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_boost_source(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_chat_boost_source **out);
+TG_API tg_status tg_encode_chat_boost_source(tg_ctx *ctx, const tg_chat_boost_source *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_boost_source_premium(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_chat_boost_source_premium **out);
+TG_API tg_status tg_encode_chat_boost_source_premium(tg_ctx *ctx,
+                                                     const tg_chat_boost_source_premium *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_boost_source_gift_code(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_chat_boost_source_gift_code **out);
+TG_API tg_status tg_encode_chat_boost_source_gift_code(tg_ctx *ctx,
+                                                       const tg_chat_boost_source_gift_code *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_boost_source_giveaway(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_chat_boost_source_giveaway **out);
+TG_API tg_status tg_encode_chat_boost_source_giveaway(tg_ctx *ctx,
+                                                      const tg_chat_boost_source_giveaway *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_boost(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_chat_boost **out);
+TG_API tg_status tg_encode_chat_boost(tg_ctx *ctx, const tg_chat_boost *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_chat_boost_updated(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_chat_boost_updated **out);
+TG_API tg_status tg_encode_chat_boost_updated(tg_ctx *ctx, const tg_chat_boost_updated *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_boost_removed(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_chat_boost_removed **out);
+TG_API tg_status tg_encode_chat_boost_removed(tg_ctx *ctx, const tg_chat_boost_removed *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_owner_left(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_chat_owner_left **out);
+TG_API tg_status tg_encode_chat_owner_left(tg_ctx *ctx, const tg_chat_owner_left *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_chat_owner_changed(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_chat_owner_changed **out);
+TG_API tg_status tg_encode_chat_owner_changed(tg_ctx *ctx, const tg_chat_owner_changed *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_user_chat_boosts(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_user_chat_boosts **out);
+TG_API tg_status tg_encode_user_chat_boosts(tg_ctx *ctx, const tg_user_chat_boosts *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_business_bot_rights(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_business_bot_rights **out);
+TG_API tg_status tg_encode_business_bot_rights(tg_ctx *ctx, const tg_business_bot_rights *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_business_connection(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_business_connection **out);
+TG_API tg_status tg_encode_business_connection(tg_ctx *ctx, const tg_business_connection *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_business_messages_deleted(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_business_messages_deleted **out);
+TG_API tg_status tg_encode_business_messages_deleted(tg_ctx *ctx,
+                                                     const tg_business_messages_deleted *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_sent_web_app_message(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_sent_web_app_message **out);
+TG_API tg_status tg_encode_sent_web_app_message(tg_ctx *ctx, const tg_sent_web_app_message *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_sent_guest_message(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_sent_guest_message **out);
+TG_API tg_status tg_encode_sent_guest_message(tg_ctx *ctx, const tg_sent_guest_message *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_prepared_inline_message(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_prepared_inline_message **out);
+TG_API tg_status tg_encode_prepared_inline_message(tg_ctx *ctx, const tg_prepared_inline_message *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_prepared_keyboard_button(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_prepared_keyboard_button **out);
+TG_API tg_status tg_encode_prepared_keyboard_button(tg_ctx *ctx,
+                                                    const tg_prepared_keyboard_button *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_response_parameters(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_response_parameters **out);
+TG_API tg_status tg_encode_response_parameters(tg_ctx *ctx, const tg_response_parameters *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_input_media **out);
+TG_API tg_status tg_encode_input_media(tg_ctx *ctx, const tg_input_media *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_input_media_animation(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_input_media_animation **out);
+TG_API tg_status tg_encode_input_media_animation(tg_ctx *ctx, const tg_input_media_animation *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_audio(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_input_media_audio **out);
+TG_API tg_status tg_encode_input_media_audio(tg_ctx *ctx, const tg_input_media_audio *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_document(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_input_media_document **out);
+TG_API tg_status tg_encode_input_media_document(tg_ctx *ctx, const tg_input_media_document *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_link(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_input_media_link **out);
+TG_API tg_status tg_encode_input_media_link(tg_ctx *ctx, const tg_input_media_link *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_live_photo(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_media_live_photo **out);
+TG_API tg_status tg_encode_input_media_live_photo(tg_ctx *ctx, const tg_input_media_live_photo *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_location(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_input_media_location **out);
+TG_API tg_status tg_encode_input_media_location(tg_ctx *ctx, const tg_input_media_location *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_photo(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_input_media_photo **out);
+TG_API tg_status tg_encode_input_media_photo(tg_ctx *ctx, const tg_input_media_photo *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_sticker(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_input_media_sticker **out);
+TG_API tg_status tg_encode_input_media_sticker(tg_ctx *ctx, const tg_input_media_sticker *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_venue(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_input_media_venue **out);
+TG_API tg_status tg_encode_input_media_venue(tg_ctx *ctx, const tg_input_media_venue *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_video(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_input_media_video **out);
+TG_API tg_status tg_encode_input_media_video(tg_ctx *ctx, const tg_input_media_video *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_voice_note(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_media_voice_note **out);
+TG_API tg_status tg_encode_input_media_voice_note(tg_ctx *ctx, const tg_input_media_voice_note *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_paid_media(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_input_paid_media **out);
+TG_API tg_status tg_encode_input_paid_media(tg_ctx *ctx, const tg_input_paid_media *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_paid_media_live_photo(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_input_paid_media_live_photo **out);
+TG_API tg_status tg_encode_input_paid_media_live_photo(tg_ctx *ctx,
+                                                       const tg_input_paid_media_live_photo *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_paid_media_photo(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_paid_media_photo **out);
+TG_API tg_status tg_encode_input_paid_media_photo(tg_ctx *ctx, const tg_input_paid_media_photo *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_paid_media_video(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_paid_media_video **out);
+TG_API tg_status tg_encode_input_paid_media_video(tg_ctx *ctx, const tg_input_paid_media_video *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_profile_photo(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_input_profile_photo **out);
+TG_API tg_status tg_encode_input_profile_photo(tg_ctx *ctx, const tg_input_profile_photo *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_profile_photo_static(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_input_profile_photo_static **out);
+TG_API tg_status tg_encode_input_profile_photo_static(tg_ctx *ctx,
+                                                      const tg_input_profile_photo_static *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_profile_photo_animated(tg_ctx *ctx, const char *json, size_t len,
+                                                        tg_input_profile_photo_animated **out);
+TG_API tg_status tg_encode_input_profile_photo_animated(tg_ctx *ctx,
+                                                        const tg_input_profile_photo_animated *v,
+                                                        char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_story_content(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_input_story_content **out);
+TG_API tg_status tg_encode_input_story_content(tg_ctx *ctx, const tg_input_story_content *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_story_content_photo(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_input_story_content_photo **out);
+TG_API tg_status tg_encode_input_story_content_photo(tg_ctx *ctx,
+                                                     const tg_input_story_content_photo *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_story_content_video(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_input_story_content_video **out);
+TG_API tg_status tg_encode_input_story_content_video(tg_ctx *ctx,
+                                                     const tg_input_story_content_video *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_sticker(tg_ctx *ctx, const char *json, size_t len, tg_sticker **out);
+TG_API tg_status tg_encode_sticker(tg_ctx *ctx, const tg_sticker *v, char *buf, size_t cap,
+                                   size_t *len);
+TG_API tg_status tg_decode_sticker_set(tg_ctx *ctx, const char *json, size_t len,
+                                       tg_sticker_set **out);
+TG_API tg_status tg_encode_sticker_set(tg_ctx *ctx, const tg_sticker_set *v, char *buf, size_t cap,
+                                       size_t *len);
+TG_API tg_status tg_decode_mask_position(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_mask_position **out);
+TG_API tg_status tg_encode_mask_position(tg_ctx *ctx, const tg_mask_position *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_sticker(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_input_sticker **out);
+TG_API tg_status tg_encode_input_sticker(tg_ctx *ctx, const tg_input_sticker *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_message(tg_ctx *ctx, const char *json, size_t len,
+                                        tg_rich_message **out);
+TG_API tg_status tg_encode_rich_message(tg_ctx *ctx, const tg_rich_message *v, char *buf,
+                                        size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_message(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_input_rich_message **out);
+TG_API tg_status tg_encode_input_rich_message(tg_ctx *ctx, const tg_input_rich_message *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_message_media(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_input_rich_message_media **out);
+TG_API tg_status tg_encode_input_rich_message_media(tg_ctx *ctx,
+                                                    const tg_input_rich_message_media *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text(tg_ctx *ctx, const char *json, size_t len, tg_rich_text **out);
+TG_API tg_status tg_encode_rich_text(tg_ctx *ctx, const tg_rich_text *v, char *buf, size_t cap,
+                                     size_t *len);
+TG_API tg_status tg_decode_rich_text_bold(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_rich_text_bold **out);
+TG_API tg_status tg_encode_rich_text_bold(tg_ctx *ctx, const tg_rich_text_bold *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_italic(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_rich_text_italic **out);
+TG_API tg_status tg_encode_rich_text_italic(tg_ctx *ctx, const tg_rich_text_italic *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_underline(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_rich_text_underline **out);
+TG_API tg_status tg_encode_rich_text_underline(tg_ctx *ctx, const tg_rich_text_underline *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_strikethrough(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_rich_text_strikethrough **out);
+TG_API tg_status tg_encode_rich_text_strikethrough(tg_ctx *ctx, const tg_rich_text_strikethrough *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_spoiler(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_rich_text_spoiler **out);
+TG_API tg_status tg_encode_rich_text_spoiler(tg_ctx *ctx, const tg_rich_text_spoiler *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_date_time(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_rich_text_date_time **out);
+TG_API tg_status tg_encode_rich_text_date_time(tg_ctx *ctx, const tg_rich_text_date_time *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_text_mention(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_rich_text_text_mention **out);
+TG_API tg_status tg_encode_rich_text_text_mention(tg_ctx *ctx, const tg_rich_text_text_mention *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_subscript(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_rich_text_subscript **out);
+TG_API tg_status tg_encode_rich_text_subscript(tg_ctx *ctx, const tg_rich_text_subscript *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_superscript(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_rich_text_superscript **out);
+TG_API tg_status tg_encode_rich_text_superscript(tg_ctx *ctx, const tg_rich_text_superscript *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_marked(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_rich_text_marked **out);
+TG_API tg_status tg_encode_rich_text_marked(tg_ctx *ctx, const tg_rich_text_marked *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_code(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_rich_text_code **out);
+TG_API tg_status tg_encode_rich_text_code(tg_ctx *ctx, const tg_rich_text_code *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_custom_emoji(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_rich_text_custom_emoji **out);
+TG_API tg_status tg_encode_rich_text_custom_emoji(tg_ctx *ctx, const tg_rich_text_custom_emoji *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_mathematical_expression(
+    tg_ctx *ctx, const char *json, size_t len, tg_rich_text_mathematical_expression **out);
+TG_API tg_status tg_encode_rich_text_mathematical_expression(
+    tg_ctx *ctx, const tg_rich_text_mathematical_expression *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_url(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_rich_text_url **out);
+TG_API tg_status tg_encode_rich_text_url(tg_ctx *ctx, const tg_rich_text_url *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_email_address(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_rich_text_email_address **out);
+TG_API tg_status tg_encode_rich_text_email_address(tg_ctx *ctx, const tg_rich_text_email_address *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_phone_number(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_rich_text_phone_number **out);
+TG_API tg_status tg_encode_rich_text_phone_number(tg_ctx *ctx, const tg_rich_text_phone_number *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_bank_card_number(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_rich_text_bank_card_number **out);
+TG_API tg_status tg_encode_rich_text_bank_card_number(tg_ctx *ctx,
+                                                      const tg_rich_text_bank_card_number *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_mention(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_rich_text_mention **out);
+TG_API tg_status tg_encode_rich_text_mention(tg_ctx *ctx, const tg_rich_text_mention *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_hashtag(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_rich_text_hashtag **out);
+TG_API tg_status tg_encode_rich_text_hashtag(tg_ctx *ctx, const tg_rich_text_hashtag *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_cashtag(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_rich_text_cashtag **out);
+TG_API tg_status tg_encode_rich_text_cashtag(tg_ctx *ctx, const tg_rich_text_cashtag *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_bot_command(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_rich_text_bot_command **out);
+TG_API tg_status tg_encode_rich_text_bot_command(tg_ctx *ctx, const tg_rich_text_bot_command *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_anchor(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_rich_text_anchor **out);
+TG_API tg_status tg_encode_rich_text_anchor(tg_ctx *ctx, const tg_rich_text_anchor *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_anchor_link(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_rich_text_anchor_link **out);
+TG_API tg_status tg_encode_rich_text_anchor_link(tg_ctx *ctx, const tg_rich_text_anchor_link *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_reference(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_rich_text_reference **out);
+TG_API tg_status tg_encode_rich_text_reference(tg_ctx *ctx, const tg_rich_text_reference *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_text_reference_link(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_rich_text_reference_link **out);
+TG_API tg_status tg_encode_rich_text_reference_link(tg_ctx *ctx,
+                                                    const tg_rich_text_reference_link *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_caption(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_rich_block_caption **out);
+TG_API tg_status tg_encode_rich_block_caption(tg_ctx *ctx, const tg_rich_block_caption *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_table_cell(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_rich_block_table_cell **out);
+TG_API tg_status tg_encode_rich_block_table_cell(tg_ctx *ctx, const tg_rich_block_table_cell *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_list_item(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_rich_block_list_item **out);
+TG_API tg_status tg_encode_rich_block_list_item(tg_ctx *ctx, const tg_rich_block_list_item *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_rich_block **out);
+TG_API tg_status tg_encode_rich_block(tg_ctx *ctx, const tg_rich_block *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_rich_block_paragraph(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_rich_block_paragraph **out);
+TG_API tg_status tg_encode_rich_block_paragraph(tg_ctx *ctx, const tg_rich_block_paragraph *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_section_heading(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_rich_block_section_heading **out);
+TG_API tg_status tg_encode_rich_block_section_heading(tg_ctx *ctx,
+                                                      const tg_rich_block_section_heading *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_preformatted(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_rich_block_preformatted **out);
+TG_API tg_status tg_encode_rich_block_preformatted(tg_ctx *ctx, const tg_rich_block_preformatted *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_footer(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_rich_block_footer **out);
+TG_API tg_status tg_encode_rich_block_footer(tg_ctx *ctx, const tg_rich_block_footer *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_divider(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_rich_block_divider **out);
+TG_API tg_status tg_encode_rich_block_divider(tg_ctx *ctx, const tg_rich_block_divider *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_mathematical_expression(
+    tg_ctx *ctx, const char *json, size_t len, tg_rich_block_mathematical_expression **out);
+TG_API tg_status tg_encode_rich_block_mathematical_expression(
+    tg_ctx *ctx, const tg_rich_block_mathematical_expression *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_rich_block_anchor(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_rich_block_anchor **out);
+TG_API tg_status tg_encode_rich_block_anchor(tg_ctx *ctx, const tg_rich_block_anchor *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_list(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_rich_block_list **out);
+TG_API tg_status tg_encode_rich_block_list(tg_ctx *ctx, const tg_rich_block_list *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_block_quotation(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_rich_block_block_quotation **out);
+TG_API tg_status tg_encode_rich_block_block_quotation(tg_ctx *ctx,
+                                                      const tg_rich_block_block_quotation *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_pull_quotation(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_rich_block_pull_quotation **out);
+TG_API tg_status tg_encode_rich_block_pull_quotation(tg_ctx *ctx,
+                                                     const tg_rich_block_pull_quotation *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_collage(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_rich_block_collage **out);
+TG_API tg_status tg_encode_rich_block_collage(tg_ctx *ctx, const tg_rich_block_collage *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_slideshow(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_rich_block_slideshow **out);
+TG_API tg_status tg_encode_rich_block_slideshow(tg_ctx *ctx, const tg_rich_block_slideshow *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_table(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_rich_block_table **out);
+TG_API tg_status tg_encode_rich_block_table(tg_ctx *ctx, const tg_rich_block_table *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_details(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_rich_block_details **out);
+TG_API tg_status tg_encode_rich_block_details(tg_ctx *ctx, const tg_rich_block_details *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_map(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_rich_block_map **out);
+TG_API tg_status tg_encode_rich_block_map(tg_ctx *ctx, const tg_rich_block_map *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_animation(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_rich_block_animation **out);
+TG_API tg_status tg_encode_rich_block_animation(tg_ctx *ctx, const tg_rich_block_animation *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_audio(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_rich_block_audio **out);
+TG_API tg_status tg_encode_rich_block_audio(tg_ctx *ctx, const tg_rich_block_audio *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_photo(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_rich_block_photo **out);
+TG_API tg_status tg_encode_rich_block_photo(tg_ctx *ctx, const tg_rich_block_photo *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_video(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_rich_block_video **out);
+TG_API tg_status tg_encode_rich_block_video(tg_ctx *ctx, const tg_rich_block_video *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_voice_note(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_rich_block_voice_note **out);
+TG_API tg_status tg_encode_rich_block_voice_note(tg_ctx *ctx, const tg_rich_block_voice_note *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_rich_block_thinking(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_rich_block_thinking **out);
+TG_API tg_status tg_encode_rich_block_thinking(tg_ctx *ctx, const tg_rich_block_thinking *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_list_item(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_input_rich_block_list_item **out);
+TG_API tg_status tg_encode_input_rich_block_list_item(tg_ctx *ctx,
+                                                      const tg_input_rich_block_list_item *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_input_rich_block **out);
+TG_API tg_status tg_encode_input_rich_block(tg_ctx *ctx, const tg_input_rich_block *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_paragraph(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_input_rich_block_paragraph **out);
+TG_API tg_status tg_encode_input_rich_block_paragraph(tg_ctx *ctx,
+                                                      const tg_input_rich_block_paragraph *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_section_heading(
+    tg_ctx *ctx, const char *json, size_t len, tg_input_rich_block_section_heading **out);
+TG_API tg_status tg_encode_input_rich_block_section_heading(
+    tg_ctx *ctx, const tg_input_rich_block_section_heading *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_preformatted(tg_ctx *ctx, const char *json, size_t len,
+                                                         tg_input_rich_block_preformatted **out);
+TG_API tg_status tg_encode_input_rich_block_preformatted(tg_ctx *ctx,
+                                                         const tg_input_rich_block_preformatted *v,
+                                                         char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_footer(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_input_rich_block_footer **out);
+TG_API tg_status tg_encode_input_rich_block_footer(tg_ctx *ctx, const tg_input_rich_block_footer *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_divider(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_input_rich_block_divider **out);
+TG_API tg_status tg_encode_input_rich_block_divider(tg_ctx *ctx,
+                                                    const tg_input_rich_block_divider *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_mathematical_expression(
+    tg_ctx *ctx, const char *json, size_t len, tg_input_rich_block_mathematical_expression **out);
+TG_API tg_status tg_encode_input_rich_block_mathematical_expression(
+    tg_ctx *ctx, const tg_input_rich_block_mathematical_expression *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_input_rich_block_anchor(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_input_rich_block_anchor **out);
+TG_API tg_status tg_encode_input_rich_block_anchor(tg_ctx *ctx, const tg_input_rich_block_anchor *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_list(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_input_rich_block_list **out);
+TG_API tg_status tg_encode_input_rich_block_list(tg_ctx *ctx, const tg_input_rich_block_list *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_block_quotation(
+    tg_ctx *ctx, const char *json, size_t len, tg_input_rich_block_block_quotation **out);
+TG_API tg_status tg_encode_input_rich_block_block_quotation(
+    tg_ctx *ctx, const tg_input_rich_block_block_quotation *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_pull_quotation(
+    tg_ctx *ctx, const char *json, size_t len, tg_input_rich_block_pull_quotation **out);
+TG_API tg_status tg_encode_input_rich_block_pull_quotation(
+    tg_ctx *ctx, const tg_input_rich_block_pull_quotation *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_collage(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_input_rich_block_collage **out);
+TG_API tg_status tg_encode_input_rich_block_collage(tg_ctx *ctx,
+                                                    const tg_input_rich_block_collage *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_slideshow(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_input_rich_block_slideshow **out);
+TG_API tg_status tg_encode_input_rich_block_slideshow(tg_ctx *ctx,
+                                                      const tg_input_rich_block_slideshow *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_table(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_rich_block_table **out);
+TG_API tg_status tg_encode_input_rich_block_table(tg_ctx *ctx, const tg_input_rich_block_table *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_details(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_input_rich_block_details **out);
+TG_API tg_status tg_encode_input_rich_block_details(tg_ctx *ctx,
+                                                    const tg_input_rich_block_details *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_map(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_input_rich_block_map **out);
+TG_API tg_status tg_encode_input_rich_block_map(tg_ctx *ctx, const tg_input_rich_block_map *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_animation(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_input_rich_block_animation **out);
+TG_API tg_status tg_encode_input_rich_block_animation(tg_ctx *ctx,
+                                                      const tg_input_rich_block_animation *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_audio(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_rich_block_audio **out);
+TG_API tg_status tg_encode_input_rich_block_audio(tg_ctx *ctx, const tg_input_rich_block_audio *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_photo(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_rich_block_photo **out);
+TG_API tg_status tg_encode_input_rich_block_photo(tg_ctx *ctx, const tg_input_rich_block_photo *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_video(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_rich_block_video **out);
+TG_API tg_status tg_encode_input_rich_block_video(tg_ctx *ctx, const tg_input_rich_block_video *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_voice_note(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_input_rich_block_voice_note **out);
+TG_API tg_status tg_encode_input_rich_block_voice_note(tg_ctx *ctx,
+                                                       const tg_input_rich_block_voice_note *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_block_thinking(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_input_rich_block_thinking **out);
+TG_API tg_status tg_encode_input_rich_block_thinking(tg_ctx *ctx,
+                                                     const tg_input_rich_block_thinking *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query(tg_ctx *ctx, const char *json, size_t len,
+                                        tg_inline_query **out);
+TG_API tg_status tg_encode_inline_query(tg_ctx *ctx, const tg_inline_query *v, char *buf,
+                                        size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_results_button(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_inline_query_results_button **out);
+TG_API tg_status tg_encode_inline_query_results_button(tg_ctx *ctx,
+                                                       const tg_inline_query_results_button *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_inline_query_result **out);
+TG_API tg_status tg_encode_inline_query_result(tg_ctx *ctx, const tg_inline_query_result *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_article(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_inline_query_result_article **out);
+TG_API tg_status tg_encode_inline_query_result_article(tg_ctx *ctx,
+                                                       const tg_inline_query_result_article *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_photo(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_inline_query_result_photo **out);
+TG_API tg_status tg_encode_inline_query_result_photo(tg_ctx *ctx,
+                                                     const tg_inline_query_result_photo *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_gif(tg_ctx *ctx, const char *json, size_t len,
+                                                   tg_inline_query_result_gif **out);
+TG_API tg_status tg_encode_inline_query_result_gif(tg_ctx *ctx, const tg_inline_query_result_gif *v,
+                                                   char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_mpeg4_gif(tg_ctx *ctx, const char *json, size_t len,
+                                                         tg_inline_query_result_mpeg4_gif **out);
+TG_API tg_status tg_encode_inline_query_result_mpeg4_gif(tg_ctx *ctx,
+                                                         const tg_inline_query_result_mpeg4_gif *v,
+                                                         char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_video(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_inline_query_result_video **out);
+TG_API tg_status tg_encode_inline_query_result_video(tg_ctx *ctx,
+                                                     const tg_inline_query_result_video *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_audio(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_inline_query_result_audio **out);
+TG_API tg_status tg_encode_inline_query_result_audio(tg_ctx *ctx,
+                                                     const tg_inline_query_result_audio *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_voice(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_inline_query_result_voice **out);
+TG_API tg_status tg_encode_inline_query_result_voice(tg_ctx *ctx,
+                                                     const tg_inline_query_result_voice *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_document(tg_ctx *ctx, const char *json, size_t len,
+                                                        tg_inline_query_result_document **out);
+TG_API tg_status tg_encode_inline_query_result_document(tg_ctx *ctx,
+                                                        const tg_inline_query_result_document *v,
+                                                        char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_location(tg_ctx *ctx, const char *json, size_t len,
+                                                        tg_inline_query_result_location **out);
+TG_API tg_status tg_encode_inline_query_result_location(tg_ctx *ctx,
+                                                        const tg_inline_query_result_location *v,
+                                                        char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_venue(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_inline_query_result_venue **out);
+TG_API tg_status tg_encode_inline_query_result_venue(tg_ctx *ctx,
+                                                     const tg_inline_query_result_venue *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_contact(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_inline_query_result_contact **out);
+TG_API tg_status tg_encode_inline_query_result_contact(tg_ctx *ctx,
+                                                       const tg_inline_query_result_contact *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_game(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_inline_query_result_game **out);
+TG_API tg_status tg_encode_inline_query_result_game(tg_ctx *ctx,
+                                                    const tg_inline_query_result_game *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_cached_photo(
+    tg_ctx *ctx, const char *json, size_t len, tg_inline_query_result_cached_photo **out);
+TG_API tg_status tg_encode_inline_query_result_cached_photo(
+    tg_ctx *ctx, const tg_inline_query_result_cached_photo *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_cached_gif(tg_ctx *ctx, const char *json, size_t len,
+                                                          tg_inline_query_result_cached_gif **out);
+TG_API tg_status tg_encode_inline_query_result_cached_gif(
+    tg_ctx *ctx, const tg_inline_query_result_cached_gif *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_cached_mpeg4_gif(
+    tg_ctx *ctx, const char *json, size_t len, tg_inline_query_result_cached_mpeg4_gif **out);
+TG_API tg_status tg_encode_inline_query_result_cached_mpeg4_gif(
+    tg_ctx *ctx, const tg_inline_query_result_cached_mpeg4_gif *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_inline_query_result_cached_sticker(
+    tg_ctx *ctx, const char *json, size_t len, tg_inline_query_result_cached_sticker **out);
+TG_API tg_status tg_encode_inline_query_result_cached_sticker(
+    tg_ctx *ctx, const tg_inline_query_result_cached_sticker *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_inline_query_result_cached_document(
+    tg_ctx *ctx, const char *json, size_t len, tg_inline_query_result_cached_document **out);
+TG_API tg_status tg_encode_inline_query_result_cached_document(
+    tg_ctx *ctx, const tg_inline_query_result_cached_document *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_inline_query_result_cached_video(
+    tg_ctx *ctx, const char *json, size_t len, tg_inline_query_result_cached_video **out);
+TG_API tg_status tg_encode_inline_query_result_cached_video(
+    tg_ctx *ctx, const tg_inline_query_result_cached_video *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_cached_voice(
+    tg_ctx *ctx, const char *json, size_t len, tg_inline_query_result_cached_voice **out);
+TG_API tg_status tg_encode_inline_query_result_cached_voice(
+    tg_ctx *ctx, const tg_inline_query_result_cached_voice *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_inline_query_result_cached_audio(
+    tg_ctx *ctx, const char *json, size_t len, tg_inline_query_result_cached_audio **out);
+TG_API tg_status tg_encode_inline_query_result_cached_audio(
+    tg_ctx *ctx, const tg_inline_query_result_cached_audio *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_message_content(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_input_message_content **out);
+TG_API tg_status tg_encode_input_message_content(tg_ctx *ctx, const tg_input_message_content *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_text_message_content(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_input_text_message_content **out);
+TG_API tg_status tg_encode_input_text_message_content(tg_ctx *ctx,
+                                                      const tg_input_text_message_content *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_message_content(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_input_rich_message_content **out);
+TG_API tg_status tg_encode_input_rich_message_content(tg_ctx *ctx,
+                                                      const tg_input_rich_message_content *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_location_message_content(tg_ctx *ctx, const char *json, size_t len,
+                                                          tg_input_location_message_content **out);
+TG_API tg_status tg_encode_input_location_message_content(
+    tg_ctx *ctx, const tg_input_location_message_content *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_venue_message_content(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_input_venue_message_content **out);
+TG_API tg_status tg_encode_input_venue_message_content(tg_ctx *ctx,
+                                                       const tg_input_venue_message_content *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_contact_message_content(tg_ctx *ctx, const char *json, size_t len,
+                                                         tg_input_contact_message_content **out);
+TG_API tg_status tg_encode_input_contact_message_content(tg_ctx *ctx,
+                                                         const tg_input_contact_message_content *v,
+                                                         char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_invoice_message_content(tg_ctx *ctx, const char *json, size_t len,
+                                                         tg_input_invoice_message_content **out);
+TG_API tg_status tg_encode_input_invoice_message_content(tg_ctx *ctx,
+                                                         const tg_input_invoice_message_content *v,
+                                                         char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_chosen_inline_result(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_chosen_inline_result **out);
+TG_API tg_status tg_encode_chosen_inline_result(tg_ctx *ctx, const tg_chosen_inline_result *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_labeled_price(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_labeled_price **out);
+TG_API tg_status tg_encode_labeled_price(tg_ctx *ctx, const tg_labeled_price *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_invoice(tg_ctx *ctx, const char *json, size_t len, tg_invoice **out);
+TG_API tg_status tg_encode_invoice(tg_ctx *ctx, const tg_invoice *v, char *buf, size_t cap,
+                                   size_t *len);
+TG_API tg_status tg_decode_shipping_address(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_shipping_address **out);
+TG_API tg_status tg_encode_shipping_address(tg_ctx *ctx, const tg_shipping_address *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_order_info(tg_ctx *ctx, const char *json, size_t len,
+                                      tg_order_info **out);
+TG_API tg_status tg_encode_order_info(tg_ctx *ctx, const tg_order_info *v, char *buf, size_t cap,
+                                      size_t *len);
+TG_API tg_status tg_decode_shipping_option(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_shipping_option **out);
+TG_API tg_status tg_encode_shipping_option(tg_ctx *ctx, const tg_shipping_option *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_successful_payment(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_successful_payment **out);
+TG_API tg_status tg_encode_successful_payment(tg_ctx *ctx, const tg_successful_payment *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_refunded_payment(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_refunded_payment **out);
+TG_API tg_status tg_encode_refunded_payment(tg_ctx *ctx, const tg_refunded_payment *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_shipping_query(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_shipping_query **out);
+TG_API tg_status tg_encode_shipping_query(tg_ctx *ctx, const tg_shipping_query *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_pre_checkout_query(tg_ctx *ctx, const char *json, size_t len,
+                                              tg_pre_checkout_query **out);
+TG_API tg_status tg_encode_pre_checkout_query(tg_ctx *ctx, const tg_pre_checkout_query *v,
+                                              char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_paid_media_purchased(tg_ctx *ctx, const char *json, size_t len,
+                                                tg_paid_media_purchased **out);
+TG_API tg_status tg_encode_paid_media_purchased(tg_ctx *ctx, const tg_paid_media_purchased *v,
+                                                char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_revenue_withdrawal_state(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_revenue_withdrawal_state **out);
+TG_API tg_status tg_encode_revenue_withdrawal_state(tg_ctx *ctx,
+                                                    const tg_revenue_withdrawal_state *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_revenue_withdrawal_state_pending(
+    tg_ctx *ctx, const char *json, size_t len, tg_revenue_withdrawal_state_pending **out);
+TG_API tg_status tg_encode_revenue_withdrawal_state_pending(
+    tg_ctx *ctx, const tg_revenue_withdrawal_state_pending *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_revenue_withdrawal_state_succeeded(
+    tg_ctx *ctx, const char *json, size_t len, tg_revenue_withdrawal_state_succeeded **out);
+TG_API tg_status tg_encode_revenue_withdrawal_state_succeeded(
+    tg_ctx *ctx, const tg_revenue_withdrawal_state_succeeded *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_revenue_withdrawal_state_failed(
+    tg_ctx *ctx, const char *json, size_t len, tg_revenue_withdrawal_state_failed **out);
+TG_API tg_status tg_encode_revenue_withdrawal_state_failed(
+    tg_ctx *ctx, const tg_revenue_withdrawal_state_failed *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_affiliate_info(tg_ctx *ctx, const char *json, size_t len,
+                                          tg_affiliate_info **out);
+TG_API tg_status tg_encode_affiliate_info(tg_ctx *ctx, const tg_affiliate_info *v, char *buf,
+                                          size_t cap, size_t *len);
+TG_API tg_status tg_decode_transaction_partner(tg_ctx *ctx, const char *json, size_t len,
+                                               tg_transaction_partner **out);
+TG_API tg_status tg_encode_transaction_partner(tg_ctx *ctx, const tg_transaction_partner *v,
+                                               char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_transaction_partner_user(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_transaction_partner_user **out);
+TG_API tg_status tg_encode_transaction_partner_user(tg_ctx *ctx,
+                                                    const tg_transaction_partner_user *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_transaction_partner_chat(tg_ctx *ctx, const char *json, size_t len,
+                                                    tg_transaction_partner_chat **out);
+TG_API tg_status tg_encode_transaction_partner_chat(tg_ctx *ctx,
+                                                    const tg_transaction_partner_chat *v, char *buf,
+                                                    size_t cap, size_t *len);
+TG_API tg_status tg_decode_transaction_partner_affiliate_program(
+    tg_ctx *ctx, const char *json, size_t len, tg_transaction_partner_affiliate_program **out);
+TG_API tg_status tg_encode_transaction_partner_affiliate_program(
+    tg_ctx *ctx, const tg_transaction_partner_affiliate_program *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_transaction_partner_fragment(tg_ctx *ctx, const char *json, size_t len,
+                                                        tg_transaction_partner_fragment **out);
+TG_API tg_status tg_encode_transaction_partner_fragment(tg_ctx *ctx,
+                                                        const tg_transaction_partner_fragment *v,
+                                                        char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_transaction_partner_telegram_ads(
+    tg_ctx *ctx, const char *json, size_t len, tg_transaction_partner_telegram_ads **out);
+TG_API tg_status tg_encode_transaction_partner_telegram_ads(
+    tg_ctx *ctx, const tg_transaction_partner_telegram_ads *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_transaction_partner_telegram_api(
+    tg_ctx *ctx, const char *json, size_t len, tg_transaction_partner_telegram_api **out);
+TG_API tg_status tg_encode_transaction_partner_telegram_api(
+    tg_ctx *ctx, const tg_transaction_partner_telegram_api *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_transaction_partner_other(tg_ctx *ctx, const char *json, size_t len,
+                                                     tg_transaction_partner_other **out);
+TG_API tg_status tg_encode_transaction_partner_other(tg_ctx *ctx,
+                                                     const tg_transaction_partner_other *v,
+                                                     char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_star_transaction(tg_ctx *ctx, const char *json, size_t len,
+                                            tg_star_transaction **out);
+TG_API tg_status tg_encode_star_transaction(tg_ctx *ctx, const tg_star_transaction *v, char *buf,
+                                            size_t cap, size_t *len);
+TG_API tg_status tg_decode_star_transactions(tg_ctx *ctx, const char *json, size_t len,
+                                             tg_star_transactions **out);
+TG_API tg_status tg_encode_star_transactions(tg_ctx *ctx, const tg_star_transactions *v, char *buf,
+                                             size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_data(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_passport_data **out);
+TG_API tg_status tg_encode_passport_data(tg_ctx *ctx, const tg_passport_data *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_file(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_passport_file **out);
+TG_API tg_status tg_encode_passport_file(tg_ctx *ctx, const tg_passport_file *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_encrypted_passport_element(tg_ctx *ctx, const char *json, size_t len,
+                                                      tg_encrypted_passport_element **out);
+TG_API tg_status tg_encode_encrypted_passport_element(tg_ctx *ctx,
+                                                      const tg_encrypted_passport_element *v,
+                                                      char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_encrypted_credentials(tg_ctx *ctx, const char *json, size_t len,
+                                                 tg_encrypted_credentials **out);
+TG_API tg_status tg_encode_encrypted_credentials(tg_ctx *ctx, const tg_encrypted_credentials *v,
+                                                 char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_element_error(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_passport_element_error **out);
+TG_API tg_status tg_encode_passport_element_error(tg_ctx *ctx, const tg_passport_element_error *v,
+                                                  char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_element_error_data_field(
+    tg_ctx *ctx, const char *json, size_t len, tg_passport_element_error_data_field **out);
+TG_API tg_status tg_encode_passport_element_error_data_field(
+    tg_ctx *ctx, const tg_passport_element_error_data_field *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_element_error_front_side(
+    tg_ctx *ctx, const char *json, size_t len, tg_passport_element_error_front_side **out);
+TG_API tg_status tg_encode_passport_element_error_front_side(
+    tg_ctx *ctx, const tg_passport_element_error_front_side *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_element_error_reverse_side(
+    tg_ctx *ctx, const char *json, size_t len, tg_passport_element_error_reverse_side **out);
+TG_API tg_status tg_encode_passport_element_error_reverse_side(
+    tg_ctx *ctx, const tg_passport_element_error_reverse_side *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_passport_element_error_selfie(tg_ctx *ctx, const char *json, size_t len,
+                                                         tg_passport_element_error_selfie **out);
+TG_API tg_status tg_encode_passport_element_error_selfie(tg_ctx *ctx,
+                                                         const tg_passport_element_error_selfie *v,
+                                                         char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_element_error_file(tg_ctx *ctx, const char *json, size_t len,
+                                                       tg_passport_element_error_file **out);
+TG_API tg_status tg_encode_passport_element_error_file(tg_ctx *ctx,
+                                                       const tg_passport_element_error_file *v,
+                                                       char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_element_error_files(tg_ctx *ctx, const char *json, size_t len,
+                                                        tg_passport_element_error_files **out);
+TG_API tg_status tg_encode_passport_element_error_files(tg_ctx *ctx,
+                                                        const tg_passport_element_error_files *v,
+                                                        char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_passport_element_error_translation_file(
+    tg_ctx *ctx, const char *json, size_t len, tg_passport_element_error_translation_file **out);
+TG_API tg_status tg_encode_passport_element_error_translation_file(
+    tg_ctx *ctx, const tg_passport_element_error_translation_file *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_passport_element_error_translation_files(
+    tg_ctx *ctx, const char *json, size_t len, tg_passport_element_error_translation_files **out);
+TG_API tg_status tg_encode_passport_element_error_translation_files(
+    tg_ctx *ctx, const tg_passport_element_error_translation_files *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_passport_element_error_unspecified(
+    tg_ctx *ctx, const char *json, size_t len, tg_passport_element_error_unspecified **out);
+TG_API tg_status tg_encode_passport_element_error_unspecified(
+    tg_ctx *ctx, const tg_passport_element_error_unspecified *v, char *buf, size_t cap,
+    size_t *len);
+TG_API tg_status tg_decode_game(tg_ctx *ctx, const char *json, size_t len, tg_game **out);
+TG_API tg_status tg_encode_game(tg_ctx *ctx, const tg_game *v, char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_callback_game(tg_ctx *ctx, const char *json, size_t len,
+                                         tg_callback_game **out);
+TG_API tg_status tg_encode_callback_game(tg_ctx *ctx, const tg_callback_game *v, char *buf,
+                                         size_t cap, size_t *len);
+TG_API tg_status tg_decode_game_high_score(tg_ctx *ctx, const char *json, size_t len,
+                                           tg_game_high_score **out);
+TG_API tg_status tg_encode_game_high_score(tg_ctx *ctx, const tg_game_high_score *v, char *buf,
+                                           size_t cap, size_t *len);
+TG_API tg_status tg_decode_reply_markup(tg_ctx *ctx, const char *json, size_t len,
+                                        tg_reply_markup **out);
+TG_API tg_status tg_encode_reply_markup(tg_ctx *ctx, const tg_reply_markup *v, char *buf,
+                                        size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_rich_message_media_item(tg_ctx *ctx, const char *json, size_t len,
+                                                         tg_input_rich_message_media_item **out);
+TG_API tg_status tg_encode_input_rich_message_media_item(tg_ctx *ctx,
+                                                         const tg_input_rich_message_media_item *v,
+                                                         char *buf, size_t cap, size_t *len);
+TG_API tg_status tg_decode_input_media_group_item(tg_ctx *ctx, const char *json, size_t len,
+                                                  tg_input_media_group_item **out);
+TG_API tg_status tg_encode_input_media_group_item(tg_ctx *ctx, const tg_input_media_group_item *v,
+                                                  char *buf, size_t cap, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

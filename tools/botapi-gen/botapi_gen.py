@@ -11,6 +11,7 @@ the model (model.py), and writes
     src/bot/api/types.gen.c     type and union descriptors, hash indexes, registry
     src/bot/api/enums.gen.c     open string sets
     src/bot/api/methods.gen.c   params descriptors, method table, wrappers
+    src/bot/api/codec.gen.c     tg_decode_<type> / tg_encode_<type> (the public codec)
 under --out-dir (default: the repository root). Output is deterministic.
 Python 3 standard library only.
 """
@@ -278,7 +279,56 @@ extern "C" {{
         out.append("\n/* ---- methods ---- */\n")
         for m in self.m["methods"]:
             out.append(self.method_proto(m) + ";\n")
+        out.append(self.codec_protos())
         out.append("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n")
+        return "".join(out)
+
+    def codec_protos(self):
+        out = ["\n/* ---- the codec: every type from and to JSON ----\n"
+               " *\n"
+               " * tg_decode_<type>: decode json[0..len) (copied) as the type into ctx's arena; *out\n"
+               " *   lives until tg_ctx_reset(ctx) or tg_ctx_free(ctx). TG_OK, TG_ERR_DECODE (not\n"
+               " *   JSON, or not this type: tg_ctx_error(ctx)->json_path says where, e.g.\n"
+               " *   \"message.chat.id\"), TG_ERR_NOMEM or TG_ERR_INVALID (NULL json with len > 0).\n"
+               " * tg_encode_<type>: write *v as JSON into buf (cap bytes, NUL-terminated); keys a\n"
+               " *   decoded value kept in raw but this version does not know are written too.\n"
+               " *   *len (optional) gets the JSON's length, also on TG_ERR_TOO_BIG (cap < *len + 1:\n"
+               " *   grow buf and call again). TG_ERR_INVALID names an invalid value by its path.\n"
+               " * ctx may be a codec-only ctx (tg_ctx_new(NULL)). The generic forms taking a type\n"
+               " * name are tg_decode() and tg_encode() in tgbot/codec.h.\n"
+               " * Thread-safety: like every call, one thread at a time per ctx. */\n"]
+        for t in self.ordered_types():
+            c, sn = self.ct(t["name"]), snake(t["name"])
+            out.append(f"TG_API tg_status tg_decode_{sn}(tg_ctx *ctx, const char *json, size_t len, "
+                       f"{c} **out);\n")
+            out.append(f"TG_API tg_status tg_encode_{sn}(tg_ctx *ctx, const {c} *v, char *buf, "
+                       f"size_t cap, size_t *len);\n")
+        return "".join(out)
+
+    def emit_codec_c(self):
+        out = [banner(self.version), """/*
+ * codec.gen.c: tg_decode_<type> and tg_encode_<type> for every Bot API type: thin typed
+ * wrappers over the engine in src/bot/client/codec_api.c.
+ */
+#include "bot/api/api.gen.h"
+"""]
+        for t in self.ordered_types():
+            c, sn, td = self.ct(t["name"]), snake(t["name"]), self.td(t["name"])
+            out.append(f"""
+tg_status tg_decode_{sn}(tg_ctx *ctx, const char *json, size_t len, {c} **out)
+{{
+    void *v = NULL;
+    tg_status st = tg__decode_public(ctx, &{td}, json, len, &v);
+    if (out)
+        *out = v;
+    return st;
+}}
+
+tg_status tg_encode_{sn}(tg_ctx *ctx, const {c} *v, char *buf, size_t cap, size_t *len)
+{{
+    return tg__encode_public(ctx, &{td}, v, buf, cap, len);
+}}
+""")
         return "".join(out)
 
     def link(self, t):
@@ -761,6 +811,7 @@ def main(argv=None):
             "src/bot/api/types.gen.c": g.emit_types_c(),
             "src/bot/api/enums.gen.c": g.emit_enums_c(),
             "src/bot/api/methods.gen.c": g.emit_methods_c(),
+            "src/bot/api/codec.gen.c": g.emit_codec_c(),
         }
     except M.ModelError as e:
         print(f"botapi-gen: {page}: {e}", file=sys.stderr)
