@@ -11,16 +11,16 @@
  *   tgbot-json types         list every type name.
  *
  * Exit status: 0 ok, 1 bad input, 2 usage error.
+ *
+ * Built on libtgbot's public API only (tgbot/tgbot.h: tg_decode, tg_encode,
+ * tg_unknown_visit, tg_type_name on a codec-only ctx) and linked against the shared library,
+ * so it is also an example of using the codec from outside.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bot/codec/codec.h"
-#include "core/alloc.h"
-#include "core/arena.h"
-#include "core/buf.h"
-#include "tgbot/api.h"
+#include <tgbot/tgbot.h>
 
 #define MAX_INPUT ((size_t)64 << 20) /* bytes */
 
@@ -34,67 +34,101 @@ static int usage(void)
     return 2;
 }
 
-static int read_stdin(tg__buf *in)
+/* All of stdin into *buf (malloc'd), at most MAX_INPUT bytes. */
+static int read_stdin(char **buf, size_t *len)
 {
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
-        if (tg__buf_append(in, chunk, n) != 0)
-            return -1;
-    return ferror(stdin) ? -1 : 0;
+    size_t cap = 65536, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        size_t got = fread(b + n, 1, cap - n, stdin);
+        n += got;
+        if (got == 0)
+            break;
+        if (n == cap) {
+            char *nb = cap < MAX_INPUT ? realloc(b, cap * 2) : NULL;
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+    }
+    *buf = b;
+    *len = n;
+    return b && !ferror(stdin) ? 0 : -1;
 }
 
-static void report_unknown(void *ud, const tg__jdoc *d, uint32_t tok, bool variant)
+static bool type_known(const char *type)
 {
-    tg__buf *path = ud;
-    tg__buf_reset(path);
-    if (tg__json_path(d, tok, path) == 0)
-        fprintf(stderr, "unknown %s: %s\n", variant ? "variant" : "field", tg__buf_cstr(path));
+    for (size_t i = 0; tg_type_name(i); i++)
+        if (strcmp(tg_type_name(i), type) == 0)
+            return true;
+    return false;
+}
+
+static void report_unknown(void *ud, const char *path, bool variant)
+{
+    (void)ud;
+    fprintf(stderr, "unknown %s: %s\n", variant ? "variant" : "field", path);
+}
+
+/* Encode value as type, growing the buffer as tg_encode asks. NULL on failure. */
+static char *encode(tg_ctx *ctx, const char *type, const void *value, size_t *len)
+{
+    size_t cap = 65536;
+    char *out = malloc(cap);
+    tg_status st = out ? tg_encode(ctx, type, value, out, cap, len) : TG_ERR_NOMEM;
+    if (st == TG_ERR_TOO_BIG) {
+        cap = *len + 1;
+        char *bigger = realloc(out, cap);
+        st = bigger ? tg_encode(ctx, type, value, bigger, cap, len) : TG_ERR_NOMEM;
+        out = bigger ? bigger : out;
+    }
+    if (st != TG_OK) {
+        fprintf(stderr, "tgbot-json: %s\n",
+                st == TG_ERR_NOMEM && !out ? "out of memory" : tg_ctx_errmsg(ctx));
+        free(out);
+        return NULL;
+    }
+    return out;
 }
 
 static int decode_cmd(const char *type)
 {
-    const tg__type *t = tg__codec_type_by_name(type);
-    if (!t) {
+    if (!type_known(type)) {
         fprintf(stderr, "tgbot-json: unknown type '%s' (see 'tgbot-json types')\n", type);
         return 2;
     }
     int rc = 1;
-    tg__buf in, out, msg;
-    tg__arena arena;
-    tg__jdoc doc;
-    tg__buf_init(&in, MAX_INPUT);
-    tg__buf_init(&out, 0);
-    tg__buf_init(&msg, 0);
-    tg__arena_init(&arena, 0, 0);
-    tg__jdoc_init(&doc, NULL);
-    if (read_stdin(&in) != 0) {
+    char *in = NULL, *out = NULL;
+    size_t in_len, out_len;
+    void *value;
+    tg_ctx *ctx = tg_ctx_new(NULL); /* codec only: no bot, no token */
+    if (!ctx) {
+        fprintf(stderr, "tgbot-json: out of memory\n");
+        return 1;
+    }
+    if (read_stdin(&in, &in_len) != 0) {
         fprintf(stderr, "tgbot-json: cannot read stdin (or more than %zu bytes)\n", MAX_INPUT);
         goto out;
     }
-    void *value;
-    if (tg__codec_decode_json(t, in.data ? in.data : "", in.len, &arena, &doc, &value, &msg) !=
-        TG_OK) {
-        fprintf(stderr, "tgbot-json: decode %s: %s\n", type, tg__buf_cstr(&msg));
+    if (tg_decode(ctx, type, in, in_len, &value) != TG_OK) {
+        fprintf(stderr, "tgbot-json: %s\n", tg_ctx_errmsg(ctx));
         goto out;
     }
-    tg__codec_unknown_keys(t, &doc, 0, report_unknown, &msg);
-    tg__jw w;
-    tg__jw_init(&w, &out);
-    tg__codec_encode(t, value, &w, TG__ENC_KEEP_UNKNOWN);
-    if (w.err) {
-        fprintf(stderr, "tgbot-json: encode %s failed (%d)\n", type, w.err);
+    tg_unknown_visit(type, (tg_raw){in, in_len}, report_unknown, NULL);
+    out = encode(ctx, type, value, &out_len);
+    if (!out)
         goto out;
-    }
-    fwrite(out.data, 1, out.len, stdout);
+    fwrite(out, 1, out_len, stdout);
     fputc('\n', stdout);
     rc = fflush(stdout) == 0 ? 0 : 1;
 out:
-    tg__jdoc_cleanup(&doc);
-    tg__arena_cleanup(&arena);
-    tg__buf_cleanup(&msg);
-    tg__buf_cleanup(&out);
-    tg__buf_cleanup(&in);
+    free(out);
+    free(in);
+    tg_ctx_free(ctx);
     return rc;
 }
 
@@ -103,8 +137,8 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "decode") == 0)
         return decode_cmd(argv[2]);
     if (argc == 2 && strcmp(argv[1], "types") == 0) {
-        for (size_t i = 0; i < tg__type_count; i++)
-            printf("%s\n", tg__types[i]->name);
+        for (size_t i = 0; tg_type_name(i); i++)
+            printf("%s\n", tg_type_name(i));
         return 0;
     }
     return usage();
