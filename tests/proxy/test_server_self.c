@@ -13,6 +13,7 @@
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 #include "proxy_probe.h"
+#include "proxy_util.h"
 #include "proxy_site.h"
 
 #include <arpa/inet.h>
@@ -27,17 +28,8 @@
 static struct sockaddr_storage sa(const char *ip, uint16_t port)
 {
     struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)&ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)&ss;
-    if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons(port);
-    } else {
-        assert_int_equal(inet_pton(AF_INET6, ip, &a6->sin6_addr), 1);
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons(port);
-    }
+    socklen_t len;
+    assert_int_equal(psock_addr_parse(ip, port, &ss, &len), 0);
     return ss;
 }
 

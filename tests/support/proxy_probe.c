@@ -1,6 +1,8 @@
 /* proxy_probe: one prober connection and what it saw. See proxy_probe.h. */
 #include "proxy_probe.h"
 
+#include "proxy_util.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -21,21 +23,9 @@ static long now_ms(void)
 static int dial(const char *addr, uint16_t port)
 {
     struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)&ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)&ss;
     socklen_t len;
-    if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons(port);
-        len = sizeof *a4;
-    } else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons(port);
-        len = sizeof *a6;
-    } else {
+    if (psock_addr_parse(addr, port, &ss, &len) < 0)
         return -EINVAL;
-    }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;

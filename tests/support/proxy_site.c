@@ -1,6 +1,8 @@
 /* proxy_site: a local web site (HTTP, TLS or resetting) for probing tests. See proxy_site.h. */
 #include "proxy_site.h"
 
+#include "proxy_util.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -211,21 +213,9 @@ static SSL_CTX *tls_ctx(void)
 static int site_listen(const struct psite_opts *o, uint16_t *port)
 {
     struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
     socklen_t len;
-    struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)&ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)&ss;
-    if (inet_pton(AF_INET, o->addr, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons(o->port);
-        len = sizeof *a4;
-    } else if (inet_pton(AF_INET6, o->addr, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons(o->port);
-        len = sizeof *a6;
-    } else {
+    if (psock_addr_parse(o->addr, o->port, &ss, &len) < 0)
         return -EINVAL;
-    }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
@@ -240,7 +230,8 @@ static int site_listen(const struct psite_opts *o, uint16_t *port)
         close(fd);
         return err;
     }
-    *port = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
+    *port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&ss)->sin_port
+                                          : ((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
     return fd;
 }
 

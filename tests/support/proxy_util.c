@@ -201,6 +201,26 @@ struct sockaddr_in psock_addr(uint16_t port)
     return a;
 }
 
+int psock_addr_parse(const char *ip, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)ss;
+    if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        *len = sizeof *a4;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, ip, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons(port);
+        *len = sizeof *a6;
+        return 0;
+    }
+    return -EINVAL;
+}
+
 int psock_listen(uint16_t *port, int backlog)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -61,6 +61,8 @@ int psock_listen(uint16_t *port, int backlog);
 /* Blocking connect to 127.0.0.1:port; fd or -errno. Receive/send timeouts of timeout_ms. */
 int psock_connect(uint16_t port, int timeout_ms);
 struct sockaddr_in psock_addr(uint16_t port);
+/* ip (numeric IPv4 or IPv6) and port as a socket address; *len its size. 0 or -EINVAL. */
+int psock_addr_parse(const char *ip, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
 /* Write/read exactly n bytes (blocking). 0, or -errno / -EPIPE on early EOF. */
 int psock_write_all(int fd, const void *p, size_t n);
 int psock_read_all(int fd, void *p, size_t n);
