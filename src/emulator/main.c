@@ -17,14 +17,6 @@
 
 #define MAX_BOTS 32
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop = 1;
-}
-
 static int usage(FILE *f)
 {
     fprintf(f, "usage: tgbot-emulator [--listen HOST:PORT] [--bot TOKEN[:USERNAME]]... "
@@ -61,32 +53,39 @@ static int add_bot(emu *e, char *arg)
     if (name)
         *name++ = '\0';
     pthread_mutex_lock(&e->mu);
-    emu_bot *b = emu_bot_add(e, arg, name, NULL);
+    /* a bot the state file brought back is fine */
+    emu_bot *b = emu_bot_get(e, arg, false);
+    if (!b)
+        b = emu_bot_add(e, arg, name, NULL);
     pthread_mutex_unlock(&e->mu);
     return b ? 0 : -1;
 }
 
-int main(int argc, char **argv)
-{
-    char host[256] = "127.0.0.1";
-    emu_options o = {.port = 8081};
+typedef struct cli {
+    char host[256];
+    emu_options o;
     char *bots[MAX_BOTS];
-    int nbots = 0;
+    int nbots;
+} cli;
+
+/* Fill c from argv. -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, cli *c)
+{
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
-            if (parse_listen(argv[++i], host, sizeof host, &o.port) != 0) {
+            if (parse_listen(argv[++i], c->host, sizeof c->host, &c->o.port) != 0) {
                 fprintf(stderr, "tgbot-emulator: --listen: expected HOST:PORT, got \"%s\"\n",
                         argv[i]);
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--bot") && i + 1 < argc && nbots < MAX_BOTS) {
-            bots[nbots++] = argv[++i];
+        } else if (!strcmp(argv[i], "--bot") && i + 1 < argc && c->nbots < MAX_BOTS) {
+            c->bots[c->nbots++] = argv[++i];
         } else if (!strcmp(argv[i], "--strict")) {
-            o.strict_tokens = true;
+            c->o.strict_tokens = true;
         } else if (!strcmp(argv[i], "--state") && i + 1 < argc) {
-            o.state_file = argv[++i];
+            c->o.state_file = argv[++i];
         } else if (!strcmp(argv[i], "--rate-limits")) {
-            o.rate_limits = true;
+            c->o.rate_limits = true;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             return usage(stdout);
         } else {
@@ -94,55 +93,79 @@ int main(int argc, char **argv)
             return usage(stderr);
         }
     }
-    o.host = host;
+    c->o.host = c->host;
+    return -1;
+}
+
+/* The world of the state file (when there is one) and the --bot bots. 0, or an exit code. */
+static int populate(emu *e, cli *c)
+{
+    char err[300];
+    if (c->o.state_file && access(c->o.state_file, F_OK) == 0) {
+        pthread_mutex_lock(&e->mu);
+        int rc = emu_state_load(e, c->o.state_file, err, sizeof err);
+        pthread_mutex_unlock(&e->mu);
+        if (rc != 0) {
+            fprintf(stderr, "tgbot-emulator: %s\n", err);
+            return 1;
+        }
+    }
+    for (int i = 0; i < c->nbots; i++)
+        if (add_bot(e, c->bots[i]) != 0) {
+            fprintf(stderr,
+                    "tgbot-emulator: --bot %d: not a token like 123456:ABC... (20+ "
+                    "characters after the colon), or another bot's id\n",
+                    i + 1);
+            return 2;
+        }
+    return 0;
+}
+
+static int save(emu *e, const char *path)
+{
+    char err[300];
+    pthread_mutex_lock(&e->mu);
+    int rc = emu_state_save(e, path, err, sizeof err);
+    pthread_mutex_unlock(&e->mu);
+    if (rc != 0)
+        fprintf(stderr, "tgbot-emulator: %s\n", err);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    cli c = {.host = "127.0.0.1", .o = {.port = 8081}};
+    int rc = parse_args(argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+    /* SIGINT/SIGTERM blocked before any thread starts, then taken with sigwait: no window
+     * where a signal is lost */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
     char err[256];
-    emu *e = emu_new(&o, err, sizeof err);
+    emu *e = emu_new(&c.o, err, sizeof err);
     if (!e) {
         fprintf(stderr, "tgbot-emulator: %s\n", err);
         return 1;
     }
-    if (o.state_file && access(o.state_file, F_OK) == 0) {
-        pthread_mutex_lock(&e->mu);
-        int rc = emu_state_load(e, o.state_file, err, sizeof err);
-        pthread_mutex_unlock(&e->mu);
-        if (rc != 0) {
+    if ((rc = populate(e, &c)) != 0 || (rc = emu_start(e, err, sizeof err)) != 0) {
+        if (rc == -1)
             fprintf(stderr, "tgbot-emulator: %s\n", err);
-            emu_free(e);
-            return 1;
-        }
-    }
-    for (int i = 0; i < nbots; i++)
-        if (add_bot(e, bots[i]) != 0) {
-            fprintf(stderr,
-                    "tgbot-emulator: --bot %d: not a token like 123456:ABC... (20+ "
-                    "characters after the colon), or a duplicate id\n",
-                    i + 1);
-            emu_free(e);
-            return 2;
-        }
-    if (emu_start(e, err, sizeof err) != 0) {
-        fprintf(stderr, "tgbot-emulator: %s\n", err);
         emu_free(e);
-        return 1;
+        return rc == 2 ? 2 : 1;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGPIPE, SIG_IGN);
     printf("tgbot-emulator: web chat at http://%s:%u/\n"
            "tgbot-emulator: Bot API at http://%s:%u (set TELEGRAM_API_URL to this)\n",
-           host, (unsigned)e->port, host, (unsigned)e->port);
+           c.host, (unsigned)e->port, c.host, (unsigned)e->port);
     fflush(stdout);
-    while (!stop)
-        pause();
+    int sig;
+    sigwait(&set, &sig);
     fprintf(stderr, "tgbot-emulator: stopping\n");
-    int rc = 0;
-    if (o.state_file) {
-        pthread_mutex_lock(&e->mu);
-        rc = emu_state_save(e, o.state_file, err, sizeof err);
-        pthread_mutex_unlock(&e->mu);
-        if (rc != 0)
-            fprintf(stderr, "tgbot-emulator: %s\n", err);
-    }
+    rc = c.o.state_file ? save(e, c.o.state_file) : 0;
     emu_free(e);
     return rc ? 1 : 0;
 }
