@@ -374,6 +374,13 @@ TG_API tg_status tg_router_command_scopes(tg_router *r, const char *name, uint32
  */
 TG_API tg_status tg_router_publish_commands(const tg_router *r, tg_ctx *ctx,
                                             const tg_bot_command_scope *scope, const char *lang);
+/* Add lang's description to every described command from the catalogs of tr
+ * (tgbot/i18n.h): the default description is the msgid. Commands the catalogs do not
+ * translate get none for lang (publishing falls back to the default). *count (optional)
+ * gets the number translated. tr is only read during the call. */
+typedef struct tg_i18n tg_i18n;
+TG_API tg_status tg_router_translate_commands(tg_router *r, const tg_i18n *tr, const char *lang,
+                                              size_t *count);
 /* The default list, then one list per language any command is translated to. */
 TG_API tg_status tg_router_publish_all_commands(const tg_router *r, tg_ctx *ctx,
                                                 const tg_bot_command_scope *scope);

@@ -7,6 +7,8 @@
  */
 #include "tgtest.h"
 
+#include <unistd.h>
+
 #include "bot_server.h"
 #include "tgbot/tgbot.h"
 
@@ -147,12 +149,49 @@ static void test_refused(void **state)
     tg_router_free(r);
 }
 
+/* Descriptions translated from a gettext catalog (compiled here with msgfmt). */
+static void test_translate_from_catalog(void **state)
+{
+    bot_fx *f = *state;
+    char dir[] = "/tmp/tgbot-cmds-XXXXXX", po[64], mo[64], cmd[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(po, sizeof po, "%s/de.po", dir);
+    snprintf(mo, sizeof mo, "%s/de.mo", dir);
+    FILE *fp = fopen(po, "w");
+    assert_non_null(fp);
+    fputs("msgid \"Order a pizza\"\nmsgstr \"Pizza bestellen\"\n", fp);
+    fclose(fp);
+    snprintf(cmd, sizeof cmd, "msgfmt -o '%s' '%s' && rm -f '%s'", mo, po, po);
+    if (system(cmd) != 0)
+        fail_msg("msgfmt (Debian package gettext) failed or is not installed");
+    tg_i18n *tr = tg_i18n_new("en");
+    assert_int_equal(tg_i18n_load_file(tr, "de", mo), TG_OK);
+    unlink(mo);
+    rmdir(dir);
+
+    tg_router *r = tg_router_new();
+    assert_int_equal(tg_router_command(r, "start", "Start over", noop, NULL), TG_OK);
+    assert_int_equal(tg_router_command(r, "order", "Order a pizza", noop, NULL), TG_OK);
+    size_t n = 9;
+    assert_int_equal(tg_router_translate_commands(r, tr, "de", &n), TG_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(tg_router_publish_commands(r, f->ctx, NULL, "de"), TG_OK);
+    assert_string_equal(
+        bot_server_last(f->srv)->body,
+        "{\"commands\":[{\"command\":\"start\",\"description\":\"Start over\"},"
+        "{\"command\":\"order\",\"description\":\"Pizza bestellen\"}],\"language_code\":\"de\"}");
+    assert_int_equal(tg_router_translate_commands(r, tr, NULL, NULL), TG_ERR_INVALID);
+    tg_router_free(r);
+    tg_i18n_free(tr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_publish, setup, teardown),
         cmocka_unit_test_setup_teardown(test_publish_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_translate_from_catalog, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

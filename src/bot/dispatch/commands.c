@@ -13,6 +13,7 @@
 #include "bot/dispatch/dispatch_int.h"
 #include "core/alloc.h"
 #include "tgbot/api.h"
+#include "tgbot/i18n.h"
 #include "tgbot/text.h"
 
 #define MAX_COMMANDS 100 /* Telegram's limit per list */
@@ -136,6 +137,27 @@ tg_status tg_router_command(tg_router *r, const char *name, const char *descript
 {
     tg_status st = tg_router_describe_command(r, name, NULL, description);
     return st == TG_OK ? tg_router_on_command(r, name, fn, user) : st;
+}
+
+tg_status tg_router_translate_commands(tg_router *r, const tg_i18n *tr, const char *lang,
+                                       size_t *count)
+{
+    if (count)
+        *count = 0;
+    if (!r || !tr || !lang)
+        return TG_ERR_INVALID;
+    for (size_t i = 0; i < r->ncmds; i++) {
+        const char *def = r->cmds[i].description;
+        const char *s = def ? tg_i18n_get(tr, lang, def) : NULL;
+        if (!s || s == def)
+            continue; /* not translated: the default stands */
+        tg_status st = tg_router_describe_command(r, r->cmds[i].name, lang, s);
+        if (st != TG_OK)
+            return st;
+        if (count)
+            (*count)++;
+    }
+    return TG_OK;
 }
 
 tg_status tg_router_command_scopes(tg_router *r, const char *name, uint32_t scopes)
