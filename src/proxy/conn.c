@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "proxy/antireplay.h"
+#include "proxy/proxyproto.h"
 #include "proxy/relay.h"
 #include "proxy/upstream.h"
 
@@ -27,11 +28,7 @@
 #define HS_HEADROOM                                                                                \
     64                 /* bytes kept free in the handshake buffer for a PROXY v2                   \
                           header in front of the bytes replayed to the fronting host */
-#define PP_V1_MAX 107  /* PROXY v1 line, CRLF included (brief 6.1) */
-#define PP_V2_MAX 1024 /* PROXY v2: header + addresses + TLVs we accept */
-
-static const uint8_t pp_v2_sig[12] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
-                                      0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a};
+_Static_assert(HS_HEADROOM >= PROXYPROTO_BUILD_MAX, "PROXY v2 header room");
 
 static const char *const end_names[] = {
     [END_NONE] = "none",
@@ -217,133 +214,9 @@ void conn_accept(struct conn_worker *w, int fd)
     loop_timer_start(&w->loop, &w->tq_silent, &c->timer, on_timer);
 }
 
-enum { PP_MORE = CONN_PP_MORE, PP_OK = CONN_PP_OK, PP_BAD = CONN_PP_BAD };
-
-/* v2 addresses of a complete header b[0..total) (cmd, family already checked). */
-static void pp_v2_addr(const uint8_t *b, struct conn_pp_addr *out)
-{
-    unsigned cmd = b[12] & 0x0f, fam = b[13] >> 4;
-    if (cmd != 1 || (fam != 1 && fam != 2))
-        return; /* LOCAL, or AF_UNSPEC: the socket's addresses apply */
-    size_t alen = fam == 1 ? 4 : 16;
-    out->family = fam == 1 ? AF_INET : AF_INET6;
-    memcpy(out->src, b + 16, alen);
-    memcpy(out->dst, b + 16 + alen, alen);
-    memcpy(&out->src_port, b + 16 + 2 * alen, 2);
-    memcpy(&out->dst_port, b + 18 + 2 * alen, 2);
-}
-
-static int pp_v2(const uint8_t *b, size_t n, size_t *len, struct conn_pp_addr *out)
-{
-    if (n < 16)
-        return PP_MORE;
-    size_t total = 16 + ((size_t)b[14] << 8 | b[15]);
-    unsigned ver = b[12] >> 4, cmd = b[12] & 0x0f, fam = b[13] >> 4;
-    if (ver != 2 || cmd > 1 || fam > 2 || total > PP_V2_MAX ||
-        (cmd == 1 && fam == 1 && total < 16 + 12) || (cmd == 1 && fam == 2 && total < 16 + 36))
-        return PP_BAD;
-    *len = total;
-    if (n < total)
-        return PP_MORE;
-    pp_v2_addr(b, out);
-    return PP_OK;
-}
-
-/* Decimal port 0..65535 of exactly n digits. */
-static bool pp_port(const char *s, size_t n, uint16_t *out)
-{
-    unsigned v = 0;
-    if (n == 0 || n > 5)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (unsigned)(s[i] - '0');
-    }
-    if (v > 65535)
-        return false;
-    *out = htons((uint16_t)v);
-    return true;
-}
-
-/* "SRC DST SPORT DPORT" of a v1 TCP4/TCP6 line (s[0..n), CRLF excluded). */
-static bool pp_v1_fields(const char *s, size_t n, int family, struct conn_pp_addr *out)
-{
-    const char *f[4];
-    size_t fl[4], k = 0, start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != ' ')
-            continue;
-        if (k == 4 || i == start)
-            return false; /* a fifth field, or an empty one (double space) */
-        f[k] = s + start;
-        fl[k++] = i - start;
-        start = i + 1;
-    }
-    if (k != 4 || !pp_port(f[2], fl[2], &out->src_port) || !pp_port(f[3], fl[3], &out->dst_port))
-        return false;
-    for (int j = 0; j < 2; j++) {
-        char ip[48]; /* the longest IPv6 text is 45 bytes */
-        if (fl[j] >= sizeof ip)
-            return false;
-        memcpy(ip, f[j], fl[j]);
-        ip[fl[j]] = '\0';
-        if (inet_pton(family, ip, j == 0 ? out->src : out->dst) != 1)
-            return false;
-    }
-    out->family = (uint8_t)family;
-    return true;
-}
-
-/* A complete v1 line b[0..line) ending in CRLF. */
-static int pp_v1_line(const uint8_t *b, size_t line, struct conn_pp_addr *out)
-{
-    /* each protocol word must fit in the line before its CRLF (fuzzer-found) */
-    if (line >= 6 + 7 + 2 && memcmp(b + 6, "UNKNOWN", 7) == 0)
-        return PP_OK; /* the rest of the line is ignored (spec 2.1); the socket's addresses */
-    if (line < 6 + 5 + 2 || (memcmp(b + 6, "TCP4 ", 5) != 0 && memcmp(b + 6, "TCP6 ", 5) != 0))
-        return PP_BAD;
-    int family = b[9] == '4' ? AF_INET : AF_INET6;
-    struct conn_pp_addr a;
-    memset(&a, 0, sizeof a);
-    if (!pp_v1_fields((const char *)b + 11, line - 2 - 11, family, &a))
-        return PP_BAD;
-    *out = a;
-    return PP_OK;
-}
-
-int conn_pp_parse_addr(const uint8_t *b, size_t n, size_t *len, struct conn_pp_addr *out)
-{
-    struct conn_pp_addr scratch;
-    if (!out)
-        out = &scratch;
-    memset(out, 0, sizeof *out);
-    size_t k = n < sizeof pp_v2_sig ? n : sizeof pp_v2_sig;
-    if (memcmp(b, pp_v2_sig, k) == 0)
-        return pp_v2(b, n, len, out);
-    static const char v1[] = "PROXY ";
-    k = n < 6 ? n : 6;
-    if (memcmp(b, v1, k) != 0)
-        return PP_BAD;
-    for (size_t i = 1; i < n && i < PP_V1_MAX; i++) {
-        if (b[i - 1] == '\r' && b[i] == '\n') {
-            *len = i + 1;
-            return pp_v1_line(b, i + 1, out);
-        }
-        if (b[i] != '\r' && (b[i] < 0x20 || b[i] > 0x7e))
-            return PP_BAD;
-    }
-    return n >= PP_V1_MAX ? PP_BAD : PP_MORE;
-}
-
-int conn_pp_parse(const uint8_t *b, size_t n, size_t *len)
-{
-    return conn_pp_parse_addr(b, n, len, NULL);
-}
-
 /* The client's addresses for the PROXY v2 header toward the fronting host: what the
    balancer's header said, else the client socket's peer and local address. */
-static bool pp_source(const struct conn *c, struct conn_pp_addr *a)
+static bool pp_source(const struct conn *c, struct proxyproto_addr *a)
 {
     if (c->pp.family) {
         *a = c->pp;
@@ -379,20 +252,8 @@ static bool pp_source(const struct conn *c, struct conn_pp_addr *a)
    when no address is known. */
 static size_t pp_build(const struct conn *c, uint8_t *out)
 {
-    struct conn_pp_addr a;
-    if (!pp_source(c, &a))
-        return 0;
-    size_t alen = a.family == AF_INET ? 4 : 16;
-    memcpy(out, pp_v2_sig, sizeof pp_v2_sig);
-    out[12] = 0x21;                               /* version 2, PROXY */
-    out[13] = a.family == AF_INET ? 0x11 : 0x21; /* TCP over IPv4 / IPv6 */
-    out[14] = 0;
-    out[15] = (uint8_t)(2 * alen + 4);
-    memcpy(out + 16, a.src, alen);
-    memcpy(out + 16 + alen, a.dst, alen);
-    memcpy(out + 16 + 2 * alen, &a.src_port, 2);
-    memcpy(out + 18 + 2 * alen, &a.dst_port, 2);
-    return 16 + 2 * alen + 4;
+    struct proxyproto_addr a;
+    return pp_source(c, &a) ? proxyproto_build_v2(&a, out) : 0;
 }
 
 static void hs_debug(struct conn *c, const char *what, const char *why)
@@ -724,10 +585,10 @@ static void hello_step(struct conn *c)
 static int strip_pp(struct conn *c)
 {
     size_t k = 0;
-    int r = conn_pp_parse_addr(c->hs, c->hs_len, &k, &c->pp);
-    if (r == PP_MORE)
+    int r = proxyproto_parse(c->hs, c->hs_len, &k, &c->pp);
+    if (r == PROXYPROTO_MORE)
         return 0;
-    if (r == PP_BAD) {
+    if (r == PROXYPROTO_BAD) {
         hs_debug(c, "PROXY header", "missing or malformed");
         conn_close(c, END_PROTO);
         return -1;

@@ -49,6 +49,7 @@
 #include "proxy/faketls.h"
 #include "proxy/loop.h"
 #include "proxy/obfs2.h"
+#include "proxy/proxyproto.h"
 #include "proxy/selfaddr.h"
 #include "proxy/stats.h"
 
@@ -143,17 +144,6 @@ enum conn_end {
     END_DNS,   /* the DC's host names gave no address (failed or timed-out lookup) */
 };
 
-/*
- * The client addresses a balancer's PROXY header names. family 0 = none: v1 "UNKNOWN", v2
- * LOCAL or an unspecified address family; the socket's own addresses apply then. Addresses
- * and ports in network byte order (4 bytes used for AF_INET).
- */
-struct conn_pp_addr {
-    uint8_t family; /* 0, AF_INET or AF_INET6 */
-    uint8_t src[16], dst[16];
-    uint16_t src_port, dst_port;
-};
-
 /* One direction of a relay: bytes read from one socket waiting for the other. */
 struct relay_dir {
     uint8_t *buf;      /* pool buffer while bytes are in flight, else NULL */
@@ -194,7 +184,7 @@ struct conn {
     uint16_t dns_idx; /* worker->names[] entry waited for in the *_RESOLVE states */
     bool tls, fast;
     bool pp_done; /* listener PROXY header consumed (if configured) */
-    struct conn_pp_addr pp; /* what that header said (family 0 = use the socket) */
+    struct proxyproto_addr pp; /* what that header said (family 0 = use the socket) */
     bool parked;  /* ciphers parked while quiet; timer in tq_idle */
     bool site_done; /* fronted: the site's FIN reached the client; timer in tq_done */
     uint8_t reset_by; /* CONN_RESET_*: the socket a reset came from (relay.c) */
@@ -267,20 +257,6 @@ static inline void conn_touch(struct conn *c)
     c->last_io_ms = c->w->loop.now_ms;
 }
 const char *conn_end_name(enum conn_end e);
-
-enum { CONN_PP_MORE = 0, CONN_PP_OK = 1, CONN_PP_BAD = -1 };
-
-/*
- * The PROXY protocol header a trusted balancer puts before the client's bytes (brief 6.1),
- * v1 text (at most 107 bytes) or v2 binary (at most 1024 bytes accepted), at the start of
- * b[0..n). CONN_PP_OK with its length in *len and the addresses in *out (out may be NULL),
- * CONN_PP_MORE for a valid prefix, CONN_PP_BAD otherwise (a v1 line whose addresses or
- * ports do not parse, or do not match TCP4 / TCP6, is bad). Pure (no I/O, reads only
- * b[0..n)). Fuzzed by fuzz/proxy_proxyproto.
- */
-int conn_pp_parse_addr(const uint8_t *b, size_t n, size_t *len, struct conn_pp_addr *out);
-/* conn_pp_parse_addr without the addresses. */
-int conn_pp_parse(const uint8_t *b, size_t n, size_t *len);
 
 /* No fronting target after all (upstream.c, after an asynchronous lookup): read and
    discard until the handshake deadline, as when there was none to begin with. */

@@ -3,7 +3,7 @@
  * (proxy-protocol-listener) and the v2 header tgproxy sends to the fronting host
  * ([domain-fronting] proxy-protocol). The outgoing header must name the client the
  * balancer named, not the balancer's socket; UNKNOWN (v1) and LOCAL (v2) fall back to the
- * socket's addresses. Also the address parser itself (conn_pp_parse_addr).
+ * socket's addresses. The parser itself: test_proxyproto.c.
  */
 #include "tgtest.h"
 
@@ -144,53 +144,6 @@ static void test_malformed_v1_addresses_close(void **state)
     pharness_stop(&h);
 }
 
-struct pp_case {
-    const char *text;
-    const char *src;
-    int want;
-    uint16_t sport;
-    uint8_t family;
-};
-
-static void test_parse_addr_table(void **state)
-{
-    (void)state;
-    static const struct pp_case cases[] = {
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 65535\r\n", "1.2.3.4", CONN_PP_OK, 1, AF_INET},
-        {"PROXY TCP6 ::1 ::2 80 443\r\n", "::1", CONN_PP_OK, 80, AF_INET6},
-        {"PROXY TCP6 ::ffff:1.2.3.4 ::2 80 443\r\n", "::ffff:1.2.3.4", CONN_PP_OK, 80, AF_INET6},
-        {"PROXY UNKNOWN\r\n", NULL, CONN_PP_OK, 0, 0},
-        {"PROXY UNKNOWN 1.2.3.4 garbage\r\n", NULL, CONN_PP_OK, 0, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 65536\r\n", NULL, CONN_PP_BAD, 0, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1\r\n", NULL, CONN_PP_BAD, 0, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 2 3\r\n", NULL, CONN_PP_BAD, 0, 0},
-        {"PROXY TCP4 1.2.3.4  5.6.7.8 1 2\r\n", NULL, CONN_PP_BAD, 0, 0},
-        {"PROXY TCP4 ::1 ::2 1 2\r\n", NULL, CONN_PP_BAD, 0, 0},
-        {"PROXY TCP6 1.2.3.4 5.6.7.8 1 2\r\n", NULL, CONN_PP_BAD, 0, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 -2\r\n", NULL, CONN_PP_BAD, 0, 0},
-        {"PROXY TCP4 1.2.3.4 5.6.7.8 1 2", NULL, CONN_PP_MORE, 0, 0},
-        {"PROXY UDP4 1.2.3.4 5.6.7.8 1 2\r\n", NULL, CONN_PP_BAD, 0, 0},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const struct pp_case *t = &cases[i];
-        size_t len = 0;
-        struct conn_pp_addr a;
-        int r = conn_pp_parse_addr((const uint8_t *)t->text, strlen(t->text), &len, &a);
-        if (r != t->want)
-            fail_msg("case %zu (%s): got %d, want %d", i, t->text, r, t->want);
-        if (r != CONN_PP_OK)
-            continue;
-        assert_int_equal(len, strlen(t->text));
-        assert_int_equal(a.family, t->family);
-        if (!t->src)
-            continue;
-        uint8_t want[16];
-        assert_int_equal(inet_pton(t->family, t->src, want), 1);
-        assert_memory_equal(a.src, want, t->family == AF_INET ? 4 : 16);
-        assert_int_equal(ntohs(a.src_port), t->sport);
-    }
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,7 +151,6 @@ int main(void)
         cmocka_unit_test(test_v1_ipv6_client_address),
         cmocka_unit_test(test_unknown_and_local_fall_back_to_socket),
         cmocka_unit_test(test_malformed_v1_addresses_close),
-        cmocka_unit_test(test_parse_addr_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
