@@ -302,8 +302,8 @@ static int simple_fronting(const struct io *io, const struct args *a, struct con
     bool v6 = strchr(host, ':') != NULL;
     snprintf(text, sizeof text, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
              (unsigned)cfg->fronting.port);
-    struct config_hostport hp;
-    if (config_hostport_parse(text, strlen(text), &hp, err, sizeof err) != 0)
+    struct value_hostport hp;
+    if (value_hostport_parse(text, strlen(text), &hp, err, sizeof err) != 0)
         return looks_secret(host) /* the parser's message quotes the host */
                    ? usage_error(io, "simple-run: --fronting-host: not a host name or IP "
                                      "address (value not shown: it parses as a secret)")
@@ -341,7 +341,7 @@ static int simple_options(const struct io *io, const struct args *a, struct conf
     }
     if ((s = opt(a, "tolerate-time-skewness")) != NULL) {
         uint64_t ms;
-        if (config_duration_ms(s, strlen(s), &ms) != 0 || ms < 1000 || ms > 3600000)
+        if (value_duration_ms(s, strlen(s), &ms) != 0 || ms < 1000 || ms > 3600000)
             return usage_error(io, "simple-run: --tolerate-time-skewness: expected a "
                                    "duration 1s..1h such as \"120s\"");
         cfg->tolerate_time_skewness_s = (uint32_t)(ms / 1000);

@@ -35,9 +35,10 @@
 #include <sys/socket.h>
 
 #include "proxy/secret.h"
+#include "proxy/value.h"
 
-#define CONFIG_LABEL_MAX    64  /* bytes, including the NUL */
-#define CONFIG_HOST_MAX     256 /* bytes, including the NUL: a DNS name or IP literal */
+#define CONFIG_LABEL_MAX    64 /* bytes, including the NUL */
+#define CONFIG_HOST_MAX     VALUE_HOST_MAX
 #define CONFIG_MAX_LISTEN   16  /* bind-to addresses */
 #define CONFIG_MAX_SECRETS  256 /* entries in [secrets] */
 #define CONFIG_MAX_WORKERS  256 /* `workers`; also the cap when 0 picks the CPU count */
@@ -51,15 +52,6 @@ enum config_prefer_ip {
     CONFIG_PREFER_IPV6 = 1, /* "prefer-ipv6" (default, as mtg) */
     CONFIG_ONLY_IPV4 = 2,   /* "only-ipv4" */
     CONFIG_ONLY_IPV6 = 3,   /* "only-ipv6" */
-};
-
-/* A host:port that may still need DNS (the engine resolves it when first needed). */
-struct config_hostport {
-    char host[CONFIG_HOST_MAX]; /* as written, without brackets; "" = unset */
-    uint16_t port;
-    bool resolved;                /* host was an IP literal: addr/addr_len are valid */
-    struct sockaddr_storage addr; /* port already set, network byte order */
-    socklen_t addr_len;
 };
 
 /* One listening socket (bind-to): always numeric. */
@@ -80,7 +72,7 @@ struct config_dc {
     int32_t id;      /* signed DC id (-2 = media DC 2, 10002 = test DC 2); 0 if is_default */
     bool is_default; /* key "default": used for every id without its own entry */
     size_t naddrs;   /* 1..CONFIG_MAX_DC_ADDRS, tried in order (after prefer-ip sorting) */
-    struct config_hostport addrs[CONFIG_MAX_DC_ADDRS];
+    struct value_hostport addrs[CONFIG_MAX_DC_ADDRS];
 };
 
 struct config {
@@ -219,13 +211,6 @@ static inline uint32_t config_replay_window_min(uint32_t skew_s)
  */
 const struct config_dc *config_dc_find(const struct config *cfg, int32_t id);
 
-/*
- * Parse "host:port", "[v6]:port" or "v6-literal-with-brackets:port" into hp (no DNS).
- * Returns 0 or -EINVAL with a reason in err (the text is not secret and may be quoted).
- */
-int config_hostport_parse(const char *text, size_t len, struct config_hostport *hp, char *err,
-                          size_t errlen);
-
 /* Name of a prefer-ip value ("prefer-ipv6", ...), static. */
 const char *config_prefer_ip_name(enum config_prefer_ip p);
 
@@ -239,21 +224,5 @@ const char *config_prefer_ip_name(enum config_prefer_ip p);
 int config_add_listen(struct config *cfg, const char *text, size_t len, char *err, size_t errlen);
 int config_add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
                       size_t errlen);
-
-/*
- * Durations as mtg writes them (Go syntax): one or more <number>[.<fraction>]<unit> with
- * unit ns, us, ms, s, m or h ("10s", "1m30s", "1.5s", "500ms"). Result in milliseconds,
- * truncated. Returns 0 or -EINVAL (malformed, no unit, overflow).
- */
-int config_duration_ms(const char *s, size_t n, uint64_t *out_ms);
-
-/*
- * Sizes as mtg writes them: <digits>[unit], unit b, k/kb/kib, m/mb/mib, g/gb/gib (any case;
- * every k is 1024). Returns 0 or -EINVAL.
- */
-int config_size_bytes(const char *s, size_t n, uint64_t *out);
-
-/* "1.2.3.4:443" / "[::1]:443" / "host:443" for an address (for links and logs). */
-int config_format_addr(const struct sockaddr_storage *sa, char *out, size_t cap);
 
 #endif

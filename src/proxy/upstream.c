@@ -107,7 +107,7 @@ static void dc_candidates(const struct config *cfg, const struct conn_worker *w,
         return;
     if (t.override) {
         for (size_t i = 0; i < t.override->naddrs; i++) {
-            const struct config_hostport *hp = &t.override->addrs[i];
+            const struct value_hostport *hp = &t.override->addrs[i];
             const struct upstream_name *e = hp->resolved ? NULL : name_find(w, hp->host, hp->port);
             if (hp->resolved)
                 list_add(l, (const struct sockaddr *)&hp->addr, hp->addr_len);
@@ -292,7 +292,7 @@ static void warn_self(const struct conn_shared *sh, const char *host,
         if (!selfaddr_has(&sh->self, (const struct sockaddr *)&ss))
             continue;
         char text[64];
-        config_format_addr(&a[i], text, sizeof text);
+        value_format_addr(&a[i], text, sizeof text);
         tg__log(NULL, TG__LOG_WARN,
                 "fronting host %s: %s is this proxy's own listener, so it is never fronted to "
                 "(with no other address, failed handshakes are held until the handshake "
@@ -440,7 +440,7 @@ static struct upstream_name *dc_pending(struct conn_worker *w, int32_t dc)
         return NULL;
     struct upstream_name *first = NULL;
     for (size_t i = 0; i < t.override->naddrs; i++) {
-        const struct config_hostport *hp = &t.override->addrs[i];
+        const struct value_hostport *hp = &t.override->addrs[i];
         struct upstream_name *e = hp->resolved ? NULL : name_find(w, hp->host, hp->port);
         if (!e || name_fresh(w, e))
             continue;

@@ -558,92 +558,6 @@ static void test_replay_window_covers_skew(void **state)
     config_cleanup(&cfg);
 }
 
-static void test_durations_and_sizes(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *s;
-        int rc;
-        uint64_t ms;
-    } d[] = {
-        {"10s", 0, 10000},
-        {"500ms", 0, 500},
-        {"1m", 0, 60000},
-        {"1h", 0, 3600000},
-        {"1m30s", 0, 90000},
-        {"1.5s", 0, 1500},
-        {"2h45m", 0, 9900000},
-        {"1500us", 0, 1},
-        {"999999ns", 0, 0},
-        {"0.25m", 0, 15000},
-        {"10", -EINVAL, 0},
-        {"s", -EINVAL, 0},
-        {"", -EINVAL, 0},
-        {"10x", -EINVAL, 0},
-        {"-1s", -EINVAL, 0},
-        {"1 s", -EINVAL, 0},
-        {"1sm", -EINVAL, 0},
-        {"99999999999999999999h", -EINVAL, 0},
-        {"5124095576h", -EINVAL, 0},
-    };
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
-        uint64_t ms = 12345;
-        int rc = config_duration_ms(d[i].s, strlen(d[i].s), &ms);
-        if (rc != d[i].rc || (rc == 0 && ms != d[i].ms))
-            fail_msg("duration \"%s\": rc %d ms %llu", d[i].s, rc, (unsigned long long)ms);
-    }
-    static const struct {
-        const char *s;
-        int rc;
-        uint64_t n;
-    } z[] = {
-        {"4096", 0, 4096},
-        {"4kb", 0, 4096},
-        {"16KiB", 0, 16384},
-        {"1mib", 0, 1048576},
-        {"2M", 0, 2097152},
-        {"1gb", 0, 1073741824},
-        {"7b", 0, 7},
-        {"kb", -EINVAL, 0},
-        {"1tb", -EINVAL, 0},
-        {"1 kb", -EINVAL, 0},
-        {"", -EINVAL, 0},
-        {"99999999999999999999", -EINVAL, 0},
-        {"17179869184gb", -EINVAL, 0},
-    };
-    for (size_t i = 0; i < sizeof z / sizeof z[0]; i++) {
-        uint64_t n = 12345;
-        int rc = config_size_bytes(z[i].s, strlen(z[i].s), &n);
-        if (rc != z[i].rc || (rc == 0 && n != z[i].n))
-            fail_msg("size \"%s\": rc %d n %llu", z[i].s, rc, (unsigned long long)n);
-    }
-}
-
-static void test_hostport(void **state)
-{
-    (void)state;
-    struct config_hostport hp;
-    char err[256];
-    assert_int_equal(config_hostport_parse("[2001:db8::1]:443", 17, &hp, err, sizeof err), 0);
-    assert_true(hp.resolved);
-    assert_string_equal(hp.host, "2001:db8::1");
-    assert_int_equal(hp.port, 443);
-    char text[64];
-    config_format_addr(&hp.addr, text, sizeof text);
-    assert_string_equal(text, "[2001:db8::1]:443");
-    assert_int_equal(config_hostport_parse("www.example.com:8443", 20, &hp, err, sizeof err), 0);
-    assert_false(hp.resolved);
-    assert_int_equal(hp.addr_len, 0);
-    assert_string_equal(hp.host, "www.example.com");
-    assert_int_equal(config_hostport_parse("a..b:1", 6, &hp, err, sizeof err), -EINVAL);
-    assert_int_equal(config_hostport_parse("[::1]:", 6, &hp, err, sizeof err), -EINVAL);
-    assert_int_equal(config_hostport_parse("1.2.3.4:+1", 10, &hp, err, sizeof err), -EINVAL);
-    assert_int_equal(config_hostport_parse("[1.2.3.4]:1", 11, &hp, err, sizeof err), -EINVAL);
-    /* Not NUL-terminated input is read only up to len. */
-    assert_int_equal(config_hostport_parse("10.0.0.1:80junk", 11, &hp, err, sizeof err), 0);
-    assert_int_equal(hp.port, 80);
-}
-
 static void test_builders(void **state)
 {
     (void)state;
@@ -722,8 +636,6 @@ int main(void)
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_replay_window_covers_skew),
-        cmocka_unit_test(test_durations_and_sizes),
-        cmocka_unit_test(test_hostport),
         cmocka_unit_test(test_builders),
         cmocka_unit_test(test_load_file_errors),
         cmocka_unit_test(test_out_of_memory),

@@ -71,9 +71,9 @@ static int via_start(struct via *v, const char *listen, uint16_t site_port, bool
     sec.kind = SECRET_DD;
     if (dd && config_add_secret(cfg, "dd", &sec, err, sizeof err) < 0)
         return -1;
-    struct config_hostport hp;
+    struct value_hostport hp;
     snprintf(text, sizeof text, SITE_IP ":%u", (unsigned)site_port);
-    if (config_hostport_parse(text, strlen(text), &hp, err, sizeof err) < 0)
+    if (value_hostport_parse(text, strlen(text), &hp, err, sizeof err) < 0)
         return -1;
     memcpy(cfg->fronting.host, hp.host, sizeof hp.host);
     cfg->fronting.port = hp.port;

@@ -155,9 +155,9 @@ static int rig_start(struct rig *r, const char *const *listen, size_t n, const c
     struct secret sec = {.kind = SECRET_EE, .domain = "example.com", .domain_len = 11};
     assert_int_equal(RAND_bytes(sec.key, 16), 1);
     assert_int_equal(config_add_secret(cfg, "tls", &sec, err, sizeof err), 0);
-    struct config_hostport hp;
+    struct value_hostport hp;
     snprintf(text, sizeof text, strchr(front, ':') ? "[%s]:%u" : "%s:%u", front, (unsigned)r->port);
-    assert_int_equal(config_hostport_parse(text, strlen(text), &hp, err, sizeof err), 0);
+    assert_int_equal(value_hostport_parse(text, strlen(text), &hp, err, sizeof err), 0);
     memcpy(cfg->fronting.host, hp.host, sizeof hp.host);
     cfg->fronting.port = hp.port;
     cfg->fronting.resolved = hp.resolved;

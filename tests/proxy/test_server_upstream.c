@@ -16,7 +16,7 @@ static void add_dc(struct config *cfg, int32_t id, bool is_default, const char *
     d->is_default = is_default;
     char err[128];
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(config_hostport_parse(addrs[i], strlen(addrs[i]), &d->addrs[d->naddrs++],
+        assert_int_equal(value_hostport_parse(addrs[i], strlen(addrs[i]), &d->addrs[d->naddrs++],
                                                err, sizeof err),
                          0);
 }

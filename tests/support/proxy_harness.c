@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void hostport_local(struct config_hostport *hp, uint16_t port)
+static void hostport_local(struct value_hostport *hp, uint16_t port)
 {
     memset(hp, 0, sizeof *hp);
     tg__strlcpy(hp->host, "127.0.0.1", sizeof hp->host);
@@ -61,7 +61,7 @@ static int add_dc(struct config *cfg, int32_t id, const char *addr)
     d->id = id;
     d->naddrs = 1;
     char err[256];
-    if (config_hostport_parse(addr, strlen(addr), &d->addrs[0], err, sizeof err) < 0) {
+    if (value_hostport_parse(addr, strlen(addr), &d->addrs[0], err, sizeof err) < 0) {
         fprintf(stderr, "pharness: %s: %s\n", addr, err);
         return -EINVAL;
     }
@@ -94,7 +94,7 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     uint16_t dcp = o->dc_closed_port ? closed_port() : o->no_fakedc ? o->dc_port : h->dc_port;
     hostport_local(&cfg->dcs[0].addrs[0], dcp);
     if (o->dc_host) {
-        struct config_hostport *hp = &cfg->dcs[0].addrs[0];
+        struct value_hostport *hp = &cfg->dcs[0].addrs[0];
         memset(hp, 0, sizeof *hp);
         tg__strlcpy(hp->host, o->dc_host, sizeof hp->host);
         hp->port = dcp;
@@ -103,7 +103,7 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
         return -EINVAL;
     cfg->prefer_ip = CONFIG_PREFER_IPV4;
     if (!o->no_front) {
-        struct config_hostport hp;
+        struct value_hostport hp;
         hostport_local(&hp, h->front_port);
         tg__strlcpy(cfg->fronting.host, hp.host, sizeof cfg->fronting.host);
         cfg->fronting.port = hp.port;
