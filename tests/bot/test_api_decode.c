@@ -6,7 +6,6 @@
  */
 #include "tgtest.h"
 
-#include <jansson.h>
 
 #include "bot/codec/codec.h"
 #include "core/alloc.h"
@@ -239,19 +238,6 @@ static char *encode_keep(const tg__type *t, const void *v)
     return tg__buf_detach(&b, NULL);
 }
 
-static void assert_json_same(const char *a, const char *b)
-{
-    json_error_t e;
-    json_t *ja = json_loads(a, JSON_DECODE_ANY, &e);
-    json_t *jb = json_loads(b, JSON_DECODE_ANY, &e);
-    assert_non_null(ja);
-    assert_non_null(jb);
-    if (!json_equal(ja, jb))
-        fail_msg("JSON differs:\n%s\n%s", a, b);
-    json_decref(ja);
-    json_decref(jb);
-}
-
 static void test_unknown_fields_stay_reachable(void **state)
 {
     fx *f = *state;
@@ -284,7 +270,7 @@ static void test_unknown_fields_stay_reachable(void **state)
     assert_int_equal(tg_unknown_keys("Chat", u->message->chat->raw, NULL, NULL), 1);
     assert_int_equal(tg_unknown_keys("NoSuchType", u->raw, NULL, NULL), 0);
     char *again = encode_keep(tg__codec_type_by_name("Update"), u);
-    assert_json_same(json, again);
+    tgtest_assert_same_json(json, again);
     free(again);
 }
 
@@ -309,7 +295,7 @@ static void test_unknown_variant_and_enum(void **state)
     assert_string_equal(tg__buf_cstr(&seen), "~forward_origin;");
     tg__buf_cleanup(&seen);
     char *again = encode_keep(tg__codec_type_by_name("Message"), m);
-    assert_json_same(json, again);
+    tgtest_assert_same_json(json, again);
     free(again);
 }
 

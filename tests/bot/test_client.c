@@ -345,15 +345,17 @@ static void test_timeout(void **state)
     tg_bot_free(bot);
 }
 
-struct slow_call {
+/* A call on another thread: method (NULL = getMe) on ctx, its status in st. */
+struct waiter {
     tg_ctx *ctx;
     tg_status st;
+    const char *method;
 };
 
-static void *slow_call_thread(void *p)
+static void *wait_call(void *p)
 {
-    struct slow_call *c = p;
-    c->st = call(c->ctx, "slowMethod", NULL, NULL);
+    struct waiter *w = p;
+    w->st = call(w->ctx, w->method ? w->method : "getMe", NULL, NULL);
     return NULL;
 }
 
@@ -365,9 +367,9 @@ static void test_ctx_two_threads(void **state)
     bot_server_push(f->srv, "slowMethod",
                     &(bot_action){.kind = BOT_ACT_SLOW, .delay_ms = 30000, .body = GETME});
     size_t conns = bot_server_connections(f->srv);
-    struct slow_call a = {f->ctx, TG_OK};
+    struct waiter a = {.ctx = f->ctx, .method = "slowMethod"};
     pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, slow_call_thread, &a), 0);
+    assert_int_equal(pthread_create(&t, NULL, wait_call, &a), 0);
     /* The first call holds the ctx from before it connects until it returns. */
     for (int i = 0; i < 2000 && bot_server_connections(f->srv) == conns; i++)
         usleep(5000);
@@ -456,18 +458,6 @@ static void test_connect_timeout(void **state)
     tg_bot_free(bot);
     close(filler);
     close(lfd);
-}
-
-struct waiter {
-    tg_ctx *ctx;
-    tg_status st;
-};
-
-static void *wait_call(void *p)
-{
-    struct waiter *w = p;
-    w->st = call(w->ctx, "getMe", NULL, NULL);
-    return NULL;
 }
 
 static void test_shutdown_interrupts_wait(void **state)

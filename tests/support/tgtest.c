@@ -2,6 +2,7 @@
 #include "tgtest.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <unistd.h>
 
 const char *tgtest_shared_path(const char *rel)
@@ -66,4 +67,16 @@ int tgtest_open_fds(void)
         n++;
     closedir(d);
     return n - 3; /* ".", ".." and the DIR's own fd */
+}
+
+void tgtest_assert_same_json(const char *a, const char *b)
+{
+    json_error_t e;
+    json_t *ja = json_loads(a, JSON_DECODE_ANY, &e);
+    json_t *jb = json_loads(b, JSON_DECODE_ANY, &e);
+    bool same = ja && jb && json_equal(ja, jb);
+    json_decref(ja);
+    json_decref(jb);
+    if (!same)
+        fail_msg("JSON differs:\n%s\n%s", a, b);
 }

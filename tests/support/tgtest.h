@@ -25,5 +25,8 @@ char *tgtest_read_file(const char *path, size_t *len);
 long tgtest_rss_kb(void);
 /* Number of open file descriptors of this process. */
 int tgtest_open_fds(void);
+/* Fail the running test unless a and b are the same JSON value (jansson decides: key order
+ * and number spelling do not matter). */
+void tgtest_assert_same_json(const char *a, const char *b);
 
 #endif
