@@ -73,8 +73,13 @@ emu_chat *emu_req_chat(emu_req *r, const tg_chat_id *id, bool to_send)
         emu_fail(r, 400, "group chat was upgraded to a supergroup chat");
         return NULL;
     }
-    if (c->type == TG_CHAT_TYPE_PRIVATE)
+    if (c->type == TG_CHAT_TYPE_PRIVATE) {
+        if (to_send && c->blocked) {
+            emu_fail(r, 403, "bot was blocked by the user");
+            return NULL;
+        }
         return c;
+    }
     emu_member *m = emu_member_get(c, r->b->u.id);
     if (m && m->status == EMU_M_BANNED) {
         emu_fail(r, 403, "bot was kicked from the %s chat",

@@ -513,6 +513,27 @@ static int c_leave(ctl *x)
     return 0;
 }
 
+/* The user blocks (or unblocks) the bot: sends to the chat get 403, and the bot gets
+ * my_chat_member (kicked, or member again), as on Telegram. */
+static int c_block(ctl *x)
+{
+    emu_user *u = the_user(x);
+    emu_bot *b = u ? the_bot(x) : NULL;
+    emu_chat *c = b ? emu_chat_private(x->e, b, u) : NULL;
+    if (!c)
+        return b ? cfail(x, 500, "out of memory") : -1;
+    bool block = x->have_body && tg__json_obj_get(&x->d, 0, "blocked") != UINT32_MAX
+                     ? arg_bool(x, "blocked")
+                     : true;
+    if (c->blocked == block)
+        return 0;
+    c->blocked = block;
+    emu_member before = {.user_id = b->u.id, .status = block ? EMU_M_MEMBER : EMU_M_BANNED};
+    emu_member after = {.user_id = b->u.id, .status = block ? EMU_M_BANNED : EMU_M_MEMBER};
+    emu_member_changed(x->e, c, u->id, &before, &after, &x->a);
+    return 0;
+}
+
 /* ---- creating things ---- */
 
 static void put_user(ctl *x, const emu_user *u)
@@ -743,7 +764,8 @@ static const ctl_route routes[] = {
     {"chats", true, c_chats},     {"send", true, c_send},          {"command", true, c_send},
     {"photo", true, c_photo},     {"document", true, c_document},  {"press", true, c_press},
     {"inline", true, c_inline},   {"join", true, c_join},          {"leave", true, c_leave},
-    {"migrate", true, c_migrate}, {"choose", true, c_choose},      {"save", true, c_save},
+    {"migrate", true, c_migrate}, {"choose", true, c_choose},      {"block", true, c_block},
+    {"save", true, c_save},
 };
 
 static int dispatch(ctl *x, const char *name, const char *method)

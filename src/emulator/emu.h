@@ -88,6 +88,7 @@ typedef struct emu_chat {
     size_t npins, cappins;
     emu_bits default_perms;
     char *reply_kb;     /* the ReplyKeyboardMarkup shown to users, or NULL */
+    bool blocked;       /* private chats: the user blocked the bot */
     int64_t migrate_to; /* a group upgraded to a supergroup */
     int64_t *join_reqs; /* users waiting for approval */
     size_t njoin, capjoin;

@@ -72,6 +72,8 @@ static void save_chat(tg__jw *w, const emu_chat *c)
     w_int(w, "user_id", c->user_id);
     w_int(w, "next_message_id", c->next_msg_id);
     w_int(w, "migrate_to_chat_id", c->migrate_to);
+    tg__jw_key(w, "blocked", 7);
+    tg__jw_bool(w, c->blocked);
     tg__jw_key(w, "members", 7);
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < c->nmembers; i++) {
@@ -407,6 +409,8 @@ static int load_chats(ld *l, uint32_t arr)
         c->username = tg__strdup(get_s(l, k, "username"));
         c->description = tg__strdup(get_s(l, k, "description"));
         c->migrate_to = get_i(l, k, "migrate_to_chat_id");
+        uint32_t bl = tg__json_obj_get(&l->d, k, "blocked");
+        c->blocked = bl != UINT32_MAX && l->d.toks[bl].type == TG__J_TRUE;
         int64_t next = get_i(l, k, "next_message_id");
         c->next_msg_id = next > 0 ? next : 1;
         if (load_chat_lists(l, c, k))

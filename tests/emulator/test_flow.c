@@ -334,6 +334,29 @@ static void test_migrated_group(void **state)
     assert_int_equal(status, 200); /* the bot came along */
 }
 
+static void test_blocked_by_user(void **state)
+{
+    (void)state;
+    long status;
+    tg_test_send(t, 0, 0, "/start");
+    char body[128];
+    snprintf(body, sizeof body, "{\"chat_id\":%lld,\"text\":\"hi\"}",
+             (long long)tg_test_user_id(t));
+    free(control("block", "{\"blocked\":true}"));
+    json_t *j = api("sendMessage", body, &status);
+    assert_int_equal(status, 403);
+    assert_string_equal(json_string_value(json_object_get(j, "description")),
+                        "Forbidden: bot was blocked by the user");
+    json_decref(j);
+    char *u = api_text("getUpdates", "{}", &status);
+    assert_non_null(strstr(u, "\"my_chat_member\":{"));
+    assert_non_null(strstr(u, "\"new_chat_member\":{\"status\":\"kicked\""));
+    free(u);
+    free(control("block", "{\"blocked\":false}"));
+    free(api_text("sendMessage", body, &status));
+    assert_int_equal(status, 200);
+}
+
 /* ---- file limits ---- */
 
 static long upload(const char *method, const char *field, size_t size, char **resp)
@@ -399,6 +422,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_member_updates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reply_keyboard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrated_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocked_by_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_limits, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -213,6 +213,8 @@ function selectChat(c) {
   S.shownVersion = null;
   $('#messages').innerHTML = '';
   $('#chat-title').textContent = c.title;
+  $('#block').hidden = c.kind !== 'bot';
+  $('#block').textContent = 'Block bot';
   for (const el of ['#composer', '#send', '#inline-query', '#inline-send']) $(el).disabled = false;
   $('#inline-query').disabled = $('#inline-send').disabled = c.kind !== 'bot';
   renderChats();
@@ -360,6 +362,15 @@ $('#inline-form').addEventListener('submit', async (e) => {
     }
     box.appendChild(d);
   }
+});
+
+$('#block').addEventListener('click', async () => {
+  if (!S.current || S.current.kind !== 'bot') return;
+  const blocking = $('#block').textContent === 'Block bot';
+  const r = await api('block', {user_id: Number(S.user), bot_id: S.current.bot_id, blocked: blocking});
+  if (!r.ok) { toast(r.error); return; }
+  $('#block').textContent = blocking ? 'Unblock bot' : 'Block bot';
+  toast(blocking ? 'You blocked the bot: its messages now fail with 403' : 'Bot unblocked');
 });
 
 $('#user').addEventListener('change', (e) => { S.user = Number(e.target.value); S.shownVersion = null; loadMessages(); });
