@@ -9,7 +9,6 @@
 
 #include <openssl/sha.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
@@ -30,26 +29,6 @@ struct tg__rconn {
     uint8_t *slots; /* slot -> node index + 1 (0 = not learnt); NULL until the first MOVED */
     char err[256];
 };
-
-unsigned tg__redis_slot(const char *key, size_t len)
-{
-    const char *open = memchr(key, '{', len);
-    if (open) {
-        size_t rest = len - (size_t)(open - key) - 1;
-        const char *close = memchr(open + 1, '}', rest);
-        if (close && close > open + 1) {
-            key = open + 1;
-            len = (size_t)(close - key);
-        }
-    }
-    uint16_t crc = 0; /* CRC16/XMODEM: polynomial 0x1021, initial value 0 */
-    for (size_t i = 0; i < len; i++) {
-        crc ^= (uint16_t)((unsigned char)key[i] << 8);
-        for (int b = 0; b < 8; b++)
-            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
-    }
-    return crc & (TG__REDIS_SLOTS - 1);
-}
 
 void tg__rscript_init(struct tg__rscript *s, const char *src)
 {
@@ -197,22 +176,11 @@ static int find_node(tg__rconn *c, const char *host, size_t hlen, uint16_t port)
 /* "MOVED 3999 127.0.0.1:6381" or "ASK ...": the node index, or -1 when malformed. */
 static int redirect_node(tg__rconn *c, const redisReply *r, unsigned *slot)
 {
-    const char *p = strchr(r->str, ' ');
-    char *end;
-    if (!p)
+    char host[256];
+    uint16_t port;
+    if (tg__redis_redirect(r->str, r->len, slot, host, sizeof host, &port) != 0)
         return -1;
-    unsigned long s = strtoul(p + 1, &end, 10);
-    if (*end != ' ' || s >= TG__REDIS_SLOTS)
-        return -1;
-    const char *addr = end + 1;
-    const char *colon = strrchr(addr, ':');
-    if (!colon || colon == addr)
-        return -1;
-    unsigned long port = strtoul(colon + 1, &end, 10);
-    if (*end || port == 0 || port > 65535)
-        return -1;
-    *slot = (unsigned)s;
-    return find_node(c, addr, (size_t)(colon - addr), (uint16_t)port);
+    return find_node(c, host, strlen(host), port);
 }
 
 static unsigned pick(const tg__rconn *c, const char *key)

@@ -18,8 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bot/fleet/reply.h"
+
 #define TG__RCONN_MAX_NODES 32
-#define TG__REDIS_SLOTS     16384
 
 /* Where Redis is; owned by the fleet, borrowed by every rconn. */
 struct tg__rcfg {
@@ -58,8 +59,6 @@ redisReply *tg__rconn_fail(tg__rconn *c, redisReply *r, const char *what);
 bool tg__rconn_cluster(const tg__rconn *c);
 
 void tg__rscript_init(struct tg__rscript *s, const char *src);
-/* The cluster slot of a key (CRC16/XMODEM of the key or of its {hash tag}, mod 16384). */
-unsigned tg__redis_slot(const char *key, size_t len);
 /* true when r is an error reply starting with prefix ("NOGROUP", "BUSYGROUP", ...). */
 bool tg__reply_is_err(const redisReply *r, const char *prefix);
 

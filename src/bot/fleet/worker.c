@@ -98,7 +98,7 @@ struct part {
     unsigned inflight;
     pthread_mutex_t ack_mu; /* guards ack, retry, nretry */
     tg__rconn *ack;
-    char (*retry)[48];
+    char (*retry)[TG__STREAM_ID_MAX];
     unsigned nretry;
 };
 
@@ -115,7 +115,7 @@ struct worker {
 
 struct entry {
     struct part *p;
-    char id[48];
+    char id[TG__STREAM_ID_MAX];
 };
 
 /* ---- acknowledgements (dispatcher threads) ---- */
@@ -205,26 +205,15 @@ static void timed_wait(pthread_mutex_t *mu, pthread_cond_t *cv, uint32_t ms)
     pthread_mutex_unlock(mu);
 }
 
-static const redisReply *field(const redisReply *fields, const char *name)
-{
-    if (!fields || fields->type != REDIS_REPLY_ARRAY)
-        return NULL;
-    for (size_t i = 0; i + 1 < fields->elements; i += 2)
-        if (fields->element[i]->type == REDIS_REPLY_STRING &&
-            strcmp(fields->element[i]->str, name) == 0)
-            return fields->element[i + 1];
-    return NULL;
-}
-
 /* Feed one stream entry ([id, [field, value, ...]]). 0, or -1 to stop feeding. */
 static int feed_entry(struct part *p, const redisReply *ent)
 {
-    if (ent->type != REDIS_REPLY_ARRAY || ent->elements < 2 ||
-        ent->element[0]->type != REDIS_REPLY_STRING || ent->element[0]->len >= 48)
+    const char *id, *json;
+    size_t len;
+    int shape = tg__stream_entry(ent, &id, &json, &len);
+    if (shape < 0)
         return 0; /* an entry deleted while pending: nothing to run */
-    const char *id = ent->element[0]->str;
-    const redisReply *u = field(ent->element[1], "u");
-    if (!u || u->type != REDIS_REPLY_STRING) {
+    if (shape > 0) {
         tg__dispatcher_log(p->w->d, TG__LOG_WARN,
                            "fleet: entry %s of partition %u has no update; "
                            "dropped",
@@ -236,13 +225,12 @@ static int feed_entry(struct part *p, const redisReply *ent)
     if (!e)
         return -1;
     e->p = p;
-    memcpy(e->id, id, ent->element[0]->len + 1);
+    snprintf(e->id, sizeof e->id, "%s", id);
     pthread_mutex_lock(&p->mu);
     p->inflight++;
     pthread_mutex_unlock(&p->mu);
     char err[256];
-    tg_status st =
-        tg__dispatcher_feed(p->w->d, u->str, u->len, -1, on_done, e, NULL, err, sizeof err);
+    tg_status st = tg__dispatcher_feed(p->w->d, json, len, -1, on_done, e, NULL, err, sizeof err);
     if (st == TG_OK)
         return 0;
     on_done(e, 0, false);
@@ -282,22 +270,22 @@ static int ensure_group(struct part *p, tg__rconn *rc)
 /* Take over every pending entry of the partition, in id order. 0 or -1. */
 static int claim_pending(struct part *p, tg__rconn *rc)
 {
-    char cursor[48] = "0-0", count[16];
+    char cursor[TG__STREAM_ID_MAX] = "0-0", next[TG__STREAM_ID_MAX], count[16];
     snprintf(count, sizeof count, "%u", p->w->f->batch);
     for (int round = 0; round < 100000; round++) {
         const char *argv[] = {"XAUTOCLAIM", p->stream, TG__FLEET_GROUP, p->w->f->worker_id,
                               "0",          cursor,    "COUNT",         count};
         redisReply *r = tg__rconn_cmd(rc, p->stream, 8, argv, NULL);
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-            r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= sizeof cursor) {
+        const redisReply *entries;
+        if (tg__xautoclaim(r, next, &entries) != 0) {
             if (r)
                 tg__rconn_fail(rc, r, "XAUTOCLAIM");
             return -1;
         }
         uint64_t n = 0;
-        int frc = feed_entries(p, r->element[1], &n);
+        int frc = feed_entries(p, entries, &n);
         atomic_fetch_add(&p->w->f->st.claimed, n);
-        memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
+        memcpy(cursor, next, sizeof cursor);
         freeReplyObject(r);
         if (frc != 0)
             return -1;
@@ -320,11 +308,11 @@ static int read_batch(struct part *p, tg__rconn *rc)
     if (!r)
         return -1;
     int rc2 = 0;
+    const redisReply *entries = tg__xread_entries(r);
     if (tg__reply_is_err(r, "NOGROUP"))
         rc2 = -2;
-    else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-             r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2)
-        rc2 = feed_entries(p, r->element[0]->element[1], NULL);
+    else if (entries)
+        rc2 = feed_entries(p, entries, NULL);
     else if (r->type != REDIS_REPLY_NIL)
         return tg__rconn_fail(rc, r, "XREADGROUP"), -1;
     freeReplyObject(r);
