@@ -9,7 +9,9 @@
  *   proxy_tls   tgproxy with a FakeTLS client
  *   proxy_dd    tgproxy with a dd client
  * The proxy and the relay run in child processes: CPU per handshake is theirs alone, read
- * from /proc; allocations per handshake come from the child's malloc counter. A last row
+ * from the child's CPU clock (clock_getcpuclockid, nanoseconds); allocations per handshake
+ * come from the child's malloc counter. Relay, FakeTLS and dd run in five interleaved
+ * rounds, and the CPU ratios to the relay are the medians of the rounds' ratios. A last row
  * times the handshake computation alone in-process (hello parse + validate + answer +
  * obfs2 parse + DC header), the crypto part of the proxy's cost, and two more the
  * ServerHello key share alone, ours against a genuine OpenSSL X25519 key pair.
@@ -54,13 +56,19 @@ static void *hs_main(void *arg)
     return NULL;
 }
 
-/* Returns handshakes per second; *cpu_us and *allocs per handshake of proc (if any). */
-static double run(const char *name, uint16_t port, struct pcli_opts o, struct pproc *proc,
-                  int total, double floor_rate, double *cpu_out)
+struct hs_res {
+    double secs, cpu_us; /* wall seconds; CPU of proc in us (0 without proc) */
+    uint64_t allocs;     /* malloc calls in proc (0 when not counted) */
+    int n, failed;
+};
+
+/* total handshakes to port over THREADS client threads; proc's CPU and allocations. */
+static struct hs_res measure(uint16_t port, struct pcli_opts o, struct pproc *proc, int total)
 {
     struct hs_job jobs[THREADS];
     pthread_t th[THREADS];
     struct pproc_report r0 = {0}, r1 = {0};
+    struct hs_res res = {.n = total / THREADS * THREADS};
     if (proc)
         pproc_report(proc, &r0);
     uint64_t t0 = tg__now_ns();
@@ -68,25 +76,45 @@ static double run(const char *name, uint16_t port, struct pcli_opts o, struct pp
         jobs[i] = (struct hs_job){.port = port, .o = o, .n = total / THREADS};
         pthread_create(&th[i], NULL, hs_main, &jobs[i]);
     }
-    int failed = 0;
     for (int i = 0; i < THREADS; i++) {
         pthread_join(th[i], NULL);
-        failed += jobs[i].failed;
+        res.failed += jobs[i].failed;
     }
-    double secs = (double)(tg__now_ns() - t0) / 1e9;
+    res.secs = (double)(tg__now_ns() - t0) / 1e9;
     tg__sleep_ms(50); /* let the middle process finish its closes before sampling */
-    if (proc)
+    if (proc) {
         pproc_report(proc, &r1);
-    double rate = total / secs;
-    double cpu_us = proc ? (double)(r1.cpu_ns - r0.cpu_ns) / 1e3 / total : 0;
-    double allocs = proc && r1.allocs ? (double)(r1.allocs - r0.allocs) / total : -1;
+        res.cpu_us = (double)(r1.cpu_ns - r0.cpu_ns) / 1e3;
+        res.allocs = r1.allocs - r0.allocs;
+    }
+    return res;
+}
+
+static void add_res(struct hs_res *sum, const struct hs_res *r)
+{
+    sum->secs += r->secs;
+    sum->cpu_us += r->cpu_us;
+    sum->allocs += r->allocs;
+    sum->n += r->n;
+    sum->failed += r->failed;
+}
+
+/* One line for a path; returns handshakes per second. */
+static double report(const char *name, const struct hs_res *r, bool counted, double floor_rate)
+{
+    double rate = r->n / r->secs;
     pload_line(name,
                "handshakes_per_s=%.0f cpu_us_per_handshake=%.1f allocs_per_handshake=%.1f "
                "failures=%d floor=direct ratio=%.2f",
-               rate, cpu_us, allocs, failed, floor_rate > 0 ? rate / floor_rate : 1);
-    if (cpu_out)
-        *cpu_out = cpu_us;
+               rate, r->cpu_us / r->n, counted && r->allocs ? (double)r->allocs / r->n : -1,
+               r->failed, floor_rate > 0 ? rate / floor_rate : 1);
     return rate;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 /* ---- in-process: the handshake's computation alone ---- */
@@ -175,8 +203,8 @@ static void keyshare_rows(void)
     pload_line("proxy_keyshare_openssl_x25519", "ns_per_op=%.0f allocs_per_op=%.1f", evp_ns,
                counted ? evp_allocs : -1);
     pload_line("proxy_keyshare_subgroup_point",
-               "ns_per_op=%.0f allocs_per_op=%.1f floor=openssl_x25519_keygen ratio=%.2f",
-               ks_ns, counted ? ks_allocs : -1, ks_ns / evp_ns);
+               "ns_per_op=%.0f allocs_per_op=%.1f floor=openssl_x25519_keygen ratio=%.2f", ks_ns,
+               counted ? ks_allocs : -1, ks_ns / evp_ns);
 }
 
 int main(void)
@@ -195,20 +223,39 @@ int main(void)
     }
     struct pcli_opts direct = {.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 10000};
     /* warm-up: pools, allocator, OpenSSL's lazily fetched algorithms */
-    run("proxy_hs_warmup", h.port, pharness_client(&h, PCLI_TLS), &h.proc, 200, 0, NULL);
-    double floor = run("proxy_hs_direct", h.dc_port, direct, NULL, total, 0, NULL);
-    double relay_cpu = 0, tls_cpu = 0, dd_cpu = 0;
-    run("proxy_hs_relay", relay.port, direct, &relay, total, floor, &relay_cpu);
-    run("proxy_hs_proxy_tls", h.port, pharness_client(&h, PCLI_TLS), &h.proc, total, floor,
-        &tls_cpu);
-    run("proxy_hs_proxy_dd", h.port, pharness_client(&h, PCLI_DD), &h.proc, total, floor, &dd_cpu);
+    struct hs_res warm = measure(h.port, pharness_client(&h, PCLI_TLS), &h.proc, 200);
+    report("proxy_hs_warmup", &warm, true, 0);
+    struct hs_res dr = measure(h.dc_port, direct, NULL, total);
+    double floor = report("proxy_hs_direct", &dr, false, 0);
+    /* relay, FakeTLS and dd in turns (ROUNDS of total / ROUNDS each), so a change in the
+       machine's load during the run moves all three alike; the ratio is per round */
+    enum { ROUNDS = 5 };
+    struct hs_res rl = {0}, tls = {0}, dd = {0};
+    double tls_ratio[ROUNDS], dd_ratio[ROUNDS];
+    for (int k = 0; k < ROUNDS; k++) {
+        struct hs_res a = measure(relay.port, direct, &relay, total / ROUNDS);
+        struct hs_res b = measure(h.port, pharness_client(&h, PCLI_TLS), &h.proc, total / ROUNDS);
+        struct hs_res c = measure(h.port, pharness_client(&h, PCLI_DD), &h.proc, total / ROUNDS);
+        tls_ratio[k] = a.cpu_us > 0 ? (b.cpu_us / b.n) / (a.cpu_us / a.n) : 0;
+        dd_ratio[k] = a.cpu_us > 0 ? (c.cpu_us / c.n) / (a.cpu_us / a.n) : 0;
+        add_res(&rl, &a);
+        add_res(&tls, &b);
+        add_res(&dd, &c);
+    }
+    report("proxy_hs_relay", &rl, false, floor);
+    report("proxy_hs_proxy_tls", &tls, true, floor);
+    report("proxy_hs_proxy_dd", &dd, true, floor);
+    qsort(tls_ratio, ROUNDS, sizeof tls_ratio[0], cmp_double);
+    qsort(dd_ratio, ROUNDS, sizeof dd_ratio[0], cmp_double);
+    double relay_cpu = rl.cpu_us / rl.n, tls_cpu = tls.cpu_us / tls.n, dd_cpu = dd.cpu_us / dd.n;
     /* CPU against the plain relay doing the same TCP work (accept, connect, 64 bytes each
-       way, close): what the proxy adds per connection */
+       way, close): what the proxy adds per connection; ratio = median over the rounds */
     pload_line("proxy_hs_cpu_vs_relay",
                "relay_us=%.1f tls_us=%.1f tls_extra_us=%.1f tls_ratio=%.2f dd_us=%.1f "
-               "dd_extra_us=%.1f dd_ratio=%.2f",
-               relay_cpu, tls_cpu, tls_cpu - relay_cpu, relay_cpu > 0 ? tls_cpu / relay_cpu : 0,
-               dd_cpu, dd_cpu - relay_cpu, relay_cpu > 0 ? dd_cpu / relay_cpu : 0);
+               "dd_extra_us=%.1f dd_ratio=%.2f rounds=%d tls_ratio_range=%.2f-%.2f goal_ratio=1.5",
+               relay_cpu, tls_cpu, tls_cpu - relay_cpu, tls_ratio[ROUNDS / 2], dd_cpu,
+               dd_cpu - relay_cpu, dd_ratio[ROUNDS / 2], ROUNDS, tls_ratio[0],
+               tls_ratio[ROUNDS - 1]);
     crypto_floor(tls_cpu);
     keyshare_rows();
     pproc_stop(&relay);
