@@ -1,10 +1,11 @@
 /*
  * api_media: Bot API methods that send files and other media, and getFile: sendPhoto,
- * sendDocument, sendAudio, sendVideo, sendVoice, sendAnimation (uploads as multipart parts,
- * earlier file_ids, or URLs, which are recorded but not fetched), sendLocation,
- * sendContact, sendDice. Captions go through the same checks and parse modes as texts.
+ * sendDocument, sendAudio, sendVideo, sendVoice, sendAnimation, sendMediaGroup (uploads as
+ * multipart parts, earlier file_ids, or URLs, which are recorded but not fetched),
+ * sendLocation, sendContact, sendDice. Captions go through the same checks and parse modes as texts.
  * Uploaded files get a file_id, a file_unique_id and a file_path for downloads.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,7 +279,142 @@ static int h_send_dice(emu_req *r)
     return plain_send(r, c, p->reply_parameters, &p->reply_markup, &m);
 }
 
+/* ---- albums ---- */
+
+/* Caption fields shared by every InputMedia member. */
+typedef struct album_caption {
+    const char *text;
+    tg_parse_mode pm;
+    const tg_message_entity *ents;
+    size_t n;
+} album_caption;
+
+/* The message for item it (files resolved, caption parsed), without sending it. */
+static int album_item(emu_req *r, const tg_input_media_group_item *it, tg_message *m)
+{
+    album_caption cap = {0};
+    const tg_input_file *in;
+    const char *dir;
+    switch (it->kind) {
+    case TG_INPUT_MEDIA_GROUP_ITEM_PHOTO:
+        in = &it->photo->media, dir = "photos";
+        cap = (album_caption){it->photo->caption, it->photo->parse_mode,
+                              it->photo->caption_entities, it->photo->caption_entities_count};
+        break;
+    case TG_INPUT_MEDIA_GROUP_ITEM_VIDEO:
+        in = &it->video->media, dir = "videos";
+        cap = (album_caption){it->video->caption, it->video->parse_mode,
+                              it->video->caption_entities, it->video->caption_entities_count};
+        break;
+    case TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT:
+        in = &it->document->media, dir = "documents";
+        cap = (album_caption){it->document->caption, it->document->parse_mode,
+                              it->document->caption_entities, it->document->caption_entities_count};
+        break;
+    case TG_INPUT_MEDIA_GROUP_ITEM_AUDIO:
+        in = &it->audio->media, dir = "music";
+        cap = (album_caption){it->audio->caption, it->audio->parse_mode,
+                              it->audio->caption_entities, it->audio->caption_entities_count};
+        break;
+    default:
+        return emu_fail(r, 400,
+                        "this kind of media in an album is not emulated by "
+                        "tgbot-emulator");
+    }
+    emu_file *f = input_file(r, in, dir);
+    if (!f)
+        return -1;
+    char *text;
+    if (emu_check_text(r, cap.text, cap.pm.id, cap.ents, cap.n, true, &text, &m->caption_entities,
+                       &m->caption_entities_count))
+        return -1;
+    m->caption = text && *text ? text : NULL;
+    tg_opt_i64 size = TG_SOME((int64_t)f->len);
+    if (it->kind == TG_INPUT_MEDIA_GROUP_ITEM_PHOTO) {
+        tg_photo_size *ps = tg__arena_zalloc(r->a, sizeof *ps);
+        *ps = (tg_photo_size){.file_id = f->file_id,
+                              .file_unique_id = f->unique_id,
+                              .width = 320,
+                              .height = 320,
+                              .file_size = size};
+        m->photo = ps;
+        m->photo_count = 1;
+    } else if (it->kind == TG_INPUT_MEDIA_GROUP_ITEM_VIDEO) {
+        tg_video *v = tg__arena_zalloc(r->a, sizeof *v);
+        *v = (tg_video){.file_id = f->file_id,
+                        .file_unique_id = f->unique_id,
+                        .width = opt_or(it->video->width, 0),
+                        .height = opt_or(it->video->height, 0),
+                        .duration = opt_or(it->video->duration, 0),
+                        .file_size = size};
+        m->video = v;
+    } else if (it->kind == TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT) {
+        tg_document *d = tg__arena_zalloc(r->a, sizeof *d);
+        *d = (tg_document){.file_id = f->file_id,
+                           .file_unique_id = f->unique_id,
+                           .file_name = f->name,
+                           .mime_type = f->mime,
+                           .file_size = size};
+        m->document = d;
+    } else {
+        tg_audio *a = tg__arena_zalloc(r->a, sizeof *a);
+        *a = (tg_audio){.file_id = f->file_id,
+                        .file_unique_id = f->unique_id,
+                        .duration = opt_or(it->audio->duration, 0),
+                        .performer = it->audio->performer,
+                        .title = it->audio->title,
+                        .file_name = f->name,
+                        .file_size = size};
+        m->audio = a;
+    }
+    return 0;
+}
+
+/* Documents and audio only go with their own kind, as on Telegram. */
+static bool album_kinds_ok(const tg_send_media_group_params *p)
+{
+    for (size_t i = 1; i < p->media_count; i++) {
+        int a = p->media[0].kind, b = p->media[i].kind;
+        bool solo_a =
+            a == TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT || a == TG_INPUT_MEDIA_GROUP_ITEM_AUDIO;
+        bool solo_b =
+            b == TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT || b == TG_INPUT_MEDIA_GROUP_ITEM_AUDIO;
+        if ((solo_a || solo_b) && a != b)
+            return false;
+    }
+    return true;
+}
+
+static int h_send_media_group(emu_req *r)
+{
+    const tg_send_media_group_params *p = r->p;
+    emu_chat *c = emu_req_chat(r, &p->chat_id, true);
+    if (!c)
+        return -1;
+    if (p->media_count < 2 || p->media_count > 10)
+        return emu_fail(r, 400, "an album must hold 2 to 10 media");
+    if (!album_kinds_ok(p))
+        return emu_fail(r, 400, "documents and audio can only be grouped with their own kind");
+    tg_message *ms = tg__arena_zalloc(r->a, p->media_count * sizeof *ms);
+    char group[32];
+    snprintf(group, sizeof group, "%lld", (long long)(c->next_msg_id * 7919 + c->id));
+    for (size_t i = 0; i < p->media_count; i++) {
+        if (album_item(r, &p->media[i], &ms[i]))
+            return -1; /* nothing sent: every item is checked first */
+        ms[i].media_group_id = group;
+    }
+    if (emu_apply_reply(r, c, p->reply_parameters, &ms[0]))
+        return -1;
+    tg__jw_arr_begin(&r->w);
+    for (size_t i = 0; i < p->media_count; i++)
+        if (emu_finish_send(r, c, &ms[i]))
+            return -1;
+    tg__jw_arr_end(&r->w);
+    return 0;
+}
+
 const emu_method_entry emu_media_methods[] = {
+    {"sendMediaGroup", h_send_media_group},
     {"getFile", h_get_file},
     {"sendPhoto", h_send_photo},
     {"sendDocument", h_send_document},

@@ -279,6 +279,25 @@ static const step messages[] = {
      "\"contact\":{\"phone_number\":\"+100\"", -1},
     {"sendContact", 'j', "{\"chat_id\":$USER,\"first_name\":\"Al\"}", 400, "phone_number is empty",
      -1},
+    {"sendMediaGroup", 'm',
+     "chat_id=$USER&media=[{\"type\":\"photo\",\"media\":\"attach://a\","
+     "\"caption\":\"<b>one</b>\",\"parse_mode\":\"HTML\"},{\"type\":"
+     "\"photo\",\"media\":\"attach://b\"}]&file:a=A&file:b=B",
+     0, "\"media_group_id\"", -1},
+    {"sendMediaGroup", 'j',
+     "{\"chat_id\":$USER,\"media\":[{\"type\":\"photo\",\"media\":"
+     "\"EMUFILE00000001AgADBAADemulator\"}]}",
+     400, "an album must hold 2 to 10 media", -1},
+    {"sendMediaGroup", 'j',
+     "{\"chat_id\":$USER,\"media\":[{\"type\":\"photo\",\"media\":"
+     "\"EMUFILE00000001AgADBAADemulator\"},{\"type\":\"document\","
+     "\"media\":\"EMUFILE00000002AgADBAADemulator\"}]}",
+     400, "only be grouped with their own kind", -1},
+    {"sendMediaGroup", 'j',
+     "{\"chat_id\":$USER,\"media\":[{\"type\":\"photo\",\"media\":"
+     "\"EMUFILE00000001AgADBAADemulator\"},{\"type\":\"photo\","
+     "\"media\":\"attach://missing\"}]}",
+     400, "wrong file identifier/HTTP URL specified", -1},
     {"sendDice", 'j', "{\"chat_id\":$USER}", 0, "\"dice\":{\"emoji\":\"\xf0\x9f\x8e\xb2\"", -1},
     {"sendDice", 'j', "{\"chat_id\":$USER,\"emoji\":\"x\"}", 400, "invalid dice emoji", -1},
     {"sendPhoto", 'j',
