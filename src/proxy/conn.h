@@ -176,22 +176,23 @@ struct conn {
     struct faketls_reader rd;     /* client records after the ServerHello */
     uint8_t *hs;                  /* handshake bytes read so far (pool buffer) */
     uint32_t hs_len;
-    uint32_t secret; /* index into cfg->secrets; UINT32_MAX = none yet */
+    uint32_t early_sent; /* bytes of hs already passed on to an early fronting connection */
+    uint32_t secret;     /* index into cfg->secrets; UINT32_MAX = none yet */
     int16_t dc;
-    uint8_t state;  /* enum conn_state */
-    uint8_t end;    /* enum conn_end */
-    uint8_t addr_i; /* DC address being tried (upstream_addr index) */
+    uint8_t state;    /* enum conn_state */
+    uint8_t end;      /* enum conn_end */
+    uint8_t addr_i;   /* DC address being tried (upstream_addr index) */
     uint16_t dns_idx; /* worker->names[] entry waited for in the *_RESOLVE states */
     bool tls, fast;
-    bool pp_done; /* listener PROXY header consumed (if configured) */
+    bool pp_done;              /* listener PROXY header consumed (if configured) */
     struct proxyproto_addr pp; /* what that header said (family 0 = use the socket) */
-    bool parked;  /* ciphers parked while quiet; timer in tq_idle */
-    bool site_done; /* fronted: the site's FIN reached the client; timer in tq_done */
-    uint8_t reset_by; /* CONN_RESET_*: the socket a reset came from (relay.c) */
-    bool early_tried; /* HELLO: an early fronting connection was attempted (once) */
-    bool early_up;    /* HELLO: ufd is an early fronting connection, connected */
-    uint32_t early_sent; /* bytes of hs already passed on to the early connection */
-    bool silent_done;    /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
+    bool parked;               /* ciphers parked while quiet; timer in tq_idle */
+    /* one byte of flags for fronting (issue 10) */
+    uint8_t site_done : 1;   /* fronted: the site's FIN reached the client; timer in tq_done */
+    uint8_t reset_by : 2;    /* CONN_RESET_*: the socket a reset came from (relay.c) */
+    uint8_t early_tried : 1; /* HELLO: an early fronting connection was attempted (once) */
+    uint8_t early_up : 1;    /* HELLO: ufd is an early fronting connection, connected */
+    uint8_t silent_done : 1; /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
 };
 
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */
