@@ -73,10 +73,39 @@ static void test_fail_each_allocation(void **state)
     assert_true(round_trip());
 }
 
+/* Out of memory is never reported as a malformed update (issue 17): whichever allocation of
+ * a cold worker fails, run_one says TG_ERR_NOMEM or, when the handler's own call failed
+ * cleanly, TG_OK; never TG_ERR_DECODE. */
+static void test_nomem_is_not_decode(void **state)
+{
+    (void)state;
+    tg__log_default()->level = TG__LOG_OFF;
+    const char *json = "{\"update_id\":1,\"message\":{\"message_id\":1,\"date\":2,\"chat\":"
+                       "{\"id\":5,\"type\":\"private\"},\"text\":\"/go now\"}}";
+    bool completed = false, saw_nomem = false;
+    for (uint64_t n = 1; n < 200 && !completed; n++) {
+        tg_router *r = tg_router_new();
+        tg_router_on_command(r, "go", h_go, NULL);
+        tg_dispatcher *d = tg_dispatcher_new(NULL, r, &(tg_dispatcher_options){.workers = 1});
+        assert_non_null(d);
+        tg__alloc_fail_at(n);
+        tg_status st = tg_dispatcher_run_one(d, json, strlen(json));
+        completed = !tg__alloc_failed();
+        tg__alloc_fail_at(0);
+        assert_int_not_equal(st, TG_ERR_DECODE);
+        saw_nomem |= st == TG_ERR_NOMEM;
+        tg_dispatcher_free(d);
+        tg_router_free(r);
+    }
+    assert_true(completed);
+    assert_true(saw_nomem);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fail_each_allocation),
+        cmocka_unit_test(test_nomem_is_not_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,10 +73,11 @@ static tg_status process(tg_dispatcher *d, struct tg_hctx *h, const char *json, 
     tg__hctx_reset(h);
     char err[256];
     const char *user = d->router->username;
-    if (tg__event_parse(&h->ev, &h->doc, &h->arena, json, len, user, err, sizeof err) != 0) {
+    int prc = tg__event_parse(&h->ev, &h->doc, &h->arena, json, len, user, err, sizeof err);
+    if (prc != 0) {
         dlog(d, TG__LOG_WARN, "dispatch: %s", err);
         atomic_fetch_add(&d->st.failed, 1);
-        return TG_ERR_DECODE;
+        return prc == -2 ? TG_ERR_NOMEM : TG_ERR_DECODE;
     }
     tg_status st = TG_OK;
     bool handled = true;
@@ -175,7 +176,7 @@ tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, in
     int prc = tg__event_key_parse(doc, json, len, &k, err, errcap);
     doc_put(d, doc);
     if (prc != 0)
-        return reject(d, TG_ERR_DECODE);
+        return reject(d, prc == -2 ? TG_ERR_NOMEM : TG_ERR_DECODE);
     struct feed_item *fi = tg__malloc(sizeof *fi + len + 1);
     if (!fi) {
         snprintf(err, errcap, "update %lld: out of memory", (long long)k.update_id);

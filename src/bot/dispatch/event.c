@@ -86,7 +86,7 @@ static int parse_root(tg__jdoc *doc, const char *json, size_t len, int64_t *id, 
     tg__jerr je;
     if (tg__json_parse(doc, json, len, &je) != 0) {
         fmt_err(doc, &je, err, cap);
-        return -1;
+        return je.nomem ? -2 : -1;
     }
     if (doc->toks[0].type != TG__J_OBJECT) {
         snprintf(err, cap, "update: expected object, found %s",
@@ -271,8 +271,9 @@ int tg__event_parse(tg_event *ev, tg__jdoc *doc, tg__arena *a, const char *json,
 {
     uint32_t p;
     *ev = (tg_event){.json = json, .json_len = len, .kind_name = "unknown"};
-    if (parse_root(doc, json, len, &ev->update_id, &p, err, errcap) != 0)
-        return -1;
+    int rc = parse_root(doc, json, len, &ev->update_id, &p, err, errcap);
+    if (rc != 0)
+        return rc;
     if (p == UINT32_MAX)
         return 0;
     const tg__jtok *kt = &doc->toks[p - 1];
@@ -281,7 +282,7 @@ int tg__event_parse(tg_event *ev, tg__jdoc *doc, tg__arena *a, const char *json,
     if (!ev->kind_name || !fill_fields(ev, doc, p, a)) {
         snprintf(err, errcap, "update %lld: out of memory decoding the %s",
                  (long long)ev->update_id, tg_update_kind_name(ev->kind));
-        return -1;
+        return -2;
     }
     parse_command(ev, username);
     return 0;

@@ -28,14 +28,16 @@ typedef struct tg__event_key {
 
 /*
  * Tokenize json and read update_id, the kind and the ordering key. Returns 0, or -1 with a
- * message in err ("update: expected object, found array (at byte 0)"; "update_id: missing").
+ * message in err ("update: expected object, found array (at byte 0)"; "update_id: missing"),
+ * or -2 when memory ran out (err says so).
  */
 int tg__event_key_parse(tg__jdoc *doc, const char *json, size_t len, tg__event_key *out, char *err,
                         size_t errcap);
 
 /*
  * Fill ev from json (tokenized again into doc) with strings in a. username (may be NULL)
- * decides command_for_me. Returns 0, or -1 with err filled (malformed JSON or out of memory).
+ * decides command_for_me. Returns 0, -1 with err filled (malformed JSON) or -2 (out of
+ * memory).
  */
 int tg__event_parse(tg_event *ev, tg__jdoc *doc, tg__arena *a, const char *json, size_t len,
                     const char *username, char *err, size_t errcap);

@@ -67,12 +67,12 @@ const tg_update *tg_hctx_update(tg_hctx *h)
         return NULL;
     }
     /* h->doc still holds this update's tokens (tg__event_parse) and ev.json its bytes. */
-    if (tg__codec_decode(update_type, &h->doc, 0, &h->arena, out, &je) != TG_OK) {
+    tg_status st = tg__codec_decode(update_type, &h->doc, 0, &h->arena, out, &je);
+    if (st != TG_OK) {
         tg__buf b;
         tg__buf_init(&b, 512);
         tg__json_errmsg(&h->doc, &je, &b);
-        tg_hctx_fail(h, TG_ERR_DECODE, "update %lld: %s", (long long)h->ev.update_id,
-                     tg__buf_cstr(&b));
+        tg_hctx_fail(h, st, "update %lld: %s", (long long)h->ev.update_id, tg__buf_cstr(&b));
         tg__buf_cleanup(&b);
         return NULL;
     }

@@ -205,8 +205,9 @@ tg_status tg__fleet_publish(tg_fleet *f, const char *json, size_t len, char *err
     struct tg__pubconn *pc = &f->pub[atomic_fetch_add(&f->next_pub, 1) % TG__FLEET_NPUB];
     tg__event_key k;
     pthread_mutex_lock(&pc->mu);
-    tg_status st = TG_ERR_DECODE;
-    if (tg__event_key_parse(&pc->doc, json, len, &k, err, errcap) == 0)
+    int prc = tg__event_key_parse(&pc->doc, json, len, &k, err, errcap);
+    tg_status st = prc == -2 ? TG_ERR_NOMEM : TG_ERR_DECODE;
+    if (prc == 0)
         st = xadd(f, pc, &k, json, len, err, errcap);
     pthread_mutex_unlock(&pc->mu);
     if (st == TG_OK)
