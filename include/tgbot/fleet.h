@@ -59,7 +59,9 @@ typedef struct tg_fleet_options {
                                    most this long; handlers must finish well within it; 0 = 10000 */
     uint32_t batch;             /* entries read per XREADGROUP; 0 = 64 */
     const char *worker_id;      /* this process's name in the fleet (copied; 1..64 of
-                                   [A-Za-z0-9_.:-]); NULL = "<hostname>-<pid>-<random>" */
+                                   [A-Za-z0-9_.:-]); NULL = "<hostname>-<pid>-<random>".
+                                   Unique among live processes: two with one id would hold
+                                   the same leases at once */
 } tg_fleet_options;
 
 /*
@@ -101,7 +103,8 @@ typedef struct tg_fleet_worker_options {
  * Redis outages are survived: the loop retries, and partitions whose lease could not be
  * renewed are given up until Redis answers again.
  * Returns TG_OK after a clean stop, TG_ERR_TIMEOUT when the drain dropped updates (they stay
- * pending and are redelivered), TG_ERR_INVALID (NULL argument, or already running).
+ * pending and are redelivered), TG_ERR_INVALID (NULL argument, unknown options, or already
+ * running), TG_ERR_NOMEM.
  */
 TG_API tg_status tg_fleet_run_worker_sized(tg_fleet *f, tg_dispatcher *d,
                                            const tg_fleet_worker_options *opts, size_t opts_size);
