@@ -207,6 +207,12 @@ int tg__dispatcher_stop_fd(const struct tg_dispatcher *d);
 /* updates/webhook_api.c: wait until tg_dispatcher_stop(d) or timeout_ms (-1 = forever). */
 void tg__wait_stop(struct tg_dispatcher *d, int timeout_ms);
 
+/* updates/poller.c: the getUpdates parameters (offset left out when 0: Telegram's default)
+ * into b. 0, or nonzero when b cannot hold them. */
+struct tg_polling_options;
+int tg__getupdates_request(tg__buf *b, const struct tg_polling_options *o, int64_t offset,
+                           uint32_t timeout_s, uint32_t limit);
+
 /* updates/webhook_api.c: a thread that turns tg_dispatcher_stop(d) into tg_ctx_cancel(ctx),
  * so a long poll on ctx ends at once (the poller and the fleet's poller). */
 struct tg__stop_watch {

@@ -136,29 +136,6 @@ static int64_t publish_batch(struct fpoll *p, const char *res, size_t len, int64
     return offset;
 }
 
-static int encode_request(struct fpoll *p, int64_t offset, uint32_t timeout_s)
-{
-    tg__jw w;
-    tg__buf_reset(&p->req);
-    tg__jw_init(&w, &p->req);
-    tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "offset", 6);
-    tg__jw_i64(&w, offset);
-    tg__jw_key(&w, "timeout", 7);
-    tg__jw_i64(&w, timeout_s);
-    tg__jw_key(&w, "limit", 5);
-    tg__jw_i64(&w, p->o.limit && p->o.limit <= 100 ? p->o.limit : 100);
-    if (p->o.allowed_updates) {
-        tg__jw_key(&w, "allowed_updates", 15);
-        tg__jw_arr_begin(&w);
-        for (size_t i = 0; p->o.allowed_updates[i]; i++)
-            tg__jw_str(&w, p->o.allowed_updates[i]);
-        tg__jw_arr_end(&w);
-    }
-    tg__jw_obj_end(&w);
-    return w.err;
-}
-
 static tg_status poll_once(struct fpoll *p, bool *empty)
 {
     bool ok;
@@ -168,7 +145,8 @@ static tg_status poll_once(struct fpoll *p, bool *empty)
     uint32_t timeout_s = p->o.timeout_s ? p->o.timeout_s : 30;
     if (timeout_s > p->f->lease_ms / 2000)
         timeout_s = p->f->lease_ms / 2000;
-    if (encode_request(p, offset, timeout_s) != 0)
+    uint32_t limit = p->o.limit && p->o.limit <= 100 ? p->o.limit : 100;
+    if (tg__getupdates_request(&p->req, &p->o, offset, timeout_s, limit) != 0)
         return TG_ERR_NOMEM;
     const char *res;
     size_t len;

@@ -43,11 +43,12 @@ static void on_done(void *user, int64_t update_id, bool handled)
         tg__offsets_done(&p->offs, update_id);
 }
 
-static int encode_request(struct poller *p, int64_t offset, uint32_t timeout_s, uint32_t limit)
+int tg__getupdates_request(tg__buf *b, const tg_polling_options *o, int64_t offset,
+                           uint32_t timeout_s, uint32_t limit)
 {
     tg__jw w;
-    tg__buf_reset(&p->req);
-    tg__jw_init(&w, &p->req);
+    tg__buf_reset(b);
+    tg__jw_init(&w, b);
     tg__jw_obj_begin(&w);
     if (offset) {
         tg__jw_key(&w, "offset", 6);
@@ -57,11 +58,11 @@ static int encode_request(struct poller *p, int64_t offset, uint32_t timeout_s, 
     tg__jw_i64(&w, timeout_s);
     tg__jw_key(&w, "limit", 5);
     tg__jw_i64(&w, limit);
-    if (p->o.allowed_updates) {
+    if (o->allowed_updates) {
         tg__jw_key(&w, "allowed_updates", 15);
         tg__jw_arr_begin(&w);
-        for (size_t i = 0; p->o.allowed_updates[i]; i++)
-            tg__jw_str(&w, p->o.allowed_updates[i]);
+        for (size_t i = 0; o->allowed_updates[i]; i++)
+            tg__jw_str(&w, o->allowed_updates[i]);
         tg__jw_arr_end(&w);
     }
     tg__jw_obj_end(&w);
@@ -144,7 +145,8 @@ static tg_status poll_once(struct poller *p, uint32_t timeout_s)
 {
     const char *res;
     size_t len;
-    if (encode_request(p, tg__offsets_confirmed(&p->offs), timeout_s, p->o.limit) != 0)
+    if (tg__getupdates_request(&p->req, &p->o, tg__offsets_confirmed(&p->offs), timeout_s,
+                               p->o.limit) != 0)
         return TG_ERR_NOMEM;
     tg_status st = tg_call_raw(p->ctx, "getUpdates", tg__buf_cstr(&p->req), p->req.len, &res, &len);
     if (st != TG_OK)
