@@ -2,8 +2,9 @@
  * api_media: Bot API methods that send files and other media, and getFile: sendPhoto,
  * sendDocument, sendAudio, sendVideo, sendVoice, sendAnimation, sendMediaGroup (uploads as
  * multipart parts, earlier file_ids, or URLs, which are recorded but not fetched),
- * sendLocation, sendContact, sendDice. Captions go through the same checks and parse modes as texts.
- * Uploaded files get a file_id, a file_unique_id and a file_path for downloads.
+ * sendLocation, sendContact, sendDice. Captions go through the same checks and parse
+ * modes as texts. Uploaded files get a file_id, a file_unique_id and a file_path for
+ * downloads.
  */
 #include <stdio.h>
 #include <stdlib.h>
