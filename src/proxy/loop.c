@@ -42,7 +42,7 @@ int loop_init(struct loop *l)
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wakefd, &ev) < 0)
         goto fail;
-    l->now_ms = tg__now_ms();
+    loop_set_clock(l, NULL, NULL);
     return 0;
 fail:;
     int err = -errno;
@@ -143,20 +143,40 @@ void loop_timer_start(struct loop *l, struct loop_tq *q, struct loop_timer *t, l
     q->head.prev = t;
 }
 
+static uint64_t mono_ms(void *ud)
+{
+    (void)ud;
+    return tg__now_ms();
+}
+
+void loop_set_clock(struct loop *l, loop_clock_fn fn, void *ud)
+{
+    l->clock = fn ? fn : mono_ms;
+    l->clock_ud = fn ? ud : NULL;
+    l->now_ms = l->clock(l->clock_ud);
+}
+
+uint64_t loop_next_deadline(const struct loop *l)
+{
+    uint64_t d = UINT64_MAX;
+    for (size_t i = 0; i < l->n_tq; i++) {
+        const struct loop_tq *q = l->tqs[i];
+        if (q->head.next != &q->head && q->head.next->deadline_ms < d)
+            d = q->head.next->deadline_ms;
+    }
+    return d;
+}
+
 /* Milliseconds until the earliest deadline, capped by max_wait_ms (-1 = no cap). */
 static int next_wait(const struct loop *l, int max_wait_ms)
 {
-    int64_t wait = max_wait_ms;
-    for (size_t i = 0; i < l->n_tq; i++) {
-        const struct loop_tq *q = l->tqs[i];
-        if (q->head.next == &q->head)
-            continue;
-        uint64_t d = q->head.next->deadline_ms;
-        int64_t w = d > l->now_ms ? (int64_t)(d - l->now_ms) : 0;
-        if (wait < 0 || w < wait)
-            wait = w;
-    }
-    return wait > INT32_MAX ? INT32_MAX : (int)wait;
+    uint64_t d = loop_next_deadline(l);
+    if (d == UINT64_MAX)
+        return max_wait_ms;
+    uint64_t w = d > l->now_ms ? d - l->now_ms : 0;
+    if (max_wait_ms >= 0 && (uint64_t)max_wait_ms < w)
+        return max_wait_ms;
+    return w > INT32_MAX ? INT32_MAX : (int)w;
 }
 
 static void run_timers(struct loop *l)
@@ -196,7 +216,7 @@ int loop_run_once(struct loop *l, int max_wait_ms)
     int n = epoll_wait(l->epfd, evs, LOOP_MAX_EVENTS, next_wait(l, max_wait_ms));
     if (n < 0 && errno != EINTR)
         return -errno;
-    l->now_ms = tg__now_ms();
+    l->now_ms = l->clock(l->clock_ud);
     l->batch_n = n < 0 ? 0 : n;
     for (l->batch_i = 0; l->batch_i < l->batch_n;) {
         int i = l->batch_i++;

@@ -11,6 +11,8 @@
  * idle), so timers live in FIFO queues (struct loop_tq) of one duration each: starting a timer
  * appends it, and a queue is naturally sorted by deadline. Start, stop and expiry are O(1);
  * the loop sleeps until the earliest head. A timer is one intrusive node (no allocation).
+ * Time is read from the loop's clock once per iteration (now_ms); the clock is the
+ * monotonic one unless loop_set_clock() injects another (tests run in virtual time).
  *
  * Wake-up: loop_stop() may be called from any thread (or a signal handler); it writes an
  * eventfd, then sets a flag, and loop_run() returns after the current iteration. Once
@@ -37,6 +39,8 @@ struct loop_timer;
 /* events: LOOP_READ / LOOP_WRITE / LOOP_ERROR as reported by epoll. */
 typedef void (*loop_io_fn)(struct loop *l, struct loop_io *io, unsigned events);
 typedef void (*loop_timer_fn)(struct loop *l, struct loop_timer *t);
+/* The loop's clock: milliseconds on a scale that never goes back (ud: loop_set_clock's). */
+typedef uint64_t (*loop_clock_fn)(void *ud);
 
 struct loop_io {
     int fd;        /* -1 when not registered */
@@ -61,9 +65,11 @@ struct loop_tq {
 
 struct loop {
     int epfd;
-    int wakefd;        /* eventfd written by loop_stop */
-    volatile int stop; /* set by loop_stop, read with atomics */
-    uint64_t now_ms;   /* monotonic time at the start of this iteration */
+    int wakefd;          /* eventfd written by loop_stop */
+    volatile int stop;   /* set by loop_stop, read with atomics */
+    uint64_t now_ms;     /* the clock's time at the start of this iteration */
+    loop_clock_fn clock; /* tg__now_ms unless loop_set_clock gave another */
+    void *clock_ud;
     struct loop_tq *tqs[LOOP_MAX_TQ];
     size_t n_tq;
     /* dispatch state, so deletions can cancel pending events of this batch */
@@ -71,8 +77,17 @@ struct loop {
     int batch_n, batch_i;
 };
 
-/* 0 or -errno. On failure nothing is held. */
+/* 0 or -errno. On failure nothing is held. The clock is the monotonic one. */
 int loop_init(struct loop *l);
+/*
+ * Replace the loop's clock (NULL = the monotonic one again) and read it at once into
+ * now_ms. Tests use it to run connections in virtual time: advance their clock, then call
+ * loop_run_once(l, 0), which fires every timer whose deadline the clock reached (epoll
+ * never sleeps on a virtual deadline: its wait is real time). Loop thread only.
+ */
+void loop_set_clock(struct loop *l, loop_clock_fn fn, void *ud);
+/* The earliest deadline of any queued timer, or UINT64_MAX when none is queued. */
+uint64_t loop_next_deadline(const struct loop *l);
 /* Closes the epoll and wake fds; registered fds are the caller's to close. NULL-safe. */
 void loop_cleanup(struct loop *l);
 

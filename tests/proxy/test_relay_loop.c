@@ -23,37 +23,58 @@ static void on_rec(struct loop *l, struct loop_timer *t)
     r->order[(*r->n)++] = r->id;
 }
 
-static void run_until(struct loop *l, int *n, int want)
+/* A virtual clock: timers fire when the test moves it, never because real time passed. */
+struct vclock {
+    uint64_t ms;
+};
+
+static uint64_t vclock_read(void *ud)
 {
-    for (int i = 0; i < 200 && *n < want; i++)
-        assert_int_equal(loop_run_once(l, 50), 0);
+    return ((struct vclock *)ud)->ms;
 }
 
 static void test_timers_fire_in_deadline_order(void **state)
 {
     (void)state;
     struct loop l;
+    struct vclock vc = {.ms = 1000};
     assert_int_equal(loop_init(&l), 0);
+    loop_set_clock(&l, vclock_read, &vc);
+    assert_int_equal(l.now_ms, 1000);
     struct loop_tq fast, slow;
     assert_int_equal(loop_tq_add(&l, &slow, 60), 0);
     assert_int_equal(loop_tq_add(&l, &fast, 20), 0);
+    assert_int_equal(loop_next_deadline(&l), UINT64_MAX);
     int order[4], n = 0;
     struct rec r[4];
     for (int i = 0; i < 4; i++)
         r[i] = (struct rec){.id = i, .order = order, .n = &n};
     loop_timer_start(&l, &slow, &r[0].t, on_rec);
     loop_timer_start(&l, &fast, &r[1].t, on_rec);
-    loop_timer_start(&l, &slow, &r[2].t, on_rec);
+    vc.ms = 1010;
+    assert_int_equal(loop_run_once(&l, 0), 0);
+    loop_timer_start(&l, &slow, &r[2].t, on_rec); /* deadline 1070 */
     loop_timer_start(&l, &fast, &r[3].t, on_rec);
     loop_timer_stop(&r[3].t); /* stopped timers never fire */
     assert_false(loop_timer_active(&r[3].t));
-    run_until(&l, &n, 3);
-    assert_int_equal(n, 3);
+    assert_int_equal(loop_next_deadline(&l), 1020);
+    static const struct {
+        uint64_t at;
+        int fired;
+    } steps[] = {{1019, 0}, {1020, 1}, {1059, 1}, {1060, 2}, {1069, 2}, {1070, 3}, {5000, 3}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        vc.ms = steps[i].at;
+        assert_int_equal(loop_run_once(&l, 0), 0);
+        if (n != steps[i].fired)
+            fail_msg("at %llu ms: %d timers fired, want %d", (unsigned long long)vc.ms, n,
+                     steps[i].fired);
+    }
     assert_int_equal(order[0], 1);
     assert_int_equal(order[1], 0);
     assert_int_equal(order[2], 2);
-    assert_int_equal(loop_run_once(&l, 0), 0);
-    assert_int_equal(n, 3);
+    assert_int_equal(loop_next_deadline(&l), UINT64_MAX);
+    loop_set_clock(&l, NULL, NULL); /* back to the monotonic clock */
+    assert_int_equal(l.now_ms / 1000, tg__now_ms() / 1000);
     loop_cleanup(&l);
 }
 
@@ -70,19 +91,27 @@ static void on_restart(struct loop *l, struct loop_timer *t)
         loop_timer_start(l, r->q, t, on_restart);
 }
 
+/* A callback that restarts its timer lands behind now: one firing per iteration at most. */
 static void test_timer_restart_in_callback_is_bounded(void **state)
 {
     (void)state;
     struct loop l;
+    struct vclock vc = {.ms = 50};
     assert_int_equal(loop_init(&l), 0);
+    loop_set_clock(&l, vclock_read, &vc);
     struct loop_tq q;
     assert_int_equal(loop_tq_add(&l, &q, 0), 0); /* clamped to 1 ms: no busy loop */
     struct restarter r = {.q = &q};
     loop_timer_start(&l, &q, &r.t, on_restart);
-    assert_int_equal(loop_run_once(&l, 20), 0);
-    assert_true(r.fired >= 1 && r.fired <= 3);
-    for (int i = 0; i < 100 && r.fired < 3; i++)
-        assert_int_equal(loop_run_once(&l, 20), 0);
+    assert_int_equal(loop_run_once(&l, 0), 0);
+    assert_int_equal(r.fired, 0);
+    for (int i = 1; i <= 3; i++) {
+        vc.ms++;
+        assert_int_equal(loop_run_once(&l, 0), 0);
+        assert_int_equal(r.fired, i);
+    }
+    vc.ms += 100;
+    assert_int_equal(loop_run_once(&l, 0), 0);
     assert_int_equal(r.fired, 3);
     assert_false(loop_timer_active(&r.t));
     loop_cleanup(&l);
