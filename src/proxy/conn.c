@@ -26,8 +26,8 @@
 #define CONN_POOL_KEEP 4096 /* struct conn kept cached per worker */
 #define BUF_POOL_KEEP  256  /* I/O buffers kept cached per worker */
 #define HS_HEADROOM                                                                                \
-    64                 /* bytes kept free in the handshake buffer for a PROXY v2                   \
-                          header in front of the bytes replayed to the fronting host */
+    64 /* bytes kept free in the handshake buffer for a PROXY v2                                   \
+          header in front of the bytes replayed to the fronting host */
 _Static_assert(HS_HEADROOM >= PROXYPROTO_BUILD_MAX, "PROXY v2 header room");
 
 static const char *const end_names[] = {
@@ -52,6 +52,8 @@ const char *conn_end_name(enum conn_end e)
 
 static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events);
 static void on_timer(struct loop *l, struct loop_timer *t);
+static void on_upstream(struct upstream_req *r, int fd, int result);
+static void upstream_ready(struct conn *c);
 static void relay_timer(struct conn *c);
 static void front(struct conn *c, bool deadline);
 
@@ -127,8 +129,7 @@ static void log_end(const struct conn *c)
             conn_end_name((enum conn_end)c->end), c->dc, label_of(c),
             (unsigned long long)(c->w->loop.now_ms - c->start_ms), (unsigned long long)c->bytes_up,
             (unsigned long long)c->bytes_down,
-            c->state == CONN_FRONT_RELAY || c->state == CONN_FRONT_CONNECT ||
-                    c->state == CONN_FRONT_RESOLVE || c->early_up
+            c->state == CONN_FRONT_RELAY || c->state == CONN_FRONT_CONNECT || c->early_up
                 ? "fronted"
             : c->tls ? "tls"
                      : "obfs2");
@@ -151,11 +152,10 @@ void conn_close(struct conn *c, enum conn_end why)
     stats_add(&w->stats, bytes_up, c->bytes_up);
     stats_add(&w->stats, bytes_down, c->bytes_down);
     loop_timer_stop(&c->timer);
-    upstream_forget(c); /* no-op unless waiting for a lookup */
+    upstream_cancel(&c->up);           /* no-op unless a connect or a lookup is under way */
     loop_io_forget(&w->loop, &c->cli); /* both sockets are closed just below */
-    loop_io_forget(&w->loop, &c->up);
-    if ((c->state == CONN_FRONT_RELAY || c->state == CONN_HELLO) &&
-        c->reset_by != CONN_RESET_NONE)
+    loop_io_forget(&w->loop, &c->up.io);
+    if ((c->state == CONN_FRONT_RELAY || c->state == CONN_HELLO) && c->reset_by != CONN_RESET_NONE)
         reset_on_close(c->reset_by == CONN_RESET_UPSTREAM ? c->cfd : c->ufd);
     if (c->cfd >= 0)
         close(c->cfd);
@@ -195,7 +195,8 @@ void conn_accept(struct conn_worker *w, int fd)
     c->w = w;
     c->cfd = fd;
     c->ufd = -1;
-    c->cli.fd = c->up.fd = -1;
+    c->cli.fd = -1;
+    upstream_req_init(&c->up);
     c->secret = UINT32_MAX;
     c->start_ms = c->last_io_ms = w->loop.now_ms;
     c->state = CONN_HELLO; /* TCP_NODELAY and keepalive are inherited from the listener */
@@ -281,9 +282,10 @@ static void hs_debug(struct conn *c, const char *what, const char *why)
  */
 static void early_drop(struct conn *c)
 {
+    upstream_cancel(&c->up); /* still connecting */
     if (c->ufd < 0)
         return;
-    loop_io_del(&c->w->loop, &c->up);
+    loop_io_del(&c->w->loop, &c->up.io);
     close(c->ufd);
     c->ufd = -1;
     c->early_up = false;
@@ -294,7 +296,7 @@ static void on_early_up(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)l;
     (void)events;
-    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up));
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up.io));
     uint8_t b;
     ssize_t n = recv(c->ufd, &b, 1, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -302,7 +304,7 @@ static void on_early_up(struct loop *l, struct loop_io *io, unsigned events)
     if (n > 0) {
         /* A site that speaks first (HTTPS sites never do): keep its bytes for after the
            verdict, so a genuine client whose hello arrives in pieces is not fronted. */
-        loop_io_del(&c->w->loop, &c->up);
+        loop_io_del(&c->w->loop, &c->up.io);
         return;
     }
     if (n < 0 && errno == ECONNRESET)
@@ -328,12 +330,19 @@ static void early_push(struct conn *c)
    the bytes on. */
 static void early_front(struct conn *c)
 {
-    if (c->ufd < 0 && !c->early_tried) {
+    if (c->ufd < 0 && !upstream_busy(&c->up) && !c->early_tried) {
         c->early_tried = true;
-        if (upstream_connect_front_early(c) == 0)
+        if (upstream_front(&c->up, c->w, c->secret, UPSTREAM_EARLY, on_upstream) == 0)
             stats_add(&c->w->stats, front_early, 1);
     }
     early_push(c);
+}
+
+/* A fronting connect is under way: the connector's deadlines bound it, not the handshake's. */
+static void front_connecting(struct conn *c)
+{
+    c->state = CONN_FRONT_CONNECT;
+    loop_timer_stop(&c->timer);
 }
 
 /*
@@ -366,16 +375,20 @@ static void front(struct conn *c, bool deadline)
     if (u->off == u->len)
         conn_dir_put(c->w, u);
     loop_io_set(&c->w->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
-    if (c->ufd >= 0) { /* connected early, or still connecting (early_front) */
+    if (c->early_up) {                    /* connected early (early_front) */
         c->state = CONN_FRONT_CONNECT;
-        if (c->early_up)
-            conn_upstream_ready(c);
-        else
-            loop_timer_start(&c->w->loop, &c->w->tq_front, &c->timer, on_timer);
+        upstream_ready(c);
         return;
     }
-    if (upstream_connect_front(c) == 0)
-        return; /* under way, or c already closed */
+    if (upstream_busy(&c->up)) { /* still connecting early: now under the fronting timeout */
+        front_connecting(c);
+        upstream_promote(&c->up);
+        return;
+    }
+    if (upstream_front(&c->up, c->w, c->secret, 0, on_upstream) == 0) {
+        front_connecting(c);
+        return;
+    }
     conn_dir_put(c->w, u);
     if (deadline) {
         conn_close(c, END_HS_TIMEOUT);
@@ -385,8 +398,9 @@ static void front(struct conn *c, bool deadline)
     loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
 }
 
-/* Add-if-absent in the shared cache, only ever called after authentication succeeded. */
-void conn_front_unavailable(struct conn *c)
+/* No fronting target after all (the lookup gave no address): read and discard until the
+   handshake deadline, as when there was none to begin with. */
+static void front_unavailable(struct conn *c)
 {
     struct relay_dir *u = &c->dir[DIR_UP];
     conn_dir_put(c->w, u);
@@ -445,9 +459,11 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
     c->hs_len = 0;
     stats_add(&c->w->stats, handshake_ok, 1);
     c->state = CONN_DC_CONNECT;
-    c->addr_i = 0;
+    loop_timer_stop(&c->timer); /* the connector's deadlines bound the connect */
     loop_io_set(&c->w->loop, &c->cli, 0);
-    upstream_connect_dc(c);
+    rc = upstream_dc(&c->up, c->w, c->dc, on_upstream);
+    if (rc < 0)
+        conn_close(c, rc == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
 }
 
 /* FLIGHT: the unwrapped payload in hs; authenticate its obfs2 header with the TLS key. */
@@ -663,13 +679,15 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     flight_step(c);
 }
 
-void conn_upstream_ready(struct conn *c)
+/* Upstream connected (DC or fronting host): start relaying; in HELLO (an early fronting
+   connection), only watch it. */
+static void upstream_ready(struct conn *c)
 {
     struct conn_worker *w = c->w;
     if (c->state == CONN_HELLO) { /* the early connection: watch the site, send nothing */
         c->early_up = true;
-        c->up.cb = on_early_up;
-        if (loop_io_set(&w->loop, &c->up, LOOP_READ) < 0)
+        c->up.io.cb = on_early_up;
+        if (loop_io_set(&w->loop, &c->up.io, LOOP_READ) < 0)
             early_drop(c);
         early_push(c);
         return;
@@ -684,17 +702,60 @@ void conn_upstream_ready(struct conn *c)
     relay_start(c);
 }
 
+/* The connector's one report (upstream.c): a connected socket, or why there is none. */
+static void on_upstream(struct upstream_req *r, int fd, int result)
+{
+    struct conn *c = (struct conn *)(void *)((char *)r - offsetof(struct conn, up));
+    if (result == UPSTREAM_OK) {
+        c->ufd = fd;
+        upstream_ready(c);
+        return;
+    }
+    switch (c->state) {
+    case CONN_HELLO: /* the early connection failed: fronting connects afresh if needed */
+        return;
+    case CONN_FRONT_CONNECT:
+        if (result == UPSTREAM_NO_ADDRESS)
+            front_unavailable(c);
+        else
+            conn_close(c, END_FRONT_FAIL);
+        return;
+    default:
+        conn_close(c, result == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
+        return;
+    }
+}
+
+void conn_relay_event(struct conn *c, enum relay_event ev)
+{
+    switch (ev) {
+    case RELAY_EV_SITE_FIN: /* close once the client is quiet for the done time */
+        if (c->state == CONN_FRONT_RELAY) {
+            c->site_done = true;
+            loop_timer_start(&c->w->loop, &c->w->tq_done, &c->timer, on_timer);
+        }
+        return;
+    case RELAY_EV_DONE:
+        conn_close(c, END_EOF);
+        return;
+    case RELAY_EV_NOMEM:
+        conn_close(c, END_NOMEM);
+        return;
+    case RELAY_EV_PROTO:
+        conn_close(c, END_PROTO);
+        return;
+    case RELAY_EV_RESET:
+    default:
+        conn_close(c, END_RESET);
+        return;
+    }
+}
+
 /*
  * Relay deadline, checked lazily against last_io_ms. Quiet for the park time: park the
  * ciphers and wait out the rest of the idle timeout; quiet for the whole idle timeout:
  * close. Any activity in between sends the timer back to the park queue.
  */
-void conn_front_site_done(struct conn *c)
-{
-    c->site_done = true;
-    loop_timer_start(&c->w->loop, &c->w->tq_done, &c->timer, on_timer);
-}
-
 static void relay_timer(struct conn *c)
 {
     struct conn_worker *w = c->w;
@@ -731,8 +792,8 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 {
     struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, timer));
     struct conn_worker *w = c->w;
-    if (!c->silent_done && (c->state == CONN_HELLO || c->state == CONN_FLIGHT ||
-                            c->state == CONN_DISCARD)) {
+    if (!c->silent_done &&
+        (c->state == CONN_HELLO || c->state == CONN_FLIGHT || c->state == CONN_DISCARD)) {
         /* the handshake deadline's first leg: a client still silent gets the early
            fronting connection; then the rest of the deadline */
         c->silent_done = true;

@@ -18,9 +18,10 @@
  *   DISCARD    no fronting target known: read and drop until the handshake deadline.
  *
  * Memory: the fixed state below is a few hundred bytes; the keyed cipher contexts belong to
- * the worker thread and follow the active streams (crypto.h). Byte buffers come from the worker's pool and are held only
- * while bytes are in flight: during the handshake (the bytes read so far, kept for fronting)
- * and while a direction has unwritten bytes. An idle relayed connection holds no buffer.
+ * the worker thread and follow the active streams (crypto.h). Byte buffers come from the worker's
+ * pool and are held only while bytes are in flight: during the handshake (the bytes read so far,
+ * kept for fronting) and while a direction has unwritten bytes. An idle relayed connection holds no
+ * buffer.
  *
  * Deadlines: one timer per connection, in the worker's queue for the current phase
  * (handshake, DC connect, fronting connect, idle). The idle deadline is checked lazily: any
@@ -52,6 +53,7 @@
 #include "proxy/proxyproto.h"
 #include "proxy/selfaddr.h"
 #include "proxy/stats.h"
+#include "proxy/upstream.h"
 
 struct antireplay;
 struct upstream_name;
@@ -87,8 +89,8 @@ struct conn_worker {
     struct stats stats;
     struct loop_tq tq_handshake, tq_connect, tq_front;
     struct loop_tq tq_silent, tq_hs_rest; /* the handshake deadline's two legs */
-    struct loop_tq tq_park; /* quiet time after which a relay parks its ciphers */
-    struct loop_tq tq_idle; /* the rest of the idle timeout, once parked */
+    struct loop_tq tq_park;               /* quiet time after which a relay parks its ciphers */
+    struct loop_tq tq_idle;               /* the rest of the idle timeout, once parked */
     struct loop_tq tq_done; /* fronted: the site closed; the client's quiet time left */
     uint64_t idle_ms;       /* [network.timeout] idle */
     struct conn *conns;     /* every open connection, for shutdown */
@@ -106,8 +108,8 @@ struct conn_worker {
 
 #define CONN_PARK_MS 10000 /* quiet time before an idle relay hands back its cipher contexts */
 /* A fronted connection whose site closed (FIN) is closed once the client is quiet this long
-   (or the handshake or idle timeout, if shorter): bytes the client sends meanwhile still reach the site,
-   which answers them as it would directly (a reset if it closed for good), and after it the
+   (or the handshake or idle timeout, if shorter): bytes the client sends meanwhile still reach the
+   site, which answers them as it would directly (a reset if it closed for good), and after it the
    client's socket is closed as the site's was. Lingering web servers keep reading about as
    long (nginx lingering_timeout is 5 s). */
 #define CONN_FRONT_DONE_MS 5000
@@ -120,11 +122,9 @@ struct conn_worker {
 enum conn_state {
     CONN_HELLO,
     CONN_FLIGHT,
-    CONN_DC_CONNECT,
-    CONN_DC_RESOLVE, /* waiting for a [dcs] host name's addresses (resolver thread) */
+    CONN_DC_CONNECT, /* the connector looks the DC's names up and connects (upstream.c) */
     CONN_RELAY,
-    CONN_FRONT_RESOLVE, /* waiting for the fronting host's address (resolver thread) */
-    CONN_FRONT_CONNECT,
+    CONN_FRONT_CONNECT, /* the connector looks the fronting host up and connects */
     CONN_FRONT_RELAY,
     CONN_DISCARD,
 };
@@ -160,12 +160,12 @@ enum { DIR_UP = 0, DIR_DOWN = 1 }; /* up: client -> upstream; down: upstream -> 
 enum { CONN_RESET_NONE = 0, CONN_RESET_CLIENT = 1, CONN_RESET_UPSTREAM = 2 };
 
 struct conn {
-    struct loop_io cli, up; /* registrations of the two sockets */
+    struct loop_io cli;     /* registration of the client socket */
+    struct upstream_req up; /* the upstream connect; then up.io registers ufd */
     int cfd, ufd;           /* client socket; DC or fronting socket (-1 = none) */
     struct loop_timer timer;
     struct conn_worker *w;
     struct conn *prev, *next;
-    struct conn *dns_next; /* in a name's wait list while FRONT_RESOLVE / DC_RESOLVE */
     uint64_t start_ms, last_io_ms;
     uint64_t bytes_up, bytes_down;
     uint64_t recs_ms; /* when the last record toward a FakeTLS client was queued */
@@ -179,10 +179,8 @@ struct conn {
     uint32_t early_sent; /* bytes of hs already passed on to an early fronting connection */
     uint32_t secret;     /* index into cfg->secrets; UINT32_MAX = none yet */
     int16_t dc;
-    uint8_t state;    /* enum conn_state */
-    uint8_t end;      /* enum conn_end */
-    uint8_t addr_i;   /* DC address being tried (upstream_addr index) */
-    uint16_t dns_idx; /* worker->names[] entry waited for in the *_RESOLVE states */
+    uint8_t state; /* enum conn_state */
+    uint8_t end;   /* enum conn_end */
     bool tls, fast;
     bool pp_done;              /* listener PROXY header consumed (if configured) */
     struct proxyproto_addr pp; /* what that header said (family 0 = use the socket) */
@@ -259,16 +257,15 @@ static inline void conn_touch(struct conn *c)
 }
 const char *conn_end_name(enum conn_end e);
 
-/* No fronting target after all (upstream.c, after an asynchronous lookup): read and
-   discard until the handshake deadline, as when there was none to begin with. */
-void conn_front_unavailable(struct conn *c);
-
-/* Fronted relay: the site's FIN has been passed to the client. Closes the pair once the
-   client stays quiet for the done time (tq_done). Called by relay.c. */
-void conn_front_site_done(struct conn *c);
-
-/* Upstream connected (DC or fronting host): start relaying; in HELLO (an early fronting
-   connection, upstream_connect_front_early), only watch it. Called by upstream.c. */
-void conn_upstream_ready(struct conn *c);
+/* What the relay reports (relay.c -> conn.c); conn.c decides what it means. */
+enum relay_event {
+    RELAY_EV_DONE,     /* both directions finished: EOF each way, everything written */
+    RELAY_EV_RESET,    /* a socket error, reset or hang-up that the relay cannot go on with */
+    RELAY_EV_NOMEM,    /* no buffer for a read */
+    RELAY_EV_PROTO,    /* a bad TLS record or an alert from the client */
+    RELAY_EV_SITE_FIN, /* fronted: the site's FIN was passed to the client; relaying goes on */
+};
+/* The relay's report. After any event but RELAY_EV_SITE_FIN, c is gone. */
+void conn_relay_event(struct conn *c, enum relay_event ev);
 
 #endif

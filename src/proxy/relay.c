@@ -71,7 +71,8 @@ static int flush(struct conn *c, int d)
 }
 
 /* Transform n freshly read bytes at buf in place (for FakeTLS downloads n payload bytes in
-   read_wrapped()'s slots); returns bytes to send or -1. */
+   read_wrapped()'s slots); returns bytes to send, -2 for a bad record or alert from the
+   client, -1 when a cipher failed. */
 static long transform(struct conn *c, int d, uint8_t *buf, size_t n)
 {
     if (c->state == CONN_FRONT_RELAY)
@@ -81,8 +82,7 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n)
         if (c->tls && faketls_reader_strip(&c->rd, buf, n, &k) != FAKETLS_REC_NEED_MORE) {
             /* an alert or a bad record: close (brief 4.8); bytes before it are dropped
                with the connection, as the client asked to end it */
-            c->end = END_PROTO;
-            return -1;
+            return -2;
         }
         if (k && (crypto_ctr_apply(&c->c2p, buf, k) < 0 || crypto_ctr_apply(&c->p2dc, buf, k) < 0))
             return -1;
@@ -177,7 +177,7 @@ static int read_once(struct conn *c, int d, bool *more)
         c->bytes_down += (uint64_t)n;
     long out = transform(c, d, r->buf, (size_t)n);
     if (out < 0)
-        return -EPROTO;
+        return out == -2 ? -EBADMSG : -EPROTO;
     if (out == 0) {
         dir_release(c, r);
         return 1; /* only framing was read; more may follow */
@@ -208,8 +208,8 @@ static int pump(struct conn *c, int d)
     if (rc == 0 && r->eof && !r->buf && !r->shut) {
         shutdown(d == DIR_UP ? c->ufd : c->cfd, SHUT_WR);
         r->shut = true;
-        if (d == DIR_DOWN && c->state == CONN_FRONT_RELAY && !c->dir[DIR_UP].shut)
-            conn_front_site_done(c); /* the site closed: close on its schedule */
+        if (d == DIR_DOWN && !c->dir[DIR_UP].shut)
+            conn_relay_event(c, RELAY_EV_SITE_FIN); /* conn.c decides what a FIN means */
     }
     return rc;
 }
@@ -241,7 +241,7 @@ static void settle(struct conn *c, struct loop_io *hup)
 {
     struct relay_dir *u = &c->dir[DIR_UP], *dn = &c->dir[DIR_DOWN];
     if (u->shut && dn->shut) {
-        conn_close(c, END_EOF);
+        conn_relay_event(c, RELAY_EV_DONE);
         return;
     }
     struct loop *l = &c->w->loop;
@@ -255,13 +255,13 @@ static void settle(struct conn *c, struct loop_io *hup)
             socklen_t el = sizeof err;
             if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0)
                 note_reset(c, fd, err);
-            conn_close(c, END_RESET);
+            conn_relay_event(c, RELAY_EV_RESET);
             return;
         }
     }
     if (arm(l, &c->cli, c->cfd, want(c, DIR_UP, DIR_DOWN), hup == &c->cli) < 0 ||
-        arm(l, &c->up, c->ufd, want(c, DIR_DOWN, DIR_UP), hup == &c->up) < 0)
-        conn_close(c, END_RESET);
+        arm(l, &c->up.io, c->ufd, want(c, DIR_DOWN, DIR_UP), hup == &c->up.io) < 0)
+        conn_relay_event(c, RELAY_EV_RESET);
 }
 
 static void on_io(struct conn *c, struct loop_io *io, unsigned events)
@@ -277,9 +277,9 @@ static void on_io(struct conn *c, struct loop_io *io, unsigned events)
     if (rc == 0 && (events & (LOOP_READ | LOOP_ERROR)))
         rc = pump(c, src);
     if (rc < 0) {
-        conn_close(c, c->end != END_NONE ? (enum conn_end)c->end
-                      : rc == -ENOMEM    ? END_NOMEM
-                                         : END_RESET);
+        conn_relay_event(c, rc == -ENOMEM    ? RELAY_EV_NOMEM
+                            : rc == -EBADMSG ? RELAY_EV_PROTO
+                                             : RELAY_EV_RESET);
         return;
     }
     settle(c, (events & LOOP_ERROR) ? io : NULL);
@@ -295,15 +295,15 @@ void relay_on_client(struct loop *l, struct loop_io *io, unsigned events)
 void relay_on_upstream(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)l;
-    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up));
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up.io));
     on_io(c, io, events);
 }
 
 void relay_start(struct conn *c)
 {
     c->cli.cb = relay_on_client;
-    c->up.cb = relay_on_upstream;
+    c->up.io.cb = relay_on_upstream;
     conn_touch(c);
     /* send what was queued for the upstream (header, early bytes), then read both sides */
-    on_io(c, &c->up, LOOP_WRITE); /* settles interest on both sockets (c may be gone) */
+    on_io(c, &c->up.io, LOOP_WRITE); /* settles interest on both sockets (c may be gone) */
 }

@@ -1,15 +1,17 @@
 /*
- * upstream: non-blocking connects to DCs and to the fronting host. See upstream.h.
- * Invariants: while a connect is under way, c->ufd is the socket, c->up is registered for
- * WRITE with on_connected, and c->timer runs in the matching connect queue. While a
- * connection waits for a lookup (FRONT_RESOLVE, DC_RESOLVE) it is in exactly one name's
- * wait list (c->dns_idx) with its timer running, and has no socket upstream. A name's
- * answer fields (ans_*) belong to its resolver thread while busy; the cache fields belong
- * to the worker thread alone.
+ * upstream: the connector for DCs and the fronting host. See upstream.h.
+ * Invariants: an idle request (PH_IDLE) holds nothing. While connecting (PH_CONNECT), r->io
+ * holds the socket, registered for WRITE with on_connected, and r->timer runs in the
+ * matching connect queue (not for an early request). While resolving (PH_RESOLVE), r is in
+ * exactly one name's wait list (r->dns_idx) with its timer running, and has no socket.
+ * Every path that leaves PH_CONNECT or PH_RESOLVE either starts the next attempt or calls
+ * finish() once. A name's answer fields (ans_*) belong to its resolver thread while busy;
+ * the cache fields belong to the worker thread alone.
  */
 #include "proxy/upstream.h"
 
 #include "core/alloc.h"
+#include "proxy/conn.h"
 #include "core/str.h"
 #include "proxy/dc.h"
 #include "proxy/selfaddr.h"
@@ -24,6 +26,8 @@
 #include <unistd.h>
 
 #define MAX_CANDIDATES 32
+
+enum { PH_IDLE = 0, PH_RESOLVE = 1, PH_CONNECT = 2 };
 
 struct addr_list {
     struct sockaddr_storage a[MAX_CANDIDATES];
@@ -45,7 +49,7 @@ struct upstream_name {
     size_t n;
     struct sockaddr_storage a[UPSTREAM_DNS_MAX_ADDRS];
     socklen_t len[UPSTREAM_DNS_MAX_ADDRS];
-    struct conn *wait; /* connections waiting for the running lookup */
+    struct upstream_req *wait; /* requests waiting for the running lookup */
     /* lookup in progress (resolver thread while busy) */
     pthread_t th;
     int notify_fd;
@@ -77,8 +81,7 @@ static void list_name(struct addr_list *l, const struct upstream_name *e)
         list_add(l, (const struct sockaddr *)&e->a[i], e->len[i]);
 }
 
-static struct upstream_name *name_find(const struct conn_worker *w, const char *host,
-                                       uint16_t port)
+static struct upstream_name *name_find(const struct conn_worker *w, const char *host, uint16_t port)
 {
     for (size_t i = 0; w && i < w->nnames; i++)
         if (w->names[i].port == port && strcmp(w->names[i].host, host) == 0)
@@ -180,37 +183,59 @@ void upstream_tune(int fd, const struct config *cfg)
 static void on_connected(struct loop *l, struct loop_io *io, unsigned events);
 static void on_timer(struct loop *l, struct loop_timer *t);
 
-/* Socket + connect toward sa, registered for WRITE. 0 or -errno (nothing held). */
-static int start_connect(struct conn *c, const struct sockaddr_storage *sa, socklen_t len)
+void upstream_req_init(struct upstream_req *r)
 {
+    memset(r, 0, sizeof *r);
+    r->io.fd = -1;
+}
+
+/* The deadline queue of r's kind: fronting, or the DC connect timeout. */
+static struct loop_tq *req_tq(const struct upstream_req *r)
+{
+    return r->front ? &r->w->tq_front : &r->w->tq_connect;
+}
+
+/* Socket + connect toward sa, registered for WRITE, deadline running (not for an early
+   request: its caller bounds it). 0 or -errno (nothing held). */
+static int start_connect(struct upstream_req *r, const struct sockaddr_storage *sa, socklen_t len)
+{
+    struct conn_worker *w = r->w;
     int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    upstream_tune(fd, c->w->sh->cfg);
+    upstream_tune(fd, w->sh->cfg);
     if (connect(fd, (const struct sockaddr *)sa, len) < 0 && errno != EINPROGRESS) {
         int err = -errno;
         close(fd);
         return err;
     }
-    int rc = loop_io_add(&c->w->loop, &c->up, fd, LOOP_WRITE, on_connected);
+    int rc = loop_io_add(&w->loop, &r->io, fd, LOOP_WRITE, on_connected);
     if (rc < 0) {
         close(fd);
         return rc;
     }
-    c->ufd = fd;
-    if (c->state == CONN_HELLO) /* early fronting: the handshake deadline bounds it */
-        return 0;
-    struct loop_tq *q = c->state == CONN_DC_CONNECT ? &c->w->tq_connect : &c->w->tq_front;
-    loop_timer_start(&c->w->loop, q, &c->timer, on_timer);
+    r->phase = PH_CONNECT;
+    if (!r->early)
+        loop_timer_start(&w->loop, req_tq(r), &r->timer, on_timer);
     return 0;
 }
 
-static void drop_socket(struct conn *c)
+static void drop_socket(struct upstream_req *r)
 {
-    loop_io_del(&c->w->loop, &c->up);
-    if (c->ufd >= 0)
-        close(c->ufd);
-    c->ufd = -1;
+    int fd = r->io.fd;
+    loop_io_del(&r->w->loop, &r->io);
+    if (fd >= 0)
+        close(fd);
+    r->io.fd = -1;
+}
+
+/* The one report: r is idle again before its owner hears of it. */
+static void finish(struct upstream_req *r, int fd, int result)
+{
+    loop_timer_stop(&r->timer);
+    r->phase = PH_IDLE;
+    r->early = false;
+    r->done(r, fd, result);
 }
 
 /* ---- resolver threads ---- */
@@ -252,33 +277,31 @@ static int name_lookup(struct conn_worker *w, struct upstream_name *e)
     return 0;
 }
 
-/* Queue c on e's running lookup in state (FRONT_RESOLVE or DC_RESOLVE), under the
-   fronting or the DC connect timeout. */
-static void name_wait(struct conn *c, struct upstream_name *e, enum conn_state state)
+/* Queue r on e's running lookup, under the fronting or the DC connect timeout. */
+static void name_wait(struct upstream_req *r, struct upstream_name *e)
 {
-    struct conn_worker *w = c->w;
-    c->state = (uint8_t)state;
-    c->dns_idx = e->idx;
-    c->dns_next = e->wait;
-    e->wait = c;
-    struct loop_tq *q = state == CONN_DC_RESOLVE ? &w->tq_connect : &w->tq_front;
-    loop_timer_start(&w->loop, q, &c->timer, on_timer);
+    r->phase = PH_RESOLVE;
+    r->dns_idx = e->idx;
+    r->dns_next = e->wait;
+    e->wait = r;
+    loop_timer_start(&r->w->loop, req_tq(r), &r->timer, on_timer);
 }
 
-void upstream_forget(struct conn *c)
+/* Take r off the wait list of the name it waits for. */
+static void name_unwait(struct upstream_req *r)
 {
-    if ((c->state != CONN_FRONT_RESOLVE && c->state != CONN_DC_RESOLVE) ||
-        c->dns_idx >= c->w->nnames)
+    if (r->phase != PH_RESOLVE || r->dns_idx >= r->w->nnames)
         return;
-    struct conn **pp = &c->w->names[c->dns_idx].wait;
-    while (*pp && *pp != c)
+    struct upstream_req **pp = &r->w->names[r->dns_idx].wait;
+    while (*pp && *pp != r)
         pp = &(*pp)->dns_next;
     if (*pp)
-        *pp = c->dns_next;
-    c->dns_next = NULL;
+        *pp = r->dns_next;
+    r->dns_next = NULL;
 }
 
-static void front_resume(struct conn *c);
+static void front_resume(struct upstream_req *r);
+static void dc_resume(struct upstream_req *r);
 
 /* Log (warning) each of a[0..n) that is this proxy's own listener: a target that can
    never be connected to. Once per lookup or at start-up, never per connection. */
@@ -324,19 +347,18 @@ static void name_done(struct conn_worker *w, struct upstream_name *e)
                 e->err ? gai_strerror(e->err) : "no address");
     if (e->front)
         warn_self(w->sh, e->host, e->a, e->len, e->n);
-    struct conn *c = e->wait;
+    struct upstream_req *r = e->wait;
     e->wait = NULL;
-    while (c) { /* each may be closed by what follows: read the link first */
-        struct conn *next = c->dns_next;
-        c->dns_next = NULL;
-        loop_timer_stop(&c->timer);
-        if (c->state == CONN_FRONT_RESOLVE) {
-            front_resume(c);
-        } else {
-            c->state = CONN_DC_CONNECT;
-            upstream_connect_dc(c);
-        }
-        c = next;
+    while (r) { /* each may be reported (and its owner gone) below: read the link first */
+        struct upstream_req *next = r->dns_next;
+        r->dns_next = NULL;
+        loop_timer_stop(&r->timer);
+        r->phase = PH_IDLE;
+        if (r->front)
+            front_resume(r);
+        else
+            dc_resume(r);
+        r = next;
     }
 }
 
@@ -450,53 +472,64 @@ static struct upstream_name *dc_pending(struct conn_worker *w, int32_t dc)
     return first;
 }
 
-/* Connect to the DC from address c->addr_i on, with the answers cached now (a name still
-   being looked up contributes its previous answer, if any). Ends c when none is left. */
-static void dc_connect_cached(struct conn *c)
+/* Connect to the DC from address r->addr_i on, with the answers cached now (a name still
+   being looked up contributes its previous answer, if any). 0 when a connect is under way,
+   else the result to report (nothing held). */
+static int dc_connect_cached(struct upstream_req *r)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = r->w;
     struct addr_list l;
     const struct upstream_name *failed = NULL;
-    dc_ordered(w->sh->cfg, w, c->dc, &l, &failed);
-    for (; c->addr_i < l.n; c->addr_i++)
-        if (start_connect(c, &l.a[c->addr_i], l.len[c->addr_i]) == 0)
-            return;
+    dc_ordered(w->sh->cfg, w, r->dc, &l, &failed);
+    for (; r->addr_i < l.n; r->addr_i++)
+        if (start_connect(r, &l.a[r->addr_i], l.len[r->addr_i]) == 0)
+            return 0;
+    stats_add(&w->stats, dc_connect_fail, 1);
     if (!l.n && failed) {
         if (tg__ratelimit_allow(&w->rl, w->loop.now_ms))
-            tg__log(NULL, TG__LOG_WARN, "dc %d: %s: no address (%s)", c->dc, failed->host,
+            tg__log(NULL, TG__LOG_WARN, "dc %d: %s: no address (%s)", r->dc, failed->host,
                     failed->busy  ? "lookup still running"
                     : failed->err ? gai_strerror(failed->err)
                                   : "no usable address");
-        stats_add(&w->stats, dc_connect_fail, 1);
-        conn_close(c, END_DNS);
-        return;
+        return UPSTREAM_NO_ADDRESS;
     }
-    stats_add(&w->stats, dc_connect_fail, 1);
-    conn_close(c, END_DC_FAIL);
+    return UPSTREAM_UNREACHABLE;
 }
 
-void upstream_connect_dc(struct conn *c)
+/* The lookup r waited for is over (answered, or its deadline passed): connect with what
+   the cache holds now. */
+static void dc_resume(struct upstream_req *r)
 {
-    if (c->addr_i == 0) { /* the first attempt waits for fresh answers */
-        struct upstream_name *e = dc_pending(c->w, c->dc);
-        if (e) {
-            name_wait(c, e, CONN_DC_RESOLVE);
-            return;
-        }
+    r->addr_i = 0;
+    int rc = dc_connect_cached(r);
+    if (rc < 0)
+        finish(r, -1, rc);
+}
+
+int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstream_done_fn done)
+{
+    upstream_req_init(r);
+    r->w = w;
+    r->done = done;
+    r->dc = dc;
+    struct upstream_name *e = dc_pending(w, dc); /* the first attempt waits for fresh answers */
+    if (e) {
+        name_wait(r, e);
+        return 0;
     }
-    dc_connect_cached(c);
+    return dc_connect_cached(r);
 }
 
 /* ---- fronting host ---- */
 
 /* The fronting host's name: configured, else the domain of the matched or first ee secret. */
-static const char *front_host(const struct conn *c)
+static const char *front_host(const struct upstream_req *r)
 {
-    const struct config *cfg = c->w->sh->cfg;
+    const struct config *cfg = r->w->sh->cfg;
     if (cfg->fronting.host[0])
         return cfg->fronting.host;
-    if (c->secret < cfg->nsecrets && cfg->secrets[c->secret].secret.kind == SECRET_EE)
-        return cfg->secrets[c->secret].secret.domain;
+    if (r->secret < cfg->nsecrets && cfg->secrets[r->secret].secret.kind == SECRET_EE)
+        return cfg->secrets[r->secret].secret.domain;
     for (size_t i = 0; i < cfg->nsecrets; i++)
         if (cfg->secrets[i].secret.kind == SECRET_EE)
             return cfg->secrets[i].secret.domain;
@@ -506,10 +539,10 @@ static const char *front_host(const struct conn *c)
 /* Every address to front to, in prefer-ip order, without this proxy's own endpoints: the
    configured IP literal (used whatever its family: the operator wrote it), else the cached
    answer for the fronting host's name. *nself counts the addresses skipped as our own. */
-static void front_list(const struct conn *c, const struct upstream_name *e, struct addr_list *out,
-                       size_t *nself)
+static void front_list(const struct upstream_req *r, const struct upstream_name *e,
+                       struct addr_list *out, size_t *nself)
 {
-    const struct conn_shared *sh = c->w->sh;
+    const struct conn_shared *sh = r->w->sh;
     const struct config *cfg = sh->cfg;
     struct addr_list l;
     l.n = 0;
@@ -532,53 +565,37 @@ static void front_list(const struct conn *c, const struct upstream_name *e, stru
                 list_add(out, (const struct sockaddr *)&l.a[k], l.len[k]);
 }
 
-/* The fronting host's name entry for c (NULL for an IP literal or no target). */
-static struct upstream_name *front_name(const struct conn *c)
+/* The fronting host's name entry for r (NULL for an IP literal or no target). */
+static struct upstream_name *front_name(const struct upstream_req *r)
 {
-    const struct config *cfg = c->w->sh->cfg;
+    const struct config *cfg = r->w->sh->cfg;
     if (cfg->fronting.resolved)
         return NULL;
-    const char *host = front_host(c);
-    return host ? name_find(c->w, host, cfg->fronting.port ? cfg->fronting.port : 443) : NULL;
+    const char *host = front_host(r);
+    return host ? name_find(r->w, host, cfg->fronting.port ? cfg->fronting.port : 443) : NULL;
 }
 
-/* Connect to the fronting host from address c->addr_i on. 0 when a connect is under way,
+/* Connect to the fronting host from address r->addr_i on. 0 when a connect is under way,
    -ENOENT when no address is left (nothing held; the caller decides). */
-static int front_try(struct conn *c, const struct upstream_name *e)
+static int front_try(struct upstream_req *r, const struct upstream_name *e)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = r->w;
     struct addr_list l;
     size_t nself = 0;
-    front_list(c, e, &l, &nself);
-    if (c->addr_i == 0 && nself && !l.n)
+    front_list(r, e, &l, &nself);
+    if (r->addr_i == 0 && nself && !l.n)
         stats_add(&w->stats, front_self, 1); /* logged at start-up or with the lookup */
-    if (c->addr_i >= l.n)
-        return -ENOENT;
-    c->state = CONN_FRONT_CONNECT;
-    for (; c->addr_i < l.n; c->addr_i++)
-        if (start_connect(c, &l.a[c->addr_i], l.len[c->addr_i]) == 0)
+    for (; r->addr_i < l.n; r->addr_i++)
+        if (start_connect(r, &l.a[r->addr_i], l.len[r->addr_i]) == 0)
             return 0;
     return -ENOENT;
 }
 
-/* The lookup c waited for has an answer: connect, or discard when it gave none. */
-static void front_resume(struct conn *c)
+/* The lookup r waited for has an answer: connect, or report that it gave none. */
+static void front_resume(struct upstream_req *r)
 {
-    if (front_try(c, &c->w->names[c->dns_idx]) < 0)
-        conn_front_unavailable(c);
-}
-
-int upstream_connect_front(struct conn *c)
-{
-    struct conn_worker *w = c->w;
-    struct upstream_name *e = front_name(c);
-    c->addr_i = 0;
-    if (w->sh->cfg->fronting.resolved || (e && name_fresh(w, e)))
-        return front_try(c, e);
-    if (!e || name_lookup(w, e) < 0)
-        return -ENOENT;
-    name_wait(c, e, CONN_FRONT_RESOLVE);
-    return 0;
+    if (front_try(r, &r->w->names[r->dns_idx]) < 0)
+        finish(r, -1, UPSTREAM_NO_ADDRESS);
 }
 
 /* The fronting host does not depend on which secret a client tried: set in
@@ -597,79 +614,111 @@ static bool front_fixed(const struct config *cfg)
     return true;
 }
 
-int upstream_connect_front_early(struct conn *c)
+/* An early request: only with the address at hand, never waiting for a lookup. */
+static int front_early(struct upstream_req *r, struct upstream_name *e)
 {
-    struct conn_worker *w = c->w;
-    const struct config *cfg = w->sh->cfg;
-    struct upstream_name *e = front_name(c);
+    const struct config *cfg = r->w->sh->cfg;
     if (!front_fixed(cfg))
-        return -ENOENT;
-    if (!cfg->fronting.resolved && !(e && name_fresh(w, e))) {
+        return UPSTREAM_NO_ADDRESS;
+    if (!cfg->fronting.resolved && !(e && name_fresh(r->w, e))) {
         if (e)
-            name_lookup(w, e); /* ready for the connections that come next */
-        return -ENOENT;
+            name_lookup(r->w, e); /* ready for the connections that come next */
+        return UPSTREAM_NO_ADDRESS;
     }
-    struct addr_list l;
-    size_t nself = 0;
-    front_list(c, e, &l, &nself);
-    for (c->addr_i = 0; c->addr_i < l.n; c->addr_i++)
-        if (start_connect(c, &l.a[c->addr_i], l.len[c->addr_i]) == 0)
-            return 0;
-    return -ENOENT;
+    r->early = true;
+    if (front_try(r, e) == 0)
+        return 0;
+    r->early = false;
+    return UPSTREAM_NO_ADDRESS;
 }
 
-static void connect_failed(struct conn *c)
+int upstream_front(struct upstream_req *r, struct conn_worker *w, uint32_t secret, unsigned flags,
+                   upstream_done_fn done)
 {
-    drop_socket(c);
-    if (c->state == CONN_HELLO) /* an early fronting connection: fronting retries later */
-        return;
-    if (c->state == CONN_FRONT_RESOLVE) { /* the lookup outlived the fronting timeout */
-        upstream_forget(c);
-        conn_close(c, END_FRONT_FAIL);
-        return;
-    }
-    if (c->state == CONN_DC_RESOLVE) { /* the lookup outlived the DC connect timeout */
-        upstream_forget(c);
-        c->state = CONN_DC_CONNECT;
-        dc_connect_cached(c);
-        return;
-    }
-    if (c->state == CONN_FRONT_CONNECT) { /* the next address, if any */
-        c->addr_i++;
-        if (front_try(c, front_name(c)) < 0)
-            conn_close(c, END_FRONT_FAIL);
-        return;
-    }
-    c->addr_i++;
-    upstream_connect_dc(c);
+    upstream_req_init(r);
+    r->w = w;
+    r->done = done;
+    r->secret = secret;
+    r->front = true;
+    struct upstream_name *e = front_name(r);
+    if (flags & UPSTREAM_EARLY)
+        return front_early(r, e);
+    if (w->sh->cfg->fronting.resolved || (e && name_fresh(w, e)))
+        return front_try(r, e) == 0 ? 0 : UPSTREAM_NO_ADDRESS;
+    if (!e || name_lookup(w, e) < 0)
+        return UPSTREAM_NO_ADDRESS;
+    name_wait(r, e);
+    return 0;
 }
 
-void upstream_timeout(struct conn *c)
+void upstream_promote(struct upstream_req *r)
 {
-    connect_failed(c);
+    if (r->phase != PH_CONNECT || !r->early)
+        return;
+    r->early = false;
+    loop_timer_start(&r->w->loop, req_tq(r), &r->timer, on_timer);
+}
+
+void upstream_cancel(struct upstream_req *r)
+{
+    if (r->phase == PH_IDLE)
+        return;
+    loop_timer_stop(&r->timer);
+    name_unwait(r);
+    if (r->phase == PH_CONNECT)
+        drop_socket(r);
+    r->phase = PH_IDLE;
+    r->early = false;
+}
+
+/* The address being tried failed (an error, or its deadline), or the lookup's deadline
+   passed: the next attempt, or the report. */
+static void attempt_failed(struct upstream_req *r)
+{
+    if (r->phase == PH_RESOLVE) { /* the lookup outlived the deadline */
+        name_unwait(r);
+        r->phase = PH_IDLE;
+        if (r->front)
+            finish(r, -1, UPSTREAM_UNREACHABLE);
+        else
+            dc_resume(r); /* the addresses at hand, if any */
+        return;
+    }
+    drop_socket(r);
+    r->phase = PH_IDLE;
+    if (r->early) { /* the caller bounds an early request and retries later itself */
+        finish(r, -1, UPSTREAM_UNREACHABLE);
+        return;
+    }
+    r->addr_i++;
+    int rc = r->front ? (front_try(r, front_name(r)) == 0 ? 0 : UPSTREAM_UNREACHABLE)
+                      : dc_connect_cached(r);
+    if (rc < 0)
+        finish(r, -1, rc);
 }
 
 static void on_timer(struct loop *l, struct loop_timer *t)
 {
     (void)l;
-    struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, timer));
-    upstream_timeout(c);
+    attempt_failed(
+        (struct upstream_req *)(void *)((char *)t - offsetof(struct upstream_req, timer)));
 }
 
 static void on_connected(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)l;
     (void)events;
-    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up));
+    struct upstream_req *r =
+        (struct upstream_req *)(void *)((char *)io - offsetof(struct upstream_req, io));
+    if (r->phase != PH_CONNECT)
+        return; /* reported already; the owner has not taken the socket over yet */
     int err = 0;
     socklen_t el = sizeof err;
-    if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+    if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
         err = errno;
     if (err) {
-        connect_failed(c);
+        attempt_failed(r);
         return;
     }
-    if (c->state != CONN_HELLO) /* in HELLO the timer is the handshake deadline */
-        loop_timer_stop(&c->timer);
-    conn_upstream_ready(c);
+    finish(r, io->fd, UPSTREAM_OK);
 }

@@ -1,31 +1,42 @@
 /*
- * upstream: the proxy's outgoing connections, to a DC or to the fronting host.
+ * upstream: the connector for the proxy's outgoing connections, to a DC or to the fronting
+ * host.
  *
- * Connects are non-blocking: the socket is registered for WRITE and the connection's timer
- * runs in the connect queue (DC: [network.timeout] tcp per address; fronting: fronting).
- * A DC has an ordered list of addresses (the [dcs] override for its id, else the built-in
- * table, then sorted or filtered by prefer-ip); a failed or timed-out address moves on to the
- * next, and when none is left the connection ends with END_DC_FAIL.
+ * A connect request (struct upstream_req, embedded in the caller's object) is started for
+ * a DC id or for the fronting host and ends with exactly one call of its done callback: a
+ * connected socket, or the reason there is none. The connector never touches its caller's
+ * state; it owns the request's socket and deadline until it reports, then the socket is the
+ * caller's (libuv's connect request works the same way). A request that fails at once is
+ * not reported through the callback: the start function returns the reason instead.
+ *
+ * Connects are non-blocking: the socket is registered in req->io for WRITE, and the
+ * request's own timer runs in the worker's connect queue ([network.timeout] tcp per DC
+ * address, fronting per fronting address). A DC has an ordered list of addresses (the
+ * [dcs] override for its id, else the built-in table, then sorted or filtered by
+ * prefer-ip); a failed or timed-out address moves on to the next.
  *
  * Host names (the fronting host, configured or the ee secret's domain, and host names in
- * [dcs]) are resolved when a connection first needs them, never at start-up, by short-lived
+ * [dcs]) are resolved when a request first needs them, never at start-up, by short-lived
  * resolver threads (one per name being looked up, per worker), so a slow DNS server never
- * stalls the event loop. Connections wait for the answer in FRONT_RESOLVE (bounded by the
- * fronting timeout) or DC_RESOLVE (bounded by the DC connect timeout). Answers are cached
- * per worker: positive ones for UPSTREAM_DNS_TTL_MS, negative ones for
- * UPSTREAM_DNS_NEG_TTL_MS. A DC whose names give no address (and that has no IP literal)
- * ends the connection with END_DNS ("dns") and a warning naming the DC id and the host.
- * IP literals, the normal case, are used as they are, synchronously.
+ * stalls the event loop. A request waits for the answer under the same deadline as a
+ * connect (fronting, or the DC connect timeout). Answers are cached per worker: positive
+ * ones for UPSTREAM_DNS_TTL_MS, negative ones for UPSTREAM_DNS_NEG_TTL_MS. IP literals,
+ * the normal case, are used as they are, synchronously.
  *
  * Thread-safety: worker thread only.
  */
 #ifndef TGPROXY_UPSTREAM_H
 #define TGPROXY_UPSTREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "proxy/conn.h"
+#include "proxy/config.h"
+#include "proxy/loop.h"
+
+struct conn_shared;
+struct conn_worker;
 
 #define UPSTREAM_DNS_TTL_MS     120000 /* a positive answer is reused this long */
 #define UPSTREAM_DNS_NEG_TTL_MS 10000  /* a failed lookup is not retried for this long */
@@ -50,27 +61,71 @@ void upstream_set_resolver(upstream_gai_fn fn);
 int upstream_dc_addr(const struct config *cfg, int32_t dc, unsigned i, struct sockaddr_storage *out,
                      socklen_t *len);
 
-/* Start connecting c to its DC from address c->addr_i on; with addr_i 0 it may first wait
-   for host names (DC_RESOLVE). Ends c on total failure. */
-void upstream_connect_dc(struct conn *c);
-/* Start connecting c to the fronting host. Returns -ENOENT if no target is known (the
-   caller then discards), 0 when a connect or a lookup is under way (or c already closed on
-   failure). */
-int upstream_connect_front(struct conn *c);
-/* While c is still in HELLO: open a connection to the fronting host now, without waiting
-   for a lookup and without a connect timer (the handshake deadline bounds it); the result
-   comes through conn_upstream_ready, and a failure only drops the socket. 0 when a connect
-   is under way, -ENOENT when no address is at hand or the host depends on the secret. */
-int upstream_connect_front_early(struct conn *c);
-/* c is going away: if it waits for a lookup (FRONT_RESOLVE, DC_RESOLVE), take it off the
-   wait list. No-op otherwise. */
-void upstream_forget(struct conn *c);
+enum {
+    UPSTREAM_OK = 0,           /* connected */
+    UPSTREAM_UNREACHABLE = -1, /* every address failed or timed out, or the lookup did */
+    UPSTREAM_NO_ADDRESS = -2,  /* nothing to try: no target, or its names gave no address */
+};
+enum { UPSTREAM_EARLY = 1 }; /* upstream_front flag */
+
+struct upstream_req;
+/*
+ * The one report of a request: result UPSTREAM_OK with the connected socket fd (registered
+ * in r->io for WRITE; the caller now owns both and sets r->io.cb before the loop runs
+ * again), else a negative result and fd -1. The request is idle again when this runs.
+ */
+typedef void (*upstream_done_fn)(struct upstream_req *r, int fd, int result);
+
+/* A connect request. Zero it (or upstream_req_init) once; the fields are the connector's. */
+struct upstream_req {
+    struct loop_io io;       /* the socket being connected; after UPSTREAM_OK the caller's */
+    struct loop_timer timer; /* the deadline of the address or lookup being waited for */
+    struct conn_worker *w;
+    upstream_done_fn done;
+    struct upstream_req *dns_next; /* in a name's wait list while resolving */
+    uint32_t secret;               /* fronting: the secret the client tried (its domain) */
+    int32_t dc;                    /* DC id */
+    uint16_t dns_idx;              /* worker->names[] entry waited for */
+    uint8_t phase;                 /* idle, resolving, connecting */
+    uint8_t addr_i;                /* address being tried */
+    bool front, early;
+};
+
+/* An idle request (io unregistered). */
+void upstream_req_init(struct upstream_req *r);
+static inline bool upstream_busy(const struct upstream_req *r)
+{
+    return r->phase != 0;
+}
+
+/*
+ * Connect to DC dc; its [dcs] host names are looked up first when their answers are stale.
+ * Returns 0 when under way (done reports later, exactly once, never from inside this
+ * call), or UPSTREAM_UNREACHABLE / UPSTREAM_NO_ADDRESS when it failed at once (done is
+ * never called). r must be idle.
+ */
+int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstream_done_fn done);
+/*
+ * Connect to the fronting host (configured, else the domain of secret, else of the first ee
+ * secret), looking its name up if needed; same contract as upstream_dc. With
+ * UPSTREAM_EARLY: only when the host does not depend on the secret and its address is at
+ * hand (else UPSTREAM_NO_ADDRESS at once, starting a lookup for later connections), and
+ * without a deadline (the caller bounds it) until upstream_promote; a failure is reported
+ * without trying the next address.
+ */
+int upstream_front(struct upstream_req *r, struct conn_worker *w, uint32_t secret, unsigned flags,
+                   upstream_done_fn done);
+/* An early request still connecting becomes an ordinary one: its deadline starts now, and a
+   failure moves on to the next address. No-op otherwise. */
+void upstream_promote(struct upstream_req *r);
+/* Abandon a busy request: its socket is closed, its deadline stopped, it leaves any wait
+   list; done is not called. No-op for an idle request. */
+void upstream_cancel(struct upstream_req *r);
+
 /* Per-worker resolver plumbing (pipe + loop registration). 0 or -errno. */
 int upstream_worker_init(struct conn_worker *w);
 /* Waits for a running lookup to finish, then releases the plumbing. NULL-safe. */
 void upstream_worker_cleanup(struct conn_worker *w);
-/* Connect deadline passed: try the next address (DC) or end the connection. */
-void upstream_timeout(struct conn *c);
 
 /* Start-up: warn when the configured fronting IP literal is this proxy's own listener
    (sh->self). Host names are checked when they are resolved (once per lookup). */

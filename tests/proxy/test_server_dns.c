@@ -7,6 +7,7 @@
  */
 #include "tgtest.h"
 
+#include "core/log.h"
 #include "proxy/upstream.h"
 #include "proxy_client.h"
 #include "proxy_harness.h"
