@@ -125,6 +125,19 @@ static int worker_main(uint16_t port, const char *path)
     if (!d || tg_dispatcher_stop_on_signals(d) != TG_OK)
         return 2;
     tg_status rc = tg_fleet_run_worker(f, d, NULL);
+    tg_fleet_stats s;
+    tg_fleet_get_stats(f, &s);
+    char line[160];
+    int n = snprintf(line, sizeof line, "claimed %llu acquired %llu released %llu lost %llu\n",
+                     (unsigned long long)s.claimed, (unsigned long long)s.acquired,
+                     (unsigned long long)s.released, (unsigned long long)s.lost);
+    char spath[160];
+    snprintf(spath, sizeof spath, "%s.stats", path);
+    int sfd = open(spath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (sfd < 0 || write(sfd, line, (size_t)n) != n)
+        rc = TG_ERR_IO;
+    if (sfd >= 0)
+        close(sfd);
     tg_dispatcher_free(d);
     tg_router_free(r);
     tg_storage_free(st);
@@ -166,6 +179,7 @@ static atomic_long sent;
 static atomic_long retries;
 
 static pid_t children[MAX_PROCS];
+static const char *const names[] = {"w1", "w2", "w2b", "w3", "w4"}; /* record files */
 
 static void remember(pid_t pid)
 {
@@ -194,6 +208,16 @@ static int teardown(void **state)
             children[i] = 0;
         }
     tgtest_redis_stop(&redis);
+    for (int i = 0; dir[0] && i < 5; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s/%s.rec", dir, names[i]);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/%s.rec.stats", dir, names[i]);
+        unlink(path);
+    }
+    if (dir[0])
+        rmdir(dir);
+    dir[0] = '\0';
     return 0;
 }
 
@@ -268,7 +292,6 @@ static void *sender(void *arg)
     return NULL;
 }
 
-static const char *const names[] = {"w1", "w2", "w2b", "w3", "w4"};
 static size_t per_worker[5]; /* records per file at the last read */
 
 /* Read every record file of dir into *out (malloc'ed). */
@@ -297,6 +320,20 @@ static size_t read_records(struct fx_rec **out)
     }
     *out = r;
     return n;
+}
+
+/* What the workers that stopped cleanly say (the killed one says nothing). */
+static void print_worker_stats(void)
+{
+    for (size_t i = 0; i < 5; i++) {
+        char path[160], line[160] = "";
+        snprintf(path, sizeof path, "%s/%s.rec.stats", dir, names[i]);
+        FILE *fp = fopen(path, "r");
+        if (fp && fgets(line, sizeof line, fp))
+            printf("fleet: %s: %s", names[i], line);
+        if (fp)
+            fclose(fp);
+    }
 }
 
 static long distinct_handled(void)
@@ -394,6 +431,7 @@ static void test_ingress_three_workers_kills_and_restarts(void **state)
            TOTAL, c.dups, atomic_load(&retries), (double)(tg__now_ms() - t0) / 1000.0);
     printf("fleet: handled by w1 %zu, w2 (killed) %zu, w2 restarted %zu, w3 %zu, w4 %zu\n",
            per_worker[0], per_worker[1], per_worker[2], per_worker[3], per_worker[4]);
+    print_worker_stats();
     if (c.missing || c.order || c.overlap || c.conv)
         fail_msg("missing %ld, out of order %ld, overlapping %ld, conversation %ld: %s", c.missing,
                  c.order, c.overlap, c.conv, c.first);
@@ -401,13 +439,6 @@ static void test_ingress_three_workers_kills_and_restarts(void **state)
         assert_int_equal(fx_redis_int(redis.port, "XLEN {tgbot:p%d}:stream", p), 0);
     break_order_on_purpose(r, n);
     free(r);
-    tgtest_redis_stop(&redis);
-    for (int i = 0; i < 5; i++) {
-        char path[128];
-        snprintf(path, sizeof path, "%s/%s.rec", dir, names[i]);
-        unlink(path);
-    }
-    rmdir(dir);
 }
 
 /* The checker must see broken runs: records of one chat, then each way to break them. */
