@@ -75,6 +75,70 @@ static int media_common(emu_req *r, emu_chat *c, const char *caption, tg_parse_m
     return emu_finish_send(r, c, m);
 }
 
+/* ---- the Bot API objects of a stored file ---- */
+
+static tg_opt_i64 size_of(const emu_file *f)
+{
+    return (tg_opt_i64)TG_SOME((int64_t)f->len);
+}
+
+static int64_t opt_or(tg_opt_i64 v, int64_t def)
+{
+    return v.has ? v.v : def;
+}
+
+static tg_photo_size *photo_of(emu_req *r, const emu_file *f)
+{
+    tg_photo_size *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_photo_size){.file_id = f->file_id,
+                         .file_unique_id = f->unique_id,
+                         .width = 320,
+                         .height = 320,
+                         .file_size = size_of(f)};
+    return x;
+}
+
+static tg_document *document_of(emu_req *r, const emu_file *f)
+{
+    tg_document *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_document){.file_id = f->file_id,
+                       .file_unique_id = f->unique_id,
+                       .file_name = f->name,
+                       .mime_type = f->mime,
+                       .file_size = size_of(f)};
+    return x;
+}
+
+static tg_video *video_of(emu_req *r, const emu_file *f, tg_opt_i64 w, tg_opt_i64 h,
+                          tg_opt_i64 duration)
+{
+    tg_video *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_video){.file_id = f->file_id,
+                    .file_unique_id = f->unique_id,
+                    .width = opt_or(w, 0),
+                    .height = opt_or(h, 0),
+                    .duration = opt_or(duration, 0),
+                    .file_name = f->name,
+                    .mime_type = f->mime,
+                    .file_size = size_of(f)};
+    return x;
+}
+
+static tg_audio *audio_of(emu_req *r, const emu_file *f, tg_opt_i64 duration, const char *performer,
+                          const char *title)
+{
+    tg_audio *x = tg__arena_zalloc(r->a, sizeof *x);
+    *x = (tg_audio){.file_id = f->file_id,
+                    .file_unique_id = f->unique_id,
+                    .duration = opt_or(duration, 0),
+                    .performer = performer,
+                    .title = title,
+                    .file_name = f->name,
+                    .mime_type = f->mime,
+                    .file_size = size_of(f)};
+    return x;
+}
+
 static int h_send_photo(emu_req *r)
 {
     const tg_send_photo_params *p = r->p;
@@ -82,13 +146,7 @@ static int h_send_photo(emu_req *r)
     emu_file *f = c ? input_file(r, &p->photo, "photos") : NULL;
     if (!f)
         return -1;
-    tg_photo_size *ps = tg__arena_zalloc(r->a, sizeof *ps);
-    ps->file_id = f->file_id;
-    ps->file_unique_id = f->unique_id;
-    ps->width = 320;
-    ps->height = 320;
-    ps->file_size = (tg_opt_i64)TG_SOME((int64_t)f->len);
-    tg_message m = {.photo = ps, .photo_count = 1};
+    tg_message m = {.photo = photo_of(r, f), .photo_count = 1};
     m.has_media_spoiler = p->has_spoiler.has && p->has_spoiler.v;
     return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
@@ -101,59 +159,28 @@ static int h_send_document(emu_req *r)
     emu_file *f = c ? input_file(r, &p->document, "documents") : NULL;
     if (!f)
         return -1;
-    tg_document *d = tg__arena_zalloc(r->a, sizeof *d);
-    d->file_id = f->file_id;
-    d->file_unique_id = f->unique_id;
-    d->file_name = f->name;
-    d->mime_type = f->mime;
-    d->file_size = (tg_opt_i64)TG_SOME((int64_t)f->len);
-    tg_message m = {.document = d};
+    tg_message m = {.document = document_of(r, f)};
     return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
 }
 
-/* The file of a send*: the emu_file, and its id fields as the Bot API shows them. */
-typedef struct media_file {
-    emu_file *f;
-    const char *file_id, *file_unique_id;
-    tg_opt_i64 size;
-} media_file;
-
+/* The chat and the file of a send*; false after emu_fail. */
 static bool get_media(emu_req *r, const tg_chat_id *cid, const tg_input_file *in, const char *dir,
-                      emu_chat **c, media_file *mf)
+                      emu_chat **c, emu_file **f)
 {
     *c = emu_req_chat(r, cid, true);
-    mf->f = *c ? input_file(r, in, dir) : NULL;
-    if (!mf->f)
-        return false;
-    mf->file_id = mf->f->file_id;
-    mf->file_unique_id = mf->f->unique_id;
-    mf->size = (tg_opt_i64)TG_SOME((int64_t)mf->f->len);
-    return true;
-}
-
-static int64_t opt_or(tg_opt_i64 v, int64_t def)
-{
-    return v.has ? v.v : def;
+    *f = *c ? input_file(r, in, dir) : NULL;
+    return *f != NULL;
 }
 
 static int h_send_audio(emu_req *r)
 {
     const tg_send_audio_params *p = r->p;
     emu_chat *c;
-    media_file mf;
-    if (!get_media(r, &p->chat_id, &p->audio, "music", &c, &mf))
+    emu_file *f;
+    if (!get_media(r, &p->chat_id, &p->audio, "music", &c, &f))
         return -1;
-    tg_audio *x = tg__arena_zalloc(r->a, sizeof *x);
-    *x = (tg_audio){.file_id = mf.file_id,
-                    .file_unique_id = mf.file_unique_id,
-                    .duration = opt_or(p->duration, 0),
-                    .performer = p->performer,
-                    .title = p->title,
-                    .file_name = mf.f->name,
-                    .mime_type = mf.f->mime,
-                    .file_size = mf.size};
-    tg_message m = {.audio = x};
+    tg_message m = {.audio = audio_of(r, f, p->duration, p->performer, p->title)};
     return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
 }
@@ -162,19 +189,11 @@ static int h_send_video(emu_req *r)
 {
     const tg_send_video_params *p = r->p;
     emu_chat *c;
-    media_file mf;
-    if (!get_media(r, &p->chat_id, &p->video, "videos", &c, &mf))
+    emu_file *f;
+    if (!get_media(r, &p->chat_id, &p->video, "videos", &c, &f))
         return -1;
-    tg_video *x = tg__arena_zalloc(r->a, sizeof *x);
-    *x = (tg_video){.file_id = mf.file_id,
-                    .file_unique_id = mf.file_unique_id,
-                    .width = opt_or(p->width, 0),
-                    .height = opt_or(p->height, 0),
-                    .duration = opt_or(p->duration, 0),
-                    .file_name = mf.f->name,
-                    .mime_type = mf.f->mime,
-                    .file_size = mf.size};
-    tg_message m = {.video = x, .has_media_spoiler = p->has_spoiler.has && p->has_spoiler.v};
+    tg_message m = {.video = video_of(r, f, p->width, p->height, p->duration),
+                    .has_media_spoiler = p->has_spoiler.has && p->has_spoiler.v};
     return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
 }
@@ -183,15 +202,15 @@ static int h_send_voice(emu_req *r)
 {
     const tg_send_voice_params *p = r->p;
     emu_chat *c;
-    media_file mf;
-    if (!get_media(r, &p->chat_id, &p->voice, "voice", &c, &mf))
+    emu_file *f;
+    if (!get_media(r, &p->chat_id, &p->voice, "voice", &c, &f))
         return -1;
     tg_voice *x = tg__arena_zalloc(r->a, sizeof *x);
-    *x = (tg_voice){.file_id = mf.file_id,
-                    .file_unique_id = mf.file_unique_id,
+    *x = (tg_voice){.file_id = f->file_id,
+                    .file_unique_id = f->unique_id,
                     .duration = opt_or(p->duration, 0),
-                    .mime_type = mf.f->mime,
-                    .file_size = mf.size};
+                    .mime_type = f->mime,
+                    .file_size = size_of(f)};
     tg_message m = {.voice = x};
     return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
@@ -201,18 +220,18 @@ static int h_send_animation(emu_req *r)
 {
     const tg_send_animation_params *p = r->p;
     emu_chat *c;
-    media_file mf;
-    if (!get_media(r, &p->chat_id, &p->animation, "animations", &c, &mf))
+    emu_file *f;
+    if (!get_media(r, &p->chat_id, &p->animation, "animations", &c, &f))
         return -1;
     tg_animation *x = tg__arena_zalloc(r->a, sizeof *x);
-    *x = (tg_animation){.file_id = mf.file_id,
-                        .file_unique_id = mf.file_unique_id,
+    *x = (tg_animation){.file_id = f->file_id,
+                        .file_unique_id = f->unique_id,
                         .width = opt_or(p->width, 0),
                         .height = opt_or(p->height, 0),
                         .duration = opt_or(p->duration, 0),
-                        .file_name = mf.f->name,
-                        .mime_type = mf.f->mime,
-                        .file_size = mf.size};
+                        .file_name = f->name,
+                        .mime_type = f->mime,
+                        .file_size = size_of(f)};
     tg_message m = {.animation = x};
     return media_common(r, c, p->caption, p->parse_mode, p->caption_entities,
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
@@ -330,43 +349,19 @@ static int album_item(emu_req *r, const tg_input_media_group_item *it, tg_messag
                        &m->caption_entities_count))
         return -1;
     m->caption = text && *text ? text : NULL;
-    tg_opt_i64 size = TG_SOME((int64_t)f->len);
-    if (it->kind == TG_INPUT_MEDIA_GROUP_ITEM_PHOTO) {
-        tg_photo_size *ps = tg__arena_zalloc(r->a, sizeof *ps);
-        *ps = (tg_photo_size){.file_id = f->file_id,
-                              .file_unique_id = f->unique_id,
-                              .width = 320,
-                              .height = 320,
-                              .file_size = size};
-        m->photo = ps;
+    switch (it->kind) {
+    case TG_INPUT_MEDIA_GROUP_ITEM_PHOTO:
+        m->photo = photo_of(r, f);
         m->photo_count = 1;
-    } else if (it->kind == TG_INPUT_MEDIA_GROUP_ITEM_VIDEO) {
-        tg_video *v = tg__arena_zalloc(r->a, sizeof *v);
-        *v = (tg_video){.file_id = f->file_id,
-                        .file_unique_id = f->unique_id,
-                        .width = opt_or(it->video->width, 0),
-                        .height = opt_or(it->video->height, 0),
-                        .duration = opt_or(it->video->duration, 0),
-                        .file_size = size};
-        m->video = v;
-    } else if (it->kind == TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT) {
-        tg_document *d = tg__arena_zalloc(r->a, sizeof *d);
-        *d = (tg_document){.file_id = f->file_id,
-                           .file_unique_id = f->unique_id,
-                           .file_name = f->name,
-                           .mime_type = f->mime,
-                           .file_size = size};
-        m->document = d;
-    } else {
-        tg_audio *a = tg__arena_zalloc(r->a, sizeof *a);
-        *a = (tg_audio){.file_id = f->file_id,
-                        .file_unique_id = f->unique_id,
-                        .duration = opt_or(it->audio->duration, 0),
-                        .performer = it->audio->performer,
-                        .title = it->audio->title,
-                        .file_name = f->name,
-                        .file_size = size};
-        m->audio = a;
+        break;
+    case TG_INPUT_MEDIA_GROUP_ITEM_VIDEO:
+        m->video = video_of(r, f, it->video->width, it->video->height, it->video->duration);
+        break;
+    case TG_INPUT_MEDIA_GROUP_ITEM_DOCUMENT:
+        m->document = document_of(r, f);
+        break;
+    default:
+        m->audio = audio_of(r, f, it->audio->duration, it->audio->performer, it->audio->title);
     }
     return 0;
 }
