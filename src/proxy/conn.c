@@ -6,7 +6,7 @@
  * so far in HELLO, or the unwrapped ApplicationData payload in FLIGHT); nothing is written to
  * the client before a ClientHello validated; every exit goes through conn_close().
  */
-#include "proxy/conn.h"
+#include "proxy/conn_int.h"
 
 #include "core/alloc.h"
 #include "core/clock.h"

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "proxy/conn.h"
+#include "proxy/conn_int.h"
 
 #define RELAY_TLS_HEADROOM    5     /* bytes reserved before a record's payload */
 #define RELAY_TLS_MAX_PAYLOAD 16384 /* proxy -> client record payload (brief 4.9) */
