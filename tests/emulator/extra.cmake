@@ -13,6 +13,10 @@ if(TGKIT_DEBIAN_PYTHON3)
                 $<TARGET_FILE:tgbot-emulator> ${CMAKE_BINARY_DIR}/examples/echo/echo
                 ${CMAKE_BINARY_DIR}/examples/inline_keyboard/inline_keyboard
                 ${TGKIT_CHROMIUM} ${CMAKE_BINARY_DIR}/emulator-webchat.png)
-    set_tests_properties(emulator/ptb_bot emulator/web_chat PROPERTIES TIMEOUT 120
-        SKIP_RETURN_CODE 77)
+    # --state FILE across a restart of the program.
+    add_test(NAME emulator/state_restart
+        COMMAND ${TGKIT_DEBIAN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/emulator/state_restart.py
+                $<TARGET_FILE:tgbot-emulator>)
+    set_tests_properties(emulator/ptb_bot emulator/web_chat emulator/state_restart PROPERTIES
+        TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
