@@ -6,7 +6,7 @@
  * keys that would have been accepted. mtg keys are handled in three ways, as documented in
  * docs/tgproxy.md: mapped onto our fields, accepted and ignored with a warning (features we
  * do not have but whose absence is harmless), or rejected (silently ignoring them would
- * change who can connect or where traffic goes: allowlists, upstream proxies, ad tags).
+ * change who can connect or where traffic goes: allowlists, ad tags).
  *
  * Deprecated mtg spellings (domain-fronting-port, public-ipv4, ...) are collected on the
  * side and applied at the end, so the newer spelling wins wherever it appears in the file.
@@ -889,6 +889,34 @@ static const struct key_rule public_ip_rules[] = {
     FN_KEY("ipv6", k_public_ipv6),
 };
 
+/* One socks5:// URL of [network] proxies into cfg->proxies. */
+static int add_proxy(struct loader *ld, const struct toml_kv *kv, const struct toml_value *e,
+                     const char *s, size_t n)
+{
+    struct config *cfg = ld->cfg;
+    if (cfg->nproxies >= CONFIG_MAX_PROXIES)
+        return val_err(ld, kv, e, "too many upstream proxies, expected at most %d",
+                       CONFIG_MAX_PROXIES);
+    struct socks5_upstream up;
+    char why[192];
+    if (socks5_url_parse(s, n, &up, why, sizeof why) != 0)
+        return val_err(ld, kv, e, "%s", why); /* why never quotes the user info */
+    if (!up.addr.resolved) {
+        memset(&up, 0, sizeof up);
+        return val_err(ld, kv, e,
+                       "the upstream proxy must be an IP address (host names are not "
+                       "resolved for upstreams), expected socks5://[user:pass@]IP:PORT");
+    }
+    if (grow((void **)&cfg->proxies, cfg->nproxies, sizeof cfg->proxies[0]) != 0) {
+        memset(&up, 0, sizeof up);
+        return -ENOMEM;
+    }
+    cfg->proxies[cfg->nproxies++] = up;
+    memset(&up, 0, sizeof up);
+    return 0;
+}
+
+/* [network] proxies: mtg's list of socks5:// URLs; "" entries are skipped, as mtg does. */
 static int k_proxies(struct loader *ld, const struct toml_kv *kv)
 {
     const struct toml_value *v = kv->value;
@@ -899,10 +927,9 @@ static int k_proxies(struct loader *ld, const struct toml_kv *kv)
         size_t n = 0;
         if (get_str(ld, kv, e, &s, &n) != 0)
             return -EINVAL;
-        if (n > 0)
-            return val_err(ld, kv, e,
-                           "upstream proxies are not supported by tgproxy (traffic "
-                           "would go direct), expected an empty list");
+        int rc = n > 0 ? add_proxy(ld, kv, e, s, n) : 0;
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -1259,6 +1286,9 @@ void config_cleanup(struct config *cfg)
     tg__free(cfg->listen);
     tg__free(cfg->secrets);
     tg__free(cfg->dcs);
+    if (cfg->proxies)
+        memset(cfg->proxies, 0, cfg->nproxies * sizeof cfg->proxies[0]);
+    tg__free(cfg->proxies);
     memset(cfg, 0, sizeof *cfg);
 }
 

@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 
 #include "proxy/secret.h"
+#include "proxy/socks5.h"
 #include "proxy/value.h"
 
 #define CONFIG_LABEL_MAX    64 /* bytes, including the NUL */
@@ -44,6 +45,7 @@
 #define CONFIG_MAX_WORKERS  256 /* `workers`; also the cap when 0 picks the CPU count */
 #define CONFIG_MAX_DCS      64  /* entries in [dcs] */
 #define CONFIG_MAX_DC_ADDRS 16  /* addresses per [dcs] entry */
+#define CONFIG_MAX_PROXIES  16  /* [network] proxies */
 #define CONFIG_ERR_MAX      512 /* suggested size of the err buffers below */
 
 /* prefer-ip: mtg's values, same meaning. */
@@ -91,6 +93,12 @@ struct config {
     struct config_dc *dcs;
     size_t ndcs;
     bool use_test_dcs; /* test-dcs: route ids 10001..10003 to the test table (default false) */
+
+    /* [network] proxies: SOCKS5 upstreams for DC connections (round-robin, failover to the
+       next on error); empty = direct. Each is an IP literal with a port; user/pass decoded
+       (never logged). The fronting connection always goes direct. */
+    struct socks5_upstream *proxies;
+    size_t nproxies;
 
     enum config_prefer_ip prefer_ip;   /* default CONFIG_PREFER_IPV6 */
     uint32_t tolerate_time_skewness_s; /* FakeTLS timestamp window, ± seconds; default 120 */

@@ -77,6 +77,7 @@ struct conn_worker {
     struct upstream_name *names;
     size_t nnames;
     int dns_fd[2]; /* resolver threads -> worker: 4-byte name indexes */
+    uint32_t chain_rr; /* round-robin over [network] proxies (chain.c) */
     struct loop_io dns_io;
 };
 

@@ -73,14 +73,14 @@ static int parse_userinfo(const char *s, size_t n, struct socks5_upstream *out, 
     size_t ulen = colon ? (size_t)(colon - s) : n;
     if (pct_decode(s, ulen, out->user, &out->user_len) != 0 || out->user_len == 0)
         return url_err(err, errlen,
-                       "bad user name in the proxy URL (1..255 bytes after %-decoding, "
-                       "no NUL, %XX escapes)");
+                       "bad user name, expected 1..255 bytes after %-decoding "
+                       "(%XX escapes, no %00)");
     if (colon) {
         size_t plen = n - ulen - 1;
         if (pct_decode(colon + 1, plen, out->pass, &out->pass_len) != 0 || out->pass_len == 0)
             return url_err(err, errlen,
-                           "bad password in the proxy URL (1..255 bytes after %-decoding, "
-                           "no NUL, %XX escapes)");
+                           "bad password, expected 1..255 bytes after %-decoding "
+                           "(%XX escapes, no %00)");
     }
     out->auth = true;
     return 0;
@@ -97,7 +97,9 @@ int socks5_url_parse(const char *url, size_t len, struct socks5_upstream *out, c
     const char *slash = memchr(s, '/', (size_t)(end - s));
     if (slash) {
         if (slash + 1 != end)
-            return url_err(err, errlen, "a proxy URL has no path, query or fragment");
+            return url_err(err, errlen,
+                           "a path, query or fragment after host:port, expected "
+                           "socks5://[user:pass@]host:port");
         end = slash;
     }
     const char *at = NULL;
@@ -113,7 +115,7 @@ int socks5_url_parse(const char *url, size_t len, struct socks5_upstream *out, c
     if (s == end || value_hostport_parse(s, (size_t)(end - s), &out->addr, why, sizeof why) != 0)
         return url_err(err, errlen, "expected host:port (or [v6]:port) after socks5://");
     if (out->addr.port == 0)
-        return url_err(err, errlen, "the proxy's port must be 1..65535");
+        return url_err(err, errlen, "port 0, expected a port 1..65535");
     return 0;
 }
 

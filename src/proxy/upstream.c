@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "proxy/conn.h"
 #include "core/str.h"
+#include "proxy/chain.h"
 #include "proxy/dc.h"
 #include "proxy/selfaddr.h"
 
@@ -232,6 +233,7 @@ static void drop_socket(struct upstream_req *r)
 /* The one report: r is idle again before its owner hears of it. */
 static void finish(struct upstream_req *r, int fd, int result)
 {
+    chain_free(r);
     loop_timer_stop(&r->timer);
     r->phase = PH_IDLE;
     r->early = false;
@@ -480,6 +482,14 @@ static int dc_connect_cached(struct upstream_req *r)
     struct conn_worker *w = r->w;
     struct addr_list l;
     const struct upstream_name *failed = NULL;
+    if (chain_enabled(w->sh->cfg)) { /* through the SOCKS5 upstreams */
+        int rc = chain_try(r);
+        if (rc < 0) {
+            chain_free(r);
+            stats_add(&w->stats, dc_connect_fail, 1);
+        }
+        return rc;
+    }
     dc_ordered(w->sh->cfg, w, r->dc, &l, &failed);
     for (; r->addr_i < l.n; r->addr_i++)
         if (start_connect(r, &l.a[r->addr_i], l.len[r->addr_i]) == 0)
@@ -512,6 +522,8 @@ int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstr
     r->w = w;
     r->done = done;
     r->dc = dc;
+    if (chain_enabled(w->sh->cfg)) /* [dcs] names go to the SOCKS5 upstream as they are */
+        return dc_connect_cached(r);
     struct upstream_name *e = dc_pending(w, dc); /* the first attempt waits for fresh answers */
     if (e) {
         name_wait(r, e);
@@ -661,6 +673,7 @@ void upstream_promote(struct upstream_req *r)
 
 void upstream_cancel(struct upstream_req *r)
 {
+    chain_free(r);
     if (r->phase == PH_IDLE)
         return;
     loop_timer_stop(&r->timer);
@@ -700,8 +713,31 @@ static void attempt_failed(struct upstream_req *r)
 static void on_timer(struct loop *l, struct loop_timer *t)
 {
     (void)l;
-    attempt_failed(
-        (struct upstream_req *)(void *)((char *)t - offsetof(struct upstream_req, timer)));
+    struct upstream_req *r =
+        (struct upstream_req *)(void *)((char *)t - offsetof(struct upstream_req, timer));
+    chain_timeout(r); /* logs an upstream's silence; no-op otherwise */
+    attempt_failed(r);
+}
+
+int upstream_chain_connect(struct upstream_req *r, const struct sockaddr_storage *sa,
+                           socklen_t len)
+{
+    return start_connect(r, sa, len);
+}
+
+void upstream_chain_done(struct upstream_req *r)
+{
+    r->io.cb = on_connected; /* as after a direct connect: WRITE, until the owner takes over */
+    if (loop_io_set(&r->w->loop, &r->io, LOOP_WRITE) < 0) {
+        attempt_failed(r);
+        return;
+    }
+    finish(r, r->io.fd, UPSTREAM_OK);
+}
+
+void upstream_chain_failed(struct upstream_req *r)
+{
+    attempt_failed(r);
 }
 
 static void on_connected(struct loop *l, struct loop_io *io, unsigned events)
@@ -718,6 +754,10 @@ static void on_connected(struct loop *l, struct loop_io *io, unsigned events)
         err = errno;
     if (err) {
         attempt_failed(r);
+        return;
+    }
+    if (r->chain) { /* a SOCKS5 upstream: negotiate first, the deadline still runs */
+        chain_connected(r);
         return;
     }
     finish(r, io->fd, UPSTREAM_OK);

@@ -13,7 +13,9 @@
  * request's own timer runs in the worker's connect queue ([network.timeout] tcp per DC
  * address, fronting per fronting address). A DC has an ordered list of addresses (the
  * [dcs] override for its id, else the built-in table, then sorted or filtered by
- * prefer-ip); a failed or timed-out address moves on to the next.
+ * prefer-ip); a failed or timed-out address moves on to the next. With [network] proxies,
+ * DC requests go through SOCKS5 upstreams instead, negotiated within the same deadline
+ * (chain.h); fronting requests always go direct.
  *
  * Host names (the fronting host, configured or the ee secret's domain, and host names in
  * [dcs]) are resolved when a request first needs them, never at start-up, by short-lived
@@ -35,6 +37,7 @@
 #include "proxy/config.h"
 #include "proxy/loop.h"
 
+struct chain;
 struct conn_shared;
 struct conn_worker;
 
@@ -89,6 +92,7 @@ struct upstream_req {
     uint8_t phase;                 /* idle, resolving, connecting */
     uint8_t addr_i;                /* address being tried */
     bool front, early;
+    struct chain *chain; /* DC through a SOCKS5 upstream: its negotiation (chain.c) */
 };
 
 /* An idle request (io unregistered). */

@@ -455,7 +455,14 @@ static const struct bad_case bad_cases[] = {
     {BASE SEC "[domain-fronting]\nport = 70000\n",
      "c.toml:5:8: domain-fronting.port: ", "out of range"},
     {BASE SEC "[network]\nproxies = [\"socks5://u:p@h:1\"]\n",
-     "c.toml:5:12: network.proxies: ", "not supported"},
+     "c.toml:5:12: network.proxies: ", "must be an IP address"},
+    {BASE SEC "[network]\nproxies = [\"\", \"http://1.2.3.4:1\"]\n",
+     "c.toml:5:16: network.proxies: ", "starting with socks5://"},
+    {BASE SEC "[network]\nproxies = [\"socks5://1.2.3.4\"]\n",
+     "c.toml:5:12: network.proxies: ", "host:port"},
+    {BASE SEC "[network]\nproxies = [\"socks5://u:%zz@1.2.3.4:1\"]\n",
+     "c.toml:5:12: network.proxies: ", "bad password"},
+    {BASE SEC "[network]\nproxies = [5]\n", "c.toml:5:12: network.proxies: ", "expected a string"},
     {BASE SEC "[defense.allowlist]\nenabled = true\n",
      "c.toml:4:10: defense.allowlist: ", "refuses to start"},
     {BASE SEC "[defense.blocklist]\nurl = []\n",
@@ -519,6 +526,52 @@ static void test_errors(void **state)
         assert_null(cfg.secrets);
         config_cleanup(&cfg);
     }
+}
+
+/* [network] proxies: URLs decoded into upstreams; passwords never in messages. */
+static void test_proxies(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512] = "";
+    assert_int_equal(load(&cfg,
+                          BASE SEC "[network]\nproxies = [\"\", \"socks5://127.0.0.1:1080\", "
+                                   "\"socks5://us%40r:pa%3Ass@[::1]:9050/\"]\n",
+                          err, sizeof err, &w),
+                     0);
+    assert_int_equal(cfg.nproxies, 2);
+    assert_false(cfg.proxies[0].auth);
+    assert_int_equal(cfg.proxies[0].addr.port, 1080);
+    assert_true(cfg.proxies[1].auth);
+    assert_string_equal(cfg.proxies[1].addr.host, "::1");
+    assert_string_equal(cfg.proxies[1].user, "us@r");
+    assert_string_equal(cfg.proxies[1].pass, "pa:ss");
+    assert_int_equal(w.n, 0);
+    config_cleanup(&cfg);
+    /* Errors point at the element and never quote the credentials. */
+    const char *bad[] = {
+        BASE SEC "[network]\nproxies = [\"socks5://user:hunter22@proxy.example:1\"]\n",
+        BASE SEC "[network]\nproxies = [\"socks5://user:hunter22%@1.2.3.4:1\"]\n",
+        BASE SEC "[network]\nproxies = [\"socks5://user:hunter22@1.2.3.4:0\"]\n",
+        BASE SEC "[network]\nproxies = [\"socks5://user:hunter22@1.2.3.4:1/x\"]\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(load(&cfg, bad[i], err, sizeof err, &w), -EINVAL);
+        assert_non_null(strstr(err, "c.toml:5:12: network.proxies: "));
+        assert_null(strstr(err, "hunter22"));
+        assert_int_equal(cfg.nproxies, 0);
+        config_cleanup(&cfg);
+    }
+    /* At most CONFIG_MAX_PROXIES. */
+    char text[2048];
+    int n = snprintf(text, sizeof text, "%s", BASE SEC "[network]\nproxies = [");
+    for (int i = 0; i <= CONFIG_MAX_PROXIES; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "\"socks5://10.0.0.%d:1080\",", i + 1);
+    snprintf(text + n, sizeof text - (size_t)n, "]\n");
+    assert_int_equal(load(&cfg, text, err, sizeof err, &w), -EINVAL);
+    assert_non_null(strstr(err, "too many upstream proxies"));
+    config_cleanup(&cfg);
 }
 
 /* The replay window covers every replay the clock check lets through (2 x skew + 2 s). */
@@ -636,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_replay_window_covers_skew),
+        cmocka_unit_test(test_proxies),
         cmocka_unit_test(test_builders),
         cmocka_unit_test(test_load_file_errors),
         cmocka_unit_test(test_out_of_memory),

@@ -101,6 +101,15 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     }
     if (o->extra_dc_addr && add_dc(cfg, o->extra_dc, o->extra_dc_addr) < 0)
         return -EINVAL;
+    for (size_t i = 0; i < 4 && o->proxies[i]; i++) {
+        struct socks5_upstream *p = tg__realloc(cfg->proxies, (i + 1) * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        cfg->proxies = p;
+        if (socks5_url_parse(o->proxies[i], strlen(o->proxies[i]), &p[i], err, sizeof err) < 0)
+            return -EINVAL;
+        cfg->nproxies = i + 1;
+    }
     cfg->prefer_ip = CONFIG_PREFER_IPV4;
     if (!o->no_front) {
         struct value_hostport hp;

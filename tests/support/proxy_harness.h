@@ -50,6 +50,7 @@ struct pharness_opts {
                                     "localhost", resolved by the engine) instead of 127.0.0.1 */
     int32_t extra_dc;            /* with extra_dc_addr: one more [dcs] entry for this id */
     const char *extra_dc_addr;   /* "host:port" of that entry */
+    const char *proxies[4];      /* [network] proxies: socks5:// URLs, NULL-terminated */
 };
 
 struct pharness {

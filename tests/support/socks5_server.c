@@ -28,7 +28,9 @@
 #define MAX_RECORDS  4096                /* records kept; later requests are not recorded */
 #define SOCKS_VER    0x05                /* RFC 1928 section 3 */
 #define METHOD_NONE  0x00                /* no authentication required */
+#define METHOD_USER  0x02                /* username/password (RFC 1929) */
 #define METHOD_NOACC 0xFF                /* no acceptable methods */
+#define AUTH_VER     0x01                /* RFC 1929 sub-negotiation version */
 
 struct dir {
     int from, to;
@@ -56,8 +58,9 @@ struct socks5_server {
     pthread_mutex_t mu; /* guards everything below */
     socks5_record *recs;
     size_t nrecs, cap;
-    size_t conns, greetings;
-    struct client *clients; /* accept thread only */
+    size_t conns, greetings, auth_failures;
+    char user[256], pass[256]; /* "" = no authentication */
+    struct client *clients;    /* accept thread only */
 };
 
 /* ---- waiting ---- */
@@ -169,7 +172,26 @@ static void record_bytes(struct client *c, bool up, const unsigned char *p, size
 
 /* ---- handshake ---- */
 
-/* Greeting (RFC 1928 section 3). 0: method 0x00 chosen; -1: close the connection. */
+/* Username/password sub-negotiation (RFC 1929). 0: accepted; -1: refused or I/O failure. */
+static int authenticate(struct client *c, const char *user, const char *pass)
+{
+    unsigned char ver_len[2], got_user[256], plen, got_pass[256];
+    if (read_full(c->s, c->fd, ver_len, 2) != 0 || ver_len[0] != AUTH_VER ||
+        read_full(c->s, c->fd, got_user, ver_len[1]) != 0 ||
+        read_full(c->s, c->fd, &plen, 1) != 0 || read_full(c->s, c->fd, got_pass, plen) != 0)
+        return -1;
+    bool ok = ver_len[1] == strlen(user) && memcmp(got_user, user, ver_len[1]) == 0 &&
+              plen == strlen(pass) && memcmp(got_pass, pass, plen) == 0;
+    unsigned char reply[2] = {AUTH_VER, ok ? 0x00 : 0x01};
+    if (!ok) {
+        pthread_mutex_lock(&c->s->mu);
+        c->s->auth_failures++;
+        pthread_mutex_unlock(&c->s->mu);
+    }
+    return write_full(c->s, c->fd, reply, 2) == 0 && ok ? 0 : -1;
+}
+
+/* Greeting (RFC 1928 section 3). 0: a method chosen (and passed); -1: close the connection. */
 static int greeting(struct client *c)
 {
     unsigned char hdr[2], methods[255];
@@ -179,14 +201,34 @@ static int greeting(struct client *c)
         return -1;
     if (c->s->mode == SOCKS5_CLOSE_AFTER_GREETING)
         return -1;
-    bool none_ok = memchr(methods, METHOD_NONE, hdr[1]) != NULL;
-    unsigned char reply[2] = {SOCKS_VER, none_ok ? METHOD_NONE : METHOD_NOACC};
-    if (write_full(c->s, c->fd, reply, 2) != 0 || !none_ok)
+    char user[256], pass[256];
+    pthread_mutex_lock(&c->s->mu);
+    memcpy(user, c->s->user, sizeof user);
+    memcpy(pass, c->s->pass, sizeof pass);
+    pthread_mutex_unlock(&c->s->mu);
+    unsigned char want = user[0] ? METHOD_USER : METHOD_NONE;
+    bool ok = memchr(methods, want, hdr[1]) != NULL;
+    unsigned char reply[2] = {SOCKS_VER, ok ? want : METHOD_NOACC};
+    if (write_full(c->s, c->fd, reply, 2) != 0 || !ok)
+        return -1;
+    if (want == METHOD_USER && authenticate(c, user, pass) != 0)
         return -1;
     pthread_mutex_lock(&c->s->mu);
     c->s->greetings++;
     pthread_mutex_unlock(&c->s->mu);
     return 0;
+}
+
+/* SOCKS5_HANG_AFTER_REQUEST: say nothing until the client closes, stop, or SOCKS5_HANG_MS. */
+static void hang(struct client *c)
+{
+    uint64_t deadline = tg__now_ms() + SOCKS5_HANG_MS;
+    unsigned char sink[256];
+    for (int i = 0; i < 10000 && wait_fd(c->s, c->fd, POLLIN, deadline); i++) {
+        ssize_t r = recv(c->fd, sink, sizeof sink, 0);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+            return;
+    }
 }
 
 /* Read DST.ADDR and DST.PORT of a known address type into r. 0 or -1 (I/O failure). */
@@ -298,8 +340,12 @@ static int request(struct client *c)
         send_reply(c, SOCKS5_REP_BAD_CMD);
         return -1;
     }
-    struct sockaddr_in to;
-    int rep = resolve(&r, &to);
+    if (c->s->mode == SOCKS5_HANG_AFTER_REQUEST) {
+        hang(c);
+        return -1;
+    }
+    struct sockaddr_in to = {0};
+    int rep = c->s->mode == SOCKS5_REFUSE_CONNECT ? SOCKS5_REP_REFUSED : resolve(&r, &to);
     if (rep == SOCKS5_REP_OK)
         rep = connect_target(c, &to);
     if (send_reply(c, rep) != 0 || rep != SOCKS5_REP_OK)
@@ -489,6 +535,21 @@ void socks5_server_stop(socks5_server *s)
     pthread_mutex_destroy(&s->mu);
     tg__free(s->recs);
     tg__free(s);
+}
+
+static size_t locked_count(socks5_server *s, const size_t *field);
+
+void socks5_server_require_auth(socks5_server *s, const char *user, const char *pass)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->user, sizeof s->user, "%s", user);
+    snprintf(s->pass, sizeof s->pass, "%s", pass);
+    pthread_mutex_unlock(&s->mu);
+}
+
+size_t socks5_server_auth_failures(socks5_server *s)
+{
+    return locked_count(s, &s->auth_failures);
 }
 
 uint16_t socks5_server_port(const socks5_server *s)

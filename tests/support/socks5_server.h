@@ -1,7 +1,8 @@
 /*
  * socks5_server: a small SOCKS5 proxy (RFC 1928) on 127.0.0.1 for tests.
  *
- * Method "no authentication" only, command CONNECT only, address types IPv4 and domain name.
+ * Method "no authentication", or username/password (RFC 1929) once socks5_server_require_auth
+ * was called; command CONNECT only, address types IPv4 and domain name.
  * It never touches the network: a domain name is resolved only if it is "localhost" or an
  * IPv4 literal, and only targets in 127.0.0.0/8 are connected to. Anything else gets the
  * RFC's error reply: 0x07 command not supported, 0x08 address type not supported, 0x04 host
@@ -50,9 +51,14 @@ enum {
 };
 
 typedef enum socks5_mode {
-    SOCKS5_NORMAL = 0,          /* a working proxy */
-    SOCKS5_CLOSE_AFTER_GREETING /* read the greeting, then close without answering */
+    SOCKS5_NORMAL = 0,           /* a working proxy */
+    SOCKS5_CLOSE_AFTER_GREETING, /* read the greeting, then close without answering */
+    SOCKS5_REFUSE_CONNECT,       /* answer every CONNECT with 0x05 connection refused */
+    SOCKS5_HANG_AFTER_REQUEST    /* read the request, then answer nothing until the client
+                                    closes or the server stops (at most SOCKS5_HANG_MS) */
 } socks5_mode;
+
+#define SOCKS5_HANG_MS 60000 /* longest a SOCKS5_HANG_AFTER_REQUEST client is kept */
 
 typedef struct socks5_record {
     uint8_t cmd;                   /* CMD byte as received */
@@ -70,6 +76,13 @@ typedef struct socks5_server socks5_server;
 /* Start on 127.0.0.1, ephemeral port. NULL on failure (message on stderr). */
 socks5_server *socks5_server_start(socks5_mode mode);
 void socks5_server_stop(socks5_server *s); /* NULL-safe */
+
+/* From now on require method 0x02 with exactly this user name and password (RFC 1929): a
+   greeting without 0x02 gets 0xFF, a wrong pair gets status 0x01 and is closed. Both 1..255
+   bytes (longer ones are cut). */
+void socks5_server_require_auth(socks5_server *s, const char *user, const char *pass);
+/* Username/password sub-negotiations answered with failure so far. */
+size_t socks5_server_auth_failures(socks5_server *s);
 
 uint16_t socks5_server_port(const socks5_server *s);
 /* "socks5://127.0.0.1:<port>" or "socks5h://..." into out (cap bytes). */
