@@ -270,7 +270,7 @@ static void test_url_table(void **state)
 static void test_long_credentials(void **state)
 {
     (void)state;
-    char url[1200], cred[600];
+    char url[1400], cred[600];
     memset(cred, 'x', 255);
     cred[255] = '\0';
     snprintf(url, sizeof url, "socks5://%s:%s@127.0.0.1:1", cred, cred);
