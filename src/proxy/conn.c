@@ -23,8 +23,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CONN_POOL_KEEP 4096 /* struct conn kept cached per worker */
-#define BUF_POOL_KEEP  256  /* I/O buffers kept cached per worker */
+#define CONN_POOL_KEEP 4096                /* struct conn kept cached per worker */
+#define BUF_POOL_KEEP  256                 /* I/O buffers kept cached per worker */
+#define BUF_SLACK      1024                /* pool block = max(buffer_size, 16384) + slack */
+#define BULK_BUF       ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
 #define HS_HEADROOM                                                                                \
     64 /* bytes kept free in the handshake buffer for a PROXY v2                                   \
           header in front of the bytes replayed to the fronting host */
@@ -56,6 +58,65 @@ static void on_upstream(struct upstream_req *r, int fd, int result);
 static void upstream_ready(struct conn *c);
 static void relay_timer(struct conn *c);
 static void front(struct conn *c, bool deadline);
+
+int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
+{
+    memset(sh, 0, sizeof *sh);
+    size_t n = cfg->nsecrets ? cfg->nsecrets : 1;
+    sh->cfg = cfg;
+    sh->plain = tg__calloc(n, sizeof *sh->plain);
+    sh->plain_idx = tg__calloc(n, sizeof *sh->plain_idx);
+    sh->ee = tg__calloc(n, sizeof *sh->ee);
+    sh->ee_idx = tg__calloc(n, sizeof *sh->ee_idx);
+    if (!sh->plain || !sh->plain_idx || !sh->ee || !sh->ee_idx)
+        return -ENOMEM;
+    for (size_t i = 0; i < cfg->nsecrets; i++) {
+        const struct secret *sec = &cfg->secrets[i].secret;
+        if (sec->kind == SECRET_EE) {
+            memcpy(sh->ee[sh->nee].key, sec->key, 16);
+            sh->ee[sh->nee].domain = sec->domain;
+            sh->ee[sh->nee].domain_len = sec->domain_len;
+            sh->ee[sh->nee].domain_hash = faketls_domain_hash(sec->domain, sec->domain_len);
+            sh->ee_idx[sh->nee++] = i;
+        } else {
+            memcpy(sh->plain[sh->nplain].key, sec->key, 16);
+            sh->plain[sh->nplain].tags = obfs2_tags_for(sec->kind, false);
+            sh->plain_idx[sh->nplain++] = i;
+        }
+    }
+    if (cfg->antireplay.enabled) {
+        sh->replay = antireplay_new(cfg->antireplay.max_entries, cfg->antireplay.window_s);
+        if (!sh->replay)
+            return -ENOMEM;
+    }
+    sh->fast_mode = cfg->fast_mode; /* brief 3.3: on by default (fast-mode) */
+    sh->dyn_records = cfg->dynamic_records;
+    sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
+    size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
+    sh->buf_size = b + BUF_SLACK;
+    /* bulk buffers: four maximum-size TLS records per read and per send for flows that fill
+       their small buffer, within a per-worker memory budget */
+    sh->big_max = b < BULK_BUF ? (uint32_t)(cfg->bulk_budget / (BULK_BUF + BUF_SLACK)) : 0;
+    sh->big_size = sh->big_max ? BULK_BUF + BUF_SLACK : 0;
+    return 0;
+}
+
+void conn_shared_cleanup(struct conn_shared *sh)
+{
+    if (!sh)
+        return;
+    selfaddr_cleanup(&sh->self);
+    if (sh->ee)
+        crypto_wipe(sh->ee, sizeof *sh->ee * (sh->nee ? sh->nee : 1));
+    if (sh->plain)
+        crypto_wipe(sh->plain, sizeof *sh->plain * (sh->nplain ? sh->nplain : 1));
+    tg__free(sh->plain);
+    tg__free(sh->plain_idx);
+    tg__free(sh->ee);
+    tg__free(sh->ee_idx);
+    antireplay_free(sh->replay);
+    memset(sh, 0, sizeof *sh);
+}
 
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
 {

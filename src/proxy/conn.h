@@ -109,6 +109,14 @@ enum conn_end {
     END_DNS,   /* the DC's host names gave no address (failed or timed-out lookup) */
 };
 
+/*
+ * The shared state for cfg (borrowed: it must outlive sh): the secrets sorted by kind, the
+ * anti-replay cache, buffer sizes. sh->self is left empty (the server fills it once bound).
+ * 0 or -ENOMEM; on failure, and when done, conn_shared_cleanup (NULL-safe).
+ */
+int conn_shared_init(struct conn_shared *sh, const struct config *cfg);
+void conn_shared_cleanup(struct conn_shared *sh);
+
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh);
 /* Close every connection (END_SHUTDOWN) and release the worker. NULL-safe. */

@@ -20,13 +20,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define ACCEPT_BURST    64                  /* accepts per readiness event, per listener */
-#define ACCEPT_PAUSE_MS 100                 /* back-off when out of file descriptors */
-#define BUF_SLACK       1024                /* pool block = max(buffer_size, 16384) + slack */
-#define BULK_BUF        ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
-#define FDS_PER_CONN    2  /* the client's socket and the DC's or the fronting host's */
-#define FDS_PER_WORKER  4  /* epoll, its wake eventfd, the resolver pipe (2) */
-#define FDS_SLACK       32 /* stdio, the resolver threads' sockets, OpenSSL's /dev/urandom */
+#define ACCEPT_BURST    64  /* accepts per readiness event, per listener */
+#define ACCEPT_PAUSE_MS 100 /* back-off when out of file descriptors */
+#define FDS_PER_CONN    2   /* the client's socket and the DC's or the fronting host's */
+#define FDS_PER_WORKER  4   /* epoll, its wake eventfd, the resolver pipe (2) */
+#define FDS_SLACK       32  /* stdio, the resolver threads' sockets, OpenSSL's /dev/urandom */
 #define NOFILE_FALLBACK ((rlim_t)1 << 20) /* when the hard limit is "unlimited" */
 
 struct worker {
@@ -192,49 +190,6 @@ static int open_listeners(struct server *s)
 }
 
 /* Split the secrets into FakeTLS keys and plain obfs2 candidates. */
-static int shared_init(struct server *s)
-{
-    const struct config *cfg = s->cfg;
-    struct conn_shared *sh = &s->sh;
-    size_t n = cfg->nsecrets ? cfg->nsecrets : 1;
-    sh->cfg = cfg;
-    sh->plain = tg__calloc(n, sizeof *sh->plain);
-    sh->plain_idx = tg__calloc(n, sizeof *sh->plain_idx);
-    sh->ee = tg__calloc(n, sizeof *sh->ee);
-    sh->ee_idx = tg__calloc(n, sizeof *sh->ee_idx);
-    if (!sh->plain || !sh->plain_idx || !sh->ee || !sh->ee_idx)
-        return -ENOMEM;
-    for (size_t i = 0; i < cfg->nsecrets; i++) {
-        const struct secret *sec = &cfg->secrets[i].secret;
-        if (sec->kind == SECRET_EE) {
-            memcpy(sh->ee[sh->nee].key, sec->key, 16);
-            sh->ee[sh->nee].domain = sec->domain;
-            sh->ee[sh->nee].domain_len = sec->domain_len;
-            sh->ee[sh->nee].domain_hash = faketls_domain_hash(sec->domain, sec->domain_len);
-            sh->ee_idx[sh->nee++] = i;
-        } else {
-            memcpy(sh->plain[sh->nplain].key, sec->key, 16);
-            sh->plain[sh->nplain].tags = obfs2_tags_for(sec->kind, false);
-            sh->plain_idx[sh->nplain++] = i;
-        }
-    }
-    if (cfg->antireplay.enabled) {
-        sh->replay = antireplay_new(cfg->antireplay.max_entries, cfg->antireplay.window_s);
-        if (!sh->replay)
-            return -ENOMEM;
-    }
-    sh->fast_mode = cfg->fast_mode; /* brief 3.3: on by default (fast-mode) */
-    sh->dyn_records = cfg->dynamic_records;
-    sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
-    size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
-    sh->buf_size = b + BUF_SLACK;
-    /* bulk buffers: four maximum-size TLS records per read and per send for flows that fill
-       their small buffer, within a per-worker memory budget */
-    sh->big_max = b < BULK_BUF ? (uint32_t)(cfg->bulk_budget / (BULK_BUF + BUF_SLACK)) : 0;
-    sh->big_size = sh->big_max ? BULK_BUF + BUF_SLACK : 0;
-    return 0;
-}
-
 /* The endpoints that reach our listeners (bound ports), for the fronting loop check. */
 static int self_init(struct server *s)
 {
@@ -261,21 +216,6 @@ static int self_init(struct server *s)
     }
     upstream_check_self(&s->sh);
     return 0;
-}
-
-static void shared_cleanup(struct conn_shared *sh)
-{
-    selfaddr_cleanup(&sh->self);
-    if (sh->ee)
-        crypto_wipe(sh->ee, sizeof *sh->ee * (sh->nee ? sh->nee : 1));
-    if (sh->plain)
-        crypto_wipe(sh->plain, sizeof *sh->plain * (sh->nplain ? sh->nplain : 1));
-    tg__free(sh->plain);
-    tg__free(sh->plain_idx);
-    tg__free(sh->ee);
-    tg__free(sh->ee_idx);
-    antireplay_free(sh->replay);
-    memset(sh, 0, sizeof *sh);
 }
 
 static size_t worker_count(const struct config *cfg)
@@ -362,7 +302,7 @@ int server_start(const struct config *cfg, struct server **out)
         for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
             s->w[k].lfd[i] = -1;
     if (rc == 0)
-        rc = shared_init(s);
+        rc = conn_shared_init(&s->sh, s->cfg);
     if (rc == 0)
         rc = open_listeners(s);
     if (rc == 0)
@@ -403,7 +343,7 @@ void server_stop(struct server *s)
             if (s->w[k].lfd[i] >= 0)
                 close(s->w[k].lfd[i]);
     }
-    shared_cleanup(&s->sh);
+    conn_shared_cleanup(&s->sh);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     tg__free(s->w);

@@ -144,7 +144,7 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     return 0;
 }
 
-int pharness_start(struct pharness *h, const struct pharness_opts *o)
+int pharness_prepare(struct pharness *h, const struct pharness_opts *o)
 {
     memset(h, 0, sizeof *h);
     h->proc = (struct pproc){.pid = -1, .cmd = -1, .resp = -1};
@@ -159,6 +159,16 @@ int pharness_start(struct pharness *h, const struct pharness_opts *o)
         goto fail;
     if (tg__log_default()->level != h->cfg.log_level) /* no write while others may read */
         tg__log_default()->level = h->cfg.log_level;
+    return 0;
+fail:
+    pharness_stop(h);
+    return -1;
+}
+
+int pharness_start(struct pharness *h, const struct pharness_opts *o)
+{
+    if (pharness_prepare(h, o) < 0)
+        return -1;
     if (o->fork_server) {
         if (pproc_proxy_start(&h->proc, &h->cfg) < 0)
             goto fail;

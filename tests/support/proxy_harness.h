@@ -66,6 +66,9 @@ struct pharness {
 };
 
 int pharness_start(struct pharness *h, const struct pharness_opts *o);
+/* pharness_start without the engine: the fake DC, the fronting host and h->cfg only (for
+   tests that drive a worker themselves, tests/proxy/test_conn_vt.c). pharness_stop undoes. */
+int pharness_prepare(struct pharness *h, const struct pharness_opts *o);
 void pharness_stop(struct pharness *h);
 /* Client options for this proxy in a mode (key, SNI = PHARNESS_DOMAIN, dc 2). */
 struct pcli_opts pharness_client(const struct pharness *h, enum pcli_mode mode);

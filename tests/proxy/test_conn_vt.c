@@ -1,0 +1,350 @@
+/*
+ * The connection state machine in virtual time: one worker driven by this thread with an
+ * injected loop clock (loop_set_clock), real sockets on 127.0.0.1, the fake DC and the
+ * fronting stand-in of the harness. Every deadline is checked on both sides of its edge (open
+ * one millisecond before, closed at it) without sleeping: the clock only moves when a test
+ * moves it, and I/O is waited for by polling the loop until the awaited event happened.
+ *
+ * Covered: the handshake deadline (silent client, and a DISCARD client), the DC connect
+ * timeout (and that the handshake deadline no longer applies while connecting), the DNS
+ * wait for a [dcs] host name, the fronting connect timeout, the park period and the idle
+ * timeout of a relay, and the fronted site's FIN closing on the done time.
+ */
+#include "tgtest.h"
+
+#include "proxy/conn.h"
+#include "proxy/upstream.h"
+#include "proxy_harness.h"
+#include "proxy_util.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct vt {
+    struct pharness h;
+    struct conn_shared sh;
+    struct conn_worker w;
+    uint64_t now; /* the worker's clock, in virtual milliseconds */
+    int lfd;      /* where the test's clients connect; accepted sockets go to the worker */
+    uint16_t lport;
+};
+
+static uint64_t vt_clock(void *ud)
+{
+    return ((struct vt *)ud)->now;
+}
+
+/* cfg tweaks after the harness built it, before the worker reads it */
+typedef void (*vt_cfg_fn)(struct config *cfg, void *arg);
+
+static void vt_start(struct vt *v, const struct pharness_opts *o, vt_cfg_fn fn, void *arg)
+{
+    memset(v, 0, sizeof *v);
+    assert_int_equal(pharness_prepare(&v->h, o), 0);
+    if (fn)
+        fn(&v->h.cfg, arg);
+    assert_int_equal(conn_shared_init(&v->sh, &v->h.cfg), 0);
+    assert_int_equal(conn_worker_init(&v->w, &v->sh), 0);
+    v->now = 1000000;
+    loop_set_clock(&v->w.loop, vt_clock, v);
+    v->lfd = psock_listen(&v->lport, 16);
+    assert_true(v->lfd >= 0);
+}
+
+static void vt_stop(struct vt *v)
+{
+    conn_worker_cleanup(&v->w);
+    conn_shared_cleanup(&v->sh);
+    close(v->lfd);
+    pharness_stop(&v->h);
+}
+
+/* A client connected to the worker: returns the client's end (blocking). */
+static int vt_client(struct vt *v)
+{
+    int cfd = psock_connect(v->lport, 5000);
+    assert_true(cfd >= 0);
+    int sfd = accept4(v->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    assert_true(sfd >= 0);
+    conn_accept(&v->w, sfd);
+    assert_int_equal(v->w.stats.accepted, 1);
+    return cfd;
+}
+
+/* Dispatch what is ready now; timers fire up to the virtual now. */
+static void vt_run(struct vt *v)
+{
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(loop_run_once(&v->w.loop, 0), 0);
+}
+
+/* Move the clock by ms and run. */
+static void vt_advance(struct vt *v, uint64_t ms)
+{
+    v->now += ms;
+    vt_run(v);
+}
+
+/* Run the loop until *counter reaches want (I/O from other threads: bounded real wait). */
+static void vt_wait(struct vt *v, const uint64_t *counter, uint64_t want)
+{
+    for (int i = 0; i < 500 && *counter < want; i++)
+        assert_int_equal(loop_run_once(&v->w.loop, 10), 0);
+    assert_int_equal(*counter, want);
+}
+
+/* 1 when the peer closed (EOF or reset) cfd, 0 while it is open and silent. Bytes that
+   arrive are read and dropped. */
+static int closed(int fd)
+{
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 0) == 0)
+            return 0;
+        char b[512];
+        ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+        if (n <= 0)
+            return n == 0 || errno != EAGAIN;
+    }
+}
+
+/* A listener that never completes a connect: its accept queue is full, so the kernel
+   drops further SYNs and a connect to it stays in progress. Fills fds[0..3). */
+static uint16_t blackhole(int fds[4])
+{
+    uint16_t port = 0;
+    fds[0] = psock_listen(&port, 0);
+    assert_true(fds[0] >= 0);
+    for (int i = 1; i < 4; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = psock_addr(port);
+        connect(fds[i], (struct sockaddr *)&a, sizeof a);
+    }
+    /* the last one must still be connecting, or the port is no blackhole */
+    struct pollfd p = {.fd = fds[3], .events = POLLOUT};
+    assert_int_equal(poll(&p, 1, 50), 0);
+    return port;
+}
+
+static void blackhole_close(int fds[4])
+{
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);
+}
+
+/* A dd client's 64-byte obfs2 header for DC 2. */
+static void send_dd_header(struct vt *v, int cfd)
+{
+    uint8_t wire[64];
+    struct pctr enc, dec;
+    assert_int_equal(pobfs_client_header(wire, v->h.key, PTAG_PADDED, 2, &enc, &dec), 0);
+    pctr_cleanup(&enc);
+    pctr_cleanup(&dec);
+    assert_int_equal(psock_write_all(cfd, wire, sizeof wire), 0);
+}
+
+/* Silent client, nothing to front to: the silence leg passes, the deadline closes. */
+static void test_handshake_deadline(void **state)
+{
+    (void)state;
+    struct vt v;
+    vt_start(&v, &(struct pharness_opts){.dd = true, .no_front = true, .handshake_ms = 2000}, NULL,
+             NULL);
+    int cfd = vt_client(&v);
+    vt_run(&v);
+    vt_advance(&v, 500); /* the silence leg (a quarter of 2 s): nothing to open early */
+    assert_int_equal(closed(cfd), 0);
+    vt_advance(&v, 1499);
+    assert_int_equal(closed(cfd), 0);
+    assert_int_equal(v.w.stats.handshake_timeout, 0);
+    vt_advance(&v, 1);
+    assert_int_equal(closed(cfd), 1);
+    assert_int_equal(v.w.stats.handshake_timeout, 1);
+    assert_int_equal(v.w.stats.closed, 1);
+    close(cfd);
+    vt_stop(&v);
+}
+
+/* Bytes no handshake starts with and nothing to front to: DISCARD until the deadline. */
+static void test_discard_until_deadline(void **state)
+{
+    (void)state;
+    struct vt v;
+    vt_start(&v, &(struct pharness_opts){.dd = true, .no_front = true, .handshake_ms = 2000}, NULL,
+             NULL);
+    int cfd = vt_client(&v);
+    static const char get[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(psock_write_all(cfd, get, sizeof get - 1), 0);
+    vt_wait(&v, &v.w.stats.handshake_bad, 1);
+    vt_advance(&v, 500); /* the deadline's first leg, as for a silent client */
+    assert_int_equal(psock_write_all(cfd, get, sizeof get - 1), 0); /* read and dropped */
+    vt_run(&v);
+    vt_advance(&v, 1499);
+    assert_int_equal(closed(cfd), 0);
+    vt_advance(&v, 1);
+    assert_int_equal(closed(cfd), 1);
+    assert_int_equal(v.w.stats.handshake_timeout, 1);
+    close(cfd);
+    vt_stop(&v);
+}
+
+/* The DC never answers: the connect timeout ends it, the handshake deadline does not. */
+static void test_dc_connect_timeout(void **state)
+{
+    (void)state;
+    int bh[4];
+    uint16_t port = blackhole(bh);
+    struct vt v;
+    vt_start(&v,
+             &(struct pharness_opts){.dd = true,
+                                     .no_front = true,
+                                     .no_fakedc = true,
+                                     .dc_port = port,
+                                     .handshake_ms = 2000,
+                                     .tcp_ms = 3000},
+             NULL, NULL);
+    int cfd = vt_client(&v);
+    send_dd_header(&v, cfd);
+    vt_wait(&v, &v.w.stats.handshake_ok, 1);
+    vt_advance(&v, 2000); /* past the handshake deadline: not in force while connecting */
+    assert_int_equal(closed(cfd), 0);
+    vt_advance(&v, 999);
+    assert_int_equal(closed(cfd), 0);
+    assert_int_equal(v.w.stats.dc_connect_fail, 0);
+    vt_advance(&v, 1);
+    assert_int_equal(closed(cfd), 1);
+    assert_int_equal(v.w.stats.dc_connect_fail, 1);
+    assert_int_equal(v.w.stats.handshake_timeout, 0);
+    close(cfd);
+    vt_stop(&v);
+    blackhole_close(bh);
+}
+
+/* A resolver that answers only when released (the DNS wait deadline passes first). */
+static pthread_mutex_t gai_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gai_cv = PTHREAD_COND_INITIALIZER;
+static bool gai_released;
+
+static int gai_stall(const char *host, const char *port, const struct addrinfo *hints,
+                     struct addrinfo **res)
+{
+    (void)host, (void)port, (void)hints;
+    *res = NULL;
+    pthread_mutex_lock(&gai_mu);
+    while (!gai_released)
+        pthread_cond_wait(&gai_cv, &gai_mu);
+    pthread_mutex_unlock(&gai_mu);
+    return EAI_NONAME;
+}
+
+static void gai_release(void)
+{
+    pthread_mutex_lock(&gai_mu);
+    gai_released = true;
+    pthread_cond_broadcast(&gai_cv);
+    pthread_mutex_unlock(&gai_mu);
+}
+
+/* A [dcs] host name whose lookup outlives the DC connect timeout: the connection ends
+   with reason dns at that timeout, not before. */
+static void test_dc_dns_wait(void **state)
+{
+    (void)state;
+    gai_released = false;
+    upstream_set_resolver(gai_stall);
+    struct vt v;
+    vt_start(&v,
+             &(struct pharness_opts){
+                 .dd = true, .no_front = true, .dc_host = "dc.vt.invalid", .tcp_ms = 3000},
+             NULL, NULL);
+    int cfd = vt_client(&v);
+    send_dd_header(&v, cfd);
+    vt_wait(&v, &v.w.stats.handshake_ok, 1);
+    vt_advance(&v, 2999);
+    assert_int_equal(closed(cfd), 0);
+    vt_advance(&v, 1);
+    assert_int_equal(closed(cfd), 1);
+    assert_int_equal(v.w.stats.dc_connect_fail, 1);
+    assert_int_equal(fakedc_counters(v.h.dc).accepted, 0);
+    close(cfd);
+    gai_release();
+    vt_stop(&v); /* joins the resolver thread */
+    upstream_set_resolver(NULL);
+}
+
+static void front_to(struct config *cfg, void *arg)
+{
+    uint16_t port = *(const uint16_t *)arg;
+    struct sockaddr_in a = psock_addr(port);
+    memcpy(&cfg->fronting.addr, &a, sizeof a);
+    cfg->fronting.addr_len = sizeof a;
+    cfg->fronting.port = port;
+    cfg->timeout.fronting_ms = 1500;
+}
+
+/* A fronting host that never answers: the fronting timeout ends the connection. */
+static void test_front_connect_timeout(void **state)
+{
+    (void)state;
+    int bh[4];
+    uint16_t port = blackhole(bh);
+    struct vt v;
+    vt_start(&v, &(struct pharness_opts){.dd = true, .handshake_ms = 1000}, front_to, &port);
+    int cfd = vt_client(&v);
+    static const char get[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(psock_write_all(cfd, get, sizeof get - 1), 0);
+    vt_wait(&v, &v.w.stats.handshake_bad, 1);
+    vt_advance(&v, 1499); /* past the handshake deadline too: the connector's time counts */
+    assert_int_equal(closed(cfd), 0);
+    vt_advance(&v, 1);
+    assert_int_equal(closed(cfd), 1);
+    assert_int_equal(v.w.stats.fronted, 0);
+    assert_int_equal(v.w.stats.closed, 1);
+    close(cfd);
+    vt_stop(&v);
+    blackhole_close(bh);
+}
+
+/* A relay quiet for the park period parks its ciphers; quiet for the idle timeout, it
+   closes. Traffic in between sends it back to the park period. */
+static void test_relay_park_and_idle(void **state)
+{
+    (void)state;
+    struct vt v;
+    vt_start(&v, &(struct pharness_opts){.dd = true, .no_front = true, .idle_ms = 4000}, NULL,
+             NULL);
+    int cfd = vt_client(&v);
+    send_dd_header(&v, cfd);
+    vt_wait(&v, &v.w.stats.handshake_ok, 1);
+    for (int i = 0; i < 500 && fakedc_counters(v.h.dc).headers_ok < 1; i++)
+        assert_int_equal(loop_run_once(&v.w.loop, 10), 0);
+    assert_int_equal(fakedc_counters(v.h.dc).headers_ok, 1);
+    /* park = min(idle / 2, 10 s) = 2 s, then the other 2 s of the idle timeout */
+    vt_advance(&v, 1999);
+    assert_int_equal(v.w.stats.parked, 0);
+    vt_advance(&v, 1);
+    assert_int_equal(v.w.stats.parked, 1);
+    assert_int_equal(closed(cfd), 0);
+    vt_advance(&v, 1999);
+    assert_int_equal(closed(cfd), 0);
+    assert_int_equal(v.w.stats.idle_timeout, 0);
+    vt_advance(&v, 1);
+    assert_int_equal(closed(cfd), 1);
+    assert_int_equal(v.w.stats.idle_timeout, 1);
+    close(cfd);
+    vt_stop(&v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_handshake_deadline),    cmocka_unit_test(test_discard_until_deadline),
+        cmocka_unit_test(test_dc_connect_timeout),    cmocka_unit_test(test_dc_dns_wait),
+        cmocka_unit_test(test_front_connect_timeout), cmocka_unit_test(test_relay_park_and_idle),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
