@@ -8,12 +8,14 @@
  * Covered: the handshake deadline (silent client, and a DISCARD client), the DC connect
  * timeout (and that the handshake deadline no longer applies while connecting), the DNS
  * wait for a [dcs] host name, the fronting connect timeout, the park period and the idle
- * timeout of a relay, and the fronted site's FIN closing on the done time.
+ * timeout of a relay, and the dynamic-record-sizing quiet second (with the worker on a
+ * thread of its own, so a blocking FakeTLS client can run on the test's thread).
  */
 #include "tgtest.h"
 
 #include "proxy/conn.h"
 #include "proxy/upstream.h"
+#include "proxy_client.h"
 #include "proxy_harness.h"
 #include "proxy_util.h"
 
@@ -31,11 +33,18 @@ struct vt {
     uint64_t now; /* the worker's clock, in virtual milliseconds */
     int lfd;      /* where the test's clients connect; accepted sockets go to the worker */
     uint16_t lport;
+    /* threaded mode (vt_spawn): the worker runs on its own thread, accepting from lfd */
+    pthread_t th;
+    struct loop_io lio;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready; /* 1 once the worker runs, -1 if it could not start */
 };
 
+/* Atomic: in threaded mode the test thread moves the clock the worker reads. */
 static uint64_t vt_clock(void *ud)
 {
-    return ((struct vt *)ud)->now;
+    return __atomic_load_n(&((struct vt *)ud)->now, __ATOMIC_ACQUIRE);
 }
 
 /* cfg tweaks after the harness built it, before the worker reads it */
@@ -85,7 +94,7 @@ static void vt_run(struct vt *v)
 /* Move the clock by ms and run. */
 static void vt_advance(struct vt *v, uint64_t ms)
 {
-    v->now += ms;
+    __atomic_add_fetch(&v->now, ms, __ATOMIC_RELEASE);
     vt_run(v);
 }
 
@@ -339,12 +348,127 @@ static void test_relay_park_and_idle(void **state)
     vt_stop(&v);
 }
 
+/* ---- threaded mode: a blocking client on the test thread, the worker on its own ---- */
+
+static void on_vt_listen(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)l, (void)events;
+    struct vt *v = (struct vt *)(void *)((char *)io - offsetof(struct vt, lio));
+    int fd = accept4(v->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0)
+        conn_accept(&v->w, fd);
+}
+
+static void vt_set_ready(struct vt *v, int ready)
+{
+    pthread_mutex_lock(&v->mu);
+    v->ready = ready;
+    pthread_cond_broadcast(&v->cv);
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* The worker's thread: its pools belong to the thread that initialises them. */
+static void *vt_main(void *arg)
+{
+    struct vt *v = arg;
+    int rc = conn_worker_init(&v->w, &v->sh);
+    if (rc == 0) {
+        loop_set_clock(&v->w.loop, vt_clock, v);
+        rc = loop_io_add(&v->w.loop, &v->lio, v->lfd, LOOP_READ, on_vt_listen);
+    }
+    vt_set_ready(v, rc == 0 ? 1 : -1);
+    if (rc == 0)
+        loop_run(&v->w.loop);
+    loop_io_del(&v->w.loop, &v->lio);
+    conn_worker_cleanup(&v->w);
+    return NULL;
+}
+
+static void vt_spawn(struct vt *v, const struct pharness_opts *o)
+{
+    memset(v, 0, sizeof *v);
+    assert_int_equal(pharness_prepare(&v->h, o), 0);
+    assert_int_equal(conn_shared_init(&v->sh, &v->h.cfg), 0);
+    v->now = 1000000;
+    v->lfd = psock_listen(&v->lport, 16);
+    assert_true(v->lfd >= 0);
+    pthread_mutex_init(&v->mu, NULL);
+    pthread_cond_init(&v->cv, NULL);
+    assert_int_equal(pthread_create(&v->th, NULL, vt_main, v), 0);
+    pthread_mutex_lock(&v->mu);
+    while (!v->ready)
+        pthread_cond_wait(&v->cv, &v->mu);
+    int ready = v->ready;
+    pthread_mutex_unlock(&v->mu);
+    assert_int_equal(ready, 1);
+}
+
+static void vt_join(struct vt *v)
+{
+    loop_stop(&v->w.loop);
+    pthread_join(v->th, NULL);
+    conn_shared_cleanup(&v->sh);
+    close(v->lfd);
+    pthread_mutex_destroy(&v->mu);
+    pthread_cond_destroy(&v->cv);
+    pharness_stop(&v->h);
+}
+
+/* Send total bytes in 16 KiB pieces to the echoing DC, read the echo back as raw FakeTLS
+   records; returns how many of the first 40 records carry more than 1450 payload bytes. */
+static size_t echo_big_records(struct pcli *c, size_t total)
+{
+    static uint8_t piece[16384], skip[16384];
+    size_t over = 0, nrec = 0;
+    for (size_t done = 0; done < total; done += sizeof piece) {
+        memset(piece, (int)(done >> 14), sizeof piece);
+        assert_int_equal(pcli_send(c, piece, sizeof piece), 0);
+        for (size_t got = 0; got < sizeof piece;) {
+            uint8_t hdr[5];
+            assert_int_equal(psock_read_all(c->fd, hdr, 5), 0);
+            assert_int_equal(hdr[0], 0x17);
+            size_t n = (size_t)hdr[3] << 8 | hdr[4];
+            assert_true(n > 0 && n <= sizeof skip);
+            assert_int_equal(psock_read_all(c->fd, skip, n), 0);
+            over += nrec++ < 40 && n > 1450;
+            got += n;
+        }
+    }
+    return over;
+}
+
+/* Dynamic record sizing starts small again after a quiet second toward the client, and
+   not after 999 ms: the clock is virtual, the bursts in between are real. */
+static void test_record_sizing_quiet_second(void **state)
+{
+    (void)state;
+    struct vt v;
+    vt_spawn(&v, &(struct pharness_opts){.ee = true});
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&v.h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&c, v.lport, &o), 0);
+    uint8_t cmd[FAKEDC_CMD_LEN];
+    fakedc_cmd(cmd, "ECHO", 1, 0);
+    assert_int_equal(pcli_send(&c, cmd, sizeof cmd), 0);
+    assert_int_equal(echo_big_records(&c, 1 << 20), 0); /* the first 40 are small */
+    __atomic_add_fetch(&v.now, 999, __ATOMIC_RELEASE);
+    assert_true(echo_big_records(&c, 1 << 16) > 0); /* still warm */
+    __atomic_add_fetch(&v.now, 1000, __ATOMIC_RELEASE);
+    assert_int_equal(echo_big_records(&c, 1 << 16), 0); /* small again */
+    pcli_close(&c);
+    vt_join(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_handshake_deadline),    cmocka_unit_test(test_discard_until_deadline),
-        cmocka_unit_test(test_dc_connect_timeout),    cmocka_unit_test(test_dc_dns_wait),
-        cmocka_unit_test(test_front_connect_timeout), cmocka_unit_test(test_relay_park_and_idle),
+        cmocka_unit_test(test_handshake_deadline),
+        cmocka_unit_test(test_discard_until_deadline),
+        cmocka_unit_test(test_dc_connect_timeout),
+        cmocka_unit_test(test_dc_dns_wait),
+        cmocka_unit_test(test_front_connect_timeout),
+        cmocka_unit_test(test_relay_park_and_idle),
+        cmocka_unit_test(test_record_sizing_quiet_second),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
