@@ -740,6 +740,7 @@ static int k_dep_fronting_port(struct loader *ld, const struct toml_kv *kv)
     if (get_uint(ld, kv, 1, 65535, &v) != 0)
         return -EINVAL;
     ld->dep_fronting_port = (int)v;
+    warn_key(ld, kv, "deprecated mtg spelling: write `port` in [domain-fronting] instead");
     return 0;
 }
 
@@ -754,6 +755,7 @@ static int k_dep_fronting_ip(struct loader *ld, const struct toml_kv *kv)
     if (!value_parse_ip(s, n, &sa, &len))
         return val_err(ld, kv, kv->value, "expected an IPv4 or IPv6 address");
     memcpy(ld->dep_fronting_host, s, n + 1);
+    warn_key(ld, kv, "deprecated mtg spelling: write `ip` in [domain-fronting] instead");
     return 0;
 }
 
@@ -763,6 +765,8 @@ static int k_dep_fronting_pp(struct loader *ld, const struct toml_kv *kv)
     if (get_bool(ld, kv, &b) != 0)
         return -EINVAL;
     ld->dep_fronting_pp = b;
+    warn_key(ld, kv,
+             "deprecated mtg spelling: write `proxy-protocol` in [domain-fronting] instead");
     return 0;
 }
 

@@ -302,6 +302,8 @@ static void test_mtg_config(void **state)
     /* Ignored keys are reported with their position, one warning each. */
     static const char *const expect[] = {
         "c.toml:9:1: auto-update: accepted for mtg compatibility but ignored",
+        "c.toml:10:1: domain-fronting-port: deprecated mtg spelling: write `port`",
+        "c.toml:11:1: domain-fronting-ip: deprecated mtg spelling: write `ip`",
         "c.toml:18:1: network.doh-ip: accepted",
         "c.toml:24:1: network.timeout.http: accepted",
         "c.toml:33:1: defense.anti-replay.max-size: accepted",
@@ -317,7 +319,7 @@ static void test_mtg_config(void **state)
     config_cleanup(&cfg);
 }
 
-/* Older mtg spellings apply when the current ones are absent. */
+/* Older mtg spellings apply when the current ones are absent, with a warning. */
 static void test_mtg_deprecated_keys(void **state)
 {
     (void)state;
@@ -335,7 +337,10 @@ static void test_mtg_deprecated_keys(void **state)
     assert_true(cfg.fronting.proxy_protocol);
     assert_string_equal(cfg.fronting.host, "");
     assert_string_equal(cfg.public_host, "2001:db8::7");
-    assert_int_equal(w.n, 1);
+    /* Each deprecated spelling is reported (tgproxy doctor fails on them), then statsd. */
+    assert_int_equal(w.n, 4);
+    assert_non_null(strstr(w.all, "domain-fronting-proxy-protocol: deprecated mtg spelling"));
+    assert_non_null(strstr(w.all, "cloak-port: deprecated mtg spelling"));
     assert_non_null(strstr(w.all, "c.toml:10:8: stats.statsd: enabled but ignored"));
     config_cleanup(&cfg);
 }
