@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "core/str.h"
 #include "proxy/config.h"
+#include "proxy/doctor.h"
 #include "proxy/links.h"
 #include "proxy/secret.h"
 #include "proxy/server.h"
@@ -73,10 +74,14 @@ static const char usage_text[] =
     "                               print a new FakeTLS (ee) secret for DOMAIN\n"
     "  access CONFIG.toml [--host H] [--port P] [--base64] [--no-qr]\n"
     "                               print tg:// and t.me links and QR codes\n"
+    "  doctor CONFIG.toml           check the file, the clock, the DCs, the fronting host and\n"
+    "                               its certificate, the open-files limit and bind-to: one\n"
+    "                               line per check; exit 0 if all pass, 1 if any fails\n"
     "  --help, --version\n"
     "\n"
-    "Exit codes: 0 ok, 64 usage, 65 bad argument, 69 cannot bind, 70 internal error,\n"
-    "71 OS resources, 74 output error, 78 configuration error. See docs/tgproxy.md.\n";
+    "Exit codes: 0 ok, 1 a doctor check failed, 64 usage, 65 bad argument, 69 cannot\n"
+    "bind, 70 internal error, 71 OS resources, 74 output error, 78 configuration error.\n"
+    "See docs/tgproxy.md.\n";
 
 __attribute__((format(printf, 2, 3))) static int usage_error(const struct io *io, const char *fmt,
                                                              ...)
@@ -665,6 +670,18 @@ static int cmd_access(const struct io *io, int argc, char **argv)
     return rc == 0 ? finish_output(io) : rc;
 }
 
+static int cmd_doctor(const struct io *io, int argc, char **argv)
+{
+    struct args a;
+    if (parse_args(io, argc, argv, NULL, 0, 1, &a) != 0)
+        return EX_USAGE;
+    if (a.npos != 1)
+        return usage_error(io, "doctor: expected a configuration file");
+    int rc = doctor_run(a.pos[0], io->out);
+    int wrc = finish_output(io);
+    return wrc != 0 ? wrc : rc;
+}
+
 /* ---- entry ---- */
 
 int cli_main(int argc, char **argv, FILE *out, FILE *err)
@@ -694,6 +711,8 @@ int cli_main(int argc, char **argv, FILE *out, FILE *err)
         return cmd_generate_secret(&io, argc - 1, argv + 1);
     if (strcmp(cmd, "access") == 0)
         return cmd_access(&io, argc - 1, argv + 1);
+    if (strcmp(cmd, "doctor") == 0)
+        return cmd_doctor(&io, argc - 1, argv + 1);
     if (looks_secret(cmd))
         return usage_error(&io, "unknown command (a secret, not shown)");
     return usage_error(&io, "unknown command '%.64s'", cmd);

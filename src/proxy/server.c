@@ -224,6 +224,14 @@ static size_t worker_count(const struct config *cfg)
     return n < 1 ? 1 : n > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (size_t)n;
 }
 
+uint64_t server_fds_needed(const struct config *cfg, size_t nworkers)
+{
+    if (nworkers == 0)
+        nworkers = worker_count(cfg);
+    return (uint64_t)FDS_PER_CONN * cfg->concurrency + nworkers * (cfg->nlisten + FDS_PER_WORKER) +
+           FDS_SLACK;
+}
+
 /* Raise the open-files soft limit to the hard one (each connection holds FDS_PER_CONN
    descriptors), and warn when even that cannot hold `concurrency` connections: accepts
    would fail with EMFILE and pause, fronting would fail for lack of a socket. */
@@ -243,8 +251,7 @@ static void nofile_raise(const struct config *cfg, size_t nw)
         if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
             rl.rlim_cur = before;
     }
-    uint64_t need = (uint64_t)FDS_PER_CONN * cfg->concurrency +
-                    nw * (cfg->nlisten + FDS_PER_WORKER) + FDS_SLACK;
+    uint64_t need = server_fds_needed(cfg, nw);
     if (rl.rlim_cur != before)
         tg__log(NULL, TG__LOG_INFO, "open files limit raised from %llu to %llu",
                 (unsigned long long)before, (unsigned long long)rl.rlim_cur);

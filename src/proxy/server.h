@@ -40,4 +40,9 @@ void server_stats(const struct server *s, struct stats *out);
 /* Stop accepting, close every connection, join the workers and free s. NULL-safe. */
 void server_stop(struct server *s);
 
+/* Open files cfg needs with nworkers workers (0 = as many as server_start would run):
+   two per connection up to `concurrency`, the listeners and a few per worker, some slack.
+   server_start raises the soft limit to the hard one and warns below this; doctor checks it. */
+uint64_t server_fds_needed(const struct config *cfg, size_t nworkers);
+
 #endif

@@ -1,0 +1,39 @@
+/*
+ * doctor: `tgproxy doctor CONFIG.toml`, checks that a configuration can serve on this host
+ * before it is started (as mtg's doctor does). One line per check on out:
+ *
+ *   ✓ config: tgproxy.toml loads; no ignored or deprecated keys
+ *   ✗ clock: 3600 s ahead of www.example.com's Date header (tolerance ±120 s)
+ *
+ * Checks, in order: the file loads and uses no ignored or deprecated key (the loader's own
+ * warnings, one ✗ line each); the clock against the fronting host's HTTPS Date header
+ * (libcurl HEAD, within tolerate-time-skewness); every DC of the table answers a TCP
+ * connect (all addresses in parallel, bounded by [network.timeout] tcp, at most 5 s);
+ * for each FakeTLS domain, the fronting host completes a TLS handshake whose certificate
+ * is valid for that SNI name (OpenSSL, system CA store; SSL_CERT_FILE / SSL_CERT_DIR
+ * replace it, as OpenSSL does everywhere); the SNI name resolves to the address the proxy
+ * fronts to (mtg's SNI-DNS match); the open-files hard limit holds `concurrency`
+ * connections; every bind-to address can be bound right now.
+ *
+ * Secrets are never printed: lines name labels, domains (sent in clear by every client)
+ * and addresses. The checks touch the network (DNS, TCP, HTTPS) and may take a few
+ * seconds; nothing is retried.
+ *
+ * Thread-safety: call from one thread at a time (libcurl's global init happens here).
+ */
+#ifndef TGPROXY_DOCTOR_H
+#define TGPROXY_DOCTOR_H
+
+#include <stdio.h>
+
+#define DOCTOR_EXIT_FAILED 1 /* the file loads but at least one check failed */
+
+/*
+ * Run every check for the file at path, writing one line per check to out (borrowed).
+ * Returns the process exit code: 0 every check passed, DOCTOR_EXIT_FAILED some check
+ * failed, 78 (EX_CONFIG) the file does not load (the other checks need it and are not
+ * run), 71 (EX_OSERR) out of memory.
+ */
+int doctor_run(const char *path, FILE *out);
+
+#endif
