@@ -12,6 +12,10 @@
  *   proxy_dd    tgproxy (dd client leg, fast mode)
  *   proxy_tls_nofast  tgproxy (FakeTLS, fast-mode = false: downloads re-encrypted), a
  *               second instance with its own fake DC
+ *   proxy_tls_chain   tgproxy (FakeTLS, fast mode) whose DC connections go through a SOCKS5
+ *               upstream ([network] proxies: Debian's microsocks, user/pass), a third
+ *               instance with its own fake DC; cpu_s_per_gb is tgproxy's alone, and
+ *               socks_cpu_s_per_gb the upstream's (skipped when microsocks is missing)
  * plus AES-256-CTR alone (decrypt + encrypt per byte, one core) as the crypto floor.
  * Every transfer is verified end to end by the fake DC (uploads) or the client (downloads).
  *
@@ -39,6 +43,7 @@ struct path {
     enum pcli_mode mode;
     struct pproc *proc; /* process in the middle, NULL for direct */
     struct pharness *h; /* its fake DC and client keys */
+    struct pproc *also; /* a second process on the path (the SOCKS5 upstream), or NULL */
 };
 
 static double aes_floor_s_per_gb(void)
@@ -87,16 +92,20 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
     struct pharness *h = p->h;
     struct pcli_opts o = pharness_client(h, p->mode);
     o.timeout_ms = 60000;
-    struct pproc_report r0 = {0}, r1 = {0};
+    struct pproc_report r0 = {0}, r1 = {0}, s0 = {0}, s1 = {0};
     /* warm-up at the same concurrency, so pools have grown before allocations count */
     if (p->proc)
         pload_run(conns, p->port, &o, PLOAD_ECHO, 65536);
     struct sample_arg arg = {p->proc, &r0, h->dc,
                              fakedc_counters(h->dc).headers_ok + (uint64_t)conns};
+    if (p->also)
+        pproc_report(p->also, &s0);
     struct pload_result r = pload_run_window(conns, p->port, &o, kind, total / (uint64_t)conns,
                                              window, sample, &arg);
     if (p->proc)
         pproc_report(p->proc, &r1);
+    if (p->also)
+        pproc_report(p->also, &s1);
     double mb = (double)total / 1e6, mbps = r.failures ? 0 : mb / r.seconds;
     double cpu_s_gb = p->proc ? (double)(r1.cpu_ns - r0.cpu_ns) / 1e9 / ((double)total / 1e9) : 0;
     double allocs_mb = p->proc && r1.allocs ? (double)(r1.allocs - r0.allocs) / mb : -1;
@@ -108,6 +117,9 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
                "ratio=%.2f cpu_floor=relay cpu_ratio=%.2f",
                mbps, cpu_s_gb, allocs_mb, r.failures, floors[0] > 0 ? mbps / floors[0] : 1,
                floors[1] > 0 ? cpu_s_gb / floors[1] : 1);
+    if (p->also)
+        pload_line(name, "socks_cpu_s_per_gb=%.3f (the SOCKS5 upstream's own CPU)",
+                   (double)(s1.cpu_ns - s0.cpu_ns) / 1e9 / ((double)total / 1e9));
     if (!p->proc)
         floors[0] = mbps;
     else if (!strcmp(p->name, "relay"))
@@ -123,8 +135,8 @@ int main(void)
     uint64_t mb = parsed > 0 && parsed < (1ul << 20) ? (uint64_t)parsed : 256;
     uint64_t total = mb << 20;
 
-    struct pharness h, hn;
-    struct pproc relay;
+    struct pharness h, hn, hc = {0};
+    struct pproc relay, socks;
     if (pharness_start(&h, &(struct pharness_opts){.ee = true, .dd = true, .fork_server = true}) <
             0 ||
         pharness_start(&hn, &(struct pharness_opts){.no_fast_mode = true, .fork_server = true}) <
@@ -133,13 +145,23 @@ int main(void)
         fprintf(stderr, "throughput: cannot start the proxy or the relay\n");
         return 1;
     }
+    bool chain = pproc_microsocks_start(&socks, "bench", "bench-pass") == 0;
+    char url[96];
+    snprintf(url, sizeof url, "socks5://bench:bench-pass@127.0.0.1:%u", (unsigned)socks.port);
+    if (chain && pharness_start(&hc, &(struct pharness_opts){.fork_server = true,
+                                                             .proxies = {url}}) < 0) {
+        fprintf(stderr, "throughput: cannot start the chained proxy\n");
+        return 1;
+    }
     struct path paths[] = {
-        {"direct", h.dc_port, PCLI_DIRECT, NULL, &h},
-        {"relay", relay.port, PCLI_DIRECT, &relay, &h},
-        {"proxy_tls", h.port, PCLI_TLS, &h.proc, &h},
-        {"proxy_dd", h.port, PCLI_DD, &h.proc, &h},
-        {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn},
+        {"direct", h.dc_port, PCLI_DIRECT, NULL, &h, NULL},
+        {"relay", relay.port, PCLI_DIRECT, &relay, &h, NULL},
+        {"proxy_tls", h.port, PCLI_TLS, &h.proc, &h, NULL},
+        {"proxy_dd", h.port, PCLI_DD, &h.proc, &h, NULL},
+        {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn, NULL},
+        {"proxy_tls_chain", hc.port, PCLI_TLS, &hc.proc, &hc, &socks},
     };
+    size_t npaths = sizeof paths / sizeof paths[0] - (chain ? 0 : 1);
 
     static const int conns[] = {1, 100};
     static const enum pload_kind kinds[] = {PLOAD_UP, PLOAD_DOWN};
@@ -148,13 +170,17 @@ int main(void)
         for (size_t c = 0; c < 2; c++)
             for (size_t b = 0; b < 2; b++) {
                 double floors[2] = {0, 0};
-                for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+                for (size_t i = 0; i < npaths; i++)
                     run_path(&paths[i], conns[c], kinds[k], windows[b], total, floors);
             }
     double aes = aes_floor_s_per_gb();
     pload_line("proxy_aes_ctr_floor", "cpu_s_per_gb=%.3f gb_per_s=%.2f (decrypt+encrypt, one core)",
                aes, 1 / aes);
     pproc_stop(&relay);
+    if (chain) {
+        pharness_stop(&hc);
+        pproc_stop(&socks);
+    }
     pharness_stop(&hn);
     pharness_stop(&h);
     return 0;

@@ -8,6 +8,7 @@
 
 #include "proxy_client.h"
 #include "proxy_harness.h"
+#include "proxy_proc.h"
 #include "socks5_server.h"
 
 #include "core/log.h"
@@ -17,13 +18,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* Log lines of the engine, captured to check what a failure says (and never says). */
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -212,68 +208,17 @@ static void test_chain_hang_bounded_by_tcp_timeout(void **state)
     socks5_server_stop(yes);
 }
 
-/* A free loopback port (bound, read, released: microsocks binds it right after). */
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
-static bool port_open(uint16_t port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {
-        .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
-    bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
-
-/* microsocks on 127.0.0.1:*port with user/pass; its pid, or -1 when it is not installed. */
-static pid_t microsocks_start(uint16_t *port)
-{
-    if (access("/usr/bin/microsocks", X_OK) != 0)
-        return -1;
-    for (int attempt = 0; attempt < 5; attempt++) {
-        *port = free_port();
-        char p[8];
-        snprintf(p, sizeof p, "%u", (unsigned)*port);
-        char *argv[] = {"microsocks", "-i",    "127.0.0.1", "-p",     p,
-                        "-u",         "chain", "-P",        "s3cret", NULL};
-        pid_t pid;
-        if (posix_spawn(&pid, "/usr/bin/microsocks", NULL, NULL, argv, environ) != 0)
-            return -1;
-        for (int i = 0; i < 400; i++) { /* up to 2 s for it to listen */
-            if (port_open(*port))
-                return pid;
-            if (waitpid(pid, NULL, WNOHANG) == pid)
-                break; /* the port was taken meanwhile: another one */
-            struct timespec ts = {.tv_nsec = 5000000L};
-            nanosleep(&ts, NULL);
-        }
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
-    }
-    return -1;
-}
-
 static void test_chain_microsocks(void **state)
 {
     (void)state;
-    uint16_t port = 0;
-    pid_t pid = microsocks_start(&port);
-    if (pid < 0)
+    struct pproc ms;
+    int started = pproc_microsocks_start(&ms, "chain", "s3cret");
+    if (started == -ENOENT)
         skip(); /* Debian's microsocks is in PKGS_BUILD; without it there is nothing to run */
+    assert_int_equal(started, 0);
     char good[128], bad[128];
-    url_of(good, sizeof good, "chain:s3cret", port);
-    url_of(bad, sizeof bad, "chain:nope", port);
+    url_of(good, sizeof good, "chain:s3cret", ms.port);
+    url_of(bad, sizeof bad, "chain:nope", ms.port);
     struct pharness h;
     int rc = pharness_start(&h, &(struct pharness_opts){.proxies = {good}});
     int ok = rc == 0 ? echo_once(&h, 300000) : -2;
@@ -283,8 +228,7 @@ static void test_chain_microsocks(void **state)
     int refused = rc == 0 ? echo_once(&h, 1000) : -2;
     int accepted = rc == 0 ? (int)fakedc_counters(h.dc).accepted : -1;
     pharness_stop(&h);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    pproc_stop(&ms);
     assert_int_equal(ok, 0);
     assert_int_equal(hdrs, 1);
     assert_int_equal(refused, -1);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 /* Provided by core/allochook.c when the executable links it (benchmarks); absent in tests. */
 extern uint64_t tg__allochook_allocs(void) __attribute__((weak));
+extern char **environ;
 
 static int read_full(int fd, void *p, size_t n)
 {
@@ -261,6 +263,61 @@ static void proc_figures(pid_t pid, struct pproc_report *out)
         }
         fclose(f);
     }
+}
+
+/* A free loopback port: bound, read, released (the child binds it right after). */
+static uint16_t free_port(void)
+{
+    uint16_t port = 0;
+    int fd = psock_listen(&port, 1);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return port;
+}
+
+/* Wait up to 2 s for the child to listen on p->port; false if it exited meanwhile. */
+static bool wait_listening(const struct pproc *p)
+{
+    for (int i = 0; i < 400; i++) {
+        int fd = psock_connect(p->port, 1000);
+        if (fd >= 0) {
+            close(fd);
+            return true;
+        }
+        if (waitpid(p->pid, NULL, WNOHANG) == p->pid)
+            return false;
+        struct timespec ts = {.tv_nsec = 5000000L};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+int pproc_microsocks_start(struct pproc *p, const char *user, const char *pass)
+{
+    static const char path[] = "/usr/bin/microsocks";
+    *p = (struct pproc){.pid = -1, .cmd = -1, .resp = -1};
+    if (access(path, X_OK) != 0)
+        return -ENOENT;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        char port[8];
+        p->port = free_port();
+        snprintf(port, sizeof port, "%u", (unsigned)p->port);
+        char *argv[11] = {"microsocks", "-i", "127.0.0.1", "-p", port, NULL};
+        if (user && pass) {
+            argv[5] = "-u", argv[6] = (char *)user, argv[7] = "-P", argv[8] = (char *)pass;
+            argv[9] = NULL;
+        }
+        int rc = posix_spawn(&p->pid, path, NULL, NULL, argv, environ);
+        if (rc != 0) {
+            p->pid = -1;
+            return -rc;
+        }
+        if (wait_listening(p))
+            return 0;
+        pproc_stop(p); /* the port was taken meanwhile: another one */
+    }
+    return -EADDRINUSE;
 }
 
 int pproc_report(struct pproc *p, struct pproc_report *out)

@@ -1,7 +1,8 @@
 /*
  * proxy_proc: child processes for the proxy benchmarks (and tests that want a separate
  * process): tgproxy's engine in a forked child (pproc_proxy_*), a plain epoll TCP relay
- * without crypto as the benchmark floor (pproc_relay_*), and per-process CPU / RSS from
+ * without crypto as the benchmark floor (pproc_relay_*), Debian's microsocks as a SOCKS5
+ * upstream that is not ours (pproc_microsocks_start), and per-process CPU / RSS from
  * /proc, so the figures are the proxy's alone, not the load generator's.
  *
  * The proxy child runs server_start(cfg) and answers commands on a pipe: its port, a
@@ -39,6 +40,10 @@ struct pproc_report {
 int pproc_proxy_start(struct pproc *p, const struct config *cfg);
 /* Fork a plain relay (one epoll thread, no crypto) 127.0.0.1:ephemeral -> 127.0.0.1:dst. */
 int pproc_relay_start(struct pproc *p, uint16_t dst_port);
+/* Debian's microsocks (/usr/bin/microsocks, an independent SOCKS5 server) on 127.0.0.1, a
+   free port, requiring user/pass when both are given (each call picks a new port if the
+   one chosen is taken meanwhile). -ENOENT when it is not installed, else 0 or -errno. */
+int pproc_microsocks_start(struct pproc *p, const char *user, const char *pass);
 /* CPU and RSS from /proc; allocs and stats too for a proxy child. 0 or -errno. */
 int pproc_report(struct pproc *p, struct pproc_report *out);
 /* Stop and reap the child. NULL-safe on a zeroed struct. */
