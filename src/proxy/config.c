@@ -50,6 +50,8 @@ struct loader {
     char pub_v4[CONFIG_HOST_MAX], pub_v6[CONFIG_HOST_MAX];
     const struct toml_kv *window_kv; /* [defense.anti-replay] window, if given */
     const struct toml_kv *skew_kv;   /* tolerate-time-skewness, if given */
+    const struct toml_kv *limits_kv; /* [limits], applied once every secret is known */
+    struct config_limits *lim;       /* the [limits.LABEL] being walked */
 };
 
 typedef int (*key_fn)(struct loader *ld, const struct toml_kv *kv);
@@ -1162,7 +1164,67 @@ static int k_skew(struct loader *ld, const struct toml_kv *kv)
     return get_seconds(ld, kv, 1, 3600, &ld->cfg->tolerate_time_skewness_s);
 }
 
+/* ---- [limits.LABEL] ---- */
+
+static int k_root_limits(struct loader *ld, const struct toml_kv *kv)
+{
+    const struct toml_table *t = NULL;
+    ld->limits_kv = kv;
+    return get_table(ld, kv, &t); /* walked by apply_limits once [secrets] is read */
+}
+
+static int k_lim_max_conns(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_uint(ld, kv, 1, 10000000, &ld->lim->max_connections);
+}
+
+static int k_lim_expires(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (kv->value->type != TOML_STRING)
+        return type_err(ld, kv, "an RFC 3339 time or date string such as \"2027-01-31\"");
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (value_rfc3339(s, n, &ld->lim->expires) != 0 || ld->lim->expires <= 0)
+        return val_err(ld, kv, kv->value,
+                       "bad time, expected RFC 3339 such as \"2027-01-31T12:00:00Z\", "
+                       "\"2027-01-31T12:00:00+02:00\" or a date \"2027-01-31\"");
+    return 0;
+}
+
+static const struct key_rule limit_rules[] = {
+    FN_KEY("max-connections", k_lim_max_conns),
+    FN_KEY("expires", k_lim_expires),
+};
+
+/* [limits.LABEL] tables: LABEL must name a secret of [secrets]. */
+static int apply_limits(struct loader *ld)
+{
+    const struct toml_table *t = NULL;
+    if (!ld->limits_kv || get_table(ld, ld->limits_kv, &t) != 0)
+        return 0;
+    int rc = 0;
+    snprintf(ld->prefix, sizeof ld->prefix, "limits");
+    for (const struct toml_kv *kv = t->first; kv && rc == 0; kv = kv->next) {
+        struct config_secret *cs = NULL;
+        for (size_t i = 0; i < ld->cfg->nsecrets && !cs; i++)
+            if (strlen(ld->cfg->secrets[i].label) == kv->key_len &&
+                memcmp(ld->cfg->secrets[i].label, kv->key, kv->key_len) == 0)
+                cs = &ld->cfg->secrets[i];
+        if (!cs) {
+            rc = key_err(ld, kv, "no secret has this label, expected a label of [secrets]");
+            break;
+        }
+        ld->lim = &cs->limits;
+        rc = WALK(ld, kv, limit_rules);
+    }
+    ld->prefix[0] = '\0';
+    return rc;
+}
+
 static const struct key_rule root_rules[] = {
+    FN_KEY("limits", k_root_limits),
     FN_KEY("bind-to", k_bind_to),
     FN_KEY("secret", k_secret),
     FN_KEY("secrets", k_secrets),
@@ -1375,6 +1437,8 @@ int config_parse(struct config *cfg, const char *name, const char *text, size_t 
     rc = walk_table(&ld, doc.root, root_rules, sizeof root_rules / sizeof root_rules[0]);
     if (rc == -ENOMEM)
         plain_err(err, errlen, "%s: out of memory", name);
+    if (rc == 0)
+        rc = apply_limits(&ld);
     if (rc != 0)
         goto out;
     finalize(&ld);

@@ -63,10 +63,17 @@ struct config_listen {
     char text[CONFIG_HOST_MAX + 8]; /* canonical "1.2.3.4:443" or "[::1]:443", for logs */
 };
 
+/* [limits.LABEL]: per-secret limits; every field 0 = no limit (the default). */
+struct config_limits {
+    uint32_t max_connections; /* max-connections: open client connections at once */
+    int64_t expires;          /* expires: Unix seconds (RFC 3339 time or date); 0 = never */
+};
+
 /* One entry of [secrets] (mtg's single `secret` becomes label "default"). */
 struct config_secret {
     char label[CONFIG_LABEL_MAX]; /* safe to log */
     struct secret secret;         /* never log */
+    struct config_limits limits;  /* from [limits.<label>] */
 };
 
 /* One [dcs] entry: an override of a DC's addresses. */

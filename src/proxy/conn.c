@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "proxy/antireplay.h"
+#include "proxy/limits.h"
 #include "proxy/proxyproto.h"
 #include "proxy/relay.h"
 #include "proxy/upstream.h"
@@ -89,6 +90,8 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
         if (!sh->replay)
             return -ENOMEM;
     }
+    if (!(sh->limits = limits_new(cfg)))
+        return -ENOMEM;
     sh->fast_mode = cfg->fast_mode; /* brief 3.3: on by default (fast-mode) */
     sh->dyn_records = cfg->dynamic_records;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
@@ -106,6 +109,7 @@ void conn_shared_cleanup(struct conn_shared *sh)
     if (!sh)
         return;
     selfaddr_cleanup(&sh->self);
+    limits_free(sh->limits);
     if (sh->ee)
         crypto_wipe(sh->ee, sizeof *sh->ee * (sh->nee ? sh->nee : 1));
     if (sh->plain)
@@ -223,6 +227,8 @@ void conn_close(struct conn *c, enum conn_end why)
     if (c->ufd >= 0)
         close(c->ufd);
     relay_release(c);
+    if (c->limit_held)
+        limits_release(w->sh->limits, c->secret);
     conn_buf_put(w, c->hs);
     crypto_ctr_cleanup(&c->c2p);
     crypto_ctr_cleanup(&c->p2c);
@@ -559,6 +565,23 @@ static int send_answer(struct conn *c, const struct faketls_hello *h, const uint
     return wr == n ? 0 : -EIO;
 }
 
+/* The handshake named c->secret: over one of its limits, the client is fronted like any
+   failed handshake (nothing has been written to it), so it cannot learn a proxy is here. */
+static bool over_limit(struct conn *c)
+{
+    enum limits_verdict v = limits_admit(c->w->sh->limits, c->secret, tg__wall_s());
+    if (v == LIMITS_OK) {
+        c->limit_held = true;
+        return false;
+    }
+    if (v == LIMITS_EXPIRED)
+        stats_add(&c->w->stats, limit_expired, 1);
+    else
+        stats_add(&c->w->stats, limit_connections, 1);
+    hs_debug(c, "limits", v == LIMITS_EXPIRED ? "secret expired" : "max-connections reached");
+    return true;
+}
+
 /* HELLO with a complete ClientHello record of rl bytes at hs. */
 static void tls_hello(struct conn *c, size_t rl)
 {
@@ -587,6 +610,8 @@ static void tls_hello(struct conn *c, size_t rl)
         hs_debug(c, "client hello", "replayed");
         goto fail;
     }
+    if (over_limit(c))
+        goto fail;
     if (send_answer(c, &h, sh->ee[m.index].key) < 0) {
         conn_close(c, END_RESET);
         return;
@@ -617,13 +642,17 @@ static void plain_header(struct conn *c)
     struct obfs2_client oc;
     enum obfs2_status st =
         obfs2_parse_client(c->hs, c->hs_len, sh->plain, sh->nplain, &c->c2p, &oc);
-    if (st == OBFS2_OK && !replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
-        early_drop(c);
+    bool ok = st == OBFS2_OK && !replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key);
+    if (ok) {
         c->secret = (uint32_t)sh->plain_idx[oc.match];
-        start_dc(c, &oc);
-        return;
+        if (!over_limit(c)) {
+            early_drop(c);
+            start_dc(c, &oc);
+            return;
+        }
+    } else {
+        hs_debug(c, "obfs2 header", st == OBFS2_OK ? "replayed" : "no key matches");
     }
-    hs_debug(c, "obfs2 header", st == OBFS2_OK ? "replayed" : "no key matches");
     stats_add(&c->w->stats, handshake_bad, 1);
     front(c, false);
 }

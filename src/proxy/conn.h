@@ -30,6 +30,7 @@
 #include "proxy/stats.h"
 
 struct antireplay;
+struct limits;
 struct upstream_name;
 
 /* State shared by every worker; read-only once the workers run (except the atomics). */
@@ -42,6 +43,7 @@ struct conn_shared {
     size_t *ee_idx;         /* ee[i] is cfg->secrets[ee_idx[i]] */
     size_t nee;
     struct antireplay *replay; /* NULL = anti-replay disabled */
+    struct limits *limits;     /* per-secret limits ([limits.LABEL]), shared by all workers */
     struct selfaddr self;      /* endpoints of our own listeners: never fronted to */
     bool fast_mode;
     bool dyn_records;     /* dynamic record sizing toward FakeTLS clients */

@@ -99,6 +99,7 @@ struct conn {
     uint8_t end;   /* enum conn_end */
     bool tls, fast;
     bool pp_done;              /* listener PROXY header consumed (if configured) */
+    bool limit_held;           /* admitted by limits_admit: release at close */
     struct proxyproto_addr pp; /* what that header said (family 0 = use the socket) */
     bool parked;               /* ciphers parked while quiet; timer in tq_idle */
     /* one byte of flags for fronting (issue 10) */

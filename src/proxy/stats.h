@@ -23,6 +23,8 @@
     X(handshake_ok, "client handshakes authenticated")                                             \
     X(handshake_bad, "client handshakes that failed validation")                                   \
     X(handshake_timeout, "connections past the handshake deadline")                                \
+    X(limit_expired, "handshakes fronted: the secret's `expires` time has passed")                 \
+    X(limit_connections, "handshakes fronted: the secret's max-connections were open")             \
     X(fronted, "connections relayed to the fronting host")                                         \
     X(front_early, "fronting connections opened while a handshake was still undecided")          \
     X(front_self, "connections not fronted: every fronting address is this proxy's own listener") \

@@ -258,3 +258,94 @@ int value_size_bytes(const char *s, size_t n, uint64_t *out)
     *out = v * mult;
     return 0;
 }
+
+/* ---- RFC 3339 ---- */
+
+/* Exactly w digits at s[*i] into *out; advances *i. */
+static bool rfc_digits(const char *s, size_t n, size_t *i, int w, int *out)
+{
+    int v = 0;
+    for (int k = 0; k < w; k++, (*i)++) {
+        if (*i >= n || s[*i] < '0' || s[*i] > '9')
+            return false;
+        v = v * 10 + (s[*i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static bool rfc_sep(const char *s, size_t n, size_t *i, char c)
+{
+    if (*i >= n || s[*i] != c)
+        return false;
+    (*i)++;
+    return true;
+}
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
+static int64_t rfc_days(int y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = y / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int rfc_mdays(int y, int m)
+{
+    static const int md[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : md[m - 1];
+}
+
+/* "hh:mm:ss[.frac](Z|+hh:mm|-hh:mm)" from s[*i] to the end: seconds of day minus offset. */
+static int rfc_time(const char *s, size_t n, size_t i, int64_t *out)
+{
+    int hh, mm, ss, oh = 0, om = 0, sign = 0;
+    if (!rfc_digits(s, n, &i, 2, &hh) || !rfc_sep(s, n, &i, ':') || !rfc_digits(s, n, &i, 2, &mm) ||
+        !rfc_sep(s, n, &i, ':') || !rfc_digits(s, n, &i, 2, &ss))
+        return -EINVAL;
+    if (i < n && s[i] == '.') {
+        size_t f = ++i;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == f)
+            return -EINVAL;
+    }
+    if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+        i++;
+    } else if (i < n && (s[i] == '+' || s[i] == '-')) {
+        sign = s[i++] == '-' ? -1 : 1;
+        if (!rfc_digits(s, n, &i, 2, &oh) || !rfc_sep(s, n, &i, ':') ||
+            !rfc_digits(s, n, &i, 2, &om) || oh > 23 || om > 59)
+            return -EINVAL;
+    } else {
+        return -EINVAL;
+    }
+    if (i != n || hh > 23 || mm > 59 || ss > 60)
+        return -EINVAL;
+    *out = (int64_t)hh * 3600 + mm * 60 + (ss == 60 ? 59 : ss) - sign * (oh * 3600 + om * 60);
+    return 0;
+}
+
+int value_rfc3339(const char *s, size_t n, int64_t *out_s)
+{
+    size_t i = 0;
+    int y, m, d;
+    int64_t tod = 0;
+    if (!s || !rfc_digits(s, n, &i, 4, &y) || !rfc_sep(s, n, &i, '-') ||
+        !rfc_digits(s, n, &i, 2, &m) || !rfc_sep(s, n, &i, '-') || !rfc_digits(s, n, &i, 2, &d))
+        return -EINVAL;
+    if (y < 1970 || m < 1 || m > 12 || d < 1 || d > rfc_mdays(y, m))
+        return -EINVAL;
+    if (i < n) {
+        if (s[i] != 'T' && s[i] != 't' && s[i] != ' ')
+            return -EINVAL;
+        if (rfc_time(s, n, i + 1, &tod) != 0)
+            return -EINVAL;
+    }
+    *out_s = rfc_days(y, m, d) * 86400 + tod;
+    return 0;
+}

@@ -62,4 +62,13 @@ int value_duration_ms(const char *s, size_t n, uint64_t *out_ms);
  */
 int value_size_bytes(const char *s, size_t n, uint64_t *out);
 
+/*
+ * An RFC 3339 date-time ("2026-12-31T23:59:59Z", "...T12:00:00.5+02:00"; 'T' or 't' or a
+ * space between date and time; 'Z' or 'z' or a +hh:mm / -hh:mm offset; fraction truncated)
+ * or a full date ("2026-12-31", meaning its 00:00:00 UTC). Years 1970..9999; a leap second
+ * (:60) counts as :59. Result: seconds since the Unix epoch, UTC. Returns 0 or -EINVAL
+ * (malformed, out-of-range field, day past the month's end, trailing bytes).
+ */
+int value_rfc3339(const char *s, size_t n, int64_t *out_s);
+
 #endif

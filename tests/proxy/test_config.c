@@ -503,6 +503,19 @@ static const struct bad_case bad_cases[] = {
      "c.toml:2:22: domain-fronting-ip: ", "expected an IPv4 or IPv6 address"},
     {BASE "[network.public-ip]\nipv6 = \"1.2.3.4\"\n" SEC,
      "c.toml:3:8: network.public-ip.ipv6: ", "expected an IPv6 address"},
+    {BASE SEC "[limits.x]\nmax-connections = 2\n",
+     "c.toml:4:9: limits.x: ", "no secret has this label"},
+    {BASE SEC "[limits.m]\nexpires = \"2027-02-30\"\n",
+     "c.toml:5:11: limits.m.expires: ", "bad time"},
+    {BASE SEC "[limits.m]\nexpires = \"2027-01-01T00:00:00\"\n",
+     "c.toml:5:11: limits.m.expires: ", "RFC 3339"},
+    {BASE SEC "[limits.m]\nexpires = 2027\n",
+     "c.toml:5:11: limits.m.expires: ", "expected an RFC 3339 time or date string"},
+    {BASE SEC "[limits.m]\nmax-connections = 0\n",
+     "c.toml:5:19: limits.m.max-connections: ", "out of range"},
+    {BASE SEC "[limits.m]\nmax-conections = 1\n",
+     "c.toml:5:1: limits.m.max-conections: ", "did you mean 'max-connections'"},
+    {BASE "limits = 5\n" SEC, "c.toml:2:10: limits: ", "expected a table"},
     {SEC, "c.toml: ", "no listen address"},
     {BASE, "c.toml: ", "no secret"},
     {BASE "a = [1\n", "c.toml:2:5: ", "unterminated array"},
@@ -576,6 +589,29 @@ static void test_proxies(void **state)
     snprintf(text + n, sizeof text - (size_t)n, "]\n");
     assert_int_equal(load(&cfg, text, err, sizeof err, &w), -EINVAL);
     assert_non_null(strstr(err, "too many upstream proxies"));
+    config_cleanup(&cfg);
+}
+
+/* [limits.LABEL] may come before [secrets]; labels without a table get no limits. */
+static void test_limits(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512] = "";
+    static const char doc[] =
+        BASE "[limits.b]\nmax-connections = 10\nexpires = \"2027-01-31\"\n"
+             "[limits.a]\nexpires = \"2027-01-31T12:00:00+02:00\"\n"
+             "[secrets]\na = \"" EE_A "\"\nb = \"" DD_A "\"\nc = \"" EE_A "\"\n";
+    assert_int_equal(load(&cfg, doc, err, sizeof err, &w), 0);
+    assert_int_equal(cfg.nsecrets, 3);
+    assert_int_equal(cfg.secrets[0].limits.max_connections, 0);
+    assert_int_equal(cfg.secrets[0].limits.expires, 1801353600 + 10 * 3600);
+    assert_int_equal(cfg.secrets[1].limits.max_connections, 10);
+    assert_int_equal(cfg.secrets[1].limits.expires, 1801353600);
+    assert_int_equal(cfg.secrets[2].limits.max_connections, 0);
+    assert_int_equal(cfg.secrets[2].limits.expires, 0);
+    assert_int_equal(w.n, 0);
     config_cleanup(&cfg);
 }
 
@@ -693,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_mtg_deprecated_keys),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_replay_window_covers_skew),
         cmocka_unit_test(test_proxies),
         cmocka_unit_test(test_builders),

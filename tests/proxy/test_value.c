@@ -175,12 +175,66 @@ static void test_bare_host_and_ip(void **state)
     assert_string_equal(text, "?");
 }
 
+static void test_rfc3339(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        int rc;
+        int64_t t;
+    } d[] = {
+        {"1970-01-01", 0, 0},
+        {"2027-01-31", 0, 1801353600},
+        {"2026-12-31T23:59:59Z", 0, 1798761599},
+        {"2024-02-29T12:00:00+02:00", 0, 1709200800},
+        {"2024-02-29t12:00:00.123-05:30", 0, 1709227800},
+        {"2024-02-29 00:00:00z", 0, 1709164800},
+        {"2016-12-31T23:59:60Z", 0, 1483228799}, /* leap second as :59 */
+        {"2000-02-29", 0, 951782400},
+        {"9999-12-31T23:59:59Z", 0, 253402300799},
+        {"", -EINVAL, 0},
+        {"2023-02-29", -EINVAL, 0},
+        {"2100-02-29", -EINVAL, 0},
+        {"2024-13-01", -EINVAL, 0},
+        {"2024-00-10", -EINVAL, 0},
+        {"2024-01-32", -EINVAL, 0},
+        {"2024-04-31", -EINVAL, 0},
+        {"1969-12-31", -EINVAL, 0},
+        {"2024-1-01", -EINVAL, 0},
+        {"2024-01-01X", -EINVAL, 0},
+        {"2024-01-01T", -EINVAL, 0},
+        {"2024-01-01T24:00:00Z", -EINVAL, 0},
+        {"2024-01-01T12:61:00Z", -EINVAL, 0},
+        {"2024-01-01T12:00:61Z", -EINVAL, 0},
+        {"2024-01-01T12:00:00", -EINVAL, 0},   /* no offset */
+        {"2024-01-01T12:00Z", -EINVAL, 0},     /* no seconds */
+        {"2024-01-01T12:00:00.Z", -EINVAL, 0}, /* empty fraction */
+        {"2024-01-01T12:00:00Z ", -EINVAL, 0}, /* trailing byte */
+        {"2024-01-01T12:00:00+2:00", -EINVAL, 0},
+        {"2024-01-01T12:00:00+24:00", -EINVAL, 0},
+        {"2024-01-01T12:00:00+01:60", -EINVAL, 0},
+        {"2024-01-01T12:00:00+0100", -EINVAL, 0},
+        {"+2024-01-01", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        int64_t t = -1;
+        int rc = value_rfc3339(d[i].s, strlen(d[i].s), &t);
+        if (rc != d[i].rc || (rc == 0 && t != d[i].t))
+            fail_msg("%s: rc %d t %lld, expected rc %d t %lld", d[i].s, rc, (long long)t, d[i].rc,
+                     (long long)d[i].t);
+    }
+    int64_t t = 0; /* the length bounds the parse: no NUL needed */
+    assert_int_equal(value_rfc3339("2027-01-31T00:00:00Zjunk", 20, &t), 0);
+    assert_int_equal(t, 1801353600);
+    assert_int_equal(value_rfc3339(NULL, 0, &t), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_durations),        cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_hostport_table),   cmocka_unit_test(test_hostport_length_bound),
-        cmocka_unit_test(test_bare_host_and_ip),
+        cmocka_unit_test(test_bare_host_and_ip), cmocka_unit_test(test_rfc3339),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,6 +85,8 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
         rc = add_secret(h, "classic", SECRET_CLASSIC);
     if (rc < 0)
         return rc;
+    for (size_t i = 0; i < cfg->nsecrets; i++)
+        cfg->secrets[i].limits = o->limits;
     cfg->dcs = tg__calloc(1, sizeof *cfg->dcs);
     if (!cfg->dcs)
         return -ENOMEM;

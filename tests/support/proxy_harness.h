@@ -51,6 +51,7 @@ struct pharness_opts {
     int32_t extra_dc;            /* with extra_dc_addr: one more [dcs] entry for this id */
     const char *extra_dc_addr;   /* "host:port" of that entry */
     const char *proxies[4];      /* [network] proxies: socks5:// URLs, NULL-terminated */
+    struct config_limits limits; /* [limits.LABEL] given to every secret; zero = none */
 };
 
 struct pharness {

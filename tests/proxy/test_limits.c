@@ -1,0 +1,143 @@
+/*
+ * Per-secret limits ([limits.LABEL]) end to end: the engine in-process on 127.0.0.1 with a
+ * fake DC and a recording fronting host (tests/support). A client over a limit must be
+ * fronted (the fronting host sees its exact bytes), never closed or answered.
+ */
+#include "tgtest.h"
+
+#include "proxy_client.h"
+#include "proxy_harness.h"
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Send bytes on a raw socket; expect the fronting banner back and the fronting host to
+   have received exactly those bytes as its connection number idx. */
+static void expect_fronted(struct pharness *h, const uint8_t *bytes, size_t n, size_t idx)
+{
+    int fd = psock_connect(h->port, 10000);
+    assert_true(fd >= 0);
+    assert_int_equal(psock_write_all(fd, bytes, n), 0);
+    char banner[sizeof PFRONT_BANNER - 1];
+    assert_int_equal(psock_read_all(fd, banner, sizeof banner), 0);
+    assert_memory_equal(banner, PFRONT_BANNER, sizeof banner);
+    assert_int_equal(pfront_wait(h->front, idx, n, 10000), 0);
+    uint8_t got[PFRONT_MAX_BYTES];
+    assert_int_equal(pfront_bytes(h->front, idx, got, sizeof got), (long)n);
+    assert_memory_equal(got, bytes, n);
+    close(fd);
+}
+
+static struct stats stats_of(struct pharness *h)
+{
+    struct stats st;
+    server_stats(h->srv, &st);
+    return st;
+}
+
+static void echo_ok(struct pharness *h, enum pcli_mode mode)
+{
+    struct pcli c;
+    struct pcli_opts o = pharness_client(h, mode);
+    assert_int_equal(pcli_connect(&c, h->port, &o), 0);
+    assert_int_equal(pcli_echo(&c, 7, 5000, 0), 0);
+    pcli_close(&c);
+}
+
+/* An expired secret: a valid FakeTLS hello and a valid dd header are both fronted. */
+static void test_expired_secret_fronted(void **state)
+{
+    (void)state;
+    struct pharness h;
+    int64_t now = (int64_t)time(NULL);
+    struct pharness_opts o = {.ee = true, .dd = true, .limits.expires = now - 60};
+    assert_int_equal(pharness_start(&h, &o), 0);
+    uint8_t hello[600];
+    size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, now);
+    expect_fronted(&h, hello, n, 0);
+
+    struct pcli c; /* dd: the 64-byte header goes to the site as it came */
+    struct pcli_opts co = pharness_client(&h, PCLI_DD);
+    assert_int_equal(pcli_connect(&c, h.port, &co), 0);
+    assert_int_equal(pfront_wait(h.front, 1, 64, 10000), 0);
+    pcli_close(&c);
+
+    struct stats st = stats_of(&h);
+    assert_int_equal(st.limit_expired, 2);
+    assert_int_equal(st.handshake_ok, 0);
+    assert_int_equal(fakedc_counters(h.dc).headers_ok, 0);
+    pharness_stop(&h);
+}
+
+/* A secret expiring later works as usual. */
+static void test_unexpired_secret_served(void **state)
+{
+    (void)state;
+    struct pharness h;
+    struct pharness_opts o = {.ee = true, .dd = true, .limits.expires = (int64_t)time(NULL) + 3600};
+    assert_int_equal(pharness_start(&h, &o), 0);
+    echo_ok(&h, PCLI_TLS);
+    echo_ok(&h, PCLI_DD);
+    assert_int_equal(stats_of(&h).limit_expired, 0);
+    assert_int_equal(pfront_count(h.front), 0);
+    pharness_stop(&h);
+}
+
+static bool closed_at_least(struct pharness *h, uint64_t n)
+{
+    for (int t = 0; t < 10000; t += 5) {
+        if (stats_of(h).closed >= n)
+            return true;
+        usleep(5000);
+    }
+    return false;
+}
+
+/* max-connections = 2: a third client is fronted while two are open; once one closes, a
+   new client is served again. */
+static void test_max_connections(void **state)
+{
+    (void)state;
+    struct pharness h;
+    struct pharness_opts o = {.limits.max_connections = 2};
+    assert_int_equal(pharness_start(&h, &o), 0);
+    struct pcli a, b;
+    struct pcli_opts co = pharness_client(&h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&a, h.port, &co), 0);
+    assert_int_equal(pcli_echo(&a, 1, 1000, 0), 0);
+    assert_int_equal(pcli_connect(&b, h.port, &co), 0);
+    assert_int_equal(pcli_echo(&b, 2, 1000, 0), 0);
+
+    uint8_t hello[600];
+    size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
+    expect_fronted(&h, hello, n, 0);
+    assert_int_equal(stats_of(&h).limit_connections, 1);
+    uint8_t ping[100], pong[100]; /* the open two are untouched: a still echoes */
+    memset(ping, 0x42, sizeof ping);
+    assert_int_equal(pcli_send(&a, ping, sizeof ping), 0);
+    assert_int_equal(pcli_recv_all(&a, pong, sizeof pong), 0);
+    assert_memory_equal(ping, pong, sizeof ping);
+
+    pcli_close(&a);
+    assert_true(closed_at_least(&h, 2)); /* the fronted one and a */
+    struct pcli c;
+    assert_int_equal(pcli_connect(&c, h.port, &co), 0);
+    assert_int_equal(pcli_echo(&c, 4, 1000, 0), 0);
+    pcli_close(&c);
+    pcli_close(&b);
+    assert_int_equal(stats_of(&h).limit_connections, 1);
+    assert_int_equal(pfront_count(h.front), 1);
+    pharness_stop(&h);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expired_secret_fronted),
+        cmocka_unit_test(test_unexpired_secret_served),
+        cmocka_unit_test(test_max_connections),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
