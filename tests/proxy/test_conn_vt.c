@@ -8,7 +8,8 @@
  * Covered: the handshake deadline (silent client, and a DISCARD client), the DC connect
  * timeout (and that the handshake deadline no longer applies while connecting), the DNS
  * wait for a [dcs] host name, the fronting connect timeout, the park period and the idle
- * timeout of a relay, and the dynamic-record-sizing quiet second (with the worker on a
+ * timeout of a relay, a fronted relay closing on the done time after the site's FIN, and
+ * the dynamic-record-sizing quiet second (with the worker on a
  * thread of its own, so a blocking FakeTLS client can run on the test's thread).
  */
 #include "tgtest.h"
@@ -348,6 +349,52 @@ static void test_relay_park_and_idle(void **state)
     vt_stop(&v);
 }
 
+/* Fronted: FRONT_CONNECT -> FRONT_RELAY once the site accepts; the site's FIN reaches the
+   client and the connection is closed once the client stays quiet for the done time (the
+   handshake timeout here, shorter than CONN_FRONT_DONE_MS). */
+static void test_front_relay_site_fin(void **state)
+{
+    (void)state;
+    uint16_t sport = 0;
+    int sl = psock_listen(&sport, 4);
+    assert_true(sl >= 0);
+    struct vt v;
+    vt_start(&v, &(struct pharness_opts){.dd = true, .handshake_ms = 4000}, front_to, &sport);
+    int cfd = vt_client(&v);
+    static const char get[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(psock_write_all(cfd, get, sizeof get - 1), 0);
+    vt_wait(&v, &v.w.stats.handshake_bad, 1);
+    int sfd = accept(sl, NULL, NULL); /* the kernel completed the worker's connect */
+    assert_true(sfd >= 0);
+    vt_wait(&v, &v.w.stats.fronted, 1);
+    char got[sizeof get - 1];
+    assert_int_equal(psock_read_all(sfd, got, sizeof got), 0); /* replayed as read */
+    assert_memory_equal(got, get, sizeof got);
+    assert_int_equal(psock_write_all(sfd, "bye", 3), 0);
+    shutdown(sfd, SHUT_WR);
+    char b[8];
+    size_t n = 0;
+    bool eof = false;
+    for (int i = 0; i < 500 && !eof; i++) {
+        assert_int_equal(loop_run_once(&v.w.loop, 10), 0);
+        ssize_t k = recv(cfd, b + n, sizeof b - n, MSG_DONTWAIT);
+        if (k > 0)
+            n += (size_t)k;
+        eof = k == 0;
+    }
+    assert_true(eof);
+    assert_int_equal(n, 3);
+    assert_memory_equal(b, "bye", 3);
+    vt_advance(&v, 3999);
+    assert_int_equal(v.w.stats.closed, 0);
+    vt_advance(&v, 1);
+    assert_int_equal(v.w.stats.closed, 1);
+    close(cfd);
+    close(sfd);
+    close(sl);
+    vt_stop(&v);
+}
+
 /* ---- threaded mode: a blocking client on the test thread, the worker on its own ---- */
 
 static void on_vt_listen(struct loop *l, struct loop_io *io, unsigned events)
@@ -468,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_dc_dns_wait),
         cmocka_unit_test(test_front_connect_timeout),
         cmocka_unit_test(test_relay_park_and_idle),
+        cmocka_unit_test(test_front_relay_site_fin),
         cmocka_unit_test(test_record_sizing_quiet_second),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
