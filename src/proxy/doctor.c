@@ -33,6 +33,7 @@
 #include "proxy/config.h"
 #include "proxy/dc.h"
 #include "proxy/server.h"
+#include "proxy/socks5.h"
 
 #define TIMEOUT_MAX_MS 5000 /* no single check waits longer than this */
 #define MAX_ADDRS      16   /* addresses kept per resolved name */
@@ -301,6 +302,88 @@ static int check_dcs(struct doctor *d)
     probes_close(p, n);
     tg__free(p);
     return rc;
+}
+
+/* ---- DCs through SOCKS5 upstreams ---- */
+
+/* Run the SOCKS5 negotiation for target on the connected, blocking fd. */
+static bool socks5_negotiate(int fd, const struct socks5_upstream *up,
+                             const struct sockaddr_storage *target, char *err, size_t errlen)
+{
+    struct socks5_client c;
+    struct socks5_target t = {.sa = (const struct sockaddr *)target};
+    int st = socks5_client_init(&c, up, &t);
+    /* Bounded: every turn sends a request or consumes at least one byte of a reply of at
+       most SOCKS5_REPLY_MAX, and every read carries the socket's timeout. */
+    while (st == SOCKS5_SEND || st == SOCKS5_MORE) {
+        if (st == SOCKS5_SEND) {
+            size_t n = 0;
+            const uint8_t *req = socks5_client_pending(&c, &n);
+            if (send(fd, req, n, MSG_NOSIGNAL) != (ssize_t)n) {
+                snprintf(err, errlen, "sending to the upstream: %s", strerror(errno));
+                return false;
+            }
+        }
+        uint8_t b[SOCKS5_REPLY_MAX];
+        ssize_t r = recv(fd, b, sizeof b, 0);
+        if (r <= 0) {
+            snprintf(err, errlen, "the upstream %s",
+                     r == 0 ? "closed the connection" : strerror(errno));
+            return false;
+        }
+        size_t used = 0;
+        st = socks5_client_feed(&c, b, (size_t)r, &used);
+    }
+    if (st != SOCKS5_CONNECTED)
+        snprintf(err, errlen, "%s", socks5_strerror(st, &c));
+    return st == SOCKS5_CONNECTED;
+}
+
+/* Connect to upstream up and ask it for target. */
+static bool socks5_probe(const struct doctor *d, const struct socks5_upstream *up,
+                         const struct sockaddr_storage *target, char *err, size_t errlen)
+{
+    struct probe p = {.addr = up->addr.addr, .len = up->addr.addr_len};
+    unsigned ms = cap_ms(d->cfg->timeout.tcp_ms);
+    if (probes_run(&p, 1, ms) != 0 || p.err != 0) {
+        snprintf(err, errlen, "cannot reach the upstream: %s", strerror(p.err ? p.err : ENOMEM));
+        probes_close(&p, 1);
+        return false;
+    }
+    int fl = fcntl(p.fd, F_GETFL);
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    if (fl >= 0)
+        fcntl(p.fd, F_SETFL, fl & ~O_NONBLOCK);
+    setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(p.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    bool ok = socks5_negotiate(p.fd, up, target, err, errlen);
+    probes_close(&p, 1);
+    return ok;
+}
+
+/* With [network] proxies, tgproxy reaches DCs only through them: check each pair. */
+static void check_dcs_socks5(struct doctor *d)
+{
+    for (size_t u = 0; u < d->cfg->nproxies; u++) {
+        const struct socks5_upstream *up = &d->cfg->proxies[u];
+        char url[CONFIG_HOST_MAX + 16];
+        socks5_url_format(up, url, sizeof url); /* never the user info */
+        for (size_t k = 0; k < NDC_IDS; k++) {
+            if (dc_ids[k] > 10000 && !d->cfg->use_test_dcs)
+                continue;
+            struct addrs as = {0};
+            char err[CONFIG_ERR_MAX], what[CONFIG_HOST_MAX + 32], a[ADDR_TEXT];
+            snprintf(what, sizeof what, "DC %d via %s", (int)dc_ids[k], url);
+            if (dc_addrs(d->cfg, dc_ids[k], &as, err, sizeof err) != 0)
+                report(d, false, what, "%s", err);
+            else if (socks5_probe(d, up, &as.a[0], err, sizeof err))
+                report(d, true, what, "%s answered",
+                       addr_text(&as.a[0], as.len[0], true, a, sizeof a));
+            else
+                report(d, false, what, "%s: %s", addr_text(&as.a[0], as.len[0], true, a, sizeof a),
+                       err);
+        }
+    }
 }
 
 /* ---- fronting ---- */
@@ -597,7 +680,9 @@ static int run_checks(struct doctor *d)
     const char *dom[MAX_DOMAINS];
     size_t ndom = domains(d->cfg, dom);
     check_clock(d, ndom ? dom[0] : NULL);
-    if (check_dcs(d) != 0)
+    if (d->cfg->nproxies)
+        check_dcs_socks5(d);
+    else if (check_dcs(d) != 0)
         return -ENOMEM;
     for (size_t i = 0; i < ndom; i++)
         check_tls(d, dom[i]);

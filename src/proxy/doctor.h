@@ -9,6 +9,7 @@
  * warnings, one ✗ line each); the clock against the fronting host's HTTPS Date header
  * (libcurl HEAD, within tolerate-time-skewness); every DC of the table answers a TCP
  * connect (all addresses in parallel, bounded by [network.timeout] tcp, at most 5 s);
+ * with [network] proxies, a SOCKS5 CONNECT through each upstream instead (one per DC);
  * for each FakeTLS domain, the fronting host completes a TLS handshake whose certificate
  * is valid for that SNI name (OpenSSL, system CA store; SSL_CERT_FILE / SSL_CERT_DIR
  * replace it, as OpenSSL does everywhere); the SNI name resolves to the address the proxy

@@ -27,6 +27,7 @@
 #include "proxy/doctor.h"
 #include "proxy_fakedc.h"
 #include "proxy_util.h"
+#include "socks5_server.h"
 
 #define KEY_HEX "0123456789abcdef0123456789abcdef"
 #define DOMAIN  "localhost"
@@ -355,6 +356,41 @@ static void test_open_files(void **state)
     assert_int_equal(count(f->out, BAD), 1);
 }
 
+/* With [network] proxies the DCs are checked through each upstream, never directly. */
+static void test_socks5_upstream(void **state)
+{
+    struct fx *f = *state;
+    socks5_server *ok = socks5_server_start(SOCKS5_NORMAL);
+    socks5_server *refusing = socks5_server_start(SOCKS5_REFUSE_CONNECT);
+    assert_non_null(ok);
+    assert_non_null(refusing);
+    uint16_t ok_port = socks5_server_port(ok), refusing_port = socks5_server_port(refusing);
+    char extra[256];
+    snprintf(extra, sizeof extra,
+             "[network]\nproxies = [\"socks5://127.0.0.1:%u\", \"socks5://127.0.0.1:%u\"]\n",
+             ok_port, refusing_port);
+    write_conf(f, &(struct conf){.extra = extra});
+    int rc = run(f);
+    size_t nrec = socks5_server_nrecords(ok);
+    socks5_record rec;
+    assert_true(socks5_server_record(ok, 0, &rec));
+    socks5_server_stop(ok);
+    socks5_server_stop(refusing);
+    assert_int_equal(rc, DOCTOR_EXIT_FAILED);
+    char l[160];
+    snprintf(l, sizeof l, OK "DC 2 via socks5://127.0.0.1:%u: 127.0.0.1:%u answered", ok_port,
+             f->dc_port);
+    expect(f, l);
+    snprintf(l, sizeof l, BAD "DC 2 via socks5://127.0.0.1:%u: 127.0.0.1:%u: ", refusing_port,
+             f->dc_port);
+    expect(f, l);
+    assert_int_equal(count(f->out, BAD), 6);  /* every DC through the refusing upstream */
+    assert_null(strstr(f->out, OK "DC 2: ")); /* nothing direct */
+    assert_int_equal(nrec, 6);                /* one CONNECT per DC, to the fake DC */
+    assert_int_equal(rec.reply, 0);
+    assert_int_equal(rec.port, f->dc_port);
+}
+
 static void test_bad_config(void **state)
 {
     struct fx *f = *state;
@@ -400,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_fronting_elsewhere),
         cmocka_unit_test(test_bind_in_use),
         cmocka_unit_test(test_open_files),
+        cmocka_unit_test(test_socks5_upstream),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_cli),
     };
