@@ -1,9 +1,11 @@
 /*
- * cli: tgproxy's command line (run, simple-run, generate-secret, access, --help, --version).
+ * cli: tgproxy's command line (run, simple-run, generate-secret, access, doctor, --help,
+ * --version).
  *
  * All of it lives in tgproxy_lib so tests drive it directly; src/proxy/main.c only calls
  * cli_main(). Exit codes follow sysexits(3) so a service manager can tell causes apart:
  *   0   success (run / simple-run: clean shutdown on SIGINT or SIGTERM)
+ *   1   doctor: the file loads but a check failed (DOCTOR_EXIT_FAILED, doctor.h)
  *   64  EX_USAGE        bad command line
  *   65  EX_DATAERR      a bad argument value that is not a usage mistake (domain, secret)
  *   69  EX_UNAVAILABLE  cannot serve: an address cannot be bound

@@ -40,7 +40,7 @@ struct fx {
     char *crt_pem, *key_pem;
     struct MHD_Daemon *https;
     uint16_t https_port;
-    long date_offset_s; /* added to the Date header the fronting host sends */
+    _Atomic long date_offset_s; /* added to the Date header (read by the server thread) */
     struct fakedc *dc;
     uint16_t dc_port;
     char out[8192];
