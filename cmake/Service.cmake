@@ -8,17 +8,25 @@ set(TGPROXY_SYSUSERSDIR "lib/sysusers.d" CACHE STRING
 set(TGPROXY_CONFIG_DIR "/etc/tgproxy" CACHE PATH
     "Directory the unit reads NAME.toml from (tgproxy@NAME.service)")
 
+# configure_file writes straight into the destination (one file per install, so parallel
+# installs into different prefixes, as the tests do, never share a generated file).
+if(IS_ABSOLUTE "${TGPROXY_SYSTEMD_UNITDIR}")
+    set(_tgproxy_unitdir "${TGPROXY_SYSTEMD_UNITDIR}")
+else()
+    set(_tgproxy_unitdir "\${CMAKE_INSTALL_PREFIX}/${TGPROXY_SYSTEMD_UNITDIR}")
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_BINDIR}")
+    set(_tgproxy_bindir "${CMAKE_INSTALL_BINDIR}")
+else()
+    set(_tgproxy_bindir "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}")
+endif()
 install(CODE "
     set(TGPROXY_CONFIG_DIR \"${TGPROXY_CONFIG_DIR}\")
-    if(IS_ABSOLUTE \"${CMAKE_INSTALL_BINDIR}\")
-        set(TGPROXY_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
-    else()
-        set(TGPROXY_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
-    endif()
-    configure_file(\"${CMAKE_SOURCE_DIR}/packaging/tgproxy@.service.in\"
-        \"${CMAKE_BINARY_DIR}/packaging/tgproxy@.service\" @ONLY)
+    set(TGPROXY_BINDIR \"${_tgproxy_bindir}\")
+    set(_unit \"\$ENV{DESTDIR}${_tgproxy_unitdir}/tgproxy@.service\")
+    message(STATUS \"Installing: \${_unit}\")
+    configure_file(\"${CMAKE_SOURCE_DIR}/packaging/tgproxy@.service.in\" \"\${_unit}\" @ONLY)
+    list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${_unit}\")
 ")
-install(FILES ${CMAKE_BINARY_DIR}/packaging/tgproxy@.service
-    DESTINATION ${TGPROXY_SYSTEMD_UNITDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/tgproxy.sysusers
     DESTINATION ${TGPROXY_SYSUSERSDIR} RENAME tgproxy.conf)

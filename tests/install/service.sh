@@ -22,6 +22,11 @@ for key in 'User=tgproxy' 'AmbientCapabilities=CAP_NET_BIND_SERVICE' \
     grep -qxF "$key" "$unit" || { echo "missing hardening key: $key"; exit 1; }
 done
 grep -qE '^LimitNOFILE=[0-9]+$' "$unit" || { echo "missing LimitNOFILE"; exit 1; }
+# A packager's staged install: ExecStart names the final path, not the staging directory.
+DESTDIR="$prefix/stage" cmake --install "$build" --prefix /usr >/dev/null
+grep -qx "ExecStart=/usr/bin/tgproxy run /etc/tgproxy/%i.toml" \
+    "$prefix/stage/usr/lib/systemd/system/tgproxy@.service" ||
+    { echo "a DESTDIR install does not name /usr/bin/tgproxy"; exit 1; }
 # A template verifies as an instance; the binary it names must exist (it does: installed).
 inst="$prefix/tgproxy@verify.service"
 cp "$unit" "$inst"
