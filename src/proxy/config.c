@@ -1178,6 +1178,16 @@ static int k_lim_max_conns(struct loader *ld, const struct toml_kv *kv)
     return get_uint(ld, kv, 1, 10000000, &ld->lim->max_connections);
 }
 
+static int k_lim_max_ips(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_uint(ld, kv, 1, 100000, &ld->lim->max_unique_ips);
+}
+
+static int k_lim_ip_window(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_seconds(ld, kv, 1, 30 * 86400, &ld->lim->unique_ips_window_s);
+}
+
 static int k_lim_expires(struct loader *ld, const struct toml_kv *kv)
 {
     const char *s = NULL;
@@ -1196,6 +1206,8 @@ static int k_lim_expires(struct loader *ld, const struct toml_kv *kv)
 static const struct key_rule limit_rules[] = {
     FN_KEY("max-connections", k_lim_max_conns),
     FN_KEY("expires", k_lim_expires),
+    FN_KEY("max-unique-ips", k_lim_max_ips),
+    FN_KEY("unique-ips-window", k_lim_ip_window),
 };
 
 /* [limits.LABEL] tables: LABEL must name a secret of [secrets]. */

@@ -65,8 +65,10 @@ struct config_listen {
 
 /* [limits.LABEL]: per-secret limits; every field 0 = no limit (the default). */
 struct config_limits {
-    uint32_t max_connections; /* max-connections: open client connections at once */
-    int64_t expires;          /* expires: Unix seconds (RFC 3339 time or date); 0 = never */
+    uint32_t max_connections;     /* max-connections: open client connections at once */
+    uint32_t max_unique_ips;      /* max-unique-ips: distinct client IPs within the window */
+    uint32_t unique_ips_window_s; /* unique-ips-window; 0 = the default, 3600 */
+    int64_t expires;              /* expires: Unix seconds (RFC 3339 time or date); 0 = never */
 };
 
 /* One entry of [secrets] (mtg's single `secret` becomes label "default"). */

@@ -228,7 +228,7 @@ void conn_close(struct conn *c, enum conn_end why)
         close(c->ufd);
     relay_release(c);
     if (c->limit_held)
-        limits_release(w->sh->limits, c->secret);
+        limits_release(w->sh->limits, c->secret, c->limit_ip, tg__wall_s());
     conn_buf_put(w, c->hs);
     crypto_ctr_cleanup(&c->c2p);
     crypto_ctr_cleanup(&c->p2c);
@@ -569,16 +569,28 @@ static int send_answer(struct conn *c, const struct faketls_hello *h, const uint
    failed handshake (nothing has been written to it), so it cannot learn a proxy is here. */
 static bool over_limit(struct conn *c)
 {
-    enum limits_verdict v = limits_admit(c->w->sh->limits, c->secret, tg__wall_s());
-    if (v == LIMITS_OK) {
+    struct limits *l = c->w->sh->limits;
+    struct proxyproto_addr a = {0};
+    uint8_t ip[16] = {[10] = 0xff, [11] = 0xff}; /* IPv4 as ::ffff:a.b.c.d */
+    bool known = limits_by_addr(l, c->secret) && pp_source(c, &a);
+    memcpy(a.family == AF_INET ? ip + 12 : ip, a.src, a.family == AF_INET ? 4 : 16);
+    enum limits_verdict v =
+        limits_admit(l, c->secret, known ? ip : NULL, tg__wall_s(), &c->limit_ip);
+    switch (v) {
+    case LIMITS_OK:
         c->limit_held = true;
         return false;
-    }
-    if (v == LIMITS_EXPIRED)
+    case LIMITS_EXPIRED:
         stats_add(&c->w->stats, limit_expired, 1);
-    else
+        break;
+    case LIMITS_CONNECTIONS:
         stats_add(&c->w->stats, limit_connections, 1);
-    hs_debug(c, "limits", v == LIMITS_EXPIRED ? "secret expired" : "max-connections reached");
+        break;
+    case LIMITS_UNIQUE_IPS:
+        stats_add(&c->w->stats, limit_unique_ips, 1);
+        break;
+    }
+    hs_debug(c, "limits", limits_verdict_name(v));
     return true;
 }
 

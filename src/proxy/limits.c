@@ -1,14 +1,32 @@
 /*
  * limits: per-secret limits state shared by every worker (see limits.h).
+ *
+ * Connection counts are one relaxed atomic per secret. Unique client IPs are a small table
+ * per secret (max-unique-ips entries) under that secret's mutex, scanned linearly: it is
+ * touched once per admitted handshake and once per close, never on the relay path.
  */
 #include "proxy/limits.h"
 
 #include "core/alloc.h"
 
+#include <pthread.h>
+#include <string.h>
+
+struct limit_ip {
+    uint8_t addr[16]; /* IPv4 as ::ffff:a.b.c.d */
+    uint32_t open;    /* admitted connections from addr still open */
+    int64_t last_s;   /* wall time of the last admission or close from addr */
+    bool used;
+};
+
 struct limit_slot {
     uint32_t max_conns; /* 0 = unlimited */
     int64_t expires;    /* 0 = never */
     uint32_t conns;     /* atomic: admitted connections still open */
+    uint32_t max_ips;   /* 0 = unlimited; else ips has max_ips entries */
+    uint32_t ip_window_s;
+    pthread_mutex_t mu; /* guards ips */
+    struct limit_ip *ips;
 };
 
 struct limits {
@@ -16,20 +34,43 @@ struct limits {
     struct limit_slot *slot;
 };
 
+const char *limits_verdict_name(enum limits_verdict v)
+{
+    switch (v) {
+    case LIMITS_OK:
+        return "admitted";
+    case LIMITS_EXPIRED:
+        return "secret expired";
+    case LIMITS_CONNECTIONS:
+        return "max-connections reached";
+    case LIMITS_UNIQUE_IPS:
+        return "max-unique-ips reached";
+    }
+    return "?";
+}
+
 struct limits *limits_new(const struct config *cfg)
 {
     struct limits *l = tg__calloc(1, sizeof *l);
     if (!l)
         return NULL;
-    l->n = cfg->nsecrets;
-    l->slot = tg__calloc(l->n ? l->n : 1, sizeof *l->slot);
+    l->slot = tg__calloc(cfg->nsecrets ? cfg->nsecrets : 1, sizeof *l->slot);
     if (!l->slot) {
         tg__free(l);
         return NULL;
     }
-    for (size_t i = 0; i < l->n; i++) {
-        l->slot[i].max_conns = cfg->secrets[i].limits.max_connections;
-        l->slot[i].expires = cfg->secrets[i].limits.expires;
+    for (size_t i = 0; i < cfg->nsecrets; i++, l->n++) {
+        const struct config_limits *c = &cfg->secrets[i].limits;
+        struct limit_slot *s = &l->slot[i];
+        s->max_conns = c->max_connections;
+        s->expires = c->expires;
+        s->max_ips = c->max_unique_ips;
+        s->ip_window_s = c->unique_ips_window_s ? c->unique_ips_window_s : 3600;
+        if (s->max_ips && !(s->ips = tg__calloc(s->max_ips, sizeof *s->ips))) {
+            limits_free(l);
+            return NULL;
+        }
+        pthread_mutex_init(&s->mu, NULL);
     }
     return l;
 }
@@ -38,12 +79,45 @@ void limits_free(struct limits *l)
 {
     if (!l)
         return;
+    for (size_t i = 0; i < l->n; i++) {
+        pthread_mutex_destroy(&l->slot[i].mu);
+        tg__free(l->slot[i].ips);
+    }
     tg__free(l->slot);
     tg__free(l);
 }
 
-enum limits_verdict limits_admit(struct limits *l, size_t secret, int64_t now_s)
+/* The entry for addr, else a free or lapsed one taken for it; UINT32_MAX when every entry
+   is another address still counted (open, or seen within the window). Under s->mu. */
+static uint32_t ip_take(struct limit_slot *s, const uint8_t addr[16], int64_t now_s)
 {
+    uint32_t spare = UINT32_MAX;
+    for (uint32_t i = 0; i < s->max_ips; i++) {
+        struct limit_ip *e = &s->ips[i];
+        if (e->used && memcmp(e->addr, addr, 16) == 0)
+            return i;
+        bool lapsed = !e->used || (e->open == 0 && now_s - e->last_s >= (int64_t)s->ip_window_s);
+        if (lapsed && spare == UINT32_MAX)
+            spare = i;
+    }
+    if (spare != UINT32_MAX) {
+        struct limit_ip *e = &s->ips[spare];
+        memcpy(e->addr, addr, 16);
+        e->open = 0;
+        e->used = true;
+    }
+    return spare;
+}
+
+bool limits_by_addr(const struct limits *l, size_t secret)
+{
+    return secret < l->n && l->slot[secret].max_ips != 0;
+}
+
+enum limits_verdict limits_admit(struct limits *l, size_t secret, const uint8_t addr[16],
+                                 int64_t now_s, uint32_t *ip_slot)
+{
+    *ip_slot = LIMITS_NO_IP;
     if (secret >= l->n)
         return LIMITS_OK;
     struct limit_slot *s = &l->slot[secret];
@@ -54,11 +128,33 @@ enum limits_verdict limits_admit(struct limits *l, size_t secret, int64_t now_s)
         __atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);
         return LIMITS_CONNECTIONS;
     }
+    if (!s->max_ips || !addr)
+        return LIMITS_OK;
+    pthread_mutex_lock(&s->mu);
+    uint32_t i = ip_take(s, addr, now_s);
+    if (i != LIMITS_NO_IP) {
+        s->ips[i].open++;
+        s->ips[i].last_s = now_s;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (i == LIMITS_NO_IP) {
+        __atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);
+        return LIMITS_UNIQUE_IPS;
+    }
+    *ip_slot = i;
     return LIMITS_OK;
 }
 
-void limits_release(struct limits *l, size_t secret)
+void limits_release(struct limits *l, size_t secret, uint32_t ip_slot, int64_t now_s)
 {
-    if (secret < l->n)
-        __atomic_sub_fetch(&l->slot[secret].conns, 1, __ATOMIC_RELAXED);
+    if (secret >= l->n)
+        return;
+    struct limit_slot *s = &l->slot[secret];
+    __atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);
+    if (ip_slot == LIMITS_NO_IP || ip_slot >= s->max_ips)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->ips[ip_slot].open--;
+    s->ips[ip_slot].last_s = now_s;
+    pthread_mutex_unlock(&s->mu);
 }

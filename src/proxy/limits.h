@@ -3,17 +3,20 @@
  * secret, before anything is written to the client.
  *
  * A client over a limit is treated as a failed handshake (fronted), so it cannot tell a
- * proxy is there. Kinds: the secret expired (`expires`), or it already has
- * `max-connections` open connections.
+ * proxy is there. Kinds: the secret expired (`expires`), it already has `max-connections`
+ * open connections, or the client's IP would be one more than `max-unique-ips` distinct
+ * addresses counted for the secret (an address counts while it has an open connection and
+ * for `unique-ips-window` after its last connection opened or closed).
  *
  * Ownership: limits_new copies what it needs from cfg (borrowed only during the call);
  * limits_free releases it. Thread-safety: limits_admit and limits_release may be called from
- * any worker at once (one relaxed atomic per secret with a connection limit, touched once at
- * the handshake and once at close, never on the relay path).
+ * any worker at once (a relaxed atomic per secret, plus a per-secret mutex for secrets with
+ * max-unique-ips; touched once at the handshake and once at close, never on the relay path).
  */
 #ifndef TGPROXY_LIMITS_H
 #define TGPROXY_LIMITS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,9 +26,15 @@ enum limits_verdict {
     LIMITS_OK = 0,      /* admitted; a slot is held until limits_release */
     LIMITS_EXPIRED,     /* the secret's `expires` time has passed */
     LIMITS_CONNECTIONS, /* `max-connections` are already open */
+    LIMITS_UNIQUE_IPS,  /* a new address over `max-unique-ips` within the window */
 };
 
+#define LIMITS_NO_IP UINT32_MAX /* ip_slot of a connection not counted by address */
+
 struct limits;
+
+/* "secret expired", "max-connections reached", ... for logs; static. */
+const char *limits_verdict_name(enum limits_verdict v);
 
 /* One state per secret of cfg (same indexes). Returns NULL on allocation failure. */
 struct limits *limits_new(const struct config *cfg);
@@ -33,14 +42,20 @@ struct limits *limits_new(const struct config *cfg);
 /* NULL-safe. No admitted connection may still be open. */
 void limits_free(struct limits *l);
 
-/*
- * Admit a client of secret index `secret` at wall time now_s (Unix seconds). On LIMITS_OK
- * the caller holds a slot and must call limits_release(l, secret) exactly once at close;
- * on any other verdict nothing is held.
- */
-enum limits_verdict limits_admit(struct limits *l, size_t secret, int64_t now_s);
+/* Whether limits_admit for this secret uses the client's address (max-unique-ips set). */
+bool limits_by_addr(const struct limits *l, size_t secret);
 
-/* Give back the slot an admitted connection held. */
-void limits_release(struct limits *l, size_t secret);
+/*
+ * Admit a client of secret index `secret` from address addr (16 bytes, IPv4 mapped as
+ * ::ffff:a.b.c.d; NULL = unknown, not counted by address) at wall time now_s (Unix
+ * seconds). On LIMITS_OK the caller holds a slot, *ip_slot says which address entry, and
+ * must call limits_release(l, secret, *ip_slot, now) exactly once at close; on any other
+ * verdict nothing is held.
+ */
+enum limits_verdict limits_admit(struct limits *l, size_t secret, const uint8_t addr[16],
+                                 int64_t now_s, uint32_t *ip_slot);
+
+/* Give back the slot an admitted connection held; now_s starts its address's window. */
+void limits_release(struct limits *l, size_t secret, uint32_t ip_slot, int64_t now_s);
 
 #endif

@@ -25,6 +25,7 @@
     X(handshake_timeout, "connections past the handshake deadline")                                \
     X(limit_expired, "handshakes fronted: the secret's `expires` time has passed")                 \
     X(limit_connections, "handshakes fronted: the secret's max-connections were open")             \
+    X(limit_unique_ips, "handshakes fronted: a new client IP over the secret's max-unique-ips")    \
     X(fronted, "connections relayed to the fronting host")                                         \
     X(front_early, "fronting connections opened while a handshake was still undecided")          \
     X(front_self, "connections not fronted: every fronting address is this proxy's own listener") \

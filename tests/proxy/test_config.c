@@ -515,6 +515,10 @@ static const struct bad_case bad_cases[] = {
      "c.toml:5:19: limits.m.max-connections: ", "out of range"},
     {BASE SEC "[limits.m]\nmax-conections = 1\n",
      "c.toml:5:1: limits.m.max-conections: ", "did you mean 'max-connections'"},
+    {BASE SEC "[limits.m]\nmax-unique-ips = 0\n",
+     "c.toml:5:18: limits.m.max-unique-ips: ", "out of range"},
+    {BASE SEC "[limits.m]\nunique-ips-window = \"1.5s\"\n",
+     "c.toml:5:21: limits.m.unique-ips-window: ", "whole number of seconds"},
     {BASE "limits = 5\n" SEC, "c.toml:2:10: limits: ", "expected a table"},
     {SEC, "c.toml: ", "no listen address"},
     {BASE, "c.toml: ", "no secret"},
@@ -601,12 +605,16 @@ static void test_limits(void **state)
     char err[512] = "";
     static const char doc[] =
         BASE "[limits.b]\nmax-connections = 10\nexpires = \"2027-01-31\"\n"
-             "[limits.a]\nexpires = \"2027-01-31T12:00:00+02:00\"\n"
+             "[limits.a]\nexpires = \"2027-01-31T12:00:00+02:00\"\nmax-unique-ips = 3\n"
+             "unique-ips-window = \"10m\"\n"
              "[secrets]\na = \"" EE_A "\"\nb = \"" DD_A "\"\nc = \"" EE_A "\"\n";
     assert_int_equal(load(&cfg, doc, err, sizeof err, &w), 0);
     assert_int_equal(cfg.nsecrets, 3);
     assert_int_equal(cfg.secrets[0].limits.max_connections, 0);
     assert_int_equal(cfg.secrets[0].limits.expires, 1801353600 + 10 * 3600);
+    assert_int_equal(cfg.secrets[0].limits.max_unique_ips, 3);
+    assert_int_equal(cfg.secrets[0].limits.unique_ips_window_s, 600);
+    assert_int_equal(cfg.secrets[1].limits.max_unique_ips, 0);
     assert_int_equal(cfg.secrets[1].limits.max_connections, 10);
     assert_int_equal(cfg.secrets[1].limits.expires, 1801353600);
     assert_int_equal(cfg.secrets[2].limits.max_connections, 0);

@@ -5,6 +5,7 @@
  */
 #include "tgtest.h"
 
+#include "proxy/limits.h"
 #include "proxy_client.h"
 #include "proxy_harness.h"
 
@@ -14,9 +15,10 @@
 
 /* Send bytes on a raw socket; expect the fronting banner back and the fronting host to
    have received exactly those bytes as its connection number idx. */
-static void expect_fronted(struct pharness *h, const uint8_t *bytes, size_t n, size_t idx)
+static void expect_fronted_from(struct pharness *h, const char *src_ip, const uint8_t *bytes,
+                                size_t n, size_t idx)
 {
-    int fd = psock_connect(h->port, 10000);
+    int fd = psock_connect_from(src_ip, h->port, 10000);
     assert_true(fd >= 0);
     assert_int_equal(psock_write_all(fd, bytes, n), 0);
     char banner[sizeof PFRONT_BANNER - 1];
@@ -29,6 +31,11 @@ static void expect_fronted(struct pharness *h, const uint8_t *bytes, size_t n, s
     close(fd);
 }
 
+static void expect_fronted(struct pharness *h, const uint8_t *bytes, size_t n, size_t idx)
+{
+    expect_fronted_from(h, NULL, bytes, n, idx);
+}
+
 static struct stats stats_of(struct pharness *h)
 {
     struct stats st;
@@ -36,13 +43,19 @@ static struct stats stats_of(struct pharness *h)
     return st;
 }
 
-static void echo_ok(struct pharness *h, enum pcli_mode mode)
+static void echo_ok_from(struct pharness *h, enum pcli_mode mode, const char *src_ip)
 {
     struct pcli c;
     struct pcli_opts o = pharness_client(h, mode);
+    o.src_ip = src_ip;
     assert_int_equal(pcli_connect(&c, h->port, &o), 0);
     assert_int_equal(pcli_echo(&c, 7, 5000, 0), 0);
     pcli_close(&c);
+}
+
+static void echo_ok(struct pharness *h, enum pcli_mode mode)
+{
+    echo_ok_from(h, mode, NULL);
 }
 
 /* An expired secret: a valid FakeTLS hello and a valid dd header are both fronted. */
@@ -131,6 +144,91 @@ static void test_max_connections(void **state)
     pharness_stop(&h);
 }
 
+/* max-unique-ips = 2: clients from 127.0.0.2 and 127.0.0.3 are served, one from 127.0.0.4
+   (a third address within the window) is fronted, and the first two are still served. */
+static void test_max_unique_ips(void **state)
+{
+    (void)state;
+    struct pharness h;
+    struct pharness_opts o = {.ee = true, .dd = true, .limits.max_unique_ips = 2};
+    assert_int_equal(pharness_start(&h, &o), 0);
+    echo_ok_from(&h, PCLI_TLS, "127.0.0.2");
+    echo_ok_from(&h, PCLI_DD, "127.0.0.3");
+    echo_ok_from(&h, PCLI_TLS, "127.0.0.3");
+    uint8_t hello[600];
+    size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
+    expect_fronted_from(&h, "127.0.0.4", hello, n, 0);
+    assert_int_equal(stats_of(&h).limit_unique_ips, 1);
+    echo_ok_from(&h, PCLI_TLS, "127.0.0.2");
+    echo_ok_from(&h, PCLI_TLS, "127.0.0.3");
+    /* limits are per secret: "dd" has seen only 127.0.0.3, so 127.0.0.4 is its second */
+    echo_ok_from(&h, PCLI_DD, "127.0.0.4");
+    struct stats st = stats_of(&h);
+    assert_int_equal(st.limit_unique_ips, 1);
+    assert_int_equal(pfront_count(h.front), 1);
+    pharness_stop(&h);
+}
+
+/* The address window, driven with explicit times (no waiting): an address counts while it
+   has a connection open and for the window after its last open or close. */
+static void test_unique_ips_window(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_init(&cfg);
+    struct secret sec = {.kind = SECRET_DD};
+    char err[128];
+    assert_int_equal(config_add_secret(&cfg, "s", &sec, err, sizeof err), 0);
+    cfg.secrets[0].limits.max_unique_ips = 1;
+    cfg.secrets[0].limits.unique_ips_window_s = 10;
+    struct limits *l = limits_new(&cfg);
+    assert_non_null(l);
+    uint8_t a[16] = {[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 2}, b[16];
+    memcpy(b, a, 16);
+    b[15] = 3;
+    uint32_t sa, sa2, sb;
+    assert_int_equal(limits_admit(l, 0, a, 100, &sa), LIMITS_OK);
+    assert_int_equal(limits_admit(l, 0, b, 5000, &sb), LIMITS_UNIQUE_IPS); /* a is open */
+    assert_int_equal(limits_admit(l, 0, a, 5000, &sa2), LIMITS_OK);        /* same address */
+    limits_release(l, 0, sa, 5001);
+    limits_release(l, 0, sa2, 5005);
+    assert_int_equal(limits_admit(l, 0, b, 5014, &sb), LIMITS_UNIQUE_IPS); /* a: 9 s ago */
+    assert_int_equal(limits_admit(l, 0, b, 5015, &sb), LIMITS_OK);         /* a lapsed */
+    assert_int_equal(limits_admit(l, 0, a, 5016, &sa), LIMITS_UNIQUE_IPS);
+    assert_int_equal(limits_admit(l, 0, NULL, 5016, &sa), LIMITS_OK); /* unknown address */
+    assert_int_equal(sa, LIMITS_NO_IP);
+    limits_release(l, 0, sa, 5017);
+    limits_release(l, 0, sb, 5017);
+    limits_free(l);
+    config_cleanup(&cfg);
+}
+
+/* expires and max-connections with explicit times; indexes past the table are unlimited. */
+static void test_admit_unit(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_init(&cfg);
+    struct secret sec = {.kind = SECRET_DD};
+    char err[128];
+    assert_int_equal(config_add_secret(&cfg, "s", &sec, err, sizeof err), 0);
+    cfg.secrets[0].limits.max_connections = 1;
+    cfg.secrets[0].limits.expires = 1000;
+    struct limits *l = limits_new(&cfg);
+    assert_non_null(l);
+    uint32_t s1, s2;
+    assert_int_equal(limits_admit(l, 0, NULL, 999, &s1), LIMITS_OK);
+    assert_int_equal(limits_admit(l, 0, NULL, 999, &s2), LIMITS_CONNECTIONS);
+    limits_release(l, 0, s1, 999);
+    assert_int_equal(limits_admit(l, 0, NULL, 999, &s1), LIMITS_OK);
+    limits_release(l, 0, s1, 999);
+    assert_int_equal(limits_admit(l, 0, NULL, 1000, &s1), LIMITS_EXPIRED);
+    assert_int_equal(limits_admit(l, 7, NULL, 1000, &s1), LIMITS_OK);
+    assert_string_equal(limits_verdict_name(LIMITS_UNIQUE_IPS), "max-unique-ips reached");
+    limits_free(l);
+    config_cleanup(&cfg);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -138,6 +236,9 @@ int main(void)
         cmocka_unit_test(test_expired_secret_fronted),
         cmocka_unit_test(test_unexpired_secret_served),
         cmocka_unit_test(test_max_connections),
+        cmocka_unit_test(test_max_unique_ips),
+        cmocka_unit_test(test_unique_ips_window),
+        cmocka_unit_test(test_admit_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -171,7 +171,7 @@ int pcli_connect(struct pcli *c, uint16_t port, const struct pcli_opts *o)
     if (c->max_record > REC_MAX)
         c->max_record = REC_MAX;
     c->tls = o->mode == PCLI_TLS;
-    c->fd = psock_connect(port, c->timeout_ms);
+    c->fd = psock_connect_from(o->src_ip, port, c->timeout_ms);
     if (c->fd < 0)
         return c->fd;
     int rc = o->prefix_len ? psock_write_all(c->fd, o->prefix, o->prefix_len) : 0;

@@ -242,6 +242,11 @@ int psock_listen(uint16_t *port, int backlog)
 
 int psock_connect(uint16_t port, int timeout_ms)
 {
+    return psock_connect_from(NULL, port, timeout_ms);
+}
+
+int psock_connect_from(const char *src_ip, uint16_t port, int timeout_ms)
+{
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
@@ -250,7 +255,16 @@ int psock_connect(uint16_t port, int timeout_ms)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_in a = psock_addr(port);
+    struct sockaddr_in a = psock_addr(port), src = {.sin_family = AF_INET};
+    if (src_ip) {
+        int err = inet_pton(AF_INET, src_ip, &src.sin_addr) != 1      ? -EINVAL
+                  : bind(fd, (struct sockaddr *)&src, sizeof src) < 0 ? -errno
+                                                                      : 0;
+        if (err < 0) {
+            close(fd);
+            return err;
+        }
+    }
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
         int err = -errno;
         close(fd);

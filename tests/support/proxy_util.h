@@ -60,6 +60,8 @@ int pobfs_dc_accept(const uint8_t wire[64], uint8_t *tag, int16_t *dc, struct pc
 int psock_listen(uint16_t *port, int backlog);
 /* Blocking connect to 127.0.0.1:port; fd or -errno. Receive/send timeouts of timeout_ms. */
 int psock_connect(uint16_t port, int timeout_ms);
+/* The same from a chosen local IPv4 address ("127.0.0.2"; NULL = any), port 0. */
+int psock_connect_from(const char *src_ip, uint16_t port, int timeout_ms);
 struct sockaddr_in psock_addr(uint16_t port);
 /* ip (numeric IPv4 or IPv6) and port as a socket address; *len its size. 0 or -EINVAL. */
 int psock_addr_parse(const char *ip, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
