@@ -1030,36 +1030,131 @@ static int k_defense(struct loader *ld, const struct toml_kv *kv)
     return WALK(ld, kv, defense_rules);
 }
 
+/* A metric prefix: what Prometheus allows at the start of a name. */
+static int get_prefix(struct loader *ld, const struct toml_kv *kv, char *out)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    bool ok = n > 0 && n < CONFIG_PREFIX_MAX && !(s[0] >= '0' && s[0] <= '9');
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+             (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+    if (!ok)
+        return val_err(ld, kv, kv->value,
+                       "expected 1..%d characters of [A-Za-z0-9_], not starting with a digit",
+                       CONFIG_PREFIX_MAX - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 0;
+}
+
+/* A numeric "IP:PORT" (a metrics socket is bound or sent to without DNS). */
+static int get_numeric_hostport(struct loader *ld, const struct toml_kv *kv,
+                                struct value_hostport *out)
+{
+    char why[256];
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (value_hostport_parse(s, n, out, why, sizeof why) != 0)
+        return val_err(ld, kv, kv->value, "%s", why);
+    if (!out->resolved)
+        return val_err(ld, kv, kv->value, "expected an IP address such as 127.0.0.1:3129");
+    return 0;
+}
+
+static int k_st_enabled(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->cfg->statsd.enabled);
+}
+
+static int k_st_address(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_numeric_hostport(ld, kv, &ld->cfg->statsd.addr);
+}
+
+static int k_st_prefix(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_prefix(ld, kv, ld->cfg->statsd.prefix);
+}
+
+static int k_st_tags(struct loader *ld, const struct toml_kv *kv)
+{
+    static const char *const names[] = {"datadog", "influxdb", "graphite"};
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) {
+            ld->cfg->statsd.tag_format = (enum config_tag_format)i;
+            return 0;
+        }
+    return val_err(ld, kv, kv->value, "expected \"datadog\", \"influxdb\" or \"graphite\"");
+}
+
 static const struct key_rule statsd_rules[] = {
-    FN_KEY("enabled", k_enabled),
-    FN_KEY("address", k_noop),
-    FN_KEY("metric-prefix", k_noop),
-    FN_KEY("tag-format", k_noop),
+    FN_KEY("enabled", k_st_enabled),
+    FN_KEY("address", k_st_address),
+    FN_KEY("metric-prefix", k_st_prefix),
+    FN_KEY("tag-format", k_st_tags),
+    MS_KEY("flush-interval", statsd.flush_ms, 100, 3600000),
 };
 
+static int k_pr_enabled(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->cfg->prometheus.enabled);
+}
+
+static int k_pr_bind(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_numeric_hostport(ld, kv, &ld->cfg->prometheus.bind);
+}
+
+static int k_pr_path(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    bool ok = n > 0 && n < CONFIG_PATH_MAX && s[0] == '/';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = s[i] > ' ' && s[i] < 0x7f && s[i] != '?' && s[i] != '#';
+    if (!ok)
+        return val_err(ld, kv, kv->value,
+                       "expected a URL path such as \"/metrics\" (at most %d bytes)",
+                       CONFIG_PATH_MAX - 1);
+    memcpy(ld->cfg->prometheus.path, s, n);
+    ld->cfg->prometheus.path[n] = '\0';
+    return 0;
+}
+
+static int k_pr_prefix(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_prefix(ld, kv, ld->cfg->prometheus.prefix);
+}
+
 static const struct key_rule prometheus_rules[] = {
-    FN_KEY("enabled", k_enabled),
-    FN_KEY("bind-to", k_noop),
-    FN_KEY("http-path", k_noop),
-    FN_KEY("metric-prefix", k_noop),
+    FN_KEY("enabled", k_pr_enabled),
+    FN_KEY("bind-to", k_pr_bind),
+    FN_KEY("http-path", k_pr_path),
+    FN_KEY("metric-prefix", k_pr_prefix),
 };
 
 static int k_statsd(struct loader *ld, const struct toml_kv *kv)
 {
-    ld->section_enabled = false;
     int rc = WALK(ld, kv, statsd_rules);
-    if (rc == 0 && ld->section_enabled)
-        warn_key(ld, kv, "enabled but ignored: tgproxy does not export statsd metrics");
+    if (rc == 0 && ld->cfg->statsd.enabled && !ld->cfg->statsd.addr.resolved)
+        return key_err(ld, kv, "enabled without an address, expected address = \"IP:PORT\"");
     return rc;
 }
 
 static int k_prometheus(struct loader *ld, const struct toml_kv *kv)
 {
-    ld->section_enabled = false;
-    int rc = WALK(ld, kv, prometheus_rules);
-    if (rc == 0 && ld->section_enabled)
-        warn_key(ld, kv, "enabled but ignored: tgproxy does not serve Prometheus metrics");
-    return rc;
+    return WALK(ld, kv, prometheus_rules);
 }
 
 static const struct key_rule stats_rules[] = {
@@ -1353,6 +1448,13 @@ void config_init(struct config *cfg)
     cfg->buffer_size = 16384;
     cfg->max_inflight = 1u << 20;
     cfg->bulk_budget = 4u << 20;
+    cfg->prometheus.enabled = false;
+    (void)value_hostport_parse("127.0.0.1:3129", 14, &cfg->prometheus.bind, NULL, 0);
+    tg__strlcpy(cfg->prometheus.path, "/", sizeof cfg->prometheus.path);
+    tg__strlcpy(cfg->prometheus.prefix, "tgproxy", sizeof cfg->prometheus.prefix);
+    tg__strlcpy(cfg->statsd.prefix, "tgproxy", sizeof cfg->statsd.prefix);
+    cfg->statsd.tag_format = CONFIG_TAGS_DATADOG;
+    cfg->statsd.flush_ms = 10000;
 }
 
 void config_cleanup(struct config *cfg)

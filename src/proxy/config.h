@@ -47,6 +47,15 @@
 #define CONFIG_MAX_DC_ADDRS 16  /* addresses per [dcs] entry */
 #define CONFIG_MAX_PROXIES  16  /* [network] proxies */
 #define CONFIG_ERR_MAX      512 /* suggested size of the err buffers below */
+#define CONFIG_PATH_MAX     128 /* [stats.prometheus] http-path, including the NUL */
+#define CONFIG_PREFIX_MAX   64  /* metric-prefix, including the NUL */
+
+/* [stats.statsd] tag-format: how labels ride on a statsd line. */
+enum config_tag_format {
+    CONFIG_TAGS_DATADOG = 0,  /* name:1|c|#secret:a,dc:2 */
+    CONFIG_TAGS_INFLUXDB = 1, /* name,secret=a,dc=2:1|c */
+    CONFIG_TAGS_GRAPHITE = 2, /* name;secret=a;dc=2:1|c */
+};
 
 /* prefer-ip: mtg's values, same meaning. */
 enum config_prefer_ip {
@@ -166,6 +175,23 @@ struct config {
                               default 1048576 */
     uint32_t bulk_budget;  /* bytes of 64 KiB bulk buffers one worker may hold; 0 = none;
                               default 4 MiB */
+
+    /* [stats.prometheus]: the metrics page (metrics.h). Off by default. */
+    struct {
+        bool enabled;
+        struct value_hostport bind;     /* bind-to, numeric; default 127.0.0.1:3129 (as mtg) */
+        char path[CONFIG_PATH_MAX];     /* http-path, starts with '/'; default "/" (as mtg) */
+        char prefix[CONFIG_PREFIX_MAX]; /* metric-prefix, [a-zA-Z_][a-zA-Z0-9_]*; "tgproxy" */
+    } prometheus;
+
+    /* [stats.statsd]: the same metrics pushed over UDP (statsd.h). Off by default. */
+    struct {
+        bool enabled;
+        struct value_hostport addr;        /* address, numeric host:port; required when enabled */
+        char prefix[CONFIG_PREFIX_MAX];    /* metric-prefix; default "tgproxy" */
+        enum config_tag_format tag_format; /* tag-format; default datadog */
+        uint32_t flush_ms;                 /* flush-interval; default 10000 (tgproxy's own key) */
+    } statsd;
 };
 
 /* Warning sink for keys that are accepted but ignored (mtg keys we do not implement).

@@ -17,6 +17,7 @@
 #include "proxy/upstream.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -208,14 +209,34 @@ static void reset_on_close(int fd)
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
 }
 
+static_assert(END_DNS - END_EOF == STATS_END_INDEX(END_DNS) - STATS_END_INDEX(END_EOF) &&
+                  STATS_END_INDEX(END_DNS) + 1 == STATS_COUNT,
+              "stats end_* fields follow enum conn_end");
+
+/* The counters a closing connection adds: totals, end reason, its secret's. */
+static void stats_close(struct conn *c)
+{
+    struct conn_worker *w = c->w;
+    stats_add(&w->stats, bytes_up, c->bytes_up);
+    stats_add(&w->stats, bytes_down, c->bytes_down);
+    if (c->end != END_NONE)
+        stats_add_at(&w->stats, STATS_END_INDEX(c->end), 1);
+    bool authed = c->state == CONN_DC_CONNECT || c->state == CONN_RELAY;
+    if (authed && c->secret < w->nsec) {
+        struct stats_secret *ss = &w->sec[c->secret];
+        stats_add(ss, bytes_up, c->bytes_up);
+        stats_add(ss, bytes_down, c->bytes_down);
+        stats_sub(ss, active, 1);
+    }
+}
+
 void conn_close(struct conn *c, enum conn_end why)
 {
     struct conn_worker *w = c->w;
     if (c->end == END_NONE || why == END_SHUTDOWN)
         c->end = (uint8_t)why;
     log_end(c);
-    stats_add(&w->stats, bytes_up, c->bytes_up);
-    stats_add(&w->stats, bytes_down, c->bytes_down);
+    stats_close(c);
     loop_timer_stop(&c->timer);
     upstream_cancel(&c->up);           /* no-op unless a connect or a lookup is under way */
     loop_io_forget(&w->loop, &c->cli); /* both sockets are closed just below */
@@ -437,6 +458,7 @@ static void front(struct conn *c, bool deadline)
     u->buf = c->hs;
     u->off = c->early_sent; /* bytes an early connection already passed on */
     u->len = c->hs_len;
+    c->bytes_up += c->hs_len; /* what was read before fronting goes to the site too */
     c->hs = NULL;
     c->hs_len = 0;
     if (u->off == u->len)
@@ -522,9 +544,14 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
     u->buf = c->hs;
     u->off = 0;
     u->len = c->hs_len;
+    c->bytes_up += c->hs_len; /* the header and what came with it go to the DC */
     c->hs = NULL;
     c->hs_len = 0;
     stats_add(&c->w->stats, handshake_ok, 1);
+    if (c->secret < c->w->nsec) {
+        stats_add(&c->w->sec[c->secret], conns, 1);
+        stats_add(&c->w->sec[c->secret], active, 1);
+    }
     c->state = CONN_DC_CONNECT;
     loop_timer_stop(&c->timer); /* the connector's deadlines bound the connect */
     loop_io_set(&c->w->loop, &c->cli, 0);

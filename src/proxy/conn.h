@@ -63,6 +63,8 @@ struct conn_worker {
     tg__pool big_pool;   /* bulk buffers (relay.c): bigger reads and sends for busy flows */
     uint32_t big_in_use; /* of at most sh->big_max */
     struct stats stats;
+    struct stats_secret *sec; /* per-secret counters, one per cfg->secrets entry (server.c) */
+    size_t nsec;
     struct loop_tq tq_handshake, tq_connect, tq_front;
     struct loop_tq tq_silent, tq_hs_rest; /* the handshake deadline's two legs */
     struct loop_tq tq_park;               /* quiet time after which a relay parks its ciphers */

@@ -141,6 +141,7 @@ static inline void *conn_big_get(struct conn_worker *w)
     if (b) {
         if (++w->big_in_use > w->stats.bulk_peak)
             stats_add(&w->stats, bulk_peak, 1);
+        stats_add(&w->stats, bulk, 1);
         stats_add(&w->stats, bufs, 1);
         if (w->stats.bufs > w->stats.bufs_peak)
             stats_add(&w->stats, bufs_peak, 1);
@@ -154,6 +155,7 @@ static inline void conn_dir_put(struct conn_worker *w, struct relay_dir *r)
         tg__pool_put(&w->big_pool, r->buf);
         w->big_in_use--;
         stats_sub(&w->stats, bufs, 1);
+        stats_sub(&w->stats, bulk, 1);
     } else {
         conn_buf_put(w, r->buf);
     }

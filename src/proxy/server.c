@@ -9,6 +9,8 @@
 #include "core/log.h"
 #include "proxy/antireplay.h"
 #include "proxy/conn.h"
+#include "proxy/metrics.h"
+#include "proxy/statsd.h"
 #include "proxy/upstream.h"
 
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ACCEPT_BURST    64  /* accepts per readiness event, per listener */
@@ -48,7 +51,11 @@ struct server {
     uint16_t port[CONFIG_MAX_LISTEN];
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    size_t ready; /* workers past init */
+    size_t ready;             /* workers past init */
+    struct stats_secret *sec; /* nw x nsecrets per-secret counters */
+    double start_time;        /* Unix seconds */
+    struct metrics *metrics;  /* [stats.prometheus] page, or NULL */
+    struct statsd *statsd;    /* [stats.statsd] pusher, or NULL */
 };
 
 static void listeners_set(struct worker *w, unsigned mask)
@@ -113,6 +120,8 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct server *s = w->srv;
     int rc = conn_worker_init(&w->cw, &s->sh);
+    w->cw.sec = s->sec + (size_t)(w - s->w) * s->cfg->nsecrets;
+    w->cw.nsec = s->cfg->nsecrets;
     tg__ratelimit_init(&w->limit_rl, 0.1, 1); /* one line per 10 s at most */
     if (rc == 0)
         rc = loop_tq_add(&w->cw.loop, &w->tq_pause, ACCEPT_PAUSE_MS);
@@ -303,8 +312,12 @@ int server_start(const struct config *cfg, struct server **out)
     nofile_raise(cfg, s->nw);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    s->start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
     s->w = tg__calloc(s->nw, sizeof *s->w);
-    int rc = s->w ? 0 : -ENOMEM;
+    s->sec = tg__calloc(s->nw * (cfg->nsecrets ? cfg->nsecrets : 1), sizeof *s->sec);
+    int rc = s->w && s->sec ? 0 : -ENOMEM;
     for (size_t k = 0; rc == 0 && k < s->nw; k++)
         for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
             s->w[k].lfd[i] = -1;
@@ -316,6 +329,10 @@ int server_start(const struct config *cfg, struct server **out)
         rc = self_init(s);
     if (rc == 0)
         rc = start_workers(s);
+    if (rc == 0 && cfg->prometheus.enabled)
+        rc = metrics_start(s, &s->metrics);
+    if (rc == 0 && cfg->statsd.enabled)
+        rc = statsd_start(s, &s->statsd);
     if (rc < 0) {
         server_stop(s);
         return rc;
@@ -336,10 +353,58 @@ void server_stats(const struct server *s, struct stats *out)
         stats_sum(out, &s->w[k].cw.stats);
 }
 
+size_t server_workers(const struct server *s)
+{
+    return s->nw;
+}
+
+const struct config *server_config(const struct server *s)
+{
+    return s->cfg;
+}
+
+void server_worker_stats(const struct server *s, size_t k, struct stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (k < s->nw)
+        stats_sum(out, &s->w[k].cw.stats);
+}
+
+void server_secret_stats(const struct server *s, size_t i, struct stats_secret *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t k = 0; i < s->cfg->nsecrets && k < s->nw; k++)
+        stats_secret_sum(out, &s->sec[k * s->cfg->nsecrets + i]);
+}
+
+void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *replays,
+                          uint64_t *capacity)
+{
+    struct antireplay_stats st;
+    antireplay_get_stats(s->sh.replay, &st); /* zeros when disabled */
+    *inserts = st.inserts;
+    *replays = st.replays;
+    *capacity = st.capacity;
+}
+
+double server_start_time(const struct server *s)
+{
+    return s->start_time;
+}
+
+uint16_t server_metrics_port(const struct server *s)
+{
+    return metrics_port(s->metrics);
+}
+
 void server_stop(struct server *s)
 {
     if (!s)
         return;
+    statsd_stop(s->statsd); /* before the workers go: both read their counters */
+    metrics_stop(s->metrics);
+    s->statsd = NULL;
+    s->metrics = NULL;
     for (size_t k = 0; s->w && k < s->nw; k++)
         if (s->w[k].started)
             loop_stop(&s->w[k].cw.loop);
@@ -354,6 +419,7 @@ void server_stop(struct server *s)
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     tg__free(s->w);
+    tg__free(s->sec);
     tg__free(s);
 }
 

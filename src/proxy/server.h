@@ -37,6 +37,23 @@ int server_start(const struct config *cfg, struct server **out);
 uint16_t server_port(const struct server *s, size_t i);
 /* Sum of every worker's counters (relaxed snapshot). */
 void server_stats(const struct server *s, struct stats *out);
+/* Read-side views for the metrics exporters (metrics.h, statsd.h); any thread, never
+   blocking a worker (relaxed loads of counters each worker writes alone). */
+size_t server_workers(const struct server *s);
+const struct config *server_config(const struct server *s);
+/* Worker k's counters (0 <= k < server_workers). */
+void server_worker_stats(const struct server *s, size_t k, struct stats *out);
+/* Secret i's counters summed over workers (0 <= i < cfg->nsecrets). */
+void server_secret_stats(const struct server *s, size_t i, struct stats_secret *out);
+/* Anti-replay cache: handshakes recorded, replays found, entries it has room for now
+   (all 0 when anti-replay is off). */
+void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *replays,
+                          uint64_t *capacity);
+/* Wall-clock time server_start ran, in Unix seconds. */
+double server_start_time(const struct server *s);
+/* Port the Prometheus page listens on (0 = off). */
+uint16_t server_metrics_port(const struct server *s);
+
 /* Stop accepting, close every connection, join the workers and free s. NULL-safe. */
 void server_stop(struct server *s);
 

@@ -25,3 +25,10 @@ const char *stats_help(size_t i)
 {
     return i < STATS_COUNT ? helps[i] : "";
 }
+
+void stats_secret_sum(struct stats_secret *dst, const struct stats_secret *src)
+{
+#define STATS_SUM(name, help) dst->name += __atomic_load_n(&src->name, __ATOMIC_RELAXED);
+    STATS_SECRET_LIST(STATS_SUM)
+#undef STATS_SUM
+}

@@ -40,7 +40,24 @@
     X(bufs_peak, "most I/O buffers held at once (per worker; summed over workers)")             \
     X(bulk_reads, "relay reads into bulk (64 KiB) buffers")                                       \
     X(bulk_peak, "most bulk buffers held at once (per worker; summed over workers)")             \
-    X(replay_early_evictions, "anti-replay entries evicted before their window ended")
+    X(replay_early_evictions, "anti-replay entries evicted before their window ended")         \
+    X(bulk, "gauge: bulk buffers held by connections")                                           \
+    STATS_END_LIST(X)
+
+/* Connection end reasons, in enum conn_end order from END_EOF (conn.c checks the order):
+   X(name, help); the field is end_<name>, the metric label reason="<name>". */
+#define STATS_END_LIST(X)                                                                          \
+    X(end_eof, "connections ended: both sides finished")                                          \
+    X(end_reset, "connections ended: socket error or reset")                                      \
+    X(end_handshake_timeout, "connections ended: handshake deadline with nothing to front")      \
+    X(end_handshake_bad, "connections ended: bad client flight after the ServerHello")           \
+    X(end_idle, "connections ended: idle timeout")                                                \
+    X(end_dc_fail, "connections ended: no DC address answered or the DC is unknown")             \
+    X(end_front_fail, "connections ended: the fronting host could not be reached")               \
+    X(end_nomem, "connections ended: out of memory")                                              \
+    X(end_shutdown, "connections ended: proxy shutdown")                                          \
+    X(end_proto, "connections ended: bad TLS record or alert from the client")                   \
+    X(end_dns, "connections ended: the DC's host names gave no address")
 
 struct stats {
 #define STATS_FIELD(name, help) uint64_t name;
@@ -55,8 +72,31 @@ struct stats {
     __atomic_store_n(&(st)->field, __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) - (n),          \
                      __ATOMIC_RELAXED)
 
+/* Per-secret counters of one worker (index = config secret index), same rules as above:
+   X(name, help). Written only for connections that authenticated with that secret. */
+#define STATS_SECRET_LIST(X)                                                                       \
+    X(conns, "connections authenticated")                                                         \
+    X(active, "gauge: authenticated connections open")                                            \
+    X(bytes_up, "bytes relayed client to DC (counted when the connection closes)")               \
+    X(bytes_down, "bytes relayed DC to client (counted when the connection closes)")
+
+struct stats_secret {
+#define STATS_FIELD(name, help) uint64_t name;
+    STATS_SECRET_LIST(STATS_FIELD)
+#undef STATS_FIELD
+};
+
+/* Index of the end_* field for conn_end value e (END_EOF = 1 .. ). */
+#define STATS_END_INDEX(e) (offsetof(struct stats, end_eof) / sizeof(uint64_t) + (size_t)(e) - 1)
+/* Add n to field i (by index, as stats_value reads it). */
+#define stats_add_at(st, i, n)                                                                     \
+    __atomic_store_n(&((uint64_t *)(void *)(st))[i],                                               \
+                     __atomic_load_n(&((uint64_t *)(void *)(st))[i], __ATOMIC_RELAXED) + (n),     \
+                     __ATOMIC_RELAXED)
+
 /* Add every field of src (read relaxed, any thread) into dst (caller's snapshot). */
 void stats_sum(struct stats *dst, const struct stats *src);
+void stats_secret_sum(struct stats_secret *dst, const struct stats_secret *src);
 
 /* Name and help of field i (0 <= i < STATS_COUNT); fields in list order. */
 #define STATS_COUNT (sizeof(struct stats) / sizeof(uint64_t))

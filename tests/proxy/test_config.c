@@ -299,6 +299,16 @@ static void test_mtg_config(void **state)
     assert_int_equal(cfg.timeout.tcp_ms, 5000);
     assert_int_equal(cfg.timeout.idle_ms, 60000);
     assert_true(cfg.keepalive.enabled);
+    /* [stats.*] are supported: mtg's keys and values carry over */
+    assert_true(cfg.prometheus.enabled);
+    assert_string_equal(cfg.prometheus.bind.host, "127.0.0.1");
+    assert_int_equal(cfg.prometheus.bind.port, 3129);
+    assert_string_equal(cfg.prometheus.path, "/");
+    assert_string_equal(cfg.prometheus.prefix, "mtg");
+    assert_false(cfg.statsd.enabled);
+    assert_int_equal(cfg.statsd.addr.port, 8888);
+    assert_string_equal(cfg.statsd.prefix, "mtg");
+    assert_int_equal(cfg.statsd.tag_format, CONFIG_TAGS_DATADOG);
     /* Ignored keys are reported with their position, one warning each. */
     static const char *const expect[] = {
         "c.toml:9:1: auto-update: accepted for mtg compatibility but ignored",
@@ -309,7 +319,6 @@ static void test_mtg_config(void **state)
         "c.toml:33:1: defense.anti-replay.max-size: accepted",
         "c.toml:34:1: defense.anti-replay.error-rate: accepted",
         "c.toml:35:10: defense.blocklist: enabled but ignored",
-        "c.toml:52:8: stats.prometheus: enabled but ignored",
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         if (!strstr(w.all, expect[i]))
@@ -329,7 +338,7 @@ static void test_mtg_deprecated_keys(void **state)
     int rc = load(&cfg,
                   BASE "domain-fronting-port = 8443\ndomain-fronting-proxy-protocol = true\n"
                        "cloak-port = 8443\n" SEC "[network.public-ip]\nipv4 = \"\"\n"
-                       "ipv6 = \"2001:db8::7\"\n[stats.statsd]\nenabled = true\n",
+                       "ipv6 = \"2001:db8::7\"\n[defense.blocklist]\nenabled = true\n",
                   err, sizeof err, &w);
     if (rc != 0)
         fail_msg("%s", err);
@@ -337,11 +346,53 @@ static void test_mtg_deprecated_keys(void **state)
     assert_true(cfg.fronting.proxy_protocol);
     assert_string_equal(cfg.fronting.host, "");
     assert_string_equal(cfg.public_host, "2001:db8::7");
-    /* Each deprecated spelling is reported (tgproxy doctor fails on them), then statsd. */
+    /* Each deprecated spelling is reported (tgproxy doctor fails on them), then the blocklist. */
     assert_int_equal(w.n, 4);
     assert_non_null(strstr(w.all, "domain-fronting-proxy-protocol: deprecated mtg spelling"));
     assert_non_null(strstr(w.all, "cloak-port: deprecated mtg spelling"));
-    assert_non_null(strstr(w.all, "c.toml:10:8: stats.statsd: enabled but ignored"));
+    assert_non_null(strstr(w.all, "defense.blocklist: enabled but ignored"));
+    config_cleanup(&cfg);
+}
+
+/* [stats.*] values are checked: each bad one is refused with its position and the rule. */
+static void test_stats_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *doc, *want;
+    } bad[] = {
+        {"[stats.statsd]\nenabled = true\n", "stats.statsd: enabled without an address"},
+        {"[stats.statsd]\naddress = \"statsd.example:8125\"\n", "expected an IP address"},
+        {"[stats.statsd]\ntag-format = \"json\"\n", "expected \"datadog\", \"influxdb\""},
+        {"[stats.prometheus]\nhttp-path = \"metrics\"\n", "expected a URL path"},
+        {"[stats.prometheus]\nmetric-prefix = \"9x\"\n", "not starting with a digit"},
+        {"[stats.prometheus]\nmetric-prefix = \"a-b\"\n", "[A-Za-z0-9_]"},
+        {"[stats.prometheus]\nbind-to = \"127.0.0.1\"\n", "missing port"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct config cfg;
+        char doc[512], err[512];
+        snprintf(doc, sizeof doc, BASE SEC "%s", bad[i].doc);
+        assert_int_equal(load(&cfg, doc, err, sizeof err, NULL), -EINVAL);
+        if (!strstr(err, bad[i].want) || !strstr(err, "c.toml:"))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, bad[i].want);
+        config_cleanup(&cfg);
+    }
+    struct config cfg;
+    char err[512];
+    assert_int_equal(load(&cfg,
+                          BASE SEC "[stats.statsd]\nenabled = true\naddress = \"[::1]:8125\"\n"
+                                   "tag-format = \"graphite\"\nflush-interval = \"500ms\"\n"
+                                   "[stats.prometheus]\nhttp-path = \"/metrics\"\n",
+                          err, sizeof err, NULL),
+                     0);
+    assert_true(cfg.statsd.enabled);
+    assert_int_equal(cfg.statsd.tag_format, CONFIG_TAGS_GRAPHITE);
+    assert_int_equal(cfg.statsd.flush_ms, 500);
+    assert_int_equal(cfg.statsd.addr.addr.ss_family, AF_INET6);
+    assert_false(cfg.prometheus.enabled); /* off unless asked */
+    assert_string_equal(cfg.prometheus.path, "/metrics");
+    assert_string_equal(cfg.prometheus.prefix, "tgproxy");
     config_cleanup(&cfg);
 }
 
@@ -735,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_every_key),
         cmocka_unit_test(test_mtg_config),
         cmocka_unit_test(test_mtg_deprecated_keys),
+        cmocka_unit_test(test_stats_keys),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_limits),

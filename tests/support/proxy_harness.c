@@ -139,6 +139,19 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     cfg->fronting.proxy_protocol = o->pp_front;
     if (o->antireplay_entries)
         cfg->antireplay.max_entries = o->antireplay_entries;
+    cfg->prometheus.enabled = o->prometheus;
+    if (o->prometheus && value_hostport_parse("127.0.0.1:0", 11, &cfg->prometheus.bind, NULL, 0))
+        return -EINVAL;
+    if (o->statsd_port) {
+        char a[32];
+        int n = snprintf(a, sizeof a, "127.0.0.1:%u", (unsigned)o->statsd_port);
+        if (value_hostport_parse(a, (size_t)n, &cfg->statsd.addr, NULL, 0) != 0)
+            return -EINVAL;
+        cfg->statsd.enabled = true;
+        cfg->statsd.tag_format = (enum config_tag_format)o->statsd_tags;
+        if (o->statsd_flush_ms)
+            cfg->statsd.flush_ms = o->statsd_flush_ms;
+    }
     cfg->log_level = o->log_level ? o->log_level : TG__LOG_WARN;
     const char *env = getenv("TGPROXY_TEST_LOG"); /* e.g. "debug" while investigating */
     if (env && tg__log_level_parse(env) >= 0)

@@ -52,6 +52,10 @@ struct pharness_opts {
     const char *extra_dc_addr;   /* "host:port" of that entry */
     const char *proxies[4];      /* [network] proxies: socks5:// URLs, NULL-terminated */
     struct config_limits limits; /* [limits.LABEL] given to every secret; zero = none */
+    bool prometheus;             /* [stats.prometheus] on 127.0.0.1:0 (server_metrics_port) */
+    uint16_t statsd_port;        /* [stats.statsd] to 127.0.0.1:this port; 0 = off */
+    uint32_t statsd_flush_ms;    /* flush-interval; 0 = config default */
+    int statsd_tags;             /* enum config_tag_format */
 };
 
 struct pharness {

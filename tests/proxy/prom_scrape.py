@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Scrape a tgproxy metrics page and parse it with an independent, strict parser.
+
+Usage: prom_scrape.py URL PREFIX
+Fetches URL (urllib), checks the content type, parses the body with Debian's
+python3-prometheus-client text parser and checks the naming rules tgproxy promises:
+every family has HELP and TYPE, carries PREFIX, counters end in _total, no label holds
+anything but [A-Za-z0-9_.-]. Prints one line per sample, "name{k=v,...} value" with
+labels sorted, for the C test to compare; exits 1 with a reason on any violation.
+"""
+import re
+import sys
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def fail(why):
+    print("prom_scrape: " + why, file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    url, prefix = sys.argv[1], sys.argv[2]
+    with urllib.request.urlopen(url, timeout=10) as r:
+        ctype = r.headers.get("Content-Type", "")
+        body = r.read().decode("utf-8")
+    if not ctype.startswith("text/plain; version=0.0.4"):
+        fail("content type %r" % ctype)
+    helps = set(re.findall(r"^# HELP (\S+) ", body, re.M))
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M))
+    if helps != set(types):
+        fail("HELP and TYPE lines differ")
+    for name, kind in types.items():
+        if not name.startswith(prefix + "_"):
+            fail("%s lacks the prefix" % name)
+        if kind == "counter" and not name.endswith("_total"):
+            fail("counter %s does not end in _total" % name)
+    n = 0
+    for fam in text_string_to_metric_families(body):
+        for s in fam.samples:
+            for k, v in s.labels.items():
+                if not re.fullmatch(r"[A-Za-z0-9_.-]+", v):
+                    fail("label %s=%r" % (k, v))
+            labels = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
+            print("%s{%s} %.17g" % (s.name, labels, s.value))
+            n += 1
+    if n == 0:
+        fail("no samples")
+
+
+if __name__ == "__main__":
+    main()
