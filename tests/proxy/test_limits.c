@@ -169,20 +169,28 @@ static void test_max_unique_ips(void **state)
     pharness_stop(&h);
 }
 
-/* The address window, driven with explicit times (no waiting): an address counts while it
-   has a connection open and for the window after its last open or close. */
-static void test_unique_ips_window(void **state)
+/* Limits state for one secret with these limits (limits_new copies what it needs). */
+static struct limits *one_secret(struct config_limits lim)
 {
-    (void)state;
     struct config cfg;
     config_init(&cfg);
     struct secret sec = {.kind = SECRET_DD};
     char err[128];
     assert_int_equal(config_add_secret(&cfg, "s", &sec, err, sizeof err), 0);
-    cfg.secrets[0].limits.max_unique_ips = 1;
-    cfg.secrets[0].limits.unique_ips_window_s = 10;
+    cfg.secrets[0].limits = lim;
     struct limits *l = limits_new(&cfg);
+    config_cleanup(&cfg);
     assert_non_null(l);
+    return l;
+}
+
+/* The address window, driven with explicit times (no waiting): an address counts while it
+   has a connection open and for the window after its last open or close. */
+static void test_unique_ips_window(void **state)
+{
+    (void)state;
+    struct limits *l =
+        one_secret((struct config_limits){.max_unique_ips = 1, .unique_ips_window_s = 10});
     uint8_t a[16] = {[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 2}, b[16];
     memcpy(b, a, 16);
     b[15] = 3;
@@ -200,22 +208,13 @@ static void test_unique_ips_window(void **state)
     limits_release(l, 0, sa, 5017);
     limits_release(l, 0, sb, 5017);
     limits_free(l);
-    config_cleanup(&cfg);
 }
 
 /* expires and max-connections with explicit times; indexes past the table are unlimited. */
 static void test_admit_unit(void **state)
 {
     (void)state;
-    struct config cfg;
-    config_init(&cfg);
-    struct secret sec = {.kind = SECRET_DD};
-    char err[128];
-    assert_int_equal(config_add_secret(&cfg, "s", &sec, err, sizeof err), 0);
-    cfg.secrets[0].limits.max_connections = 1;
-    cfg.secrets[0].limits.expires = 1000;
-    struct limits *l = limits_new(&cfg);
-    assert_non_null(l);
+    struct limits *l = one_secret((struct config_limits){.max_connections = 1, .expires = 1000});
     uint32_t s1, s2;
     assert_int_equal(limits_admit(l, 0, NULL, 999, &s1), LIMITS_OK);
     assert_int_equal(limits_admit(l, 0, NULL, 999, &s2), LIMITS_CONNECTIONS);
@@ -226,7 +225,6 @@ static void test_admit_unit(void **state)
     assert_int_equal(limits_admit(l, 7, NULL, 1000, &s1), LIMITS_OK);
     assert_string_equal(limits_verdict_name(LIMITS_UNIQUE_IPS), "max-unique-ips reached");
     limits_free(l);
-    config_cleanup(&cfg);
 }
 
 int main(void)
