@@ -1283,6 +1283,33 @@ static int k_lim_ip_window(struct loader *ld, const struct toml_kv *kv)
     return get_seconds(ld, kv, 1, 30 * 86400, &ld->lim->unique_ips_window_s);
 }
 
+static int k_lim_quota(struct loader *ld, const struct toml_kv *kv)
+{
+    const struct toml_value *v = kv->value;
+    uint64_t n = 0;
+    if (v->type == TOML_INTEGER) {
+        n = v->u.integer > 0 ? (uint64_t)v->u.integer : 0;
+    } else if (v->type == TOML_STRING) {
+        const char *s = NULL;
+        size_t len = 0;
+        if (get_str(ld, kv, v, &s, &len) != 0)
+            return -EINVAL;
+        if (value_size_bytes(s, len, &n) != 0)
+            n = 0;
+    } else {
+        return type_err(ld, kv, "a size such as \"10gib\" or an integer of bytes");
+    }
+    if (n == 0 || n > (1ull << 60))
+        return val_err(ld, kv, v, "bad quota, expected 1 byte..1 EiB such as \"10gib\"");
+    ld->lim->quota = n;
+    return 0;
+}
+
+static int k_lim_quota_reset(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_seconds(ld, kv, 1, 366 * 86400, &ld->lim->quota_reset_s);
+}
+
 static int k_lim_expires(struct loader *ld, const struct toml_kv *kv)
 {
     const char *s = NULL;
@@ -1303,6 +1330,8 @@ static const struct key_rule limit_rules[] = {
     FN_KEY("expires", k_lim_expires),
     FN_KEY("max-unique-ips", k_lim_max_ips),
     FN_KEY("unique-ips-window", k_lim_ip_window),
+    FN_KEY("quota", k_lim_quota),
+    FN_KEY("quota-reset", k_lim_quota_reset),
 };
 
 /* [limits.LABEL] tables: LABEL must name a secret of [secrets]. */

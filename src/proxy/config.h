@@ -77,6 +77,8 @@ struct config_limits {
     uint32_t max_connections;     /* max-connections: open client connections at once */
     uint32_t max_unique_ips;      /* max-unique-ips: distinct client IPs within the window */
     uint32_t unique_ips_window_s; /* unique-ips-window; 0 = the default, 3600 */
+    uint64_t quota;               /* quota: bytes relayed, both directions, per period */
+    uint32_t quota_reset_s;       /* quota-reset: period length; 0 = the quota never resets */
     int64_t expires;              /* expires: Unix seconds (RFC 3339 time or date); 0 = never */
 };
 

@@ -47,6 +47,7 @@ static const char *const end_names[] = {
     [END_SHUTDOWN] = "shutdown",
     [END_PROTO] = "client-tls-error",
     [END_DNS] = "dns",
+    [END_QUOTA] = "quota",
 };
 
 const char *conn_end_name(enum conn_end e)
@@ -60,6 +61,31 @@ static void on_upstream(struct upstream_req *r, int fd, int result);
 static void upstream_ready(struct conn *c);
 static void relay_timer(struct conn *c);
 static void front(struct conn *c, bool deadline);
+
+/* Charge c's bytes relayed since the last fold to its secret's quota; true when the quota
+   is used up. */
+static bool quota_fold(struct conn *c)
+{
+    uint64_t total = c->bytes_up + c->bytes_down, delta = total - c->quota_folded;
+    c->quota_folded = total;
+    return limits_charge(c->w->sh->limits, c->secret, delta, tg__wall_s());
+}
+
+/* Once a second while some secret has a quota: fold every relay's bytes (one atomic add per
+   connection and second, none per read) and end the relays of secrets whose quota is spent. */
+static void on_limits_tick(struct loop *l, struct loop_timer *t)
+{
+    struct conn_worker *w =
+        (struct conn_worker *)(void *)((char *)t - offsetof(struct conn_worker, limits_tick));
+    for (struct conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->limit_held && quota_fold(c)) {
+            stats_add(&w->stats, limit_quota, 1);
+            conn_close(c, END_QUOTA);
+        }
+    }
+    loop_timer_start(l, &w->tq_limits, &w->limits_tick, on_limits_tick);
+}
 
 int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
 {
@@ -161,6 +187,10 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     uint64_t done = CONN_FRONT_DONE_MS;
     done = cfg->timeout.handshake_ms < done ? cfg->timeout.handshake_ms : done;
     loop_tq_add(&w->loop, &w->tq_done, w->idle_ms < done ? w->idle_ms : done);
+    if (limits_any_quota(sh->limits)) {
+        loop_tq_add(&w->loop, &w->tq_limits, CONN_QUOTA_FOLD_MS);
+        loop_timer_start(&w->loop, &w->tq_limits, &w->limits_tick, on_limits_tick);
+    }
     return 0;
 }
 
@@ -248,6 +278,8 @@ void conn_close(struct conn *c, enum conn_end why)
     if (c->ufd >= 0)
         close(c->ufd);
     relay_release(c);
+    if (c->limit_held)
+        quota_fold(c);
     if (c->limit_held)
         limits_release(w->sh->limits, c->secret, c->limit_ip, tg__wall_s());
     conn_buf_put(w, c->hs);
@@ -615,6 +647,9 @@ static bool over_limit(struct conn *c)
         break;
     case LIMITS_UNIQUE_IPS:
         stats_add(&c->w->stats, limit_unique_ips, 1);
+        break;
+    case LIMITS_QUOTA:
+        stats_add(&c->w->stats, limit_quota, 1);
         break;
     }
     hs_debug(c, "limits", limits_verdict_name(v));

@@ -69,23 +69,26 @@ struct conn_worker {
     struct loop_tq tq_silent, tq_hs_rest; /* the handshake deadline's two legs */
     struct loop_tq tq_park;               /* quiet time after which a relay parks its ciphers */
     struct loop_tq tq_idle;               /* the rest of the idle timeout, once parked */
-    struct loop_tq tq_done; /* fronted: the site closed; the client's quiet time left */
-    uint64_t idle_ms;       /* [network.timeout] idle */
-    struct conn *conns;     /* every open connection, for shutdown */
-    struct conn_shared *sh; /* shared; only sh->active is written */
-    tg__ratelimit rl;       /* debug lines the network can trigger */
-    tg__pool conn_pool;     /* struct conn storage */
-    uint8_t *scratch;       /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
+    struct loop_tq tq_done;        /* fronted: the site closed; the client's quiet time left */
+    struct loop_tq tq_limits;      /* 1 s: fold relayed bytes into quotas (limits.h) */
+    struct loop_timer limits_tick; /* in tq_limits while some secret has a quota */
+    uint64_t idle_ms;              /* [network.timeout] idle */
+    struct conn *conns;            /* every open connection, for shutdown */
+    struct conn_shared *sh;        /* shared; only sh->active is written */
+    tg__ratelimit rl;              /* debug lines the network can trigger */
+    tg__pool conn_pool;            /* struct conn storage */
+    uint8_t *scratch;              /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
     /* host names (fronting host, [dcs] names) resolved off the loop by resolver threads,
        with their cached answers and waiting connections (upstream.c) */
     struct upstream_name *names;
     size_t nnames;
-    int dns_fd[2]; /* resolver threads -> worker: 4-byte name indexes */
+    int dns_fd[2];     /* resolver threads -> worker: 4-byte name indexes */
     uint32_t chain_rr; /* round-robin over [network] proxies (chain.c) */
     struct loop_io dns_io;
 };
 
-#define CONN_PARK_MS 10000 /* quiet time before an idle relay hands back its cipher contexts */
+#define CONN_QUOTA_FOLD_MS 1000  /* how often workers charge relayed bytes to quotas */
+#define CONN_PARK_MS       10000 /* quiet time before an idle relay hands back its cipher contexts */
 /* A fronted connection whose site closed (FIN) is closed once the client is quiet this long
    (or the handshake or idle timeout, if shorter): bytes the client sends meanwhile still reach the
    site, which answers them as it would directly (a reset if it closed for good), and after it the
@@ -111,6 +114,7 @@ enum conn_end {
     END_SHUTDOWN,
     END_PROTO, /* bad TLS record or alert from the client */
     END_DNS,   /* the DC's host names gave no address (failed or timed-out lookup) */
+    END_QUOTA, /* the secret's [limits] quota was used up */
 };
 
 /*

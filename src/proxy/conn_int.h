@@ -101,6 +101,7 @@ struct conn {
     bool pp_done;              /* listener PROXY header consumed (if configured) */
     bool limit_held;           /* admitted by limits_admit: release at close */
     uint32_t limit_ip;         /* limits_admit's address entry (LIMITS_NO_IP = none) */
+    uint64_t quota_folded;     /* bytes_up + bytes_down already charged to the quota */
     struct proxyproto_addr pp; /* what that header said (family 0 = use the socket) */
     bool parked;               /* ciphers parked while quiet; timer in tq_idle */
     /* one byte of flags for fronting (issue 10) */

@@ -25,7 +25,11 @@ struct limit_slot {
     uint32_t conns;     /* atomic: admitted connections still open */
     uint32_t max_ips;   /* 0 = unlimited; else ips has max_ips entries */
     uint32_t ip_window_s;
-    pthread_mutex_t mu; /* guards ips */
+    uint64_t quota;     /* bytes per period; 0 = unlimited */
+    uint32_t reset_s;   /* period; 0 = never resets */
+    uint64_t used;      /* atomic: bytes charged in this period */
+    int64_t period_end; /* under mu: when used goes back to 0 (reset_s != 0); 0 = not started */
+    pthread_mutex_t mu; /* guards ips and period_end */
     struct limit_ip *ips;
 };
 
@@ -45,6 +49,8 @@ const char *limits_verdict_name(enum limits_verdict v)
         return "max-connections reached";
     case LIMITS_UNIQUE_IPS:
         return "max-unique-ips reached";
+    case LIMITS_QUOTA:
+        return "quota used up";
     }
     return "?";
 }
@@ -66,6 +72,8 @@ struct limits *limits_new(const struct config *cfg)
         s->expires = c->expires;
         s->max_ips = c->max_unique_ips;
         s->ip_window_s = c->unique_ips_window_s ? c->unique_ips_window_s : 3600;
+        s->quota = c->quota;
+        s->reset_s = c->quota_reset_s;
         if (s->max_ips && !(s->ips = tg__calloc(s->max_ips, sizeof *s->ips))) {
             limits_free(l);
             return NULL;
@@ -109,6 +117,42 @@ static uint32_t ip_take(struct limit_slot *s, const uint8_t addr[16], int64_t no
     return spare;
 }
 
+bool limits_any_quota(const struct limits *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->slot[i].quota)
+            return true;
+    return false;
+}
+
+/* Whether s's quota is used up at now_s, starting a new period first when one is due. */
+static bool quota_spent(struct limit_slot *s, int64_t now_s)
+{
+    if (!s->quota)
+        return false;
+    if (s->reset_s) {
+        pthread_mutex_lock(&s->mu);
+        if (s->period_end == 0) {
+            s->period_end = now_s + s->reset_s;
+        } else if (now_s >= s->period_end) {
+            s->period_end += ((now_s - s->period_end) / s->reset_s + 1) * (int64_t)s->reset_s;
+            __atomic_store_n(&s->used, 0, __ATOMIC_RELAXED);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    return __atomic_load_n(&s->used, __ATOMIC_RELAXED) >= s->quota;
+}
+
+bool limits_charge(struct limits *l, size_t secret, uint64_t bytes, int64_t now_s)
+{
+    if (secret >= l->n || !l->slot[secret].quota)
+        return false;
+    struct limit_slot *s = &l->slot[secret];
+    if (bytes)
+        __atomic_add_fetch(&s->used, bytes, __ATOMIC_RELAXED);
+    return quota_spent(s, now_s);
+}
+
 bool limits_by_addr(const struct limits *l, size_t secret)
 {
     return secret < l->n && l->slot[secret].max_ips != 0;
@@ -123,6 +167,8 @@ enum limits_verdict limits_admit(struct limits *l, size_t secret, const uint8_t 
     struct limit_slot *s = &l->slot[secret];
     if (s->expires && now_s >= s->expires)
         return LIMITS_EXPIRED;
+    if (quota_spent(s, now_s))
+        return LIMITS_QUOTA;
     uint32_t n = __atomic_add_fetch(&s->conns, 1, __ATOMIC_RELAXED);
     if (s->max_conns && n > s->max_conns) {
         __atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);

@@ -6,7 +6,9 @@
  * proxy is there. Kinds: the secret expired (`expires`), it already has `max-connections`
  * open connections, or the client's IP would be one more than `max-unique-ips` distinct
  * addresses counted for the secret (an address counts while it has an open connection and
- * for `unique-ips-window` after its last connection opened or closed).
+ * for `unique-ips-window` after its last connection opened or closed), or the secret's
+ * `quota` of relayed bytes is used up for the current `quota-reset` period. Workers charge
+ * relayed bytes with limits_charge once a second and at close (not per read).
  *
  * Ownership: limits_new copies what it needs from cfg (borrowed only during the call);
  * limits_free releases it. Thread-safety: limits_admit and limits_release may be called from
@@ -27,6 +29,7 @@ enum limits_verdict {
     LIMITS_EXPIRED,     /* the secret's `expires` time has passed */
     LIMITS_CONNECTIONS, /* `max-connections` are already open */
     LIMITS_UNIQUE_IPS,  /* a new address over `max-unique-ips` within the window */
+    LIMITS_QUOTA,       /* `quota` bytes were relayed in this `quota-reset` period */
 };
 
 #define LIMITS_NO_IP UINT32_MAX /* ip_slot of a connection not counted by address */
@@ -41,6 +44,16 @@ struct limits *limits_new(const struct config *cfg);
 
 /* NULL-safe. No admitted connection may still be open. */
 void limits_free(struct limits *l);
+
+/* Whether any secret has a quota (workers then fold relayed bytes once a second). */
+bool limits_any_quota(const struct limits *l);
+
+/*
+ * Charge bytes relayed for secret (both directions, folded by a worker, not per read) at
+ * wall time now_s. Returns true when the secret's quota is used up for this period (its
+ * relays should end). No-op returning false for a secret without a quota.
+ */
+bool limits_charge(struct limits *l, size_t secret, uint64_t bytes, int64_t now_s);
 
 /* Whether limits_admit for this secret uses the client's address (max-unique-ips set). */
 bool limits_by_addr(const struct limits *l, size_t secret);

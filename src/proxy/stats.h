@@ -26,6 +26,7 @@
     X(limit_expired, "handshakes fronted: the secret's `expires` time has passed")                 \
     X(limit_connections, "handshakes fronted: the secret's max-connections were open")             \
     X(limit_unique_ips, "handshakes fronted: a new client IP over the secret's max-unique-ips")    \
+    X(limit_quota, "handshakes fronted or relays ended: the secret's quota was used up")           \
     X(fronted, "connections relayed to the fronting host")                                         \
     X(front_early, "fronting connections opened while a handshake was still undecided")          \
     X(front_self, "connections not fronted: every fronting address is this proxy's own listener") \

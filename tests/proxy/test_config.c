@@ -570,6 +570,13 @@ static const struct bad_case bad_cases[] = {
      "c.toml:5:18: limits.m.max-unique-ips: ", "out of range"},
     {BASE SEC "[limits.m]\nunique-ips-window = \"1.5s\"\n",
      "c.toml:5:21: limits.m.unique-ips-window: ", "whole number of seconds"},
+    {BASE SEC "[limits.m]\nquota = 0\n", "c.toml:5:9: limits.m.quota: ", "bad quota"},
+    {BASE SEC "[limits.m]\nquota = \"10 gb\"\n", "c.toml:5:9: limits.m.quota: ", "bad quota"},
+    {BASE SEC "[limits.m]\nquota = true\n", "c.toml:5:9: limits.m.quota: ", "expected a size"},
+    {BASE SEC "[limits.m]\nquota-reset = \"400d\"\n",
+     "c.toml:5:15: limits.m.quota-reset: ", "bad duration"},
+    {BASE SEC "[limits.m]\nquota-reset = \"0s\"\n",
+     "c.toml:5:15: limits.m.quota-reset: ", "out of range"},
     {BASE "limits = 5\n" SEC, "c.toml:2:10: limits: ", "expected a table"},
     {SEC, "c.toml: ", "no listen address"},
     {BASE, "c.toml: ", "no secret"},
@@ -657,7 +664,7 @@ static void test_limits(void **state)
     static const char doc[] =
         BASE "[limits.b]\nmax-connections = 10\nexpires = \"2027-01-31\"\n"
              "[limits.a]\nexpires = \"2027-01-31T12:00:00+02:00\"\nmax-unique-ips = 3\n"
-             "unique-ips-window = \"10m\"\n"
+             "unique-ips-window = \"10m\"\nquota = \"10gib\"\nquota-reset = \"720h\"\n"
              "[secrets]\na = \"" EE_A "\"\nb = \"" DD_A "\"\nc = \"" EE_A "\"\n";
     assert_int_equal(load(&cfg, doc, err, sizeof err, &w), 0);
     assert_int_equal(cfg.nsecrets, 3);
@@ -666,6 +673,9 @@ static void test_limits(void **state)
     assert_int_equal(cfg.secrets[0].limits.max_unique_ips, 3);
     assert_int_equal(cfg.secrets[0].limits.unique_ips_window_s, 600);
     assert_int_equal(cfg.secrets[1].limits.max_unique_ips, 0);
+    assert_int_equal(cfg.secrets[0].limits.quota, 10ull << 30);
+    assert_int_equal(cfg.secrets[0].limits.quota_reset_s, 720 * 3600);
+    assert_int_equal(cfg.secrets[1].limits.quota, 0);
     assert_int_equal(cfg.secrets[1].limits.max_connections, 10);
     assert_int_equal(cfg.secrets[1].limits.expires, 1801353600);
     assert_int_equal(cfg.secrets[2].limits.max_connections, 0);

@@ -9,6 +9,7 @@
 #include "proxy_client.h"
 #include "proxy_harness.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -169,6 +170,36 @@ static void test_max_unique_ips(void **state)
     pharness_stop(&h);
 }
 
+/* quota = 100000 bytes: a relay that goes past it is ended at the next fold (within a
+   second), and the next handshake of the secret is fronted. */
+static void test_quota(void **state)
+{
+    (void)state;
+    struct pharness h;
+    struct pharness_opts o = {.limits.quota = 100000};
+    assert_int_equal(pharness_start(&h, &o), 0);
+    struct pcli a;
+    struct pcli_opts co = pharness_client(&h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&a, h.port, &co), 0);
+    assert_int_equal(pcli_echo(&a, 1, 40000, 0), 0); /* ~80 KB both ways: under */
+    uint8_t buf[30000];
+    memset(buf, 0x17, sizeof buf);
+    (void)pcli_send(&a, buf, sizeof buf); /* ~60 KB more: over; may race the fold */
+    ssize_t r;
+    while ((r = pcli_recv(&a, buf, sizeof buf)) > 0) /* bounded: the 10 s socket timeout */
+        ;
+    assert_true(r == 0 || r == -ECONNRESET); /* ended by the proxy, not timed out */
+    pcli_close(&a);
+    assert_true(closed_at_least(&h, 1));
+    uint8_t hello[600];
+    size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
+    expect_fronted(&h, hello, n, 0);
+    struct stats st = stats_of(&h);
+    assert_int_equal(st.limit_quota, 2); /* the relay ended, the handshake fronted */
+    assert_true(st.bytes_up + st.bytes_down >= 100000);
+    pharness_stop(&h);
+}
+
 /* Limits state for one secret with these limits (limits_new copies what it needs). */
 static struct limits *one_secret(struct config_limits lim)
 {
@@ -210,6 +241,35 @@ static void test_unique_ips_window(void **state)
     limits_free(l);
 }
 
+/* A quota with a reset period, driven with explicit times. */
+static void test_quota_reset_unit(void **state)
+{
+    (void)state;
+    struct limits *l = one_secret((struct config_limits){.quota = 100, .quota_reset_s = 10});
+    assert_true(limits_any_quota(l));
+    uint32_t s1;
+    assert_int_equal(limits_admit(l, 0, NULL, 1000, &s1), LIMITS_OK); /* period ends 1010 */
+    assert_false(limits_charge(l, 0, 99, 1001));
+    assert_true(limits_charge(l, 0, 1, 1002));
+    limits_release(l, 0, s1, 1002);
+    assert_int_equal(limits_admit(l, 0, NULL, 1009, &s1), LIMITS_QUOTA);
+    assert_int_equal(limits_admit(l, 0, NULL, 1010, &s1), LIMITS_OK); /* a new period */
+    assert_false(limits_charge(l, 0, 50, 1011));
+    assert_true(limits_charge(l, 0, 500, 1012));
+    limits_release(l, 0, s1, 1012);
+    assert_int_equal(limits_admit(l, 0, NULL, 1045, &s1), LIMITS_OK); /* periods skipped */
+    limits_release(l, 0, s1, 1045);
+    assert_false(limits_charge(l, 7, 1000, 1045)); /* no such secret: no quota */
+    limits_free(l);
+    l = one_secret((struct config_limits){.quota = 10}); /* no reset: spent for good */
+    assert_true(limits_charge(l, 0, 10, 1));
+    assert_int_equal(limits_admit(l, 0, NULL, 1000000, &s1), LIMITS_QUOTA);
+    limits_free(l);
+    l = one_secret((struct config_limits){.max_connections = 5});
+    assert_false(limits_any_quota(l));
+    limits_free(l);
+}
+
 /* expires and max-connections with explicit times; indexes past the table are unlimited. */
 static void test_admit_unit(void **state)
 {
@@ -237,6 +297,8 @@ int main(void)
         cmocka_unit_test(test_max_unique_ips),
         cmocka_unit_test(test_unique_ips_window),
         cmocka_unit_test(test_admit_unit),
+        cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_quota_reset_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
