@@ -62,6 +62,15 @@ static void url_of(char *out, size_t cap, const char *userinfo, uint16_t port)
              (unsigned)port);
 }
 
+/* A test SOCKS5 server in mode m, and its URL (no user info) in url. */
+static socks5_server *start_socks(socks5_mode m, char *url, size_t cap)
+{
+    socks5_server *s = socks5_server_start(m);
+    assert_non_null(s);
+    url_of(url, cap, NULL, socks5_server_port(s));
+    return s;
+}
+
 /* One client through the proxy to the fake DC: echo n bytes. 0 or -1. */
 static int echo_once(struct pharness *h, uint64_t n)
 {
@@ -78,10 +87,8 @@ static int echo_once(struct pharness *h, uint64_t n)
 static void test_chain_no_auth(void **state)
 {
     (void)state;
-    socks5_server *s = socks5_server_start(SOCKS5_NORMAL);
-    assert_non_null(s);
     char url[128];
-    url_of(url, sizeof url, NULL, socks5_server_port(s));
+    socks5_server *s = start_socks(SOCKS5_NORMAL, url, sizeof url);
     struct pharness h;
     assert_int_equal(pharness_start(&h, &(struct pharness_opts){.proxies = {url}}), 0);
     assert_int_equal(echo_once(&h, 200000), 0);
@@ -141,13 +148,9 @@ static void test_chain_auth_and_wrong_password(void **state)
 static void test_chain_refused_and_failover(void **state)
 {
     (void)state;
-    socks5_server *no = socks5_server_start(SOCKS5_REFUSE_CONNECT);
-    socks5_server *yes = socks5_server_start(SOCKS5_NORMAL);
-    assert_non_null(no);
-    assert_non_null(yes);
     char u_no[128], u_yes[128];
-    url_of(u_no, sizeof u_no, NULL, socks5_server_port(no));
-    url_of(u_yes, sizeof u_yes, NULL, socks5_server_port(yes));
+    socks5_server *no = start_socks(SOCKS5_REFUSE_CONNECT, u_no, sizeof u_no);
+    socks5_server *yes = start_socks(SOCKS5_NORMAL, u_yes, sizeof u_yes);
     struct pharness h;
     /* Only a refusing upstream: the connection ends, the DC never sees it. */
     assert_int_equal(pharness_start(&h, &(struct pharness_opts){.proxies = {u_no}}), 0);
@@ -178,13 +181,9 @@ static void test_chain_refused_and_failover(void **state)
 static void test_chain_hang_bounded_by_tcp_timeout(void **state)
 {
     (void)state;
-    socks5_server *hang = socks5_server_start(SOCKS5_HANG_AFTER_REQUEST);
-    socks5_server *yes = socks5_server_start(SOCKS5_NORMAL);
-    assert_non_null(hang);
-    assert_non_null(yes);
     char u_hang[128], u_yes[128];
-    url_of(u_hang, sizeof u_hang, NULL, socks5_server_port(hang));
-    url_of(u_yes, sizeof u_yes, NULL, socks5_server_port(yes));
+    socks5_server *hang = start_socks(SOCKS5_HANG_AFTER_REQUEST, u_hang, sizeof u_hang);
+    socks5_server *yes = start_socks(SOCKS5_NORMAL, u_yes, sizeof u_yes);
     struct pharness h;
     assert_int_equal(
         pharness_start(
