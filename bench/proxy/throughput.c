@@ -23,7 +23,8 @@
  * and window, measured just before it.
  *
  * Environment: TGKIT_BENCH_MB (default 256) = megabytes per run; the 100-connection runs
- * move the same total.
+ * move the same total. TGKIT_BENCH_METRICS=1 turns the first proxy's Prometheus page on
+ * (metrics.h; no scrapes), to compare its rows with a run without it.
  */
 #include "bench.h"
 
@@ -100,8 +101,8 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
                              fakedc_counters(h->dc).headers_ok + (uint64_t)conns};
     if (p->also)
         pproc_report(p->also, &s0);
-    struct pload_result r = pload_run_window(conns, p->port, &o, kind, total / (uint64_t)conns,
-                                             window, sample, &arg);
+    struct pload_result r =
+        pload_run_window(conns, p->port, &o, kind, total / (uint64_t)conns, window, sample, &arg);
     if (p->proc)
         pproc_report(p->proc, &r1);
     if (p->also)
@@ -137,7 +138,11 @@ int main(void)
 
     struct pharness h, hn, hc = {0};
     struct pproc relay, socks;
-    if (pharness_start(&h, &(struct pharness_opts){.ee = true, .dd = true, .fork_server = true}) <
+    const char *menv = getenv("TGKIT_BENCH_METRICS");
+    bool metrics = menv && strcmp(menv, "1") == 0;
+    if (pharness_start(&h,
+                       &(struct pharness_opts){
+                           .ee = true, .dd = true, .fork_server = true, .prometheus = metrics}) <
             0 ||
         pharness_start(&hn, &(struct pharness_opts){.no_fast_mode = true, .fork_server = true}) <
             0 ||
@@ -148,8 +153,8 @@ int main(void)
     bool chain = pproc_microsocks_start(&socks, "bench", "bench-pass") == 0;
     char url[96];
     snprintf(url, sizeof url, "socks5://bench:bench-pass@127.0.0.1:%u", (unsigned)socks.port);
-    if (chain && pharness_start(&hc, &(struct pharness_opts){.fork_server = true,
-                                                             .proxies = {url}}) < 0) {
+    if (chain &&
+        pharness_start(&hc, &(struct pharness_opts){.fork_server = true, .proxies = {url}}) < 0) {
         fprintf(stderr, "throughput: cannot start the chained proxy\n");
         return 1;
     }
