@@ -36,6 +36,8 @@
       "Handshakes fronted because their secret is over a limit, by limit.", "limit", "expires",    \
       limit_expired)                                                                               \
     X("limits_hit_total", METRIC_COUNTER, "", "limit", "max_connections", limit_connections)       \
+    X("limits_hit_total", METRIC_COUNTER, "", "limit", "max_unique_ips", limit_unique_ips)         \
+    X("limits_hit_total", METRIC_COUNTER, "", "limit", "quota", limit_quota)                       \
     X("fronted_connections_total", METRIC_COUNTER,                                                 \
       "Connections relayed to the fronting host (failed handshakes).", NULL, NULL, fronted)        \
     X("fronting_self_refused_total", METRIC_COUNTER,                                               \
