@@ -1023,6 +1023,8 @@ static const struct key_rule defense_rules[] = {
     FN_KEY("anti-replay", k_antireplay),
     FN_KEY("blocklist", k_blocklist),
     FN_KEY("allowlist", k_allowlist),
+    /* mtg's traffic shaping: without it records keep tgproxy's own sizing and timing */
+    FN_KEY("doppelganger", k_ignore),
 };
 
 static int k_defense(struct loader *ld, const struct toml_kv *kv)

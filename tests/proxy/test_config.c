@@ -274,7 +274,12 @@ static const char mtg_doc[] = "debug = true\n"
                               "enabled = true\n"
                               "bind-to = \"127.0.0.1:3129\"\n"
                               "http-path = \"/\"\n"
-                              "metric-prefix = \"mtg\"\n";
+                              "metric-prefix = \"mtg\"\n"
+                              "[defense.doppelganger]\n"
+                              "urls = [\"https://example.com/\"]\n"
+                              "repeats-per-raid = 10\n"
+                              "raid-each = \"6h\"\n"
+                              "drs = false\n";
 
 static void test_mtg_config(void **state)
 {
@@ -319,6 +324,7 @@ static void test_mtg_config(void **state)
         "c.toml:33:1: defense.anti-replay.max-size: accepted",
         "c.toml:34:1: defense.anti-replay.error-rate: accepted",
         "c.toml:35:10: defense.blocklist: enabled but ignored",
+        "c.toml:57:10: defense.doppelganger: accepted for mtg compatibility but ignored",
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         if (!strstr(w.all, expect[i]))
