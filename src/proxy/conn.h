@@ -115,6 +115,7 @@ enum conn_end {
     END_PROTO, /* bad TLS record or alert from the client */
     END_DNS,   /* the DC's host names gave no address (failed or timed-out lookup) */
     END_QUOTA, /* the secret's [limits] quota was used up */
+    END_COUNT  /* not a reason: one past the last (stats.h STATS_END_LIST follows the enum) */
 };
 
 /*

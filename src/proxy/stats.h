@@ -58,7 +58,8 @@
     X(end_nomem, "connections ended: out of memory")                                              \
     X(end_shutdown, "connections ended: proxy shutdown")                                          \
     X(end_proto, "connections ended: bad TLS record or alert from the client")                   \
-    X(end_dns, "connections ended: the DC's host names gave no address")
+    X(end_dns, "connections ended: the DC's host names gave no address")                         \
+    X(end_quota, "connections ended: the secret's quota was used up")
 
 struct stats {
 #define STATS_FIELD(name, help) uint64_t name;
