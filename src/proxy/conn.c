@@ -378,6 +378,16 @@ static size_t pp_build(const struct conn *c, uint8_t *out)
     return pp_source(c, &a) ? proxyproto_build_v2(&a, out) : 0;
 }
 
+/* Index of a STATS_HS_LIST field, for hs_failed. */
+#define HS_REASON(field) (offsetof(struct stats, field) / sizeof(uint64_t))
+
+/* A failed client handshake: counted in the total and under its one reason. */
+static void hs_failed(struct conn *c, size_t reason)
+{
+    stats_add(&c->w->stats, handshake_bad, 1);
+    stats_add_at(&c->w->stats, reason, 1);
+}
+
 static void hs_debug(struct conn *c, const char *what, const char *why)
 {
     struct conn_worker *w = c->w;
@@ -607,7 +617,9 @@ static void flight_step(struct conn *c)
     if (st != OBFS2_OK || replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
         hs_debug(c, "tls client flight",
                  st == OBFS2_OK ? "replayed obfs2 header" : "obfs2 header does not authenticate");
-        stats_add(&c->w->stats, handshake_bad, 1);
+        hs_failed(c, st == OBFS2_OK      ? HS_REASON(hs_replay)
+                     : st == OBFS2_ERROR ? HS_REASON(hs_error)
+                                         : HS_REASON(hs_bad_flight));
         conn_close(c, st == OBFS2_ERROR ? END_NOMEM : END_HS_BAD);
         return;
     }
@@ -657,12 +669,32 @@ static bool over_limit(struct conn *c)
     return true;
 }
 
+/* The handshakes_total outcome of a rejected ClientHello. */
+static size_t verdict_reason(enum faketls_verdict v)
+{
+    switch (v) {
+    case FAKETLS_BAD_DIGEST:
+        return HS_REASON(hs_bad_digest);
+    case FAKETLS_BAD_TIME:
+        return HS_REASON(hs_stale);
+    case FAKETLS_BAD_SNI:
+        return HS_REASON(hs_wrong_sni);
+    case FAKETLS_BAD_CIPHER:
+        return HS_REASON(hs_bad_hello);
+    case FAKETLS_ACCEPT:
+    case FAKETLS_INTERNAL:
+    default:
+        return HS_REASON(hs_error);
+    }
+}
+
 /* HELLO with a complete ClientHello record of rl bytes at hs. */
 static void tls_hello(struct conn *c, size_t rl)
 {
     const struct conn_shared *sh = c->w->sh;
     struct faketls_hello h;
     const char *why = "bad record";
+    size_t fail_why = HS_REASON(hs_bad_hello);
     if (faketls_parse_hello(c->hs, c->hs_len, &h, &why) != FAKETLS_OK) {
         hs_debug(c, "client hello", why);
         goto fail;
@@ -678,13 +710,16 @@ static void tls_hello(struct conn *c, size_t rl)
         snprintf(reason, sizeof reason, "%s (clock skew %lld s)", faketls_verdict_name(v),
                  v == FAKETLS_BAD_TIME ? (long long)m.skew : 0LL);
         hs_debug(c, "client hello", reason); /* brief 4.4: log the skew of rejected clients */
+        fail_why = verdict_reason(v);
         goto fail;
     }
     c->secret = (uint32_t)sh->ee_idx[m.index];
     if (replayed(c, ANTIREPLAY_TLS, h.random, FAKETLS_REPLAY_KEY_LEN)) {
         hs_debug(c, "client hello", "replayed");
+        fail_why = HS_REASON(hs_replay);
         goto fail;
     }
+    fail_why = HS_REASON(hs_limit);
     if (over_limit(c))
         goto fail;
     if (send_answer(c, &h, sh->ee[m.index].key) < 0) {
@@ -706,7 +741,7 @@ static void tls_hello(struct conn *c, size_t rl)
     flight_step(c);
     return;
 fail:
-    stats_add(&c->w->stats, handshake_bad, 1);
+    hs_failed(c, fail_why);
     front(c, false);
 }
 
@@ -725,10 +760,13 @@ static void plain_header(struct conn *c)
             start_dc(c, &oc);
             return;
         }
+        hs_failed(c, HS_REASON(hs_limit));
     } else {
         hs_debug(c, "obfs2 header", st == OBFS2_OK ? "replayed" : "no key matches");
+        hs_failed(c, st == OBFS2_OK      ? HS_REASON(hs_replay)
+                     : st == OBFS2_ERROR ? HS_REASON(hs_error)
+                                         : HS_REASON(hs_bad_obfs2));
     }
-    stats_add(&c->w->stats, handshake_bad, 1);
     front(c, false);
 }
 
@@ -757,7 +795,7 @@ static void hello_step(struct conn *c)
         return;
     }
     hs_debug(c, "first bytes", "no accepted handshake starts like this");
-    stats_add(&c->w->stats, handshake_bad, 1);
+    hs_failed(c, HS_REASON(hs_not_tls));
     front(c, false);
 }
 
@@ -819,8 +857,9 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     if (n <= 0) {
         /* EOF, error, or a handshake that cannot fit: before our answer that is a failed
            handshake (front what we have); after it, the end. */
+        size_t why = c->state == CONN_HELLO ? HS_REASON(hs_bad_hello) : HS_REASON(hs_bad_flight);
+        hs_failed(c, room ? HS_REASON(hs_closed) : why);
         if (c->state == CONN_HELLO && n == 0) {
-            stats_add(&c->w->stats, handshake_bad, 1);
             front(c, false);
         } else {
             conn_close(c, n == 0 ? END_EOF : END_RESET);
@@ -977,8 +1016,9 @@ static void on_timer(struct loop *l, struct loop_timer *t)
     case CONN_FRONT_RELAY:
         relay_timer(c);
         return;
-    default:
-        stats_add(&w->stats, handshake_timeout, 1);
+    default: /* FLIGHT; or DISCARD, a handshake already counted as failed */
+        if (c->state == CONN_FLIGHT)
+            stats_add(&w->stats, handshake_timeout, 1);
         conn_close(c, END_HS_TIMEOUT);
         return;
     }

@@ -18,7 +18,9 @@
 #define TGKIT_VERSION_STRING "0"
 #endif
 
-/* X(family, type, help, label key, label value, struct stats field); key NULL = no label. */
+/* X(family, type, help, label key, label value, struct stats field); key NULL = no label.
+   X##_HS(field, help) is a failed-handshake reason (stats.h STATS_HS_LIST): one
+   handshakes_total row, outcome = the field without its "hs_". */
 #define METRICS_LIST(X)                                                                            \
     X("client_connections_total", METRIC_COUNTER, "Client connections accepted.", NULL, NULL,      \
       accepted)                                                                                    \
@@ -30,7 +32,7 @@
       NULL, NULL, limit_pauses)                                                                    \
     X("handshakes_total", METRIC_COUNTER, "Client handshakes by outcome.", "outcome", "ok",        \
       handshake_ok)                                                                                \
-    X("handshakes_total", METRIC_COUNTER, "", "outcome", "bad", handshake_bad)                     \
+    STATS_HS_LIST(X##_HS)                                                                          \
     X("handshakes_total", METRIC_COUNTER, "", "outcome", "timeout", handshake_timeout)             \
     X("limits_hit_total", METRIC_COUNTER,                                                          \
       "Handshakes fronted because their secret is over a limit, by limit.", "limit", "expires",    \
@@ -64,7 +66,9 @@ struct row {
 
 #define ROW(fam, ty, hl, lk, lv, f)                                                                \
     {fam, hl, lk, lv, ty, offsetof(struct stats, f) / sizeof(uint64_t)},
+#define ROW_HS(f, hl) ROW("handshakes_total", METRIC_COUNTER, "", "outcome", &#f[3], f)
 static const struct row rows[] = {METRICS_LIST(ROW)};
+#undef ROW_HS
 #undef ROW
 
 #define END_NAME(name, help) #name,

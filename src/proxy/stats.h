@@ -43,7 +43,24 @@
     X(bulk_peak, "most bulk buffers held at once (per worker; summed over workers)")             \
     X(replay_early_evictions, "anti-replay entries evicted before their window ended")         \
     X(bulk, "gauge: bulk buffers held by connections")                                           \
+    STATS_HS_LIST(X)                                                                               \
     STATS_END_LIST(X)
+
+/* Failed client handshakes by reason: X(name, help); the field is hs_<name>, the metric
+   handshakes_total{outcome="<name>"}. Each failed handshake adds handshake_bad and exactly
+   one of these (conn.c hs_failed), so they sum to handshake_bad. */
+#define STATS_HS_LIST(X)                                                                           \
+    X(hs_bad_digest, "handshakes failed: the ClientHello digest matches no secret")                \
+    X(hs_stale, "handshakes failed: ClientHello timestamp outside tolerate-time-skewness")         \
+    X(hs_wrong_sni, "handshakes failed: the SNI names no secret's domain")                         \
+    X(hs_replay, "handshakes failed: replayed ClientHello or obfs2 header (anti-replay)")          \
+    X(hs_not_tls, "handshakes failed: first bytes start no accepted handshake")                    \
+    X(hs_bad_hello, "handshakes failed: malformed or oversized ClientHello, no TLS 1.3 cipher")    \
+    X(hs_bad_obfs2, "handshakes failed: no dd/classic secret decrypts the obfs2 header")           \
+    X(hs_bad_flight, "handshakes failed: FakeTLS flight's obfs2 header does not authenticate")     \
+    X(hs_limit, "handshakes failed: the secret is over a [limits.LABEL] limit")                    \
+    X(hs_closed, "handshakes failed: the client closed before completing it")                      \
+    X(hs_error, "handshakes failed: a failure on the proxy's side (OpenSSL)")
 
 /* Connection end reasons, in enum conn_end order from END_EOF (conn.c checks the order):
    X(name, help); the field is end_<name>, the metric label reason="<name>". */

@@ -66,6 +66,36 @@ static bool wait_idle(struct server *s)
     return no_active(s);
 }
 
+/* Wait (bounded: 10 s) until the engine's counter at field index i reaches want. */
+static bool wait_stat(struct server *s, size_t i, uint64_t want)
+{
+    struct stats st;
+    for (int t = 0; t < 2000; t++) {
+        server_stats(s, &st);
+        if (stats_value(&st, i) >= want)
+            return true;
+        struct timespec ts = {.tv_nsec = 5000000L};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+#define STAT_INDEX(field) (offsetof(struct stats, field) / sizeof(uint64_t))
+
+/* Send n bytes as a new client, then wait until the engine has counted the handshake as
+   failed number want (the client may close first: close_first). */
+static void bad_handshake(struct pharness *h, const void *p, size_t n, bool close_first,
+                          uint64_t want)
+{
+    int fd = psock_connect(h->port, 10000);
+    assert_true(fd >= 0);
+    assert_int_equal(psock_write_all(fd, p, n), 0);
+    if (close_first)
+        close(fd);
+    assert_true(wait_stat(h->srv, STAT_INDEX(handshake_bad), want));
+    if (!close_first)
+        close(fd);
+}
+
 /* A connection that fails the handshake and is fronted: read the stand-in's banner. */
 static void fronted_once(const struct pharness *h)
 {
@@ -136,6 +166,73 @@ static void test_prometheus_during_relays(void **state)
                     sample(page, "tgproxy_connection_ends_total{reason=reset}") ==
                 NTLS + NDD + 2);
     assert_true(sample(page, "tgproxy_antireplay_inserts_total{}") >= NTLS + NDD);
+    free(page);
+    pharness_stop(&h);
+}
+
+/* Real bad handshakes, one of each kind the engine tells apart, then a scrape: each is
+   counted under its own outcome, and "bad" as a whole is gone. */
+static void test_handshake_outcomes(void **state)
+{
+    (void)state;
+    struct pharness h;
+    assert_int_equal(
+        pharness_start(&h, &(struct pharness_opts){.ee = true, .dd = true, .prometheus = true}), 0);
+    uint8_t hello[600], wrong[16], obfs[64];
+    memset(wrong, 0x5a, sizeof wrong);
+    memset(obfs, 0x42, sizeof obfs); /* a possible obfs2 header, under no dd secret */
+    int64_t now = (int64_t)time(NULL);
+    uint64_t k = 0;
+    size_t n = pcli_hello(hello, sizeof hello, wrong, PHARNESS_DOMAIN, now);
+    bad_handshake(&h, hello, n, false, ++k); /* bad digest: another secret */
+    n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, now - 3600);
+    bad_handshake(&h, hello, n, false, ++k); /* stale */
+    n = pcli_hello(hello, sizeof hello, h.key, "other.example.org", now);
+    bad_handshake(&h, hello, n, false, ++k); /* wrong SNI */
+    static const char http[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
+    bad_handshake(&h, http, sizeof http - 1, false, ++k); /* not TLS */
+    bad_handshake(&h, obfs, sizeof obfs, false, ++k);     /* obfs2 header, unknown secret */
+    bad_handshake(&h, "\x16\x03\x01", 3, true, ++k);      /* closed mid-hello */
+    /* a valid hello is answered once; the same bytes again are a replay */
+    n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, now);
+    int fd = psock_connect(h.port, 10000);
+    uint8_t hdr[5];
+    assert_int_equal(psock_write_all(fd, hello, n), 0);
+    assert_int_equal(psock_read_all(fd, hdr, sizeof hdr), 0);
+    assert_int_equal(hdr[0], 0x16); /* the ServerHello */
+    close(fd);                      /* closed before its first record: closed too */
+    assert_true(wait_stat(h.srv, STAT_INDEX(handshake_bad), ++k));
+    bad_handshake(&h, hello, n, false, ++k); /* replay */
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&c, h.port, &o), 0);
+    assert_int_equal(pcli_echo(&c, 1, 1000, 0), 0); /* one ok, relayed */
+    pcli_close(&c);
+    assert_true(wait_idle(h.srv));
+
+    char *page = malloc(SCRAPE_MAX);
+    assert_non_null(page);
+    scrape(&h, page, SCRAPE_MAX);
+    static const struct {
+        const char *outcome;
+        double n;
+    } want[] = {{"bad_digest", 1}, {"stale", 1},  {"wrong_sni", 1}, {"not_tls", 1},
+                {"bad_obfs2", 1},  {"closed", 2}, {"replay", 1}};
+    double bad = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char key[96];
+        snprintf(key, sizeof key, "tgproxy_handshakes_total{outcome=%s}", want[i].outcome);
+        if (sample(page, key) != want[i].n)
+            fail_msg("%s = %g, want %g", key, sample(page, key), want[i].n);
+        bad += sample(page, key);
+    }
+    assert_true(bad == (double)k);
+    assert_true(sample(page, "tgproxy_handshakes_total{outcome=ok}") == 1);
+    assert_true(sample(page, "tgproxy_handshakes_total{outcome=bad_hello}") == 0);
+    assert_true(sample(page, "tgproxy_handshakes_total{outcome=limit}") == 0);
+    assert_true(sample(page, "tgproxy_handshakes_total{outcome=timeout}") == 0);
+    assert_null(strstr(page, "outcome=bad}"));
+    assert_true(sample(page, "tgproxy_antireplay_hits_total{}") == 1);
     free(page);
     pharness_stop(&h);
 }
@@ -219,9 +316,8 @@ static void test_statsd_graphite(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prometheus_during_relays),
-        cmocka_unit_test(test_statsd_datadog),
-        cmocka_unit_test(test_statsd_influxdb),
+        cmocka_unit_test(test_prometheus_during_relays), cmocka_unit_test(test_handshake_outcomes),
+        cmocka_unit_test(test_statsd_datadog),           cmocka_unit_test(test_statsd_influxdb),
         cmocka_unit_test(test_statsd_graphite),
     };
     return cmocka_run_group_tests(tests, 0, 0);

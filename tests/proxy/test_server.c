@@ -243,7 +243,9 @@ static void test_fronting_failures(void **state)
 
     struct stats st;
     server_stats(h.srv, &st);
-    assert_int_equal(st.handshake_bad, 5);
+    /* the answered hello's client closed before its first record: counted as closed, once
+       its worker saw the close */
+    assert_int_equal(st.handshake_bad - st.hs_closed, 5);
     assert_int_equal(pfront_count(h.front), idx);
     pharness_stop(&h);
 }
