@@ -116,7 +116,7 @@ void tg__vlog(tg__logger *lg, int level, const char *fmt, va_list ap)
 {
     if (!lg)
         lg = &default_logger;
-    if (level < lg->level || level >= TG__LOG_OFF)
+    if (level < __atomic_load_n(&lg->level, __ATOMIC_RELAXED) || level >= TG__LOG_OFF)
         return;
     /* Room for scrubbing to grow a short secret into "[REDACTED]". */
     char msg[TG__LOG_LINE_MAX + 64];

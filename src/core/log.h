@@ -49,6 +49,11 @@ typedef struct tg__logger {
 } tg__logger;
 
 void tg__logger_init(tg__logger *lg, int level, tg__log_sink_fn sink, void *user);
+/* Change the level threshold; safe while other threads log (a relaxed atomic store). */
+static inline void tg__logger_set_level(tg__logger *lg, int level)
+{
+    __atomic_store_n(&lg->level, level, __ATOMIC_RELAXED);
+}
 void tg__logger_cleanup(tg__logger *lg);
 /* Register a secret to scrub (copied; at least 4 bytes). Returns 0, -ENOSPC or -ENOMEM. */
 int tg__logger_add_secret(tg__logger *lg, const char *secret, size_t len);
@@ -58,7 +63,8 @@ tg__logger *tg__log_default(void);
 
 static inline bool tg__log_enabled(const tg__logger *lg, int level)
 {
-    return level >= (lg ? lg->level : tg__log_default()->level);
+    /* relaxed: a daemon may change its level while threads log (tgproxy's reload) */
+    return level >= __atomic_load_n(lg ? &lg->level : &tg__log_default()->level, __ATOMIC_RELAXED);
 }
 
 void tg__log(tg__logger *lg, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -82,14 +82,14 @@ static void chain_log(struct upstream_req *r, const struct socks5_upstream *up, 
 
 static const struct socks5_upstream *attempt_upstream(const struct upstream_req *r)
 {
-    const struct config *cfg = r->w->sh->cfg;
+    const struct config *cfg = r->cfg;
     return &cfg->proxies[(r->chain->start + r->addr_i) % cfg->nproxies];
 }
 
 int chain_try(struct upstream_req *r)
 {
     struct conn_worker *w = r->w;
-    const struct config *cfg = w->sh->cfg;
+    const struct config *cfg = r->cfg;
     if (!r->chain) {
         r->chain = tg__calloc(1, sizeof *r->chain);
         if (!r->chain)

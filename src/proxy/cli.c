@@ -260,7 +260,8 @@ static int serve_exit_code(int rc)
     }
 }
 
-static int serve(const struct io *io, const struct config *cfg)
+/* Serve cfg; path is the file SIGHUP re-reads (NULL for simple-run). */
+static int serve(const struct io *io, const struct config *cfg, const char *path)
 {
     tg__logger *lg = tg__log_default();
     lg->level = cfg->log_level;
@@ -271,7 +272,7 @@ static int serve(const struct io *io, const struct config *cfg)
         memset(hex, 0, sizeof hex);
     }
     fflush(io->out);
-    int rc = server_run(cfg);
+    int rc = server_run(cfg, path);
     if (rc != 0)
         return fail(io, serve_exit_code(rc), "cannot serve: %s", strerror(-rc));
     return 0;
@@ -288,7 +289,7 @@ static int cmd_run(const struct io *io, int argc, char **argv)
     int rc = load_config(io, a.pos[0], &cfg);
     if (rc != 0)
         return rc;
-    rc = serve(io, &cfg);
+    rc = serve(io, &cfg, a.pos[0]);
     config_cleanup(&cfg);
     return rc;
 }
@@ -479,7 +480,7 @@ static int cmd_simple_run(const struct io *io, int argc, char **argv)
         memset((char *)a.pos[1], 0, strlen(a.pos[1])); /* argv is ours: blank it from now on */
     }
     if (rc == 0)
-        rc = serve(io, &cfg);
+        rc = serve(io, &cfg, NULL);
 out:
     memset(text, 0, sizeof text);
     config_cleanup(&cfg);

@@ -68,7 +68,7 @@ static bool quota_fold(struct conn *c)
 {
     uint64_t total = c->bytes_up + c->bytes_down, delta = total - c->quota_folded;
     c->quota_folded = total;
-    return limits_charge(c->w->sh->limits, c->secret, delta, tg__wall_s());
+    return limits_charge(c->gen->limits, c->secret, delta, tg__wall_s());
 }
 
 /* Once a second while some secret has a quota: fold every relay's bytes (one atomic add per
@@ -90,37 +90,19 @@ static void on_limits_tick(struct loop *l, struct loop_timer *t)
 int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
 {
     memset(sh, 0, sizeof *sh);
-    size_t n = cfg->nsecrets ? cfg->nsecrets : 1;
     sh->cfg = cfg;
-    sh->plain = tg__calloc(n, sizeof *sh->plain);
-    sh->plain_idx = tg__calloc(n, sizeof *sh->plain_idx);
-    sh->ee = tg__calloc(n, sizeof *sh->ee);
-    sh->ee_idx = tg__calloc(n, sizeof *sh->ee_idx);
-    if (!sh->plain || !sh->plain_idx || !sh->ee || !sh->ee_idx)
-        return -ENOMEM;
-    for (size_t i = 0; i < cfg->nsecrets; i++) {
-        const struct secret *sec = &cfg->secrets[i].secret;
-        if (sec->kind == SECRET_EE) {
-            memcpy(sh->ee[sh->nee].key, sec->key, 16);
-            sh->ee[sh->nee].domain = sec->domain;
-            sh->ee[sh->nee].domain_len = sec->domain_len;
-            sh->ee[sh->nee].domain_hash = faketls_domain_hash(sec->domain, sec->domain_len);
-            sh->ee_idx[sh->nee++] = i;
-        } else {
-            memcpy(sh->plain[sh->nplain].key, sec->key, 16);
-            sh->plain[sh->nplain].tags = obfs2_tags_for(sec->kind, false);
-            sh->plain_idx[sh->nplain++] = i;
-        }
-    }
+    pthread_mutex_init(&sh->gen_mu, NULL);
+    int rc = gen_labels_init(&sh->labels);
+    if (rc == 0)
+        rc = gen_new(cfg, NULL, NULL, &sh->labels, 1, &sh->gen);
+    if (rc < 0)
+        return rc;
+    sh->gen_seq = 1;
     if (cfg->antireplay.enabled) {
         sh->replay = antireplay_new(cfg->antireplay.max_entries, cfg->antireplay.window_s);
         if (!sh->replay)
             return -ENOMEM;
     }
-    if (!(sh->limits = limits_new(cfg)))
-        return -ENOMEM;
-    sh->fast_mode = cfg->fast_mode; /* brief 3.3: on by default (fast-mode) */
-    sh->dyn_records = cfg->dynamic_records;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
     sh->buf_size = b + BUF_SLACK;
@@ -133,20 +115,110 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
 
 void conn_shared_cleanup(struct conn_shared *sh)
 {
-    if (!sh)
+    if (!sh || !sh->cfg)
         return;
     selfaddr_cleanup(&sh->self);
-    limits_free(sh->limits);
-    if (sh->ee)
-        crypto_wipe(sh->ee, sizeof *sh->ee * (sh->nee ? sh->nee : 1));
-    if (sh->plain)
-        crypto_wipe(sh->plain, sizeof *sh->plain * (sh->nplain ? sh->nplain : 1));
-    tg__free(sh->plain);
-    tg__free(sh->plain_idx);
-    tg__free(sh->ee);
-    tg__free(sh->ee_idx);
+    gen_unref(sh->gen);
+    gen_labels_cleanup(&sh->labels);
     antireplay_free(sh->replay);
+    pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);
+}
+
+int conn_shared_publish(struct conn_shared *sh, struct config *cfg)
+{
+    struct gen *old = conn_shared_gen(sh), *g = NULL;
+    int rc = gen_new(NULL, cfg, old, &sh->labels, old->seq + 1, &g);
+    gen_unref(old);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&sh->gen_mu);
+    old = sh->gen;
+    sh->gen = g;
+    __atomic_store_n(&sh->gen_seq, g->seq, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&sh->gen_mu);
+    gen_unref(old); /* freed here, or when its last connection ends */
+    return 0;
+}
+
+struct gen *conn_shared_gen(struct conn_shared *sh)
+{
+    pthread_mutex_lock(&sh->gen_mu);
+    struct gen *g = sh->gen;
+    gen_ref(g);
+    pthread_mutex_unlock(&sh->gen_mu);
+    return g;
+}
+
+/* Release the sets of deadline queues no connection uses any more (but the current one).
+   Never from a timer callback: the loop may be walking its queues. */
+static void tqs_sweep(struct conn_worker *w)
+{
+    for (struct conn_tqs **pp = &w->tqs_all, *t; (t = *pp);) {
+        if (t->users || t == w->tqs) {
+            pp = &t->next;
+            continue;
+        }
+        struct loop_tq *q[] = {&t->handshake, &t->connect, &t->front, &t->silent,
+                               &t->hs_rest,   &t->park,    &t->idle,  &t->done};
+        for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+            loop_tq_del(&w->loop, q[i]);
+        *pp = t->next;
+        tg__free(t);
+    }
+}
+
+/* Make cfg's timeouts the worker's current set (a new one when they differ). 0 or -errno:
+   the current set stays. */
+static int tqs_adopt(struct conn_worker *w, const struct config *cfg)
+{
+    struct conn_tqs *cur = w->tqs, *t;
+    if (cur && cur->tcp_ms == cfg->timeout.tcp_ms && cur->idle_ms == cfg->timeout.idle_ms &&
+        cur->handshake_ms == cfg->timeout.handshake_ms &&
+        cur->fronting_ms == cfg->timeout.fronting_ms)
+        return 0;
+    tqs_sweep(w);
+    if (w->loop.n_tq + 8 > LOOP_MAX_TQ || !(t = tg__calloc(1, sizeof *t)))
+        return -ENOSPC;
+    t->tcp_ms = cfg->timeout.tcp_ms;
+    t->handshake_ms = cfg->timeout.handshake_ms;
+    t->fronting_ms = cfg->timeout.fronting_ms;
+    loop_tq_add(&w->loop, &t->handshake, cfg->timeout.handshake_ms);
+    /* the handshake deadline in two legs: silence, then the rest (see on_timer) */
+    uint64_t silent = cfg->timeout.handshake_ms / 4;
+    silent = silent < CONN_SILENT_MS ? silent : CONN_SILENT_MS;
+    loop_tq_add(&w->loop, &t->silent, silent);
+    loop_tq_add(&w->loop, &t->hs_rest, cfg->timeout.handshake_ms - silent);
+    loop_tq_add(&w->loop, &t->connect, cfg->timeout.tcp_ms);
+    loop_tq_add(&w->loop, &t->front, cfg->timeout.fronting_ms);
+    /* parking splits the idle timeout: quiet for park, then the rest of idle */
+    t->idle_ms = cfg->timeout.idle_ms;
+    uint64_t park = t->idle_ms / 2 < CONN_PARK_MS ? t->idle_ms / 2 : CONN_PARK_MS;
+    loop_tq_add(&w->loop, &t->park, park);
+    loop_tq_add(&w->loop, &t->idle, t->idle_ms - park);
+    uint64_t done = CONN_FRONT_DONE_MS;
+    done = cfg->timeout.handshake_ms < done ? cfg->timeout.handshake_ms : done;
+    loop_tq_add(&w->loop, &t->done, t->idle_ms < done ? t->idle_ms : done);
+    t->next = w->tqs_all;
+    w->tqs_all = t;
+    w->tqs = t;
+    return 0;
+}
+
+/* Move the worker to the current generation (at accept, after a reload). */
+static void worker_adopt(struct conn_worker *w)
+{
+    struct gen *g = conn_shared_gen(w->sh);
+    if (tqs_adopt(w, g->cfg) < 0)
+        tg__log(NULL, TG__LOG_WARN,
+                "reload: too many sets of [network.timeout] values still in use by open "
+                "connections; this worker keeps its timeouts until they end");
+    upstream_worker_adopt(w, g->cfg);
+    if (limits_any_quota(g->limits) && !loop_timer_active(&w->limits_tick))
+        loop_timer_start(&w->loop, &w->tq_limits, &w->limits_tick, on_limits_tick);
+    gen_unref(w->gen);
+    w->gen = g;
+    w->gen_seq = g->seq;
 }
 
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
@@ -156,8 +228,11 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     int rc = loop_init(&w->loop);
     if (rc < 0)
         return rc;
+    w->gen = conn_shared_gen(sh);
+    w->gen_seq = w->gen->seq;
     if ((rc = upstream_worker_init(w)) < 0) {
         upstream_worker_cleanup(w);
+        gen_unref(w->gen);
         loop_cleanup(&w->loop);
         return rc;
     }
@@ -166,31 +241,13 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
     tg__ratelimit_init(&w->rl, 5, 20);
     w->scratch = tg__malloc(FAKETLS_SERVER_HELLO_MAX);
-    if (!w->scratch) {
+    loop_tq_add(&w->loop, &w->tq_limits, CONN_QUOTA_FOLD_MS);
+    if (!w->scratch || tqs_adopt(w, w->gen->cfg) < 0) {
         conn_worker_cleanup(w);
         return -ENOMEM;
     }
-    const struct config *cfg = sh->cfg;
-    loop_tq_add(&w->loop, &w->tq_handshake, cfg->timeout.handshake_ms);
-    /* the handshake deadline in two legs: silence, then the rest (see on_timer) */
-    uint64_t silent = cfg->timeout.handshake_ms / 4;
-    silent = silent < CONN_SILENT_MS ? silent : CONN_SILENT_MS;
-    loop_tq_add(&w->loop, &w->tq_silent, silent);
-    loop_tq_add(&w->loop, &w->tq_hs_rest, cfg->timeout.handshake_ms - silent);
-    loop_tq_add(&w->loop, &w->tq_connect, cfg->timeout.tcp_ms);
-    loop_tq_add(&w->loop, &w->tq_front, cfg->timeout.fronting_ms);
-    /* parking splits the idle timeout: quiet for park, then the rest of idle */
-    w->idle_ms = cfg->timeout.idle_ms;
-    uint64_t park = w->idle_ms / 2 < CONN_PARK_MS ? w->idle_ms / 2 : CONN_PARK_MS;
-    loop_tq_add(&w->loop, &w->tq_park, park);
-    loop_tq_add(&w->loop, &w->tq_idle, w->idle_ms - park);
-    uint64_t done = CONN_FRONT_DONE_MS;
-    done = cfg->timeout.handshake_ms < done ? cfg->timeout.handshake_ms : done;
-    loop_tq_add(&w->loop, &w->tq_done, w->idle_ms < done ? w->idle_ms : done);
-    if (limits_any_quota(sh->limits)) {
-        loop_tq_add(&w->loop, &w->tq_limits, CONN_QUOTA_FOLD_MS);
+    if (limits_any_quota(w->gen->limits))
         loop_timer_start(&w->loop, &w->tq_limits, &w->limits_tick, on_limits_tick);
-    }
     return 0;
 }
 
@@ -206,13 +263,21 @@ void conn_worker_cleanup(struct conn_worker *w)
     tg__pool_cleanup(&w->pool);
     tg__pool_cleanup(&w->big_pool);
     tg__pool_cleanup(&w->conn_pool);
+    w->tqs = NULL;
+    for (struct conn_tqs *t = w->tqs_all, *next; t; t = next) { /* loop_cleanup drops them */
+        next = t->next;
+        tg__free(t);
+    }
+    w->tqs_all = NULL;
+    gen_unref(w->gen);
+    w->gen = NULL;
     loop_cleanup(&w->loop);
     w->sh = NULL;
 }
 
 static const char *label_of(const struct conn *c)
 {
-    const struct config *cfg = c->w->sh->cfg;
+    const struct config *cfg = c->gen->cfg;
     return c->secret < cfg->nsecrets ? cfg->secrets[c->secret].label : "-";
 }
 
@@ -253,8 +318,9 @@ static void stats_close(struct conn *c)
     if (c->end != END_NONE)
         stats_add_at(&w->stats, STATS_END_INDEX(c->end), 1);
     bool authed = c->state == CONN_DC_CONNECT || c->state == CONN_RELAY;
-    if (authed && c->secret < w->nsec) {
-        struct stats_secret *ss = &w->sec[c->secret];
+    uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
+    if (authed && slot < w->nsec) {
+        struct stats_secret *ss = &w->sec[slot];
         stats_add(ss, bytes_up, c->bytes_up);
         stats_add(ss, bytes_down, c->bytes_down);
         stats_sub(ss, active, 1);
@@ -282,7 +348,7 @@ void conn_close(struct conn *c, enum conn_end why)
     if (c->limit_held)
         quota_fold(c);
     if (c->limit_held)
-        limits_release(w->sh->limits, c->secret, c->limit_ip, tg__wall_s());
+        limits_release(c->gen->limits, c->secret, c->limit_ip, tg__wall_s());
     conn_buf_put(w, c->hs);
     crypto_ctr_cleanup(&c->c2p);
     crypto_ctr_cleanup(&c->p2c);
@@ -295,6 +361,8 @@ void conn_close(struct conn *c, enum conn_end why)
     if (c->next)
         c->next->prev = c->prev;
     __atomic_sub_fetch(&w->sh->active, 1, __ATOMIC_RELAXED);
+    gen_unref(c->gen);
+    c->tqs->users--; /* a set no longer used is released at a later accept (tqs_sweep) */
     tg__pool_put(&w->conn_pool, c);
     /* last, so whoever sees the gauge drop also sees the buffers released */
     stats_add(&w->stats, closed, 1);
@@ -304,6 +372,10 @@ void conn_close(struct conn *c, enum conn_end why)
 void conn_accept(struct conn_worker *w, int fd)
 {
     struct conn_shared *sh = w->sh;
+    if (__atomic_load_n(&sh->gen_seq, __ATOMIC_ACQUIRE) != w->gen_seq)
+        worker_adopt(w); /* a reload published a new generation */
+    if (w->tqs_all->next)
+        tqs_sweep(w); /* an older set of timeouts may be unused now */
     uint32_t n = __atomic_add_fetch(&sh->active, 1, __ATOMIC_RELAXED);
     struct conn *c = n <= sh->concurrency ? tg__pool_get(&w->conn_pool) : NULL;
     if (!c) {
@@ -318,22 +390,29 @@ void conn_accept(struct conn_worker *w, int fd)
     c->ufd = -1;
     c->cli.fd = -1;
     upstream_req_init(&c->up);
+    c->gen = w->gen;
+    c->tqs = w->tqs;
+    c->up.cfg = c->gen->cfg;
+    c->up.tqs = c->tqs;
     c->secret = UINT32_MAX;
     c->start_ms = c->last_io_ms = w->loop.now_ms;
     c->state = CONN_HELLO; /* TCP_NODELAY and keepalive are inherited from the listener */
     if (loop_io_add(&w->loop, &c->cli, fd, LOOP_READ, on_hs_client) < 0) {
         close(fd);
+        c->gen = NULL;
         __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
         tg__pool_put(&w->conn_pool, c);
         return;
     }
+    gen_ref(c->gen);
+    c->tqs->users++;
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;
     w->conns = c;
     stats_add(&w->stats, accepted, 1);
     stats_add(&w->stats, active, 1);
-    loop_timer_start(&w->loop, &w->tq_silent, &c->timer, on_timer);
+    loop_timer_start(&w->loop, &c->tqs->silent, &c->timer, on_timer);
 }
 
 /* The client's addresses for the PROXY v2 header toward the fronting host: what the
@@ -447,7 +526,7 @@ static void on_early_up(struct loop *l, struct loop_io *io, unsigned events)
    leaves the rest for later (or for the replay); an error shows on the socket. */
 static void early_push(struct conn *c)
 {
-    if (!c->early_up || c->w->sh->cfg->fronting.proxy_protocol)
+    if (!c->early_up || c->gen->cfg->fronting.proxy_protocol)
         return;
     while (c->early_sent < c->hs_len) {
         ssize_t n = send(c->ufd, c->hs + c->early_sent, c->hs_len - c->early_sent, MSG_NOSIGNAL);
@@ -484,9 +563,9 @@ static void front_connecting(struct conn *c)
 static void front(struct conn *c, bool deadline)
 {
     crypto_ctr_cleanup(&c->c2p); /* a failed obfs2 parse leaves it unspecified */
-    if (c->w->sh->cfg->fronting.proxy_protocol && !c->hs)
+    if (c->gen->cfg->fronting.proxy_protocol && !c->hs)
         c->hs = conn_buf_get(c->w); /* a silent client still gets its PROXY header sent */
-    if (c->w->sh->cfg->fronting.proxy_protocol && c->hs) {
+    if (c->gen->cfg->fronting.proxy_protocol && c->hs) {
         uint8_t hdr[HS_HEADROOM];
         size_t k = pp_build(c, hdr); /* the handshake buffer always keeps this room */
         memmove(c->hs + k, c->hs, c->hs_len);
@@ -538,7 +617,7 @@ static void front_unavailable(struct conn *c)
     conn_dir_put(c->w, u);
     c->state = CONN_DISCARD;
     loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
-    loop_timer_start(&c->w->loop, &c->w->tq_handshake, &c->timer, on_timer);
+    loop_timer_start(&c->w->loop, &c->tqs->handshake, &c->timer, on_timer);
 }
 
 static bool replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
@@ -565,9 +644,8 @@ static bool replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *k
    payload for the DC, then connect. */
 static void start_dc(struct conn *c, struct obfs2_client *oc)
 {
-    const struct conn_shared *sh = c->w->sh;
     c->dc = oc->dc;
-    c->fast = sh->fast_mode;
+    c->fast = c->gen->fast_mode;
     uint8_t wire[OBFS2_HEADER_LEN];
     int rc = c->fast ? 0 : crypto_ctr_init(&c->p2c, oc->keys.enc_key, oc->keys.enc_iv);
     if (rc == 0)
@@ -591,9 +669,10 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
     c->hs = NULL;
     c->hs_len = 0;
     stats_add(&c->w->stats, handshake_ok, 1);
-    if (c->secret < c->w->nsec) {
-        stats_add(&c->w->sec[c->secret], conns, 1);
-        stats_add(&c->w->sec[c->secret], active, 1);
+    uint32_t slot = c->gen->slot[c->secret]; /* authenticated: c->secret is valid */
+    if (slot < c->w->nsec) {
+        stats_add(&c->w->sec[slot], conns, 1);
+        stats_add(&c->w->sec[slot], active, 1);
     }
     c->state = CONN_DC_CONNECT;
     loop_timer_stop(&c->timer); /* the connector's deadlines bound the connect */
@@ -608,9 +687,8 @@ static void flight_step(struct conn *c)
 {
     if (c->hs_len < OBFS2_HEADER_LEN)
         return;
-    const struct conn_shared *sh = c->w->sh;
     struct obfs2_candidate cand = {.tags = OBFS2_ALLOW_PADDED};
-    memcpy(cand.key, sh->cfg->secrets[c->secret].secret.key, 16);
+    memcpy(cand.key, c->gen->cfg->secrets[c->secret].secret.key, 16);
     struct obfs2_client oc;
     enum obfs2_status st = obfs2_parse_client(c->hs, c->hs_len, &cand, 1, &c->c2p, &oc);
     crypto_wipe(&cand, sizeof cand);
@@ -641,7 +719,7 @@ static int send_answer(struct conn *c, const struct faketls_hello *h, const uint
    failed handshake (nothing has been written to it), so it cannot learn a proxy is here. */
 static bool over_limit(struct conn *c)
 {
-    struct limits *l = c->w->sh->limits;
+    struct limits *l = c->gen->limits;
     struct proxyproto_addr a = {0};
     uint8_t ip[16] = {[10] = 0xff, [11] = 0xff}; /* IPv4 as ::ffff:a.b.c.d */
     bool known = limits_by_addr(l, c->secret) && pp_source(c, &a);
@@ -691,7 +769,7 @@ static size_t verdict_reason(enum faketls_verdict v)
 /* HELLO with a complete ClientHello record of rl bytes at hs. */
 static void tls_hello(struct conn *c, size_t rl)
 {
-    const struct conn_shared *sh = c->w->sh;
+    const struct gen *sh = c->gen;
     struct faketls_hello h;
     const char *why = "bad record";
     size_t fail_why = HS_REASON(hs_bad_hello);
@@ -748,7 +826,7 @@ fail:
 /* HELLO without TLS: a 64-byte obfs2 header for one of the dd / classic secrets. */
 static void plain_header(struct conn *c)
 {
-    const struct conn_shared *sh = c->w->sh;
+    const struct gen *sh = c->gen;
     struct obfs2_client oc;
     enum obfs2_status st =
         obfs2_parse_client(c->hs, c->hs_len, sh->plain, sh->nplain, &c->c2p, &oc);
@@ -774,7 +852,7 @@ static void plain_header(struct conn *c)
    handshake can start with; otherwise wait for more (with an early fronting connection). */
 static void hello_step(struct conn *c)
 {
-    const struct conn_shared *sh = c->w->sh;
+    const struct gen *sh = c->gen;
     bool tls = false; /* may still become a ClientHello */
     if (sh->nee) {
         size_t rl = 0;
@@ -869,7 +947,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     conn_touch(c);
     if (c->state == CONN_HELLO) {
         c->hs_len += (uint32_t)n;
-        if (c->w->sh->cfg->proxy_protocol_listener && !c->pp_done && strip_pp(c) <= 0)
+        if (c->gen->cfg->proxy_protocol_listener && !c->pp_done && strip_pp(c) <= 0)
             return;
         hello_step(c);
         return;
@@ -902,7 +980,7 @@ static void upstream_ready(struct conn *c)
     } else {
         c->state = CONN_RELAY;
     }
-    loop_timer_start(&w->loop, &w->tq_park, &c->timer, on_timer);
+    loop_timer_start(&w->loop, &c->tqs->park, &c->timer, on_timer);
     relay_start(c);
 }
 
@@ -936,7 +1014,7 @@ void conn_relay_event(struct conn *c, enum relay_event ev)
     case RELAY_EV_SITE_FIN: /* close once the client is quiet for the done time */
         if (c->state == CONN_FRONT_RELAY) {
             c->site_done = true;
-            loop_timer_start(&c->w->loop, &c->w->tq_done, &c->timer, on_timer);
+            loop_timer_start(&c->w->loop, &c->tqs->done, &c->timer, on_timer);
         }
         return;
     case RELAY_EV_DONE:
@@ -963,20 +1041,21 @@ void conn_relay_event(struct conn *c, enum relay_event ev)
 static void relay_timer(struct conn *c)
 {
     struct conn_worker *w = c->w;
+    struct conn_tqs *q = c->tqs;
     uint64_t quiet = w->loop.now_ms - c->last_io_ms;
     if (c->site_done) { /* fronted, the site closed: the client's quiet time decides */
-        if (quiet >= w->tq_done.duration_ms)
+        if (quiet >= q->done.duration_ms)
             conn_close(c, END_EOF);
         else
-            loop_timer_start(&w->loop, &w->tq_done, &c->timer, on_timer);
+            loop_timer_start(&w->loop, &q->done, &c->timer, on_timer);
         return;
     }
-    if (c->parked && quiet >= w->idle_ms) {
+    if (c->parked && quiet >= q->idle_ms) {
         stats_add(&w->stats, idle_timeout, 1);
         conn_close(c, END_IDLE);
         return;
     }
-    if (quiet >= w->tq_park.duration_ms) {
+    if (quiet >= q->park.duration_ms) {
         /* no-ops for streams already parked (or unused, as in fast mode and fronting) */
         crypto_ctr_park(&c->c2p);
         crypto_ctr_park(&c->p2c);
@@ -985,11 +1064,11 @@ static void relay_timer(struct conn *c)
         if (!c->parked)
             stats_add(&w->stats, parked, 1);
         c->parked = true;
-        loop_timer_start(&w->loop, &w->tq_idle, &c->timer, on_timer);
+        loop_timer_start(&w->loop, &q->idle, &c->timer, on_timer);
         return;
     }
     c->parked = false; /* traffic resumed the streams; back to watching for quiet */
-    loop_timer_start(&w->loop, &w->tq_park, &c->timer, on_timer);
+    loop_timer_start(&w->loop, &q->park, &c->timer, on_timer);
 }
 
 static void on_timer(struct loop *l, struct loop_timer *t)
@@ -1003,7 +1082,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
         c->silent_done = true;
         if (c->state == CONN_HELLO && !c->hs_len)
             early_front(c);
-        loop_timer_start(&w->loop, &w->tq_hs_rest, &c->timer, on_timer);
+        loop_timer_start(&w->loop, &c->tqs->hs_rest, &c->timer, on_timer);
         return;
     }
     switch (c->state) {

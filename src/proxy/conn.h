@@ -8,8 +8,13 @@
  * The worker's timer queues (one duration each) and pools are shared by its connections.
  *
  * Ownership: caller-owned worker struct (init/cleanup); connections belong to their worker.
+ * Reloads: each connection holds the configuration generation (gen.h) and the deadline
+ * queues (struct conn_tqs) it was accepted with until it ends; a worker moves to a newly
+ * published generation at its next accept.
+ *
  * Thread-safety: a worker and its connections are touched by the worker thread only; the
- * shared struct is read-only once workers run (except its atomic active count).
+ * shared struct is read-only once workers run (except its atomic active count and the
+ * current generation, swapped under its lock).
  */
 #ifndef TGPROXY_CONN_H
 #define TGPROXY_CONN_H
@@ -24,6 +29,7 @@
 #include "core/pool.h"
 #include "proxy/config.h"
 #include "proxy/faketls.h"
+#include "proxy/gen.h"
 #include "proxy/loop.h"
 #include "proxy/obfs2.h"
 #include "proxy/selfaddr.h"
@@ -33,25 +39,37 @@ struct antireplay;
 struct limits;
 struct upstream_name;
 
-/* State shared by every worker; read-only once the workers run (except the atomics). */
+/* State shared by every worker; read-only once the workers run, except the atomics and the
+   current generation (gen, under gen_mu, announced by gen_seq). */
 struct conn_shared {
-    const struct config *cfg;
-    struct obfs2_candidate *plain; /* dd / classic secrets for plain obfs2 */
-    size_t *plain_idx;             /* plain[i] is cfg->secrets[plain_idx[i]] */
-    size_t nplain;
-    struct faketls_key *ee; /* ee secrets for FakeTLS */
-    size_t *ee_idx;         /* ee[i] is cfg->secrets[ee_idx[i]] */
-    size_t nee;
+    const struct config *cfg; /* the config the server started with: what a reload cannot
+                                 change (listeners, workers, buffers, anti-replay, stats) */
+    struct gen *gen;          /* current generation, for new connections; under gen_mu */
+    uint64_t gen_seq;         /* atomic: gen->seq, read without the lock at each accept */
+    pthread_mutex_t gen_mu;
+    struct gen_labels labels;  /* every secret label seen: per-secret counter slots */
     struct antireplay *replay; /* NULL = anti-replay disabled */
-    struct limits *limits;     /* per-secret limits ([limits.LABEL]), shared by all workers */
     struct selfaddr self;      /* endpoints of our own listeners: never fronted to */
-    bool fast_mode;
-    bool dyn_records;     /* dynamic record sizing toward FakeTLS clients */
-    uint32_t concurrency; /* limit on active connections, all workers */
-    uint32_t active;      /* atomic: active connections, all workers */
-    size_t buf_size;      /* pool block size */
-    size_t big_size;      /* bulk block size; 0 = bulk buffers off (buf_size is large) */
-    uint32_t big_max;     /* bulk blocks one worker may hold at once */
+    uint32_t concurrency;      /* limit on active connections, all workers */
+    uint32_t active;           /* atomic: active connections, all workers */
+    size_t buf_size;           /* pool block size */
+    size_t big_size;           /* bulk block size; 0 = bulk buffers off (buf_size is large) */
+    uint32_t big_max;          /* bulk blocks one worker may hold at once */
+};
+
+/* A worker's deadline queues for one set of [network.timeout] values. A connection keeps the
+   set it was accepted with (its generation's timeouts); a reload that changes them gives the
+   worker a new set, and an old one is released when its last connection ends. */
+struct conn_tqs {
+    struct loop_tq handshake, connect, front;
+    struct loop_tq silent, hs_rest; /* the handshake deadline's two legs */
+    struct loop_tq park;            /* quiet time after which a relay parks its ciphers */
+    struct loop_tq idle;            /* the rest of the idle timeout, once parked */
+    struct loop_tq done;            /* fronted: the site closed; the client's quiet time left */
+    uint64_t idle_ms;               /* [network.timeout] idle */
+    uint32_t tcp_ms, handshake_ms, fronting_ms; /* what the set was made for */
+    uint32_t users;                             /* connections holding it */
+    struct conn_tqs *next;                      /* the worker's list of sets */
 };
 
 struct conn;
@@ -63,16 +81,14 @@ struct conn_worker {
     tg__pool big_pool;   /* bulk buffers (relay.c): bigger reads and sends for busy flows */
     uint32_t big_in_use; /* of at most sh->big_max */
     struct stats stats;
-    struct stats_secret *sec; /* per-secret counters, one per cfg->secrets entry (server.c) */
+    struct stats_secret *sec; /* per-secret counters by label slot (gen.h; server.c) */
     size_t nsec;
-    struct loop_tq tq_handshake, tq_connect, tq_front;
-    struct loop_tq tq_silent, tq_hs_rest; /* the handshake deadline's two legs */
-    struct loop_tq tq_park;               /* quiet time after which a relay parks its ciphers */
-    struct loop_tq tq_idle;               /* the rest of the idle timeout, once parked */
-    struct loop_tq tq_done;        /* fronted: the site closed; the client's quiet time left */
+    struct conn_tqs *tqs;          /* the set new connections get (current generation) */
+    struct conn_tqs *tqs_all;      /* every set still in use, tqs among them */
     struct loop_tq tq_limits;      /* 1 s: fold relayed bytes into quotas (limits.h) */
     struct loop_timer limits_tick; /* in tq_limits while some secret has a quota */
-    uint64_t idle_ms;              /* [network.timeout] idle */
+    struct gen *gen;               /* the generation new connections get (a reference) */
+    uint64_t gen_seq;              /* gen->seq */
     struct conn *conns;            /* every open connection, for shutdown */
     struct conn_shared *sh;        /* shared; only sh->active is written */
     tg__ratelimit rl;              /* debug lines the network can trigger */
@@ -81,7 +97,7 @@ struct conn_worker {
     /* host names (fronting host, [dcs] names) resolved off the loop by resolver threads,
        with their cached answers and waiting connections (upstream.c) */
     struct upstream_name *names;
-    size_t nnames;
+    size_t nnames, names_cap;
     int dns_fd[2];     /* resolver threads -> worker: 4-byte name indexes */
     uint32_t chain_rr; /* round-robin over [network] proxies (chain.c) */
     struct loop_io dns_io;
@@ -119,12 +135,22 @@ enum conn_end {
 };
 
 /*
- * The shared state for cfg (borrowed: it must outlive sh): the secrets sorted by kind, the
+ * The shared state for cfg (borrowed: it must outlive sh): generation 1 (gen.h), the
  * anti-replay cache, buffer sizes. sh->self is left empty (the server fills it once bound).
  * 0 or -ENOMEM; on failure, and when done, conn_shared_cleanup (NULL-safe).
  */
 int conn_shared_init(struct conn_shared *sh, const struct config *cfg);
 void conn_shared_cleanup(struct conn_shared *sh);
+
+/*
+ * Build the next generation from *cfg (moved into it on success; *cfg is left empty) and
+ * make it the one new connections get: each worker takes it at its next accept, connections
+ * already open keep theirs. Controlling thread only. 0 or -ENOMEM (nothing changed, *cfg
+ * still the caller's).
+ */
+int conn_shared_publish(struct conn_shared *sh, struct config *cfg);
+/* The current generation with a reference the caller drops with gen_unref. Any thread. */
+struct gen *conn_shared_gen(struct conn_shared *sh);
 
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh);

@@ -81,6 +81,8 @@ struct conn {
     int cfd, ufd;           /* client socket; DC or fronting socket (-1 = none) */
     struct loop_timer timer;
     struct conn_worker *w;
+    struct gen *gen;      /* the generation accepted under (a reference, dropped at close) */
+    struct conn_tqs *tqs; /* its deadline queues (counted in tqs->users) */
     struct conn *prev, *next;
     uint64_t start_ms, last_io_ms;
     uint64_t bytes_up, bytes_down;
@@ -93,7 +95,7 @@ struct conn {
     uint8_t *hs;                  /* handshake bytes read so far (pool buffer) */
     uint32_t hs_len;
     uint32_t early_sent; /* bytes of hs already passed on to an early fronting connection */
-    uint32_t secret;     /* index into cfg->secrets; UINT32_MAX = none yet */
+    uint32_t secret;     /* index into gen->cfg->secrets; UINT32_MAX = none yet */
     int16_t dc;
     uint8_t state; /* enum conn_state */
     uint8_t end;   /* enum conn_end */

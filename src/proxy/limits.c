@@ -4,10 +4,13 @@
  * Connection counts are one relaxed atomic per secret. Unique client IPs are a small table
  * per secret (max-unique-ips entries) under that secret's mutex, scanned linearly: it is
  * touched once per admitted handshake and once per close, never on the relay path.
+ * The counted state (struct limit_state) is shared by label between the generations of a
+ * reload (limits_new's prev); the settings (struct limit_slot) are each generation's own.
  */
 #include "proxy/limits.h"
 
 #include "core/alloc.h"
+#include "core/str.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -19,18 +22,28 @@ struct limit_ip {
     bool used;
 };
 
-struct limit_slot {
-    uint32_t max_conns; /* 0 = unlimited */
-    int64_t expires;    /* 0 = never */
+/* What a secret's limits count, shared by every generation that has its label (so a reload
+   neither forgets open connections nor resets a quota). */
+struct limit_state {
+    uint32_t refs;      /* atomic: generations holding it */
     uint32_t conns;     /* atomic: admitted connections still open */
-    uint32_t max_ips;   /* 0 = unlimited; else ips has max_ips entries */
-    uint32_t ip_window_s;
-    uint64_t quota;     /* bytes per period; 0 = unlimited */
-    uint32_t reset_s;   /* period; 0 = never resets */
     uint64_t used;      /* atomic: bytes charged in this period */
     int64_t period_end; /* under mu: when used goes back to 0 (reset_s != 0); 0 = not started */
-    pthread_mutex_t mu; /* guards ips and period_end */
+    pthread_mutex_t mu; /* guards ips, ips_cap and period_end */
     struct limit_ip *ips;
+    uint32_t ips_cap; /* entries in ips: the largest max-unique-ips any generation gave */
+};
+
+/* One secret's limits in one generation: its settings, and the state it shares. */
+struct limit_slot {
+    char label[CONFIG_LABEL_MAX];
+    uint32_t max_conns; /* 0 = unlimited */
+    int64_t expires;    /* 0 = never */
+    uint32_t max_ips;   /* 0 = unlimited; else st->ips has at least max_ips entries */
+    uint32_t ip_window_s;
+    uint64_t quota;   /* bytes per period; 0 = unlimited */
+    uint32_t reset_s; /* period; 0 = never resets */
+    struct limit_state *st;
 };
 
 struct limits {
@@ -55,7 +68,50 @@ const char *limits_verdict_name(enum limits_verdict v)
     return "?";
 }
 
-struct limits *limits_new(const struct config *cfg)
+static void state_unref(struct limit_state *st)
+{
+    if (!st || __atomic_sub_fetch(&st->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    pthread_mutex_destroy(&st->mu);
+    tg__free(st->ips);
+    tg__free(st);
+}
+
+/* The state for label: prev's (shared) when prev has the label, else a fresh one. Grows the
+   address table to max_ips. NULL on allocation failure. */
+static struct limit_state *state_for(const struct limits *prev, const char *label, uint32_t max_ips)
+{
+    struct limit_state *st = NULL;
+    for (size_t i = 0; prev && i < prev->n && !st; i++)
+        if (strcmp(prev->slot[i].label, label) == 0)
+            st = prev->slot[i].st;
+    if (st) {
+        __atomic_add_fetch(&st->refs, 1, __ATOMIC_RELAXED);
+    } else {
+        if (!(st = tg__calloc(1, sizeof *st)))
+            return NULL;
+        st->refs = 1;
+        pthread_mutex_init(&st->mu, NULL);
+    }
+    pthread_mutex_lock(&st->mu);
+    if (max_ips > st->ips_cap) { /* entries keep their index: open connections name them */
+        struct limit_ip *ips = tg__realloc(st->ips, max_ips * sizeof *ips);
+        if (ips) {
+            memset(ips + st->ips_cap, 0, (max_ips - st->ips_cap) * sizeof *ips);
+            st->ips = ips;
+            st->ips_cap = max_ips;
+        }
+    }
+    bool ok = st->ips_cap >= max_ips;
+    pthread_mutex_unlock(&st->mu);
+    if (!ok) {
+        state_unref(st);
+        return NULL;
+    }
+    return st;
+}
+
+struct limits *limits_new(const struct config *cfg, const struct limits *prev)
 {
     struct limits *l = tg__calloc(1, sizeof *l);
     if (!l)
@@ -68,17 +124,17 @@ struct limits *limits_new(const struct config *cfg)
     for (size_t i = 0; i < cfg->nsecrets; i++, l->n++) {
         const struct config_limits *c = &cfg->secrets[i].limits;
         struct limit_slot *s = &l->slot[i];
+        tg__strlcpy(s->label, cfg->secrets[i].label, sizeof s->label);
         s->max_conns = c->max_connections;
         s->expires = c->expires;
         s->max_ips = c->max_unique_ips;
         s->ip_window_s = c->unique_ips_window_s ? c->unique_ips_window_s : 3600;
         s->quota = c->quota;
         s->reset_s = c->quota_reset_s;
-        if (s->max_ips && !(s->ips = tg__calloc(s->max_ips, sizeof *s->ips))) {
+        if (!(s->st = state_for(prev, s->label, s->max_ips))) {
             limits_free(l);
             return NULL;
         }
-        pthread_mutex_init(&s->mu, NULL);
     }
     return l;
 }
@@ -87,10 +143,8 @@ void limits_free(struct limits *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->n; i++) {
-        pthread_mutex_destroy(&l->slot[i].mu);
-        tg__free(l->slot[i].ips);
-    }
+    for (size_t i = 0; i < l->n; i++)
+        state_unref(l->slot[i].st);
     tg__free(l->slot);
     tg__free(l);
 }
@@ -101,7 +155,7 @@ static uint32_t ip_take(struct limit_slot *s, const uint8_t addr[16], int64_t no
 {
     uint32_t spare = UINT32_MAX;
     for (uint32_t i = 0; i < s->max_ips; i++) {
-        struct limit_ip *e = &s->ips[i];
+        struct limit_ip *e = &s->st->ips[i];
         if (e->used && memcmp(e->addr, addr, 16) == 0)
             return i;
         bool lapsed = !e->used || (e->open == 0 && now_s - e->last_s >= (int64_t)s->ip_window_s);
@@ -109,7 +163,7 @@ static uint32_t ip_take(struct limit_slot *s, const uint8_t addr[16], int64_t no
             spare = i;
     }
     if (spare != UINT32_MAX) {
-        struct limit_ip *e = &s->ips[spare];
+        struct limit_ip *e = &s->st->ips[spare];
         memcpy(e->addr, addr, 16);
         e->open = 0;
         e->used = true;
@@ -130,17 +184,18 @@ static bool quota_spent(struct limit_slot *s, int64_t now_s)
 {
     if (!s->quota)
         return false;
+    struct limit_state *st = s->st;
     if (s->reset_s) {
-        pthread_mutex_lock(&s->mu);
-        if (s->period_end == 0) {
-            s->period_end = now_s + s->reset_s;
-        } else if (now_s >= s->period_end) {
-            s->period_end += ((now_s - s->period_end) / s->reset_s + 1) * (int64_t)s->reset_s;
-            __atomic_store_n(&s->used, 0, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&st->mu);
+        if (st->period_end == 0) {
+            st->period_end = now_s + s->reset_s;
+        } else if (now_s >= st->period_end) {
+            st->period_end += ((now_s - st->period_end) / s->reset_s + 1) * (int64_t)s->reset_s;
+            __atomic_store_n(&st->used, 0, __ATOMIC_RELAXED);
         }
-        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&st->mu);
     }
-    return __atomic_load_n(&s->used, __ATOMIC_RELAXED) >= s->quota;
+    return __atomic_load_n(&st->used, __ATOMIC_RELAXED) >= s->quota;
 }
 
 bool limits_charge(struct limits *l, size_t secret, uint64_t bytes, int64_t now_s)
@@ -149,7 +204,7 @@ bool limits_charge(struct limits *l, size_t secret, uint64_t bytes, int64_t now_
         return false;
     struct limit_slot *s = &l->slot[secret];
     if (bytes)
-        __atomic_add_fetch(&s->used, bytes, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&s->st->used, bytes, __ATOMIC_RELAXED);
     return quota_spent(s, now_s);
 }
 
@@ -169,22 +224,23 @@ enum limits_verdict limits_admit(struct limits *l, size_t secret, const uint8_t 
         return LIMITS_EXPIRED;
     if (quota_spent(s, now_s))
         return LIMITS_QUOTA;
-    uint32_t n = __atomic_add_fetch(&s->conns, 1, __ATOMIC_RELAXED);
+    struct limit_state *st = s->st;
+    uint32_t n = __atomic_add_fetch(&st->conns, 1, __ATOMIC_RELAXED);
     if (s->max_conns && n > s->max_conns) {
-        __atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&st->conns, 1, __ATOMIC_RELAXED);
         return LIMITS_CONNECTIONS;
     }
     if (!s->max_ips || !addr)
         return LIMITS_OK;
-    pthread_mutex_lock(&s->mu);
+    pthread_mutex_lock(&st->mu);
     uint32_t i = ip_take(s, addr, now_s);
     if (i != LIMITS_NO_IP) {
-        s->ips[i].open++;
-        s->ips[i].last_s = now_s;
+        st->ips[i].open++;
+        st->ips[i].last_s = now_s;
     }
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&st->mu);
     if (i == LIMITS_NO_IP) {
-        __atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&st->conns, 1, __ATOMIC_RELAXED);
         return LIMITS_UNIQUE_IPS;
     }
     *ip_slot = i;
@@ -195,12 +251,14 @@ void limits_release(struct limits *l, size_t secret, uint32_t ip_slot, int64_t n
 {
     if (secret >= l->n)
         return;
-    struct limit_slot *s = &l->slot[secret];
-    __atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);
-    if (ip_slot == LIMITS_NO_IP || ip_slot >= s->max_ips)
+    struct limit_state *st = l->slot[secret].st;
+    __atomic_sub_fetch(&st->conns, 1, __ATOMIC_RELAXED);
+    if (ip_slot == LIMITS_NO_IP)
         return;
-    pthread_mutex_lock(&s->mu);
-    s->ips[ip_slot].open--;
-    s->ips[ip_slot].last_s = now_s;
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&st->mu);
+    if (ip_slot < st->ips_cap) {
+        st->ips[ip_slot].open--;
+        st->ips[ip_slot].last_s = now_s;
+    }
+    pthread_mutex_unlock(&st->mu);
 }

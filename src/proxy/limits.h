@@ -10,10 +10,16 @@
  * `quota` of relayed bytes is used up for the current `quota-reset` period. Workers charge
  * relayed bytes with limits_charge once a second and at close (not per read).
  *
+ * Reloads: each configuration generation has its own struct limits (its settings), but what
+ * is counted (open connections, client addresses, quota use and period) belongs to the
+ * secret's label and is shared with the generation before it (limits_new's prev), so a
+ * reload neither resets a quota nor forgets connections still open under the old settings.
+ *
  * Ownership: limits_new copies what it needs from cfg (borrowed only during the call);
- * limits_free releases it. Thread-safety: limits_admit and limits_release may be called from
- * any worker at once (a relaxed atomic per secret, plus a per-secret mutex for secrets with
- * max-unique-ips; touched once at the handshake and once at close, never on the relay path).
+ * limits_free releases it (the counted state goes with the last generation holding it).
+ * Thread-safety: limits_admit and limits_release may be called from any worker at once (a relaxed
+ * atomic per secret, plus a per-secret mutex for secrets with max-unique-ips; touched once at the
+ * handshake and once at close, never on the relay path).
  */
 #ifndef TGPROXY_LIMITS_H
 #define TGPROXY_LIMITS_H
@@ -39,8 +45,10 @@ struct limits;
 /* "secret expired", "max-connections reached", ... for logs; static. */
 const char *limits_verdict_name(enum limits_verdict v);
 
-/* One state per secret of cfg (same indexes). Returns NULL on allocation failure. */
-struct limits *limits_new(const struct config *cfg);
+/* One state per secret of cfg (same indexes), sharing the counted state of each label prev
+   also has (prev may be NULL; it stays valid and may still be used meanwhile). Returns
+   NULL on allocation failure. */
+struct limits *limits_new(const struct config *cfg, const struct limits *prev);
 
 /* NULL-safe. No admitted connection may still be open. */
 void limits_free(struct limits *l);

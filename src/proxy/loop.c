@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -121,6 +122,16 @@ int loop_tq_add(struct loop *l, struct loop_tq *q, uint64_t duration_ms)
     q->duration_ms = duration_ms ? duration_ms : 1;
     l->tqs[l->n_tq++] = q;
     return 0;
+}
+
+void loop_tq_del(struct loop *l, struct loop_tq *q)
+{
+    for (size_t i = 0; i < l->n_tq; i++)
+        if (l->tqs[i] == q) {
+            memmove(&l->tqs[i], &l->tqs[i + 1], (l->n_tq - i - 1) * sizeof l->tqs[0]);
+            l->n_tq--;
+            return;
+        }
 }
 
 void loop_timer_stop(struct loop_timer *t)

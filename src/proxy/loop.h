@@ -61,7 +61,7 @@ struct loop_tq {
 };
 
 #define LOOP_MAX_EVENTS 256
-#define LOOP_MAX_TQ     12
+#define LOOP_MAX_TQ     48 /* a worker: 2 of its own, 8 per set of timeouts in use */
 
 struct loop {
     int epfd;
@@ -105,6 +105,8 @@ void loop_io_forget(struct loop *l, struct loop_io *io);
 
 /* A queue owned by the caller, registered with the loop (at most LOOP_MAX_TQ). 0 or -ENOSPC. */
 int loop_tq_add(struct loop *l, struct loop_tq *q, uint64_t duration_ms);
+/* Unregister q (its timers must be stopped first). No-op when q is not registered. */
+void loop_tq_del(struct loop *l, struct loop_tq *q);
 /* (Re)start t in q: deadline = now + q's duration. Stops it first if queued anywhere. */
 void loop_timer_start(struct loop *l, struct loop_tq *q, struct loop_timer *t, loop_timer_fn cb);
 void loop_timer_stop(struct loop_timer *t); /* no-op when not queued */

@@ -115,16 +115,18 @@ static int collect_totals(struct walk *w, const struct stats *tot)
     return rc;
 }
 
+/* By label: every label seen since start (reloads add labels; a removed secret's counters
+   stay, frozen), so series continue across reloads. */
 static int collect_secrets(struct walk *w, const struct server *s)
 {
-    const struct config *cfg = server_config(s);
+    size_t n = server_secret_count(s);
     int rc = 0;
     for (int pass = 0; rc == 0 && pass < 4; pass++) {
-        for (size_t i = 0; rc == 0 && i < cfg->nsecrets; i++) {
+        for (size_t i = 0; rc == 0 && i < n; i++) {
             struct stats_secret ss;
             server_secret_stats(s, i, &ss);
             struct metric_sample m = {
-                .nlabels = 1, .label_key = {"secret"}, .label_val = {cfg->secrets[i].label}};
+                .nlabels = 1, .label_key = {"secret"}, .label_val = {server_secret_label(s, i)}};
             if (pass == 0) {
                 m.family = "secret_connections_total";
                 m.help = "Authenticated client connections, by secret label.";

@@ -28,7 +28,7 @@
 /* Payload limit of the i-th record toward the client since the last reset. */
 static size_t rec_limit(const struct conn *c, uint32_t i)
 {
-    if (!c->w->sh->dyn_records || i >= DYN_SMALL_N + DYN_MID_N)
+    if (!c->gen->dyn_records || i >= DYN_SMALL_N + DYN_MID_N)
         return RELAY_TLS_MAX_PAYLOAD;
     return i < DYN_SMALL_N ? DYN_SMALL : DYN_MID;
 }
@@ -126,7 +126,7 @@ static ssize_t read_wrapped(struct conn *c, int fd, uint8_t *buf, size_t size, s
     struct iovec iov[MAXSLOTS];
     int k = 0;
     *cap = 0;
-    if (c->w->sh->dyn_records && c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS)
+    if (c->gen->dyn_records && c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS)
         c->recs = 0; /* a quiet second: start small again */
     /* whole slots only after the first, so a buffer's tail never makes a runt record */
     for (size_t at = 0; k < MAXSLOTS; k++) {

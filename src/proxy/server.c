@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "proxy/antireplay.h"
 #include "proxy/conn.h"
+#include "proxy/gen.h"
 #include "proxy/metrics.h"
 #include "proxy/statsd.h"
 #include "proxy/upstream.h"
@@ -17,6 +18,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -52,10 +54,13 @@ struct server {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t ready;             /* workers past init */
-    struct stats_secret *sec; /* nw x nsecrets per-secret counters */
+    struct stats_secret *sec; /* nw x GEN_LABELS_MAX per-secret counters, by label slot */
     double start_time;        /* Unix seconds */
     struct metrics *metrics;  /* [stats.prometheus] page, or NULL */
     struct statsd *statsd;    /* [stats.statsd] pusher, or NULL */
+    uint64_t reloads[2];      /* atomic: reloads refused [0] and applied [1] */
+    bool last_reload_ok;      /* atomic: the last reload was applied (true before any) */
+    double last_reload_time;  /* atomic (as bits): Unix seconds of the last reload; 0 = none */
 };
 
 static void listeners_set(struct worker *w, unsigned mask)
@@ -120,8 +125,8 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct server *s = w->srv;
     int rc = conn_worker_init(&w->cw, &s->sh);
-    w->cw.sec = s->sec + (size_t)(w - s->w) * s->cfg->nsecrets;
-    w->cw.nsec = s->cfg->nsecrets;
+    w->cw.sec = s->sec + (size_t)(w - s->w) * GEN_LABELS_MAX;
+    w->cw.nsec = GEN_LABELS_MAX;
     tg__ratelimit_init(&w->limit_rl, 0.1, 1); /* one line per 10 s at most */
     if (rc == 0)
         rc = loop_tq_add(&w->cw.loop, &w->tq_pause, ACCEPT_PAUSE_MS);
@@ -223,7 +228,7 @@ static int self_init(struct server *s)
         if ((rc = selfaddr_build(&s->sh.self, ls, cfg->nlisten, NULL)) < 0)
             return rc;
     }
-    upstream_check_self(&s->sh);
+    upstream_check_self(&s->sh, cfg);
     return 0;
 }
 
@@ -316,7 +321,8 @@ int server_start(const struct config *cfg, struct server **out)
     clock_gettime(CLOCK_REALTIME, &ts);
     s->start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
     s->w = tg__calloc(s->nw, sizeof *s->w);
-    s->sec = tg__calloc(s->nw * (cfg->nsecrets ? cfg->nsecrets : 1), sizeof *s->sec);
+    s->sec = tg__calloc(s->nw * GEN_LABELS_MAX, sizeof *s->sec);
+    s->last_reload_ok = true;
     int rc = s->w && s->sec ? 0 : -ENOMEM;
     for (size_t k = 0; rc == 0 && k < s->nw; k++)
         for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
@@ -370,11 +376,21 @@ void server_worker_stats(const struct server *s, size_t k, struct stats *out)
         stats_sum(out, &s->w[k].cw.stats);
 }
 
+size_t server_secret_count(const struct server *s)
+{
+    return gen_labels_count(&s->sh.labels);
+}
+
+const char *server_secret_label(const struct server *s, size_t i)
+{
+    return gen_labels_name(&s->sh.labels, (uint32_t)i);
+}
+
 void server_secret_stats(const struct server *s, size_t i, struct stats_secret *out)
 {
     memset(out, 0, sizeof *out);
-    for (size_t k = 0; i < s->cfg->nsecrets && k < s->nw; k++)
-        stats_secret_sum(out, &s->sec[k * s->cfg->nsecrets + i]);
+    for (size_t k = 0; i < GEN_LABELS_MAX && k < s->nw; k++)
+        stats_secret_sum(out, &s->sec[k * GEN_LABELS_MAX + i]);
 }
 
 void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *replays,
@@ -423,17 +439,125 @@ void server_stop(struct server *s)
     tg__free(s);
 }
 
-int server_run(const struct config *cfg)
+/* ---- reload (SIGHUP) ---- */
+
+/* Settings a running server cannot change: a reload keeps the running value and says so. */
+#define RESTART_KEY(name, field)                                                                   \
+    {                                                                                              \
+        name, offsetof(struct config, field), sizeof(((struct config *)0)->field)                  \
+    }
+static const struct {
+    const char *name;
+    size_t off, len;
+} restart_keys[] = {
+    RESTART_KEY("workers", workers),
+    RESTART_KEY("concurrency", concurrency),
+    RESTART_KEY("buffer-size", buffer_size),
+    RESTART_KEY("bulk-budget", bulk_budget),
+    RESTART_KEY("[defense.anti-replay]", antireplay),
+    RESTART_KEY("[stats.prometheus]", prometheus),
+    RESTART_KEY("[stats.statsd]", statsd),
+};
+
+static bool same_listeners(const struct config *a, const struct config *b)
+{
+    if (a->nlisten != b->nlisten)
+        return false;
+    for (size_t i = 0; i < a->nlisten; i++)
+        if (a->listen[i].addr_len != b->listen[i].addr_len ||
+            memcmp(&a->listen[i].addr, &b->listen[i].addr, a->listen[i].addr_len) != 0)
+            return false;
+    return true;
+}
+
+static void reload_count(struct server *s, bool ok)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    __atomic_add_fetch(&s->reloads[ok], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->last_reload_ok, ok, __ATOMIC_RELAXED);
+    __atomic_store(&s->last_reload_time, &now, __ATOMIC_RELAXED);
+}
+
+int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen)
+{
+    const struct config *run = s->cfg;
+    int rc = config_validate(cfg, err, errlen);
+    if (rc == 0 && !same_listeners(run, cfg)) {
+        snprintf(err, errlen,
+                 "%s: bind-to differs from the running listeners; a reload cannot add or "
+                 "remove listen addresses (restart tgproxy to change bind-to)",
+                 cfg->source);
+        rc = -EINVAL;
+    }
+    if (rc == 0) {
+        struct config probe = *cfg; /* restart-only values are compared, then kept */
+        for (size_t i = 0; i < sizeof restart_keys / sizeof restart_keys[0]; i++)
+            if (memcmp((const char *)run + restart_keys[i].off,
+                       (const char *)&probe + restart_keys[i].off, restart_keys[i].len) != 0)
+                tg__log(NULL, TG__LOG_WARN,
+                        "reload: %s changed in %s; it takes effect at the next restart (the "
+                        "running value stays)",
+                        restart_keys[i].name, cfg->source);
+        tg__logger_set_level(tg__log_default(), cfg->log_level);
+        rc = conn_shared_publish(&s->sh, cfg);
+        if (rc < 0)
+            snprintf(err, errlen, "%s: out of memory", cfg->source);
+    }
+    if (rc == 0) {
+        struct gen *g = conn_shared_gen(&s->sh);
+        upstream_check_self(&s->sh, g->cfg);
+        gen_unref(g);
+    }
+    reload_count(s, rc == 0);
+    return rc;
+}
+
+int server_reload_file(struct server *s, const char *path)
+{
+    char err[CONFIG_ERR_MAX];
+    struct config cfg;
+    config_init(&cfg);
+    int rc = config_load_file(&cfg, path, err, sizeof err, NULL, NULL);
+    if (rc == 0)
+        rc = server_reload(s, &cfg, err, sizeof err);
+    else
+        reload_count(s, false);
+    config_cleanup(&cfg);
+    if (rc != 0) {
+        tg__log(NULL, TG__LOG_ERROR, "reload refused, the running configuration stays: %s", err);
+        return rc;
+    }
+    struct gen *g = conn_shared_gen(&s->sh);
+    tg__log(NULL, TG__LOG_INFO,
+            "reload: %s applied (generation %llu, secrets: %zu); open connections keep the "
+            "configuration they started with",
+            path, (unsigned long long)g->seq, g->cfg->nsecrets);
+    gen_unref(g);
+    return 0;
+}
+
+void server_reload_counts(const struct server *s, uint64_t *ok, uint64_t *failed, bool *last_ok,
+                          double *last_time)
+{
+    *ok = __atomic_load_n(&s->reloads[1], __ATOMIC_RELAXED);
+    *failed = __atomic_load_n(&s->reloads[0], __ATOMIC_RELAXED);
+    *last_ok = __atomic_load_n(&s->last_reload_ok, __ATOMIC_RELAXED);
+    __atomic_load(&s->last_reload_time, last_time, __ATOMIC_RELAXED);
+}
+
+int server_run(const struct config *cfg, const char *path)
 {
     sigset_t set, old;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     /* Blocked before the workers exist, so they inherit the mask and only sigwait sees it. */
     pthread_sigmask(SIG_BLOCK, &set, &old);
     signal(SIGPIPE, SIG_IGN);
-    if (tg__log_default()->level != cfg->log_level) /* set before any worker reads it */
-        tg__log_default()->level = cfg->log_level;
+    tg__logger_set_level(tg__log_default(), cfg->log_level);
     struct server *s = NULL;
     int rc = server_start(cfg, &s);
     if (rc == 0) {
@@ -442,7 +566,15 @@ int server_run(const struct config *cfg)
                     cfg->listen[i].text, (unsigned)s->port[i], s->nw,
                     cfg->fast_mode ? "on" : "off");
         int sig = 0;
-        while (sigwait(&set, &sig) != 0) {
+        while (sigwait(&set, &sig) != 0 || sig == SIGHUP) {
+            if (sig != SIGHUP)
+                continue;
+            if (path)
+                server_reload_file(s, path);
+            else
+                tg__log(NULL, TG__LOG_INFO,
+                        "SIGHUP: nothing to re-read (simple-run has no configuration file)");
+            sig = 0;
         }
         tg__log(NULL, TG__LOG_INFO, "signal %d: shutting down", sig);
         server_stop(s);

@@ -11,12 +11,17 @@
  * give tests and benchmarks the same engine in-process (bind-to port 0 picks a free port,
  * the same one for every worker; server_port() reports it).
  *
+ * Reload: server_reload / SIGHUP publish a new configuration generation (gen.h) that new
+ * connections take; established ones keep theirs. server_config() stays the starting config
+ * (what a reload cannot change: listeners, workers, buffers, anti-replay, [stats.*]).
+ *
  * Ownership: cfg is borrowed and must outlive the server. Thread-safety: server_* calls are
  * made by one controlling thread; server_stats() may run while workers serve.
  */
 #ifndef TGPROXY_SERVER_H
 #define TGPROXY_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "proxy/config.h"
@@ -25,11 +30,29 @@
 struct server;
 
 /*
- * Serve cfg until SIGINT/SIGTERM (which it blocks in the calling thread and waits for).
- * Returns 0 after a clean shutdown, or -errno when it cannot start (bind, threads, memory;
- * a message is logged at error level).
+ * Serve cfg until SIGINT/SIGTERM (which it blocks in the calling thread and waits for, with
+ * SIGHUP). SIGHUP re-reads the file at path (server_reload_file); path NULL (simple-run)
+ * logs that there is nothing to re-read. Returns 0 after a clean shutdown, or -errno when it
+ * cannot start (bind, threads, memory; a message is logged at error level).
  */
-int server_run(const struct config *cfg);
+int server_run(const struct config *cfg, const char *path);
+
+/*
+ * Reload: make cfg (validated here; moved into the server on success, *cfg left empty) the
+ * configuration of new connections. Secrets, [limits.LABEL], [dcs], fronting, timeouts,
+ * log level and the rest apply to connections accepted from now on; open connections keep
+ * theirs. bind-to must name the running listeners (else -EINVAL: a reload never adds or
+ * removes listeners); workers, concurrency, buffer-size, bulk-budget, anti-replay and
+ * [stats.*] keep their running values, with a warning each. Returns 0, -EINVAL (err says
+ * why; nothing changed) or -ENOMEM. Controlling thread only; counted for the metrics.
+ */
+int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen);
+/* Load path and server_reload it, logging the outcome (a refusal names file:line). */
+int server_reload_file(struct server *s, const char *path);
+/* Reloads applied and refused, whether the last one was applied (true before any) and
+   when it ran (Unix seconds; 0 = none yet). Any thread. */
+void server_reload_counts(const struct server *s, uint64_t *ok, uint64_t *failed, bool *last_ok,
+                          double *last_time);
 
 /* Bind, start the workers and return at once. 0 or -errno (nothing left running). */
 int server_start(const struct config *cfg, struct server **out);
@@ -43,7 +66,11 @@ size_t server_workers(const struct server *s);
 const struct config *server_config(const struct server *s);
 /* Worker k's counters (0 <= k < server_workers). */
 void server_worker_stats(const struct server *s, size_t k, struct stats *out);
-/* Secret i's counters summed over workers (0 <= i < cfg->nsecrets). */
+/* Per-secret counters are kept by label, so they continue across reloads: every label seen
+   since start has a slot i < server_secret_count (a removed secret's counters stay). */
+size_t server_secret_count(const struct server *s);
+const char *server_secret_label(const struct server *s, size_t i);
+/* Slot i's counters summed over workers. */
 void server_secret_stats(const struct server *s, size_t i, struct stats_secret *out);
 /* Anti-replay cache: handshakes recorded, replays found, entries it has room for now
    (all 0 when anti-replay is off). */

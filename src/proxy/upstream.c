@@ -186,14 +186,18 @@ static void on_timer(struct loop *l, struct loop_timer *t);
 
 void upstream_req_init(struct upstream_req *r)
 {
+    const struct config *cfg = r->cfg; /* the caller's: kept */
+    struct conn_tqs *tqs = r->tqs;
     memset(r, 0, sizeof *r);
     r->io.fd = -1;
+    r->cfg = cfg;
+    r->tqs = tqs;
 }
 
 /* The deadline queue of r's kind: fronting, or the DC connect timeout. */
 static struct loop_tq *req_tq(const struct upstream_req *r)
 {
-    return r->front ? &r->w->tq_front : &r->w->tq_connect;
+    return r->front ? &r->tqs->front : &r->tqs->connect;
 }
 
 /* Socket + connect toward sa, registered for WRITE, deadline running (not for an early
@@ -204,7 +208,7 @@ static int start_connect(struct upstream_req *r, const struct sockaddr_storage *
     int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    upstream_tune(fd, w->sh->cfg);
+    upstream_tune(fd, r->cfg);
     if (connect(fd, (const struct sockaddr *)sa, len) < 0 && errno != EINPROGRESS) {
         int err = -errno;
         close(fd);
@@ -326,9 +330,8 @@ static void warn_self(const struct conn_shared *sh, const char *host,
     }
 }
 
-void upstream_check_self(const struct conn_shared *sh)
+void upstream_check_self(const struct conn_shared *sh, const struct config *cfg)
 {
-    const struct config *cfg = sh->cfg;
     if (cfg->fronting.resolved)
         warn_self(sh, cfg->fronting.host, &cfg->fronting.addr, &cfg->fronting.addr_len, 1);
 }
@@ -378,15 +381,16 @@ static void on_dns(struct loop *l, struct loop_io *io, unsigned events)
 }
 
 /* Register host:port (a name, not an IP literal) once. 0 or -ENOMEM. */
-static int name_add(struct conn_worker *w, size_t cap, const char *host, uint16_t port, bool front)
+static int name_add(struct conn_worker *w, const char *host, uint16_t port, bool front)
 {
+    size_t cap = w->names_cap;
     struct upstream_name *old = host[0] ? name_find(w, host, port) : NULL;
     if (old)
         old->front |= front;
     if (!host[0] || old)
         return 0;
     if (w->nnames == cap)
-        return -ENOMEM; /* cannot happen: cap counts every candidate */
+        return -ENOSPC; /* a reload added more names than the room kept for them */
     struct upstream_name *e = &w->names[w->nnames];
     tg__strlcpy(e->host, host, sizeof e->host);
     e->port = port;
@@ -395,29 +399,46 @@ static int name_add(struct conn_worker *w, size_t cap, const char *host, uint16_
     return 0;
 }
 
-/* Every name a connection may need: the fronting host (configured, else each ee secret's
-   domain) and the [dcs] host names. */
+/* Every name a connection under cfg may need: the fronting host (configured, else each ee
+   secret's domain) and the [dcs] host names. 0, or -ENOSPC past the table's room. */
+static int names_add(struct conn_worker *w, const struct config *cfg)
+{
+    uint16_t fport = cfg->fronting.port ? cfg->fronting.port : 443;
+    int rc = 0;
+    if (!cfg->fronting.resolved && cfg->fronting.host[0])
+        rc = name_add(w, cfg->fronting.host, fport, true);
+    for (size_t i = 0; rc == 0 && !cfg->fronting.host[0] && i < cfg->nsecrets; i++)
+        if (cfg->secrets[i].secret.kind == SECRET_EE)
+            rc = name_add(w, cfg->secrets[i].secret.domain, fport, true);
+    for (size_t i = 0; rc == 0 && i < cfg->ndcs; i++)
+        for (size_t k = 0; rc == 0 && k < cfg->dcs[i].naddrs; k++)
+            if (!cfg->dcs[i].addrs[k].resolved)
+                rc = name_add(w, cfg->dcs[i].addrs[k].host, cfg->dcs[i].addrs[k].port, false);
+    return rc;
+}
+
+/* The table is allocated once (resolver threads write into their entry): room for every
+   name of the starting config plus UPSTREAM_NAMES_SPARE that reloads may add. */
 static int names_init(struct conn_worker *w)
 {
-    const struct config *cfg = w->sh->cfg;
-    size_t cap = cfg->nsecrets + 1;
+    const struct config *cfg = w->gen->cfg;
+    size_t cap = cfg->nsecrets + 1 + UPSTREAM_NAMES_SPARE;
     for (size_t i = 0; i < cfg->ndcs; i++)
         cap += cfg->dcs[i].naddrs;
     w->names = tg__calloc(cap, sizeof *w->names);
     if (!w->names)
         return -ENOMEM;
-    uint16_t fport = cfg->fronting.port ? cfg->fronting.port : 443;
-    int rc = 0;
-    if (!cfg->fronting.resolved && cfg->fronting.host[0])
-        rc = name_add(w, cap, cfg->fronting.host, fport, true);
-    for (size_t i = 0; rc == 0 && !cfg->fronting.host[0] && i < cfg->nsecrets; i++)
-        if (cfg->secrets[i].secret.kind == SECRET_EE)
-            rc = name_add(w, cap, cfg->secrets[i].secret.domain, fport, true);
-    for (size_t i = 0; rc == 0 && i < cfg->ndcs; i++)
-        for (size_t k = 0; rc == 0 && k < cfg->dcs[i].naddrs; k++)
-            if (!cfg->dcs[i].addrs[k].resolved)
-                rc = name_add(w, cap, cfg->dcs[i].addrs[k].host, cfg->dcs[i].addrs[k].port, false);
-    return rc;
+    w->names_cap = cap;
+    return names_add(w, cfg);
+}
+
+void upstream_worker_adopt(struct conn_worker *w, const struct config *cfg)
+{
+    if (names_add(w, cfg) < 0 && tg__ratelimit_allow(&w->rl, w->loop.now_ms))
+        tg__log(NULL, TG__LOG_WARN,
+                "reload: more new host names (fronting host, ee domains, [dcs]) than %d; "
+                "the ones beyond are not resolved until a restart",
+                UPSTREAM_NAMES_SPARE);
 }
 
 int upstream_worker_init(struct conn_worker *w)
@@ -454,9 +475,8 @@ void upstream_worker_cleanup(struct conn_worker *w)
 /* Start a lookup for every [dcs] name of dc without a fresh answer; the first such name
    that is being looked up (for c to wait on), or NULL when every answer is fresh (or no
    lookup could start: then the stale or missing answer is used). */
-static struct upstream_name *dc_pending(struct conn_worker *w, int32_t dc)
+static struct upstream_name *dc_pending(struct conn_worker *w, const struct config *cfg, int32_t dc)
 {
-    const struct config *cfg = w->sh->cfg;
     struct dc_options o;
     struct dc_target t;
     dc_options_from_config(&o, cfg);
@@ -482,7 +502,7 @@ static int dc_connect_cached(struct upstream_req *r)
     struct conn_worker *w = r->w;
     struct addr_list l;
     const struct upstream_name *failed = NULL;
-    if (chain_enabled(w->sh->cfg)) { /* through the SOCKS5 upstreams */
+    if (chain_enabled(r->cfg)) { /* through the SOCKS5 upstreams */
         int rc = chain_try(r);
         if (rc < 0) {
             chain_free(r);
@@ -490,7 +510,7 @@ static int dc_connect_cached(struct upstream_req *r)
         }
         return rc;
     }
-    dc_ordered(w->sh->cfg, w, r->dc, &l, &failed);
+    dc_ordered(r->cfg, w, r->dc, &l, &failed);
     for (; r->addr_i < l.n; r->addr_i++)
         if (start_connect(r, &l.a[r->addr_i], l.len[r->addr_i]) == 0)
             return 0;
@@ -522,9 +542,10 @@ int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstr
     r->w = w;
     r->done = done;
     r->dc = dc;
-    if (chain_enabled(w->sh->cfg)) /* [dcs] names go to the SOCKS5 upstream as they are */
+    if (chain_enabled(r->cfg)) /* [dcs] names go to the SOCKS5 upstream as they are */
         return dc_connect_cached(r);
-    struct upstream_name *e = dc_pending(w, dc); /* the first attempt waits for fresh answers */
+    struct upstream_name *e =
+        dc_pending(w, r->cfg, dc); /* the first attempt waits for fresh answers */
     if (e) {
         name_wait(r, e);
         return 0;
@@ -537,7 +558,7 @@ int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstr
 /* The fronting host's name: configured, else the domain of the matched or first ee secret. */
 static const char *front_host(const struct upstream_req *r)
 {
-    const struct config *cfg = r->w->sh->cfg;
+    const struct config *cfg = r->cfg;
     if (cfg->fronting.host[0])
         return cfg->fronting.host;
     if (r->secret < cfg->nsecrets && cfg->secrets[r->secret].secret.kind == SECRET_EE)
@@ -555,7 +576,7 @@ static void front_list(const struct upstream_req *r, const struct upstream_name 
                        struct addr_list *out, size_t *nself)
 {
     const struct conn_shared *sh = r->w->sh;
-    const struct config *cfg = sh->cfg;
+    const struct config *cfg = r->cfg;
     struct addr_list l;
     l.n = 0;
     out->n = 0;
@@ -580,7 +601,7 @@ static void front_list(const struct upstream_req *r, const struct upstream_name 
 /* The fronting host's name entry for r (NULL for an IP literal or no target). */
 static struct upstream_name *front_name(const struct upstream_req *r)
 {
-    const struct config *cfg = r->w->sh->cfg;
+    const struct config *cfg = r->cfg;
     if (cfg->fronting.resolved)
         return NULL;
     const char *host = front_host(r);
@@ -629,7 +650,7 @@ static bool front_fixed(const struct config *cfg)
 /* An early request: only with the address at hand, never waiting for a lookup. */
 static int front_early(struct upstream_req *r, struct upstream_name *e)
 {
-    const struct config *cfg = r->w->sh->cfg;
+    const struct config *cfg = r->cfg;
     if (!front_fixed(cfg))
         return UPSTREAM_NO_ADDRESS;
     if (!cfg->fronting.resolved && !(e && name_fresh(r->w, e))) {
@@ -655,7 +676,7 @@ int upstream_front(struct upstream_req *r, struct conn_worker *w, uint32_t secre
     struct upstream_name *e = front_name(r);
     if (flags & UPSTREAM_EARLY)
         return front_early(r, e);
-    if (w->sh->cfg->fronting.resolved || (e && name_fresh(w, e)))
+    if (r->cfg->fronting.resolved || (e && name_fresh(w, e)))
         return front_try(r, e) == 0 ? 0 : UPSTREAM_NO_ADDRESS;
     if (!e || name_lookup(w, e) < 0)
         return UPSTREAM_NO_ADDRESS;

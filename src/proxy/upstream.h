@@ -39,11 +39,13 @@
 
 struct chain;
 struct conn_shared;
+struct conn_tqs;
 struct conn_worker;
 
 #define UPSTREAM_DNS_TTL_MS     120000 /* a positive answer is reused this long */
 #define UPSTREAM_DNS_NEG_TTL_MS 10000  /* a failed lookup is not retried for this long */
 #define UPSTREAM_DNS_MAX_ADDRS  8      /* addresses kept per name */
+#define UPSTREAM_NAMES_SPARE    64     /* host names reloads may add to a worker's cache */
 
 struct addrinfo;
 typedef int (*upstream_gai_fn)(const char *host, const char *port, const struct addrinfo *hints,
@@ -79,8 +81,11 @@ struct upstream_req;
  */
 typedef void (*upstream_done_fn)(struct upstream_req *r, int fd, int result);
 
-/* A connect request. Zero it (or upstream_req_init) once; the fields are the connector's. */
+/* A connect request. Zero it (or upstream_req_init) once; the fields are the connector's,
+   but cfg and tqs, which the caller sets once and every request keeps. */
 struct upstream_req {
+    const struct config *cfg; /* the caller's configuration generation (DCs, fronting) */
+    struct conn_tqs *tqs;     /* the caller's deadline queues (connect, front) */
     struct loop_io io;       /* the socket being connected; after UPSTREAM_OK the caller's */
     struct loop_timer timer; /* the deadline of the address or lookup being waited for */
     struct conn_worker *w;
@@ -126,14 +131,18 @@ void upstream_promote(struct upstream_req *r);
    list; done is not called. No-op for an idle request. */
 void upstream_cancel(struct upstream_req *r);
 
-/* Per-worker resolver plumbing (pipe + loop registration). 0 or -errno. */
+/* Per-worker resolver plumbing (pipe + loop registration) and the name cache for the
+   worker's generation (w->gen). 0 or -errno. */
 int upstream_worker_init(struct conn_worker *w);
+/* A worker moves to a new generation: cache room for its new host names (a warning when
+   more than UPSTREAM_NAMES_SPARE were added over the process's life). */
+void upstream_worker_adopt(struct conn_worker *w, const struct config *cfg);
 /* Waits for a running lookup to finish, then releases the plumbing. NULL-safe. */
 void upstream_worker_cleanup(struct conn_worker *w);
 
-/* Start-up: warn when the configured fronting IP literal is this proxy's own listener
+/* Start-up and reload: warn when cfg's fronting IP literal is this proxy's own listener
    (sh->self). Host names are checked when they are resolved (once per lookup). */
-void upstream_check_self(const struct conn_shared *sh);
+void upstream_check_self(const struct conn_shared *sh, const struct config *cfg);
 
 /* Apply TCP_NODELAY and the configured keepalive to a socket (best effort). */
 void upstream_tune(int fd, const struct config *cfg);

@@ -209,7 +209,7 @@ static struct limits *one_secret(struct config_limits lim)
     char err[128];
     assert_int_equal(config_add_secret(&cfg, "s", &sec, err, sizeof err), 0);
     cfg.secrets[0].limits = lim;
-    struct limits *l = limits_new(&cfg);
+    struct limits *l = limits_new(&cfg, NULL);
     config_cleanup(&cfg);
     assert_non_null(l);
     return l;
@@ -287,6 +287,48 @@ static void test_admit_unit(void **state)
     limits_free(l);
 }
 
+/* Two generations (a reload): state follows the label, not the position, and the new
+   settings apply while connections admitted under the old ones are still counted. */
+static void test_state_follows_label(void **state)
+{
+    (void)state;
+    struct config c1, c2;
+    config_init(&c1);
+    config_init(&c2);
+    struct secret sec = {.kind = SECRET_DD};
+    char err[128];
+    assert_int_equal(config_add_secret(&c1, "x", &sec, err, sizeof err), 0);
+    assert_int_equal(config_add_secret(&c1, "q", &sec, err, sizeof err), 0);
+    c1.secrets[0].limits.max_connections = 2;
+    c1.secrets[1].limits.quota = 1000;
+    assert_int_equal(config_add_secret(&c2, "new", &sec, err, sizeof err), 0);
+    assert_int_equal(config_add_secret(&c2, "q", &sec, err, sizeof err), 0);
+    assert_int_equal(config_add_secret(&c2, "x", &sec, err, sizeof err), 0);
+    c2.secrets[1].limits.quota = 1500;
+    c2.secrets[2].limits.max_connections = 1;
+    struct limits *l1 = limits_new(&c1, NULL);
+    assert_non_null(l1);
+    uint32_t s1, s2;
+    assert_int_equal(limits_admit(l1, 0, NULL, 100, &s1), LIMITS_OK);
+    assert_false(limits_charge(l1, 1, 900, 100));
+    struct limits *l2 = limits_new(&c2, l1);
+    assert_non_null(l2);
+    /* "x" is secret 2 now: its open connection counts against the new max of 1 */
+    assert_int_equal(limits_admit(l2, 2, NULL, 101, &s2), LIMITS_CONNECTIONS);
+    limits_release(l1, 0, s1, 102); /* the old connection ends under its generation */
+    limits_free(l1);
+    assert_int_equal(limits_admit(l2, 2, NULL, 103, &s2), LIMITS_OK);
+    limits_release(l2, 2, s2, 104);
+    /* "q" keeps its 900 bytes, against the new quota of 1500 */
+    assert_false(limits_charge(l2, 1, 500, 105));
+    assert_true(limits_charge(l2, 1, 100, 106));
+    assert_int_equal(limits_admit(l2, 0, NULL, 107, &s2), LIMITS_OK); /* "new": fresh */
+    limits_release(l2, 0, s2, 108);
+    limits_free(l2);
+    config_cleanup(&c1);
+    config_cleanup(&c2);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -299,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_admit_unit),
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_quota_reset_unit),
+        cmocka_unit_test(test_state_follows_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -742,7 +742,7 @@ struct runner {
 static void *run_main(void *arg)
 {
     struct runner *r = arg;
-    r->rc = server_run(r->cfg);
+    r->rc = server_run(r->cfg, NULL);
     return NULL;
 }
 

