@@ -92,8 +92,10 @@ int chain_try(struct upstream_req *r)
     const struct config *cfg = r->cfg;
     if (!r->chain) {
         r->chain = tg__calloc(1, sizeof *r->chain);
-        if (!r->chain)
+        if (!r->chain) {
+            r->why = UPSTREAM_WHY_ERROR;
             return UPSTREAM_UNREACHABLE;
+        }
         r->chain->start = w->chain_rr++;
     }
     for (; r->addr_i < CHAIN_MAX_ATTEMPTS; r->addr_i++) {
@@ -109,6 +111,8 @@ int chain_try(struct upstream_req *r)
             return 0;
         chain_log(r, up, strerror(-rc));
     }
+    if (r->why == UPSTREAM_WHY_NONE) /* not one attempt could start */
+        r->why = UPSTREAM_WHY_NO_ADDRESS;
     return UPSTREAM_UNREACHABLE;
 }
 
@@ -124,8 +128,11 @@ static const char *send_pending(struct upstream_req *r)
     return k < 0 ? strerror(errno) : "short send of a SOCKS5 request";
 }
 
-static void attempt_failed(struct upstream_req *r, const char *why)
+/* The attempt failed at the SOCKS5 level: kind is UPSTREAM_WHY_UPSTREAM_REFUSED for a
+   failure reply to CONNECT, else UPSTREAM_WHY_UPSTREAM_ERROR. */
+static void attempt_failed(struct upstream_req *r, const char *why, enum upstream_why kind)
 {
+    r->why = (uint8_t)kind;
     chain_log(r, attempt_upstream(r), why);
     upstream_chain_failed(r); /* drops the socket, tries attempt addr_i + 1 */
 }
@@ -175,7 +182,9 @@ static void on_upstream_reply(struct loop *l, struct loop_io *io, unsigned event
                      (unsigned)r->chain->cl.rep);
             why = msg;
         }
-        attempt_failed(r, why);
+        attempt_failed(r, why,
+                       st == SOCKS5_E_REPLY ? UPSTREAM_WHY_UPSTREAM_REFUSED
+                                            : UPSTREAM_WHY_UPSTREAM_ERROR);
         return;
     }
 }
@@ -193,10 +202,10 @@ void chain_connected(struct upstream_req *r)
 {
     const char *why = send_pending(r);
     if (why) {
-        attempt_failed(r, why);
+        attempt_failed(r, why, UPSTREAM_WHY_UPSTREAM_ERROR);
         return;
     }
     r->io.cb = on_upstream_reply;
     if (loop_io_set(&r->w->loop, &r->io, LOOP_READ) < 0)
-        attempt_failed(r, "cannot watch the upstream socket");
+        attempt_failed(r, "cannot watch the upstream socket", UPSTREAM_WHY_ERROR);
 }

@@ -640,6 +640,29 @@ static bool replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *k
     return seen;
 }
 
+/* c's DC counters: its DC's slot (the test DCs count as other ids unless test-dcs was on at
+   start: the page shows the slots of the starting config, sh->cfg, for its whole life). */
+static struct stats_dc *dc_stats(struct conn *c)
+{
+    size_t slot = stats_dc_slot(c->dc);
+    if (stats_dc_id(slot) > 10000 && !c->w->sh->cfg->use_test_dcs)
+        slot = STATS_DC_OTHER;
+    return &c->w->dcs[slot];
+}
+
+static_assert(UPSTREAM_WHY_COUNT - 1 == STATS_DC_FAIL_COUNT,
+              "stats.h STATS_DC_FAIL_LIST follows enum upstream_why");
+
+/* The DC connect failed (result from the connector, its reason in c->up.why): count it for
+   the DC and close. */
+static void dc_failed(struct conn *c, int result)
+{
+    size_t why = c->up.why ? (size_t)c->up.why - 1 : (size_t)UPSTREAM_WHY_ERROR - 1;
+    stats_add(&c->w->stats, dc_connect_fail, 1);
+    stats_dc_fail(dc_stats(c), why);
+    conn_close(c, result == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
+}
+
 /* Authenticated obfs2 header at hs[0..64), payload after it: queue the DC header and the
    payload for the DC, then connect. */
 static void start_dc(struct conn *c, struct obfs2_client *oc)
@@ -677,9 +700,12 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
     c->state = CONN_DC_CONNECT;
     loop_timer_stop(&c->timer); /* the connector's deadlines bound the connect */
     loop_io_set(&c->w->loop, &c->cli, 0);
+    /* the client is not read while connecting, so last_io_ms marks the connect's start
+       until the relay begins (the DC connect time, on_upstream) */
+    conn_touch(c);
     rc = upstream_dc(&c->up, c->w, c->dc, on_upstream);
     if (rc < 0)
-        conn_close(c, rc == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
+        dc_failed(c, rc);
 }
 
 /* FLIGHT: the unwrapped payload in hs; authenticate its obfs2 header with the TLS key. */
@@ -990,6 +1016,8 @@ static void on_upstream(struct upstream_req *r, int fd, int result)
     struct conn *c = (struct conn *)(void *)((char *)r - offsetof(struct conn, up));
     if (result == UPSTREAM_OK) {
         c->ufd = fd;
+        if (c->state == CONN_DC_CONNECT)
+            stats_dc_ok(dc_stats(c), c->w->loop.now_ms - c->last_io_ms);
         upstream_ready(c);
         return;
     }
@@ -1003,7 +1031,7 @@ static void on_upstream(struct upstream_req *r, int fd, int result)
             conn_close(c, END_FRONT_FAIL);
         return;
     default:
-        conn_close(c, result == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
+        dc_failed(c, result);
         return;
     }
 }

@@ -85,6 +85,7 @@ struct conn_worker {
     size_t nsec;
     struct conn_tqs *tqs;          /* the set new connections get (current generation) */
     struct conn_tqs *tqs_all;      /* every set still in use, tqs among them */
+    struct stats_dc dcs[STATS_DC_SLOTS]; /* DC connect times and failures (stats.h) */
     struct loop_tq tq_limits;      /* 1 s: fold relayed bytes into quotas (limits.h) */
     struct loop_timer limits_tick; /* in tq_limits while some secret has a quota */
     struct gen *gen;               /* the generation new connections get (a reference) */

@@ -45,8 +45,6 @@
     X("fronting_self_refused_total", METRIC_COUNTER,                                               \
       "Connections not fronted because the fronting address is this proxy.", NULL, NULL,           \
       front_self)                                                                                  \
-    X("dc_connect_failures_total", METRIC_COUNTER, "DC connects that failed on every address.",    \
-      NULL, NULL, dc_connect_fail)                                                                 \
     X("traffic_bytes_total", METRIC_COUNTER,                                                       \
       "Bytes relayed, counted when a connection closes (relayed and fronted).", "direction",       \
       "to_upstream", bytes_up)                                                                     \
@@ -114,6 +112,85 @@ static int collect_totals(struct walk *w, const struct stats *tot)
                   "reason", end_names[i] + 4, (double)stats_value(tot, STATS_END_INDEX(i + 1)));
     return rc;
 }
+
+/* The DCs shown: the ids the table knows (the test DCs only with test-dcs), then "other". */
+static bool dc_shown(const struct config *cfg, size_t slot, char *label, size_t cap)
+{
+    int32_t id = stats_dc_id(slot);
+    if (slot == STATS_DC_OTHER)
+        snprintf(label, cap, "other");
+    else
+        snprintf(label, cap, "%d", (int)id);
+    return id <= 10000 || cfg->use_test_dcs;
+}
+
+/* DC connect time: one histogram per DC (cumulative buckets, +Inf = count). */
+static int collect_dc_time(struct walk *w, const struct server *s)
+{
+    int rc = 0;
+    for (size_t slot = 0; rc == 0 && slot < STATS_DC_SLOTS; slot++) {
+        char dc[16], le[24];
+        if (!dc_shown(server_config(s), slot, dc, sizeof dc))
+            continue;
+        struct stats_dc d;
+        server_dc_stats(s, slot, &d);
+        struct metric_sample m = {
+            .family = "dc_connect_duration_seconds",
+            .help = "Time from the start of a DC connect to its establishment (through a "
+                    "SOCKS5 upstream: to its CONNECT reply), by DC.",
+            .type = METRIC_HISTOGRAM,
+            .suffix = "_bucket",
+            .nlabels = 2,
+            .label_key = {"dc", "le"},
+            .label_val = {dc, le}};
+        uint64_t cum = 0;
+        for (size_t i = 0; rc == 0 && i <= STATS_DC_NLE; i++) {
+            cum += d.le[i];
+            if (i < STATS_DC_NLE)
+                snprintf(le, sizeof le, "%g", (double)stats_dc_le_ms(i) / 1000);
+            else
+                snprintf(le, sizeof le, "+Inf");
+            m.value = (double)cum;
+            rc = put(w, &m);
+        }
+        m.nlabels = 1;
+        m.suffix = "_sum";
+        m.value = (double)d.sum_ms / 1000;
+        if (rc == 0)
+            rc = put(w, &m);
+        m.suffix = "_count";
+        m.value = (double)cum;
+        if (rc == 0)
+            rc = put(w, &m);
+    }
+    return rc;
+}
+
+/* DC connect failures by DC and by the reason of the last address tried. */
+static int collect_dc_fail(struct walk *w, const struct server *s)
+{
+    int rc = 0;
+    for (size_t slot = 0; rc == 0 && slot < STATS_DC_SLOTS; slot++) {
+        char dc[16];
+        if (!dc_shown(server_config(s), slot, dc, sizeof dc))
+            continue;
+        struct stats_dc d;
+        server_dc_stats(s, slot, &d);
+        for (size_t i = 0; rc == 0 && i < STATS_DC_FAIL_COUNT; i++) {
+            struct metric_sample m = {
+                .family = "dc_connect_failures_total",
+                .help = "DC connects that failed on every address, by DC and by the reason "
+                        "the last address failed.",
+                .nlabels = 2,
+                .label_key = {"dc", "reason"},
+                .label_val = {dc, stats_dc_fail_name(i)},
+                .value = (double)d.fail[i]};
+            rc = put(w, &m);
+        }
+    }
+    return rc;
+}
+
 
 /* By label: every label seen since start (reloads add labels; a removed secret's counters
    stay, frozen), so series continue across reloads. */
@@ -191,6 +268,10 @@ int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
     server_stats(s, &tot);
     int rc = collect_totals(&w, &tot);
     if (rc == 0)
+        rc = collect_dc_time(&w, s);
+    if (rc == 0)
+        rc = collect_dc_fail(&w, s);
+    if (rc == 0)
         rc = collect_secrets(&w, s);
     return rc == 0 ? collect_process(&w, s) : rc;
 }
@@ -218,12 +299,13 @@ static int render_one(void *user, const struct metric_sample *m)
     struct render *r = user;
     tg__buf *b = r->out;
     int rc = 0;
+    static const char *const types[] = {"counter", "gauge", "histogram"};
     if (m->first)
         rc = tg__buf_printf(b, "# HELP %s_%s %s\n# TYPE %s_%s %s\n", r->prefix, m->family, m->help,
-                            r->prefix, m->family, m->type == METRIC_COUNTER ? "counter" : "gauge");
+                            r->prefix, m->family, types[m->type]);
     /* counters are exposed under their family name: it already ends in _total */
     if (rc == 0)
-        rc = tg__buf_printf(b, "%s_%s", r->prefix, m->family);
+        rc = tg__buf_printf(b, "%s_%s%s", r->prefix, m->family, m->suffix ? m->suffix : "");
     for (size_t i = 0; rc == 0 && i < m->nlabels; i++) {
         rc = tg__buf_printf(b, "%s%s=\"", i ? "," : "{", m->label_key[i]);
         if (rc == 0)

@@ -30,11 +30,14 @@
 struct server;
 struct metrics;
 
-enum metric_type { METRIC_COUNTER, METRIC_GAUGE };
+/* A histogram's samples are its family with a suffix: "_bucket" (label le, cumulative),
+   "_sum" and "_count". */
+enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
 
 /* One sample. label_key[i] / label_val[i] for i < nlabels; strings valid during the call. */
 struct metric_sample {
     const char *family; /* e.g. "client_connections_total" (no prefix) */
+    const char *suffix; /* a histogram's "_bucket", "_sum" or "_count"; else "" */
     const char *help;
     enum metric_type type;
     bool first; /* first sample of its family in this walk */

@@ -393,6 +393,13 @@ void server_secret_stats(const struct server *s, size_t i, struct stats_secret *
         stats_secret_sum(out, &s->sec[k * GEN_LABELS_MAX + i]);
 }
 
+void server_dc_stats(const struct server *s, size_t slot, struct stats_dc *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t k = 0; slot < STATS_DC_SLOTS && k < s->nw; k++)
+        stats_dc_sum(out, &s->w[k].cw.dcs[slot]);
+}
+
 void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *replays,
                           uint64_t *capacity)
 {

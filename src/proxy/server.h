@@ -72,6 +72,8 @@ size_t server_secret_count(const struct server *s);
 const char *server_secret_label(const struct server *s, size_t i);
 /* Slot i's counters summed over workers. */
 void server_secret_stats(const struct server *s, size_t i, struct stats_secret *out);
+/* DC slot's connect counters (stats.h stats_dc) summed over workers (slot < STATS_DC_SLOTS). */
+void server_dc_stats(const struct server *s, size_t slot, struct stats_dc *out);
 /* Anti-replay cache: handshakes recorded, replays found, entries it has room for now
    (all 0 when anti-replay is off). */
 void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *replays,

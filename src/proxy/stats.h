@@ -105,6 +105,45 @@ struct stats_secret {
 #undef STATS_FIELD
 };
 
+/* Per-DC counters of one worker, same rules as above: DC connects that succeeded, by how
+   long they took (a histogram), and those that failed, by the reason of their last attempt.
+   Slots: DC 1..5, 203, the test DCs 10001..10003, then every other id; a media DC (-N)
+   counts under N (stats_dc_slot). */
+#define STATS_DC_NLE 13 /* histogram bounds (stats.c): 1 ms .. 10 s */
+/* X(name, help), in enum upstream_why order from UPSTREAM_WHY_REFUSED (conn.c checks it). */
+#define STATS_DC_FAIL_LIST(X)                                                                      \
+    X(refused, "the DC (or the SOCKS5 upstream) refused the TCP connect")                          \
+    X(timeout, "no answer within [network.timeout] tcp (connect, lookup or SOCKS5)")               \
+    X(unreachable, "no route to the DC (or to the SOCKS5 upstream)")                               \
+    X(dns, "the DC's [dcs] host names gave no address")                                            \
+    X(no_address, "nothing to try: an unknown DC, or prefer-ip left no address")                   \
+    X(upstream_refused, "the SOCKS5 upstream answered CONNECT with a failure")                     \
+    X(upstream_error, "the SOCKS5 negotiation failed otherwise (auth, protocol, closed)")          \
+    X(error, "a failure on the proxy's side (no socket)")
+enum { STATS_DC_IDS = 9, STATS_DC_OTHER = STATS_DC_IDS, STATS_DC_SLOTS = STATS_DC_IDS + 1 };
+#define STATS_DC_FAIL_COUNT 8
+
+struct stats_dc {
+    uint64_t le[STATS_DC_NLE + 1]; /* connects that took at most le_ms[i] (and more than the
+                                      bound before); le[STATS_DC_NLE]: longer than every bound */
+    uint64_t sum_ms;               /* their total time */
+    uint64_t fail[STATS_DC_FAIL_COUNT];
+};
+
+/* Slot of DC id dc ([-]N; STATS_DC_OTHER for an id without a slot of its own). */
+size_t stats_dc_slot(int32_t dc);
+/* One DC connect: ms it took (ok), or the reason index it failed for (0-based in
+   STATS_DC_FAIL_LIST). Worker thread only (the slot's single writer). */
+void stats_dc_ok(struct stats_dc *d, uint64_t ms);
+void stats_dc_fail(struct stats_dc *d, size_t reason);
+/* DC id of slot (0 for STATS_DC_OTHER); bound i in ms (UINT64_MAX past the last); name of
+   failure reason i ("" past the last). */
+int32_t stats_dc_id(size_t slot);
+uint64_t stats_dc_le_ms(size_t i);
+const char *stats_dc_fail_name(size_t i);
+/* Add src (read relaxed, any thread) into dst. */
+void stats_dc_sum(struct stats_dc *dst, const struct stats_dc *src);
+
 /* Index of the end_* field for conn_end value e (END_EOF = 1 .. ). */
 #define STATS_END_INDEX(e) (offsetof(struct stats, end_eof) / sizeof(uint64_t) + (size_t)(e) - 1)
 /* Add n to field i (by index, as stats_value reads it). */

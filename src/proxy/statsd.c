@@ -47,7 +47,8 @@ static int line_of(const struct statsd *sd, const struct metric_sample *m, doubl
 {
     const struct config *cfg = server_config(sd->srv);
     enum config_tag_format tf = cfg->statsd.tag_format;
-    const char *kind = m->type == METRIC_COUNTER ? "c" : "g";
+    const char *kind = m->type == METRIC_GAUGE ? "g" : "c"; /* a histogram: _sum, _count */
+    const char *suffix = m->suffix ? m->suffix : "";
     char tags[256] = "";
     size_t t = 0;
     for (size_t i = 0; i < m->nlabels && t < sizeof tags; i++) {
@@ -61,9 +62,10 @@ static int line_of(const struct statsd *sd, const struct metric_sample *m, doubl
     if (t >= sizeof tags)
         return -1; /* labels are short config labels: cannot happen, but never truncate */
     if (tf == CONFIG_TAGS_DATADOG)
-        return snprintf(out, cap, "%s.%s:%.17g|%s%s\n", cfg->statsd.prefix, m->family, v, kind,
-                        tags);
-    return snprintf(out, cap, "%s.%s%s:%.17g|%s\n", cfg->statsd.prefix, m->family, tags, v, kind);
+        return snprintf(out, cap, "%s.%s%s:%.17g|%s%s\n", cfg->statsd.prefix, m->family, suffix, v,
+                        kind, tags);
+    return snprintf(out, cap, "%s.%s%s%s:%.17g|%s\n", cfg->statsd.prefix, m->family, suffix, tags,
+                    v, kind);
 }
 
 static int emit(void *user, const struct metric_sample *m)
@@ -78,8 +80,10 @@ static int emit(void *user, const struct metric_sample *m)
         memset(p + sd->nprev, 0, (i + 1 - sd->nprev) * sizeof *p);
         sd->nprev = i + 1;
     }
+    if (m->type == METRIC_HISTOGRAM && m->suffix && !strcmp(m->suffix, "_bucket"))
+        return 0; /* statsd has no buckets: a histogram goes as its _sum and _count counters */
     double v = m->value;
-    if (m->type == METRIC_COUNTER) {
+    if (m->type != METRIC_GAUGE) {
         v = m->value - sd->prev[i];
         sd->prev[i] = m->value;
         if (v == 0)

@@ -200,22 +200,45 @@ static struct loop_tq *req_tq(const struct upstream_req *r)
     return r->front ? &r->tqs->front : &r->tqs->connect;
 }
 
+enum upstream_why upstream_why_errno(int err)
+{
+    switch (err) {
+    case ECONNREFUSED:
+        return UPSTREAM_WHY_REFUSED;
+    case ETIMEDOUT:
+        return UPSTREAM_WHY_TIMEOUT;
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case ENETDOWN:
+    case EHOSTDOWN:
+    case EADDRNOTAVAIL:
+    case EAFNOSUPPORT:
+        return UPSTREAM_WHY_UNREACHABLE;
+    default:
+        return UPSTREAM_WHY_ERROR;
+    }
+}
+
 /* Socket + connect toward sa, registered for WRITE, deadline running (not for an early
-   request: its caller bounds it). 0 or -errno (nothing held). */
+   request: its caller bounds it). 0 or -errno (nothing held; r->why says why). */
 static int start_connect(struct upstream_req *r, const struct sockaddr_storage *sa, socklen_t len)
 {
     struct conn_worker *w = r->w;
     int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
+    if (fd < 0) {
+        r->why = (uint8_t)upstream_why_errno(errno);
         return -errno;
+    }
     upstream_tune(fd, r->cfg);
     if (connect(fd, (const struct sockaddr *)sa, len) < 0 && errno != EINPROGRESS) {
         int err = -errno;
+        r->why = (uint8_t)upstream_why_errno(-err);
         close(fd);
         return err;
     }
     int rc = loop_io_add(&w->loop, &r->io, fd, LOOP_WRITE, on_connected);
     if (rc < 0) {
+        r->why = UPSTREAM_WHY_ERROR;
         close(fd);
         return rc;
     }
@@ -504,17 +527,16 @@ static int dc_connect_cached(struct upstream_req *r)
     const struct upstream_name *failed = NULL;
     if (chain_enabled(r->cfg)) { /* through the SOCKS5 upstreams */
         int rc = chain_try(r);
-        if (rc < 0) {
+        if (rc < 0)
             chain_free(r);
-            stats_add(&w->stats, dc_connect_fail, 1);
-        }
         return rc;
     }
     dc_ordered(r->cfg, w, r->dc, &l, &failed);
     for (; r->addr_i < l.n; r->addr_i++)
         if (start_connect(r, &l.a[r->addr_i], l.len[r->addr_i]) == 0)
             return 0;
-    stats_add(&w->stats, dc_connect_fail, 1);
+    if (!l.n) /* nothing tried now: the reason is the names', or that there is nothing */
+        r->why = failed ? UPSTREAM_WHY_DNS : UPSTREAM_WHY_NO_ADDRESS;
     if (!l.n && failed) {
         if (tg__ratelimit_allow(&w->rl, w->loop.now_ms))
             tg__log(NULL, TG__LOG_WARN, "dc %d: %s: no address (%s)", r->dc, failed->host,
@@ -737,6 +759,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
     struct upstream_req *r =
         (struct upstream_req *)(void *)((char *)t - offsetof(struct upstream_req, timer));
     chain_timeout(r); /* logs an upstream's silence; no-op otherwise */
+    r->why = UPSTREAM_WHY_TIMEOUT;
     attempt_failed(r);
 }
 
@@ -774,6 +797,7 @@ static void on_connected(struct loop *l, struct loop_io *io, unsigned events)
     if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
         err = errno;
     if (err) {
+        r->why = (uint8_t)upstream_why_errno(err);
         attempt_failed(r);
         return;
     }

@@ -73,6 +73,23 @@ enum {
 };
 enum { UPSTREAM_EARLY = 1 }; /* upstream_front flag */
 
+/* Why a failed request failed: the reason of its last attempt (req->why, valid in the done
+   callback or after a failed start). Append only: metrics label DC failures with these. */
+enum upstream_why {
+    UPSTREAM_WHY_NONE = 0,
+    UPSTREAM_WHY_REFUSED,          /* the target refused the TCP connect (ECONNREFUSED) */
+    UPSTREAM_WHY_TIMEOUT,          /* the connect, lookup or SOCKS5 deadline passed */
+    UPSTREAM_WHY_UNREACHABLE,      /* no route: ENETUNREACH, EHOSTUNREACH, ENETDOWN, ... */
+    UPSTREAM_WHY_DNS,              /* the target's host names gave no address */
+    UPSTREAM_WHY_NO_ADDRESS,       /* nothing to try: unknown DC, or prefer-ip left none */
+    UPSTREAM_WHY_UPSTREAM_REFUSED, /* a SOCKS5 upstream answered CONNECT with a failure */
+    UPSTREAM_WHY_UPSTREAM_ERROR,   /* a SOCKS5 upstream failed otherwise (auth, protocol, EOF) */
+    UPSTREAM_WHY_ERROR,            /* anything else (no socket: EMFILE, ENOBUFS, ...) */
+    UPSTREAM_WHY_COUNT
+};
+/* The reason for a connect that failed with errno err (positive). */
+enum upstream_why upstream_why_errno(int err);
+
 struct upstream_req;
 /*
  * The one report of a request: result UPSTREAM_OK with the connected socket fd (registered
@@ -97,6 +114,7 @@ struct upstream_req {
     uint8_t phase;                 /* idle, resolving, connecting */
     uint8_t addr_i;                /* address being tried */
     bool front, early;
+    uint8_t why;         /* enum upstream_why of the last failed attempt */
     struct chain *chain; /* DC through a SOCKS5 upstream: its negotiation (chain.c) */
 };
 

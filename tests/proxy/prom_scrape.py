@@ -5,7 +5,9 @@ Usage: prom_scrape.py URL PREFIX
 Fetches URL (urllib), checks the content type, parses the body with Debian's
 python3-prometheus-client text parser and checks the naming rules tgproxy promises:
 every family has HELP and TYPE, carries PREFIX, counters end in _total, no label holds
-anything but [A-Za-z0-9_.-]. Prints one line per sample, "name{k=v,...} value" with
+anything but [A-Za-z0-9_.-] (a histogram's le: a number or +Inf), and each histogram
+series has its buckets in increasing le, cumulative (never decreasing), ending in +Inf
+equal to its _count, and a _sum. Prints one line per sample, "name{k=v,...} value" with
 labels sorted, for the C test to compare; exits 1 with a reason on any violation.
 """
 import re
@@ -18,6 +20,36 @@ from prometheus_client.parser import text_string_to_metric_families
 def fail(why):
     print("prom_scrape: " + why, file=sys.stderr)
     sys.exit(1)
+
+
+def check_histogram(fam):
+    """Buckets per series (labels without le) in order, cumulative, +Inf == _count."""
+    series = {}
+    for s in fam.samples:
+        key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+        h = series.setdefault(key, {"buckets": [], "sum": None, "count": None})
+        if s.name == fam.name + "_bucket":
+            h["buckets"].append((s.labels["le"], s.value))
+        elif s.name == fam.name + "_sum":
+            h["sum"] = s.value
+        elif s.name == fam.name + "_count":
+            h["count"] = s.value
+        else:
+            fail("histogram %s: stray sample %s" % (fam.name, s.name))
+    for key, h in series.items():
+        where = "%s%s" % (fam.name, dict(key))
+        b = h["buckets"]
+        if not b or b[-1][0] != "+Inf":
+            fail("%s: no +Inf bucket last" % where)
+        bounds = [float(le) for le, _ in b]
+        if any(x >= y for x, y in zip(bounds, bounds[1:])):
+            fail("%s: le not increasing" % where)
+        if any(x > y for (_, x), (_, y) in zip(b, b[1:])):
+            fail("%s: buckets not cumulative" % where)
+        if h["count"] is None or h["sum"] is None:
+            fail("%s: _count or _sum missing" % where)
+        if h["count"] != b[-1][1]:
+            fail("%s: _count %g != +Inf bucket %g" % (where, h["count"], b[-1][1]))
 
 
 def main():
@@ -38,9 +70,14 @@ def main():
             fail("counter %s does not end in _total" % name)
     n = 0
     for fam in text_string_to_metric_families(body):
+        if fam.type == "histogram":
+            check_histogram(fam)
         for s in fam.samples:
             for k, v in s.labels.items():
-                if not re.fullmatch(r"[A-Za-z0-9_.-]+", v):
+                ok = re.fullmatch(r"[A-Za-z0-9_.-]+", v)
+                if k == "le" and fam.type == "histogram":
+                    ok = v == "+Inf" or re.fullmatch(r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?", v)
+                if not ok:
                     fail("label %s=%r" % (k, v))
             labels = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
             print("%s{%s} %.17g" % (s.name, labels, s.value))

@@ -232,6 +232,11 @@ static void test_dc_connect_timeout(void **state)
     assert_int_equal(closed(cfd), 1);
     assert_int_equal(v.w.stats.dc_connect_fail, 1);
     assert_int_equal(v.w.stats.handshake_timeout, 0);
+    /* counted for the client's DC (2) under "timeout" (STATS_DC_FAIL_LIST's second) */
+    const struct stats_dc *d = &v.w.dcs[stats_dc_slot(2)];
+    assert_string_equal(stats_dc_fail_name(1), "timeout");
+    assert_int_equal(d->fail[1], 1);
+    assert_int_equal(d->le[STATS_DC_NLE], 0); /* and never as a connect that succeeded */
     close(cfd);
     vt_stop(&v);
     blackhole_close(bh);

@@ -8,9 +8,11 @@
 
 #include "proxy_client.h"
 #include "proxy_harness.h"
+#include "proxy_proc.h"
 #include "proxy_util.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -237,25 +239,175 @@ static void test_handshake_outcomes(void **state)
     pharness_stop(&h);
 }
 
-/* Read datagrams on fd until each of the two lines has been seen (at most 2 s per datagram,
-   at most 200 datagrams: 20 s of 100 ms flushes). */
-static bool statsd_wait(int fd, const char *a, const char *b)
+/* A port on 127.0.0.1 nobody listens on (bound, then closed: connects are refused). */
+static uint16_t closed_port(void)
+{
+    uint16_t port = 0;
+    int fd = psock_listen(&port, 1);
+    assert_true(fd >= 0);
+    close(fd);
+    return port;
+}
+
+/* n FakeTLS clients to DC dc, each echoing 1000 bytes through the fake DC. */
+static void relays_to(struct pharness *h, int16_t dc, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct pcli c;
+        struct pcli_opts o = pharness_client(h, PCLI_TLS);
+        o.dc = dc;
+        assert_int_equal(pcli_connect(&c, h->port, &o), 0);
+        assert_int_equal(pcli_echo(&c, (uint32_t)i, 1000, 0), 0);
+        pcli_close(&c);
+    }
+}
+
+/* One client to DC dc whose connect fails: wait until the engine counted failure want. */
+static void failed_dc_connect(struct pharness *h, int16_t dc, uint64_t want)
+{
+    struct pcli c;
+    struct pcli_opts o = pharness_client(h, PCLI_TLS);
+    o.dc = dc;
+    assert_int_equal(pcli_connect(&c, h->port, &o), 0); /* the proxy closes it afterwards */
+    assert_true(wait_stat(h->srv, STAT_INDEX(dc_connect_fail), want));
+    pcli_close(&c);
+}
+
+/* DC dc's connect-time histogram on the page: buckets in increasing le, cumulative, +Inf
+   equal to _count (prom_scrape.py checks the same, independently). Returns _count. */
+static double dc_histogram(const char *page, const char *dc)
+{
+    static const char *const le[] = {"0.001", "0.002", "0.005", "0.01", "0.025", "0.05", "0.1",
+                                     "0.25",  "0.5",   "1",     "2.5",  "5",     "10",   "+Inf"};
+    char key[128];
+    double prev = 0;
+    for (size_t i = 0; i < sizeof le / sizeof le[0]; i++) {
+        snprintf(key, sizeof key, "tgproxy_dc_connect_duration_seconds_bucket{dc=%s,le=%s}", dc,
+                 le[i]);
+        double v = sample(page, key);
+        if (v < prev)
+            fail_msg("%s = %g, below the bucket before (%g)", key, v, prev);
+        prev = v;
+    }
+    snprintf(key, sizeof key, "tgproxy_dc_connect_duration_seconds_count{dc=%s}", dc);
+    assert_true(sample(page, key) == prev);
+    snprintf(key, sizeof key, "tgproxy_dc_connect_duration_seconds_sum{dc=%s}", dc);
+    double sum = sample(page, key);
+    assert_true(sum >= 0 && sum <= prev * 10); /* none took longer than the connect timeout */
+    return prev;
+}
+
+/* Sum of every dc_connect_failures_total sample; the one for dc and reason in *one. */
+static double dc_failures(const char *page, const char *dc, const char *reason, double *one)
+{
+    double total = 0;
+    char key[128];
+    snprintf(key, sizeof key, "\ntgproxy_dc_connect_failures_total{dc=%s,reason=%s} ", dc, reason);
+    *one = -1;
+    for (const char *p = strstr(page, "\ntgproxy_dc_connect_failures_total{"); p;
+         p = strstr(p + 1, "\ntgproxy_dc_connect_failures_total{")) {
+        double v = strtod(strchr(p + 1, ' ') + 1, NULL);
+        total += v;
+        if (strncmp(p, key, strlen(key)) == 0)
+            *one = v;
+    }
+    return total;
+}
+
+/* Real relays to DCs 2 and -4 (a media DC: counted under 4) and a DC whose address refuses:
+   the histograms count every connect under its DC, the refusal is a failure of DC 5 for
+   reason "refused", and nothing else moved. */
+static void test_dc_connect_metrics(void **state)
+{
+    (void)state;
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", (unsigned)closed_port());
+    struct pharness h;
+    assert_int_equal(
+        pharness_start(
+            &h, &(struct pharness_opts){.prometheus = true, .extra_dc = 5, .extra_dc_addr = addr}),
+        0);
+    relays_to(&h, 2, 3);
+    relays_to(&h, -4, 2);
+    failed_dc_connect(&h, 5, 1);
+    assert_true(wait_idle(h.srv));
+    char *page = malloc(SCRAPE_MAX);
+    assert_non_null(page);
+    scrape(&h, page, SCRAPE_MAX);
+    assert_true(dc_histogram(page, "2") == 3);
+    assert_true(dc_histogram(page, "4") == 2);
+    static const char *const none[] = {"1", "3", "5", "203", "other"};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        assert_true(dc_histogram(page, none[i]) == 0);
+    assert_null(strstr(page, "dc=10001")); /* the test DCs only with test-dcs */
+    assert_null(strstr(page, "dc=-4"));
+    double refused = 0;
+    assert_true(dc_failures(page, "5", "refused", &refused) == 1);
+    assert_true(refused == 1);
+    assert_true(sample(page, "tgproxy_connection_ends_total{reason=dc_fail}") == 1);
+    free(page);
+    pharness_stop(&h);
+}
+
+/* The same through Debian's microsocks as the [network] proxies upstream (a SOCKS5 server
+   that is not ours): connects count once negotiated, and the upstream's failure reply for
+   the refusing DC is "upstream_refused". */
+static void test_dc_connect_metrics_socks5(void **state)
+{
+    (void)state;
+    struct pproc ms;
+    int started = pproc_microsocks_start(&ms, NULL, NULL);
+    if (started == -ENOENT)
+        skip(); /* Debian's microsocks is in PKGS_BUILD; without it there is nothing to run */
+    assert_int_equal(started, 0);
+    char addr[32], url[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", (unsigned)closed_port());
+    snprintf(url, sizeof url, "socks5://127.0.0.1:%u", (unsigned)ms.port);
+    struct pharness h;
+    assert_int_equal(pharness_start(&h, &(struct pharness_opts){.prometheus = true,
+                                                                .extra_dc = 5,
+                                                                .extra_dc_addr = addr,
+                                                                .proxies = {url}}),
+                     0);
+    relays_to(&h, 2, 2);
+    failed_dc_connect(&h, 5, 1);
+    assert_true(wait_idle(h.srv));
+    char *page = malloc(SCRAPE_MAX);
+    assert_non_null(page);
+    scrape(&h, page, SCRAPE_MAX);
+    assert_true(dc_histogram(page, "2") == 2);
+    assert_true(dc_histogram(page, "5") == 0);
+    double n = 0;
+    assert_true(dc_failures(page, "5", "upstream_refused", &n) == 1);
+    assert_true(n == 1);
+    free(page);
+    pharness_stop(&h);
+    pproc_stop(&ms);
+}
+
+/* Read datagrams on fd until each line of want[0..n) has been seen (at most 2 s per
+   datagram, at most 200 datagrams: 20 s of 100 ms flushes). */
+static bool statsd_wait(int fd, const char *const *want, size_t n)
 {
     char d[2048];
-    bool seen_a = false, seen_b = false;
-    for (int i = 0; i < 200 && !(seen_a && seen_b); i++) {
+    bool seen[4] = {false};
+    size_t left = n;
+    for (int i = 0; i < 200 && left; i++) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 2000) <= 0)
             return false;
-        ssize_t n = recv(fd, d + 1, sizeof d - 2, 0);
-        if (n <= 0)
+        ssize_t got = recv(fd, d + 1, sizeof d - 2, 0);
+        if (got <= 0)
             return false;
         d[0] = '\n'; /* lines start after a newline, the first one too */
-        d[n + 1] = '\0';
-        seen_a = seen_a || strstr(d, a);
-        seen_b = seen_b || strstr(d, b);
+        d[got + 1] = '\0';
+        for (size_t k = 0; k < n; k++)
+            if (!seen[k] && strstr(d, want[k])) {
+                seen[k] = true;
+                left--;
+            }
     }
-    return seen_a && seen_b;
+    return left == 0;
 }
 
 static int udp_listener(uint16_t *port)
@@ -270,8 +422,9 @@ static int udp_listener(uint16_t *port)
     return fd;
 }
 
-/* One dd relay of 4321 bytes each way; then the lines want_conns and want_bytes arrive. */
-static void statsd_case(int tags, const char *want_conns, const char *want_bytes)
+/* One dd relay (to DC 2) of 4321 bytes each way; then the three lines of want arrive:
+   the connection, the bytes, and the DC connect-time histogram's count. */
+static void statsd_case(int tags, const char *const want[3])
 {
     uint16_t port = 0;
     int fd = udp_listener(&port);
@@ -287,7 +440,7 @@ static void statsd_case(int tags, const char *want_conns, const char *want_bytes
     assert_int_equal(pcli_echo(&c, 3, 4321, 0), 0);
     pcli_close(&c);
     assert_true(wait_idle(h.srv));
-    assert_true(statsd_wait(fd, want_conns, want_bytes));
+    assert_true(statsd_wait(fd, want, 3));
     pharness_stop(&h);
     close(fd);
 }
@@ -295,29 +448,42 @@ static void statsd_case(int tags, const char *want_conns, const char *want_bytes
 static void test_statsd_datadog(void **state)
 {
     (void)state;
-    statsd_case(CONFIG_TAGS_DATADOG, "\ntgproxy.secret_connections_total:1|c|#secret:dd\n",
-                "\ntgproxy.secret_traffic_bytes_total:4321|c|#secret:dd,direction:to_client\n");
+    static const char *const want[3] = {
+        "\ntgproxy.secret_connections_total:1|c|#secret:dd\n",
+        "\ntgproxy.secret_traffic_bytes_total:4321|c|#secret:dd,direction:to_client\n",
+        "\ntgproxy.dc_connect_duration_seconds_count:1|c|#dc:2\n"};
+    statsd_case(CONFIG_TAGS_DATADOG, want);
 }
 
 static void test_statsd_influxdb(void **state)
 {
     (void)state;
-    statsd_case(CONFIG_TAGS_INFLUXDB, "\ntgproxy.secret_connections_total,secret=dd:1|c\n",
-                "\ntgproxy.secret_traffic_bytes_total,secret=dd,direction=to_client:4321|c\n");
+    static const char *const want[3] = {
+        "\ntgproxy.secret_connections_total,secret=dd:1|c\n",
+        "\ntgproxy.secret_traffic_bytes_total,secret=dd,direction=to_client:4321|c\n",
+        "\ntgproxy.dc_connect_duration_seconds_count,dc=2:1|c\n"};
+    statsd_case(CONFIG_TAGS_INFLUXDB, want);
 }
 
 static void test_statsd_graphite(void **state)
 {
     (void)state;
-    statsd_case(CONFIG_TAGS_GRAPHITE, "\ntgproxy.secret_connections_total;secret=dd:1|c\n",
-                "\ntgproxy.secret_traffic_bytes_total;secret=dd;direction=to_client:4321|c\n");
+    static const char *const want[3] = {
+        "\ntgproxy.secret_connections_total;secret=dd:1|c\n",
+        "\ntgproxy.secret_traffic_bytes_total;secret=dd;direction=to_client:4321|c\n",
+        "\ntgproxy.dc_connect_duration_seconds_count;dc=2:1|c\n"};
+    statsd_case(CONFIG_TAGS_GRAPHITE, want);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prometheus_during_relays), cmocka_unit_test(test_handshake_outcomes),
-        cmocka_unit_test(test_statsd_datadog),           cmocka_unit_test(test_statsd_influxdb),
+        cmocka_unit_test(test_prometheus_during_relays),
+        cmocka_unit_test(test_handshake_outcomes),
+        cmocka_unit_test(test_dc_connect_metrics),
+        cmocka_unit_test(test_dc_connect_metrics_socks5),
+        cmocka_unit_test(test_statsd_datadog),
+        cmocka_unit_test(test_statsd_influxdb),
         cmocka_unit_test(test_statsd_graphite),
     };
     return cmocka_run_group_tests(tests, 0, 0);
