@@ -24,7 +24,8 @@
  *
  * Environment: TGKIT_BENCH_MB (default 256) = megabytes per run; the 100-connection runs
  * move the same total. TGKIT_BENCH_METRICS=1 turns the first proxy's Prometheus page on
- * (metrics.h; no scrapes), to compare its rows with a run without it.
+ * (metrics.h; no scrapes), to compare its rows with a run without it (metrics_overhead.c
+ * measures that difference properly: interleaved rounds, with scrapes).
  */
 #include "bench.h"
 
