@@ -287,10 +287,56 @@ static void test_dc_dns_wait(void **state)
     vt_advance(&v, 1);
     assert_int_equal(closed(cfd), 1);
     assert_int_equal(v.w.stats.dc_connect_fail, 1);
+    assert_string_equal(stats_dc_fail_name(3), "dns"); /* the lookup gave nothing in time */
+    assert_int_equal(v.w.dcs[stats_dc_slot(2)].fail[3], 1);
     assert_int_equal(fakedc_counters(v.h.dc).accepted, 0);
     close(cfd);
     gai_release();
     vt_stop(&v); /* joins the resolver thread */
+    upstream_set_resolver(NULL);
+}
+
+/* The same resolver, answering the fake DC's address once released. */
+static int gai_late(const char *host, const char *port, const struct addrinfo *hints,
+                    struct addrinfo **res)
+{
+    (void)host;
+    pthread_mutex_lock(&gai_mu);
+    while (!gai_released)
+        pthread_cond_wait(&gai_cv, &gai_mu);
+    pthread_mutex_unlock(&gai_mu);
+    return getaddrinfo("127.0.0.1", port, hints, res);
+}
+
+/* The DC connect time counts from the start of the connect, its [dcs] name lookup
+   included, to the connected socket: 700 ms of virtual time land in the 1 s bucket, and
+   nothing is counted as failed. */
+static void test_dc_connect_time(void **state)
+{
+    (void)state;
+    gai_released = false;
+    upstream_set_resolver(gai_late);
+    struct vt v;
+    vt_start(&v,
+             &(struct pharness_opts){
+                 .dd = true, .no_front = true, .dc_host = "dc.vt.invalid", .tcp_ms = 3000},
+             NULL, NULL);
+    int cfd = vt_client(&v);
+    send_dd_header(&v, cfd);
+    vt_wait(&v, &v.w.stats.handshake_ok, 1);
+    vt_advance(&v, 700);
+    gai_release();
+    const struct stats_dc *d = &v.w.dcs[stats_dc_slot(2)];
+    assert_int_equal(stats_dc_le_ms(9), 1000);
+    vt_wait(&v, &d->le[9], 1); /* the lookup's answer, then the connect, at the same time */
+    assert_int_equal(d->sum_ms, 700);
+    for (size_t i = 0; i <= STATS_DC_NLE; i++)
+        assert_int_equal(d->le[i], i == 9);
+    for (size_t i = 0; i < STATS_DC_FAIL_COUNT; i++)
+        assert_int_equal(d->fail[i], 0);
+    assert_int_equal(closed(cfd), 0);
+    close(cfd);
+    vt_stop(&v);
     upstream_set_resolver(NULL);
 }
 
@@ -521,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_discard_until_deadline),
         cmocka_unit_test(test_dc_connect_timeout),
         cmocka_unit_test(test_dc_dns_wait),
+        cmocka_unit_test(test_dc_connect_time),
         cmocka_unit_test(test_front_connect_timeout),
         cmocka_unit_test(test_relay_park_and_idle),
         cmocka_unit_test(test_front_relay_site_fin),
