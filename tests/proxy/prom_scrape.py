@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Scrape a tgproxy metrics page and parse it with an independent, strict parser.
 
-Usage: prom_scrape.py URL PREFIX
+Usage: prom_scrape.py URL PREFIX [DOCS]
 Fetches URL (urllib), checks the content type, parses the body with Debian's
 python3-prometheus-client text parser and checks the naming rules tgproxy promises:
 every family has HELP and TYPE, carries PREFIX, counters end in _total, no label holds
 anything but [A-Za-z0-9_.-] (a histogram's le: a number or +Inf), and each histogram
 series has its buckets in increasing le, cumulative (never decreasing), ending in +Inf
-equal to its _count, and a _sum. Prints one line per sample, "name{k=v,...} value" with
+equal to its _count, and a _sum. With DOCS (docs/tgproxy.md), every family must also have
+its row in the "### Metrics" table there: an operator never has to read the source. Prints one line per sample, "name{k=v,...} value" with
 labels sorted, for the C test to compare; exits 1 with a reason on any violation.
 """
 import re
@@ -52,8 +53,17 @@ def check_histogram(fam):
             fail("%s: _count %g != +Inf bucket %g" % (where, h["count"], b[-1][1]))
 
 
+def documented(path):
+    """Family names (without prefix) of the rows of the '### Metrics' table in path."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("\n### Metrics\n", 1)[-1].split("\n#", 1)[0]
+    return set(re.findall(r"^\| `([a-z_]+)` \|", section, re.M))
+
+
 def main():
     url, prefix = sys.argv[1], sys.argv[2]
+    docs = documented(sys.argv[3]) if len(sys.argv) > 3 else None
     with urllib.request.urlopen(url, timeout=10) as r:
         ctype = r.headers.get("Content-Type", "")
         body = r.read().decode("utf-8")
@@ -68,6 +78,8 @@ def main():
             fail("%s lacks the prefix" % name)
         if kind == "counter" and not name.endswith("_total"):
             fail("counter %s does not end in _total" % name)
+        if docs is not None and name[len(prefix) + 1:] not in docs:
+            fail("%s is not in the Metrics table of %s" % (name, sys.argv[3]))
     n = 0
     for fam in text_string_to_metric_families(body):
         if fam.type == "histogram":

@@ -24,13 +24,15 @@
 
 #define SCRAPE_MAX 65536
 
-/* Scrape the page with prom_scrape.py; its canonical lines (with a leading "\n") in out. */
+/* Scrape the page with prom_scrape.py (which also holds every family to its row in
+   docs/tgproxy.md); its canonical lines (with a leading "\n") in out. */
 static void scrape(const struct pharness *h, char *out, size_t cap)
 {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ tgproxy",
-             TGKIT_SOURCE_DIR, (unsigned)server_metrics_port(h->srv));
+             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ tgproxy "
+             "%s/docs/tgproxy.md",
+             TGKIT_SOURCE_DIR, (unsigned)server_metrics_port(h->srv), TGKIT_SOURCE_DIR);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     out[0] = '\n';
