@@ -1372,6 +1372,7 @@ static const struct key_rule root_rules[] = {
     FN_KEY("public-ipv6", k_public_ipv6),
     U32_KEY("workers", workers, 0, CONFIG_MAX_WORKERS),
     U32_KEY("concurrency", concurrency, 1, 10000000),
+    MS_KEY("drain-timeout", drain_timeout_ms, 0, 3600000),
     FN_KEY("prefer-ip", k_prefer_ip),
     FN_KEY("tolerate-time-skewness", k_skew),
     BOOL_KEY("allow-fallback-on-unknown-dc", allow_fallback_on_unknown_dc),
@@ -1463,6 +1464,7 @@ void config_init(struct config *cfg)
     cfg->fast_mode = true;
     cfg->dynamic_records = true;
     cfg->concurrency = 8192;
+    cfg->drain_timeout_ms = 30000;
     cfg->fronting.port = 443;
     cfg->timeout.tcp_ms = 10000;
     cfg->timeout.idle_ms = 300000;

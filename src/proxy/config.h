@@ -129,6 +129,8 @@ struct config {
                              so DC -> client bytes pass without re-encryption; default true */
 
     uint32_t concurrency; /* max simultaneous client connections; default 8192 */
+    uint32_t drain_timeout_ms; /* drain-timeout: on SIGTERM/SIGINT, how long open connections
+                                  may run on once accepting stopped; 0 = none; default 30000 */
     uint32_t workers;     /* 0..CONFIG_MAX_WORKERS threads; 0 = online CPUs, capped (default) */
 
     /* [domain-fronting]: where failed handshakes go. host "" = the secret's own domain. */

@@ -6,6 +6,7 @@
 #include "proxy/server.h"
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "proxy/antireplay.h"
 #include "proxy/conn.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +33,7 @@
 #define FDS_PER_WORKER  4   /* epoll, its wake eventfd, the resolver pipe (2) */
 #define FDS_SLACK       32  /* stdio, the resolver threads' sockets, OpenSSL's /dev/urandom */
 #define NOFILE_FALLBACK ((rlim_t)1 << 20) /* when the hard limit is "unlimited" */
+#define DRAIN_POLL_MS   100               /* how often a drain checks whether connections remain */
 
 struct worker {
     struct conn_worker cw;
@@ -41,6 +44,8 @@ struct worker {
     struct loop_tq tq_pause;
     struct loop_timer pause; /* re-enables the listeners after EMFILE or the limit */
     tg__ratelimit limit_rl;  /* the "concurrency limit reached" line */
+    int ctl_fd;              /* eventfd: the controlling thread asks this worker to drain */
+    struct loop_io ctl;
     int init_rc;
     bool started;
 };
@@ -61,12 +66,39 @@ struct server {
     uint64_t reloads[2];      /* atomic: reloads refused [0] and applied [1] */
     bool last_reload_ok;      /* atomic: the last reload was applied (true before any) */
     double last_reload_time;  /* atomic (as bits): Unix seconds of the last reload; 0 = none */
+    bool draining;            /* atomic: workers stop accepting (server_drain) */
 };
 
 static void listeners_set(struct worker *w, unsigned mask)
 {
     for (size_t i = 0; i < w->srv->cfg->nlisten; i++)
-        loop_io_set(&w->cw.loop, &w->lis[i], mask);
+        if (w->lfd[i] >= 0)
+            loop_io_set(&w->cw.loop, &w->lis[i], mask);
+}
+
+/* Drain: close this worker's listeners (connections still in their accept queues are reset;
+   with every worker's closed, new connections are refused). Open connections run on. */
+static void listeners_close(struct worker *w)
+{
+    loop_timer_stop(&w->pause);
+    for (size_t i = 0; i < w->srv->cfg->nlisten; i++) {
+        loop_io_del(&w->cw.loop, &w->lis[i]);
+        if (w->lfd[i] >= 0)
+            close(w->lfd[i]);
+        w->lfd[i] = -1;
+    }
+}
+
+static void on_ctl(struct loop *l, struct loop_io *io, unsigned events)
+{
+    (void)l;
+    (void)events;
+    struct worker *w = (struct worker *)(void *)((char *)io - offsetof(struct worker, ctl));
+    uint64_t n;
+    if (read(w->ctl_fd, &n, sizeof n) < 0 && errno != EAGAIN)
+        return;
+    if (__atomic_load_n(&w->srv->draining, __ATOMIC_ACQUIRE))
+        listeners_close(w);
 }
 
 static void on_pause_end(struct loop *l, struct loop_timer *t)
@@ -130,6 +162,8 @@ static void *worker_main(void *arg)
     tg__ratelimit_init(&w->limit_rl, 0.1, 1); /* one line per 10 s at most */
     if (rc == 0)
         rc = loop_tq_add(&w->cw.loop, &w->tq_pause, ACCEPT_PAUSE_MS);
+    if (rc == 0)
+        rc = loop_io_add(&w->cw.loop, &w->ctl, w->ctl_fd, LOOP_READ, on_ctl);
     for (size_t i = 0; rc == 0 && i < s->cfg->nlisten; i++)
         rc = loop_io_add(&w->cw.loop, &w->lis[i], w->lfd[i], LOOP_READ, on_listen);
     pthread_mutex_lock(&s->mu);
@@ -142,12 +176,8 @@ static void *worker_main(void *arg)
         if (rc < 0)
             tg__log(NULL, TG__LOG_ERROR, "worker: event loop failed: %s", strerror(-rc));
     }
-    for (size_t i = 0; i < s->cfg->nlisten; i++) {
-        loop_io_del(&w->cw.loop, &w->lis[i]);
-        if (w->lfd[i] >= 0)
-            close(w->lfd[i]);
-        w->lfd[i] = -1;
-    }
+    listeners_close(w);
+    loop_io_del(&w->cw.loop, &w->ctl);
     conn_worker_cleanup(&w->cw);
     return NULL;
 }
@@ -324,9 +354,14 @@ int server_start(const struct config *cfg, struct server **out)
     s->sec = tg__calloc(s->nw * GEN_LABELS_MAX, sizeof *s->sec);
     s->last_reload_ok = true;
     int rc = s->w && s->sec ? 0 : -ENOMEM;
-    for (size_t k = 0; rc == 0 && k < s->nw; k++)
+    for (size_t k = 0; s->w && k < s->nw; k++) { /* before anything can fail: server_stop */
         for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
             s->w[k].lfd[i] = -1;
+        s->w[k].ctl_fd = -1;
+    }
+    for (size_t k = 0; rc == 0 && k < s->nw; k++)
+        if ((s->w[k].ctl_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+            rc = -errno;
     if (rc == 0)
         rc = conn_shared_init(&s->sh, s->cfg);
     if (rc == 0)
@@ -415,6 +450,20 @@ double server_start_time(const struct server *s)
     return s->start_time;
 }
 
+void server_drain(struct server *s)
+{
+    __atomic_store_n(&s->draining, true, __ATOMIC_RELEASE);
+    uint64_t one = 1;
+    for (size_t k = 0; k < s->nw; k++)
+        if (s->w[k].started && write(s->w[k].ctl_fd, &one, sizeof one) < 0)
+            tg__log(NULL, TG__LOG_WARN, "drain: cannot wake worker %zu: %s", k, strerror(errno));
+}
+
+uint32_t server_active(const struct server *s)
+{
+    return __atomic_load_n(&s->sh.active, __ATOMIC_RELAXED);
+}
+
 uint16_t server_metrics_port(const struct server *s)
 {
     return metrics_port(s->metrics);
@@ -437,6 +486,8 @@ void server_stop(struct server *s)
         for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
             if (s->w[k].lfd[i] >= 0)
                 close(s->w[k].lfd[i]);
+        if (s->w[k].ctl_fd >= 0)
+            close(s->w[k].ctl_fd);
     }
     conn_shared_cleanup(&s->sh);
     pthread_mutex_destroy(&s->mu);
@@ -554,6 +605,40 @@ void server_reload_counts(const struct server *s, uint64_t *ok, uint64_t *failed
     __atomic_load(&s->last_reload_time, last_time, __ATOMIC_RELAXED);
 }
 
+/* After the first SIGINT/SIGTERM: stop accepting and wait, up to the current generation's
+   drain-timeout, for open connections to end; a second signal ends the wait at once.
+   server_stop closes whatever is still open. */
+static void drain(struct server *s, const sigset_t *set, int sig)
+{
+    struct gen *g = conn_shared_gen(&s->sh);
+    uint64_t timeout_ms = g->cfg->drain_timeout_ms;
+    gen_unref(g);
+    server_drain(s);
+    tg__log(NULL, TG__LOG_INFO,
+            "signal %d: shutting down: accepting stopped, %u connection(s) open; waiting up to "
+            "%.1f s for them to end (drain-timeout; a second signal stops at once)",
+            sig, server_active(s), (double)timeout_ms / 1000);
+    uint64_t end = tg__now_ms() + timeout_ms;
+    for (uint64_t now = tg__now_ms(); server_active(s) && now < end; now = tg__now_ms()) {
+        uint64_t wait = end - now < DRAIN_POLL_MS ? end - now : DRAIN_POLL_MS;
+        struct timespec ts = {.tv_sec = (time_t)(wait / 1000),
+                              .tv_nsec = (long)(wait % 1000) * 1000000L};
+        int got = sigtimedwait(set, NULL, &ts);
+        if (got == SIGHUP)
+            tg__log(NULL, TG__LOG_INFO, "SIGHUP while shutting down: not reloading");
+        else if (got > 0) {
+            tg__log(NULL, TG__LOG_INFO, "signal %d again: closing %u connection(s) now", got,
+                    server_active(s));
+            return;
+        }
+    }
+    uint32_t left = server_active(s);
+    if (left)
+        tg__log(NULL, TG__LOG_INFO, "drain-timeout reached: closing %u connection(s)", left);
+    else
+        tg__log(NULL, TG__LOG_INFO, "every connection ended: shutting down");
+}
+
 int server_run(const struct config *cfg, const char *path)
 {
     sigset_t set, old;
@@ -583,7 +668,7 @@ int server_run(const struct config *cfg, const char *path)
                         "SIGHUP: nothing to re-read (simple-run has no configuration file)");
             sig = 0;
         }
-        tg__log(NULL, TG__LOG_INFO, "signal %d: shutting down", sig);
+        drain(s, &set, sig);
         server_stop(s);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);

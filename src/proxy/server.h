@@ -32,8 +32,11 @@ struct server;
 /*
  * Serve cfg until SIGINT/SIGTERM (which it blocks in the calling thread and waits for, with
  * SIGHUP). SIGHUP re-reads the file at path (server_reload_file); path NULL (simple-run)
- * logs that there is nothing to re-read. Returns 0 after a clean shutdown, or -errno when it
- * cannot start (bind, threads, memory; a message is logged at error level).
+ * logs that there is nothing to re-read. The first SIGINT/SIGTERM drains: accepting stops,
+ * open connections run on for up to drain-timeout (of the current config), then the rest
+ * are closed; a second SIGINT/SIGTERM closes them at once. Returns 0 after a shutdown
+ * (drained or not), or -errno when it cannot start (bind, threads, memory; a message is
+ * logged at error level).
  */
 int server_run(const struct config *cfg, const char *path);
 
@@ -82,6 +85,12 @@ void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *r
 double server_start_time(const struct server *s);
 /* Port the Prometheus page listens on (0 = off). */
 uint16_t server_metrics_port(const struct server *s);
+
+/* Drain: every worker closes its listeners (new connections are refused); open connections
+   run on until they end or server_stop. Any time after server_start, controlling thread. */
+void server_drain(struct server *s);
+/* Client connections open now, over every worker (relaxed read; any thread). */
+uint32_t server_active(const struct server *s);
 
 /* Stop accepting, close every connection, join the workers and free s. NULL-safe. */
 void server_stop(struct server *s);

@@ -276,11 +276,110 @@ static void test_sighup_with_relays(void **state)
     env_stop(&e);
 }
 
+/* ---- drain (SIGTERM) ---- */
+
+/* A relay in echo mode (ECHO, then PHASE bytes checked). */
+static void open_relay(const struct env *e, struct pcli *c, uint32_t seed)
+{
+    struct pcli_opts o = opts(e->key_a);
+    uint8_t cmd[FAKEDC_CMD_LEN];
+    fakedc_cmd(cmd, "ECHO", seed, 4 * PHASE);
+    assert_int_equal(pcli_connect(c, e->port, &o), 0);
+    assert_int_equal(pcli_send(c, cmd, sizeof cmd), 0);
+    assert_int_equal(echo_phase(c, seed, 0), 0);
+}
+
+static int wait_exit(const struct env *e)
+{
+    int status = 0;
+    assert_int_equal(waitpid(e->pid, &status, 0), e->pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* Relays that end within drain-timeout: they keep relaying after SIGTERM, no new
+   connection is accepted, and the process exits 0 once they are gone. */
+static void test_drain_relays_finish(void **state)
+{
+    (void)state;
+    if (access(BINARY, X_OK) != 0)
+        skip();
+    struct env e;
+    env_start(&e);
+    write_cfg(&e, true, false, "drain-timeout = \"1h\"", NULL);
+    spawn(&e);
+    struct pcli c[3];
+    for (int i = 0; i < 3; i++)
+        open_relay(&e, &c[i], 50 + (uint32_t)i);
+    assert_int_equal(kill(e.pid, SIGTERM), 0);
+    wait_log(&e, "accepting stopped, 3 connection(s) open", 1);
+    int fd = -1;
+    for (int i = 0; i < 500 && (fd = psock_connect(e.port, 1000)) >= 0; i++) {
+        close(fd); /* bounded: until every worker has closed its listener */
+        usleep(10000);
+    }
+    assert_true(fd < 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(echo_phase(&c[i], 50 + (uint32_t)i, PHASE), 0);
+        pcli_close(&c[i]);
+    }
+    assert_int_equal(wait_exit(&e), 0);
+    assert_int_equal(log_count(&e, "every connection ended"), 1);
+    assert_int_equal(log_count(&e, "reason=shutdown"), 0);
+    env_stop(&e);
+}
+
+/* A relay still open at drain-timeout is closed then; the exit status is still 0. */
+static void test_drain_timeout_closes(void **state)
+{
+    (void)state;
+    if (access(BINARY, X_OK) != 0)
+        skip();
+    struct env e;
+    env_start(&e);
+    write_cfg(&e, true, false, "drain-timeout = \"1s\"", NULL);
+    spawn(&e);
+    struct pcli c;
+    open_relay(&e, &c, 60);
+    assert_int_equal(kill(e.pid, SIGTERM), 0);
+    assert_int_equal(wait_exit(&e), 0); /* on its own, after the timeout */
+    uint8_t b;
+    assert_true(pcli_recv(&c, &b, 1) <= 0); /* the relay was closed */
+    pcli_close(&c);
+    assert_int_equal(log_count(&e, "drain-timeout reached: closing 1 connection(s)"), 1);
+    assert_int_equal(log_count(&e, "reason=shutdown"), 1);
+    env_stop(&e);
+}
+
+/* A second signal during the drain closes everything at once. */
+static void test_drain_second_signal(void **state)
+{
+    (void)state;
+    if (access(BINARY, X_OK) != 0)
+        skip();
+    struct env e;
+    env_start(&e);
+    write_cfg(&e, true, false, "drain-timeout = \"1h\"", NULL);
+    spawn(&e);
+    struct pcli c;
+    open_relay(&e, &c, 70);
+    assert_int_equal(kill(e.pid, SIGINT), 0);
+    wait_log(&e, "accepting stopped", 1);
+    assert_int_equal(kill(e.pid, SIGTERM), 0);
+    assert_int_equal(wait_exit(&e), 0);
+    pcli_close(&c);
+    assert_int_equal(log_count(&e, "again: closing 1 connection(s) now"), 1);
+    env_stop(&e);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sighup_with_relays),
+        cmocka_unit_test(test_drain_relays_finish),
+        cmocka_unit_test(test_drain_timeout_closes),
+        cmocka_unit_test(test_drain_second_signal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
