@@ -261,6 +261,30 @@ static int collect_process(struct walk *w, const struct server *s)
     return rc;
 }
 
+/* Configuration reloads (SIGHUP), as Prometheus reports its own. */
+static int collect_reload(struct walk *w, const struct server *s)
+{
+    uint64_t ok = 0, failed = 0;
+    bool last_ok = true;
+    double when = 0;
+    server_reload_counts(s, &ok, &failed, &last_ok, &when);
+    static const char help[] = "Configuration reloads (SIGHUP), by result.";
+    int rc = put1(w, "config_reloads_total", METRIC_COUNTER, help, "result", "ok", (double)ok);
+    if (rc == 0)
+        rc = put1(w, "config_reloads_total", METRIC_COUNTER, help, "result", "failed",
+                  (double)failed);
+    if (rc == 0)
+        rc = put1(w, "config_last_reload_successful", METRIC_GAUGE,
+                  "1 when the last reload was applied (or none was tried), 0 when it was refused.",
+                  NULL, NULL, last_ok ? 1 : 0);
+    if (rc == 0)
+        rc = put1(w, "config_last_reload_success_timestamp_seconds", METRIC_GAUGE,
+                  "When the running configuration was applied (last reload, else the start), "
+                  "in Unix seconds.",
+                  NULL, NULL, when);
+    return rc;
+}
+
 int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
 {
     struct walk w = {.emit = emit, .user = user};
@@ -273,6 +297,8 @@ int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
         rc = collect_dc_fail(&w, s);
     if (rc == 0)
         rc = collect_secrets(&w, s);
+    if (rc == 0)
+        rc = collect_reload(&w, s);
     return rc == 0 ? collect_process(&w, s) : rc;
 }
 

@@ -65,7 +65,8 @@ struct server {
     struct statsd *statsd;    /* [stats.statsd] pusher, or NULL */
     uint64_t reloads[2];      /* atomic: reloads refused [0] and applied [1] */
     bool last_reload_ok;      /* atomic: the last reload was applied (true before any) */
-    double last_reload_time;  /* atomic (as bits): Unix seconds of the last reload; 0 = none */
+    double last_ok_time;      /* atomic (as bits): Unix seconds of the last applied reload,
+                                 or of the start */
     bool draining;            /* atomic: workers stop accepting (server_drain) */
 };
 
@@ -350,6 +351,7 @@ int server_start(const struct config *cfg, struct server **out)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    s->last_ok_time = s->start_time;
     s->w = tg__calloc(s->nw, sizeof *s->w);
     s->sec = tg__calloc(s->nw * GEN_LABELS_MAX, sizeof *s->sec);
     s->last_reload_ok = true;
@@ -535,7 +537,8 @@ static void reload_count(struct server *s, bool ok)
     double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
     __atomic_add_fetch(&s->reloads[ok], 1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->last_reload_ok, ok, __ATOMIC_RELAXED);
-    __atomic_store(&s->last_reload_time, &now, __ATOMIC_RELAXED);
+    if (ok)
+        __atomic_store(&s->last_ok_time, &now, __ATOMIC_RELAXED);
 }
 
 int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen)
@@ -597,12 +600,12 @@ int server_reload_file(struct server *s, const char *path)
 }
 
 void server_reload_counts(const struct server *s, uint64_t *ok, uint64_t *failed, bool *last_ok,
-                          double *last_time)
+                          double *last_ok_time)
 {
     *ok = __atomic_load_n(&s->reloads[1], __ATOMIC_RELAXED);
     *failed = __atomic_load_n(&s->reloads[0], __ATOMIC_RELAXED);
     *last_ok = __atomic_load_n(&s->last_reload_ok, __ATOMIC_RELAXED);
-    __atomic_load(&s->last_reload_time, last_time, __ATOMIC_RELAXED);
+    __atomic_load(&s->last_ok_time, last_ok_time, __ATOMIC_RELAXED);
 }
 
 /* After the first SIGINT/SIGTERM: stop accepting and wait, up to the current generation's

@@ -53,9 +53,10 @@ int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen
 /* Load path and server_reload it, logging the outcome (a refusal names file:line). */
 int server_reload_file(struct server *s, const char *path);
 /* Reloads applied and refused, whether the last one was applied (true before any) and
-   when it ran (Unix seconds; 0 = none yet). Any thread. */
+   when the configuration last changed (the last applied reload, else the start; Unix
+   seconds). Any thread. */
 void server_reload_counts(const struct server *s, uint64_t *ok, uint64_t *failed, bool *last_ok,
-                          double *last_time);
+                          double *last_ok_time);
 
 /* Bind, start the workers and return at once. 0 or -errno (nothing left running). */
 int server_start(const struct config *cfg, struct server **out);

@@ -477,16 +477,74 @@ static void test_statsd_graphite(void **state)
     statsd_case(CONFIG_TAGS_GRAPHITE, want);
 }
 
+/* A config for h's server with h's secrets plus one more label, on bind-to `listen`. */
+static void reload_cfg(const struct pharness *h, struct config *cfg, const char *listen)
+{
+    char err[CONFIG_ERR_MAX];
+    config_init(cfg);
+    assert_int_equal(config_add_listen(cfg, listen, strlen(listen), err, sizeof err), 0);
+    for (size_t i = 0; i < h->cfg.nsecrets; i++)
+        assert_int_equal(config_add_secret(cfg, h->cfg.secrets[i].label, &h->cfg.secrets[i].secret,
+                                           err, sizeof err),
+                         0);
+    assert_int_equal(config_add_secret(cfg, "added", &h->cfg.secrets[0].secret, err, sizeof err),
+                     0);
+}
+
+/* Reload rows: a refused reload, then an applied one that adds a label; the per-secret
+   series of the old labels continue. */
+static void test_reload_metrics(void **state)
+{
+    (void)state;
+    struct pharness h;
+    assert_int_equal(pharness_start(&h, &(struct pharness_opts){.ee = true, .prometheus = true}),
+                     0);
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&c, h.port, &o), 0);
+    assert_int_equal(pcli_echo(&c, 1, 1000, 0), 0);
+    pcli_close(&c);
+    char *page = malloc(SCRAPE_MAX);
+    assert_non_null(page);
+    scrape(&h, page, SCRAPE_MAX);
+    assert_true(sample(page, "tgproxy_config_reloads_total{result=ok}") == 0);
+    assert_true(sample(page, "tgproxy_config_reloads_total{result=failed}") == 0);
+    assert_true(sample(page, "tgproxy_config_last_reload_successful{}") == 1);
+    double started = sample(page, "tgproxy_config_last_reload_success_timestamp_seconds{}");
+    assert_true(started == sample(page, "tgproxy_start_time_seconds{}"));
+
+    struct config cfg;
+    char err[CONFIG_ERR_MAX];
+    reload_cfg(&h, &cfg, "127.0.0.1:1"); /* another listener: refused */
+    assert_int_equal(server_reload(h.srv, &cfg, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "bind-to"));
+    config_cleanup(&cfg);
+    scrape(&h, page, SCRAPE_MAX);
+    assert_true(sample(page, "tgproxy_config_reloads_total{result=failed}") == 1);
+    assert_true(sample(page, "tgproxy_config_last_reload_successful{}") == 0);
+    assert_null(strstr(page, "secret=added"));
+
+    reload_cfg(&h, &cfg, h.cfg.listen[0].text);
+    assert_int_equal(server_reload(h.srv, &cfg, err, sizeof err), 0);
+    assert_int_equal(cfg.nsecrets, 0); /* moved into the server */
+    config_cleanup(&cfg);
+    scrape(&h, page, SCRAPE_MAX);
+    assert_true(sample(page, "tgproxy_config_reloads_total{result=ok}") == 1);
+    assert_true(sample(page, "tgproxy_config_last_reload_successful{}") == 1);
+    assert_true(sample(page, "tgproxy_config_last_reload_success_timestamp_seconds{}") >= started);
+    assert_true(sample(page, "tgproxy_secret_connections_total{secret=tls}") == 1);
+    assert_true(sample(page, "tgproxy_secret_connections_total{secret=added}") == 0);
+    free(page);
+    pharness_stop(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prometheus_during_relays),
-        cmocka_unit_test(test_handshake_outcomes),
-        cmocka_unit_test(test_dc_connect_metrics),
-        cmocka_unit_test(test_dc_connect_metrics_socks5),
-        cmocka_unit_test(test_statsd_datadog),
-        cmocka_unit_test(test_statsd_influxdb),
-        cmocka_unit_test(test_statsd_graphite),
+        cmocka_unit_test(test_prometheus_during_relays),  cmocka_unit_test(test_reload_metrics),
+        cmocka_unit_test(test_handshake_outcomes),        cmocka_unit_test(test_dc_connect_metrics),
+        cmocka_unit_test(test_dc_connect_metrics_socks5), cmocka_unit_test(test_statsd_datadog),
+        cmocka_unit_test(test_statsd_influxdb),           cmocka_unit_test(test_statsd_graphite),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }
