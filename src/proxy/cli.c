@@ -255,6 +255,8 @@ static int serve_exit_code(int rc)
     case EMFILE:
     case ENFILE:
         return EX_OSERR;
+    case EINVAL: /* a bad access-list file (its path:line is logged) */
+        return EX_CONFIG;
     default:
         return EX_SOFTWARE;
     }

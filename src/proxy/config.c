@@ -6,7 +6,7 @@
  * keys that would have been accepted. mtg keys are handled in three ways, as documented in
  * docs/tgproxy.md: mapped onto our fields, accepted and ignored with a warning (features we
  * do not have but whose absence is harmless), or rejected (silently ignoring them would
- * change who can connect or where traffic goes: allowlists, ad tags).
+ * change who can connect or where traffic goes: ad tags).
  *
  * Deprecated mtg spellings (domain-fronting-port, public-ipv4, ...) are collected on the
  * side and applied at the end, so the newer spelling wins wherever it appears in the file.
@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,7 +44,6 @@ struct loader {
     bool log_level_set;
     bool debug;
     bool fronting_host_set, fronting_port_set, fronting_pp_set, public_host_set;
-    bool section_enabled;                    /* `enabled` of the ignored table being walked */
     char dep_fronting_host[CONFIG_HOST_MAX]; /* top-level domain-fronting-ip */
     int dep_fronting_port;                   /* top-level domain-fronting-port, -1 unset */
     int dep_fronting_pp;                     /* domain-fronting-proxy-protocol, -1 unset */
@@ -52,6 +52,7 @@ struct loader {
     const struct toml_kv *skew_kv;   /* tolerate-time-skewness, if given */
     const struct toml_kv *limits_kv; /* [limits], applied once every secret is known */
     struct config_limits *lim;       /* the [limits.LABEL] being walked */
+    struct config_iplist *iplist;    /* the [defense.blocklist/allowlist] being walked */
 };
 
 typedef int (*key_fn)(struct loader *ld, const struct toml_kv *kv);
@@ -788,18 +789,6 @@ static int k_ad_tag(struct loader *ld, const struct toml_kv *kv)
                    "implement; expected no ad-tag");
 }
 
-static int k_noop(struct loader *ld, const struct toml_kv *kv)
-{
-    (void)ld;
-    (void)kv;
-    return 0;
-}
-
-static int k_enabled(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->section_enabled);
-}
-
 /* ---- [domain-fronting] ---- */
 
 static int fronting_host(struct loader *ld, const struct toml_kv *kv, bool require_ip)
@@ -985,38 +974,101 @@ static const struct key_rule antireplay_rules[] = {
     FN_KEY("error-rate", k_ignore),
 };
 
-static const struct key_rule iplist_rules[] = {
-    FN_KEY("enabled", k_enabled),
-    FN_KEY("download-concurrency", k_noop),
-    FN_KEY("urls", k_noop),
-    FN_KEY("update-each", k_noop),
-};
-
 static int k_antireplay(struct loader *ld, const struct toml_kv *kv)
 {
     return WALK(ld, kv, antireplay_rules);
 }
 
+/* One source of ld->iplist: a path, or (from urls) an https:// URL. */
+static int add_source(struct loader *ld, const struct toml_kv *kv, const struct toml_value *e,
+                      bool from_urls)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, e, &s, &n) != 0)
+        return -EINVAL;
+    struct config_iplist *l = ld->iplist;
+    bool url = from_urls && n >= 8 && strncasecmp(s, "https://", 8) == 0;
+    if (from_urls && n >= 7 && strncasecmp(s, "http://", 7) == 0)
+        return val_err(ld, kv, e,
+                       "plain http:// lists could be changed in transit, expected an "
+                       "https:// URL or a local file path");
+    if (n == 0 || n >= CONFIG_SOURCE_MAX)
+        return val_err(ld, kv, e, "expected a %s of 1..%d bytes", url ? "URL" : "file path",
+                       CONFIG_SOURCE_MAX - 1);
+    if (l->nsources >= CONFIG_MAX_SOURCES)
+        return val_err(ld, kv, e, "too many lists, expected at most %d files and urls",
+                       CONFIG_MAX_SOURCES);
+    if (grow((void **)&l->sources, l->nsources, sizeof l->sources[0]) != 0)
+        return -ENOMEM;
+    l->sources[l->nsources].is_url = url;
+    memcpy(l->sources[l->nsources].text, s, n);
+    l->sources[l->nsources++].text[n] = '\0';
+    return 0;
+}
+
+static int iplist_sources(struct loader *ld, const struct toml_kv *kv, bool from_urls)
+{
+    if (kv->value->type != TOML_ARRAY)
+        return type_err(ld, kv, "an array of strings");
+    int rc = 0;
+    for (const struct toml_value *e = kv->value->u.array.first; e && rc == 0; e = e->next)
+        rc = add_source(ld, kv, e, from_urls);
+    return rc;
+}
+
+/* urls: mtg's list, where an entry that is not an URL is a local file (as mtg reads it). */
+static int k_iplist_urls(struct loader *ld, const struct toml_kv *kv)
+{
+    return iplist_sources(ld, kv, true);
+}
+
+static int k_iplist_files(struct loader *ld, const struct toml_kv *kv)
+{
+    return iplist_sources(ld, kv, false);
+}
+
+static int k_iplist_enabled(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->iplist->enabled);
+}
+
+static int k_iplist_concurrency(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_uint(ld, kv, 1, 64, &ld->iplist->download_concurrency);
+}
+
+static int k_iplist_update(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_seconds(ld, kv, 1, 30 * 86400, &ld->iplist->update_each_s);
+}
+
+static const struct key_rule iplist_rules[] = {
+    FN_KEY("enabled", k_iplist_enabled),    FN_KEY("files", k_iplist_files),
+    FN_KEY("urls", k_iplist_urls),          FN_KEY("download-concurrency", k_iplist_concurrency),
+    FN_KEY("update-each", k_iplist_update),
+};
+
+/* [defense.blocklist] / [defense.allowlist]: an enabled list needs something to read. */
+static int iplist_table(struct loader *ld, const struct toml_kv *kv, struct config_iplist *l)
+{
+    ld->iplist = l;
+    int rc = WALK(ld, kv, iplist_rules);
+    if (rc == 0 && l->enabled && l->nsources == 0)
+        return key_err(ld, kv,
+                       "enabled with no lists, expected files = [\"PATH\", ...] and/or "
+                       "urls = [\"https://...\", ...]");
+    return rc;
+}
+
 static int k_blocklist(struct loader *ld, const struct toml_kv *kv)
 {
-    ld->section_enabled = false;
-    int rc = WALK(ld, kv, iplist_rules);
-    if (rc == 0 && ld->section_enabled)
-        warn_key(ld, kv,
-                 "enabled but ignored: tgproxy has no IP blocklist, clients are not "
-                 "filtered by address");
-    return rc;
+    return iplist_table(ld, kv, &ld->cfg->blocklist);
 }
 
 static int k_allowlist(struct loader *ld, const struct toml_kv *kv)
 {
-    ld->section_enabled = false;
-    int rc = WALK(ld, kv, iplist_rules);
-    if (rc == 0 && ld->section_enabled)
-        return key_err(ld, kv,
-                       "tgproxy cannot restrict clients by address, so it refuses to "
-                       "start rather than serve everyone; expected enabled = false");
-    return rc;
+    return iplist_table(ld, kv, &ld->cfg->allowlist);
 }
 
 static const struct key_rule defense_rules[] = {
@@ -1488,6 +1540,8 @@ void config_init(struct config *cfg)
     tg__strlcpy(cfg->statsd.prefix, "tgproxy", sizeof cfg->statsd.prefix);
     cfg->statsd.tag_format = CONFIG_TAGS_DATADOG;
     cfg->statsd.flush_ms = 10000;
+    cfg->blocklist.download_concurrency = cfg->allowlist.download_concurrency = 1;
+    cfg->blocklist.update_each_s = cfg->allowlist.update_each_s = 6 * 3600;
 }
 
 void config_cleanup(struct config *cfg)
@@ -1502,6 +1556,8 @@ void config_cleanup(struct config *cfg)
     if (cfg->proxies)
         memset(cfg->proxies, 0, cfg->nproxies * sizeof cfg->proxies[0]);
     tg__free(cfg->proxies);
+    tg__free(cfg->blocklist.sources);
+    tg__free(cfg->allowlist.sources);
     memset(cfg, 0, sizeof *cfg);
 }
 

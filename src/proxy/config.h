@@ -50,6 +50,9 @@
 #define CONFIG_PATH_MAX     128 /* [stats.prometheus] http-path, including the NUL */
 #define CONFIG_PREFIX_MAX   64  /* metric-prefix, including the NUL */
 
+#define CONFIG_SOURCE_MAX  1024 /* an access-list file path or URL, including the NUL */
+#define CONFIG_MAX_SOURCES 64   /* files + urls of one access list */
+
 /* [stats.statsd] tag-format: how labels ride on a statsd line. */
 enum config_tag_format {
     CONFIG_TAGS_DATADOG = 0,  /* name:1|c|#secret:a,dc:2 */
@@ -87,6 +90,21 @@ struct config_secret {
     char label[CONFIG_LABEL_MAX]; /* safe to log */
     struct secret secret;         /* never log */
     struct config_limits limits;  /* from [limits.<label>] */
+};
+
+/* One source of an access list: a local file or an https:// URL. */
+struct config_iplist_source {
+    bool is_url;
+    char text[CONFIG_SOURCE_MAX]; /* the path or URL as written */
+};
+
+/* [defense.blocklist] / [defense.allowlist] (mtg's keys; acl.h applies them). */
+struct config_iplist {
+    bool enabled;                         /* default false */
+    struct config_iplist_source *sources; /* in the file's order; enabled => >= 1 */
+    size_t nsources;
+    uint32_t download_concurrency; /* parallel downloads; default 1 (as mtg) */
+    uint32_t update_each_s;        /* re-read files and re-download urls; default 21600 (6 h) */
 };
 
 /* One [dcs] entry: an override of a DC's addresses. */
@@ -165,6 +183,9 @@ struct config {
         uint32_t max_entries; /* default 1048576 (bounded cache) */
         uint32_t window_s;    /* default max(300, config_replay_window_min(skew)) */
     } antireplay;
+
+    /* [defense.blocklist] and [defense.allowlist]: client addresses closed at accept. */
+    struct config_iplist blocklist, allowlist;
 
     bool proxy_protocol_listener; /* expect a PROXY v1/v2 header from the listener; false */
 

@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "proxy/acl.h"
 #include "proxy/antireplay.h"
 #include "proxy/limits.h"
 #include "proxy/proxyproto.h"
@@ -48,6 +49,7 @@ static const char *const end_names[] = {
     [END_PROTO] = "client-tls-error",
     [END_DNS] = "dns",
     [END_QUOTA] = "quota",
+    [END_ACL] = "acl",
 };
 
 const char *conn_end_name(enum conn_end e)
@@ -903,6 +905,31 @@ static void hello_step(struct conn *c)
     front(c, false);
 }
 
+/* With a PROXY-protocol listener the socket's peer is the balancer: the access lists check
+   the client address its header carries, before any client byte is looked at. */
+static bool pp_refused(struct conn *c)
+{
+    struct conn_worker *w = c->w;
+    struct sockaddr_storage ss = {0};
+    if (!w->sh->acl || !c->pp.family)
+        return false; /* no lists, or a LOCAL header (the balancer's own health check) */
+    if (c->pp.family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)(void *)&ss;
+        a->sin_family = AF_INET;
+        memcpy(&a->sin_addr, c->pp.src, 4);
+    } else {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)(void *)&ss;
+        a->sin6_family = AF_INET6;
+        memcpy(&a->sin6_addr, c->pp.src, 16);
+    }
+    enum acl_verdict v = acl_check(w->sh->acl, w->acl_reader, (struct sockaddr *)&ss);
+    if (v == ACL_BLOCKED)
+        stats_add(&w->stats, acl_blocked, 1);
+    else if (v == ACL_NOT_ALLOWED)
+        stats_add(&w->stats, acl_not_allowed, 1);
+    return v != ACL_PASS;
+}
+
 /* Consume the balancer's PROXY header (brief 6.1). 1: done, continue; 0: need more;
    -1: c closed (a missing or malformed header from a trusted balancer is not fronted). */
 static int strip_pp(struct conn *c)
@@ -914,6 +941,10 @@ static int strip_pp(struct conn *c)
     if (r == PROXYPROTO_BAD) {
         hs_debug(c, "PROXY header", "missing or malformed");
         conn_close(c, END_PROTO);
+        return -1;
+    }
+    if (pp_refused(c)) {
+        conn_close(c, END_ACL);
         return -1;
     }
     memmove(c->hs, c->hs + k, c->hs_len - k);

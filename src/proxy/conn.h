@@ -35,6 +35,7 @@
 #include "proxy/selfaddr.h"
 #include "proxy/stats.h"
 
+struct acl;
 struct antireplay;
 struct limits;
 struct upstream_name;
@@ -50,6 +51,7 @@ struct conn_shared {
     struct gen_labels labels;  /* every secret label seen: per-secret counter slots */
     struct antireplay *replay; /* NULL = anti-replay disabled */
     struct selfaddr self;      /* endpoints of our own listeners: never fronted to */
+    struct acl *acl;           /* [defense.*list] (server.c owns it), or NULL */
     uint32_t concurrency;      /* limit on active connections, all workers */
     uint32_t active;           /* atomic: active connections, all workers */
     size_t buf_size;           /* pool block size */
@@ -101,6 +103,7 @@ struct conn_worker {
     size_t nnames, names_cap;
     int dns_fd[2];     /* resolver threads -> worker: 4-byte name indexes */
     uint32_t chain_rr; /* round-robin over [network] proxies (chain.c) */
+    size_t acl_reader; /* this worker's reader slot in sh->acl (server.c) */
     struct loop_io dns_io;
 };
 
@@ -132,6 +135,7 @@ enum conn_end {
     END_PROTO, /* bad TLS record or alert from the client */
     END_DNS,   /* the DC's host names gave no address (failed or timed-out lookup) */
     END_QUOTA, /* the secret's [limits] quota was used up */
+    END_ACL,   /* the PROXY header's client address is refused by [defense.*list] */
     END_COUNT  /* not a reason: one past the last (stats.h STATS_END_LIST follows the enum) */
 };
 

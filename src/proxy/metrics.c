@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "proxy/acl.h"
 #include "proxy/server.h"
 
 #include <errno.h>
@@ -30,6 +31,10 @@
       "Connections closed at accept by the concurrency limit.", NULL, NULL, rejected_limit)        \
     X("accept_pauses_total", METRIC_COUNTER, "Times accepting paused at the concurrency limit.",   \
       NULL, NULL, limit_pauses)                                                                    \
+    X("acl_refused_connections_total", METRIC_COUNTER,                                             \
+      "Connections closed unread because of an access list, by list.", "list", "blocklist",        \
+      acl_blocked)                                                                                 \
+    X("acl_refused_connections_total", METRIC_COUNTER, "", "list", "allowlist", acl_not_allowed)   \
     X("handshakes_total", METRIC_COUNTER, "Client handshakes by outcome.", "outcome", "ok",        \
       handshake_ok)                                                                                \
     STATS_HS_LIST(X##_HS)                                                                          \
@@ -285,6 +290,34 @@ static int collect_reload(struct walk *w, const struct server *s)
     return rc;
 }
 
+/* [defense.*list]: size and update counts of each list (zeros for a list that is off). */
+static int collect_acl(struct walk *w, const struct server *s)
+{
+    static const struct {
+        const char *family, *help;
+        enum metric_type type;
+    } fam[3] = {
+        {"acl_ranges", "Address ranges in an access list now (after merging), by list.",
+         METRIC_GAUGE},
+        {"acl_updates_total", "Access-list builds published (start, updates, reloads), by list.",
+         METRIC_COUNTER},
+        {"acl_source_failures_total",
+         "Access-list files or downloads that failed (their previous ranges kept), by list.",
+         METRIC_COUNTER},
+    };
+    int rc = 0;
+    for (int f = 0; rc == 0 && f < 3; f++) {
+        for (int k = ACL_ALLOW; rc == 0 && k <= ACL_BLOCK; k++) {
+            struct acl_list_stats st;
+            acl_stats(server_acl(s), (enum acl_list_kind)k, &st);
+            uint64_t v = f == 0 ? st.ranges : f == 1 ? st.updates_ok : st.updates_failed;
+            rc = put1(w, fam[f].family, fam[f].type, fam[f].help, "list",
+                      acl_list_name((enum acl_list_kind)k), (double)v);
+        }
+    }
+    return rc;
+}
+
 int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
 {
     struct walk w = {.emit = emit, .user = user};
@@ -299,6 +332,8 @@ int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
         rc = collect_secrets(&w, s);
     if (rc == 0)
         rc = collect_reload(&w, s);
+    if (rc == 0)
+        rc = collect_acl(&w, s);
     return rc == 0 ? collect_process(&w, s) : rc;
 }
 

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "proxy/acl.h"
 #include "proxy/antireplay.h"
 #include "proxy/conn.h"
 #include "proxy/gen.h"
@@ -68,6 +69,7 @@ struct server {
     double last_ok_time;      /* atomic (as bits): Unix seconds of the last applied reload,
                                  or of the start */
     bool draining;            /* atomic: workers stop accepting (server_drain) */
+    struct acl *acl;          /* [defense.allowlist] / [defense.blocklist], or NULL */
 };
 
 static void listeners_set(struct worker *w, unsigned mask)
@@ -133,14 +135,37 @@ static bool at_limit(struct worker *w)
     return true;
 }
 
+/* The access lists, at accept and before anything is read: a refused client is closed
+   unread and unanswered, as mtg does (fronting it would spend a connection to the fronting
+   host on every scanner the lists exist to shed). Behind a PROXY-protocol listener the peer
+   is the balancer: conn.c checks the header's client address instead. */
+static bool admit(struct worker *w, int fd, const struct sockaddr *sa)
+{
+    const struct server *s = w->srv;
+    if (!s->acl || s->cfg->proxy_protocol_listener)
+        return true;
+    enum acl_verdict v = acl_check(s->acl, w->cw.acl_reader, sa);
+    if (v == ACL_PASS)
+        return true;
+    if (v == ACL_BLOCKED)
+        stats_add(&w->cw.stats, acl_blocked, 1);
+    else
+        stats_add(&w->cw.stats, acl_not_allowed, 1);
+    close(fd);
+    return false;
+}
+
 static void on_listen(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)events;
     struct worker *w = (struct worker *)(void *)((char *)l - offsetof(struct worker, cw.loop));
     for (int i = 0; i < ACCEPT_BURST && !loop_stopping(l) && !at_limit(w); i++) {
-        int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof peer;
+        int fd = accept4(io->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            conn_accept(&w->cw, fd);
+            if (admit(w, fd, (struct sockaddr *)&peer))
+                conn_accept(&w->cw, fd);
             continue;
         }
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -160,6 +185,7 @@ static void *worker_main(void *arg)
     int rc = conn_worker_init(&w->cw, &s->sh);
     w->cw.sec = s->sec + (size_t)(w - s->w) * GEN_LABELS_MAX;
     w->cw.nsec = GEN_LABELS_MAX;
+    w->cw.acl_reader = (size_t)(w - s->w);
     tg__ratelimit_init(&w->limit_rl, 0.1, 1); /* one line per 10 s at most */
     if (rc == 0)
         rc = loop_tq_add(&w->cw.loop, &w->tq_pause, ACCEPT_PAUSE_MS);
@@ -261,6 +287,17 @@ static int self_init(struct server *s)
     }
     upstream_check_self(&s->sh, cfg);
     return 0;
+}
+
+/* [defense.*list]: read the list files now (a bad one stops the start, with file:line). */
+static int acl_start(struct server *s)
+{
+    char err[CONFIG_ERR_MAX];
+    int rc = acl_new(s->cfg, s->nw, &s->acl, err, sizeof err);
+    if (rc < 0)
+        tg__log(NULL, TG__LOG_ERROR, "%s", err);
+    s->sh.acl = s->acl;
+    return rc;
 }
 
 static size_t worker_count(const struct config *cfg)
@@ -367,6 +404,8 @@ int server_start(const struct config *cfg, struct server **out)
     if (rc == 0)
         rc = conn_shared_init(&s->sh, s->cfg);
     if (rc == 0)
+        rc = acl_start(s);
+    if (rc == 0)
         rc = open_listeners(s);
     if (rc == 0)
         rc = self_init(s);
@@ -466,6 +505,11 @@ uint32_t server_active(const struct server *s)
     return __atomic_load_n(&s->sh.active, __ATOMIC_RELAXED);
 }
 
+struct acl *server_acl(const struct server *s)
+{
+    return s->acl;
+}
+
 uint16_t server_metrics_port(const struct server *s)
 {
     return metrics_port(s->metrics);
@@ -492,6 +536,7 @@ void server_stop(struct server *s)
             close(s->w[k].ctl_fd);
     }
     conn_shared_cleanup(&s->sh);
+    acl_free(s->acl); /* after the workers: they were its readers */
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     tg__free(s->w);

@@ -27,6 +27,7 @@
 #include "proxy/config.h"
 #include "proxy/stats.h"
 
+struct acl;
 struct server;
 
 /*
@@ -84,6 +85,9 @@ void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *r
                           uint64_t *capacity);
 /* Wall-clock time server_start ran, in Unix seconds. */
 double server_start_time(const struct server *s);
+/* The access lists (acl.h: acl_refresh, acl_apply for a reload, acl_stats), or NULL when
+   neither [defense.allowlist] nor [defense.blocklist] is enabled. Owned by s. */
+struct acl *server_acl(const struct server *s);
 /* Port the Prometheus page listens on (0 = off). */
 uint16_t server_metrics_port(const struct server *s);
 

@@ -19,6 +19,8 @@
     X(accepted, "connections accepted")                                                            \
     X(rejected_limit, "connections closed at accept: concurrency limit (a race between workers)")  \
     X(limit_pauses, "times accepting paused at the concurrency limit")                              \
+    X(acl_blocked, "connections closed unread: the client address is in [defense.blocklist]")    \
+    X(acl_not_allowed, "connections closed unread: the address is not in [defense.allowlist]")   \
     X(active, "gauge: connections open on this worker")                                            \
     X(handshake_ok, "client handshakes authenticated")                                             \
     X(handshake_bad, "client handshakes that failed validation")                                   \
@@ -76,7 +78,8 @@
     X(end_shutdown, "connections ended: proxy shutdown")                                          \
     X(end_proto, "connections ended: bad TLS record or alert from the client")                   \
     X(end_dns, "connections ended: the DC's host names gave no address")                         \
-    X(end_quota, "connections ended: the secret's quota was used up")
+    X(end_quota, "connections ended: the secret's quota was used up")                             \
+    X(end_acl, "connections ended: the PROXY header's client address is refused by an access list")
 
 struct stats {
 #define STATS_FIELD(name, help) uint64_t name;

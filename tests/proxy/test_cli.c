@@ -451,6 +451,32 @@ static void test_binary_bind_failure_exit_69(void **state)
     assert_null(strstr(buf, KEY_A));
 }
 
+/* A bad access-list file stops the start: its path:line on stderr, exit 78 (config). */
+static void test_binary_bad_list_exit_78(void **state)
+{
+    (void)state;
+    char *list = write_config("# blocklist\n10.0.0.0/8\n10.0.0.0/99\n");
+    char text[256];
+    snprintf(text, sizeof text,
+             "bind-to = \"127.0.0.1:0\"\nsecret = \"" EE_A "\"\n"
+             "[defense.blocklist]\nenabled = true\nfiles = [\"%s\"]\n",
+             list);
+    char *path = write_config(text);
+    struct child c;
+    char buf[4096];
+    spawn(&c, (const char *[]){TGPROXY_BIN, "run", path, NULL});
+    bool said = read_until(&c, "cannot serve", buf, sizeof buf);
+    if (!said)
+        kill(c.pid, SIGKILL);
+    int code = wait_exit(&c);
+    unlink(path);
+    char want[128];
+    snprintf(want, sizeof want, "blocklist: %s:3: \"10.0.0.0/99\": prefix length", list);
+    unlink(list);
+    if (!said || code != 78 || !strstr(buf, want))
+        fail_msg("exit %d, stderr: %s (want \"%s\")", code, buf, want);
+}
+
 static void test_binary_run_and_sigterm(void **state)
 {
     (void)state;
@@ -703,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_config_errors_exit_78),
         cmocka_unit_test(test_binary_version_and_usage),
         cmocka_unit_test(test_binary_bind_failure_exit_69),
+        cmocka_unit_test(test_binary_bad_list_exit_78),
         cmocka_unit_test(test_binary_run_and_sigterm),
         cmocka_unit_test(test_binary_simple_run),
         cmocka_unit_test(test_binary_nofile_limit),

@@ -314,6 +314,16 @@ static void test_mtg_config(void **state)
     assert_int_equal(cfg.statsd.addr.port, 8888);
     assert_string_equal(cfg.statsd.prefix, "mtg");
     assert_int_equal(cfg.statsd.tag_format, CONFIG_TAGS_DATADOG);
+    /* [defense.blocklist] / [defense.allowlist] are supported with mtg's keys */
+    assert_true(cfg.blocklist.enabled);
+    assert_int_equal(cfg.blocklist.nsources, 1);
+    assert_true(cfg.blocklist.sources[0].is_url);
+    assert_string_equal(cfg.blocklist.sources[0].text,
+                        "https://iplists.firehol.org/files/firehol_level1.netset");
+    assert_int_equal(cfg.blocklist.download_concurrency, 2);
+    assert_int_equal(cfg.blocklist.update_each_s, 86400);
+    assert_false(cfg.allowlist.enabled);
+    assert_int_equal(cfg.allowlist.nsources, 0);
     /* Ignored keys are reported with their position, one warning each. */
     static const char *const expect[] = {
         "c.toml:9:1: auto-update: accepted for mtg compatibility but ignored",
@@ -323,7 +333,6 @@ static void test_mtg_config(void **state)
         "c.toml:24:1: network.timeout.http: accepted",
         "c.toml:33:1: defense.anti-replay.max-size: accepted",
         "c.toml:34:1: defense.anti-replay.error-rate: accepted",
-        "c.toml:35:10: defense.blocklist: enabled but ignored",
         "c.toml:57:10: defense.doppelganger: accepted for mtg compatibility but ignored",
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
@@ -344,7 +353,7 @@ static void test_mtg_deprecated_keys(void **state)
     int rc = load(&cfg,
                   BASE "domain-fronting-port = 8443\ndomain-fronting-proxy-protocol = true\n"
                        "cloak-port = 8443\n" SEC "[network.public-ip]\nipv4 = \"\"\n"
-                       "ipv6 = \"2001:db8::7\"\n[defense.blocklist]\nenabled = true\n",
+                       "ipv6 = \"2001:db8::7\"\n",
                   err, sizeof err, &w);
     if (rc != 0)
         fail_msg("%s", err);
@@ -352,11 +361,10 @@ static void test_mtg_deprecated_keys(void **state)
     assert_true(cfg.fronting.proxy_protocol);
     assert_string_equal(cfg.fronting.host, "");
     assert_string_equal(cfg.public_host, "2001:db8::7");
-    /* Each deprecated spelling is reported (tgproxy doctor fails on them), then the blocklist. */
-    assert_int_equal(w.n, 4);
+    /* Each deprecated spelling is reported (tgproxy doctor fails on them). */
+    assert_int_equal(w.n, 3);
     assert_non_null(strstr(w.all, "domain-fronting-proxy-protocol: deprecated mtg spelling"));
     assert_non_null(strstr(w.all, "cloak-port: deprecated mtg spelling"));
-    assert_non_null(strstr(w.all, "defense.blocklist: enabled but ignored"));
     config_cleanup(&cfg);
 }
 
@@ -526,7 +534,17 @@ static const struct bad_case bad_cases[] = {
      "c.toml:5:12: network.proxies: ", "bad password"},
     {BASE SEC "[network]\nproxies = [5]\n", "c.toml:5:12: network.proxies: ", "expected a string"},
     {BASE SEC "[defense.allowlist]\nenabled = true\n",
-     "c.toml:4:10: defense.allowlist: ", "refuses to start"},
+     "c.toml:4:10: defense.allowlist: ", "enabled with no lists"},
+    {BASE SEC "[defense.blocklist]\nurls = [\"http://example.com/l.netset\"]\n",
+     "c.toml:5:9: defense.blocklist.urls: ", "expected an https:// URL or a local file path"},
+    {BASE SEC "[defense.blocklist]\nfiles = \"/etc/l.netset\"\n",
+     "c.toml:5:9: defense.blocklist.files: ", "expected an array of strings"},
+    {BASE SEC "[defense.blocklist]\nfiles = [\"\"]\n",
+     "c.toml:5:10: defense.blocklist.files: ", "expected a file path of 1..1023 bytes"},
+    {BASE SEC "[defense.blocklist]\ndownload-concurrency = 0\n",
+     "c.toml:5:24: defense.blocklist.download-concurrency: ", "out of range"},
+    {BASE SEC "[defense.allowlist]\nupdate-each = \"0s\"\n",
+     "c.toml:5:15: defense.allowlist.update-each: ", "out of range"},
     {BASE SEC "[defense.blocklist]\nurl = []\n",
      "c.toml:5:1: defense.blocklist.url: ", "unknown key"},
     {BASE SEC "[network.timeout]\nidle = \"0s\"\n",
@@ -690,6 +708,35 @@ static void test_limits(void **state)
     config_cleanup(&cfg);
 }
 
+/* Access lists: files and urls (where mtg's local paths count as files), mtg's defaults. */
+static void test_access_lists(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct warnings w = {0};
+    char err[512] = "";
+    static const char doc[] =
+        BASE SEC "[defense.blocklist]\nenabled = true\nfiles = [\"/etc/a.netset\"]\n"
+                 "urls = [\"https://lists.example/b.netset\", \"c.netset\"]\n"
+                 "[defense.allowlist]\nenabled = true\nurls = [\"HTTPS://x.example/l\"]\n"
+                 "download-concurrency = 4\nupdate-each = \"90s\"\n";
+    if (load(&cfg, doc, err, sizeof err, &w) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(cfg.blocklist.nsources, 3);
+    assert_false(cfg.blocklist.sources[0].is_url);
+    assert_true(cfg.blocklist.sources[1].is_url);
+    assert_false(cfg.blocklist.sources[2].is_url);
+    assert_string_equal(cfg.blocklist.sources[2].text, "c.netset");
+    assert_int_equal(cfg.blocklist.download_concurrency, 1); /* mtg's defaults */
+    assert_int_equal(cfg.blocklist.update_each_s, 6 * 3600);
+    assert_true(cfg.allowlist.enabled);
+    assert_true(cfg.allowlist.sources[0].is_url);
+    assert_int_equal(cfg.allowlist.download_concurrency, 4);
+    assert_int_equal(cfg.allowlist.update_each_s, 90);
+    assert_int_equal(w.n, 0);
+    config_cleanup(&cfg);
+}
+
 /* The replay window covers every replay the clock check lets through (2 x skew + 2 s). */
 static void test_replay_window_covers_skew(void **state)
 {
@@ -806,6 +853,7 @@ int main(void)
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_access_lists),
         cmocka_unit_test(test_replay_window_covers_skew),
         cmocka_unit_test(test_proxies),
         cmocka_unit_test(test_builders),
