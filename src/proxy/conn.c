@@ -910,8 +910,9 @@ static void hello_step(struct conn *c)
 static bool pp_refused(struct conn *c)
 {
     struct conn_worker *w = c->w;
+    struct acl *acl = __atomic_load_n(&w->sh->acl, __ATOMIC_ACQUIRE); /* a reload may set it */
     struct sockaddr_storage ss = {0};
-    if (!w->sh->acl || !c->pp.family)
+    if (!acl || !c->pp.family)
         return false; /* no lists, or a LOCAL header (the balancer's own health check) */
     if (c->pp.family == AF_INET) {
         struct sockaddr_in *a = (struct sockaddr_in *)(void *)&ss;
@@ -922,7 +923,7 @@ static bool pp_refused(struct conn *c)
         a->sin6_family = AF_INET6;
         memcpy(&a->sin6_addr, c->pp.src, 16);
     }
-    enum acl_verdict v = acl_check(w->sh->acl, w->acl_reader, (struct sockaddr *)&ss);
+    enum acl_verdict v = acl_check(acl, w->acl_reader, (struct sockaddr *)&ss);
     if (v == ACL_BLOCKED)
         stats_add(&w->stats, acl_blocked, 1);
     else if (v == ACL_NOT_ALLOWED)

@@ -141,10 +141,10 @@ static bool at_limit(struct worker *w)
    is the balancer: conn.c checks the header's client address instead. */
 static bool admit(struct worker *w, int fd, const struct sockaddr *sa)
 {
-    const struct server *s = w->srv;
-    if (!s->acl || s->cfg->proxy_protocol_listener)
+    struct acl *acl = __atomic_load_n(&w->srv->acl, __ATOMIC_ACQUIRE); /* a reload may set it */
+    if (!acl || w->cw.gen->cfg->proxy_protocol_listener)
         return true;
-    enum acl_verdict v = acl_check(s->acl, w->cw.acl_reader, sa);
+    enum acl_verdict v = acl_check(acl, w->cw.acl_reader, sa);
     if (v == ACL_PASS)
         return true;
     if (v == ACL_BLOCKED)
@@ -507,7 +507,7 @@ uint32_t server_active(const struct server *s)
 
 struct acl *server_acl(const struct server *s)
 {
-    return s->acl;
+    return __atomic_load_n(&s->acl, __ATOMIC_ACQUIRE); /* a reload may set it */
 }
 
 uint16_t server_metrics_port(const struct server *s)
@@ -586,6 +586,21 @@ static void reload_count(struct server *s, bool ok)
         __atomic_store(&s->last_ok_time, &now, __ATOMIC_RELAXED);
 }
 
+/* [defense.*list] from a reloaded file: rebuilt from its files (a bad one refuses the
+   reload, the running lists stay); the first list a reload enables creates the acl. */
+static int acl_reload(struct server *s, const struct config *cfg, char *err, size_t errlen)
+{
+    if (s->acl)
+        return acl_apply(s->acl, cfg, err, errlen);
+    struct acl *acl = NULL;
+    int rc = acl_new(cfg, s->nw, &acl, err, errlen);
+    if (rc == 0 && acl) {
+        __atomic_store_n(&s->sh.acl, acl, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->acl, acl, __ATOMIC_RELEASE);
+    }
+    return rc;
+}
+
 int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen)
 {
     const struct config *run = s->cfg;
@@ -607,6 +622,9 @@ int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen
                         "running value stays)",
                         restart_keys[i].name, cfg->source);
         tg__logger_set_level(tg__log_default(), cfg->log_level);
+        rc = acl_reload(s, cfg, err, errlen);
+    }
+    if (rc == 0) {
         rc = conn_shared_publish(&s->sh, cfg);
         if (rc < 0)
             snprintf(err, errlen, "%s: out of memory", cfg->source);

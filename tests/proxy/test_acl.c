@@ -533,6 +533,61 @@ static void test_engine_update_during_relays(void **state)
     pharness_stop(&h);
 }
 
+/* The running proxy's config as a TOML file, plus extra (the access lists). */
+static void write_reload(const struct pharness *h, const char *path, const char *extra)
+{
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", h->key[i]);
+    char dom[2 * sizeof PHARNESS_DOMAIN];
+    for (size_t i = 0; i < sizeof PHARNESS_DOMAIN - 1; i++)
+        snprintf(dom + 2 * i, 3, "%02x", (unsigned char)PHARNESS_DOMAIN[i]);
+    write_file(path,
+               "bind-to = \"127.0.0.1:0\"\nworkers = 2\nprefer-ip = \"prefer-ipv4\"\n"
+               "log-level = \"warn\"\n[secrets]\ntls = \"ee%s%s\"\n"
+               "[dcs]\ndefault = \"127.0.0.1:%u\"\n"
+               "[domain-fronting]\nip = \"127.0.0.1\"\nport = %u\n%s",
+               hex, dom, (unsigned)h->dc_port, (unsigned)h->front_port, extra);
+}
+
+static void test_engine_reload(void **state)
+{
+    (void)state;
+    char block[128], toml[128], extra[256];
+    path_in(block, sizeof block, "reload-block.netset");
+    path_in(toml, sizeof toml, "reload.toml");
+    write_file(block, "127.0.0.2\n");
+    struct pharness h;
+    struct pharness_opts o = {.ee = true};
+    assert_int_equal(pharness_start(&h, &o), 0);
+    assert_null(server_acl(h.srv));
+    echo_from(&h, "127.0.0.2", 4096);
+    /* a reload turns the blocklist on */
+    snprintf(extra, sizeof extra, "[defense.blocklist]\nenabled = true\nfiles = [\"%s\"]\n", block);
+    write_reload(&h, toml, extra);
+    assert_int_equal(server_reload_file(h.srv, toml), 0);
+    assert_non_null(server_acl(h.srv));
+    expect_closed_unread(&h, "127.0.0.2");
+    echo_from(&h, "127.0.0.1", 4096);
+    /* a reload whose list has a bad line is refused as a whole: the lists stay */
+    char bad[128];
+    path_in(bad, sizeof bad, "reload-bad.netset");
+    write_file(bad, "127.0.0.3\n127.0.0.300\n");
+    snprintf(extra, sizeof extra, "[defense.blocklist]\nenabled = true\nfiles = [\"%s\"]\n", bad);
+    write_reload(&h, toml, extra);
+    assert_int_equal(server_reload_file(h.srv, toml), -EINVAL);
+    expect_closed_unread(&h, "127.0.0.2");
+    echo_from(&h, "127.0.0.3", 4096);
+    /* and off again */
+    write_reload(&h, toml, "");
+    assert_int_equal(server_reload_file(h.srv, toml), 0);
+    echo_from(&h, "127.0.0.2", 4096);
+    struct stats st;
+    server_stats(h.srv, &st);
+    assert_int_equal(st.acl_blocked, 2);
+    pharness_stop(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -542,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_engine_closes_at_accept),
         cmocka_unit_test(test_engine_proxy_protocol),
         cmocka_unit_test(test_engine_update_during_relays),
+        cmocka_unit_test(test_engine_reload),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
