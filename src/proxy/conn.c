@@ -73,6 +73,15 @@ static bool quota_fold(struct conn *c)
     return limits_charge(c->gen->limits, c->secret, delta, tg__wall_s());
 }
 
+/* One of the [limits] of c's secret refused or ended c: counted for the secret too (which
+   limit, in the worker's totals). */
+static void secret_limit_hit(struct conn *c)
+{
+    uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
+    if (slot < c->w->nsec)
+        stats_add(&c->w->sec[slot], limits_hit, 1);
+}
+
 /* Once a second while some secret has a quota: fold every relay's bytes (one atomic add per
    connection and second, none per read) and end the relays of secrets whose quota is spent. */
 static void on_limits_tick(struct loop *l, struct loop_timer *t)
@@ -83,6 +92,7 @@ static void on_limits_tick(struct loop *l, struct loop_timer *t)
         next = c->next;
         if (c->limit_held && quota_fold(c)) {
             stats_add(&w->stats, limit_quota, 1);
+            secret_limit_hit(c);
             conn_close(c, END_QUOTA);
         }
     }
@@ -771,6 +781,7 @@ static bool over_limit(struct conn *c)
         stats_add(&c->w->stats, limit_quota, 1);
         break;
     }
+    secret_limit_hit(c);
     hs_debug(c, "limits", limits_verdict_name(v));
     return true;
 }

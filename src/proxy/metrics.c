@@ -233,6 +233,21 @@ static int collect_secrets(struct walk *w, const struct server *s)
     return rc;
 }
 
+/* Limit hits by secret label (limits_hit_total says which limit). */
+static int collect_secret_limits(struct walk *w, const struct server *s)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < server_secret_count(s); i++) {
+        struct stats_secret ss;
+        server_secret_stats(s, i, &ss);
+        rc = put1(w, "secret_limits_hit_total", METRIC_COUNTER,
+                  "Handshakes fronted or relays ended by one of the secret's limits, by secret "
+                  "label.",
+                  "secret", server_secret_label(s, i), (double)ss.limits_hit);
+    }
+    return rc;
+}
+
 static int collect_process(struct walk *w, const struct server *s)
 {
     char num[24];
@@ -330,6 +345,8 @@ int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
         rc = collect_dc_fail(&w, s);
     if (rc == 0)
         rc = collect_secrets(&w, s);
+    if (rc == 0)
+        rc = collect_secret_limits(&w, s);
     if (rc == 0)
         rc = collect_reload(&w, s);
     if (rc == 0)

@@ -97,10 +97,11 @@ struct stats {
 /* Per-secret counters of one worker (index = config secret index), same rules as above:
    X(name, help). Written only for connections that authenticated with that secret. */
 #define STATS_SECRET_LIST(X)                                                                       \
-    X(conns, "connections authenticated")                                                         \
-    X(active, "gauge: authenticated connections open")                                            \
-    X(bytes_up, "bytes relayed client to DC (counted when the connection closes)")               \
-    X(bytes_down, "bytes relayed DC to client (counted when the connection closes)")
+    X(conns, "connections authenticated")                                                          \
+    X(active, "gauge: authenticated connections open")                                             \
+    X(bytes_up, "bytes relayed client to DC (counted when the connection closes)")                 \
+    X(bytes_down, "bytes relayed DC to client (counted when the connection closes)")               \
+    X(limits_hit, "handshakes fronted or relays ended by one of the secret's [limits]")
 
 struct stats_secret {
 #define STATS_FIELD(name, help) uint64_t name;

@@ -241,6 +241,39 @@ static void test_handshake_outcomes(void **state)
     pharness_stop(&h);
 }
 
+/* A secret at its max-connections: the next client is fronted, and the page counts the
+   hit for the limit, for the secret's label and as the handshake's outcome. */
+static void test_limit_hits(void **state)
+{
+    (void)state;
+    struct pharness h;
+    assert_int_equal(pharness_start(&h, &(struct pharness_opts){.ee = true,
+                                                                .dd = true,
+                                                                .prometheus = true,
+                                                                .limits = {.max_connections = 1}}),
+                     0);
+    struct pcli held;
+    struct pcli_opts o = pharness_client(&h, PCLI_DD);
+    assert_int_equal(pcli_connect(&held, h.port, &o), 0);
+    assert_int_equal(pcli_echo(&held, 1, 1000, 0), 0); /* relayed, and stays open */
+    struct pcli c;
+    assert_int_equal(pcli_connect(&c, h.port, &o), 0); /* the proxy fronts it */
+    assert_true(wait_stat(h.srv, STAT_INDEX(hs_limit), 1));
+    pcli_close(&c);
+    pcli_close(&held);
+    assert_true(wait_idle(h.srv));
+    char *page = malloc(SCRAPE_MAX);
+    assert_non_null(page);
+    scrape(&h, page, SCRAPE_MAX);
+    assert_true(sample(page, "tgproxy_limits_hit_total{limit=max_connections}") == 1);
+    assert_true(sample(page, "tgproxy_secret_limits_hit_total{secret=dd}") == 1);
+    assert_true(sample(page, "tgproxy_secret_limits_hit_total{secret=tls}") == 0);
+    assert_true(sample(page, "tgproxy_handshakes_total{outcome=limit}") == 1);
+    assert_true(sample(page, "tgproxy_secret_connections_total{secret=dd}") == 1);
+    free(page);
+    pharness_stop(&h);
+}
+
 /* A port on 127.0.0.1 nobody listens on (bound, then closed: connects are refused). */
 static uint16_t closed_port(void)
 {
@@ -541,10 +574,15 @@ static void test_reload_metrics(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prometheus_during_relays),  cmocka_unit_test(test_reload_metrics),
-        cmocka_unit_test(test_handshake_outcomes),        cmocka_unit_test(test_dc_connect_metrics),
-        cmocka_unit_test(test_dc_connect_metrics_socks5), cmocka_unit_test(test_statsd_datadog),
-        cmocka_unit_test(test_statsd_influxdb),           cmocka_unit_test(test_statsd_graphite),
+        cmocka_unit_test(test_prometheus_during_relays),
+        cmocka_unit_test(test_reload_metrics),
+        cmocka_unit_test(test_handshake_outcomes),
+        cmocka_unit_test(test_limit_hits),
+        cmocka_unit_test(test_dc_connect_metrics),
+        cmocka_unit_test(test_dc_connect_metrics_socks5),
+        cmocka_unit_test(test_statsd_datadog),
+        cmocka_unit_test(test_statsd_influxdb),
+        cmocka_unit_test(test_statsd_graphite),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }
