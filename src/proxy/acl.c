@@ -229,11 +229,25 @@ static CURL *dl_handle(struct dl *d, const char *url)
     return h;
 }
 
+/* url for messages: user info ("https://user:token@host/...") shown as "***@". */
+static const char *url_shown(const char *url, char *buf, size_t cap)
+{
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    size_t end = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', end);
+    if (!at)
+        return url;
+    snprintf(buf, cap, "%.*s***%s", (int)(host - url), url, at);
+    return buf;
+}
+
 /* A finished transfer: its ranges into fresh[d->idx], or a warning. */
 static void dl_done(struct acl_list *l, const char *what, struct dl *d, CURLcode res,
                     struct netset **fresh)
 {
-    const char *url = l->src[d->idx].cfg.text;
+    char shown[CONFIG_SOURCE_MAX + 4];
+    const char *url = url_shown(l->src[d->idx].cfg.text, shown, sizeof shown);
     long status = 0;
     curl_easy_getinfo(d->h, CURLINFO_RESPONSE_CODE, &status);
     char err[512];

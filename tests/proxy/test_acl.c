@@ -14,6 +14,7 @@
 #include "tgtest.h"
 
 #include "core/alloc.h"
+#include "core/log.h"
 #include "proxy/acl.h"
 #include "proxy/metrics.h"
 #include "proxy/netset.h"
@@ -359,6 +360,40 @@ static void test_https_lists(void **state)
     config_cleanup(&cfg);
 }
 
+static char logged[4096]; /* under F->mu */
+
+static void log_capture(void *user, int level, const char *msg)
+{
+    (void)user, (void)level;
+    pthread_mutex_lock(&F->mu);
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof logged - n, "%s\n", msg);
+    pthread_mutex_unlock(&F->mu);
+}
+
+/* Credentials in a list URL never reach the log. */
+static void test_url_credentials_not_logged(void **state)
+{
+    (void)state;
+    char u[160], err[512];
+    snprintf(u, sizeof u, "https://lists:s3cret-token@localhost:%u/missing",
+             (unsigned)F->https_port);
+    struct config cfg;
+    config_init(&cfg);
+    list_set(&cfg.blocklist, true, (const char *[]){u}, 1);
+    logged[0] = '\0';
+    tg__log_default()->sink = log_capture;
+    struct acl *acl = NULL;
+    assert_int_equal(acl_new(&cfg, 1, &acl, err, sizeof err), 0);
+    assert_int_equal(acl_refresh(acl, err, sizeof err), 0);
+    acl_free(acl); /* joins the updater: nothing logs after this */
+    tg__log_default()->sink = NULL;
+    assert_non_null(strstr(logged, "https://***@localhost:"));
+    assert_non_null(strstr(logged, "/missing: HTTP status 404"));
+    assert_null(strstr(logged, "s3cret"));
+    config_cleanup(&cfg);
+}
+
 /* ---- the engine ---- */
 
 /* Start tgproxy with lists: harness config, then the lists, then the engine. */
@@ -594,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_files_and_verdicts),
         cmocka_unit_test(test_bad_file),
         cmocka_unit_test(test_https_lists),
+        cmocka_unit_test(test_url_credentials_not_logged),
         cmocka_unit_test(test_engine_closes_at_accept),
         cmocka_unit_test(test_engine_proxy_protocol),
         cmocka_unit_test(test_engine_update_during_relays),
