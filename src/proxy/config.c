@@ -1388,6 +1388,27 @@ static const struct key_rule limit_rules[] = {
     FN_KEY("quota-reset", k_lim_quota_reset),
 };
 
+/* [limits] state-file / state-interval: the keys of [limits] that are not a label's table. */
+static int limits_option(struct loader *ld, const struct toml_kv *kv)
+{
+    if (kv->key_len == 14 && memcmp(kv->key, "state-interval", 14) == 0)
+        return get_duration32(ld, kv, 1000, 86400000, &ld->cfg->limits_state_interval_ms);
+    if (kv->key_len != 10 || memcmp(kv->key, "state-file", 10) != 0)
+        return key_err(ld, kv, "expected a [limits.LABEL] table, state-file or state-interval");
+    const char *s = NULL;
+    size_t n = 0;
+    if (kv->value->type != TOML_STRING)
+        return type_err(ld, kv, "a file path string");
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n >= CONFIG_FILE_MAX) /* "" = no state file, the default */
+        return val_err(ld, kv, kv->value, "path too long, expected at most %d bytes",
+                       CONFIG_FILE_MAX - 1);
+    memcpy(ld->cfg->limits_state_file, s, n);
+    ld->cfg->limits_state_file[n] = '\0';
+    return 0;
+}
+
 /* [limits.LABEL] tables: LABEL must name a secret of [secrets]. */
 static int apply_limits(struct loader *ld)
 {
@@ -1397,6 +1418,10 @@ static int apply_limits(struct loader *ld)
     int rc = 0;
     snprintf(ld->prefix, sizeof ld->prefix, "limits");
     for (const struct toml_kv *kv = t->first; kv && rc == 0; kv = kv->next) {
+        if (kv->value->type != TOML_TABLE) {
+            rc = limits_option(ld, kv);
+            continue;
+        }
         struct config_secret *cs = NULL;
         for (size_t i = 0; i < ld->cfg->nsecrets && !cs; i++)
             if (strlen(ld->cfg->secrets[i].label) == kv->key_len &&
@@ -1517,6 +1542,7 @@ void config_init(struct config *cfg)
     cfg->dynamic_records = true;
     cfg->concurrency = 8192;
     cfg->drain_timeout_ms = 30000;
+    cfg->limits_state_interval_ms = 60000;
     cfg->fronting.port = 443;
     cfg->timeout.tcp_ms = 10000;
     cfg->timeout.idle_ms = 300000;

@@ -49,6 +49,7 @@
 #define CONFIG_ERR_MAX      512 /* suggested size of the err buffers below */
 #define CONFIG_PATH_MAX     128 /* [stats.prometheus] http-path, including the NUL */
 #define CONFIG_PREFIX_MAX   64  /* metric-prefix, including the NUL */
+#define CONFIG_FILE_MAX     256 /* [limits] state-file path, including the NUL */
 
 #define CONFIG_SOURCE_MAX  1024 /* an access-list file path or URL, including the NUL */
 #define CONFIG_MAX_SOURCES 64   /* files + urls of one access list */
@@ -200,6 +201,12 @@ struct config {
                               default 1048576 */
     uint32_t bulk_budget;  /* bytes of 64 KiB bulk buffers one worker may hold; 0 = none;
                               default 4 MiB */
+
+    /* [limits] state-file, state-interval: where quota use is kept across restarts
+       (quotafile.h), written every state-interval and at shutdown; "" = not kept (default).
+       state-interval default 60000. */
+    char limits_state_file[CONFIG_FILE_MAX];
+    uint32_t limits_state_interval_ms;
 
     /* [stats.prometheus]: the metrics page (metrics.h). Off by default. */
     struct {

@@ -208,6 +208,29 @@ bool limits_charge(struct limits *l, size_t secret, uint64_t bytes, int64_t now_
     return quota_spent(s, now_s);
 }
 
+bool limits_quota_get(const struct limits *l, size_t secret, uint64_t *used, int64_t *period_end)
+{
+    if (secret >= l->n || !l->slot[secret].quota)
+        return false;
+    struct limit_state *st = l->slot[secret].st;
+    pthread_mutex_lock(&st->mu);
+    *period_end = st->period_end;
+    *used = __atomic_load_n(&st->used, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&st->mu);
+    return true;
+}
+
+void limits_quota_set(struct limits *l, size_t secret, uint64_t used, int64_t period_end)
+{
+    if (secret >= l->n || !l->slot[secret].quota)
+        return;
+    struct limit_state *st = l->slot[secret].st;
+    pthread_mutex_lock(&st->mu);
+    st->period_end = l->slot[secret].reset_s ? period_end : 0;
+    __atomic_store_n(&st->used, used, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&st->mu);
+}
+
 bool limits_by_addr(const struct limits *l, size_t secret)
 {
     return secret < l->n && l->slot[secret].max_ips != 0;

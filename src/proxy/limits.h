@@ -63,6 +63,13 @@ bool limits_any_quota(const struct limits *l);
  */
 bool limits_charge(struct limits *l, size_t secret, uint64_t bytes, int64_t now_s);
 
+/* Secret's quota use for the state file: false when it has no quota; else *used (bytes in
+   the current period) and *period_end (Unix seconds; 0 = not started or never resets). */
+bool limits_quota_get(const struct limits *l, size_t secret, uint64_t *used, int64_t *period_end);
+/* Restore what the state file said at start (before any connection). No-op without a quota;
+   a period_end the secret's settings cannot have (no quota-reset) is ignored. */
+void limits_quota_set(struct limits *l, size_t secret, uint64_t used, int64_t period_end);
+
 /* Whether limits_admit for this secret uses the client's address (max-unique-ips set). */
 bool limits_by_addr(const struct limits *l, size_t secret);
 

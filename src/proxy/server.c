@@ -8,11 +8,14 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/str.h"
 #include "proxy/acl.h"
 #include "proxy/antireplay.h"
 #include "proxy/conn.h"
 #include "proxy/gen.h"
+#include "proxy/limits.h"
 #include "proxy/metrics.h"
+#include "proxy/quotafile.h"
 #include "proxy/statsd.h"
 #include "proxy/upstream.h"
 
@@ -70,6 +73,7 @@ struct server {
                                  or of the start */
     bool draining;            /* atomic: workers stop accepting (server_drain) */
     struct acl *acl;          /* [defense.allowlist] / [defense.blocklist], or NULL */
+    bool state_ready;         /* [limits] state-file was read (or tried): save it at stop */
 };
 
 static void listeners_set(struct worker *w, unsigned mask)
@@ -372,6 +376,61 @@ static int start_workers(struct server *s)
     return rc;
 }
 
+/* [limits] state-file at start: restore each secret's quota use by label. A missing file is
+   a first start; a bad one is a warning, and every quota starts from zero. */
+static void state_load(struct server *s)
+{
+    const struct gen *g = s->sh.gen; /* no worker yet */
+    const char *path = g->cfg->limits_state_file;
+    if (!path[0])
+        return;
+    s->state_ready = true;
+    char err[CONFIG_ERR_MAX];
+    struct quotafile_entry *e = tg__calloc(QUOTAFILE_MAX_ENTRIES, sizeof *e);
+    int n = e ? quotafile_load(path, e, QUOTAFILE_MAX_ENTRIES, err, sizeof err) : -ENOMEM;
+    if (n == -ENOENT)
+        tg__log(NULL, TG__LOG_INFO, "quota state: %s does not exist yet; quotas start from zero",
+                path);
+    else if (n < 0)
+        tg__log(NULL, TG__LOG_WARN,
+                "quota state: %s; every quota starts from zero (the file is rewritten at the "
+                "next save)",
+                n == -ENOMEM ? "out of memory" : err);
+    size_t restored = 0;
+    for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < g->cfg->nsecrets; i++)
+            if (strcmp(g->cfg->secrets[i].label, e[k].label) == 0 &&
+                g->cfg->secrets[i].limits.quota) {
+                limits_quota_set(g->limits, i, e[k].used, e[k].period_end);
+                restored++;
+            }
+    if (n >= 0)
+        tg__log(NULL, TG__LOG_INFO, "quota state: %zu of %d entries restored from %s", restored, n,
+                path);
+    tg__free(e);
+}
+
+/* Write the quota use of the current generation's secrets to its state-file (if any). */
+static void state_save(struct server *s)
+{
+    struct gen *g = conn_shared_gen(&s->sh);
+    const struct config *cfg = g->cfg;
+    struct quotafile_entry *e = NULL;
+    size_t n = 0;
+    if (cfg->limits_state_file[0] && (e = tg__calloc(cfg->nsecrets + 1, sizeof *e))) {
+        for (size_t i = 0; i < cfg->nsecrets; i++)
+            if (limits_quota_get(g->limits, i, &e[n].used, &e[n].period_end)) {
+                tg__strlcpy(e[n].label, cfg->secrets[i].label, sizeof e[n].label);
+                n++;
+            }
+        char err[CONFIG_ERR_MAX];
+        if (quotafile_save(cfg->limits_state_file, e, n, err, sizeof err) < 0)
+            tg__log(NULL, TG__LOG_WARN, "quota state: %s", err);
+    }
+    tg__free(e);
+    gen_unref(g);
+}
+
 int server_start(const struct config *cfg, struct server **out)
 {
     *out = NULL;
@@ -405,6 +464,8 @@ int server_start(const struct config *cfg, struct server **out)
         rc = conn_shared_init(&s->sh, s->cfg);
     if (rc == 0)
         rc = acl_start(s);
+    if (rc == 0)
+        state_load(s);
     if (rc == 0)
         rc = open_listeners(s);
     if (rc == 0)
@@ -535,6 +596,8 @@ void server_stop(struct server *s)
         if (s->w[k].ctl_fd >= 0)
             close(s->w[k].ctl_fd);
     }
+    if (s->state_ready) /* every connection is closed: its bytes are charged */
+        state_save(s);
     conn_shared_cleanup(&s->sh);
     acl_free(s->acl); /* after the workers: they were its readers */
     pthread_mutex_destroy(&s->mu);
@@ -671,6 +734,28 @@ void server_reload_counts(const struct server *s, uint64_t *ok, uint64_t *failed
     __atomic_load(&s->last_ok_time, last_ok_time, __ATOMIC_RELAXED);
 }
 
+/* The next signal of set; meanwhile the quota state is saved every state-interval. */
+static int next_signal(struct server *s, const sigset_t *set)
+{
+    for (;;) {
+        struct gen *g = conn_shared_gen(&s->sh);
+        uint32_t every = g->cfg->limits_state_file[0] ? g->cfg->limits_state_interval_ms : 0;
+        gen_unref(g);
+        int sig = 0;
+        if (!every) {
+            if (sigwait(set, &sig) == 0)
+                return sig;
+            continue;
+        }
+        struct timespec ts = {.tv_sec = (time_t)(every / 1000),
+                              .tv_nsec = (long)(every % 1000) * 1000000L};
+        if ((sig = sigtimedwait(set, NULL, &ts)) > 0)
+            return sig;
+        if (errno == EAGAIN)
+            state_save(s);
+    }
+}
+
 /* After the first SIGINT/SIGTERM: stop accepting and wait, up to the current generation's
    drain-timeout, for open connections to end; a second signal ends the wait at once.
    server_stop closes whatever is still open. */
@@ -724,15 +809,12 @@ int server_run(const struct config *cfg, const char *path)
                     cfg->listen[i].text, (unsigned)s->port[i], s->nw,
                     cfg->fast_mode ? "on" : "off");
         int sig = 0;
-        while (sigwait(&set, &sig) != 0 || sig == SIGHUP) {
-            if (sig != SIGHUP)
-                continue;
+        while ((sig = next_signal(s, &set)) == SIGHUP) {
             if (path)
                 server_reload_file(s, path);
             else
                 tg__log(NULL, TG__LOG_INFO,
                         "SIGHUP: nothing to re-read (simple-run has no configuration file)");
-            sig = 0;
         }
         drain(s, &set, sig);
         server_stop(s);

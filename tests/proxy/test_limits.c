@@ -5,7 +5,9 @@
  */
 #include "tgtest.h"
 
+#include "core/str.h"
 #include "proxy/limits.h"
+#include "proxy/quotafile.h"
 #include "proxy_client.h"
 #include "proxy_harness.h"
 
@@ -329,6 +331,70 @@ static void test_state_follows_label(void **state)
     config_cleanup(&c2);
 }
 
+/* [limits] state-file: quota use survives a restart (written at stop, read at start); a
+   file that does not parse is a warning and every quota starts from zero. */
+static void start_engine(struct pharness *h)
+{
+    assert_int_equal(server_start(&h->cfg, &h->srv), 0);
+    h->port = server_port(h->srv, 0);
+}
+
+static void relay_bytes(struct pharness *h, uint64_t n)
+{
+    struct pcli c;
+    struct pcli_opts co = pharness_client(h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&c, h->port, &co), 0);
+    assert_int_equal(pcli_echo(&c, 3, n, 0), 0);
+    pcli_close(&c);
+}
+
+static void test_quota_state_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tgproxy-quota-XXXXXX", path[64], err[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/quota", dir);
+    struct pharness h;
+    struct pharness_opts o = {.limits.quota = 150000, .limits.quota_reset_s = 3600};
+    assert_int_equal(pharness_prepare(&h, &o), 0);
+    tg__strlcpy(h.cfg.limits_state_file, path, sizeof h.cfg.limits_state_file);
+    start_engine(&h);
+    relay_bytes(&h, 40000); /* ~80 KB both ways: under */
+    assert_true(closed_at_least(&h, 1));
+    server_stop(h.srv); /* writes the file */
+    struct quotafile_entry e[4];
+    assert_int_equal(quotafile_load(path, e, 4, err, sizeof err), 1);
+    assert_string_equal(e[0].label, "tls");
+    assert_true(e[0].used >= 80000 && e[0].used < 150000);
+    assert_true(e[0].period_end > (int64_t)time(NULL)); /* the hour started with the relay */
+
+    /* a restart with a smaller quota: the ~80 KB already used are over it */
+    for (size_t i = 0; i < h.cfg.nsecrets; i++)
+        h.cfg.secrets[i].limits.quota = 70000;
+    start_engine(&h);
+    uint8_t hello[600];
+    size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
+    expect_fronted(&h, hello, n, 0);
+    assert_int_equal(stats_of(&h).limit_quota, 1);
+    server_stop(h.srv);
+    uint64_t used = e[0].used;
+    assert_int_equal(quotafile_load(path, e, 4, err, sizeof err), 1);
+    assert_true(e[0].used == used); /* kept as it was */
+
+    FILE *f = fopen(path, "w"); /* damaged: start from zero, rewrite at stop */
+    assert_non_null(f);
+    fputs("# tgproxy quota state v1\ntls lots 0\n", f);
+    fclose(f);
+    start_engine(&h);
+    relay_bytes(&h, 1000);
+    assert_true(closed_at_least(&h, 1));
+    pharness_stop(&h);
+    assert_int_equal(quotafile_load(path, e, 4, err, sizeof err), 1);
+    assert_true(e[0].used >= 2000 && e[0].used < 10000);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -342,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_quota_reset_unit),
         cmocka_unit_test(test_state_follows_label),
+        cmocka_unit_test(test_quota_state_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,64 @@
+/*
+ * quotafile: the quota state file ([limits] state-file): how much of each secret's quota
+ * was used in its current period, so a restart does not hand every secret a fresh quota.
+ *
+ * Format (text, one line each, '\n' ends lines; blank lines and lines starting with '#'
+ * after the first are ignored):
+ *
+ *   # tgproxy quota state v1
+ *   LABEL USED PERIOD_END
+ *
+ * LABEL is a [secrets] label ([A-Za-z0-9_.-], 1..63 bytes), USED the bytes charged in the
+ * period (decimal), PERIOD_END the Unix second the period ends (0: not started, or the
+ * quota never resets). Fields are separated by one space; each label appears once; at most
+ * QUOTAFILE_MAX_ENTRIES lines, QUOTAFILE_MAX_BYTES in all.
+ *
+ * quotafile_parse is pure (bytes in, entries out; fuzzed: fuzz/proxy_quotafile).
+ * quotafile_load reads a file and parses it; quotafile_save writes one atomically: a
+ * temporary file beside it, fsync, rename over the old one, fsync of the directory, so a
+ * crash leaves either the old file or the new one, never a mix.
+ *
+ * Errors read "NAME:LINE: what, expected what" (NAME is the path or the caller's name).
+ * Ownership: entries are caller storage. Thread-safety: no shared state.
+ */
+#ifndef TGPROXY_QUOTAFILE_H
+#define TGPROXY_QUOTAFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy/config.h"
+
+#define QUOTAFILE_HEADER      "# tgproxy quota state v1"
+#define QUOTAFILE_MAX_ENTRIES 1024        /* secrets' lines in one file */
+#define QUOTAFILE_MAX_BYTES   (256 << 10) /* a whole file */
+
+struct quotafile_entry {
+    char label[CONFIG_LABEL_MAX];
+    uint64_t used;      /* bytes charged in the current period */
+    int64_t period_end; /* Unix seconds; 0 = not started / never resets */
+};
+
+/*
+ * Parse text[0..len) into out[0..cap). name is used in messages only. Returns the number of
+ * entries (0..cap), or -EINVAL with err filled ("name:line: ..."), also when there are more
+ * than cap entries.
+ */
+int quotafile_parse(const char *name, const char *text, size_t len, struct quotafile_entry *out,
+                    size_t cap, char *err, size_t errlen);
+
+/*
+ * Read and parse the file at path. Returns the number of entries, -ENOENT when there is no
+ * file (err filled too), -EINVAL for bad content, or another -errno (err says which).
+ */
+int quotafile_load(const char *path, struct quotafile_entry *out, size_t cap, char *err,
+                   size_t errlen);
+
+/*
+ * Write entries atomically to path (mode 0600): path.tmp, fsync, rename, fsync of the
+ * directory. 0 or -errno with err filled; on failure the old file is left as it was.
+ */
+int quotafile_save(const char *path, const struct quotafile_entry *e, size_t n, char *err,
+                   size_t errlen);
+
+#endif
