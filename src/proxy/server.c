@@ -664,6 +664,18 @@ static int acl_reload(struct server *s, const struct config *cfg, char *err, siz
     return rc;
 }
 
+/* A warning for each restart-only key the applied file changed (its running value stays). */
+static void warn_restart_only(const struct config *run, const struct config *cfg)
+{
+    for (size_t i = 0; i < sizeof restart_keys / sizeof restart_keys[0]; i++)
+        if (memcmp((const char *)run + restart_keys[i].off, (const char *)cfg + restart_keys[i].off,
+                   restart_keys[i].len) != 0)
+            tg__log(NULL, TG__LOG_WARN,
+                    "reload: %s changed in %s; it takes effect at the next restart (the "
+                    "running value stays)",
+                    restart_keys[i].name, cfg->source);
+}
+
 int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen)
 {
     const struct config *run = s->cfg;
@@ -675,25 +687,17 @@ int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen
                  cfg->source);
         rc = -EINVAL;
     }
-    if (rc == 0) {
-        struct config probe = *cfg; /* restart-only values are compared, then kept */
-        for (size_t i = 0; i < sizeof restart_keys / sizeof restart_keys[0]; i++)
-            if (memcmp((const char *)run + restart_keys[i].off,
-                       (const char *)&probe + restart_keys[i].off, restart_keys[i].len) != 0)
-                tg__log(NULL, TG__LOG_WARN,
-                        "reload: %s changed in %s; it takes effect at the next restart (the "
-                        "running value stays)",
-                        restart_keys[i].name, cfg->source);
-        tg__logger_set_level(tg__log_default(), cfg->log_level);
+    if (rc == 0)
         rc = acl_reload(s, cfg, err, errlen);
-    }
     if (rc == 0) {
-        rc = conn_shared_publish(&s->sh, cfg);
+        rc = conn_shared_publish(&s->sh, cfg); /* cfg is the generation's from here */
         if (rc < 0)
             snprintf(err, errlen, "%s: out of memory", cfg->source);
     }
     if (rc == 0) {
         struct gen *g = conn_shared_gen(&s->sh);
+        warn_restart_only(run, g->cfg);
+        tg__logger_set_level(tg__log_default(), g->cfg->log_level);
         upstream_check_self(&s->sh, g->cfg);
         gen_unref(g);
     }
