@@ -31,6 +31,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "proxy/doh.h"
 #include "proxy/toml.h"
 
 struct loader {
@@ -860,7 +861,7 @@ static const struct key_rule timeout_rules[] = {
     MS_KEY("idle", timeout.idle_ms, 1000, 86400000),
     MS_KEY("handshake", timeout.handshake_ms, 100, 600000),
     MS_KEY("fronting", timeout.fronting_ms, 100, 600000),
-    FN_KEY("http", k_ignore),
+    MS_KEY("http", timeout.http_ms, 100, 600000),
 };
 
 static int k_ka_disabled(struct loader *ld, const struct toml_kv *kv)
@@ -911,6 +912,33 @@ static int add_proxy(struct loader *ld, const struct toml_kv *kv, const struct t
     return 0;
 }
 
+/* [network] dns: a DNS-over-HTTPS URL ("" = the system resolver). */
+static int k_dns(struct loader *ld, const struct toml_kv *kv)
+{
+    struct config *cfg = ld->cfg;
+    const char *s = NULL;
+    size_t n = 0;
+    char why[256];
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n && doh_url_parse(s, n, cfg->dns.url, cfg->dns.host, &cfg->dns.port, why, sizeof why))
+        return val_err(ld, kv, kv->value, "%s", why); /* why never quotes user info */
+    return 0;
+}
+
+/* [network] doh-ip: the DoH server's address (mtg's older key; "" = unset). */
+static int k_doh_ip(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    char why[128];
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n && doh_ip_parse(s, n, ld->cfg->dns.ip, why, sizeof why) != 0)
+        return val_err(ld, kv, kv->value, "%s", why);
+    return 0;
+}
+
 /* [network] proxies: mtg's list of socks5:// URLs; "" entries are skipped, as mtg does. */
 static int k_proxies(struct loader *ld, const struct toml_kv *kv)
 {
@@ -949,8 +977,8 @@ static const struct key_rule network_rules[] = {
     FN_KEY("keep-alive", k_keepalive),
     FN_KEY("public-ip", k_public_ip_table),
     FN_KEY("proxies", k_proxies),
-    FN_KEY("doh-ip", k_ignore),
-    FN_KEY("dns", k_ignore),
+    FN_KEY("doh-ip", k_doh_ip),
+    FN_KEY("dns", k_dns),
 };
 
 static int k_network(struct loader *ld, const struct toml_kv *kv)
@@ -1502,6 +1530,13 @@ static void finalize(struct loader *ld)
         tg__strlcpy(cfg->public_host, ld->pub_v6, sizeof cfg->public_host);
     if (!ld->log_level_set && ld->debug)
         cfg->log_level = TG__LOG_DEBUG;
+    if (cfg->dns.ip[0] && !cfg->dns.url[0]) { /* doh-ip alone: mtg's https://IP */
+        bool v6 = strchr(cfg->dns.ip, ':') != NULL;
+        snprintf(cfg->dns.url, sizeof cfg->dns.url, "https://%s%s%s/dns-query", v6 ? "[" : "",
+                 cfg->dns.ip, v6 ? "]" : "");
+        tg__strlcpy(cfg->dns.host, cfg->dns.ip, sizeof cfg->dns.host);
+        cfg->dns.port = 443;
+    }
 }
 
 /* The replay window must outlast every replay the clock check accepts (see
@@ -1548,6 +1583,7 @@ void config_init(struct config *cfg)
     cfg->timeout.idle_ms = 300000;
     cfg->timeout.handshake_ms = 10000;
     cfg->timeout.fronting_ms = 5000;
+    cfg->timeout.http_ms = 10000;
     cfg->keepalive.enabled = true;
     cfg->keepalive.idle_s = 15;
     cfg->keepalive.interval_s = 15;

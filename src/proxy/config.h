@@ -46,6 +46,8 @@
 #define CONFIG_MAX_DCS      64  /* entries in [dcs] */
 #define CONFIG_MAX_DC_ADDRS 16  /* addresses per [dcs] entry */
 #define CONFIG_MAX_PROXIES  16  /* [network] proxies */
+#define CONFIG_URL_MAX      512 /* [network] dns, bytes with the NUL */
+#define CONFIG_IP_MAX       48  /* an IP literal as text, with the NUL */
 #define CONFIG_ERR_MAX      512 /* suggested size of the err buffers below */
 #define CONFIG_PATH_MAX     128 /* [stats.prometheus] http-path, including the NUL */
 #define CONFIG_PREFIX_MAX   64  /* metric-prefix, including the NUL */
@@ -139,6 +141,15 @@ struct config {
     struct socks5_upstream *proxies;
     size_t nproxies;
 
+    /* [network] dns / doh-ip: resolve [dcs] and fronting host names through DNS over HTTPS
+       (RFC 8484) instead of the system resolver. url "" = the system resolver (default). */
+    struct {
+        char url[CONFIG_URL_MAX];   /* "https://host[:port]/path" (no user info, no query) */
+        char host[CONFIG_HOST_MAX]; /* the URL's host, without brackets */
+        uint16_t port;              /* the URL's port, 443 unless given */
+        char ip[CONFIG_IP_MAX];     /* doh-ip: connect here instead of resolving host; "" none */
+    } dns;
+
     enum config_prefer_ip prefer_ip;   /* default CONFIG_PREFER_IPV6 */
     uint32_t tolerate_time_skewness_s; /* FakeTLS timestamp window, ± seconds; default 120 */
     bool allow_fallback_on_unknown_dc; /* unknown DC -> DC 2 instead of close; default false */
@@ -168,6 +179,7 @@ struct config {
         uint32_t idle_ms;      /* relay idle, either direction resets; default 300000 */
         uint32_t handshake_ms; /* accept -> obfs2 header parsed; default 10000 */
         uint32_t fronting_ms;  /* connect to the fronting host; default 5000 */
+        uint32_t http_ms;      /* one DNS-over-HTTPS request, all included; default 10000 */
     } timeout;
 
     /* [network.keep-alive]: TCP keepalive on both legs. */

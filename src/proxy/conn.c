@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "proxy/acl.h"
 #include "proxy/antireplay.h"
+#include "proxy/doh.h"
 #include "proxy/limits.h"
 #include "proxy/proxyproto.h"
 #include "proxy/relay.h"
@@ -115,6 +116,13 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
         if (!sh->replay)
             return -ENOMEM;
     }
+    if (cfg->dns.url[0]) {
+        char err[CONFIG_ERR_MAX];
+        if (!(sh->doh = doh_new(cfg, err, sizeof err))) {
+            tg__log(NULL, TG__LOG_ERROR, "%s", err);
+            return -ENOMEM;
+        }
+    }
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
     sh->buf_size = b + BUF_SLACK;
@@ -132,6 +140,7 @@ void conn_shared_cleanup(struct conn_shared *sh)
     selfaddr_cleanup(&sh->self);
     gen_unref(sh->gen);
     gen_labels_cleanup(&sh->labels);
+    doh_free(sh->doh);
     antireplay_free(sh->replay);
     pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);

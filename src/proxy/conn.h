@@ -39,6 +39,7 @@ struct acl;
 struct antireplay;
 struct limits;
 struct upstream_name;
+struct doh;
 
 /* State shared by every worker; read-only once the workers run, except the atomics and the
    current generation (gen, under gen_mu, announced by gen_seq). */
@@ -52,6 +53,8 @@ struct conn_shared {
     struct antireplay *replay; /* NULL = anti-replay disabled */
     struct selfaddr self;      /* endpoints of our own listeners: never fronted to */
     struct acl *acl;           /* [defense.*list] (server.c owns it), or NULL */
+    struct doh *doh;           /* [network] dns at start: names resolved by DoH; NULL =
+                                  getaddrinfo (a reload keeps it: a restart changes it) */
     uint32_t concurrency;      /* limit on active connections, all workers */
     uint32_t active;           /* atomic: active connections, all workers */
     size_t buf_size;           /* pool block size */

@@ -625,6 +625,8 @@ static const struct {
     RESTART_KEY("[defense.anti-replay]", antireplay),
     RESTART_KEY("[stats.prometheus]", prometheus),
     RESTART_KEY("[stats.statsd]", statsd),
+    RESTART_KEY("[network] dns / doh-ip", dns),
+    RESTART_KEY("[network.timeout] http", timeout.http_ms),
 };
 
 static bool same_listeners(const struct config *a, const struct config *b)

@@ -15,6 +15,7 @@
 #include "core/str.h"
 #include "proxy/chain.h"
 #include "proxy/dc.h"
+#include "proxy/doh.h"
 #include "proxy/selfaddr.h"
 
 #include <errno.h>
@@ -47,6 +48,8 @@ struct upstream_name {
     bool busy;  /* a resolver thread runs; it owns the ans_* fields */
     uint64_t resolved_ms;
     int err; /* getaddrinfo error of the cached answer, 0 = none */
+    uint64_t expires_ms;   /* DoH: the answer's TTL ends then (doh_now_ms's clock) */
+    char why[DOH_ERR_MAX]; /* DoH: why the cached answer has no address ("" = none) */
     size_t n;
     struct sockaddr_storage a[UPSTREAM_DNS_MAX_ADDRS];
     socklen_t len[UPSTREAM_DNS_MAX_ADDRS];
@@ -54,7 +57,11 @@ struct upstream_name {
     /* lookup in progress (resolver thread while busy) */
     pthread_t th;
     int notify_fd;
+    struct doh *doh; /* DoH resolver, or NULL for getaddrinfo */
+    enum config_prefer_ip prefer;
     int ans_err;
+    uint64_t ans_expires_ms;
+    char ans_why[DOH_ERR_MAX];
     size_t ans_n;
     struct sockaddr_storage ans_a[UPSTREAM_DNS_MAX_ADDRS];
     socklen_t ans_len[UPSTREAM_DNS_MAX_ADDRS];
@@ -91,11 +98,25 @@ static struct upstream_name *name_find(const struct conn_worker *w, const char *
 }
 
 /* A cached answer young enough to use: positive ones for UPSTREAM_DNS_TTL_MS, negative
-   ones for UPSTREAM_DNS_NEG_TTL_MS (a passing DNS failure must not shut a DC for long). */
+   ones for UPSTREAM_DNS_NEG_TTL_MS (a passing DNS failure must not shut a DC for long);
+   DoH answers for their own TTL (doh.h), on the DoH cache's clock. */
 static bool name_fresh(const struct conn_worker *w, const struct upstream_name *e)
 {
+    if (!e->known || e->busy)
+        return false;
+    if (w->sh->doh)
+        return doh_now_ms() < e->expires_ms;
     uint64_t ttl = e->n ? UPSTREAM_DNS_TTL_MS : UPSTREAM_DNS_NEG_TTL_MS;
-    return e->known && !e->busy && w->loop.now_ms - e->resolved_ms <= ttl;
+    return w->loop.now_ms - e->resolved_ms <= ttl;
+}
+
+/* Why name e gave no address, for a log line. */
+static const char *name_why(const struct upstream_name *e)
+{
+    return e->busy     ? "lookup still running"
+           : e->why[0] ? e->why
+           : e->err    ? gai_strerror(e->err)
+                       : "no usable address";
 }
 
 /* Candidates for dc before prefer-ip ordering: the [dcs] override, else the built-in
@@ -269,23 +290,60 @@ static void finish(struct upstream_req *r, int fd, int result)
 
 /* ---- resolver threads ---- */
 
-/* Resolver thread: one getaddrinfo into e's ans_* fields, then e's index to the worker. */
+/* Resolver thread, DoH: the answer (and how long it may be used) into e's ans_* fields. */
+static void name_doh(struct upstream_name *e)
+{
+    struct doh_result res;
+    int st = doh_resolve(e->doh, e->host, e->prefer, &res);
+    for (size_t i = 0; i < res.n && e->ans_n < UPSTREAM_DNS_MAX_ADDRS; i++) {
+        struct sockaddr_storage *ss = &e->ans_a[e->ans_n];
+        memset(ss, 0, sizeof *ss);
+        if (res.a[i].family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)(void *)ss;
+            in->sin_family = AF_INET;
+            memcpy(&in->sin_addr, res.a[i].addr, 4);
+            e->ans_len[e->ans_n] = sizeof *in;
+        } else {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)ss;
+            in6->sin6_family = AF_INET6;
+            memcpy(&in6->sin6_addr, res.a[i].addr, 16);
+            e->ans_len[e->ans_n] = sizeof *in6;
+        }
+        value_set_port(ss, e->port);
+        e->ans_n++;
+    }
+    /* a failure (not an answer) is held as long as a failed system lookup */
+    uint64_t ttl = st >= 0 ? res.ttl_ms : UPSTREAM_DNS_NEG_TTL_MS;
+    if (st > 0 && ttl > UPSTREAM_DNS_NEG_TTL_MS)
+        ttl = UPSTREAM_DNS_NEG_TTL_MS;
+    e->ans_expires_ms = doh_now_ms() + ttl;
+    tg__strlcpy(e->ans_why, res.err, sizeof e->ans_why);
+}
+
+/* Resolver thread: one lookup (getaddrinfo, or DoH when configured) into e's ans_* fields,
+   then e's index to the worker. */
 static void *name_main(void *arg)
 {
     struct upstream_name *e = arg;
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-    char ps[8];
-    snprintf(ps, sizeof ps, "%u", (unsigned)e->port);
-    upstream_gai_fn gai = gai_hook ? gai_hook : getaddrinfo;
     e->ans_n = 0;
-    e->ans_err = gai(e->host, ps, &hints, &res);
-    for (struct addrinfo *ai = e->ans_err ? NULL : res; ai; ai = ai->ai_next)
-        if (e->ans_n < UPSTREAM_DNS_MAX_ADDRS && ai->ai_addrlen <= sizeof e->ans_a[0]) {
-            memcpy(&e->ans_a[e->ans_n], ai->ai_addr, ai->ai_addrlen);
-            e->ans_len[e->ans_n++] = ai->ai_addrlen;
-        }
-    if (res)
-        freeaddrinfo(res);
+    e->ans_err = 0;
+    e->ans_why[0] = '\0';
+    if (e->doh) {
+        name_doh(e);
+    } else {
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+        char ps[8];
+        snprintf(ps, sizeof ps, "%u", (unsigned)e->port);
+        upstream_gai_fn gai = gai_hook ? gai_hook : getaddrinfo;
+        e->ans_err = gai(e->host, ps, &hints, &res);
+        for (struct addrinfo *ai = e->ans_err ? NULL : res; ai; ai = ai->ai_next)
+            if (e->ans_n < UPSTREAM_DNS_MAX_ADDRS && ai->ai_addrlen <= sizeof e->ans_a[0]) {
+                memcpy(&e->ans_a[e->ans_n], ai->ai_addr, ai->ai_addrlen);
+                e->ans_len[e->ans_n++] = ai->ai_addrlen;
+            }
+        if (res)
+            freeaddrinfo(res);
+    }
     uint32_t idx = e->idx;
     /* 4 bytes are written atomically, and the pipe holds far more than one per name, so
        this never blocks; the worker joins this thread before it closes the pipe */
@@ -300,6 +358,8 @@ static int name_lookup(struct conn_worker *w, struct upstream_name *e)
     if (e->busy)
         return 0;
     e->notify_fd = w->dns_fd[1];
+    e->doh = w->sh->doh;
+    e->prefer = w->gen->cfg->prefer_ip; /* the worker's current generation */
     if (pthread_create(&e->th, NULL, name_main, e) != 0)
         return -EAGAIN;
     e->busy = true;
@@ -367,12 +427,16 @@ static void name_done(struct conn_worker *w, struct upstream_name *e)
     e->known = true;
     e->resolved_ms = w->loop.now_ms;
     e->err = e->ans_err;
+    e->expires_ms = e->ans_expires_ms;
+    memcpy(e->why, e->ans_why, sizeof e->why);
     e->n = e->ans_n;
     memcpy(e->a, e->ans_a, sizeof e->a);
     memcpy(e->len, e->ans_len, sizeof e->len);
     if (!e->n && tg__ratelimit_allow(&w->rl, w->loop.now_ms))
         tg__log(NULL, TG__LOG_WARN, "dns: cannot resolve %s: %s", e->host,
-                e->err ? gai_strerror(e->err) : "no address");
+                e->why[0] ? e->why
+                : e->err  ? gai_strerror(e->err)
+                          : "no address");
     if (e->front)
         warn_self(w->sh, e->host, e->a, e->len, e->n);
     struct upstream_req *r = e->wait;
@@ -540,9 +604,7 @@ static int dc_connect_cached(struct upstream_req *r)
     if (!l.n && failed) {
         if (tg__ratelimit_allow(&w->rl, w->loop.now_ms))
             tg__log(NULL, TG__LOG_WARN, "dc %d: %s: no address (%s)", r->dc, failed->host,
-                    failed->busy  ? "lookup still running"
-                    : failed->err ? gai_strerror(failed->err)
-                                  : "no usable address");
+                    name_why(failed));
         return UPSTREAM_NO_ADDRESS;
     }
     return UPSTREAM_UNREACHABLE;

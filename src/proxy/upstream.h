@@ -22,8 +22,11 @@
  * resolver threads (one per name being looked up, per worker), so a slow DNS server never
  * stalls the event loop. A request waits for the answer under the same deadline as a
  * connect (fronting, or the DC connect timeout). Answers are cached per worker: positive
- * ones for UPSTREAM_DNS_TTL_MS, negative ones for UPSTREAM_DNS_NEG_TTL_MS. IP literals,
- * the normal case, are used as they are, synchronously.
+ * ones for UPSTREAM_DNS_TTL_MS, negative ones for UPSTREAM_DNS_NEG_TTL_MS. With [network]
+ * dns the resolver threads ask the shared DoH resolver (doh.h, conn_shared.doh) instead of
+ * getaddrinfo, and answers are kept per worker for their own TTL (failures for
+ * UPSTREAM_DNS_NEG_TTL_MS at most). IP literals, the normal case, are used as they are,
+ * synchronously.
  *
  * Thread-safety: worker thread only.
  */

@@ -303,6 +303,11 @@ static void test_mtg_config(void **state)
     assert_true(cfg.fronting.resolved);
     assert_int_equal(cfg.timeout.tcp_ms, 5000);
     assert_int_equal(cfg.timeout.idle_ms, 60000);
+    assert_int_equal(cfg.timeout.http_ms, 10000);
+    /* doh-ip alone is mtg's https://IP: DNS over HTTPS to that address */
+    assert_string_equal(cfg.dns.url, "https://1.1.1.1/dns-query");
+    assert_string_equal(cfg.dns.host, "1.1.1.1");
+    assert_int_equal(cfg.dns.port, 443);
     assert_true(cfg.keepalive.enabled);
     /* [stats.*] are supported: mtg's keys and values carry over */
     assert_true(cfg.prometheus.enabled);
@@ -329,8 +334,6 @@ static void test_mtg_config(void **state)
         "c.toml:9:1: auto-update: accepted for mtg compatibility but ignored",
         "c.toml:10:1: domain-fronting-port: deprecated mtg spelling: write `port`",
         "c.toml:11:1: domain-fronting-ip: deprecated mtg spelling: write `ip`",
-        "c.toml:18:1: network.doh-ip: accepted",
-        "c.toml:24:1: network.timeout.http: accepted",
         "c.toml:33:1: defense.anti-replay.max-size: accepted",
         "c.toml:34:1: defense.anti-replay.error-rate: accepted",
         "c.toml:57:10: defense.doppelganger: accepted for mtg compatibility but ignored",
@@ -685,6 +688,71 @@ static void test_proxies(void **state)
     config_cleanup(&cfg);
 }
 
+/* [network] dns and doh-ip: DoH URLs in canonical form; the other forms mtg knows are
+   refused with a reason, and user info never reaches the message. */
+static void test_dns(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *dns, *ip, *url, *host;
+        uint16_t port;
+    } good[] = {
+        {"https://1.1.1.1", "", "https://1.1.1.1/dns-query", "1.1.1.1", 443},
+        {"HTTPS://dns.google/resolve", "", "https://dns.google/resolve", "dns.google", 443},
+        {"https://[2606:4700::1111]:8443", "", "https://[2606:4700::1111]:8443/dns-query",
+         "2606:4700::1111", 8443},
+        {"https://cloudflare-dns.com/dns-query", "1.1.1.1", "https://cloudflare-dns.com/dns-query",
+         "cloudflare-dns.com", 443},
+        {"", "[2620:fe::fe]", "https://[2620:fe::fe]/dns-query", "2620:fe::fe", 443},
+        {"", "", "", "", 0},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, BASE SEC "[network]\ndns = \"%s\"\ndoh-ip = \"%s\"\n",
+                 good[i].dns, good[i].ip);
+        struct config cfg;
+        struct warnings w = {0};
+        char err[512] = "";
+        if (load(&cfg, text, err, sizeof err, &w) != 0)
+            fail_msg("case %zu: %s", i, err);
+        assert_string_equal(cfg.dns.url, good[i].url);
+        assert_string_equal(cfg.dns.host, good[i].host);
+        assert_int_equal(cfg.dns.port, good[i].port);
+        assert_int_equal(w.n, 0);
+        config_cleanup(&cfg);
+    }
+    static const struct {
+        const char *line, *why;
+    } bad[] = {
+        {"dns = \"1.1.1.1\"", "plain DNS"},
+        {"dns = \"udp://1.1.1.1\"", "plain DNS"},
+        {"dns = \"tls://1.1.1.1\"", "DNS over TLS"},
+        {"dns = \"http://1.1.1.1/dns-query\"", "unsupported scheme"},
+        {"dns = \"https://user:hunter22@1.1.1.1/\"", "user info"},
+        {"dns = \"https://1.1.1.1/dns-query?dns=x\"", "braces"},
+        {"dns = \"https://1.1.1.1?x=hunter22\"", "query or fragment"},
+        {"dns = \"https://1.1.1.1/dns-query{?dns}\"", "braces"},
+        {"dns = \"https://2606:4700::1111/\"", "brackets"},
+        {"dns = \"https://1.1.1.1:0/\"", "port"},
+        {"dns = \"https://bad_host!/\"", "host"},
+        {"dns = \"https:///dns-query\"", "no host"},
+        {"dns = 5", "expected a string"},
+        {"doh-ip = \"dns.google\"", "not an IP address"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, BASE SEC "[network]\n%s\n", bad[i].line);
+        struct config cfg;
+        struct warnings w = {0};
+        char err[512] = "";
+        int rc = load(&cfg, text, err, sizeof err, &w);
+        if (rc != -EINVAL || !strstr(err, "c.toml:5:") || !strstr(err, bad[i].why) ||
+            !strstr(err, "expected") || strstr(err, "hunter22"))
+            fail_msg("case %zu: rc %d, \"%s\"; wanted \"%s\"", i, rc, err, bad[i].why);
+        config_cleanup(&cfg);
+    }
+}
+
 /* [limits.LABEL] may come before [secrets]; labels without a table get no limits. */
 static void test_limits(void **state)
 {
@@ -863,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_access_lists),
         cmocka_unit_test(test_replay_window_covers_skew),
         cmocka_unit_test(test_proxies),
+        cmocka_unit_test(test_dns),
         cmocka_unit_test(test_builders),
         cmocka_unit_test(test_load_file_errors),
         cmocka_unit_test(test_out_of_memory),

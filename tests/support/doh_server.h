@@ -1,0 +1,55 @@
+/*
+ * doh_server: a DNS-over-HTTPS server for tests (libmicrohttpd with TLS), answering from a
+ * table. It accepts RFC 8484 POST requests only: Content-Type application/dns-message on the
+ * path /dns-query (another path gets 404, another method 405, another type 415), and
+ * records the form of the last request so a test can check what the client sent.
+ *
+ * Answers, for a question (name, type):
+ *   - a record of the table with rcode != 0 for that name: that RCODE, no answer (an SOA
+ *     with ttl in the authority section when ttl > 0: RFC 2308 negative caching);
+ *   - else CNAME records of the name are followed in the table (at most 16 links) and put
+ *     in the answer, then every record of the asked type owned by the last name;
+ *   - no record at all for the name: NXDOMAIN; records but none of that type: NODATA;
+ *   - rcode DOHSRV_BAD_ID: a well-formed answer whose id is not the query's.
+ *
+ * Ownership: the table and cert/key are borrowed and must outlive the server. Thread-safety:
+ * the counters may be read from any thread while the server runs.
+ */
+#ifndef TGKIT_TEST_DOH_SERVER_H
+#define TGKIT_TEST_DOH_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DOHSRV_BAD_ID 255 /* a record rcode: answer with the wrong id */
+
+struct dohsrv_record {
+    const char *name; /* lower case, no final dot */
+    uint16_t type;    /* 1 A, 28 AAAA, 5 CNAME (ignored when rcode != 0) */
+    const char *data; /* IPv4 / IPv6 text, or the CNAME target */
+    uint32_t ttl;
+    uint8_t rcode; /* 0, or 2 SERVFAIL, 3 NXDOMAIN, 5 REFUSED, DOHSRV_BAD_ID */
+};
+
+struct dohsrv_opts {
+    const char *addr;    /* "127.0.0.1" or "::1" */
+    const char *crt_pem; /* server certificate and key (PEM) */
+    const char *key_pem;
+    const struct dohsrv_record *records;
+    size_t nrecords;
+};
+
+struct dohsrv;
+
+/* Start on addr, a free port into *port. NULL on failure. */
+struct dohsrv *dohsrv_start(const struct dohsrv_opts *o, uint16_t *port);
+void dohsrv_stop(struct dohsrv *s); /* NULL-safe */
+
+/* DNS questions answered so far (all names), and those for one name. */
+unsigned dohsrv_queries(struct dohsrv *s);
+unsigned dohsrv_queries_for(struct dohsrv *s, const char *name);
+/* The last request's form: "POST /dns-query ct=application/dns-message
+   accept=application/dns-message type=1 name=example.org" (into out[0..cap)). */
+void dohsrv_last(struct dohsrv *s, char *out, size_t cap);
+
+#endif
