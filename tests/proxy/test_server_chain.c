@@ -12,6 +12,7 @@
 #include "socks5_server.h"
 
 #include "core/log.h"
+#include "proxy/value.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -234,6 +235,41 @@ static void test_chain_microsocks(void **state)
     assert_int_equal(accepted, 0);
 }
 
+/* IPv6 end to end: the DC listens on [::1] only, the upstream is microsocks on [::1], so the
+   relay works only if tgproxy reaches the upstream over IPv6 and asks it for an IPv6
+   CONNECT (RFC 1928 ATYP 4). */
+static void test_chain_ipv6_microsocks(void **state)
+{
+    (void)state;
+    struct pproc ms;
+    int started = pproc_microsocks_start_on(&ms, "::1", "six", "s3cret");
+    if (started == -ENOENT)
+        skip();
+    assert_int_equal(started, 0);
+    uint16_t dc_port = 0;
+    struct fakedc *dc = fakedc_start6(&dc_port);
+    assert_non_null(dc);
+    char url[128], dc_addr[64];
+    snprintf(url, sizeof url, "socks5://six:s3cret@[::1]:%u", (unsigned)ms.port);
+    snprintf(dc_addr, sizeof dc_addr, "[::1]:%u", (unsigned)dc_port);
+    struct pharness h;
+    int rc = pharness_prepare(&h, &(struct pharness_opts){.no_fakedc = true, .proxies = {url}});
+    if (rc == 0) { /* [dcs] default = the IPv6 DC */
+        struct value_hostport *hp = &h.cfg.dcs[0].addrs[0];
+        rc = value_hostport_parse(dc_addr, strlen(dc_addr), hp, NULL, 0);
+    }
+    if (rc == 0 && (rc = server_start(&h.cfg, &h.srv)) == 0)
+        h.port = server_port(h.srv, 0);
+    int ok = rc == 0 ? echo_once(&h, 300000) : -2;
+    pharness_stop(&h);
+    pproc_stop(&ms);
+    int hdrs = (int)fakedc_counters(dc).headers_ok;
+    fakedc_stop(dc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(ok, 0);
+    assert_int_equal(hdrs, 1);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -243,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_chain_refused_and_failover),
         cmocka_unit_test(test_chain_hang_bounded_by_tcp_timeout),
         cmocka_unit_test(test_chain_microsocks),
+        cmocka_unit_test(test_chain_ipv6_microsocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

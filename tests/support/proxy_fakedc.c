@@ -340,14 +340,14 @@ static void *dc_thread(void *arg)
     return NULL;
 }
 
-struct fakedc *fakedc_start(uint16_t *port)
+static struct fakedc *start_on(uint16_t *port, bool v6)
 {
     struct fakedc *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
     *port = 0;
     pthread_mutex_init(&d->mu, NULL);
-    d->lfd = psock_listen(port, 4096);
+    d->lfd = v6 ? psock_listen6(port, 4096) : psock_listen(port, 4096);
     d->epfd = epoll_create1(EPOLL_CLOEXEC);
     d->wakefd = eventfd(0, EFD_CLOEXEC);
     if (d->lfd < 0 || d->epfd < 0 || d->wakefd < 0)
@@ -371,6 +371,16 @@ fail:
     pthread_mutex_destroy(&d->mu);
     free(d);
     return NULL;
+}
+
+struct fakedc *fakedc_start(uint16_t *port)
+{
+    return start_on(port, false);
+}
+
+struct fakedc *fakedc_start6(uint16_t *port)
+{
+    return start_on(port, true);
 }
 
 void fakedc_stop(struct fakedc *d)

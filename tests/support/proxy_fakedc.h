@@ -47,6 +47,8 @@ struct fakedc;
 
 /* Start on 127.0.0.1, ephemeral port (returned in *port). NULL on failure. */
 struct fakedc *fakedc_start(uint16_t *port);
+/* The same on [::1] (IPv6 only). */
+struct fakedc *fakedc_start6(uint16_t *port);
 void fakedc_stop(struct fakedc *d); /* NULL-safe */
 struct fakedc_counters fakedc_counters(struct fakedc *d);
 

@@ -276,11 +276,22 @@ static uint16_t free_port(void)
     return port;
 }
 
-/* Wait up to 2 s for the child to listen on p->port; false if it exited meanwhile. */
-static bool wait_listening(const struct pproc *p)
+static uint16_t free_port6(void)
+{
+    uint16_t port = 0;
+    int fd = psock_listen6(&port, 1);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return port;
+}
+
+/* Wait up to 2 s for the child to listen on p->port (of ::1 with v6); false if it exited
+   meanwhile. */
+static bool wait_listening(const struct pproc *p, bool v6)
 {
     for (int i = 0; i < 400; i++) {
-        int fd = psock_connect(p->port, 1000);
+        int fd = v6 ? psock_connect6(p->port, 1000) : psock_connect(p->port, 1000);
         if (fd >= 0) {
             close(fd);
             return true;
@@ -295,15 +306,21 @@ static bool wait_listening(const struct pproc *p)
 
 int pproc_microsocks_start(struct pproc *p, const char *user, const char *pass)
 {
+    return pproc_microsocks_start_on(p, "127.0.0.1", user, pass);
+}
+
+int pproc_microsocks_start_on(struct pproc *p, const char *ip, const char *user, const char *pass)
+{
+    bool v6 = strchr(ip, ':') != NULL;
     static const char path[] = "/usr/bin/microsocks";
     *p = (struct pproc){.pid = -1, .cmd = -1, .resp = -1};
     if (access(path, X_OK) != 0)
         return -ENOENT;
     for (int attempt = 0; attempt < 5; attempt++) {
         char port[8];
-        p->port = free_port();
+        p->port = v6 ? free_port6() : free_port();
         snprintf(port, sizeof port, "%u", (unsigned)p->port);
-        char *argv[11] = {"microsocks", "-i", "127.0.0.1", "-p", port, NULL};
+        char *argv[11] = {"microsocks", "-i", (char *)ip, "-p", port, NULL};
         if (user && pass) {
             argv[5] = "-u", argv[6] = (char *)user, argv[7] = "-P", argv[8] = (char *)pass;
             argv[9] = NULL;
@@ -313,7 +330,7 @@ int pproc_microsocks_start(struct pproc *p, const char *user, const char *pass)
             p->pid = -1;
             return -rc;
         }
-        if (wait_listening(p))
+        if (wait_listening(p, v6))
             return 0;
         pproc_stop(p); /* the port was taken meanwhile: another one */
     }

@@ -44,6 +44,8 @@ int pproc_relay_start(struct pproc *p, uint16_t dst_port);
    free port, requiring user/pass when both are given (each call picks a new port if the
    one chosen is taken meanwhile). -ENOENT when it is not installed, else 0 or -errno. */
 int pproc_microsocks_start(struct pproc *p, const char *user, const char *pass);
+/* The same listening on ::1 ("::1") or another numeric loopback address. */
+int pproc_microsocks_start_on(struct pproc *p, const char *ip, const char *user, const char *pass);
 /* CPU and RSS from /proc; allocs and stats too for a proxy child. 0 or -errno. */
 int pproc_report(struct pproc *p, struct pproc_report *out);
 /* Stop and reap the child. NULL-safe on a zeroed struct. */

@@ -240,6 +240,44 @@ int psock_listen(uint16_t *port, int backlog)
     return fd;
 }
 
+int psock_listen6(uint16_t *port, int backlog)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    struct sockaddr_in6 a = {
+        .sin6_family = AF_INET6, .sin6_addr = in6addr_loopback, .sin6_port = htons(*port)};
+    socklen_t len = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, backlog) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    *port = ntohs(a.sin6_port);
+    return fd;
+}
+
+int psock_connect6(uint16_t port, int timeout_ms)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in6 a = {
+        .sin6_family = AF_INET6, .sin6_addr = in6addr_loopback, .sin6_port = htons(port)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
 int psock_connect(uint16_t port, int timeout_ms)
 {
     return psock_connect_from(NULL, port, timeout_ms);

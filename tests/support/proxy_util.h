@@ -60,6 +60,9 @@ int pobfs_dc_accept(const uint8_t wire[64], uint8_t *tag, int16_t *dc, struct pc
 int psock_listen(uint16_t *port, int backlog);
 /* Blocking connect to 127.0.0.1:port; fd or -errno. Receive/send timeouts of timeout_ms. */
 int psock_connect(uint16_t port, int timeout_ms);
+/* The same on ::1 (IPv6 only): a listener, and a connect to [::1]:port. */
+int psock_listen6(uint16_t *port, int backlog);
+int psock_connect6(uint16_t port, int timeout_ms);
 /* The same from a chosen local IPv4 address ("127.0.0.2"; NULL = any), port 0. */
 int psock_connect_from(const char *src_ip, uint16_t port, int timeout_ms);
 struct sockaddr_in psock_addr(uint16_t port);
