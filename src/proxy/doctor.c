@@ -32,8 +32,10 @@
 #include "core/alloc.h"
 #include "proxy/config.h"
 #include "proxy/dc.h"
+#include "proxy/doh.h"
 #include "proxy/server.h"
 #include "proxy/socks5.h"
+#include "proxy/value.h"
 
 #define TIMEOUT_MAX_MS 5000 /* no single check waits longer than this */
 #define MAX_ADDRS      16   /* addresses kept per resolved name */
@@ -125,9 +127,42 @@ static void addrs_add(struct addrs *as, const struct sockaddr_storage *sa, sockl
     }
 }
 
-/* getaddrinfo into as (appended). 0, or the EAI_ code with err filled. */
+/* [network] dns: names are resolved as the engine would, through DoH (NULL = the system
+   resolver). doctor runs on one thread, so this lives for one doctor_run. */
+static struct doh *doctor_doh;
+
+/* host through DoH into as (appended, every family). 0, or -1 with err filled. */
+static int resolve_doh(const char *host, uint16_t port, struct addrs *as, char *err, size_t errlen)
+{
+    struct doh_result res;
+    if (doh_resolve(doctor_doh, host, CONFIG_PREFER_IPV6, &res) != DOH_OK) {
+        snprintf(err, errlen, "cannot resolve %.200s: %.280s", host, res.err);
+        return -1;
+    }
+    for (size_t i = 0; i < res.n; i++) {
+        struct sockaddr_storage ss = {0};
+        socklen_t len = sizeof(struct sockaddr_in6);
+        ss.ss_family = res.a[i].family;
+        if (ss.ss_family == AF_INET) {
+            memcpy(&((struct sockaddr_in *)(void *)&ss)->sin_addr, res.a[i].addr, 4);
+            len = sizeof(struct sockaddr_in);
+        } else {
+            memcpy(&((struct sockaddr_in6 *)(void *)&ss)->sin6_addr, res.a[i].addr, 16);
+        }
+        value_set_port(&ss, port);
+        addrs_add(as, &ss, len);
+    }
+    return 0;
+}
+
+/* host into as (appended): getaddrinfo, or DoH when configured. 0, or an error code with
+   err filled. */
 static int resolve(const char *host, uint16_t port, struct addrs *as, char *err, size_t errlen)
 {
+    struct sockaddr_storage lit;
+    socklen_t litlen;
+    if (doctor_doh && !value_parse_ip(host, strlen(host), &lit, &litlen))
+        return resolve_doh(host, port, as, err, errlen);
     char serv[8];
     snprintf(serv, sizeof serv, "%u", port);
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
@@ -522,13 +557,15 @@ static void check_sni_dns(struct doctor *d, const char *domain)
     for (size_t i = 0; i < sni.n; i++)
         for (size_t j = 0; j < front.n; j++)
             if (same_ip(&sni.a[i], &front.a[j])) {
-                report(d, true, what, "resolves to %s, where failed handshakes are fronted",
+                report(d, true, what, "resolves%s to %s, where failed handshakes are fronted",
+                       doctor_doh ? " (DNS over HTTPS)" : "",
                        addr_text(&sni.a[i], sni.len[i], false, a, sizeof a));
                 return;
             }
     report(d, false, what,
-           "resolves to %s but failed handshakes go to %s: a prober comparing the two "
+           "resolves%s to %s but failed handshakes go to %s: a prober comparing the two "
            "sees a proxy",
+           doctor_doh ? " (DNS over HTTPS)" : "",
            addr_text(&sni.a[0], sni.len[0], false, a, sizeof a),
            addr_text(&front.a[0], front.len[0], false, b, sizeof b));
 }
@@ -713,7 +750,11 @@ int doctor_run(const char *path, FILE *out)
         config_cleanup(&cfg);
         return EX_OSERR;
     }
+    if (cfg.dns.url[0] && !(doctor_doh = doh_new(&cfg, err, sizeof err)))
+        report(&d, false, "DNS", "%s", err);
     rc = run_checks(&d);
+    doh_free(doctor_doh);
+    doctor_doh = NULL;
     curl_global_cleanup();
     config_cleanup(&cfg);
     fflush(out);

@@ -25,6 +25,7 @@
 
 #include "proxy/cli.h"
 #include "proxy/doctor.h"
+#include "doh_server.h"
 #include "proxy_fakedc.h"
 #include "proxy_util.h"
 #include "socks5_server.h"
@@ -314,6 +315,44 @@ static void test_fronting_elsewhere(void **state)
     expect(f, BAD "fronting (localhost): not reachable: 127.0.0.2:");
 }
 
+/* With [network] dns, names are resolved through that DoH server, as `run` would: here it
+   says localhost is 127.0.0.9, which the system resolver would never say. The DoH server
+   reuses the fixture's certificate for localhost; doh-ip pins its name to 127.0.0.1. */
+static void test_sni_dns_through_doh(void **state)
+{
+    struct fx *f = *state;
+    static const struct dohsrv_record elsewhere[] = {{"localhost", 1, "127.0.0.9", 60, 0}};
+    static const struct dohsrv_record here[] = {{"localhost", 1, "127.0.0.1", 60, 0}};
+    const struct dohsrv_record *tables[] = {elsewhere, here};
+    for (int i = 0; i < 2; i++) {
+        uint16_t port = 0;
+        struct dohsrv *srv = dohsrv_start(&(struct dohsrv_opts){.addr = "127.0.0.1",
+                                                                .crt_pem = f->crt_pem,
+                                                                .key_pem = f->key_pem,
+                                                                .records = tables[i],
+                                                                .nrecords = 1},
+                                          &port);
+        assert_non_null(srv);
+        char extra[256];
+        snprintf(extra, sizeof extra,
+                 "[network]\ndns = \"https://localhost:%u/dns-query\"\ndoh-ip = \"127.0.0.1\"\n",
+                 (unsigned)port);
+        write_conf(f, &(struct conf){.extra = extra});
+        int rc = run(f);
+        if (i == 0) {
+            assert_int_equal(rc, DOCTOR_EXIT_FAILED);
+            expect(f, BAD "SNI-DNS (localhost): resolves (DNS over HTTPS) to 127.0.0.9 but "
+                          "failed handshakes go to 127.0.0.1");
+        } else {
+            if (rc != 0)
+                fail_msg("doctor failed (%d):\n%s", rc, f->out);
+            expect(f, OK "SNI-DNS (localhost): resolves (DNS over HTTPS) to 127.0.0.1");
+        }
+        assert_true(dohsrv_queries_for(srv, "localhost") >= 1);
+        dohsrv_stop(srv);
+    }
+}
+
 static void test_bind_in_use(void **state)
 {
     struct fx *f = *state;
@@ -439,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_dc_unreachable),
         cmocka_unit_test(test_untrusted_certificate),
         cmocka_unit_test(test_fronting_elsewhere),
+        cmocka_unit_test(test_sni_dns_through_doh),
         cmocka_unit_test(test_bind_in_use),
         cmocka_unit_test(test_open_files),
         cmocka_unit_test(test_socks5_upstream),
