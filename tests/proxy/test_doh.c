@@ -233,6 +233,9 @@ static void test_ttl_cache(void **state)
     atomic_fetch_add(&vclock, 1);
     assert_int_equal(doh_resolve(d, "v4only.test", CONFIG_ONLY_IPV4, &r), DOH_OK);
     assert_int_equal(dohsrv_queries_for(f->srv, "v4only.test"), 2);
+    /* five requests, one after the other: one pooled handle, one kept-alive connection */
+    assert_int_equal(dohsrv_queries(f->srv), 5);
+    assert_int_equal(dohsrv_connections(f->srv), 1);
     doh_free(d);
 }
 

@@ -26,6 +26,7 @@ struct dohsrv {
     struct dohsrv_opts o;
     pthread_mutex_t mu;
     unsigned queries;
+    unsigned connections;
     char last[512];
     char names[64][NAME_MAX_TEXT]; /* the name of each question, the first 64 */
 };
@@ -288,6 +289,26 @@ static void on_done(void *cls, struct MHD_Connection *c, void **ctx,
     *ctx = NULL;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)c, (void)socket_ctx;
+    struct dohsrv *s = cls;
+    if (code != MHD_CONNECTION_NOTIFY_STARTED)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->connections++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+unsigned dohsrv_connections(struct dohsrv *s)
+{
+    pthread_mutex_lock(&s->mu);
+    unsigned n = s->connections;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 struct dohsrv *dohsrv_start(const struct dohsrv_opts *o, uint16_t *port)
 {
     struct dohsrv *s = calloc(1, sizeof *s);
@@ -310,6 +331,7 @@ struct dohsrv *dohsrv_start(const struct dohsrv_opts *o, uint16_t *port)
                             0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
                             MHD_OPTION_HTTPS_MEM_CERT, o->crt_pem, MHD_OPTION_HTTPS_MEM_KEY,
                             o->key_pem, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                             MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
     if (!s->d) {
         pthread_mutex_destroy(&s->mu);

@@ -45,6 +45,8 @@ struct dohsrv;
 struct dohsrv *dohsrv_start(const struct dohsrv_opts *o, uint16_t *port);
 void dohsrv_stop(struct dohsrv *s); /* NULL-safe */
 
+/* TCP connections accepted so far (a client that keeps its connection alive opens one). */
+unsigned dohsrv_connections(struct dohsrv *s);
 /* DNS questions answered so far (all names), and those for one name. */
 unsigned dohsrv_queries(struct dohsrv *s);
 unsigned dohsrv_queries_for(struct dohsrv *s, const char *name);
