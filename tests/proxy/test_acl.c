@@ -295,6 +295,45 @@ static void test_bad_file(void **state)
     config_cleanup(&cfg);
 }
 
+/* A list of 100,000 ranges (FireHOL's big lists are this size): every listed range holds,
+   the gaps between them do not. */
+static void test_large_list(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    char path[128], err[512];
+    path_in(path, sizeof path, "large.netset");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (uint32_t i = 0; i < N; i++) { /* 1.0.0.0 + i * 64: a /30 every 64 addresses */
+        uint32_t a = 0x01000000u + i * 64;
+        fprintf(f, "%u.%u.%u.%u/30 # entry %u\n", a >> 24, a >> 16 & 255, a >> 8 & 255, a & 255, i);
+    }
+    assert_int_equal(fclose(f), 0);
+    struct config cfg;
+    config_init(&cfg);
+    list_set(&cfg.blocklist, true, (const char *[]){path}, 1);
+    struct acl *acl = NULL;
+    assert_int_equal(acl_new(&cfg, 1, &acl, err, sizeof err), 0);
+    struct acl_list_stats st;
+    acl_stats(acl, ACL_BLOCK, &st);
+    assert_int_equal(st.ranges, N);
+    for (uint32_t i = 0; i < N; i += 7) {
+        uint32_t a = 0x01000000u + i * 64;
+        struct sockaddr_in sa = {.sin_family = AF_INET};
+        for (uint32_t d = 0; d < 6; d++) { /* 0..3 inside, 4 and 5 in the gap */
+            sa.sin_addr.s_addr = htonl(a + d);
+            enum acl_verdict want = d < 4 ? ACL_BLOCKED : ACL_PASS;
+            if (acl_check(acl, 0, (struct sockaddr *)&sa) != want)
+                fail_msg("entry %u + %u: verdict %d", i, d, !want);
+        }
+        sa.sin_addr.s_addr = htonl(a - 1);
+        assert_int_equal(acl_check(acl, 0, (struct sockaddr *)&sa), ACL_PASS);
+    }
+    acl_free(acl);
+    config_cleanup(&cfg);
+}
+
 /* ---- downloads ---- */
 
 static void url(char *out, size_t cap, const char *p)
@@ -628,6 +667,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_files_and_verdicts),
         cmocka_unit_test(test_bad_file),
+        cmocka_unit_test(test_large_list),
         cmocka_unit_test(test_https_lists),
         cmocka_unit_test(test_url_credentials_not_logged),
         cmocka_unit_test(test_engine_closes_at_accept),
