@@ -326,21 +326,36 @@ static void test_doh_ip_pins_the_server(void **state)
 
 /* ---- through tgproxy ---- */
 
-/* tgproxy with [dcs] default = dc.test:PORT and the given fronting host name, both resolved
-   through the DoH server (pinned by doh-ip). */
-static void proxy_start(struct pharness *h, const struct fx *f, const char *front_host)
+/* tgproxy with [dcs] default = dc_host:PORT and the fronting host front_host (NULL: the
+   harness's IP literal), names resolved through the DoH server on doh_port (pinned by
+   doh-ip). */
+static void proxy_start(struct pharness *h, const struct fx *f, const char *dc_host,
+                        const char *front_host, uint16_t doh_port)
 {
     assert_int_equal(pharness_prepare(h, &(struct pharness_opts){.ee = true,
                                                                  .dd = true,
                                                                  .workers = 1,
                                                                  .log_level = TG__LOG_INFO,
-                                                                 .dc_host = "dc.test"}),
+                                                                 .dc_host = dc_host}),
                      0);
-    dns_config(&h->cfg, f, true, f->port);
-    tg__strlcpy(h->cfg.fronting.host, front_host, sizeof h->cfg.fronting.host);
-    h->cfg.fronting.resolved = false;
+    dns_config(&h->cfg, f, true, doh_port);
+    if (front_host) {
+        tg__strlcpy(h->cfg.fronting.host, front_host, sizeof h->cfg.fronting.host);
+        h->cfg.fronting.resolved = false;
+    }
     assert_int_equal(server_start(&h->cfg, &h->srv), 0);
     h->port = server_port(h->srv, 0);
+}
+
+/* A client whose connection tgproxy ends (no DC address): it reads EOF, nothing else. */
+static void ended_once(const struct pharness *h)
+{
+    struct pcli c;
+    struct pcli_opts o = pharness_client(h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&c, h->port, &o), 0);
+    uint8_t b;
+    assert_true(pcli_recv(&c, &b, 1) <= 0);
+    pcli_close(&c);
 }
 
 static void relay_once(const struct pharness *h, enum pcli_mode mode, uint32_t seed)
@@ -359,7 +374,7 @@ static void test_proxy_dc_by_name_honours_ttl(void **state)
 {
     struct fx *f = *state;
     struct pharness h;
-    proxy_start(&h, f, "front.test");
+    proxy_start(&h, f, "dc.test", "front.test", f->port);
     relay_once(&h, PCLI_TLS, 1);
     assert_int_equal(dohsrv_queries_for(f->srv, "dc.test"), 2);
     relay_once(&h, PCLI_DD, 2);
@@ -379,7 +394,7 @@ static void test_proxy_fronting_by_name(void **state)
 {
     struct fx *f = *state;
     struct pharness h;
-    proxy_start(&h, f, "front.test");
+    proxy_start(&h, f, "dc.test", "front.test", f->port);
     int fd = psock_connect(h.port, 2000);
     assert_true(fd >= 0);
     static const char req[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
@@ -399,22 +414,8 @@ static void test_proxy_nxdomain(void **state)
 {
     struct fx *f = *state;
     struct pharness h;
-    assert_int_equal(pharness_prepare(&h, &(struct pharness_opts){.ee = true,
-                                                                  .workers = 1,
-                                                                  .log_level = TG__LOG_INFO,
-                                                                  .dc_host = "gone.test"}),
-                     0);
-    dns_config(&h.cfg, f, true, f->port);
-    tg__strlcpy(h.cfg.fronting.host, "gone.test", sizeof h.cfg.fronting.host);
-    h.cfg.fronting.resolved = false;
-    assert_int_equal(server_start(&h.cfg, &h.srv), 0);
-    h.port = server_port(h.srv, 0);
-    struct pcli c;
-    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
-    assert_int_equal(pcli_connect(&c, h.port, &o), 0);
-    uint8_t b;
-    assert_true(pcli_recv(&c, &b, 1) <= 0);
-    pcli_close(&c);
+    proxy_start(&h, f, "gone.test", "gone.test", f->port);
+    ended_once(&h);
     assert_true(wait_logged("gone.test: no address (DoH " DOH_NAME ":"));
     assert_true(wait_logged("A gone.test: NXDOMAIN (no such name)"));
     assert_true(wait_logged("reason=dns dc=2"));
@@ -430,6 +431,45 @@ static void test_proxy_nxdomain(void **state)
     pharness_stop(&h);
 }
 
+/* A DoH server that is down, one whose certificate this host does not trust, one that
+   answers SERVFAIL: each DC connection ends (reason dns) and the warning says what failed,
+   where and why. */
+static void test_proxy_doh_failures(void **state)
+{
+    struct fx *f = *state;
+    uint16_t closed = 0;
+    int fd = psock_listen(&closed, 1);
+    assert_true(fd >= 0);
+    close(fd);
+    const struct {
+        const char *host, *ca, *why;
+        uint16_t port;
+    } cases[] = {
+        {"dc.test", f->pki.ca_file, "onnect", closed},
+        {"dc.test", f->other.ca_file, "certificate", f->port},
+        {"broken.test", f->pki.ca_file, "the server answered RCODE 2 (SERVFAIL)", f->port},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pthread_mutex_lock(&logs.mu);
+        logs.len = 0;
+        logs.text[0] = '\0';
+        pthread_mutex_unlock(&logs.mu);
+        setenv("SSL_CERT_FILE", cases[i].ca, 1);
+        struct pharness h;
+        proxy_start(&h, f, cases[i].host, NULL, cases[i].port);
+        ended_once(&h);
+        char where[128];
+        snprintf(where, sizeof where,
+                 "dc 2: %s: no address (DoH " DOH_NAME ":%u: A %s: ", cases[i].host,
+                 (unsigned)cases[i].port, cases[i].host);
+        if (!wait_logged(where) || !wait_logged(cases[i].why) || !wait_logged("reason=dns dc=2"))
+            fail_msg("case %zu: log:\n%s", i, logs.text);
+        assert_int_equal(fakedc_counters(h.dc).accepted, 0);
+        pharness_stop(&h);
+    }
+    setenv("SSL_CERT_FILE", f->pki.ca_file, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +482,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_proxy_dc_by_name_honours_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_fronting_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_nxdomain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_doh_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
