@@ -330,22 +330,36 @@ static void reset_on_close(int fd)
 static_assert(STATS_END_INDEX(END_COUNT - 1) + 1 == STATS_COUNT,
               "stats end_* fields follow enum conn_end");
 
-/* The counters a closing connection adds: totals, end reason, its secret's. */
+/* Add the bytes c relayed since the last call to the worker's counters, and to its secret's
+   for an authenticated connection: while a relay runs (relay_timer, every park period at
+   most) and at close, so a long relay shows in the byte counters as it goes. */
+static void stats_bytes(struct conn *c)
+{
+    struct conn_worker *w = c->w;
+    uint64_t up = c->bytes_up - c->up_counted, down = c->bytes_down - c->down_counted;
+    c->up_counted = c->bytes_up;
+    c->down_counted = c->bytes_down;
+    stats_add(&w->stats, bytes_up, up);
+    stats_add(&w->stats, bytes_down, down);
+    bool authed = c->state == CONN_DC_CONNECT || c->state == CONN_RELAY;
+    uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
+    if (authed && slot < w->nsec) {
+        stats_add(&w->sec[slot], bytes_up, up);
+        stats_add(&w->sec[slot], bytes_down, down);
+    }
+}
+
+/* The counters a closing connection adds: the rest of its bytes, end reason, its secret's. */
 static void stats_close(struct conn *c)
 {
     struct conn_worker *w = c->w;
-    stats_add(&w->stats, bytes_up, c->bytes_up);
-    stats_add(&w->stats, bytes_down, c->bytes_down);
+    stats_bytes(c);
     if (c->end != END_NONE)
         stats_add_at(&w->stats, STATS_END_INDEX(c->end), 1);
     bool authed = c->state == CONN_DC_CONNECT || c->state == CONN_RELAY;
     uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
-    if (authed && slot < w->nsec) {
-        struct stats_secret *ss = &w->sec[slot];
-        stats_add(ss, bytes_up, c->bytes_up);
-        stats_add(ss, bytes_down, c->bytes_down);
-        stats_sub(ss, active, 1);
-    }
+    if (authed && slot < w->nsec)
+        stats_sub(&w->sec[slot], active, 1);
 }
 
 void conn_close(struct conn *c, enum conn_end why)
@@ -1123,6 +1137,7 @@ static void relay_timer(struct conn *c)
     struct conn_worker *w = c->w;
     struct conn_tqs *q = c->tqs;
     uint64_t quiet = w->loop.now_ms - c->last_io_ms;
+    stats_bytes(c);
     if (c->site_done) { /* fronted, the site closed: the client's quiet time decides */
         if (quiet >= q->done.duration_ms)
             conn_close(c, END_EOF);

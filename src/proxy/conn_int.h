@@ -86,6 +86,7 @@ struct conn {
     struct conn *prev, *next;
     uint64_t start_ms, last_io_ms;
     uint64_t bytes_up, bytes_down;
+    uint64_t up_counted, down_counted; /* of those, already in the counters (stats_bytes) */
     uint64_t recs_ms; /* when the last record toward a FakeTLS client was queued */
     uint32_t recs;    /* records toward the client since the last quiet second (sizing) */
     struct relay_dir dir[2];

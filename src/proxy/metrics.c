@@ -51,8 +51,8 @@
       "Connections not fronted because the fronting address is this proxy.", NULL, NULL,           \
       front_self)                                                                                  \
     X("traffic_bytes_total", METRIC_COUNTER,                                                       \
-      "Bytes relayed, counted when a connection closes (relayed and fronted).", "direction",       \
-      "to_upstream", bytes_up)                                                                     \
+      "Bytes relayed (relayed and fronted; up to date within 10 s).", "direction", "to_upstream",  \
+      bytes_up)                                                                                    \
     X("traffic_bytes_total", METRIC_COUNTER, "", "direction", "to_client", bytes_down)             \
     X("buffers_in_use", METRIC_GAUGE, "I/O buffers held by connections.", NULL, NULL, bufs)        \
     X("bulk_buffers_in_use", METRIC_GAUGE, "64 KiB bulk buffers held by connections.", NULL, NULL, \
@@ -220,7 +220,7 @@ static int collect_secrets(struct walk *w, const struct server *s)
                 m.value = (double)ss.active;
             } else {
                 m.family = "secret_traffic_bytes_total";
-                m.help = "Bytes relayed for authenticated connections (counted at close), by "
+                m.help = "Bytes relayed for authenticated connections (within 10 s), by "
                          "secret label and direction.";
                 m.nlabels = 2;
                 m.label_key[1] = "direction";

@@ -99,8 +99,8 @@ struct stats {
 #define STATS_SECRET_LIST(X)                                                                       \
     X(conns, "connections authenticated")                                                          \
     X(active, "gauge: authenticated connections open")                                             \
-    X(bytes_up, "bytes relayed client to DC (counted when the connection closes)")                 \
-    X(bytes_down, "bytes relayed DC to client (counted when the connection closes)")               \
+    X(bytes_up, "bytes relayed client to DC (while relaying and at close, conn.c stats_bytes)")    \
+    X(bytes_down, "bytes relayed DC to client (while relaying and at close)")                      \
     X(limits_hit, "handshakes fronted or relays ended by one of the secret's [limits]")
 
 struct stats_secret {
