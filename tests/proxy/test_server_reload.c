@@ -5,14 +5,18 @@
  *   - SIGHUP with a broken file: refused with file:line in the log, the old config serves;
  *   - SIGTERM drain: relays that finish within drain-timeout end cleanly and the exit status
  *     is 0; relays still open at the timeout are closed; a second signal ends at once.
+ *   - in-process (server_reload): [dcs], the fronting host and the idle timeout change for
+ *     new connections while a relay from before the reload keeps its DC and timeout.
  * The fake DC echoes; the fronting host is the local stand-in.
  */
 #include "tgtest.h"
 
+#include "core/alloc.h"
 #include "core/str.h"
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
+#include "proxy_harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +103,10 @@ static void write_cfg(const struct env *e, bool a, bool b, const char *extra, co
     assert_int_equal(rename(tmp, e->cfg), 0); /* the daemon never reads half a file */
 }
 
+static void wait_log(const struct env *e, const char *needle, int n);
+
+/* Start `tgproxy run` and wait for its "listening" line (not by connecting: a probe would
+   be one more connection, fronted, in the counts a drain logs). */
 static void spawn(struct env *e)
 {
     e->pid = fork();
@@ -110,15 +118,7 @@ static void spawn(struct env *e)
         execl(BINARY, BINARY, "run", e->cfg, (char *)NULL);
         _exit(127);
     }
-    for (int i = 0; i < 500; i++) { /* bounded: until it accepts */
-        int fd = psock_connect(e->port, 1000);
-        if (fd >= 0) {
-            close(fd);
-            return;
-        }
-        usleep(10000);
-    }
-    fail_msg("tgproxy did not start listening");
+    wait_log(e, "listening on", 1);
 }
 
 /* Occurrences of needle in the log now. */
@@ -372,6 +372,90 @@ static void test_drain_second_signal(void **state)
     env_stop(&e);
 }
 
+/* ---- in-process: what a reload changes for new connections only ---- */
+
+/* h's config with [dcs] default -> 127.0.0.1:dc_port, the fronting host on front_port and
+   an idle timeout of idle_ms. */
+static void moved_cfg(const struct pharness *h, struct config *cfg, uint16_t dc_port,
+                      uint16_t front_port, uint32_t idle_ms)
+{
+    char err[CONFIG_ERR_MAX], addr[32];
+    const char *l = h->cfg.listen[0].text;
+    config_init(cfg);
+    assert_int_equal(config_add_listen(cfg, l, strlen(l), err, sizeof err), 0);
+    for (size_t i = 0; i < h->cfg.nsecrets; i++)
+        assert_int_equal(config_add_secret(cfg, h->cfg.secrets[i].label, &h->cfg.secrets[i].secret,
+                                           err, sizeof err),
+                         0);
+    cfg->dcs = tg__calloc(1, sizeof *cfg->dcs); /* config_cleanup frees it */
+    assert_non_null(cfg->dcs);
+    cfg->ndcs = 1;
+    cfg->dcs[0].is_default = true;
+    cfg->dcs[0].naddrs = 1;
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", dc_port);
+    assert_int_equal(
+        value_hostport_parse(addr, strlen(addr), &cfg->dcs[0].addrs[0], err, sizeof err), 0);
+    cfg->fronting = h->cfg.fronting;
+    cfg->fronting.port = front_port;
+    value_set_port(&cfg->fronting.addr, front_port);
+    cfg->timeout = h->cfg.timeout;
+    cfg->timeout.idle_ms = idle_ms;
+    cfg->log_level = h->cfg.log_level;
+    cfg->workers = h->cfg.workers; /* restart-only: unchanged, so no warning */
+}
+
+static void test_reload_dc_fronting_timeouts(void **state)
+{
+    (void)state;
+    struct pharness h;
+    assert_int_equal(pharness_start(&h, &(struct pharness_opts){.ee = true}), 0);
+    struct pcli a, b;
+    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
+    uint8_t cmd[FAKEDC_CMD_LEN];
+    fakedc_cmd(cmd, "ECHO", 81, 2 * PHASE);
+    assert_int_equal(pcli_connect(&a, h.port, &o), 0);
+    assert_int_equal(pcli_send(&a, cmd, sizeof cmd), 0);
+    assert_int_equal(echo_phase(&a, 81, 0), 0);
+
+    uint16_t dc2_port = 0, front2_port = 0;
+    struct fakedc *dc2 = fakedc_start(&dc2_port);
+    struct pfront *front2 = pfront_start(&front2_port);
+    assert_non_null(dc2);
+    assert_non_null(front2);
+    struct config cfg;
+    char err[CONFIG_ERR_MAX];
+    moved_cfg(&h, &cfg, dc2_port, front2_port, 1000);
+    assert_int_equal(server_reload(h.srv, &cfg, err, sizeof err), 0);
+    config_cleanup(&cfg);
+
+    /* a new relay goes to the new DC */
+    assert_int_equal(pcli_connect(&b, h.port, &o), 0);
+    assert_int_equal(pcli_echo(&b, 82, 10000, 0), 0);
+    assert_int_equal(fakedc_counters(dc2).headers_ok, 1);
+    assert_int_equal(fakedc_counters(h.dc).headers_ok, 1);
+    /* a failed handshake goes to the new fronting host */
+    static const char probe[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
+    int fd = psock_connect(h.port, 10000);
+    assert_int_equal(psock_write_all(fd, probe, sizeof probe - 1), 0);
+    assert_int_equal(pfront_wait(front2, 0, sizeof probe - 1, 10000), 0);
+    close(fd);
+    assert_int_equal(pfront_count(h.front), 0);
+    /* the new relay has the new idle timeout (1 s): quiet, it is closed */
+    uint8_t byte;
+    assert_true(pcli_recv(&b, &byte, 1) == 0); /* bounded by the client's 10 s timeout */
+    pcli_close(&b);
+    struct stats st;
+    server_stats(h.srv, &st);
+    assert_int_equal(st.idle_timeout, 1);
+    /* the relay from before the reload still reaches the old DC, under its old timeout */
+    assert_int_equal(echo_phase(&a, 81, PHASE), 0);
+    pcli_close(&a);
+    assert_int_equal(fakedc_counters(dc2).headers_ok, 1);
+    pharness_stop(&h);
+    fakedc_stop(dc2);
+    pfront_stop(front2);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -380,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_drain_relays_finish),
         cmocka_unit_test(test_drain_timeout_closes),
         cmocka_unit_test(test_drain_second_signal),
+        cmocka_unit_test(test_reload_dc_fronting_timeouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
