@@ -10,6 +10,7 @@
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
+#include "proxy_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,15 +53,9 @@ static void write_config(const struct daemon *d, uint16_t port, const uint8_t ke
 
 static void spawn(struct daemon *d)
 {
-    d->pid = fork();
-    assert_true(d->pid >= 0);
-    if (d->pid == 0) {
-        int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl(BINARY, BINARY, "run", d->cfg, (char *)NULL);
-        _exit(127);
-    }
+    char *argv[] = {BINARY, "run", d->cfg, NULL};
+    d->pid = pproc_spawn_logged(argv, d->log);
+    assert_true(d->pid > 0);
 }
 
 /* Bounded wait until the daemon accepts connections. */

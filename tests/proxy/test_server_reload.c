@@ -17,6 +17,7 @@
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
 #include "proxy_harness.h"
+#include "proxy_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,15 +110,10 @@ static void wait_log(const struct env *e, const char *needle, int n);
    be one more connection, fronted, in the counts a drain logs). */
 static void spawn(struct env *e)
 {
-    e->pid = fork();
-    assert_true(e->pid >= 0);
-    if (e->pid == 0) {
-        int fd = open(e->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl(BINARY, BINARY, "run", e->cfg, (char *)NULL);
-        _exit(127);
-    }
+    char *argv[] = {BINARY, "run", e->cfg, NULL};
+    unlink(e->log); /* the log of this process only */
+    e->pid = pproc_spawn_logged(argv, e->log);
+    assert_true(e->pid > 0);
     wait_log(e, "listening on", 1);
 }
 
@@ -289,6 +285,17 @@ static void open_relay(const struct env *e, struct pcli *c, uint32_t seed)
     assert_int_equal(echo_phase(c, seed, 0), 0);
 }
 
+/* The daemon with secret "a" and the extra top-level line, one relay open per seed. */
+static void start_with_relays(struct env *e, const char *extra, struct pcli *c, size_t n,
+                              uint32_t seed)
+{
+    env_start(e);
+    write_cfg(e, true, false, extra, NULL);
+    spawn(e);
+    for (size_t i = 0; i < n; i++)
+        open_relay(e, &c[i], seed + (uint32_t)i);
+}
+
 static int wait_exit(const struct env *e)
 {
     int status = 0;
@@ -305,12 +312,8 @@ static void test_drain_relays_finish(void **state)
     if (access(BINARY, X_OK) != 0)
         skip();
     struct env e;
-    env_start(&e);
-    write_cfg(&e, true, false, "drain-timeout = \"1h\"", NULL);
-    spawn(&e);
     struct pcli c[3];
-    for (int i = 0; i < 3; i++)
-        open_relay(&e, &c[i], 50 + (uint32_t)i);
+    start_with_relays(&e, "drain-timeout = \"1h\"", c, 3, 50);
     assert_int_equal(kill(e.pid, SIGTERM), 0);
     wait_log(&e, "accepting stopped, 3 connection(s) open", 1);
     int fd = -1;
@@ -336,11 +339,8 @@ static void test_drain_timeout_closes(void **state)
     if (access(BINARY, X_OK) != 0)
         skip();
     struct env e;
-    env_start(&e);
-    write_cfg(&e, true, false, "drain-timeout = \"1s\"", NULL);
-    spawn(&e);
     struct pcli c;
-    open_relay(&e, &c, 60);
+    start_with_relays(&e, "drain-timeout = \"1s\"", &c, 1, 60);
     assert_int_equal(kill(e.pid, SIGTERM), 0);
     assert_int_equal(wait_exit(&e), 0); /* on its own, after the timeout */
     uint8_t b;
@@ -358,11 +358,8 @@ static void test_drain_second_signal(void **state)
     if (access(BINARY, X_OK) != 0)
         skip();
     struct env e;
-    env_start(&e);
-    write_cfg(&e, true, false, "drain-timeout = \"1h\"", NULL);
-    spawn(&e);
     struct pcli c;
-    open_relay(&e, &c, 70);
+    start_with_relays(&e, "drain-timeout = \"1h\"", &c, 1, 70);
     assert_int_equal(kill(e.pid, SIGINT), 0);
     wait_log(&e, "accepting stopped", 1);
     assert_int_equal(kill(e.pid, SIGTERM), 0);
@@ -380,13 +377,7 @@ static void moved_cfg(const struct pharness *h, struct config *cfg, uint16_t dc_
                       uint16_t front_port, uint32_t idle_ms)
 {
     char err[CONFIG_ERR_MAX], addr[32];
-    const char *l = h->cfg.listen[0].text;
-    config_init(cfg);
-    assert_int_equal(config_add_listen(cfg, l, strlen(l), err, sizeof err), 0);
-    for (size_t i = 0; i < h->cfg.nsecrets; i++)
-        assert_int_equal(config_add_secret(cfg, h->cfg.secrets[i].label, &h->cfg.secrets[i].secret,
-                                           err, sizeof err),
-                         0);
+    assert_int_equal(pharness_reload_base(h, cfg), 0);
     cfg->dcs = tg__calloc(1, sizeof *cfg->dcs); /* config_cleanup frees it */
     assert_non_null(cfg->dcs);
     cfg->ndcs = 1;
@@ -400,8 +391,6 @@ static void moved_cfg(const struct pharness *h, struct config *cfg, uint16_t dc_
     value_set_port(&cfg->fronting.addr, front_port);
     cfg->timeout = h->cfg.timeout;
     cfg->timeout.idle_ms = idle_ms;
-    cfg->log_level = h->cfg.log_level;
-    cfg->workers = h->cfg.workers; /* restart-only: unchanged, so no warning */
 }
 
 static void test_reload_dc_fronting_timeouts(void **state)

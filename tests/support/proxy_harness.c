@@ -209,6 +209,20 @@ void pharness_stop(struct pharness *h)
     memset(h, 0, sizeof *h);
 }
 
+int pharness_reload_base(const struct pharness *h, struct config *cfg)
+{
+    char err[CONFIG_ERR_MAX];
+    const char *l = h->cfg.listen[0].text;
+    config_init(cfg);
+    cfg->workers = h->cfg.workers; /* restart-only: kept, so a reload warns about nothing */
+    cfg->log_level = h->cfg.log_level;
+    int rc = config_add_listen(cfg, l, strlen(l), err, sizeof err);
+    for (size_t i = 0; rc == 0 && i < h->cfg.nsecrets; i++)
+        rc = config_add_secret(cfg, h->cfg.secrets[i].label, &h->cfg.secrets[i].secret, err,
+                               sizeof err);
+    return rc;
+}
+
 struct pcli_opts pharness_client(const struct pharness *h, enum pcli_mode mode)
 {
     return (struct pcli_opts){

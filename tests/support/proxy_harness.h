@@ -75,6 +75,9 @@ int pharness_start(struct pharness *h, const struct pharness_opts *o);
    tests that drive a worker themselves, tests/proxy/test_conn_vt.c). pharness_stop undoes. */
 int pharness_prepare(struct pharness *h, const struct pharness_opts *o);
 void pharness_stop(struct pharness *h);
+/* A fresh config (config_init) with h's listener and secrets, for a reload test to add
+   to and pass to server_reload. 0 or -errno; the caller config_cleanup()s it. */
+int pharness_reload_base(const struct pharness *h, struct config *cfg);
 /* Client options for this proxy in a mode (key, SNI = PHARNESS_DOMAIN, dc 2). */
 struct pcli_opts pharness_client(const struct pharness *h, enum pcli_mode mode);
 

@@ -5,6 +5,7 @@
 #include "proxy_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -92,6 +93,23 @@ int pproc_proxy_start(struct pproc *p, const struct config *cfg)
         return -EIO;
     }
     return 0;
+}
+
+pid_t pproc_spawn_logged(char *const argv[], const char *log)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd < 0)
+            _exit(126);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
 }
 
 /* ---- plain relay: two sockets, one buffer per direction, backpressure ---- */

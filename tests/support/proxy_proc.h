@@ -46,6 +46,9 @@ int pproc_relay_start(struct pproc *p, uint16_t dst_port);
 int pproc_microsocks_start(struct pproc *p, const char *user, const char *pass);
 /* The same listening on ::1 ("::1") or another numeric loopback address. */
 int pproc_microsocks_start_on(struct pproc *p, const char *ip, const char *user, const char *pass);
+/* Fork and exec argv[0] (a path) with stdout and stderr appended to the file log (created
+   0600). The child's pid, or -errno. */
+pid_t pproc_spawn_logged(char *const argv[], const char *log);
 /* CPU and RSS from /proc; allocs and stats too for a proxy child. 0 or -errno. */
 int pproc_report(struct pproc *p, struct pproc_report *out);
 /* Stop and reap the child. NULL-safe on a zeroed struct. */
