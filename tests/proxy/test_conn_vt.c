@@ -247,15 +247,20 @@ static pthread_mutex_t gai_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gai_cv = PTHREAD_COND_INITIALIZER;
 static bool gai_released;
 
+static void gai_wait(void)
+{
+    pthread_mutex_lock(&gai_mu);
+    while (!gai_released)
+        pthread_cond_wait(&gai_cv, &gai_mu);
+    pthread_mutex_unlock(&gai_mu);
+}
+
 static int gai_stall(const char *host, const char *port, const struct addrinfo *hints,
                      struct addrinfo **res)
 {
     (void)host, (void)port, (void)hints;
     *res = NULL;
-    pthread_mutex_lock(&gai_mu);
-    while (!gai_released)
-        pthread_cond_wait(&gai_cv, &gai_mu);
-    pthread_mutex_unlock(&gai_mu);
+    gai_wait();
     return EAI_NONAME;
 }
 
@@ -267,21 +272,29 @@ static void gai_release(void)
     pthread_mutex_unlock(&gai_mu);
 }
 
+/* A worker whose [dcs] default is a host name that resolver fn looks up (held until
+   gai_release), and a dd client that authenticated: its DC connect waits for the lookup. */
+static int dc_by_name(struct vt *v, upstream_gai_fn fn)
+{
+    gai_released = false;
+    upstream_set_resolver(fn);
+    vt_start(v,
+             &(struct pharness_opts){
+                 .dd = true, .no_front = true, .dc_host = "dc.vt.invalid", .tcp_ms = 3000},
+             NULL, NULL);
+    int cfd = vt_client(v);
+    send_dd_header(v, cfd);
+    vt_wait(v, &v->w.stats.handshake_ok, 1);
+    return cfd;
+}
+
 /* A [dcs] host name whose lookup outlives the DC connect timeout: the connection ends
    with reason dns at that timeout, not before. */
 static void test_dc_dns_wait(void **state)
 {
     (void)state;
-    gai_released = false;
-    upstream_set_resolver(gai_stall);
     struct vt v;
-    vt_start(&v,
-             &(struct pharness_opts){
-                 .dd = true, .no_front = true, .dc_host = "dc.vt.invalid", .tcp_ms = 3000},
-             NULL, NULL);
-    int cfd = vt_client(&v);
-    send_dd_header(&v, cfd);
-    vt_wait(&v, &v.w.stats.handshake_ok, 1);
+    int cfd = dc_by_name(&v, gai_stall);
     vt_advance(&v, 2999);
     assert_int_equal(closed(cfd), 0);
     vt_advance(&v, 1);
@@ -301,10 +314,7 @@ static int gai_late(const char *host, const char *port, const struct addrinfo *h
                     struct addrinfo **res)
 {
     (void)host;
-    pthread_mutex_lock(&gai_mu);
-    while (!gai_released)
-        pthread_cond_wait(&gai_cv, &gai_mu);
-    pthread_mutex_unlock(&gai_mu);
+    gai_wait();
     return getaddrinfo("127.0.0.1", port, hints, res);
 }
 
@@ -314,16 +324,8 @@ static int gai_late(const char *host, const char *port, const struct addrinfo *h
 static void test_dc_connect_time(void **state)
 {
     (void)state;
-    gai_released = false;
-    upstream_set_resolver(gai_late);
     struct vt v;
-    vt_start(&v,
-             &(struct pharness_opts){
-                 .dd = true, .no_front = true, .dc_host = "dc.vt.invalid", .tcp_ms = 3000},
-             NULL, NULL);
-    int cfd = vt_client(&v);
-    send_dd_header(&v, cfd);
-    vt_wait(&v, &v.w.stats.handshake_ok, 1);
+    int cfd = dc_by_name(&v, gai_late);
     vt_advance(&v, 700);
     gai_release();
     const struct stats_dc *d = &v.w.dcs[stats_dc_slot(2)];

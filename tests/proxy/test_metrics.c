@@ -41,6 +41,15 @@ static void scrape(const struct pharness *h, char *out, size_t cap)
     assert_int_equal(pclose(p), 0);
 }
 
+/* A scrape into a fresh buffer (SCRAPE_MAX bytes) the caller frees. */
+static char *scrape_page(const struct pharness *h)
+{
+    char *page = malloc(SCRAPE_MAX);
+    assert_non_null(page);
+    scrape(h, page, SCRAPE_MAX);
+    return page;
+}
+
 /* Value of the sample "name{labels}" (labels sorted, as prom_scrape prints); fails if absent. */
 static double sample(const char *page, const char *key)
 {
@@ -214,9 +223,7 @@ static void test_handshake_outcomes(void **state)
     pcli_close(&c);
     assert_true(wait_idle(h.srv));
 
-    char *page = malloc(SCRAPE_MAX);
-    assert_non_null(page);
-    scrape(&h, page, SCRAPE_MAX);
+    char *page = scrape_page(&h);
     static const struct {
         const char *outcome;
         double n;
@@ -262,9 +269,7 @@ static void test_limit_hits(void **state)
     pcli_close(&c);
     pcli_close(&held);
     assert_true(wait_idle(h.srv));
-    char *page = malloc(SCRAPE_MAX);
-    assert_non_null(page);
-    scrape(&h, page, SCRAPE_MAX);
+    char *page = scrape_page(&h);
     assert_true(sample(page, "tgproxy_limits_hit_total{limit=max_connections}") == 1);
     assert_true(sample(page, "tgproxy_secret_limits_hit_total{secret=dd}") == 1);
     assert_true(sample(page, "tgproxy_secret_limits_hit_total{secret=tls}") == 0);
@@ -349,26 +354,33 @@ static double dc_failures(const char *page, const char *dc, const char *reason, 
     return total;
 }
 
+/* A proxy whose DC 5 refuses (a closed port), through SOCKS5 upstream proxy_url if not
+   NULL: n2 relays to DC 2, n4 to DC -4, one connect to DC 5 that fails; then the page
+   (malloc'ed, the caller frees it and stops h). */
+static char *dc_run(struct pharness *h, const char *proxy_url, int n2, int n4)
+{
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", (unsigned)closed_port());
+    assert_int_equal(pharness_start(h, &(struct pharness_opts){.prometheus = true,
+                                                               .extra_dc = 5,
+                                                               .extra_dc_addr = addr,
+                                                               .proxies = {proxy_url}}),
+                     0);
+    relays_to(h, 2, n2);
+    relays_to(h, -4, n4);
+    failed_dc_connect(h, 5, 1);
+    assert_true(wait_idle(h->srv));
+    return scrape_page(h);
+}
+
 /* Real relays to DCs 2 and -4 (a media DC: counted under 4) and a DC whose address refuses:
    the histograms count every connect under its DC, the refusal is a failure of DC 5 for
    reason "refused", and nothing else moved. */
 static void test_dc_connect_metrics(void **state)
 {
     (void)state;
-    char addr[32];
-    snprintf(addr, sizeof addr, "127.0.0.1:%u", (unsigned)closed_port());
     struct pharness h;
-    assert_int_equal(
-        pharness_start(
-            &h, &(struct pharness_opts){.prometheus = true, .extra_dc = 5, .extra_dc_addr = addr}),
-        0);
-    relays_to(&h, 2, 3);
-    relays_to(&h, -4, 2);
-    failed_dc_connect(&h, 5, 1);
-    assert_true(wait_idle(h.srv));
-    char *page = malloc(SCRAPE_MAX);
-    assert_non_null(page);
-    scrape(&h, page, SCRAPE_MAX);
+    char *page = dc_run(&h, NULL, 3, 2);
     assert_true(dc_histogram(page, "2") == 3);
     assert_true(dc_histogram(page, "4") == 2);
     static const char *const none[] = {"1", "3", "5", "203", "other"};
@@ -395,22 +407,12 @@ static void test_dc_connect_metrics_socks5(void **state)
     if (started == -ENOENT)
         skip(); /* Debian's microsocks is in PKGS_BUILD; without it there is nothing to run */
     assert_int_equal(started, 0);
-    char addr[32], url[64];
-    snprintf(addr, sizeof addr, "127.0.0.1:%u", (unsigned)closed_port());
+    char url[64];
     snprintf(url, sizeof url, "socks5://127.0.0.1:%u", (unsigned)ms.port);
     struct pharness h;
-    assert_int_equal(pharness_start(&h, &(struct pharness_opts){.prometheus = true,
-                                                                .extra_dc = 5,
-                                                                .extra_dc_addr = addr,
-                                                                .proxies = {url}}),
-                     0);
-    relays_to(&h, 2, 2);
-    failed_dc_connect(&h, 5, 1);
-    assert_true(wait_idle(h.srv));
-    char *page = malloc(SCRAPE_MAX);
-    assert_non_null(page);
-    scrape(&h, page, SCRAPE_MAX);
+    char *page = dc_run(&h, url, 2, 1);
     assert_true(dc_histogram(page, "2") == 2);
+    assert_true(dc_histogram(page, "4") == 1);
     assert_true(dc_histogram(page, "5") == 0);
     double n = 0;
     assert_true(dc_failures(page, "5", "upstream_refused", &n) == 1);
