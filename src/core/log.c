@@ -44,14 +44,19 @@ int tg__logger_add_secret(tg__logger *lg, const char *secret, size_t len)
 {
     if (len < 4)
         return -EINVAL; /* scrubbing very short strings would mangle ordinary text */
-    if (lg->n_secrets == TG__LOG_MAX_SECRETS)
+    size_t k = lg->n_secrets; /* adders are one thread at a time */
+    for (size_t i = 0; i < k; i++)
+        if (lg->secrets[i].n == len && memcmp(lg->secrets[i].p, secret, len) == 0)
+            return 0;
+    if (k == TG__LOG_MAX_SECRETS)
         return -ENOSPC;
     char *copy = tg__memdup(secret, len);
     if (!copy)
         return -ENOMEM;
-    lg->secrets[lg->n_secrets].p = copy;
-    lg->secrets[lg->n_secrets].n = len;
-    lg->n_secrets++;
+    lg->secrets[k].p = copy;
+    lg->secrets[k].n = len;
+    /* release: a thread scrubbing a line sees the entry complete once it sees the count */
+    __atomic_store_n(&lg->n_secrets, k + 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -77,7 +82,8 @@ void tg__log_scrub(const tg__logger *lg, char *buf, size_t cap)
     if (!lg)
         return;
     size_t rl = sizeof REDACTED - 1;
-    for (size_t i = 0; i < lg->n_secrets; i++) {
+    size_t nsec = __atomic_load_n(&lg->n_secrets, __ATOMIC_ACQUIRE);
+    for (size_t i = 0; i < nsec; i++) {
         const char *s = lg->secrets[i].p;
         size_t n = lg->secrets[i].n;
         char *hit = buf;

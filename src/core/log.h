@@ -11,8 +11,9 @@
  * handshakes cannot flood the log.
  *
  * Ownership: the caller owns the tg__logger struct; secrets are copied in.
- * Thread-safety: configure (set_sink, set_level, add_secret) before sharing; logging itself
- * is thread-safe as long as the sink is. The default sink writes one line per fwrite.
+ * Thread-safety: configure (set_sink) before sharing; logging itself is thread-safe as long
+ * as the sink is. tg__logger_set_level and tg__logger_add_secret may run while other threads
+ * log (one thread adding secrets at a time). The default sink writes one line per fwrite.
  */
 #ifndef TGKIT_CORE_LOG_H
 #define TGKIT_CORE_LOG_H
@@ -55,7 +56,8 @@ static inline void tg__logger_set_level(tg__logger *lg, int level)
     __atomic_store_n(&lg->level, level, __ATOMIC_RELAXED);
 }
 void tg__logger_cleanup(tg__logger *lg);
-/* Register a secret to scrub (copied; at least 4 bytes). Returns 0, -ENOSPC or -ENOMEM. */
+/* Register a secret to scrub (copied; at least 4 bytes; one already registered is not added
+   again). Returns 0, -ENOSPC or -ENOMEM. */
 int tg__logger_add_secret(tg__logger *lg, const char *secret, size_t len);
 
 /* The process default logger (stderr, INFO). Configure it before starting threads. */

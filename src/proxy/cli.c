@@ -265,14 +265,8 @@ static int serve_exit_code(int rc)
 /* Serve cfg; path is the file SIGHUP re-reads (NULL for simple-run). */
 static int serve(const struct io *io, const struct config *cfg, const char *path)
 {
-    tg__logger *lg = tg__log_default();
-    lg->level = cfg->log_level;
-    for (size_t i = 0; i < cfg->nsecrets; i++) {
-        char hex[2 * SECRET_KEY_LEN + 1];
-        tg__hex_encode(hex, cfg->secrets[i].secret.key, SECRET_KEY_LEN);
-        tg__logger_add_secret(lg, hex, (size_t)2 * SECRET_KEY_LEN); /* best effort: 8 at most */
-        memset(hex, 0, sizeof hex);
-    }
+    tg__logger_set_level(tg__log_default(), cfg->log_level);
+    server_scrub_secrets(cfg);
     fflush(io->out);
     int rc = server_run(cfg, path);
     if (rc != 0)

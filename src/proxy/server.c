@@ -12,6 +12,7 @@
 #include "proxy/acl.h"
 #include "proxy/antireplay.h"
 #include "proxy/conn.h"
+#include "proxy/crypto.h"
 #include "proxy/gen.h"
 #include "proxy/limits.h"
 #include "proxy/metrics.h"
@@ -700,11 +701,22 @@ int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen
         struct gen *g = conn_shared_gen(&s->sh);
         warn_restart_only(run, g->cfg);
         tg__logger_set_level(tg__log_default(), g->cfg->log_level);
+        server_scrub_secrets(g->cfg);
         upstream_check_self(&s->sh, g->cfg);
         gen_unref(g);
     }
     reload_count(s, rc == 0);
     return rc;
+}
+
+void server_scrub_secrets(const struct config *cfg)
+{
+    for (size_t i = 0; i < cfg->nsecrets; i++) {
+        char hex[2 * SECRET_KEY_LEN + 1];
+        tg__hex_encode(hex, cfg->secrets[i].secret.key, SECRET_KEY_LEN);
+        tg__logger_add_secret(tg__log_default(), hex, (size_t)2 * SECRET_KEY_LEN);
+        crypto_wipe(hex, sizeof hex);
+    }
 }
 
 int server_reload_file(struct server *s, const char *path)

@@ -74,6 +74,24 @@ static void test_short_secret_grows_without_overflow(void **state)
     tg__logger_cleanup(&lg);
 }
 
+/* A secret added twice takes one slot (a reload re-adds the keys it kept), so the slots
+   last for the keys a reload adds; past TG__LOG_MAX_SECRETS, -ENOSPC. */
+static void test_secret_added_once(void **state)
+{
+    (void)state;
+    tg__logger lg;
+    tg__logger_init(&lg, TG__LOG_TRACE, NULL, NULL);
+    char key[8];
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < TG__LOG_MAX_SECRETS; i++) {
+            snprintf(key, sizeof key, "key%d", i);
+            assert_int_equal(tg__logger_add_secret(&lg, key, strlen(key)), 0);
+        }
+    assert_int_equal(lg.n_secrets, TG__LOG_MAX_SECRETS);
+    assert_int_equal(tg__logger_add_secret(&lg, "key-new", 7), -ENOSPC);
+    tg__logger_cleanup(&lg);
+}
+
 static void test_level_parse(void **state)
 {
     (void)state;
@@ -104,6 +122,7 @@ int main(void)
         cmocka_unit_test(test_levels_and_sink),
         cmocka_unit_test(test_secret_never_printed),
         cmocka_unit_test(test_short_secret_grows_without_overflow),
+        cmocka_unit_test(test_secret_added_once),
         cmocka_unit_test(test_level_parse),
         cmocka_unit_test(test_ratelimit),
     };
