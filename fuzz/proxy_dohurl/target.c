@@ -1,10 +1,11 @@
 /*
- * fuzz target: the [network] dns URL and doh-ip parsers (doh_url_parse, doh_ip_parse in
- * src/proxy/doh.c), which read the config file. Byte 0 picks the parser, the rest is the
- * value. Checks the round trip: an accepted URL's canonical form parses again to the same
- * URL, host and port; a refused one leaves the outputs empty with a reason; a canonical
- * doh-ip parses to itself.
+ * fuzz target: the [network] dns URL (https://, tls://, udp://, a bare IP) and doh-ip
+ * parsers (doh_url_parse, doh_ip_parse in src/proxy/doh.c), which read the config file.
+ * Byte 0 picks the parser, the rest is the value. Checks the round trip: an accepted URL's
+ * canonical form parses again to the same URL, host and port; a refused one leaves the
+ * outputs empty with a reason; a canonical doh-ip parses to itself.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,9 @@ static void check_url(const char *s, size_t n)
             abort();
         return;
     }
-    if (strncmp(url, "https://", 8) != 0 || !host[0] || port == 0 || strlen(url) >= sizeof url)
+    bool scheme_ok = strncmp(url, "https://", 8) == 0 || strncmp(url, "tls://", 6) == 0 ||
+                     strncmp(url, "udp://", 6) == 0;
+    if (!scheme_ok || !host[0] || port == 0 || strlen(url) >= sizeof url)
         abort();
     char url2[CONFIG_URL_MAX], host2[CONFIG_HOST_MAX];
     uint16_t port2 = 0;

@@ -142,11 +142,13 @@ struct config {
     size_t nproxies;
 
     /* [network] dns / doh-ip: resolve [dcs] and fronting host names through DNS over HTTPS
-       (RFC 8484) instead of the system resolver. url "" = the system resolver (default). */
+       (RFC 8484), DNS over TLS or plain UDP DNS instead of the system resolver (doh.h).
+       url "" = the system resolver (default). */
     struct {
-        char url[CONFIG_URL_MAX];   /* "https://host[:port]/path" (no user info, no query) */
+        char url[CONFIG_URL_MAX];   /* "https://host[:port]/path", "tls://host[:port]" or
+                                       "udp://ip[:port]" (canonical; no user info) */
         char host[CONFIG_HOST_MAX]; /* the URL's host, without brackets */
-        uint16_t port;              /* the URL's port, 443 unless given */
+        uint16_t port;              /* the URL's port: 443, 853 or 53 unless given */
         char ip[CONFIG_IP_MAX];     /* doh-ip: connect here instead of resolving host; "" none */
     } dns;
 

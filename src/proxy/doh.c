@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/str.h"
+#include "proxy/dnsnet.h"
 #include "proxy/value.h"
 
 #include <arpa/inet.h>
@@ -25,6 +26,7 @@
 
 #define DEFAULT_PATH "/dns-query" /* RFC 8484 examples; what public DoH servers serve */
 #define CT_DNS       "application/dns-message"
+#define FORMS        "https://HOST[:PORT][/PATH], tls://HOST[:PORT], udp://IP[:PORT] or an IP"
 
 /* One (name, type) answer. */
 struct doh_entry {
@@ -37,8 +39,12 @@ struct doh_entry {
 };
 
 struct doh {
+    enum doh_kind kind;
     char url[CONFIG_URL_MAX];
-    char where[CONFIG_HOST_MAX + 16]; /* "host:port" for messages */
+    char where[CONFIG_HOST_MAX + 24]; /* "DoH host:port" for messages */
+    char host[CONFIG_HOST_MAX], ip[CONFIG_IP_MAX];
+    uint16_t port;
+    SSL_CTX *tls; /* DNS over TLS: the client context */
     char connect_to[CONFIG_IP_MAX + 8];
     long connect_ms, timeout_ms;
     struct curl_slist *headers, *pin;
@@ -124,21 +130,23 @@ static bool path_ok(const char *p, size_t n)
     return true;
 }
 
-/* The authority a[0..n) ("host", "host:port", "[v6]", "[v6]:port") into host and port. */
-static int url_authority(const char *a, size_t n, char *host, uint16_t *port, char *why,
-                         size_t whylen)
+/* The authority a[0..n) ("host", "host:port", "[v6]", "[v6]:port") into host and port
+   (defport when none is given). */
+static int url_authority(const char *a, size_t n, uint16_t defport, char *host, uint16_t *port,
+                         char *why, size_t whylen)
 {
     char hp_text[CONFIG_HOST_MAX + 16];
     bool has_port = n > 0 && a[n - 1] != ']' && memchr(a, ':', n) &&
                     (a[0] == '[' || memchr(a, ':', n) == memrchr(a, ':', n));
-    if (n == 0 || n + 5 >= sizeof hp_text)
-        return why_set(why, whylen,
-                       "the URL has no host, or one too long, expected https://HOST[:PORT][/PATH]");
+    if (n == 0 || n + 7 >= sizeof hp_text)
+        return why_set(why, whylen, "the URL has no host, or one too long, expected " FORMS);
     if (a[0] != '[' && memchr(a, ':', n) != memrchr(a, ':', n))
-        return why_set(
-            why, whylen,
-            "an IPv6 address must be in brackets, expected https://[2606:4700::1111]/dns-query");
-    snprintf(hp_text, sizeof hp_text, "%.*s%s", (int)n, a, has_port ? "" : ":443");
+        return why_set(why, whylen,
+                       "an IPv6 address must be in brackets, expected e.g. "
+                       "https://[2606:4700::1111]/dns-query");
+    snprintf(hp_text, sizeof hp_text, "%.*s", (int)n, a);
+    if (!has_port)
+        snprintf(hp_text + n, sizeof hp_text - n, ":%u", (unsigned)defport);
     struct value_hostport hp;
     char verr[160];
     if (value_hostport_parse(hp_text, strlen(hp_text), &hp, verr, sizeof verr) != 0) {
@@ -153,52 +161,70 @@ static int url_authority(const char *a, size_t n, char *host, uint16_t *port, ch
     return 0;
 }
 
+/* The canonical URL: scheme://host[:port]path, the port only when not the scheme's own. */
+static int url_canon(char *url, const char *scheme, const char *host, uint16_t port,
+                     uint16_t defport, const char *path, size_t plen, char *why, size_t whylen)
+{
+    bool v6 = strchr(host, ':') != NULL;
+    char portbuf[8] = "";
+    if (port != defport)
+        snprintf(portbuf, sizeof portbuf, ":%u", (unsigned)port);
+    int w = snprintf(url, CONFIG_URL_MAX, "%s://%s%s%s%s%.*s", scheme, v6 ? "[" : "", host,
+                     v6 ? "]" : "", portbuf, (int)plen, path);
+    if (w >= 0 && w < CONFIG_URL_MAX && plen == 0 && strcmp(scheme, "https") == 0)
+        w = snprintf(url + w, CONFIG_URL_MAX - (size_t)w, "%s", DEFAULT_PATH) + w;
+    if (w < 0 || w >= CONFIG_URL_MAX)
+        return why_set(why, whylen, "the URL is too long");
+    return 0;
+}
+
 static int url_parse(const char *s, size_t n, char *url, char *host, uint16_t *port, char *why,
                      size_t whylen)
 {
     char scheme[16];
     size_t off = url_scheme(s, n, scheme);
-    if (off == 0 || strcmp(scheme, "udp") == 0)
-        return why_set(why, whylen,
-                       "plain DNS (a bare IP or udp://) is not supported: leave dns unset for "
-                       "the system resolver, or expected https://HOST[:PORT][/PATH] (DNS over "
-                       "HTTPS)");
-    if (strcmp(scheme, "tls") == 0)
-        return why_set(why, whylen,
-                       "DNS over TLS (tls://) is not supported, expected "
-                       "https://HOST[:PORT][/PATH] (DNS over HTTPS)");
-    if (strcmp(scheme, "https") != 0)
-        return why_set(why, whylen, "unsupported scheme, expected https://HOST[:PORT][/PATH]");
+    if (off == 0) { /* mtg: a bare IP is plain DNS over UDP */
+        char ip[CONFIG_IP_MAX];
+        if (doh_ip_parse(s, n, ip, NULL, 0) != 0)
+            return why_set(why, whylen, "neither a URL nor an IP address, expected " FORMS);
+        tg__strlcpy(host, ip, CONFIG_HOST_MAX);
+        *port = 53;
+        return url_canon(url, "udp", host, 53, 53, "", 0, why, whylen);
+    }
+    uint16_t defport = strcmp(scheme, "https") == 0 ? 443
+                       : strcmp(scheme, "tls") == 0 ? 853
+                       : strcmp(scheme, "udp") == 0 ? 53
+                                                    : 0;
+    if (!defport)
+        return why_set(why, whylen, "unsupported scheme, expected " FORMS);
     const char *a = s + off, *end = s + n;
     size_t alen = 0;
     while (a + alen < end && !strchr("/?#", a[alen]))
         alen++;
     if (memchr(a, '@', alen))
-        return why_set(why, whylen,
-                       "user info in the URL is not supported (not repeated here), expected "
-                       "https://HOST[:PORT][/PATH]");
-    if (url_authority(a, alen, host, port, why, whylen) != 0)
+        return why_set(
+            why, whylen,
+            "user info in the URL is not supported (not repeated here), expected " FORMS);
+    if (url_authority(a, alen, defport, host, port, why, whylen) != 0)
         return -EINVAL;
     const char *path = a + alen;
     size_t plen = (size_t)(end - path);
     if (plen && path[0] != '/')
+        return why_set(why, whylen, "a query or fragment is not supported, expected " FORMS);
+    if (plen && defport != 443)
         return why_set(why, whylen,
-                       "a query or fragment is not supported, expected https://HOST[:PORT][/PATH]");
+                       "a path is only for https://, expected tls://HOST[:PORT] "
+                       "or udp://IP[:PORT]");
     if (!path_ok(path, plen))
         return why_set(why, whylen,
                        "the path has a space, control character, '?', '#' or braces, expected "
                        "a plain path such as /dns-query");
-    bool v6 = strchr(host, ':') != NULL;
-    char portbuf[8] = "";
-    if (*port != 443)
-        snprintf(portbuf, sizeof portbuf, ":%u", (unsigned)*port);
-    int w = snprintf(url, CONFIG_URL_MAX, "https://%s%s%s%s%.*s", v6 ? "[" : "", host,
-                     v6 ? "]" : "", portbuf, (int)plen, path);
-    if (w > 0 && plen == 0)
-        w = snprintf(url + w, CONFIG_URL_MAX - (size_t)w, "%s", DEFAULT_PATH) + w;
-    if (w < 0 || w >= CONFIG_URL_MAX)
-        return why_set(why, whylen, "the URL is too long");
-    return 0;
+    struct sockaddr_storage lit;
+    socklen_t litlen;
+    if (defport == 53 && !value_parse_ip(host, strlen(host), &lit, &litlen))
+        return why_set(why, whylen,
+                       "plain DNS needs the server's IP address, expected udp://IP[:PORT]");
+    return url_canon(url, scheme, host, *port, defport, path, plen, why, whylen);
 }
 
 int doh_url_parse(const char *s, size_t n, char *url, char *host, uint16_t *port, char *why,
@@ -211,6 +237,13 @@ int doh_url_parse(const char *s, size_t n, char *url, char *host, uint16_t *port
     url[0] = host[0] = '\0'; /* nothing half-filled */
     *port = 0;
     return -EINVAL;
+}
+
+enum doh_kind doh_url_kind(const char *url)
+{
+    return strncmp(url, "https:", 6) == 0 ? DOH_KIND_HTTPS
+           : strncmp(url, "tls:", 4) == 0 ? DOH_KIND_TLS
+                                          : DOH_KIND_UDP;
 }
 
 /* ---- cache (d->mu held) ---- */
@@ -382,6 +415,36 @@ static int post(struct doh *d, CURL *c, const uint8_t *q, size_t qn, struct body
     return 0;
 }
 
+/* One query to the server, its answer in *b: over HTTPS (a pooled curl handle), TLS or
+   UDP. 0 or a failure status with err filled. */
+static int exchange(struct doh *d, uint16_t id, const uint8_t *q, size_t qn, struct body *b,
+                    char *err, size_t errlen)
+{
+    struct dnsnet_target t = {.host = d->host, .port = d->port, .ip = d->ip};
+    int rc;
+    switch (d->kind) {
+    case DOH_KIND_TLS:
+        rc = dnsnet_tls(&t, d->tls, q, qn, b->p, DOH_MSG_MAX, &b->n, (uint32_t)d->connect_ms,
+                        (uint32_t)d->timeout_ms, err, errlen);
+        return rc == 0 ? 0 : DOH_E_TRANSPORT;
+    case DOH_KIND_UDP:
+        rc = dnsnet_udp(&t, id, q, qn, b->p, DOH_MSG_MAX, &b->n, (uint32_t)d->timeout_ms, err,
+                        errlen);
+        return rc == 0 ? 0 : DOH_E_TRANSPORT;
+    case DOH_KIND_HTTPS:
+    default:
+        break;
+    }
+    CURL *c = handle_get(d);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return DOH_E_NOMEM;
+    }
+    rc = post(d, c, q, qn, b, err, errlen);
+    handle_put(d, c);
+    return rc;
+}
+
 /* The dnsmsg result of a parsed answer as a part. */
 static int part_from(int st, const struct dnsmsg_answer *ans, struct part *p, char *err,
                      size_t errlen)
@@ -422,17 +485,14 @@ static int query(struct doh *d, const char *name, uint16_t qtype, struct part *p
         return DOH_E_NAME;
     }
     struct body b = {.p = tg__malloc(DOH_MSG_MAX)};
-    CURL *c = b.p ? handle_get(d) : NULL;
-    if (!c) {
-        tg__free(b.p);
+    if (!b.p) {
         snprintf(err, errlen, "out of memory");
         return DOH_E_NOMEM;
     }
     pthread_mutex_lock(&d->mu);
     d->queries++;
     pthread_mutex_unlock(&d->mu);
-    int st = post(d, c, q, qn, &b, err, errlen);
-    handle_put(d, c);
+    int st = exchange(d, id, q, qn, &b, err, errlen);
     if (st == 0) {
         struct dnsmsg_answer ans;
         int ps = dnsmsg_parse(b.p, b.n, id, name, qtype, &ans);
@@ -502,7 +562,7 @@ int doh_resolve(struct doh *d, const char *name, enum config_prefer_ip prefer,
     if (kn && name[kn - 1] == '.')
         kn--;
     if (kn >= sizeof key) {
-        snprintf(out->err, sizeof out->err, "DoH %.120s: %.120s...: name too long", d->where, name);
+        snprintf(out->err, sizeof out->err, "%.140s: %.120s...: name too long", d->where, name);
         return DOH_E_NAME;
     }
     for (size_t i = 0; i < kn; i++)
@@ -528,8 +588,8 @@ int doh_resolve(struct doh *d, const char *name, enum config_prefer_ip prefer,
         if (worst != 0 && rank(st) <= rank(worst))
             continue;
         worst = st;
-        snprintf(out->err, sizeof out->err, "DoH %.120s: %s %.120s: %.200s", d->where,
-                 type_name(t[i]), name,
+        snprintf(out->err, sizeof out->err, "%.140s: %s %.120s: %.200s", d->where, type_name(t[i]),
+                 name,
                  st == DOH_NXDOMAIN ? "NXDOMAIN (no such name)"
                  : st == DOH_NODATA ? "no address of this type"
                                     : why);
@@ -555,9 +615,16 @@ struct doh *doh_new(const struct config *cfg, char *err, size_t errlen)
     }
     pthread_mutex_init(&d->mu, NULL);
     tg__strlcpy(d->url, cfg->dns.url, sizeof d->url);
+    d->kind = doh_url_kind(cfg->dns.url);
+    tg__strlcpy(d->host, cfg->dns.host, sizeof d->host);
+    tg__strlcpy(d->ip, cfg->dns.ip, sizeof d->ip);
+    d->port = cfg->dns.port;
     bool v6 = strchr(cfg->dns.host, ':') != NULL;
-    snprintf(d->where, sizeof d->where, "%s%s%s:%u", v6 ? "[" : "", cfg->dns.host, v6 ? "]" : "",
-             (unsigned)cfg->dns.port);
+    snprintf(d->where, sizeof d->where, "%s %s%s%s:%u",
+             d->kind == DOH_KIND_HTTPS ? "DoH"
+             : d->kind == DOH_KIND_TLS ? "DoT"
+                                       : "DNS",
+             v6 ? "[" : "", cfg->dns.host, v6 ? "]" : "", (unsigned)cfg->dns.port);
     d->connect_ms = (long)cfg->timeout.tcp_ms;
     d->timeout_ms = (long)(cfg->timeout.http_ms ? cfg->timeout.http_ms : 10000);
     d->headers = curl_slist_append(NULL, "Content-Type: " CT_DNS);
@@ -569,9 +636,14 @@ struct doh *doh_new(const struct config *cfg, char *err, size_t errlen)
                  ip6 ? "]" : "");
         ok = (d->pin = curl_slist_append(NULL, d->connect_to)) != NULL;
     }
+    if (ok && d->kind == DOH_KIND_TLS) { /* verify store: the system's, or SSL_CERT_FILE/DIR */
+        ok = (d->tls = SSL_CTX_new(TLS_client_method())) != NULL &&
+             SSL_CTX_set_min_proto_version(d->tls, TLS1_2_VERSION) &&
+             SSL_CTX_set_default_verify_paths(d->tls);
+    }
     if (!ok) {
         doh_free(d);
-        snprintf(err, errlen, "DoH: out of memory");
+        snprintf(err, errlen, "DNS resolver: out of memory");
         return NULL;
     }
     return d;
@@ -585,6 +657,7 @@ void doh_free(struct doh *d)
         curl_easy_cleanup(d->pool[i]);
     curl_slist_free_all(d->headers);
     curl_slist_free_all(d->pin);
+    SSL_CTX_free(d->tls);
     pthread_mutex_destroy(&d->mu);
     tg__free(d);
     curl_global_cleanup();

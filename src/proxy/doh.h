@@ -1,6 +1,8 @@
 /*
  * doh: host names resolved through DNS over HTTPS (RFC 8484), for `[network] dns` and
- * `doh-ip` (mtg's keys), in place of the system resolver.
+ * `doh-ip` (mtg's keys), in place of the system resolver. mtg's other two forms of `dns`
+ * go through the same cache and checks: DNS over TLS (tls://HOST, RFC 7858) and plain DNS
+ * over UDP (udp://IP or a bare IP), whose transports are in dnsnet.c.
  *
  * A struct doh is shared by every thread that resolves: the engine's resolver threads
  * (upstream.c) and doctor. doh_resolve() asks for A and/or AAAA records as prefer-ip says
@@ -48,6 +50,10 @@
 #define DOH_MSG_MAX           65535 /* bytes: the largest DNS message */
 #define DOH_MAX_ADDRS         (2 * DNSMSG_MAX_ADDRS)
 #define DOH_ERR_MAX           512
+
+/* How the server is reached, from the canonical URL's scheme. */
+enum doh_kind { DOH_KIND_HTTPS, DOH_KIND_TLS, DOH_KIND_UDP };
+enum doh_kind doh_url_kind(const char *url);
 
 /* Results of doh_resolve; failures are negative. */
 enum doh_status {
@@ -101,10 +107,12 @@ uint64_t doh_now_ms(void);
 void doh_set_clock(uint64_t (*fn)(void));
 
 /*
- * [network] dns: "https://HOST[:PORT][/PATH]" (an empty path means /dns-query) into
- * url (canonical form, CONFIG_URL_MAX bytes), host (CONFIG_HOST_MAX bytes, no brackets)
- * and *port. Other forms mtg accepts (tls://, udp://, a bare IP) and user info, queries or
- * fragments are refused. Pure: 0, or -EINVAL with why filled (why never repeats user info).
+ * [network] dns, as mtg accepts it: "https://HOST[:PORT][/PATH]" (an empty path means
+ * /dns-query), "tls://HOST[:PORT]" (853), "udp://IP[:PORT]" (53) or a bare IP (plain DNS)
+ * into url (canonical form, CONFIG_URL_MAX bytes), host (CONFIG_HOST_MAX bytes, no
+ * brackets) and *port. User info, queries, fragments, a path outside https:// and a name
+ * for plain DNS are refused. Pure: 0, or -EINVAL with why filled (why never repeats user
+ * info).
  */
 int doh_url_parse(const char *s, size_t n, char *url, char *host, uint16_t *port, char *why,
                   size_t whylen);

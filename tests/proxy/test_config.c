@@ -704,6 +704,10 @@ static void test_dns(void **state)
         {"https://cloudflare-dns.com/dns-query", "1.1.1.1", "https://cloudflare-dns.com/dns-query",
          "cloudflare-dns.com", 443},
         {"", "[2620:fe::fe]", "https://[2620:fe::fe]/dns-query", "2620:fe::fe", 443},
+        {"1.1.1.1", "", "udp://1.1.1.1", "1.1.1.1", 53}, /* mtg: a bare IP is plain DNS */
+        {"udp://[2620:fe::fe]:5353", "", "udp://[2620:fe::fe]:5353", "2620:fe::fe", 5353},
+        {"TLS://dns.google", "8.8.8.8", "tls://dns.google", "dns.google", 853},
+        {"tls://1.1.1.1:853", "", "tls://1.1.1.1", "1.1.1.1", 853},
         {"", "", "", "", 0},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
@@ -724,9 +728,13 @@ static void test_dns(void **state)
     static const struct {
         const char *line, *why;
     } bad[] = {
-        {"dns = \"1.1.1.1\"", "plain DNS"},
-        {"dns = \"udp://1.1.1.1\"", "plain DNS"},
-        {"dns = \"tls://1.1.1.1\"", "DNS over TLS"},
+        {"dns = \"xx\"", "neither a URL nor an IP address"},
+        {"dns = \"1.1.1.1/xxx\"", "neither a URL nor an IP address"},
+        {"dns = \"udp://dns.google\"", "needs the server's IP address"},
+        {"dns = \"tls://1.1.1.1/xx\"", "a path is only for https://"},
+        {"dns = \"udp://1.1.1.1/xcv\"", "a path is only for https://"},
+        {"dns = \"tls://user:hunter22@1.1.1.1\"", "user info"},
+        {"dns = \"dns://hahaha\"", "unsupported scheme"},
         {"dns = \"http://1.1.1.1/dns-query\"", "unsupported scheme"},
         {"dns = \"https://user:hunter22@1.1.1.1/\"", "user info"},
         {"dns = \"https://1.1.1.1/dns-query?dns=x\"", "braces"},

@@ -102,7 +102,9 @@ static int setup(void **state)
                                                 .crt_pem = f->pki.crt_pem,
                                                 .key_pem = f->pki.key_pem,
                                                 .records = table,
-                                                .nrecords = sizeof table / sizeof table[0]},
+                                                .nrecords = sizeof table / sizeof table[0],
+                                                .udp = true,
+                                                .dot = true},
                           &f->port);
     assert_non_null(f->srv);
     setenv("SSL_CERT_FILE", f->pki.ca_file, 1);
@@ -140,6 +142,39 @@ static void dns_config(struct config *cfg, const struct fx *f, bool by_name, uin
     cfg->timeout.tcp_ms = 2000;
     cfg->timeout.http_ms = 3000;
     (void)f;
+}
+
+/* A loopback UDP port nobody listens on (bound, then closed): the kernel answers a
+   datagram there with "port unreachable". */
+static uint16_t closed_udp_port(void)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* A resolver for any form of dns (pin: doh-ip, or NULL). */
+static struct doh *resolver_for(const char *url, const char *pin)
+{
+    struct config cfg;
+    config_init(&cfg);
+    char why[256], err[256];
+    if (doh_url_parse(url, strlen(url), cfg.dns.url, cfg.dns.host, &cfg.dns.port, why,
+                      sizeof why) != 0)
+        fail_msg("%s: %s", url, why);
+    snprintf(cfg.dns.ip, sizeof cfg.dns.ip, "%s", pin ? pin : "");
+    cfg.timeout.tcp_ms = 2000;
+    cfg.timeout.http_ms = 3000;
+    struct doh *d = doh_new(&cfg, err, sizeof err);
+    if (!d)
+        fail_msg("%s", err);
+    config_cleanup(&cfg);
+    return d;
 }
 
 static struct doh *resolver(const struct fx *f, bool by_name)
@@ -324,6 +359,57 @@ static void test_doh_ip_pins_the_server(void **state)
     doh_free(d);
 }
 
+/* mtg's other forms: plain DNS over UDP and DNS over TLS, through the same checks and
+   cache; TLS verifies the server's name (or IP) against the CA. */
+static void test_udp_and_tls(void **state)
+{
+    struct fx *f = *state;
+    char url[128], last[512], want[160];
+    uint16_t udp = dohsrv_udp_port(f->srv), dot = dohsrv_dot_port(f->srv);
+    const struct {
+        const char *prefix, *pin, *form;
+        uint16_t port;
+    } ok[] = {
+        {"udp://127.0.0.1:", NULL, "UDP", udp},
+        {"tls://" DOH_NAME ":", "127.0.0.1", "TLS", dot},
+        {"tls://127.0.0.1:", NULL, "TLS", dot},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        snprintf(url, sizeof url, "%s%u", ok[i].prefix, (unsigned)ok[i].port);
+        struct doh *d = resolver_for(url, ok[i].pin);
+        struct doh_result r;
+        if (doh_resolve(d, "alias.test", CONFIG_PREFER_IPV6, &r) != DOH_OK)
+            fail_msg("%s: %s", url, r.err);
+        assert_int_equal(r.n, 2); /* through the CNAME chain: ::1 and 127.0.0.1 */
+        assert_string_equal(addr_text(&r.a[0]), "::1");
+        dohsrv_last(f->srv, last, sizeof last);
+        snprintf(want, sizeof want, "%s type=1 name=alias.test", ok[i].form);
+        assert_string_equal(last, want);
+        assert_int_equal(doh_resolve(d, "gone.test", CONFIG_ONLY_IPV4, &r), DOH_NXDOMAIN);
+        doh_free(d);
+    }
+    /* a certificate from another CA, and a UDP port where no server listens */
+    setenv("SSL_CERT_FILE", f->other.ca_file, 1);
+    snprintf(url, sizeof url, "tls://" DOH_NAME ":%u", (unsigned)dot);
+    struct doh *d = resolver_for(url, "127.0.0.1");
+    struct doh_result r;
+    assert_int_equal(doh_resolve(d, "dc.test", CONFIG_ONLY_IPV4, &r), DOH_E_TRANSPORT);
+    snprintf(want, sizeof want,
+             "DoT " DOH_NAME ":%u: A dc.test: TLS certificate refused: ", (unsigned)dot);
+    if (!strstr(r.err, want))
+        fail_msg("%s", r.err);
+    doh_free(d);
+    setenv("SSL_CERT_FILE", f->pki.ca_file, 1);
+    uint16_t closed = closed_udp_port();
+    snprintf(url, sizeof url, "udp://127.0.0.1:%u", (unsigned)closed);
+    d = resolver_for(url, NULL);
+    assert_int_equal(doh_resolve(d, "dc.test", CONFIG_ONLY_IPV4, &r), DOH_E_TRANSPORT);
+    snprintf(want, sizeof want, "DNS 127.0.0.1:%u: A dc.test: ", (unsigned)closed);
+    if (!strstr(r.err, want))
+        fail_msg("%s", r.err);
+    doh_free(d);
+}
+
 /* ---- through tgproxy ---- */
 
 /* tgproxy with [dcs] default = dc_host:PORT and the fronting host front_host (NULL: the
@@ -387,6 +473,35 @@ static void test_proxy_dc_by_name_honours_ttl(void **state)
     assert_int_equal(dohsrv_queries_for(f->srv, "dc.test"), 3);
     assert_int_equal(fakedc_counters(h.dc).headers_ok, 4);
     pharness_stop(&h);
+}
+
+/* The same engine with dns = tls:// and udp://: the DC's name comes over DoT / UDP. */
+static void test_proxy_dot_and_udp(void **state)
+{
+    struct fx *f = *state;
+    const char *forms[] = {"TLS", "UDP"};
+    for (int i = 0; i < 2; i++) {
+        struct pharness h;
+        assert_int_equal(
+            pharness_prepare(
+                &h, &(struct pharness_opts){.ee = true, .workers = 1, .dc_host = "alias.test"}),
+            0);
+        char url[96], why[256];
+        snprintf(url, sizeof url, i == 0 ? "tls://" DOH_NAME ":%u" : "udp://127.0.0.1:%u",
+                 (unsigned)(i == 0 ? dohsrv_dot_port(f->srv) : dohsrv_udp_port(f->srv)));
+        assert_int_equal(doh_url_parse(url, strlen(url), h.cfg.dns.url, h.cfg.dns.host,
+                                       &h.cfg.dns.port, why, sizeof why),
+                         0);
+        snprintf(h.cfg.dns.ip, sizeof h.cfg.dns.ip, "127.0.0.1");
+        assert_int_equal(server_start(&h.cfg, &h.srv), 0);
+        h.port = server_port(h.srv, 0);
+        relay_once(&h, PCLI_TLS, 7);
+        char last[512];
+        dohsrv_last(f->srv, last, sizeof last);
+        assert_non_null(strstr(last, forms[i]));
+        assert_non_null(strstr(last, "name=alias.test"));
+        pharness_stop(&h);
+    }
 }
 
 /* A failed handshake is fronted to the fronting host's DoH address. */
@@ -479,8 +594,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_negative_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transport_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_doh_ip_pins_the_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_udp_and_tls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_dc_by_name_honours_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_fronting_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_dot_and_udp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_nxdomain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_doh_failures, setup, teardown),
     };

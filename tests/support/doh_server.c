@@ -7,6 +7,14 @@
 #include "doh_server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -23,6 +31,11 @@
 
 struct dohsrv {
     struct MHD_Daemon *d;
+    int udp_fd, dot_fd, stop_fd; /* -1 when not serving that transport */
+    uint16_t udp_port, dot_port;
+    SSL_CTX *tls;
+    pthread_t udp_th, dot_th;
+    bool udp_run, dot_run;
     struct dohsrv_opts o;
     pthread_mutex_t mu;
     unsigned queries;
@@ -215,6 +228,19 @@ static bool respond(struct dohsrv *s, const uint8_t *q, size_t qn, char *name, u
     return true;
 }
 
+/* Count an answered question and remember the request's form. */
+static void record(struct dohsrv *s, bool ok, const char *form, uint16_t type, const char *name)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->last, sizeof s->last, "%s type=%u name=%s", form, (unsigned)type, name);
+    if (ok) {
+        if (s->queries < 64)
+            snprintf(s->names[s->queries], NAME_MAX_TEXT, "%s", name);
+        s->queries++;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* ---- HTTP ---- */
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const void *p, size_t n)
@@ -240,15 +266,10 @@ static enum MHD_Result serve(struct dohsrv *s, struct MHD_Connection *c, const c
     struct out o = {.n = 0};
     bool ok = strcmp(method, "POST") == 0 && strcmp(url, "/dns-query") == 0 && ct &&
               strcasecmp(ct, CT_DNS) == 0 && !r->over && respond(s, r->body, r->n, name, &type, &o);
-    pthread_mutex_lock(&s->mu);
-    snprintf(s->last, sizeof s->last, "%s %s ct=%s accept=%s type=%u name=%s", method, url,
-             ct ? ct : "-", acc ? acc : "-", (unsigned)type, name);
-    if (ok) {
-        if (s->queries < 64)
-            snprintf(s->names[s->queries], NAME_MAX_TEXT, "%s", name);
-        s->queries++;
-    }
-    pthread_mutex_unlock(&s->mu);
+    char form[160];
+    snprintf(form, sizeof form, "%s %s ct=%s accept=%s", method, url, ct ? ct : "-",
+             acc ? acc : "-");
+    record(s, ok, form, type, name);
     if (ok)
         return reply(c, 200, o.b, o.n);
     if (strcmp(url, "/dns-query") != 0)
@@ -309,6 +330,196 @@ unsigned dohsrv_connections(struct dohsrv *s)
     return n;
 }
 
+/* ---- plain UDP and TLS (RFC 7858) ---- */
+
+/* A socket of type on addr:0, bound; its port in *port. fd or -1. */
+static int bind_any(const char *addr, int type, uint16_t *port)
+{
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    if (strchr(addr, ':')) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        inet_pton(AF_INET6, addr, &a->sin6_addr);
+        len = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        inet_pton(AF_INET, addr, &a->sin_addr);
+        len = sizeof *a;
+    }
+    int fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) != 0 ||
+        (type == SOCK_STREAM && listen(fd, 16) != 0) ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                           : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* Wait until fd is readable (1) or the server stops (0). */
+static int wait_readable(const struct dohsrv *s, int fd)
+{
+    for (;;) {
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = s->stop_fd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno == EINTR)
+            continue;
+        return p[1].revents ? 0 : 1;
+    }
+}
+
+static void *udp_main(void *arg)
+{
+    struct dohsrv *s = arg;
+    uint8_t q[BODY_MAX];
+    while (wait_readable(s, s->udp_fd)) {
+        struct sockaddr_storage from;
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(s->udp_fd, q, sizeof q, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+        if (n <= 0)
+            continue;
+        char name[NAME_MAX_TEXT] = "";
+        uint16_t type = 0;
+        struct out o = {.n = 0};
+        bool ok = respond(s, q, (size_t)n, name, &type, &o);
+        record(s, ok, "UDP", type, name);
+        if (ok)
+            sendto(s->udp_fd, o.b, o.n, 0, (struct sockaddr *)&from, fl);
+    }
+    return NULL;
+}
+
+static bool ssl_read_all(SSL *ssl, uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        int r = SSL_read(ssl, p, (int)n);
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+/* One DoT client: length-prefixed questions until it closes (reads time out after 2 s). */
+static void dot_serve(struct dohsrv *s, int c)
+{
+    struct timeval tv = {.tv_sec = 2};
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    SSL *ssl = SSL_new(s->tls);
+    uint8_t lb[2], q[BODY_MAX];
+    if (ssl && SSL_set_fd(ssl, c) && SSL_accept(ssl) == 1) {
+        while (ssl_read_all(ssl, lb, 2)) {
+            size_t n = (size_t)(lb[0] << 8 | lb[1]);
+            char name[NAME_MAX_TEXT] = "";
+            uint16_t type = 0;
+            struct out o = {.n = 2};
+            if (n > sizeof q || !ssl_read_all(ssl, q, n))
+                break;
+            bool ok = respond(s, q, n, name, &type, &o);
+            record(s, ok, "TLS", type, name);
+            if (!ok)
+                break;
+            o.b[0] = (uint8_t)((o.n - 2) >> 8);
+            o.b[1] = (uint8_t)(o.n - 2);
+            if (SSL_write(ssl, o.b, (int)o.n) != (int)o.n)
+                break;
+        }
+    }
+    SSL_free(ssl);
+    ERR_clear_error();
+    close(c);
+}
+
+static void *dot_main(void *arg)
+{
+    struct dohsrv *s = arg;
+    while (wait_readable(s, s->dot_fd)) {
+        int c = accept4(s->dot_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
+            continue;
+        pthread_mutex_lock(&s->mu);
+        s->connections++;
+        pthread_mutex_unlock(&s->mu);
+        dot_serve(s, c);
+    }
+    return NULL;
+}
+
+/* The server side TLS context from the PEM texts. */
+static SSL_CTX *server_ctx(const char *crt_pem, const char *key_pem)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    BIO *cb = BIO_new_mem_buf(crt_pem, -1), *kb = BIO_new_mem_buf(key_pem, -1);
+    X509 *crt = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+    EVP_PKEY *key = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+    bool ok = ctx && crt && key && SSL_CTX_use_certificate(ctx, crt) == 1 &&
+              SSL_CTX_use_PrivateKey(ctx, key) == 1;
+    X509_free(crt);
+    EVP_PKEY_free(key);
+    BIO_free(cb);
+    BIO_free(kb);
+    if (!ok) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* The UDP and DoT listeners the options ask for. 0 or -1. */
+static int start_extra(struct dohsrv *s)
+{
+    s->udp_fd = s->dot_fd = -1;
+    s->stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (s->stop_fd < 0)
+        return -1;
+    if (s->o.udp) {
+        if ((s->udp_fd = bind_any(s->o.addr, SOCK_DGRAM, &s->udp_port)) < 0 ||
+            pthread_create(&s->udp_th, NULL, udp_main, s) != 0)
+            return -1;
+        s->udp_run = true;
+    }
+    if (s->o.dot) {
+        if (!(s->tls = server_ctx(s->o.crt_pem, s->o.key_pem)) ||
+            (s->dot_fd = bind_any(s->o.addr, SOCK_STREAM, &s->dot_port)) < 0 ||
+            pthread_create(&s->dot_th, NULL, dot_main, s) != 0)
+            return -1;
+        s->dot_run = true;
+    }
+    return 0;
+}
+
+static void stop_extra(struct dohsrv *s)
+{
+    uint64_t one = 1;
+    if (s->stop_fd >= 0 && write(s->stop_fd, &one, sizeof one) < 0)
+        perror("doh_server: stop");
+    if (s->udp_run)
+        pthread_join(s->udp_th, NULL);
+    if (s->dot_run)
+        pthread_join(s->dot_th, NULL);
+    int fds[3] = {s->udp_fd, s->dot_fd, s->stop_fd};
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    SSL_CTX_free(s->tls);
+}
+
+uint16_t dohsrv_udp_port(const struct dohsrv *s)
+{
+    return s->udp_port;
+}
+
+uint16_t dohsrv_dot_port(const struct dohsrv *s)
+{
+    return s->dot_port;
+}
+
 struct dohsrv *dohsrv_start(const struct dohsrv_opts *o, uint16_t *port)
 {
     struct dohsrv *s = calloc(1, sizeof *s);
@@ -333,7 +544,10 @@ struct dohsrv *dohsrv_start(const struct dohsrv_opts *o, uint16_t *port)
                             o->key_pem, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                             MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-    if (!s->d) {
+    if (!s->d || start_extra(s) != 0) {
+        if (s->d)
+            MHD_stop_daemon(s->d);
+        stop_extra(s);
         pthread_mutex_destroy(&s->mu);
         free(s);
         return NULL;
@@ -347,6 +561,7 @@ void dohsrv_stop(struct dohsrv *s)
     if (!s)
         return;
     MHD_stop_daemon(s->d);
+    stop_extra(s);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -2,7 +2,9 @@
  * doh_server: a DNS-over-HTTPS server for tests (libmicrohttpd with TLS), answering from a
  * table. It accepts RFC 8484 POST requests only: Content-Type application/dns-message on the
  * path /dns-query (another path gets 404, another method 405, another type 415), and
- * records the form of the last request so a test can check what the client sent.
+ * records the form of the last request so a test can check what the client sent. On
+ * request it also answers the same table over plain UDP and over TLS (RFC 7858: two-byte
+ * length, then the message; one client at a time), on ports of their own.
  *
  * Answers, for a question (name, type):
  *   - a record of the table with rcode != 0 for that name: that RCODE, no answer (an SOA
@@ -18,6 +20,7 @@
 #ifndef TGKIT_TEST_DOH_SERVER_H
 #define TGKIT_TEST_DOH_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +40,8 @@ struct dohsrv_opts {
     const char *key_pem;
     const struct dohsrv_record *records;
     size_t nrecords;
+    bool udp; /* also plain DNS over UDP on addr (dohsrv_udp_port) */
+    bool dot; /* also DNS over TLS on addr (dohsrv_dot_port), with the same certificate */
 };
 
 struct dohsrv;
@@ -45,13 +50,17 @@ struct dohsrv;
 struct dohsrv *dohsrv_start(const struct dohsrv_opts *o, uint16_t *port);
 void dohsrv_stop(struct dohsrv *s); /* NULL-safe */
 
+/* Ports of the UDP and TLS listeners (0 when not asked for). */
+uint16_t dohsrv_udp_port(const struct dohsrv *s);
+uint16_t dohsrv_dot_port(const struct dohsrv *s);
 /* TCP connections accepted so far (a client that keeps its connection alive opens one). */
 unsigned dohsrv_connections(struct dohsrv *s);
 /* DNS questions answered so far (all names), and those for one name. */
 unsigned dohsrv_queries(struct dohsrv *s);
 unsigned dohsrv_queries_for(struct dohsrv *s, const char *name);
 /* The last request's form: "POST /dns-query ct=application/dns-message
-   accept=application/dns-message type=1 name=example.org" (into out[0..cap)). */
+   accept=application/dns-message type=1 name=example.org", "UDP type=1 name=..." or
+   "TLS type=1 name=..." (into out[0..cap)). */
 void dohsrv_last(struct dohsrv *s, char *out, size_t cap);
 
 #endif
