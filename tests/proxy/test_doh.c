@@ -148,14 +148,11 @@ static void dns_config(struct config *cfg, const struct fx *f, bool by_name, uin
    datagram there with "port unreachable". */
 static uint16_t closed_udp_port(void)
 {
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
+    uint16_t port = 0;
+    int fd = psock_udp_bind(&port);
     assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
     close(fd);
-    return ntohs(a.sin_port);
+    return port;
 }
 
 /* A resolver for any form of dns (pin: doh-ip, or NULL). */

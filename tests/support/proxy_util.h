@@ -60,6 +60,8 @@ int pobfs_dc_accept(const uint8_t wire[64], uint8_t *tag, int16_t *dc, struct pc
 int psock_listen(uint16_t *port, int backlog);
 /* Blocking connect to 127.0.0.1:port; fd or -errno. Receive/send timeouts of timeout_ms. */
 int psock_connect(uint16_t port, int timeout_ms);
+/* A UDP socket bound to 127.0.0.1 on a free port (into *port); fd or -errno. */
+int psock_udp_bind(uint16_t *port);
 /* The same on ::1 (IPv6 only): a listener, and a connect to [::1]:port. */
 int psock_listen6(uint16_t *port, int backlog);
 int psock_connect6(uint16_t port, int timeout_ms);
