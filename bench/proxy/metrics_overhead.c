@@ -21,6 +21,9 @@
  * maximum of CPU s/GB and the spread ((max - min) / median), and the ratios: on / off of the
  * medians, the median of the per-round on / off ratios (pairs taken in the same round), and
  * each against the relay floor. "noise" says whether on / off lies within off's own spread.
+ * Last, the page's own cost, which the ratio can only bound on a busy machine: the "on"
+ * proxy's CPU over 200 back-to-back scrapes with no traffic, per scrape, as a share of one
+ * core at Prometheus's 15 s interval and as the megabytes the relay moves for the same CPU.
  */
 #include "bench.h"
 
@@ -86,20 +89,27 @@ static bool scrape_once(struct scraper *s, CURL *c)
            strstr(s->body, "\ntgproxy_client_connections_total ");
 }
 
-static void *scraper_main(void *arg)
+/* A keep-alive handle that asks as Prometheus does; *hdr is freed by the caller after it. */
+static CURL *scraper_handle(struct scraper *s, struct curl_slist **hdr)
 {
-    struct scraper *s = arg;
     CURL *c = curl_easy_init();
-    struct curl_slist *hdr = NULL;
-    hdr = curl_slist_append(hdr, "Accept: application/openmetrics-text;version=1.0.0;q=0.5,"
-                                 "text/plain;version=0.0.4;q=0.3,*/*;q=0.1");
-    hdr = curl_slist_append(hdr, "X-Prometheus-Scrape-Timeout-Seconds: 10");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    *hdr = curl_slist_append(NULL, "Accept: application/openmetrics-text;version=1.0.0;q=0.5,"
+                                   "text/plain;version=0.0.4;q=0.3,*/*;q=0.1");
+    *hdr = curl_slist_append(*hdr, "X-Prometheus-Scrape-Timeout-Seconds: 10");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdr);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "Prometheus/2.45.0");
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip");
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+    return c;
+}
+
+static void *scraper_main(void *arg)
+{
+    struct scraper *s = arg;
+    struct curl_slist *hdr = NULL;
+    CURL *c = scraper_handle(s, &hdr);
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         if (!s->active) {
@@ -135,6 +145,25 @@ static uint64_t scraper_count(struct scraper *s, uint64_t *bad)
     *bad = s->bad;
     pthread_mutex_unlock(&s->mu);
     return n;
+}
+
+#define SCRAPE_COST_N 200 /* back-to-back scrapes of the idle proxy */
+
+/* The page's own cost: the "on" proxy's CPU over SCRAPE_COST_N back-to-back scrapes while no
+   byte moves, per scrape, in microseconds (the thread is stopped). -1 if a scrape failed. */
+static double scrape_cost_us(struct scraper *s, struct pproc *p)
+{
+    struct curl_slist *hdr = NULL;
+    CURL *c = scraper_handle(s, &hdr);
+    struct pproc_report r0 = {0}, r1 = {0};
+    bool ok = scrape_once(s, c); /* connected, first page rendered */
+    pproc_report(p, &r0);
+    for (int i = 0; ok && i < SCRAPE_COST_N; i++)
+        ok = scrape_once(s, c);
+    pproc_report(p, &r1);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(c);
+    return ok ? (double)(r1.cpu_ns - r0.cpu_ns) / 1e3 / SCRAPE_COST_N : -1;
 }
 
 /* ---- the runs ---- */
@@ -300,9 +329,16 @@ int main(void)
     uint64_t bad = 0, scrapes = scraper_count(&sc, &bad) - before;
     scraper_set(&sc, false, true);
     pthread_join(sc.th, NULL);
-    if (rc == 0 && bad == before_bad)
+    double per_scrape = scrape_cost_us(&sc, &hon.proc);
+    if (rc == 0 && bad == before_bad && per_scrape >= 0) {
         report(v, pair, rounds, scrapes, on_s);
-    else
+        /* at Prometheus's default 15 s interval, the page costs per_scrape / 15 s of CPU */
+        pload_line("proxy_metrics_scrape_cost",
+                   "cpu_us_per_scrape=%.1f page_bytes=%zu scrapes=%d core_share_at_15s=%.2e "
+                   "relay_mb_same_cpu=%.3f",
+                   per_scrape, sc.len, SCRAPE_COST_N, per_scrape / 15e6,
+                   per_scrape / 1e3 / median_of(v[P_ON], rounds));
+    } else
         fprintf(stderr, "metrics_overhead: %s\n", rc ? "a transfer failed" : "a scrape failed");
     free(sc.body);
     pproc_stop(&relay);
