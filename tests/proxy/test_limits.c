@@ -5,6 +5,7 @@
  */
 #include "tgtest.h"
 
+#include "core/alloc.h"
 #include "core/str.h"
 #include "proxy/limits.h"
 #include "proxy/quotafile.h"
@@ -395,6 +396,43 @@ static void test_quota_state_file(void **state)
     rmdir(dir);
 }
 
+/* A reload keeps what the limits counted: a connection open since before the reload still
+   holds its max-connections slot under the new generation (lowered from 2 to 1). */
+static void test_limits_across_reload(void **state)
+{
+    (void)state;
+    struct pharness h;
+    struct pharness_opts o = {.limits.max_connections = 2};
+    assert_int_equal(pharness_start(&h, &o), 0);
+    struct pcli a, c;
+    struct pcli_opts co = pharness_client(&h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&a, h.port, &co), 0);
+    assert_int_equal(pcli_echo(&a, 1, 1000, 0), 0);
+    struct config cfg;
+    char err[CONFIG_ERR_MAX];
+    assert_int_equal(pharness_reload_base(&h, &cfg), 0);
+    cfg.ndcs = h.cfg.ndcs; /* the same fake DC and site */
+    cfg.fronting = h.cfg.fronting;
+    struct config_dc *dcs = tg__calloc(cfg.ndcs, sizeof *dcs);
+    assert_non_null(dcs);
+    memcpy(dcs, h.cfg.dcs, cfg.ndcs * sizeof *dcs);
+    cfg.dcs = dcs;
+    for (size_t i = 0; i < cfg.nsecrets; i++)
+        cfg.secrets[i].limits.max_connections = 1;
+    assert_int_equal(server_reload(h.srv, &cfg, err, sizeof err), 0);
+    config_cleanup(&cfg);
+    uint8_t hello[600];
+    size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
+    expect_fronted(&h, hello, n, 0); /* a is still counted */
+    assert_int_equal(stats_of(&h).limit_connections, 1);
+    pcli_close(&a);
+    assert_true(closed_at_least(&h, 2));
+    assert_int_equal(pcli_connect(&c, h.port, &co), 0); /* its slot is free again */
+    assert_int_equal(pcli_echo(&c, 2, 1000, 0), 0);
+    pcli_close(&c);
+    pharness_stop(&h);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -409,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_quota_reset_unit),
         cmocka_unit_test(test_state_follows_label),
         cmocka_unit_test(test_quota_state_file),
+        cmocka_unit_test(test_limits_across_reload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
