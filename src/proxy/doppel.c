@@ -5,6 +5,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
 
 struct doppel_weibull doppel_default(void)
 {
@@ -71,4 +75,83 @@ double doppel_draw(const struct doppel_weibull *w, double u)
 double doppel_mean(const struct doppel_weibull *w)
 {
     return w->lambda_ms * tgamma(1 + 1 / w->k);
+}
+
+void doppel_profile_default(struct doppel_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    p->gap = doppel_default();
+}
+
+static int cmp_u16(const void *a, const void *b)
+{
+    return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+static unsigned phase_of(uint32_t idx)
+{
+    return idx < 40 ? 0u : idx < 60 ? 1u : 2u; /* dynamic record sizing's 40 + 20 */
+}
+
+/* Quantile tables of the phases that have enough records; returns how many, from 0. */
+static unsigned learn_sizes(const struct doppel_sample *s, size_t n, uint16_t *scratch,
+                            uint16_t q[DOPPEL_PHASES][DOPPEL_SIZE_Q + 1])
+{
+    unsigned learned = 0;
+    for (unsigned ph = 0; ph < DOPPEL_PHASES; ph++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (phase_of(s[i].idx) == ph)
+                scratch[m++] = s[i].len;
+        if (m < DOPPEL_MIN_SIZES)
+            break;
+        qsort(scratch, m, sizeof *scratch, cmp_u16);
+        for (unsigned j = 0; j <= DOPPEL_SIZE_Q; j++)
+            q[ph][j] = scratch[(m - 1) * j / DOPPEL_SIZE_Q];
+        learned = ph + 1;
+    }
+    return learned;
+}
+
+int doppel_learn(const struct doppel_sample *s, size_t n, struct doppel_profile *p)
+{
+    double *gaps = tg__malloc((n ? n : 1) * sizeof *gaps);
+    uint16_t *lens = tg__malloc((n ? n : 1) * sizeof *lens);
+    if (!gaps || !lens) {
+        tg__free(gaps);
+        tg__free(lens);
+        return -ENOMEM;
+    }
+    size_t ng = 0;
+    for (size_t i = 1; i < n; i++)
+        if (s[i].idx > 0 && s[i].t_us >= s[i - 1].t_us)
+            gaps[ng++] = (double)(s[i].t_us - s[i - 1].t_us) / 1000.0;
+    struct doppel_weibull w;
+    if (doppel_fit(gaps, ng, &w) == 0) {
+        p->gap = w;
+        p->gaps_learned = true;
+        p->n_gaps = (uint32_t)ng;
+    }
+    uint16_t q[DOPPEL_PHASES][DOPPEL_SIZE_Q + 1];
+    unsigned ph = learn_sizes(s, n, lens, q);
+    if (ph > 0) {
+        memcpy(p->size_q, q, sizeof q);
+        p->phases = (uint8_t)ph;
+        p->n_records = (uint32_t)n;
+    }
+    tg__free(gaps);
+    tg__free(lens);
+    return 0;
+}
+
+uint32_t doppel_size(const struct doppel_profile *p, unsigned phase, double u)
+{
+    const uint16_t *q = p->size_q[phase < p->phases ? phase : p->phases - 1u];
+    if (!(u >= 0))
+        u = 0;
+    double at = u * DOPPEL_SIZE_Q;
+    unsigned j = at >= DOPPEL_SIZE_Q ? DOPPEL_SIZE_Q - 1u : (unsigned)at;
+    double f = at - j;
+    f = f > 1 ? 1 : f;
+    return (uint32_t)(q[j] + f * (q[j + 1] - q[j]) + 0.5);
 }

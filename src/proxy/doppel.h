@@ -11,21 +11,50 @@
  * sum(x^k) = 0, then lambda = (sum(x^k) / n)^(1/k). The fit here works on x / max(x)
  * (k does not depend on the scale), so x^k never overflows.
  *
- * Only this model is here (pure computation, no I/O, no allocation, reentrant); the
- * fetcher that measures a site and the shaper that applies the model are not written yet.
+ * A profile is what the shaper needs to look like a site: the gap model and, per phase of a
+ * burst (records 0..39, 40..59, 60.. since the connection was quiet for a second: the
+ * phases of dynamic record sizing), DOPPEL_SIZE_Q + 1 quantiles of the record lengths seen
+ * on the wire. doppel_learn() summarises the records of one raid into a profile; the sample
+ * arrays are dropped, so a worker's copy is a few hundred bytes.
+ *
+ * Pure computation, no I/O, reentrant; only doppel_learn allocates (scratch, freed before it
+ * returns). The fetcher that measures a site is doppel_fetch.h, the shaper shape.h.
  */
 #ifndef TGPROXY_DOPPEL_H
 #define TGPROXY_DOPPEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define DOPPEL_DEFAULT_K      0.37846373895785335 /* mtg's, measured from ok.ru */
 #define DOPPEL_DEFAULT_LAMBDA 1.73177086015485    /* ms, same source */
 #define DOPPEL_MIN_GAPS       100                 /* fewer gaps: keep the profile */
+#define DOPPEL_PHASES         3    /* records [0, 40), [40, 60), [60, ...) of a burst */
+#define DOPPEL_SIZE_Q         16   /* size quantiles per phase: 0, 1/16, ..., 16/16 */
+#define DOPPEL_MIN_SIZES      16   /* fewer records in a phase: the phase is not learned */
+#define DOPPEL_MAX_SAMPLES    4096 /* records kept per raid (mtg keeps 4096 gaps) */
 
 struct doppel_weibull {
     double k;         /* shape, > 0 */
     double lambda_ms; /* scale, ms, > 0 */
+};
+
+/* One TLS record as the fetcher saw it arrive. */
+struct doppel_sample {
+    uint64_t t_us; /* arrival, microseconds on the fetcher's clock */
+    uint16_t len;  /* length field of the record header (what an observer sees) */
+    uint16_t idx;  /* index among the application records of its connection; 0 = first */
+};
+
+struct doppel_profile {
+    struct doppel_weibull gap;
+    /* size_q[p][j]: the j/DOPPEL_SIZE_Q quantile of record lengths in phase p */
+    uint16_t size_q[DOPPEL_PHASES][DOPPEL_SIZE_Q + 1];
+    uint8_t phases;    /* phases with learned sizes (0..DOPPEL_PHASES; later ones: the last) */
+    bool gaps_learned; /* gap is a refit, not the built-in one */
+    uint32_t n_gaps;   /* gaps and records the profile was learned from (0: built-in) */
+    uint32_t n_records;
 };
 
 /* The built-in profile (the defaults above). */
@@ -43,5 +72,21 @@ double doppel_draw(const struct doppel_weibull *w, double u);
 
 /* The distribution's mean gap, ms: lambda * Gamma(1 + 1/k). */
 double doppel_mean(const struct doppel_weibull *w);
+
+/* The built-in profile: default gaps, no learned sizes. */
+void doppel_profile_default(struct doppel_profile *p);
+
+/*
+ * Summarise one raid's records into *p, which holds the previous profile: gaps between
+ * consecutive records of one connection (idx > 0) are refitted when there are at least
+ * DOPPEL_MIN_GAPS of them (else p->gap stays), sizes per phase when a phase has at least
+ * DOPPEL_MIN_SIZES records (the phases after the last learned one use its table; when not
+ * even phase 0 has enough, p's sizes stay). Returns 0, or -ENOMEM (p untouched).
+ */
+int doppel_learn(const struct doppel_sample *s, size_t n, struct doppel_profile *p);
+
+/* A record length for phase (clamped to the learned ones) and u in [0, 1): the quantile
+   table read at u, interpolated. p->phases must be > 0. */
+uint32_t doppel_size(const struct doppel_profile *p, unsigned phase, double u);
 
 #endif

@@ -2,7 +2,9 @@
  * proxy/doppel: the Weibull gap model of doppelganger shaping. The built-in profile has
  * mtg's parameters and mean; a refit recovers known shapes and scales from gaps drawn at
  * evenly spaced quantiles (so the check is deterministic); too few or degenerate gaps are
- * refused and bad values skipped.
+ * refused and bad values skipped. A raid's records summarise into gaps and per-phase size
+ * quantiles (exactly, against a sort done here), phases short of records are not learned,
+ * and sizes drawn from the summary stay within the learned ones and follow their quantiles.
  */
 #include "tgtest.h"
 
@@ -10,6 +12,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 
 #define N 2000
 
@@ -77,12 +80,94 @@ static void test_fit_refuses(void **state)
     assert_true(out.k == 1 && out.lambda_ms == 1);
 }
 
+/* n records of connections of per_conn records each: gaps from w at scrambled quantiles,
+   lengths cycling through lens[]. */
+static void raid_samples(struct doppel_sample *s, size_t n, size_t per_conn,
+                         const struct doppel_weibull *w, const uint16_t *lens, size_t nlens)
+{
+    uint64_t t = 1000;
+    for (size_t i = 0; i < n; i++) {
+        size_t idx = i % per_conn;
+        t += idx ? (uint64_t)(doppel_draw(w, ((double)((i * 7919) % n) + 0.5) / n) * 1000) : 5000;
+        s[i] =
+            (struct doppel_sample){.t_us = t, .len = lens[(i * 5) % nlens], .idx = (uint16_t)idx};
+    }
+}
+
+static int cmp_u16(const void *a, const void *b)
+{
+    return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+static void test_learn_summary(void **state)
+{
+    (void)state;
+    static struct doppel_sample s[3000];
+    static const uint16_t lens[] = {517, 1017, 1517, 2017, 4113, 16401};
+    struct doppel_weibull w = {0.8, 3.0};
+    raid_samples(s, 3000, 50, &w, lens, 6); /* phases 0 and 1 only: 50 records a connection */
+    struct doppel_profile p;
+    doppel_profile_default(&p);
+    assert_int_equal(doppel_learn(s, 3000, &p), 0);
+    assert_true(p.gaps_learned);
+    assert_int_equal(p.n_gaps, 3000 - 3000 / 50);
+    assert_near(p.gap.k, 0.8, 0.1);
+    assert_near(p.gap.lambda_ms, 3.0, 0.1);
+    assert_int_equal(p.phases, 2);
+    /* phase 1's table against a sort of its records */
+    static uint16_t ph1[3000];
+    size_t m = 0;
+    for (size_t i = 0; i < 3000; i++)
+        if (s[i].idx >= 40 && s[i].idx < 60)
+            ph1[m++] = s[i].len;
+    qsort(ph1, m, sizeof ph1[0], cmp_u16);
+    for (unsigned j = 0; j <= DOPPEL_SIZE_Q; j++)
+        assert_int_equal(p.size_q[1][j], ph1[(m - 1) * j / DOPPEL_SIZE_Q]);
+    /* draws: within the learned range, the ends at u = 0 and u -> 1, phase 2 reads phase 1 */
+    assert_int_equal(doppel_size(&p, 0, 0), 517);
+    assert_int_equal(doppel_size(&p, 2, 0.999999), 16401);
+    size_t small = 0;
+    for (unsigned i = 0; i < 1000; i++) {
+        uint32_t v = doppel_size(&p, 1, (i + 0.5) / 1000);
+        assert_true(v >= 517 && v <= 16401);
+        small += v <= 1017;
+    }
+    assert_true(small >= 250 && small <= 420); /* 2 of 6 lengths are <= 1017 */
+}
+
+static void test_learn_keeps_what_it_cannot_fit(void **state)
+{
+    (void)state;
+    static struct doppel_sample s[120];
+    static const uint16_t lens[] = {700};
+    struct doppel_weibull w = {1, 1};
+    raid_samples(s, 60, 30, &w, lens, 1); /* 58 gaps, 30 records in phase 0 only */
+    struct doppel_profile p;
+    doppel_profile_default(&p);
+    p.size_q[0][0] = 1; /* a marker: sizes must not be replaced */
+    raid_samples(s, 20, 20, &w, lens, 1);
+    assert_int_equal(doppel_learn(s, 10, &p), 0); /* 10 records: nothing to learn */
+    assert_false(p.gaps_learned);
+    assert_int_equal(p.phases, 0);
+    assert_int_equal(p.size_q[0][0], 1);
+    assert_true(p.gap.k == DOPPEL_DEFAULT_K);
+    raid_samples(s, 60, 30, &w, lens, 1);
+    assert_int_equal(doppel_learn(s, 60, &p), 0); /* sizes yes, gaps (58 < 100) no */
+    assert_false(p.gaps_learned);
+    assert_int_equal(p.phases, 1);
+    assert_int_equal(doppel_size(&p, 2, 0.5), 700);
+    assert_int_equal(doppel_learn(NULL, 0, &p), 0);
+    assert_int_equal(p.phases, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_profile),
         cmocka_unit_test(test_fit_recovers),
         cmocka_unit_test(test_fit_refuses),
+        cmocka_unit_test(test_learn_summary),
+        cmocka_unit_test(test_learn_keeps_what_it_cannot_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
