@@ -1099,12 +1099,70 @@ static int k_allowlist(struct loader *ld, const struct toml_kv *kv)
     return iplist_table(ld, kv, &ld->cfg->allowlist);
 }
 
+/* One url of [defense.doppelganger]: https only (the point is the site's TLS records),
+   printable ASCII without spaces, shorter than CONFIG_DOPPEL_ULEN. */
+static int add_doppel_url(struct loader *ld, const struct toml_kv *kv, const struct toml_value *e)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, e, &s, &n) != 0)
+        return -EINVAL;
+    if (ld->cfg->doppel.nurls >= CONFIG_DOPPEL_URLS)
+        return val_err(ld, kv, e, "too many urls, expected at most %d", CONFIG_DOPPEL_URLS);
+    bool ok = n > 8 && n < CONFIG_DOPPEL_ULEN && memcmp(s, "https://", 8) == 0;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = s[i] > 0x20 && s[i] < 0x7f;
+    if (!ok)
+        return val_err(ld, kv, e,
+                       "expected an https:// URL of at most %d printable characters without "
+                       "spaces",
+                       CONFIG_DOPPEL_ULEN - 1);
+    memcpy(ld->cfg->doppel.urls[ld->cfg->doppel.nurls], s, n);
+    ld->cfg->doppel.urls[ld->cfg->doppel.nurls++][n] = '\0';
+    return 0;
+}
+
+static int k_doppel_urls(struct loader *ld, const struct toml_kv *kv)
+{
+    if (kv->value->type != TOML_ARRAY)
+        return type_err(ld, kv, "an array");
+    for (const struct toml_value *e = kv->value->u.array.first; e; e = e->next)
+        if (add_doppel_url(ld, kv, e) != 0)
+            return -EINVAL;
+    return 0;
+}
+
+static int k_raid_each(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_seconds(ld, kv, 1, 30 * 86400, &ld->cfg->doppel.raid_s);
+}
+
+static const struct key_rule doppel_rules[] = {
+    BOOL_KEY("enabled", doppel.enabled),
+    FN_KEY("urls", k_doppel_urls),
+    U32_KEY("repeats-per-raid", doppel.repeats, 1, 1000),
+    FN_KEY("raid-each", k_raid_each),
+    BOOL_KEY("drs", doppel.drs),
+    MS_KEY("max-delay", doppel.delay_ms, 1, 1000),
+};
+
+/* The table turns shaping on (as mtg, which shapes whenever it is configured). */
+static int k_doppel(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->cfg->doppel.enabled = true;
+    int rc = WALK(ld, kv, doppel_rules);
+    /* drs turns dynamic record sizing on; top-level keys (dynamic-record-sizing) precede
+       every table in TOML, so they were read already */
+    if (rc == 0 && ld->cfg->doppel.enabled && ld->cfg->doppel.drs)
+        ld->cfg->dynamic_records = true;
+    return rc;
+}
+
 static const struct key_rule defense_rules[] = {
     FN_KEY("anti-replay", k_antireplay),
     FN_KEY("blocklist", k_blocklist),
     FN_KEY("allowlist", k_allowlist),
-    /* mtg's traffic shaping: without it records keep tgproxy's own sizing and timing */
-    FN_KEY("doppelganger", k_ignore),
+    FN_KEY("doppelganger", k_doppel),
 };
 
 static int k_defense(struct loader *ld, const struct toml_kv *kv)
@@ -1604,6 +1662,9 @@ void config_init(struct config *cfg)
     cfg->statsd.flush_ms = 10000;
     cfg->blocklist.download_concurrency = cfg->allowlist.download_concurrency = 1;
     cfg->blocklist.update_each_s = cfg->allowlist.update_each_s = 6 * 3600;
+    cfg->doppel.repeats = 10;
+    cfg->doppel.raid_s = 6 * 3600;
+    cfg->doppel.delay_ms = 20;
 }
 
 void config_cleanup(struct config *cfg)

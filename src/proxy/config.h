@@ -52,6 +52,8 @@
 #define CONFIG_PATH_MAX     128 /* [stats.prometheus] http-path, including the NUL */
 #define CONFIG_PREFIX_MAX   64  /* metric-prefix, including the NUL */
 #define CONFIG_FILE_MAX     256 /* [limits] state-file path, including the NUL */
+#define CONFIG_DOPPEL_URLS  8   /* [defense.doppelganger] urls */
+#define CONFIG_DOPPEL_ULEN  256 /* one of those urls, including the NUL */
 
 #define CONFIG_SOURCE_MAX  1024 /* an access-list file path or URL, including the NUL */
 #define CONFIG_MAX_SOURCES 64   /* files + urls of one access list */
@@ -229,6 +231,18 @@ struct config {
         char path[CONFIG_PATH_MAX];     /* http-path, starts with '/'; default "/" (as mtg) */
         char prefix[CONFIG_PREFIX_MAX]; /* metric-prefix, [a-zA-Z_][a-zA-Z0-9_]*; "tgproxy" */
     } prometheus;
+
+    /* [defense.doppelganger]: records toward FakeTLS clients shaped like the fronting site's
+       (doppel.h, shape.h). Off unless the table is in the file. */
+    struct {
+        bool enabled; /* the table is present and `enabled` is not false */
+        size_t nurls; /* urls: https:// pages raided to learn from; 0 = built-in profile */
+        char urls[CONFIG_DOPPEL_URLS][CONFIG_DOPPEL_ULEN];
+        uint32_t repeats;  /* repeats-per-raid: fetches of every url per raid; default 10 */
+        uint32_t raid_s;   /* raid-each: seconds between raids; default 21600 (6 h, as mtg) */
+        bool drs;          /* drs: dynamic record sizing (on if this or dynamic_records is) */
+        uint32_t delay_ms; /* max-delay (tgproxy's): cap on the delay added to one record; 20 */
+    } doppel;
 
     /* [stats.statsd]: the same metrics pushed over UDP (statsd.h). Off by default. */
     struct {

@@ -13,6 +13,7 @@
 #include "proxy/acl.h"
 #include "proxy/antireplay.h"
 #include "proxy/doh.h"
+#include "proxy/doppel_fetch.h"
 #include "proxy/limits.h"
 #include "proxy/proxyproto.h"
 #include "proxy/relay.h"
@@ -123,6 +124,9 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
             return -ENOMEM;
         }
     }
+    /* the doppelganger's scout and profile: restart-only, like anti-replay */
+    if (cfg->doppel.enabled && !(sh->doppel = doppel_live_new(cfg)))
+        return -ENOMEM;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
     sh->buf_size = b + BUF_SLACK;
@@ -142,6 +146,7 @@ void conn_shared_cleanup(struct conn_shared *sh)
     gen_labels_cleanup(&sh->labels);
     doh_free(sh->doh);
     antireplay_free(sh->replay);
+    doppel_live_free(sh->doppel);
     pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);
 }
@@ -263,7 +268,8 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     tg__ratelimit_init(&w->rl, 5, 20);
     w->scratch = tg__malloc(FAKETLS_SERVER_HELLO_MAX);
     loop_tq_add(&w->loop, &w->tq_limits, CONN_QUOTA_FOLD_MS);
-    if (!w->scratch || tqs_adopt(w, w->gen->cfg) < 0) {
+    if (!w->scratch || tqs_adopt(w, w->gen->cfg) < 0 ||
+        shape_worker_init(&w->shape, &w->loop, sh->doppel, sh->cfg) < 0) {
         conn_worker_cleanup(w);
         return -ENOMEM;
     }

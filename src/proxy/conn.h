@@ -33,6 +33,7 @@
 #include "proxy/loop.h"
 #include "proxy/obfs2.h"
 #include "proxy/selfaddr.h"
+#include "proxy/shape.h"
 #include "proxy/stats.h"
 
 struct acl;
@@ -60,6 +61,8 @@ struct conn_shared {
     size_t buf_size;           /* pool block size */
     size_t big_size;           /* bulk block size; 0 = bulk buffers off (buf_size is large) */
     uint32_t big_max;          /* bulk blocks one worker may hold at once */
+    /* [defense.doppelganger]: the live profile (doppel_fetch.h); NULL = no shaping */
+    struct doppel_live *doppel;
 };
 
 /* A worker's deadline queues for one set of [network.timeout] values. A connection keeps the
@@ -108,6 +111,7 @@ struct conn_worker {
     uint32_t chain_rr; /* round-robin over [network] proxies (chain.c) */
     size_t acl_reader; /* this worker's reader slot in sh->acl (server.c) */
     struct loop_io dns_io;
+    struct shape_worker shape; /* doppelganger shaper (shape.h) */
 };
 
 #define CONN_QUOTA_FOLD_MS 1000  /* how often workers charge relayed bytes to quotas */

@@ -90,6 +90,7 @@ struct conn {
     uint64_t recs_ms; /* when the last record toward a FakeTLS client was queued */
     uint32_t recs;    /* records toward the client since the last quiet second (sizing) */
     struct relay_dir dir[2];
+    struct shape_conn shape;      /* toward a FakeTLS client; relay.c's (its timer too) */
     struct crypto_ctr c2p, p2c;   /* client leg: decrypt, encrypt (p2c unused in fast mode) */
     struct crypto_ctr p2dc, dc2p; /* DC leg: encrypt, decrypt (dc2p unused in fast mode) */
     struct faketls_reader rd;     /* client records after the ServerHello */

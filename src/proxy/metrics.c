@@ -59,7 +59,13 @@
       bulk)                                                                                        \
     X("antireplay_early_evictions_total", METRIC_COUNTER,                                          \
       "Anti-replay entries dropped before their window ended.", NULL, NULL,                        \
-      replay_early_evictions)
+      replay_early_evictions)                                                                      \
+    X("doppel_shaped_records_total", METRIC_COUNTER,                                               \
+      "Records toward FakeTLS clients timed by the doppelganger shaper.", NULL, NULL,              \
+      shaped_records)                                                                              \
+    X("doppel_delay_milliseconds_total", METRIC_COUNTER,                                           \
+      "Milliseconds the doppelganger shaper held records back, summed.", NULL, NULL,               \
+      shape_delay_ms)
 
 struct row {
     const char *family, *help, *lkey, *lval;

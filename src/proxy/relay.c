@@ -33,6 +33,21 @@ static size_t rec_limit(const struct conn *c, uint32_t i)
     return i < DYN_SMALL_N ? DYN_SMALL : DYN_MID;
 }
 
+/* Records toward this client are shaped by the doppelganger (shape.h). */
+static bool shaping(const struct conn *c)
+{
+    return c->w->shape.live && c->tls && c->state == CONN_RELAY;
+}
+
+/* Payload limit of the i-th record slot since the last reset, shaped or not. */
+static uint16_t slot_size(struct conn *c, uint32_t i)
+{
+    size_t lim = rec_limit(c, i);
+    return (uint16_t)(shaping(c) ? shape_size(&c->w->shape, i, (uint32_t)lim) : lim);
+}
+
+static void on_shape_tick(struct loop *l, struct loop_timer *t);
+
 static void dir_release(struct conn *c, struct relay_dir *r)
 {
     conn_dir_put(c->w, r);
@@ -40,6 +55,7 @@ static void dir_release(struct conn *c, struct relay_dir *r)
 
 void relay_release(struct conn *c)
 {
+    loop_timer_stop(&c->shape.timer);
     dir_release(c, &c->dir[DIR_UP]);
     dir_release(c, &c->dir[DIR_DOWN]);
 }
@@ -56,9 +72,23 @@ static int flush(struct conn *c, int d)
 {
     struct relay_dir *r = &c->dir[d];
     int fd = d == DIR_UP ? c->ufd : c->cfd;
+    bool shaped = d == DIR_DOWN && shaping(c);
     while (r->off < r->len) {
-        ssize_t w = send(fd, r->buf + r->off, r->len - r->off, MSG_NOSIGNAL);
+        uint32_t end = r->len;
+        if (shaped) {
+            bool wait = false;
+            end = shape_release(&c->w->shape, &c->shape, r->buf, r->off, r->len, c->w->loop.now_ms,
+                                &c->w->stats, &wait);
+            if (wait) {
+                if (!loop_timer_active(&c->shape.timer))
+                    loop_timer_start(&c->w->loop, &c->w->shape.tq, &c->shape.timer, on_shape_tick);
+                return 0; /* the tick brings us back */
+            }
+        }
+        ssize_t w = send(fd, r->buf + r->off, end - r->off, MSG_NOSIGNAL);
         if (w < 0) {
+            if (errno == EAGAIN && shaped)
+                shape_blocked(&c->shape);
             if (errno == EAGAIN || errno == EINTR)
                 return errno == EAGAIN ? 0 : flush(c, d);
             note_reset(c, fd, errno);
@@ -73,7 +103,7 @@ static int flush(struct conn *c, int d)
 /* Transform n freshly read bytes at buf in place (for FakeTLS downloads n payload bytes in
    read_wrapped()'s slots); returns bytes to send, -2 for a bad record or alert from the
    client, -1 when a cipher failed. */
-static long transform(struct conn *c, int d, uint8_t *buf, size_t n)
+static long transform(struct conn *c, int d, uint8_t *buf, size_t n, const uint16_t *lens)
 {
     if (c->state == CONN_FRONT_RELAY)
         return (long)n;
@@ -98,7 +128,7 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n)
     size_t out = 0;
     uint32_t i = 0;
     while (n > 0) {
-        size_t lim = rec_limit(c, c->recs + i++);
+        size_t lim = lens[i++];
         size_t k = n < lim ? n : lim;
         uint8_t *p = buf + out + RELAY_TLS_HEADROOM;
         if (!c->fast &&
@@ -120,17 +150,17 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n)
  * slots follow rec_limit() (small records first, as TLS servers send them). Returns payload
  * bytes read; *cap = what the slots could take.
  */
-static ssize_t read_wrapped(struct conn *c, int fd, uint8_t *buf, size_t size, size_t *cap)
+static ssize_t read_wrapped(struct conn *c, int fd, uint8_t *buf, size_t size, size_t *cap,
+                            uint16_t *lens)
 {
-    enum { MAXSLOTS = 64 };
-    struct iovec iov[MAXSLOTS];
+    struct iovec iov[RELAY_MAX_SLOTS];
     int k = 0;
     *cap = 0;
-    if (c->gen->dyn_records && c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS)
+    if (c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS)
         c->recs = 0; /* a quiet second: start small again */
     /* whole slots only after the first, so a buffer's tail never makes a runt record */
-    for (size_t at = 0; k < MAXSLOTS; k++) {
-        size_t lim = rec_limit(c, c->recs + (uint32_t)k);
+    for (size_t at = 0; k < RELAY_MAX_SLOTS; k++) {
+        size_t lim = lens[k] = slot_size(c, c->recs + (uint32_t)k);
         if (k > 0 && at + RELAY_TLS_HEADROOM + lim > size)
             break;
         size_t room = size - at - RELAY_TLS_HEADROOM;
@@ -155,7 +185,11 @@ static int read_once(struct conn *c, int d, bool *more)
             return -ENOMEM;
     }
     size_t cap = r->big ? c->w->sh->big_size : c->w->sh->buf_size;
-    ssize_t n = wrap ? read_wrapped(c, fd, r->buf, cap, &cap) : recv(fd, r->buf, cap, 0);
+    uint16_t lens[RELAY_MAX_SLOTS];
+    bool quiet = c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS;
+    if (wrap && shaping(c))
+        shape_refresh(&c->w->shape);
+    ssize_t n = wrap ? read_wrapped(c, fd, r->buf, cap, &cap, lens) : recv(fd, r->buf, cap, 0);
     *more = n == (ssize_t)cap;
     r->bulk = *more;
     if (r->big && n > 0)
@@ -175,7 +209,7 @@ static int read_once(struct conn *c, int d, bool *more)
         c->bytes_up += (uint64_t)n;
     else
         c->bytes_down += (uint64_t)n;
-    long out = transform(c, d, r->buf, (size_t)n);
+    long out = transform(c, d, r->buf, (size_t)n, lens);
     if (out < 0)
         return out == -2 ? -EBADMSG : -EPROTO;
     if (out == 0) {
@@ -184,6 +218,8 @@ static int read_once(struct conn *c, int d, bool *more)
     }
     r->off = 0;
     r->len = (uint32_t)out;
+    if (wrap && shaping(c))
+        shape_read(&c->shape, quiet, *more, c->w->loop.now_ms);
     return 1;
 }
 
@@ -217,7 +253,9 @@ static int pump(struct conn *c, int d)
 static unsigned want(const struct conn *c, int src_dir, int dst_dir)
 {
     const struct relay_dir *s = &c->dir[src_dir], *t = &c->dir[dst_dir];
-    return (!s->eof && !s->buf ? LOOP_READ : 0u) | (t->buf ? LOOP_WRITE : 0u);
+    /* bytes the shaper holds back wait for its tick, not for the socket */
+    bool held = dst_dir == DIR_DOWN && loop_timer_active(&c->shape.timer);
+    return (!s->eof && !s->buf ? LOOP_READ : 0u) | (t->buf && !held ? LOOP_WRITE : 0u);
 }
 
 /*
@@ -283,6 +321,19 @@ static void on_io(struct conn *c, struct loop_io *io, unsigned events)
         return;
     }
     settle(c, (events & LOOP_ERROR) ? io : NULL);
+}
+
+/* A record held back by the shaper may be due: send what is, read on, re-arm. */
+static void on_shape_tick(struct loop *l, struct loop_timer *t)
+{
+    (void)l;
+    struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, shape.timer));
+    int rc = pump(c, DIR_DOWN);
+    if (rc < 0) {
+        conn_relay_event(c, rc == -ENOMEM ? RELAY_EV_NOMEM : RELAY_EV_RESET);
+        return;
+    }
+    settle(c, NULL);
 }
 
 void relay_on_client(struct loop *l, struct loop_io *io, unsigned events)

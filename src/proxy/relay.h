@@ -21,6 +21,9 @@
  *                         a 64 KiB buffer moves four records per read and per send).
  *                         With dynamic record sizing the slots start smaller (40 x 1450,
  *                         20 x 4096) and start small again after a second with nothing sent.
+ *                         With [defense.doppelganger] the slot sizes and the times records
+ *                         leave follow the shaper (shape.h): records it holds back stay in
+ *                         the buffer (the DC is not read meanwhile) until its tick.
  *   fronting: bytes pass unchanged both ways.
  * Half-close: EOF from one side is forwarded as shutdown(SHUT_WR) once that direction has
  * drained; the connection ends when both directions have.
@@ -37,6 +40,7 @@
 
 #define RELAY_TLS_HEADROOM    5     /* bytes reserved before a record's payload */
 #define RELAY_TLS_MAX_PAYLOAD 16384 /* proxy -> client record payload (brief 4.9) */
+#define RELAY_MAX_SLOTS       64    /* records one read toward a FakeTLS client may fill */
 
 /* Begin relaying: both sockets registered, any queued upstream bytes flushed. */
 void relay_start(struct conn *c);

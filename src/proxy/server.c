@@ -624,6 +624,7 @@ static const struct {
     RESTART_KEY("buffer-size", buffer_size),
     RESTART_KEY("bulk-budget", bulk_budget),
     RESTART_KEY("[defense.anti-replay]", antireplay),
+    RESTART_KEY("[defense.doppelganger]", doppel),
     RESTART_KEY("[stats.prometheus]", prometheus),
     RESTART_KEY("[stats.statsd]", statsd),
     RESTART_KEY("[network] dns / doh-ip", dns),

@@ -45,6 +45,8 @@
     X(bulk_peak, "most bulk buffers held at once (per worker; summed over workers)")             \
     X(replay_early_evictions, "anti-replay entries evicted before their window ended")         \
     X(bulk, "gauge: bulk buffers held by connections")                                           \
+    X(shaped_records, "records toward FakeTLS clients timed by the doppelganger shaper")          \
+    X(shape_delay_ms, "milliseconds the doppelganger shaper held records back, summed")          \
     STATS_HS_LIST(X)                                                                               \
     STATS_END_LIST(X)
 

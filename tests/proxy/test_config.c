@@ -329,6 +329,13 @@ static void test_mtg_config(void **state)
     assert_int_equal(cfg.blocklist.update_each_s, 86400);
     assert_false(cfg.allowlist.enabled);
     assert_int_equal(cfg.allowlist.nsources, 0);
+    /* [defense.doppelganger] is supported: the table turns shaping on */
+    assert_true(cfg.doppel.enabled);
+    assert_int_equal(cfg.doppel.nurls, 1);
+    assert_string_equal(cfg.doppel.urls[0], "https://example.com/");
+    assert_int_equal(cfg.doppel.repeats, 10);
+    assert_int_equal(cfg.doppel.raid_s, 6 * 3600);
+    assert_false(cfg.doppel.drs);
     /* Ignored keys are reported with their position, one warning each. */
     static const char *const expect[] = {
         "c.toml:9:1: auto-update: accepted for mtg compatibility but ignored",
@@ -336,7 +343,6 @@ static void test_mtg_config(void **state)
         "c.toml:11:1: domain-fronting-ip: deprecated mtg spelling: write `ip`",
         "c.toml:33:1: defense.anti-replay.max-size: accepted",
         "c.toml:34:1: defense.anti-replay.error-rate: accepted",
-        "c.toml:57:10: defense.doppelganger: accepted for mtg compatibility but ignored",
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         if (!strstr(w.all, expect[i]))
@@ -612,6 +618,14 @@ static const struct bad_case bad_cases[] = {
     {BASE SEC "[limits.m]\nquota-reset = \"0s\"\n",
      "c.toml:5:15: limits.m.quota-reset: ", "out of range"},
     {BASE "limits = 5\n" SEC, "c.toml:2:10: limits: ", "expected a table"},
+    {BASE SEC "[defense.doppelganger]\nurls = [\"http://a.example/\"]\n",
+     "c.toml:5:9: defense.doppelganger.urls: ", "https:// URL"},
+    {BASE SEC "[defense.doppelganger]\nurls = \"https://a.example/\"\n",
+     "c.toml:5:8: defense.doppelganger.urls: ", "expected an array"},
+    {BASE SEC "[defense.doppelganger]\nrepeats-per-raid = 0\n",
+     "c.toml:5:20: defense.doppelganger.repeats-per-raid: ", "out of range"},
+    {BASE SEC "[defense.doppelganger]\nmax-delay = \"2s\"\n",
+     "c.toml:5:13: defense.doppelganger.max-delay: ", "out of range"},
     {SEC, "c.toml: ", "no listen address"},
     {BASE, "c.toml: ", "no secret"},
     {BASE "a = [1\n", "c.toml:2:5: ", "unterminated array"},

@@ -134,6 +134,7 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     cfg->proxy_protocol_listener = o->pp_listener;
     cfg->fast_mode = !o->no_fast_mode;
     cfg->dynamic_records = !o->no_dynamic_records;
+    cfg->doppel.enabled = o->doppel; /* built-in profile: no urls, nothing fetched */
     if (o->bulk_budget)
         cfg->bulk_budget = o->bulk_budget;
     cfg->fronting.proxy_protocol = o->pp_front;
