@@ -10,6 +10,9 @@
  *   relay       a plain epoll TCP relay without crypto, in a child process (the floor)
  *   proxy_tls   tgproxy (FakeTLS client leg, fast mode) in a child process
  *   proxy_dd    tgproxy (dd client leg, fast mode)
+ *   proxy_tls_doppel  tgproxy (FakeTLS, fast mode) with the doppelganger shaper on (built-in
+ *               profile), a fourth instance with its own fake DC: the shaper's cost on
+ *               bulk transfers, next to proxy_tls without it
  *   proxy_tls_nofast  tgproxy (FakeTLS, fast-mode = false: downloads re-encrypted), a
  *               second instance with its own fake DC
  *   proxy_tls_chain   tgproxy (FakeTLS, fast mode) whose DC connections go through a SOCKS5
@@ -137,7 +140,7 @@ int main(void)
     uint64_t mb = parsed > 0 && parsed < (1ul << 20) ? (uint64_t)parsed : 256;
     uint64_t total = mb << 20;
 
-    struct pharness h, hn, hc = {0};
+    struct pharness h, hn, hd, hc = {0};
     struct pproc relay, socks;
     const char *menv = getenv("TGKIT_BENCH_METRICS");
     bool metrics = menv && strcmp(menv, "1") == 0;
@@ -147,6 +150,7 @@ int main(void)
             0 ||
         pharness_start(&hn, &(struct pharness_opts){.no_fast_mode = true, .fork_server = true}) <
             0 ||
+        pharness_start(&hd, &(struct pharness_opts){.doppel = true, .fork_server = true}) < 0 ||
         pproc_relay_start(&relay, h.dc_port) < 0) {
         fprintf(stderr, "throughput: cannot start the proxy or the relay\n");
         return 1;
@@ -164,6 +168,7 @@ int main(void)
         {"relay", relay.port, PCLI_DIRECT, &relay, &h, NULL},
         {"proxy_tls", h.port, PCLI_TLS, &h.proc, &h, NULL},
         {"proxy_dd", h.port, PCLI_DD, &h.proc, &h, NULL},
+        {"proxy_tls_doppel", hd.port, PCLI_TLS, &hd.proc, &hd, NULL},
         {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn, NULL},
         {"proxy_tls_chain", hc.port, PCLI_TLS, &hc.proc, &hc, &socks},
     };
@@ -187,6 +192,7 @@ int main(void)
         pharness_stop(&hc);
         pproc_stop(&socks);
     }
+    pharness_stop(&hd);
     pharness_stop(&hn);
     pharness_stop(&h);
     return 0;
