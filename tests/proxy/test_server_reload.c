@@ -369,6 +369,38 @@ static void test_drain_second_signal(void **state)
     env_stop(&e);
 }
 
+/* simple-run has no file: SIGHUP says so and serving goes on; SIGTERM still exits 0. */
+static void test_sighup_simple_run(void **state)
+{
+    (void)state;
+    if (access(BINARY, X_OK) != 0)
+        skip();
+    struct env e;
+    env_start(&e);
+    char hex[33], dom[23], listen[32], secret[128];
+    tg__hex_encode(hex, e.key_a, 16);
+    tg__hex_encode(dom, "example.com", 11);
+    FILE *f = fopen(e.cfg, "w"); /* the secret file, in place of the config */
+    assert_non_null(f);
+    fprintf(f, "ee%s%s\n", hex, dom);
+    fchmod(fileno(f), 0600);
+    fclose(f);
+    snprintf(listen, sizeof listen, "127.0.0.1:%u", e.port);
+    snprintf(secret, sizeof secret, "--secret-file=%s", e.cfg);
+    char *argv[] = {BINARY, "simple-run", listen, secret, "--log-level", "info", NULL};
+    e.pid = pproc_spawn_logged(argv, e.log);
+    assert_true(e.pid > 0);
+    wait_log(&e, "listening on", 1);
+    assert_int_equal(kill(e.pid, SIGHUP), 0);
+    wait_log(&e, "SIGHUP: nothing to re-read", 1);
+    struct pcli c;
+    struct pcli_opts o = opts(e.key_a);
+    assert_int_equal(pcli_connect(&c, e.port, &o), 0); /* handshakes still pass */
+    pcli_close(&c);
+    assert_int_equal(stop(&e, SIGTERM), 0);
+    env_stop(&e);
+}
+
 /* ---- in-process: what a reload changes for new connections only ---- */
 
 /* h's config with [dcs] default -> 127.0.0.1:dc_port, the fronting host on front_port and
@@ -453,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_drain_relays_finish),
         cmocka_unit_test(test_drain_timeout_closes),
         cmocka_unit_test(test_drain_second_signal),
+        cmocka_unit_test(test_sighup_simple_run),
         cmocka_unit_test(test_reload_dc_fronting_timeouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
