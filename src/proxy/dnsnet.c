@@ -76,10 +76,20 @@ int dnsnet_udp(const struct dnsnet_target *t, uint16_t id, const uint8_t *q, siz
             close(fd);
         return -1;
     }
-    uint64_t deadline = tg__now_ms() + timeout_ms;
+    uint32_t every = timeout_ms / 8 < DNSNET_UDP_RESEND_MIN_MS   ? DNSNET_UDP_RESEND_MIN_MS
+                     : timeout_ms / 8 > DNSNET_UDP_RESEND_MAX_MS ? DNSNET_UDP_RESEND_MAX_MS
+                                                                 : timeout_ms / 8;
+    uint64_t deadline = tg__now_ms() + timeout_ms, resend = tg__now_ms() + every;
     int rc = -1;
     while (rc < 0) {
-        int w = wait_fd(fd, POLLIN, deadline);
+        int w = wait_fd(fd, POLLIN, resend < deadline ? resend : deadline);
+        if (w == 0 && tg__now_ms() < deadline) { /* a datagram may be lost: send it again */
+            if (send(fd, q, qn, 0) < 0 && errno != EAGAIN)
+                w = -1;
+            resend = tg__now_ms() + every;
+            if (w == 0)
+                continue;
+        }
         if (w <= 0) {
             snprintf(err, errlen, "%s", w == 0 ? "no answer within the timeout" : strerror(errno));
             break;

@@ -6,8 +6,9 @@
  *
  * The caller builds the query and parses the answer (dnsmsg.h); these functions only move
  * bytes, blocking the calling thread within the deadlines given. UDP: a connected socket
- * (the kernel drops datagrams from any other source), answers whose id is not the query's
- * are skipped until the deadline. TLS: certificate chain and host name (or IP address)
+ * (the kernel drops datagrams from any other source), the query sent again while
+ * it goes unanswered (see DNSNET_UDP_RESEND_*) (datagrams get lost), answers whose id is not the
+ * query's skipped until the deadline. TLS: certificate chain and host name (or IP address)
  * verified against the SSL_CTX's store; a new connection per exchange.
  *
  * Errors fill err with what went wrong (never more than the server's address). Thread-safety:
@@ -21,6 +22,11 @@
 #include <sys/socket.h>
 
 #include <openssl/ssl.h>
+
+/* UDP: send the query again after this long unanswered: an eighth of the timeout, within
+   100..1000 ms. */
+#define DNSNET_UDP_RESEND_MAX_MS 1000
+#define DNSNET_UDP_RESEND_MIN_MS 100
 
 /* The server: host (name or IP, for TLS's name check), port, and the address to connect to
    (ip; "" = host, resolved with getaddrinfo when it is a name). */

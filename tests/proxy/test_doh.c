@@ -38,6 +38,8 @@ static const struct dohsrv_record table[] = {
     {"gone.test", 0, NULL, 20, 3},  /* NXDOMAIN with an SOA: negative TTL 20 s */
     {"broken.test", 0, NULL, 0, 2}, /* SERVFAIL */
     {"badid.test", 0, NULL, 0, DOHSRV_BAD_ID},
+    {"lossy.test", 0, NULL, 0, DOHSRV_DROP_FIRST},
+    {"lossy.test", 1, "127.0.0.3", 60, 0},
 };
 
 struct fx {
@@ -385,6 +387,25 @@ static void test_udp_and_tls(void **state)
         assert_int_equal(doh_resolve(d, "gone.test", CONFIG_ONLY_IPV4, &r), DOH_NXDOMAIN);
         doh_free(d);
     }
+    /* a lost datagram is sent again (after an eighth of the http timeout, 100 ms here) */
+    snprintf(url, sizeof url, "udp://127.0.0.1:%u", (unsigned)udp);
+    struct config cfg;
+    config_init(&cfg);
+    char why[256];
+    assert_int_equal(
+        doh_url_parse(url, strlen(url), cfg.dns.url, cfg.dns.host, &cfg.dns.port, why, sizeof why),
+        0);
+    cfg.timeout.http_ms = 800;
+    struct doh *lossy = doh_new(&cfg, why, sizeof why);
+    assert_non_null(lossy);
+    struct doh_result lr;
+    if (doh_resolve(lossy, "lossy.test", CONFIG_ONLY_IPV4, &lr) != DOH_OK)
+        fail_msg("%s", lr.err);
+    assert_string_equal(addr_text(&lr.a[0]), "127.0.0.3");
+    assert_int_equal(dohsrv_dropped(f->srv), 1);
+    assert_int_equal(dohsrv_queries_for(f->srv, "lossy.test"), 1);
+    doh_free(lossy);
+    config_cleanup(&cfg);
     /* a certificate from another CA, and a UDP port where no server listens */
     setenv("SSL_CERT_FILE", f->other.ca_file, 1);
     snprintf(url, sizeof url, "tls://" DOH_NAME ":%u", (unsigned)dot);

@@ -40,6 +40,7 @@ struct dohsrv {
     pthread_mutex_t mu;
     unsigned queries;
     unsigned connections;
+    unsigned dropped;
     char last[512];
     char names[64][NAME_MAX_TEXT]; /* the name of each question, the first 64 */
 };
@@ -203,6 +204,8 @@ static bool respond(struct dohsrv *s, const uint8_t *q, size_t qn, char *name, u
         id ^= 0x5a5a;
         rcode = 0;
     }
+    if (rcode == DOHSRV_DROP_FIRST)
+        rcode = 0;
     struct out body = {.n = 0};
     unsigned an = rcode ? 0 : answers(s, name, type, &body);
     bool soa = special && special->rcode != DOHSRV_BAD_ID && special->ttl > 0;
@@ -372,6 +375,29 @@ static int wait_readable(const struct dohsrv *s, int fd)
     }
 }
 
+/* A DOHSRV_DROP_FIRST name's first UDP question: to be ignored (counted in dropped). */
+static bool drop_first(struct dohsrv *s, const char *name)
+{
+    const struct dohsrv_record *special;
+    records_of(s, name, &special);
+    if (!special || special->rcode != DOHSRV_DROP_FIRST)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    bool drop = s->dropped++ == 0;
+    if (!drop)
+        s->dropped--;
+    pthread_mutex_unlock(&s->mu);
+    return drop;
+}
+
+unsigned dohsrv_dropped(struct dohsrv *s)
+{
+    pthread_mutex_lock(&s->mu);
+    unsigned n = s->dropped;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 static void *udp_main(void *arg)
 {
     struct dohsrv *s = arg;
@@ -386,6 +412,8 @@ static void *udp_main(void *arg)
         uint16_t type = 0;
         struct out o = {.n = 0};
         bool ok = respond(s, q, (size_t)n, name, &type, &o);
+        if (ok && drop_first(s, name))
+            continue;
         record(s, ok, "UDP", type, name);
         if (ok)
             sendto(s->udp_fd, o.b, o.n, 0, (struct sockaddr *)&from, fl);

@@ -25,13 +25,17 @@
 #include <stdint.h>
 
 #define DOHSRV_BAD_ID 255 /* a record rcode: answer with the wrong id */
+#define DOHSRV_DROP_FIRST                                                                          \
+    254 /* a record rcode: over UDP, ignore the server's first question                            \
+           for the name (a lost datagram), then answer from the name's                             \
+           other records */
 
 struct dohsrv_record {
     const char *name; /* lower case, no final dot */
     uint16_t type;    /* 1 A, 28 AAAA, 5 CNAME (ignored when rcode != 0) */
     const char *data; /* IPv4 / IPv6 text, or the CNAME target */
     uint32_t ttl;
-    uint8_t rcode; /* 0, or 2 SERVFAIL, 3 NXDOMAIN, 5 REFUSED, DOHSRV_BAD_ID */
+    uint8_t rcode; /* 0, or 2 SERVFAIL, 3 NXDOMAIN, 5 REFUSED, DOHSRV_BAD_ID, _DROP_FIRST */
 };
 
 struct dohsrv_opts {
@@ -55,6 +59,8 @@ uint16_t dohsrv_udp_port(const struct dohsrv *s);
 uint16_t dohsrv_dot_port(const struct dohsrv *s);
 /* TCP connections accepted so far (a client that keeps its connection alive opens one). */
 unsigned dohsrv_connections(struct dohsrv *s);
+/* UDP questions ignored on purpose (DOHSRV_DROP_FIRST). */
+unsigned dohsrv_dropped(struct dohsrv *s);
 /* DNS questions answered so far (all names), and those for one name. */
 unsigned dohsrv_queries(struct dohsrv *s);
 unsigned dohsrv_queries_for(struct dohsrv *s, const char *name);
