@@ -749,6 +749,14 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
         dc_failed(c, rc);
 }
 
+/* FLIGHT: the client's records after our answer are not TLS records, or it sent an alert
+   (closing): the handshake failed, and the connection ends (nothing to front any more). */
+static void flight_failed(struct conn *c)
+{
+    hs_failed(c, HS_REASON(hs_bad_flight));
+    conn_close(c, END_PROTO);
+}
+
 /* FLIGHT: the unwrapped payload in hs; authenticate its obfs2 header with the TLS key. */
 static void flight_step(struct conn *c)
 {
@@ -869,6 +877,7 @@ static void tls_hello(struct conn *c, size_t rl)
     if (over_limit(c))
         goto fail;
     if (send_answer(c, &h, sh->ee[m.index].key) < 0) {
+        hs_failed(c, HS_REASON(hs_closed)); /* the client's socket is gone */
         conn_close(c, END_RESET);
         return;
     }
@@ -880,7 +889,7 @@ static void tls_hello(struct conn *c, size_t rl)
     size_t rest = c->hs_len - rl, k = 0;
     memmove(c->hs, c->hs + rl, rest);
     if (faketls_reader_strip(&c->rd, c->hs, rest, &k) != FAKETLS_REC_NEED_MORE) {
-        conn_close(c, END_PROTO);
+        flight_failed(c);
         return;
     }
     c->hs_len = (uint32_t)k;
@@ -1023,6 +1032,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
         return;
     }
     if (!c->hs && !(c->hs = conn_buf_get(c->w))) {
+        hs_failed(c, HS_REASON(hs_error));
         conn_close(c, END_NOMEM);
         return;
     }
@@ -1052,7 +1062,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     }
     size_t k = 0;
     if (faketls_reader_strip(&c->rd, c->hs + c->hs_len, (size_t)n, &k) != FAKETLS_REC_NEED_MORE) {
-        conn_close(c, END_PROTO);
+        flight_failed(c);
         return;
     }
     c->hs_len += (uint32_t)k;

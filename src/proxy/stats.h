@@ -61,7 +61,7 @@
     X(hs_not_tls, "handshakes failed: first bytes start no accepted handshake")                    \
     X(hs_bad_hello, "handshakes failed: malformed or oversized ClientHello, no TLS 1.3 cipher")    \
     X(hs_bad_obfs2, "handshakes failed: no dd/classic secret decrypts the obfs2 header")           \
-    X(hs_bad_flight, "handshakes failed: FakeTLS flight's obfs2 header does not authenticate")     \
+    X(hs_bad_flight, "handshakes failed: FakeTLS flight not TLS records, or no obfs2 header")      \
     X(hs_limit, "handshakes failed: the secret is over a [limits.LABEL] limit")                    \
     X(hs_closed, "handshakes failed: the client closed before completing it")                      \
     X(hs_error, "handshakes failed: a failure on the proxy's side (OpenSSL)")

@@ -216,6 +216,14 @@ static void test_handshake_outcomes(void **state)
     close(fd);                      /* closed before its first record: closed too */
     assert_true(wait_stat(h.srv, STAT_INDEX(handshake_bad), ++k));
     bad_handshake(&h, hello, n, false, ++k); /* replay */
+    /* a valid hello answered, then bytes that are no TLS record */
+    n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, now);
+    fd = psock_connect(h.port, 10000);
+    assert_int_equal(psock_write_all(fd, hello, n), 0);
+    assert_int_equal(psock_read_all(fd, hdr, sizeof hdr), 0);
+    assert_int_equal(psock_write_all(fd, http, sizeof http - 1), 0);
+    assert_true(wait_stat(h.srv, STAT_INDEX(handshake_bad), ++k));
+    close(fd);
     struct pcli c;
     struct pcli_opts o = pharness_client(&h, PCLI_TLS);
     assert_int_equal(pcli_connect(&c, h.port, &o), 0);
@@ -228,7 +236,7 @@ static void test_handshake_outcomes(void **state)
         const char *outcome;
         double n;
     } want[] = {{"bad_digest", 1}, {"stale", 1},  {"wrong_sni", 1}, {"not_tls", 1},
-                {"bad_obfs2", 1},  {"closed", 2}, {"replay", 1}};
+                {"bad_obfs2", 1},  {"closed", 2}, {"replay", 1},    {"bad_flight", 1}};
     double bad = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         char key[96];
