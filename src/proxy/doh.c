@@ -289,9 +289,12 @@ static void cache_put(struct doh *d, const char *name, uint16_t qtype, const str
     for (size_t i = 0; !e && i < DOH_CACHE_MAX; i++)
         if (!d->cache[i].qtype || d->cache[i].expires_ms <= now)
             e = &d->cache[i];
-    for (size_t i = 0; !e && i < DOH_CACHE_MAX; i++)
-        if (!e || d->cache[i].expires_ms < e->expires_ms)
-            e = &d->cache[i];
+    if (!e) { /* full of live answers: the one that expires first goes */
+        e = &d->cache[0];
+        for (size_t i = 1; i < DOH_CACHE_MAX; i++)
+            if (d->cache[i].expires_ms < e->expires_ms)
+                e = &d->cache[i];
+    }
     tg__strlcpy(e->name, name, sizeof e->name);
     e->qtype = qtype;
     e->status = (int8_t)p->status;

@@ -273,6 +273,31 @@ static void test_ttl_cache(void **state)
     doh_free(d);
 }
 
+/* The cache holds DOH_CACHE_MAX answers; when full of live ones, the answer that expires
+   first makes room, not the oldest: a long-lived answer stored first survives a flood of
+   short-lived ones. */
+static void test_cache_bound(void **state)
+{
+    struct fx *f = *state;
+    struct doh *d = resolver(f, false);
+    struct doh_result r;
+    assert_int_equal(doh_resolve(d, "dc.test", CONFIG_ONLY_IPV4, &r), DOH_OK); /* 60 s */
+    for (int i = 0; i < DOH_CACHE_MAX + 8; i++) { /* NXDOMAIN, kept 10 s each */
+        char name[32];
+        snprintf(name, sizeof name, "n%d.test", i);
+        assert_int_equal(doh_resolve(d, name, CONFIG_ONLY_IPV4, &r), DOH_NXDOMAIN);
+    }
+    assert_int_equal(doh_resolve(d, "dc.test", CONFIG_ONLY_IPV4, &r), DOH_OK);
+    assert_int_equal(dohsrv_queries_for(f->srv, "dc.test"), 1); /* still cached */
+    uint64_t q, hits;
+    doh_counts(d, &q, &hits);
+    assert_int_equal(q, DOH_CACHE_MAX + 9);
+    assert_int_equal(doh_resolve(d, "n0.test", CONFIG_ONLY_IPV4, &r), DOH_NXDOMAIN);
+    doh_counts(d, &q, &hits);
+    assert_int_equal(q, DOH_CACHE_MAX + 10); /* n0 made room for a later name: asked again */
+    doh_free(d);
+}
+
 /* NXDOMAIN is cached for the SOA's negative TTL (or the default); SERVFAIL is not cached. */
 static void test_negative_answers(void **state)
 {
@@ -609,6 +634,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_request_form_and_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cname_chain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_negative_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transport_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_doh_ip_pins_the_server, setup, teardown),
