@@ -247,6 +247,12 @@ static void worker_adopt(struct conn_worker *w)
     w->gen_seq = g->seq;
 }
 
+void conn_worker_refresh(struct conn_worker *w)
+{
+    if (__atomic_load_n(&w->sh->gen_seq, __ATOMIC_ACQUIRE) != w->gen_seq)
+        worker_adopt(w); /* a reload published a new generation */
+}
+
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
 {
     memset(w, 0, sizeof *w);
@@ -413,8 +419,7 @@ void conn_close(struct conn *c, enum conn_end why)
 void conn_accept(struct conn_worker *w, int fd)
 {
     struct conn_shared *sh = w->sh;
-    if (__atomic_load_n(&sh->gen_seq, __ATOMIC_ACQUIRE) != w->gen_seq)
-        worker_adopt(w); /* a reload published a new generation */
+    conn_worker_refresh(w);
     if (w->tqs_all->next)
         tqs_sweep(w); /* an older set of timeouts may be unused now */
     uint32_t n = __atomic_add_fetch(&sh->active, 1, __ATOMIC_RELAXED);

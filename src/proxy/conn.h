@@ -169,6 +169,9 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh);
 /* Close every connection (END_SHUTDOWN) and release the worker. NULL-safe. */
 void conn_worker_cleanup(struct conn_worker *w);
 
+/* Move w to the generation a reload published, if any (conn_accept does it first; the
+   server calls it before its own checks of w->gen at accept). Worker thread. */
+void conn_worker_refresh(struct conn_worker *w);
 /* Take over an accepted, non-blocking client socket. On failure the fd is closed. */
 void conn_accept(struct conn_worker *w, int fd);
 /* The name of an end reason as logged ("eof", "handshake-timeout", ...), static. */

@@ -169,6 +169,7 @@ static void on_listen(struct loop *l, struct loop_io *io, unsigned events)
         socklen_t plen = sizeof peer;
         int fd = accept4(io->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
+            conn_worker_refresh(&w->cw); /* admit reads the generation's config */
             if (admit(w, fd, (struct sockaddr *)&peer))
                 conn_accept(&w->cw, fd);
             continue;
