@@ -386,8 +386,7 @@ static void state_load(struct server *s)
     const char *path = g->cfg->limits_state_file;
     if (!path[0])
         return;
-    s->state_ready = true;
-    char err[CONFIG_ERR_MAX];
+    char err[CONFIG_ERR_MAX], bad[CONFIG_FILE_MAX + 8];
     struct quotafile_entry *e = tg__calloc(QUOTAFILE_MAX_ENTRIES, sizeof *e);
     int n = e ? quotafile_load(path, e, QUOTAFILE_MAX_ENTRIES, err, sizeof err) : -ENOMEM;
     if (n == -ENOENT)
@@ -395,9 +394,11 @@ static void state_load(struct server *s)
                 path);
     else if (n < 0)
         tg__log(NULL, TG__LOG_WARN,
-                "quota state: %s; every quota starts from zero (the file is rewritten at the "
-                "next save)",
-                n == -ENOMEM ? "out of memory" : err);
+                "quota state: %s; every quota starts from zero (the file is kept as %s.bad "
+                "and rewritten at the next save)",
+                n == -ENOMEM ? "out of memory" : err, path);
+    if (n == -EINVAL && snprintf(bad, sizeof bad, "%s.bad", path) < (int)sizeof bad)
+        (void)rename(path, bad); /* for the operator to look at; best effort */
     size_t restored = 0;
     for (int k = 0; k < n; k++)
         for (size_t i = 0; i < g->cfg->nsecrets; i++)
@@ -478,6 +479,7 @@ int server_start(const struct config *cfg, struct server **out)
         rc = metrics_start(s, &s->metrics);
     if (rc == 0 && cfg->statsd.enabled)
         rc = statsd_start(s, &s->statsd);
+    s->state_ready = rc == 0; /* a start that failed never overwrites the state file */
     if (rc < 0) {
         server_stop(s);
         return rc;

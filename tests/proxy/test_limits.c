@@ -392,6 +392,14 @@ static void test_quota_state_file(void **state)
     pharness_stop(&h);
     assert_int_equal(quotafile_load(path, e, 4, err, sizeof err), 1);
     assert_true(e[0].used >= 2000 && e[0].used < 10000);
+    char bad[80];
+    snprintf(bad, sizeof bad, "%s.bad", path); /* the damaged file, kept aside */
+    size_t blen = 0;
+    char *btext = tgtest_read_file(bad, &blen);
+    assert_non_null(btext);
+    assert_non_null(strstr(btext, "tls lots 0"));
+    free(btext);
+    unlink(bad);
     unlink(path);
     rmdir(dir);
 }
