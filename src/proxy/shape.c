@@ -107,6 +107,10 @@ uint32_t shape_release(struct shape_worker *s, struct shape_conn *sc, const uint
         return sc->rel = len;
     }
     uint64_t now_us = now_ms * 1000;
+    /* a record coming max-delay or more after the previous one leaves at once: the shaper
+       never adds a gap that long, so a quiet spell that long is already the site's rhythm */
+    if (!sc->wait_ms && now_ms >= sc->sent_ms + s->delay_ms)
+        sc->due_us = 0;
     /* the cap per record (from when its bytes were read) and what is left of the burst's */
     uint64_t held = sc->wait_ms ? now_ms - sc->wait_ms : 0;
     bool capped = now_ms >= sc->ready_ms + s->delay_ms || held >= sc->budget_ms;
@@ -125,6 +129,7 @@ uint32_t shape_release(struct shape_worker *s, struct shape_conn *sc, const uint
         uint64_t base = capped || sc->due_us + SHAPE_TICK_MS * 1000 < now_us ? now_us : sc->due_us;
         sc->due_us = base + (uint64_t)(doppel_draw(&s->prof.gap, 1.0 - uniform(s)) * 1000.0);
         stats_add(st, shaped_records, 1);
+        sc->sent_ms = now_ms;
     }
     if (rel == off) {
         *wait = true;

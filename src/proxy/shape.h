@@ -13,7 +13,8 @@
  * Timing, only while it costs nothing a user would notice: the next record may leave a
  * drawn Weibull gap after the previous one (gaps accumulate in microseconds; records whose
  * time came within the same loop iteration leave in one send; the first record of a burst,
- * after a quiet second, leaves at once), unless
+ * after a quiet second, and any record coming max-delay or more after the previous one
+ * leave at once), unless
  *   - the burst is a bulk transfer: a read filled its buffer (more bytes were waiting), or
  *   - the client is backpressured: a send to it would have blocked;
  * then the rest of the burst (until a quiet second) is sent as fast as the client takes.
@@ -63,6 +64,7 @@ struct shape_conn {
     uint64_t due_us;         /* the next record's time (loop clock, microseconds) */
     uint64_t ready_ms;       /* when the bytes now waiting were read */
     uint64_t wait_ms;        /* when the head record started waiting; 0 = not waiting */
+    uint64_t sent_ms;        /* when the last record it timed left */
     uint32_t rel;            /* bytes of the waiting buffer released (whole records) */
     uint64_t budget_at;      /* when the budget last earned */
     uint32_t budget_ms;      /* delay this connection may still add */

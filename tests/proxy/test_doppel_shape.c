@@ -15,7 +15,8 @@
  * Weibull within a KS-style band (virtual milliseconds, so the band allows the loop's
  * 1 ms rounding) and their lengths the learned quantiles; every byte arrives, in order. The
  * latency cap holds against a profile of huge gaps, and a bulk transfer (4 MiB) is delayed
- * no more than the per-burst bound while arriving byte-exact.
+ * no more than its delay budget while arriving byte-exact. Last, a whole server: its raid
+ * thread runs against the site while its workers shape a client's echo.
  */
 #include "tgtest.h"
 
@@ -23,8 +24,10 @@
 #include "proxy/conn_int.h"
 #include "proxy/doppel.h"
 #include "proxy/doppel_fetch.h"
+#include "proxy/server.h"
 #include "proxy_client.h"
 #include "proxy_harness.h"
+#include "proxy_load.h"
 #include "proxy_util.h"
 
 #include <errno.h>
@@ -581,6 +584,32 @@ static void test_shaper_latency_cap(void **state)
     env_stop(&e);
 }
 
+/* One-record messages: 6 ms apart (more than max-delay) they leave at once, 2 ms apart they
+   wait for their gap (up to the cap). */
+static void test_shaper_spares_sparse_records(void **state)
+{
+    (void)state;
+    struct doppel_profile p;
+    doppel_profile_default(&p);
+    p.gap = (struct doppel_weibull){1.0, 5000.0};
+    struct env e;
+    env_start(&e, &p, 5, true);
+    static struct rec r[8];
+    __atomic_add_fetch(&e.now, 1500, __ATOMIC_RELEASE);
+    for (uint32_t m = 0; m < 10; m++) {
+        __atomic_add_fetch(&e.now, 6, __ATOMIC_RELEASE);
+        uint64_t sent = e.now;
+        assert_int_equal(exchange(&e, m, 100, r, 8), 1);
+        assert_int_equal(r[0].at_ms, sent);
+    }
+    assert_int_equal(e.w.stats.shape_delay_ms, 0);
+    __atomic_add_fetch(&e.now, 2, __ATOMIC_RELEASE);
+    uint64_t sent = e.now;
+    assert_int_equal(exchange(&e, 99, 100, r, 8), 1);
+    assert_true(r[0].at_ms > sent && r[0].at_ms <= sent + 5);
+    env_stop(&e);
+}
+
 /* A bulk transfer is paced at most its budget (SHAPE_BUDGET_MS at the start, 1 ms per
    SHAPE_EARN_MS after) and arrives byte-exact. */
 static void test_shaper_spares_bulk(void **state)
@@ -599,6 +628,35 @@ static void test_shaper_spares_bulk(void **state)
     env_stop(&e);
 }
 
+/* The whole server: a raid thread started with it against the site, workers shaping a
+   FakeTLS client's round trips and relaying a bulk echo byte-exact, and a stop that ends
+   the raid thread whatever it is doing. */
+static void test_server_learns_and_shapes(void **state)
+{
+    (void)state;
+    struct site *s = site_start(false);
+    struct pharness h;
+    assert_int_equal(pharness_prepare(&h, &(struct pharness_opts){.ee = true}), 0);
+    h.cfg.doppel.enabled = true;
+    h.cfg.doppel.nurls = 1;
+    site_url(s, h.cfg.doppel.urls[0], sizeof h.cfg.doppel.urls[0]);
+    h.cfg.doppel.repeats = 3;
+    assert_int_equal(server_start(&h.cfg, &h.srv), 0);
+    h.port = server_port(h.srv, 0);
+    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
+    double p50, p99; /* round trips: every echo is a small read, never bulk */
+    assert_int_equal(pload_rtt(h.port, &o, 200, 0, &p50, &p99), 0);
+    struct pcli c;
+    assert_int_equal(pcli_connect(&c, h.port, &o), 0);
+    assert_int_equal(pcli_echo(&c, 3, 1 << 20, 3000), 0); /* and a bulk echo, byte-exact */
+    pcli_close(&c);
+    struct stats st;
+    server_stats(h.srv, &st);
+    assert_true(st.shaped_records > 0);
+    pharness_stop(&h);
+    site_stop(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -607,7 +665,9 @@ int main(void)
         cmocka_unit_test(test_raid_thread_publishes),
         cmocka_unit_test(test_shaper_follows_learned_profile),
         cmocka_unit_test(test_shaper_latency_cap),
+        cmocka_unit_test(test_shaper_spares_sparse_records),
         cmocka_unit_test(test_shaper_spares_bulk),
+        cmocka_unit_test(test_server_learns_and_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
