@@ -20,37 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Fills p50/p99 in microseconds; returns 0 or -1 on a failed or corrupted round trip. */
-static int measure(uint16_t port, struct pcli_opts o, int n, double *p50, double *p99)
-{
-    struct pcli c;
-    uint8_t cmd[FAKEDC_CMD_LEN], out[64], back[64];
-    double *v = malloc(sizeof *v * (size_t)n);
-    int rc = v ? pcli_connect(&c, port, &o) : -1;
-    fakedc_cmd(cmd, "ECHO", 0, 0);
-    if (rc == 0)
-        rc = pcli_send(&c, cmd, sizeof cmd);
-    for (int i = 0; rc == 0 && i < n + 100; i++) {
-        pstream_fill(9, (uint64_t)i * 64, out, sizeof out);
-        uint64_t t0 = tg__now_ns();
-        rc = pcli_send(&c, out, sizeof out);
-        if (rc == 0)
-            rc = pcli_recv_all(&c, back, sizeof back);
-        if (rc == 0 && memcmp(out, back, sizeof out) != 0)
-            rc = -1;
-        if (i >= 100) /* the first hundred warm caches and the DC leg */
-            v[i - 100] = (double)(tg__now_ns() - t0) / 1e3;
-    }
-    if (rc == 0) {
-        *p50 = pload_quantile(v, (size_t)n, 0.50);
-        *p99 = pload_quantile(v, (size_t)n, 0.99);
-    }
-    if (v)
-        pcli_close(&c);
-    free(v);
-    return rc;
-}
-
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -81,7 +50,7 @@ int main(void)
     double relay50 = 0, relay99 = 0;
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         double p50 = 0, p99 = 0;
-        int rc = measure(paths[i].port, paths[i].o, n, &p50, &p99);
+        int rc = pload_rtt(paths[i].port, &paths[i].o, n, 0, &p50, &p99);
         if (i == 1) {
             relay50 = p50;
             relay99 = p99;

@@ -1,6 +1,10 @@
 /* proxy_load: parallel verified transfers and bench lines. See proxy_load.h. */
 #include "proxy_load.h"
 
+#include "core/clock.h"
+#include "proxy_fakedc.h"
+#include "proxy_util.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -137,4 +141,38 @@ void pload_line(const char *name, const char *fmt, ...)
     va_end(ap);
     printf(" commit=%s\n", commit && *commit ? commit : "unknown");
     fflush(stdout);
+}
+
+int pload_rtt(uint16_t port, const struct pcli_opts *opts, int n, unsigned pause_us, double *p50,
+              double *p99)
+{
+    struct pcli c;
+    uint8_t cmd[FAKEDC_CMD_LEN], out[64], back[64];
+    int warm = n / 10 < 100 ? n / 10 : 100; /* the first ones warm caches and the DC leg */
+    double *v = malloc(sizeof *v * (size_t)n);
+    int rc = v ? pcli_connect(&c, port, opts) : -1;
+    fakedc_cmd(cmd, "ECHO", 0, 0);
+    if (rc == 0)
+        rc = pcli_send(&c, cmd, sizeof cmd);
+    for (int i = 0; rc == 0 && i < n + warm; i++) {
+        if (pause_us)
+            nanosleep(&(struct timespec){.tv_nsec = (long)pause_us * 1000}, NULL);
+        pstream_fill(9, (uint64_t)i * 64, out, sizeof out);
+        uint64_t t0 = tg__now_ns();
+        rc = pcli_send(&c, out, sizeof out);
+        if (rc == 0)
+            rc = pcli_recv_all(&c, back, sizeof back);
+        if (rc == 0 && memcmp(out, back, sizeof out) != 0)
+            rc = -1;
+        if (i >= warm)
+            v[i - warm] = (double)(tg__now_ns() - t0) / 1e3;
+    }
+    if (rc == 0) {
+        *p50 = pload_quantile(v, (size_t)n, 0.50);
+        *p99 = pload_quantile(v, (size_t)n, 0.99);
+    }
+    if (v)
+        pcli_close(&c);
+    free(v);
+    return rc;
 }

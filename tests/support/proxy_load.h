@@ -37,6 +37,12 @@ struct pload_result pload_run_window(int n, uint16_t port, const struct pcli_opt
                                      enum pload_kind kind, uint64_t bytes_each, uint64_t window,
                                      void (*ready)(void *), void *arg);
 
+/* 64-byte round trips through port (fake DC echo, each verified), pause_us apart (0 = back
+   to back), after a few warm-up ones: p50 and p99 in microseconds. 0, or -1 when a round
+   trip failed or came back wrong. */
+int pload_rtt(uint16_t port, const struct pcli_opts *opts, int n, unsigned pause_us, double *p50,
+              double *p99);
+
 /* q-quantile (0..1) of v[0..n) (sorts v). */
 double pload_quantile(double *v, size_t n, double q);
 
