@@ -9,6 +9,8 @@
  *                   connection of a pooled curl handle, check and parse the answer, cache it
  *   doh_cache_hit   the same lookup answered from the cache (what every connection within
  *                   the TTL pays, the lookup thread aside)
+ *   dot_resolve     the same over DNS over TLS (tls://, on the kept TLS connection)
+ *   udp_resolve     the same over plain UDP (udp://IP)
  *
  * The DoH client is the real one (a pooled libcurl handle, keep-alive, TLS verified against
  * a CA the benchmark makes); the server runs in this process, so its allocations and CPU
@@ -31,6 +33,20 @@ struct ctx {
     struct doh *d;
     bool flush;
 };
+
+/* A resolver for url, or NULL. */
+static struct doh *resolver_for(const char *url)
+{
+    struct config cfg;
+    char err[256];
+    config_init(&cfg);
+    struct doh *d = NULL;
+    if (doh_url_parse(url, strlen(url), cfg.dns.url, cfg.dns.host, &cfg.dns.port, err,
+                      sizeof err) == 0)
+        d = doh_new(&cfg, err, sizeof err);
+    config_cleanup(&cfg);
+    return d;
+}
 
 static void gai_localhost(void *arg)
 {
@@ -65,18 +81,20 @@ int main(void)
                                                             .crt_pem = pki.crt_pem,
                                                             .key_pem = pki.key_pem,
                                                             .records = table,
-                                                            .nrecords = 1},
+                                                            .nrecords = 1,
+                                                            .udp = true,
+                                                            .dot = true},
                                       &port);
     setenv("SSL_CERT_FILE", pki.ca_file, 1);
-    struct config cfg;
-    config_init(&cfg);
-    char url[64], err[256];
-    snprintf(url, sizeof url, "https://127.0.0.1:%u/dns-query", (unsigned)port);
-    struct ctx x = {.d = NULL};
-    if (srv && doh_url_parse(url, strlen(url), cfg.dns.url, cfg.dns.host, &cfg.dns.port, err,
-                             sizeof err) == 0)
-        x.d = doh_new(&cfg, err, sizeof err);
-    if (!x.d) {
+    char url[3][64];
+    snprintf(url[0], sizeof url[0], "https://127.0.0.1:%u/dns-query", (unsigned)port);
+    snprintf(url[1], sizeof url[1], "tls://127.0.0.1:%u", srv ? dohsrv_dot_port(srv) : 0u);
+    snprintf(url[2], sizeof url[2], "udp://127.0.0.1:%u", srv ? dohsrv_udp_port(srv) : 0u);
+    struct ctx x = {.d = srv ? resolver_for(url[0]) : NULL}, t = {.flush = true},
+               u = {.flush = true};
+    t.d = srv ? resolver_for(url[1]) : NULL;
+    u.d = srv ? resolver_for(url[2]) : NULL;
+    if (!x.d || !t.d || !u.d) {
         fprintf(stderr, "doh: cannot start the DoH server or resolver\n");
         return 1;
     }
@@ -89,14 +107,19 @@ int main(void)
     x.flush = false;
     tg__bench_run("proxy_doh_cache_hit", resolve, &x, &r);
     tg__bench_report(&r, &floor);
+    tg__bench_run("proxy_dot_resolve", resolve, &t, &r);
+    tg__bench_report(&r, &floor);
+    tg__bench_run("proxy_udp_resolve", resolve, &u, &r);
+    tg__bench_report(&r, &floor);
     uint64_t queries, hits;
     doh_counts(x.d, &queries, &hits);
     printf("bench=proxy_doh_counts queries=%llu cache_hits=%llu server_answers=%u\n",
            (unsigned long long)queries, (unsigned long long)hits, dohsrv_queries(srv));
     tg__bench_table();
     doh_free(x.d);
+    doh_free(t.d);
+    doh_free(u.d);
     dohsrv_stop(srv);
-    config_cleanup(&cfg);
     tpki_free(&pki);
     return 0;
 }

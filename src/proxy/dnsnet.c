@@ -11,9 +11,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,10 +145,55 @@ static int tcp_connect(const struct dnsnet_target *t, uint32_t connect_ms, uint6
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int one = 1; /* the query follows the handshake's last flight: no Nagle wait for its ACK */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     int flags = fcntl(fd, F_GETFL);
     if (flags >= 0)
         fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     return fd;
+}
+
+/* Writes of the TLS connection go through send(MSG_NOSIGNAL): a server that closed must
+   give an error here, not a SIGPIPE that ends a process which did not ignore it (doctor,
+   tests; `run` ignores it). */
+static int nosig_write(BIO *b, const char *p, int n)
+{
+    ssize_t w = send(BIO_get_fd(b, NULL), p, (size_t)n, MSG_NOSIGNAL);
+    BIO_clear_retry_flags(b);
+    if (w < 0 && (errno == EAGAIN || errno == EINTR))
+        BIO_set_retry_write(b);
+    return (int)w;
+}
+
+static BIO_METHOD *nosig_method;
+static pthread_once_t nosig_once = PTHREAD_ONCE_INIT;
+
+static void nosig_init(void)
+{
+    const BIO_METHOD *s = BIO_s_socket();
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "tgproxy-dnsnet");
+    if (!m)
+        return;
+    BIO_meth_set_write(m, nosig_write);
+    BIO_meth_set_read(m, BIO_meth_get_read(s));
+    BIO_meth_set_puts(m, BIO_meth_get_puts(s));
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(s));
+    BIO_meth_set_create(m, BIO_meth_get_create(s));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(s));
+    nosig_method = m;
+}
+
+/* ssl reads and writes fd, never raising SIGPIPE. false without memory. */
+static bool attach_fd(SSL *ssl, int fd)
+{
+    pthread_once(&nosig_once, nosig_init);
+    BIO *b = nosig_method ? BIO_new(nosig_method) : NULL;
+    if (!b)
+        return false;
+    BIO_set_fd(b, fd, BIO_NOCLOSE);
+    SSL_set_bio(ssl, b, b);
+    return true;
 }
 
 /* Why a TLS step failed: the certificate verdict when the chain was refused. */
@@ -175,25 +223,35 @@ static bool tls_read(SSL *ssl, uint8_t *p, size_t n)
     return true;
 }
 
-/* The exchange on an established session: length-prefixed query, length-prefixed answer. */
-static int tls_exchange(SSL *ssl, const uint8_t *q, size_t qn, uint8_t *ans, size_t cap, size_t *n,
-                        char *err, size_t errlen)
+/* Bound every read and write of c's socket by timeout_ms from now. */
+static void set_timeouts(int fd, uint32_t timeout_ms)
+{
+    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+int dnsnet_tls_exchange(struct dnsnet_tls_conn *c, const uint8_t *q, size_t qn, uint8_t *ans,
+                        size_t cap, size_t *n, uint32_t timeout_ms, char *err, size_t errlen)
 {
     uint8_t msg[2 + 512];
+    *n = 0;
     if (qn > sizeof msg - 2) {
         snprintf(err, errlen, "query too long");
         return -1;
     }
+    set_timeouts(c->fd, timeout_ms);
     msg[0] = (uint8_t)(qn >> 8);
     msg[1] = (uint8_t)qn;
     memcpy(msg + 2, q, qn);
     uint8_t lb[2];
-    if (SSL_write(ssl, msg, (int)(qn + 2)) != (int)(qn + 2) || !tls_read(ssl, lb, 2)) {
-        tls_err(ssl, "exchange", err, errlen);
+    errno = 0;
+    if (SSL_write(c->ssl, msg, (int)(qn + 2)) != (int)(qn + 2) || !tls_read(c->ssl, lb, 2)) {
+        tls_err(c->ssl, "exchange", err, errlen);
         return -1;
     }
     size_t len = (size_t)(lb[0] << 8 | lb[1]);
-    if (len > cap || !tls_read(ssl, ans, len)) {
+    if (len > cap || !tls_read(c->ssl, ans, len)) {
         snprintf(err, errlen, len > cap ? "answer too long" : "answer cut short");
         ERR_clear_error();
         return -1;
@@ -202,43 +260,50 @@ static int tls_exchange(SSL *ssl, const uint8_t *q, size_t qn, uint8_t *ans, siz
     return 0;
 }
 
-int dnsnet_tls(const struct dnsnet_target *t, SSL_CTX *ctx, const uint8_t *q, size_t qn,
-               uint8_t *ans, size_t cap, size_t *n, uint32_t connect_ms, uint32_t timeout_ms,
-               char *err, size_t errlen)
+int dnsnet_tls_open(const struct dnsnet_target *t, SSL_CTX *ctx, uint32_t connect_ms,
+                    uint32_t timeout_ms, struct dnsnet_tls_conn *c, char *err, size_t errlen)
 {
-    *n = 0;
-    uint64_t deadline = tg__now_ms() + timeout_ms;
-    int fd = tcp_connect(t, connect_ms, deadline, err, errlen);
-    if (fd < 0)
+    c->ssl = NULL;
+    c->fd = tcp_connect(t, connect_ms, tg__now_ms() + timeout_ms, err, errlen);
+    if (c->fd < 0)
         return -1;
-    SSL *ssl = SSL_new(ctx);
     struct sockaddr_storage lit;
     socklen_t litlen;
     bool ip = value_parse_ip(t->host, strlen(t->host), &lit, &litlen);
-    int rc = -1;
-    if (!ssl || !SSL_set_fd(ssl, fd)) {
+    if (!(c->ssl = SSL_new(ctx)) || !attach_fd(c->ssl, c->fd)) {
         snprintf(err, errlen, "TLS: out of memory");
-        goto out;
+        goto fail;
     }
     if (!ip)
-        SSL_set_tlsext_host_name(ssl, t->host);
-    X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
-    if (!(ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, t->host) : SSL_set1_host(ssl, t->host))) {
+        SSL_set_tlsext_host_name(c->ssl, t->host);
+    X509_VERIFY_PARAM *vp = SSL_get0_param(c->ssl);
+    if (!(ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, t->host) : SSL_set1_host(c->ssl, t->host))) {
         snprintf(err, errlen, "TLS: cannot set the name to verify");
-        goto out;
+        goto fail;
     }
-    SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
+    SSL_set_verify(c->ssl, SSL_VERIFY_PEER, NULL);
     errno = 0;
-    if (SSL_connect(ssl) != 1) {
-        tls_err(ssl, "handshake", err, errlen);
-        goto out;
+    if (SSL_connect(c->ssl) != 1) {
+        tls_err(c->ssl, "handshake", err, errlen);
+        goto fail;
     }
-    rc = tls_exchange(ssl, q, qn, ans, cap, n, err, errlen);
-    if (rc == 0)
-        SSL_shutdown(ssl);
-out:
-    SSL_free(ssl);
-    close(fd);
+    return 0;
+fail:
+    dnsnet_tls_close(c);
     ERR_clear_error();
-    return rc;
+    return -1;
+}
+
+void dnsnet_tls_close(struct dnsnet_tls_conn *c)
+{
+    if (c->ssl && c->fd >= 0) {
+        set_timeouts(c->fd, 100); /* close_notify, best effort: never a long wait */
+        SSL_shutdown(c->ssl);
+    }
+    SSL_free(c->ssl);
+    if (c->fd >= 0)
+        close(c->fd);
+    c->ssl = NULL;
+    c->fd = -1;
+    ERR_clear_error();
 }

@@ -9,7 +9,8 @@
  * (the kernel drops datagrams from any other source), the query sent again while
  * it goes unanswered (see DNSNET_UDP_RESEND_*) (datagrams get lost), answers whose id is not the
  * query's skipped until the deadline. TLS: certificate chain and host name (or IP address)
- * verified against the SSL_CTX's store; a new connection per exchange.
+ * verified against the SSL_CTX's store; a connection carries exchanges one after the
+ * other, so callers keep it open for the next query (doh.c pools them).
  *
  * Errors fill err with what went wrong (never more than the server's address). Thread-safety:
  * reentrant; ctx may be shared (OpenSSL's SSL_CTX is thread-safe once set up).
@@ -43,12 +44,26 @@ struct dnsnet_target {
 int dnsnet_udp(const struct dnsnet_target *t, uint16_t id, const uint8_t *q, size_t qn,
                uint8_t *ans, size_t cap, size_t *n, uint32_t timeout_ms, char *err, size_t errlen);
 
+/* A verified TLS connection to a DNS-over-TLS server. */
+struct dnsnet_tls_conn {
+    int fd;
+    SSL *ssl;
+};
+
 /*
- * The same over TLS (ctx: a client context with its verify store): connect within
- * connect_ms, the whole exchange within timeout_ms. 0, or -1 with err filled.
+ * Connect to t within connect_ms and complete a TLS handshake (ctx: a client context with
+ * its verify store) within timeout_ms. 0, or -1 with err filled (nothing held).
  */
-int dnsnet_tls(const struct dnsnet_target *t, SSL_CTX *ctx, const uint8_t *q, size_t qn,
-               uint8_t *ans, size_t cap, size_t *n, uint32_t connect_ms, uint32_t timeout_ms,
-               char *err, size_t errlen);
+int dnsnet_tls_open(const struct dnsnet_target *t, SSL_CTX *ctx, uint32_t connect_ms,
+                    uint32_t timeout_ms, struct dnsnet_tls_conn *c, char *err, size_t errlen);
+/*
+ * One exchange on c within timeout_ms: the query out, its answer into ans[0..cap), its
+ * length in *n. 0, or -1 with err filled (c is then of no further use: close it). A
+ * connection may carry any number of exchanges, one after the other.
+ */
+int dnsnet_tls_exchange(struct dnsnet_tls_conn *c, const uint8_t *q, size_t qn, uint8_t *ans,
+                        size_t cap, size_t *n, uint32_t timeout_ms, char *err, size_t errlen);
+/* Send close_notify (best effort) and release c. Safe on a closed c (fd -1). */
+void dnsnet_tls_close(struct dnsnet_tls_conn *c);
 
 #endif

@@ -51,6 +51,8 @@ struct doh {
     pthread_mutex_t mu;
     CURL *pool[DOH_POOL_MAX];
     size_t npool;
+    struct dnsnet_tls_conn tpool[DOH_POOL_MAX]; /* idle DNS-over-TLS connections */
+    size_t ntpool;
     uint64_t queries, hits;
     struct doh_entry cache[DOH_CACHE_MAX];
 };
@@ -418,6 +420,39 @@ static int post(struct doh *d, CURL *c, const uint8_t *q, size_t qn, struct body
     return 0;
 }
 
+/* DNS over TLS: on an idle pooled connection if there is one (once more on a new one when
+   the server closed it meanwhile), else on a new one; kept for the next query after. */
+static int tls_exchange(struct doh *d, const struct dnsnet_target *t, const uint8_t *q, size_t qn,
+                        struct body *b, char *err, size_t errlen)
+{
+    struct dnsnet_tls_conn c = {.fd = -1};
+    pthread_mutex_lock(&d->mu);
+    bool reused = d->ntpool > 0;
+    if (reused)
+        c = d->tpool[--d->ntpool];
+    pthread_mutex_unlock(&d->mu);
+    for (;;) {
+        if (!reused && dnsnet_tls_open(t, d->tls, (uint32_t)d->connect_ms, (uint32_t)d->timeout_ms,
+                                       &c, err, errlen) != 0)
+            return DOH_E_TRANSPORT;
+        if (dnsnet_tls_exchange(&c, q, qn, b->p, DOH_MSG_MAX, &b->n, (uint32_t)d->timeout_ms, err,
+                                errlen) == 0)
+            break;
+        dnsnet_tls_close(&c);
+        if (!reused)
+            return DOH_E_TRANSPORT;
+        reused = false;
+    }
+    pthread_mutex_lock(&d->mu);
+    bool kept = d->ntpool < DOH_POOL_MAX;
+    if (kept)
+        d->tpool[d->ntpool++] = c;
+    pthread_mutex_unlock(&d->mu);
+    if (!kept)
+        dnsnet_tls_close(&c);
+    return 0;
+}
+
 /* One query to the server, its answer in *b: over HTTPS (a pooled curl handle), TLS or
    UDP. 0 or a failure status with err filled. */
 static int exchange(struct doh *d, uint16_t id, const uint8_t *q, size_t qn, struct body *b,
@@ -427,9 +462,7 @@ static int exchange(struct doh *d, uint16_t id, const uint8_t *q, size_t qn, str
     int rc;
     switch (d->kind) {
     case DOH_KIND_TLS:
-        rc = dnsnet_tls(&t, d->tls, q, qn, b->p, DOH_MSG_MAX, &b->n, (uint32_t)d->connect_ms,
-                        (uint32_t)d->timeout_ms, err, errlen);
-        return rc == 0 ? 0 : DOH_E_TRANSPORT;
+        return tls_exchange(d, &t, q, qn, b, err, errlen);
     case DOH_KIND_UDP:
         rc = dnsnet_udp(&t, id, q, qn, b->p, DOH_MSG_MAX, &b->n, (uint32_t)d->timeout_ms, err,
                         errlen);
@@ -660,6 +693,8 @@ void doh_free(struct doh *d)
         curl_easy_cleanup(d->pool[i]);
     curl_slist_free_all(d->headers);
     curl_slist_free_all(d->pin);
+    for (size_t i = 0; i < d->ntpool; i++)
+        dnsnet_tls_close(&d->tpool[i]);
     SSL_CTX_free(d->tls);
     pthread_mutex_destroy(&d->mu);
     tg__free(d);

@@ -22,7 +22,8 @@
  * [network.timeout] tcp and each request by [network.timeout] http. With doh-ip the
  * connection goes to that address while TLS still checks the URL's host name, so no other
  * resolver is needed. Easy handles are kept in a small pool and reused (their connections
- * and TLS sessions with them), since resolver threads are short-lived. CA certificates:
+ * and TLS sessions with them), since resolver threads are short-lived; so are DNS-over-TLS
+ * connections (a query on one the server closed meanwhile is sent again on a new one). CA certificates:
  * the system's store, or SSL_CERT_FILE / SSL_CERT_DIR when set (as doctor does).
  *
  * Errors say what, where and why ("DoH 127.0.0.1:8443: A example.org: NXDOMAIN"); they name

@@ -40,6 +40,8 @@ static const struct dohsrv_record table[] = {
     {"badid.test", 0, NULL, 0, DOHSRV_BAD_ID},
     {"lossy.test", 0, NULL, 0, DOHSRV_DROP_FIRST},
     {"lossy.test", 1, "127.0.0.3", 60, 0},
+    {"closer.test", 0, NULL, 0, DOHSRV_CLOSE_AFTER},
+    {"closer.test", 1, "127.0.0.4", 60, 0},
 };
 
 struct fx {
@@ -389,6 +391,7 @@ static void test_udp_and_tls(void **state)
 {
     struct fx *f = *state;
     char url[128], last[512], want[160];
+    struct doh_result r0;
     uint16_t udp = dohsrv_udp_port(f->srv), dot = dohsrv_dot_port(f->srv);
     const struct {
         const char *prefix, *pin, *form;
@@ -412,6 +415,19 @@ static void test_udp_and_tls(void **state)
         assert_int_equal(doh_resolve(d, "gone.test", CONFIG_ONLY_IPV4, &r), DOH_NXDOMAIN);
         doh_free(d);
     }
+    /* DoT connections are kept for the next query; one the server closed meanwhile is
+       replaced and the query sent again, once */
+    snprintf(url, sizeof url, "tls://127.0.0.1:%u", (unsigned)dot);
+    struct doh *kept = resolver_for(url, NULL);
+    unsigned conns = dohsrv_connections(f->srv);
+    assert_int_equal(doh_resolve(kept, "dc.test", CONFIG_PREFER_IPV4, &r0), DOH_OK);
+    assert_int_equal(doh_resolve(kept, "mid.test", CONFIG_ONLY_IPV4, &r0), DOH_OK);
+    assert_int_equal(dohsrv_connections(f->srv) - conns, 1); /* three queries, one connection */
+    assert_int_equal(doh_resolve(kept, "closer.test", CONFIG_ONLY_IPV4, &r0), DOH_OK);
+    if (doh_resolve(kept, "v4only.test", CONFIG_ONLY_IPV4, &r0) != DOH_OK)
+        fail_msg("%s", r0.err);
+    assert_int_equal(dohsrv_connections(f->srv) - conns, 2);
+    doh_free(kept);
     /* a lost datagram is sent again (after an eighth of the http timeout, 100 ms here) */
     snprintf(url, sizeof url, "udp://127.0.0.1:%u", (unsigned)udp);
     struct config cfg;

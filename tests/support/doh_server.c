@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -204,7 +205,7 @@ static bool respond(struct dohsrv *s, const uint8_t *q, size_t qn, char *name, u
         id ^= 0x5a5a;
         rcode = 0;
     }
-    if (rcode == DOHSRV_DROP_FIRST)
+    if (rcode == DOHSRV_DROP_FIRST || rcode == DOHSRV_CLOSE_AFTER)
         rcode = 0;
     struct out body = {.n = 0};
     unsigned an = rcode ? 0 : answers(s, name, type, &body);
@@ -433,10 +434,20 @@ static bool ssl_read_all(SSL *ssl, uint8_t *p, size_t n)
     return true;
 }
 
+/* A DOHSRV_CLOSE_AFTER name: its TLS connection ends after the answer. */
+static bool close_after(const struct dohsrv *s, const char *name)
+{
+    const struct dohsrv_record *special;
+    records_of(s, name, &special);
+    return special && special->rcode == DOHSRV_CLOSE_AFTER;
+}
+
 /* One DoT client: length-prefixed questions until it closes (reads time out after 2 s). */
 static void dot_serve(struct dohsrv *s, int c)
 {
     struct timeval tv = {.tv_sec = 2};
+    int one = 1;
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     SSL *ssl = SSL_new(s->tls);
@@ -455,7 +466,7 @@ static void dot_serve(struct dohsrv *s, int c)
                 break;
             o.b[0] = (uint8_t)((o.n - 2) >> 8);
             o.b[1] = (uint8_t)(o.n - 2);
-            if (SSL_write(ssl, o.b, (int)o.n) != (int)o.n)
+            if (SSL_write(ssl, o.b, (int)o.n) != (int)o.n || close_after(s, name))
                 break;
         }
     }

@@ -4,7 +4,8 @@
  * path /dns-query (another path gets 404, another method 405, another type 415), and
  * records the form of the last request so a test can check what the client sent. On
  * request it also answers the same table over plain UDP and over TLS (RFC 7858: two-byte
- * length, then the message; one client at a time), on ports of their own.
+ * length, then the message; one client at a time, each until it closes or is idle for 2 s),
+ * on ports of their own.
  *
  * Answers, for a question (name, type):
  *   - a record of the table with rcode != 0 for that name: that RCODE, no answer (an SOA
@@ -24,18 +25,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DOHSRV_BAD_ID 255 /* a record rcode: answer with the wrong id */
-#define DOHSRV_DROP_FIRST                                                                          \
-    254 /* a record rcode: over UDP, ignore the server's first question                            \
-           for the name (a lost datagram), then answer from the name's                             \
-           other records */
+/* Record rcodes that are not RCODEs but behaviours of the server for the record's name: */
+#define DOHSRV_BAD_ID      255 /* answer with another id than the question's */
+#define DOHSRV_DROP_FIRST  254 /* UDP: ignore the server's first question for it (lost) */
+#define DOHSRV_CLOSE_AFTER 253 /* TLS: close the connection after answering for it */
 
 struct dohsrv_record {
     const char *name; /* lower case, no final dot */
     uint16_t type;    /* 1 A, 28 AAAA, 5 CNAME (ignored when rcode != 0) */
     const char *data; /* IPv4 / IPv6 text, or the CNAME target */
     uint32_t ttl;
-    uint8_t rcode; /* 0, or 2 SERVFAIL, 3 NXDOMAIN, 5 REFUSED, DOHSRV_BAD_ID, _DROP_FIRST */
+    uint8_t rcode; /* 0, or 2 SERVFAIL, 3 NXDOMAIN, 5 REFUSED, or a DOHSRV_ behaviour (the
+                      name's other records then give the answer) */
 };
 
 struct dohsrv_opts {
