@@ -544,6 +544,22 @@ static bool same_ip(const struct sockaddr_storage *a, const struct sockaddr_stor
                   sizeof(struct in6_addr)) == 0;
 }
 
+/* " (DNS over ...)" when names go through [network] dns, else "". */
+static const char *via_text(const struct config *cfg)
+{
+    if (!doctor_doh)
+        return "";
+    switch (doh_url_kind(cfg->dns.url)) {
+    case DOH_KIND_TLS:
+        return " (DNS over TLS)";
+    case DOH_KIND_UDP:
+        return " (DNS over UDP)";
+    case DOH_KIND_HTTPS:
+    default:
+        return " (DNS over HTTPS)";
+    }
+}
+
 static void check_sni_dns(struct doctor *d, const char *domain)
 {
     char what[CONFIG_HOST_MAX + 16], err[CONFIG_ERR_MAX], a[ADDR_TEXT], b[ADDR_TEXT];
@@ -558,15 +574,13 @@ static void check_sni_dns(struct doctor *d, const char *domain)
         for (size_t j = 0; j < front.n; j++)
             if (same_ip(&sni.a[i], &front.a[j])) {
                 report(d, true, what, "resolves%s to %s, where failed handshakes are fronted",
-                       doctor_doh ? " (DNS over HTTPS)" : "",
-                       addr_text(&sni.a[i], sni.len[i], false, a, sizeof a));
+                       via_text(d->cfg), addr_text(&sni.a[i], sni.len[i], false, a, sizeof a));
                 return;
             }
     report(d, false, what,
            "resolves%s to %s but failed handshakes go to %s: a prober comparing the two "
            "sees a proxy",
-           doctor_doh ? " (DNS over HTTPS)" : "",
-           addr_text(&sni.a[0], sni.len[0], false, a, sizeof a),
+           via_text(d->cfg), addr_text(&sni.a[0], sni.len[0], false, a, sizeof a),
            addr_text(&front.a[0], front.len[0], false, b, sizeof b));
 }
 

@@ -323,20 +323,27 @@ static void test_sni_dns_through_doh(void **state)
     struct fx *f = *state;
     static const struct dohsrv_record elsewhere[] = {{"localhost", 1, "127.0.0.9", 60, 0}};
     static const struct dohsrv_record here[] = {{"localhost", 1, "127.0.0.1", 60, 0}};
-    const struct dohsrv_record *tables[] = {elsewhere, here};
-    for (int i = 0; i < 2; i++) {
+    const struct dohsrv_record *tables[] = {elsewhere, here, here};
+    for (int i = 0; i < 3; i++) { /* the third time over DNS over TLS */
         uint16_t port = 0;
         struct dohsrv *srv = dohsrv_start(&(struct dohsrv_opts){.addr = "127.0.0.1",
                                                                 .crt_pem = f->crt_pem,
                                                                 .key_pem = f->key_pem,
                                                                 .records = tables[i],
-                                                                .nrecords = 1},
+                                                                .nrecords = 1,
+                                                                .dot = true},
                                           &port);
         assert_non_null(srv);
         char extra[256];
-        snprintf(extra, sizeof extra,
-                 "[network]\ndns = \"https://localhost:%u/dns-query\"\ndoh-ip = \"127.0.0.1\"\n",
-                 (unsigned)port);
+        if (i < 2)
+            snprintf(extra, sizeof extra,
+                     "[network]\ndns = \"https://localhost:%u/dns-query\"\n"
+                     "doh-ip = \"127.0.0.1\"\n",
+                     (unsigned)port);
+        else
+            snprintf(extra, sizeof extra,
+                     "[network]\ndns = \"tls://localhost:%u\"\ndoh-ip = \"127.0.0.1\"\n",
+                     (unsigned)dohsrv_dot_port(srv));
         write_conf(f, &(struct conf){.extra = extra});
         int rc = run(f);
         if (i == 0) {
@@ -346,7 +353,8 @@ static void test_sni_dns_through_doh(void **state)
         } else {
             if (rc != 0)
                 fail_msg("doctor failed (%d):\n%s", rc, f->out);
-            expect(f, OK "SNI-DNS (localhost): resolves (DNS over HTTPS) to 127.0.0.1");
+            expect(f, i == 1 ? OK "SNI-DNS (localhost): resolves (DNS over HTTPS) to 127.0.0.1"
+                             : OK "SNI-DNS (localhost): resolves (DNS over TLS) to 127.0.0.1");
         }
         assert_true(dohsrv_queries_for(srv, "localhost") >= 1);
         dohsrv_stop(srv);
