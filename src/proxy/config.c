@@ -26,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -1524,6 +1525,102 @@ static int apply_limits(struct loader *ld)
     return rc;
 }
 
+/* ---- [fleet] ---- */
+
+/* redis://[[user]:password@]IP[:PORT] into cfg->fleet (the password is never quoted). */
+static int fleet_tcp(struct loader *ld, const struct toml_kv *kv, const char *p, const char *end)
+{
+    struct config *cfg = ld->cfg;
+    const char *at = NULL;
+    for (const char *q = p; q < end; q++)
+        at = *q == '@' ? q : at;
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        size_t ul = colon ? (size_t)(colon - p) : 0, pl = colon ? (size_t)(at - colon - 1) : 0;
+        if (!colon || ul >= sizeof cfg->fleet.user || pl == 0 || pl >= sizeof cfg->fleet.password)
+            return val_err(ld, kv, kv->value,
+                           "expected user:password@ or :password@ before the address (a "
+                           "password of 1..%zu bytes)",
+                           sizeof cfg->fleet.password - 1);
+        memcpy(cfg->fleet.user, p, ul);
+        cfg->fleet.user[ul] = '\0';
+        memcpy(cfg->fleet.password, colon + 1, pl);
+        cfg->fleet.password[pl] = '\0';
+        p = at + 1;
+    }
+    char text[CONFIG_HOST_MAX + 16], why[256];
+    size_t n = (size_t)(end - p);
+    const char *rb = memchr(p, ']', n);
+    bool has_port = memchr(rb ? rb : p, ':', n - (size_t)(rb ? rb - p : 0)) != NULL;
+    if (n == 0 || n >= CONFIG_HOST_MAX)
+        return val_err(ld, kv, kv->value, "expected redis://IP:PORT");
+    snprintf(text, sizeof text, "%.*s%s", (int)n, p, has_port ? "" : ":6379");
+    struct value_hostport hp;
+    if (value_hostport_parse(text, strlen(text), &hp, why, sizeof why) != 0)
+        return val_err(ld, kv, kv->value, "%s", why);
+    if (!hp.resolved || hp.port == 0)
+        return val_err(ld, kv, kv->value,
+                       "expected an IP address and a port such as redis://127.0.0.1:6379 (host "
+                       "names are not looked up)");
+    memcpy(cfg->fleet.host, hp.host, sizeof cfg->fleet.host);
+    cfg->fleet.port = hp.port;
+    return 0;
+}
+
+static int k_fleet_redis(struct loader *ld, const struct toml_kv *kv)
+{
+    struct config *cfg = ld->cfg;
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    cfg->fleet.enabled = true;
+    if (n > 8 && memcmp(s, "redis://", 8) == 0)
+        return fleet_tcp(ld, kv, s + 8, s + n);
+    if (n > 8 && memcmp(s, "unix:///", 8) == 0) {
+        size_t pl = n - 7; /* the path, from its leading '/' */
+        if (pl >= sizeof((struct sockaddr_un *)0)->sun_path)
+            return val_err(ld, kv, kv->value, "expected a socket path of at most %zu bytes",
+                           sizeof((struct sockaddr_un *)0)->sun_path - 1);
+        memcpy(cfg->fleet.host, s + 7, pl);
+        cfg->fleet.host[pl] = '\0';
+        cfg->fleet.unix_socket = true;
+        cfg->fleet.port = 0;
+        return 0;
+    }
+    return val_err(ld, kv, kv->value,
+                   "expected redis://IP:PORT (optionally redis://user:password@IP:PORT) or "
+                   "unix:///path/to/redis.sock");
+}
+
+static int k_fleet_prefix(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    bool ok = n > 0 && n < CONFIG_PREFIX_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = s[i] > ' ' && s[i] < 0x7f;
+    if (!ok)
+        return val_err(ld, kv, kv->value, "expected 1..%d printable characters without spaces",
+                       CONFIG_PREFIX_MAX - 1);
+    memcpy(ld->cfg->fleet.prefix, s, n);
+    ld->cfg->fleet.prefix[n] = '\0';
+    return 0;
+}
+
+static const struct key_rule fleet_rules[] = {
+    FN_KEY("redis", k_fleet_redis),
+    MS_KEY("timeout", fleet.timeout_ms, 1, 1000),
+    FN_KEY("key-prefix", k_fleet_prefix),
+};
+
+static int k_fleet(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, fleet_rules);
+}
+
 static const struct key_rule root_rules[] = {
     FN_KEY("limits", k_root_limits),
     FN_KEY("bind-to", k_bind_to),
@@ -1560,6 +1657,7 @@ static const struct key_rule root_rules[] = {
     FN_KEY("auto-update", k_ignore),
     FN_KEY("tcp-buffer", k_ignore),
     FN_KEY("ad-tag", k_ad_tag),
+    FN_KEY("fleet", k_fleet),
 };
 
 /* Apply deprecated spellings where the current one was not given; derive the rest. */
@@ -1665,6 +1763,9 @@ void config_init(struct config *cfg)
     cfg->doppel.repeats = 10;
     cfg->doppel.raid_s = 6 * 3600;
     cfg->doppel.delay_ms = 20;
+    cfg->fleet.port = 6379;
+    cfg->fleet.timeout_ms = 50;
+    tg__strlcpy(cfg->fleet.prefix, "tgproxy:", sizeof cfg->fleet.prefix);
 }
 
 void config_cleanup(struct config *cfg)

@@ -252,6 +252,19 @@ struct config {
         enum config_tag_format tag_format; /* tag-format; default datadog */
         uint32_t flush_ms;                 /* flush-interval; default 10000 (tgproxy's own key) */
     } statsd;
+
+    /* [fleet]: anti-replay and [limits] shared with other tgproxy processes through one
+       Redis server (fleet.h). Off unless `redis` is set. */
+    struct {
+        bool enabled;                   /* redis = "..." was given */
+        bool unix_socket;               /* unix:///path: path in host, port 0 */
+        char host[CONFIG_HOST_MAX];     /* IP literal (redis://) or socket path (unix://) */
+        uint16_t port;                  /* redis:// port; default 6379 */
+        char user[CONFIG_LABEL_MAX];    /* redis://user:password@...; "" = none */
+        char password[CONFIG_HOST_MAX]; /* never logged; "" = no AUTH */
+        uint32_t timeout_ms;            /* timeout: the most a handshake waits; default 50 */
+        char prefix[CONFIG_PREFIX_MAX]; /* key-prefix; default "tgproxy:" */
+    } fleet;
 };
 
 /* Warning sink for keys that are accepted but ignored (mtg keys we do not implement).

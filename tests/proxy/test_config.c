@@ -460,6 +460,73 @@ static void test_example_config_loads(void **state)
     config_cleanup(&def);
 }
 
+/* a socket path longer than sockaddr_un's 108 bytes */
+#define LONG_PATH                                                                                  \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"             \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+/* [fleet]: the Redis address forms, and each bad value refused with its position and
+   without repeating the password. */
+static void test_fleet_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *doc, *want;
+    } bad[] = {
+        {"[fleet]\nredis = \"http://1.2.3.4:6379\"\n", "expected redis://IP:PORT"},
+        {"[fleet]\nredis = \"redis://cache.local:6379\"\n", "host names are not looked up"},
+        {"[fleet]\nredis = \"redis://s3cret@127.0.0.1:6379\"\n", "expected user:password@"},
+        {"[fleet]\nredis = \"redis://:s3cret@127.0.0.1:99999\"\n", "bad port"},
+        {"[fleet]\nredis = \"unix:///" LONG_PATH "\"\n", "socket path of at most"},
+        {"[fleet]\ntimeout = \"2s\"\n", "out of range"},
+        {"[fleet]\nkey-prefix = \"a b\"\n", "printable characters"},
+        {"[fleet]\nredis = 6379\n", "expected a string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct config cfg;
+        char doc[1024], err[512];
+        snprintf(doc, sizeof doc, BASE SEC "%s", bad[i].doc);
+        assert_int_equal(load(&cfg, doc, err, sizeof err, NULL), -EINVAL);
+        if (!strstr(err, bad[i].want) || !strstr(err, "c.toml:5:") || !strstr(err, "fleet"))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, bad[i].want);
+        assert_null(strstr(err, "s3cret"));
+        config_cleanup(&cfg);
+    }
+    struct config cfg;
+    char err[512];
+    assert_int_equal(load(&cfg, BASE SEC "[fleet]\nredis = \"redis://:s3cret@127.0.0.1\"\n", err,
+                          sizeof err, NULL),
+                     0);
+    assert_true(cfg.fleet.enabled && !cfg.fleet.unix_socket);
+    assert_string_equal(cfg.fleet.host, "127.0.0.1");
+    assert_int_equal(cfg.fleet.port, 6379);
+    assert_string_equal(cfg.fleet.password, "s3cret");
+    assert_string_equal(cfg.fleet.user, "");
+    assert_int_equal(cfg.fleet.timeout_ms, 50);
+    assert_string_equal(cfg.fleet.prefix, "tgproxy:");
+    config_cleanup(&cfg);
+    assert_int_equal(load(&cfg,
+                          BASE SEC "[fleet]\nredis = \"redis://u:p@[::1]:7000\"\n"
+                                   "timeout = \"100ms\"\nkey-prefix = \"eu1:\"\n",
+                          err, sizeof err, NULL),
+                     0);
+    assert_string_equal(cfg.fleet.host, "::1");
+    assert_int_equal(cfg.fleet.port, 7000);
+    assert_string_equal(cfg.fleet.user, "u");
+    assert_int_equal(cfg.fleet.timeout_ms, 100);
+    assert_string_equal(cfg.fleet.prefix, "eu1:");
+    config_cleanup(&cfg);
+    assert_int_equal(
+        load(&cfg, BASE SEC "[fleet]\nredis = \"unix:///run/redis.sock\"\n", err, sizeof err, NULL),
+        0);
+    assert_true(cfg.fleet.enabled && cfg.fleet.unix_socket);
+    assert_string_equal(cfg.fleet.host, "/run/redis.sock");
+    config_cleanup(&cfg);
+    assert_int_equal(load(&cfg, BASE SEC, err, sizeof err, NULL), 0);
+    assert_false(cfg.fleet.enabled); /* off without the table */
+    config_cleanup(&cfg);
+}
+
 struct bad_case {
     const char *text;
     const char *where; /* message prefix */
@@ -947,6 +1014,7 @@ int main(void)
         cmocka_unit_test(test_mtg_config),
         cmocka_unit_test(test_mtg_deprecated_keys),
         cmocka_unit_test(test_stats_keys),
+        cmocka_unit_test(test_fleet_keys),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_limits),
