@@ -14,6 +14,7 @@
 #include "proxy/antireplay.h"
 #include "proxy/doh.h"
 #include "proxy/doppel_fetch.h"
+#include "proxy/fleet.h"
 #include "proxy/limits.h"
 #include "proxy/proxyproto.h"
 #include "proxy/relay.h"
@@ -66,13 +67,26 @@ static void upstream_ready(struct conn *c);
 static void relay_timer(struct conn *c);
 static void front(struct conn *c, bool deadline);
 
+/* c's secret as the fleet knows it: by label (its slot keeps the counts across reloads). */
+static struct fleet_secret fleet_sec(const struct conn *c)
+{
+    const struct gen *g = c->gen;
+    uint32_t slot = c->secret < g->cfg->nsecrets ? g->slot[c->secret] : GEN_NO_SLOT;
+    return (struct fleet_secret){
+        .slot = slot,
+        .label = slot != GEN_NO_SLOT ? gen_labels_name(&c->w->sh->labels, slot) : NULL,
+        .lim = c->secret < g->cfg->nsecrets ? &g->cfg->secrets[c->secret].limits : NULL};
+}
+
 /* Charge c's bytes relayed since the last fold to its secret's quota; true when the quota
    is used up. */
 static bool quota_fold(struct conn *c)
 {
     uint64_t total = c->bytes_up + c->bytes_down, delta = total - c->quota_folded;
     c->quota_folded = total;
-    return limits_charge(c->gen->limits, c->secret, delta, tg__wall_s());
+    struct fleet_secret fs = fleet_sec(c);
+    bool fleet_spent = fleet_charge(c->w->fleet, &fs, delta);
+    return limits_charge(c->gen->limits, c->secret, delta, tg__wall_s()) || fleet_spent;
 }
 
 /* One of the [limits] of c's secret refused or ended c: counted for the secret too (which
@@ -127,6 +141,8 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
     /* the doppelganger's scout and profile: restart-only, like anti-replay */
     if (cfg->doppel.enabled && !(sh->doppel = doppel_live_new(cfg)))
         return -ENOMEM;
+    if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
+        return -ENOMEM;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
     sh->buf_size = b + BUF_SLACK;
@@ -147,6 +163,7 @@ void conn_shared_cleanup(struct conn_shared *sh)
     doh_free(sh->doh);
     antireplay_free(sh->replay);
     doppel_live_free(sh->doppel);
+    fleet_free(sh->fleet);
     pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);
 }
@@ -281,6 +298,10 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     }
     if (limits_any_quota(w->gen->limits))
         loop_timer_start(&w->loop, &w->tq_limits, &w->limits_tick, on_limits_tick);
+    if (sh->fleet && !(w->fleet = fleet_worker_new(sh->fleet, &w->loop, &w->stats))) {
+        conn_worker_cleanup(w);
+        return -ENOMEM;
+    }
     return 0;
 }
 
@@ -290,6 +311,8 @@ void conn_worker_cleanup(struct conn_worker *w)
         return;
     while (w->conns)
         conn_close(w->conns, END_SHUTDOWN);
+    fleet_worker_free(w->fleet);
+    w->fleet = NULL;
     upstream_worker_cleanup(w);
     tg__free(w->scratch);
     w->scratch = NULL;
@@ -396,6 +419,12 @@ void conn_close(struct conn *c, enum conn_end why)
         quota_fold(c);
     if (c->limit_held)
         limits_release(c->gen->limits, c->secret, c->limit_ip, tg__wall_s());
+    if (c->fleet_ticket != FLEET_NONE)
+        fleet_cancel(w->fleet, c->fleet_ticket);
+    if (c->fleet_held) {
+        struct fleet_secret fs = fleet_sec(c);
+        fleet_release(w->fleet, &fs);
+    }
     conn_buf_put(w, c->hs);
     crypto_ctr_cleanup(&c->c2p);
     crypto_ctr_cleanup(&c->p2c);
@@ -441,6 +470,7 @@ void conn_accept(struct conn_worker *w, int fd)
     c->up.cfg = c->gen->cfg;
     c->up.tqs = c->tqs;
     c->secret = UINT32_MAX;
+    c->fleet_ticket = FLEET_NONE;
     c->start_ms = c->last_io_ms = w->loop.now_ms;
     c->state = CONN_HELLO; /* TCP_NODELAY and keepalive are inherited from the listener */
     if (loop_io_add(&w->loop, &c->cli, fd, LOOP_READ, on_hs_client) < 0) {
@@ -797,13 +827,23 @@ static int send_answer(struct conn *c, const struct faketls_hello *h, const uint
 
 /* The handshake named c->secret: over one of its limits, the client is fronted like any
    failed handshake (nothing has been written to it), so it cannot learn a proxy is here. */
+/* The client's address as 16 bytes (IPv4 as ::ffff:a.b.c.d); false when unknown. */
+static bool client_ip(const struct conn *c, uint8_t ip[16])
+{
+    struct proxyproto_addr a = {0};
+    if (!pp_source(c, &a))
+        return false;
+    memset(ip, 0, 16);
+    ip[10] = ip[11] = 0xff;
+    memcpy(a.family == AF_INET ? ip + 12 : ip, a.src, a.family == AF_INET ? 4 : 16);
+    return true;
+}
+
 static bool over_limit(struct conn *c)
 {
     struct limits *l = c->gen->limits;
-    struct proxyproto_addr a = {0};
-    uint8_t ip[16] = {[10] = 0xff, [11] = 0xff}; /* IPv4 as ::ffff:a.b.c.d */
-    bool known = limits_by_addr(l, c->secret) && pp_source(c, &a);
-    memcpy(a.family == AF_INET ? ip + 12 : ip, a.src, a.family == AF_INET ? 4 : 16);
+    uint8_t ip[16];
+    bool known = limits_by_addr(l, c->secret) && client_ip(c, ip);
     enum limits_verdict v =
         limits_admit(l, c->secret, known ? ip : NULL, tg__wall_s(), &c->limit_ip);
     switch (v) {
@@ -847,6 +887,100 @@ static size_t verdict_reason(enum faketls_verdict v)
     }
 }
 
+/*
+ * [fleet]: a FakeTLS hello that validated here (local replay cache: new; local limits:
+ * admitted) is checked against the fleet's Redis before anything is written to the client.
+ * The check is asynchronous (CONN_CHECK, client not read) and bounded by [fleet] timeout;
+ * fleet.c answers exactly once through on_fleet, unless conn_close cancels it first.
+ */
+static void tls_answer(struct conn *c, const struct faketls_hello *h, size_t ee, size_t rl);
+static void on_fleet(void *owner, enum fleet_verdict v);
+
+/* Whether an admitted c holds a fleet connection slot (its secret has max-connections). */
+static void fleet_admitted(struct conn *c)
+{
+    struct fleet_secret fs = fleet_sec(c);
+    c->fleet_held = fs.slot != GEN_NO_SLOT && fs.lim && fs.lim->max_connections;
+}
+
+/* Ask the fleet about c's hello (replay key key[0..n)). True when the answer is pending;
+   false when c goes on at once (no fleet, or decided locally because Redis is away). */
+static bool fleet_ask(struct conn *c, const uint8_t *key, size_t n)
+{
+    struct conn_worker *w = c->w;
+    bool replay = w->sh->replay != NULL;
+    uint8_t ip[16];
+    struct fleet_query q = {.kind = ANTIREPLAY_TLS,
+                            .key = replay ? key : NULL,
+                            .key_len = n,
+                            .sec = fleet_sec(c),
+                            .addr = client_ip(c, ip) ? ip : NULL};
+    if (!fleet_wanted(w->fleet, &q.sec, replay))
+        return false;
+    enum fleet_verdict v = fleet_check(w->fleet, &q, c, on_fleet, &c->fleet_ticket);
+    if (v != FLEET_PENDING) {
+        fleet_admitted(c); /* FLEET_LOCAL: accepted on local state */
+        return false;
+    }
+    c->state = CONN_CHECK;
+    loop_io_set(&w->loop, &c->cli, 0); /* the kernel keeps the client's flight meanwhile */
+    return true;
+}
+
+/* A connection fronted after the local limits admitted it holds no slot any more, and
+   its address does not count locally (the fleet's count is the one that refused it). */
+static void limit_give_back(struct conn *c)
+{
+    if (c->limit_held)
+        limits_cancel(c->gen->limits, c->secret, c->limit_ip);
+    c->limit_held = false;
+}
+
+/* The fleet refused a hello the local checks admitted: give back the local slot and front
+   it like any failed handshake. */
+static void fleet_refused(struct conn *c, enum fleet_verdict v)
+{
+    struct conn_worker *w = c->w;
+    if (v == FLEET_CONNECTIONS)
+        stats_add(&w->stats, limit_connections, 1);
+    else if (v == FLEET_UNIQUE_IPS)
+        stats_add(&w->stats, limit_unique_ips, 1);
+    else if (v == FLEET_QUOTA)
+        stats_add(&w->stats, limit_quota, 1);
+    if (v != FLEET_REPLAY)
+        secret_limit_hit(c);
+    limit_give_back(c);
+    hs_debug(c, "client hello", fleet_verdict_name(v));
+    hs_failed(c, v == FLEET_REPLAY ? HS_REASON(hs_replay) : HS_REASON(hs_limit));
+    front(c, false);
+}
+
+static void on_fleet(void *owner, enum fleet_verdict v)
+{
+    struct conn *c = owner;
+    const struct gen *g = c->gen;
+    c->fleet_ticket = FLEET_NONE;
+    c->state = CONN_HELLO;
+    if (v != FLEET_OK && v != FLEET_LOCAL) {
+        fleet_refused(c, v);
+        return;
+    }
+    fleet_admitted(c);
+    loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
+    /* hs still holds exactly the hello (and what followed it): parse it again */
+    struct faketls_hello h;
+    const char *why = NULL;
+    size_t rl = 0, ee = 0;
+    while (ee < g->nee && g->ee_idx[ee] != c->secret)
+        ee++;
+    if (faketls_peek(c->hs, c->hs_len, &rl) != FAKETLS_OK ||
+        faketls_parse_hello(c->hs, c->hs_len, &h, &why) != FAKETLS_OK || ee == g->nee) {
+        conn_close(c, END_PROTO); /* cannot happen: the same bytes parsed before */
+        return;
+    }
+    tls_answer(c, &h, ee, rl);
+}
+
 /* HELLO with a complete ClientHello record of rl bytes at hs. */
 static void tls_hello(struct conn *c, size_t rl)
 {
@@ -881,7 +1015,20 @@ static void tls_hello(struct conn *c, size_t rl)
     fail_why = HS_REASON(hs_limit);
     if (over_limit(c))
         goto fail;
-    if (send_answer(c, &h, sh->ee[m.index].key) < 0) {
+    if (fleet_ask(c, h.random, FAKETLS_REPLAY_KEY_LEN))
+        return; /* on_fleet goes on */
+    tls_answer(c, &h, m.index, rl);
+    return;
+fail:
+    hs_failed(c, fail_why);
+    front(c, false);
+}
+
+/* A hello accepted (locally, and by the fleet when there is one): answer it, then read
+   the client's flight. */
+static void tls_answer(struct conn *c, const struct faketls_hello *h, size_t ee, size_t rl)
+{
+    if (send_answer(c, h, c->gen->ee[ee].key) < 0) {
         hs_failed(c, HS_REASON(hs_closed)); /* the client's socket is gone */
         conn_close(c, END_RESET);
         return;
@@ -899,10 +1046,6 @@ static void tls_hello(struct conn *c, size_t rl)
     }
     c->hs_len = (uint32_t)k;
     flight_step(c);
-    return;
-fail:
-    hs_failed(c, fail_why);
-    front(c, false);
 }
 
 /* HELLO without TLS: a 64-byte obfs2 header for one of the dd / classic secrets. */
@@ -1079,7 +1222,8 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
 static void upstream_ready(struct conn *c)
 {
     struct conn_worker *w = c->w;
-    if (c->state == CONN_HELLO) { /* the early connection: watch the site, send nothing */
+    if (c->state == CONN_HELLO || c->state == CONN_CHECK) { /* the early connection: watch the
+                                                                site, send nothing */
         c->early_up = true;
         c->up.io.cb = on_early_up;
         if (loop_io_set(&w->loop, &c->up.io, LOOP_READ) < 0)
@@ -1110,6 +1254,7 @@ static void on_upstream(struct upstream_req *r, int fd, int result)
     }
     switch (c->state) {
     case CONN_HELLO: /* the early connection failed: fronting connects afresh if needed */
+    case CONN_CHECK:
         return;
     case CONN_FRONT_CONNECT:
         if (result == UPSTREAM_NO_ADDRESS)
@@ -1191,8 +1336,8 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 {
     struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, timer));
     struct conn_worker *w = c->w;
-    if (!c->silent_done &&
-        (c->state == CONN_HELLO || c->state == CONN_FLIGHT || c->state == CONN_DISCARD)) {
+    if (!c->silent_done && (c->state == CONN_HELLO || c->state == CONN_FLIGHT ||
+                            c->state == CONN_DISCARD || c->state == CONN_CHECK)) {
         /* the handshake deadline's first leg: a client still silent gets the early
            fronting connection; then the rest of the deadline */
         c->silent_done = true;
@@ -1210,6 +1355,13 @@ static void on_timer(struct loop *l, struct loop_timer *t)
     case CONN_RELAY:
     case CONN_FRONT_RELAY:
         relay_timer(c);
+        return;
+    case CONN_CHECK: /* the handshake deadline came before the fleet's answer */
+        fleet_cancel(w->fleet, c->fleet_ticket);
+        c->fleet_ticket = FLEET_NONE;
+        limit_give_back(c);
+        stats_add(&w->stats, handshake_timeout, 1);
+        front(c, true);
         return;
     default: /* FLIGHT; or DISCARD, a handshake already counted as failed */
         if (c->state == CONN_FLIGHT)

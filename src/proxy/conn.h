@@ -38,6 +38,8 @@
 
 struct acl;
 struct antireplay;
+struct fleet;
+struct fleet_worker;
 struct limits;
 struct upstream_name;
 struct doh;
@@ -52,6 +54,7 @@ struct conn_shared {
     pthread_mutex_t gen_mu;
     struct gen_labels labels;  /* every secret label seen: per-secret counter slots */
     struct antireplay *replay; /* NULL = anti-replay disabled */
+    struct fleet *fleet;       /* [fleet]: Redis shared with other processes; NULL = off */
     struct selfaddr self;      /* endpoints of our own listeners: never fronted to */
     struct acl *acl;           /* [defense.*list] (server.c owns it), or NULL */
     struct doh *doh;           /* [network] dns at start: names resolved by DoH; NULL =
@@ -112,6 +115,7 @@ struct conn_worker {
     size_t acl_reader; /* this worker's reader slot in sh->acl (server.c) */
     struct loop_io dns_io;
     struct shape_worker shape; /* doppelganger shaper (shape.h) */
+    struct fleet_worker *fleet; /* this worker's [fleet] Redis connection; NULL = off */
 };
 
 #define CONN_QUOTA_FOLD_MS 1000  /* how often workers charge relayed bytes to quotas */

@@ -23,6 +23,10 @@
  *   FRONT_CONNECT, FRONT_RELAY  domain fronting: the connector reaches the fronting host,
  *              then every byte read so far is replayed and the rest relayed byte for byte.
  *   DISCARD    no fronting target known: read and drop until the handshake deadline.
+ *   CHECK      a FakeTLS hello validated locally waits for the [fleet] check (shared
+ *              anti-replay and limits in Redis, bounded by [fleet] timeout); the client is
+ *              not read meanwhile. Its answer goes on as HELLO would (ServerHello, FLIGHT)
+ *              or fronts (a replay or a limit across the fleet).
  *
  * Memory: the fixed state below is a few hundred bytes; the keyed cipher contexts belong to
  * the worker thread and follow the active streams (crypto.h). Byte buffers come from the
@@ -58,6 +62,7 @@ enum conn_state {
     CONN_FRONT_CONNECT, /* the connector looks the fronting host up and connects */
     CONN_FRONT_RELAY,
     CONN_DISCARD,
+    CONN_CHECK, /* validated locally; the [fleet] check is in flight (fleet.h) */
 };
 
 /* One direction of a relay: bytes read from one socket waiting for the other. */
@@ -114,6 +119,8 @@ struct conn {
     uint8_t early_tried : 1; /* HELLO: an early fronting connection was attempted (once) */
     uint8_t early_up : 1;    /* HELLO: ufd is an early fronting connection, connected */
     uint8_t silent_done : 1; /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
+    bool fleet_held;         /* holds a [fleet] connection slot: fleet_release at close */
+    uint32_t fleet_ticket;   /* CHECK: the check in flight (FLEET_NONE = none) */
 };
 
 /* Log the end line, release buffers, ciphers and sockets, and free c. */

@@ -285,3 +285,17 @@ void limits_release(struct limits *l, size_t secret, uint32_t ip_slot, int64_t n
     }
     pthread_mutex_unlock(&st->mu);
 }
+
+void limits_cancel(struct limits *l, size_t secret, uint32_t ip_slot)
+{
+    if (secret >= l->n)
+        return;
+    struct limit_state *st = l->slot[secret].st;
+    __atomic_sub_fetch(&st->conns, 1, __ATOMIC_RELAXED);
+    if (ip_slot == LIMITS_NO_IP)
+        return;
+    pthread_mutex_lock(&st->mu);
+    if (ip_slot < st->ips_cap && --st->ips[ip_slot].open == 0)
+        st->ips[ip_slot].used = false;
+    pthread_mutex_unlock(&st->mu);
+}

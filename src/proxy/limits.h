@@ -85,5 +85,9 @@ enum limits_verdict limits_admit(struct limits *l, size_t secret, const uint8_t 
 
 /* Give back the slot an admitted connection held; now_s starts its address's window. */
 void limits_release(struct limits *l, size_t secret, uint32_t ip_slot, int64_t now_s);
+/* Undo an admission that did not go on (the [fleet] check refused the client): as
+   limits_release, but an address left without open connections stops counting at once
+   (its window is not started; an earlier window of that address is forgotten too). */
+void limits_cancel(struct limits *l, size_t secret, uint32_t ip_slot);
 
 #endif

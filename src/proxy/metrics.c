@@ -65,7 +65,14 @@
       shaped_records)                                                                              \
     X("doppel_delay_milliseconds_total", METRIC_COUNTER,                                           \
       "Milliseconds the doppelganger shaper held records back, summed.", NULL, NULL,               \
-      shape_delay_ms)
+      shape_delay_ms)                                                                              \
+    X("fleet_redis_checks_total", METRIC_COUNTER,                                                  \
+      "Handshakes the [fleet] Redis answered within its timeout.", NULL, NULL, fleet_checks)       \
+    X("fleet_redis_fallbacks_total", METRIC_COUNTER,                                               \
+      "[fleet] checks decided on local state (Redis away, erring or too slow).", NULL, NULL,       \
+      fleet_fallbacks)                                                                             \
+    X("fleet_redis_replays_total", METRIC_COUNTER,                                                 \
+      "Hellos the [fleet] Redis had already seen (fronted).", NULL, NULL, fleet_replays)
 
 struct row {
     const char *family, *help, *lkey, *lval;
@@ -254,6 +261,18 @@ static int collect_secret_limits(struct walk *w, const struct server *s)
     return rc;
 }
 
+/* 1 when every worker's [fleet] connection is up (each worker's fleet_up gauge is 0 or 1). */
+static double fleet_all_up(const struct server *s)
+{
+    for (size_t k = 0; k < server_workers(s); k++) {
+        struct stats st;
+        server_worker_stats(s, k, &st);
+        if (!st.fleet_up)
+            return 0;
+    }
+    return 1;
+}
+
 static int collect_process(struct walk *w, const struct server *s)
 {
     char num[24];
@@ -278,6 +297,10 @@ static int collect_process(struct walk *w, const struct server *s)
     if (rc == 0)
         rc = put1(w, "antireplay_capacity_entries", METRIC_GAUGE,
                   "Entries the anti-replay cache holds room for now.", NULL, NULL, (double)cap);
+    if (rc == 0 && server_config(s)->fleet.enabled)
+        rc = put1(w, "fleet_redis_up", METRIC_GAUGE,
+                  "1 when every worker's [fleet] Redis connection is up, else 0.", NULL, NULL,
+                  fleet_all_up(s));
     if (rc == 0)
         rc = put1(w, "build_info", METRIC_GAUGE, "Always 1; the version is a label.", "version",
                   TGKIT_VERSION_STRING, 1);

@@ -48,6 +48,10 @@
     X(shaped_records, "records toward FakeTLS clients timed by the doppelganger shaper")          \
     X(shape_delay_ms, "milliseconds the doppelganger shaper held records back, summed")          \
     STATS_HS_LIST(X)                                                                               \
+    X(fleet_checks, "handshakes [fleet] Redis answered within its timeout")                        \
+    X(fleet_fallbacks, "[fleet] checks decided on local state: Redis away, erring or too slow")    \
+    X(fleet_replays, "hellos [fleet] Redis had seen (replays across the fleet, fronted)")          \
+    X(fleet_up, "gauge: 1 while this worker's [fleet] Redis connection is up")                     \
     STATS_END_LIST(X)
 
 /* Failed client handshakes by reason: X(name, help); the field is hs_<name>, the metric

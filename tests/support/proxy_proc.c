@@ -73,9 +73,11 @@ int pproc_proxy_start(struct pproc *p, const struct config *cfg)
 {
     int a[2], b[2];
     *p = (struct pproc){.pid = -1, .cmd = -1, .resp = -1};
-    if (pipe(a) < 0)
+    /* close-on-exec: a program started later (redis-server) must not keep the child's
+       command pipe open, or the child never sees it close */
+    if (pipe2(a, O_CLOEXEC) < 0)
         return -errno;
-    if (pipe(b) < 0) {
+    if (pipe2(b, O_CLOEXEC) < 0) {
         close(a[0]), close(a[1]);
         return -errno;
     }
