@@ -632,6 +632,7 @@ static const struct {
     RESTART_KEY("[stats.statsd]", statsd),
     RESTART_KEY("[network] dns / doh-ip", dns),
     RESTART_KEY("[network.timeout] http", timeout.http_ms),
+    RESTART_KEY("[fleet]", fleet),
 };
 
 static bool same_listeners(const struct config *a, const struct config *b)

@@ -1,10 +1,12 @@
 /*
- * test_fleet_outage: two tgproxy processes on one redis-server, Redis killed mid-run.
+ * test_fleet_outage: two tgproxy processes (A in this process, B the built daemon) on one
+ * redis-server, Redis killed mid-run.
  * Relays open before the kill keep moving bytes; new handshakes at both proxies are served
  * on local state, counted as fallbacks; the up gauge drops to 0 and one warning names the
- * outage (A's log, in this process). Redis is started again: both proxies reconnect (the
- * gauge is 1 again on the metrics page, the recovery is logged) and a hello replayed from
- * A to B is fronted again. Every wait is a bounded poll.
+ * outage (in A's log, in this process, and in B's, the daemon's). Redis is started again:
+ * both proxies reconnect (the gauge is 1 again on both metrics pages, the recovery is
+ * logged once each) and a hello replayed from A to B is fronted again. Every wait is a
+ * bounded poll.
  */
 #include "tgtest.h"
 
@@ -64,6 +66,20 @@ static double metric(const char *name)
     return v;
 }
 
+/* Lines of B's log (the daemon's stderr) that contain what. */
+static int log_lines_b(const char *what)
+{
+    char path[96], line[1024];
+    snprintf(path, sizeof path, "%s/b.log", F.dir);
+    FILE *fp = fopen(path, "r");
+    int n = 0;
+    while (fp && fgets(line, sizeof line, fp))
+        n += strstr(line, what) != NULL;
+    if (fp)
+        fclose(fp);
+    return n;
+}
+
 /* A relay with the fake DC in ECHO mode moves n more bytes both ways, unchanged. */
 static void echo_more(struct pcli *c, uint8_t fill)
 {
@@ -118,6 +134,7 @@ static void test_redis_killed_mid_run(void **state)
     int down, back;
     counts(&down, &back);
     assert_int_equal(down, 1); /* A warned once for the outage, whatever its workers saw */
+    assert_true(pfleet_metric_b(&F, "fleet_redis_up ") == 0);
 
     assert_int_equal(tgtest_redis_restart(&F.redis), 0);
     assert_int_equal(pfleet_wait_up(&F, true, 20000), 0);
@@ -125,6 +142,8 @@ static void test_redis_killed_mid_run(void **state)
     counts(&down, &back);
     assert_int_equal(down, 1);
     assert_int_equal(back, 1);
+    assert_int_equal(log_lines_b("local state only"), 1); /* and B, in its own log */
+    assert_int_equal(log_lines_b("is back; checks are shared again"), 1);
     uint8_t hello[PFLEET_HELLO_MAX];
     size_t n = 0;
     int r = 0;

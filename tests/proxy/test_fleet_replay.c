@@ -1,5 +1,5 @@
 /*
- * test_fleet_replay: two tgproxy processes (A in this process, B forked) share one real
+ * test_fleet_replay: two tgproxy processes (A in this process, B the built daemon) share one real
  * redis-server through [fleet]. A valid FakeTLS hello answered by A and replayed byte for
  * byte to B is fronted by B: the fronting host receives exactly those bytes and B counts a
  * fleet replay; a fresh hello is answered by B, and a whole relay runs through each proxy.

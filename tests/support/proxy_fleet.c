@@ -1,23 +1,99 @@
 /* proxy_fleet: two tgproxy processes on one redis-server. See proxy_fleet.h. */
 #include "proxy_fleet.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/str.h"
 #include "proxy_util.h"
 
+#define BINARY TGKIT_BINARY_DIR "/tgproxy"
+
+extern char **environ;
+
+/* A port nobody listens on right now (listen on 0, read it back, close). */
+static uint16_t free_port(void)
+{
+    uint16_t port = 0;
+    int fd = psock_listen(&port, 1);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0 ? port : 0;
+}
+
+static int write_config_b(struct pfleet *f, const char *path, bool fleet)
+{
+    const struct config *cfg = &f->h.cfg;
+    const struct config_limits *l = &cfg->secrets[0].limits;
+    char hex[33], dom[2 * sizeof PHARNESS_DOMAIN + 1];
+    tg__hex_encode(hex, f->h.key, 16);
+    tg__hex_encode(dom, PHARNESS_DOMAIN, sizeof PHARNESS_DOMAIN - 1);
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return -1;
+    fprintf(fp,
+            "bind-to = \"127.0.0.1:%u\"\nworkers = %u\nlog-level = \"info\"\n"
+            "[secrets]\ntls = \"ee%s%s\"\n[dcs]\ndefault = \"127.0.0.1:%u\"\n"
+            "[domain-fronting]\nhost = \"127.0.0.1\"\nport = %u\n"
+            "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:%u\"\n",
+            f->port_b, f->workers, hex, dom, f->h.dc_port, f->h.front_port, f->metrics_b);
+    if (l->max_connections || l->max_unique_ips || l->quota) {
+        fprintf(fp, "[limits.tls]\n");
+        if (l->max_connections)
+            fprintf(fp, "max-connections = %u\n", l->max_connections);
+        if (l->max_unique_ips)
+            fprintf(fp, "max-unique-ips = %u\nunique-ips-window = %u\n", l->max_unique_ips,
+                    l->unique_ips_window_s ? l->unique_ips_window_s : 3600);
+        if (l->quota)
+            fprintf(fp, "quota = %llu\n", (unsigned long long)l->quota);
+    }
+    if (fleet)
+        fprintf(fp, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\ntimeout = \"%ums\"\n",
+                f->redis.port, cfg->fleet.timeout_ms);
+    return fclose(fp) == 0 ? 0 : -1;
+}
+
+static int spawn_b(struct pfleet *f, const char *cfg_path)
+{
+    char log[96];
+    snprintf(log, sizeof log, "%s/b.log", f->dir);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    char *argv[] = {(char *)BINARY, (char *)"run", (char *)cfg_path, NULL};
+    int rc = posix_spawn(&f->pid_b, BINARY, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        f->pid_b = 0;
+        return -1;
+    }
+    for (int i = 0; i < 1000; i++) { /* bounded: until its metrics page answers */
+        if (pfleet_metric_b(f, "build_info{version") >= 0 || i == 999)
+            return i < 999 ? 0 : -1;
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
+    return -1;
+}
+
 int pfleet_start(struct pfleet *f, const struct pharness_opts *o, uint32_t fleet_timeout_ms,
                  bool no_fleet)
 {
     memset(f, 0, sizeof *f);
-    f->b = (struct pproc){.pid = -1, .cmd = -1, .resp = -1};
     struct pharness_opts ho = *o;
     ho.fork_server = false;
     f->workers = ho.workers ? ho.workers : 2;
-    if (!no_fleet && tgtest_redis_start(&f->redis) != 0)
-        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/tgtest-pfleet-XXXXXX");
+    if (!mkdtemp(f->dir) || (!no_fleet && tgtest_redis_start(&f->redis) != 0))
+        goto fail;
     if (pharness_prepare(&f->h, &ho) < 0)
         goto fail;
     struct config *cfg = &f->h.cfg;
@@ -28,9 +104,13 @@ int pfleet_start(struct pfleet *f, const struct pharness_opts *o, uint32_t fleet
         if (fleet_timeout_ms)
             cfg->fleet.timeout_ms = fleet_timeout_ms;
     }
-    if (pproc_proxy_start(&f->b, cfg) < 0) /* before A's threads exist */
+    char path[96];
+    snprintf(path, sizeof path, "%s/b.toml", f->dir);
+    f->port_b = free_port();
+    f->metrics_b = free_port();
+    if (!f->port_b || !f->metrics_b || write_config_b(f, path, !no_fleet) != 0 ||
+        spawn_b(f, path) != 0)
         goto fail;
-    f->port_b = f->b.port;
     if (server_start(cfg, &f->h.srv) < 0)
         goto fail;
     f->port_a = server_port(f->h.srv, 0);
@@ -43,20 +123,95 @@ fail:
 
 void pfleet_stop(struct pfleet *f)
 {
-    pproc_stop(&f->b);
+    if (f->pid_b > 0) {
+        kill(f->pid_b, SIGTERM);
+        int st;
+        for (int i = 0; i < 500 && waitpid(f->pid_b, &st, WNOHANG) == 0; i++)
+            nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+        if (waitpid(f->pid_b, &st, WNOHANG) == 0) {
+            kill(f->pid_b, SIGKILL);
+            waitpid(f->pid_b, &st, 0);
+        }
+    }
     pharness_stop(&f->h);
     if (f->redis.pid > 0)
         tgtest_redis_stop(&f->redis);
+    if (f->dir[0]) {
+        char p[128];
+        snprintf(p, sizeof p, "%s/b.toml", f->dir);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/b.log", f->dir);
+        unlink(p);
+        rmdir(f->dir);
+    }
     memset(f, 0, sizeof *f);
+}
+
+/* GET / from B's metrics page into buf (NUL-terminated). 0 or -1. */
+static int scrape_b(struct pfleet *f, char *buf, size_t cap)
+{
+    int fd = psock_connect(f->metrics_b, 5000);
+    if (fd < 0)
+        return -1;
+    static const char req[] = "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    size_t n = 0;
+    if (psock_write_all(fd, req, sizeof req - 1) == 0)
+        for (ssize_t r; n + 1 < cap && (r = read(fd, buf + n, cap - 1 - n)) > 0;)
+            n += (size_t)r;
+    close(fd);
+    buf[n] = '\0';
+    return strstr(buf, " 200 ") ? 0 : -1;
+}
+
+/* The value of the first line starting with tgproxy_<sample> (sample ends in ' ' or
+   names its labels, so it matches one series), or -1. */
+static double sample_in(const char *page, const char *sample)
+{
+    char key[160];
+    snprintf(key, sizeof key, "\ntgproxy_%s", sample);
+    const char *p = strstr(page, key);
+    if (!p)
+        return -1;
+    const char *end = strchr(p + 1, '\n'), *sp = NULL;
+    for (const char *q = p + 1; q < (end ? end : p + strlen(p)); q++)
+        sp = *q == ' ' ? q : sp;
+    return sp ? strtod(sp + 1, NULL) : -1;
+}
+
+double pfleet_metric_b(struct pfleet *f, const char *sample)
+{
+    static char page[1 << 17];
+    return scrape_b(f, page, sizeof page) == 0 ? sample_in(page, sample) : -1;
 }
 
 int pfleet_stats(struct pfleet *f, struct stats *a, struct stats *b)
 {
-    struct pproc_report r;
-    if (pproc_report(&f->b, &r) != 0)
-        return -1;
+    static char page[1 << 17];
     server_stats(f->h.srv, a);
-    *b = r.st;
+    memset(b, 0, sizeof *b);
+    if (scrape_b(f, page, sizeof page) != 0)
+        return -1;
+    static const struct {
+        const char *sample;
+        size_t field;
+    } map[] = {
+#define M(s, field) {s, offsetof(struct stats, field) / sizeof(uint64_t)}
+        M("fleet_redis_checks_total ", fleet_checks),
+        M("fleet_redis_fallbacks_total ", fleet_fallbacks),
+        M("fleet_redis_replays_total ", fleet_replays),
+        M("limits_hit_total{limit=\"max_connections\"}", limit_connections),
+        M("limits_hit_total{limit=\"max_unique_ips\"}", limit_unique_ips),
+        M("limits_hit_total{limit=\"quota\"}", limit_quota),
+#undef M
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        double v = sample_in(page, map[i].sample);
+        if (v < 0)
+            return -1;
+        ((uint64_t *)(void *)b)[map[i].field] = (uint64_t)v;
+    }
+    double up = sample_in(page, "fleet_redis_up ");
+    b->fleet_up = up == 1 ? f->workers : 0; /* the page says all or not all */
     return 0;
 }
 
