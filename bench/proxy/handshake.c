@@ -16,6 +16,13 @@
  * obfs2 parse + DC header), the crypto part of the proxy's cost, and two more the
  * ServerHello key share alone, ours against a genuine OpenSSL X25519 key pair.
  *
+ * [fleet] (issue 16): the same FakeTLS handshakes through two more proxy children whose
+ * checks go to a local redis-server started by the benchmark (no persistence): one with
+ * the anti-replay check only (SET NX per hello), one whose secret also has limits (the
+ * admission script per hello, EVALSHA), in the same interleaved rounds; their rates, CPU
+ * and allocations per handshake against the proxy without [fleet], and Redis's own CPU per
+ * handshake. Skipped (a line says so) when redis-server is not installed.
+ *
  * Environment: TGKIT_BENCH_HS (default 4000) handshakes per path, over 2 client threads.
  */
 #include "bench.h"
@@ -28,6 +35,7 @@
 #include "proxy/obfs2.h"
 #include "proxy_harness.h"
 #include "proxy_load.h"
+#include "redis_server.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -207,6 +215,87 @@ static void keyshare_rows(void)
                counted ? ks_allocs : -1, ks_ns / evp_ns);
 }
 
+/* A proxy child like h's, with [fleet] on redis r (limits: a max-connections no run
+   reaches, so every hello runs the admission script). */
+static int fleet_child(struct pharness *h, const tgtest_redis *r, bool limits)
+{
+    struct pharness_opts o = {.ee = true, .limits.max_connections = limits ? 1000000 : 0};
+    if (pharness_prepare(h, &o) < 0)
+        return -1;
+    h->cfg.fleet.enabled = true;
+    snprintf(h->cfg.fleet.host, sizeof h->cfg.fleet.host, "127.0.0.1");
+    h->cfg.fleet.port = r->port;
+    h->cfg.fleet.timeout_ms = 1000; /* a slow round must not turn into local decisions */
+    if (pproc_proxy_start(&h->proc, &h->cfg) < 0)
+        return -1;
+    h->port = h->proc.port;
+    return 0;
+}
+
+struct fleet_bench {
+    bool on;
+    tgtest_redis redis;
+    struct pproc rp; /* the redis-server, for its CPU */
+    struct pharness set, script;
+    struct hs_res r_set, r_script;
+    uint64_t redis_ns;
+};
+
+static void fleet_setup(struct fleet_bench *f)
+{
+    memset(f, 0, sizeof *f);
+    if (!tgtest_redis_available() || tgtest_redis_start(&f->redis) != 0 ||
+        fleet_child(&f->set, &f->redis, false) < 0 ||
+        fleet_child(&f->script, &f->redis, true) < 0) {
+        pload_line("proxy_hs_fleet", "skipped=redis-server-unavailable");
+        return;
+    }
+    f->rp = (struct pproc){.pid = f->redis.pid, .cmd = -1, .resp = -1};
+    f->on = true;
+    for (int i = 0; i < 2; i++) { /* warm-up: connections up, scripts loaded */
+        struct pharness *h = i ? &f->script : &f->set;
+        measure(h->port, pharness_client(h, PCLI_TLS), &h->proc, 200);
+    }
+}
+
+/* One round of both [fleet] children, Redis's CPU counted over it. */
+static void fleet_round(struct fleet_bench *f, int n)
+{
+    if (!f->on)
+        return;
+    struct pproc_report a = {0}, b = {0};
+    pproc_report(&f->rp, &a);
+    struct hs_res x = measure(f->set.port, pharness_client(&f->set, PCLI_TLS), &f->set.proc, n);
+    struct hs_res y =
+        measure(f->script.port, pharness_client(&f->script, PCLI_TLS), &f->script.proc, n);
+    pproc_report(&f->rp, &b);
+    f->redis_ns += b.cpu_ns - a.cpu_ns;
+    add_res(&f->r_set, &x);
+    add_res(&f->r_script, &y);
+}
+
+static void fleet_report(struct fleet_bench *f, const struct hs_res *local, double floor)
+{
+    if (!f->on)
+        return;
+    double set = report("proxy_hs_proxy_tls_fleet", &f->r_set, true, floor);
+    double script = report("proxy_hs_proxy_tls_fleet_limits", &f->r_script, true, floor);
+    double rate = local->n / local->secs;
+    pload_line("proxy_hs_fleet_vs_local",
+               "local_per_s=%.0f fleet_per_s=%.0f fleet_ratio=%.2f fleet_limits_per_s=%.0f "
+               "fleet_limits_ratio=%.2f local_cpu_us=%.1f fleet_cpu_us=%.1f "
+               "fleet_limits_cpu_us=%.1f local_allocs=%.1f fleet_allocs=%.1f "
+               "fleet_limits_allocs=%.1f redis_cpu_us_per_handshake=%.1f",
+               rate, set, set / rate, script, script / rate, local->cpu_us / local->n,
+               f->r_set.cpu_us / f->r_set.n, f->r_script.cpu_us / f->r_script.n,
+               (double)local->allocs / local->n, (double)f->r_set.allocs / f->r_set.n,
+               (double)f->r_script.allocs / f->r_script.n,
+               (double)f->redis_ns / 1e3 / (f->r_set.n + f->r_script.n));
+    pharness_stop(&f->set);
+    pharness_stop(&f->script);
+    tgtest_redis_stop(&f->redis);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -221,6 +310,8 @@ int main(void)
         fprintf(stderr, "handshake: cannot start the proxy or the relay\n");
         return 1;
     }
+    struct fleet_bench fb;
+    fleet_setup(&fb); /* forks before this process runs client threads */
     struct pcli_opts direct = {.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 10000};
     /* warm-up: pools, allocator, OpenSSL's lazily fetched algorithms */
     struct hs_res warm = measure(h.port, pharness_client(&h, PCLI_TLS), &h.proc, 200);
@@ -241,6 +332,7 @@ int main(void)
         add_res(&rl, &a);
         add_res(&tls, &b);
         add_res(&dd, &c);
+        fleet_round(&fb, total / ROUNDS);
     }
     report("proxy_hs_relay", &rl, false, floor);
     report("proxy_hs_proxy_tls", &tls, true, floor);
@@ -256,6 +348,7 @@ int main(void)
                relay_cpu, tls_cpu, tls_cpu - relay_cpu, tls_ratio[ROUNDS / 2], dd_cpu,
                dd_cpu - relay_cpu, dd_ratio[ROUNDS / 2], ROUNDS, tls_ratio[0],
                tls_ratio[ROUNDS - 1]);
+    fleet_report(&fb, &tls, floor);
     crypto_floor(tls_cpu);
     keyshare_rows();
     pproc_stop(&relay);
