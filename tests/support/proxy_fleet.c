@@ -2,9 +2,7 @@
 #include "proxy_fleet.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +14,6 @@
 #include "proxy_util.h"
 
 #define BINARY TGKIT_BINARY_DIR "/tgproxy"
-
-extern char **environ;
 
 /* A port nobody listens on right now (listen on 0, read it back, close). */
 static uint16_t free_port(void)
@@ -65,14 +61,9 @@ static int spawn_b(struct pfleet *f, const char *cfg_path)
 {
     char log[96];
     snprintf(log, sizeof log, "%s/b.log", f->dir);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
     char *argv[] = {(char *)BINARY, (char *)"run", (char *)cfg_path, NULL};
-    int rc = posix_spawn(&f->pid_b, BINARY, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
+    f->pid_b = pproc_spawn_logged(argv, log);
+    if (f->pid_b <= 0) {
         f->pid_b = 0;
         return -1;
     }
