@@ -562,15 +562,21 @@ static void test_shaper_follows_learned_profile(void **state)
     env_stop(&e);
 }
 
+/* A worker whose profile draws gaps of seconds, with max-delay 5 ms, echoing. */
+static void env_slow_site(struct env *e)
+{
+    struct doppel_profile p;
+    doppel_profile_default(&p);
+    p.gap = (struct doppel_weibull){1.0, 5000.0};
+    env_start(e, &p, 5, true);
+}
+
 /* Gaps of seconds, max-delay 5 ms: every record leaves within 6 ms of its bytes' arrival. */
 static void test_shaper_latency_cap(void **state)
 {
     (void)state;
-    struct doppel_profile p;
-    doppel_profile_default(&p);
-    p.gap = (struct doppel_weibull){1.0, 5000.0};
     struct env e;
-    env_start(&e, &p, 5, true);
+    env_slow_site(&e);
     static struct rec r[64];
     for (uint32_t m = 0; m < 20; m++) {
         __atomic_add_fetch(&e.now, 1500, __ATOMIC_RELEASE);
@@ -589,11 +595,8 @@ static void test_shaper_latency_cap(void **state)
 static void test_shaper_spares_sparse_records(void **state)
 {
     (void)state;
-    struct doppel_profile p;
-    doppel_profile_default(&p);
-    p.gap = (struct doppel_weibull){1.0, 5000.0};
     struct env e;
-    env_start(&e, &p, 5, true);
+    env_slow_site(&e);
     static struct rec r[8];
     __atomic_add_fetch(&e.now, 1500, __ATOMIC_RELEASE);
     for (uint32_t m = 0; m < 10; m++) {
