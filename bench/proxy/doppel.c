@@ -11,14 +11,16 @@
  * machine spreads over all three (TGKIT_BENCH_ROUNDS rounds, default 5):
  *   down   one connection downloads TGKIT_BENCH_MB MiB (default 64), verified: MB/s, and
  *          the middle's allocations per MB;
- *   rtt    2000 back-to-back 64-byte round trips (each verified): p50 and p99 in us. The
+ *   rtt    2000 back-to-back 64-byte round trips (each verified): p50 and p99 in us, and
+ *          the middle's allocations per round trip (its connection's set-up included). The
  *          worst case for the shaper: a ping's echo is one record, due a drawn gap after
  *          the previous one, so it waits whenever the gap is longer than the round trip,
  *          within the delay budget (10 % of the time, 200 ms at the start);
  *   paced  200 round trips 20 ms apart (a chat, not a flood): p50 and p99.
  * Lines: per round and path (proxy_doppel_run, with the shaper's own counters for "on":
- * records it timed and milliseconds it held them), then per path the medians over the
- * rounds and the ratios on / off and against the relay.
+ * the milliseconds it held the download's records beside the download's duration, then
+ * the records it timed and the milliseconds it held them over the whole round), then per
+ * path the medians over the rounds and the ratios on / off and against the relay.
  */
 #include "bench.h"
 
@@ -35,7 +37,7 @@
 
 enum { P_RELAY, P_OFF, P_ON, NPATHS };
 static const char *const path_names[NPATHS] = {"relay", "off", "on"};
-enum { M_MBPS, M_ALLOCS, M_RTT50, M_RTT99, M_PACED50, M_PACED99, NMEAS };
+enum { M_MBPS, M_ALLOCS, M_RTT50, M_RTT99, M_RTT_ALLOCS, M_PACED50, M_PACED99, NMEAS };
 
 struct mid {
     uint16_t port;
@@ -62,15 +64,20 @@ static int run_path(const struct mid *p, uint64_t total, double m[NMEAS], const 
     int rc = r.failures ? -1 : 0;
     if (rc == 0)
         rc = pload_rtt(p->port, &p->o, 2000, 0, &m[M_RTT50], &m[M_RTT99]);
+    struct pproc_report r15 = {0};
+    pproc_report(p->proc, &r15); /* per round trip, the connection's set-up included */
+    m[M_RTT_ALLOCS] = r15.allocs ? (double)(r15.allocs - r1.allocs) / 2100 : -1;
     if (rc == 0)
         rc = pload_rtt(p->port, &p->o, 200, 20000, &m[M_PACED50], &m[M_PACED99]);
     struct pproc_report r2 = {0};
     pproc_report(p->proc, &r2);
     pload_line("proxy_doppel_run",
                "path=%s mb_per_s=%.1f allocs_per_mb=%.2f rtt_p50_us=%.1f rtt_p99_us=%.1f "
-               "paced_p50_us=%.1f paced_p99_us=%.1f shaped_records=%llu shaper_held_ms=%llu "
-               "failures=%d",
-               name, m[M_MBPS], m[M_ALLOCS], m[M_RTT50], m[M_RTT99], m[M_PACED50], m[M_PACED99],
+               "allocs_per_rtt=%.3f paced_p50_us=%.1f paced_p99_us=%.1f down_ms=%.0f "
+               "down_held_ms=%llu shaped_records=%llu shaper_held_ms=%llu failures=%d",
+               name, m[M_MBPS], m[M_ALLOCS], m[M_RTT50], m[M_RTT99], m[M_RTT_ALLOCS], m[M_PACED50],
+               m[M_PACED99], r.seconds * 1e3,
+               (unsigned long long)(r1.st.shape_delay_ms - r0.st.shape_delay_ms),
                (unsigned long long)(r2.st.shaped_records - r0.st.shaped_records),
                (unsigned long long)(r2.st.shape_delay_ms - r0.st.shape_delay_ms), rc != 0);
     return rc;
@@ -93,10 +100,10 @@ static void report(double v[MAX_ROUNDS][NPATHS][NMEAS], size_t rounds)
     for (int p = 0; p < NPATHS; p++)
         pload_line("proxy_doppel",
                    "path=%s rounds=%zu mb_per_s=%.1f allocs_per_mb=%.2f rtt_p50_us=%.1f "
-                   "rtt_p99_us=%.1f paced_p50_us=%.1f paced_p99_us=%.1f floor=relay "
-                   "mb_ratio=%.2f rtt_p50_delta_us=%.1f paced_p50_delta_us=%.1f",
+                   "rtt_p99_us=%.1f allocs_per_rtt=%.3f paced_p50_us=%.1f paced_p99_us=%.1f "
+                   "floor=relay mb_ratio=%.2f rtt_p50_delta_us=%.1f paced_p50_delta_us=%.1f",
                    path_names[p], rounds, med[p][M_MBPS], med[p][M_ALLOCS], med[p][M_RTT50],
-                   med[p][M_RTT99], med[p][M_PACED50], med[p][M_PACED99],
+                   med[p][M_RTT99], med[p][M_RTT_ALLOCS], med[p][M_PACED50], med[p][M_PACED99],
                    med[p][M_MBPS] / med[P_RELAY][M_MBPS], med[p][M_RTT50] - med[P_RELAY][M_RTT50],
                    med[p][M_PACED50] - med[P_RELAY][M_PACED50]);
     pload_line("proxy_doppel_cost",
