@@ -37,6 +37,7 @@ struct antireplay {
     uint8_t index_key[INDEX_KEY]; /* random, never leaves the process */
     _Atomic uint64_t inserts, replays, early_evictions;
     _Atomic uint64_t warned_at; /* (second of the last due warning) + 1; 0 = never */
+    _Atomic uint64_t *ring;     /* window_s buckets: (stamp << 32) | live entries with it */
 };
 
 struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s)
@@ -55,7 +56,9 @@ struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s)
     ar->window_s = window_s;
     ar->table = tg__calloc(ar->nsets * ANTIREPLAY_WAYS, sizeof(struct entry));
     ar->locks = tg__calloc(ar->nstripes, sizeof(pthread_mutex_t));
-    if (!ar->table || !ar->locks || crypto_random(ar->index_key, sizeof ar->index_key) != 0)
+    ar->ring = tg__calloc(window_s, sizeof(*ar->ring));
+    if (!ar->table || !ar->locks || !ar->ring ||
+        crypto_random(ar->index_key, sizeof ar->index_key) != 0)
         goto fail;
     for (size_t i = 0; i < ar->nstripes; i++)
         pthread_mutex_init(&ar->locks[i], NULL);
@@ -68,6 +71,7 @@ struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s)
 fail:
     tg__free(ar->table);
     tg__free(ar->locks);
+    tg__free(ar->ring);
     tg__free(ar);
     return NULL;
 }
@@ -81,6 +85,7 @@ void antireplay_free(struct antireplay *ar)
     pthread_rwlock_destroy(&ar->resize);
     tg__free(ar->locks);
     tg__free(ar->table);
+    tg__free(ar->ring);
     crypto_wipe(ar, sizeof *ar);
     tg__free(ar);
 }
@@ -191,11 +196,11 @@ static void grow(struct antireplay *ar, uint32_t now1)
             crypto_wipe(ar->table, ar->nsets * ANTIREPLAY_WAYS * sizeof(struct entry));
             tg__free(ar->table);
             ar->table = t;
-            ar->nsets = n;
+            __atomic_store_n(&ar->nsets, n, __ATOMIC_RELAXED); /* a scrape reads it unlocked */
             return;
         }
     }
-    ar->max_sets = ar->nsets;
+    __atomic_store_n(&ar->max_sets, ar->nsets, __ATOMIC_RELAXED);
 }
 
 /* Take the resize lock for writing and grow unless another thread already did. */
@@ -205,6 +210,28 @@ static void grow_locked(struct antireplay *ar, size_t seen_nsets, uint32_t now1)
     if (ar->nsets == seen_nsets && ar->nsets < ar->max_sets)
         grow(ar, now1);
     pthread_rwlock_unlock(&ar->resize);
+}
+
+/* The live-entry count by insertion second: bucket stamp % window_s holds the count of
+   live entries stamped `stamp` (the window's seconds fall in distinct buckets; a bucket
+   still tagged with an older second is expired and restarts at the new one). Relaxed
+   atomics, so a scrape reads it without any lock. delta is +1 (insert) or -1 (a live
+   entry evicted early); a bucket already reused for a later second is left alone (the
+   entry it would count is out of the window by then). */
+static void ring_add(struct antireplay *ar, uint32_t stamp, int delta)
+{
+    _Atomic uint64_t *b = &ar->ring[stamp % ar->window_s];
+    uint64_t v = atomic_load_explicit(b, memory_order_relaxed), nv;
+    do {
+        uint32_t tag = (uint32_t)(v >> 32), n = (uint32_t)v;
+        if (tag == stamp && (delta > 0 || n > 0))
+            nv = ((uint64_t)stamp << 32) | (uint32_t)(n + (uint32_t)delta);
+        else if (delta > 0 && (tag == 0 || (int32_t)(stamp - tag) > 0))
+            nv = ((uint64_t)stamp << 32) | 1u;
+        else
+            return;
+    } while (!atomic_compare_exchange_weak_explicit(b, &v, nv, memory_order_relaxed,
+                                                    memory_order_relaxed));
 }
 
 /* Search (and insert into) a key's two sets, their stripes held. Returns whether it was
@@ -224,10 +251,12 @@ static bool probe(struct antireplay *ar, const uint32_t fp[3], const uint64_t w[
     if (!*e && ar->nsets >= ar->max_sets) {
         *e = oldest(a, b, now1);
         *early = true;
+        ring_add(ar, (*e)->stamp, -1);
     }
     if (*e) {
         memcpy((*e)->fp, fp, 12);
         (*e)->stamp = now1;
+        ring_add(ar, now1, +1);
     }
     return false;
 }
@@ -311,13 +340,29 @@ void antireplay_get_stats(struct antireplay *ar, struct antireplay_stats *out)
     memset(out, 0, sizeof(*out));
     if (!ar)
         return;
-    pthread_rwlock_rdlock(&ar->resize);
-    out->capacity = ar->nsets * ANTIREPLAY_WAYS;
-    out->max_capacity = ar->max_sets * ANTIREPLAY_WAYS;
-    pthread_rwlock_unlock(&ar->resize);
-    out->bytes =
-        sizeof(*ar) + out->capacity * sizeof(struct entry) + ar->nstripes * sizeof(pthread_mutex_t);
+    /* no lock: a scrape must never hold up a lookup or a doubling */
+    out->capacity = __atomic_load_n(&ar->nsets, __ATOMIC_RELAXED) * ANTIREPLAY_WAYS;
+    out->max_capacity = __atomic_load_n(&ar->max_sets, __ATOMIC_RELAXED) * ANTIREPLAY_WAYS;
+    out->bytes = sizeof(*ar) + out->capacity * sizeof(struct entry) +
+                 ar->nstripes * sizeof(pthread_mutex_t) + ar->window_s * sizeof(*ar->ring);
     out->inserts = atomic_load_explicit(&ar->inserts, memory_order_relaxed);
     out->replays = atomic_load_explicit(&ar->replays, memory_order_relaxed);
     out->early_evictions = atomic_load_explicit(&ar->early_evictions, memory_order_relaxed);
+}
+
+uint64_t antireplay_live(struct antireplay *ar, uint64_t now_s)
+{
+    uint32_t now1 = (uint32_t)now_s + 1u;
+    uint64_t n = 0;
+    if (!ar)
+        return 0;
+    if (now1 == 0)
+        now1 = 1;
+    for (uint32_t i = 0; i < ar->window_s; i++) {
+        uint64_t v = atomic_load_explicit(&ar->ring[i], memory_order_relaxed);
+        uint32_t stamp = (uint32_t)(v >> 32);
+        if (stamp != 0 && now1 - stamp < ar->window_s) /* as live() */
+            n += (uint32_t)v;
+    }
+    return n;
 }

@@ -22,7 +22,8 @@
  * its sets full, which two choices put off until the table is mostly full, up to
  * max_entries rounded up to ways x power-of-two sets (at most 2x max_entries); e.g. the
  * default 1,048,576 entries use at most 16 MiB, 18,000 live entries 0.5 MiB.
- * It never shrinks. Plus one mutex per stripe (<= 1024 stripes, fixed at creation).
+ * It never shrinks. Plus one mutex per stripe (<= 1024 stripes, fixed at creation) and 8
+ * bytes per second of the window for the live-entry count (2.4 KiB for 300 s).
  * Doubling holds a resize lock (taken for reading by every lookup) while it copies the
  * live entries (at most 16 MiB, once per doubling).
  *
@@ -76,6 +77,14 @@ bool antireplay_insert(struct antireplay *ar, enum antireplay_kind kind, const v
    threads, and only once there has been one; *total = early evictions so far. */
 bool antireplay_warn_due(struct antireplay *ar, uint64_t now_s, uint64_t *total);
 
+/* Counters and sizes; takes no lock (relaxed reads), so any thread may call it while
+   workers insert. */
 void antireplay_get_stats(struct antireplay *ar, struct antireplay_stats *out);
+
+/* Live entries at now_s (monotonic seconds, the clock inserts are given): handshakes
+   recorded within the last window_s seconds less those evicted early. Kept per insertion
+   second in window_s relaxed atomic buckets (8 bytes each), so it takes no lock and costs
+   window_s loads; exact unless the times callers pass differ by a whole window. 0 for NULL. */
+uint64_t antireplay_live(struct antireplay *ar, uint64_t now_s);
 
 #endif

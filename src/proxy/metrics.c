@@ -302,6 +302,10 @@ static int collect_process(struct walk *w, const struct server *s)
                   "1 when every worker's [fleet] Redis connection is up, else 0.", NULL, NULL,
                   fleet_all_up(s));
     if (rc == 0)
+        rc = put1(w, "antireplay_entries", METRIC_GAUGE,
+                  "Handshakes in the anti-replay cache now (recorded within its window).", NULL,
+                  NULL, (double)server_replay_live(s));
+    if (rc == 0)
         rc = put1(w, "build_info", METRIC_GAUGE, "Always 1; the version is a label.", "version",
                   TGKIT_VERSION_STRING, 1);
     if (rc == 0)

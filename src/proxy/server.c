@@ -551,6 +551,11 @@ void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *r
     *capacity = st.capacity;
 }
 
+uint64_t server_replay_live(const struct server *s)
+{
+    return antireplay_live(s->sh.replay, tg__now_ms() / 1000); /* the workers' clock */
+}
+
 double server_start_time(const struct server *s)
 {
     return s->start_time;

@@ -86,6 +86,9 @@ void server_dc_stats(const struct server *s, size_t slot, struct stats_dc *out);
    (all 0 when anti-replay is off). */
 void server_replay_counts(const struct server *s, uint64_t *inserts, uint64_t *replays,
                           uint64_t *capacity);
+/* Anti-replay entries live now (recorded within the window; 0 when anti-replay is off).
+   Lock-free, for a scrape. */
+uint64_t server_replay_live(const struct server *s);
 /* Wall-clock time server_start ran, in Unix seconds. */
 double server_start_time(const struct server *s);
 /* The access lists (acl.h: acl_refresh, acl_apply for a reload, acl_stats), or NULL when

@@ -180,6 +180,7 @@ static void test_concurrent(void **state)
     assert_int_equal(w[0].fresh + w[1].fresh + w[2].fresh + w[3].fresh, 5000);
     assert_int_equal(st.inserts, 5000);
     assert_int_equal(st.replays, 15000);
+    assert_int_equal(antireplay_live(ar, 50), 5000); /* counted once each, across doublings */
     antireplay_free(ar);
 }
 
@@ -259,10 +260,66 @@ static void test_early_eviction_reported(void **state)
     antireplay_free(ar);
 }
 
+/* Keys of [from, to) that the cache remembers at now. */
+static uint64_t count_seen(struct antireplay *ar, uint32_t from, uint32_t to, uint64_t now)
+{
+    uint8_t k[16];
+    uint64_t n = 0;
+    for (uint32_t i = from; i < to; i++) {
+        key_of(i, k);
+        n += antireplay_seen(ar, ANTIREPLAY_TLS, k, 16, now);
+    }
+    return n;
+}
+
+/* The live-entry count (metric antireplay_entries) is the number of keys the cache still
+   remembers: it follows inserts, ignores replays, drops each second's keys exactly when
+   their window ends, and loses the keys evicted early. */
+static void test_live_entries(void **state)
+{
+    (void)state;
+    struct antireplay *ar = antireplay_new(1024, 300);
+    uint8_t k[16];
+    assert_int_equal(antireplay_live(ar, 1000), 0);
+    for (uint32_t i = 0; i < 100; i++) {
+        key_of(i, k);
+        assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 1000));
+    }
+    for (uint32_t i = 100; i < 150; i++) {
+        key_of(i, k);
+        assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 1100));
+    }
+    key_of(3, k);
+    assert_true(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 1150)); /* a replay adds nothing */
+    static const struct {
+        uint64_t now, live;
+    } want[] = {{1000, 100}, {1150, 150}, {1299, 150}, {1300, 50}, {1399, 50}, {1400, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        assert_int_equal(antireplay_live(ar, want[i].now), want[i].live);
+        assert_int_equal(count_seen(ar, 0, 150, want[i].now), want[i].live);
+    }
+    key_of(0, k); /* an expired key recorded again counts again */
+    assert_false(antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 1400));
+    assert_int_equal(antireplay_live(ar, 1400), 1);
+    /* 3x capacity in one second: what is left is what was not evicted early */
+    for (uint32_t i = 1000; i < 4072; i++) {
+        key_of(i, k);
+        antireplay_add(ar, ANTIREPLAY_TLS, k, 16, 2000);
+    }
+    struct antireplay_stats st;
+    antireplay_get_stats(ar, &st);
+    assert_true(st.early_evictions >= 3072 - 1024);
+    assert_int_equal(antireplay_live(ar, 2000), 3072 - st.early_evictions);
+    assert_int_equal(antireplay_live(ar, 2000), count_seen(ar, 1000, 4072, 2000));
+    assert_true(antireplay_live(ar, 2000) <= st.capacity);
+    assert_int_equal(antireplay_live(NULL, 2000), 0);
+    antireplay_free(ar);
+}
+
 static void test_alloc_failure(void **state)
 {
     (void)state;
-    for (uint64_t nth = 1; nth <= 3; nth++) {
+    for (uint64_t nth = 1; nth <= 4; nth++) {
         tg__alloc_fail_at(nth);
         struct antireplay *ar = antireplay_new(100, 300);
         assert_null(ar);
@@ -298,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_chosen_collisions_do_not_evict),
         cmocka_unit_test(test_early_eviction_reported),
         cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_live_entries),
         cmocka_unit_test(test_grows_to_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
