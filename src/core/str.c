@@ -1,6 +1,11 @@
 /* str: spans, hex, base64, constant-time compare, integer parsing. See str.h. */
 #include "core/str.h"
 
+#include <float.h>
+#include <locale.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool tg__span_eq(tg__span a, const char *lit)
@@ -206,5 +211,31 @@ size_t tg__strlcpy(char *dst, const char *src, size_t cap)
         memcpy(dst, src, k);
         dst[k] = '\0';
     }
+    return n;
+}
+
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static locale_t c_locale;
+
+static void c_locale_init(void)
+{
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+int tg__fmt_double(double v, char *out, size_t cap)
+{
+    pthread_once(&c_locale_once, c_locale_init);
+    locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
+    int n = 0;
+    /* Normal doubles carry more than 15 digits, so a shorter exact form would also show up
+     * in %.15g (trailing zeros dropped). Subnormals carry fewer: search from 1 digit. */
+    bool subnormal = v != 0 && v < DBL_MIN && v > -DBL_MIN;
+    for (int prec = subnormal ? 1 : 15; prec <= 17; prec++) {
+        n = snprintf(out, cap, "%.*g", prec, v);
+        if (prec == 17 || strtod(out, NULL) == v)
+            break;
+    }
+    if (old)
+        uselocale(old);
     return n;
 }

@@ -98,6 +98,12 @@ int tg__parse_u64(const char *s, size_t n, uint64_t *out);
 /* Append s percent-encoded (RFC 3986 unreserved characters kept) to b. 0 or -errno. */
 int tg__url_encode(tg__buf *b, const char *s, size_t n);
 
+/* The shortest of %.15g, %.16g, %.17g (subnormals: from %.1g) that strtod reads back to
+ * v exactly, in the C locale whatever the process's: 0.007 for 0.007, not
+ * 0.0070000000000000001. Returns snprintf's result (>= cap: truncated). NaN and infinities
+ * print as snprintf does ("nan", "inf"); callers with other spellings handle them first. */
+int tg__fmt_double(double v, char *out, size_t cap);
+
 /* Bounded copy that always NUL-terminates (when cap > 0). Returns strlen(src). */
 size_t tg__strlcpy(char *dst, const char *src, size_t cap);
 

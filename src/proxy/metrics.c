@@ -7,10 +7,12 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/str.h"
 #include "proxy/acl.h"
 #include "proxy/server.h"
 
 #include <errno.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
@@ -389,6 +391,18 @@ int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
 
 /* ---- Prometheus text format ---- */
 
+int metrics_format_value(double v, char *out, size_t cap)
+{
+    if (isnan(v))
+        return snprintf(out, cap, "NaN");
+    if (isinf(v))
+        return snprintf(out, cap, v > 0 ? "+Inf" : "-Inf");
+    /* whole numbers within int64_t (counters, gauges, bucket counts) as integers */
+    if (v > -9.2e18 && v < 9.2e18 && v == (double)(int64_t)v)
+        return snprintf(out, cap, "%lld", (long long)(int64_t)v);
+    return tg__fmt_double(v, out, cap);
+}
+
 struct render {
     tg__buf *out;
     const char *prefix;
@@ -426,8 +440,10 @@ static int render_one(void *user, const struct metric_sample *m)
     }
     if (rc == 0 && m->nlabels)
         rc = tg__buf_putc(b, '}');
+    char num[32];
+    metrics_format_value(m->value, num, sizeof num);
     if (rc == 0)
-        rc = tg__buf_printf(b, " %.17g\n", m->value);
+        rc = tg__buf_printf(b, " %s\n", num);
     return rc;
 }
 

@@ -53,6 +53,12 @@ typedef int (*metrics_emit_fn)(void *user, const struct metric_sample *m);
    first non-zero value emit returns, else 0. */
 int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user);
 
+/* A sample value as the page and statsd print it: whole numbers as integers ("1000000",
+   not "1e+06"), others in the shortest form that reads back exactly ("0.007"), NaN and
+   infinities as Prometheus spells them ("NaN", "+Inf", "-Inf"). Returns snprintf's result
+   (>= cap: truncated; 32 bytes always suffice). */
+int metrics_format_value(double v, char *out, size_t cap);
+
 /* The Prometheus text exposition (format 0.0.4) of every sample into out. 0 or -ENOMEM. */
 int metrics_render(const struct server *s, const char *prefix, tg__buf *out);
 

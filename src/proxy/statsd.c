@@ -61,11 +61,13 @@ static int line_of(const struct statsd *sd, const struct metric_sample *m, doubl
     }
     if (t >= sizeof tags)
         return -1; /* labels are short config labels: cannot happen, but never truncate */
+    char num[32];
+    metrics_format_value(v, num, sizeof num);
     if (tf == CONFIG_TAGS_DATADOG)
-        return snprintf(out, cap, "%s.%s%s:%.17g|%s%s\n", cfg->statsd.prefix, m->family, suffix, v,
+        return snprintf(out, cap, "%s.%s%s:%s|%s%s\n", cfg->statsd.prefix, m->family, suffix, num,
                         kind, tags);
-    return snprintf(out, cap, "%s.%s%s%s:%.17g|%s\n", cfg->statsd.prefix, m->family, suffix, tags,
-                    v, kind);
+    return snprintf(out, cap, "%s.%s%s%s:%s|%s\n", cfg->statsd.prefix, m->family, suffix, tags, num,
+                    kind);
 }
 
 static int emit(void *user, const struct metric_sample *m)

@@ -5,11 +5,13 @@ Usage: prom_scrape.py URL PREFIX [DOCS]
 Fetches URL (urllib), checks the content type, parses the body with Debian's
 python3-prometheus-client text parser and checks the naming rules tgproxy promises:
 every family has HELP and TYPE, carries PREFIX, counters end in _total, no label holds
-anything but [A-Za-z0-9_.-] (a histogram's le: a number or +Inf), and each histogram
-series has its buckets in increasing le, cumulative (never decreasing), ending in +Inf
-equal to its _count, and a _sum. With DOCS (docs/tgproxy.md), every family must also have
-its row in the "### Metrics" table there: an operator never has to read the source. Prints one line per sample, "name{k=v,...} value" with
-labels sorted, for the C test to compare; exits 1 with a reason on any violation.
+anything but [A-Za-z0-9_.-] (a histogram's le: a number or +Inf), each histogram series
+has its buckets in increasing le, cumulative (never decreasing), ending in +Inf equal to
+its _count, and a _sum, and every value is printed as an integer when whole, else in the
+shortest form that reads back exactly. With DOCS (docs/tgproxy.md), every family must
+also have its row in the "### Metrics" table there: an operator never has to read the
+source. Prints one line per sample, "name{k=v,...} value" with labels sorted, for the C
+test to compare; exits 1 with a reason on any violation.
 """
 import re
 import sys
@@ -53,6 +55,27 @@ def check_histogram(fam):
             fail("%s: _count %g != +Inf bucket %g" % (where, h["count"], b[-1][1]))
 
 
+def digits(token):
+    """Significant digits of a decimal number's text: 0.0070 -> '7', 1.5e-07 -> '15'."""
+    mant = re.split(r"[eE]", token.lstrip("+-"))[0].replace(".", "")
+    return mant.strip("0") or "0"
+
+
+def check_number(line):
+    """A sample's value is printed as tgproxy promises: a whole number as an integer, any
+    other in the shortest form that reads back exactly (as Python's repr, an independent
+    shortest round-trip printer), NaN and infinities as NaN, +Inf, -Inf."""
+    token = line.rsplit(" ", 1)[-1]
+    if token in ("NaN", "+Inf", "-Inf"):
+        return
+    v = float(token)
+    if v == int(v) and abs(v) < 9.2e18:
+        if not re.fullmatch(r"-?[0-9]+", token) or int(token) != int(v):
+            fail("%r: a whole number not printed as an integer" % line)
+    elif digits(token) != digits(repr(v)) or float(token) != v:
+        fail("%r: not the shortest exact form (%s)" % (line, repr(v)))
+
+
 def documented(path):
     """Family names (without prefix) of the rows of the '### Metrics' table in path."""
     with open(path, encoding="utf-8") as f:
@@ -73,6 +96,9 @@ def main():
     types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M))
     if helps != set(types):
         fail("HELP and TYPE lines differ")
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            check_number(line)
     for name, kind in types.items():
         if not name.startswith(prefix + "_"):
             fail("%s lacks the prefix" % name)

@@ -10,9 +10,11 @@
 #include "proxy_harness.h"
 #include "proxy_proc.h"
 #include "proxy_util.h"
+#include "proxy/metrics.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -119,6 +121,41 @@ static void fronted_once(const struct pharness *h)
     char banner[sizeof PFRONT_BANNER - 1];
     assert_int_equal(psock_read_all(fd, banner, sizeof banner), 0);
     close(fd);
+}
+
+/* Values print as integers when whole, else shortest-exact; each reads back to itself. */
+static void test_value_format(void **state)
+{
+    (void)state;
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {
+        {0, "0"},
+        {-0.0, "0"},
+        {7, "7"},
+        {-3, "-3"},
+        {1e6, "1000000"},
+        {1e15, "1000000000000000"},
+        {9007199254740993.0, "9007199254740992"},
+        {0.007, "0.007"},
+        {0.1 + 0.2, "0.30000000000000004"},
+        {1.5e-7, "1.5e-07"},
+        {2.5, "2.5"},
+        {18446744073709551615.0, "1.8446744073709552e+19"},
+        {5e-324, "5e-324"},
+        {NAN, "NaN"},
+        {INFINITY, "+Inf"},
+        {-INFINITY, "-Inf"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[32];
+        int n = metrics_format_value(cases[i].v, out, sizeof out);
+        if (n <= 0 || (size_t)n >= sizeof out || strcmp(out, cases[i].want) != 0)
+            fail_msg("%.17g printed as \"%s\", want \"%s\"", cases[i].v, out, cases[i].want);
+        if (isfinite(cases[i].v) && strtod(out, NULL) != cases[i].v)
+            fail_msg("\"%s\" does not read back as %.17g", out, cases[i].v);
+    }
 }
 
 static void test_prometheus_during_relays(void **state)
@@ -582,6 +619,7 @@ static void test_reload_metrics(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_value_format),
         cmocka_unit_test(test_prometheus_during_relays),
         cmocka_unit_test(test_reload_metrics),
         cmocka_unit_test(test_handshake_outcomes),

@@ -10,19 +10,16 @@
  * rather than producing a document the server (or our own tokenizer) would reject.
  *
  * Numbers: integers through a small itoa; doubles as the shortest of %.15g, %.16g, %.17g
- * that reads back bit-exact, printed under the "C" locale (uselocale) so the decimal point
- * is always '.'.
+ * that reads back bit-exact, printed under the "C" locale so the decimal point is always
+ * '.' (tg__fmt_double, core/str.h).
  *
  * Errors are sticky: the first failure is kept in w->err and every later call is a no-op.
- * Thread-safety: none; one writer per thread. The "C" locale object is created once.
+ * Thread-safety: none; one writer per thread.
  */
 #include "bot/json/json.h"
 
 #include <errno.h>
-#include <float.h>
-#include <locale.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +27,6 @@
 #include "bot/json/json_int.h"
 
 #define MAX_DEPTH 64 /* bits in w->nonempty */
-
-static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
-static locale_t c_locale;
-
-static void c_locale_init(void)
-{
-    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-}
 
 /* 0: copy; 1: escape with a short form; 2: \u00XX; 3: UTF-8 lead/continuation: validate */
 static const uint8_t esc_class[256] = {
@@ -353,25 +342,6 @@ void tg__jw_i64(tg__jw *w, int64_t v)
     put(w, buf + i, 24 - i);
 }
 
-/* Shortest of %.15g/%.16g/%.17g (subnormals: %.1g up) that strtod reads back to v.
- * Returns the length. */
-static int shortest_double(double v, char *out, size_t cap)
-{
-    pthread_once(&c_locale_once, c_locale_init);
-    locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
-    int n = 0;
-    /* Normal doubles carry more than 15 digits, so a shorter exact form would also show up
-     * in %.15g (trailing zeros dropped). Subnormals carry fewer: search from 1 digit. */
-    for (int prec = fabs(v) < DBL_MIN && v != 0 ? 1 : 15; prec <= 17; prec++) {
-        n = snprintf(out, cap, "%.*g", prec, v);
-        if (prec == 17 || strtod(out, NULL) == v)
-            break;
-    }
-    if (old)
-        uselocale(old);
-    return n;
-}
-
 void tg__jw_double(tg__jw *w, double v)
 {
     if (w->err)
@@ -381,7 +351,7 @@ void tg__jw_double(tg__jw *w, double v)
         return;
     }
     char buf[40];
-    int n = shortest_double(v, buf, sizeof buf);
+    int n = tg__fmt_double(v, buf, sizeof buf);
     if (n <= 0 || (size_t)n >= sizeof buf) {
         w->err = -EINVAL;
         return;
