@@ -63,6 +63,9 @@ struct acl {
     bool stop, kick; /* under tmu; stop is also read atomically by downloads */
     bool thread;
     pthread_t th;
+    uint32_t http_ms; /* [network.timeout] http at start: a download's connect and stall bound */
+    char *perr;       /* acl_probe: the first failure goes here instead of the log */
+    size_t perrlen;
 };
 
 static const char *const list_names[2] = {"allowlist", "blocklist"};
@@ -199,8 +202,9 @@ static size_t on_body(char *p, size_t size, size_t n, void *user)
     return add;
 }
 
-static CURL *dl_handle(struct dl *d, const char *url)
+static CURL *dl_handle(struct dl *d, const char *url, uint32_t http_ms)
 {
+    long total_ms = http_ms > ACL_FETCH_MS ? (long)http_ms : ACL_FETCH_MS;
     CURL *h = curl_easy_init();
     if (!h)
         return NULL;
@@ -211,8 +215,11 @@ static CURL *dl_handle(struct dl *d, const char *url)
     curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ACL_CONNECT_MS);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)ACL_FETCH_MS);
+    /* http bounds the connect and any stall; a long list may take longer while it flows */
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)http_ms);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)(http_ms + 999) / 1000);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)ACL_MAX_BYTES);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -242,9 +249,10 @@ static const char *url_shown(const char *url, char *buf, size_t cap)
     return buf;
 }
 
-/* A finished transfer: its ranges into fresh[d->idx], or a warning. */
-static void dl_done(struct acl_list *l, const char *what, struct dl *d, CURLcode res,
-                    struct netset **fresh)
+/* A finished transfer: its ranges into fresh[d->idx], or a warning (for acl_probe: the
+   first failure into acl->perr). */
+static void dl_done(struct acl *acl, struct acl_list *l, const char *what, struct dl *d,
+                    CURLcode res, struct netset **fresh)
 {
     char shown[CONFIG_SOURCE_MAX + 4];
     const char *url = url_shown(l->src[d->idx].cfg.text, shown, sizeof shown);
@@ -261,6 +269,11 @@ static void dl_done(struct acl_list *l, const char *what, struct dl *d, CURLcode
                  d->over    ? "larger than the 64 MiB a list may have"
                  : d->eb[0] ? d->eb
                             : curl_easy_strerror(res));
+    if (acl->perr) {
+        if (!acl->perr[0])
+            snprintf(acl->perr, acl->perrlen, "%s", err);
+        return;
+    }
     __atomic_add_fetch(&l->failed, 1, __ATOMIC_RELAXED);
     tg__log(NULL, TG__LOG_WARN, "%s: %s; keeping its previous ranges", what, err);
 }
@@ -271,7 +284,8 @@ static bool stopping(struct acl *acl)
 }
 
 /* Start the next URL source from *next, if any. */
-static int dl_start(CURLM *m, struct acl_list *l, struct dl *dls, size_t *next)
+static int dl_start(CURLM *m, const struct acl *acl, struct acl_list *l, struct dl *dls,
+                    size_t *next)
 {
     while (*next < l->nsrc && !l->src[*next].cfg.is_url)
         (*next)++;
@@ -279,7 +293,7 @@ static int dl_start(CURLM *m, struct acl_list *l, struct dl *dls, size_t *next)
         return 0;
     struct dl *d = &dls[*next];
     d->idx = (*next)++;
-    d->h = dl_handle(d, l->src[d->idx].cfg.text);
+    d->h = dl_handle(d, l->src[d->idx].cfg.text, acl->http_ms);
     if (!d->h || curl_multi_add_handle(m, d->h) != CURLM_OK) {
         curl_easy_cleanup(d->h);
         d->h = NULL;
@@ -295,7 +309,7 @@ static void fetch_urls(struct acl *acl, struct acl_list *l, const char *what, st
     struct dl *dls = tg__calloc(l->nsrc, sizeof *dls);
     size_t next = 0, running = 0;
     while (m && dls && !stopping(acl)) {
-        while (running < l->conc && dl_start(m, l, dls, &next) > 0)
+        while (running < l->conc && dl_start(m, acl, l, dls, &next) > 0)
             running++;
         if (running == 0)
             break;
@@ -306,7 +320,7 @@ static void fetch_urls(struct acl *acl, struct acl_list *l, const char *what, st
                 continue;
             struct dl *d = NULL;
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&d);
-            dl_done(l, what, d, msg->data.result, fresh);
+            dl_done(acl, l, what, d, msg->data.result, fresh);
             curl_multi_remove_handle(m, d->h);
             curl_easy_cleanup(d->h);
             d->h = NULL;
@@ -375,13 +389,19 @@ static int commit(struct acl *acl, struct acl_list *l, const char *what, struct 
         rc = netset_finish(u);
     if (rc != 0) {
         netset_free(u);
-        tg__log(NULL, TG__LOG_ERROR, "%s: cannot merge the lists (%s); keeping the old one", what,
-                rc == -E2BIG ? "too many ranges" : "out of memory");
+        const char *why = rc == -E2BIG ? "too many ranges" : "out of memory";
+        if (acl->perr)
+            snprintf(acl->perr, acl->perrlen, "cannot merge the lists: %s", why);
+        else
+            tg__log(NULL, TG__LOG_ERROR, "%s: cannot merge the lists (%s); keeping the old one",
+                    what, why);
         return rc == -E2BIG ? -EINVAL : rc;
     }
     publish(acl, l, u);
     __atomic_add_fetch(&l->ok, 1, __ATOMIC_RELAXED);
-    tg__log(NULL, TG__LOG_INFO, "%s: %zu ranges from %zu lists", what, netset_count(u), l->nsrc);
+    if (!acl->perr)
+        tg__log(NULL, TG__LOG_INFO, "%s: %zu ranges from %zu lists", what, netset_count(u),
+                l->nsrc);
     return 0;
 }
 
@@ -551,6 +571,8 @@ int acl_new(const struct config *cfg, size_t nreaders, struct acl **out, char *e
     struct acl *acl = NULL;
     int rc = acl_alloc(nreaders, &acl);
     if (rc == 0)
+        acl->http_ms = cfg->timeout.http_ms ? cfg->timeout.http_ms : ACL_HTTP_MS;
+    if (rc == 0)
         rc = list_take(&acl->list[ACL_ALLOW], &cfg->allowlist, NULL, 0, true);
     if (rc == 0)
         rc = list_take(&acl->list[ACL_BLOCK], &cfg->blocklist, NULL, 0, true);
@@ -668,6 +690,44 @@ int acl_apply(struct acl *acl, const struct config *cfg, char *err, size_t errle
     pthread_mutex_unlock(&acl->mu);
     if (rc == 0)
         schedule(acl, true);
+    return rc;
+}
+
+int acl_probe(const struct config_iplist *c, uint32_t http_ms, struct acl_probe *out, char *err,
+              size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    err[0] = '\0';
+    struct acl *acl = NULL;
+    struct netset **fresh = NULL;
+    int rc = acl_alloc(1, &acl);
+    struct acl_list *l = rc == 0 ? &acl->list[0] : NULL;
+    if (rc == 0) {
+        acl->http_ms = http_ms ? http_ms : ACL_HTTP_MS;
+        acl->perr = err;
+        acl->perrlen = errlen;
+        rc = list_take(l, c, NULL, 0, true);
+    }
+    if (rc == 0)
+        rc = (fresh = tg__calloc(l->nsrc ? l->nsrc : 1, sizeof *fresh)) ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < l->nsrc; i++) {
+        if (!l->src[i].cfg.is_url)
+            rc = load_file(l->src[i].cfg.text, &fresh[i], err, errlen);
+        out->files += !l->src[i].cfg.is_url;
+        out->urls += l->src[i].cfg.is_url;
+    }
+    if (rc == 0)
+        fetch_urls(acl, l, "", fresh); /* a failure lands in err */
+    if (rc == 0 && err[0])
+        rc = -EINVAL;
+    if (rc == 0)
+        rc = commit(acl, l, "", fresh);
+    if (rc == 0)
+        out->ranges = netset_count(l->cur);
+    if (rc == -ENOMEM && errlen)
+        snprintf(err, errlen, "out of memory");
+    free_fresh(fresh, l ? l->nsrc : 0);
+    acl_free(acl);
     return rc;
 }
 

@@ -17,10 +17,11 @@
  *
  * Updates: every update-each, each list re-reads its files and re-downloads its URLs
  * (libcurl multi, download-concurrency transfers at once, HTTPS only, peer verified, size
- * and time capped). A source that fails (download error, HTTP status other than 200, a bad
- * line) keeps its previous ranges and is logged with the reason (for a file, file:line), so
- * one bad source never empties a list. At start and in acl_refresh/acl_apply a bad file is an
- * error instead, and nothing changes.
+ * and time capped: [network.timeout] http, as at start, bounds the connect and any stall,
+ * and a download ends after ACL_FETCH_MS or http, whichever is longer). A source that fails
+ * (download error, HTTP status other than 200, a bad line) keeps its previous ranges and is logged
+ * with the reason (for a file, file:line), so one bad source never empties a list. At start and in
+ * acl_refresh/acl_apply a bad file is an error instead, and nothing changes.
  *
  * Ownership: acl_new copies what it needs from cfg (cfg may go away after); acl_free stops
  * the updater and frees everything. Thread-safety: acl_check from the reader threads, each
@@ -36,9 +37,9 @@
 
 #include "proxy/config.h"
 
-#define ACL_MAX_BYTES  ((size_t)64 << 20) /* largest list file or download, bytes */
-#define ACL_FETCH_MS   120000             /* one download, start to end */
-#define ACL_CONNECT_MS 10000              /* one download's TCP + TLS connect */
+#define ACL_MAX_BYTES ((size_t)64 << 20) /* largest list file or download, bytes */
+#define ACL_FETCH_MS  120000             /* one download, start to end, unless http is longer */
+#define ACL_HTTP_MS   10000 /* [network.timeout] http's default: connect, and the longest stall */
 
 struct acl;
 
@@ -87,6 +88,24 @@ int acl_refresh(struct acl *acl, char *err, size_t errlen);
  * given a config with at least one list, or pass the whole job to acl_new instead).
  */
 int acl_apply(struct acl *acl, const struct config *cfg, char *err, size_t errlen);
+
+/* What acl_probe found in one list. */
+struct acl_probe {
+    size_t files, urls; /* sources read, sources downloaded */
+    uint64_t ranges;    /* merged ranges of them all */
+};
+
+/*
+ * For `tgproxy doctor`: load every source of one list now, from the calling thread, as the
+ * proxy would (files read and parsed; URLs downloaded with the same rules: HTTPS only, peer
+ * and host name verified, 64 MiB cap, http_ms bounding the connect and any stall, 0 = the
+ * default), without logging or serving anything. Returns 0 with *out filled; -EINVAL with err
+ * naming the first source that failed ("path:LINE: \"entry\": why", "path: cannot open: ...",
+ * "URL: HTTP status 404, expected 200", "URL: download failed: why"; a URL's user info shown
+ * as ***); -ENOMEM. c is borrowed for the call. Thread-safety: any thread.
+ */
+int acl_probe(const struct config_iplist *c, uint32_t http_ms, struct acl_probe *out, char *err,
+              size_t errlen);
 
 /* Counters and sizes for metrics; any thread. acl NULL = every list off. */
 void acl_stats(const struct acl *acl, enum acl_list_kind k, struct acl_list_stats *out);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "proxy/acl.h"
 #include "proxy/config.h"
 #include "proxy/dc.h"
 #include "proxy/doh.h"
@@ -664,6 +665,27 @@ static void check_clock(struct doctor *d, const char *domain)
            ok ? "" : ": FakeTLS clients will be refused; fix the clock (NTP)");
 }
 
+/* ---- access lists ---- */
+
+/* One enabled list: every file reads and parses, every URL downloads (HTTPS, certificate
+   verified) and parses, as `run` would load them. An allowlist with no range would refuse
+   every client. */
+static void check_acl(struct doctor *d, const struct config_iplist *c, enum acl_list_kind k)
+{
+    struct acl_probe p;
+    char err[600];
+    const char *name = acl_list_name(k);
+    uint32_t http_ms = cap_ms(d->cfg->timeout.http_ms);
+    if (acl_probe(c, http_ms, &p, err, sizeof err) != 0) {
+        report(d, false, name, "%s", err);
+        return;
+    }
+    bool ok = k == ACL_BLOCK || p.ranges > 0;
+    report(d, ok, name, "%zu file%s and %zu URL%s load: %llu range%s%s", p.files,
+           p.files == 1 ? "" : "s", p.urls, p.urls == 1 ? "" : "s", (unsigned long long)p.ranges,
+           p.ranges == 1 ? "" : "s", ok ? "" : ": every client would be refused");
+}
+
 /* ---- host limits ---- */
 
 static void check_nofile(struct doctor *d)
@@ -741,6 +763,10 @@ static int run_checks(struct doctor *d)
         report(d, true, "fronting", "no FakeTLS secret: nothing is fronted");
     for (size_t i = 0; i < ndom; i++)
         check_sni_dns(d, dom[i]);
+    if (d->cfg->blocklist.enabled)
+        check_acl(d, &d->cfg->blocklist, ACL_BLOCK);
+    if (d->cfg->allowlist.enabled)
+        check_acl(d, &d->cfg->allowlist, ACL_ALLOW);
     check_nofile(d);
     for (size_t i = 0; i < d->cfg->nlisten; i++)
         check_bind(d, &d->cfg->listen[i]);

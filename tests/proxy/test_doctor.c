@@ -91,18 +91,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *data,
                                   size_t *size, void **ctx)
 {
-    (void)url, (void)method, (void)version, (void)data, (void)size, (void)ctx;
+    (void)method, (void)version, (void)data, (void)size, (void)ctx;
     struct fx *f = cls;
+    /* access lists for the acl check; every other path is the fronting site */
+    const char *body = strcmp(url, "/list.netset") == 0  ? "198.51.100.0/24\n203.0.113.7\n"
+                       : strcmp(url, "/bad.netset") == 0 ? "198.51.100.0/24\nnot-an-address\n"
+                                                         : "";
+    unsigned status = strcmp(url, "/gone") == 0 ? MHD_HTTP_NOT_FOUND : MHD_HTTP_OK;
     char date[64];
     time_t t = time(NULL) + f->date_offset_s;
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_DATE, date);
-    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return rc;
 }
@@ -443,6 +449,106 @@ static void test_socks5_upstream(void **state)
     assert_int_equal(rec.port, f->dc_port);
 }
 
+/* Doctor with access lists in conf's extra lines; its output in f->out. */
+static int run_lists(struct fx *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int run_lists(struct fx *f, const char *fmt, ...)
+{
+    char extra[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(extra, sizeof extra, fmt, ap);
+    va_end(ap);
+    write_conf(f, &(struct conf){.extra = extra});
+    return run(f);
+}
+
+/* One line per enabled list: files read and parsed, URLs downloaded from a local HTTPS
+   server (the test's CA) and parsed, as `run` loads them; each failure names the file and
+   line, or the URL (user info hidden) and the HTTP or TLS reason. */
+static void test_access_lists(void **state)
+{
+    struct fx *f = *state;
+    char good[160], bad[160], empty[160], l[512];
+    snprintf(good, sizeof good, "%s/good.netset", f->dir);
+    snprintf(bad, sizeof bad, "%s/bad.netset", f->dir);
+    snprintf(empty, sizeof empty, "%s/empty.netset", f->dir);
+    assert_int_equal(sh("printf '# ok\\n127.0.0.0/8\\n::1\\n' > %s && "
+                        "printf '10.0.0.0/8\\n\\n10.0.0.0/33\\n' > %s && : > %s",
+                        good, bad, empty),
+                     0);
+    unsigned p = f->https_port;
+    int rc = run_lists(f,
+                       "[defense.blocklist]\nenabled = true\nfiles = [\"%s\"]\n"
+                       "urls = [\"https://localhost:%u/list.netset\"]\n"
+                       "[defense.allowlist]\nenabled = true\nfiles = [\"%s\"]\n",
+                       good, p, good);
+    if (rc != 0)
+        fail_msg("doctor failed (%d):\n%s", rc, f->out);
+    expect(f, OK "blocklist: 1 file and 1 URL load: 4 ranges\n");
+    expect(f, OK "allowlist: 1 file and 0 URLs load: 2 ranges\n");
+
+    /* a bad line: file and line named; the other list is still checked */
+    rc = run_lists(f,
+                   "[defense.blocklist]\nenabled = true\nfiles = [\"%s\", \"%s\"]\n"
+                   "[defense.allowlist]\nenabled = true\nfiles = [\"%s\"]\n",
+                   good, bad, good);
+    assert_int_equal(rc, DOCTOR_EXIT_FAILED);
+    snprintf(l, sizeof l, BAD "blocklist: %s:3: \"10.0.0.0/33\": ", bad);
+    expect(f, l);
+    expect(f, OK "allowlist: ");
+    assert_int_equal(count(f->out, BAD), 1);
+
+    /* a missing file, a 404 (credentials never shown), a body that does not parse */
+    rc = run_lists(f, "[defense.blocklist]\nenabled = true\nfiles = [\"%s/none\"]\n", f->dir);
+    assert_int_equal(rc, DOCTOR_EXIT_FAILED);
+    snprintf(l, sizeof l, BAD "blocklist: %s/none: cannot open: %s", f->dir, strerror(ENOENT));
+    expect(f, l);
+    run_lists(
+        f, "[defense.blocklist]\nenabled = true\nurls = [\"https://u:tok3n@localhost:%u/gone\"]\n",
+        p);
+    snprintf(l, sizeof l,
+             BAD "blocklist: https://***@localhost:%u/gone: HTTP status 404, expected 200", p);
+    expect(f, l);
+    assert_null(strstr(f->out, "tok3n"));
+    run_lists(f,
+              "[defense.blocklist]\nenabled = true\nurls = [\"https://localhost:%u/bad.netset\"]\n",
+              p);
+    snprintf(l, sizeof l,
+             BAD "blocklist: https://localhost:%u/bad.netset:2: \"not-an-address\": ", p);
+    expect(f, l);
+
+    /* a certificate this host does not trust */
+    setenv("SSL_CERT_FILE", empty, 1);
+    rc = run_lists(
+        f, "[defense.blocklist]\nenabled = true\nurls = [\"https://localhost:%u/list.netset\"]\n",
+        p);
+    setenv("SSL_CERT_FILE", f->ca, 1);
+    assert_int_equal(rc, DOCTOR_EXIT_FAILED);
+    snprintf(l, sizeof l, BAD "blocklist: https://localhost:%u/list.netset: download failed: ", p);
+    expect(f, l);
+    expect(f, "certificate");
+
+    /* a server that accepts and never answers: [network.timeout] http ends the wait */
+    uint16_t silent_port = 0;
+    int silent = psock_listen(&silent_port, 4);
+    assert_true(silent >= 0);
+    rc = run_lists(f,
+                   "[network.timeout]\nhttp = \"300ms\"\n[defense.blocklist]\nenabled = true\n"
+                   "urls = [\"https://localhost:%u/x\"]\n",
+                   (unsigned)silent_port);
+    close(silent);
+    assert_int_equal(rc, DOCTOR_EXIT_FAILED);
+    snprintf(l, sizeof l,
+             BAD "blocklist: https://localhost:%u/x: download failed: ", (unsigned)silent_port);
+    expect(f, l);
+    expect(f, "timeout");
+
+    /* an allowlist that loads nothing would refuse everyone */
+    rc = run_lists(f, "[defense.allowlist]\nenabled = true\nfiles = [\"%s\"]\n", empty);
+    assert_int_equal(rc, DOCTOR_EXIT_FAILED);
+    expect(f, BAD "allowlist: 1 file and 0 URLs load: 0 ranges: every client would be refused");
+}
+
 static void test_bad_config(void **state)
 {
     struct fx *f = *state;
@@ -490,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_bind_in_use),
         cmocka_unit_test(test_open_files),
         cmocka_unit_test(test_socks5_upstream),
+        cmocka_unit_test(test_access_lists),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_cli),
     };
