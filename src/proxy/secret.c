@@ -176,3 +176,30 @@ out:
     memset(bin, 0, sizeof(bin));
     return rc;
 }
+
+size_t secret_scrub_forms(const struct secret *s, char out[SECRET_FORMS_MAX][SECRET_FORM_CAP])
+{
+    static const enum secret_kind kinds[] = {SECRET_CLASSIC, SECRET_DD, SECRET_EE};
+    static const int alphabets[] = {TG__B64_URL | TG__B64_NOPAD, TG__B64_STD | TG__B64_NOPAD};
+    uint8_t bin[1 + SECRET_KEY_LEN + 255];
+    size_t k = 0;
+    tg__hex_encode(out[k++], s->key, SECRET_KEY_LEN);
+    tg__hex_encode(out[k], s->key, SECRET_KEY_LEN);
+    for (char *c = out[k++]; *c; c++)
+        if (*c >= 'a' && *c <= 'f')
+            *c = (char)(*c - 'a' + 'A');
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        if (kinds[i] == SECRET_EE && s->kind != SECRET_EE)
+            continue; /* an ee form needs the domain it was configured with */
+        struct secret v = *s;
+        v.kind = kinds[i];
+        int n = secret_bytes(&v, bin, sizeof bin);
+        memset(&v, 0, sizeof v);
+        for (size_t a = 0; n > 0 && a < sizeof alphabets / sizeof alphabets[0]; a++)
+            if (tg__b64_encode(out[k], SECRET_FORM_CAP, bin, (size_t)n, alphabets[a]) !=
+                TG__BAD_LEN)
+                k++;
+    }
+    memset(bin, 0, sizeof bin);
+    return k;
+}

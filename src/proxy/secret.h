@@ -46,6 +46,14 @@ int secret_format(const struct secret *s, bool base64, char *out, size_t cap);
 /* Binary form (prefix || K || D) into out; returns its length or -1 if cap is short. */
 int secret_bytes(const struct secret *s, uint8_t *out, size_t cap);
 
+/* Text forms of s that a log line could carry, for the log's scrub list: the hex of K in
+   both cases (every hex form of every kind contains it) and, in both base64 alphabets
+   without padding, the classic, dd and (for ee) the configured ee form. Each out[i] is
+   NUL-terminated; returns the count (<= SECRET_FORMS_MAX). Wipe out after use. */
+#define SECRET_FORMS_MAX 8
+#define SECRET_FORM_CAP  272 /* base64 of 0xee || K || a 182-byte domain, with NUL */
+size_t secret_scrub_forms(const struct secret *s, char out[SECRET_FORMS_MAX][SECRET_FORM_CAP]);
+
 /* Check that d[0..n) is an acceptable ee domain (DNS name, not an IP literal, 1..182 bytes).
    Returns NULL if fine, else a static reason. Used by secret_parse and by config code that
    takes key and domain separately. */

@@ -721,12 +721,21 @@ int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen
 
 void server_scrub_secrets(const struct config *cfg)
 {
+    char forms[SECRET_FORMS_MAX][SECRET_FORM_CAP];
     for (size_t i = 0; i < cfg->nsecrets; i++) {
-        char hex[2 * SECRET_KEY_LEN + 1];
-        tg__hex_encode(hex, cfg->secrets[i].secret.key, SECRET_KEY_LEN);
-        tg__logger_add_secret(tg__log_default(), hex, (size_t)2 * SECRET_KEY_LEN);
-        crypto_wipe(hex, sizeof hex);
+        size_t n = secret_scrub_forms(&cfg->secrets[i].secret, forms);
+        int rc = 0;
+        for (size_t f = 0; f < n; f++) {
+            int r = tg__logger_add_secret(tg__log_default(), forms[f], strlen(forms[f]));
+            rc = rc ? rc : r;
+        }
+        if (rc != 0) /* names the label only: the key itself is what must not be logged */
+            tg__log(NULL, TG__LOG_ERROR,
+                    "secret '%s': cannot add it to the log's scrub list (%s); a log line "
+                    "quoting it would not be redacted",
+                    cfg->secrets[i].label, strerror(-rc));
     }
+    crypto_wipe(forms, sizeof forms);
 }
 
 int server_reload_file(struct server *s, const char *path)

@@ -51,8 +51,9 @@ int server_run(const struct config *cfg, const char *path);
  * why; nothing changed) or -ENOMEM. Controlling thread only; counted for the metrics.
  */
 int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen);
-/* Add the hex of cfg's secret keys to the default logger's scrub list (best effort: the
-   logger holds TG__LOG_MAX_SECRETS). At start and after each reload; controlling thread. */
+/* Add every text form of cfg's secrets (secret_scrub_forms) to the default logger's scrub
+   list; a secret that cannot be added is logged by label. At start and after each reload;
+   controlling thread (the logger takes one adder at a time). */
 void server_scrub_secrets(const struct config *cfg);
 /* Load path and server_reload it, logging the outcome (a refusal names file:line). */
 int server_reload_file(struct server *s, const char *path);

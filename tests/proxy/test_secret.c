@@ -116,6 +116,61 @@ static void test_link_secrets(void **state)
     assert_int_equal(seen, 8);
 }
 
+/* Whether text holds one of the n scrub forms (so the log's scrubber would hide the key). */
+static bool covered(const char *text, char forms[SECRET_FORMS_MAX][SECRET_FORM_CAP], size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strstr(text, forms[i]))
+            return true;
+    return false;
+}
+
+/* Every text form in the vectors (all kinds, hex either case, both base64 alphabets, padded
+   or not, and the secret= of each link) holds one of the forms tgproxy registers for the
+   ee secret with the same key, so a log line quoting any of them is scrubbed. */
+static void test_scrub_forms_cover_every_form(void **state)
+{
+    (void)state;
+    static const char *const paths[] = {
+        "forms/classic/hex",
+        "forms/classic/base64url",
+        "forms/dd/hex",
+        "forms/dd/base64url",
+        "forms/ee/hex",
+        "forms/ee/base64url",
+        "forms/ee/base64url_padded",
+        "forms/ee/base64_standard",
+    };
+    struct secret s;
+    parse_ok(pv_str(vec, "forms/ee/hex"), &s);
+    char forms[SECRET_FORMS_MAX][SECRET_FORM_CAP];
+    size_t n = secret_scrub_forms(&s, forms);
+    assert_int_equal(n, 8); /* 2 hex + classic, dd, ee in 2 alphabets each */
+    for (size_t i = 0; i < n; i++)
+        assert_true(strlen(forms[i]) >= 4); /* the logger's minimum */
+    char up[256];
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        const char *text = pv_str(vec, paths[i]);
+        if (!covered(text, forms, n))
+            fail_msg("%s is not covered", paths[i]);
+        size_t k = 0;
+        for (; text[k] && k + 1 < sizeof up; k++)
+            up[k] = (text[k] >= 'a' && text[k] <= 'f') ? (char)(text[k] - 32) : text[k];
+        up[k] = '\0';
+        if (strstr(paths[i], "/hex") && !covered(up, forms, n))
+            fail_msg("%s in upper case is not covered", paths[i]);
+    }
+    json_t *links = pv_need(vec, "links");
+    const char *name;
+    json_t *pair;
+    json_object_foreach(links, name, pair)
+    {
+        if (!covered(pv_str(pair, "tg"), forms, n) || !covered(pv_str(pair, "https"), forms, n))
+            fail_msg("link %s is not covered", name);
+    }
+    memset(forms, 0, sizeof forms);
+}
+
 static void test_format_roundtrip(void **state)
 {
     (void)state;
@@ -215,10 +270,14 @@ static void test_domain_limits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_classic_and_dd_forms), cmocka_unit_test(test_ee_forms),
-        cmocka_unit_test(test_uppercase_hex),        cmocka_unit_test(test_link_secrets),
-        cmocka_unit_test(test_format_roundtrip),     cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_classic_and_dd_forms),
+        cmocka_unit_test(test_ee_forms),
+        cmocka_unit_test(test_uppercase_hex),
+        cmocka_unit_test(test_link_secrets),
+        cmocka_unit_test(test_format_roundtrip),
+        cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_domain_limits),
+        cmocka_unit_test(test_scrub_forms_cover_every_form),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -80,3 +80,14 @@ void tgtest_assert_same_json(const char *a, const char *b)
     if (!same)
         fail_msg("JSON differs:\n%s\n%s", a, b);
 }
+
+int tgtest_file_count(const char *path, const char *needle)
+{
+    size_t len = 0;
+    char *text = tgtest_read_file(path, &len);
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, needle)); p++)
+        n++;
+    free(text);
+    return n;
+}

@@ -21,6 +21,8 @@
 const char *tgtest_shared_path(const char *rel);
 /* Read a whole file into a malloc'ed, NUL-terminated buffer; NULL on error. */
 char *tgtest_read_file(const char *path, size_t *len);
+/* Occurrences of needle in the file at path now (0 if it cannot be read). */
+int tgtest_file_count(const char *path, const char *needle);
 /* Current resident set size of this process in KiB (from /proc/self/statm). */
 long tgtest_rss_kb(void);
 /* Number of open file descriptors of this process. */
