@@ -139,7 +139,7 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
         }
     }
     /* the doppelganger's scout and profile: restart-only, like anti-replay */
-    if (cfg->doppel.enabled && !(sh->doppel = doppel_live_new(cfg)))
+    if (cfg->doppel.enabled && !(sh->doppel = doppel_live_new(cfg, sh->doh)))
         return -ENOMEM;
     if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
         return -ENOMEM;
@@ -160,9 +160,9 @@ void conn_shared_cleanup(struct conn_shared *sh)
     selfaddr_cleanup(&sh->self);
     gen_unref(sh->gen);
     gen_labels_cleanup(&sh->labels);
+    doppel_live_free(sh->doppel); /* its raids may be resolving through doh */
     doh_free(sh->doh);
     antireplay_free(sh->replay);
-    doppel_live_free(sh->doppel);
     fleet_free(sh->fleet);
     pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);

@@ -11,8 +11,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+
 #include "core/alloc.h"
 #include "core/log.h"
+#include "proxy/doh.h"
 
 #define FETCH_UA                                                                                   \
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 "     \
@@ -91,6 +94,71 @@ static void url_site(const char *url, char *out, size_t cap)
     snprintf(out, cap, "https://%.*s", (int)(n > 200 ? 200 : n), h);
 }
 
+/* host and port of an https url (host without brackets); false when it has none. */
+static bool url_host(const char *url, char *host, size_t cap, unsigned *port)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    size_t n = strcspn(h, "/?#");
+    const char *at = memchr(h, '@', n); /* user info is not part of the host */
+    if (at) {
+        n -= (size_t)(at + 1 - h);
+        h = at + 1;
+    }
+    const char *end = h + n, *colon = NULL;
+    if (*h == '[') {
+        const char *rb = memchr(h, ']', n);
+        if (!rb)
+            return false;
+        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+        h++;
+        n = (size_t)(rb - h);
+    } else {
+        colon = memchr(h, ':', n);
+        n = colon ? (size_t)(colon - h) : n;
+    }
+    *port = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 443;
+    if (n == 0 || n >= cap || *port == 0 || *port > 65535)
+        return false;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    return true;
+}
+
+/* With [network] dns: "host:port:addr,addr" for CURLOPT_RESOLVE, or NULL (an IP literal,
+   or no resolver: libcurl resolves). *rc = -EIO with err filled when the name fails. */
+static struct curl_slist *doh_pin(const char *url, const struct doppel_fetch_opts *o,
+                                  const char *site, char *err, size_t errlen, int *rc)
+{
+    char host[CONFIG_HOST_MAX], line[CONFIG_HOST_MAX + 16 + DOH_MAX_ADDRS * 48];
+    unsigned port = 0;
+    uint8_t tmp[16];
+    *rc = 0;
+    if (!o->doh || !url_host(url, host, sizeof host, &port) || inet_pton(AF_INET, host, tmp) == 1 ||
+        inet_pton(AF_INET6, host, tmp) == 1)
+        return NULL;
+    struct doh_result res;
+    if (doh_resolve(o->doh, host, o->prefer, &res) != DOH_OK) {
+        snprintf(err, errlen, "%s: DNS through [network] dns: %s", site, res.err);
+        *rc = -EIO;
+        return NULL;
+    }
+    int k = snprintf(line, sizeof line, "%s:%u:", host, port);
+    for (size_t i = 0; i < res.n && k > 0 && (size_t)k < sizeof line - 48; i++) {
+        char a[INET6_ADDRSTRLEN];
+        bool v6 = res.a[i].family == AF_INET6;
+        inet_ntop(v6 ? AF_INET6 : AF_INET, res.a[i].addr, a, sizeof a);
+        k += snprintf(line + k, sizeof line - (size_t)k, "%s%s%s%s", i ? "," : "", v6 ? "[" : "", a,
+                      v6 ? "]" : "");
+    }
+    struct curl_slist *l = curl_slist_append(NULL, line);
+    if (!l) {
+        snprintf(err, errlen, "%s: out of memory", site);
+        *rc = -EIO;
+    }
+    return l;
+}
+
 static void fetch_setopts(CURL *c, const char *url, struct fetch *f, const char *ca_file,
                           const char *ca_dir)
 {
@@ -124,14 +192,21 @@ int doppel_fetch(const char *url, const struct doppel_fetch_opts *o, struct dopp
     char site[256];
     url_site(url, site, sizeof site);
     struct fetch f = {.o = o, .out = out, .cap = cap, .n = n, .first = *n};
+    int pin_rc = 0;
+    struct curl_slist *pin = doh_pin(url, o, site, err, errlen, &pin_rc);
+    if (pin_rc)
+        return pin_rc;
     CURL *c = curl_easy_init();
     if (!c) {
+        curl_slist_free_all(pin);
         snprintf(err, errlen, "%s: cannot make a libcurl handle", site);
         return -EIO;
     }
     fetch_setopts(c, url, &f, getenv("SSL_CERT_FILE"), getenv("SSL_CERT_DIR"));
+    curl_easy_setopt(c, CURLOPT_RESOLVE, pin);
     CURLcode rc = curl_easy_perform(c);
     curl_easy_cleanup(c);
+    curl_slist_free_all(pin);
     if (rc == CURLE_ABORTED_BY_CALLBACK) {
         snprintf(err, errlen, "%s: stopped", site);
         return -ECANCELED;
@@ -153,6 +228,7 @@ struct doppel_live {
     int stop;                   /* atomic */
     uint64_t raids, failed;     /* atomic */
     const struct config *cfg;
+    struct doh *doh;               /* [network] dns, or NULL (borrowed) */
     struct doppel_sample *samples; /* a raid's records (raid thread only) */
     pthread_t th;
     bool th_on;
@@ -190,7 +266,10 @@ void doppel_live_counts(const struct doppel_live *l, uint64_t *raids, uint64_t *
 static void raid(struct doppel_live *l)
 {
     const struct config *cfg = l->cfg;
-    struct doppel_fetch_opts o = {.connect_ms = cfg->timeout.tcp_ms, .stop = &l->stop};
+    struct doppel_fetch_opts o = {.connect_ms = cfg->timeout.tcp_ms,
+                                  .doh = l->doh,
+                                  .prefer = cfg->prefer_ip,
+                                  .stop = &l->stop};
     size_t n = 0, fails = 0;
     char err[320] = "";
     for (uint32_t r = 0; r < cfg->doppel.repeats; r++) {
@@ -251,12 +330,13 @@ static int live_thread(struct doppel_live *l)
     return 0;
 }
 
-struct doppel_live *doppel_live_new(const struct config *cfg)
+struct doppel_live *doppel_live_new(const struct config *cfg, struct doh *doh)
 {
     struct doppel_live *l = tg__calloc(1, sizeof *l);
     if (!l)
         return NULL;
     l->cfg = cfg;
+    l->doh = doh;
     doppel_profile_default(&l->prof);
     l->gen = 1;
     pthread_mutex_init(&l->mu, NULL);

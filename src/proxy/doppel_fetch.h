@@ -10,6 +10,9 @@
  * does by default (CA bundle from SSL_CERT_FILE / SSL_CERT_DIR when set, as `doctor`).
  * Every fetch is bounded: DOPPEL_FETCH_MAX_MS in all, DOPPEL_FETCH_MAX_BYTES of body,
  * https only (redirects too, at most 3), and it stops at once when the scout is stopped.
+ * With [network] dns the url's host name is resolved through it (doh.h) and libcurl is
+ * given the addresses (CURLOPT_RESOLVE), so the scout never asks the system resolver; a
+ * name that does not resolve fails the fetch (no fallback that would leak the lookup).
  *
  * Raids: a thread of its own (never a worker's loop) fetches every url repeats-per-raid
  * times, right after start and then every raid-each, refits the profile from the raid's
@@ -39,9 +42,13 @@
 /* The clock records are stamped with: microseconds that never go back. */
 typedef uint64_t (*doppel_clock_fn)(void *ud);
 
+struct doh;
+
 struct doppel_fetch_opts {
-    uint32_t connect_ms;   /* TCP + TLS connect; 0 = 10000 */
-    doppel_clock_fn clock; /* NULL = CLOCK_MONOTONIC (tests inject a virtual one) */
+    uint32_t connect_ms; /* TCP + TLS connect; 0 = 10000 */
+    struct doh *doh;     /* [network] dns resolver for the url's host name; NULL = system */
+    enum config_prefer_ip prefer; /* address family order for doh */
+    doppel_clock_fn clock;        /* NULL = CLOCK_MONOTONIC (tests inject a virtual one) */
     void *clock_ud;
     const int *stop; /* read atomically; nonzero aborts the fetch; may be NULL */
 };
@@ -59,10 +66,10 @@ struct doppel_live;
 
 /*
  * The live profile for one configuration: the built-in one at first; when cfg has urls, a
- * raid thread starts (first raid at once). cfg is borrowed and must outlive the handle.
- * NULL on failure (no memory, no thread).
+ * raid thread starts (first raid at once). cfg and doh (the [network] dns resolver, or
+ * NULL) are borrowed and must outlive the handle. NULL on failure (no memory, no thread).
  */
-struct doppel_live *doppel_live_new(const struct config *cfg);
+struct doppel_live *doppel_live_new(const struct config *cfg, struct doh *doh);
 /* Stop the raid thread (a fetch under way is aborted) and free. NULL-safe. */
 void doppel_live_free(struct doppel_live *l);
 

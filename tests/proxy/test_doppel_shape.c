@@ -23,8 +23,10 @@
 #include "proxy/conn.h"
 #include "proxy/conn_int.h"
 #include "proxy/doppel.h"
+#include "proxy/doh.h"
 #include "proxy/doppel_fetch.h"
 #include "proxy/server.h"
+#include "doh_server.h"
 #include "proxy_client.h"
 #include "proxy_harness.h"
 #include "proxy_load.h"
@@ -109,8 +111,9 @@ static void site_pattern(struct site *s)
     }
 }
 
-/* A certificate for IP 127.0.0.1, self-signed, written to path as PEM; ctx gets it. */
-static void make_cert(SSL_CTX *ctx, const char *path)
+/* A certificate for IP 127.0.0.1 and DNS doppel.test, self-signed, written to path as PEM
+   (its key to key_path, when given); ctx gets both. */
+static void make_cert(SSL_CTX *ctx, const char *path, const char *key_path)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *crt = X509_new();
@@ -126,7 +129,8 @@ static void make_cert(SSL_CTX *ctx, const char *path)
     X509_set_pubkey(crt, key);
     X509V3_CTX v3;
     X509V3_set_ctx(&v3, crt, crt, NULL, NULL, 0);
-    X509_EXTENSION *san = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+    X509_EXTENSION *san =
+        X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1,DNS:doppel.test");
     X509_EXTENSION *bc = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
     assert_true(san && bc && X509_add_ext(crt, san, -1) && X509_add_ext(crt, bc, -1));
     X509_EXTENSION_free(san);
@@ -139,6 +143,11 @@ static void make_cert(SSL_CTX *ctx, const char *path)
     assert_non_null(f);
     assert_true(PEM_write_X509(f, crt) == 1);
     fclose(f);
+    if (key_path) {
+        assert_non_null(f = fopen(key_path, "w"));
+        assert_true(PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL) == 1);
+        fclose(f);
+    }
     X509_free(crt);
     EVP_PKEY_free(key);
 }
@@ -204,7 +213,7 @@ static void *site_main(void *arg)
     return NULL;
 }
 
-static char cert_path[64];
+static char cert_path[64], key_path[64];
 
 static struct site *site_start(bool lockstep)
 {
@@ -217,7 +226,8 @@ static struct site *site_start(bool lockstep)
     SSL_CTX_set_min_proto_version(s->ctx, TLS1_3_VERSION);
     SSL_CTX_set_num_tickets(s->ctx, 0); /* tickets would be records the pattern lacks */
     snprintf(cert_path, sizeof cert_path, "/tmp/tgkit-doppel-%d.pem", (int)getpid());
-    make_cert(s->ctx, cert_path);
+    snprintf(key_path, sizeof key_path, "/tmp/tgkit-doppel-%d.key", (int)getpid());
+    make_cert(s->ctx, cert_path, key_path);
     setenv("SSL_CERT_FILE", cert_path, 1);
     s->lfd = psock_listen(&s->port, 16);
     assert_true(s->lfd >= 0);
@@ -232,6 +242,7 @@ static void site_stop(struct site *s)
     close(s->lfd);
     SSL_CTX_free(s->ctx);
     unlink(cert_path);
+    unlink(key_path);
     unsetenv("SSL_CERT_FILE");
     free(s);
 }
@@ -307,7 +318,7 @@ static void test_scout_verifies_cert(void **state)
     struct site *s = site_start(false);
     char other[64], url[128], err[320] = "";
     snprintf(other, sizeof other, "/tmp/tgkit-doppel-other-%d.pem", (int)getpid());
-    make_cert(NULL, other);
+    make_cert(NULL, other, NULL);
     setenv("SSL_CERT_FILE", other, 1);
     site_url(s, url, sizeof url);
     static struct doppel_sample smp[NREC];
@@ -329,6 +340,54 @@ static void test_scout_verifies_cert(void **state)
     site_stop(s);
 }
 
+/* With [network] dns the url's name goes to that server, never the system resolver: a name
+   it knows is fetched, one it does not fails the fetch with the DNS error. */
+static void test_scout_resolves_through_dns(void **state)
+{
+    (void)state;
+    struct site *s = site_start(false);
+    char *crt = tgtest_read_file(cert_path, NULL), *key = tgtest_read_file(key_path, NULL);
+    assert_true(crt && key);
+    static const struct dohsrv_record recs[] = {{"doppel.test", 1, "127.0.0.1", 60, 0}};
+    uint16_t dport = 0;
+    struct dohsrv *d = dohsrv_start(&(struct dohsrv_opts){.addr = "127.0.0.1",
+                                                          .crt_pem = crt,
+                                                          .key_pem = key,
+                                                          .records = recs,
+                                                          .nrecords = 1,
+                                                          .udp = true},
+                                    &dport);
+    assert_non_null(d);
+    struct config cfg;
+    config_init(&cfg);
+    char dns[64], why[128], err[320] = "", url[128];
+    int n = snprintf(dns, sizeof dns, "udp://127.0.0.1:%u", (unsigned)dohsrv_udp_port(d));
+    assert_int_equal(
+        doh_url_parse(dns, (size_t)n, cfg.dns.url, cfg.dns.host, &cfg.dns.port, why, sizeof why),
+        0);
+    struct doh *doh = doh_new(&cfg, err, sizeof err);
+    assert_non_null(doh);
+    struct doppel_fetch_opts o = {.doh = doh, .prefer = CONFIG_PREFER_IPV4};
+    static struct doppel_sample smp[NREC];
+    size_t got = 0;
+    snprintf(url, sizeof url, "https://doppel.test:%u/page", (unsigned)s->port);
+    if (doppel_fetch(url, &o, smp, NREC, &got, err, sizeof err) != 0)
+        fail_msg("fetch: %s", err);
+    assert_int_equal(got, PER_CONN);
+    assert_true(dohsrv_queries_for(d, "doppel.test") >= 1);
+    snprintf(url, sizeof url, "https://unknown.test:%u/page", (unsigned)s->port);
+    assert_int_equal(doppel_fetch(url, &o, smp, NREC, &got, err, sizeof err), -EIO);
+    assert_non_null(strstr(err, "https://unknown.test"));
+    assert_non_null(strstr(err, "DNS"));
+    assert_true(dohsrv_queries_for(d, "unknown.test") >= 1);
+    doh_free(doh);
+    config_cleanup(&cfg);
+    dohsrv_stop(d);
+    free(crt);
+    free(key);
+    site_stop(s);
+}
+
 /* The raid thread fetches at start and publishes: generation 2, the site's sizes. */
 static void test_raid_thread_publishes(void **state)
 {
@@ -340,7 +399,7 @@ static void test_raid_thread_publishes(void **state)
     cfg.doppel.nurls = 1;
     site_url(s, cfg.doppel.urls[0], sizeof cfg.doppel.urls[0]);
     cfg.doppel.repeats = 2;
-    struct doppel_live *l = doppel_live_new(&cfg);
+    struct doppel_live *l = doppel_live_new(&cfg, NULL);
     assert_non_null(l);
     for (int i = 0; i < 1000 && doppel_live_gen(l) < 2; i++)
         usleep(10000);
@@ -665,6 +724,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scout_learns_site),
         cmocka_unit_test(test_scout_verifies_cert),
+        cmocka_unit_test(test_scout_resolves_through_dns),
         cmocka_unit_test(test_raid_thread_publishes),
         cmocka_unit_test(test_shaper_follows_learned_profile),
         cmocka_unit_test(test_shaper_latency_cap),
