@@ -456,6 +456,9 @@ static void test_example_config_loads(void **state)
     assert_memory_equal(&cfg.keepalive, &def.keepalive, sizeof def.keepalive);
     assert_memory_equal(&cfg.antireplay, &def.antireplay, sizeof def.antireplay);
     assert_int_equal(cfg.ndcs, 0);
+    /* the metrics tables are there too, at their defaults (an operator looks for them) */
+    assert_memory_equal(&cfg.prometheus, &def.prometheus, sizeof def.prometheus);
+    assert_memory_equal(&cfg.statsd, &def.statsd, sizeof def.statsd);
     config_cleanup(&cfg);
     config_cleanup(&def);
 }
