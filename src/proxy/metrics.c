@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
@@ -504,6 +505,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return rc;
 }
 
+/* libmicrohttpd's own messages, at debug level: the failures that matter are logged by
+   metrics_start with the configured address (MHD names the port it was given, 0). */
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[256];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    tg__log(NULL, TG__LOG_DEBUG, "[stats.prometheus]: %s", msg);
+}
+
 int metrics_start(const struct server *s, struct metrics **out)
 {
     const struct config *cfg = server_config(s);
@@ -515,10 +527,11 @@ int metrics_start(const struct server *s, struct metrics **out)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     if (cfg->prometheus.bind.addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
-                              (const struct sockaddr *)&cfg->prometheus.bind.addr,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    m->mhd =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
+                         (const struct sockaddr *)&cfg->prometheus.bind.addr,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT,
+                         (unsigned)10, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!m->mhd) {
         int err = errno ? errno : EADDRINUSE;
         char where[CONFIG_HOST_MAX + 8];

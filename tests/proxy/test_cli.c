@@ -23,6 +23,7 @@
 #include "proxy/cli.h"
 #include "proxy/links.h"
 #include "proxy/secret.h"
+#include "proxy_util.h"
 
 #define EE_A        "eeb00ebb678bf4d454a4ae053927ceb06e6578616d706c652e636f6d"
 #define KEY_A       "b00ebb678bf4d454a4ae053927ceb06e"
@@ -451,6 +452,34 @@ static void test_binary_bind_failure_exit_69(void **state)
     assert_null(strstr(buf, KEY_A));
 }
 
+/* The metrics page's address in use: the start stops as for a listen address (exit 69),
+   naming [stats.prometheus] and the address, with no stray libmicrohttpd "port 0" line. */
+static void test_binary_metrics_bind_failure_exit_69(void **state)
+{
+    (void)state;
+    uint16_t port = 0;
+    int s = psock_listen(&port, 1); /* no SO_REUSEPORT: the proxy cannot bind it */
+    assert_true(s >= 0);
+    char text[256], want[96];
+    snprintf(text, sizeof text,
+             "bind-to = \"127.0.0.1:0\"\nsecret = \"" EE_A "\"\n"
+             "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:%u\"\n",
+             (unsigned)port);
+    snprintf(want, sizeof want, "[stats.prometheus] bind-to 127.0.0.1:%u: ", (unsigned)port);
+    char *path = write_config(text);
+    struct child c;
+    char buf[4096];
+    spawn(&c, (const char *[]){TGPROXY_BIN, "run", path, NULL});
+    bool said = read_until(&c, "cannot serve", buf, sizeof buf);
+    if (!said)
+        kill(c.pid, SIGKILL);
+    int code = wait_exit(&c);
+    close(s);
+    unlink(path);
+    if (!said || code != 69 || !strstr(buf, want) || strstr(buf, "port 0"))
+        fail_msg("exit %d, stderr: %s (want \"%s\")", code, buf, want);
+}
+
 /* A bad access-list file stops the start: its path:line on stderr, exit 78 (config). */
 static void test_binary_bad_list_exit_78(void **state)
 {
@@ -729,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_config_errors_exit_78),
         cmocka_unit_test(test_binary_version_and_usage),
         cmocka_unit_test(test_binary_bind_failure_exit_69),
+        cmocka_unit_test(test_binary_metrics_bind_failure_exit_69),
         cmocka_unit_test(test_binary_bad_list_exit_78),
         cmocka_unit_test(test_binary_run_and_sigterm),
         cmocka_unit_test(test_binary_simple_run),
