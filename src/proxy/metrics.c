@@ -212,7 +212,6 @@ static int collect_dc_fail(struct walk *w, const struct server *s)
     return rc;
 }
 
-
 /* By label: every label seen since start (reloads add labels; a removed secret's counters
    stay, frozen), so series continue across reloads. */
 static int collect_secrets(struct walk *w, const struct server *s)
@@ -542,6 +541,12 @@ int metrics_start(const struct server *s, struct metrics **out)
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
     m->port = di ? di->port : cfg->prometheus.bind.port;
+    struct sockaddr_storage at = cfg->prometheus.bind.addr; /* with the port bound (bind-to :0) */
+    char url[CONFIG_HOST_MAX + 8];
+    value_set_port(&at, m->port);
+    value_format_addr(&at, url, sizeof url);
+    tg__log(NULL, TG__LOG_INFO, "[stats.prometheus] serving http://%s%s", url,
+            cfg->prometheus.path);
     *out = m;
     return 0;
 }
