@@ -114,6 +114,54 @@ pid_t pproc_spawn_logged(char *const argv[], const char *log)
     return pid;
 }
 
+int pproc_log_count(const char *log, const char *needle)
+{
+    FILE *f = fopen(log, "rb");
+    if (!f)
+        return 0;
+    static const size_t cap = 1 << 20;
+    char *buf = malloc(cap + 1);
+    size_t n = buf ? fread(buf, 1, cap, f) : 0;
+    fclose(f);
+    int k = 0;
+    if (buf) {
+        buf[n] = '\0';
+        for (const char *p = buf; (p = strstr(p, needle)) != NULL; p++)
+            k++;
+    }
+    free(buf);
+    return k;
+}
+
+int pproc_log_port(const char *log, const char *needle, uint16_t *port)
+{
+    FILE *f = fopen(log, "rb");
+    char line[512];
+    const char *at = NULL;
+    while (f && !at && fgets(line, sizeof line, f))
+        at = strstr(line, needle);
+    if (f)
+        fclose(f);
+    if (!at)
+        return -1;
+    const char *p = strstr(at, "(port "); /* "listening on ADDR (port N)" */
+    p = p ? p + 6 : strrchr(at, ':');     /* else a URL's "...:N/" */
+    unsigned long n = p ? strtoul(p + (*p == ':'), NULL, 10) : 0;
+    *port = (uint16_t)n;
+    return n > 0 && n < 65536 ? 0 : -1;
+}
+
+int pproc_log_wait(const char *log, const char *needle, int n)
+{
+    for (int i = 0; i < 2000; i++) { /* bounded: 20 s */
+        if (pproc_log_count(log, needle) >= n)
+            return 0;
+        struct timespec ts = {.tv_nsec = 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return pproc_log_count(log, needle) >= n ? 0 : -1;
+}
+
 /* ---- plain relay: two sockets, one buffer per direction, backpressure ---- */
 
 /* 64 KiB, as tgproxy's bulk buffers: the floor moves as much per syscall as the proxy can */

@@ -49,6 +49,13 @@ int pproc_microsocks_start_on(struct pproc *p, const char *ip, const char *user,
 /* Fork and exec argv[0] (a path) with stdout and stderr appended to the file log (created
    0600). The child's pid, or -errno. */
 pid_t pproc_spawn_logged(char *const argv[], const char *log);
+/* Occurrences of needle in the file log now (its first MiB; 0 when it does not exist). */
+int pproc_log_count(const char *log, const char *needle);
+/* The port on the first line of log holding needle: after "(port " (tgproxy's "listening on
+   ADDR (port N)"), else after the line's last ':' (a URL, "http://[::1]:N/"). 0 or -1. */
+int pproc_log_port(const char *log, const char *needle, uint16_t *port);
+/* Wait (bounded: 20 s) until log holds needle at least n times: 0, or -1. */
+int pproc_log_wait(const char *log, const char *needle, int n);
 /* CPU and RSS from /proc; allocs and stats too for a proxy child. 0 or -errno. */
 int pproc_report(struct pproc *p, struct pproc_report *out);
 /* Stop and reap the child. NULL-safe on a zeroed struct. */
