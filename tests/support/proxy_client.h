@@ -39,7 +39,7 @@ struct pcli_opts {
     size_t max_record;   /* FakeTLS payload per record sent; 0 = 2878 (tdlib) */
     const void *prefix;  /* bytes sent before the handshake (a PROXY header), or NULL */
     size_t prefix_len;
-    const char *src_ip; /* local IPv4 address to connect from ("127.0.0.2"); NULL = any */
+    const char *src_ip; /* local address to connect from ("127.0.0.2"; "::1": to [::1]) */
 };
 
 struct pcli {

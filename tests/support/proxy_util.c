@@ -302,7 +302,13 @@ int psock_connect(uint16_t port, int timeout_ms)
 
 int psock_connect_from(const char *src_ip, uint16_t port, int timeout_ms)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool v6 = src_ip && strchr(src_ip, ':'); /* an IPv6 source reaches [::1]:port */
+    struct sockaddr_storage dst, src;
+    socklen_t dlen = 0, slen = 0;
+    if (psock_addr_parse(v6 ? "::1" : "127.0.0.1", port, &dst, &dlen) != 0 ||
+        (src_ip && psock_addr_parse(src_ip, 0, &src, &slen) != 0))
+        return -EINVAL;
+    int fd = socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
@@ -310,17 +316,8 @@ int psock_connect_from(const char *src_ip, uint16_t port, int timeout_ms)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_in a = psock_addr(port), src = {.sin_family = AF_INET};
-    if (src_ip) {
-        int err = inet_pton(AF_INET, src_ip, &src.sin_addr) != 1      ? -EINVAL
-                  : bind(fd, (struct sockaddr *)&src, sizeof src) < 0 ? -errno
-                                                                      : 0;
-        if (err < 0) {
-            close(fd);
-            return err;
-        }
-    }
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+    if ((src_ip && bind(fd, (struct sockaddr *)&src, slen) < 0) ||
+        connect(fd, (struct sockaddr *)&dst, dlen) < 0) {
         int err = -errno;
         close(fd);
         return err;

@@ -65,7 +65,8 @@ int psock_udp_bind(uint16_t *port);
 /* The same on ::1 (IPv6 only): a listener, and a connect to [::1]:port. */
 int psock_listen6(uint16_t *port, int backlog);
 int psock_connect6(uint16_t port, int timeout_ms);
-/* The same from a chosen local IPv4 address ("127.0.0.2"; NULL = any), port 0. */
+/* The same from a chosen local address, port 0: an IPv4 one ("127.0.0.2"; NULL = any)
+   connects to 127.0.0.1:port, an IPv6 one ("::1") to [::1]:port. */
 int psock_connect_from(const char *src_ip, uint16_t port, int timeout_ms);
 struct sockaddr_in psock_addr(uint16_t port);
 /* ip (numeric IPv4 or IPv6) and port as a socket address; *len its size. 0 or -EINVAL. */
