@@ -199,14 +199,15 @@ void tg__vlog(tg__logger *lg, int level, const char *fmt, va_list ap)
         lg = &default_logger;
     if (level < __atomic_load_n(&lg->level, __ATOMIC_RELAXED) || level >= TG__LOG_OFF)
         return;
-    /* Room for scrubbing to grow a short secret into "[REDACTED]". */
-    char msg[TG__LOG_LINE_MAX + 64];
-    int n = vsnprintf(msg, TG__LOG_LINE_MAX, fmt, ap);
+    /* Scrub before truncating: a cut through a secret would leave its start unscrubbed.
+       The extra room lets scrubbing grow a short secret into "[REDACTED]". */
+    char msg[TG__LOG_FORMAT_MAX + 64];
+    int n = vsnprintf(msg, TG__LOG_FORMAT_MAX, fmt, ap);
     if (n < 0)
         return;
-    if (n >= TG__LOG_LINE_MAX)
-        memcpy(msg + TG__LOG_LINE_MAX - 4, "...", 4);
     tg__log_scrub(lg, msg, sizeof msg);
+    if (n >= TG__LOG_FORMAT_MAX || strlen(msg) >= TG__LOG_LINE_MAX)
+        memcpy(msg + TG__LOG_LINE_MAX - 4, "...", 4);
     if (lg->sink)
         lg->sink(lg->user, level, msg);
     else

@@ -5,7 +5,8 @@
  * tokens, proxy keys in each text form; up to TG__LOG_MAX_SECRETS). Every message is formatted
  * into a bounded stack buffer and every occurrence of a registered secret is replaced by
  * "[REDACTED]" before the sink sees it, so a secret passed as such never reaches a log,
- * whichever format string leaked it. Passing NULL as the logger uses the process default
+ * whichever format string leaked it. Lines are cut to TG__LOG_LINE_MAX only after scrubbing,
+ * so a cut never leaves the start of a secret. Passing NULL as the logger uses the process default
  * (stderr, level INFO).
  *
  * Secret store invariants: entries live in fixed-size chunks (TG__LOG_SECRET_CHUNK entries)
@@ -56,6 +57,7 @@ typedef void (*tg__log_sink_fn)(void *user, int level, const char *msg);
 #define TG__LOG_SECRET_BUCKETS 1024  /* hash buckets over the first 4 bytes; a power of 2 */
 #define TG__LOG_SECRET_FILTER  65536 /* bits of the prefilter over the same hash */
 #define TG__LOG_LINE_MAX       1024  /* bytes; longer messages are truncated with "..." */
+#define TG__LOG_FORMAT_MAX     4096  /* bytes formatted and scrubbed before that truncation */
 
 struct tg__log_secret {
     char *p;       /* owned copy, wiped at cleanup */

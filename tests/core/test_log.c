@@ -76,6 +76,28 @@ static void test_short_secret_grows_without_overflow(void **state)
     tg__logger_cleanup(&lg);
 }
 
+/* A secret where the line is cut to TG__LOG_LINE_MAX: scrubbed before the cut, so not even
+   its first bytes remain, at every offset around the cut. */
+static void test_secret_at_the_cut(void **state)
+{
+    (void)state;
+    struct capture c = {0};
+    tg__logger lg;
+    tg__logger_init(&lg, TG__LOG_TRACE, sink, &c);
+    const char *key = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    assert_int_equal(tg__logger_add_secret(&lg, key, strlen(key)), 0);
+    char fill[TG__LOG_LINE_MAX + 64];
+    memset(fill, '.', sizeof fill);
+    for (int off = TG__LOG_LINE_MAX - 40; off < TG__LOG_LINE_MAX + 4; off++) {
+        tg__log(&lg, TG__LOG_INFO, "%.*s%s%.*s", off, fill, key, 40, fill);
+        if (strstr(c.last, "0f1e2d"))
+            fail_msg("the start of the secret survived a cut at offset %d", off);
+        assert_true(strlen(c.last) < TG__LOG_LINE_MAX);
+        assert_string_equal(c.last + strlen(c.last) - 3, "...");
+    }
+    tg__logger_cleanup(&lg);
+}
+
 /* A secret added twice takes one slot (a reload re-adds the keys it kept). */
 static void test_secret_added_once(void **state)
 {
@@ -258,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_levels_and_sink),
         cmocka_unit_test(test_secret_never_printed),
         cmocka_unit_test(test_short_secret_grows_without_overflow),
+        cmocka_unit_test(test_secret_at_the_cut),
         cmocka_unit_test(test_secret_added_once),
         cmocka_unit_test(test_many_secrets_each_scrubbed),
         cmocka_unit_test(test_overlapping_secrets_merge),
