@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sysexits.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -681,6 +683,24 @@ static int cmd_doctor(const struct io *io, int argc, char **argv)
 
 /* ---- entry ---- */
 
+/* run / simple-run with SIGHUP held from the start: `systemctl reload` right after a start
+   (Type=simple: systemd counts the service as started at once) would otherwise kill the
+   process while it loads (the default action). Held, it is taken by server_run's signal
+   loop as a reload once serving; one left pending at the end is dropped, not delivered. */
+static int serve_cmd(const struct io *io, int argc, char **argv)
+{
+    sigset_t hup, old;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &hup, &old);
+    int rc = strcmp(argv[0], "run") == 0 ? cmd_run(io, argc, argv) : cmd_simple_run(io, argc, argv);
+    struct timespec now = {0, 0};
+    while (sigtimedwait(&hup, NULL, &now) == SIGHUP)
+        ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 int cli_main(int argc, char **argv, FILE *out, FILE *err)
 {
     const struct io io = {out, err};
@@ -700,10 +720,8 @@ int cli_main(int argc, char **argv, FILE *out, FILE *err)
             fputs(usage_text, out);
             return finish_output(&io);
         }
-    if (strcmp(cmd, "run") == 0)
-        return cmd_run(&io, argc - 1, argv + 1);
-    if (strcmp(cmd, "simple-run") == 0)
-        return cmd_simple_run(&io, argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "simple-run") == 0)
+        return serve_cmd(&io, argc - 1, argv + 1);
     if (strcmp(cmd, "generate-secret") == 0)
         return cmd_generate_secret(&io, argc - 1, argv + 1);
     if (strcmp(cmd, "access") == 0)

@@ -546,6 +546,37 @@ static void test_binary_simple_run(void **state)
     simple_run_says("--no-fast-mode", "workers, fast-mode off");
 }
 
+/* A SIGHUP while the daemon is still starting (as `systemctl reload` right after a start
+   can send it) does not kill it: it is taken as a reload once serving. The secret file is a
+   FIFO, so the daemon is held inside its start, reading it, when the signal comes. */
+static void test_binary_sighup_while_starting(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tgproxy-hup-XXXXXX", fifo[64], opt[96];
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/secret", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(opt, sizeof opt, "--secret-file=%s", fifo);
+    struct child c;
+    char buf[4096];
+    spawn(&c, (const char *[]){TGPROXY_BIN, "simple-run", "127.0.0.1:0", opt, "--workers", "1",
+                               "--log-level", "info", NULL});
+    int fd = -1; /* opens once the daemon has the FIFO open for reading (bounded: 10 s) */
+    for (int i = 0; i < 2000 && (fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0; i++)
+        usleep(5000);
+    assert_true(fd >= 0);
+    assert_int_equal(kill(c.pid, SIGHUP), 0); /* the daemon is blocked reading its secret */
+    assert_int_equal(write(fd, EE_A "\n", sizeof EE_A), (ssize_t)sizeof EE_A);
+    close(fd);
+    bool taken = read_until(&c, "SIGHUP: nothing to re-read", buf, sizeof buf);
+    kill(c.pid, taken ? SIGTERM : SIGKILL);
+    int code = wait_exit(&c);
+    unlink(fifo);
+    rmdir(dir);
+    if (!taken || code != 0)
+        fail_msg("exit %d, stderr: %s", code, buf);
+}
+
 /* Does /proc/PID/<what> (cmdline, environ: NUL-separated) contain needle? */
 static bool proc_has(pid_t pid, const char *what, const char *needle)
 {
@@ -759,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_binary_version_and_usage),
         cmocka_unit_test(test_binary_bind_failure_exit_69),
         cmocka_unit_test(test_binary_metrics_bind_failure_exit_69),
+        cmocka_unit_test(test_binary_sighup_while_starting),
         cmocka_unit_test(test_binary_bad_list_exit_78),
         cmocka_unit_test(test_binary_run_and_sigterm),
         cmocka_unit_test(test_binary_simple_run),
