@@ -424,6 +424,19 @@ static void test_binary_version_and_usage(void **state)
     assert_int_equal(wait_exit(&c), 0);
 }
 
+/* `tgproxy run path`, which must stop during its start: its stderr into buf, its exit code,
+   or -1 when it never said "cannot serve" (then it is killed, never left behind). */
+static int run_refused(const char *path, char *buf, size_t cap)
+{
+    struct child c;
+    spawn(&c, (const char *[]){TGPROXY_BIN, "run", path, NULL});
+    bool said = read_until(&c, "cannot serve", buf, cap);
+    if (!said)
+        kill(c.pid, SIGKILL);
+    int code = wait_exit(&c);
+    return said ? code : -1;
+}
+
 static void test_binary_bind_failure_exit_69(void **state)
 {
     (void)state;
@@ -438,16 +451,11 @@ static void test_binary_bind_failure_exit_69(void **state)
     snprintf(text, sizeof text, "bind-to = \"127.0.0.1:%u\"\nsecret = \"" EE_A "\"\n",
              (unsigned)ntohs(sin.sin_port));
     char *path = write_config(text);
-    struct child c;
     char buf[4096];
-    spawn(&c, (const char *[]){TGPROXY_BIN, "run", path, NULL});
-    bool said = read_until(&c, "cannot serve", buf, sizeof buf);
-    if (!said)
-        kill(c.pid, SIGKILL); /* never leave a stray proxy behind */
-    int code = wait_exit(&c);
+    int code = run_refused(path, buf, sizeof buf);
     close(s);
     unlink(path);
-    if (!said || code != 69)
+    if (code != 69)
         fail_msg("exit %d, stderr: %s", code, buf);
     assert_null(strstr(buf, KEY_A));
 }
@@ -467,16 +475,11 @@ static void test_binary_metrics_bind_failure_exit_69(void **state)
              (unsigned)port);
     snprintf(want, sizeof want, "[stats.prometheus] bind-to 127.0.0.1:%u: ", (unsigned)port);
     char *path = write_config(text);
-    struct child c;
     char buf[4096];
-    spawn(&c, (const char *[]){TGPROXY_BIN, "run", path, NULL});
-    bool said = read_until(&c, "cannot serve", buf, sizeof buf);
-    if (!said)
-        kill(c.pid, SIGKILL);
-    int code = wait_exit(&c);
+    int code = run_refused(path, buf, sizeof buf);
     close(s);
     unlink(path);
-    if (!said || code != 69 || !strstr(buf, want) || strstr(buf, "port 0"))
+    if (code != 69 || !strstr(buf, want) || strstr(buf, "port 0"))
         fail_msg("exit %d, stderr: %s (want \"%s\")", code, buf, want);
 }
 
@@ -491,18 +494,13 @@ static void test_binary_bad_list_exit_78(void **state)
              "[defense.blocklist]\nenabled = true\nfiles = [\"%s\"]\n",
              list);
     char *path = write_config(text);
-    struct child c;
     char buf[4096];
-    spawn(&c, (const char *[]){TGPROXY_BIN, "run", path, NULL});
-    bool said = read_until(&c, "cannot serve", buf, sizeof buf);
-    if (!said)
-        kill(c.pid, SIGKILL);
-    int code = wait_exit(&c);
+    int code = run_refused(path, buf, sizeof buf);
     unlink(path);
     char want[128];
     snprintf(want, sizeof want, "blocklist: %s:3: \"10.0.0.0/99\": prefix length", list);
     unlink(list);
-    if (!said || code != 78 || !strstr(buf, want))
+    if (code != 78 || !strstr(buf, want))
         fail_msg("exit %d, stderr: %s (want \"%s\")", code, buf, want);
 }
 
