@@ -1613,6 +1613,7 @@ static int k_fleet_prefix(struct loader *ld, const struct toml_kv *kv)
 static const struct key_rule fleet_rules[] = {
     FN_KEY("redis", k_fleet_redis),
     MS_KEY("timeout", fleet.timeout_ms, 1, 1000),
+    MS_KEY("lease", fleet.lease_ms, 1000, 600000),
     FN_KEY("key-prefix", k_fleet_prefix),
 };
 
@@ -1765,6 +1766,7 @@ void config_init(struct config *cfg)
     cfg->doppel.delay_ms = 20;
     cfg->fleet.port = 6379;
     cfg->fleet.timeout_ms = 50;
+    cfg->fleet.lease_ms = 15000;
     tg__strlcpy(cfg->fleet.prefix, "tgproxy:", sizeof cfg->fleet.prefix);
 }
 

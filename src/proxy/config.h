@@ -263,6 +263,7 @@ struct config {
         char user[CONFIG_LABEL_MAX];    /* redis://user:password@...; "" = none */
         char password[CONFIG_HOST_MAX]; /* never logged; "" = no AUTH */
         uint32_t timeout_ms;            /* timeout: the most a handshake waits; default 50 */
+        uint32_t lease_ms;              /* lease: a dead process's counts expire; default 15000 */
         char prefix[CONFIG_PREFIX_MAX]; /* key-prefix; default "tgproxy:" */
     } fleet;
 };

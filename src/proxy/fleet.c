@@ -363,10 +363,10 @@ static void send_beat(struct fleet_worker *fw)
 {
     char key[KEY_MAX], lease[24];
     snprintf(key, sizeof key, "%smembers", fw->f->cfg->fleet.prefix);
-    snprintf(lease, sizeof lease, "%u", (unsigned)FLEET_LEASE_MS);
+    snprintf(lease, sizeof lease, "%u", (unsigned)fw->f->cfg->fleet.lease_ms);
     const char *argv[] = {"EVALSHA", fw->f->beat_sha, "1", key, fw->member, lease};
     send_aux(fw, AUX_PLAIN, 0, 6, argv, NULL);
-    fw->beat_ms = fw->loop->now_ms + FLEET_HEARTBEAT_MS;
+    fw->beat_ms = fw->loop->now_ms + fw->f->cfg->fleet.lease_ms / 3; /* three beats a lease */
 }
 
 /* Write this member's held connection counts as they are (after a reconnect). */
@@ -611,7 +611,7 @@ static int build_admit(struct fleet_worker *fw, const struct fleet_query *q, cha
              (unsigned long long)(lim->unique_ips_window_s ? lim->unique_ips_window_s : 3600) *
                  1000ULL);
     snprintf(args[7], 48, "%llu", (unsigned long long)lim->quota);
-    snprintf(args[8], 48, "%u", (unsigned)FLEET_LEASE_MS);
+    snprintf(args[8], 48, "%u", (unsigned)fw->f->cfg->fleet.lease_ms);
     int n = 0;
     argv[n] = "EVALSHA", lens[n++] = 7;
     argv[n] = fw->f->admit_sha, lens[n++] = 40;
@@ -819,9 +819,4 @@ void fleet_worker_free(struct fleet_worker *fw)
         loop_timer_stop(&fw->pend[i].timer);
     tg__free(fw->slot);
     tg__free(fw);
-}
-
-bool fleet_worker_up(const struct fleet_worker *fw)
-{
-    return fw && fw->up;
 }

@@ -26,7 +26,7 @@
  * connections held), `P{L}:ip` (sorted set of client addresses, score = when they stop counting),
  * `P{L}:q:<period>` (bytes relayed), where L is the secret's label; `Pmembers` (sorted set: worker
  * member ids, score = lease end, Redis's clock). A member's counts stop counting once its lease
- * (FLEET_LEASE_MS, renewed every FLEET_HEARTBEAT_MS) ends, so a crashed process's connections do
+ * ([fleet] lease, renewed three times a lease) ends, so a crashed process's connections do
  * not hold slots.
  *
  * Outage. A worker whose connection fails falls back at once, reconnects with backoff
@@ -51,8 +51,6 @@
 #include "proxy/loop.h"
 #include "proxy/stats.h"
 
-#define FLEET_LEASE_MS       15000 /* a member's counts live this long without a heartbeat */
-#define FLEET_HEARTBEAT_MS   5000
 #define FLEET_STALL_MS       2000 /* commands outstanding this long: the connection is dead */
 #define FLEET_CONNECT_MS     2000 /* a connect (and its first answer) may take this long */
 #define FLEET_BACKOFF_MIN_MS 250
@@ -122,8 +120,6 @@ void fleet_release(struct fleet_worker *fw, const struct fleet_secret *s);
    worker). True when the fleet says the quota of the current period is used up. */
 bool fleet_charge(struct fleet_worker *fw, const struct fleet_secret *s, uint64_t bytes);
 
-/* Whether this worker's connection is up now (for the metrics gauge). */
-bool fleet_worker_up(const struct fleet_worker *fw);
 /* "fleet: ..." name for a verdict, static. */
 const char *fleet_verdict_name(enum fleet_verdict v);
 

@@ -482,6 +482,7 @@ static void test_fleet_keys(void **state)
         {"[fleet]\nredis = \"redis://:s3cret@127.0.0.1:99999\"\n", "bad port"},
         {"[fleet]\nredis = \"unix:///" LONG_PATH "\"\n", "socket path of at most"},
         {"[fleet]\ntimeout = \"2s\"\n", "out of range"},
+        {"[fleet]\nlease = \"500ms\"\n", "out of range"},
         {"[fleet]\nkey-prefix = \"a b\"\n", "printable characters"},
         {"[fleet]\nredis = 6379\n", "expected a string"},
     };
@@ -506,17 +507,19 @@ static void test_fleet_keys(void **state)
     assert_string_equal(cfg.fleet.password, "s3cret");
     assert_string_equal(cfg.fleet.user, "");
     assert_int_equal(cfg.fleet.timeout_ms, 50);
+    assert_int_equal(cfg.fleet.lease_ms, 15000);
     assert_string_equal(cfg.fleet.prefix, "tgproxy:");
     config_cleanup(&cfg);
     assert_int_equal(load(&cfg,
                           BASE SEC "[fleet]\nredis = \"redis://u:p@[::1]:7000\"\n"
-                                   "timeout = \"100ms\"\nkey-prefix = \"eu1:\"\n",
+                                   "timeout = \"100ms\"\nkey-prefix = \"eu1:\"\nlease = \"1m\"\n",
                           err, sizeof err, NULL),
                      0);
     assert_string_equal(cfg.fleet.host, "::1");
     assert_int_equal(cfg.fleet.port, 7000);
     assert_string_equal(cfg.fleet.user, "u");
     assert_int_equal(cfg.fleet.timeout_ms, 100);
+    assert_int_equal(cfg.fleet.lease_ms, 60000);
     assert_string_equal(cfg.fleet.prefix, "eu1:");
     config_cleanup(&cfg);
     assert_int_equal(

@@ -4,12 +4,15 @@
  * refuse: max-connections = 2 with one relay open at A and one at B fronts a third client
  * at either, and serves one again once a relay closed; max-unique-ips = 1 with a client
  * from 127.0.0.1 at A fronts one from 127.0.0.2 at B; a quota used up through A fronts new
- * clients at B. A check that fell back to local state (Redis slower than [fleet] timeout)
+ * clients at B; a process killed while it holds a slot stops holding it once its lease ends.
+ * A check that fell back to local state (Redis slower than [fleet] timeout)
  * may admit: such a try is counted and repeated, a bounded number of times.
  */
 #include "tgtest.h"
 
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,11 +21,25 @@
 
 static struct pfleet F;
 
-static void start(const struct config_limits *lim)
+/* After each test, also a failed one: nothing it started outlives it. */
+static int stop(void **state)
+{
+    (void)state;
+    pfleet_stop(&F);
+    return 0;
+}
+
+static void start_lease(const struct config_limits *lim, uint32_t lease_ms)
 {
     struct pharness_opts o = {.workers = 2, .limits = *lim};
-    assert_int_equal(pfleet_start(&F, &o, 1000, false), 0);
+    struct pfleet_opts fo = {.timeout_ms = 1000, .lease_ms = lease_ms};
+    assert_int_equal(pfleet_start(&F, &o, &fo), 0);
     assert_int_equal(pfleet_wait_up(&F, true, 10000), 0);
+}
+
+static void start(const struct config_limits *lim)
+{
+    start_lease(lim, 0);
 }
 
 static uint64_t fallbacks(void)
@@ -55,6 +72,22 @@ static void relay(struct pcli *c, uint16_t port, uint32_t seed, const char *src,
     assert_int_equal(pcli_echo(c, seed, n, 0), 0);
 }
 
+/* A new client at port is served again (a whole relay), polled: bounded, about 10 s. */
+static bool served_again(uint16_t port)
+{
+    for (int i = 0; i < 500; i++) {
+        struct pcli c;
+        struct pcli_opts o = pharness_client(&F.h, PCLI_TLS);
+        o.timeout_ms = 2000;
+        bool ok = pcli_connect(&c, port, &o) == 0 && pcli_echo(&c, 3, 4096, 0) == 0;
+        pcli_close(&c);
+        if (ok)
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
 static void test_max_connections_fleet_wide(void **state)
 {
     (void)state;
@@ -69,18 +102,26 @@ static void test_max_connections_fleet_wide(void **state)
     assert_true(sa.limit_connections >= 1 && sb.limit_connections >= 1);
     pcli_close(&a);
     /* A's release reaches Redis after A saw the close: poll, bounded */
-    bool served = false;
-    for (int i = 0; i < 200 && !served; i++) {
-        struct pcli c;
-        struct pcli_opts o = pharness_client(&F.h, PCLI_TLS);
-        o.timeout_ms = 2000;
-        served = pcli_connect(&c, F.port_b, &o) == 0 && pcli_echo(&c, 3, 4096, 0) == 0;
-        pcli_close(&c);
-        if (!served)
-            usleep(10000);
-    }
-    assert_true(served);
+    assert_true(served_again(F.port_b));
     pcli_close(&b);
+    pfleet_stop(&F);
+}
+
+/* max-connections = 1 held by a relay at B; B is killed (SIGKILL: no release, no goodbye).
+   Its slot stops counting once its lease (2 s here) ends without a heartbeat, and A serves
+   a client again; without the lease the slot would be held for ever. */
+static void test_crashed_process_slot_expires(void **state)
+{
+    (void)state;
+    start_lease(&(struct config_limits){.max_connections = 1}, 2000);
+    struct pcli b;
+    relay(&b, F.port_b, 1, NULL, 4096);
+    assert_int_equal(hello_verdict(F.port_a, NULL, 0), 0);
+    kill(F.pid_b, SIGKILL);
+    waitpid(F.pid_b, NULL, 0);
+    F.pid_b = 0;
+    pcli_close(&b);
+    assert_true(served_again(F.port_a));
     pfleet_stop(&F);
 }
 
@@ -129,9 +170,10 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_max_connections_fleet_wide),
-        cmocka_unit_test(test_unique_ips_fleet_wide),
-        cmocka_unit_test(test_quota_fleet_wide),
+        cmocka_unit_test_teardown(test_max_connections_fleet_wide, stop),
+        cmocka_unit_test_teardown(test_crashed_process_slot_expires, stop),
+        cmocka_unit_test_teardown(test_unique_ips_fleet_wide, stop),
+        cmocka_unit_test_teardown(test_quota_fleet_wide, stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,22 @@
 
 static struct pfleet F;
 
+/* After each test, also a failed one: nothing it started outlives it. */
+static tg__logger saved_log;
+static bool log_hooked;
+
+static int stop(void **state)
+{
+    (void)state;
+    pfleet_stop(&F);
+    if (log_hooked) {
+        tg__log_default()->sink = saved_log.sink;
+        tg__log_default()->user = saved_log.user;
+        log_hooked = false;
+    }
+    return 0;
+}
+
 struct seen {
     pthread_mutex_t mu;
     int down, back;
@@ -98,12 +114,13 @@ static void relay_ok(struct pcli *c, uint32_t seed)
 static void test_redis_killed_mid_run(void **state)
 {
     (void)state;
-    tg__logger saved = *tg__log_default();
+    saved_log = *tg__log_default();
+    log_hooked = true;
     tg__log_default()->sink = sink;
     tg__log_default()->user = &seen;
     assert_int_equal(pfleet_start(&F,
                                   &(struct pharness_opts){.workers = 2, .log_level = TG__LOG_INFO},
-                                  1000, false),
+                                  &(struct pfleet_opts){.timeout_ms = 1000}),
                      0);
     assert_int_equal(pfleet_wait_up(&F, true, 10000), 0);
     assert_true(metric("fleet_redis_up") == 1);
@@ -154,9 +171,6 @@ static void test_redis_killed_mid_run(void **state)
         echo_more(&live[i], (uint8_t)(30 + i));
         pcli_close(&live[i]);
     }
-    pfleet_stop(&F);
-    tg__log_default()->sink = saved.sink;
-    tg__log_default()->user = saved.user;
 }
 
 int main(void)
@@ -166,7 +180,7 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_redis_killed_mid_run),
+        cmocka_unit_test_teardown(test_redis_killed_mid_run, stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

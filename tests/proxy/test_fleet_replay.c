@@ -22,7 +22,8 @@ static int setup(void **state)
 {
     (void)state;
     /* 1 s, the longest [fleet] timeout: a loaded CI machine still answers in time */
-    return pfleet_start(&F, &(struct pharness_opts){.workers = 2}, 1000, false) == 0 &&
+    return pfleet_start(&F, &(struct pharness_opts){.workers = 2},
+                        &(struct pfleet_opts){.timeout_ms = 1000}) == 0 &&
                    pfleet_wait_up(&F, true, 10000) == 0
                ? 0
                : -1;

@@ -25,7 +25,7 @@ static uint16_t free_port(void)
     return fd >= 0 ? port : 0;
 }
 
-static int write_config_b(struct pfleet *f, const char *path, bool fleet)
+static int write_config_b(struct pfleet *f, const char *path)
 {
     const struct config *cfg = &f->h.cfg;
     const struct config_limits *l = &cfg->secrets[0].limits;
@@ -51,9 +51,8 @@ static int write_config_b(struct pfleet *f, const char *path, bool fleet)
         if (l->quota)
             fprintf(fp, "quota = %llu\n", (unsigned long long)l->quota);
     }
-    if (fleet)
-        fprintf(fp, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\ntimeout = \"%ums\"\n",
-                f->redis.port, cfg->fleet.timeout_ms);
+    fprintf(fp, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\ntimeout = \"%ums\"\nlease = \"%ums\"\n",
+            f->redis.port, cfg->fleet.timeout_ms, cfg->fleet.lease_ms);
     return fclose(fp) == 0 ? 0 : -1;
 }
 
@@ -75,32 +74,30 @@ static int spawn_b(struct pfleet *f, const char *cfg_path)
     return -1;
 }
 
-int pfleet_start(struct pfleet *f, const struct pharness_opts *o, uint32_t fleet_timeout_ms,
-                 bool no_fleet)
+int pfleet_start(struct pfleet *f, const struct pharness_opts *o, const struct pfleet_opts *fo)
 {
     memset(f, 0, sizeof *f);
     struct pharness_opts ho = *o;
     ho.fork_server = false;
     f->workers = ho.workers ? ho.workers : 2;
     snprintf(f->dir, sizeof f->dir, "/tmp/tgtest-pfleet-XXXXXX");
-    if (!mkdtemp(f->dir) || (!no_fleet && tgtest_redis_start(&f->redis) != 0))
+    if (!mkdtemp(f->dir) || tgtest_redis_start(&f->redis) != 0)
         goto fail;
     if (pharness_prepare(&f->h, &ho) < 0)
         goto fail;
     struct config *cfg = &f->h.cfg;
-    if (!no_fleet) {
-        cfg->fleet.enabled = true;
-        tg__strlcpy(cfg->fleet.host, "127.0.0.1", sizeof cfg->fleet.host);
-        cfg->fleet.port = f->redis.port;
-        if (fleet_timeout_ms)
-            cfg->fleet.timeout_ms = fleet_timeout_ms;
-    }
+    cfg->fleet.enabled = true;
+    tg__strlcpy(cfg->fleet.host, "127.0.0.1", sizeof cfg->fleet.host);
+    cfg->fleet.port = f->redis.port;
+    if (fo->timeout_ms)
+        cfg->fleet.timeout_ms = fo->timeout_ms;
+    if (fo->lease_ms)
+        cfg->fleet.lease_ms = fo->lease_ms;
     char path[96];
     snprintf(path, sizeof path, "%s/b.toml", f->dir);
     f->port_b = free_port();
     f->metrics_b = free_port();
-    if (!f->port_b || !f->metrics_b || write_config_b(f, path, !no_fleet) != 0 ||
-        spawn_b(f, path) != 0)
+    if (!f->port_b || !f->metrics_b || write_config_b(f, path) != 0 || spawn_b(f, path) != 0)
         goto fail;
     if (server_start(cfg, &f->h.srv) < 0)
         goto fail;

@@ -1,6 +1,6 @@
 /*
  * proxy_fleet: two tgproxy processes sharing one real redis-server ([fleet]), for the
- * fleet tests and the fleet benchmark.
+ * fleet tests.
  *
  * pfleet_start() starts a redis-server (redis_server.h) and the proxy harness (fake DC,
  * recording fronting host; proxy_harness.h), then runs proxy A in this process
@@ -34,11 +34,13 @@ struct pfleet {
     char dir[64];     /* B's config and log */
 };
 
-/* o: harness options (workers, limits; fork_server is ignored; ee secret only).
-   fleet_timeout_ms: the [fleet] timeout (0 = the default). no_fleet: both without [fleet]
-   (the bench's baseline; Redis is not started). 0 or -1. */
-int pfleet_start(struct pfleet *f, const struct pharness_opts *o, uint32_t fleet_timeout_ms,
-                 bool no_fleet);
+/* [fleet] of both proxies; zero fields take the config defaults. */
+struct pfleet_opts {
+    uint32_t timeout_ms, lease_ms;
+};
+
+/* o: harness options (workers, limits; fork_server is ignored; ee secret only). 0 or -1. */
+int pfleet_start(struct pfleet *f, const struct pharness_opts *o, const struct pfleet_opts *fo);
 void pfleet_stop(struct pfleet *f);
 
 /* Counters of A (in-process) and B (the fleet_*, limit_* and handshake fields, from its
