@@ -1,7 +1,8 @@
 /*
  * statsd: the flushing thread and the line formats. See statsd.h.
- * Invariant: prev[i] is the value sample i (in metrics_collect order, fixed for one
- * config) had at the previous flush; counters send the difference.
+ * Invariant: the prev table holds, for every counter series sent so far, its value at the
+ * previous flush, keyed by the series itself (family, suffix, labels), never by its place in
+ * the walk: a reload that adds secret labels moves every sample after the per-secret ones.
  */
 #include "proxy/statsd.h"
 
@@ -19,6 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PREV_KEY_MAX 256 /* family, suffix and labels of one series, with the NUL */
+
+/* One counter series' value at the previous flush. */
+struct prev {
+    uint64_t hash; /* of key; 0 = empty slot */
+    char *key;
+    double value;
+};
+
 struct statsd {
     const struct server *srv;
     int fd;
@@ -26,8 +36,8 @@ struct statsd {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     bool stop;
-    double *prev;
-    size_t nprev, i;
+    struct prev *prev; /* open addressing, cap a power of two, at most half full */
+    size_t cap, used;
     char dgram[STATSD_DATAGRAM];
     size_t dlen;
     uint64_t send_errors;
@@ -70,24 +80,74 @@ static int line_of(const struct statsd *sd, const struct metric_sample *m, doubl
                     kind);
 }
 
+/* The series' identity: "family suffix|key=value|..." into key (cap PREV_KEY_MAX); its
+   FNV-1a hash (never 0). */
+static uint64_t series_key(const struct metric_sample *m, char *key)
+{
+    int n = snprintf(key, PREV_KEY_MAX, "%s%s", m->family, m->suffix ? m->suffix : "");
+    for (size_t i = 0; i < m->nlabels && n > 0 && n < PREV_KEY_MAX; i++)
+        n +=
+            snprintf(key + n, PREV_KEY_MAX - (size_t)n, "|%s=%s", m->label_key[i], m->label_val[i]);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
+/* The slot of key in tab (cap a power of two): its entry, or the empty slot for it. */
+static struct prev *prev_slot(struct prev *tab, size_t cap, uint64_t h, const char *key)
+{
+    for (size_t i = (size_t)h & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (!tab[i].hash || (tab[i].hash == h && strcmp(tab[i].key, key) == 0))
+            return &tab[i];
+}
+
+/* Double the table (or make the first one). 0 or -ENOMEM (the table stays). */
+static int prev_grow(struct statsd *sd)
+{
+    size_t cap = sd->cap ? sd->cap * 2 : 256;
+    struct prev *tab = tg__calloc(cap, sizeof *tab);
+    if (!tab)
+        return -ENOMEM;
+    for (size_t i = 0; i < sd->cap; i++)
+        if (sd->prev[i].hash)
+            *prev_slot(tab, cap, sd->prev[i].hash, sd->prev[i].key) = sd->prev[i];
+    tg__free(sd->prev);
+    sd->prev = tab;
+    sd->cap = cap;
+    return 0;
+}
+
+/* What counter m rose by since the previous flush (its whole value the first time), and
+   remember its value. -ENOMEM when a new series finds no room. */
+static int counter_delta(struct statsd *sd, const struct metric_sample *m, double *delta)
+{
+    char key[PREV_KEY_MAX];
+    uint64_t h = series_key(m, key);
+    if (2 * (sd->used + 1) > sd->cap && prev_grow(sd) < 0)
+        return -ENOMEM;
+    struct prev *e = prev_slot(sd->prev, sd->cap, h, key);
+    if (!e->hash) {
+        if (!(e->key = tg__strdup(key)))
+            return -ENOMEM;
+        e->hash = h;
+        e->value = 0;
+        sd->used++;
+    }
+    *delta = m->value - e->value;
+    e->value = m->value;
+    return 0;
+}
+
 static int emit(void *user, const struct metric_sample *m)
 {
     struct statsd *sd = user;
-    size_t i = sd->i++;
-    if (i >= sd->nprev) {
-        double *p = tg__realloc(sd->prev, (i + 1) * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        sd->prev = p;
-        memset(p + sd->nprev, 0, (i + 1 - sd->nprev) * sizeof *p);
-        sd->nprev = i + 1;
-    }
     if (m->type == METRIC_HISTOGRAM && m->suffix && !strcmp(m->suffix, "_bucket"))
         return 0; /* statsd has no buckets: a histogram goes as its _sum and _count counters */
     double v = m->value;
     if (m->type != METRIC_GAUGE) {
-        v = m->value - sd->prev[i];
-        sd->prev[i] = m->value;
+        if (counter_delta(sd, m, &v) < 0)
+            return -ENOMEM;
         if (v == 0)
             return 0;
     }
@@ -104,7 +164,6 @@ static int emit(void *user, const struct metric_sample *m)
 
 static void flush(struct statsd *sd)
 {
-    sd->i = 0;
     if (metrics_collect(sd->srv, emit, sd) != 0)
         tg__log(NULL, TG__LOG_WARN, "[stats.statsd]: out of memory; this flush is partial");
     send_dgram(sd);
@@ -182,6 +241,8 @@ void statsd_stop(struct statsd *sd)
     close(sd->fd);
     pthread_cond_destroy(&sd->cv);
     pthread_mutex_destroy(&sd->mu);
+    for (size_t i = 0; i < sd->cap; i++)
+        tg__free(sd->prev[i].key);
     tg__free(sd->prev);
     tg__free(sd);
 }

@@ -4,6 +4,8 @@
  * A thread wakes every flush-interval (default 10 s), walks the metric table and sends one
  * line per sample, packed into datagrams of at most STATSD_DATAGRAM bytes: counters as the
  * increase since the previous flush (`|c`, skipped when zero), gauges as their value (`|g`).
+ * A counter's previous value is kept by its name and labels, so a reload that adds secret
+ * labels (new series in the middle of the walk) leaves every other series' increase exact.
  * Names are "<metric-prefix>.<family>"; labels ride as tags in the chosen tag-format:
  *   datadog   name:1|c|#secret:a,direction:to_client
  *   influxdb  name,secret=a,direction=to_client:1|c
