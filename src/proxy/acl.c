@@ -4,7 +4,7 @@
  * Invariants: list[k].cur is NULL (list off) or a finished netset no writer touches again;
  * a netset is freed only after publish() saw every reader's busy flag down once after the
  * swap; src[i].last is touched only under mu (the writers' lock); the updater thread sleeps
- * on tmu/cv and takes mu only to build.
+ * on tmu/cv and takes mu only to build, never holding tmu then (lock order: mu, then tmu).
  */
 #include "proxy/acl.h"
 
@@ -524,7 +524,8 @@ static int list_take(struct acl_list *l, const struct config_iplist *c, struct a
     return 0;
 }
 
-/* Due times after a build: lists with URLs never downloaded are due now. */
+/* Due times after a build: lists with URLs never downloaded are due now. Under mu (or
+   before the updater runs): src[i].last is the writers'. */
 static void schedule(struct acl *acl, bool kick)
 {
     uint64_t now = tg__now_ms();
@@ -624,9 +625,9 @@ int acl_refresh(struct acl *acl, char *err, size_t errlen)
         return 0;
     pthread_mutex_lock(&acl->mu);
     int rc = rebuild(acl, true, true, NULL, err, errlen);
-    pthread_mutex_unlock(&acl->mu);
     if (rc == 0)
-        schedule(acl, false);
+        schedule(acl, false); /* under mu: it reads the sources the updater writes */
+    pthread_mutex_unlock(&acl->mu);
     return rc;
 }
 
@@ -687,9 +688,9 @@ int acl_apply(struct acl *acl, const struct config *cfg, char *err, size_t errle
         }
         free_fresh(fresh[k], nl[k].nsrc);
     }
-    pthread_mutex_unlock(&acl->mu);
     if (rc == 0)
-        schedule(acl, true);
+        schedule(acl, true); /* under mu: it reads the sources the updater writes */
+    pthread_mutex_unlock(&acl->mu);
     return rc;
 }
 
