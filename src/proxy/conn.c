@@ -888,13 +888,15 @@ static size_t verdict_reason(enum faketls_verdict v)
 }
 
 /*
- * [fleet]: a FakeTLS hello that validated here (local replay cache: new; local limits:
- * admitted) is checked against the fleet's Redis before anything is written to the client.
+ * [fleet]: a hello that validated here (a FakeTLS ClientHello, or a dd / classic obfs2
+ * header; local replay cache: new; local limits: admitted) is checked against the fleet's
+ * Redis before anything is written to the client or the DC.
  * The check is asynchronous (CONN_CHECK, client not read) and bounded by [fleet] timeout;
  * fleet.c answers exactly once through on_fleet, unless conn_close cancels it first.
  */
 static void tls_answer(struct conn *c, const struct faketls_hello *h, size_t ee, size_t rl);
 static void on_fleet(void *owner, enum fleet_verdict v);
+static void plain_resume(struct conn *c);
 
 /* Whether an admitted c holds a fleet connection slot (its secret has max-connections). */
 static void fleet_admitted(struct conn *c)
@@ -903,14 +905,14 @@ static void fleet_admitted(struct conn *c)
     c->fleet_held = fs.slot != GEN_NO_SLOT && fs.lim && fs.lim->max_connections;
 }
 
-/* Ask the fleet about c's hello (replay key key[0..n)). True when the answer is pending;
-   false when c goes on at once (no fleet, or decided locally because Redis is away). */
-static bool fleet_ask(struct conn *c, const uint8_t *key, size_t n)
+/* Ask the fleet about c's hello (replay key key[0..n) of kind). True when the answer is
+   pending; false when c goes on at once (no fleet, or decided locally: Redis is away). */
+static bool fleet_ask(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
 {
     struct conn_worker *w = c->w;
     bool replay = w->sh->replay != NULL;
     uint8_t ip[16];
-    struct fleet_query q = {.kind = ANTIREPLAY_TLS,
+    struct fleet_query q = {.kind = (uint8_t)kind,
                             .key = replay ? key : NULL,
                             .key_len = n,
                             .sec = fleet_sec(c),
@@ -923,6 +925,7 @@ static bool fleet_ask(struct conn *c, const uint8_t *key, size_t n)
         return false;
     }
     c->state = CONN_CHECK;
+    c->fleet_plain = kind == ANTIREPLAY_OBFS2;
     loop_io_set(&w->loop, &c->cli, 0); /* the kernel keeps the client's flight meanwhile */
     return true;
 }
@@ -967,6 +970,10 @@ static void on_fleet(void *owner, enum fleet_verdict v)
     }
     fleet_admitted(c);
     loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
+    if (c->fleet_plain) {
+        plain_resume(c);
+        return;
+    }
     /* hs still holds exactly the hello (and what followed it): parse it again */
     struct faketls_hello h;
     const char *why = NULL;
@@ -1015,7 +1022,7 @@ static void tls_hello(struct conn *c, size_t rl)
     fail_why = HS_REASON(hs_limit);
     if (over_limit(c))
         goto fail;
-    if (fleet_ask(c, h.random, FAKETLS_REPLAY_KEY_LEN))
+    if (fleet_ask(c, ANTIREPLAY_TLS, h.random, FAKETLS_REPLAY_KEY_LEN))
         return; /* on_fleet goes on */
     tls_answer(c, &h, m.index, rl);
     return;
@@ -1059,6 +1066,11 @@ static void plain_header(struct conn *c)
     if (ok) {
         c->secret = (uint32_t)sh->plain_idx[oc.match];
         if (!over_limit(c)) {
+            if (fleet_ask(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
+                crypto_ctr_cleanup(&c->c2p); /* parsed again when the answer comes */
+                crypto_wipe(&oc, sizeof oc);
+                return;
+            }
             early_drop(c);
             start_dc(c, &oc);
             return;
@@ -1071,6 +1083,21 @@ static void plain_header(struct conn *c)
                                          : HS_REASON(hs_bad_obfs2));
     }
     front(c, false);
+}
+
+/* The fleet admitted a bare obfs2 header: hs still holds exactly it (and what came with
+   it), so parse it again for its keys, then go to the DC as plain_header would have. */
+static void plain_resume(struct conn *c)
+{
+    const struct gen *g = c->gen;
+    struct obfs2_client oc;
+    if (obfs2_parse_client(c->hs, c->hs_len, g->plain, g->nplain, &c->c2p, &oc) != OBFS2_OK) {
+        hs_failed(c, HS_REASON(hs_error)); /* cannot happen: the same bytes parsed before */
+        conn_close(c, END_NOMEM);
+        return;
+    }
+    early_drop(c);
+    start_dc(c, &oc);
 }
 
 /* HELLO: validate once the first bytes can be decided; front at once what no accepted

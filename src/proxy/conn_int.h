@@ -23,7 +23,7 @@
  *   FRONT_CONNECT, FRONT_RELAY  domain fronting: the connector reaches the fronting host,
  *              then every byte read so far is replayed and the rest relayed byte for byte.
  *   DISCARD    no fronting target known: read and drop until the handshake deadline.
- *   CHECK      a FakeTLS hello validated locally waits for the [fleet] check (shared
+ *   CHECK      a hello (FakeTLS or bare obfs2) validated locally waits for the [fleet] check (shared
  *              anti-replay and limits in Redis, bounded by [fleet] timeout); the client is
  *              not read meanwhile. Its answer goes on as HELLO would (ServerHello, FLIGHT)
  *              or fronts (a replay or a limit across the fleet).
@@ -119,6 +119,7 @@ struct conn {
     uint8_t early_tried : 1; /* HELLO: an early fronting connection was attempted (once) */
     uint8_t early_up : 1;    /* HELLO: ufd is an early fronting connection, connected */
     uint8_t silent_done : 1; /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
+    uint8_t fleet_plain : 1; /* CHECK: the hello is a bare obfs2 header (dd / classic) */
     bool fleet_held;         /* holds a [fleet] connection slot: fleet_release at close */
     uint32_t fleet_ticket;   /* CHECK: the check in flight (FLEET_NONE = none) */
 };

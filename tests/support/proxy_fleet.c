@@ -25,24 +25,27 @@ static uint16_t free_port(void)
     return fd >= 0 ? port : 0;
 }
 
-static int write_config_b(struct pfleet *f, const char *path)
+/* cfg's secrets as B's [secrets] and [limits.LABEL] (the harness gives all one key). */
+static void secrets_b(FILE *fp, const struct pfleet *f)
 {
     const struct config *cfg = &f->h.cfg;
-    const struct config_limits *l = &cfg->secrets[0].limits;
     char hex[33], dom[2 * sizeof PHARNESS_DOMAIN + 1];
     tg__hex_encode(hex, f->h.key, 16);
     tg__hex_encode(dom, PHARNESS_DOMAIN, sizeof PHARNESS_DOMAIN - 1);
-    FILE *fp = fopen(path, "w");
-    if (!fp)
-        return -1;
-    fprintf(fp,
-            "bind-to = \"127.0.0.1:%u\"\nworkers = %u\nlog-level = \"info\"\n"
-            "[secrets]\ntls = \"ee%s%s\"\n[dcs]\ndefault = \"127.0.0.1:%u\"\n"
-            "[domain-fronting]\nhost = \"127.0.0.1\"\nport = %u\n"
-            "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:%u\"\n",
-            f->port_b, f->workers, hex, dom, f->h.dc_port, f->h.front_port, f->metrics_b);
-    if (l->max_connections || l->max_unique_ips || l->quota) {
-        fprintf(fp, "[limits.tls]\n");
+    fprintf(fp, "[secrets]\n");
+    for (size_t i = 0; i < cfg->nsecrets; i++) {
+        enum secret_kind k = cfg->secrets[i].secret.kind;
+        fprintf(fp, "%s = \"%s%s%s\"\n", cfg->secrets[i].label,
+                k == SECRET_EE   ? "ee"
+                : k == SECRET_DD ? "dd"
+                                 : "",
+                hex, k == SECRET_EE ? dom : "");
+    }
+    for (size_t i = 0; i < cfg->nsecrets; i++) {
+        const struct config_limits *l = &cfg->secrets[i].limits;
+        if (!l->max_connections && !l->max_unique_ips && !l->quota)
+            continue;
+        fprintf(fp, "[limits.%s]\n", cfg->secrets[i].label);
         if (l->max_connections)
             fprintf(fp, "max-connections = %u\n", l->max_connections);
         if (l->max_unique_ips)
@@ -51,8 +54,25 @@ static int write_config_b(struct pfleet *f, const char *path)
         if (l->quota)
             fprintf(fp, "quota = %llu\n", (unsigned long long)l->quota);
     }
-    fprintf(fp, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\ntimeout = \"%ums\"\nlease = \"%ums\"\n",
+}
+
+static int write_config_b(struct pfleet *f, const char *path)
+{
+    const struct config *cfg = &f->h.cfg;
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return -1;
+    fprintf(fp,
+            "bind-to = \"127.0.0.1:%u\"\nworkers = %u\nlog-level = \"info\"\n"
+            "[dcs]\ndefault = \"127.0.0.1:%u\"\n"
+            "[domain-fronting]\nhost = \"127.0.0.1\"\nport = %u\n"
+            "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:%u\"\n",
+            f->port_b, f->workers, f->h.dc_port, f->h.front_port, f->metrics_b);
+    fprintf(fp,
+            "[fleet]\nredis = \"redis://127.0.0.1:%u\"\ntimeout = \"%ums\"\nlease = "
+            "\"%ums\"\n",
             f->redis.port, cfg->fleet.timeout_ms, cfg->fleet.lease_ms);
+    secrets_b(fp, f);
     return fclose(fp) == 0 ? 0 : -1;
 }
 
