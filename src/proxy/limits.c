@@ -270,7 +270,9 @@ enum limits_verdict limits_admit(struct limits *l, size_t secret, const uint8_t 
     return LIMITS_OK;
 }
 
-void limits_release(struct limits *l, size_t secret, uint32_t ip_slot, int64_t now_s)
+/* Give back an admission's slot; its address either starts its window at now_s, or, when
+   forget and it has no connection left, stops counting at once. */
+static void give_back(struct limits *l, size_t secret, uint32_t ip_slot, int64_t now_s, bool forget)
 {
     if (secret >= l->n)
         return;
@@ -280,22 +282,20 @@ void limits_release(struct limits *l, size_t secret, uint32_t ip_slot, int64_t n
         return;
     pthread_mutex_lock(&st->mu);
     if (ip_slot < st->ips_cap) {
-        st->ips[ip_slot].open--;
-        st->ips[ip_slot].last_s = now_s;
+        struct limit_ip *e = &st->ips[ip_slot];
+        e->last_s = now_s;
+        if (--e->open == 0 && forget)
+            e->used = false;
     }
     pthread_mutex_unlock(&st->mu);
 }
 
+void limits_release(struct limits *l, size_t secret, uint32_t ip_slot, int64_t now_s)
+{
+    give_back(l, secret, ip_slot, now_s, false);
+}
+
 void limits_cancel(struct limits *l, size_t secret, uint32_t ip_slot)
 {
-    if (secret >= l->n)
-        return;
-    struct limit_state *st = l->slot[secret].st;
-    __atomic_sub_fetch(&st->conns, 1, __ATOMIC_RELAXED);
-    if (ip_slot == LIMITS_NO_IP)
-        return;
-    pthread_mutex_lock(&st->mu);
-    if (ip_slot < st->ips_cap && --st->ips[ip_slot].open == 0)
-        st->ips[ip_slot].used = false;
-    pthread_mutex_unlock(&st->mu);
+    give_back(l, secret, ip_slot, 0, true);
 }
