@@ -66,9 +66,8 @@
     X("doppel_shaped_records_total", METRIC_COUNTER,                                               \
       "Records toward FakeTLS clients timed by the doppelganger shaper.", NULL, NULL,              \
       shaped_records)                                                                              \
-    X("doppel_delay_milliseconds_total", METRIC_COUNTER,                                           \
-      "Milliseconds the doppelganger shaper held records back, summed.", NULL, NULL,               \
-      shape_delay_ms)                                                                              \
+    X("doppel_delay_seconds_total", METRIC_COUNTER,                                                \
+      "Seconds the doppelganger shaper held records back, summed.", NULL, NULL, shape_delay_ms)    \
     X("fleet_redis_checks_total", METRIC_COUNTER,                                                  \
       "Handshakes the [fleet] Redis answered within its timeout.", NULL, NULL, fleet_checks)       \
     X("fleet_redis_fallbacks_total", METRIC_COUNTER,                                               \
@@ -81,14 +80,19 @@ struct row {
     const char *family, *help, *lkey, *lval;
     enum metric_type type;
     size_t field; /* index into struct stats */
+    double scale; /* value = field x scale */
 };
 
+/* Counters kept in milliseconds are exported in seconds: Prometheus wants base units. */
+#define ROW_SCALE(f)                                                                               \
+    (offsetof(struct stats, f) == offsetof(struct stats, shape_delay_ms) ? 0.001 : 1)
 #define ROW(fam, ty, hl, lk, lv, f)                                                                \
-    {fam, hl, lk, lv, ty, offsetof(struct stats, f) / sizeof(uint64_t)},
+    {fam, hl, lk, lv, ty, offsetof(struct stats, f) / sizeof(uint64_t), ROW_SCALE(f)},
 #define ROW_HS(f, hl) ROW("handshakes_total", METRIC_COUNTER, "", "outcome", &#f[3], f)
 static const struct row rows[] = {METRICS_LIST(ROW)};
 #undef ROW_HS
 #undef ROW
+#undef ROW_SCALE
 
 #define END_NAME(name, help) #name,
 static const char *const end_names[] = {STATS_END_LIST(END_NAME)};
@@ -126,7 +130,7 @@ static int collect_totals(struct walk *w, const struct stats *tot)
     for (size_t i = 0; rc == 0 && i < sizeof rows / sizeof rows[0]; i++) {
         help = rows[i].help[0] ? rows[i].help : help;
         rc = put1(w, rows[i].family, rows[i].type, help, rows[i].lkey, rows[i].lval,
-                  (double)stats_value(tot, rows[i].field));
+                  (double)stats_value(tot, rows[i].field) * rows[i].scale);
     }
     for (size_t i = 0; rc == 0 && i < sizeof end_names / sizeof end_names[0]; i++)
         rc = put1(w, "connection_ends_total", METRIC_COUNTER, "Connections closed, by reason.",
