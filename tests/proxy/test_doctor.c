@@ -169,7 +169,7 @@ struct conf {
     uint16_t dc_port;     /* 0 = the fake DC */
     const char *front_ip; /* NULL = 127.0.0.1 */
     uint16_t front_port;  /* 0 = the HTTPS server */
-    uint16_t bind_port;   /* 0 = a free port */
+    uint16_t bind_port;   /* 0 = port 0 (bindable whatever else runs) */
     unsigned concurrency; /* 0 = 64 */
 };
 
@@ -185,9 +185,9 @@ static void write_conf(struct fx *f, const struct conf *c)
             "[secrets]\nmain = \"ee" KEY_HEX "%s\"\n"
             "[dcs]\ndefault = \"127.0.0.1:%u\"\n"
             "[domain-fronting]\nip = \"%s\"\nport = %u\n",
-            c->bind_port ? c->bind_port : free_port(), c->concurrency ? c->concurrency : 64,
-            c->extra ? c->extra : "", dom_hex, c->dc_port ? c->dc_port : f->dc_port,
-            c->front_ip ? c->front_ip : "127.0.0.1", c->front_port ? c->front_port : f->https_port);
+            c->bind_port, c->concurrency ? c->concurrency : 64, c->extra ? c->extra : "", dom_hex,
+            c->dc_port ? c->dc_port : f->dc_port, c->front_ip ? c->front_ip : "127.0.0.1",
+            c->front_port ? c->front_port : f->https_port);
     fclose(o);
     chmod(f->conf, 0600);
 }
@@ -282,9 +282,13 @@ static void test_wrong_clock(void **state)
 static void test_dc_unreachable(void **state)
 {
     struct fx *f = *state;
-    uint16_t closed = free_port();
+    uint16_t closed = 0;
+    int held = psock_refusing(&closed); /* refuses until closed; nobody else can take it */
+    assert_true(held >= 0);
     write_conf(f, &(struct conf){.dc_port = closed});
-    assert_int_equal(run(f), DOCTOR_EXIT_FAILED);
+    int rc = run(f);
+    close(held);
+    assert_int_equal(rc, DOCTOR_EXIT_FAILED);
     char l[128];
     snprintf(l, sizeof l, BAD "DC 2: no address answered (127.0.0.1:%u: %s)", closed,
              strerror(ECONNREFUSED));

@@ -330,13 +330,16 @@ static void test_limit_hits(void **state)
     pharness_stop(&h);
 }
 
-/* A port on 127.0.0.1 nobody listens on (bound, then closed: connects are refused). */
+/* A port on 127.0.0.1 that refuses connections, held (psock_refusing) until the next call
+   or the end of the process, so no other test on the machine can take it meanwhile. */
 static uint16_t closed_port(void)
 {
+    static int held = -1;
     uint16_t port = 0;
-    int fd = psock_listen(&port, 1);
-    assert_true(fd >= 0);
-    close(fd);
+    if (held >= 0)
+        close(held);
+    held = psock_refusing(&port);
+    assert_true(held >= 0);
     return port;
 }
 

@@ -257,6 +257,23 @@ int psock_udp_bind(uint16_t *port)
     return fd;
 }
 
+int psock_refusing(uint16_t *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct sockaddr_in a = psock_addr(0);
+    socklen_t len = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
 int psock_listen6(uint16_t *port, int backlog)
 {
     int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -62,6 +62,10 @@ int psock_listen(uint16_t *port, int backlog);
 int psock_connect(uint16_t port, int timeout_ms);
 /* A UDP socket bound to 127.0.0.1 on a free port (into *port); fd or -errno. */
 int psock_udp_bind(uint16_t *port);
+/* A port on 127.0.0.1 that refuses connections for as long as the returned fd stays open
+   (bound, never listening): unlike a port bound and closed again, no other process can take
+   it meanwhile. fd or -errno. */
+int psock_refusing(uint16_t *port);
 /* The same on ::1 (IPv6 only): a listener, and a connect to [::1]:port. */
 int psock_listen6(uint16_t *port, int backlog);
 int psock_connect6(uint16_t port, int timeout_ms);
