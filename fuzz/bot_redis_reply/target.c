@@ -3,7 +3,8 @@
  *  'M'  the rest is an error text: a MOVED/ASK redirection (tg__redis_redirect), and the
  *       cluster slot of the same bytes as a key (tg__redis_slot);
  *  else the rest is RESP, parsed by hiredis's reader into a reply tree of any shape, then
- *       walked as an XREADGROUP reply and as an XAUTOCLAIM reply, entry by entry.
+ *       walked as an XREADGROUP reply and as an XAUTOCLAIM reply, entry by entry (with the
+ *       id after each entry's, where a reader resumes its claim).
  * Any input must end in "not that" or a well-formed answer: no crash, no read out of bounds.
  */
 #include <hiredis/hiredis.h>
@@ -24,6 +25,9 @@ static void walk_entries(const redisReply *arr)
         size_t len;
         int rc = tg__stream_entry(arr->element[i], &id, &json, &len);
         if (rc >= 0 && strlen(id) >= TG__STREAM_ID_MAX)
+            abort();
+        char next[TG__STREAM_ID_MAX];
+        if (rc >= 0 && tg__stream_id_next(id, next) == 0 && strlen(next) >= sizeof next)
             abort();
         unsigned char x = 0;
         for (size_t k = 0; rc == 0 && k < len; k++) /* the whole value must be readable */

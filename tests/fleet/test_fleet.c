@@ -6,6 +6,8 @@
  *  - the webhook answers 503 while Redis is down and 200 again once it is back, 400 for a
  *    body that is not an Update (nothing published);
  *  - two workers share the partitions; when one stops, the other takes all of them;
+ *  - a read whose answer is lost after Redis ran it: the reader claims the entry back and
+ *    runs it before the chat's next update (stream ids: the one after an id);
  *  - long polling as ingress: one poller at a time, the other takes over from the offset;
  *  - fleet-wide flood control, and the fallback to local limits while Redis is down;
  *  - the idempotency helper.
@@ -124,6 +126,28 @@ static void test_slots(void **state)
     assert_int_equal(tg__redis_slot("foo{}{bar}", 10), tg__redis_slot("foo{}{bar}x", 10));
     assert_int_equal(tg__redis_slot("foo{{bar}}zap", 13), tg__redis_slot("{bar", 4));
     assert_int_equal(tg__redis_slot("foo{bar}{zap}", 13), tg__redis_slot("bar", 3));
+}
+
+static void test_stream_id_next(void **state)
+{
+    (void)state;
+    char next[TG__STREAM_ID_MAX];
+    assert_int_equal(tg__stream_id_next("1700000000000-0", next), 0);
+    assert_string_equal(next, "1700000000000-1");
+    assert_int_equal(tg__stream_id_next("5-18446744073709551615", next), 0);
+    assert_string_equal(next, "6-0");
+    const char *bad[] = {"18446744073709551615-18446744073709551615",
+                         "18446744073709551616-0",
+                         "",
+                         "1",
+                         "1-",
+                         "-1",
+                         "1-2x",
+                         "a-1",
+                         "1--2",
+                         "1-+2"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(tg__stream_id_next(bad[i], next), -1);
 }
 
 static void post_all(const char *url, long chats, long per_chat, int64_t *next_id)
@@ -260,6 +284,71 @@ static void test_two_workers_share_and_hand_over(void **state)
         tg__sleep_ms(20);
     wk_stop(&a);
     check_sink(20, 21, true);
+    tg_fleet_free(in);
+}
+
+/* Run a command on the test's redis-server that must answer +OK. */
+static void redis_ok(const char *fmt, const char *arg)
+{
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", redis.port, (struct timeval){2, 0});
+    assert_true(c && !c->err);
+    redisReply *r = redisCommand(c, fmt, arg);
+    assert_true(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* How many times the first pending entry of stream was delivered (0: nothing pending). */
+static long long deliveries(const char *stream)
+{
+    return fx_redis_int(redis.port, "EVAL %s 1 %s",
+                        "local p = redis.call('XPENDING', KEYS[1], 'workers', '-', '+', 1)\n"
+                        "if #p == 0 then return 0 end\n"
+                        "return p[1][4]",
+                        stream);
+}
+
+/* Redis runs an XREADGROUP (the entry is now pending in the reader's name) and the answer
+ * never arrives: here Redis closes the connection because the answer exceeds the output
+ * buffer limit, as a timeout or a dropped link would lose it. The reader must take the entry
+ * back (claim it again) and run it before the chat's next update, not read on past it. */
+static void test_read_answer_lost_entry_claimed_back(void **state)
+{
+    (void)state;
+    struct fx_worker w = {0};
+    wk_start(&w, "solo");
+    wait_owned(&w, 8);
+    tg_fleet_options io = fleet_opts(NULL);
+    tg_fleet *in = tg_fleet_new(&io);
+    assert_non_null(in);
+    char stream[64], small[512];
+    snprintf(stream, sizeof stream, "{tgbot:p%u}:stream", tg_fleet_partition(in, 1000));
+    enum { PAD = 1 << 20 }; /* answers with this entry exceed the 256 KB limit below */
+    char *big = malloc(PAD + sizeof small);
+    assert_non_null(big);
+    size_t n = fx_update(small, sizeof small, 1, 1000, 1);
+    memcpy(big, "{\"pad\":\"", 8);
+    memset(big + 8, 'x', PAD);
+    memcpy(big + 8 + PAD, "\",", 2);
+    memcpy(big + 10 + PAD, small + 1, n); /* the update's own fields, NUL included */
+    redis_ok("CONFIG SET client-output-buffer-limit %s", "normal 262144 0 0");
+    assert_int_equal(tg_fleet_publish(in, big, 9 + PAD + n), TG_OK);
+    long long times = 0; /* delivered once (answer lost), then claimed back (answer lost) */
+    for (int i = 0; i < 500 && (times = deliveries(stream)) < 2 && sink_count() == 0; i++)
+        tg__sleep_ms(20); /* up to ~10 s */
+    redis_ok("CONFIG SET client-output-buffer-limit %s", "normal 0 0 0");
+    free(big);
+    size_t early = sink_count(); /* 0: no answer with the entry ever arrived */
+    n = fx_update(small, sizeof small, 2, 1000, 2);
+    assert_int_equal(tg_fleet_publish(in, small, n), TG_OK);
+    for (int i = 0; i < 500 && sink_count() < 2; i++) /* up to ~10 s */
+        tg__sleep_ms(20);
+    wk_stop(&w);
+    assert_int_equal(early, 0);
+    if (times < 2)
+        fail_msg("entry delivered %lld time(s) and never claimed back by its reader", times);
+    check_sink(1, 2, true);
+    assert_int_equal(fx_redis_int(redis.port, "XLEN %s", stream), 0);
     tg_fleet_free(in);
 }
 
@@ -471,9 +560,11 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slots),
+        cmocka_unit_test(test_stream_id_next),
         cmocka_unit_test_setup_teardown(test_webhook_to_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhook_503_while_redis_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_workers_share_and_hand_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_answer_lost_entry_claimed_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_polling_ingress_one_poller_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flood_fleet_wide_then_local, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idempotency_helper, setup, teardown),

@@ -1,6 +1,9 @@
 /* reply: pure readers of Redis replies and redirections. See reply.h. */
 #include "bot/fleet/reply.h"
 
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,4 +105,36 @@ int tg__stream_entry(const redisReply *ent, const char **id, const char **json, 
         }
     }
     return 1;
+}
+
+/* A decimal uint64 at *p (at least one digit, no overflow); advances *p. */
+static bool u64_at(const char **p, uint64_t *v)
+{
+    const char *q = *p;
+    *v = 0;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        unsigned d = (unsigned)(*q - '0');
+        if (*v > (UINT64_MAX - d) / 10)
+            return false;
+        *v = *v * 10 + d;
+    }
+    if (q == *p)
+        return false;
+    *p = q;
+    return true;
+}
+
+int tg__stream_id_next(const char *id, char *next)
+{
+    uint64_t ms, seq;
+    const char *p = id;
+    if (!u64_at(&p, &ms) || *p++ != '-' || !u64_at(&p, &seq) || *p)
+        return -1;
+    if (seq == UINT64_MAX && ms == UINT64_MAX)
+        return -1;
+    if (seq == UINT64_MAX)
+        snprintf(next, TG__STREAM_ID_MAX, "%" PRIu64 "-0", ms + 1);
+    else
+        snprintf(next, TG__STREAM_ID_MAX, "%" PRIu64 "-%" PRIu64, ms, seq + 1);
+    return 0;
 }

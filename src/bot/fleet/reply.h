@@ -34,5 +34,9 @@ int tg__xautoclaim(const redisReply *r, char *cursor, const redisReply **entries
  * value of field "u" (the update). 0 with both; 1 when the entry lacks "u" (id set); -1 when
  * it is not an entry (e.g. deleted while pending). */
 int tg__stream_entry(const redisReply *ent, const char **id, const char **json, size_t *len);
+/* The smallest stream id after id ("<ms>-<seq>", both decimal) into next[TG__STREAM_ID_MAX]:
+ * "<ms>-<seq+1>", or "<ms+1>-0" when seq is the largest. 0, or -1 when id is not such an id
+ * or has no successor. */
+int tg__stream_id_next(const char *id, char *next);
 
 #endif

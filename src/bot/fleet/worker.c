@@ -11,12 +11,15 @@
  *
  * Each owned partition has a reader thread: it claims the partition's pending entries
  * (XAUTOCLAIM from id 0: whatever an earlier owner read and did not acknowledge), feeds them
- * to the dispatcher in id order, then reads new entries (XREADGROUP >). Every entry fed
- * counts as in flight until the dispatcher's done callback, which acknowledges it (XACK and
- * XDEL in one script) once its handler finished. A reader feeds only while its lease is
- * valid by the local clock (renewed at t0 means valid until t0 + lease_ms - margin), and
- * when asked to stop it stops feeding, waits for its entries in flight and only then
- * releases the lease, so the next owner never overlaps with it.
+ * to the dispatcher in id order, then reads new entries (XREADGROUP >). A command that fails
+ * may have run on Redis with only its answer lost (entries now pending in our name that >
+ * never returns), so after a failure the reader claims again, from the entry after the last
+ * one it took, before it reads on. Every entry fed counts as in flight until the
+ * dispatcher's done callback, which acknowledges it (XACK and XDEL in one script) once its
+ * handler finished. A reader feeds only while its lease is valid by the local clock (renewed
+ * at t0 means valid until t0 + lease_ms - margin), and when asked to stop it stops feeding,
+ * waits for its entries in flight and only then releases the lease, so the next owner never
+ * overlaps with it.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -96,7 +99,8 @@ struct part {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned inflight;
-    pthread_mutex_t ack_mu; /* guards ack, retry, nretry */
+    char fed[TG__STREAM_ID_MAX]; /* reader's: the last entry it took ("" = none yet) */
+    pthread_mutex_t ack_mu;      /* guards ack, retry, nretry */
     tg__rconn *ack;
     char (*retry)[TG__STREAM_ID_MAX];
     unsigned nretry;
@@ -205,6 +209,13 @@ static void timed_wait(pthread_mutex_t *mu, pthread_cond_t *cv, uint32_t ms)
     pthread_mutex_unlock(mu);
 }
 
+/* Entry id is fed (or dropped for good): a claim after an error resumes after it. 0. */
+static int took(struct part *p, const char *id)
+{
+    snprintf(p->fed, sizeof p->fed, "%s", id);
+    return 0;
+}
+
 /* Feed one stream entry ([id, [field, value, ...]]). 0, or -1 to stop feeding. */
 static int feed_entry(struct part *p, const redisReply *ent)
 {
@@ -219,7 +230,7 @@ static int feed_entry(struct part *p, const redisReply *ent)
                            "dropped",
                            id, p->idx);
         ack(p, id);
-        return 0;
+        return took(p, id);
     }
     struct entry *e = tg__malloc(sizeof *e);
     if (!e)
@@ -232,14 +243,14 @@ static int feed_entry(struct part *p, const redisReply *ent)
     char err[256];
     tg_status st = tg__dispatcher_feed(p->w->d, json, len, -1, on_done, e, NULL, err, sizeof err);
     if (st == TG_OK)
-        return 0;
+        return took(p, id);
     on_done(e, 0, false);
     if (st != TG_ERR_DECODE)
         return -1; /* stopping or out of memory: it stays pending */
     tg__dispatcher_log(p->w->d, TG__LOG_WARN, "fleet: entry %s of partition %u dropped: %s", id,
                        p->idx, err);
     ack(p, id);
-    return 0;
+    return took(p, id);
 }
 
 /* Feed an array of entries while the lease holds. 0 or -1. */
@@ -267,10 +278,13 @@ static int ensure_group(struct part *p, tg__rconn *rc)
     return ok ? 0 : -1;
 }
 
-/* Take over every pending entry of the partition, in id order. 0 or -1. */
+/* Take over every pending entry of the partition after the last one this reader took (all
+ * of them for a new reader), in id order. 0 or -1. */
 static int claim_pending(struct part *p, tg__rconn *rc)
 {
     char cursor[TG__STREAM_ID_MAX] = "0-0", next[TG__STREAM_ID_MAX], count[16];
+    if (p->fed[0] && tg__stream_id_next(p->fed, cursor) != 0)
+        memcpy(cursor, "0-0", 4);
     snprintf(count, sizeof count, "%u", p->w->f->batch);
     for (int round = 0; round < 100000; round++) {
         const char *argv[] = {"XAUTOCLAIM", p->stream, TG__FLEET_GROUP, p->w->f->worker_id,
@@ -371,10 +385,12 @@ static void reader_loop(struct part *p, tg__rconn *rc)
             warned = false;
             continue;
         }
-        if (r == -2) {
-            setup = true;
+        /* The group is gone (-2), or a command failed (-1): Redis may have run it and lost
+         * only its answer, so entries it gave us may sit pending in our name. Set up again:
+         * the claim takes them back, from the entry after the last one taken. */
+        setup = true;
+        if (r == -2)
             continue;
-        }
         if (keep_going(p)) {
             warn_once(p, rc, &warned);
             timed_wait(&p->mu, &p->cv, 100);
@@ -387,6 +403,7 @@ static void *reader_main(void *arg)
     struct part *p = arg;
     tg__rconn *rc = tg__rconn_new(&p->w->f->rcfg);
     p->ack = tg__rconn_new(&p->w->f->rcfg);
+    p->fed[0] = '\0';
     if (rc && p->ack)
         reader_loop(p, rc);
     wait_inflight(p);
