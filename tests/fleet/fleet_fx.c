@@ -76,6 +76,25 @@ static void check_chat(const struct fx_rec *r, size_t n, long per_chat, unsigned
     }
 }
 
+/* One update never handled: counted, and named in out->lost while there is room. */
+static void note_lost(struct fx_check *c, int64_t chat, long seq, long update_id)
+{
+    c->missing++;
+    if (!c->first[0])
+        snprintf(c->first, sizeof c->first, "chat %lld seq %ld: never handled", (long long)chat,
+                 seq);
+    size_t used = strlen(c->lost), room = sizeof c->lost - used;
+    char item[80];
+    int n = snprintf(item, sizeof item, "%supdate %ld (chat %lld seq %ld)", used ? ", " : "",
+                     update_id, (long long)chat, seq);
+    if (strstr(c->lost, "..."))
+        return;                                     /* full already */
+    if (n > 0 && (size_t)n + sizeof ", ..." < room) /* room left for the ellipsis */
+        memcpy(c->lost + used, item, (size_t)n + 1);
+    else
+        memcpy(c->lost + used, ", ...", sizeof ", ...");
+}
+
 void fx_check_records(struct fx_rec *r, size_t n, int64_t chat_base, long nchats, long per_chat,
                       struct fx_check *out)
 {
@@ -93,12 +112,8 @@ void fx_check_records(struct fx_rec *r, size_t n, int64_t chat_base, long nchats
         memset(seen, 0, (size_t)per_chat + 1);
         check_chat(r + i, j - i, per_chat, seen, out);
         for (long s = 1; s <= per_chat; s++)
-            if (!seen[s]) {
-                out->missing++;
-                if (!out->first[0])
-                    snprintf(out->first, sizeof out->first, "chat %lld seq %ld: never handled",
-                             (long long)chat, s);
-            }
+            if (!seen[s])
+                note_lost(out, chat, s, (s - 1) * nchats + c + 1);
         i = j;
     }
     free(seen);

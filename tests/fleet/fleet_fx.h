@@ -29,6 +29,7 @@ struct fx_check {
     long overlap;    /* two handlers of one chat ran at the same time */
     long conv;       /* the conversation did not hold the previous seq */
     char first[200]; /* the first problem, for the failure message */
+    char lost[400];  /* the updates never handled: "update <id> (chat C seq S), ..." */
 };
 
 /* {"update_id":id,"message":{... chat C, from C, text "<seq>"}} into buf. Length. */
@@ -36,7 +37,9 @@ size_t fx_update(char *buf, size_t cap, int64_t update_id, int64_t chat, long se
 /* Parse the text of such an update's message back ("<seq>"); -1 if not a number. */
 long fx_seq_of(const char *text);
 
-/* Judge records (sorted in place) against chats 0..nchats-1 each with seqs 1..per_chat. */
+/* Judge records (sorted in place) against chats 0..nchats-1 each with seqs 1..per_chat.
+ * Update ids in out->lost are numbered as the fleet tests publish them: chat index c's seq s
+ * is update (s - 1) * nchats + c + 1. */
 void fx_check_records(struct fx_rec *r, size_t n, int64_t chat_base, long nchats, long per_chat,
                       struct fx_check *out);
 

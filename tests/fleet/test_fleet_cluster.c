@@ -4,7 +4,10 @@
  * Publishing, leases, heartbeats, claims and acknowledgements must follow MOVED to the node
  * of each key's slot; the hash tags must keep each partition's stream and lease together
  * (else the scripts would fail with CROSSSLOT); the partitions must end up spread over the
- * masters; and 2 workers must handle 2,000 updates from 50 chats once each, in order.
+ * masters; and 2 workers must handle 2,000 updates from 50 chats once each, in order, and
+ * acknowledge every one. The test waits for that state (handlers done, acknowledgements
+ * counted, streams empty with nothing pending), never for a time, so a loaded machine only
+ * makes it slower.
  */
 #include "tgtest.h"
 
@@ -19,6 +22,7 @@
 #include "tgbot/tgbot.h"
 
 #define NODES    3
+#define PARTS    8
 #define CHATS    50
 #define PER_CHAT 40
 #define TOTAL    (CHATS * PER_CHAT)
@@ -98,7 +102,7 @@ static tg_fleet *fleet_on(unsigned n, const char *id)
 {
     tg_fleet *f = tg_fleet_new(&(tg_fleet_options){.redis_port = node[n].port,
                                                    .redis_timeout_ms = 1000,
-                                                   .partitions = 8,
+                                                   .partitions = PARTS,
                                                    .lease_ms = 800,
                                                    .worker_id = id});
     assert_non_null(f);
@@ -118,6 +122,69 @@ static size_t sink_count(void)
     return n;
 }
 
+/* Entries of partition i still in its stream plus those pending, asked of the node that
+ * holds it (the others answer MOVED); -1 when no node answers a number. */
+static long long left_in(unsigned i)
+{
+    char key[64];
+    snprintf(key, sizeof key, "{tgbot:p%u}:stream", i);
+    for (int k = 0; k < NODES; k++) {
+        long long v = fx_redis_int(node[k].port, "EVAL %s 1 %s",
+                                   "return redis.call('XLEN', KEYS[1]) + "
+                                   "redis.call('XPENDING', KEYS[1], 'workers')[1]",
+                                   key);
+        if (v >= 0)
+            return v;
+    }
+    return -1;
+}
+
+/* Entries left in every stream (-1 if one could not be asked). */
+static long long left_total(void)
+{
+    long long sum = 0;
+    for (unsigned i = 0; i < PARTS; i++) {
+        long long v = left_in(i);
+        if (v < 0)
+            return -1;
+        sum += v;
+    }
+    return sum;
+}
+
+static uint64_t handled(const struct fx_worker *w, uint64_t *ack_failed)
+{
+    tg_fleet_stats s;
+    tg_fleet_get_stats(w->f, &s);
+    if (ack_failed)
+        *ack_failed += s.ack_failed;
+    return s.handled;
+}
+
+/* Until the work is done: every update recorded by a handler, every entry acknowledged
+ * (the workers' handled counters, bumped after Redis answered the XACK), every stream empty
+ * with nothing pending. Bounded (~60 s); on timeout, say where it stood. */
+static void wait_all_done(const struct fx_worker *a, const struct fx_worker *b)
+{
+    uint64_t acked = 0, ack_failed = 0;
+    long long left = -1;
+    size_t recs = 0;
+    for (int i = 0; i < 3000; i++) {
+        ack_failed = 0;
+        recs = sink_count();
+        acked = handled(a, &ack_failed) + handled(b, &ack_failed);
+        if (recs >= TOTAL && acked >= TOTAL && (left = left_total()) == 0)
+            return;
+        tg__sleep_ms(20);
+    }
+    struct fx_check c;
+    fx_check_records(sink.recs, sink.n, 7000, CHATS, PER_CHAT, &c);
+    fail_msg("not done after ~60 s: %zu handler records, %llu acknowledged (%llu at a failed "
+             "first try), %lld entries left in the streams; missing %ld: %s",
+             recs, (unsigned long long)acked, (unsigned long long)ack_failed, left, c.missing,
+             c.lost);
+}
+
 static void test_fleet_on_three_masters(void **state)
 {
     (void)state;
@@ -131,8 +198,7 @@ static void test_fleet_on_three_masters(void **state)
             size_t n = fx_update(body, sizeof body, (s - 1) * CHATS + c + 1, 7000 + c, s);
             assert_int_equal(tg_fleet_publish(in, body, n), TG_OK);
         }
-    for (int i = 0; i < 1500 && sink_count() < TOTAL; i++) /* ~30 s */
-        tg__sleep_ms(20);
+    wait_all_done(&a, &b);
     int holding = 0; /* masters holding at least one partition stream */
     for (int k = 0; k < NODES; k++)
         holding += fx_redis_int(node[k].port, "EVAL %s 0",
@@ -146,8 +212,8 @@ static void test_fleet_on_three_masters(void **state)
     struct fx_check c;
     fx_check_records(sink.recs, sink.n, 7000, CHATS, PER_CHAT, &c);
     if (c.missing || c.order || c.overlap || c.dups)
-        fail_msg("missing %ld order %ld overlap %ld dups %ld: %s", c.missing, c.order, c.overlap,
-                 c.dups, c.first);
+        fail_msg("missing %ld order %ld overlap %ld dups %ld: %s; never handled: %s", c.missing,
+                 c.order, c.overlap, c.dups, c.first, c.lost[0] ? c.lost : "none");
     assert_int_equal(sa.handled + sb.handled, TOTAL);
     assert_true(holding >= 2);
 }
