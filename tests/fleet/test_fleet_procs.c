@@ -359,6 +359,26 @@ static void wait_sent(long n)
         tg__sleep_ms(10);
 }
 
+/* Until the record file of worker name holds at least n records (bounded: ~20 s). */
+static void wait_records(const char *name, long n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.rec", dir, name);
+    long lines = 0;
+    for (int i = 0; i < 2000 && lines < n; i++) {
+        FILE *fp = fopen(path, "r");
+        lines = 0;
+        for (int ch; fp && (ch = getc(fp)) != EOF;)
+            lines += ch == '\n';
+        if (fp)
+            fclose(fp);
+        if (lines < n)
+            tg__sleep_ms(10);
+    }
+    if (lines < n)
+        fail_msg("worker %s handled %ld updates in ~20 s, expected at least %ld", name, lines, n);
+}
+
 static void stop_proc(pid_t pid)
 {
     int status = -1;
@@ -382,7 +402,8 @@ static void run_scenario(pid_t *w)
     for (long i = 0; i < 2; i++)
         assert_int_equal(pthread_create(&th[i], NULL, sender, (void *)(intptr_t)i), 0);
     wait_sent(TOTAL / 5);
-    kill_proc(w[1]); /* w2 dies holding partitions and entries in flight */
+    wait_records("w2", 50); /* it owns partitions by now (leases are taken once a tick) */
+    kill_proc(w[1]);        /* w2 dies holding partitions and entries in flight */
     wait_sent(TOTAL * 7 / 20);
     w[1] = spawn_worker("w2b"); /* and comes back as a new member */
     wait_sent(TOTAL / 2);
