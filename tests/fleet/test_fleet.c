@@ -375,6 +375,11 @@ static void *poller_main(void *arg)
 static void poller_start(struct poller *p, fakeapi *api, const char *id)
 {
     tg_fleet_options o = fleet_opts(id);
+    /* The test counts exact publishes per poller, so the polling lease must not lapse: one
+     * that does (a loaded machine stalled the poller past 800 ms) leaves the offset unsaved
+     * and the next holder publishes those updates again, the duplicates the product allows.
+     * 4 s leases also make each getUpdates a 1 s long poll (lease_ms / 2). */
+    o.lease_ms = 4000;
     assert_non_null(p->f = tg_fleet_new(&o));
     assert_non_null(p->bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = fakeapi_url(api)}));
     assert_non_null(p->r = tg_router_new());
