@@ -240,9 +240,10 @@ int psock_listen(uint16_t *port, int backlog)
     return fd;
 }
 
-int psock_udp_bind(uint16_t *port)
+/* A socket of type bound to 127.0.0.1 on a free port (into *port); fd or -errno. */
+static int bound_socket(int type, uint16_t *port)
 {
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     struct sockaddr_in a = psock_addr(0);
@@ -257,21 +258,14 @@ int psock_udp_bind(uint16_t *port)
     return fd;
 }
 
+int psock_udp_bind(uint16_t *port)
+{
+    return bound_socket(SOCK_DGRAM, port);
+}
+
 int psock_refusing(uint16_t *port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    struct sockaddr_in a = psock_addr(0);
-    socklen_t len = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
-        int err = -errno;
-        close(fd);
-        return err;
-    }
-    *port = ntohs(a.sin_port);
-    return fd;
+    return bound_socket(SOCK_STREAM, port); /* never listening: a SYN gets a reset */
 }
 
 int psock_listen6(uint16_t *port, int backlog)
