@@ -405,9 +405,12 @@ void conn_close(struct conn *c, enum conn_end why)
     log_end(c);
     stats_close(c);
     loop_timer_stop(&c->timer);
-    upstream_cancel(&c->up);           /* no-op unless a connect or a lookup is under way */
-    loop_io_forget(&w->loop, &c->cli); /* both sockets are closed just below */
-    loop_io_forget(&w->loop, &c->up.io);
+    upstream_cancel(&c->up); /* no-op unless a connect or a lookup is under way */
+    /* unregistered before the close: a fork or posix_spawn on another thread (a program
+       embedding the engine, the tests' scrapers) holds the sockets open until its exec, and
+       epoll would go on reporting them for this connection's freed struct */
+    loop_io_del(&w->loop, &c->cli);
+    loop_io_del(&w->loop, &c->up.io);
     if ((c->state == CONN_FRONT_RELAY || c->state == CONN_HELLO) && c->reset_by != CONN_RESET_NONE)
         reset_on_close(c->reset_by == CONN_RESET_UPSTREAM ? c->cfd : c->ufd);
     if (c->cfd >= 0)

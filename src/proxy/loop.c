@@ -88,29 +88,18 @@ int loop_io_set(struct loop *l, struct loop_io *io, unsigned mask)
     return 0;
 }
 
-static void io_drop(struct loop *l, struct loop_io *io, bool unregister)
+void loop_io_del(struct loop *l, struct loop_io *io)
 {
     if (!io || io->fd < 0)
         return;
     /* Failure here means the fd is already gone; the kernel dropped it for us. */
-    if (unregister)
-        epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+    epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
     io->fd = -1;
     io->mask = 0;
     struct epoll_event *evs = l->batch;
     for (int i = l->batch_i; i < l->batch_n; i++)
         if (evs[i].data.ptr == io)
             evs[i].data.ptr = &l->batch; /* tombstone: never a loop_io */
-}
-
-void loop_io_del(struct loop *l, struct loop_io *io)
-{
-    io_drop(l, io, true);
-}
-
-void loop_io_forget(struct loop *l, struct loop_io *io)
-{
-    io_drop(l, io, false);
 }
 
 int loop_tq_add(struct loop *l, struct loop_tq *q, uint64_t duration_ms)

@@ -98,10 +98,6 @@ int loop_io_set(struct loop *l, struct loop_io *io, unsigned mask);
 /* Unregister (the fd stays open); pending events of this batch are dropped. NULL-safe, and
    a no-op for an io that is not registered. */
 void loop_io_del(struct loop *l, struct loop_io *io);
-/* Same bookkeeping without the epoll_ctl call, for an fd the caller closes right after and
-   never duplicated: closing its last reference removes it from the epoll set (saves a
-   system call per socket on every connection end). */
-void loop_io_forget(struct loop *l, struct loop_io *io);
 
 /* A queue owned by the caller, registered with the loop (at most LOOP_MAX_TQ). 0 or -ENOSPC. */
 int loop_tq_add(struct loop *l, struct loop_tq *q, uint64_t duration_ms);
