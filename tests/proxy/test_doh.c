@@ -349,9 +349,8 @@ static void test_transport_failures(void **state)
     setenv("SSL_CERT_FILE", f->pki.ca_file, 1);
 
     uint16_t closed = 0;
-    int fd = psock_listen(&closed, 1);
-    assert_true(fd >= 0);
-    close(fd); /* nothing listens there now */
+    int held = psock_refusing(&closed); /* refuses, and no other process can take it */
+    assert_true(held >= 0);
     struct config cfg;
     config_init(&cfg);
     dns_config(&cfg, f, false, closed);
@@ -364,6 +363,7 @@ static void test_transport_failures(void **state)
     if (!strstr(r.err, where) || !strstr(r.err, "onnect"))
         fail_msg("%s", r.err);
     doh_free(d);
+    close(held);
 
     snprintf(cfg.dns.url, sizeof cfg.dns.url, "https://127.0.0.1:%u/other", (unsigned)f->port);
     d = doh_new(&cfg, err, sizeof err);
@@ -612,9 +612,8 @@ static void test_proxy_doh_failures(void **state)
 {
     struct fx *f = *state;
     uint16_t closed = 0;
-    int fd = psock_listen(&closed, 1);
-    assert_true(fd >= 0);
-    close(fd);
+    int held = psock_refusing(&closed); /* refuses, and no other process can take it */
+    assert_true(held >= 0);
     const struct {
         const char *host, *ca, *why;
         uint16_t port;
@@ -641,6 +640,7 @@ static void test_proxy_doh_failures(void **state)
         assert_int_equal(fakedc_counters(h.dc).accepted, 0);
         pharness_stop(&h);
     }
+    close(held);
     setenv("SSL_CERT_FILE", f->pki.ca_file, 1);
 }
 

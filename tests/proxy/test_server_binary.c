@@ -83,9 +83,6 @@ static void test_daemon_end_to_end(void **state)
     struct pfront *front = pfront_start(&front_port);
     assert_non_null(dc);
     assert_non_null(front);
-    int probe = psock_listen(&port, 1); /* a free port for bind-to */
-    assert_true(probe >= 0);
-    close(probe);
 
     struct daemon d;
     snprintf(d.dir, sizeof d.dir, "/tmp/tgproxy-e2e-XXXXXX");
@@ -95,7 +92,9 @@ static void test_daemon_end_to_end(void **state)
     uint8_t key[16];
     assert_int_equal(RAND_bytes(key, sizeof key), 1);
     write_config(&d, port, key, dc_port, front_port);
-    spawn(&d);
+    spawn(&d); /* on port 0: the kernel's choice, read from the log (no free-port race) */
+    assert_int_equal(pproc_log_wait(d.log, "listening on", 1), 0);
+    assert_int_equal(pproc_log_port(d.log, "listening on", &port), 0);
     assert_true(wait_listening(port));
 
     struct pcli c;
