@@ -4,7 +4,10 @@
  * Invariants: list[k].cur is NULL (list off) or a finished netset no writer touches again;
  * a netset is freed only after publish() saw every reader's busy flag down once after the
  * swap; src[i].last is touched only under mu (the writers' lock); the updater thread sleeps
- * on tmu/cv and takes mu only to build, never holding tmu then (lock order: mu, then tmu).
+ * on tmu/cv and takes mu only to copy the sources and to commit, never across file reads or
+ * downloads (those run on its copy, and a commit is dropped when acl->gen moved meanwhile),
+ * and never holding tmu then (lock order: mu, then tmu). acl_refresh holds mu for its whole
+ * build, downloads included (it is the caller's synchronous rebuild).
  */
 #include "proxy/acl.h"
 
@@ -58,6 +61,7 @@ struct acl {
     struct acl_reader *readers;
     size_t nreaders;
     pthread_mutex_t mu; /* writers */
+    uint64_t gen;       /* under mu: bumped when acl_refresh/acl_apply change the lists */
     pthread_mutex_t tmu;
     pthread_cond_t cv;
     bool stop, kick; /* under tmu; stop is also read atomically by downloads */
@@ -413,14 +417,13 @@ static void free_fresh(struct netset **fresh, size_t n)
 }
 
 /* Rebuild both enabled lists under mu: stage both, then commit both (strict: all or none). */
-static int rebuild(struct acl *acl, bool strict, bool download, const bool only[2], char *err,
-                   size_t errlen)
+static int rebuild(struct acl *acl, bool strict, bool download, char *err, size_t errlen)
 {
     struct netset **fresh[2] = {NULL, NULL};
     int rc = 0;
     for (int k = 0; k < 2 && rc == 0; k++) {
         struct acl_list *l = &acl->list[k];
-        if (!l->enabled || (only && !only[k]))
+        if (!l->enabled)
             continue;
         fresh[k] = tg__calloc(l->nsrc ? l->nsrc : 1, sizeof *fresh[k]);
         rc = fresh[k] ? stage(acl, l, list_names[k], strict, download, fresh[k], err, errlen)
@@ -436,6 +439,28 @@ static int rebuild(struct acl *acl, bool strict, bool download, const bool only[
 
 /* ---- the updater thread ---- */
 
+/* A copy of l's settings and sources (no ranges) that the updater builds from without mu.
+   Under mu. 0 or -ENOMEM. */
+static int list_snapshot(const struct acl_list *l, struct acl_list *s)
+{
+    memset(s, 0, sizeof *s);
+    s->src = tg__calloc(l->nsrc ? l->nsrc : 1, sizeof *s->src);
+    if (!s->src)
+        return -ENOMEM;
+    for (size_t i = 0; i < l->nsrc; i++)
+        s->src[i].cfg = l->src[i].cfg;
+    s->nsrc = l->nsrc;
+    s->enabled = l->enabled;
+    s->conc = l->conc;
+    return 0;
+}
+
+/*
+ * Rebuild the due lists: snapshot their sources under mu, read and download them without
+ * it (a reload or stop never waits for the network), then commit under mu only if no
+ * writer changed the sources meanwhile (acl->gen); otherwise the result is dropped: that
+ * writer built the lists itself and scheduled the next download.
+ */
 static void update_due(struct acl *acl)
 {
     bool due[2] = {false, false};
@@ -449,10 +474,34 @@ static void update_due(struct acl *acl)
         }
     }
     pthread_mutex_unlock(&acl->tmu);
-    char err[512];
+    struct acl_list snap[2];
+    struct netset **fresh[2] = {NULL, NULL};
+    memset(snap, 0, sizeof snap);
     pthread_mutex_lock(&acl->mu);
-    (void)rebuild(acl, false, true, due, err, sizeof err); /* lenient: never fails on input */
+    uint64_t gen = acl->gen;
+    for (int k = 0; k < 2; k++)
+        if (due[k] && acl->list[k].enabled && list_snapshot(&acl->list[k], &snap[k]) == 0)
+            fresh[k] = tg__calloc(snap[k].nsrc ? snap[k].nsrc : 1, sizeof *fresh[k]);
     pthread_mutex_unlock(&acl->mu);
+    int rc = 0;
+    char err[512];
+    for (int k = 0; k < 2; k++) {
+        if (fresh[k] && rc == 0) /* lenient: fails only for memory */
+            rc = stage(acl, &snap[k], list_names[k], false, true, fresh[k], err, sizeof err);
+        __atomic_add_fetch(&acl->list[k].failed, snap[k].failed, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_lock(&acl->mu);
+    bool same = acl->gen == gen;
+    for (int k = 0; k < 2 && rc == 0 && same; k++)
+        if (fresh[k])
+            rc = commit(acl, &acl->list[k], list_names[k], fresh[k]);
+    pthread_mutex_unlock(&acl->mu);
+    if (!same)
+        tg__log(NULL, TG__LOG_INFO, "access lists changed during an update; its result dropped");
+    for (int k = 0; k < 2; k++) {
+        free_fresh(fresh[k], snap[k].nsrc);
+        tg__free(snap[k].src);
+    }
 }
 
 static void *updater_main(void *arg)
@@ -578,7 +627,7 @@ int acl_new(const struct config *cfg, size_t nreaders, struct acl **out, char *e
     if (rc == 0)
         rc = list_take(&acl->list[ACL_BLOCK], &cfg->blocklist, NULL, 0, true);
     if (rc == 0)
-        rc = rebuild(acl, true, false, NULL, err, errlen);
+        rc = rebuild(acl, true, false, err, errlen);
     if (rc == 0)
         schedule(acl, false); /* before the thread, which would otherwise see every list due */
     if (rc == 0 && pthread_create(&acl->th, NULL, updater_main, acl) != 0)
@@ -624,7 +673,9 @@ int acl_refresh(struct acl *acl, char *err, size_t errlen)
     if (!acl)
         return 0;
     pthread_mutex_lock(&acl->mu);
-    int rc = rebuild(acl, true, true, NULL, err, errlen);
+    int rc = rebuild(acl, true, true, err, errlen);
+    if (rc == 0)
+        acl->gen++; /* an update downloading meanwhile is older: it is dropped */
     if (rc == 0)
         schedule(acl, false); /* under mu: it reads the sources the updater writes */
     pthread_mutex_unlock(&acl->mu);
@@ -679,6 +730,7 @@ int acl_apply(struct acl *acl, const struct config *cfg, char *err, size_t errle
     for (int k = 0; k < 2; k++) {
         if (rc == 0) {
             list_swap(acl, k, &nl[k]);
+            acl->gen++; /* an update downloading meanwhile used the old sources: dropped */
             if (acl->list[k].enabled)
                 rc = commit(acl, &acl->list[k], list_names[k], fresh[k]);
             else

@@ -25,7 +25,10 @@
  *
  * Ownership: acl_new copies what it needs from cfg (cfg may go away after); acl_free stops
  * the updater and frees everything. Thread-safety: acl_check from the reader threads, each
- * with its own index; everything else from any thread (writers serialise on a mutex).
+ * with its own index; everything else from any thread (writers serialise on a mutex). The
+ * updater holds that mutex only to copy the sources and to publish, never during file reads
+ * or downloads, so acl_apply (a reload) never waits for the network; an update whose sources
+ * changed meanwhile (acl_apply, acl_refresh) is dropped, so the newer config always wins.
  */
 #ifndef TGPROXY_ACL_H
 #define TGPROXY_ACL_H

@@ -6,7 +6,9 @@
  * through acl_apply. Downloads from a local HTTPS server (libmicrohttpd over GnuTLS, with a
  * self-signed certificate for "localhost" made by the openssl CLI and trusted through
  * SSL_CERT_FILE): two URLs fetched in parallel by the updater thread, then refreshes where
- * one URL answers 404, bad text or an untrusted certificate and keeps its previous ranges.
+ * one URL answers 404, bad text or an untrusted certificate and keeps its previous ranges;
+ * a reload (acl_apply) while the updater's download is held by the server returns at once,
+ * and the stale download answered afterwards does not overwrite what the reload built.
  * The engine: a real tgproxy (tests/support harness) closing 127.0.0.2 at accept, unread,
  * while 127.0.0.1 relays; the client address of a PROXY header checked the same way; list
  * updates applied again and again while relays run, every relayed byte verified.
@@ -41,6 +43,8 @@ struct fx {
     char body[2][256]; /* what /a and /b serve */
     int status[2];
     int hits[2];
+    bool holding, release; /* /h: the handler holds its answer until release (under mu) */
+    pthread_cond_t cv;     /* signalled on release */
 };
 
 static struct fx *F;
@@ -104,6 +108,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     char body[256] = "";
     int status = 404;
     pthread_mutex_lock(&f->mu);
+    if (strcmp(url, "/h") == 0) { /* a stalled list server: answers when the test says so */
+        f->holding = true;
+        while (!f->release)
+            pthread_cond_wait(&f->cv, &f->mu);
+        f->holding = false;
+        snprintf(body, sizeof body, "198.51.100.77\n");
+        status = 200;
+    }
     if (k >= 0) {
         memcpy(body, f->body[k], sizeof body);
         status = f->status[k];
@@ -133,6 +145,7 @@ static int setup(void **state)
     F = calloc(1, sizeof *F);
     assert_non_null(F);
     pthread_mutex_init(&F->mu, NULL);
+    pthread_cond_init(&F->cv, NULL);
     snprintf(F->dir, sizeof F->dir, "/tmp/tgtest-acl-XXXXXX");
     assert_non_null(mkdtemp(F->dir));
     path_in(F->crt, sizeof F->crt, "crt.pem");
@@ -176,6 +189,7 @@ static int teardown(void **state)
     free(F->crt_pem);
     free(F->key_pem);
     pthread_mutex_destroy(&F->mu);
+    pthread_cond_destroy(&F->cv);
     free(F);
     return 0;
 }
@@ -397,6 +411,95 @@ static void test_https_lists(void **state)
     assert_int_equal(st.updates_failed, 4);
     acl_free(acl);
     config_cleanup(&cfg);
+}
+
+struct apply_job {
+    struct acl *acl;
+    const struct config *cfg;
+    int rc, done; /* done: atomic */
+    char err[512];
+};
+
+static void *apply_thread(void *arg)
+{
+    struct apply_job *j = arg;
+    j->rc = acl_apply(j->acl, j->cfg, j->err, sizeof j->err);
+    __atomic_store_n(&j->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static bool server_holding(void)
+{
+    pthread_mutex_lock(&F->mu);
+    bool h = F->holding;
+    pthread_mutex_unlock(&F->mu);
+    return h;
+}
+
+/* A reload while the updater's download stalls: acl_apply does not wait for the network,
+   and the stale download, answered afterwards, does not overwrite what the reload built. */
+static void test_apply_during_stalled_download(void **state)
+{
+    (void)state;
+    char uh[128], ub[128], file[128], err[512] = "";
+    url(uh, sizeof uh, "/h");
+    url(ub, sizeof ub, "/b");
+    path_in(file, sizeof file, "reload.netset");
+    write_file(file, "192.0.2.1\n");
+    serve(1, 404, ""); /* the new config's URL fails: its source would keep stale ranges */
+    pthread_mutex_lock(&F->mu);
+    F->release = false;
+    F->hits[1] = 0;
+    pthread_mutex_unlock(&F->mu);
+    struct config a, b;
+    config_init(&a);
+    config_init(&b);
+    a.timeout.http_ms = 600000; /* curl never gives up on the stall by itself during the test */
+    list_set(&a.blocklist, true, (const char *[]){uh}, 1);
+    list_set(&b.blocklist, true, (const char *[]){ub, file}, 2);
+    struct acl *acl = NULL;
+    assert_int_equal(acl_new(&a, 1, &acl, err, sizeof err), 0);
+    for (int i = 0; i < 3000 && !server_holding(); i++) /* the updater's download arrives */
+        usleep(10000);
+    assert_true(server_holding());
+
+    struct apply_job j = {.acl = acl, .cfg = &b};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, apply_thread, &j), 0);
+    for (int i = 0; i < 3000 && !__atomic_load_n(&j.done, __ATOMIC_SEQ_CST); i++)
+        usleep(10000);
+    /* the apply finished while the server still holds the download's answer (asserted
+       after the release, so a failure does not leave the server holding) */
+    bool returned = __atomic_load_n(&j.done, __ATOMIC_SEQ_CST) && server_holding();
+    struct acl_list_stats st;
+    acl_stats(acl, ACL_BLOCK, &st);
+    uint64_t ok = st.updates_ok;
+    bool built = check(acl, "192.0.2.1") == ACL_BLOCKED;
+
+    pthread_mutex_lock(&F->mu);
+    F->release = true;
+    pthread_cond_broadcast(&F->cv);
+    pthread_mutex_unlock(&F->mu);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(returned);
+    assert_true(built);
+    assert_int_equal(j.rc, 0);
+    /* the stale result is dropped; then the new config's URL is fetched (404) and built */
+    for (int i = 0; i < 3000 && st.updates_ok <= ok; i++) {
+        usleep(10000);
+        acl_stats(acl, ACL_BLOCK, &st);
+    }
+    assert_int_equal(st.updates_ok, ok + 1);
+    assert_int_equal(st.updates_failed, 1);
+    pthread_mutex_lock(&F->mu);
+    assert_int_equal(F->hits[1], 1);
+    pthread_mutex_unlock(&F->mu);
+    assert_int_equal(check(acl, "198.51.100.77"), ACL_PASS); /* the stale download's range */
+    assert_int_equal(check(acl, "192.0.2.1"), ACL_BLOCKED);
+    assert_int_equal(st.ranges, 1);
+    acl_free(acl);
+    config_cleanup(&a);
+    config_cleanup(&b);
 }
 
 static char logged[4096]; /* under F->mu */
@@ -670,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_large_list),
         cmocka_unit_test(test_https_lists),
         cmocka_unit_test(test_url_credentials_not_logged),
+        cmocka_unit_test(test_apply_during_stalled_download),
         cmocka_unit_test(test_engine_closes_at_accept),
         cmocka_unit_test(test_engine_proxy_protocol),
         cmocka_unit_test(test_engine_update_during_relays),
