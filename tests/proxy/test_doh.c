@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/str.h"
 #include "doh_server.h"
+#include "logcap.h"
 #include "proxy/doh.h"
 #include "proxy_client.h"
 #include "proxy_harness.h"
@@ -58,44 +59,6 @@ static uint64_t test_clock(void)
     return atomic_load(&vclock);
 }
 
-/* ---- captured log lines ---- */
-
-static struct {
-    pthread_mutex_t mu;
-    char text[16384];
-    size_t len;
-} logs = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void log_sink(void *user, int level, const char *msg)
-{
-    (void)user;
-    (void)level;
-    pthread_mutex_lock(&logs.mu);
-    size_t n = strlen(msg);
-    if (logs.len + n + 2 < sizeof logs.text) {
-        memcpy(logs.text + logs.len, msg, n);
-        logs.len += n;
-        logs.text[logs.len++] = '\n';
-        logs.text[logs.len] = '\0';
-    }
-    pthread_mutex_unlock(&logs.mu);
-}
-
-/* Bounded wait for a log line fragment. */
-static bool wait_logged(const char *needle)
-{
-    for (int i = 0; i < 1000; i++) {
-        pthread_mutex_lock(&logs.mu);
-        bool found = strstr(logs.text, needle) != NULL;
-        pthread_mutex_unlock(&logs.mu);
-        if (found)
-            return true;
-        struct timespec ts = {.tv_nsec = 5000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
@@ -113,9 +76,7 @@ static int setup(void **state)
     assert_non_null(f->srv);
     setenv("SSL_CERT_FILE", f->pki.ca_file, 1);
     doh_set_clock(test_clock);
-    logs.len = 0;
-    logs.text[0] = '\0';
-    tg__log_default()->sink = log_sink;
+    logcap_start();
     *state = f;
     return 0;
 }
@@ -590,9 +551,9 @@ static void test_proxy_nxdomain(void **state)
     struct pharness h;
     proxy_start(&h, f, "gone.test", "gone.test", f->port);
     ended_once(&h);
-    assert_true(wait_logged("gone.test: no address (DoH " DOH_NAME ":"));
-    assert_true(wait_logged("A gone.test: NXDOMAIN (no such name)"));
-    assert_true(wait_logged("reason=dns dc=2"));
+    assert_true(logcap_wait("gone.test: no address (DoH " DOH_NAME ":"));
+    assert_true(logcap_wait("A gone.test: NXDOMAIN (no such name)"));
+    assert_true(logcap_wait("reason=dns dc=2"));
 
     int fd = psock_connect(h.port, 2000);
     assert_true(fd >= 0);
@@ -623,10 +584,7 @@ static void test_proxy_doh_failures(void **state)
         {"broken.test", f->pki.ca_file, "the server answered RCODE 2 (SERVFAIL)", f->port},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        pthread_mutex_lock(&logs.mu);
-        logs.len = 0;
-        logs.text[0] = '\0';
-        pthread_mutex_unlock(&logs.mu);
+        logcap_clear();
         setenv("SSL_CERT_FILE", cases[i].ca, 1);
         struct pharness h;
         proxy_start(&h, f, cases[i].host, NULL, cases[i].port);
@@ -635,8 +593,8 @@ static void test_proxy_doh_failures(void **state)
         snprintf(where, sizeof where,
                  "dc 2: %s: no address (DoH " DOH_NAME ":%u: A %s: ", cases[i].host,
                  (unsigned)cases[i].port, cases[i].host);
-        if (!wait_logged(where) || !wait_logged(cases[i].why) || !wait_logged("reason=dns dc=2"))
-            fail_msg("case %zu: log:\n%s", i, logs.text);
+        if (!logcap_wait(where) || !logcap_wait(cases[i].why) || !logcap_wait("reason=dns dc=2"))
+            fail_msg("case %zu: log:\n%s", i, logcap_text());
         assert_int_equal(fakedc_counters(h.dc).accepted, 0);
         pharness_stop(&h);
     }

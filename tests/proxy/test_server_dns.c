@@ -8,6 +8,7 @@
 #include "tgtest.h"
 
 #include "core/log.h"
+#include "logcap.h"
 #include "proxy/upstream.h"
 #include "proxy_client.h"
 #include "proxy_harness.h"
@@ -17,49 +18,6 @@
 #include <time.h>
 
 #define SLOW_NAME "nonexistent.invalid"
-
-/* ---- captured log lines ---- */
-
-static struct {
-    pthread_mutex_t mu;
-    char text[16384];
-    size_t len;
-} logs = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void log_sink(void *user, int level, const char *msg)
-{
-    (void)user;
-    (void)level;
-    pthread_mutex_lock(&logs.mu);
-    size_t n = strlen(msg);
-    if (logs.len + n + 2 < sizeof logs.text) {
-        memcpy(logs.text + logs.len, msg, n);
-        logs.len += n;
-        logs.text[logs.len++] = '\n';
-        logs.text[logs.len] = '\0';
-    }
-    pthread_mutex_unlock(&logs.mu);
-}
-
-static bool logged(const char *needle)
-{
-    pthread_mutex_lock(&logs.mu);
-    bool found = strstr(logs.text, needle) != NULL;
-    pthread_mutex_unlock(&logs.mu);
-    return found;
-}
-
-/* Bounded wait for a log line fragment. */
-static bool wait_logged(const char *needle)
-{
-    for (int i = 0; i < 2000; i++) {
-        if (logged(needle))
-            return true;
-        struct timespec ts = {.tv_nsec = 5000000L};
-        nanosleep(&ts, NULL);
-    }
-    return logged(needle);
-}
 
 /* ---- a resolver that holds SLOW_NAME until released, then says it does not exist ---- */
 
@@ -114,9 +72,7 @@ static int setup(void **state)
     (void)state;
     gate.calls = 0;
     gate.released = false;
-    logs.len = 0;
-    logs.text[0] = '\0';
-    tg__log_default()->sink = log_sink;
+    logcap_start();
     tg__log_default()->user = NULL;
     upstream_set_resolver(gated_gai);
     return 0;
@@ -189,8 +145,8 @@ static void test_failing_name_does_not_block_others(void **state)
     uint8_t b;
     assert_true(pcli_recv(&slow, &b, 1) <= 0);
     pcli_close(&slow);
-    assert_true(wait_logged("reason=dns dc=4"));
-    assert_true(logged("dc 4: " SLOW_NAME ": no address"));
+    assert_true(logcap_wait("reason=dns dc=4"));
+    assert_true(logcap_has("dc 4: " SLOW_NAME ": no address"));
 
     assert_int_equal(pcli_connect(&slow, h.port, &o), 0);
     assert_true(pcli_recv(&slow, &b, 1) <= 0);
@@ -214,8 +170,8 @@ static void test_lookup_bounded_by_connect_timeout(void **state)
     uint8_t b;
     assert_true(pcli_recv(&slow, &b, 1) <= 0); /* closed while the lookup still hangs */
     pcli_close(&slow);
-    assert_true(wait_logged("reason=dns dc=-4"));
-    assert_true(logged("lookup still running"));
+    assert_true(logcap_wait("reason=dns dc=-4"));
+    assert_true(logcap_has("lookup still running"));
     gate_release(); /* lets the resolver thread finish, so the worker can stop */
     pharness_stop(&h);
 }
