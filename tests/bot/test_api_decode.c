@@ -7,6 +7,7 @@
 #include "tgtest.h"
 
 
+#include "bot/api/api.gen.h"
 #include "bot/codec/codec.h"
 #include "core/alloc.h"
 #include "core/arena.h"
@@ -299,6 +300,27 @@ static void test_unknown_variant_and_enum(void **state)
     free(again);
 }
 
+/* Issue 21 item 7: a counted enum string holding a NUL used to match by strncmp (which stops
+ * at the NUL) and then read past the end of the enum's constant (ASan: global-buffer-overflow).
+ * Lookups compare lengths before bytes; the decoder refuses such a value with a clear error. */
+static void test_enum_with_nul(void **state)
+{
+    fx *f = *state;
+    static const char html_nul[] = "HTML\0\0\0\0\0\0\0\0x";
+    assert_int_equal(tg__codec_enum_id(&tg__e_parse_mode, html_nul, sizeof html_nul - 1),
+                     TG_ENUM_UNKNOWN);
+    assert_int_equal(tg__codec_enum_id(&tg__e_parse_mode, html_nul, 5), TG_ENUM_UNKNOWN);
+    assert_true(tg__codec_enum_id(&tg__e_parse_mode, html_nul, 4) >= 2);
+    assert_int_equal(tg__codec_enum_id(&tg__e_parse_mode, "", 0), TG_ENUM_UNKNOWN);
+    assert_int_equal(tg__codec_enum_id(&tg__e_parse_mode, "\0", 1), TG_ENUM_UNKNOWN);
+
+    decode_as(f, "Chat", "{\"id\":3,\"type\":\"private\\u0000\\u0000\\u0000xyz\"}",
+              TG_ERR_DECODE);
+    assert_non_null(strstr(tg__buf_cstr(&f->err), "type: expected a ChatType string without NUL"));
+    tg_chat *c = decode_as(f, "Chat", "{\"id\":3,\"type\":\"priv\\u0061te\"}", TG_OK);
+    assert_int_equal(c->type.id, TG_CHAT_TYPE_PRIVATE);
+}
+
 static void test_union_dispatch(void **state)
 {
     fx *f = *state;
@@ -430,6 +452,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_error_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_fields_stay_reachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_variant_and_enum, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enum_with_nul, setup, teardown),
         cmocka_unit_test_setup_teardown(test_union_dispatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scalars_and_nulls, setup, teardown),
         cmocka_unit_test(test_allocation_failures),

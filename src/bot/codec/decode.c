@@ -48,6 +48,16 @@ static int fail_missing(dec *x, uint32_t tok, const tg__field *f)
     return -1;
 }
 
+/* A string whose decoded text holds U+0000 (only a \u0000 escape can put one there). */
+static int fail_nul(dec *x, uint32_t tok, const char *what)
+{
+    x->err->offset = x->d->toks[tok].start - 1;
+    x->err->tok = tok;
+    snprintf(x->err->msg, sizeof x->err->msg,
+             "expected a %s string without NUL, found one holding \\u0000 (U+0000)", what);
+    return -1;
+}
+
 static int fail_nomem(dec *x, uint32_t tok)
 {
     x->nomem = 1;
@@ -177,6 +187,8 @@ static int dec_string_like(dec *x, const tg__field *f, uint32_t tok, void *dst)
     switch (f->kind) {
     case TG__K_ENUM: {
         tg_strenum *e = dst;
+        if (memchr(s, '\0', n)) /* no enum value holds one; the kept string could not */
+            return fail_nul(x, tok, ((const tg__enum *)f->sub)->name);
         e->str = s;
         if (t->flags & TG__JF_ESCAPED)
             e->id = tg__codec_enum_id(f->sub, s, n);

@@ -14,11 +14,15 @@
 
 /* ---- enums ---- */
 
+/* s is counted and may hold a NUL; the values are C strings. Lengths first (strnlen never
+ * reads past a value's terminator), then bytes: "HTML\0x" is not "HTML". */
 int32_t tg__codec_enum_id(const tg__enum *e, const char *s, size_t n)
 {
     for (uint32_t i = 0; i < e->count; i++) {
         const char *v = e->values[i];
-        if (v[0] == (n ? s[0] : '\0') && strncmp(v, s, n) == 0 && v[n] == '\0')
+        if (n && v[0] != s[0])
+            continue;
+        if (strnlen(v, n + 1) == n && memcmp(v, s, n) == 0)
             return (int32_t)i + 2;
     }
     return TG_ENUM_UNKNOWN;
