@@ -256,7 +256,8 @@ void emu_updates_confirm(emu_bot *b, int64_t offset);
 
 /* ---- persistence (persist.c) ---- */
 /* Write the world (bots, commands, users, chats, members, pins, messages, files) to path as
- * JSON (via path.tmp and a rename; mode 0600). 0, or -1 with err set. */
+ * JSON (tg__atomic_write: a private temporary and a rename; a new file is 0600, an existing
+ * one keeps its mode, a symbolic link at path is refused). 0, or -1 with err set. */
 int emu_state_save(emu *e, const char *path, char *err, size_t errcap);
 /* Add the world saved in json[0..len) to e (normally fresh). 0, or -1 with err naming the
  * path of the problem. */

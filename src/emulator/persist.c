@@ -2,18 +2,18 @@
  * persist: the emulator's world saved to and loaded from a JSON file, so a developer can keep
  * a test world (bots with their commands, users, chats with members, pins and messages, and
  * files). Pending updates, queries and the event log are not kept: they belong to running
- * bots. Saving writes a temporary file and renames it (mode 0600: it holds the bots'
- * tokens). Loading is a pure parse into a fresh world: any malformed input is an error naming
- * the path ("chats[2].messages[0].message: missing required field \"chat\""), never a crash.
+ * bots. Saving goes through tg__atomic_write (a private temporary renamed over the file; a
+ * new file gets mode 0600, since it holds the bots' tokens, an existing one keeps its mode; a
+ * symbolic link at the path is refused). Loading is a pure parse into a fresh world: any
+ * malformed input is an error naming the path ("chats[2].messages[0].message: missing
+ * required field \"chat\""), never a crash.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/atomicfile.h"
 #include "core/str.h"
 #include "emulator/emu.h"
 
@@ -170,28 +170,14 @@ int emu_state_save(emu *e, const char *path, char *err, size_t errcap)
     tg__jw w;
     tg__jw_init(&w, &b);
     save_world(e, &w);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int rc = -1;
     if (w.err) {
         snprintf(err, errcap, "state: the world does not fit in %zu bytes", STATE_MAX_BYTES);
         goto out;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        snprintf(err, errcap, "state: %s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    size_t off = 0;
-    while (off < b.len) {
-        ssize_t n = write(fd, b.data + off, b.len - off);
-        if (n <= 0)
-            break;
-        off += (size_t)n;
-    }
-    if (close(fd) != 0 || off != b.len || rename(tmp, path) != 0) {
-        snprintf(err, errcap, "state: writing %s: %s", path, strerror(errno));
-        unlink(tmp);
+    char why[400];
+    if (tg__atomic_write(path, b.data, b.len, 0600, why, sizeof why) != 0) {
+        snprintf(err, errcap, "state: %s", why);
         goto out;
     }
     rc = 0;

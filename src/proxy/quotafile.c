@@ -6,6 +6,8 @@
 #include "proxy/quotafile.h"
 
 #include "core/alloc.h"
+#include "core/atomicfile.h"
+#include "core/buf.h"
 #include "core/str.h"
 
 #include <errno.h>
@@ -150,74 +152,22 @@ int quotafile_load(const char *path, struct quotafile_entry *out, size_t cap, ch
     return rc;
 }
 
-/* Write all of p to fd. 0 or -errno. */
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* fsync the directory holding path, so the rename itself is on disk. */
-static int sync_dir(const char *path)
-{
-    char dir[CONFIG_FILE_MAX];
-    tg__strlcpy(dir, path, sizeof dir);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        tg__strlcpy(dir, ".", sizeof dir);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = fsync(fd) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 int quotafile_save(const char *path, const struct quotafile_entry *e, size_t n, char *err,
                    size_t errlen)
 {
-    char tmp[CONFIG_FILE_MAX + 8], line[CONFIG_LABEL_MAX + 48];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "%.200s: path too long", path);
-        return -ENAMETOOLONG;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int en = errno;
-        snprintf(err, errlen, "%.200s: cannot create: %s", tmp, strerror(en));
-        return -en;
-    }
-    int rc = write_all(fd, QUOTAFILE_HEADER "\n", sizeof QUOTAFILE_HEADER);
+    char line[CONFIG_LABEL_MAX + 48];
+    tg__buf b;
+    tg__buf_init(&b, 0);
+    int rc = tg__buf_puts(&b, QUOTAFILE_HEADER "\n") ? -ENOMEM : 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         int k = snprintf(line, sizeof line, "%s %llu %lld\n", e[i].label,
                          (unsigned long long)e[i].used, (long long)e[i].period_end);
-        rc = write_all(fd, line, (size_t)k);
+        rc = tg__buf_append(&b, line, (size_t)k) ? -ENOMEM : 0;
     }
-    if (rc == 0 && fsync(fd) < 0)
-        rc = -errno;
-    if (close(fd) < 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -errno;
-    if (rc < 0) {
-        snprintf(err, errlen, "%.200s: cannot write: %s", path, strerror(-rc));
-        unlink(tmp);
-        return rc;
-    }
-    if ((rc = sync_dir(path)) < 0)
-        snprintf(err, errlen, "%.200s: written, but its directory cannot be synced: %s", path,
-                 strerror(-rc));
+    if (rc < 0)
+        snprintf(err, errlen, "%.200s: cannot write: out of memory", path);
+    else
+        rc = tg__atomic_write(path, b.data, b.len, 0600, err, errlen);
+    tg__buf_cleanup(&b);
     return rc;
 }

@@ -14,9 +14,10 @@
  * QUOTAFILE_MAX_ENTRIES lines, QUOTAFILE_MAX_BYTES in all.
  *
  * quotafile_parse is pure (bytes in, entries out; fuzzed: fuzz/proxy_quotafile).
- * quotafile_load reads a file and parses it; quotafile_save writes one atomically: a
- * temporary file beside it, fsync, rename over the old one, fsync of the directory, so a
- * crash leaves either the old file or the new one, never a mix.
+ * quotafile_load reads a file and parses it; quotafile_save writes one atomically through
+ * tg__atomic_write (core/atomicfile.h): a private O_EXCL temporary beside it, fsync, rename
+ * over the old one, fsync of the directory, so a crash leaves either the old file or the new
+ * one, never a mix; a new file is 0600, an existing one keeps its mode, a link is refused.
  *
  * Errors read "NAME:LINE: what, expected what" (NAME is the path or the caller's name).
  * Ownership: entries are caller storage. Thread-safety: no shared state.

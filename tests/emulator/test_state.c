@@ -6,6 +6,8 @@
  */
 #include "tgtest.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "emulator/api.h"
@@ -146,11 +148,65 @@ static void test_bad_files(void **state)
     }
 }
 
+/* The state file holds tokens: neither a FILE.tmp created beforehand by another user nor a
+ * link planted there becomes the state file or redirects the write (issue 21, item 9). */
+static void test_save_through_planted_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tgemu-state-dir-XXXXXX", path[64], tmp[72], victim[64], err[600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/world.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    emu *e = fresh();
+    build_world(e);
+    /* a world-writable FILE.tmp of another owner */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    assert_true(fd >= 0);
+    assert_int_equal(fchmod(fd, 0666), 0);
+    if (geteuid() == 0)
+        assert_int_equal(fchown(fd, 65534, 65534), 0);
+    close(fd);
+    struct stat planted, st;
+    assert_int_equal(stat(tmp, &planted), 0);
+    assert_int_equal(emu_state_save(e, path, err, sizeof err), 0);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode) && st.st_ino != planted.st_ino);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(st.st_uid, geteuid());
+    assert_int_equal(stat(tmp, &st), 0);
+    assert_int_equal(st.st_size, 0); /* nothing written into it */
+    /* a link at FILE.tmp to another file */
+    assert_int_equal(unlink(tmp), 0);
+    fd = open(victim, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "precious", 8), 8);
+    close(fd);
+    assert_int_equal(symlink(victim, tmp), 0);
+    assert_int_equal(chmod(path, 0640), 0);
+    assert_int_equal(emu_state_save(e, path, err, sizeof err), 0);
+    assert_int_equal(stat(victim, &st), 0);
+    assert_int_equal(st.st_size, 8);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640); /* the owner's chosen mode is kept */
+    /* a link at FILE itself is refused */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink(victim, path), 0);
+    assert_int_equal(emu_state_save(e, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "symbolic link"));
+    assert_int_equal(stat(victim, &st), 0);
+    assert_int_equal(st.st_size, 8);
+    emu_free(e);
+    unlink(path), unlink(tmp), unlink(victim);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_save_through_planted_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

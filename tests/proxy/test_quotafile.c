@@ -89,17 +89,38 @@ static void test_save_load(void **state)
     assert_int_equal(quotafile_save(path, in, 1, err, sizeof err), 0);
     assert_int_equal(quotafile_load(path, out, 4, err, sizeof err), 1);
     assert_true(out[0].used == 7);
-    /* the temporary file cannot be created: an error, and the old file stays */
-    assert_int_equal(mkdir(tmp, 0700), 0);
-    assert_true(quotafile_save(path, in, 2, err, sizeof err) < 0);
-    assert_non_null(strstr(err, "q.tmp"));
-    assert_int_equal(quotafile_load(path, out, 4, err, sizeof err), 1);
-    rmdir(tmp);
+    /* a link planted at the old predictable temporary name is not followed: the file it
+     * points to stays as it was, and the state file is a fresh regular file of mode 0600 */
+    char victim[104];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *v = fopen(victim, "w");
+    assert_non_null(v);
+    fputs("precious\n", v);
+    fclose(v);
+    assert_int_equal(chmod(path, 0640), 0);
+    assert_int_equal(symlink(victim, tmp), 0);
+    assert_int_equal(quotafile_save(path, in, 2, err, sizeof err), 0);
+    assert_int_equal(quotafile_load(victim, out, 4, err, sizeof err), -EINVAL);
+    assert_int_equal(quotafile_load(path, out, 4, err, sizeof err), 2);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0640); /* the operator's mode is kept */
+    unlink(tmp);
+    /* a link at the state file itself: refused, and the old file it points to stays */
+    char real[104];
+    snprintf(real, sizeof real, "%s/real", dir);
+    assert_int_equal(rename(path, real), 0);
+    assert_int_equal(symlink(real, path), 0);
+    assert_true(quotafile_save(path, in, 1, err, sizeof err) < 0);
+    assert_non_null(strstr(err, "symbolic link"));
+    assert_int_equal(quotafile_load(real, out, 4, err, sizeof err), 2);
+    unlink(path);
+    unlink(real);
+    unlink(victim);
     char missing[128];
     snprintf(missing, sizeof missing, "%s/no/such/dir/q", dir);
     assert_true(quotafile_save(missing, in, 2, err, sizeof err) < 0);
     assert_non_null(strstr(err, "cannot create"));
-    unlink(path);
     rmdir(dir);
 }
 
