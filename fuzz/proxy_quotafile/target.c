@@ -1,10 +1,13 @@
 /*
  * fuzz target: the quota state file parser (src/proxy/quotafile.c). Any input must give
  * entries that hold the format's invariants (valid labels, each once) or -EINVAL with a
- * "fuzz.quota:LINE: ..." message; never a crash, a hang or a read past the input.
+ * "fuzz.quota:LINE: ..." message; never a crash, a hang or a read past the input. Each entry
+ * then goes through the period bound (a day's period at a fixed now): it passes only with a
+ * PERIOD_END at most a day ahead, and refuses with the entry's own line.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +34,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int k = 0; k < i; k++)
             if (strcmp(e[k].label, e[i].label) == 0)
                 abort();
+        enum { NOW = 1700000000, DAY = 86400 };
+        char want[32];
+        snprintf(want, sizeof want, "fuzz.quota:%u: ", (unsigned)e[i].line);
+        int rc = quotafile_check_period("fuzz.quota", &e[i], NOW, DAY, err, sizeof err);
+        if (rc == 0 ? e[i].period_end > NOW + DAY
+                    : rc != -EINVAL || strncmp(err, want, strlen(want)) != 0)
+            abort();
     }
     free(text);
     return 0;

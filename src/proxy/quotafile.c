@@ -110,6 +110,7 @@ int quotafile_parse(const char *name, const char *text, size_t len, struct quota
         int rc = parse_entry(name, line - 1, p, ll, &out[n], err, errlen);
         if (rc < 0)
             return rc;
+        out[n].line = (uint32_t)(line - 1);
         for (size_t i = 0; i < n; i++)
             if (strcmp(out[i].label, out[n].label) == 0)
                 return line_err(err, errlen, name, line - 1,
@@ -119,6 +120,18 @@ int quotafile_parse(const char *name, const char *text, size_t len, struct quota
     if (line == 1)
         return line_err(err, errlen, name, 1, "empty file, expected the header \"%s\"", hdr);
     return (int)n;
+}
+
+int quotafile_check_period(const char *name, const struct quotafile_entry *e, int64_t now_s,
+                           uint32_t period_s, char *err, size_t errlen)
+{
+    if (period_s == 0 || e->period_end <= now_s || e->period_end - now_s <= (int64_t)period_s)
+        return 0;
+    return line_err(err, errlen, name, e->line,
+                    "PERIOD_END %lld is %lld s from now, expected at most one quota-reset "
+                    "period (%u s) ahead",
+                    (long long)e->period_end, (long long)(e->period_end - now_s),
+                    (unsigned)period_s);
 }
 
 int quotafile_load(const char *path, struct quotafile_entry *out, size_t cap, char *err,

@@ -13,6 +13,10 @@
  * quota never resets). Fields are separated by one space; each label appears once; at most
  * QUOTAFILE_MAX_ENTRIES lines, QUOTAFILE_MAX_BYTES in all.
  *
+ * PERIOD_END is bounded by the secret's quota-reset: a period that starts now ends at most
+ * one period ahead, so a later PERIOD_END (a clock that ran ahead when it was written, a
+ * hand edit) is damage, refused like any other (quotafile_check_period).
+ *
  * quotafile_parse is pure (bytes in, entries out; fuzzed: fuzz/proxy_quotafile).
  * quotafile_load reads a file and parses it; quotafile_save writes one atomically through
  * tg__atomic_write (core/atomicfile.h): a private O_EXCL temporary beside it, fsync, rename
@@ -38,6 +42,7 @@ struct quotafile_entry {
     char label[CONFIG_LABEL_MAX];
     uint64_t used;      /* bytes charged in the current period */
     int64_t period_end; /* Unix seconds; 0 = not started / never resets */
+    uint32_t line;      /* where quotafile_parse read it (for messages); ignored by save */
 };
 
 /*
@@ -47,6 +52,15 @@ struct quotafile_entry {
  */
 int quotafile_parse(const char *name, const char *text, size_t len, struct quotafile_entry *out,
                     size_t cap, char *err, size_t errlen);
+
+/*
+ * Check e, read from the file name, against its secret's period period_s (quota-reset; 0 =
+ * the quota never resets, and any PERIOD_END is left for the limits to ignore): a
+ * PERIOD_END more than period_s after now_s is refused. 0, or -EINVAL with err filled
+ * ("name:LINE: PERIOD_END ...").
+ */
+int quotafile_check_period(const char *name, const struct quotafile_entry *e, int64_t now_s,
+                           uint32_t period_s, char *err, size_t errlen);
 
 /*
  * Read and parse the file at path. Returns the number of entries, -ENOENT when there is no

@@ -378,6 +378,23 @@ static int start_workers(struct server *s)
     return rc;
 }
 
+/* The state file's entries, each PERIOD_END checked against its secret's quota-reset (a
+   later one would keep a spent quota from resetting): a count, or -errno with err filled. */
+static int state_read(const struct config *cfg, struct quotafile_entry *e, char *err,
+                      size_t errlen)
+{
+    const char *path = cfg->limits_state_file;
+    int n = quotafile_load(path, e, QUOTAFILE_MAX_ENTRIES, err, errlen);
+    int64_t now = tg__wall_s();
+    for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < cfg->nsecrets; i++)
+            if (strcmp(cfg->secrets[i].label, e[k].label) == 0 && cfg->secrets[i].limits.quota &&
+                quotafile_check_period(path, &e[k], now, cfg->secrets[i].limits.quota_reset_s, err,
+                                       errlen) != 0)
+                return -EINVAL;
+    return n;
+}
+
 /* [limits] state-file at start: restore each secret's quota use by label. A missing file is
    a first start; a bad one is a warning, and every quota starts from zero. */
 static void state_load(struct server *s)
@@ -388,7 +405,7 @@ static void state_load(struct server *s)
         return;
     char err[CONFIG_ERR_MAX], bad[CONFIG_FILE_MAX + 8];
     struct quotafile_entry *e = tg__calloc(QUOTAFILE_MAX_ENTRIES, sizeof *e);
-    int n = e ? quotafile_load(path, e, QUOTAFILE_MAX_ENTRIES, err, sizeof err) : -ENOMEM;
+    int n = e ? state_read(g->cfg, e, err, sizeof err) : -ENOMEM;
     if (n == -ENOENT)
         tg__log(NULL, TG__LOG_INFO, "quota state: %s does not exist yet; quotas start from zero",
                 path);

@@ -389,7 +389,7 @@ static void test_quota_state_file(void **state)
     start_engine(&h);
     relay_bytes(&h, 1000);
     assert_true(closed_at_least(&h, 1));
-    pharness_stop(&h);
+    server_stop(h.srv);
     assert_int_equal(quotafile_load(path, e, 4, err, sizeof err), 1);
     assert_true(e[0].used >= 2000 && e[0].used < 10000);
     char bad[80];
@@ -398,6 +398,25 @@ static void test_quota_state_file(void **state)
     char *btext = tgtest_read_file(bad, &blen);
     assert_non_null(btext);
     assert_non_null(strstr(btext, "tls lots 0"));
+    free(btext);
+    unlink(bad);
+
+    /* a PERIOD_END more than one quota-reset ahead is damage too: restored as is, the
+       80 KB would never reset */
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("# tgproxy quota state v1\ntls 80000 99999999999\n", f);
+    fclose(f);
+    start_engine(&h);
+    relay_bytes(&h, 1000);
+    assert_true(closed_at_least(&h, 1));
+    pharness_stop(&h);
+    assert_int_equal(quotafile_load(path, e, 4, err, sizeof err), 1);
+    assert_true(e[0].used >= 2000 && e[0].used < 10000);
+    assert_true(e[0].period_end <= (int64_t)time(NULL) + 3600);
+    btext = tgtest_read_file(bad, &blen);
+    assert_non_null(btext);
+    assert_non_null(strstr(btext, "tls 80000 99999999999"));
     free(btext);
     unlink(bad);
     unlink(path);

@@ -51,6 +51,26 @@ static void test_bad_inputs(void **state)
     }
 }
 
+/* PERIOD_END is bounded by the period: one period ahead of now at most (a period started
+   now ends there), named by its line; a quota that never resets takes anything. */
+static void test_period_bound(void **state)
+{
+    (void)state;
+    static const char text[] = HDR "# c\na 1 1003600\nb 1 1003601\nc 1 99999999999\nd 1 5\n";
+    struct quotafile_entry e[4];
+    char err[256] = "";
+    assert_int_equal(quotafile_parse("q", text, sizeof text - 1, e, 4, err, sizeof err), 4);
+    assert_int_equal(e[0].line, 3);
+    assert_int_equal(quotafile_check_period("q", &e[0], 1000000, 3600, err, sizeof err), 0);
+    assert_int_equal(quotafile_check_period("q", &e[1], 1000000, 3600, err, sizeof err), -EINVAL);
+    assert_string_equal(err, "q:4: PERIOD_END 1003601 is 3601 s from now, expected at most one "
+                             "quota-reset period (3600 s) ahead");
+    assert_int_equal(quotafile_check_period("q", &e[2], 1000000, 86400, err, sizeof err), -EINVAL);
+    assert_true(strncmp(err, "q:5: PERIOD_END", 15) == 0);
+    assert_int_equal(quotafile_check_period("q", &e[2], 1000000, 0, err, sizeof err), 0);
+    assert_int_equal(quotafile_check_period("q", &e[3], 1000000, 3600, err, sizeof err), 0);
+}
+
 static void test_good_input(void **state)
 {
     (void)state;
@@ -73,7 +93,7 @@ static void test_save_load(void **state)
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/q", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    struct quotafile_entry in[2] = {{"a", 5, 100}, {"b", 0, 0}}, out[4];
+    struct quotafile_entry in[2] = {{"a", 5, 100, 0}, {"b", 0, 0, 0}}, out[4];
     assert_int_equal(quotafile_load(path, out, 4, err, sizeof err), -ENOENT);
     assert_int_equal(quotafile_save(path, in, 2, err, sizeof err), 0);
     assert_int_equal(access(tmp, F_OK), -1); /* renamed away */
@@ -129,6 +149,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_good_input),
+        cmocka_unit_test(test_period_bound),
         cmocka_unit_test(test_save_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
