@@ -16,8 +16,8 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
-#include "proxy/acl.h"
-#include "proxy/netset.h"
+#include "proxy/services/acl.h"
+#include "proxy/wire/netset.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -12,8 +12,8 @@
  */
 #include "bench.h"
 
-#include "proxy/antireplay.h"
-#include "proxy/crypto.h"
+#include "proxy/engine/antireplay.h"
+#include "proxy/wire/crypto.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * bench/proxy/doh: what a host-name lookup costs the resolver threads with [network] dns
- * (src/proxy/doh.c), beside the floor of the system resolver on a local name measured in
+ * (src/proxy/services/doh.c), beside the floor of the system resolver on a local name measured in
  * the same run: getaddrinfo("localhost") answered from /etc/hosts, no network.
  *
  *   doh_resolve     one A query to a local DoH server (tests/support/doh_server.c,
@@ -19,7 +19,7 @@
 #include "bench.h"
 
 #include "doh_server.h"
-#include "proxy/doh.h"
+#include "proxy/services/doh.h"
 #include "tls_pki.h"
 
 #include <netdb.h>

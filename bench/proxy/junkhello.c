@@ -17,8 +17,8 @@
  */
 #include "bench.h"
 
-#include "proxy/crypto.h"
-#include "proxy/faketls.h"
+#include "proxy/wire/crypto.h"
+#include "proxy/wire/faketls.h"
 #include "proxy_client.h"
 
 #include <stdio.h>

@@ -16,7 +16,7 @@
 #include "bench.h"
 
 #include "core/log.h"
-#include "proxy/secret.h"
+#include "proxy/wire/secret.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -24,7 +24,7 @@
 #include "bench.h"
 
 #include "core/clock.h"
-#include "proxy/conn.h"
+#include "proxy/engine/conn.h"
 #include "proxy_harness.h"
 #include "proxy_load.h"
 

@@ -33,7 +33,7 @@
 #include "bench.h"
 
 #include "core/clock.h"
-#include "proxy/crypto.h"
+#include "proxy/wire/crypto.h"
 #include "proxy_harness.h"
 #include "proxy_load.h"
 

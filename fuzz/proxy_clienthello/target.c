@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/crypto.h"
-#include "proxy/faketls.h"
+#include "proxy/wire/crypto.h"
+#include "proxy/wire/faketls.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
-#include "proxy/dnsmsg.h"
+#include "proxy/wire/dnsmsg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

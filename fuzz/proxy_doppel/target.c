@@ -1,5 +1,5 @@
 /*
- * fuzz target: the doppelganger's summary of a raid (src/proxy/doppel.c). The records a
+ * fuzz target: the doppelganger's summary of a raid (src/proxy/wire/doppel.c). The records a
  * site sends are the network's to choose: any arrival times, lengths and indexes must give
  * a profile whose gap model is finite and positive and whose size draws stay within the
  * lengths seen. Input: 12 bytes per record, little-endian: time step (u64 microseconds),
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/doppel.h"
+#include "proxy/wire/doppel.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

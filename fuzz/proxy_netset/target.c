@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/netset.h"
+#include "proxy/wire/netset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

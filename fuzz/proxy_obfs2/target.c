@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/obfs2.h"
+#include "proxy/wire/obfs2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

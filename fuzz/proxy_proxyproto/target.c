@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "proxy/proxyproto.h"
+#include "proxy/wire/proxyproto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

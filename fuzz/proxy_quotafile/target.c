@@ -1,5 +1,5 @@
 /*
- * fuzz target: the quota state file parser (src/proxy/quotafile.c). Any input must give
+ * fuzz target: the quota state file parser (src/proxy/config/quotafile.c). Any input must give
  * entries that hold the format's invariants (valid labels, each once) or -EINVAL with a
  * "fuzz.quota:LINE: ..." message; never a crash, a hang or a read past the input. Each entry
  * then goes through the period bound (a day's period at a fixed now): it passes only with a
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/quotafile.h"
+#include "proxy/config/quotafile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

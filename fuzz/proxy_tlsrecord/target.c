@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/faketls.h"
+#include "proxy/wire/faketls.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,14 +1,14 @@
 /*
- * fuzz target: the TOML parser and the config loader on top of it (src/proxy/toml.c,
- * src/proxy/config.c). Any input must give OK with a walkable tree or BAD/NOMEM with a
+ * fuzz target: the TOML parser and the config loader on top of it (src/proxy/config/toml.c,
+ * src/proxy/config/config.c). Any input must give OK with a walkable tree or BAD/NOMEM with a
  * "name:line:col: ..." message; the loader must then accept or reject without leaking.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/config.h"
-#include "proxy/toml.h"
+#include "proxy/config/config.h"
+#include "proxy/config/toml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

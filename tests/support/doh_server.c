@@ -1,6 +1,6 @@
 /*
  * doh_server: a table-driven DNS-over-HTTPS server for tests. See doh_server.h.
- * The DNS side is written here from RFC 1035 (not with src/proxy/dnsmsg.c, so the client's
+ * The DNS side is written here from RFC 1035 (not with src/proxy/wire/dnsmsg.c, so the client's
  * parser is not checked against itself): the question is read label by label, the answer
  * names its first owner with a pointer to the question (0xC00C) and later owners in full.
  */

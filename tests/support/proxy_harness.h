@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "proxy/config.h"
-#include "proxy/server.h"
+#include "proxy/config/config.h"
+#include "proxy/daemon/server.h"
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
@@ -73,7 +73,7 @@ struct pharness {
 
 int pharness_start(struct pharness *h, const struct pharness_opts *o);
 /* pharness_start without the engine: the fake DC, the fronting host and h->cfg only (for
-   tests that drive a worker themselves, tests/proxy/test_conn_vt.c). pharness_stop undoes. */
+   tests that drive a worker themselves, tests/proxy/engine/test_conn_vt.c). pharness_stop undoes. */
 int pharness_prepare(struct pharness *h, const struct pharness_opts *o);
 void pharness_stop(struct pharness *h);
 /* A fresh config (config_init) with h's listener and secrets, for a reload test to add

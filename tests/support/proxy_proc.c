@@ -1,7 +1,7 @@
 /* proxy_proc: forked proxy / plain relay children and /proc figures. See proxy_proc.h. */
 #include "proxy_proc.h"
 
-#include "proxy/server.h"
+#include "proxy/daemon/server.h"
 #include "proxy_util.h"
 
 #include <errno.h>

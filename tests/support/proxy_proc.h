@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proxy/config.h"
-#include "proxy/stats.h"
+#include "proxy/config/config.h"
+#include "proxy/engine/stats.h"
 
 struct pproc {
     pid_t pid;

@@ -1,0 +1,195 @@
+/*
+ * conn_int: the engine's private view of a connection: its states, its struct and the
+ * helpers conn.c and relay.c share. Only conn.c and relay.c include this header; every other
+ * file sees a connection through conn.h (a worker accepts, closes all at shutdown).
+ *
+ * conn.c is the only file that changes c->state and starts or stops c->timer; relay.c
+ * moves bytes and reports what happened through conn_relay_event(); the connector
+ * (upstream.c) sees only the struct upstream_req inside. docs/proxy-engine.md draws the
+ * state diagram with the function behind each transition.
+ *
+ * A connection is a small state machine (brief 4.1):
+ *
+ *   HELLO      read the first bytes: a FakeTLS ClientHello (ee secrets) or a 64-byte obfs2
+ *              header (dd / classic secrets); validate. Failure -> FRONT_CONNECT. Bytes no
+ *              accepted handshake starts with fail at once; while undecided (or silent
+ *              for CONN_SILENT_MS) an early fronting connection is opened and the
+ *              undecided bytes passed on (conn.c, "Early fronting connection").
+ *   FLIGHT     FakeTLS only, after our ServerHello: unwrap records until the 64-byte obfs2
+ *              header is complete; failure -> close (brief 2.6).
+ *   DC_CONNECT the connector (upstream.c) resolves the DC's [dcs] names if needed and
+ *              tries its addresses in turn; its one report starts RELAY or closes.
+ *   RELAY      both directions re-encrypted in place (relay.c).
+ *   FRONT_CONNECT, FRONT_RELAY  domain fronting: the connector reaches the fronting host,
+ *              then every byte read so far is replayed and the rest relayed byte for byte.
+ *   DISCARD    no fronting target known: read and drop until the handshake deadline.
+ *   CHECK      a hello (FakeTLS or bare obfs2) validated locally waits for the [fleet] check (shared
+ *              anti-replay and limits in Redis, bounded by [fleet] timeout); the client is
+ *              not read meanwhile. Its answer goes on as HELLO would (ServerHello, FLIGHT)
+ *              or fronts (a replay or a limit across the fleet).
+ *
+ * Memory: the fixed state below is a few hundred bytes; the keyed cipher contexts belong to
+ * the worker thread and follow the active streams (crypto.h). Byte buffers come from the
+ * worker's pool and are held only while bytes are in flight: during the handshake (the bytes
+ * read so far, kept for fronting) and while a direction has unwritten bytes. An idle relayed
+ * connection holds no buffer.
+ *
+ * Deadlines: one timer per connection, in the worker's queue for the current phase
+ * (handshake, park, idle, fronted-done); the connect and lookup deadlines of the *_CONNECT
+ * states are the connector's own timer, and the connection's is stopped meanwhile. The idle
+ * deadline is checked lazily: any I/O stamps last_io_ms and an expiring timer re-arms itself if
+ * there was activity. A relayed connection quiet for CONN_PARK_MS (or half the idle timeout, if
+ * shorter) parks its cipher streams (crypto_ctr_park: the thread gets their contexts back at once;
+ * the next byte re-keys them at their position), so an idle connection holds neither buffers nor
+ * cipher heap.
+ *
+ * Ownership: a conn belongs to its worker (listed in worker->conns) and is freed by
+ * conn_close(). Thread-safety: a conn and its worker are touched by the worker thread only.
+ */
+#ifndef TGPROXY_CONN_INT_H
+#define TGPROXY_CONN_INT_H
+
+#include "proxy/engine/conn.h"
+#include "proxy/wire/crypto.h"
+#include "proxy/wire/proxyproto.h"
+#include "proxy/engine/upstream.h"
+
+enum conn_state {
+    CONN_HELLO,
+    CONN_FLIGHT,
+    CONN_DC_CONNECT, /* the connector looks the DC's names up and connects (upstream.c) */
+    CONN_RELAY,
+    CONN_FRONT_CONNECT, /* the connector looks the fronting host up and connects */
+    CONN_FRONT_RELAY,
+    CONN_DISCARD,
+    CONN_CHECK, /* validated locally; the [fleet] check is in flight (fleet.h) */
+};
+
+/* One direction of a relay: bytes read from one socket waiting for the other. */
+struct relay_dir {
+    uint8_t *buf;      /* pool buffer while bytes are in flight, else NULL */
+    uint32_t off, len; /* unwritten bytes are buf[off..len) */
+    bool eof;          /* the source reached EOF */
+    bool shut;         /* we sent FIN to the destination */
+    bool big;          /* buf came from the bulk pool */
+    bool bulk;         /* the last read filled its buffer: the next may take a bulk one */
+};
+
+enum { DIR_UP = 0, DIR_DOWN = 1 }; /* up: client -> upstream; down: upstream -> client */
+/* Which socket of a connection was reset by its peer: a fronted connection passes the reset
+   on to the other socket when it closes (SO_LINGER {1, 0}), as the site's own would. */
+enum { CONN_RESET_NONE = 0, CONN_RESET_CLIENT = 1, CONN_RESET_UPSTREAM = 2 };
+
+struct conn {
+    struct loop_io cli;     /* registration of the client socket */
+    struct upstream_req up; /* the upstream connect; then up.io registers ufd */
+    int cfd, ufd;           /* client socket; DC or fronting socket (-1 = none) */
+    struct loop_timer timer;
+    struct conn_worker *w;
+    struct gen *gen;      /* the generation accepted under (a reference, dropped at close) */
+    struct conn_tqs *tqs; /* its deadline queues (counted in tqs->users) */
+    struct conn *prev, *next;
+    uint64_t start_ms, last_io_ms;
+    uint64_t bytes_up, bytes_down;
+    uint64_t up_counted, down_counted; /* of those, already in the counters (stats_bytes) */
+    uint64_t recs_ms; /* when the last record toward a FakeTLS client was queued */
+    uint32_t recs;    /* records toward the client since the last quiet second (sizing) */
+    struct relay_dir dir[2];
+    struct shape_conn shape;      /* toward a FakeTLS client; relay.c's (its timer too) */
+    struct crypto_ctr c2p, p2c;   /* client leg: decrypt, encrypt (p2c unused in fast mode) */
+    struct crypto_ctr p2dc, dc2p; /* DC leg: encrypt, decrypt (dc2p unused in fast mode) */
+    struct faketls_reader rd;     /* client records after the ServerHello */
+    uint8_t *hs;                  /* handshake bytes read so far (pool buffer) */
+    uint32_t hs_len;
+    uint32_t early_sent; /* bytes of hs already passed on to an early fronting connection */
+    uint32_t secret;     /* index into gen->cfg->secrets; UINT32_MAX = none yet */
+    int16_t dc;
+    uint8_t state; /* enum conn_state */
+    uint8_t end;   /* enum conn_end */
+    bool tls, fast;
+    bool pp_done;              /* listener PROXY header consumed (if configured) */
+    bool limit_held;           /* admitted by limits_admit: release at close */
+    uint32_t limit_ip;         /* limits_admit's address entry (LIMITS_NO_IP = none) */
+    uint64_t quota_folded;     /* bytes_up + bytes_down already charged to the quota */
+    struct proxyproto_addr pp; /* what that header said (family 0 = use the socket) */
+    bool parked;               /* ciphers parked while quiet; timer in tq_idle */
+    /* one byte of flags for fronting (issue 10) */
+    uint8_t site_done : 1;   /* fronted: the site's FIN reached the client; timer in tq_done */
+    uint8_t reset_by : 2;    /* CONN_RESET_*: the socket a reset came from (relay.c) */
+    uint8_t early_tried : 1; /* HELLO: an early fronting connection was attempted (once) */
+    uint8_t early_up : 1;    /* HELLO: ufd is an early fronting connection, connected */
+    uint8_t silent_done : 1; /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
+    uint8_t fleet_plain : 1; /* CHECK: the hello is a bare obfs2 header (dd / classic) */
+    bool fleet_held;         /* holds a [fleet] connection slot: fleet_release at close */
+    uint32_t fleet_ticket;   /* CHECK: the check in flight (FLEET_NONE = none) */
+};
+
+/* Log the end line, release buffers, ciphers and sockets, and free c. */
+void conn_close(
+    struct conn *c,
+    enum conn_end why); /* Pool buffers, counted in the worker's stats (bufs gauge and its peak). */
+static inline void *conn_buf_get(struct conn_worker *w)
+{
+    void *b = tg__pool_get(&w->pool);
+    if (b) {
+        stats_add(&w->stats, bufs, 1);
+        if (w->stats.bufs > w->stats.bufs_peak)
+            stats_add(&w->stats, bufs_peak, 1);
+    }
+    return b;
+}
+static inline void conn_buf_put(struct conn_worker *w, void *b)
+{
+    if (b) {
+        tg__pool_put(&w->pool, b);
+        stats_sub(&w->stats, bufs, 1);
+    }
+}
+/* A bulk buffer (sh->big_size bytes) if the worker is under its budget, else NULL. */
+static inline void *conn_big_get(struct conn_worker *w)
+{
+    if (!w->sh->big_size || w->big_in_use >= w->sh->big_max)
+        return NULL;
+    void *b = tg__pool_get(&w->big_pool);
+    if (b) {
+        if (++w->big_in_use > w->stats.bulk_peak)
+            stats_add(&w->stats, bulk_peak, 1);
+        stats_add(&w->stats, bulk, 1);
+        stats_add(&w->stats, bufs, 1);
+        if (w->stats.bufs > w->stats.bufs_peak)
+            stats_add(&w->stats, bufs_peak, 1);
+    }
+    return b;
+}
+/* Give back a direction's buffer to the pool it came from and empty the direction. */
+static inline void conn_dir_put(struct conn_worker *w, struct relay_dir *r)
+{
+    if (r->buf && r->big) {
+        tg__pool_put(&w->big_pool, r->buf);
+        w->big_in_use--;
+        stats_sub(&w->stats, bufs, 1);
+        stats_sub(&w->stats, bulk, 1);
+    } else {
+        conn_buf_put(w, r->buf);
+    }
+    r->buf = NULL;
+    r->big = false;
+    r->off = r->len = 0;
+}
+
+/* Record I/O activity now (resets the idle deadline lazily). */
+static inline void conn_touch(struct conn *c)
+{
+    c->last_io_ms = c->w->loop.now_ms;
+}
+/* What the relay reports (relay.c -> conn.c); conn.c decides what it means. */
+enum relay_event {
+    RELAY_EV_DONE,     /* both directions finished: EOF each way, everything written */
+    RELAY_EV_RESET,    /* a socket error, reset or hang-up that the relay cannot go on with */
+    RELAY_EV_NOMEM,    /* no buffer for a read */
+    RELAY_EV_PROTO,    /* a bad TLS record or an alert from the client */
+    RELAY_EV_SITE_FIN, /* fronted: the site's FIN was passed to the client; relaying goes on */
+};
+/* The relay's report. After any event but RELAY_EV_SITE_FIN, c is gone. */
+void conn_relay_event(struct conn *c, enum relay_event ev);
+#endif
