@@ -1,6 +1,6 @@
 /*
  * fuzz target: the [network] dns URL (https://, tls://, udp://, a bare IP) and doh-ip
- * parsers (doh_url_parse, doh_ip_parse in src/proxy/services/doh.c), which read the config file.
+ * parsers (doh_url_parse, doh_ip_parse in src/proxy/config/dohurl.c), which read the config file.
  * Byte 0 picks the parser, the rest is the value. Checks the round trip: an accepted URL's
  * canonical form parses again to the same URL, host and port; a refused one leaves the
  * outputs empty with a reason; a canonical doh-ip parses to itself.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "proxy/config/config.h"
-#include "proxy/services/doh.h"
+#include "proxy/config/dohurl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -32,7 +32,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/str.h"
-#include "proxy/services/doh.h"
+#include "proxy/config/dohurl.h"
 #include "proxy/config/toml.h"
 
 struct loader {

@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "proxy/config/config.h"
+#include "proxy/config/dohurl.h" /* enum doh_kind, the URL parsers */
 #include "proxy/wire/dnsmsg.h"
 
 #define DOH_CACHE_MAX         256   /* (name, type) answers kept */
@@ -51,10 +52,6 @@
 #define DOH_MSG_MAX           65535 /* bytes: the largest DNS message */
 #define DOH_MAX_ADDRS         (2 * DNSMSG_MAX_ADDRS)
 #define DOH_ERR_MAX           512
-
-/* How the server is reached, from the canonical URL's scheme. */
-enum doh_kind { DOH_KIND_HTTPS, DOH_KIND_TLS, DOH_KIND_UDP };
-enum doh_kind doh_url_kind(const char *url);
 
 /* Results of doh_resolve; failures are negative. */
 enum doh_status {
@@ -106,20 +103,5 @@ void doh_flush(struct doh *d);
 uint64_t doh_now_ms(void);
 /* Tests only: replace that clock (NULL restores it). Set it before resolvers run. */
 void doh_set_clock(uint64_t (*fn)(void));
-
-/*
- * [network] dns, as mtg accepts it: "https://HOST[:PORT][/PATH]" (an empty path means
- * /dns-query), "tls://HOST[:PORT]" (853), "udp://IP[:PORT]" (53) or a bare IP (plain DNS)
- * into url (canonical form, CONFIG_URL_MAX bytes), host (CONFIG_HOST_MAX bytes, no
- * brackets) and *port. User info, queries, fragments, a path outside https:// and a name
- * for plain DNS are refused. Pure: 0, or -EINVAL with why filled (why never repeats user
- * info).
- */
-int doh_url_parse(const char *s, size_t n, char *url, char *host, uint16_t *port, char *why,
-                  size_t whylen);
-
-/* doh-ip: an IPv4 or IPv6 literal (brackets allowed) into its canonical text (CONFIG_IP_MAX
-   bytes). 0 or -EINVAL with why filled. */
-int doh_ip_parse(const char *s, size_t n, char *ip, char *why, size_t whylen);
 
 #endif
