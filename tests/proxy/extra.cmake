@@ -6,3 +6,8 @@ foreach(src ${_proxy_tests})
     get_filename_component(name ${src} NAME_WE)
     target_link_libraries(proxy_${name} PRIVATE tgproxy_lib)
 endforeach()
+
+# src/proxy's layers (wire, config, services, engine, daemon): no file includes a layer
+# above its own (tests/proxy/layers.sh says which line when one does).
+add_test(NAME proxy/layers COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/proxy/layers.sh
+    ${CMAKE_SOURCE_DIR}/src)
