@@ -1883,20 +1883,44 @@ out:
     return rc;
 }
 
-/* Whole file into a tg__malloc'ed buffer, at most TOML_MAX_INPUT bytes. */
-static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+/* What a file that is not regular is, for messages. */
+static const char *file_kind(mode_t m)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return S_ISFIFO(m)  ? "a FIFO"
+           : S_ISDIR(m) ? "a directory"
+           : S_ISCHR(m) ? "a character device"
+           : S_ISBLK(m) ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+/* Whole file into a tg__malloc'ed buffer, at most TOML_MAX_INPUT bytes; its mode in *mode.
+   Opened non-blocking: a FIFO at the path would otherwise hold the caller (the main thread,
+   on a reload) in open() until some writer appears. Only a regular file is read. */
+static int read_file(const char *path, char **out, size_t *len, mode_t *mode, char *err,
+                     size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return code_err(-errno, err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     int rc = 0;
     char *buf = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > TOML_MAX_INPUT) {
-        rc = code_err(-EINVAL, err, errlen, "%s: not a regular file of at most %u bytes", path,
-                      (unsigned)TOML_MAX_INPUT);
+    if (fstat(fd, &st) != 0) {
+        rc = code_err(-errno, err, errlen, "%s: cannot stat: %s", path, strerror(errno));
         goto out;
     }
+    if (!S_ISREG(st.st_mode)) {
+        rc = code_err(-EINVAL, err, errlen, "%s: %s, expected a regular file", path,
+                      file_kind(st.st_mode));
+        goto out;
+    }
+    if (st.st_size > TOML_MAX_INPUT) {
+        rc = code_err(-EINVAL, err, errlen, "%s: %lld bytes, expected at most %u", path,
+                      (long long)st.st_size, (unsigned)TOML_MAX_INPUT);
+        goto out;
+    }
+    *mode = st.st_mode;
     buf = tg__malloc((size_t)st.st_size + 1);
     if (!buf) {
         rc = code_err(-ENOMEM, err, errlen, "%s: out of memory", path);
@@ -1928,11 +1952,21 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = read_file(path, &text, &len, err, errlen);
+    mode_t mode = 0;
+    int rc = read_file(path, &text, &len, &mode, err, errlen);
     if (rc != 0 || !text)
         return rc != 0 ? rc : -EIO;
     rc = config_parse(cfg, path, text, len, err, errlen, warn, warn_user);
     memset(text, 0, len); /* the file holds secrets */
     tg__free(text);
+    if (rc == 0 && (mode & (S_IRGRP | S_IROTH))) {
+        char msg[CONFIG_FILE_MAX + 96];
+        snprintf(msg, sizeof msg,
+                 "%s is readable by other users and holds secrets; chmod 600 it", path);
+        if (warn)
+            warn(warn_user, msg);
+        else
+            tg__log(NULL, TG__LOG_WARN, "%s", msg);
+    }
     return rc;
 }

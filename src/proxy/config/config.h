@@ -268,8 +268,9 @@ struct config {
     } fleet;
 };
 
-/* Warning sink for keys that are accepted but ignored (mtg keys we do not implement).
- * msg is "file:line:col: ..." and never contains a secret. NULL sink = tg__log_default(). */
+/* Warning sink for keys that are accepted but ignored (mtg keys we do not implement), msg
+ * "file:line:col: ...", and from config_load_file for a file other users can read, msg
+ * "file is readable by other users ...". Never contains a secret. NULL sink = log (warn). */
 typedef void (*config_warn_fn)(void *user, const char *msg);
 
 /*
@@ -297,8 +298,11 @@ int config_parse(struct config *cfg, const char *name, const char *text, size_t 
                  size_t errlen, config_warn_fn warn, void *warn_user);
 
 /*
- * Read the file at path and config_parse() it. Returns as config_parse, plus -errno
- * from open/read (err says which file and why).
+ * Read the file at path and config_parse() it. Only a regular file is read: the path is
+ * opened non-blocking, so a FIFO (or a device) there is refused at once instead of holding
+ * the caller in open(); -EINVAL with err naming what is there. A file group or others can
+ * read gets a warning through warn once it has loaded. Returns as config_parse, plus
+ * -errno from open/read (err says which file and why).
  */
 int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen,
                      config_warn_fn warn, void *warn_user);

@@ -219,7 +219,8 @@ static void warn_to_err(void *user, const char *msg)
     fprintf(io->err, "tgproxy: warning: %s\n", msg);
 }
 
-/* The file holds secrets: say so when other users can read it. */
+/* The --secret-file holds a secret: say so when other users can read it (config_load_file
+   says the same of a config file). */
 static void warn_if_exposed(const struct io *io, const char *path)
 {
     struct stat st;
@@ -230,7 +231,8 @@ static void warn_if_exposed(const struct io *io, const char *path)
                 path);
 }
 
-/* config_load_file with warnings on err; exit code or 0. */
+/* config_load_file with its warnings (ignored keys, a file others can read) on err; exit
+   code or 0. */
 static int load_config(const struct io *io, const char *path, struct config *cfg)
 {
     char err[CONFIG_ERR_MAX];
@@ -238,7 +240,6 @@ static int load_config(const struct io *io, const char *path, struct config *cfg
     int rc = config_load_file(cfg, path, err, sizeof err, warn_to_err, (void *)io);
     if (rc != 0)
         return fail(io, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
-    warn_if_exposed(io, path);
     return 0;
 }
 

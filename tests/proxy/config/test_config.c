@@ -8,6 +8,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/log.h"
@@ -430,7 +433,14 @@ static void test_example_config_loads(void **state)
                               sizeof err, collect, &w);
     if (rc != 0)
         fail_msg("%s", err);
-    assert_int_equal(w.n, 0);
+    /* no key ignored or deprecated; a checkout made under umask 022 is readable by others,
+       and says so */
+    struct stat st;
+    assert_int_equal(stat(TGKIT_SOURCE_DIR "/examples/tgproxy.example.toml", &st), 0);
+    bool exposed = (st.st_mode & (S_IRGRP | S_IROTH)) != 0;
+    assert_int_equal(w.n, exposed ? 1 : 0);
+    if (exposed)
+        assert_non_null(strstr(w.all, "is readable by other users and holds secrets"));
     /* The example sets every option to its default: compare with config_init's values. */
     struct config def;
     config_init(&def);
@@ -982,8 +992,63 @@ static void test_load_file_errors(void **state)
         config_load_file(&cfg, "/nonexistent/tgproxy.toml", err, sizeof err, NULL, NULL), -ENOENT);
     assert_non_null(strstr(err, "/nonexistent/tgproxy.toml: cannot open"));
     assert_int_equal(config_load_file(&cfg, "/", err, sizeof err, NULL, NULL), -EINVAL);
-    assert_non_null(strstr(err, "not a regular file"));
+    assert_string_equal(err, "/: a directory, expected a regular file");
     config_cleanup(&cfg);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+/* A FIFO at the path is refused at once: opened blocking, open() would wait for a writer
+   (on a reload, with the main thread and its signals). The alarm bounds the test: without
+   SA_RESTART it interrupts a blocked open(), which then fails with EINTR, not EINVAL. */
+static void test_load_file_fifo(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tgproxy-cfg-XXXXXX", path[64], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/tgproxy.toml", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    struct sigaction sa = {.sa_handler = on_alarm}, old;
+    assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+    alarm(5);
+    struct config cfg;
+    config_init(&cfg);
+    int rc = config_load_file(&cfg, path, err, sizeof err, NULL, NULL);
+    alarm(0);
+    sigaction(SIGALRM, &old, NULL);
+    assert_int_equal(rc, -EINVAL);
+    assert_non_null(strstr(err, "tgproxy.toml: a FIFO, expected a regular file"));
+    config_cleanup(&cfg);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A config group or others can read loads, with a warning (it holds secrets). */
+static void test_load_file_exposed(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tgproxy-cfg-XXXXXX", err[512];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char text[] = "bind-to = \"127.0.0.1:8443\"\nsecret = \"" EE_A "\"\n";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    static const mode_t modes[] = {0600, 0640, 0604, 0644};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(path, modes[i]), 0);
+        struct config cfg;
+        struct warnings w = {0};
+        config_init(&cfg);
+        assert_int_equal(config_load_file(&cfg, path, err, sizeof err, collect, &w), 0);
+        assert_int_equal(w.n, modes[i] == 0600 ? 0 : 1);
+        if (w.n)
+            assert_non_null(strstr(w.all, "is readable by other users and holds secrets"));
+        config_cleanup(&cfg);
+    }
+    unlink(path);
 }
 
 static void test_out_of_memory(void **state)
@@ -1030,6 +1095,8 @@ int main(void)
         cmocka_unit_test(test_dns),
         cmocka_unit_test(test_builders),
         cmocka_unit_test(test_load_file_errors),
+        cmocka_unit_test(test_load_file_fifo),
+        cmocka_unit_test(test_load_file_exposed),
         cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -400,6 +400,34 @@ static void test_sighup_simple_run(void **state)
     env_stop(&e);
 }
 
+/* SIGHUP with odd things at the config path. A file others can read is applied with the
+   warning a start gives. A FIFO is refused at once: opened blocking, open() would hold the
+   main thread until a writer came, and SIGTERM after it would go unhandled. */
+static void test_sighup_mode_and_fifo(void **state)
+{
+    (void)state;
+    if (access(BINARY, X_OK) != 0)
+        skip();
+    struct env e;
+    env_start(&e);
+    write_cfg(&e, true, false, NULL, NULL);
+    spawn(&e);
+    assert_int_equal(chmod(e.cfg, 0644), 0);
+    assert_int_equal(kill(e.pid, SIGHUP), 0);
+    wait_log(&e, "reload: ", 1);
+    assert_int_equal(log_count(&e, "tgproxy.toml is readable by other users and holds secrets"),
+                     1);
+
+    assert_int_equal(unlink(e.cfg), 0);
+    assert_int_equal(mkfifo(e.cfg, 0600), 0);
+    assert_int_equal(kill(e.pid, SIGHUP), 0);
+    wait_log(&e, "reload refused", 1);
+    assert_int_equal(log_count(&e, "tgproxy.toml: a FIFO, expected a regular file"), 1);
+    assert_int_equal(try_echo(&e, e.key_a, 11), 0); /* the running configuration serves */
+    assert_int_equal(stop(&e, SIGTERM), 0);         /* and the main thread still hears */
+    env_stop(&e);
+}
+
 /* ---- in-process: what a reload changes for new connections only ---- */
 
 /* h's config with [dcs] default -> 127.0.0.1:dc_port, the fronting host on front_port and
@@ -485,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_drain_timeout_closes),
         cmocka_unit_test(test_drain_second_signal),
         cmocka_unit_test(test_sighup_simple_run),
+        cmocka_unit_test(test_sighup_mode_and_fifo),
         cmocka_unit_test(test_reload_dc_fronting_timeouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
