@@ -84,8 +84,11 @@ fuzz: deps
 docs: deps-docs
 	@scripts/docs.sh $(BUILD)
 
+# The page: BOTAPI_HTML=path, else ../shared/botapi/, else a curl download into $(BUILD)/
+# (scripts/botapi-page.sh says what to do when none works).
 regen:
-	python3 tools/botapi-gen/botapi_gen.py
+	@page=$$(scripts/botapi-page.sh $(BUILD)) && echo "regen: from $$page" && \
+	    python3 tools/botapi-gen/botapi_gen.py "$$page"
 	$(MAKE) --no-print-directory format-generated
 
 regen-check:

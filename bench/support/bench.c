@@ -186,11 +186,8 @@ void tg__bench_table(void)
     printf("(median of %d runs; commit %s)\n", nrows ? rows[0].r.runs : 0, tg__bench_commit());
 }
 
-char *tg__bench_read_shared(const char *default_dir, const char *rel, size_t *len)
+char *tg__bench_read_data(const char *dir, const char *rel, size_t *len)
 {
-    const char *dir = getenv("TGKIT_SHARED_DIR");
-    if (!dir || !*dir)
-        dir = default_dir;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     FILE *f = fopen(path, "rb");

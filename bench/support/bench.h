@@ -54,14 +54,14 @@ const char *tg__bench_commit(void);
 /* Keep a value alive so the compiler cannot drop the work that produced it. */
 void tg__bench_sink(uint64_t v);
 
-/* Read <dir>/<rel> whole (NUL-terminated; free with tg__free). dir is $TGKIT_SHARED_DIR when
- * set, else default_dir. Exits with a message when the file cannot be read: a benchmark
- * without its fixture has nothing to measure. */
-char *tg__bench_read_shared(const char *default_dir, const char *rel, size_t *len);
+/* Read <dir>/<rel> whole (NUL-terminated; free with tg__free). Exits with a message when the
+ * file cannot be read: a benchmark without its fixture has nothing to measure. */
+char *tg__bench_read_data(const char *dir, const char *rel, size_t *len);
 
-#ifdef TGKIT_SHARED_DIR
-/* A shared fixture, e.g. tg__bench_fixture("fixtures/botapi/small_update.json", &len). */
-#define tg__bench_fixture(rel, len) tg__bench_read_shared(TGKIT_SHARED_DIR, (rel), (len))
+#ifdef TGKIT_TEST_DATA_DIR
+/* A fixture of tests/ (the same bytes the tests decode), e.g.
+ * tg__bench_fixture("fixtures/botapi/small_update.json", &len). */
+#define tg__bench_fixture(rel, len) tg__bench_read_data(TGKIT_TEST_DATA_DIR, (rel), (len))
 #endif
 
 #endif

@@ -56,7 +56,7 @@ static char *fixture(const char *name)
 {
     char rel[128];
     snprintf(rel, sizeof rel, "fixtures/botapi/%s", name);
-    char *s = tgtest_read_file(tgtest_shared_path(rel), NULL);
+    char *s = tgtest_read_file(tgtest_data_path(rel), NULL);
     assert_non_null(s);
     return s;
 }

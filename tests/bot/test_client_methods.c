@@ -40,7 +40,7 @@ static void test_get_me(void **state)
 {
     bot_fx *f = *state;
     size_t n;
-    char *body = tgtest_read_file(tgtest_shared_path("fixtures/botapi/getme_response.json"), &n);
+    char *body = tgtest_read_file(tgtest_data_path("fixtures/botapi/getme_response.json"), &n);
     assert_non_null(body);
     bot_server_set_reply(f->srv, "getMe", 200, body);
     free(body);
@@ -63,7 +63,7 @@ static void test_send_message(void **state)
     bot_fx *f = *state;
     size_t n;
     char *body =
-        tgtest_read_file(tgtest_shared_path("fixtures/botapi/sendmessage_response.json"), &n);
+        tgtest_read_file(tgtest_data_path("fixtures/botapi/sendmessage_response.json"), &n);
     bot_server_set_reply(f->srv, "sendMessage", 200, body);
     free(body);
     tg_message *m = NULL;

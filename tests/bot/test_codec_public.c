@@ -13,7 +13,7 @@ static char *fixture(const char *name, size_t *len)
 {
     char rel[128];
     snprintf(rel, sizeof rel, "fixtures/botapi/%s", name);
-    char *s = tgtest_read_file(tgtest_shared_path(rel), len);
+    char *s = tgtest_read_file(tgtest_data_path(rel), len);
     assert_non_null(s);
     return s;
 }

@@ -56,7 +56,7 @@ static void test_fixtures_round_trip(void **state)
     for (size_t i = 0; i < 3; i++) {
         char rel[96];
         snprintf(rel, sizeof rel, "fixtures/botapi/%s", names[i]);
-        char *in = slurp(tgtest_shared_path(rel));
+        char *in = slurp(tgtest_data_path(rel));
         run r = tool("Update", in);
         assert_int_equal(r.status, 0);
         assert_string_equal(r.err, "");

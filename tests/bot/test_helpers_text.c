@@ -173,7 +173,7 @@ static void test_fixture_entities(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         size_t len;
-        char *json = tgtest_read_file(tgtest_shared_path(cases[i].file), &len);
+        char *json = tgtest_read_file(tgtest_data_path(cases[i].file), &len);
         assert_non_null(json);
         tg__arena a;
         tg__arena_init(&a, 0, 0);

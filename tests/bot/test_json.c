@@ -343,7 +343,7 @@ static void test_warm_parse_allocates_nothing(void **state)
 {
     (void)state;
     size_t len;
-    char *src = tgtest_read_file(tgtest_shared_path("fixtures/botapi/large_update.json"), &len);
+    char *src = tgtest_read_file(tgtest_data_path("fixtures/botapi/large_update.json"), &len);
     assert_non_null(src);
     tg__jdoc d;
     tg__jdoc_init(&d, NULL);

@@ -407,7 +407,7 @@ static void test_fixtures_and_mutations(void **state)
         char rel[128];
         snprintf(rel, sizeof rel, "fixtures/botapi/%s", fixtures[f]);
         size_t len;
-        char *src = tgtest_read_file(tgtest_shared_path(rel), &len);
+        char *src = tgtest_read_file(tgtest_data_path(rel), &len);
         assert_non_null(src);
         bad += !check(src, len, &st);
         for (int i = 0; i < 6000 && bad < 5; i++) {

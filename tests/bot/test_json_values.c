@@ -659,7 +659,7 @@ static void test_fixture_round_trips(void **state)
         char rel[128];
         snprintf(rel, sizeof rel, "fixtures/botapi/%s", names[i]);
         size_t len;
-        char *src = tgtest_read_file(tgtest_shared_path(rel), &len);
+        char *src = tgtest_read_file(tgtest_data_path(rel), &len);
         assert_non_null(src);
         parse_n(src, len);
         tg__buf_reset(&wbuf);
@@ -688,7 +688,7 @@ static void test_oom_sweep(void **state)
 {
     (void)state;
     size_t len;
-    char *src = tgtest_read_file(tgtest_shared_path("fixtures/botapi/large_update.json"), &len);
+    char *src = tgtest_read_file(tgtest_data_path("fixtures/botapi/large_update.json"), &len);
     assert_non_null(src);
     bool clean_run = false;
     for (uint64_t nth = 1; nth <= 200 && !clean_run; nth++) {

@@ -1,4 +1,4 @@
-/* Helpers to read the shared proxy vectors with jansson (see proxy_vectors.h). */
+/* Helpers to read the proxy vectors (tests/vectors/) with jansson (see proxy_vectors.h). */
 #include "proxy_vectors.h"
 
 #include "tgtest.h"
@@ -6,7 +6,7 @@
 json_t *pv_load(const char *rel)
 {
     json_error_t e;
-    const char *path = tgtest_shared_path(rel);
+    const char *path = tgtest_data_path(rel);
     json_t *root = json_load_file(path, 0, &e);
     if (!root)
         fail_msg("cannot load %s: %s (line %d)", path, e.text, e.line);

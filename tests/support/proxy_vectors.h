@@ -1,5 +1,5 @@
 /*
- * proxy_vectors: read the shared proxy test vectors (vectors/ under the shared dir) with jansson.
+ * proxy_vectors: read the proxy test vectors (tests/vectors/) with jansson.
  *
  * pv_load() returns the parsed document (fails the test if missing); free with json_decref.
  * pv_str() follows a '/'-separated path of object keys and array indexes ("cases/0/dc") and
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-json_t *pv_load(const char *rel);                /* rel under the shared dir: "vectors/x.json" */
+json_t *pv_load(const char *rel);                /* rel under tests/: "vectors/x.json" */
 json_t *pv_get(json_t *root, const char *path);  /* NULL if absent */
 json_t *pv_need(json_t *root, const char *path); /* fails the test if absent */
 const char *pv_str(json_t *root, const char *path);

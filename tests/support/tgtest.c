@@ -1,17 +1,14 @@
-/* Shared helpers for tests: paths to shared material, file reading, RSS and fd counts. */
+/* Shared helpers for tests: paths to test data, file reading, RSS and fd counts. */
 #include "tgtest.h"
 
 #include <dirent.h>
 #include <jansson.h>
 #include <unistd.h>
 
-const char *tgtest_shared_path(const char *rel)
+const char *tgtest_data_path(const char *rel)
 {
     static _Thread_local char path[4096];
-    const char *dir = getenv("TGKIT_SHARED_DIR");
-    if (!dir || !*dir)
-        dir = TGKIT_SHARED_DIR;
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    snprintf(path, sizeof path, "%s/%s", TGKIT_TEST_DATA_DIR, rel);
     return path;
 }
 

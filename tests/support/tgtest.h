@@ -16,9 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Path of a file under the shared folder (fixtures, vectors, botapi): "<shared>/<rel>".
- * Honours $TGKIT_SHARED_DIR, else the path CMake found. Returns a static buffer. */
-const char *tgtest_shared_path(const char *rel);
+/* Path of the test data file tests/<rel> of this checkout, e.g. "fixtures/botapi/x.json" or
+ * "vectors/secrets.json" (tests/fixtures/README.md, tests/vectors/README.md say where each came
+ * from). Returns a thread-local buffer. */
+const char *tgtest_data_path(const char *rel);
 /* Read a whole file into a malloc'ed, NUL-terminated buffer; NULL on error. */
 char *tgtest_read_file(const char *path, size_t *len);
 /* Occurrences of needle in the file at path now (0 if it cannot be read). */

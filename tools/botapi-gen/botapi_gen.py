@@ -4,7 +4,8 @@
 usage: botapi_gen.py [page.html] [--dump-model out.json] [--counts] [--out-dir DIR]
                      [--no-emit]
 
-Reads the Bot API page (default: ../shared/botapi/botapi.html next to the checkout), builds
+Reads the Bot API page (the argument, else $BOTAPI_HTML; `make regen` finds or downloads it
+with scripts/botapi-page.sh), builds
 the model (model.py), and writes
     include/tgbot/api.h         public structs, enums, unions, params and method prototypes
     src/bot/api/api.gen.h       descriptor declarations (internal)
@@ -27,8 +28,6 @@ sys.path.insert(0, HERE)
 import model as M  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
-DEFAULT_PAGE_CANDIDATES = [os.path.join(ROOT, "..", "shared", "botapi", "botapi.html"),
-                           "/work/shared/botapi/botapi.html"]
 DOC = "https://core.telegram.org/bots/api#"
 MASK = 0xFFFFFFFF
 
@@ -759,12 +758,13 @@ const tg__method *tg__codec_method_by_name(const char *name)
 
 
 def find_page(arg):
-    if arg:
-        return arg
-    for p in DEFAULT_PAGE_CANDIDATES:
-        if os.path.exists(p):
-            return p
-    sys.exit("botapi-gen: no page given and ../shared/botapi/botapi.html not found")
+    page = arg or os.environ.get("BOTAPI_HTML")
+    if not page:
+        sys.exit("botapi-gen: which Bot API page? Pass the saved page's path (or set "
+                 "BOTAPI_HTML=path); `make regen` finds it or downloads it for you")
+    if not os.path.isfile(page):
+        sys.exit(f"botapi-gen: {page}: no such file")
+    return page
 
 
 def write(path, text):
@@ -780,7 +780,7 @@ def write(path, text):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Generate libtgbot's Bot API code.")
-    ap.add_argument("page", nargs="?", help="Bot API page (default ../shared/botapi/botapi.html)")
+    ap.add_argument("page", nargs="?", help="saved Bot API page (default $BOTAPI_HTML)")
     ap.add_argument("--dump-model", metavar="OUT.json", help="write the model as JSON ('-' = stdout)")
     ap.add_argument("--counts", action="store_true", help="print the counts as JSON and exit")
     ap.add_argument("--out-dir", default=ROOT, help="root to write include/ and src/ under")
