@@ -7,6 +7,8 @@
  *   / , /app.js, /style.css     the web chat (web.c)
  * Bodies are collected up to EMU_UPLOAD_MAX plus room for the multipart framing; a larger
  * one gets 413 before it is read. The token never reaches a log or an error text.
+ * Files are served so that they never run on this origin (serve_file); the page gets a CSP
+ * of its own, every other answer an inert one.
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -27,18 +29,42 @@ struct hreq {
     bool too_big;
 };
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *ctype,
-                             const void *data, size_t len, bool copy)
+/* Every answer: nosniff, and unless it is the web chat itself a CSP that lets nothing run
+ * (a JSON answer or a file opened in a tab is inert, and sandboxed off the origin). */
+#define CSP_INERT "default-src 'none'; sandbox"
+/* The web chat: its own script, style and images, fetches to this origin, nothing else. */
+#define CSP_PAGE                                                                                  \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "                   \
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+static struct MHD_Response *response(const void *data, size_t len, bool copy, const char *ctype,
+                                     const char *csp)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(
         len, (void *)data, copy ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
     if (!r)
-        return MHD_NO;
+        return NULL;
     MHD_add_response_header(r, "Content-Type", ctype);
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Content-Security-Policy", csp);
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    return r;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned code, struct MHD_Response *r)
+{
+    if (!r)
+        return MHD_NO;
     enum MHD_Result rc = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return rc;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *ctype,
+                             const void *data, size_t len, bool copy)
+{
+    return queue(c, code, response(data, len, copy, ctype, CSP_INERT));
 }
 
 static enum MHD_Result reply_lit(struct MHD_Connection *c, unsigned code, const char *json)
@@ -113,6 +139,78 @@ static enum MHD_Result bot_api(emu *e, struct MHD_Connection *c, const char *res
     return rc;
 }
 
+/* ---- files: uploads are someone else's bytes ----
+ * A bot or a user chose the bytes, the name and the type of every file, so a file must never
+ * run on this origin (issue 21: an uploaded text/html file opened from a link read
+ * /control/state and posted as the user). Every file is served with nosniff, the inert
+ * sandboxing CSP and Cross-Origin-Resource-Policy: same-origin; only the raster image types
+ * below, which the web chat shows in <img>, are "inline", everything else is an attachment
+ * (a browser downloads it instead of showing it). The type is the uploader's when it is a
+ * plain type/subtype, else application/octet-stream. */
+static const char *const inline_types[] = {"image/jpeg", "image/png", "image/gif", "image/webp"};
+
+static bool mime_ok(const char *m)
+{
+    static const char tok[] = "!#$&-^_.+"; /* RFC 6838 restricted-name characters */
+    size_t slashes = 0, run = 0;
+    for (const char *p = m; *p; p++) {
+        if (*p == '/') {
+            if (!run || ++slashes > 1)
+                return false;
+            run = 0;
+        } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                   (*p >= '0' && *p <= '9') || (run && strchr(tok, *p))) {
+            if (++run > 127)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return slashes == 1 && run;
+}
+
+/* Content-Disposition for a file named name: an ASCII fallback (anything but letters,
+ * digits, '.', '-' and '_' becomes '_') and the exact name as RFC 8187 UTF-8. */
+static void disposition(char *out, size_t cap, bool inline_, const char *name)
+{
+    static const char attr[] = "!#$&+-.^_`|~"; /* RFC 8187 attr-char besides ALPHA / DIGIT */
+    char plain[128], ext[3 * 128 + 1];
+    size_t np = 0, ne = 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p && np < sizeof plain - 1; p++) {
+        bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        plain[np++] = alnum || *p == '.' || *p == '-' || *p == '_' ? (char)*p : '_';
+        if (ne + 4 > sizeof ext)
+            continue;
+        if (alnum || (*p < 0x80 && *p && strchr(attr, *p)))
+            ext[ne++] = (char)*p;
+        else
+            ne += (size_t)snprintf(ext + ne, sizeof ext - ne, "%%%02X", *p);
+    }
+    plain[np] = ext[ne] = '\0';
+    if (!np || plain[0] == '.')
+        snprintf(out, cap, "%s; filename=\"file%s\"", inline_ ? "inline" : "attachment", plain);
+    else
+        snprintf(out, cap, "%s; filename=\"%s\"; filename*=UTF-8''%s",
+                 inline_ ? "inline" : "attachment", plain, ext);
+}
+
+static enum MHD_Result serve_file(struct MHD_Connection *c, const emu_file *f)
+{
+    const char *type = f->mime && mime_ok(f->mime) ? f->mime : "application/octet-stream";
+    bool inline_ = false;
+    for (size_t i = 0; i < sizeof inline_types / sizeof inline_types[0]; i++)
+        inline_ |= !strcasecmp(type, inline_types[i]);
+    const char *slash = strrchr(f->path, '/');
+    char cd[700];
+    disposition(cd, sizeof cd, inline_, f->name && *f->name ? f->name : slash ? slash + 1 : f->path);
+    struct MHD_Response *r = response(f->data, f->len, true, type, CSP_INERT);
+    if (r) {
+        MHD_add_response_header(r, "Content-Disposition", cd);
+        MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
+    }
+    return queue(c, 200, r);
+}
+
 static enum MHD_Result file_download(emu *e, struct MHD_Connection *c, const char *rest)
 {
     const char *slash = strchr(rest, '/');
@@ -132,7 +230,7 @@ static enum MHD_Result file_download(emu *e, struct MHD_Connection *c, const cha
     else if (!f)
         rc = reply_lit(c, 404, "{\"ok\":false,\"error_code\":404,\"description\":\"Not Found\"}");
     else
-        rc = reply(c, 200, f->mime ? f->mime : "application/octet-stream", f->data, f->len, true);
+        rc = serve_file(c, f);
     pthread_mutex_unlock(&e->mu);
     return rc;
 }
@@ -144,7 +242,7 @@ static enum MHD_Result control_file(emu *e, struct MHD_Connection *c)
     pthread_mutex_lock(&e->mu);
     emu_file *f = id ? emu_file_get(e, id) : NULL;
     enum MHD_Result rc =
-        f ? reply(c, 200, f->mime ? f->mime : "application/octet-stream", f->data, f->len, true)
+        f ? serve_file(c, f)
           : reply_lit(c, 404, "{\"ok\":false,\"error\":\"no file with that file_id\"}");
     pthread_mutex_unlock(&e->mu);
     return rc;
@@ -174,8 +272,12 @@ static enum MHD_Result route(emu *e, struct MHD_Connection *c, const char *url, 
     size_t len;
     const char *ctype;
     const char *asset = emu_web_asset(url, &len, &ctype);
-    if (asset)
-        return reply(c, 200, ctype, asset, len, false);
+    if (asset) {
+        struct MHD_Response *r = response(asset, len, false, ctype, CSP_PAGE);
+        if (r)
+            MHD_add_response_header(r, "X-Frame-Options", "DENY");
+        return queue(c, 200, r);
+    }
     return reply(c, 404, "text/plain", "Not Found", 9, false);
 }
 

@@ -6,7 +6,12 @@ examples against it, and drives Chromium over the DevTools protocol (--remote-de
 NUL-separated JSON on fds 3 and 4, so no WebSocket client or npm package is needed):
   1. open the page, pick the echo bot, send /start, see the reply appear;
   2. pick the counter bot, send /start, press "+1", see the same bubble edited to Count: 1;
-  3. save a screenshot (argv[5]).
+  3. the echo bot sends a photo and an HTML document whose script would post as the user
+     (issue 21, item 5): the photo shows in the chat; opening the document's URL in a tab,
+     from /control/file and from /file/bot<TOKEN>/, runs none of its script (it is an
+     attachment with a sandboxing CSP), so nothing is posted; the page's own CSP refuses an
+     injected inline script;
+  4. save a screenshot (argv[5]).
 Exits 77 (ctest: skipped) when Chromium or the examples are missing.
 
 usage: web_chat.py EMULATOR ECHO INLINE_KEYBOARD CHROMIUM SCREENSHOT.png
@@ -16,10 +21,14 @@ import json
 import os
 import select
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+import uuid
+import zlib
 
 ECHO_TOKEN = "7100001:AAHwebChatEchoTokenAAAAAAAAAAAAAAAAA"
 COUNTER_TOKEN = "7100002:AAHwebChatCounterTokenAAAAAAAAAAAAAA"
@@ -124,6 +133,75 @@ def scenario(cdp, session, url):
             "the same message edited to Count: 1")
 
 
+# Rendered on the emulator's origin, this would act as the user.
+EVIL_HTML = (b"<html><body><script>window.ran = 1; fetch('/control/send', {method: 'POST',"
+             b" headers: {'Content-Type': 'application/json'}, body: JSON.stringify({text:"
+             b" 'pwned'})}).then(r => { window.posted = r.status; }, e => { window.posted ="
+             b" String(e); });</script></body></html>")
+
+
+def png_4x3():
+    """A real 4x3 RGB PNG, so the page can show that the photo decoded."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+    rows = b"".join(b"\0" + b"\x20\x80\xe0" * 4 for _ in range(3))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 3, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def bot_upload(url, token, method, field, name, ctype, data):
+    """A multipart Bot API upload to the Developer's chat; the answer's result."""
+    b = uuid.uuid4().hex
+    body = (f"--{b}\r\nContent-Disposition: form-data; name=\"chat_id\"\r\n\r\n100000001\r\n"
+            f"--{b}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{name}\"\r\n"
+            f"Content-Type: {ctype}\r\n\r\n").encode() + data + f"\r\n--{b}--\r\n".encode()
+    req = urllib.request.Request(f"{url}/bot{token}/{method}", data=body, headers={
+        "Content-Type": f"multipart/form-data; boundary={b}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())["result"]
+
+
+def get_json(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def hostile_files(cdp, session, url):
+    photo = bot_upload(url, ECHO_TOKEN, "sendPhoto", "photo", "dot.png", "image/png", png_4x3())
+    doc = bot_upload(url, ECHO_TOKEN, "sendDocument", "document", "invoice.html", "text/html",
+                     EVIL_HTML)["document"]
+    with urllib.request.urlopen(f"{url}/bot{ECHO_TOKEN}/getFile?file_id={doc['file_id']}") as r:
+        doc_path = json.loads(r.read())["result"]["file_path"]
+    js(cdp, session, "document.querySelector('[data-bot=\"echo_bot\"]').click(); true")
+    js_wait(cdp, session, "[...document.querySelectorAll('.msg.in img')].some(i => i.complete &&"
+            " i.naturalWidth === 4 && i.naturalHeight === 3)", "the photo shown in the chat")
+    js_wait(cdp, session, "document.querySelector('.msg.in a.file')", "the document listed")
+    # The page's CSP: an inline script injected into it does not run.
+    blocked = js(cdp, session, "(() => { const s = document.createElement('script');"
+                 " s.textContent = 'window.injected = 1'; document.body.appendChild(s);"
+                 " return window.injected === undefined; })()")
+    assert blocked, "an inline script injected into the web chat ran: no CSP"
+    cdp.call("Browser.setDownloadBehavior", {"behavior": "deny"})
+    target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    tab = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    for link in (f"{url}/control/file?file_id={doc['file_id']}",
+                 f"{url}/file/bot{ECHO_TOKEN}/{doc_path}"):
+        cdp.call("Page.navigate", {"url": link}, tab)
+        # Wait until either nothing of the file runs (no document, or a sandboxed one) or
+        # its script has finished posting; then say which.
+        state = js_wait(cdp, tab, "document.readyState === 'complete' &&"
+                        " (window.ran !== 1 || window.posted !== undefined) &&"
+                        " JSON.stringify({href: location.href, ran: window.ran || 0,"
+                        " posted: window.posted || null})", "the file's tab settled")
+        got = json.loads(state)
+        assert got["ran"] == 0 and got["posted"] is None, f"{link}: the file's script ran: {got}"
+    bot_id = photo["from"]["id"]
+    msgs = get_json(f"{url}/control/messages?chat_id=100000001&bot_id={bot_id}")
+    texts = [m.get("text") for m in msgs["messages"]]
+    assert "pwned" not in texts, f"the file's script posted as the user: {texts}"
+
+
 def start_emulator(path):
     p = subprocess.Popen([path, "--listen", "127.0.0.1:0", "--bot", ECHO_TOKEN + ":echo_bot",
                           "--bot", COUNTER_TOKEN + ":counter_bot"], stdout=subprocess.PIPE,
@@ -185,11 +263,13 @@ def main(argv):
                                                      "flatten": True})["sessionId"]
         cdp.call("Page.navigate", {"url": url + "/"}, session)
         scenario(cdp, session, url)
+        hostile_files(cdp, session, url)
         png = cdp.call("Page.captureScreenshot", {"format": "png"}, session)["data"]
         os.makedirs(os.path.dirname(os.path.abspath(shot)), exist_ok=True)
         with open(shot, "wb") as f:
             f.write(base64.b64decode(png))
-        print(f"web chat: echo reply and in-place edit seen; screenshot {shot}")
+        print(f"web chat: echo reply, in-place edit, photo shown, hostile file inert;"
+              f" screenshot {shot}")
         try:
             cdp.call("Browser.close")
         except (EOFError, TimeoutError):

@@ -1,0 +1,289 @@
+/*
+ * The emulator's origin under attack (issue 21), over real HTTP with libcurl:
+ *  - item 5: a file a bot uploads (text/html with a script) comes back as an attachment with
+ *    nosniff and a sandboxing CSP, from /file/bot<TOKEN>/ and from /control/file; raster
+ *    images stay inline for the web chat; the web chat page itself carries a CSP.
+ */
+#include "tgtest.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "tgbot/testing.h"
+
+static tg_test *t;
+
+typedef struct resp {
+    long status;
+    char *body;
+    char *headers; /* every header line, as received */
+} resp;
+
+static size_t collect(char *p, size_t size, size_t n, void *ud)
+{
+    char **s = ud;
+    size_t old = *s ? strlen(*s) : 0, len = size * n;
+    char *g = realloc(*s, old + len + 1);
+    assert_non_null(g);
+    memcpy(g + old, p, len);
+    g[old + len] = '\0';
+    *s = g;
+    return len;
+}
+
+static void resp_free(resp *r)
+{
+    free(r->body);
+    free(r->headers);
+    *r = (resp){0};
+}
+
+/* The value of header name in r (a static copy, "" when absent). */
+static const char *header(const resp *r, const char *name)
+{
+    static char v[1024];
+    v[0] = '\0';
+    size_t n = strlen(name);
+    for (const char *l = r->headers; l && *l;) {
+        const char *end = strstr(l, "\r\n");
+        size_t ll = end ? (size_t)(end - l) : strlen(l);
+        if (ll > n && l[n] == ':' && !strncasecmp(l, name, n)) {
+            const char *p = l + n + 1;
+            while (*p == ' ')
+                p++;
+            snprintf(v, sizeof v, "%.*s", (int)(ll - (size_t)(p - l)), p);
+            return v;
+        }
+        l = end ? end + 2 : l + ll;
+    }
+    return v;
+}
+
+/* method path (after the base URL) with extra header lines (NULL-ended) and an optional
+ * body (mime: a multipart form instead). */
+static resp http(const char *method, const char *path, const char *const *hdrs, const char *body,
+                 curl_mime *(*mime)(CURL *c))
+{
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", tg_test_url(t), path);
+    struct curl_slist *h = NULL;
+    for (size_t i = 0; hdrs && hdrs[i]; i++)
+        h = curl_slist_append(h, hdrs[i]);
+    resp r = {0};
+    curl_mime *m = mime ? mime(c) : NULL;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    if (m)
+        curl_easy_setopt(c, CURLOPT_MIMEPOST, m);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_mime_free(m);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (!r.body)
+        r.body = strdup("");
+    return r;
+}
+
+static const char *const json_ct[] = {"Content-Type: application/json", NULL};
+
+/* A page that, rendered on the emulator's origin, would act as the user. */
+#define EVIL_HTML                                                                                 \
+    "<html><body><script>fetch('/control/send',{method:'POST',headers:{'Content-Type':"            \
+    "'application/json'},body:JSON.stringify({text:'pwned'})})</script></body></html>"
+
+/* A multipart form of chat_id (the test user) and one file part. */
+static curl_mime *file_form(CURL *c, const char *field, const char *name, const char *type,
+                            const void *data, size_t len)
+{
+    curl_mime *m = curl_mime_init(c);
+    char chat[32];
+    snprintf(chat, sizeof chat, "%lld", (long long)tg_test_user_id(t));
+    curl_mimepart *p = curl_mime_addpart(m);
+    curl_mime_name(p, "chat_id");
+    curl_mime_data(p, chat, CURL_ZERO_TERMINATED);
+    p = curl_mime_addpart(m);
+    curl_mime_name(p, field);
+    curl_mime_data(p, data, len);
+    curl_mime_filename(p, name);
+    curl_mime_type(p, type);
+    return m;
+}
+
+static curl_mime *evil_document(CURL *c)
+{
+    return file_form(c, "document", "invoice.html", "text/html", EVIL_HTML, strlen(EVIL_HTML));
+}
+
+/* The bot's answer's document (file_id and file_path), after a getFile. */
+static void upload(curl_mime *(*mime)(CURL *c), const char *method, const char *kind,
+                   char *file_id, size_t idcap, char *file_path, size_t pathcap)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/bot%s/%s", tg_test_token(t), method);
+    resp r = http("POST", path, NULL, NULL, mime);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_loads(r.body, 0, NULL);
+    assert_non_null(j);
+    json_t *doc = json_object_get(json_object_get(j, "result"), kind);
+    if (json_is_array(doc))
+        doc = json_array_get(doc, json_array_size(doc) - 1);
+    snprintf(file_id, idcap, "%s", json_string_value(json_object_get(doc, "file_id")));
+    json_decref(j);
+    resp_free(&r);
+    char body[256];
+    snprintf(body, sizeof body, "{\"file_id\":\"%s\"}", file_id);
+    snprintf(path, sizeof path, "/bot%s/getFile", tg_test_token(t));
+    r = http("POST", path, json_ct, body, NULL);
+    assert_int_equal(r.status, 200);
+    j = json_loads(r.body, 0, NULL);
+    assert_non_null(j);
+    snprintf(file_path, pathcap, "%s",
+             json_string_value(json_object_get(json_object_get(j, "result"), "file_path")));
+    json_decref(j);
+    resp_free(&r);
+}
+
+static void assert_inert(const resp *r, const char *disposition)
+{
+    assert_int_equal(r->status, 200);
+    assert_string_equal(header(r, "X-Content-Type-Options"), "nosniff");
+    assert_string_equal(header(r, "Content-Security-Policy"), "default-src 'none'; sandbox");
+    assert_string_equal(header(r, "Cross-Origin-Resource-Policy"), "same-origin");
+    assert_string_equal(header(r, "Content-Disposition"), disposition);
+}
+
+static void test_uploaded_html_is_an_attachment(void **state)
+{
+    (void)state;
+    assert_true(tg_test_send(t, 0, 0, "/start") > 0); /* the bot may write to the user now */
+    char id[128], fpath[128], path[512];
+    upload(evil_document, "sendDocument", "document", id, sizeof id, fpath, sizeof fpath);
+    static const char cd[] = "attachment; filename=\"invoice.html\"; "
+                             "filename*=UTF-8''invoice.html";
+    snprintf(path, sizeof path, "/file/bot%s/%s", tg_test_token(t), fpath);
+    resp r = http("GET", path, NULL, NULL, NULL);
+    assert_inert(&r, cd);
+    assert_string_equal(header(&r, "Content-Type"), "text/html");
+    assert_string_equal(r.body, EVIL_HTML); /* the bytes themselves are untouched */
+    resp_free(&r);
+    snprintf(path, sizeof path, "/control/file?file_id=%s", id);
+    r = http("GET", path, NULL, NULL, NULL);
+    assert_inert(&r, cd);
+    assert_string_equal(r.body, EVIL_HTML);
+    resp_free(&r);
+}
+
+/* A type that is not a plain type/subtype (a parameter, a second header smuggled in) is
+ * served as application/octet-stream; a name's quote, line break or non-ASCII letters
+ * cannot break out of Content-Disposition. */
+static void test_odd_types_become_octet_stream(void **state)
+{
+    (void)state;
+    static const char *const types[] = {"text/html; charset=utf-8", "text/html\r\nX-A: b",
+                                        "text", "/html", "a/b/c"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        json_t *b = json_pack("{s:s,s:s,s:s}", "file_name", "a\"b\r\nX-B: c\xc3\xbc.bin",
+                              "data", "bytes", "mime_type", types[i]);
+        char *body = json_dumps(b, 0);
+        json_decref(b);
+        resp r = http("POST", "/control/document", json_ct, body, NULL);
+        free(body);
+        assert_int_equal(r.status, 200);
+        json_t *j = json_loads(r.body, 0, NULL);
+        const char *id = json_string_value(json_object_get(
+            json_object_get(json_object_get(j, "message"), "document"), "file_id"));
+        assert_non_null(id);
+        char path[256];
+        snprintf(path, sizeof path, "/control/file?file_id=%s", id);
+        json_decref(j);
+        resp_free(&r);
+        r = http("GET", path, NULL, NULL, NULL);
+        assert_inert(&r, "attachment; filename=\"a_b__X-B__c__.bin\"; "
+                         "filename*=UTF-8''a%22b%0D%0AX-B%3A%20c%C3%BC.bin");
+        assert_string_equal(header(&r, "Content-Type"), "application/octet-stream");
+        assert_string_equal(header(&r, "X-A"), "");
+        assert_string_equal(header(&r, "X-B"), "");
+        resp_free(&r);
+    }
+}
+
+static curl_mime *png_photo(CURL *c)
+{
+    static const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    return file_form(c, "photo", "cat.png", "image/png", png, sizeof png);
+}
+
+/* Raster images are shown by the web chat: inline, but still nosniff and sandboxed. */
+static void test_images_stay_inline(void **state)
+{
+    (void)state;
+    assert_true(tg_test_send(t, 0, 0, "/start") > 0);
+    char id[128], fpath[128], path[512];
+    upload(png_photo, "sendPhoto", "photo", id, sizeof id, fpath, sizeof fpath);
+    snprintf(path, sizeof path, "/control/file?file_id=%s", id);
+    resp r = http("GET", path, NULL, NULL, NULL);
+    assert_inert(&r, "inline; filename=\"cat.png\"; filename*=UTF-8''cat.png");
+    assert_string_equal(header(&r, "Content-Type"), "image/png");
+    resp_free(&r);
+}
+
+/* The web chat runs only its own script and style, and cannot be framed. */
+static void test_page_has_a_csp(void **state)
+{
+    (void)state;
+    resp r = http("GET", "/", NULL, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    const char *csp = header(&r, "Content-Security-Policy");
+    assert_non_null(strstr(csp, "default-src 'none'"));
+    assert_non_null(strstr(csp, "script-src 'self'"));
+    assert_non_null(strstr(csp, "frame-ancestors 'none'"));
+    assert_null(strstr(csp, "unsafe-inline"));
+    assert_string_equal(header(&r, "X-Content-Type-Options"), "nosniff");
+    assert_string_equal(header(&r, "X-Frame-Options"), "DENY");
+    assert_non_null(strstr(r.body, "<script src=\"/app.js\"></script>"));
+    resp_free(&r);
+    /* control answers are inert too */
+    r = http("GET", "/control/state", NULL, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(header(&r, "Content-Security-Policy"), "default-src 'none'; sandbox");
+    assert_string_equal(header(&r, "X-Content-Type-Options"), "nosniff");
+    resp_free(&r);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    t = tg_test_start();
+    return t ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tg_test_free(t);
+    return 0;
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_uploaded_html_is_an_attachment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_odd_types_become_octet_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_images_stay_inline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_page_has_a_csp, setup, teardown),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}
