@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 
 # Debian packages: build + tests (deps), extra tools for lint and bench.
 PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
-             libmicrohttpd-dev libhiredis-dev libpcre2-dev libqrencode-dev \
+             libmicrohttpd-dev libhiredis-dev libpcre2-dev libsqlite3-dev libqrencode-dev \
              libcmocka-dev libjansson-dev libcjson-dev redis-server clang gettext \
              libclang-rt-14-dev curl ca-certificates openssl chromium \
              python3-python-telegram-bot microsocks python3-prometheus-client systemd

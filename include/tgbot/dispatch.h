@@ -25,6 +25,7 @@
 
 #include "tgbot/api.h"
 #include "tgbot/common.h"
+#include "tgbot/storage.h"
 
 #include <stdint.h>
 
@@ -206,56 +207,6 @@ TG_API tg_status tg_conv_set_int(tg_hctx *h, const char *name, int64_t value);
 TG_API tg_status tg_conv_unset(tg_hctx *h, const char *name); /* TG_OK also when absent */
 TG_API const char *tg_conv_get_str(const tg_hctx *h, const char *name);
 TG_API bool tg_conv_get_int(const tg_hctx *h, const char *name, int64_t *out);
-
-/* ---- storage ---- */
-
-typedef struct tg_storage tg_storage;
-
-/*
- * A key-value store with expiry. Every function must be thread-safe.
- * get: copy the value into buf[0..cap) and its length into *len; TG_OK with *found=false
- *      when absent or expired; TG_ERR_TOO_BIG when it does not fit (len says how big).
- * set: store a copy; ttl_ms 0 = never expires.
- */
-typedef struct tg_storage_ops {
-    tg_status (*get)(tg_storage *s, const char *key, void *buf, size_t cap, size_t *len,
-                     bool *found);
-    tg_status (*set)(tg_storage *s, const char *key, const void *val, size_t len, uint64_t ttl_ms);
-    tg_status (*del)(tg_storage *s, const char *key);
-    void (*free)(tg_storage *s);
-} tg_storage_ops;
-
-/* Implementations embed this as their first member. */
-struct tg_storage {
-    const tg_storage_ops *ops;
-};
-
-/* An in-process store (a locked hash table). NULL on out of memory. */
-TG_API tg_storage *tg_storage_memory_new(void);
-
-typedef struct tg_redis_options {
-    const char *host;     /* NULL = "127.0.0.1" */
-    uint16_t port;        /* 0 = 6379 */
-    const char *password; /* AUTH; NULL = none (a secret: never logged) */
-    int db;               /* SELECT; 0 = default */
-    const char *prefix;   /* key prefix; NULL = "tgbot:" */
-    uint32_t timeout_ms;  /* connect and command timeout; 0 = 2000 */
-} tg_redis_options;
-
-/* A Redis store (hiredis), connected at once. NULL on failure; tg_storage_errmsg() says why.
- * Reconnects after a failed command on the next call. */
-TG_API tg_storage *tg_storage_redis_new_sized(const tg_redis_options *opts, size_t opts_size);
-#define tg_storage_redis_new(...)                                                                  \
-    tg_storage_redis_new_sized((__VA_ARGS__), sizeof(tg_redis_options))
-/* Why the last *_new on this thread failed (static/thread-local; "" if it did not). */
-TG_API const char *tg_storage_errmsg(void);
-
-TG_API tg_status tg_storage_get(tg_storage *s, const char *key, void *buf, size_t cap, size_t *len,
-                                bool *found);
-TG_API tg_status tg_storage_set(tg_storage *s, const char *key, const void *val, size_t len,
-                                uint64_t ttl_ms);
-TG_API tg_status tg_storage_del(tg_storage *s, const char *key);
-TG_API void tg_storage_free(tg_storage *s); /* NULL-safe */
 
 /* ---- filters ---- */
 

@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "redis_server.h"
+#include "storage_contract.h"
 #include "tgbot/dispatch.h"
 
 static char trail[512];
@@ -23,45 +24,12 @@ static void note(const char *s)
     "{\"update_id\":" #id ",\"message\":{\"message_id\":" #id ",\"chat\":{\"id\":" #user ","       \
     "\"type\":\"private\"},\"from\":{\"id\":" #user "},\"text\":\"" text "\"}}"
 
-static void storage_contract(tg_storage *s)
-{
-    char buf[16];
-    size_t len;
-    bool found = true;
-    assert_int_equal(tg_storage_get(s, "k1", buf, sizeof buf, &len, &found), TG_OK);
-    assert_false(found);
-    assert_int_equal(tg_storage_set(s, "k1", "a\0b", 3, 0), TG_OK);
-    assert_int_equal(tg_storage_get(s, "k1", buf, sizeof buf, &len, &found), TG_OK);
-    assert_true(found);
-    assert_int_equal(len, 3);
-    assert_memory_equal(buf, "a\0b", 3);
-    assert_int_equal(tg_storage_set(s, "k1", "0123456789abcdefXYZ", 19, 0), TG_OK);
-    assert_int_equal(tg_storage_get(s, "k1", buf, sizeof buf, &len, &found), TG_ERR_TOO_BIG);
-    assert_int_equal(len, 19);
-    assert_int_equal(tg_storage_del(s, "k1"), TG_OK);
-    assert_int_equal(tg_storage_get(s, "k1", buf, sizeof buf, &len, &found), TG_OK);
-    assert_false(found);
-    assert_int_equal(tg_storage_set(s, "k2", "v", 1, 1), TG_OK); /* 1 ms TTL */
-    tg__sleep_ms(20);
-    assert_int_equal(tg_storage_get(s, "k2", buf, sizeof buf, &len, &found), TG_OK);
-    assert_false(found);
-    for (int i = 0; i < 500; i++) { /* growth keeps every key */
-        char k[32];
-        snprintf(k, sizeof k, "many:%d", i);
-        assert_int_equal(tg_storage_set(s, k, k, strlen(k), 0), TG_OK);
-    }
-    assert_int_equal(tg_storage_get(s, "many:321", buf, sizeof buf, &len, &found), TG_OK);
-    assert_true(found);
-    assert_memory_equal(buf, "many:321", 8);
-    assert_int_equal(tg_storage_set(NULL, "k", "v", 1, 0), TG_ERR_INVALID);
-}
-
 static void test_memory_store(void **state)
 {
     (void)state;
     tg_storage *s = tg_storage_memory_new();
     assert_non_null(s);
-    storage_contract(s);
+    tgtest_storage_contract(s);
     tg_storage_free(s);
     tg_storage_free(NULL);
 }
@@ -270,7 +238,7 @@ static void test_redis_store(void **state)
 {
     (void)state;
     tg_storage *s = redis_store();
-    storage_contract(s);
+    tgtest_storage_contract(s);
     tg_storage_free(s);
 }
 

@@ -60,7 +60,7 @@ tg_status tg__conv_load(struct tg_hctx *h)
     tg_status st = tg_storage_get(h->d->storage, c->key, buf, cap, &len, &found);
     if (st != TG_OK)
         return tg_hctx_fail(h, st, "conversation %s: storage get failed: %s", c->key,
-                            tg_strerror(st));
+                            tg_storage_errmsg()[0] ? tg_storage_errmsg() : tg_strerror(st));
     if (found && !parse_value(c, buf, len))
         return tg_hctx_fail(h, TG_ERR_DECODE, "conversation %s: stored value is malformed", c->key);
     return TG_OK;
@@ -110,7 +110,7 @@ tg_status tg_conv_set(tg_hctx *h, const char *state, const void *data, size_t le
     st = tg_storage_set(h->d->storage, c->key, v, (size_t)hn + len, tmo ? tmo + CONV_GRACE_MS : 0);
     if (st != TG_OK)
         return tg_hctx_fail(h, st, "conversation %s: storage set failed: %s", c->key,
-                            tg_strerror(st));
+                            tg_storage_errmsg()[0] ? tg_storage_errmsg() : tg_strerror(st));
     parse_value(c, v, (size_t)hn + len);
     return TG_OK;
 }

@@ -1,13 +1,13 @@
 /*
- * storage_memory: the default conversation store, a locked chained hash table in process
- * memory. Expired entries are dropped when looked up and when the table grows, so memory is
- * bounded by the live conversations plus those expired since the last growth.
+ * memory: the default store, a locked chained hash table in process memory (nothing
+ * survives the process). Expired entries are dropped when looked up and when the table
+ * grows, so memory is bounded by the live entries plus those expired since the last growth.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
-#include "tgbot/dispatch.h"
+#include "tgbot/storage.h"
 
 #include "core/alloc.h"
 #include "core/clock.h"
@@ -164,6 +164,22 @@ static tg_status mem_del(tg_storage *s, const char *key)
     return TG_OK;
 }
 
+/* fn runs under the lock: it must not call the store (tg_storage_ops says so). */
+static tg_status mem_scan(tg_storage *s, const char *prefix, tg_storage_scan_fn fn, void *user)
+{
+    struct memstore *m = (struct memstore *)s;
+    size_t pl = strlen(prefix);
+    uint64_t now = tg__now_ms();
+    pthread_mutex_lock(&m->mu);
+    bool go = true;
+    for (size_t i = 0; go && i < m->nbuckets; i++)
+        for (struct entry *e = m->buckets[i]; go && e; e = e->next)
+            if (!expired(e, now) && strncmp(e->key, prefix, pl) == 0)
+                go = fn(user, e->key, e->val, e->len);
+    pthread_mutex_unlock(&m->mu);
+    return TG_OK;
+}
+
 static void mem_free(tg_storage *s)
 {
     struct memstore *m = (struct memstore *)s;
@@ -180,7 +196,8 @@ static void mem_free(tg_storage *s)
     tg__free(m);
 }
 
-static const tg_storage_ops mem_ops = {mem_get, mem_set, mem_del, mem_free};
+static const tg_storage_ops mem_ops = {
+    .get = mem_get, .set = mem_set, .del = mem_del, .free = mem_free, .scan = mem_scan};
 
 tg_storage *tg_storage_memory_new(void)
 {

@@ -1,5 +1,5 @@
 /* storage: the generic side of tg_storage (argument checks around the ops). */
-#include "bot/dispatch/storage.h"
+#include "bot/storage/storage.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +24,7 @@ tg_status tg_storage_get(tg_storage *s, const char *key, void *buf, size_t cap, 
 {
     if (!s || !key || !len || !found || (!buf && cap))
         return TG_ERR_INVALID;
+    storage_err[0] = '\0'; /* a failure below says why; success leaves "" */
     return s->ops->get(s, key, buf, cap, len, found);
 }
 
@@ -32,6 +33,7 @@ tg_status tg_storage_set(tg_storage *s, const char *key, const void *val, size_t
 {
     if (!s || !key || (!val && len))
         return TG_ERR_INVALID;
+    storage_err[0] = '\0';
     return s->ops->set(s, key, val ? val : "", len, ttl_ms);
 }
 
@@ -39,7 +41,20 @@ tg_status tg_storage_del(tg_storage *s, const char *key)
 {
     if (!s || !key)
         return TG_ERR_INVALID;
+    storage_err[0] = '\0';
     return s->ops->del(s, key);
+}
+
+tg_status tg_storage_scan(tg_storage *s, const char *prefix, tg_storage_scan_fn fn, void *user)
+{
+    if (!s || !prefix || !fn)
+        return TG_ERR_INVALID;
+    if (!s->ops->scan) {
+        tg__storage_seterr("storage: this store cannot list keys (its ops have no scan)");
+        return TG_ERR_INVALID;
+    }
+    storage_err[0] = '\0';
+    return s->ops->scan(s, prefix, fn, user);
 }
 
 void tg_storage_free(tg_storage *s)

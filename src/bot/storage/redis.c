@@ -1,6 +1,6 @@
 /*
- * storage_redis: conversation storage in Redis through hiredis, so several bot processes
- * (or machines) share conversations.
+ * redis: storage in Redis through hiredis, so several bot processes (or machines) share
+ * conversations and sessions.
  *
  * One connection guarded by a mutex: conversation traffic is one small GET and at most one
  * SET per update, far below what a single connection carries. After any failure the
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "bot/dispatch/storage.h"
+#include "bot/storage/storage.h"
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/sized.h"
@@ -51,11 +51,13 @@ static redisReply *run(struct redisstore *r, const char *what, const char *fmt, 
         snprintf(r->err, sizeof r->err, "redis %s:%u: %s: %s", r->host, r->port, what,
                  r->c->errstr[0] ? r->c->errstr : "connection lost");
         drop(r);
+        tg__storage_seterr("%s", r->err);
         return NULL;
     }
     if (rep->type == REDIS_REPLY_ERROR) {
         snprintf(r->err, sizeof r->err, "redis %s:%u: %s: %.*s", r->host, r->port, what,
                  (int)(rep->len > 160 ? 160 : rep->len), rep->str);
+        tg__storage_seterr("%s", r->err);
         freeReplyObject(rep);
         return NULL;
     }
@@ -70,6 +72,7 @@ static bool connect_now(struct redisstore *r)
     if (!r->c || r->c->err) {
         snprintf(r->err, sizeof r->err, "redis %s:%u: connect: %s", r->host, r->port,
                  r->c ? r->c->errstr : "out of memory");
+        tg__storage_seterr("%s", r->err);
         drop(r);
         return false;
     }
@@ -150,6 +153,94 @@ static tg_status rs_del(tg_storage *s, const char *key)
     return rep ? TG_OK : TG_ERR_TRANSPORT;
 }
 
+/* prefix* as a SCAN MATCH pattern: glob characters escaped. */
+static char *match_pattern(const struct redisstore *r, const char *prefix)
+{
+    size_t n = strlen(r->prefix) + 2 * strlen(prefix) + 2;
+    char *p = tg__malloc(n), *o = p;
+    if (!p)
+        return NULL;
+    for (int part = 0; part < 2; part++)
+        for (const char *s = part ? prefix : r->prefix; *s; s++) {
+            if (strchr("*?[]\\", *s))
+                *o++ = '\\';
+            *o++ = *s;
+        }
+    *o++ = '*';
+    *o = '\0';
+    return p;
+}
+
+/* One SCAN batch's keys fetched with MGET and handed to fn; false when fn stopped. */
+static bool scan_batch(struct redisstore *r, const redisReply *keys, tg_storage_scan_fn fn,
+                       void *user, tg_status *st)
+{
+    if (keys->elements == 0)
+        return true;
+    const char **argv = tg__malloc((keys->elements + 1) * sizeof *argv);
+    size_t *argl = tg__malloc((keys->elements + 1) * sizeof *argl);
+    bool go = argv && argl;
+    *st = go ? TG_OK : TG_ERR_NOMEM;
+    if (go) {
+        argv[0] = "MGET";
+        argl[0] = 4;
+        for (size_t i = 0; i < keys->elements; i++) {
+            argv[i + 1] = keys->element[i]->str;
+            argl[i + 1] = keys->element[i]->len;
+        }
+    }
+    redisReply *vals = go ? redisCommandArgv(r->c, (int)keys->elements + 1, argv, argl) : NULL;
+    if (go && (!vals || vals->type != REDIS_REPLY_ARRAY || vals->elements != keys->elements)) {
+        snprintf(r->err, sizeof r->err, "redis %s:%u: MGET: %s", r->host, r->port,
+                 vals ? "unexpected reply" : r->c->errstr);
+        tg__storage_seterr("%s", r->err);
+        if (!vals)
+            drop(r);
+        *st = TG_ERR_TRANSPORT;
+        go = false;
+    }
+    size_t pl = strlen(r->prefix);
+    for (size_t i = 0; go && i < keys->elements; i++)
+        if (vals->element[i]->type == REDIS_REPLY_STRING) /* NIL: expired since SCAN */
+            go = fn(user, keys->element[i]->str + pl, vals->element[i]->str, vals->element[i]->len);
+    freeReplyObject(vals);
+    tg__free(argv);
+    tg__free(argl);
+    return go && *st == TG_OK;
+}
+
+static tg_status rs_scan(tg_storage *s, const char *prefix, tg_storage_scan_fn fn, void *user)
+{
+    struct redisstore *r = (struct redisstore *)s;
+    char *pat = match_pattern(r, prefix);
+    if (!pat)
+        return TG_ERR_NOMEM;
+    tg_status st = TG_OK;
+    char cursor[32] = "0";
+    pthread_mutex_lock(&r->mu);
+    if (!ensure(r))
+        st = TG_ERR_TRANSPORT;
+    /* SCAN may return a key twice: a caller that cares (the job queue) keys its own map. */
+    for (int guard = 0; st == TG_OK && guard < 1000000; guard++) {
+        redisReply *rep = run(r, "SCAN", "SCAN %s MATCH %s COUNT 512", cursor, pat);
+        if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+            rep->element[0]->type != REDIS_REPLY_STRING ||
+            rep->element[1]->type != REDIS_REPLY_ARRAY) {
+            st = rep ? TG_ERR_DECODE : TG_ERR_TRANSPORT;
+            freeReplyObject(rep);
+            break;
+        }
+        snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+        bool go = scan_batch(r, rep->element[1], fn, user, &st);
+        freeReplyObject(rep);
+        if (!go || strcmp(cursor, "0") == 0)
+            break;
+    }
+    pthread_mutex_unlock(&r->mu);
+    tg__free(pat);
+    return st;
+}
+
 static void rs_free(tg_storage *s)
 {
     struct redisstore *r = (struct redisstore *)s;
@@ -164,7 +255,8 @@ static void rs_free(tg_storage *s)
     tg__free(r);
 }
 
-static const tg_storage_ops redis_ops = {rs_get, rs_set, rs_del, rs_free};
+static const tg_storage_ops redis_ops = {
+    .get = rs_get, .set = rs_set, .del = rs_del, .free = rs_free, .scan = rs_scan};
 
 tg_storage *tg_storage_redis_new_sized(const tg_redis_options *opts, size_t opts_size)
 {
