@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `make test` the way a user runs it: in a fresh clone of HEAD, in a temporary directory with
+# nothing beside it (no ../shared), TGKIT_SHARED_DIR pointed at a folder that does not exist.
+# Fails when any test fails, when a test is skipped that is not labelled needs-botapi-page
+# (only Telegram's Bot API page may be missing from a clone), and when a needs-botapi-page test
+# ran anyway (then the clone found a page it should not see: it is not standing on its own).
+# Only committed files are in the clone, as for a user; uncommitted changes are not tested.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$(pwd)
+rev=$(git rev-parse HEAD)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgkit-clean.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+copy="$tmp/tgkit"
+nowhere="$tmp/no-shared-here"
+
+[ -z "$(git status --porcelain --untracked-files=no)" ] ||
+    echo "clean-clone-test: note: uncommitted changes are not in the clone (testing $rev)"
+git clone -q --no-checkout "$src" "$copy"
+git -C "$copy" cat-file -e "$rev^{commit}" 2>/dev/null || git -C "$copy" fetch -q origin "$rev"
+git -C "$copy" checkout -q --detach "$rev"
+[ ! -e "$tmp/shared" ] || { echo "clean-clone-test: $tmp/shared exists" >&2; exit 1; }
+echo "clean-clone-test: $rev in $copy, TGKIT_SHARED_DIR=$nowhere"
+
+log="$tmp/make-test.log"
+status=0
+(cd "$copy" && env -u BOTAPI_HTML -u TGKIT_SHARED_DIR \
+    make --no-print-directory test CMAKE_ARGS="-DTGKIT_SHARED_DIR=$nowhere ${CMAKE_ARGS:-}") 2>&1 |
+    tee "$log" || status=$?
+if [ "$status" -ne 0 ]; then
+    echo "clean-clone-test: make test failed in the clean clone (status $status)" >&2
+    exit 1
+fi
+
+# ctest lists what did not run as "  38 - bot/name (Skipped)"; anything else there is a failure.
+mapfile -t not_run < <(sed -n '/^The following tests did not run:/,/^[^[:space:]]/s/^[[:space:]]*[0-9]* - //p' "$log")
+mapfile -t allowed < <(cd "$copy/build" && ctest -N -L '^needs-botapi-page$' |
+    sed -n 's/^[[:space:]]*Test[[:space:]]*#[0-9]*: //p')
+bad=0
+for t in "${not_run[@]}"; do
+    name=${t% (*}
+    why=${t##* (}
+    if [ "$why" != "Skipped)" ] || ! printf '%s\n' "${allowed[@]}" | grep -qxF -- "$name"; then
+        echo "clean-clone-test: $name did not run ($why; only needs-botapi-page tests may skip" >&2
+        bad=1
+    fi
+done
+for a in "${allowed[@]}"; do
+    if ! printf '%s\n' "${not_run[@]}" | grep -qxF -- "$a (Skipped)"; then
+        echo "clean-clone-test: $a ran although the clone has no Bot API page: it found one" \
+            "outside the clone" >&2
+        bad=1
+    fi
+done
+[ "${#allowed[@]}" -gt 0 ] || { echo "clean-clone-test: no needs-botapi-page test found" >&2; bad=1; }
+[ "$bad" -eq 0 ] || exit 1
+echo "clean-clone-test: passed; skipped only the ${#allowed[@]} tests that need the Bot API page"
