@@ -190,7 +190,15 @@ int pcli_connect(struct pcli *c, uint16_t port, const struct pcli_opts *o)
         goto fail;
     }
     pobfs_reply_keyiv(wire, o->mode == PCLI_DIRECT ? NULL : o->key, c->reply_keyiv);
-    rc = write_framed(c, wire, 64);
+    if (!c->tls && o->split > 0 && o->split < 64) {
+        rc = psock_write_all(c->fd, wire, o->split);
+        if (rc == 0 && o->between)
+            o->between(c->fd, o->between_arg);
+        if (rc == 0)
+            rc = psock_write_all(c->fd, wire + o->split, 64 - o->split);
+    } else {
+        rc = write_framed(c, wire, 64);
+    }
     if (rc < 0)
         goto fail;
     return 0;

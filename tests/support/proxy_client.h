@@ -40,6 +40,10 @@ struct pcli_opts {
     const void *prefix;  /* bytes sent before the handshake (a PROXY header), or NULL */
     size_t prefix_len;
     const char *src_ip; /* local address to connect from ("127.0.0.2"; "::1": to [::1]) */
+    size_t split;       /* dd / classic: the 64-byte header in two writes, the first `split`
+                           bytes (1..63), between(fd, between_arg) after them; 0 = one write */
+    void (*between)(int fd, void *arg);
+    void *between_arg;
 };
 
 struct pcli {

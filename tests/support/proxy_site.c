@@ -119,6 +119,39 @@ static void serve_tls(struct psite *s, int fd)
     ERR_clear_error();
 }
 
+/* PSITE_LOUD: whatever the first read holds gets an answer at once (see proxy_site.h). */
+static void serve_loud(struct psite *s, int fd)
+{
+    uint8_t b[8];
+    ssize_t n = recv(fd, b, sizeof b, MSG_PEEK);
+    if (n <= 0)
+        return; /* EOF, error or the idle timer: close */
+    if (b[0] == 0x16 || (b[0] & 0x80)) {
+        SSL *ssl = SSL_new(s->tls);
+        if (!ssl)
+            return;
+        SSL_set_fd(ssl, fd);
+        int rc = SSL_accept(ssl);
+        if (rc == 1) {
+            http_serve(ssl, tls_rd, tls_wr);
+            SSL_shutdown(ssl);
+        } else if (SSL_get_error(ssl, rc) == SSL_ERROR_SSL &&
+                   BIO_number_written(SSL_get_wbio(ssl)) == 0) {
+            fd_wr(&fd, PSITE_ALERT, sizeof PSITE_ALERT - 1); /* refused without a word */
+        }
+        SSL_free(ssl);
+        ERR_clear_error();
+        return;
+    }
+    uint8_t junk[4096];
+    if (recv(fd, junk, sizeof junk, 0) <= 0)
+        return;
+    if (b[0] >= 'A' && b[0] <= 'Z')
+        fd_wr(&fd, PSITE_HTTP_BAD, sizeof PSITE_HTTP_BAD - 1);
+    else
+        fd_wr(&fd, PSITE_ALERT, sizeof PSITE_ALERT - 1);
+}
+
 static void *conn_main(void *arg)
 {
     struct sconn *c = arg;
@@ -132,6 +165,8 @@ static void *conn_main(void *arg)
         }
     } else if (s->o.mode == PSITE_TLS) {
         serve_tls(s, fd);
+    } else if (s->o.mode == PSITE_LOUD) {
+        serve_loud(s, fd);
     } else {
         http_serve(&fd, fd_rd, fd_wr);
     }
@@ -244,9 +279,10 @@ struct psite *psite_start(const struct psite_opts *o, uint16_t *port)
     s->lfd = site_listen(o, port);
     s->wakefd = eventfd(0, EFD_CLOEXEC);
     pthread_mutex_init(&s->mu, NULL);
-    if (o->mode == PSITE_TLS)
+    bool tls = o->mode == PSITE_TLS || o->mode == PSITE_LOUD;
+    if (tls)
         s->tls = tls_ctx();
-    if (s->lfd < 0 || s->wakefd < 0 || (o->mode == PSITE_TLS && !s->tls) ||
+    if (s->lfd < 0 || s->wakefd < 0 || (tls && !s->tls) ||
         pthread_create(&s->th, NULL, site_main, s) != 0) {
         if (s->lfd >= 0)
             close(s->lfd);

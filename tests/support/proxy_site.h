@@ -15,6 +15,12 @@
  *                the same HTTP rules inside TLS; a bad hello gets OpenSSL's alert and a
  *                close; silence for idle_ms closes.
  *   PSITE_RESET  resets (SO_LINGER {1, 0}, close) as soon as the first bytes arrive.
+ *   PSITE_LOUD   an HTTPS front that answers junk at once, as nginx and other real servers
+ *                do: a first read that starts a TLS handshake record (16) or an SSLv2-style
+ *                hello (high bit set) goes to OpenSSL as in PSITE_TLS, and a hello OpenSSL
+ *                refuses without a word gets PSITE_ALERT; any other first read is answered
+ *                at once, with "400" (PSITE_HTTP_BAD) when it starts with an upper-case
+ *                letter (an HTTP method), else with PSITE_ALERT, and closed.
  *
  * Ownership: psite_start returns a handle freed by psite_stop, which wakes and joins every
  * connection thread. Thread-safety: psite_count may be called from any thread.
@@ -30,8 +36,10 @@
     "close\r\n\r\nok\n"
 #define PSITE_HTTP_BAD  "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 #define PSITE_MAX_CONNS 64
+/* TLS 1.0-framed fatal alert, unexpected_message: the loud site's answer to non-TLS junk */
+#define PSITE_ALERT "\x15\x03\x01\x00\x02\x02\x0a"
 
-enum psite_mode { PSITE_HTTP, PSITE_TLS, PSITE_RESET };
+enum psite_mode { PSITE_HTTP, PSITE_TLS, PSITE_RESET, PSITE_LOUD };
 
 struct psite_opts {
     const char *addr; /* numeric IPv4 or IPv6 address to bind ("127.0.0.2", "::1") */

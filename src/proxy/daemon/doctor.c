@@ -731,6 +731,45 @@ static void check_bind(struct doctor *d, const struct config_listen *l)
                                : "");
 }
 
+/* ---- probing with dd / classic secrets ---- */
+
+/* With a dd or classic secret, junk shorter than a 64-byte obfs2 header stays undecided;
+   it reaches the site at once only over an early fronting connection, which needs a
+   fronting host that does not depend on the secret tried (conn.c, upstream.c). What stays
+   visible either way is said on the line (docs/tgproxy.md, "Probing"). */
+static void check_plain_probing(struct doctor *d, size_t ndom)
+{
+    const struct config *cfg = d->cfg;
+    size_t nplain = 0;
+    for (size_t i = 0; i < cfg->nsecrets; i++)
+        nplain += cfg->secrets[i].secret.kind != SECRET_EE;
+    if (!nplain)
+        return;
+    unsigned hs_s = (cfg->timeout.handshake_ms + 999) / 1000;
+    if (!cfg->fronting.host[0] && !cfg->fronting.resolved && ndom != 1) {
+        if (ndom == 0)
+            report(d, false, "probing (dd/classic)",
+                   "no fronting host: a probe is read and dropped until the handshake "
+                   "timeout (%u s), then closed, which no web site does; set "
+                   "[domain-fronting]",
+                   hs_s);
+        else
+            report(d, false, "probing (dd/classic)",
+                   "the ee secrets name %zu domains and [domain-fronting] is not set: bytes "
+                   "shorter than a 64-byte obfs2 header reach the site only at the handshake "
+                   "timeout (%u s), so its answer comes late; set [domain-fronting]",
+                   ndom, hs_s);
+        return;
+    }
+    report(d, true, "probing (dd/classic)",
+           "%zu secret(s) without TLS: short probes reach the fronting site at once and its "
+           "answer comes back at once; not hidden: a client's bytes are not TLS (visible to "
+           "anyone watching the traffic), and a genuine client whose 64-byte header arrives "
+           "in two segments, the site answering the first, is fronted (it retries); prefer "
+           "ee secrets",
+           nplain);
+}
+
 /* ---- entry ---- */
 
 /* Distinct FakeTLS domains of the config, in order, at most MAX_DOMAINS. */
@@ -763,6 +802,7 @@ static int run_checks(struct doctor *d)
         report(d, true, "fronting", "no FakeTLS secret: nothing is fronted");
     for (size_t i = 0; i < ndom; i++)
         check_sni_dns(d, dom[i]);
+    check_plain_probing(d, ndom);
     if (d->cfg->blocklist.enabled)
         check_acl(d, &d->cfg->blocklist, ACL_BLOCK);
     if (d->cfg->allowlist.enabled)

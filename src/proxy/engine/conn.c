@@ -565,9 +565,18 @@ static void hs_debug(struct conn *c, const char *what, const char *why)
  * on before it is checked: a handshake that validates drops the early connection, and the
  * site has seen an incomplete handshake and a close; one that fails is fronted with the
  * bytes not yet sent. While undecided, the site's FIN closes the client (a site that gave
- * up on a slow client) and its reset resets the client; bytes from a site that speaks
- * first wait for the verdict (relayed if the client is fronted), so a genuine client is
- * never fronted because of them.
+ * up on a slow client) and its reset resets the client. When the site sends bytes:
+ *  - if only an obfs2 header (dd / classic) could still match, the client is not genuine:
+ *    a real obfs2 client writes its 64-byte header in one go and never waits for the
+ *    server before finishing it, so a site that answered the first part (as real sites
+ *    answer junk, at once) answered a prober. The client bytes already queued are read
+ *    first (a header whose two segments are both here still decides, at no cost in
+ *    time), then the client is fronted and the site's answer relayed at once, as it
+ *    would reach the prober directly;
+ *  - if a ClientHello could still complete (an ee secret and a TLS record not yet whole:
+ *    hellos do come in several segments, and an HTTPS site never speaks before the hello
+ *    is whole), its bytes wait for the verdict (relayed if the client is fronted), so a
+ *    genuine client is never fronted because of them.
  */
 static void early_drop(struct conn *c)
 {
@@ -591,9 +600,13 @@ static void on_early_up(struct loop *l, struct loop_io *io, unsigned events)
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n > 0) {
-        /* A site that speaks first (HTTPS sites never do): keep its bytes for after the
-           verdict, so a genuine client whose hello arrives in pieces is not fronted. */
+        /* The site spoke: its bytes wait in its socket until the client is fronted (or
+           dropped with the early connection). */
         loop_io_del(&c->w->loop, &c->up.io);
+        if (c->state == CONN_HELLO) {
+            c->site_spoke = true;
+            on_hs_client(l, &c->cli, LOOP_READ); /* the client's queued bytes, then decide */
+        }
         return;
     }
     if (n < 0 && errno == ECONNRESET)
@@ -1123,6 +1136,14 @@ static void hello_step(struct conn *c)
         plain_header(c);
         return;
     }
+    if (!tls && plain && c->site_spoke) {
+        /* the site answered fewer than 64 bytes: no obfs2 client waits for the server
+           before its header is whole (see "Early fronting connection") */
+        hs_debug(c, "obfs2 header", "incomplete when the site answered");
+        hs_failed(c, HS_REASON(hs_bad_obfs2));
+        front(c, false);
+        return;
+    }
     if (tls || plain) {
         early_front(c);
         return;
@@ -1197,7 +1218,6 @@ static void discard(struct conn *c)
 static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)l;
-    (void)events;
     struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, cli));
     if (c->state == CONN_DISCARD) {
         discard(c);
@@ -1205,8 +1225,11 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     }
     if (c->state != CONN_HELLO && c->state != CONN_FLIGHT) {
         /* Connecting upstream: the client is not read meanwhile (interest 0), so only an
-           error or hang-up gets here; nothing queued can reach it any more. */
-        conn_close(c, END_RESET);
+           error or hang-up gets here (nothing queued can reach it any more), or a read
+           fetched in the same batch as the site's answer that already read the client
+           (on_early_up) and decided. */
+        if (events & LOOP_ERROR)
+            conn_close(c, END_RESET);
         return;
     }
     if (!c->hs && !(c->hs = conn_buf_get(c->w))) {
@@ -1216,8 +1239,13 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     }
     size_t room = c->w->sh->buf_size - HS_HEADROOM - c->hs_len;
     ssize_t n = room ? recv(c->cfd, c->hs + c->hs_len, room, 0) : 0;
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        /* nothing more from the client: decide on what is here when the site spoke */
+        if (c->site_spoke && c->state == CONN_HELLO &&
+            (!c->gen->cfg->proxy_protocol_listener || c->pp_done))
+            hello_step(c);
         return;
+    }
     if (n <= 0) {
         /* EOF, error, or a handshake that cannot fit: before our answer that is a failed
            handshake (front what we have); after it, the end. */

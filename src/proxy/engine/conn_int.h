@@ -120,6 +120,7 @@ struct conn {
     uint8_t early_up : 1;    /* HELLO: ufd is an early fronting connection, connected */
     uint8_t silent_done : 1; /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
     uint8_t fleet_plain : 1; /* CHECK: the hello is a bare obfs2 header (dd / classic) */
+    uint8_t site_spoke : 1;  /* HELLO: the early fronting connection's site sent bytes */
     bool fleet_held;         /* holds a [fleet] connection slot: fleet_release at close */
     uint32_t fleet_ticket;   /* CHECK: the check in flight (FLEET_NONE = none) */
 };

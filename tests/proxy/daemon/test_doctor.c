@@ -171,6 +171,7 @@ struct conf {
     uint16_t front_port;  /* 0 = the HTTPS server */
     uint16_t bind_port;   /* 0 = port 0 (bindable whatever else runs) */
     unsigned concurrency; /* 0 = 64 */
+    const char *secrets;  /* more lines in [secrets] */
 };
 
 static void write_conf(struct fx *f, const struct conf *c)
@@ -182,12 +183,12 @@ static void write_conf(struct fx *f, const struct conf *c)
         snprintf(dom_hex + 2 * i, 3, "%02x", (unsigned)DOMAIN[i]);
     fprintf(o,
             "bind-to = \"127.0.0.1:%u\"\nconcurrency = %u\ntolerate-time-skewness = \"60s\"\n%s"
-            "[secrets]\nmain = \"ee" KEY_HEX "%s\"\n"
+            "[secrets]\nmain = \"ee" KEY_HEX "%s\"\n%s"
             "[dcs]\ndefault = \"127.0.0.1:%u\"\n"
             "[domain-fronting]\nip = \"%s\"\nport = %u\n",
             c->bind_port, c->concurrency ? c->concurrency : 64, c->extra ? c->extra : "", dom_hex,
-            c->dc_port ? c->dc_port : f->dc_port, c->front_ip ? c->front_ip : "127.0.0.1",
-            c->front_port ? c->front_port : f->https_port);
+            c->secrets ? c->secrets : "", c->dc_port ? c->dc_port : f->dc_port,
+            c->front_ip ? c->front_ip : "127.0.0.1", c->front_port ? c->front_port : f->https_port);
     fclose(o);
     chmod(f->conf, 0600);
 }
@@ -323,6 +324,29 @@ static void test_fronting_elsewhere(void **state)
     expect(f, BAD "SNI-DNS (localhost): resolves to 127.0.0.1 but failed handshakes go to "
                   "127.0.0.2");
     expect(f, BAD "fronting (localhost): not reachable: 127.0.0.2:");
+}
+
+/* Issue 21: a dd or classic secret gets its own line. With a fronting host fixed it passes
+   and says what stays visible; without one, short probes would wait for the handshake
+   timeout, and it fails. */
+static void test_dd_probing(void **state)
+{
+    struct fx *f = *state;
+    write_conf(f, &(struct conf){.secrets = "plain = \"dd" KEY_HEX "\"\n"});
+    assert_int_equal(run(f), 0);
+    expect(f, OK "probing (dd/classic): 1 secret(s) without TLS: short probes reach the "
+                 "fronting site at once");
+    expect(f, "a client's bytes are not TLS");
+    FILE *o = fopen(f->conf, "w");
+    assert_non_null(o);
+    fprintf(o,
+            "bind-to = \"127.0.0.1:0\"\n[secrets]\nplain = \"dd" KEY_HEX "\"\n"
+            "[dcs]\ndefault = \"127.0.0.1:%u\"\n[network.timeout]\nhandshake = \"7s\"\n",
+            f->dc_port);
+    fclose(o);
+    assert_int_equal(run(f), DOCTOR_EXIT_FAILED);
+    expect(f, BAD "probing (dd/classic): no fronting host: a probe is read and dropped until "
+                  "the handshake timeout (7 s)");
 }
 
 /* With [network] dns, names are resolved through that DoH server, as `run` would: here it
@@ -596,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_dc_unreachable),
         cmocka_unit_test(test_untrusted_certificate),
         cmocka_unit_test(test_fronting_elsewhere),
+        cmocka_unit_test(test_dd_probing),
         cmocka_unit_test(test_sni_dns_through_doh),
         cmocka_unit_test(test_bind_in_use),
         cmocka_unit_test(test_open_files),

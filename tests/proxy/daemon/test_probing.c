@@ -7,7 +7,8 @@
  * open) and a coarse timing class (at once, at the site's own timer, later).
  *
  * The sites (tests/support/proxy_site.c) are real: OpenSSL with a self-signed certificate, a
- * plain HTTP server, and one that resets. Deadlines are short in the configs (the site's
+ * plain HTTP server, one that resets, and one that answers junk at once as nginx does (an
+ * HTTP 400, a TLS alert). Deadlines are short in the configs (the site's
  * idle timer SITE_IDLE_MS, tgproxy's handshake HS_MS), so no probe waits long; nothing
  * sleeps to let a deadline pass except where the probe itself is silent.
  */
@@ -56,6 +57,7 @@ static struct {
     struct site tls, http, reset;
     struct site tls_dd; /* the TLS site again, through a tgproxy that also serves dd */
     struct site wild;   /* a TLS site at the port of a wildcard tgproxy listener */
+    struct site loud, loud_dd; /* the site that answers junk at once: ee only, ee + dd */
 } g;
 
 /* tgproxy on listen fronting to the site; one ee secret (and a dd one with dd). */
@@ -133,7 +135,8 @@ static int setup(void **state)
     RAND_bytes(g.key, sizeof g.key);
     if (site_start(&g.tls, PSITE_TLS, false) < 0 || site_start(&g.http, PSITE_HTTP, false) < 0 ||
         site_start(&g.reset, PSITE_RESET, false) < 0 ||
-        site_start(&g.tls_dd, PSITE_TLS, true) < 0 || wild_start(&g.wild) < 0)
+        site_start(&g.tls_dd, PSITE_TLS, true) < 0 || wild_start(&g.wild) < 0 ||
+        site_start(&g.loud, PSITE_LOUD, false) < 0 || site_start(&g.loud_dd, PSITE_LOUD, true) < 0)
         return -1;
     return 0;
 }
@@ -141,7 +144,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    struct site *all[] = {&g.tls, &g.http, &g.reset, &g.tls_dd, &g.wild};
+    struct site *all[] = {&g.tls, &g.http, &g.reset, &g.tls_dd, &g.wild, &g.loud, &g.loud_dd};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         via_stop(&all[i]->via);
         psite_stop(all[i]->s);
@@ -154,13 +157,16 @@ static int teardown(void **state)
 enum tclass { T_NOW, T_SITE, T_LATE, T_OPEN };
 static const char *const tclass_names[] = {"at once", "at the site's timer", "late", "open"};
 
+static enum tclass tclass_ms(long ms)
+{
+    if (ms < SITE_IDLE_MS / 2)
+        return T_NOW;
+    return ms < SITE_IDLE_MS + HS_MS / 2 ? T_SITE : T_LATE;
+}
+
 static enum tclass tclass(const struct pprobe_result *r)
 {
-    if (r->end == PPROBE_OPEN)
-        return T_OPEN;
-    if (r->end_ms < SITE_IDLE_MS / 2)
-        return T_NOW;
-    return r->end_ms < SITE_IDLE_MS + HS_MS / 2 ? T_SITE : T_LATE;
+    return r->end == PPROBE_OPEN ? T_OPEN : tclass_ms(r->end_ms);
 }
 
 /* The TLS record types of b[0..n), alerts in full: "16 14 17 17 | 15:0228". Answers differ
@@ -184,8 +190,9 @@ static void tls_shape(const uint8_t *b, size_t n, char *out, size_t cap)
 
 static void print_result(const char *who, const struct pprobe_result *r)
 {
-    printf("    %-7s %3zu bytes, %s at %ld ms (%s)%s\n", who, r->n, pprobe_end_name(r->end),
-           r->end_ms, tclass_names[tclass(r)], r->reset_after_eof ? ", reset after EOF" : "");
+    printf("    %-7s %3zu bytes (first at %ld ms), %s at %ld ms (%s)%s\n", who, r->n, r->first_ms,
+           pprobe_end_name(r->end), r->end_ms, tclass_names[tclass(r)],
+           r->reset_after_eof ? ", reset after EOF" : "");
 }
 
 /* Run p against the site directly and through its tgproxy; assert they look the same. */
@@ -208,6 +215,8 @@ static void probe_both(const char *name, struct site *s, const struct pprobe *p,
     }
     assert_int_equal(d.end, v.end);
     assert_int_equal(tclass(&d), tclass(&v));
+    if (d.first_ms >= 0 && v.first_ms >= 0) /* the answer's first byte, too */
+        assert_int_equal(tclass_ms(d.first_ms), tclass_ms(v.first_ms));
     assert_int_equal(d.reset_after_eof, v.reset_after_eof);
 }
 
@@ -334,6 +343,60 @@ static void test_short_probes_with_dd_secret(void **state)
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (uint8_t)(i * 37 + 11);
     probe_bytes("40 junk bytes, dd served", &g.tls_dd, junk, sizeof junk, true);
+}
+
+/* Issue 21: junk shorter than an obfs2 header that the site answers at once (nginx: an HTTP
+   400, a TLS alert) is answered at once through tgproxy too, with a dd secret served: no
+   obfs2 client waits for the server before its 64-byte header is whole, so a site that
+   spoke first ends the wait (the answer used to be held until the handshake deadline). */
+static void loud_probes(struct site *s, const char *who)
+{
+    static const uint8_t alert[] = {0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x28};
+    static const char put[] = "PUT / HTTP/1.0\r\n\r\n";
+    static const char h2[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    static const uint8_t appdata[5 + 32] = {0x17, 0x03, 0x03, 0x00, 0x20, 1, 2, 3};
+    static const char del[] = "DELETE";
+    /* a ClientHello in a TLS 1.2 record (16 03 03), no extensions: 50 bytes */
+    static const uint8_t tls12[] = {
+        0x16, 0x03, 0x03, 0x00, 0x2d, 0x01, 0x00, 0x00, 0x29, 0x03, 0x03, 1,    2,
+        3,    4,    5,    6,    7,    8,    9,    10,   11,   12,   13,   14,   15,
+        16,   17,   18,   19,   20,   21,   22,   23,   24,   25,   26,   27,   28,
+        29,   30,   31,   32,   0x00, 0x00, 0x02, 0xc0, 0x2b, 0x01, 0x00};
+    /* an SSLv2-compatible ClientHello offering TLS 1.0: 36 bytes */
+    static const uint8_t v2[] = {0x80, 0x22, 0x01, 0x03, 0x01, 0x00, 0x09, 0x00, 0x00,
+                                 0x00, 0x10, 0x00, 0x00, 0x2f, 0x00, 0x00, 0x35, 0x00,
+                                 0x00, 0x0a, 1,    2,    3,    4,    5,    6,    7,
+                                 8,    9,    10,   11,   12,   13,   14,   15,   16};
+    static const struct {
+        const char *name;
+        const void *b;
+        size_t n;
+        bool tls; /* an OpenSSL answer: compare record shapes */
+    } probes[] = {
+        {"TLS alert record", alert, sizeof alert, false},
+        {"PUT / HTTP/1.0", put, sizeof put - 1, false},
+        {"HTTP/2 preface", h2, sizeof h2 - 1, false},
+        {"ApplicationData first", appdata, sizeof appdata, false},
+        {"DELETE", del, sizeof del - 1, false},
+        {"TLS 1.2 record-version hello", tls12, sizeof tls12, true},
+        {"SSLv2-compatible hello", v2, sizeof v2, true},
+    };
+    char name[96];
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        snprintf(name, sizeof name, "%s, site answers at once, %s", probes[i].name, who);
+        probe_bytes(name, s, probes[i].b, probes[i].n, probes[i].tls);
+    }
+}
+
+static void test_site_answers_short_junk(void **state)
+{
+    (void)state;
+    loud_probes(&g.loud, "ee only");
+    loud_probes(&g.loud_dd, "dd served");
+    struct stats st;
+    server_stats(g.loud_dd.via.srv, &st);
+    assert_int_equal(st.handshake_timeout, 0); /* none waited for tgproxy's deadline */
+    assert_true(st.front_early >= 1);          /* the site was reached before any verdict */
 }
 
 /* A wildcard listener beside the site at the same port fronts like any other. */
@@ -543,6 +606,7 @@ int main(void)
         cmocka_unit_test(test_half_close),
         cmocka_unit_test(test_stalled_hello_prefix),
         cmocka_unit_test(test_short_probes_with_dd_secret),
+        cmocka_unit_test(test_site_answers_short_junk),
         cmocka_unit_test(test_silent_prober),
         cmocka_unit_test(test_wildcard_listener),
         cmocka_unit_test(test_full_tls_session),
