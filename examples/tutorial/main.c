@@ -1,11 +1,13 @@
 /*
  * tutorial: the pizza bot that docs/tutorial.md builds step by step, complete. Commands with
- * a published menu, buttons, a conversation with typed fields, formatted text; long polling
- * by default, a webhook when WEBHOOK_URL is set. The tutorial quotes this file: change
+ * a published menu, buttons, a conversation with typed fields, formatted text, the user's
+ * last order kept in SQLite across restarts; long polling by default, a webhook when
+ * WEBHOOK_URL is set. The tutorial quotes this file: change
  * both together (ctest docs/tutorial_snippets checks that every C snippet is in here).
  *
  * Environment: TELEGRAM_BOT_TOKEN (required), TELEGRAM_API_URL (e.g. the emulator's
- * http://127.0.0.1:8081), WEBHOOK_URL, WEBHOOK_PORT (default 8443), WEBHOOK_SECRET.
+ * http://127.0.0.1:8081), BOT_DB (the SQLite file; default pizzabot.db), WEBHOOK_URL,
+ * WEBHOOK_PORT (default 8443), WEBHOOK_SECRET.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,16 +32,21 @@ static tg_status send_markup(tg_hctx *h, const char *text, tg_reply_markup marku
         NULL);
 }
 
-/* /start: a greeting with the user's name in bold. */
+/* /start: a greeting with the user's name in bold, and their last order if they have one. */
 static tg_status on_start(tg_hctx *h, void *user)
 {
     (void)user;
     const tg_update *u = tg_hctx_update(h);
     const char *name = u && u->message && u->message->from ? u->message->from->first_name : "there";
+    tg_data *me = tg_hctx_user_data(h); /* this user's data, loaded from the storage */
+    const char *last = tg_data_get_str(me, "last_order");
     tg_text *t = tg_text_new();
     tg_text_plain(t, "Hello, ");
     tg_text_bold(t, name);
     tg_text_plain(t, "! Send /order to order a pizza.");
+    if (last)
+        tg_text_printf(t, " Orders so far: %lld; the last: %s.",
+                       (long long)tg_data_get_int(me, "orders", 0), last);
     tg_status st = tg_text_status(t);
     if (st == TG_OK)
         st = tg_send_message(
@@ -101,17 +108,34 @@ static tg_status on_address(tg_hctx *h, void *user)
     return st;
 }
 
+/* Remember the order in the user's data: written to the storage after the handler. */
+static tg_status remember_order(tg_hctx *h)
+{
+    tg_data *me = tg_hctx_user_data(h);
+    char last[400];
+    snprintf(last, sizeof last, "a %s pizza to %s", tg_conv_get_str(h, "size"),
+             tg_conv_get_str(h, "address"));
+    tg_status st = tg_data_set_str(me, "last_order", last);
+    if (st == TG_OK)
+        st = tg_data_set_int(me, "orders", tg_data_get_int(me, "orders", 0) + 1);
+    return st;
+}
+
 /* The confirmation buttons: order or drop, and end the conversation either way. */
 static tg_status on_confirm(tg_hctx *h, void *user)
 {
     (void)user;
     char text[512];
-    if (strcmp(tg_hctx_event(h)->data, "confirm:yes") == 0)
+    tg_status st = TG_OK;
+    if (strcmp(tg_hctx_event(h)->data, "confirm:yes") == 0) {
         snprintf(text, sizeof text, "Ordered: a %s pizza to %s. Thanks!",
                  tg_conv_get_str(h, "size"), tg_conv_get_str(h, "address"));
-    else
+        st = remember_order(h);
+    } else {
         snprintf(text, sizeof text, "Order dropped.");
-    tg_status st = tg_conv_end(h);
+    }
+    if (st == TG_OK)
+        st = tg_conv_end(h);
     if (st == TG_OK)
         st = tg_answer(h, NULL);
     if (st == TG_OK)
@@ -185,12 +209,20 @@ int main(void)
         fprintf(stderr, "tutorial: %s\n", tg_bot_new_errmsg());
         return 1;
     }
+    const char *db = env("BOT_DB") ? env("BOT_DB") : "pizzabot.db";
+    tg_storage *store = tg_storage_sqlite_new(&(tg_sqlite_options){.path = db});
+    if (!store) {
+        fprintf(stderr, "tutorial: %s\n", tg_storage_errmsg());
+        return 1;
+    }
     tg_router *r = make_router();
     publish_commands(bot, r);
-    tg_dispatcher *d = tg_dispatcher_new(
-        bot, r,
-        &(tg_dispatcher_options){
-            .cancel_command = "cancel", .on_cancel = on_cancel, .conv_timeout_ms = 10 * 60 * 1000});
+    tg_dispatcher *d =
+        tg_dispatcher_new(bot, r,
+                          &(tg_dispatcher_options){.storage = store,
+                                                   .cancel_command = "cancel",
+                                                   .on_cancel = on_cancel,
+                                                   .conv_timeout_ms = 10 * 60 * 1000});
     if (!d) {
         fprintf(stderr, "tutorial: %s\n", tg_dispatcher_errmsg(NULL));
         return 1;
@@ -202,6 +234,7 @@ int main(void)
     if (st != TG_OK)
         fprintf(stderr, "tutorial: %s: %s\n", tg_strerror(st), tg_dispatcher_errmsg(d));
     tg_dispatcher_free(d);
+    tg_storage_free(store);
     tg_router_free(r);
     tg_bot_free(bot);
     return st == TG_OK ? 0 : 1;

@@ -208,6 +208,58 @@ TG_API tg_status tg_conv_unset(tg_hctx *h, const char *name); /* TG_OK also when
 TG_API const char *tg_conv_get_str(const tg_hctx *h, const char *name);
 TG_API bool tg_conv_get_int(const tg_hctx *h, const char *name, int64_t *out);
 
+/* ---- sessions: per-user and per-chat data ---- */
+
+/*
+ * Data a bot keeps about a user (across every chat) and about a chat (for every user in
+ * it), beside conversations and with no state machine: settings, counters, a language, a
+ * cart. Named, typed fields (strings and integers), kept in the dispatcher's storage
+ * (memory, SQLite, Redis: tgbot/storage.h) under "<session_prefix>u<user id>" and
+ * "<session_prefix>c<chat id>".
+ *
+ *   tg_data *u = tg_hctx_user_data(h);
+ *   int64_t visits = tg_data_get_int(u, "visits", 0);
+ *   tg_data_set_int(u, "visits", visits + 1);
+ *   tg_data_set_str(tg_hctx_chat_data(h), "lang", "de");
+ *
+ * Loaded on first use in an update (an update that never asks costs no storage round
+ * trip), changed in the handler's memory, and written back once after the update's
+ * handlers and middleware ran, only when a field changed (setting a field to the value it
+ * has is no change): one storage set per scope, or a delete when no field is left. A
+ * write-back that fails is an error of the update (the error handler sees it). Changes are
+ * written back also when a handler returned an error.
+ *
+ * Ordering: a chat's updates run one at a time (per process), so chat data never loses a
+ * change. User data of a user active in two chats at once may: the later write-back wins.
+ *
+ * tg_hctx_user_data is NULL when the update has no user, tg_hctx_chat_data when it has no
+ * chat; both are NULL when the storage failed or holds something else under the key
+ * (tg_hctx_errmsg() says which). Getters and setters take NULL and then return the default
+ * / TG_ERR_INVALID, so a chain of calls needs one check. Names are 1..64 bytes of
+ * [A-Za-z0-9_.:-]; strings may hold any bytes but NUL; a scope holds at most
+ * session_max_bytes (tg_dispatcher_options; about 8 bytes of overhead per field).
+ * Returned strings live until the handler returns. A tg_data belongs to the handler's
+ * update: never keep it.
+ */
+typedef struct tg_data tg_data;
+
+TG_API tg_data *tg_hctx_user_data(tg_hctx *h);
+TG_API tg_data *tg_hctx_chat_data(tg_hctx *h);
+/* NULL when absent or an integer field. */
+TG_API const char *tg_data_get_str(const tg_data *d, const char *name);
+/* dflt when absent or a string field. */
+TG_API int64_t tg_data_get_int(const tg_data *d, const char *name, int64_t dflt);
+TG_API bool tg_data_has(const tg_data *d, const char *name);
+TG_API tg_status tg_data_set_str(tg_data *d, const char *name, const char *value);
+TG_API tg_status tg_data_set_int(tg_data *d, const char *name, int64_t value);
+TG_API tg_status tg_data_unset(tg_data *d, const char *name); /* TG_OK also when absent */
+/* Remove every field (the stored record is deleted at write-back). */
+TG_API tg_status tg_data_clear(tg_data *d);
+/* Call fn for each field in stored order (value as text: integers in decimal); for
+ * listing and export. is_int says which setter made it. */
+typedef void (*tg_data_each_fn)(void *user, const char *name, const char *value, bool is_int);
+TG_API void tg_data_each(const tg_data *d, tg_data_each_fn fn, void *user);
+
 /* ---- filters ---- */
 
 typedef struct tg_filter tg_filter;
@@ -354,6 +406,10 @@ typedef struct tg_dispatcher_options {
     void *conv_user;            /* user of on_cancel / on_timeout */
     size_t arena_max_bytes;     /* cap on a handler's scratch arena; 0 = 16 MiB */
     bool no_get_me;             /* do not call getMe to learn the username */
+    const char *session_prefix; /* storage key prefix of user/chat data; NULL = "sess:" */
+    uint64_t session_ttl_ms;    /* user/chat data not written for this long is forgotten
+                                   (the storage's TTL); 0 = kept forever */
+    size_t session_max_bytes;   /* one scope's fields at most; 0 = 16384 */
 } tg_dispatcher_options;
 
 /*

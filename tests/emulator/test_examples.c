@@ -20,10 +20,25 @@
 #define WAIT_MS  10000
 
 static tg_test *t;
+static char db[64]; /* the tutorial's SQLite file (BOT_DB), fresh for each test */
+
+static void remove_db(void)
+{
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char p[80];
+        snprintf(p, sizeof p, "%s%s", db, sfx[i]);
+        unlink(p);
+    }
+}
 
 static int setup(void **state)
 {
     (void)state;
+    static int n;
+    snprintf(db, sizeof db, "/tmp/tgkit-examples-%d-%d.db", (int)getpid(), n++);
+    remove_db();
+    setenv("BOT_DB", db, 1);
     t = tg_test_start();
     return t ? 0 : -1;
 }
@@ -33,6 +48,7 @@ static int teardown(void **state)
     (void)state;
     tg_test_free(t);
     t = NULL;
+    remove_db();
     return 0;
 }
 
@@ -221,12 +237,17 @@ static void walk_order(void)
     expect_id(tg_test_send(t, 0, 0, "/cancel"), "Order cancelled.");
 }
 
-/* Polling: the conversation, then the command menu it published at start. */
+/* Polling: the conversation, the user's data surviving a restart (SQLite), then the
+ * command menu it published at start. */
 static void test_tutorial(void **state)
 {
     (void)state;
     pid_t pid = start(EX("tutorial"));
     walk_order();
+    assert_int_equal(tg_test_stop_child(pid), 0);
+    pid = start(EX("tutorial"));
+    expect_id(tg_test_send(t, 0, 0, "/start"),
+              "Orders so far: 1; the last: a large pizza to 1 Main Street.");
     tg_bot *bot = tg_bot_new(tg_test_token(t), &(tg_bot_options){.base_url = tg_test_url(t)});
     tg_ctx *ctx = tg_ctx_new(bot);
     tg_bot_command *cmds = NULL;

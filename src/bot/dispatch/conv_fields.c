@@ -18,20 +18,7 @@ static bool find_field(const tg_hctx *h, const char *name, struct tg__field *out
 {
     size_t len;
     const unsigned char *d = tg_conv_data(h, &len);
-    if (!d || !name || !tg__fields_is(d, len) || len == 0)
-        return false;
-    size_t nlen = strlen(name);
-    for (size_t off = TG__FIELDS_MAGIC_LEN; off < len;) {
-        struct tg__field f;
-        if (!tg__field_read(d + off, len - off, &f))
-            return false;
-        if (f.name_len == nlen && memcmp(f.name, name, nlen) == 0) {
-            *out = f;
-            return true;
-        }
-        off += f.size;
-    }
-    return false;
+    return d && name && tg__fields_find(d, len, name, strlen(name), out);
 }
 
 const char *tg_conv_get_str(const tg_hctx *h, const char *name)
@@ -72,27 +59,14 @@ static tg_status rewrite(tg_hctx *h, const char *name, char type, const char *va
     if (!tg__fields_is(d, len))
         return tg_hctx_fail(h, TG_ERR_INVALID,
                             "conversation: its data is a blob from tg_conv_set, not fields");
-    size_t nl = strlen(name), cap = (len ? len : TG__FIELDS_MAGIC_LEN) + tg__field_size(nl, vl);
-    unsigned char *out = tg_hctx_alloc(h, cap);
+    size_t nl = strlen(name), bad = 0;
+    unsigned char *out = tg_hctx_alloc(h, tg__fields_put_cap(len, nl, vl));
     if (!out)
         return tg_hctx_fail(h, TG_ERR_NOMEM, "conversation: out of memory");
-    memcpy(out, TG__FIELDS_MAGIC, TG__FIELDS_MAGIC_LEN);
-    size_t o = TG__FIELDS_MAGIC_LEN;
-    for (size_t off = TG__FIELDS_MAGIC_LEN; off < len;) {
-        struct tg__field f;
-        if (!tg__field_read(d + off, len - off, &f))
-            return tg_hctx_fail(h, TG_ERR_DECODE,
-                                "conversation: stored fields are malformed at byte %zu", off);
-        if (!(f.name_len == nl && memcmp(f.name, name, nl) == 0)) {
-            memcpy(out + o, d + off, f.size);
-            o += f.size;
-        }
-        off += f.size;
-    }
-    if (type) {
-        tg__field_write(out + o, type, name, value, vl);
-        o += tg__field_size(nl, vl);
-    }
+    size_t o = tg__fields_put(out, d, len, name, nl, type, value, vl, &bad);
+    if (!o)
+        return tg_hctx_fail(h, TG_ERR_DECODE,
+                            "conversation: stored fields are malformed at byte %zu", bad);
     char st[TG__CONV_STATE_MAX + 1];
     snprintf(st, sizeof st, "%s", state);
     return tg_conv_set(h, st, out, o);

@@ -110,6 +110,19 @@ struct tg__conv {
     size_t len;
 };
 
+/* Per-user or per-chat data of one update (session.c); reset with the hctx. */
+struct tg_data {
+    struct tg_hctx *h;
+    const char *what; /* "user data" / "chat data" */
+    bool loaded;      /* storage consulted for this update */
+    bool ok;          /* loaded without error: the handle may be given out */
+    bool stored;      /* the storage holds a record (delete it when emptied) */
+    bool dirty;       /* a field changed since loading */
+    char key[96];
+    unsigned char *blob; /* fields blob in the hctx arena; len 0 = no fields */
+    size_t len;
+};
+
 /*
  * A webhook request waiting for its handler (tg_hctx_respond answers in the HTTP response).
  * Shared by the request thread and the worker; whoever releases it last frees it, so a
@@ -145,6 +158,7 @@ struct tg_hctx {
     unsigned argc;
     char **argv;
     struct tg__conv conv;
+    struct tg_data udata, cdata;
     const tg_update *update; /* decoded on demand by tg_hctx_update */
     bool update_tried;
     struct tg__reply *reply;            /* the waiting webhook request, or NULL */
@@ -160,6 +174,7 @@ struct tg_dispatcher {
     tg_storage *storage;
     bool own_storage;
     char *conv_prefix;
+    char *session_prefix;
     char *cancel_command;
     tg__workers *pool;
     struct tg_hctx *hctx; /* one per worker */
@@ -226,6 +241,11 @@ struct tg__stop_watch {
 int tg__stop_watch_start(struct tg__stop_watch *w, struct tg_dispatcher *d, tg_ctx *ctx);
 /* Stop and join the thread (before a call whose cancel it must not hit). Idempotent. */
 void tg__stop_watch_end(struct tg__stop_watch *w);
+
+/* session.c: reset both scopes for a new update; write back the changed ones (TG_OK, or
+ * the first failure with h->err set). */
+void tg__session_reset(struct tg_hctx *h);
+tg_status tg__session_flush(struct tg_hctx *h);
 
 /* conv.c */
 tg_status tg__conv_load(struct tg_hctx *h);

@@ -82,6 +82,12 @@ static tg_status process(tg_dispatcher *d, struct tg_hctx *h, const char *json, 
     tg_status st = TG_OK;
     bool handled = true;
     st = tg__router_run(d->router, h, &handled);
+    tg_status wst = tg__session_flush(h); /* after every handler and middleware */
+    if (wst != TG_OK && st == TG_OK) {
+        st = wst;
+        if (d->router->on_error)
+            d->router->on_error(h, st, h->err, d->router->error_user);
+    }
     atomic_fetch_add(&d->st.handled, 1);
     if (!handled)
         atomic_fetch_add(&d->st.unhandled, 1);
@@ -337,7 +343,11 @@ static bool copy_options(tg_dispatcher *d, const tg_dispatcher_options *opts)
         d->o.conv_max_bytes = 16384;
     if (!d->o.arena_max_bytes)
         d->o.arena_max_bytes = (size_t)16 << 20;
+    if (!d->o.session_max_bytes)
+        d->o.session_max_bytes = 16384;
     d->conv_prefix = tg__strdup(d->o.conv_prefix ? d->o.conv_prefix : "conv:");
+    d->session_prefix = tg__strdup(d->o.session_prefix ? d->o.session_prefix : "sess:");
+    d->o.session_prefix = NULL;
     d->cancel_command = d->o.cancel_command ? tg__strdup(d->o.cancel_command) : NULL;
     d->o.conv_prefix = NULL;
     d->o.cancel_command = NULL;
@@ -347,7 +357,8 @@ static bool copy_options(tg_dispatcher *d, const tg_dispatcher_options *opts)
         d->storage = tg_storage_memory_new();
         d->own_storage = true;
     }
-    return d->conv_prefix && d->storage && (!opts || !opts->cancel_command || d->cancel_command);
+    return d->conv_prefix && d->session_prefix && d->storage &&
+           (!opts || !opts->cancel_command || d->cancel_command);
 }
 
 static bool make_workers(tg_dispatcher *d)
@@ -433,6 +444,7 @@ void tg_dispatcher_free(tg_dispatcher *d)
     if (signal_target == d)
         signal_target = NULL;
     tg__free(d->conv_prefix);
+    tg__free(d->session_prefix);
     tg__free(d->cancel_command);
     tg__free(d);
 }

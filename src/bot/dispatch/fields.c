@@ -1,5 +1,5 @@
 /*
- * fields: read and write the records of typed conversation fields (see fields.h).
+ * fields: read and write the records of typed fields (see fields.h).
  */
 #include <string.h>
 
@@ -47,4 +47,46 @@ void tg__field_write(unsigned char *p, char type, const char *name, const char *
     q[3] = (unsigned char)(vl >> 24);
     memcpy(q + 4, value, vl);
     q[4 + vl] = 0;
+}
+
+bool tg__fields_find(const unsigned char *d, size_t len, const char *name, size_t nl,
+                     struct tg__field *out)
+{
+    if (!d || !tg__fields_is(d, len))
+        return false;
+    for (size_t off = TG__FIELDS_MAGIC_LEN; off < len;) {
+        struct tg__field f;
+        if (!tg__field_read(d + off, len - off, &f))
+            return false;
+        if (f.name_len == nl && memcmp(f.name, name, nl) == 0) {
+            *out = f;
+            return true;
+        }
+        off += f.size;
+    }
+    return false;
+}
+
+size_t tg__fields_put(unsigned char *out, const unsigned char *d, size_t len, const char *name,
+                      size_t nl, char type, const char *value, size_t vl, size_t *bad)
+{
+    memcpy(out, TG__FIELDS_MAGIC, TG__FIELDS_MAGIC_LEN);
+    size_t o = TG__FIELDS_MAGIC_LEN;
+    for (size_t off = TG__FIELDS_MAGIC_LEN; off < len;) {
+        struct tg__field f;
+        if (!tg__field_read(d + off, len - off, &f)) {
+            *bad = off;
+            return 0;
+        }
+        if (!(f.name_len == nl && memcmp(f.name, name, nl) == 0)) {
+            memcpy(out + o, d + off, f.size);
+            o += f.size;
+        }
+        off += f.size;
+    }
+    if (type) {
+        tg__field_write(out + o, type, name, value, vl);
+        o += tg__field_size(nl, vl);
+    }
+    return o;
 }
