@@ -12,7 +12,8 @@
  * or the web page reads is always exactly the Bot API's type.
  *
  * Rooms: form.c (pure body parsers), params.c (request -> params struct), state.c (world),
- * api.c / api_chat.c (Bot API methods), control.c (control API), server.c (HTTP),
+ * api.c / api_chat.c (Bot API methods), control.c (control API), server.c (HTTP), guard.c
+ * (who may use the web chat and control API),
  * webhook.c (delivery), markup.c (parse_mode), web.c (embedded page), persist.c (file).
  * Thread-safety: every emu_* function here expects e->mu held unless it says otherwise.
  */

@@ -248,6 +248,37 @@ static enum MHD_Result control_file(emu *e, struct MHD_Connection *c)
     return rc;
 }
 
+/* {"ok":false,"error":why} with status code. */
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned code, const char *why)
+{
+    tg__buf out;
+    tg__buf_init(&out, 0);
+    tg__jw w;
+    tg__jw_init(&w, &out);
+    tg__jw_obj_begin(&w);
+    tg__jw_key(&w, "ok", 2);
+    tg__jw_bool(&w, false);
+    tg__jw_key(&w, "error", 5);
+    tg__jw_str(&w, why);
+    tg__jw_obj_end(&w);
+    enum MHD_Result rc = reply_buf(c, code, &out);
+    tg__buf_cleanup(&out);
+    return rc;
+}
+
+/* The web chat and the control API answer only this emulator's own pages and clients
+ * (guard.c): 0, or the status to refuse with. The Bot API and downloads are left out: the
+ * token is their key, and bots may reach a --listen 0.0.0.0 emulator under any name (a
+ * container's host name). */
+static int foreign(const emu *e, struct MHD_Connection *c, const char *url, const char *method,
+                   const char **why)
+{
+    return emu_guard(e->host, e->port, !strncmp(url, "/control/", 9), !strcmp(method, "POST"),
+                     MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"),
+                     MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
+                     MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why);
+}
+
 static enum MHD_Result route(emu *e, struct MHD_Connection *c, const char *url, const char *method,
                              const tg__buf *body)
 {
@@ -255,6 +286,10 @@ static enum MHD_Result route(emu *e, struct MHD_Connection *c, const char *url, 
         return bot_api(e, c, url + 4, body);
     if (!strncmp(url, "/file/bot", 9))
         return file_download(e, c, url + 9);
+    const char *why;
+    int refused = foreign(e, c, url, method, &why);
+    if (refused)
+        return reply_error(c, (unsigned)refused, why);
     if (!strcmp(url, "/control/file"))
         return control_file(e, c);
     if (!strncmp(url, "/control/", 9)) {

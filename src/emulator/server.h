@@ -1,6 +1,7 @@
 /*
- * server: the emulator's HTTP side (server.c), control API (control.c) and embedded web
- * chat (web.c, generated at build time from src/emulator/web/).
+ * server: the emulator's HTTP side (server.c), who may use its browser-facing part
+ * (guard.c), control API (control.c) and embedded web chat (web.c, generated at build time
+ * from src/emulator/web/).
  */
 #ifndef TGKIT_EMULATOR_SERVER_H
 #define TGKIT_EMULATOR_SERVER_H
@@ -16,6 +17,13 @@ void emu_http_stop(emu *e);
  * Takes e->mu itself. */
 int emu_control(emu *e, const char *name, const char *method, const emu_form *query,
                 const char *body, size_t len, tg__buf *out);
+
+/* May this request reach the web chat or (control) the control API? bind and port: where the
+ * emulator listens; host, origin, ctype: the request's headers (NULL when absent); mutating:
+ * a POST. 0, or the HTTP status to refuse with (421 Host, 403 Origin, 415 Content-Type) and
+ * *why a static explanation. Pure (guard.c). */
+int emu_guard(const char *bind, uint16_t port, bool control, bool mutating, const char *host,
+              const char *origin, const char *ctype, const char **why);
 
 /* The embedded file for url ("/" is index.html), or NULL. Static storage. */
 const char *emu_web_asset(const char *url, size_t *len, const char **ctype);

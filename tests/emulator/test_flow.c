@@ -239,11 +239,14 @@ static void test_member_updates(void **state)
     snprintf(url, sizeof url, "%s/control/join", tg_test_url(t));
     snprintf(req, sizeof req, "{\"chat_id\":%lld,\"user_id\":%lld,\"request\":true}", (long long)g,
              (long long)u2);
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
     assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_slist_free_all(h);
     curl_easy_cleanup(c);
     assert_non_null(strstr(r, "\"requested\":true"));
     free(r);
@@ -270,12 +273,15 @@ static char *control(const char *name, const char *body)
     char url[256];
     snprintf(url, sizeof url, "%s/control/%s", tg_test_url(t), name);
     char *r = NULL;
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     if (body)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
     assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_slist_free_all(h);
     curl_easy_cleanup(c);
     assert_non_null(r);
     return r;

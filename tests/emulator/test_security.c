@@ -2,13 +2,17 @@
  * The emulator's origin under attack (issue 21), over real HTTP with libcurl:
  *  - item 5: a file a bot uploads (text/html with a script) comes back as an attachment with
  *    nosniff and a sandboxing CSP, from /file/bot<TOKEN>/ and from /control/file; raster
- *    images stay inline for the web chat; the web chat page itself carries a CSP.
+ *    images stay inline for the web chat; the web chat page itself carries a CSP;
+ *  - item 6: the control API refuses what a foreign web page can send: JSON as text/plain
+ *    or a form (415), a foreign or null Origin (403), a Host that is not this emulator
+ *    (DNS rebinding, 421); curl-like calls and the emulator's own page pass.
  */
 #include "tgtest.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "emulator/server.h"
 #include "tgbot/testing.h"
 
 static tg_test *t;
@@ -260,6 +264,180 @@ static void test_page_has_a_csp(void **state)
     resp_free(&r);
 }
 
+/* ---- item 6: foreign pages ---- */
+
+/* s with its "%s" (if any) replaced by the emulator's port; one of 4 static buffers. */
+static char *with_port(const char *s)
+{
+    static char b[4][160];
+    static int i;
+    const char *port = strrchr(tg_test_url(t), ':') + 1, *at = strstr(s, "%s");
+    char *out = b[i++ % 4];
+    if (at)
+        snprintf(out, sizeof b[0], "%.*s%s%s", (int)(at - s), s, port, at + 2);
+    else
+        snprintf(out, sizeof b[0], "%s", s);
+    return out;
+}
+
+/* How many messages the test user's private chat holds (0 when there is none yet). */
+static size_t user_messages(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/control/messages?chat_id=%lld", (long long)tg_test_user_id(t));
+    resp r = http("GET", path, NULL, NULL, NULL);
+    json_t *j = json_loads(r.body, 0, NULL);
+    size_t n = r.status == 200 ? json_array_size(json_object_get(j, "messages")) : 0;
+    json_decref(j);
+    resp_free(&r);
+    return n;
+}
+
+static void expect_post(const char *const *hdrs, long status, const char *words)
+{
+    resp r = http("POST", "/control/send", hdrs, "{\"text\":\"hello\"}", NULL);
+    if (r.status != status || !strstr(r.body, words))
+        fail_msg("POST /control/send with %s: %ld %s, expected %ld and \"%s\"",
+                 hdrs && hdrs[0] ? hdrs[0] : "(no headers)", r.status, r.body, status, words);
+    resp_free(&r);
+}
+
+/* What a page on another origin can send without a preflight is refused, and does nothing. */
+static void test_cross_origin_posts_refused(void **state)
+{
+    (void)state;
+    const char *evil = "Origin: http://evil.example";
+    const char *const text_plain_evil[] = {"Content-Type: text/plain", evil, NULL};
+    const char *const text_plain[] = {"Content-Type: text/plain", NULL};
+    const char *const form[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+    const char *const multipart[] = {"Content-Type: multipart/form-data; boundary=x", NULL};
+    const char *const json_evil[] = {"Content-Type: application/json", evil, NULL};
+    const char *const json_null[] = {"Content-Type: application/json", "Origin: null", NULL};
+    const char *const json_https[] = {"Content-Type: application/json",
+                                      with_port("Origin: https://127.0.0.1:%s"), NULL};
+    const char *const json_other_port[] = {"Content-Type: application/json",
+                                           "Origin: http://127.0.0.1:1", NULL};
+    const char *const json_jsonp[] = {"Content-Type: application/jsonp", NULL};
+    const char *const none[] = {"Content-Type:", NULL}; /* curl sends no Content-Type */
+    expect_post(text_plain_evil, 403, "Origin");
+    expect_post(text_plain, 415, "application/json");
+    expect_post(form, 415, "application/json");
+    expect_post(multipart, 415, "application/json");
+    expect_post(json_jsonp, 415, "application/json");
+    expect_post(none, 415, "application/json");
+    expect_post(json_evil, 403, "cross-origin");
+    expect_post(json_null, 403, "cross-origin");
+    expect_post(json_https, 403, "cross-origin");
+    expect_post(json_other_port, 403, "cross-origin");
+    assert_int_equal(user_messages(), 0);
+    /* GET calls answer a foreign page neither (their answers are not readable cross-origin
+     * anyway, but a sandboxed file's fetch must get nothing) */
+    const char *const get_evil[] = {evil, NULL};
+    resp r = http("GET", "/control/state", get_evil, NULL, NULL);
+    assert_int_equal(r.status, 403);
+    resp_free(&r);
+}
+
+/* DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 is same-origin
+ * for the browser, but its requests name evil.example in Host. */
+static void test_rebinding_host_refused(void **state)
+{
+    (void)state;
+    static const char *const hosts[] = {"Host: evil.example:%s", "Host: 127.0.0.1:1",
+                                        "Host: 127.0.0.1.evil.example:%s", "Host: localhost",
+                                        "Host: [::1]", "Host: 127.0.0.2:%s", "Host: :%s",
+                                        "Host: 127.0.0.1:%s0", "Host: 127.0.0.1:%sx"};
+    for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+        const char *const h[] = {with_port(hosts[i]), NULL};
+        const char *const hj[] = {with_port(hosts[i]), "Content-Type: application/json", NULL};
+        resp r = http("GET", "/control/state", h, NULL, NULL);
+        if (r.status != 421)
+            fail_msg("GET /control/state with %s: %ld", h[0], r.status);
+        assert_non_null(strstr(r.body, "DNS rebinding"));
+        resp_free(&r);
+        r = http("GET", "/", h, NULL, NULL);
+        assert_int_equal(r.status, 421);
+        resp_free(&r);
+        r = http("GET", "/control/file?file_id=x", h, NULL, NULL);
+        assert_int_equal(r.status, 421);
+        resp_free(&r);
+        expect_post(hj, 421, "Host");
+    }
+    assert_int_equal(user_messages(), 0);
+    /* the Bot API is the token's to guard: bots may name the emulator as they reach it */
+    char path[160];
+    snprintf(path, sizeof path, "/bot%s/getMe", tg_test_token(t));
+    const char *const h[] = {with_port("Host: emulator.docker.internal:%s"), NULL};
+    resp r = http("GET", path, h, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+}
+
+/* curl-like clients (no Origin), the page itself (its own Origin) and each name of the
+ * loopback address pass. */
+static void test_own_clients_pass(void **state)
+{
+    (void)state;
+    const char *const plain[] = {"Content-Type: application/json", NULL};
+    const char *const charset[] = {"Content-Type: Application/JSON; charset=utf-8", NULL};
+    const char *const page[] = {"Content-Type: application/json",
+                                with_port("Origin: http://127.0.0.1:%s"), NULL};
+    const char *const local[] = {"Content-Type: application/json",
+                                 with_port("Host: LocalHost:%s"),
+                                 with_port("Origin: http://localhost:%s"), NULL};
+    const char *const v6[] = {"Content-Type: application/json", with_port("Host: [::1]:%s"),
+                              NULL};
+    expect_post(plain, 200, "\"ok\":true");
+    expect_post(charset, 200, "\"ok\":true");
+    expect_post(page, 200, "\"ok\":true");
+    expect_post(local, 200, "\"ok\":true");
+    expect_post(v6, 200, "\"ok\":true");
+    assert_int_equal(user_messages(), 5);
+    resp r = http("GET", "/", (const char *const[]){with_port("Host: localhost:%s"), NULL}, NULL,
+                  NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+}
+
+/* The verdicts themselves, including what only a 0.0.0.0 listener or port 80 allows. */
+static void test_guard_verdicts(void **state)
+{
+    (void)state;
+    const char *why;
+    assert_int_equal(emu_guard("0.0.0.0", 8081, true, true, "192.168.1.5:8081",
+                               "http://192.168.1.5:8081", "application/json", &why),
+                     0);
+    assert_int_equal(emu_guard("0.0.0.0", 8081, true, false, "[fe80::1]:8081", NULL, NULL, &why),
+                     0);
+    assert_int_equal(emu_guard("0.0.0.0", 8081, true, false, "evil.example:8081", NULL, NULL, &why),
+                     421);
+    assert_int_equal(emu_guard("0.0.0.0", 8081, true, false, "[evil]:8081", NULL, NULL, &why), 421);
+    assert_int_equal(emu_guard("127.0.0.1", 8081, true, false, "192.168.1.5:8081", NULL, NULL,
+                               &why),
+                     421);
+    assert_int_equal(emu_guard("10.1.2.3", 8081, true, false, "10.1.2.3:8081", NULL, NULL, &why),
+                     0);
+    assert_int_equal(emu_guard("127.0.0.1", 80, false, false, "localhost", NULL, NULL, &why), 0);
+    assert_int_equal(emu_guard("127.0.0.1", 80, true, true, "127.0.0.1", "http://127.0.0.1",
+                               "application/json", &why),
+                     0);
+    assert_int_equal(emu_guard("127.0.0.1", 8081, false, true, NULL, "http://evil.example", NULL,
+                               &why),
+                     0); /* the page and its assets: Host only */
+    assert_int_equal(emu_guard("127.0.0.1", 8081, true, true, NULL, NULL, "application/json",
+                               &why),
+                     0); /* HTTP/1.0 without Host cannot come from a rebound browser page */
+    assert_int_equal(emu_guard("127.0.0.1", 8081, true, false, "", NULL, NULL, &why), 421);
+    assert_int_equal(emu_guard("127.0.0.1", 8081, true, false, "[::1", NULL, NULL, &why), 421);
+    assert_int_equal(emu_guard("127.0.0.1", 8081, true, false, "[::1]x8081", NULL, NULL, &why),
+                     421);
+    assert_int_equal(emu_guard("127.0.0.1", 8081, true, false, "127.0.0.1:", NULL, NULL, &why),
+                     421);
+    assert_int_equal(emu_guard("127.0.0.1", 8081, true, false, "127.0.0.1:008081", NULL, NULL,
+                               &why),
+                     421);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -282,6 +460,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_odd_types_become_octet_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_images_stay_inline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_page_has_a_csp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cross_origin_posts_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rebinding_host_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_own_clients_pass, setup, teardown),
+        cmocka_unit_test(test_guard_verdicts),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

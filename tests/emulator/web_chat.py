@@ -11,21 +11,30 @@ NUL-separated JSON on fds 3 and 4, so no WebSocket client or npm package is need
      from /control/file and from /file/bot<TOKEN>/, runs none of its script (it is an
      attachment with a sandboxing CSP), so nothing is posted; the page's own CSP refuses an
      injected inline script;
-  4. save a screenshot (argv[5]).
+  4. a page of another origin (evil.example, mapped to 127.0.0.1 by Chromium's resolver
+     rules, served by a small HTTP server here) posts JSON as text/plain to /control/send,
+     which browsers send without a preflight; then a second emulator takes over the port of
+     such a page, as DNS rebinding would, and the page reads /control/state and posts: all
+     refused (issue 21, item 6), nothing posted;
+  5. save a screenshot (argv[5]).
 Exits 77 (ctest: skipped) when Chromium or the examples are missing.
 
 usage: web_chat.py EMULATOR ECHO INLINE_KEYBOARD CHROMIUM SCREENSHOT.png
 """
 import base64
+import http.server
 import json
 import os
 import select
 import shutil
+import socket
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 import zlib
@@ -36,7 +45,8 @@ DEADLINE_S = 60  # the whole test
 LOG = None if os.environ.get("WEB_CHAT_VERBOSE") else subprocess.DEVNULL
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1400,800", "--remote-debugging-pipe"]
+         "--window-size=1400,800", "--remote-debugging-pipe",
+         "--host-resolver-rules=MAP evil.example 127.0.0.1"]
 
 
 class Cdp:
@@ -183,13 +193,19 @@ def hostile_files(cdp, session, url):
                  " return window.injected === undefined; })()")
     assert blocked, "an inline script injected into the web chat ran: no CSP"
     cdp.call("Browser.setDownloadBehavior", {"behavior": "deny"})
+    # A second tab on the web chat, so the links open from the emulator's origin (as a click
+    # in the chat would) and the renderer stays the same across the navigations.
     target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
     tab = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    cdp.call("Page.navigate", {"url": url + "/"}, tab)
+    js_wait(cdp, tab, "document.querySelector('[data-bot=\"echo_bot\"]')", "second tab loaded")
     for link in (f"{url}/control/file?file_id={doc['file_id']}",
                  f"{url}/file/bot{ECHO_TOKEN}/{doc_path}"):
-        cdp.call("Page.navigate", {"url": link}, tab)
-        # Wait until either nothing of the file runs (no document, or a sandboxed one) or
-        # its script has finished posting; then say which.
+        nav = cdp.call("Page.navigate", {"url": link}, tab)
+        if nav.get("isDownload"):
+            continue  # an attachment: downloaded (and denied), no document, nothing ran
+        # Shown as a document: wait until either nothing of it runs (a sandboxed one) or its
+        # script has finished posting; then say which.
         state = js_wait(cdp, tab, "document.readyState === 'complete' &&"
                         " (window.ran !== 1 || window.posted !== undefined) &&"
                         " JSON.stringify({href: location.href, ran: window.ran || 0,"
@@ -202,8 +218,111 @@ def hostile_files(cdp, session, url):
     assert "pwned" not in texts, f"the file's script posted as the user: {texts}"
 
 
-def start_emulator(path):
-    p = subprocess.Popen([path, "--listen", "127.0.0.1:0", "--bot", ECHO_TOKEN + ":echo_bot",
+class EvilPage(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"<!doctype html><title>evil</title><p>a page on another origin</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class EvilServer(http.server.ThreadingHTTPServer):
+    """Keeps its connections, so stopping it closes those Chromium holds idle (preconnected
+    or kept), and the next request to the port reaches whoever listens there next."""
+
+    def server_activate(self):
+        self.conns = []
+        super().server_activate()
+
+    def get_request(self):
+        conn, addr = super().get_request()
+        self.conns.append(conn)
+        return conn, addr
+
+
+def serve_evil_page():
+    evil = EvilServer(("127.0.0.1", 0), EvilPage)
+    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    return evil
+
+
+def stop_evil_page(evil):
+    evil.shutdown()
+    evil.server_close()
+    for conn in evil.conns:
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def open_evil_page(cdp, port):
+    """A new tab showing the page of http://evil.example:PORT/ (resolved to 127.0.0.1)."""
+    target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    tab = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    cdp.call("Page.navigate", {"url": f"http://evil.example:{port}/"}, tab)
+    js_wait(cdp, tab, "document.title === 'evil'", "the foreign page loaded")
+    return target, tab
+
+
+def posted(url, *texts):
+    """Those of texts the Developer's private chat holds (none when there is no chat)."""
+    try:
+        msgs = get_json(f"{url}/control/messages?chat_id=100000001")
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return []
+        raise
+    return [m.get("text") for m in msgs["messages"] if m.get("text") in texts]
+
+
+def foreign_pages(cdp, url, emulator):
+    # A simple cross-origin POST: no preflight, the answer is opaque, but it is sent.
+    evil = serve_evil_page()
+    try:
+        target, tab = open_evil_page(cdp, evil.server_port)
+        sent = cdp.call("Runtime.evaluate", {"expression": (
+            f"fetch('{url}/control/send', {{method: 'POST', mode: 'no-cors', headers:"
+            " {'Content-Type': 'text/plain'}, body: JSON.stringify({text: 'cross-origin'})})"
+            ".then(() => 'answered', e => String(e))"), "awaitPromise": True,
+            "returnByValue": True}, tab)["result"].get("value")
+        assert sent == "answered", f"the cross-origin post did not reach the emulator: {sent}"
+        cdp.call("Target.closeTarget", {"targetId": target})
+    finally:
+        stop_evil_page(evil)
+    assert not posted(url, "cross-origin"), "a cross-origin text/plain post was accepted"
+    # DNS rebinding: the page came from evil.example:P; then evil.example:P is answered by an
+    # emulator (as when the attacker's DNS name starts resolving to 127.0.0.1), so for the
+    # browser the page is same-origin with the emulator; only the Host header tells.
+    evil = serve_evil_page()
+    port = evil.server_port
+    try:
+        target, tab = open_evil_page(cdp, port)
+    finally:
+        stop_evil_page(evil)
+    emu2, url2 = start_emulator(emulator, f"127.0.0.1:{port}")
+    try:
+        got = cdp.call("Runtime.evaluate", {"expression": (
+            "(async () => { const s = await fetch('/control/state');"
+            " const p = await fetch('/control/send', {method: 'POST', headers:"
+            " {'Content-Type': 'application/json'}, body: JSON.stringify({text: 'rebound'})});"
+            " return [s.status, p.status]; })()"), "awaitPromise": True,
+            "returnByValue": True}, tab)
+        statuses = got["result"].get("value")
+        assert statuses == [421, 421], f"the rebound page used the control API: {got}"
+        assert not posted(url2, "rebound"), "the rebound page posted as the user"
+        cdp.call("Target.closeTarget", {"targetId": target})
+    finally:
+        stop(emu2)
+
+
+def start_emulator(path, listen="127.0.0.1:0"):
+    p = subprocess.Popen([path, "--listen", listen, "--bot", ECHO_TOKEN + ":echo_bot",
                           "--bot", COUNTER_TOKEN + ":counter_bot"], stdout=subprocess.PIPE,
                          text=True)
     line = p.stdout.readline()  # "tgbot-emulator: web chat at http://127.0.0.1:PORT/"
@@ -264,12 +383,13 @@ def main(argv):
         cdp.call("Page.navigate", {"url": url + "/"}, session)
         scenario(cdp, session, url)
         hostile_files(cdp, session, url)
+        foreign_pages(cdp, url, emulator)
         png = cdp.call("Page.captureScreenshot", {"format": "png"}, session)["data"]
         os.makedirs(os.path.dirname(os.path.abspath(shot)), exist_ok=True)
         with open(shot, "wb") as f:
             f.write(base64.b64decode(png))
-        print(f"web chat: echo reply, in-place edit, photo shown, hostile file inert;"
-              f" screenshot {shot}")
+        print(f"web chat: echo reply, in-place edit, photo shown, hostile file inert,"
+              f" foreign and rebound pages refused; screenshot {shot}")
         try:
             cdp.call("Browser.close")
         except (EOFError, TimeoutError):
