@@ -4,6 +4,7 @@
 #include "logcap.h"
 
 #include "core/log.h"
+#include "wait.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -52,15 +53,14 @@ bool logcap_has(const char *needle)
     return found;
 }
 
+static bool has(void *needle)
+{
+    return logcap_has(needle);
+}
+
 bool logcap_wait(const char *needle)
 {
-    for (int i = 0; i < 2000; i++) {
-        if (logcap_has(needle))
-            return true;
-        struct timespec ts = {.tv_nsec = 5000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
+    return tgtest_wait_until(has, (void *)needle, 10000);
 }
 
 const char *logcap_text(void)

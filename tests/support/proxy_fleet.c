@@ -12,6 +12,7 @@
 
 #include "core/str.h"
 #include "proxy_util.h"
+#include "wait.h"
 
 #define BINARY TGKIT_BINARY_DIR "/tgproxy"
 
@@ -76,6 +77,11 @@ static int write_config_b(struct pfleet *f, const char *path)
     return fclose(fp) == 0 ? 0 : -1;
 }
 
+static bool b_serving(void *arg)
+{
+    return pfleet_metric_b(arg, "build_info{version") >= 0;
+}
+
 static int spawn_b(struct pfleet *f, const char *cfg_path)
 {
     char log[96];
@@ -86,12 +92,7 @@ static int spawn_b(struct pfleet *f, const char *cfg_path)
         f->pid_b = 0;
         return -1;
     }
-    for (int i = 0; i < 1000; i++) { /* bounded: until its metrics page answers */
-        if (pfleet_metric_b(f, "build_info{version") >= 0 || i == 999)
-            return i < 999 ? 0 : -1;
-        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
-    }
-    return -1;
+    return tgtest_wait_until(b_serving, f, 10000) ? 0 : -1; /* its metrics page answers */
 }
 
 int pfleet_start(struct pfleet *f, const struct pharness_opts *o, const struct pfleet_opts *fo)
@@ -129,16 +130,19 @@ fail:
     return -1;
 }
 
+static bool b_reaped(void *arg)
+{
+    struct pfleet *f = arg;
+    return waitpid(f->pid_b, NULL, WNOHANG) != 0;
+}
+
 void pfleet_stop(struct pfleet *f)
 {
     if (f->pid_b > 0) {
         kill(f->pid_b, SIGTERM);
-        int st;
-        for (int i = 0; i < 500 && waitpid(f->pid_b, &st, WNOHANG) == 0; i++)
-            nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
-        if (waitpid(f->pid_b, &st, WNOHANG) == 0) {
+        if (!tgtest_wait_until(b_reaped, f, 5000)) {
             kill(f->pid_b, SIGKILL);
-            waitpid(f->pid_b, &st, 0);
+            waitpid(f->pid_b, NULL, 0);
         }
     }
     pharness_stop(&f->h);
@@ -223,18 +227,25 @@ int pfleet_stats(struct pfleet *f, struct stats *a, struct stats *b)
     return 0;
 }
 
+struct up_want {
+    struct pfleet *f;
+    uint64_t want;
+    bool broken; /* a report could not be read: stop waiting */
+};
+
+static bool both_up(void *arg)
+{
+    struct up_want *w = arg;
+    struct stats a, b;
+    if (pfleet_stats(w->f, &a, &b) != 0)
+        return w->broken = true;
+    return a.fleet_up == w->want && b.fleet_up == w->want;
+}
+
 int pfleet_wait_up(struct pfleet *f, bool up, int timeout_ms)
 {
-    uint64_t want = up ? f->workers : 0;
-    for (int waited = 0; waited <= timeout_ms; waited += 20) {
-        struct stats a, b;
-        if (pfleet_stats(f, &a, &b) != 0)
-            return -1;
-        if (a.fleet_up == want && b.fleet_up == want)
-            return 0;
-        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
-    }
-    return -1;
+    struct up_want w = {f, up ? f->workers : 0, false};
+    return tgtest_wait_until(both_up, &w, timeout_ms) && !w.broken ? 0 : -1;
 }
 
 int pfleet_hello(uint16_t port, const char *src_ip, const uint8_t *hello, size_t n)

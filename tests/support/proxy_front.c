@@ -2,6 +2,7 @@
 #include "proxy_front.h"
 
 #include "proxy_util.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -151,15 +152,21 @@ long pfront_bytes(struct pfront *f, size_t i, uint8_t *out, size_t cap)
     return r;
 }
 
+struct bytes_want {
+    struct pfront *f;
+    size_t i, n;
+};
+
+static bool has_bytes(void *arg)
+{
+    const struct bytes_want *w = arg;
+    uint8_t dummy;
+    long have = pfront_bytes(w->f, w->i, &dummy, 0);
+    return have >= 0 && (size_t)have >= w->n;
+}
+
 int pfront_wait(struct pfront *f, size_t i, size_t n, int timeout_ms)
 {
-    for (int waited = 0; waited <= timeout_ms; waited += 5) {
-        uint8_t dummy;
-        long have = pfront_bytes(f, i, &dummy, 0);
-        if (have >= 0 && (size_t)have >= n)
-            return 0;
-        struct timespec ts = {.tv_nsec = 5 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return -1;
+    struct bytes_want w = {f, i, n};
+    return tgtest_wait_until(has_bytes, &w, timeout_ms) ? 0 : -1;
 }

@@ -4,6 +4,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "wait.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -228,4 +229,31 @@ struct pcli_opts pharness_client(const struct pharness *h, enum pcli_mode mode)
 {
     return (struct pcli_opts){
         .mode = mode, .key = h->key, .sni = PHARNESS_DOMAIN, .dc = 2, .timeout_ms = 10000};
+}
+
+struct stat_want {
+    struct server *s;
+    size_t i;
+    uint64_t want;
+    bool idle;
+};
+
+static bool stat_reached(void *arg)
+{
+    const struct stat_want *w = arg;
+    struct stats st;
+    server_stats(w->s, &st);
+    return w->idle ? st.active == 0 : stats_value(&st, w->i) >= w->want;
+}
+
+bool pharness_wait_stat(struct server *s, size_t i, uint64_t want, int timeout_ms)
+{
+    struct stat_want w = {s, i, want, false};
+    return tgtest_wait_until(stat_reached, &w, timeout_ms);
+}
+
+bool pharness_wait_idle(struct server *s, int timeout_ms)
+{
+    struct stat_want w = {s, 0, 0, true};
+    return tgtest_wait_until(stat_reached, &w, timeout_ms);
 }

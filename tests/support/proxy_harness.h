@@ -73,9 +73,18 @@ struct pharness {
 
 int pharness_start(struct pharness *h, const struct pharness_opts *o);
 /* pharness_start without the engine: the fake DC, the fronting host and h->cfg only (for
-   tests that drive a worker themselves, tests/proxy/engine/test_conn_vt.c). pharness_stop undoes. */
+   tests that drive a worker themselves, tests/proxy/engine/test_conn_vt.c). pharness_stop undoes.
+ */
 int pharness_prepare(struct pharness *h, const struct pharness_opts *o);
 void pharness_stop(struct pharness *h);
+
+/* The index of a struct stats counter, as stats_value reads it. */
+#define PHARNESS_STAT(field) (offsetof(struct stats, field) / sizeof(uint64_t))
+/* Wait (bounded by timeout_ms: tgtest_wait_until) until the engine's counter at index i
+   is at least want. */
+bool pharness_wait_stat(struct server *s, size_t i, uint64_t want, int timeout_ms);
+/* ... until no connection is open (the active gauge is 0). */
+bool pharness_wait_idle(struct server *s, int timeout_ms);
 /* A fresh config (config_init) with h's listener and secrets, for a reload test to add
    to and pass to server_reload. 0 or -errno; the caller config_cleanup()s it. */
 int pharness_reload_base(const struct pharness *h, struct config *cfg);

@@ -1,5 +1,6 @@
 /* proxy_proc: forked proxy / plain relay children and /proc figures. See proxy_proc.h. */
 #include "proxy_proc.h"
+#include "wait.h"
 
 #include "proxy/daemon/server.h"
 #include "proxy_util.h"
@@ -151,15 +152,21 @@ int pproc_log_port(const char *log, const char *needle, uint16_t *port)
     return n > 0 && n < 65536 ? 0 : -1;
 }
 
+struct log_want {
+    const char *log, *needle;
+    int n;
+};
+
+static bool log_has(void *arg)
+{
+    const struct log_want *w = arg;
+    return pproc_log_count(w->log, w->needle) >= w->n;
+}
+
 int pproc_log_wait(const char *log, const char *needle, int n)
 {
-    for (int i = 0; i < 2000; i++) { /* bounded: 20 s */
-        if (pproc_log_count(log, needle) >= n)
-            return 0;
-        struct timespec ts = {.tv_nsec = 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return pproc_log_count(log, needle) >= n ? 0 : -1;
+    struct log_want w = {log, needle, n};
+    return tgtest_wait_until(log_has, &w, 20000) ? 0 : -1;
 }
 
 /* ---- plain relay: two sockets, one buffer per direction, backpressure ---- */
@@ -356,20 +363,27 @@ static uint16_t free_port6(void)
 
 /* Wait up to 2 s for the child to listen on p->port (of ::1 with v6); false if it exited
    meanwhile. */
+struct listen_want {
+    const struct pproc *p;
+    bool v6, exited;
+};
+
+static bool listening_or_gone(void *arg)
+{
+    struct listen_want *w = arg;
+    int fd = w->v6 ? psock_connect6(w->p->port, 1000) : psock_connect(w->p->port, 1000);
+    if (fd >= 0) {
+        close(fd);
+        return true;
+    }
+    w->exited = waitpid(w->p->pid, NULL, WNOHANG) == w->p->pid;
+    return w->exited;
+}
+
 static bool wait_listening(const struct pproc *p, bool v6)
 {
-    for (int i = 0; i < 400; i++) {
-        int fd = v6 ? psock_connect6(p->port, 1000) : psock_connect(p->port, 1000);
-        if (fd >= 0) {
-            close(fd);
-            return true;
-        }
-        if (waitpid(p->pid, NULL, WNOHANG) == p->pid)
-            return false;
-        struct timespec ts = {.tv_nsec = 5000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
+    struct listen_want w = {p, v6, false};
+    return tgtest_wait_until(listening_or_gone, &w, 2000) && !w.exited;
 }
 
 int pproc_microsocks_start(struct pproc *p, const char *user, const char *pass)

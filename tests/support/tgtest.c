@@ -88,3 +88,26 @@ int tgtest_file_count(const char *path, const char *needle)
     free(text);
     return n;
 }
+
+static int skipped;
+
+void tgtest_skip_note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("SKIPPED: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    skipped++;
+}
+
+int tgtest_result(int failed)
+{
+    if (failed)
+        return failed;
+    if (skipped)
+        fprintf(stderr, "%d test(s) skipped: reported to ctest as skipped (exit %d)\n", skipped,
+                TGTEST_SKIP_CODE);
+    return skipped ? TGTEST_SKIP_CODE : 0;
+}

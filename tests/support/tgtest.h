@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wait.h" /* tgtest_wait_until */
+
 /* Path of the test data file tests/<rel> of this checkout, e.g. "fixtures/botapi/x.json" or
  * "vectors/secrets.json" (tests/fixtures/README.md, tests/vectors/README.md say where each came
  * from). Returns a thread-local buffer. */
@@ -31,5 +33,23 @@ int tgtest_open_fds(void);
 /* Fail the running test unless a and b are the same JSON value (jansson decides: key order
  * and number spelling do not matter). */
 void tgtest_assert_same_json(const char *a, const char *b);
+
+/*
+ * Skips. A test that needs something this build makes (a binary, a library) declares it as a
+ * build dependency and fails when it is missing; a test skips only when this machine cannot
+ * run it (no IPv6 on loopback, no such locale). cmocka counts a skip as a pass, so a skip
+ * goes through these: tgtest_skip(why...) prints the reason and leaves the test, and main
+ * returns tgtest_result(cmocka_run_group_tests(...)), which is TGTEST_SKIP_CODE when a test
+ * was skipped and none failed. Every ctest case has SKIP_RETURN_CODE TGTEST_SKIP_CODE, so
+ * ctest lists the file as skipped, not passed.
+ */
+#define TGTEST_SKIP_CODE 77
+#define tgtest_skip(...)                                                                           \
+    do {                                                                                           \
+        tgtest_skip_note(__VA_ARGS__);                                                             \
+        skip();                                                                                    \
+    } while (0)
+void tgtest_skip_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int tgtest_result(int failed);
 
 #endif
