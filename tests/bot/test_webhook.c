@@ -252,7 +252,7 @@ static void test_https_self_signed(void **state)
     char cert[256], key[256];
     if (!make_cert(dir, cert, key, sizeof cert)) {
         rmdir(dir);
-        skip();
+        fail_msg("openssl req could not make a certificate (openssl is in PKGS_BUILD)");
     }
     tg_webhook_options wo = {.host = "127.0.0.1",
                              .port = -1,

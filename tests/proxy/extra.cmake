@@ -5,6 +5,8 @@ file(GLOB _proxy_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/proxy/*/tes
 foreach(src ${_proxy_tests})
     get_filename_component(name ${src} NAME_WE)
     target_link_libraries(proxy_${name} PRIVATE tgproxy_lib)
+    # the daemon tests run the built binary (daemon_fx.h): built first, never skipped
+    add_dependencies(proxy_${name} tgproxy)
 endforeach()
 
 # src/proxy's layers (wire, config, services, engine, daemon): no file includes a layer

@@ -18,7 +18,7 @@ void dfx_init(struct dfx *d, const char *what)
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "/tmp/tgkit-%s-XXXXXX", what);
     assert_non_null(mkdtemp(d->dir));
-    dfx_path(d, "config.toml", d->cfg, sizeof d->cfg);
+    dfx_path(d, "tgproxy.toml", d->cfg, sizeof d->cfg);
     dfx_path(d, "log", d->log, sizeof d->log);
 }
 

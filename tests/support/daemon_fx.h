@@ -3,7 +3,7 @@
  *
  *   struct dfx d;
  *   dfx_init(&d, "reload");                        private dir /tmp/tgkit-reload-XXXXXX
- *   dfx_config(&d, "bind-to = \"127.0.0.1:0\"\n..."); d.cfg, written whole (rename), 0600
+ *   dfx_config(&d, "bind-to = \"127.0.0.1:0\"\n..."); d.cfg (tgproxy.toml), whole, 0600
  *   dfx_run(&d, DFX_TGPROXY);                      `tgproxy run d.cfg`, waits for "listening on"
  *   ... d.port (from that line), dfx_wait_log(&d, "reload: ", 1), dfx_signal(&d, SIGHUP) ...
  *   assert_int_equal(dfx_stop(&d, SIGTERM), 0);    signal, reap, exit status

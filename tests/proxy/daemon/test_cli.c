@@ -547,6 +547,18 @@ static void test_binary_simple_run(void **state)
 /* A SIGHUP while the daemon is still starting (as `systemctl reload` right after a start
    can send it) does not kill it: it is taken as a reload once serving. The secret file is a
    FIFO, so the daemon is held inside its start, reading it, when the signal comes. */
+struct fifo_open {
+    const char *path;
+    int fd;
+};
+
+static bool fifo_opened(void *arg)
+{
+    struct fifo_open *f = arg;
+    f->fd = open(f->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    return f->fd >= 0;
+}
+
 static void test_binary_sighup_while_starting(void **state)
 {
     (void)state;
@@ -559,10 +571,9 @@ static void test_binary_sighup_while_starting(void **state)
     char buf[4096];
     spawn(&c, (const char *[]){TGPROXY_BIN, "simple-run", "127.0.0.1:0", opt, "--workers", "1",
                                "--log-level", "info", NULL});
-    int fd = -1; /* opens once the daemon has the FIFO open for reading (bounded: 10 s) */
-    for (int i = 0; i < 2000 && (fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0; i++)
-        usleep(5000);
-    assert_true(fd >= 0);
+    struct fifo_open fo = {fifo, -1}; /* opens once the daemon has it open for reading */
+    assert_true(tgtest_wait_until(fifo_opened, &fo, 10000));
+    int fd = fo.fd;
     assert_int_equal(kill(c.pid, SIGHUP), 0); /* the daemon is blocked reading its secret */
     assert_int_equal(write(fd, EE_A "\n", sizeof EE_A), (ssize_t)sizeof EE_A);
     close(fd);

@@ -29,6 +29,7 @@
 #include "proxy_fakedc.h"
 #include "proxy_util.h"
 #include "socks5_server.h"
+#include "wait.h"
 
 #define KEY_HEX "0123456789abcdef0123456789abcdef"
 #define DOMAIN  "localhost"
@@ -218,6 +219,18 @@ static int count(const char *s, const char *needle)
     return n;
 }
 
+/* The fake DC accepted at least want connections in all. */
+struct accepts_want {
+    struct fakedc *dc;
+    uint64_t want;
+};
+
+static bool accepted_all(void *arg)
+{
+    const struct accepts_want *w = arg;
+    return fakedc_counters(w->dc).accepted >= w->want;
+}
+
 static void test_all_pass(void **state)
 {
     struct fx *f = *state;
@@ -245,10 +258,8 @@ static void test_all_pass(void **state)
     /* The DC check really connected: six DCs, one address each. Its connects complete in
        the kernel's accept queue, so the fake DC's thread may accept them only after doctor
        has returned: wait for that (bounded) rather than read the counter once. */
-    uint64_t accepted = 0;
-    for (int i = 0; i < 500 && (accepted = fakedc_counters(f->dc).accepted) < before + 6; i++)
-        usleep(10 * 1000);
-    assert_true(accepted >= before + 6);
+    struct accepts_want w = {f->dc, before + 6};
+    assert_true(tgtest_wait_until(accepted_all, &w, 5000));
 }
 
 static void test_ignored_and_deprecated_keys(void **state)

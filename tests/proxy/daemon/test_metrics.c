@@ -7,6 +7,7 @@
 #include "tgtest.h"
 
 #include "proxy_client.h"
+#include "proxy_expect.h"
 #include "proxy_harness.h"
 #include "proxy_proc.h"
 #include "proxy_util.h"
@@ -63,39 +64,6 @@ static double sample(const char *page, const char *key)
     return strtod(at + strlen(pat), NULL);
 }
 
-static bool no_active(void *arg)
-{
-    struct stats st;
-    server_stats(arg, &st);
-    return st.active == 0;
-}
-
-static bool wait_idle(struct server *s)
-{
-    for (int t = 0; t < 10000; t += 5) {
-        if (no_active(s))
-            return true;
-        struct timespec ts = {.tv_nsec = 5000000L};
-        nanosleep(&ts, NULL);
-    }
-    return no_active(s);
-}
-
-/* Wait (bounded: 10 s) until the engine's counter at field index i reaches want. */
-static bool wait_stat(struct server *s, size_t i, uint64_t want)
-{
-    struct stats st;
-    for (int t = 0; t < 2000; t++) {
-        server_stats(s, &st);
-        if (stats_value(&st, i) >= want)
-            return true;
-        struct timespec ts = {.tv_nsec = 5000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-#define STAT_INDEX(field) (offsetof(struct stats, field) / sizeof(uint64_t))
-
 /* Send n bytes as a new client, then wait until the engine has counted the handshake as
    failed number want (the client may close first: close_first). */
 static void bad_handshake(struct pharness *h, const void *p, size_t n, bool close_first,
@@ -106,21 +74,16 @@ static void bad_handshake(struct pharness *h, const void *p, size_t n, bool clos
     assert_int_equal(psock_write_all(fd, p, n), 0);
     if (close_first)
         close(fd);
-    assert_true(wait_stat(h->srv, STAT_INDEX(handshake_bad), want));
+    assert_true(pharness_wait_stat(h->srv, PHARNESS_STAT(handshake_bad), want, 10000));
     if (!close_first)
         close(fd);
 }
 
-/* A connection that fails the handshake and is fronted: read the stand-in's banner. */
+/* A connection that fails the handshake and is fronted. */
 static void fronted_once(const struct pharness *h)
 {
     static const char http[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
-    int fd = psock_connect(h->port, 10000);
-    assert_true(fd >= 0);
-    assert_int_equal(psock_write_all(fd, http, sizeof http - 1), 0);
-    char banner[sizeof PFRONT_BANNER - 1];
-    assert_int_equal(psock_read_all(fd, banner, sizeof banner), 0);
-    close(fd);
+    pexpect_fronted(h->front, h->port, NULL, http, sizeof http - 1, PEXPECT_NEXT);
 }
 
 /* Values print as integers when whole, else shortest-exact; each reads back to itself. */
@@ -193,7 +156,7 @@ static void test_prometheus_during_relays(void **state)
     fronted_once(&h);
     for (int i = 0; i < NTLS + NDD; i++)
         pcli_close(&c[i]);
-    assert_true(wait_idle(h.srv));
+    assert_true(pharness_wait_idle(h.srv, 10000));
     scrape(&h, page, SCRAPE_MAX);
     assert_true(sample(page, "tgproxy_client_connections_total{}") == NTLS + NDD + 2);
     assert_true(sample(page, "tgproxy_client_connections_active{}") == 0);
@@ -254,7 +217,7 @@ static void test_handshake_outcomes(void **state)
     assert_int_equal(psock_read_all(fd, hdr, sizeof hdr), 0);
     assert_int_equal(hdr[0], 0x16); /* the ServerHello */
     close(fd);                      /* closed before its first record: closed too */
-    assert_true(wait_stat(h.srv, STAT_INDEX(handshake_bad), ++k));
+    assert_true(pharness_wait_stat(h.srv, PHARNESS_STAT(handshake_bad), ++k, 10000));
     bad_handshake(&h, hello, n, false, ++k); /* replay */
     /* a valid hello answered, then bytes that are no TLS record */
     n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, now);
@@ -262,14 +225,14 @@ static void test_handshake_outcomes(void **state)
     assert_int_equal(psock_write_all(fd, hello, n), 0);
     assert_int_equal(psock_read_all(fd, hdr, sizeof hdr), 0);
     assert_int_equal(psock_write_all(fd, http, sizeof http - 1), 0);
-    assert_true(wait_stat(h.srv, STAT_INDEX(handshake_bad), ++k));
+    assert_true(pharness_wait_stat(h.srv, PHARNESS_STAT(handshake_bad), ++k, 10000));
     close(fd);
     struct pcli c;
     struct pcli_opts o = pharness_client(&h, PCLI_TLS);
     assert_int_equal(pcli_connect(&c, h.port, &o), 0);
     assert_int_equal(pcli_echo(&c, 1, 1000, 0), 0); /* one ok, relayed */
     pcli_close(&c);
-    assert_true(wait_idle(h.srv));
+    assert_true(pharness_wait_idle(h.srv, 10000));
 
     char *page = scrape_page(&h);
     static const struct {
@@ -316,10 +279,10 @@ static void test_limit_hits(void **state)
     assert_int_equal(pcli_echo(&held, 1, 1000, 0), 0); /* relayed, and stays open */
     struct pcli c;
     assert_int_equal(pcli_connect(&c, h.port, &o), 0); /* the proxy fronts it */
-    assert_true(wait_stat(h.srv, STAT_INDEX(hs_limit), 1));
+    assert_true(pharness_wait_stat(h.srv, PHARNESS_STAT(hs_limit), 1, 10000));
     pcli_close(&c);
     pcli_close(&held);
-    assert_true(wait_idle(h.srv));
+    assert_true(pharness_wait_idle(h.srv, 10000));
     char *page = scrape_page(&h);
     assert_true(sample(page, "tgproxy_limits_hit_total{limit=max_connections}") == 1);
     assert_true(sample(page, "tgproxy_secret_limits_hit_total{secret=dd}") == 1);
@@ -363,7 +326,7 @@ static void failed_dc_connect(struct pharness *h, int16_t dc, uint64_t want)
     struct pcli_opts o = pharness_client(h, PCLI_TLS);
     o.dc = dc;
     assert_int_equal(pcli_connect(&c, h->port, &o), 0); /* the proxy closes it afterwards */
-    assert_true(wait_stat(h->srv, STAT_INDEX(dc_connect_fail), want));
+    assert_true(pharness_wait_stat(h->srv, PHARNESS_STAT(dc_connect_fail), want, 10000));
     pcli_close(&c);
 }
 
@@ -423,7 +386,7 @@ static char *dc_run(struct pharness *h, const char *proxy_url, int n2, int n4)
     relays_to(h, 2, n2);
     relays_to(h, -4, n4);
     failed_dc_connect(h, 5, 1);
-    assert_true(wait_idle(h->srv));
+    assert_true(pharness_wait_idle(h->srv, 10000));
     return scrape_page(h);
 }
 
@@ -459,7 +422,7 @@ static void test_dc_connect_metrics_socks5(void **state)
     struct pproc ms;
     int started = pproc_microsocks_start(&ms, NULL, NULL);
     if (started == -ENOENT)
-        skip(); /* Debian's microsocks is in PKGS_BUILD; without it there is nothing to run */
+        fail_msg("/usr/bin/microsocks is missing: it is in the Makefile's PKGS_BUILD (make deps)");
     assert_int_equal(started, 0);
     char url[64];
     snprintf(url, sizeof url, "socks5://127.0.0.1:%u", (unsigned)ms.port);
@@ -524,7 +487,7 @@ static void statsd_relay(struct pharness *h, uint16_t port, int tags)
     assert_int_equal(pcli_connect(&c, h->port, &o), 0);
     assert_int_equal(pcli_echo(&c, 3, 4321, 0), 0);
     pcli_close(&c);
-    assert_true(wait_idle(h->srv));
+    assert_true(pharness_wait_idle(h->srv, 10000));
 }
 
 static void statsd_case(int tags, const char *const want[3])

@@ -17,6 +17,7 @@
 #include "proxy/config/config.h"
 #include "proxy/daemon/server.h"
 #include "proxy_client.h"
+#include "proxy_harness.h"
 #include "proxy_probe.h"
 #include "proxy_site.h"
 
@@ -506,15 +507,7 @@ static void test_bytes_after_site_close_get_reset(void **state)
    client are still answered with a reset, as the site's closed socket does. */
 static bool none_active(struct server *srv)
 {
-    for (int i = 0; i < 400; i++) {
-        struct stats st;
-        server_stats(srv, &st);
-        if (st.active == 0)
-            return true;
-        struct timespec ts = {.tv_nsec = 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
+    return pharness_wait_idle(srv, 4000);
 }
 
 static void test_closed_site_not_held_until_idle(void **state)
@@ -567,22 +560,28 @@ static int tcp_timer(uint16_t local_port, uint16_t rem_port)
     return tr;
 }
 
+struct timer_want {
+    uint16_t local_port, rem_port;
+    int want;
+};
+
+static bool timer_is(void *arg)
+{
+    const struct timer_want *w = arg;
+    return tcp_timer(w->local_port, w->rem_port) == w->want;
+}
+
 static bool wait_timer(uint16_t local_port, uint16_t rem_port, int want)
 {
-    for (int i = 0; i < 100; i++) {
-        if (tcp_timer(local_port, rem_port) == want)
-            return true;
-        struct timespec ts = {.tv_nsec = 5 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
+    struct timer_want w = {local_port, rem_port, want};
+    return tgtest_wait_until(timer_is, &w, 500);
 }
 
 static void test_no_keepalive_on_fronted_client(void **state)
 {
     (void)state;
     if (tcp_timer(0, 0) == -1 && access("/proc/net/tcp", R_OK) != 0)
-        skip();
+        tgtest_skip("/proc/net/tcp is not readable: a socket's keepalive timer cannot be seen");
     int fd = psock_connect(g.http.via.port, 5000);
     assert_true(fd >= 0);
     struct sockaddr_in me;
@@ -615,5 +614,5 @@ int main(void)
         cmocka_unit_test(test_closed_site_not_held_until_idle),
         cmocka_unit_test(test_no_keepalive_on_fronted_client),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return tgtest_result(cmocka_run_group_tests(tests, setup, teardown));
 }

@@ -5,6 +5,7 @@
 #include "tgtest.h"
 
 #include "proxy_client.h"
+#include "proxy_expect.h"
 #include "proxy_harness.h"
 
 #include <errno.h>
@@ -32,18 +33,6 @@ static void start(struct pharness *h, const struct pharness_opts *o)
     assert_int_equal(pharness_start(h, o), 0);
 }
 
-/* Bounded wait until pred(arg) or timeout_ms; returns pred's last value. */
-static bool wait_for(bool (*pred)(void *), void *arg, int timeout_ms)
-{
-    for (int t = 0; t < timeout_ms; t += 5) {
-        if (pred(arg))
-            return true;
-        struct timespec ts = {.tv_nsec = 5000000L};
-        nanosleep(&ts, NULL);
-    }
-    return pred(arg);
-}
-
 static void echo_roundtrip(struct pharness *h, enum pcli_mode mode, uint8_t tag, uint64_t n)
 {
     struct pcli c;
@@ -52,13 +41,6 @@ static void echo_roundtrip(struct pharness *h, enum pcli_mode mode, uint8_t tag,
     assert_int_equal(pcli_connect(&c, h->port, &o), 0);
     assert_int_equal(pcli_echo(&c, 7, n, 0), 0);
     pcli_close(&c);
-}
-
-static bool no_active(void *arg)
-{
-    struct stats st;
-    server_stats(arg, &st);
-    return st.active == 0;
 }
 
 static void test_tls_echo_sizes(void **state)
@@ -128,7 +110,7 @@ static void test_upload_download(void **state)
     assert_int_equal(dc.sink_bad, 0);
     /* 8 MB flows fill their buffers: they moved through bulk buffers, all given back */
     struct stats st;
-    assert_true(wait_for(no_active, h.srv, 10000));
+    assert_true(pharness_wait_idle(h.srv, 10000));
     server_stats(h.srv, &st);
     assert_true(st.bulk_reads > 0);
     assert_true(st.bulk_peak > 0);
@@ -194,24 +176,6 @@ static void test_concurrent_200(void **state)
 
 /* ---- fronting ---- */
 
-/* Send bytes on a raw socket; expect the fronting banner back and the fronting host to
-   have received exactly those bytes (as connection number idx). */
-static void expect_fronted(struct pharness *h, const uint8_t *bytes, size_t n, size_t idx)
-{
-    int fd = psock_connect(h->port, 10000);
-    assert_true(fd >= 0);
-    if (n)
-        assert_int_equal(psock_write_all(fd, bytes, n), 0);
-    char banner[sizeof PFRONT_BANNER - 1];
-    assert_int_equal(psock_read_all(fd, banner, sizeof banner), 0);
-    assert_memory_equal(banner, PFRONT_BANNER, sizeof banner);
-    assert_int_equal(pfront_wait(h->front, idx, n, 10000), 0);
-    uint8_t got[PFRONT_MAX_BYTES];
-    assert_int_equal(pfront_bytes(h->front, idx, got, sizeof got), (long)n);
-    assert_memory_equal(got, bytes, n);
-    close(fd);
-}
-
 static void test_fronting_failures(void **state)
 {
     (void)state;
@@ -223,13 +187,14 @@ static void test_fronting_failures(void **state)
     int64_t now = (int64_t)time(NULL);
 
     size_t n = pcli_hello(hello, sizeof hello, wrong, PHARNESS_DOMAIN, now);
-    expect_fronted(&h, hello, n, idx++); /* wrong secret */
+    pexpect_fronted(h.front, h.port, NULL, hello, n, idx++); /* wrong secret */
     n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, now - 3600);
-    expect_fronted(&h, hello, n, idx++); /* stale timestamp */
+    pexpect_fronted(h.front, h.port, NULL, hello, n, idx++); /* stale timestamp */
     n = pcli_hello(hello, sizeof hello, h.key, "other.example.org", now);
-    expect_fronted(&h, hello, n, idx++); /* wrong SNI */
+    pexpect_fronted(h.front, h.port, NULL, hello, n, idx++); /* wrong SNI */
     static const char http[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
-    expect_fronted(&h, (const uint8_t *)http, sizeof http - 1, idx++); /* not TLS */
+    pexpect_fronted(h.front, h.port, NULL, (const uint8_t *)http, sizeof http - 1,
+                    idx++); /* not TLS */
 
     /* A valid hello is answered once; the same bytes again are a replay -> fronted. */
     n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, now);
@@ -239,7 +204,7 @@ static void test_fronting_failures(void **state)
     assert_int_equal(psock_read_all(fd, hdr, 5), 0);
     assert_int_equal(hdr[0], 0x16); /* ServerHello */
     close(fd);
-    expect_fronted(&h, hello, n, idx++);
+    pexpect_fronted(h.front, h.port, NULL, hello, n, idx++);
 
     struct stats st;
     server_stats(h.srv, &st);
@@ -258,7 +223,7 @@ static void test_fronting_host_resolved_by_name(void **state)
     start(&h, &(struct pharness_opts){.front_by_name = true});
     static const char probe[] = "GET /a HTTP/1.1\r\nHost: example.com\r\n\r\n";
     for (size_t i = 0; i < 3; i++)
-        expect_fronted(&h, (const uint8_t *)probe, sizeof probe - 1, i);
+        pexpect_fronted(h.front, h.port, NULL, (const uint8_t *)probe, sizeof probe - 1, i);
     struct stats st;
     server_stats(h.srv, &st);
     assert_int_equal(st.fronted, 3);
@@ -357,7 +322,8 @@ static void test_silent_client_fronted_at_deadline(void **state)
     (void)state;
     struct pharness h;
     start(&h, &(struct pharness_opts){.handshake_ms = 300});
-    expect_fronted(&h, NULL, 0, 0); /* banner arrives only once the deadline fronted us */
+    pexpect_fronted(h.front, h.port, NULL, NULL, 0,
+                    0); /* banner arrives only once the deadline fronted us */
     struct stats st;
     server_stats(h.srv, &st);
     assert_int_equal(st.handshake_timeout, 1);
@@ -399,19 +365,6 @@ static void test_idle_timeout(void **state)
     pharness_stop(&h);
 }
 
-static bool parked_at_least(struct server *srv, uint64_t n)
-{
-    for (int t = 0; t < 2000; t++) { /* bounded: 10 s */
-        struct stats st;
-        server_stats(srv, &st);
-        if (st.parked >= n)
-            return true;
-        struct timespec ts = {.tv_nsec = 5000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 /* Quiet relays park their cipher streams; the next bytes must resume them exactly where
    they stopped (a wrong keystream position would garble everything after). One connection
    at a time, so each resumes well inside the idle timeout (park at 3 s, close at 6 s). */
@@ -426,7 +379,7 @@ static void test_parked_ciphers_resume(void **state)
         struct pcli_opts o = pharness_client(&h, modes[i]);
         assert_int_equal(pcli_connect(&c, h.port, &o), 0);
         assert_int_equal(pcli_echo(&c, 8, 10007, 0), 0); /* odd length: mid-block */
-        assert_true(parked_at_least(h.srv, (uint64_t)i + 1));
+        assert_true(pharness_wait_stat(h.srv, PHARNESS_STAT(parked), (uint64_t)i + 1, 10000));
         uint8_t data[3000], back[3000];
         pstream_fill(9, 0, data, sizeof data);
         assert_int_equal(pcli_send(&c, data, sizeof data), 0);
@@ -472,7 +425,7 @@ static void test_concurrency_limit(void **state)
     assert_int_equal(st.active, 10);
     /* ten idle relayed connections hold no I/O buffer (the last one is returned just after
        the send that let the client see its echo, hence the bounded wait) */
-    assert_true(wait_for(no_bufs, h.srv, 10000));
+    assert_true(tgtest_wait_until(no_bufs, h.srv, 10000));
     /* The existing ten still work; after they close, new connections are served again. */
     for (int i = 0; i < 10; i++) {
         uint8_t data[1000], back[1000]; /* the DC is in echo mode already */
@@ -487,7 +440,7 @@ static void test_concurrency_limit(void **state)
     assert_int_equal(psock_read_all(fd, hdr, 5), 0);
     assert_int_equal(hdr[0], 0x16);
     close(fd);
-    assert_true(wait_for(no_active, h.srv, 10000));
+    assert_true(pharness_wait_idle(h.srv, 10000));
     echo_roundtrip(&h, PCLI_TLS, 0, 10);
     pharness_stop(&h);
 }
@@ -503,7 +456,7 @@ static void test_dc_unreachable_closes(void **state)
     uint8_t b;
     assert_true(pcli_recv(&c, &b, 1) <= 0);
     pcli_close(&c);
-    assert_true(wait_for(no_active, h.srv, 10000));
+    assert_true(pharness_wait_idle(h.srv, 10000));
     struct stats st;
     server_stats(h.srv, &st);
     assert_int_equal(st.dc_connect_fail, 1);
@@ -534,11 +487,11 @@ static void test_client_reset_during_dc_connect(void **state)
     struct pcli c;
     struct pcli_opts o = pharness_client(&h, PCLI_TLS);
     assert_int_equal(pcli_connect(&c, h.port, &o), 0);
-    assert_true(wait_for(one_handshake, h.srv, 10000));
+    assert_true(tgtest_wait_until(one_handshake, h.srv, 10000));
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
     setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     pcli_close(&c); /* RST */
-    assert_true(wait_for(no_active, h.srv, 10000));
+    assert_true(pharness_wait_idle(h.srv, 10000));
     struct stats st;
     server_stats(h.srv, &st);
     assert_int_equal(st.dc_connect_fail, 0); /* ended by the reset, not by the timeout */
@@ -629,7 +582,7 @@ static void test_slow_readers_bounded(void **state)
     /* at most one buffer per direction per connection, whatever the reader's pace */
     assert_true(st.bufs_peak <= 2 * N);
     assert_true(st.bulk_peak > 0 && st.bulk_peak <= 2 * 2);
-    assert_true(wait_for(no_active, h.srv, 10000));
+    assert_true(pharness_wait_idle(h.srv, 10000));
     server_stats(h.srv, &st);
     assert_int_equal(st.bufs, 0);
     pharness_stop(&h);
@@ -707,7 +660,7 @@ static void churn(struct pharness *h, int total)
         pthread_join(th[i], NULL);
         assert_int_equal(ch[i].failed, 0);
     }
-    assert_true(wait_for(no_active, h->srv, 10000));
+    assert_true(pharness_wait_idle(h->srv, 10000));
 }
 
 static void test_no_growth_20000(void **state)

@@ -13,11 +13,11 @@
 
 #include "core/alloc.h"
 #include "core/str.h"
+#include "daemon_fx.h"
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
 #include "proxy_harness.h"
-#include "proxy_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,16 +28,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BINARY  TGKIT_BINARY_DIR "/tgproxy"
 #define NRELAYS 100
 #define PHASE   (32 * 1024) /* bytes echoed per relay before and after the reload */
 
 struct env {
     struct fakedc *dc;
     struct pfront *front;
-    uint16_t dc_port, front_port, port;
-    pid_t pid;
-    char dir[64], cfg[96], log[96];
+    uint16_t dc_port, front_port;
+    struct dfx d; /* the daemon */
     uint8_t key_a[16], key_b[16];
 };
 
@@ -48,19 +46,14 @@ static void env_start(struct env *e)
     e->front = pfront_start(&e->front_port);
     assert_non_null(e->dc);
     assert_non_null(e->front);
-    snprintf(e->dir, sizeof e->dir, "/tmp/tgproxy-reload-XXXXXX");
-    assert_non_null(mkdtemp(e->dir));
-    snprintf(e->cfg, sizeof e->cfg, "%s/tgproxy.toml", e->dir);
-    snprintf(e->log, sizeof e->log, "%s/log", e->dir);
+    dfx_init(&e->d, "reload");
     assert_int_equal(RAND_bytes(e->key_a, 16), 1);
     assert_int_equal(RAND_bytes(e->key_b, 16), 1);
 }
 
 static void env_stop(struct env *e)
 {
-    unlink(e->cfg);
-    unlink(e->log);
-    rmdir(e->dir);
+    dfx_done(&e->d);
     fakedc_stop(e->dc);
     pfront_stop(e->front);
 }
@@ -73,70 +66,36 @@ static void write_cfg(const struct env *e, bool a, bool b, const char *extra, co
     tg__hex_encode(ha, e->key_a, 16);
     tg__hex_encode(hb, e->key_b, 16);
     tg__hex_encode(dom, "example.com", 11);
-    char tmp[128];
-    snprintf(tmp, sizeof tmp, "%s.new", e->cfg);
-    FILE *f = fopen(tmp, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "bind-to = \"127.0.0.1:0\"\n" /* the kernel's choice: no race for a free port */
-            "workers = 2\n"
-            "log-level = \"info\"\n"
-            "%s\n"
-            "[dcs]\n"
-            "default = [\"127.0.0.1:%u\"]\n"
-            "[domain-fronting]\n"
-            "host = \"127.0.0.1\"\n"
-            "port = %u\n"
-            "[network.timeout]\n"
-            "handshake = \"2s\"\n"
-            "[secrets]\n",
-            extra ? extra : "", e->dc_port, e->front_port);
+    char text[2048];
+    size_t n = (size_t)snprintf(
+        text, sizeof text,
+        "bind-to = \"127.0.0.1:0\"\n" /* the kernel's choice: no race for a free port */
+        "workers = 2\n"
+        "log-level = \"info\"\n"
+        "%s\n"
+        "[dcs]\n"
+        "default = [\"127.0.0.1:%u\"]\n"
+        "[domain-fronting]\n"
+        "host = \"127.0.0.1\"\n"
+        "port = %u\n"
+        "[network.timeout]\n"
+        "handshake = \"2s\"\n"
+        "[secrets]\n",
+        extra ? extra : "", e->dc_port, e->front_port);
     if (a)
-        fprintf(f, "a = \"ee%s%s\"\n", ha, dom);
+        n += (size_t)snprintf(text + n, sizeof text - n, "a = \"ee%s%s\"\n", ha, dom);
     if (b)
-        fprintf(f, "b = \"ee%s%s\"\n", hb, dom);
-    fputs(tail ? tail : "", f);
-    fchmod(fileno(f), 0600); /* it holds secrets: tgproxy warns otherwise */
-    fclose(f);
-    assert_int_equal(rename(tmp, e->cfg), 0); /* the daemon never reads half a file */
+        n += (size_t)snprintf(text + n, sizeof text - n, "b = \"ee%s%s\"\n", hb, dom);
+    assert_true((size_t)snprintf(text + n, sizeof text - n, "%s", tail ? tail : "") <
+                sizeof text - n);
+    dfx_write(e->d.cfg, text); /* whole, 0600: it holds secrets */
 }
-
-static void wait_log(const struct env *e, const char *needle, int n);
 
 /* Start `tgproxy run` and wait for its "listening" line (not by connecting: a probe would
    be one more connection, fronted, in the counts a drain logs). */
 static void spawn(struct env *e)
 {
-    char *argv[] = {BINARY, "run", e->cfg, NULL};
-    unlink(e->log); /* the log of this process only */
-    e->pid = pproc_spawn_logged(argv, e->log);
-    assert_true(e->pid > 0);
-    wait_log(e, "listening on", 1);
-    assert_int_equal(pproc_log_port(e->log, "listening on", &e->port), 0);
-}
-
-/* Occurrences of needle in the log now. */
-static int log_count(const struct env *e, const char *needle)
-{
-    size_t len = 0;
-    char *log = tgtest_read_file(e->log, &len);
-    int n = 0;
-    for (const char *p = log; p && (p = strstr(p, needle)); p++)
-        n++;
-    free(log);
-    return n;
-}
-
-/* Bounded wait until the log holds needle at least n times. */
-static void wait_log(const struct env *e, const char *needle, int n)
-{
-    for (int i = 0; i < 1000 && log_count(e, needle) < n; i++)
-        usleep(10000);
-    if (log_count(e, needle) < n) {
-        size_t len = 0;
-        char *log = tgtest_read_file(e->log, &len);
-        fail_msg("log lacks \"%s\" x%d:\n%s", needle, n, log ? log : "");
-    }
+    dfx_run(&e->d, DFX_TGPROXY);
 }
 
 static struct pcli_opts opts(const uint8_t *key)
@@ -150,7 +109,7 @@ static int try_echo(const struct env *e, const uint8_t *key, uint32_t seed)
 {
     struct pcli c;
     struct pcli_opts o = opts(key);
-    int rc = pcli_connect(&c, e->port, &o);
+    int rc = pcli_connect(&c, e->d.port, &o);
     if (rc == 0)
         rc = pcli_echo(&c, seed, 100000, 0);
     pcli_close(&c);
@@ -164,18 +123,9 @@ static void assert_fronted(const struct env *e, const uint8_t *key)
     struct pcli c;
     struct pcli_opts o = opts(key);
     o.timeout_ms = 3000;
-    assert_int_not_equal(pcli_connect(&c, e->port, &o), 0);
+    assert_int_not_equal(pcli_connect(&c, e->d.port, &o), 0);
     pcli_close(&c);
     assert_int_equal(pfront_wait(e->front, before, 1, 5000), 0);
-}
-
-static int stop(struct env *e, int sig)
-{
-    assert_int_equal(kill(e->pid, sig), 0);
-    int status = 0;
-    assert_int_equal(waitpid(e->pid, &status, 0), e->pid);
-    assert_true(WIFEXITED(status));
-    return WEXITSTATUS(status);
 }
 
 /* ---- 100 relays across a SIGHUP ---- */
@@ -207,7 +157,7 @@ static void *relay_main(void *arg)
     struct pcli_opts o = opts(r->e->key_a);
     uint8_t cmd[FAKEDC_CMD_LEN];
     fakedc_cmd(cmd, "ECHO", r->seed, 2 * PHASE);
-    r->rc = pcli_connect(&c, r->e->port, &o);
+    r->rc = pcli_connect(&c, r->e->d.port, &o);
     if (r->rc == 0)
         r->rc = pcli_send(&c, cmd, sizeof cmd);
     if (r->rc == 0)
@@ -223,8 +173,6 @@ static void *relay_main(void *arg)
 static void test_sighup_with_relays(void **state)
 {
     (void)state;
-    if (access(BINARY, X_OK) != 0)
-        skip();
     struct env e;
     env_start(&e);
     write_cfg(&e, true, false, NULL, NULL);
@@ -242,9 +190,9 @@ static void test_sighup_with_relays(void **state)
     assert_fronted(&e, e.key_b); /* not configured yet */
     /* drop "a" (the relays' own secret), add "b" */
     write_cfg(&e, false, true, NULL, NULL);
-    assert_int_equal(kill(e.pid, SIGHUP), 0);
-    wait_log(&e, "reload: ", 1);
-    assert_int_equal(log_count(&e, "reload refused"), 0);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload: ", 1);
+    assert_int_equal(dfx_log_count(&e.d, "reload refused"), 0);
     assert_int_equal(try_echo(&e, e.key_b, 8), 0); /* the new secret, at once */
     assert_fronted(&e, e.key_a);                   /* the removed one, for new connections */
     pthread_barrier_wait(&bar);
@@ -257,16 +205,16 @@ static void test_sighup_with_relays(void **state)
 
     /* a file that does not load: refused with its position, the old config serves on */
     write_cfg(&e, false, true, NULL, "c = \"not a secret\"\n");
-    assert_int_equal(kill(e.pid, SIGHUP), 0);
-    wait_log(&e, "reload refused", 1);
-    assert_int_equal(log_count(&e, "tgproxy.toml:14:"), 1);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload refused", 1);
+    assert_int_equal(dfx_log_count(&e.d, "tgproxy.toml:14:"), 1);
     assert_int_equal(try_echo(&e, e.key_b, 9), 0);
     assert_fronted(&e, e.key_a);
 
-    assert_int_equal(stop(&e, SIGTERM), 0);
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
     char hex[33];
     tg__hex_encode(hex, e.key_b, 16);
-    assert_int_equal(log_count(&e, hex), 0); /* no secret reaches the log */
+    assert_int_equal(dfx_log_count(&e.d, hex), 0); /* no secret reaches the log */
     env_stop(&e);
 }
 
@@ -278,7 +226,7 @@ static void open_relay(const struct env *e, struct pcli *c, uint32_t seed)
     struct pcli_opts o = opts(e->key_a);
     uint8_t cmd[FAKEDC_CMD_LEN];
     fakedc_cmd(cmd, "ECHO", seed, 4 * PHASE);
-    assert_int_equal(pcli_connect(c, e->port, &o), 0);
+    assert_int_equal(pcli_connect(c, e->d.port, &o), 0);
     assert_int_equal(pcli_send(c, cmd, sizeof cmd), 0);
     assert_int_equal(echo_phase(c, seed, 0), 0);
 }
@@ -294,12 +242,13 @@ static void start_with_relays(struct env *e, const char *extra, struct pcli *c, 
         open_relay(e, &c[i], seed + (uint32_t)i);
 }
 
-static int wait_exit(const struct env *e)
+/* A connection to *port is refused (no listener any more). */
+static bool refused(void *port)
 {
-    int status = 0;
-    assert_int_equal(waitpid(e->pid, &status, 0), e->pid);
-    assert_true(WIFEXITED(status));
-    return WEXITSTATUS(status);
+    int fd = psock_connect(*(const uint16_t *)port, 1000);
+    if (fd >= 0)
+        close(fd);
+    return fd < 0;
 }
 
 /* Relays that end within drain-timeout: they keep relaying after SIGTERM, no new
@@ -307,26 +256,19 @@ static int wait_exit(const struct env *e)
 static void test_drain_relays_finish(void **state)
 {
     (void)state;
-    if (access(BINARY, X_OK) != 0)
-        skip();
     struct env e;
     struct pcli c[3];
     start_with_relays(&e, "drain-timeout = \"1h\"", c, 3, 50);
-    assert_int_equal(kill(e.pid, SIGTERM), 0);
-    wait_log(&e, "accepting stopped, 3 connection(s) open", 1);
-    int fd = -1;
-    for (int i = 0; i < 500 && (fd = psock_connect(e.port, 1000)) >= 0; i++) {
-        close(fd); /* bounded: until every worker has closed its listener */
-        usleep(10000);
-    }
-    assert_true(fd < 0);
+    dfx_signal(&e.d, SIGTERM);
+    dfx_wait_log(&e.d, "accepting stopped, 3 connection(s) open", 1);
+    assert_true(tgtest_wait_until(refused, &e.d.port, 5000)); /* every listener closed */
     for (int i = 0; i < 3; i++) {
         assert_int_equal(echo_phase(&c[i], 50 + (uint32_t)i, PHASE), 0);
         pcli_close(&c[i]);
     }
-    assert_int_equal(wait_exit(&e), 0);
-    assert_int_equal(log_count(&e, "every connection ended"), 1);
-    assert_int_equal(log_count(&e, "reason=shutdown"), 0);
+    assert_int_equal(dfx_wait_exit(&e.d), 0);
+    assert_int_equal(dfx_log_count(&e.d, "every connection ended"), 1);
+    assert_int_equal(dfx_log_count(&e.d, "reason=shutdown"), 0);
     env_stop(&e);
 }
 
@@ -334,18 +276,16 @@ static void test_drain_relays_finish(void **state)
 static void test_drain_timeout_closes(void **state)
 {
     (void)state;
-    if (access(BINARY, X_OK) != 0)
-        skip();
     struct env e;
     struct pcli c;
     start_with_relays(&e, "drain-timeout = \"1s\"", &c, 1, 60);
-    assert_int_equal(kill(e.pid, SIGTERM), 0);
-    assert_int_equal(wait_exit(&e), 0); /* on its own, after the timeout */
+    dfx_signal(&e.d, SIGTERM);
+    assert_int_equal(dfx_wait_exit(&e.d), 0); /* on its own, after the timeout */
     uint8_t b;
     assert_true(pcli_recv(&c, &b, 1) <= 0); /* the relay was closed */
     pcli_close(&c);
-    assert_int_equal(log_count(&e, "drain-timeout reached: closing 1 connection(s)"), 1);
-    assert_int_equal(log_count(&e, "reason=shutdown"), 1);
+    assert_int_equal(dfx_log_count(&e.d, "drain-timeout reached: closing 1 connection(s)"), 1);
+    assert_int_equal(dfx_log_count(&e.d, "reason=shutdown"), 1);
     env_stop(&e);
 }
 
@@ -353,17 +293,15 @@ static void test_drain_timeout_closes(void **state)
 static void test_drain_second_signal(void **state)
 {
     (void)state;
-    if (access(BINARY, X_OK) != 0)
-        skip();
     struct env e;
     struct pcli c;
     start_with_relays(&e, "drain-timeout = \"1h\"", &c, 1, 70);
-    assert_int_equal(kill(e.pid, SIGINT), 0);
-    wait_log(&e, "accepting stopped", 1);
-    assert_int_equal(kill(e.pid, SIGTERM), 0);
-    assert_int_equal(wait_exit(&e), 0);
+    dfx_signal(&e.d, SIGINT);
+    dfx_wait_log(&e.d, "accepting stopped", 1);
+    dfx_signal(&e.d, SIGTERM);
+    assert_int_equal(dfx_wait_exit(&e.d), 0);
     pcli_close(&c);
-    assert_int_equal(log_count(&e, "again: closing 1 connection(s) now"), 1);
+    assert_int_equal(dfx_log_count(&e.d, "again: closing 1 connection(s) now"), 1);
     env_stop(&e);
 }
 
@@ -371,32 +309,25 @@ static void test_drain_second_signal(void **state)
 static void test_sighup_simple_run(void **state)
 {
     (void)state;
-    if (access(BINARY, X_OK) != 0)
-        skip();
     struct env e;
     env_start(&e);
     char hex[33], dom[23], listen[32], secret[128];
     tg__hex_encode(hex, e.key_a, 16);
     tg__hex_encode(dom, "example.com", 11);
-    FILE *f = fopen(e.cfg, "w"); /* the secret file, in place of the config */
-    assert_non_null(f);
-    fprintf(f, "ee%s%s\n", hex, dom);
-    fchmod(fileno(f), 0600);
-    fclose(f);
+    char text[80];
+    snprintf(text, sizeof text, "ee%s%s\n", hex, dom);
+    dfx_write(e.d.cfg, text); /* the secret file, in place of the config */
     snprintf(listen, sizeof listen, "127.0.0.1:0");
-    snprintf(secret, sizeof secret, "--secret-file=%s", e.cfg);
-    char *argv[] = {BINARY, "simple-run", listen, secret, "--log-level", "info", NULL};
-    e.pid = pproc_spawn_logged(argv, e.log);
-    assert_true(e.pid > 0);
-    wait_log(&e, "listening on", 1);
-    assert_int_equal(pproc_log_port(e.log, "listening on", &e.port), 0);
-    assert_int_equal(kill(e.pid, SIGHUP), 0);
-    wait_log(&e, "SIGHUP: nothing to re-read", 1);
+    snprintf(secret, sizeof secret, "--secret-file=%s", e.d.cfg);
+    char *argv[] = {DFX_TGPROXY, "simple-run", listen, secret, "--log-level", "info", NULL};
+    dfx_start(&e.d, argv);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "SIGHUP: nothing to re-read", 1);
     struct pcli c;
     struct pcli_opts o = opts(e.key_a);
-    assert_int_equal(pcli_connect(&c, e.port, &o), 0); /* handshakes still pass */
+    assert_int_equal(pcli_connect(&c, e.d.port, &o), 0); /* handshakes still pass */
     pcli_close(&c);
-    assert_int_equal(stop(&e, SIGTERM), 0);
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
     env_stop(&e);
 }
 
@@ -406,25 +337,23 @@ static void test_sighup_simple_run(void **state)
 static void test_sighup_mode_and_fifo(void **state)
 {
     (void)state;
-    if (access(BINARY, X_OK) != 0)
-        skip();
     struct env e;
     env_start(&e);
     write_cfg(&e, true, false, NULL, NULL);
     spawn(&e);
-    assert_int_equal(chmod(e.cfg, 0644), 0);
-    assert_int_equal(kill(e.pid, SIGHUP), 0);
-    wait_log(&e, "reload: ", 1);
-    assert_int_equal(log_count(&e, "tgproxy.toml is readable by other users and holds secrets"),
-                     1);
+    assert_int_equal(chmod(e.d.cfg, 0644), 0);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload: ", 1);
+    assert_int_equal(
+        dfx_log_count(&e.d, "tgproxy.toml is readable by other users and holds secrets"), 1);
 
-    assert_int_equal(unlink(e.cfg), 0);
-    assert_int_equal(mkfifo(e.cfg, 0600), 0);
-    assert_int_equal(kill(e.pid, SIGHUP), 0);
-    wait_log(&e, "reload refused", 1);
-    assert_int_equal(log_count(&e, "tgproxy.toml: a FIFO, expected a regular file"), 1);
+    assert_int_equal(unlink(e.d.cfg), 0);
+    assert_int_equal(mkfifo(e.d.cfg, 0600), 0);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload refused", 1);
+    assert_int_equal(dfx_log_count(&e.d, "tgproxy.toml: a FIFO, expected a regular file"), 1);
     assert_int_equal(try_echo(&e, e.key_a, 11), 0); /* the running configuration serves */
-    assert_int_equal(stop(&e, SIGTERM), 0);         /* and the main thread still hears */
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);   /* and the main thread still hears */
     env_stop(&e);
 }
 

@@ -239,7 +239,7 @@ static void test_wildcard_v4_fronts_to_ipv6_loopback(void **state)
 {
     (void)state;
     if (!have_ipv6())
-        skip();
+        tgtest_skip("no IPv6 on loopback: cannot listen on ::1");
     struct rig r;
     static const char *const l[] = {"0.0.0.0"};
     site_then_proxy(&r, "::1", l, 1);
@@ -251,7 +251,7 @@ static void test_dual_stack_fronts(void **state)
 {
     (void)state;
     if (!have_ipv6())
-        skip();
+        tgtest_skip("no IPv6 on loopback: cannot listen on ::1");
     struct rig r;
     static const char *const l[] = {"0.0.0.0", "::"};
     site_then_proxy(&r, "127.0.0.2", l, 2);
@@ -299,7 +299,7 @@ static void test_wildcard_v6_name_skips_self_address(void **state)
 {
     (void)state;
     if (!have_ipv6())
-        skip();
+        tgtest_skip("no IPv6 on loopback: cannot listen on ::1");
     struct rig r;
     fake_answer[0] = "::1";
     fake_answer[1] = "127.0.0.2";
@@ -319,7 +319,7 @@ static void test_fronting_follows_prefer_ip(void **state)
 {
     (void)state;
     if (!have_ipv6())
-        skip();
+        tgtest_skip("no IPv6 on loopback: cannot listen on ::1");
     static const struct {
         enum config_prefer_ip prefer;
         size_t v6_conns, v4_conns;
@@ -375,5 +375,5 @@ int main(void)
         cmocka_unit_test(test_fronting_follows_prefer_ip),
         cmocka_unit_test(test_v4_mapped_self_refused_without_chain),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -12,11 +12,11 @@
 #include "tgtest.h"
 
 #include "core/str.h"
+#include "daemon_fx.h"
 #include "prom.h"
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
-#include "proxy_proc.h"
 #include "proxy_util.h"
 
 #include <errno.h>
@@ -27,30 +27,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BINARY TGKIT_BINARY_DIR "/tgproxy"
-#define PHASE  (16 * 1024)
+#define PHASE (16 * 1024)
 
 struct v6 {
     struct fakedc *dc;
     struct pfront *front;
     uint16_t dc_port, front_port, port, mport;
-    pid_t pid;
-    char dir[64], cfg[96], list[96], log[96], url[64];
+    struct dfx d; /* the daemon */
+    char list[96], url[64];
     uint8_t key[16];
     char page[65536];
 };
-
-static void write_text(const char *path, const char *text)
-{
-    char tmp[128];
-    snprintf(tmp, sizeof tmp, "%s.new", path);
-    FILE *f = fopen(tmp, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fchmod(fileno(f), 0600);
-    fclose(f);
-    assert_int_equal(rename(tmp, path), 0); /* the daemon never reads half a file */
-}
 
 static void write_cfg(struct v6 *v)
 {
@@ -66,7 +53,7 @@ static void write_cfg(struct v6 *v)
              "[defense.allowlist]\nenabled = true\nfiles = [\"%s\"]\n"
              "[stats.prometheus]\nenabled = true\nbind-to = \"[::1]:0\"\n",
              v->dc_port, v->front_port, hex, dom, v->list);
-    write_text(v->cfg, text);
+    dfx_write(v->d.cfg, text);
 }
 
 static void start(struct v6 *v)
@@ -76,39 +63,26 @@ static void start(struct v6 *v)
     v->front = pfront_start(&v->front_port);
     assert_non_null(v->dc);
     assert_non_null(v->front);
-    snprintf(v->dir, sizeof v->dir, "/tmp/tgproxy-v6-XXXXXX");
-    assert_non_null(mkdtemp(v->dir));
-    snprintf(v->cfg, sizeof v->cfg, "%s/tgproxy.toml", v->dir);
-    snprintf(v->list, sizeof v->list, "%s/allow.netset", v->dir);
-    snprintf(v->log, sizeof v->log, "%s/log", v->dir);
+    dfx_init(&v->d, "v6");
+    dfx_path(&v->d, "allow.netset", v->list, sizeof v->list);
     assert_int_equal(RAND_bytes(v->key, 16), 1);
-    write_text(v->list, "# the test's clients\n::1\n");
+    dfx_write(v->list, "# the test's clients\n::1\n");
     write_cfg(v);
-    char *argv[] = {BINARY, "run", v->cfg, NULL};
-    v->pid = pproc_spawn_logged(argv, v->log);
-    assert_true(v->pid > 0);
     /* ports the kernel chose (bind-to :0), from the log: no free-port race with others */
-    assert_int_equal(pproc_log_wait(v->log, "listening on", 1), 0);
-    assert_int_equal(pproc_log_port(v->log, "listening on", &v->port), 0);
-    assert_int_equal(pproc_log_port(v->log, "[stats.prometheus] serving", &v->mport), 0);
+    dfx_run(&v->d, DFX_TGPROXY);
+    v->port = v->d.port;
+    v->mport = dfx_log_port(&v->d, "[stats.prometheus] serving");
     snprintf(v->url, sizeof v->url, "http://[::1]:%u/", v->mport);
 }
 
 static void stop(struct v6 *v)
 {
-    assert_int_equal(kill(v->pid, SIGTERM), 0);
-    int status = 0;
-    assert_int_equal(waitpid(v->pid, &status, 0), v->pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
-    assert_int_equal(pproc_log_count(v->log, "every connection ended"), 1);
+    assert_int_equal(dfx_stop(&v->d, SIGTERM), 0);
+    assert_int_equal(dfx_log_count(&v->d, "every connection ended"), 1);
     char hex[33];
     tg__hex_encode(hex, v->key, 16);
-    assert_int_equal(pproc_log_count(v->log, hex), 0); /* no secret in the log */
-    unlink(v->cfg);
-    unlink(v->list);
-    unlink(v->log);
-    rmdir(v->dir);
+    assert_int_equal(dfx_log_count(&v->d, hex), 0); /* no secret in the log */
+    dfx_done(&v->d);
     fakedc_stop(v->dc);
     pfront_stop(v->front);
 }
@@ -164,8 +138,6 @@ static void scrape(struct v6 *v)
 static void test_ipv6_operator_features(void **state)
 {
     (void)state;
-    if (access(BINARY, X_OK) != 0)
-        skip();
     static struct v6 v;
     start(&v);
     struct pcli r[2];
@@ -187,10 +159,10 @@ static void test_ipv6_operator_features(void **state)
     assert_true(sample(&v, "tgproxy_acl_refused_connections_total{list=allowlist}") == 0);
 
     /* ::1 leaves the allowlist: new clients from it are closed at accept, unread */
-    write_text(v.list, "2001:db8::/32\n");
-    assert_int_equal(kill(v.pid, SIGHUP), 0);
-    assert_int_equal(pproc_log_wait(v.log, "reload: ", 1), 0);
-    assert_int_equal(pproc_log_count(v.log, "reload refused"), 0);
+    dfx_write(v.list, "2001:db8::/32\n");
+    dfx_signal(&v.d, SIGHUP);
+    dfx_wait_log(&v.d, "reload: ", 1);
+    assert_int_equal(dfx_log_count(&v.d, "reload refused"), 0);
     int fd = psock_connect_from("::1", v.port, 10000);
     assert_true(fd >= 0);
     uint8_t byte;

@@ -153,10 +153,21 @@ static void make_cert(SSL_CTX *ctx, const char *path, const char *key_path)
 }
 
 /* Wait (bounded) until the scout stamped want records. */
+struct stamps_want {
+    struct site *s;
+    uint64_t want;
+};
+
+static bool stamped(void *arg)
+{
+    const struct stamps_want *w = arg;
+    return __atomic_load_n(&w->s->stamps, __ATOMIC_ACQUIRE) >= w->want;
+}
+
 static void await_stamps(struct site *s, uint64_t want)
 {
-    for (int i = 0; i < 200000 && __atomic_load_n(&s->stamps, __ATOMIC_ACQUIRE) < want; i++)
-        usleep(25);
+    struct stamps_want w = {s, want};
+    tgtest_wait_until(stamped, &w, 5000);
 }
 
 static void serve(struct site *s, SSL *ssl)
@@ -389,6 +400,11 @@ static void test_scout_resolves_through_dns(void **state)
 }
 
 /* The raid thread fetches at start and publishes: generation 2, the site's sizes. */
+static bool second_profile(void *live)
+{
+    return doppel_live_gen(live) >= 2;
+}
+
 static void test_raid_thread_publishes(void **state)
 {
     (void)state;
@@ -401,8 +417,7 @@ static void test_raid_thread_publishes(void **state)
     cfg.doppel.repeats = 2;
     struct doppel_live *l = doppel_live_new(&cfg, NULL);
     assert_non_null(l);
-    for (int i = 0; i < 1000 && doppel_live_gen(l) < 2; i++)
-        usleep(10000);
+    tgtest_wait_until(second_profile, l, 10000);
     struct doppel_profile p;
     assert_int_equal(doppel_live_get(l, &p), 2);
     assert_int_equal(p.phases, 2);

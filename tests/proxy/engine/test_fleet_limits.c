@@ -73,19 +73,28 @@ static void relay(struct pcli *c, uint16_t port, uint32_t seed, const char *src,
 }
 
 /* A new client at port is served again (a whole relay), polled: bounded, about 10 s. */
+static bool served(void *port)
+{
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&F.h, PCLI_TLS);
+    o.timeout_ms = 2000;
+    bool ok = pcli_connect(&c, *(uint16_t *)port, &o) == 0 && pcli_echo(&c, 3, 4096, 0) == 0;
+    pcli_close(&c);
+    return ok;
+}
+
 static bool served_again(uint16_t port)
 {
-    for (int i = 0; i < 500; i++) {
-        struct pcli c;
-        struct pcli_opts o = pharness_client(&F.h, PCLI_TLS);
-        o.timeout_ms = 2000;
-        bool ok = pcli_connect(&c, port, &o) == 0 && pcli_echo(&c, 3, 4096, 0) == 0;
-        pcli_close(&c);
-        if (ok)
-            return true;
-        usleep(20000);
-    }
-    return false;
+    return tgtest_wait_until(served, &port, 10000);
+}
+
+/* A new hello to B is refused (fronted): pfleet_hello's 0. */
+static bool b_refuses(void *unused)
+{
+    (void)unused;
+    uint8_t hello[600];
+    size_t n = pcli_hello(hello, sizeof hello, F.h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
+    return pfleet_hello(F.port_b, NULL, hello, n) == 0;
 }
 
 static void test_max_connections_fleet_wide(void **state)
@@ -147,15 +156,7 @@ static void test_quota_fleet_wide(void **state)
     struct pcli a;
     relay(&a, F.port_a, 1, NULL, 128 * 1024); /* 256 KiB both ways > quota, through A */
     /* A folds and sends its bytes once a second; B then refuses new clients: poll, bounded */
-    int r = 1;
-    for (int i = 0; i < 100 && r != 0; i++) {
-        uint8_t hello[600];
-        size_t n = pcli_hello(hello, sizeof hello, F.h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
-        r = pfleet_hello(F.port_b, NULL, hello, n);
-        if (r != 0)
-            usleep(50000);
-    }
-    assert_int_equal(r, 0);
+    assert_true(tgtest_wait_until(b_refuses, NULL, 5000));
     struct stats sa, sb;
     assert_int_equal(pfleet_stats(&F, &sa, &sb), 0);
     assert_true(sb.limit_quota >= 1);

@@ -10,35 +10,13 @@
 #include "proxy/engine/limits.h"
 #include "proxy/config/quotafile.h"
 #include "proxy_client.h"
+#include "proxy_expect.h"
 #include "proxy_harness.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Send bytes on a raw socket; expect the fronting banner back and the fronting host to
-   have received exactly those bytes as its connection number idx. */
-static void expect_fronted_from(struct pharness *h, const char *src_ip, const uint8_t *bytes,
-                                size_t n, size_t idx)
-{
-    int fd = psock_connect_from(src_ip, h->port, 10000);
-    assert_true(fd >= 0);
-    assert_int_equal(psock_write_all(fd, bytes, n), 0);
-    char banner[sizeof PFRONT_BANNER - 1];
-    assert_int_equal(psock_read_all(fd, banner, sizeof banner), 0);
-    assert_memory_equal(banner, PFRONT_BANNER, sizeof banner);
-    assert_int_equal(pfront_wait(h->front, idx, n, 10000), 0);
-    uint8_t got[PFRONT_MAX_BYTES];
-    assert_int_equal(pfront_bytes(h->front, idx, got, sizeof got), (long)n);
-    assert_memory_equal(got, bytes, n);
-    close(fd);
-}
-
-static void expect_fronted(struct pharness *h, const uint8_t *bytes, size_t n, size_t idx)
-{
-    expect_fronted_from(h, NULL, bytes, n, idx);
-}
 
 static struct stats stats_of(struct pharness *h)
 {
@@ -72,7 +50,7 @@ static void test_expired_secret_fronted(void **state)
     assert_int_equal(pharness_start(&h, &o), 0);
     uint8_t hello[600];
     size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, now);
-    expect_fronted(&h, hello, n, 0);
+    pexpect_fronted(h.front, h.port, NULL, hello, n, 0);
 
     struct pcli c; /* dd: the 64-byte header goes to the site as it came */
     struct pcli_opts co = pharness_client(&h, PCLI_DD);
@@ -103,12 +81,7 @@ static void test_unexpired_secret_served(void **state)
 
 static bool closed_at_least(struct pharness *h, uint64_t n)
 {
-    for (int t = 0; t < 10000; t += 5) {
-        if (stats_of(h).closed >= n)
-            return true;
-        usleep(5000);
-    }
-    return false;
+    return pharness_wait_stat(h->srv, PHARNESS_STAT(closed), n, 10000);
 }
 
 /* max-connections = 2: a third client is fronted while two are open; once one closes, a
@@ -128,7 +101,7 @@ static void test_max_connections(void **state)
 
     uint8_t hello[600];
     size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
-    expect_fronted(&h, hello, n, 0);
+    pexpect_fronted(h.front, h.port, NULL, hello, n, 0);
     assert_int_equal(stats_of(&h).limit_connections, 1);
     uint8_t ping[100], pong[100]; /* the open two are untouched: a still echoes */
     memset(ping, 0x42, sizeof ping);
@@ -161,7 +134,7 @@ static void test_max_unique_ips(void **state)
     echo_ok_from(&h, PCLI_TLS, "127.0.0.3");
     uint8_t hello[600];
     size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
-    expect_fronted_from(&h, "127.0.0.4", hello, n, 0);
+    pexpect_fronted(h.front, h.port, "127.0.0.4", hello, n, 0);
     assert_int_equal(stats_of(&h).limit_unique_ips, 1);
     echo_ok_from(&h, PCLI_TLS, "127.0.0.2");
     echo_ok_from(&h, PCLI_TLS, "127.0.0.3");
@@ -196,7 +169,7 @@ static void test_quota(void **state)
     assert_true(closed_at_least(&h, 1));
     uint8_t hello[600];
     size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
-    expect_fronted(&h, hello, n, 0);
+    pexpect_fronted(h.front, h.port, NULL, hello, n, 0);
     struct stats st = stats_of(&h);
     assert_int_equal(st.limit_quota, 2); /* the relay ended, the handshake fronted */
     assert_true(st.bytes_up + st.bytes_down >= 100000);
@@ -375,7 +348,7 @@ static void test_quota_state_file(void **state)
     start_engine(&h);
     uint8_t hello[600];
     size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
-    expect_fronted(&h, hello, n, 0);
+    pexpect_fronted(h.front, h.port, NULL, hello, n, 0);
     assert_int_equal(stats_of(&h).limit_quota, 1);
     server_stop(h.srv);
     uint64_t used = e[0].used;
@@ -450,7 +423,7 @@ static void test_limits_across_reload(void **state)
     config_cleanup(&cfg);
     uint8_t hello[600];
     size_t n = pcli_hello(hello, sizeof hello, h.key, PHARNESS_DOMAIN, (int64_t)time(NULL));
-    expect_fronted(&h, hello, n, 0); /* a is still counted */
+    pexpect_fronted(h.front, h.port, NULL, hello, n, 0); /* a is still counted */
     assert_int_equal(stats_of(&h).limit_connections, 1);
     pcli_close(&a);
     assert_true(closed_at_least(&h, 2));

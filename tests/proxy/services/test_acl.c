@@ -355,6 +355,20 @@ static void url(char *out, size_t cap, const char *p)
     snprintf(out, cap, "https://localhost:%u%s", (unsigned)F->https_port, p);
 }
 
+/* The blocklist's stats (into *st) show at least want builds. */
+struct updates_want {
+    struct acl *acl;
+    struct acl_list_stats *st;
+    uint64_t want;
+};
+
+static bool updates_reached(void *arg)
+{
+    struct updates_want *w = arg;
+    acl_stats(w->acl, ACL_BLOCK, w->st);
+    return w->st->updates_ok >= w->want;
+}
+
 static void test_https_lists(void **state)
 {
     (void)state;
@@ -371,10 +385,8 @@ static void test_https_lists(void **state)
     assert_int_equal(acl_new(&cfg, 1, &acl, err, sizeof err), 0);
     /* the updater thread downloads both at once; wait for its build (bounded) */
     struct acl_list_stats st = {0};
-    for (int i = 0; i < 1000 && st.updates_ok < 2; i++) {
-        usleep(10000);
-        acl_stats(acl, ACL_BLOCK, &st);
-    }
+    struct updates_want uw = {acl, &st, 2};
+    tgtest_wait_until(updates_reached, &uw, 10000);
     assert_int_equal(st.updates_ok, 2); /* the build at start (no files: empty) and this one */
     assert_int_equal(st.updates_failed, 0);
     assert_int_equal(st.ranges, 3);
@@ -438,6 +450,17 @@ static bool server_holding(void)
 
 /* A reload while the updater's download stalls: acl_apply does not wait for the network,
    and the stale download, answered afterwards, does not overwrite what the reload built. */
+static bool holding(void *unused)
+{
+    (void)unused;
+    return server_holding();
+}
+
+static bool apply_done(void *job)
+{
+    return __atomic_load_n(&((struct apply_job *)job)->done, __ATOMIC_SEQ_CST);
+}
+
 static void test_apply_during_stalled_download(void **state)
 {
     (void)state;
@@ -459,15 +482,12 @@ static void test_apply_during_stalled_download(void **state)
     list_set(&b.blocklist, true, (const char *[]){ub, file}, 2);
     struct acl *acl = NULL;
     assert_int_equal(acl_new(&a, 1, &acl, err, sizeof err), 0);
-    for (int i = 0; i < 3000 && !server_holding(); i++) /* the updater's download arrives */
-        usleep(10000);
-    assert_true(server_holding());
+    assert_true(tgtest_wait_until(holding, NULL, 30000)); /* the updater's download arrives */
 
     struct apply_job j = {.acl = acl, .cfg = &b};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, apply_thread, &j), 0);
-    for (int i = 0; i < 3000 && !__atomic_load_n(&j.done, __ATOMIC_SEQ_CST); i++)
-        usleep(10000);
+    tgtest_wait_until(apply_done, &j, 30000);
     /* the apply finished while the server still holds the download's answer (asserted
        after the release, so a failure does not leave the server holding) */
     bool returned = __atomic_load_n(&j.done, __ATOMIC_SEQ_CST) && server_holding();
@@ -485,10 +505,8 @@ static void test_apply_during_stalled_download(void **state)
     assert_true(built);
     assert_int_equal(j.rc, 0);
     /* the stale result is dropped; then the new config's URL is fetched (404) and built */
-    for (int i = 0; i < 3000 && st.updates_ok <= ok; i++) {
-        usleep(10000);
-        acl_stats(acl, ACL_BLOCK, &st);
-    }
+    struct updates_want uw = {acl, &st, ok + 1};
+    tgtest_wait_until(updates_reached, &uw, 30000);
     assert_int_equal(st.updates_ok, ok + 1);
     assert_int_equal(st.updates_failed, 1);
     pthread_mutex_lock(&F->mu);

@@ -16,6 +16,7 @@
 #include "logcap.h"
 #include "proxy/services/doh.h"
 #include "proxy_client.h"
+#include "proxy_expect.h"
 #include "proxy_harness.h"
 #include "proxy_util.h"
 #include "tls_pki.h"
@@ -530,15 +531,8 @@ static void test_proxy_fronting_by_name(void **state)
     struct fx *f = *state;
     struct pharness h;
     proxy_start(&h, f, "dc.test", "front.test", f->port);
-    int fd = psock_connect(h.port, 2000);
-    assert_true(fd >= 0);
     static const char req[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
-    assert_int_equal(psock_write_all(fd, req, sizeof req - 1), 0);
-    char banner[sizeof PFRONT_BANNER - 1];
-    assert_int_equal(psock_read_all(fd, banner, sizeof banner), 0);
-    assert_memory_equal(banner, PFRONT_BANNER, sizeof banner);
-    close(fd);
-    assert_int_equal(pfront_wait(h.front, 0, sizeof req - 1, 2000), 0);
+    pexpect_fronted(h.front, h.port, NULL, req, sizeof req - 1, 0);
     assert_true(dohsrv_queries_for(f->srv, "front.test") >= 1);
     pharness_stop(&h);
 }
