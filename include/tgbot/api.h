@@ -11339,6 +11339,660 @@ TG_API tg_status tg_decode_input_media_group_item(tg_ctx *ctx, const char *json,
 TG_API tg_status tg_encode_input_media_group_item(tg_ctx *ctx, const tg_input_media_group_item *v,
                                                   char *buf, size_t cap, size_t *len);
 
+/* ---- asynchronous calls (tgbot/async.h) ----
+ *
+ * tg_async_<method>(a, params, done, user) submits the method without blocking and
+ * returns the call's id (0 when the handle cannot take it: done is then never
+ * called); params are copied. done runs exactly once, on the loop thread, with the
+ * status and error details in r and the typed result (NULL/0 unless r->status is
+ * TG_OK) in r->ctx's arena until it returns (tg_async_keep() keeps it). Methods
+ * whose result is True take a plain tg_async_fn. */
+typedef struct tg_async tg_async;
+typedef struct tg_async_result tg_async_result;
+typedef void (*tg_async_fn)(tg_async *a, const tg_async_result *r, void *user);
+typedef void (*tg_async_get_updates_fn)(tg_async *a, const tg_async_result *r, tg_update *result,
+                                        size_t count, void *user);
+TG_API uint64_t tg_async_get_updates(tg_async *a, const tg_get_updates_params *params,
+                                     tg_async_get_updates_fn done, void *user);
+TG_API uint64_t tg_async_set_webhook(tg_async *a, const tg_set_webhook_params *params,
+                                     tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_webhook(tg_async *a, const tg_delete_webhook_params *params,
+                                        tg_async_fn done, void *user);
+typedef void (*tg_async_get_webhook_info_fn)(tg_async *a, const tg_async_result *r,
+                                             tg_webhook_info *result, void *user);
+TG_API uint64_t tg_async_get_webhook_info(tg_async *a, tg_async_get_webhook_info_fn done,
+                                          void *user);
+typedef void (*tg_async_get_me_fn)(tg_async *a, const tg_async_result *r, tg_user *result,
+                                   void *user);
+TG_API uint64_t tg_async_get_me(tg_async *a, tg_async_get_me_fn done, void *user);
+TG_API uint64_t tg_async_log_out(tg_async *a, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_close(tg_async *a, tg_async_fn done, void *user);
+typedef void (*tg_async_send_message_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                         void *user);
+TG_API uint64_t tg_async_send_message(tg_async *a, const tg_send_message_params *params,
+                                      tg_async_send_message_fn done, void *user);
+typedef void (*tg_async_forward_message_fn)(tg_async *a, const tg_async_result *r,
+                                            tg_message *result, void *user);
+TG_API uint64_t tg_async_forward_message(tg_async *a, const tg_forward_message_params *params,
+                                         tg_async_forward_message_fn done, void *user);
+typedef void (*tg_async_forward_messages_fn)(tg_async *a, const tg_async_result *r,
+                                             tg_message_id *result, size_t count, void *user);
+TG_API uint64_t tg_async_forward_messages(tg_async *a, const tg_forward_messages_params *params,
+                                          tg_async_forward_messages_fn done, void *user);
+typedef void (*tg_async_copy_message_fn)(tg_async *a, const tg_async_result *r,
+                                         tg_message_id *result, void *user);
+TG_API uint64_t tg_async_copy_message(tg_async *a, const tg_copy_message_params *params,
+                                      tg_async_copy_message_fn done, void *user);
+typedef void (*tg_async_copy_messages_fn)(tg_async *a, const tg_async_result *r,
+                                          tg_message_id *result, size_t count, void *user);
+TG_API uint64_t tg_async_copy_messages(tg_async *a, const tg_copy_messages_params *params,
+                                       tg_async_copy_messages_fn done, void *user);
+typedef void (*tg_async_send_photo_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                       void *user);
+TG_API uint64_t tg_async_send_photo(tg_async *a, const tg_send_photo_params *params,
+                                    tg_async_send_photo_fn done, void *user);
+typedef void (*tg_async_send_live_photo_fn)(tg_async *a, const tg_async_result *r,
+                                            tg_message *result, void *user);
+TG_API uint64_t tg_async_send_live_photo(tg_async *a, const tg_send_live_photo_params *params,
+                                         tg_async_send_live_photo_fn done, void *user);
+typedef void (*tg_async_send_audio_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                       void *user);
+TG_API uint64_t tg_async_send_audio(tg_async *a, const tg_send_audio_params *params,
+                                    tg_async_send_audio_fn done, void *user);
+typedef void (*tg_async_send_document_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                          void *user);
+TG_API uint64_t tg_async_send_document(tg_async *a, const tg_send_document_params *params,
+                                       tg_async_send_document_fn done, void *user);
+typedef void (*tg_async_send_video_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                       void *user);
+TG_API uint64_t tg_async_send_video(tg_async *a, const tg_send_video_params *params,
+                                    tg_async_send_video_fn done, void *user);
+typedef void (*tg_async_send_animation_fn)(tg_async *a, const tg_async_result *r,
+                                           tg_message *result, void *user);
+TG_API uint64_t tg_async_send_animation(tg_async *a, const tg_send_animation_params *params,
+                                        tg_async_send_animation_fn done, void *user);
+typedef void (*tg_async_send_voice_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                       void *user);
+TG_API uint64_t tg_async_send_voice(tg_async *a, const tg_send_voice_params *params,
+                                    tg_async_send_voice_fn done, void *user);
+typedef void (*tg_async_send_video_note_fn)(tg_async *a, const tg_async_result *r,
+                                            tg_message *result, void *user);
+TG_API uint64_t tg_async_send_video_note(tg_async *a, const tg_send_video_note_params *params,
+                                         tg_async_send_video_note_fn done, void *user);
+typedef void (*tg_async_send_paid_media_fn)(tg_async *a, const tg_async_result *r,
+                                            tg_message *result, void *user);
+TG_API uint64_t tg_async_send_paid_media(tg_async *a, const tg_send_paid_media_params *params,
+                                         tg_async_send_paid_media_fn done, void *user);
+typedef void (*tg_async_send_media_group_fn)(tg_async *a, const tg_async_result *r,
+                                             tg_message *result, size_t count, void *user);
+TG_API uint64_t tg_async_send_media_group(tg_async *a, const tg_send_media_group_params *params,
+                                          tg_async_send_media_group_fn done, void *user);
+typedef void (*tg_async_send_location_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                          void *user);
+TG_API uint64_t tg_async_send_location(tg_async *a, const tg_send_location_params *params,
+                                       tg_async_send_location_fn done, void *user);
+typedef void (*tg_async_send_venue_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                       void *user);
+TG_API uint64_t tg_async_send_venue(tg_async *a, const tg_send_venue_params *params,
+                                    tg_async_send_venue_fn done, void *user);
+typedef void (*tg_async_send_contact_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                         void *user);
+TG_API uint64_t tg_async_send_contact(tg_async *a, const tg_send_contact_params *params,
+                                      tg_async_send_contact_fn done, void *user);
+typedef void (*tg_async_send_poll_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                      void *user);
+TG_API uint64_t tg_async_send_poll(tg_async *a, const tg_send_poll_params *params,
+                                   tg_async_send_poll_fn done, void *user);
+typedef void (*tg_async_send_checklist_fn)(tg_async *a, const tg_async_result *r,
+                                           tg_message *result, void *user);
+TG_API uint64_t tg_async_send_checklist(tg_async *a, const tg_send_checklist_params *params,
+                                        tg_async_send_checklist_fn done, void *user);
+typedef void (*tg_async_send_dice_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                      void *user);
+TG_API uint64_t tg_async_send_dice(tg_async *a, const tg_send_dice_params *params,
+                                   tg_async_send_dice_fn done, void *user);
+TG_API uint64_t tg_async_send_message_draft(tg_async *a, const tg_send_message_draft_params *params,
+                                            tg_async_fn done, void *user);
+TG_API uint64_t tg_async_send_chat_action(tg_async *a, const tg_send_chat_action_params *params,
+                                          tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_message_reaction(tg_async *a,
+                                              const tg_set_message_reaction_params *params,
+                                              tg_async_fn done, void *user);
+typedef void (*tg_async_get_user_profile_photos_fn)(tg_async *a, const tg_async_result *r,
+                                                    tg_user_profile_photos *result, void *user);
+TG_API uint64_t tg_async_get_user_profile_photos(tg_async *a,
+                                                 const tg_get_user_profile_photos_params *params,
+                                                 tg_async_get_user_profile_photos_fn done,
+                                                 void *user);
+typedef void (*tg_async_get_user_profile_audios_fn)(tg_async *a, const tg_async_result *r,
+                                                    tg_user_profile_audios *result, void *user);
+TG_API uint64_t tg_async_get_user_profile_audios(tg_async *a,
+                                                 const tg_get_user_profile_audios_params *params,
+                                                 tg_async_get_user_profile_audios_fn done,
+                                                 void *user);
+TG_API uint64_t tg_async_set_user_emoji_status(tg_async *a,
+                                               const tg_set_user_emoji_status_params *params,
+                                               tg_async_fn done, void *user);
+typedef void (*tg_async_get_file_fn)(tg_async *a, const tg_async_result *r, tg_file *result,
+                                     void *user);
+TG_API uint64_t tg_async_get_file(tg_async *a, const tg_get_file_params *params,
+                                  tg_async_get_file_fn done, void *user);
+TG_API uint64_t tg_async_ban_chat_member(tg_async *a, const tg_ban_chat_member_params *params,
+                                         tg_async_fn done, void *user);
+TG_API uint64_t tg_async_unban_chat_member(tg_async *a, const tg_unban_chat_member_params *params,
+                                           tg_async_fn done, void *user);
+TG_API uint64_t tg_async_restrict_chat_member(tg_async *a,
+                                              const tg_restrict_chat_member_params *params,
+                                              tg_async_fn done, void *user);
+TG_API uint64_t tg_async_promote_chat_member(tg_async *a,
+                                             const tg_promote_chat_member_params *params,
+                                             tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_chat_administrator_custom_title(
+    tg_async *a, const tg_set_chat_administrator_custom_title_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_set_chat_member_tag(tg_async *a,
+                                             const tg_set_chat_member_tag_params *params,
+                                             tg_async_fn done, void *user);
+TG_API uint64_t tg_async_ban_chat_sender_chat(tg_async *a,
+                                              const tg_ban_chat_sender_chat_params *params,
+                                              tg_async_fn done, void *user);
+TG_API uint64_t tg_async_unban_chat_sender_chat(tg_async *a,
+                                                const tg_unban_chat_sender_chat_params *params,
+                                                tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_chat_permissions(tg_async *a,
+                                              const tg_set_chat_permissions_params *params,
+                                              tg_async_fn done, void *user);
+typedef void (*tg_async_export_chat_invite_link_fn)(tg_async *a, const tg_async_result *r,
+                                                    const char *result, void *user);
+TG_API uint64_t tg_async_export_chat_invite_link(tg_async *a,
+                                                 const tg_export_chat_invite_link_params *params,
+                                                 tg_async_export_chat_invite_link_fn done,
+                                                 void *user);
+typedef void (*tg_async_create_chat_invite_link_fn)(tg_async *a, const tg_async_result *r,
+                                                    tg_chat_invite_link *result, void *user);
+TG_API uint64_t tg_async_create_chat_invite_link(tg_async *a,
+                                                 const tg_create_chat_invite_link_params *params,
+                                                 tg_async_create_chat_invite_link_fn done,
+                                                 void *user);
+typedef void (*tg_async_edit_chat_invite_link_fn)(tg_async *a, const tg_async_result *r,
+                                                  tg_chat_invite_link *result, void *user);
+TG_API uint64_t tg_async_edit_chat_invite_link(tg_async *a,
+                                               const tg_edit_chat_invite_link_params *params,
+                                               tg_async_edit_chat_invite_link_fn done, void *user);
+typedef void (*tg_async_create_chat_subscription_invite_link_fn)(tg_async *a,
+                                                                 const tg_async_result *r,
+                                                                 tg_chat_invite_link *result,
+                                                                 void *user);
+TG_API uint64_t tg_async_create_chat_subscription_invite_link(
+    tg_async *a, const tg_create_chat_subscription_invite_link_params *params,
+    tg_async_create_chat_subscription_invite_link_fn done, void *user);
+typedef void (*tg_async_edit_chat_subscription_invite_link_fn)(tg_async *a,
+                                                               const tg_async_result *r,
+                                                               tg_chat_invite_link *result,
+                                                               void *user);
+TG_API uint64_t tg_async_edit_chat_subscription_invite_link(
+    tg_async *a, const tg_edit_chat_subscription_invite_link_params *params,
+    tg_async_edit_chat_subscription_invite_link_fn done, void *user);
+typedef void (*tg_async_revoke_chat_invite_link_fn)(tg_async *a, const tg_async_result *r,
+                                                    tg_chat_invite_link *result, void *user);
+TG_API uint64_t tg_async_revoke_chat_invite_link(tg_async *a,
+                                                 const tg_revoke_chat_invite_link_params *params,
+                                                 tg_async_revoke_chat_invite_link_fn done,
+                                                 void *user);
+TG_API uint64_t tg_async_approve_chat_join_request(
+    tg_async *a, const tg_approve_chat_join_request_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_decline_chat_join_request(
+    tg_async *a, const tg_decline_chat_join_request_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_answer_chat_join_request_query(
+    tg_async *a, const tg_answer_chat_join_request_query_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_send_chat_join_request_web_app(
+    tg_async *a, const tg_send_chat_join_request_web_app_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_set_chat_photo(tg_async *a, const tg_set_chat_photo_params *params,
+                                        tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_chat_photo(tg_async *a, const tg_delete_chat_photo_params *params,
+                                           tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_chat_title(tg_async *a, const tg_set_chat_title_params *params,
+                                        tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_chat_description(tg_async *a,
+                                              const tg_set_chat_description_params *params,
+                                              tg_async_fn done, void *user);
+TG_API uint64_t tg_async_pin_chat_message(tg_async *a, const tg_pin_chat_message_params *params,
+                                          tg_async_fn done, void *user);
+TG_API uint64_t tg_async_unpin_chat_message(tg_async *a, const tg_unpin_chat_message_params *params,
+                                            tg_async_fn done, void *user);
+TG_API uint64_t tg_async_unpin_all_chat_messages(tg_async *a,
+                                                 const tg_unpin_all_chat_messages_params *params,
+                                                 tg_async_fn done, void *user);
+TG_API uint64_t tg_async_leave_chat(tg_async *a, const tg_leave_chat_params *params,
+                                    tg_async_fn done, void *user);
+typedef void (*tg_async_get_chat_fn)(tg_async *a, const tg_async_result *r,
+                                     tg_chat_full_info *result, void *user);
+TG_API uint64_t tg_async_get_chat(tg_async *a, const tg_get_chat_params *params,
+                                  tg_async_get_chat_fn done, void *user);
+typedef void (*tg_async_get_chat_administrators_fn)(tg_async *a, const tg_async_result *r,
+                                                    tg_chat_member *result, size_t count,
+                                                    void *user);
+TG_API uint64_t tg_async_get_chat_administrators(tg_async *a,
+                                                 const tg_get_chat_administrators_params *params,
+                                                 tg_async_get_chat_administrators_fn done,
+                                                 void *user);
+typedef void (*tg_async_get_chat_member_count_fn)(tg_async *a, const tg_async_result *r,
+                                                  int64_t result, void *user);
+TG_API uint64_t tg_async_get_chat_member_count(tg_async *a,
+                                               const tg_get_chat_member_count_params *params,
+                                               tg_async_get_chat_member_count_fn done, void *user);
+typedef void (*tg_async_get_chat_member_fn)(tg_async *a, const tg_async_result *r,
+                                            const tg_chat_member *result, void *user);
+TG_API uint64_t tg_async_get_chat_member(tg_async *a, const tg_get_chat_member_params *params,
+                                         tg_async_get_chat_member_fn done, void *user);
+typedef void (*tg_async_get_user_personal_chat_messages_fn)(tg_async *a, const tg_async_result *r,
+                                                            tg_message *result, size_t count,
+                                                            void *user);
+TG_API uint64_t tg_async_get_user_personal_chat_messages(
+    tg_async *a, const tg_get_user_personal_chat_messages_params *params,
+    tg_async_get_user_personal_chat_messages_fn done, void *user);
+TG_API uint64_t tg_async_set_chat_sticker_set(tg_async *a,
+                                              const tg_set_chat_sticker_set_params *params,
+                                              tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_chat_sticker_set(tg_async *a,
+                                                 const tg_delete_chat_sticker_set_params *params,
+                                                 tg_async_fn done, void *user);
+typedef void (*tg_async_get_forum_topic_icon_stickers_fn)(tg_async *a, const tg_async_result *r,
+                                                          tg_sticker *result, size_t count,
+                                                          void *user);
+TG_API uint64_t tg_async_get_forum_topic_icon_stickers(
+    tg_async *a, tg_async_get_forum_topic_icon_stickers_fn done, void *user);
+typedef void (*tg_async_create_forum_topic_fn)(tg_async *a, const tg_async_result *r,
+                                               tg_forum_topic *result, void *user);
+TG_API uint64_t tg_async_create_forum_topic(tg_async *a, const tg_create_forum_topic_params *params,
+                                            tg_async_create_forum_topic_fn done, void *user);
+TG_API uint64_t tg_async_edit_forum_topic(tg_async *a, const tg_edit_forum_topic_params *params,
+                                          tg_async_fn done, void *user);
+TG_API uint64_t tg_async_close_forum_topic(tg_async *a, const tg_close_forum_topic_params *params,
+                                           tg_async_fn done, void *user);
+TG_API uint64_t tg_async_reopen_forum_topic(tg_async *a, const tg_reopen_forum_topic_params *params,
+                                            tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_forum_topic(tg_async *a, const tg_delete_forum_topic_params *params,
+                                            tg_async_fn done, void *user);
+TG_API uint64_t tg_async_unpin_all_forum_topic_messages(
+    tg_async *a, const tg_unpin_all_forum_topic_messages_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_edit_general_forum_topic(tg_async *a,
+                                                  const tg_edit_general_forum_topic_params *params,
+                                                  tg_async_fn done, void *user);
+TG_API uint64_t tg_async_close_general_forum_topic(
+    tg_async *a, const tg_close_general_forum_topic_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_reopen_general_forum_topic(
+    tg_async *a, const tg_reopen_general_forum_topic_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_hide_general_forum_topic(tg_async *a,
+                                                  const tg_hide_general_forum_topic_params *params,
+                                                  tg_async_fn done, void *user);
+TG_API uint64_t tg_async_unhide_general_forum_topic(
+    tg_async *a, const tg_unhide_general_forum_topic_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_unpin_all_general_forum_topic_messages(
+    tg_async *a, const tg_unpin_all_general_forum_topic_messages_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_answer_callback_query(tg_async *a,
+                                               const tg_answer_callback_query_params *params,
+                                               tg_async_fn done, void *user);
+typedef void (*tg_async_answer_guest_query_fn)(tg_async *a, const tg_async_result *r,
+                                               tg_sent_guest_message *result, void *user);
+TG_API uint64_t tg_async_answer_guest_query(tg_async *a, const tg_answer_guest_query_params *params,
+                                            tg_async_answer_guest_query_fn done, void *user);
+typedef void (*tg_async_get_user_chat_boosts_fn)(tg_async *a, const tg_async_result *r,
+                                                 tg_user_chat_boosts *result, void *user);
+TG_API uint64_t tg_async_get_user_chat_boosts(tg_async *a,
+                                              const tg_get_user_chat_boosts_params *params,
+                                              tg_async_get_user_chat_boosts_fn done, void *user);
+typedef void (*tg_async_get_business_connection_fn)(tg_async *a, const tg_async_result *r,
+                                                    tg_business_connection *result, void *user);
+TG_API uint64_t tg_async_get_business_connection(tg_async *a,
+                                                 const tg_get_business_connection_params *params,
+                                                 tg_async_get_business_connection_fn done,
+                                                 void *user);
+typedef void (*tg_async_get_managed_bot_token_fn)(tg_async *a, const tg_async_result *r,
+                                                  const char *result, void *user);
+TG_API uint64_t tg_async_get_managed_bot_token(tg_async *a,
+                                               const tg_get_managed_bot_token_params *params,
+                                               tg_async_get_managed_bot_token_fn done, void *user);
+typedef void (*tg_async_replace_managed_bot_token_fn)(tg_async *a, const tg_async_result *r,
+                                                      const char *result, void *user);
+TG_API uint64_t
+tg_async_replace_managed_bot_token(tg_async *a, const tg_replace_managed_bot_token_params *params,
+                                   tg_async_replace_managed_bot_token_fn done, void *user);
+typedef void (*tg_async_get_managed_bot_access_settings_fn)(tg_async *a, const tg_async_result *r,
+                                                            tg_bot_access_settings *result,
+                                                            void *user);
+TG_API uint64_t tg_async_get_managed_bot_access_settings(
+    tg_async *a, const tg_get_managed_bot_access_settings_params *params,
+    tg_async_get_managed_bot_access_settings_fn done, void *user);
+TG_API uint64_t tg_async_set_managed_bot_access_settings(
+    tg_async *a, const tg_set_managed_bot_access_settings_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_set_my_commands(tg_async *a, const tg_set_my_commands_params *params,
+                                         tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_my_commands(tg_async *a, const tg_delete_my_commands_params *params,
+                                            tg_async_fn done, void *user);
+typedef void (*tg_async_get_my_commands_fn)(tg_async *a, const tg_async_result *r,
+                                            tg_bot_command *result, size_t count, void *user);
+TG_API uint64_t tg_async_get_my_commands(tg_async *a, const tg_get_my_commands_params *params,
+                                         tg_async_get_my_commands_fn done, void *user);
+TG_API uint64_t tg_async_set_my_name(tg_async *a, const tg_set_my_name_params *params,
+                                     tg_async_fn done, void *user);
+typedef void (*tg_async_get_my_name_fn)(tg_async *a, const tg_async_result *r, tg_bot_name *result,
+                                        void *user);
+TG_API uint64_t tg_async_get_my_name(tg_async *a, const tg_get_my_name_params *params,
+                                     tg_async_get_my_name_fn done, void *user);
+TG_API uint64_t tg_async_set_my_description(tg_async *a, const tg_set_my_description_params *params,
+                                            tg_async_fn done, void *user);
+typedef void (*tg_async_get_my_description_fn)(tg_async *a, const tg_async_result *r,
+                                               tg_bot_description *result, void *user);
+TG_API uint64_t tg_async_get_my_description(tg_async *a, const tg_get_my_description_params *params,
+                                            tg_async_get_my_description_fn done, void *user);
+TG_API uint64_t tg_async_set_my_short_description(tg_async *a,
+                                                  const tg_set_my_short_description_params *params,
+                                                  tg_async_fn done, void *user);
+typedef void (*tg_async_get_my_short_description_fn)(tg_async *a, const tg_async_result *r,
+                                                     tg_bot_short_description *result, void *user);
+TG_API uint64_t tg_async_get_my_short_description(tg_async *a,
+                                                  const tg_get_my_short_description_params *params,
+                                                  tg_async_get_my_short_description_fn done,
+                                                  void *user);
+TG_API uint64_t tg_async_set_my_profile_photo(tg_async *a,
+                                              const tg_set_my_profile_photo_params *params,
+                                              tg_async_fn done, void *user);
+TG_API uint64_t tg_async_remove_my_profile_photo(tg_async *a, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_chat_menu_button(tg_async *a,
+                                              const tg_set_chat_menu_button_params *params,
+                                              tg_async_fn done, void *user);
+typedef void (*tg_async_get_chat_menu_button_fn)(tg_async *a, const tg_async_result *r,
+                                                 const tg_menu_button *result, void *user);
+TG_API uint64_t tg_async_get_chat_menu_button(tg_async *a,
+                                              const tg_get_chat_menu_button_params *params,
+                                              tg_async_get_chat_menu_button_fn done, void *user);
+TG_API uint64_t tg_async_set_my_default_administrator_rights(
+    tg_async *a, const tg_set_my_default_administrator_rights_params *params, tg_async_fn done,
+    void *user);
+typedef void (*tg_async_get_my_default_administrator_rights_fn)(
+    tg_async *a, const tg_async_result *r, tg_chat_administrator_rights *result, void *user);
+TG_API uint64_t tg_async_get_my_default_administrator_rights(
+    tg_async *a, const tg_get_my_default_administrator_rights_params *params,
+    tg_async_get_my_default_administrator_rights_fn done, void *user);
+typedef void (*tg_async_get_available_gifts_fn)(tg_async *a, const tg_async_result *r,
+                                                tg_gifts *result, void *user);
+TG_API uint64_t tg_async_get_available_gifts(tg_async *a, tg_async_get_available_gifts_fn done,
+                                             void *user);
+TG_API uint64_t tg_async_send_gift(tg_async *a, const tg_send_gift_params *params, tg_async_fn done,
+                                   void *user);
+TG_API uint64_t tg_async_gift_premium_subscription(
+    tg_async *a, const tg_gift_premium_subscription_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_verify_user(tg_async *a, const tg_verify_user_params *params,
+                                     tg_async_fn done, void *user);
+TG_API uint64_t tg_async_verify_chat(tg_async *a, const tg_verify_chat_params *params,
+                                     tg_async_fn done, void *user);
+TG_API uint64_t tg_async_remove_user_verification(tg_async *a,
+                                                  const tg_remove_user_verification_params *params,
+                                                  tg_async_fn done, void *user);
+TG_API uint64_t tg_async_remove_chat_verification(tg_async *a,
+                                                  const tg_remove_chat_verification_params *params,
+                                                  tg_async_fn done, void *user);
+TG_API uint64_t tg_async_read_business_message(tg_async *a,
+                                               const tg_read_business_message_params *params,
+                                               tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_business_messages(tg_async *a,
+                                                  const tg_delete_business_messages_params *params,
+                                                  tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_business_account_name(
+    tg_async *a, const tg_set_business_account_name_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_business_account_username(
+    tg_async *a, const tg_set_business_account_username_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_set_business_account_bio(tg_async *a,
+                                                  const tg_set_business_account_bio_params *params,
+                                                  tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_business_account_profile_photo(
+    tg_async *a, const tg_set_business_account_profile_photo_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_remove_business_account_profile_photo(
+    tg_async *a, const tg_remove_business_account_profile_photo_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_set_business_account_gift_settings(
+    tg_async *a, const tg_set_business_account_gift_settings_params *params, tg_async_fn done,
+    void *user);
+typedef void (*tg_async_get_business_account_star_balance_fn)(tg_async *a, const tg_async_result *r,
+                                                              tg_star_amount *result, void *user);
+TG_API uint64_t tg_async_get_business_account_star_balance(
+    tg_async *a, const tg_get_business_account_star_balance_params *params,
+    tg_async_get_business_account_star_balance_fn done, void *user);
+TG_API uint64_t tg_async_transfer_business_account_stars(
+    tg_async *a, const tg_transfer_business_account_stars_params *params, tg_async_fn done,
+    void *user);
+typedef void (*tg_async_get_business_account_gifts_fn)(tg_async *a, const tg_async_result *r,
+                                                       tg_owned_gifts *result, void *user);
+TG_API uint64_t
+tg_async_get_business_account_gifts(tg_async *a, const tg_get_business_account_gifts_params *params,
+                                    tg_async_get_business_account_gifts_fn done, void *user);
+typedef void (*tg_async_get_user_gifts_fn)(tg_async *a, const tg_async_result *r,
+                                           tg_owned_gifts *result, void *user);
+TG_API uint64_t tg_async_get_user_gifts(tg_async *a, const tg_get_user_gifts_params *params,
+                                        tg_async_get_user_gifts_fn done, void *user);
+typedef void (*tg_async_get_chat_gifts_fn)(tg_async *a, const tg_async_result *r,
+                                           tg_owned_gifts *result, void *user);
+TG_API uint64_t tg_async_get_chat_gifts(tg_async *a, const tg_get_chat_gifts_params *params,
+                                        tg_async_get_chat_gifts_fn done, void *user);
+TG_API uint64_t tg_async_convert_gift_to_stars(tg_async *a,
+                                               const tg_convert_gift_to_stars_params *params,
+                                               tg_async_fn done, void *user);
+TG_API uint64_t tg_async_upgrade_gift(tg_async *a, const tg_upgrade_gift_params *params,
+                                      tg_async_fn done, void *user);
+TG_API uint64_t tg_async_transfer_gift(tg_async *a, const tg_transfer_gift_params *params,
+                                       tg_async_fn done, void *user);
+typedef void (*tg_async_post_story_fn)(tg_async *a, const tg_async_result *r, tg_story *result,
+                                       void *user);
+TG_API uint64_t tg_async_post_story(tg_async *a, const tg_post_story_params *params,
+                                    tg_async_post_story_fn done, void *user);
+typedef void (*tg_async_repost_story_fn)(tg_async *a, const tg_async_result *r, tg_story *result,
+                                         void *user);
+TG_API uint64_t tg_async_repost_story(tg_async *a, const tg_repost_story_params *params,
+                                      tg_async_repost_story_fn done, void *user);
+typedef void (*tg_async_edit_story_fn)(tg_async *a, const tg_async_result *r, tg_story *result,
+                                       void *user);
+TG_API uint64_t tg_async_edit_story(tg_async *a, const tg_edit_story_params *params,
+                                    tg_async_edit_story_fn done, void *user);
+TG_API uint64_t tg_async_delete_story(tg_async *a, const tg_delete_story_params *params,
+                                      tg_async_fn done, void *user);
+typedef void (*tg_async_answer_web_app_query_fn)(tg_async *a, const tg_async_result *r,
+                                                 tg_sent_web_app_message *result, void *user);
+TG_API uint64_t tg_async_answer_web_app_query(tg_async *a,
+                                              const tg_answer_web_app_query_params *params,
+                                              tg_async_answer_web_app_query_fn done, void *user);
+typedef void (*tg_async_save_prepared_inline_message_fn)(tg_async *a, const tg_async_result *r,
+                                                         tg_prepared_inline_message *result,
+                                                         void *user);
+TG_API uint64_t tg_async_save_prepared_inline_message(
+    tg_async *a, const tg_save_prepared_inline_message_params *params,
+    tg_async_save_prepared_inline_message_fn done, void *user);
+typedef void (*tg_async_save_prepared_keyboard_button_fn)(tg_async *a, const tg_async_result *r,
+                                                          tg_prepared_keyboard_button *result,
+                                                          void *user);
+TG_API uint64_t tg_async_save_prepared_keyboard_button(
+    tg_async *a, const tg_save_prepared_keyboard_button_params *params,
+    tg_async_save_prepared_keyboard_button_fn done, void *user);
+typedef void (*tg_async_edit_message_text_fn)(tg_async *a, const tg_async_result *r,
+                                              tg_message *result, void *user);
+TG_API uint64_t tg_async_edit_message_text(tg_async *a, const tg_edit_message_text_params *params,
+                                           tg_async_edit_message_text_fn done, void *user);
+typedef void (*tg_async_edit_message_caption_fn)(tg_async *a, const tg_async_result *r,
+                                                 tg_message *result, void *user);
+TG_API uint64_t tg_async_edit_message_caption(tg_async *a,
+                                              const tg_edit_message_caption_params *params,
+                                              tg_async_edit_message_caption_fn done, void *user);
+typedef void (*tg_async_edit_message_media_fn)(tg_async *a, const tg_async_result *r,
+                                               tg_message *result, void *user);
+TG_API uint64_t tg_async_edit_message_media(tg_async *a, const tg_edit_message_media_params *params,
+                                            tg_async_edit_message_media_fn done, void *user);
+typedef void (*tg_async_edit_message_live_location_fn)(tg_async *a, const tg_async_result *r,
+                                                       tg_message *result, void *user);
+TG_API uint64_t
+tg_async_edit_message_live_location(tg_async *a, const tg_edit_message_live_location_params *params,
+                                    tg_async_edit_message_live_location_fn done, void *user);
+typedef void (*tg_async_stop_message_live_location_fn)(tg_async *a, const tg_async_result *r,
+                                                       tg_message *result, void *user);
+TG_API uint64_t
+tg_async_stop_message_live_location(tg_async *a, const tg_stop_message_live_location_params *params,
+                                    tg_async_stop_message_live_location_fn done, void *user);
+typedef void (*tg_async_edit_message_checklist_fn)(tg_async *a, const tg_async_result *r,
+                                                   tg_message *result, void *user);
+TG_API uint64_t tg_async_edit_message_checklist(tg_async *a,
+                                                const tg_edit_message_checklist_params *params,
+                                                tg_async_edit_message_checklist_fn done,
+                                                void *user);
+typedef void (*tg_async_edit_message_reply_markup_fn)(tg_async *a, const tg_async_result *r,
+                                                      tg_message *result, void *user);
+TG_API uint64_t
+tg_async_edit_message_reply_markup(tg_async *a, const tg_edit_message_reply_markup_params *params,
+                                   tg_async_edit_message_reply_markup_fn done, void *user);
+typedef void (*tg_async_stop_poll_fn)(tg_async *a, const tg_async_result *r, tg_poll *result,
+                                      void *user);
+TG_API uint64_t tg_async_stop_poll(tg_async *a, const tg_stop_poll_params *params,
+                                   tg_async_stop_poll_fn done, void *user);
+TG_API uint64_t tg_async_edit_ephemeral_message_text(
+    tg_async *a, const tg_edit_ephemeral_message_text_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_edit_ephemeral_message_media(
+    tg_async *a, const tg_edit_ephemeral_message_media_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_edit_ephemeral_message_caption(
+    tg_async *a, const tg_edit_ephemeral_message_caption_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_edit_ephemeral_message_reply_markup(
+    tg_async *a, const tg_edit_ephemeral_message_reply_markup_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_approve_suggested_post(tg_async *a,
+                                                const tg_approve_suggested_post_params *params,
+                                                tg_async_fn done, void *user);
+TG_API uint64_t tg_async_decline_suggested_post(tg_async *a,
+                                                const tg_decline_suggested_post_params *params,
+                                                tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_message(tg_async *a, const tg_delete_message_params *params,
+                                        tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_messages(tg_async *a, const tg_delete_messages_params *params,
+                                         tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_ephemeral_message(tg_async *a,
+                                                  const tg_delete_ephemeral_message_params *params,
+                                                  tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_message_reaction(tg_async *a,
+                                                 const tg_delete_message_reaction_params *params,
+                                                 tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_all_message_reactions(
+    tg_async *a, const tg_delete_all_message_reactions_params *params, tg_async_fn done,
+    void *user);
+typedef void (*tg_async_send_sticker_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                         void *user);
+TG_API uint64_t tg_async_send_sticker(tg_async *a, const tg_send_sticker_params *params,
+                                      tg_async_send_sticker_fn done, void *user);
+typedef void (*tg_async_get_sticker_set_fn)(tg_async *a, const tg_async_result *r,
+                                            tg_sticker_set *result, void *user);
+TG_API uint64_t tg_async_get_sticker_set(tg_async *a, const tg_get_sticker_set_params *params,
+                                         tg_async_get_sticker_set_fn done, void *user);
+typedef void (*tg_async_get_custom_emoji_stickers_fn)(tg_async *a, const tg_async_result *r,
+                                                      tg_sticker *result, size_t count, void *user);
+TG_API uint64_t
+tg_async_get_custom_emoji_stickers(tg_async *a, const tg_get_custom_emoji_stickers_params *params,
+                                   tg_async_get_custom_emoji_stickers_fn done, void *user);
+typedef void (*tg_async_upload_sticker_file_fn)(tg_async *a, const tg_async_result *r,
+                                                tg_file *result, void *user);
+TG_API uint64_t tg_async_upload_sticker_file(tg_async *a,
+                                             const tg_upload_sticker_file_params *params,
+                                             tg_async_upload_sticker_file_fn done, void *user);
+TG_API uint64_t tg_async_create_new_sticker_set(tg_async *a,
+                                                const tg_create_new_sticker_set_params *params,
+                                                tg_async_fn done, void *user);
+TG_API uint64_t tg_async_add_sticker_to_set(tg_async *a, const tg_add_sticker_to_set_params *params,
+                                            tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_sticker_position_in_set(
+    tg_async *a, const tg_set_sticker_position_in_set_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_delete_sticker_from_set(tg_async *a,
+                                                 const tg_delete_sticker_from_set_params *params,
+                                                 tg_async_fn done, void *user);
+TG_API uint64_t tg_async_replace_sticker_in_set(tg_async *a,
+                                                const tg_replace_sticker_in_set_params *params,
+                                                tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_sticker_emoji_list(tg_async *a,
+                                                const tg_set_sticker_emoji_list_params *params,
+                                                tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_sticker_keywords(tg_async *a,
+                                              const tg_set_sticker_keywords_params *params,
+                                              tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_sticker_mask_position(
+    tg_async *a, const tg_set_sticker_mask_position_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_sticker_set_title(tg_async *a,
+                                               const tg_set_sticker_set_title_params *params,
+                                               tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_sticker_set_thumbnail(
+    tg_async *a, const tg_set_sticker_set_thumbnail_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_custom_emoji_sticker_set_thumbnail(
+    tg_async *a, const tg_set_custom_emoji_sticker_set_thumbnail_params *params, tg_async_fn done,
+    void *user);
+TG_API uint64_t tg_async_delete_sticker_set(tg_async *a, const tg_delete_sticker_set_params *params,
+                                            tg_async_fn done, void *user);
+typedef void (*tg_async_send_rich_message_fn)(tg_async *a, const tg_async_result *r,
+                                              tg_message *result, void *user);
+TG_API uint64_t tg_async_send_rich_message(tg_async *a, const tg_send_rich_message_params *params,
+                                           tg_async_send_rich_message_fn done, void *user);
+TG_API uint64_t tg_async_send_rich_message_draft(tg_async *a,
+                                                 const tg_send_rich_message_draft_params *params,
+                                                 tg_async_fn done, void *user);
+TG_API uint64_t tg_async_answer_inline_query(tg_async *a,
+                                             const tg_answer_inline_query_params *params,
+                                             tg_async_fn done, void *user);
+typedef void (*tg_async_send_invoice_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                         void *user);
+TG_API uint64_t tg_async_send_invoice(tg_async *a, const tg_send_invoice_params *params,
+                                      tg_async_send_invoice_fn done, void *user);
+typedef void (*tg_async_create_invoice_link_fn)(tg_async *a, const tg_async_result *r,
+                                                const char *result, void *user);
+TG_API uint64_t tg_async_create_invoice_link(tg_async *a,
+                                             const tg_create_invoice_link_params *params,
+                                             tg_async_create_invoice_link_fn done, void *user);
+TG_API uint64_t tg_async_answer_shipping_query(tg_async *a,
+                                               const tg_answer_shipping_query_params *params,
+                                               tg_async_fn done, void *user);
+TG_API uint64_t tg_async_answer_pre_checkout_query(
+    tg_async *a, const tg_answer_pre_checkout_query_params *params, tg_async_fn done, void *user);
+typedef void (*tg_async_get_my_star_balance_fn)(tg_async *a, const tg_async_result *r,
+                                                tg_star_amount *result, void *user);
+TG_API uint64_t tg_async_get_my_star_balance(tg_async *a, tg_async_get_my_star_balance_fn done,
+                                             void *user);
+typedef void (*tg_async_get_star_transactions_fn)(tg_async *a, const tg_async_result *r,
+                                                  tg_star_transactions *result, void *user);
+TG_API uint64_t tg_async_get_star_transactions(tg_async *a,
+                                               const tg_get_star_transactions_params *params,
+                                               tg_async_get_star_transactions_fn done, void *user);
+TG_API uint64_t tg_async_refund_star_payment(tg_async *a,
+                                             const tg_refund_star_payment_params *params,
+                                             tg_async_fn done, void *user);
+TG_API uint64_t tg_async_edit_user_star_subscription(
+    tg_async *a, const tg_edit_user_star_subscription_params *params, tg_async_fn done, void *user);
+TG_API uint64_t tg_async_set_passport_data_errors(tg_async *a,
+                                                  const tg_set_passport_data_errors_params *params,
+                                                  tg_async_fn done, void *user);
+typedef void (*tg_async_send_game_fn)(tg_async *a, const tg_async_result *r, tg_message *result,
+                                      void *user);
+TG_API uint64_t tg_async_send_game(tg_async *a, const tg_send_game_params *params,
+                                   tg_async_send_game_fn done, void *user);
+typedef void (*tg_async_set_game_score_fn)(tg_async *a, const tg_async_result *r,
+                                           tg_message *result, void *user);
+TG_API uint64_t tg_async_set_game_score(tg_async *a, const tg_set_game_score_params *params,
+                                        tg_async_set_game_score_fn done, void *user);
+typedef void (*tg_async_get_game_high_scores_fn)(tg_async *a, const tg_async_result *r,
+                                                 tg_game_high_score *result, size_t count,
+                                                 void *user);
+TG_API uint64_t tg_async_get_game_high_scores(tg_async *a,
+                                              const tg_get_game_high_scores_params *params,
+                                              tg_async_get_game_high_scores_fn done, void *user);
+
 #ifdef __cplusplus
 }
 #endif

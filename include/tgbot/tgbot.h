@@ -28,6 +28,7 @@
 #include "tgbot/types.h"
 #include "tgbot/api.h"
 #include "tgbot/client.h"
+#include "tgbot/async.h"
 #include "tgbot/codec.h"
 #include "tgbot/storage.h"
 #include "tgbot/dispatch.h"

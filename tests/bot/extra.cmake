@@ -50,6 +50,13 @@ foreach(name test_client test_client_files test_client_flood test_client_methods
     endif()
 endforeach()
 
+# The generated method walk of test_client_methods once more through the asynchronous client.
+if(TARGET bot_test_client_methods)
+    add_test(NAME bot/test_client_methods@async COMMAND bot_test_client_methods)
+    set_tests_properties(bot/test_client_methods@async PROPERTIES TIMEOUT 300
+        ENVIRONMENT "TGKIT_SHARED_DIR=${TGKIT_SHARED_DIR};TGKIT_TEST_TRANSPORT=async")
+endif()
+
 # The ABI guard: exported symbols of libtgbot.so match abi/libtgbot.symbols (docs/abi.md).
 add_test(NAME bot/abi_symbols
     COMMAND ${CMAKE_SOURCE_DIR}/scripts/abi-symbols.sh check $<TARGET_FILE:tgbot>

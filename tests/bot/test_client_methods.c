@@ -6,6 +6,10 @@
  * (a minimal valid result synthesised from the result descriptor) and one API error,
  * asserting the method path, that the body is a JSON object carrying every required
  * parameter, and the decoded status.
+ *
+ * TGKIT_TEST_TRANSPORT=async (ctest bot/test_client_methods@async) runs the walk again with
+ * every call submitted through the asynchronous client (tgbot/async.h) on its own loop: the
+ * same cases, the same assertions, the error details read from the completed call's ctx.
  */
 #include "tgtest.h"
 
@@ -15,6 +19,7 @@
 
 #include "bot/codec/codec.h"
 #include "bot/codec/method.h"
+#include "bot/client/async_call.h"
 #include "bot_server.h"
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -445,10 +450,49 @@ static void check_body(const tg__method *m, const bot_request *r)
 static alignas(max_align_t) unsigned char params[8192];
 static alignas(max_align_t) unsigned char out[8192];
 
+/* The async run: one handle, and the ctx of the last completed call (kept, so its error
+ * details and decoded result outlive the callback). */
+static tg_async *g_async;
+static tg_ctx *g_async_ctx;
+static tg_status g_async_st;
+static int g_async_calls;
+
+static bool async_run(void)
+{
+    const char *t = getenv("TGKIT_TEST_TRANSPORT");
+    return t && strcmp(t, "async") == 0;
+}
+
+static void on_async(tg_async *a, const tg_async_result *r, void *user)
+{
+    const tg__method *m = user;
+    g_async_calls++;
+    g_async_st = r->status;
+    if (r->result)
+        memcpy(out, r->result, tg__async_out_size(m));
+    tg_ctx_free(g_async_ctx);
+    g_async_ctx = tg_async_keep(a, r);
+}
+
+/* The ctx holding the last call's error: the fixture's, or the async call's. */
+static tg_ctx *err_ctx(bot_fx *f)
+{
+    return g_async ? g_async_ctx : f->ctx;
+}
+
 static tg_status call_m(bot_fx *f, const tg__method *m)
 {
     memset(out, 0, sizeof out);
-    return tg__call(f->ctx, m, m->params_desc ? params : NULL, out);
+    if (!g_async)
+        return tg__call(f->ctx, m, m->params_desc ? params : NULL, out);
+    g_async_calls = 0;
+    uint64_t id = tg__async_call(g_async, m, m->params_desc ? params : NULL, NULL,
+                                 (void (*)(void))on_async, (void *)m);
+    assert_true(id != 0);
+    for (int i = 0; i < 100000 && tg_async_pending(g_async) > 0; i++)
+        assert_true(tg_async_run_once(g_async, 100) >= 0);
+    assert_int_equal(g_async_calls, 1); /* exactly one completion */
+    return g_async_st;
 }
 
 /* Success: path, JSON body with every required parameter, decoded result. */
@@ -459,7 +503,7 @@ static void method_success(bot_fx *f, const tg__method *m, tg__buf *b, const cha
     bot_server_set_reply(f->srv, m->name, 200, tg__buf_cstr(b));
     tg_status st = call_m(f, m);
     if (st != TG_OK)
-        fail_msg("%s: %s (reply %s)", m->name, tg_ctx_errmsg(f->ctx), tg__buf_cstr(b));
+        fail_msg("%s: %s (reply %s)", m->name, tg_ctx_errmsg(err_ctx(f)), tg__buf_cstr(b));
     const bot_request *r = bot_server_last(f->srv);
     assert_string_equal(r->path, path);
     assert_string_equal(r->content_type, "application/json");
@@ -473,8 +517,8 @@ static void method_failures(bot_fx *f, const tg__method *m, const char *path)
     size_t before = bot_server_count(f->srv, m->name);
     bot_server_push_error(f->srv, m->name, 403, "Forbidden: bot was blocked by the user");
     assert_int_equal(call_m(f, m), TG_ERR_API);
-    assert_int_equal(tg_ctx_error(f->ctx)->error_code, 403);
-    assert_string_equal(tg_ctx_error(f->ctx)->method, m->name);
+    assert_int_equal(tg_ctx_error(err_ctx(f))->error_code, 403);
+    assert_string_equal(tg_ctx_error(err_ctx(f))->method, m->name);
     assert_string_equal(bot_server_last(f->srv)->path, path);
     /* 429 without retry_after: backed off and retried once, then the success */
     bot_server_push_raw(f->srv, m->name, 429, NULL,
@@ -482,12 +526,12 @@ static void method_failures(bot_fx *f, const tg__method *m, const char *path)
     assert_int_equal(call_m(f, m), TG_OK);
     bot_server_push_raw(f->srv, m->name, 502, "text/html", "<html>502 Bad Gateway</html>");
     assert_int_equal(call_m(f, m), TG_ERR_HTTP);
-    assert_int_equal(tg_ctx_error(f->ctx)->http_status, 502);
+    assert_int_equal(tg_ctx_error(err_ctx(f))->http_status, 502);
     bot_server_push_raw(f->srv, m->name, 200, NULL, "{\"ok\":true,\"result\":");
     assert_int_equal(call_m(f, m), TG_ERR_DECODE);
     bot_server_push_raw(f->srv, m->name, 200, NULL, "{\"ok\":true,\"result\":12.5}");
     assert_int_equal(call_m(f, m), TG_ERR_DECODE);
-    assert_true(strncmp(tg_ctx_error(f->ctx)->json_path, "result", 6) == 0);
+    assert_true(strncmp(tg_ctx_error(err_ctx(f))->json_path, "result", 6) == 0);
     bot_server_push(
         f->srv, m->name,
         &(bot_action){.kind = BOT_ACT_CLOSE_MID, .body = "{\"ok\":true,\"result\":true}"});
@@ -504,7 +548,7 @@ static void method_failures(bot_fx *f, const tg__method *m, const char *path)
         const void *saved = *(const void **)(void *)(params + fd->off);
         *(const void **)(void *)(params + fd->off) = NULL;
         assert_int_equal(call_m(f, m), TG_ERR_INVALID);
-        assert_non_null(strstr(tg_ctx_errmsg(f->ctx), fd->name));
+        assert_non_null(strstr(tg_ctx_errmsg(err_ctx(f)), fd->name));
         *(const void **)(void *)(params + fd->off) = saved;
         break;
     }
@@ -519,6 +563,11 @@ static void test_every_method(void **state)
     char path[128];
     size_t ok = 0;
     tg_ctx_set_retry_policy(f->ctx, &(tg_retry_policy){.backoff_base_ms = 1});
+    if (async_run()) {
+        g_async = tg_async_new(f->bot, NULL);
+        assert_non_null(g_async);
+        tg_async_set_retry_policy(g_async, &(tg_retry_policy){.backoff_base_ms = 1});
+    }
     for (size_t i = 0; i < tg__method_count; i++) {
         const tg__method *m = tg__methods[i];
         const tg__type *pt = m->params_desc;
@@ -535,6 +584,17 @@ static void test_every_method(void **state)
     assert_int_equal(ok, tg__method_count);
     assert_true(tg__method_count > 100);
     tg__buf_cleanup(&b);
+    if (g_async) {
+        tg_async_stats st;
+        tg_async_get_stats(g_async, &st);
+        assert_int_equal(st.submitted, st.completed);
+        assert_true(st.completed >= 7 * tg__method_count);
+        fprintf(stderr, "async walk: %llu calls completed\n", (unsigned long long)st.completed);
+        tg_async_free(g_async);
+        tg_ctx_free(g_async_ctx);
+        g_async = NULL;
+        g_async_ctx = NULL;
+    }
 }
 
 int main(void)
@@ -547,5 +607,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_method, setup, teardown),
     };
+    if (async_run()) { /* the walk only: the hand-written cases are the blocking API's */
+        const struct CMUnitTest walk[] = {
+            cmocka_unit_test_setup_teardown(test_every_method, setup, teardown),
+        };
+        return cmocka_run_group_tests(walk, NULL, NULL);
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

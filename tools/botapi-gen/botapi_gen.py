@@ -12,6 +12,7 @@ the model (model.py), and writes
     src/bot/api/types.gen.c     type and union descriptors, hash indexes, registry
     src/bot/api/enums.gen.c     open string sets
     src/bot/api/methods.gen.c   params descriptors, method table, wrappers
+    src/bot/api/async.gen.c     tg_async_<method>: the asynchronous wrappers
     src/bot/api/codec.gen.c     tg_decode_<type> / tg_encode_<type> (the public codec)
 under --out-dir (default: the repository root). Output is deterministic.
 Python 3 standard library only.
@@ -279,7 +280,91 @@ extern "C" {{
         for m in self.m["methods"]:
             out.append(self.method_proto(m) + ";\n")
         out.append(self.codec_protos())
+        out.append(self.async_protos())
         out.append("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n")
+        return "".join(out)
+
+    # ---- asynchronous calls: tg_async_<method> (tgbot/async.h) ----
+    def async_result(self, m):
+        """(callback result parameters, trampoline body) of m, or None for True results."""
+        rkind, outdecl, _ = self.result_shape(m)
+        if rkind == "TG__R_TRUE":
+            return None
+        prims = {"int64_t *out": ("int64_t", "0"), "const char **out": ("const char *", "NULL"),
+                 "bool *out": ("bool", "false"), "double *out": ("double", "0")}
+        if rkind == "TG__R_ARRAY":
+            t = outdecl.split(" **")[0]
+            return (f"{t} *result, size_t count",
+                    "    const tg__array_out *o = r->result;\n"
+                    f"    CB(a, r, o ? ({t} *)o->items : NULL, o ? o->count : 0, user);\n")
+        if outdecl in prims:
+            t, zero = prims[outdecl]
+            sep = "" if t.endswith("*") else " "
+            return (f"{t}{sep}result",
+                    f"    {t} const *o = r->result;\n    CB(a, r, o ? *o : {zero}, user);\n")
+        if outdecl.endswith(" **out"):
+            t = outdecl.split(" **")[0]
+            return (f"{t} *result",
+                    f"    {t} *const *o = r->result;\n    CB(a, r, o ? *o : NULL, user);\n")
+        t = outdecl.split(" *")[0]  # a union, decoded in place
+        return (f"const {t} *result", f"    CB(a, r, (const {t} *)r->result, user);\n")
+
+    def async_cb_type(self, m):
+        return f"tg_async_{snake(m['name'])}_fn" if self.async_result(m) else "tg_async_fn"
+
+    def async_proto(self, m):
+        args = ["tg_async *a"]
+        if m["params"]:
+            args.append(f"const {self.ct(m['name'])}_params *params")
+        args.append(f"{self.async_cb_type(m)} done")
+        args.append("void *user")
+        return f"uint64_t tg_async_{snake(m['name'])}({', '.join(args)})"
+
+    def async_protos(self):
+        out = ["\n/* ---- asynchronous calls (tgbot/async.h) ----\n"
+               " *\n"
+               " * tg_async_<method>(a, params, done, user) submits the method without blocking and\n"
+               " * returns the call's id (0 when the handle cannot take it: done is then never\n"
+               " * called); params are copied. done runs exactly once, on the loop thread, with the\n"
+               " * status and error details in r and the typed result (NULL/0 unless r->status is\n"
+               " * TG_OK) in r->ctx's arena until it returns (tg_async_keep() keeps it). Methods\n"
+               " * whose result is True take a plain tg_async_fn. */\n"
+               "typedef struct tg_async tg_async;\n"
+               "typedef struct tg_async_result tg_async_result;\n"
+               "typedef void (*tg_async_fn)(tg_async *a, const tg_async_result *r, void *user);\n"]
+        for m in self.m["methods"]:
+            res = self.async_result(m)
+            if res:
+                out.append(f"typedef void (*{self.async_cb_type(m)})(tg_async *a, "
+                           f"const tg_async_result *r, {res[0]}, void *user);\n")
+            out.append(f"TG_API {self.async_proto(m)};\n")
+        return "".join(out)
+
+    def emit_async_c(self):
+        out = [banner(self.version), """/*
+ * async.gen.c: one tg_async_<method> per Bot API method; each hands its call to
+ * tg__async_call() (src/bot/client/async.c) with a trampoline that gives the typed callback
+ * its typed result.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bot/api/api.gen.h"
+#include "bot/client/async_call.h"
+"""]
+        for m in self.m["methods"]:
+            sn = snake(m["name"])
+            res = self.async_result(m)
+            p = "params" if m["params"] else "NULL"
+            tramp = "NULL"
+            if res:
+                cb = f"(({self.async_cb_type(m)})fn)"
+                out.append(f"\nstatic void t_{sn}(tg_async *a, const tg_async_result *r, "
+                           f"void (*fn)(void), void *user)\n{{\n"
+                           + res[1].replace("CB(", cb + "(") + "}\n")
+                tramp = f"t_{sn}"
+            out.append(f"\n{self.async_proto(m)}\n{{\n    return tg__async_call(a, &tg__m_{sn}, "
+                       f"{p}, {tramp}, (void (*)(void))done, user);\n}}\n")
         return "".join(out)
 
     def codec_protos(self):
@@ -812,6 +897,7 @@ def main(argv=None):
             "src/bot/api/enums.gen.c": g.emit_enums_c(),
             "src/bot/api/methods.gen.c": g.emit_methods_c(),
             "src/bot/api/codec.gen.c": g.emit_codec_c(),
+            "src/bot/api/async.gen.c": g.emit_async_c(),
         }
     except M.ModelError as e:
         print(f"botapi-gen: {page}: {e}", file=sys.stderr)

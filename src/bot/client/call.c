@@ -230,7 +230,7 @@ static int64_t username_key(const char *s, size_t n)
 }
 
 /* The chat a send-like call goes to: from the JSON body or the chat_id form field. */
-static bool chat_key(tg_ctx *ctx, const struct tg__call_req *r, int64_t *key)
+bool tg__call_chat_key(tg_ctx *ctx, const struct tg__call_req *r, int64_t *key)
 {
     char v[128];
     long n = -1;
@@ -259,7 +259,7 @@ static tg_status flood_wait(tg_ctx *ctx, const struct tg__call_req *r)
 {
     tg_bot *bot = ctx->bot;
     int64_t key;
-    if (!bot->flood.opt.enabled || !tg__flood_applies(r->method) || !chat_key(ctx, r, &key))
+    if (!bot->flood.opt.enabled || !tg__flood_applies(r->method) || !tg__call_chat_key(ctx, r, &key))
         return TG_OK;
     int64_t now = (int64_t)(tg__now_ns() / 1000);
     int64_t at = tg__flood_reserve(&bot->flood, key, key < 0, now);
@@ -398,16 +398,27 @@ static tg_status raw_begin(tg_ctx *ctx, const char *method)
     return tg__ctx_begin(ctx, method);
 }
 
+tg_status tg__raw_prepare(tg_ctx *ctx, const char *method, const char **json_params, size_t *len)
+{
+    tg_status st = raw_begin(ctx, method);
+    if (st == TG_OK)
+        st = raw_params(ctx, json_params, len);
+    if (st == TG_OK)
+        st = raw_required(ctx, method, NULL, 0);
+    return st;
+}
+
+tg_status tg__raw_result(tg_ctx *ctx, const char **result, size_t *result_len)
+{
+    return raw_result(ctx, result, result_len);
+}
+
 static tg_status call_raw(tg_ctx *ctx, const char *method, const char *json_params, size_t len,
                           const char **result_json, size_t *result_len)
 {
     if (!ctx)
         return TG_ERR_INVALID;
-    tg_status st = raw_begin(ctx, method);
-    if (st == TG_OK)
-        st = raw_params(ctx, &json_params, &len);
-    if (st == TG_OK)
-        st = raw_required(ctx, method, NULL, 0);
+    tg_status st = tg__raw_prepare(ctx, method, &json_params, &len);
     if (st != TG_OK)
         return st;
     struct tg__call_req r = {.method = method, .body = json_params, .body_len = len};

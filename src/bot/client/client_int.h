@@ -12,6 +12,8 @@
  *                pool; lean_body.c writes its multipart bodies, http1.c parses its answers
  *   download.c   getFile and file downloads
  *   method.c     tg__call, the entry point of the generated method wrappers
+ *   async.c      the asynchronous client (tgbot/async.h): calls on timers and a loop;
+ *                async_conn.c its non-blocking connections (insides in async_int.h)
  *
  * Invariants: the token only ever lives in bot->token, bot->api_prefix, bot->file_prefix and
  * ctx->url; it is registered with bot->log so anything logged is scrubbed, and every error
@@ -237,6 +239,21 @@ tg_status tg__ctx_url(tg_ctx *ctx, const char *prefix, size_t prefix_len, const 
 tg_status tg__call_envelope(tg_ctx *ctx, bool keep_source, enum tg__outcome *out);
 /* Record a transport failure (res->status != TG_OK) and classify it for the retry policy. */
 tg_status tg__ctx_transport_error(tg_ctx *ctx, const tg_http_result *res, enum tg__outcome *out);
+/* The chat a send-like call goes to (JSON body or chat_id form field); false if none.
+ * Parses into ctx->doc. */
+bool tg__call_chat_key(tg_ctx *ctx, const struct tg__call_req *r, int64_t *key);
+/* tg_call_raw's checks: method name, params JSON (NULL/"" becomes "{}"), the required
+ * parameters of a known method; the call is begun on ctx (error cleared, method set). */
+tg_status tg__raw_prepare(tg_ctx *ctx, const char *method, const char **json_params, size_t *len);
+/* Copy "result" of the parsed answer into the arena (tg_call_raw's out). */
+tg_status tg__raw_result(tg_ctx *ctx, const char **result, size_t *result_len);
+/* The typed call path, split for the async client (method.c): begin the call, check the
+ * required params, encode them into ctx->req (multipart fields and parts when uploading)
+ * and fill *r; then, after tg__call_exec's work, decode "result" into out. */
+struct tg__method;
+tg_status tg__method_prepare(tg_ctx *ctx, const struct tg__method *m, const void *params,
+                             struct tg__call_req *r);
+tg_status tg__method_decode(tg_ctx *ctx, const struct tg__method *m, void *out);
 /* Check file parts before sending (one source each; paths readable). */
 tg_status tg__check_files(tg_ctx *ctx, const tg_file_part *files, size_t nfiles);
 /* Turn the members of the JSON object json[0..len) into form fields in the ctx arena.

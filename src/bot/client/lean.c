@@ -54,25 +54,7 @@
 #include "core/str.h"
 
 #define SLICE_MS   100 /* blocking I/O wakes this often to check cancel and deadline */
-#define POOL_LIMIT 64  /* idle connections kept at most */
 
-struct tg__lean_pool {
-    pthread_mutex_t mu;
-    const tg_bot *bot;
-    bool tls;
-    bool host_is_ip;
-    char host[256]; /* without brackets */
-    char port[8];
-    char authority[280]; /* Host header: host[:port] as in the base URL */
-    size_t origin_len;   /* "scheme://authority" length: URLs start with it */
-    SSL_CTX *ssl_ctx;
-    bool ssl_tried;
-    int ssl_code;
-    char ssl_err[200];
-    SSL_SESSION *session; /* last session a server gave, for resumption */
-    struct lean_sock **idle;
-    size_t nidle, max;
-};
 
 struct lean_conn {
     tg_bot *bot;
@@ -182,8 +164,9 @@ static void sock_close(struct lean_sock *s)
     tg__free(s);
 }
 
-const char *tg__lean_pool_new(tg_bot *bot)
+const char *tg__lean_pool_make(const tg_bot *bot, struct tg__lean_pool **out)
 {
+    *out = NULL;
     if (bot->proxy)
         return "options: the lean transport (tg_transport_lean) does not support proxies; "
                "use the default libcurl transport with proxy";
@@ -191,7 +174,8 @@ const char *tg__lean_pool_new(tg_bot *bot)
     if (!p)
         return "out of memory";
     p->bot = bot;
-    p->max = bot->max_connections < POOL_LIMIT ? bot->max_connections : POOL_LIMIT;
+    p->max = bot->max_connections < TG__LEAN_POOL_LIMIT ? bot->max_connections
+                                                        : TG__LEAN_POOL_LIMIT;
     const char *why = parse_base(p, bot->base_url);
     if (!why && !(p->idle = tg__calloc(p->max, sizeof *p->idle)))
         why = "out of memory";
@@ -200,13 +184,12 @@ const char *tg__lean_pool_new(tg_bot *bot)
         return why;
     }
     pthread_mutex_init(&p->mu, NULL);
-    bot->lean = p;
+    *out = p;
     return NULL;
 }
 
-void tg__lean_pool_free(tg_bot *bot)
+void tg__lean_pool_destroy(struct tg__lean_pool *p)
 {
-    struct tg__lean_pool *p = bot->lean;
     if (!p)
         return;
     for (size_t i = 0; i < p->nidle; i++)
@@ -218,6 +201,16 @@ void tg__lean_pool_free(tg_bot *bot)
     pthread_mutex_destroy(&p->mu);
     tg__free(p->idle);
     tg__free(p);
+}
+
+const char *tg__lean_pool_new(tg_bot *bot)
+{
+    return tg__lean_pool_make(bot, &bot->lean);
+}
+
+void tg__lean_pool_free(tg_bot *bot)
+{
+    tg__lean_pool_destroy(bot->lean);
     bot->lean = NULL;
 }
 
@@ -345,7 +338,7 @@ static void ssl_ctx_make(struct tg__lean_pool *p)
 }
 
 /* An SSL for fd with SNI, host name (or IP) verification and the last session. */
-static SSL *ssl_new(struct tg__lean_pool *p, int fd, struct lean_io *io)
+SSL *tg__lean_ssl_new(struct tg__lean_pool *p, int fd, struct lean_io *io)
 {
     pthread_mutex_lock(&p->mu);
     if (!p->ssl_tried)
@@ -379,7 +372,7 @@ static SSL *ssl_new(struct tg__lean_pool *p, int fd, struct lean_io *io)
 
 static int tls_handshake(struct tg__lean_pool *p, struct lean_sock *s, struct lean_io *io)
 {
-    if (!(s->ssl = ssl_new(p, s->fd, io)))
+    if (!(s->ssl = tg__lean_ssl_new(p, s->fd, io)))
         return -1;
     for (int spins = 0; spins < 1 << 20; spins++) {
         ERR_clear_error();
@@ -536,6 +529,12 @@ int tg__lean_send2(struct lean_io *io, const void *a, size_t an, const void *b, 
 {
     struct iovec iov[2] = {{(void *)a, an}, {(void *)b, bn}};
     size_t total = an + bn;
+    if (io->capture) { /* rendering a request into memory (the async client) */
+        if (tg__buf_append(io->capture, a, an) != 0 || tg__buf_append(io->capture, b, bn) != 0)
+            return tg__lean_fail(io, LEAN_E_NOMEM, "no memory for the request body");
+        io->sent_bytes += total;
+        return 0;
+    }
     if (io->s->ssl) {
         if (tls_write(io, a, an) != 0)
             return -1;

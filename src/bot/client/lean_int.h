@@ -37,6 +37,32 @@ enum {
 #define LEAN_CHUNK  65536  /* bytes: upload pieces */
 #define LEAN_DIRECT 262144 /* bytes: most received into the answer buffer per read */
 
+#define TG__LEAN_POOL_LIMIT 64 /* idle connections kept at most */
+
+/* The bot's pool (lean.c): the parsed base URL, the TLS context and the idle connections.
+ * The async client makes one of its own (for the URL and TLS parts). */
+struct tg__lean_pool {
+    pthread_mutex_t mu;
+    const tg_bot *bot;
+    bool tls;
+    bool host_is_ip;
+    char host[256]; /* without brackets */
+    char port[8];
+    char authority[280]; /* Host header: host[:port] as in the base URL */
+    size_t origin_len;   /* "scheme://authority" length: URLs start with it */
+    SSL_CTX *ssl_ctx;
+    bool ssl_tried;
+    int ssl_code;
+    char ssl_err[200];
+    SSL_SESSION *session; /* last session a server gave, for resumption */
+    struct lean_sock **idle;
+    size_t nidle, max;
+};
+
+/* Make a pool for bot's base URL (proxy refused): NULL, or why not (static string). */
+const char *tg__lean_pool_make(const tg_bot *bot, struct tg__lean_pool **out);
+void tg__lean_pool_destroy(struct tg__lean_pool *p); /* NULL-safe */
+
 /* One connection: a socket, its TLS state and its read buffer. */
 struct lean_sock {
     int fd;
@@ -59,7 +85,12 @@ struct lean_io {
     void *cancel_user;
     uint64_t sent_bytes; /* request bytes handed to the kernel / TLS */
     tg_http_result *res;
+    tg__buf *capture; /* non-NULL: "sending" appends to it instead (no socket) */
 };
+
+/* An SSL for fd (non-blocking or not) with SNI, host name (or IP) verification and the
+ * pool's last session; NULL with io's result filled. Thread-safe. */
+SSL *tg__lean_ssl_new(struct tg__lean_pool *p, int fd, struct lean_io *io);
 
 /* Fill res with a failure (msg formatted; status from code). Returns -1. */
 int tg__lean_fail(struct lean_io *io, int code, const char *fmt, ...)

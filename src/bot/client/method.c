@@ -98,7 +98,7 @@ static tg_status prepare_uploads(tg_ctx *ctx, const tg__method *m, const void *p
     return TG_OK;
 }
 
-static tg_status decode(tg_ctx *ctx, const tg__method *m, void *out)
+tg_status tg__method_decode(tg_ctx *ctx, const tg__method *m, void *out)
 {
     tg__jerr jerr = {.tok = UINT32_MAX};
     tg_status st = tg__codec_decode_result(m, &ctx->doc, ctx->result_tok, &ctx->arena, out, &jerr);
@@ -111,10 +111,9 @@ static tg_status decode(tg_ctx *ctx, const tg__method *m, void *out)
     return tg__ctx_fail(ctx, TG_ERR_DECODE, "%s: %s", tg__buf_cstr(&ctx->errpath), jerr.msg);
 }
 
-static tg_status call_method(tg_ctx *ctx, const tg__method *m, const void *params, void *out)
+tg_status tg__method_prepare(tg_ctx *ctx, const tg__method *m, const void *params,
+                             struct tg__call_req *r)
 {
-    if (!ctx)
-        return TG_ERR_INVALID;
     if (!m || !m->name)
         return tg__ctx_fail(ctx, TG_ERR_INVALID, "no method given");
     tg_status st = tg__ctx_begin(ctx, m->name);
@@ -125,14 +124,23 @@ static tg_status call_method(tg_ctx *ctx, const tg__method *m, const void *param
         return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: required parameter %s is missing",
                             missing);
     st = encode(ctx, m, params);
-    struct tg__call_req r = {
+    *r = (struct tg__call_req){
         .method = m->name, .body = ctx->req.data, .body_len = ctx->req.len, .keep_source = true};
     if (st == TG_OK)
-        st = prepare_uploads(ctx, m, params, &r);
+        st = prepare_uploads(ctx, m, params, r);
+    return st;
+}
+
+static tg_status call_method(tg_ctx *ctx, const tg__method *m, const void *params, void *out)
+{
+    if (!ctx)
+        return TG_ERR_INVALID;
+    struct tg__call_req r;
+    tg_status st = tg__method_prepare(ctx, m, params, &r);
     if (st == TG_OK)
         st = tg__call_exec(ctx, &r);
     if (st == TG_OK)
-        st = decode(ctx, m, out);
+        st = tg__method_decode(ctx, m, out);
     return st;
 }
 
