@@ -132,11 +132,16 @@ static void vformat_at(const struct loader *ld, const struct toml_kv *kv, struct
 static void vformat_at(const struct loader *ld, const struct toml_kv *kv, struct toml_pos at,
                        char *out, size_t cap, const char *fmt, va_list ap)
 {
-    int n = snprintf(out, cap, "%s:%u:%u: %s%s%.*s: ", ld->name, (unsigned)at.line,
-                     (unsigned)at.col, ld->prefix, ld->prefix[0] ? "." : "",
-                     (int)(kv->key_len > 64 ? 64 : kv->key_len), kv->key);
-    if (n >= 0 && (size_t)n < cap)
-        vsnprintf(out + n, cap - (size_t)n, fmt, ap);
+    int at_len = snprintf(out, cap, "%s:%u:%u: ", ld->name, (unsigned)at.line, (unsigned)at.col);
+    if (at_len < 0 || (size_t)at_len >= cap)
+        return;
+    int n = snprintf(out + at_len, cap - (size_t)at_len, "%s%s%.*s: ", ld->prefix,
+                     ld->prefix[0] ? "." : "", (int)(kv->key_len > 64 ? 64 : kv->key_len), kv->key);
+    if (n >= 0 && (size_t)(at_len + n) < cap)
+        vsnprintf(out + at_len + n, cap - (size_t)(at_len + n), fmt, ap);
+    /* keys and the values a message quotes may be a secret pasted in the wrong place, not
+       in the log's scrub list yet (a reload logs this before its secrets are known) */
+    secret_redact(out + at_len);
 }
 
 static int key_err(struct loader *ld, const struct toml_kv *kv, const char *fmt, ...)
@@ -642,6 +647,10 @@ static int k_secrets(struct loader *ld, const struct toml_kv *self)
                          "bad label, expected 1..%d of letters, digits, '_', '-', "
                          "'.'",
                          CONFIG_LABEL_MAX - 1);
+        else if (secret_lookalike(kv->key, kv->key_len))
+            rc = key_err(ld, kv,
+                         "this label looks like a secret (labels are shown in logs, metrics "
+                         "and links), expected a name such as \"alice\" = \"<the secret>\"");
         else
             rc = add_secret_value(ld, kv, kv->key);
     }

@@ -18,6 +18,7 @@
 #include "proxy/config/toml.h"
 
 #include "core/str.h"
+#include "proxy/wire/secret.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -70,6 +71,7 @@ __attribute__((format(printf, 3, 4))) static int fail_at(struct parser *ps, stru
     va_start(ap, fmt);
     vsnprintf(ps->err + n, ps->errlen - (size_t)n, fmt, ap);
     va_end(ap);
+    secret_redact(ps->err + n); /* a key may be a secret pasted in the wrong place */
     return -1;
 }
 

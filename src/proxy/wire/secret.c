@@ -203,3 +203,94 @@ size_t secret_scrub_forms(const struct secret *s, char out[SECRET_FORMS_MAX][SEC
     memset(bin, 0, sizeof bin);
     return k;
 }
+
+/* ---- redaction of secret-like text ---- */
+
+/* The characters of every text form: hex, both base64 alphabets, padding. */
+static bool form_char(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           c == '+' || c == '/' || c == '_' || c == '-' || c == '=';
+}
+
+static bool hex_char(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+enum { CL_DIGIT = 1, CL_LOWER = 2, CL_UPPER = 4 };
+
+static unsigned char_class(unsigned char c)
+{
+    return c >= '0' && c <= '9' ? CL_DIGIT : c >= 'a' && c <= 'z' ? CL_LOWER
+                                         : c >= 'A' && c <= 'Z'   ? CL_UPPER
+                                                                  : 0;
+}
+
+/* Whether the word w[0..n) (form characters only) is a secret, or looks like part of one. */
+static bool word_suspect(const char *w, size_t n)
+{
+    unsigned all = 0, hex_cl = 0, b64_cl = 0;
+    size_t hex = 0, b64 = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)w[i];
+        unsigned cl = char_class(c);
+        all |= cl;
+        hex = hex_char(c) ? hex + 1 : 0;
+        hex_cl = hex ? hex_cl | cl : 0;
+        if (hex >= 16 && (hex_cl & CL_DIGIT) && (hex_cl & (CL_LOWER | CL_UPPER)))
+            return true; /* every hex form holds the key's 32 digits */
+        b64 = cl || c == '_' || c == '-' ? b64 + 1 : 0;
+        b64_cl = b64 ? b64_cl | cl : 0;
+        if (b64 >= 20 && b64_cl == (CL_DIGIT | CL_LOWER | CL_UPPER))
+            return true;
+    }
+    bool mixed = (all & (all - 1)) != 0; /* two classes or more */
+    if (n < 22 || !mixed)                 /* 22: base64 of a bare key, the shortest form */
+        return false;
+    struct secret s;
+    bool ok = secret_parse(w, n, &s, NULL, 0) == 0;
+    memset(&s, 0, sizeof s);
+    return ok;
+}
+
+/* The next suspect word of s[0..n) at or after *at: its start, and its length in *len. */
+static bool next_suspect(const char *s, size_t n, size_t *at, size_t *len)
+{
+    size_t i = *at;
+    while (i < n) {
+        while (i < n && !form_char((unsigned char)s[i]))
+            i++;
+        size_t start = i;
+        while (i < n && form_char((unsigned char)s[i]))
+            i++;
+        if (i > start && word_suspect(s + start, i - start)) {
+            *at = start;
+            *len = i - start;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool secret_lookalike(const char *s, size_t n)
+{
+    size_t at = 0, len = 0;
+    return next_suspect(s, n, &at, &len);
+}
+
+size_t secret_redact(char *text)
+{
+    static const char mark[] = "[REDACTED]";
+    size_t n = strlen(text), at = 0, len = 0, count = 0;
+    while (next_suspect(text, n, &at, &len)) {
+        /* a suspect word has at least 16 characters: the mark never makes the text longer */
+        memset(text + at, 0, len);
+        memcpy(text + at, mark, sizeof mark - 1);
+        memmove(text + at + sizeof mark - 1, text + at + len, n - at - len + 1);
+        n -= len - (sizeof mark - 1);
+        at += sizeof mark - 1;
+        count++;
+    }
+    return count;
+}

@@ -54,6 +54,18 @@ int secret_bytes(const struct secret *s, uint8_t *out, size_t cap);
 #define SECRET_FORM_CAP  272 /* base64 of 0xee || K || a 182-byte domain, with NUL */
 size_t secret_scrub_forms(const struct secret *s, char out[SECRET_FORMS_MAX][SECRET_FORM_CAP]);
 
+/* Replace, in place, every part of the NUL-terminated text that could be a secret or a
+   piece of one by "[REDACTED]": a word (a run of hex and base64 characters) that
+   secret_parse accepts and that mixes character classes (so "tolerate-time-skewness", which
+   decodes as base64, stays), a run of 16 or more hex digits holding letters and digits, or a
+   run of 20 or more base64url characters holding digits and both cases. For messages about
+   text a user typed (config errors): a secret pasted in the wrong place is not in the log's
+   scrub list yet. Returns how many parts were replaced. */
+size_t secret_redact(char *text);
+
+/* Whether s[0..n) holds a part secret_redact would replace. */
+bool secret_lookalike(const char *s, size_t n);
+
 /* Check that d[0..n) is an acceptable ee domain (DNS name, not an IP literal, 1..182 bytes).
    Returns NULL if fine, else a static reason. Used by secret_parse and by config code that
    takes key and domain separately. */

@@ -739,6 +739,58 @@ static void test_errors(void **state)
     }
 }
 
+/* A secret pasted where it does not belong (a bare line, a key, a label, a table name, a
+   value a message quotes; each @ of a place) never comes back in the error, in any of its
+   forms: on a reload that error is logged before the file's secrets are in the log's scrub
+   list. */
+static void test_errors_never_echo_secrets(void **state)
+{
+    (void)state;
+    static const char *const forms[] = {
+        KEY_A, /* classic */
+        DD_A,
+        EE_A,
+        "EEB00EBB678BF4D454A4AE053927CEB06E6578616D706C652E636F6D",
+        EE_A_B64,
+        "7rAOu2eL9NRUpK4FOSfOsG5leGFtcGxlLmNvbQ==", /* padded */
+        "sA67Z4v01FSkrgU5J86w", /* base64url of the key, cut short */
+        "eeb00ebb678bf4d454a4ae05", /* hex, cut short */
+    };
+    static const char *const places[] = {
+        "[secrets]\n@\n",
+        "[secrets]\n@ = \"" EE_A "\"\n",
+        "[secrets]\n\"@\" = \"" EE_A "\"\n",
+        "[secrets]\nmain = \"" EE_A "\"\n@ = 1\n",
+        "[secrets]\nmain = \"" EE_A "\"\n@ = \"x\"\n@ = \"y\"\n",
+        "@\n",
+        "@ = \"127.0.0.1:443\"\n",
+        "[@]\nx = 1\n",
+        "[secrets]\nmain = \"" EE_A "\"\n[limits.@]\nmax-connections = 1\n",
+        "[secrets]\nmain = \"" EE_A "\"\n[domain-fronting]\nhost = \"@:443\"\n",
+        "[secrets]\nmain = \"" EE_A "\"\n[network]\nproxies = [\"socks5://@\"]\n",
+        "log-level = \"@\"\n",
+    };
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        for (size_t p = 0; p < sizeof places / sizeof places[0]; p++) {
+            char text[1024], err[512] = "";
+            const char *form = forms[f];
+            size_t n = (size_t)snprintf(text, sizeof text, "bind-to = \"127.0.0.1:8443\"\n");
+            for (const char *t = places[p]; *t && n + strlen(form) + 2 < sizeof text; t++)
+                n += (size_t)snprintf(text + n, sizeof text - n, "%.*s", *t == '@' ? 80 : 1,
+                                      *t == '@' ? form : t);
+            struct config cfg;
+            struct warnings w = {0};
+            int rc = load(&cfg, text, err, sizeof err, &w);
+            if (rc == 0)
+                fail_msg("form %zu, place %zu: loaded", f, p);
+            for (size_t k = 0; k + 8 <= strlen(form); k++)
+                if (memmem(err, strlen(err), form + k, 8) || memmem(w.all, strlen(w.all), form + k, 8))
+                    fail_msg("form %zu, place %zu: \"%s\"", f, p, err);
+            config_cleanup(&cfg);
+        }
+    }
+}
+
 /* [network] proxies: URLs decoded into upstreams; passwords never in messages. */
 static void test_proxies(void **state)
 {
@@ -1088,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_fleet_keys),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors_never_echo_secrets),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_access_lists),
         cmocka_unit_test(test_replay_window_covers_skew),

@@ -331,6 +331,51 @@ static void test_sighup_simple_run(void **state)
     env_stop(&e);
 }
 
+/* A SIGHUP with a new secret pasted where it does not belong: as a bare line, as a label,
+   in base64 as a bare line. Each reload is refused with its position, and the log holds
+   no piece of the new secret (not in the scrub list: it never loaded). */
+static void test_sighup_secret_not_logged(void **state)
+{
+    (void)state;
+    struct env e;
+    env_start(&e);
+    write_cfg(&e, true, false, NULL, NULL);
+    e.d.quiet = true; /* a failure must not print the log it found a secret in */
+    spawn(&e);
+    char hex[33], dom[23], b64[64], tail[256];
+    tg__hex_encode(hex, e.key_b, 16);
+    tg__hex_encode(dom, "example.com", 11);
+    uint8_t bin[17] = {0xdd};
+    memcpy(bin + 1, e.key_b, 16);
+    assert_true(tg__b64_encode(b64, sizeof b64, bin, sizeof bin, TG__B64_URL | TG__B64_NOPAD) !=
+                TG__BAD_LEN);
+    for (int i = 0; i < 3; i++) {
+        if (i == 0)
+            snprintf(tail, sizeof tail, "ee%s%s\n", hex, dom);
+        else if (i == 1)
+            snprintf(tail, sizeof tail, "%s = \"ee%s%s\"\n", hex, hex, dom);
+        else
+            snprintf(tail, sizeof tail, "%s\n", b64);
+        write_cfg(&e, true, false, NULL, tail);
+        dfx_signal(&e.d, SIGHUP);
+        dfx_wait_log(&e.d, "reload refused", i + 1);
+    }
+    assert_int_equal(dfx_log_count(&e.d, "tgproxy.toml:14:"), 3); /* after "a" */
+    assert_int_equal(try_echo(&e, e.key_a, 12), 0);
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
+    char *log = dfx_log(&e.d);
+    assert_non_null(log);
+    size_t len = strlen(log);
+    for (size_t k = 0; k + 8 <= 32; k++)
+        if (memmem(log, len, hex + k, 8))
+            fail_msg("the log holds a piece of the new key");
+    for (size_t k = 0; k + 8 <= strlen(b64); k++)
+        if (memmem(log, len, b64 + k, 8))
+            fail_msg("the log holds a piece of the new secret's base64");
+    free(log);
+    env_stop(&e);
+}
+
 /* SIGHUP with odd things at the config path. A file others can read is applied with the
    warning a start gives. A FIFO is refused at once: opened blocking, open() would hold the
    main thread until a writer came, and SIGTERM after it would go unhandled. */
@@ -443,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_drain_second_signal),
         cmocka_unit_test(test_sighup_simple_run),
         cmocka_unit_test(test_sighup_mode_and_fifo),
+        cmocka_unit_test(test_sighup_secret_not_logged),
         cmocka_unit_test(test_reload_dc_fronting_timeouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

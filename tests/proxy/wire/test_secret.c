@@ -2,6 +2,7 @@
 #include "tgtest.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "proxy/wire/secret.h"
 #include "proxy_vectors.h"
@@ -171,6 +172,50 @@ static void test_scrub_forms_cover_every_form(void **state)
     memset(forms, 0, sizeof forms);
 }
 
+/* secret_redact: every text form of the vectors' secret (and its upper-case hex, and a
+   cut-off paste) leaves no 8-character piece of itself in a message; ordinary config words,
+   paths, numbers and addresses pass untouched. */
+static void test_redact(void **state)
+{
+    (void)state;
+    static const char *const paths[] = {
+        "forms/classic/hex",  "forms/classic/base64url", "forms/dd/hex",
+        "forms/dd/base64url", "forms/ee/hex",            "forms/ee/base64url",
+        "forms/ee/base64url_padded", "forms/ee/base64_standard",
+    };
+    char form[300], msg[1024];
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0] * 3; i++) {
+        const char *text = pv_str(vec, paths[i / 3]);
+        snprintf(form, sizeof form, "%s", text);
+        if (i % 3 == 1) /* upper case */
+            for (char *c = form; *c; c++)
+                *c = (char)(*c >= 'a' && *c <= 'z' && strstr(paths[i / 3], "hex") ? *c - 32 : *c);
+        if (i % 3 == 2) /* cut off after 24 characters */
+            form[24] = '\0';
+        snprintf(msg, sizeof msg, "c.toml:3:1: unexpected end of line after key '%s', expected "
+                 "'='; again: %s.", form, form);
+        assert_int_equal(secret_redact(msg), 2);
+        for (size_t k = 0; k + 8 <= strlen(form); k++)
+            if (memmem(msg, strlen(msg), form + k, 8))
+                fail_msg("%s (%zu): piece at %zu left in \"%s\"", paths[i / 3], i % 3, k, msg);
+        assert_non_null(strstr(msg, "key '[REDACTED]', expected '='; again: [REDACTED]."));
+        assert_true(secret_lookalike(form, strlen(form)));
+    }
+    static const char *const keep[] = {
+        "c.toml:1:1: tolerate-time-skewness: expected a duration such as \"2m\"",
+        "/etc/tgproxy/tgproxy.toml: a FIFO, expected a regular file",
+        "dc_connect_duration_seconds, proxy-protocol-listener, allow-fallback-on-unknown-dc",
+        "USED: 18446744073709551615 bytes, PERIOD_END 99999999999",
+        "[2001:db8::1]:443 and www.example.com; /var/lib/tgproxy/main.quota",
+        "https://cloudflare-dns.com/dns-query, socks5://user@127.0.0.1:1080",
+    };
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        snprintf(msg, sizeof msg, "%s", keep[i]);
+        assert_int_equal(secret_redact(msg), 0);
+        assert_string_equal(msg, keep[i]);
+    }
+}
+
 static void test_format_roundtrip(void **state)
 {
     (void)state;
@@ -278,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_domain_limits),
         cmocka_unit_test(test_scrub_forms_cover_every_form),
+        cmocka_unit_test(test_redact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
