@@ -24,7 +24,10 @@ for f in "$build"/fuzz/*_fuzzer; do
         -artifact_prefix="fuzz/$name/" "$work" 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY'; then
         :
     fi
-    if ls "fuzz/$name"/crash-* "fuzz/$name"/leak-* "fuzz/$name"/timeout-* >/dev/null 2>&1; then
+    # oom-: an input that made the target allocate past -rss_limit_mb (or one malloc past
+    # -malloc_limit_mb, which defaults to it): unbounded memory is a failure like a crash
+    if ls "fuzz/$name"/crash-* "fuzz/$name"/leak-* "fuzz/$name"/timeout-* "fuzz/$name"/oom-* \
+        >/dev/null 2>&1; then
         echo "fuzz: $name found a failing input (see fuzz/$name/)"
         status=1
     fi

@@ -97,7 +97,10 @@ typedef struct tg_redis_options {
 } tg_redis_options;
 
 /* A Redis store (hiredis), connected at once. NULL on failure; tg_storage_errmsg() says why.
- * Reconnects after a failed command on the next call. */
+ * Reconnects after a failed command on the next call. Replies are read under bounds (65536
+ * elements, 16 MiB strings, 64 MiB a reply; docs/fleet.md): a reply past them is refused
+ * before it is allocated, the call returns TG_ERR_TOO_BIG (found false, len 0), the reason is
+ * logged and the connection dropped. The link is plain TCP: keep it on a network you trust. */
 TG_API tg_storage *tg_storage_redis_new_sized(const tg_redis_options *opts, size_t opts_size);
 #define tg_storage_redis_new(...)                                                                  \
     tg_storage_redis_new_sized((__VA_ARGS__), sizeof(tg_redis_options))

@@ -13,6 +13,7 @@
 #include <sys/time.h>
 
 #include "core/alloc.h"
+#include "core/rbound.h"
 
 #define MAX_REDIRECTS 5
 
@@ -20,6 +21,7 @@ struct rnode {
     char *host;
     uint16_t port;
     redisContext *c;
+    struct tg__rbound rb; /* what one reply may hold (core/rbound.h): attached at connect */
 };
 
 struct tg__rconn {
@@ -94,7 +96,7 @@ static void drop(struct rnode *n)
 /* A setup command (AUTH, SELECT) that must answer OK. */
 static bool setup_cmd(tg__rconn *c, struct rnode *n, const char *what, int argc, const char **argv)
 {
-    redisReply *r = redisCommandArgv(n->c, argc, argv, NULL);
+    redisReply *r = tg__rbound_argv(&n->rb, n->c, argc, argv, NULL);
     bool ok = r && r->type != REDIS_REPLY_ERROR;
     if (!ok)
         snprintf(c->err, sizeof c->err, "redis %s:%u: %s: %s", n->host, n->port, what,
@@ -117,6 +119,8 @@ static redisContext *node_ctx(tg__rconn *c, struct rnode *n)
         drop(n);
         return NULL;
     }
+    tg__rbound_init(&n->rb, NULL);
+    tg__rbound_attach(&n->rb, n->c);
     redisSetTimeout(n->c, tv);
     redisEnableKeepAlive(n->c);
     char db[16];
@@ -218,11 +222,11 @@ static redisReply *node_cmd(tg__rconn *c, unsigned ni, bool asking, int argc, co
     if (!ctx)
         return NULL;
     if (asking) {
-        redisReply *a = redisCommand(ctx, "ASKING");
+        redisReply *a = tg__rbound_cmd(&n->rb, ctx, "ASKING");
         if (a)
             freeReplyObject(a);
     }
-    redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
+    redisReply *r = tg__rbound_argv(&n->rb, ctx, argc, argv, lens);
     if (!r) {
         snprintf(c->err, sizeof c->err, "redis %s:%u: %s: %s", n->host, n->port, argv[0],
                  ctx->errstr[0] ? ctx->errstr : "connection lost");

@@ -5,7 +5,8 @@
  * One connection guarded by a mutex: conversation traffic is one small GET and at most one
  * SET per update, far below what a single connection carries. After any failure the
  * connection is dropped and the next call reconnects (and re-authenticates). Values are
- * binary-safe (%b); expiry uses SET ... PX.
+ * binary-safe (%b); expiry uses SET ... PX. Replies are read under core/rbound.h's bounds:
+ * a server answering with a huge aggregate or bulk is refused before we allocate for it.
  *
  * The password is a secret: it is copied, wiped on free and never put in an error message.
  */
@@ -17,6 +18,7 @@
 
 #include "bot/storage/storage.h"
 #include "core/alloc.h"
+#include "core/rbound.h"
 #include "core/log.h"
 #include "core/sized.h"
 
@@ -24,6 +26,7 @@ struct redisstore {
     tg_storage base;
     pthread_mutex_t mu;
     redisContext *c;
+    struct tg__rbound rb; /* what one reply may hold (core/rbound.h): attached at connect */
     char *host;
     char *password;
     char *prefix;
@@ -45,11 +48,13 @@ static redisReply *run(struct redisstore *r, const char *what, const char *fmt, 
 {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *rep = redisvCommand(r->c, fmt, ap);
+    redisReply *rep = tg__rbound_vcmd(&r->rb, r->c, fmt, ap);
     va_end(ap);
     if (!rep) {
         snprintf(r->err, sizeof r->err, "redis %s:%u: %s: %s", r->host, r->port, what,
                  r->c->errstr[0] ? r->c->errstr : "connection lost");
+        if (tg__rbound_why(&r->rb))
+            tg__log(NULL, TG__LOG_WARN, "conversation storage: %s; reconnecting", r->err);
         drop(r);
         tg__storage_seterr("%s", r->err);
         return NULL;
@@ -68,6 +73,7 @@ static bool connect_now(struct redisstore *r)
 {
     struct timeval tv = {.tv_sec = r->timeout_ms / 1000,
                          .tv_usec = (suseconds_t)(r->timeout_ms % 1000) * 1000};
+    tg__rbound_init(&r->rb, NULL);
     r->c = redisConnectWithTimeout(r->host, r->port, tv);
     if (!r->c || r->c->err) {
         snprintf(r->err, sizeof r->err, "redis %s:%u: connect: %s", r->host, r->port,
@@ -76,6 +82,7 @@ static bool connect_now(struct redisstore *r)
         drop(r);
         return false;
     }
+    tg__rbound_attach(&r->rb, r->c);
     redisSetTimeout(r->c, tv);
     redisReply *rep = NULL;
     if (r->password && !(rep = run(r, "AUTH", "AUTH %s", r->password)))
@@ -89,6 +96,12 @@ static bool connect_now(struct redisstore *r)
 fail:
     drop(r);
     return false;
+}
+
+/* TG_ERR_TOO_BIG when the last command's reply crossed a bound (core/rbound.h), else st. */
+static tg_status refused_or(const struct redisstore *r, tg_status st)
+{
+    return tg__rbound_why(&r->rb) ? TG_ERR_TOO_BIG : st;
 }
 
 static bool ensure(struct redisstore *r)
@@ -105,8 +118,10 @@ static tg_status rs_get(tg_storage *s, const char *key, void *buf, size_t cap, s
     *len = 0;
     pthread_mutex_lock(&r->mu);
     redisReply *rep = ensure(r) ? run(r, "GET", "GET %s%s", r->prefix, key) : NULL;
-    if (!rep)
+    if (!rep) {
+        st = refused_or(r, TG_ERR_TRANSPORT);
         goto out;
+    }
     st = TG_OK;
     if (rep->type == REDIS_REPLY_STRING) {
         *found = true;
@@ -138,9 +153,10 @@ static tg_status rs_set(tg_storage *s, const char *key, const void *val, size_t 
         else
             rep = run(r, "SET", "SET %s%s %b", r->prefix, key, val, len);
     }
+    tg_status st = rep ? TG_OK : refused_or(r, TG_ERR_TRANSPORT);
     pthread_mutex_unlock(&r->mu);
     freeReplyObject(rep);
-    return rep ? TG_OK : TG_ERR_TRANSPORT;
+    return st;
 }
 
 static tg_status rs_del(tg_storage *s, const char *key)
@@ -148,9 +164,10 @@ static tg_status rs_del(tg_storage *s, const char *key)
     struct redisstore *r = (struct redisstore *)s;
     pthread_mutex_lock(&r->mu);
     redisReply *rep = ensure(r) ? run(r, "DEL", "DEL %s%s", r->prefix, key) : NULL;
+    tg_status st = rep ? TG_OK : refused_or(r, TG_ERR_TRANSPORT);
     pthread_mutex_unlock(&r->mu);
     freeReplyObject(rep);
-    return rep ? TG_OK : TG_ERR_TRANSPORT;
+    return st;
 }
 
 /* prefix* as a SCAN MATCH pattern: glob characters escaped. */
@@ -177,6 +194,15 @@ static bool scan_batch(struct redisstore *r, const redisReply *keys, tg_storage_
 {
     if (keys->elements == 0)
         return true;
+    size_t pl = strlen(r->prefix);
+    for (size_t i = 0; i < keys->elements; i++)
+        if (keys->element[i]->type != REDIS_REPLY_STRING || keys->element[i]->len < pl) {
+            snprintf(r->err, sizeof r->err, "redis %s:%u: SCAN: a key that is not a string of "
+                     "ours", r->host, r->port);
+            tg__storage_seterr("%s", r->err);
+            *st = TG_ERR_DECODE;
+            return false;
+        }
     const char **argv = tg__malloc((keys->elements + 1) * sizeof *argv);
     size_t *argl = tg__malloc((keys->elements + 1) * sizeof *argl);
     bool go = argv && argl;
@@ -189,17 +215,20 @@ static bool scan_batch(struct redisstore *r, const redisReply *keys, tg_storage_
             argl[i + 1] = keys->element[i]->len;
         }
     }
-    redisReply *vals = go ? redisCommandArgv(r->c, (int)keys->elements + 1, argv, argl) : NULL;
+    redisReply *vals =
+        go ? tg__rbound_argv(&r->rb, r->c, (int)keys->elements + 1, argv, argl) : NULL;
     if (go && (!vals || vals->type != REDIS_REPLY_ARRAY || vals->elements != keys->elements)) {
         snprintf(r->err, sizeof r->err, "redis %s:%u: MGET: %s", r->host, r->port,
                  vals ? "unexpected reply" : r->c->errstr);
         tg__storage_seterr("%s", r->err);
-        if (!vals)
+        if (!vals) {
+            if (tg__rbound_why(&r->rb))
+                tg__log(NULL, TG__LOG_WARN, "conversation storage: %s; reconnecting", r->err);
             drop(r);
-        *st = TG_ERR_TRANSPORT;
+        }
+        *st = vals ? TG_ERR_TRANSPORT : refused_or(r, TG_ERR_TRANSPORT);
         go = false;
     }
-    size_t pl = strlen(r->prefix);
     for (size_t i = 0; go && i < keys->elements; i++)
         if (vals->element[i]->type == REDIS_REPLY_STRING) /* NIL: expired since SCAN */
             go = fn(user, keys->element[i]->str + pl, vals->element[i]->str, vals->element[i]->len);
@@ -226,7 +255,7 @@ static tg_status rs_scan(tg_storage *s, const char *prefix, tg_storage_scan_fn f
         if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
             rep->element[0]->type != REDIS_REPLY_STRING ||
             rep->element[1]->type != REDIS_REPLY_ARRAY) {
-            st = rep ? TG_ERR_DECODE : TG_ERR_TRANSPORT;
+            st = rep ? TG_ERR_DECODE : refused_or(r, TG_ERR_TRANSPORT);
             freeReplyObject(rep);
             break;
         }

@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/rbound.h"
 #include "core/str.h"
 #include "proxy/engine/antireplay.h"
 #include "proxy/engine/generation.h"
@@ -29,6 +30,12 @@
 #define FLEET_TICK_MS  250  /* reconnects, stalls, heartbeats, quota flushes */
 #define QUOTA_FLUSH_MS 1000 /* relayed bytes are sent to Redis this often */
 #define KEY_MAX        (CONFIG_PREFIX_MAX + CONFIG_LABEL_MAX + 96)
+
+/* Every answer the proxy asks for is an integer, a status, nil or a short string (a script's
+ * SHA-1, an error text): a server sending more is refused before we allocate for it. */
+static const struct tg__rlimits fleet_reply_limits = {
+    .max_elements = 16, .max_depth = 2, .max_bulk = 64 << 10, .max_line = 16 << 10,
+    .max_reply = 256 << 10};
 
 /*
  * The admission of a handshake, atomic in Redis. KEYS: 1 anti-replay key, 2 the secret's
@@ -122,6 +129,7 @@ struct fleet_worker {
     struct loop *loop;
     struct stats *st;
     redisAsyncContext *ac;
+    struct tg__rbound rb; /* what one reply may hold; attached to each new ac */
     struct loop_io io;
     unsigned mask;
     bool up, was_up, closing, reset;
@@ -228,6 +236,7 @@ static bool limited(const struct config_limits *l)
 /* ---- the loop adapter: hiredis asks for interest, the loop calls back ---- */
 
 static void on_io(struct loop *l, struct loop_io *io, unsigned events);
+static void reset_conn(struct fleet_worker *fw, const char *why);
 
 static void ev_update(struct fleet_worker *fw)
 {
@@ -272,15 +281,26 @@ static void ev_del_write(void *p)
 
 static void mark_down(struct fleet_worker *fw, const char *why);
 
+/* Why the connection went: the bound a reply crossed (hiredis itself says "Out of memory"
+ * for those, or nothing), else fallback. buf: 160 bytes. */
+static const char *down_why(const struct fleet_worker *fw, char *buf, const char *fallback)
+{
+    if (!tg__rbound_why(&fw->rb))
+        return fallback;
+    snprintf(buf, 160, "reply refused: %s", tg__rbound_errstr(&fw->rb, "?"));
+    return buf;
+}
+
 /* hiredis frees the context (after answering every pending callback with NULL). */
 static void ev_cleanup(void *p)
 {
     struct fleet_worker *fw = p;
+    char why[160];
     loop_io_del(fw->loop, &fw->io);
     fw->mask = 0;
     fw->ac = NULL;
     fw->outstanding = 0;
-    mark_down(fw, "connection closed");
+    mark_down(fw, down_why(fw, why, "connection closed"));
 }
 
 static void on_io(struct loop *l, struct loop_io *io, unsigned events)
@@ -288,8 +308,12 @@ static void on_io(struct loop *l, struct loop_io *io, unsigned events)
     (void)l;
     struct fleet_worker *fw =
         (struct fleet_worker *)(void *)((char *)io - offsetof(struct fleet_worker, io));
-    if (fw->ac && (events & (LOOP_READ | LOOP_ERROR)))
+    if (fw->ac && (events & (LOOP_READ | LOOP_ERROR))) {
         redisAsyncHandleRead(fw->ac);
+        char why[160];
+        if (fw->ac && tg__rbound_check_pending(&fw->rb, &fw->ac->c) != 0)
+            reset_conn(fw, down_why(fw, why, "?")); /* the loop called us, not hiredis */
+    }
     if (fw->ac && (events & LOOP_WRITE))
         redisAsyncHandleWrite(fw->ac);
 }
@@ -394,8 +418,10 @@ static void on_connect(const redisAsyncContext *ac, int status)
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
     struct fleet_worker *fw = ac->ev.data;
-    if (fw && !fw->closing)
-        mark_down(fw, status == REDIS_OK ? "disconnected" : ac->errstr);
+    if (!fw || fw->closing)
+        return;
+    char why[160];
+    mark_down(fw, down_why(fw, why, status == REDIS_OK ? "disconnected" : ac->errstr));
 }
 
 /* Open the connection and queue what a fresh one needs before any check: AUTH, scripts,
@@ -415,6 +441,8 @@ static void start_connect(struct fleet_worker *fw)
         return;
     }
     fw->ac = ac;
+    tg__rbound_init(&fw->rb, &fleet_reply_limits);
+    tg__rbound_attach_async(&fw->rb, ac);
     fw->io.fd = -1;
     ac->ev.data = fw;
     ac->ev.addRead = ev_add_read;
