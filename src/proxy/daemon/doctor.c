@@ -15,6 +15,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -770,6 +771,40 @@ static void check_plain_probing(struct doctor *d, size_t ndom)
            nplain);
 }
 
+/* ---- [fleet] ---- */
+
+/* Whether an IP literal is a loopback address (127/8, ::1, ::ffff:127/104). */
+static bool is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) != 1)
+        return false;
+    if (IN6_IS_ADDR_LOOPBACK(&a6))
+        return true;
+    return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+}
+
+/* The Redis link is plain TCP (hiredis 0.14 has no TLS): whoever sits on it can answer for
+ * Redis. Its replies are bounded in memory (core/rbound.h), not in trust: a warning (it does
+ * not fail the run) when the link leaves this host. */
+static void check_fleet(struct doctor *d)
+{
+    const char *h = d->cfg->fleet.host;
+    if (d->cfg->fleet.unix_socket)
+        report(d, true, "fleet redis", "unix:%s: the link stays on this host", h);
+    else if (is_loopback(h))
+        report(d, true, "fleet redis", "%s: a loopback address: the link stays on this host", h);
+    else
+        fprintf(d->out,
+                "! fleet redis: %s is not on this host and the link is plain TCP: whoever can "
+                "reach or intercept it answers for Redis (replays, limits); keep Redis on a "
+                "private network you trust, or tunnel it through TLS (stunnel: docs/fleet.md)\n",
+                h);
+}
+
 /* ---- entry ---- */
 
 /* Distinct FakeTLS domains of the config, in order, at most MAX_DOMAINS. */
@@ -807,6 +842,8 @@ static int run_checks(struct doctor *d)
         check_acl(d, &d->cfg->blocklist, ACL_BLOCK);
     if (d->cfg->allowlist.enabled)
         check_acl(d, &d->cfg->allowlist, ACL_ALLOW);
+    if (d->cfg->fleet.enabled)
+        check_fleet(d);
     check_nofile(d);
     for (size_t i = 0; i < d->cfg->nlisten; i++)
         check_bind(d, &d->cfg->listen[i]);

@@ -274,6 +274,36 @@ static void test_ignored_and_deprecated_keys(void **state)
     expect(f, OK "clock: "); /* the other checks still run */
 }
 
+/* Issue 21 item 4: the [fleet] Redis link is plain TCP; one leaving the host is warned about
+ * ("!" lines do not fail the run), a loopback or unix one passes. */
+static void test_fleet_redis_address(void **state)
+{
+    struct fx *f = *state;
+    static const struct {
+        const char *url, *line;
+        bool warned;
+    } cases[] = {
+        {"redis://10.1.2.3:6379", "! fleet redis: 10.1.2.3 is not on this host", true},
+        {"redis://[2001:db8::7]:6379", "! fleet redis: 2001:db8::7 is not on this host", true},
+        {"redis://127.0.0.1:6379", OK "fleet redis: 127.0.0.1: a loopback address", false},
+        {"redis://127.8.9.10", OK "fleet redis: 127.8.9.10: a loopback address", false},
+        {"redis://[::1]:6379", OK "fleet redis: ::1: a loopback address", false},
+        {"unix:///run/redis/redis.sock", OK "fleet redis: unix:/run/redis/redis.sock", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char extra[128];
+        snprintf(extra, sizeof extra, "[fleet]\nredis = \"%s\"\n", cases[i].url);
+        write_conf(f, &(struct conf){.extra = extra});
+        int rc = run(f);
+        if (rc != 0)
+            fail_msg("doctor failed (%d) for %s:\n%s", rc, cases[i].url, f->out);
+        expect(f, cases[i].line);
+        assert_int_equal(count(f->out, "! fleet redis"), cases[i].warned ? 1 : 0);
+        if (cases[i].warned)
+            expect(f, "tunnel it through TLS (stunnel: docs/fleet.md)");
+    }
+}
+
 static void test_wrong_clock(void **state)
 {
     struct fx *f = *state;
@@ -627,6 +657,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_pass),
         cmocka_unit_test(test_ignored_and_deprecated_keys),
+        cmocka_unit_test(test_fleet_redis_address),
         cmocka_unit_test(test_wrong_clock),
         cmocka_unit_test(test_dc_unreachable),
         cmocka_unit_test(test_untrusted_certificate),
