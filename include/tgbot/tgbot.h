@@ -32,6 +32,7 @@
 #include "tgbot/codec.h"
 #include "tgbot/storage.h"
 #include "tgbot/dispatch.h"
+#include "tgbot/jobs.h"
 #include "tgbot/updates.h"
 #include "tgbot/keyboard.h"
 #include "tgbot/text.h"

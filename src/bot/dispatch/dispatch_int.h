@@ -159,7 +159,8 @@ struct tg_hctx {
     char **argv;
     struct tg__conv conv;
     struct tg_data udata, cdata;
-    const tg_update *update; /* decoded on demand by tg_hctx_update */
+    const struct tg_job_info *job; /* the job being run (jobs.c), else NULL */
+    const tg_update *update;       /* decoded on demand by tg_hctx_update */
     bool update_tried;
     struct tg__reply *reply;            /* the waiting webhook request, or NULL */
     const struct tg__type *update_type; /* the codec's table for Update */
@@ -215,6 +216,15 @@ void tg__dispatcher_log(struct tg_dispatcher *d, int level, const char *fmt, ...
 /* Record the text tg_dispatcher_errmsg(d) returns. */
 void tg__dispatcher_seterr(struct tg_dispatcher *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* dispatcher.c: run fn(h, arg) on a worker, in key's lane when ordered (the scheduled
+ * jobs): h is reset before and its ctx after; done(arg, ran) follows (ran = false when a
+ * drain dropped it). 0, or -EAGAIN (full after wait_ms), -ECANCELED (stopping), -ENOMEM;
+ * done is not called then. */
+typedef void (*tg__work_fn)(struct tg_hctx *h, void *arg);
+typedef void (*tg__work_done_fn)(void *arg, bool ran);
+int tg__dispatcher_submit_fn(struct tg_dispatcher *d, int64_t key, bool ordered, tg__work_fn fn,
+                             tg__work_done_fn done, void *arg, int64_t wait_ms);
 
 /* dispatcher.c: read end of the stop pipe (readable once tg_dispatcher_stop ran). */
 int tg__dispatcher_stop_fd(const struct tg_dispatcher *d);

@@ -30,6 +30,9 @@ struct feed_item {
     tg_feed_done_fn done;
     void *user;
     struct tg__reply *reply;
+    tg__work_fn fn; /* a function item (jobs) instead of an update */
+    tg__work_done_fn fn_done;
+    void *fn_arg;
     size_t len;
     char json[];
 };
@@ -106,15 +109,29 @@ static void worker_run(void *user, unsigned worker, tg__witem *it)
 {
     tg_dispatcher *d = user;
     struct feed_item *fi = (struct feed_item *)it;
-    d->hctx[worker].reply = fi->reply;
-    process(d, &d->hctx[worker], fi->json, fi->len);
-    d->hctx[worker].reply = NULL;
+    struct tg_hctx *h = &d->hctx[worker];
+    if (fi->fn) {
+        tg__hctx_reset(h);
+        fi->fn(h, fi->fn_arg);
+        if (h->ctx)
+            tg_ctx_reset(h->ctx);
+        return;
+    }
+    h->reply = fi->reply;
+    process(d, h, fi->json, fi->len);
+    h->reply = NULL;
 }
 
 static void worker_done(void *user, tg__witem *it, bool cancelled)
 {
     tg_dispatcher *d = user;
     struct feed_item *fi = (struct feed_item *)it;
+    if (fi->fn) {
+        if (fi->fn_done)
+            fi->fn_done(fi->fn_arg, !cancelled);
+        tg__free(fi);
+        return;
+    }
     if (cancelled)
         atomic_fetch_add(&d->st.dropped, 1);
     if (fi->done)
@@ -213,6 +230,23 @@ tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, in
     }
     atomic_fetch_add(&d->st.received, 1);
     return TG_OK;
+}
+
+int tg__dispatcher_submit_fn(tg_dispatcher *d, int64_t key, bool ordered, tg__work_fn fn,
+                             tg__work_done_fn done, void *arg, int64_t wait_ms)
+{
+    struct feed_item *fi = tg__calloc(1, sizeof *fi);
+    if (!fi)
+        return -ENOMEM;
+    fi->w = (tg__witem){.key = key, .ordered = ordered};
+    fi->d = d;
+    fi->fn = fn;
+    fi->fn_done = done;
+    fi->fn_arg = arg;
+    int rc = tg__workers_submit(d->pool, &fi->w, wait_ms);
+    if (rc != 0)
+        tg__free(fi);
+    return rc;
 }
 
 tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int64_t wait_ms,

@@ -49,6 +49,7 @@ void tg__hctx_reset(struct tg_hctx *h)
     h->argv = NULL;
     h->conv = (struct tg__conv){0};
     tg__session_reset(h);
+    h->job = NULL;
     h->update = NULL;
     h->update_tried = false;
     h->err[0] = '\0';
