@@ -139,10 +139,22 @@ int emu_check_text(emu_req *r, const char *text, int32_t parse_mode, const tg_me
         if (x->offset < 0 || x->length <= 0 || (size_t)(x->offset + x->length) > n)
             return emu_fail(r, 400, "can't parse entities: entity %zu is out of the text", i);
     }
+    /* text_link urls as Telegram checks and keeps them (a copy: the params stay as given) */
+    if (*out_n) {
+        tg_message_entity *copy = tg__arena_alloc(r->a, *out_n * sizeof *copy);
+        char err[320];
+        if (!copy)
+            return emu_fail(r, 500, "Internal Server Error: out of memory");
+        memcpy(copy, *out_ents, *out_n * sizeof *copy);
+        if (emu_links_check(copy, *out_n, r->a, err, sizeof err))
+            return emu_fail(r, 400, "%s", err);
+        *out_ents = copy;
+    }
     return 0;
 }
 
-/* Inline keyboard checks (callback_data length), as Telegram: BUTTON_DATA_INVALID. */
+/* Inline keyboard checks, as Telegram: callback_data length (BUTTON_DATA_INVALID), and URL
+ * buttons' links (emu_link_check; kept in their checked form). */
 static int check_inline_kb(emu_req *r, const tg_inline_keyboard_markup *kb)
 {
     for (size_t i = 0; kb && i < kb->inline_keyboard_count; i++) {
@@ -155,6 +167,10 @@ static int check_inline_kb(emu_req *r, const tg_inline_keyboard_markup *kb)
                 return emu_fail(r, 400, "text buttons are unallowed in the inline keyboard");
         }
     }
+    char err[320];
+    /* decoded into this request's arena: ours to normalize */
+    if (emu_kb_links_check((tg_inline_keyboard_markup *)kb, r->a, err, sizeof err))
+        return emu_fail(r, 400, "%s", err);
     return 0;
 }
 
@@ -966,6 +982,7 @@ int emu_api_call(emu *e, const char *token, const char *method, const char *json
         tg__buf_puts(out, "{\"ok\":true,\"result\":");
         tg__buf_append(out, r.res.data, r.res.len);
         tg__buf_putc(out, '}');
+        emu_files_seen(e, r.b->u.id, tg__buf_cstr(out)); /* its uploads, forwards, copies */
     } else {
         write_error(&r, out);
     }

@@ -35,7 +35,7 @@ static emu_file *input_file(emu_req *r, const tg_input_file *f, const char *dir)
             emu_fail(r, 500, "Internal Server Error: out of memory");
         return ef;
     }
-    emu_file *ef = emu_file_get(r->e, f->str);
+    emu_file *ef = emu_file_for_bot(r->e, f->str, r->b->u.id);
     if (!ef && (!strncmp(f->str, "http://", 7) || !strncmp(f->str, "https://", 8))) {
         const char *slash = strrchr(f->str, '/');
         ef = emu_file_add(r->e, NULL, 0, slash && slash[1] ? slash + 1 : "file", NULL, dir);
@@ -48,7 +48,7 @@ static emu_file *input_file(emu_req *r, const tg_input_file *f, const char *dir)
 static int h_get_file(emu_req *r)
 {
     const tg_get_file_params *p = r->p;
-    emu_file *f = emu_file_get(r->e, p->file_id);
+    emu_file *f = emu_file_for_bot(r->e, p->file_id, r->b->u.id);
     if (!f)
         return emu_fail(r, 400, "invalid file_id");
     tg_file t = {.file_id = f->file_id, .file_unique_id = f->unique_id};

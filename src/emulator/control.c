@@ -382,7 +382,7 @@ static int result_message(ctl *x, const emu_query *q, const char *result_id, tg_
         if (imc == UINT32_MAX ||
             tg__codec_decode(&tg__t_input_text_message_content, d, imc, &x->a, &c, &je) != TG_OK)
             return cfail(x, 400, "result %s has no text input_message_content", result_id);
-        char err[200];
+        char err[320];
         tg_message_entity *pe = NULL;
         if (c.parse_mode.id == TG_PARSE_MODE_HTML || c.parse_mode.id == TG_PARSE_MODE_MARKDOWN_V2) {
             char *text;
@@ -400,6 +400,12 @@ static int result_message(ctl *x, const emu_query *q, const char *result_id, tg_
         if (kb != UINT32_MAX && ik &&
             tg__codec_decode(&tg__t_inline_keyboard_markup, d, kb, &x->a, ik, &je) == TG_OK)
             m->reply_markup = ik;
+        /* the links the bot offered, checked as for its own messages */
+        if ((m->entities_count &&
+             emu_links_check((tg_message_entity *)m->entities, m->entities_count, &x->a, err,
+                             sizeof err)) ||
+            (m->reply_markup && emu_kb_links_check(ik, &x->a, err, sizeof err)))
+            return cfail(x, 400, "result %s: %s", result_id, err);
         return 0;
     }
     return cfail(x, 404, "the bot offered no result with id \"%s\"", result_id);

@@ -111,16 +111,8 @@ static void free_world(emu *e)
     }
     for (size_t i = 0; i < e->nchats; i++)
         free_chat(e->chats[i]);
-    for (size_t i = 0; i < e->nfiles; i++) {
-        emu_file *f = e->files[i];
-        tg__free(f->file_id);
-        tg__free(f->unique_id);
-        tg__free(f->path);
-        tg__free(f->data);
-        tg__free(f->name);
-        tg__free(f->mime);
-        tg__free(f);
-    }
+    for (size_t i = 0; i < e->nfiles; i++)
+        emu_file_free(e->files[i]);
     for (size_t i = 0; i < e->nqueries; i++) {
         tg__free(e->queries[i]->id);
         tg__free(e->queries[i]->query);

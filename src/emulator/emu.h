@@ -136,11 +136,17 @@ typedef struct emu_bot {
     uint32_t rate_count;
 } emu_bot;
 
+/* A file's id is random (unguessable) and, as on Telegram where file ids are per bot, only
+ * the bots that have been shown it may use it: the uploader and every bot an update or an
+ * answer carrying it went to (emu_files_seen). The web chat (/control/file) sees them all. */
 typedef struct emu_file {
     char *file_id, *unique_id, *path; /* path: "documents/file_3.txt" */
     char *data;
     size_t len;
     char *name, *mime;
+    int64_t *bots; /* the bots that may use file_id */
+    size_t nbots, capbots;
+    bool any_bot; /* from a state file of before per-bot ids: every bot may */
 } emu_file;
 
 typedef struct emu_query {
@@ -224,6 +230,12 @@ emu_file *emu_file_get(emu *e, const char *file_id);
 emu_file *emu_file_by_path(emu *e, const char *path);
 emu_file *emu_file_add(emu *e, const char *data, size_t len, const char *name, const char *mime,
                        const char *dir);
+void emu_file_free(emu_file *f); /* NULL-safe */
+/* file_id as bot_id may use it: the file, or NULL when unknown or not shown to that bot. */
+emu_file *emu_file_for_bot(emu *e, const char *file_id, int64_t bot_id);
+int emu_file_grant(emu_file *f, int64_t bot_id); /* 0 or -1 (out of memory) */
+/* Grant bot_id every file whose "file_id" appears in json (an update or an answer). */
+void emu_files_seen(emu *e, int64_t bot_id, const char *json);
 emu_query *emu_query_get(emu *e, const char *id);
 emu_query *emu_query_add(emu *e, bool inline_query, int64_t bot, int64_t user, int64_t chat,
                          int64_t msg, const char *q);
@@ -275,5 +287,15 @@ int emu_markup_parse(int32_t mode, const char *in, tg__arena *a, char **text,
 int emu_auto_entities(const char *text, tg__arena *a, tg_message_entity **ents, size_t *nents);
 /* Length in UTF-16 code units. */
 size_t emu_utf16_len(const char *s, size_t n);
+/* A link a bot gives (text_link url, button url) checked as Telegram checks it: NULL and
+ * *out the link as Telegram keeps it (a scheme-less one gets "http://", in arena a), or
+ * Telegram's reason ("Unsupported URL protocol", "URL host is empty", ...). */
+const char *emu_link_check(const char *url, tg__arena *a, const char **out);
+/* Every text_link of ents[0..n) through emu_link_check (urls replaced by their checked
+ * form). 0, or -1 with err = "entity URL '...' is invalid: REASON". */
+int emu_links_check(tg_message_entity *ents, size_t n, tg__arena *a, char *err, size_t errcap);
+/* Every URL button of kb the same way (-1 with err = "inline keyboard button URL '...' is
+ * invalid: REASON"). kb and its rows must be the caller's to change (an arena's). */
+int emu_kb_links_check(tg_inline_keyboard_markup *kb, tg__arena *a, char *err, size_t errcap);
 
 #endif

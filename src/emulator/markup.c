@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/str.h"
 #include "emulator/emu.h"
@@ -474,5 +475,132 @@ int emu_auto_entities(const char *text, tg__arena *a, tg_message_entity **ents, 
     memcpy(all + *nents, tmp, count * sizeof *all);
     *ents = all;
     *nents += count;
+    return 0;
+}
+
+/* ---- links (text_link entities, URL buttons) ----
+ * Telegram checks every link a bot gives (TDLib's LinkManager::check_link) and refuses the
+ * message otherwise, so a bot can never show a javascript: or data: link. What is checked
+ * here, as Telegram does:
+ *  - "SCHEME://...": http and https need a host; tg and ton are Telegram's own; any other
+ *    scheme is "Unsupported URL protocol";
+ *  - "tg:..." and "ton:..." without "//" are Telegram's too;
+ *  - anything else is an http link without its scheme: HOST[:PORT][/...]. The host may not
+ *    be empty ("URL host is empty"), the port must be 1..65535 ("Wrong port number specified
+ *    in the URL"; so "javascript:alert(1)" fails here, as on Telegram), and the link becomes
+ *    "http://HOST[:PORT]/..." (a "/" added when there is no path), as Telegram returns it;
+ *  - control characters are "Wrong HTTP URL".
+ * Not emulated: Telegram's refusal of some hosts (localhost in buttons) and its punycode
+ * and case normalization. */
+
+static bool scheme_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '+' || c == '-' || c == '.';
+}
+
+static bool prefix_ci(const char *s, const char *p)
+{
+    return !strncasecmp(s, p, strlen(p));
+}
+
+/* HOST[:PORT] of s[0..n) (userinfo "...@" skipped): NULL if fine, else the reason. */
+static const char *check_authority(const char *s, size_t n)
+{
+    const char *at = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '@')
+            at = s + i;
+    if (at) {
+        n -= (size_t)(at + 1 - s);
+        s = at + 1;
+    }
+    size_t hl = n;
+    if (n && s[0] == '[') {
+        const char *rb = memchr(s, ']', n);
+        hl = rb ? (size_t)(rb - s) + 1 : n;
+    } else {
+        const char *colon = memchr(s, ':', n);
+        hl = colon ? (size_t)(colon - s) : n;
+    }
+    if (hl == 0)
+        return "URL host is empty";
+    if (hl < n) {
+        if (s[hl] != ':')
+            return "Wrong HTTP URL";
+        unsigned long port = 0;
+        size_t digits = n - hl - 1;
+        for (size_t i = hl + 1; i < n && port <= 65535; i++) {
+            if (!isdigit((unsigned char)s[i]))
+                return "Wrong port number specified in the URL";
+            port = port * 10 + (unsigned long)(s[i] - '0');
+        }
+        if (digits == 0 || port == 0 || port > 65535)
+            return "Wrong port number specified in the URL";
+    }
+    return NULL;
+}
+
+const char *emu_link_check(const char *url, tg__arena *a, const char **out)
+{
+    *out = url;
+    if (!url || !*url)
+        return "URL host is empty";
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return "Wrong HTTP URL";
+    if (prefix_ci(url, "tg:") || prefix_ci(url, "ton:"))
+        return NULL;
+    const char *sep = strstr(url, "://");
+    size_t sl = sep ? (size_t)(sep - url) : 0;
+    bool scheme = sl > 0 && isalpha((unsigned char)url[0]);
+    for (size_t i = 0; scheme && i < sl; i++)
+        scheme = scheme_char(url[i]);
+    const char *rest = url;
+    if (scheme) {
+        if (!(sl == 4 && prefix_ci(url, "http")) && !(sl == 5 && prefix_ci(url, "https")))
+            return "Unsupported URL protocol";
+        rest = sep + 3;
+    }
+    size_t al = strcspn(rest, "/?#");
+    const char *why = check_authority(rest, al);
+    if (why || scheme)
+        return why;
+    size_t n = strlen(url);
+    char *norm = tg__arena_alloc(a, n + 9);
+    if (!norm)
+        return "Wrong HTTP URL";
+    snprintf(norm, n + 9, "http://%s%s", url, rest[al] ? "" : "/");
+    *out = norm;
+    return NULL;
+}
+
+int emu_links_check(tg_message_entity *ents, size_t n, tg__arena *a, char *err, size_t errcap)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ents[i].type.id != TG_MESSAGE_ENTITY_TYPE_TEXT_LINK)
+            continue;
+        const char *why = emu_link_check(ents[i].url, a, &ents[i].url);
+        if (why) {
+            snprintf(err, errcap, "entity URL '%.200s' is invalid: %s",
+                     ents[i].url ? ents[i].url : "", why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int emu_kb_links_check(tg_inline_keyboard_markup *kb, tg__arena *a, char *err, size_t errcap)
+{
+    for (size_t i = 0; kb && i < kb->inline_keyboard_count; i++)
+        for (size_t j = 0; j < kb->inline_keyboard[i].count; j++) {
+            tg_inline_keyboard_button *b =
+                (tg_inline_keyboard_button *)&kb->inline_keyboard[i].items[j];
+            const char *why = b->url ? emu_link_check(b->url, a, &b->url) : NULL;
+            if (why) {
+                snprintf(err, errcap, "inline keyboard button URL '%.200s' is invalid: %s",
+                         b->url, why);
+                return -1;
+            }
+        }
     return 0;
 }

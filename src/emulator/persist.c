@@ -115,6 +115,13 @@ static void save_file(tg__jw *w, const emu_file *f)
     w_str(w, "file_path", f->path);
     w_str(w, "file_name", f->name);
     w_str(w, "mime_type", f->mime);
+    if (!f->any_bot) { /* absent: every bot may use the file (files saved before per-bot ids) */
+        tg__jw_key(w, "bots", 4);
+        tg__jw_arr_begin(w);
+        for (size_t i = 0; i < f->nbots; i++)
+            tg__jw_i64(w, f->bots[i]);
+        tg__jw_arr_end(w);
+    }
     size_t cap = f->len / 3 * 4 + 8;
     char *b64 = tg__malloc(cap);
     if (b64 && tg__b64_encode(b64, cap, f->data, f->len, TG__B64_STD) != TG__BAD_LEN)
@@ -429,6 +436,19 @@ static int load_files(ld *l, uint32_t arr)
         if (uid) {
             tg__free(f->unique_id);
             f->unique_id = tg__strdup(uid);
+        }
+        uint32_t bots = tg__json_obj_get(&l->d, k, "bots");
+        f->any_bot = bots == UINT32_MAX;
+        if (!f->any_bot && l->d.toks[bots].type != TG__J_ARRAY)
+            return lfail(l, bots, "bots must be an array of bot ids");
+        for (uint32_t j = 0, t = bots + 1; !f->any_bot && j < l->d.toks[bots].count;
+             j++, t = l->d.toks[t].next) {
+            int64_t bot;
+            tg__jerr je;
+            if (tg__json_get_i64(&l->d, t, &bot, &je) != 0)
+                return lfail(l, t, "bots must be an array of bot ids");
+            if (emu_file_grant(f, bot) != 0)
+                return lfail(l, t, "out of memory");
         }
     }
     return 0;

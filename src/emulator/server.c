@@ -27,7 +27,21 @@
 struct hreq {
     tg__buf body;
     bool too_big;
+    int nul; /* the raw URI holds %00: 1 in the path, 2 in the query */
 };
+
+/* What on_uri saw, as markers (only their addresses matter): libmicrohttpd decodes %00 into
+ * a NUL that ends every string it hands over, so "/file/bot.../documents/file_1.txt%00.html"
+ * would be read as ".../file_1.txt". Such URIs are refused. */
+static char nul_in_path, nul_in_query;
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    const char *nul = strstr(uri, "%00"), *q = strchr(uri, '?');
+    return !nul ? NULL : q && nul > q ? (void *)&nul_in_query : (void *)&nul_in_path;
+}
 
 /* Every answer: nosniff, and unless it is the web chat itself a CSP that lets nothing run
  * (a JSON answer or a file opened in a tab is inert, and sandboxed off the origin). */
@@ -224,6 +238,8 @@ static enum MHD_Result file_download(emu *e, struct MHD_Connection *c, const cha
     enum MHD_Result rc;
     emu_bot *b = emu_token_ok(token) ? emu_bot_get(e, token, false) : NULL;
     emu_file *f = b ? emu_file_by_path(e, slash + 1) : NULL;
+    if (f && !emu_file_for_bot(e, f->file_id, b->u.id))
+        f = NULL; /* another bot's file: its path is not this bot's to download */
     if (!b)
         rc =
             reply_lit(c, 401, "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized\"}");
@@ -323,12 +339,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     emu *e = cls;
     struct hreq *h = *ptr;
-    if (!h) {
-        h = tg__calloc(1, sizeof *h);
+    if (!h || *ptr == &nul_in_path || *ptr == &nul_in_query) {
+        int nul = *ptr == &nul_in_path ? 1 : *ptr == &nul_in_query ? 2 : 0;
+        *ptr = h = tg__calloc(1, sizeof *h);
         if (!h)
             return MHD_NO;
         tg__buf_init(&h->body, BODY_MAX);
-        *ptr = h;
+        h->nul = nul;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > BODY_MAX)
             h->too_big = true;
@@ -344,6 +361,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return reply_lit(c, 413,
                          "{\"ok\":false,\"error_code\":413,\"description\":"
                          "\"Request Entity Too Large\"}");
+    if (h->nul == 1)
+        return reply_lit(c, 404, "{\"ok\":false,\"error_code\":404,\"description\":\"Not Found\"}");
+    if (h->nul == 2)
+        return reply_lit(c, 400,
+                         "{\"ok\":false,\"error_code\":400,\"description\":\"Bad Request: "
+                         "the query string holds a NUL byte (%00)\"}");
     return route(e, c, url, method, &h->body);
 }
 
@@ -354,7 +377,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **ptr,
     (void)c;
     (void)toe;
     struct hreq *h = *ptr;
-    if (h) {
+    if (h && *ptr != &nul_in_path && *ptr != &nul_in_query) {
         tg__buf_cleanup(&h->body);
         tg__free(h);
         *ptr = NULL;
@@ -371,7 +394,8 @@ int emu_http_start(emu *e, char *err, size_t errcap)
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, on_request, e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)(EMU_POLL_MAX_S + 30), MHD_OPTION_END);
     if (!d) {
         snprintf(err, errcap, "listen: cannot serve on %s:%u (address in use?)", e->host,

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "core/alloc.h"
@@ -260,6 +261,20 @@ emu_file *emu_file_by_path(emu *e, const char *path)
     return NULL;
 }
 
+void emu_file_free(emu_file *f)
+{
+    if (!f)
+        return;
+    tg__free(f->file_id);
+    tg__free(f->unique_id);
+    tg__free(f->path);
+    tg__free(f->data);
+    tg__free(f->name);
+    tg__free(f->mime);
+    tg__free(f->bots);
+    tg__free(f);
+}
+
 emu_file *emu_file_add(emu *e, const char *data, size_t len, const char *name, const char *mime,
                        const char *dir)
 {
@@ -270,8 +285,15 @@ emu_file *emu_file_add(emu *e, const char *data, size_t len, const char *name, c
         return NULL;
     int64_t n = e->next_file_id++;
     char id[64], uid[32], path[128];
-    /* Telegram's ids are opaque; these only have to be unique and stable. */
-    snprintf(id, sizeof id, "EMUFILE%08lldAgADBAADemulator", (long long)n);
+    /* Telegram's ids are opaque; these are 144 random bits, so no bot can guess another's
+     * (the unique id, which downloads nothing, only has to be unique) */
+    uint8_t rnd[18];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        tg__free(f);
+        return NULL;
+    }
+    memcpy(id, "AgAD", 4);
+    tg__b64_encode(id + 4, sizeof id - 4, rnd, sizeof rnd, TG__B64_URL | TG__B64_NOPAD);
     snprintf(uid, sizeof uid, "EMUU%08lld", (long long)n);
     const char *dot = name ? strrchr(name, '.') : NULL;
     snprintf(path, sizeof path, "%s/file_%lld%s", dir, (long long)n,
@@ -283,12 +305,52 @@ emu_file *emu_file_add(emu *e, const char *data, size_t len, const char *name, c
     f->len = len;
     f->name = tg__strdup(name);
     f->mime = tg__strdup(mime);
-    if (!f->file_id || !f->data) {
-        tg__free(f);
+    if (!f->file_id || !f->unique_id || !f->path || !f->data) {
+        emu_file_free(f);
         return NULL;
     }
     e->files[e->nfiles++] = f;
     return f;
+}
+
+emu_file *emu_file_for_bot(emu *e, const char *file_id, int64_t bot_id)
+{
+    emu_file *f = emu_file_get(e, file_id);
+    if (!f || f->any_bot)
+        return f;
+    for (size_t i = 0; i < f->nbots; i++)
+        if (f->bots[i] == bot_id)
+            return f;
+    return NULL;
+}
+
+int emu_file_grant(emu_file *f, int64_t bot_id)
+{
+    for (size_t i = 0; i < f->nbots; i++)
+        if (f->bots[i] == bot_id)
+            return 0;
+    if (grow(&f->bots, &f->capbots, f->nbots, sizeof *f->bots) != 0)
+        return -1;
+    f->bots[f->nbots++] = bot_id;
+    return 0;
+}
+
+void emu_files_seen(emu *e, int64_t bot_id, const char *json)
+{
+    static const char key[] = "\"file_id\":\"";
+    /* an unescaped quote starts the key: inside a JSON string a quote is always \" */
+    for (const char *p = json ? strstr(json, key) : NULL; p; p = strstr(p, key)) {
+        p += sizeof key - 1;
+        size_t n = strcspn(p, "\"\\");
+        char id[96];
+        if (p[n] == '"' && n < sizeof id) {
+            memcpy(id, p, n);
+            id[n] = '\0';
+            emu_file *f = emu_file_get(e, id);
+            if (f)
+                emu_file_grant(f, bot_id);
+        }
+    }
 }
 
 emu_query *emu_query_get(emu *e, const char *id)
@@ -436,6 +498,7 @@ void emu_update_push(emu *e, emu_bot *b, int32_t type, tg_update *u)
         return;
     b->next_update_id++;
     b->q[b->nq++] = (emu_update){u->update_id, type, json};
+    emu_files_seen(e, b->u.id, json);
     emu_event_add(e, b->u.id, "update", json);
 }
 

@@ -2,7 +2,8 @@
  * Conformance of the emulated Bot API: for each emulated method, a success and each
  * documented failure, over real HTTP (libcurl) to an emulator on 127.0.0.1, in the
  * encodings bots use (JSON, x-www-form-urlencoded, multipart, GET query). Each step is one
- * row: method, body (with $USER, $GROUP, $SUPER, $CHAN, $MSG, $CB, $FILE substituted), and
+ * row: method, body (with $USER, $GROUP, $SUPER, $CHAN, $MSG, $CB and the file ids $FILE,
+ * $FDOC, $FVID substituted), and
  * the expected outcome (ok, or error_code plus a piece of the description).
  * Also: every method of the generated model is known (emulated or "not emulated"), an
  * unknown name is 404, a bad token 401.
@@ -17,9 +18,10 @@
 #include "tgbot/testing.h"
 
 static tg_test *t;
-static char vars[8][64]; /* $USER $GROUP $SUPER $CHAN $MSG $CB $FILE $USER2 */
-static const char *names[8] = {"$USER", "$GROUP", "$SUPER", "$CHAN",
-                               "$MSG",  "$CB",    "$FILE",  "$USR2"};
+#define NVARS 10
+static char vars[NVARS][64]; /* $USER $GROUP $SUPER $CHAN $MSG $CB $FILE $USR2 $FDOC $FVID */
+static const char *names[NVARS] = {"$USER", "$GROUP", "$SUPER", "$CHAN", "$MSG",
+                                   "$CB",   "$FILE",  "$USR2",  "$FDOC", "$FVID"};
 
 static size_t collect(char *p, size_t size, size_t n, void *ud)
 {
@@ -40,7 +42,7 @@ static char *subst(const char *in)
     size_t o = 0;
     for (const char *p = in; *p;) {
         int k = -1;
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < NVARS; i++)
             if (!strncmp(p, names[i], strlen(names[i])))
                 k = i;
         if (k >= 0) {
@@ -104,13 +106,15 @@ static json_t *call(const char *token, const char *method, const char *body, cha
     return j;
 }
 
+#define FILE_VAR(v) (100 + (v))
+
 typedef struct step {
     const char *method;
     char kind;
     const char *body;
     int code;         /* 0 = ok */
     const char *desc; /* piece of the description, or of the result's JSON when ok */
-    int save;         /* -1, or the var to fill with result.message_id */
+    int save; /* -1, or the var to fill with result.message_id (FILE_VAR(v): the first file_id) */
 } step;
 
 static void run_step(const step *s)
@@ -126,7 +130,13 @@ static void run_step(const step *s)
         if (!strstr(text, want))
             fail_msg("%s %s: expected %s in %s", s->method, s->body, want, text);
         free(want);
-        if (s->save >= 0)
+        const char *fid = strstr(text, "\"file_id\":\"");
+        if (s->save >= FILE_VAR(0) && fid)
+            snprintf(vars[s->save - FILE_VAR(0)], sizeof vars[0], "%.*s",
+                     (int)strcspn(fid + 11, "\""), fid + 11);
+        else if (s->save >= FILE_VAR(0))
+            fail_msg("%s %s: no file_id in %s", s->method, s->body, text);
+        else if (s->save >= 0)
             snprintf(vars[s->save], sizeof vars[0], "%lld",
                      (long long)json_integer_value(
                          json_object_get(json_object_get(j, "result"), "message_id")));
@@ -256,20 +266,22 @@ static const step messages[] = {
      "query is too old and response timeout expired or query ID is invalid", -1},
     {"answerInlineQuery", 'j', "{\"inline_query_id\":\"nope\",\"results\":[]}", 400,
      "query ID is invalid", -1},
-    {"sendPhoto", 'm', "chat_id=$USER&caption=pic&file:photo=PNGDATA", 0, "\"photo\":[", -1},
-    {"sendDocument", 'm', "chat_id=$USER&file:document=hello file", 0, "\"document\":{", -1},
+    {"sendPhoto", 'm', "chat_id=$USER&caption=pic&file:photo=PNGDATA", 0, "\"photo\":[",
+     FILE_VAR(6)},
+    {"sendDocument", 'm', "chat_id=$USER&file:document=hello file", 0, "\"document\":{",
+     FILE_VAR(8)},
     {"sendDocument", 'j', "{\"chat_id\":$USER,\"document\":\"no-such-id\"}", 400,
      "wrong file identifier/HTTP URL specified", -1},
     {"sendPhoto", 'j', "{\"chat_id\":$USER}", 400, "photo is empty", -1},
     {"sendAudio", 'm', "chat_id=$USER&performer=P&file:audio=ID3", 0, "\"performer\":\"P\"", -1},
-    {"sendVideo", 'm', "chat_id=$USER&width=640&file:video=MP4", 0, "\"width\":640", -1},
+    {"sendVideo", 'm', "chat_id=$USER&width=640&file:video=MP4", 0, "\"width\":640",
+     FILE_VAR(9)},
     {"sendVoice", 'm', "chat_id=$USER&duration=3&file:voice=OGG", 0, "\"voice\":{", -1},
     {"sendAnimation", 'j', "{\"chat_id\":$USER,\"animation\":\"https://x.y/cat.gif\"}", 0,
      "\"file_name\":\"cat.gif\"", -1},
     {"sendVideo", 'j',
-     "{\"chat_id\":$USER,\"video\":\"EMUFILE00000004AgADBAADemulator\","
-     "\"caption\":\"again\"}",
-     0, "\"file_id\":\"EMUFILE00000004AgADBAADemulator\"", -1},
+     "{\"chat_id\":$USER,\"video\":\"$FVID\",\"caption\":\"again\"}", 0,
+     "\"file_id\":\"$FVID\"", -1},
     {"sendLocation", 'j', "{\"chat_id\":$USER,\"latitude\":52.5,\"longitude\":13.4}", 0,
      "\"location\":{\"latitude\":52.5,\"longitude\":13.4}", -1},
     {"sendLocation", 'j', "{\"chat_id\":$USER,\"latitude\":95,\"longitude\":0}", 400,
@@ -286,26 +298,26 @@ static const step messages[] = {
      0, "\"media_group_id\"", -1},
     {"sendMediaGroup", 'j',
      "{\"chat_id\":$USER,\"media\":[{\"type\":\"photo\",\"media\":"
-     "\"EMUFILE00000001AgADBAADemulator\"}]}",
+     "\"$FILE\"}]}",
      400, "an album must hold 2 to 10 media", -1},
     {"sendMediaGroup", 'j',
      "{\"chat_id\":$USER,\"media\":[{\"type\":\"photo\",\"media\":"
-     "\"EMUFILE00000001AgADBAADemulator\"},{\"type\":\"document\","
-     "\"media\":\"EMUFILE00000002AgADBAADemulator\"}]}",
+     "\"$FILE\"},{\"type\":\"document\","
+     "\"media\":\"$FDOC\"}]}",
      400, "only be grouped with their own kind", -1},
     {"sendMediaGroup", 'j',
      "{\"chat_id\":$USER,\"media\":[{\"type\":\"photo\",\"media\":"
-     "\"EMUFILE00000001AgADBAADemulator\"},{\"type\":\"photo\","
+     "\"$FILE\"},{\"type\":\"photo\","
      "\"media\":\"attach://missing\"}]}",
      400, "wrong file identifier/HTTP URL specified", -1},
     {"sendDice", 'j', "{\"chat_id\":$USER}", 0, "\"dice\":{\"emoji\":\"\xf0\x9f\x8e\xb2\"", -1},
     {"sendDice", 'j', "{\"chat_id\":$USER,\"emoji\":\"x\"}", 400, "invalid dice emoji", -1},
     {"sendPhoto", 'j',
-     "{\"chat_id\":$USER,\"photo\":\"EMUFILE00000001AgADBAADemulator\","
+     "{\"chat_id\":$USER,\"photo\":\"$FILE\","
      "\"caption\":\"<b\",\"parse_mode\":\"HTML\"}",
      400, "can't parse entities", -1},
     {"getFile", 'j', "{\"file_id\":\"no-such-id\"}", 400, "invalid file_id", -1},
-    {"getFile", 'j', "{\"file_id\":\"EMUFILE00000002AgADBAADemulator\"}", 0,
+    {"getFile", 'j', "{\"file_id\":\"$FDOC\"}", 0,
      "\"file_path\":\"documents/file_2", -1},
     {"getUpdates", 'j', "{\"offset\":-1,\"timeout\":0}", 0, "\"update_id\"", -1},
     {"getUpdates", 'j', "{\"limit\":\"many\"}", 400, "limit: expected integer", -1},

@@ -111,11 +111,74 @@ static void test_auto_entities(void **state)
     }
 }
 
+/* Links bots give (text_link, URL buttons) as Telegram checks them: kept (normalized) or
+ * refused with Telegram's reason. */
+static void test_links(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out, *why;
+    } links[] = {
+        {"https://t.me/x?a=1#f", "https://t.me/x?a=1#f", NULL},
+        {"HTTP://Example.com", "HTTP://Example.com", NULL},
+        {"tg://user?id=100000001", "tg://user?id=100000001", NULL},
+        {"tg:resolve?domain=x", "tg:resolve?domain=x", NULL},
+        {"ton://example.ton", "ton://example.ton", NULL},
+        {"example.com", "http://example.com/", NULL},
+        {"example.com:8080/p", "http://example.com:8080/p", NULL},
+        {"user@example.com", "http://user@example.com/", NULL},
+        {"javascript:1", "http://javascript:1/", NULL}, /* a host and a port, then */
+        {"javascript:alert(1)", NULL, "Wrong port number specified in the URL"},
+        {"JavaScript:alert(document.cookie)//", NULL, "Wrong port number specified in the URL"},
+        {"javascript://%0aalert(1)", NULL, "Unsupported URL protocol"},
+        {"data:text/html,<script>alert(1)</script>", NULL,
+         "Wrong port number specified in the URL"},
+        {"vbscript://x", NULL, "Unsupported URL protocol"},
+        {"file:///etc/passwd", NULL, "Unsupported URL protocol"},
+        {"ftp://example.com", NULL, "Unsupported URL protocol"},
+        {"http:///x", NULL, "URL host is empty"},
+        {"/control/send", NULL, "URL host is empty"},
+        {"//evil.example/x", NULL, "URL host is empty"},
+        {"", NULL, "URL host is empty"},
+        {"example.com:0", NULL, "Wrong port number specified in the URL"},
+        {"example.com:65536", NULL, "Wrong port number specified in the URL"},
+        {"example.com:", NULL, "Wrong port number specified in the URL"},
+        {"https://a\tb", NULL, "Wrong HTTP URL"},
+        {"https://a\x7f", NULL, "Wrong HTTP URL"},
+    };
+    tg__arena a;
+    tg__arena_init(&a, 0, 0);
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        const char *out = NULL, *why = emu_link_check(links[i].in, &a, &out);
+        if (links[i].why) {
+            if (!why || strcmp(why, links[i].why))
+                fail_msg("%s: got %s, expected refusal \"%s\"", links[i].in,
+                         why ? why : "accepted", links[i].why);
+        } else if (why || strcmp(out, links[i].out)) {
+            fail_msg("%s: got %s, expected %s", links[i].in, why ? why : out, links[i].out);
+        }
+    }
+    tg_message_entity ents[2] = {
+        {.type = {TG_MESSAGE_ENTITY_TYPE_BOLD, "bold"}, .offset = 0, .length = 1},
+        {.type = {TG_MESSAGE_ENTITY_TYPE_TEXT_LINK, "text_link"}, .offset = 0, .length = 1,
+         .url = "javascript:alert(1)"},
+    };
+    char err[320];
+    assert_int_equal(emu_links_check(ents, 2, &a, err, sizeof err), -1);
+    assert_string_equal(err, "entity URL 'javascript:alert(1)' is invalid: Wrong port number "
+                             "specified in the URL");
+    ents[1].url = "t.me";
+    assert_int_equal(emu_links_check(ents, 2, &a, err, sizeof err), 0);
+    assert_string_equal(ents[1].url, "http://t.me/");
+    tg__arena_cleanup(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_modes),
         cmocka_unit_test(test_auto_entities),
+        cmocka_unit_test(test_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

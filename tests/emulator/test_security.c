@@ -5,7 +5,10 @@
  *    images stay inline for the web chat; the web chat page itself carries a CSP;
  *  - item 6: the control API refuses what a foreign web page can send: JSON as text/plain
  *    or a form (415), a foreign or null Origin (403), a Host that is not this emulator
- *    (DNS rebinding, 421); curl-like calls and the emulator's own page pass.
+ *    (DNS rebinding, 421); curl-like calls and the emulator's own page pass;
+ *  - item 10: javascript: and other links Telegram refuses in text_link entities and URL
+ *    buttons get Telegram's errors; a file_id is random and works only for the bots that
+ *    were shown it; a %00 in a download path (or a control query) is refused.
  */
 #include "tgtest.h"
 
@@ -438,6 +441,203 @@ static void test_guard_verdicts(void **state)
                      421);
 }
 
+/* ---- item 10: links, file ids, NULs ---- */
+
+/* A Bot API call with a JSON body as bot token; the answer. */
+static resp bot_call(const char *token, const char *method, const char *body)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/bot%s/%s", token, method);
+    return http("POST", path, json_ct, body, NULL);
+}
+
+static void expect_bot(const char *token, const char *method, const char *body, long status,
+                       const char *words)
+{
+    resp r = bot_call(token, method, body);
+    if (r.status != status || !strstr(r.body, words))
+        fail_msg("%s %s: %ld %s, expected %ld and \"%s\"", method, body, r.status, r.body, status,
+                 words);
+    resp_free(&r);
+}
+
+static void test_links_refused(void **state)
+{
+    (void)state;
+    assert_true(tg_test_send(t, 0, 0, "/start") > 0);
+    const char *tok = tg_test_token(t);
+    char body[512];
+    long long u = (long long)tg_test_user_id(t);
+    static const char port[] = "is invalid: Wrong port number specified in the URL";
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"text\":\"click\",\"entities\":[{\"type\":\"text_link\","
+             "\"offset\":0,\"length\":5,\"url\":\"javascript:alert(1)\"}]}",
+             u);
+    expect_bot(tok, "sendMessage", body, 400,
+               "Bad Request: entity URL 'javascript:alert(1)' is invalid: Wrong port number");
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"text\":\"<a href=\\\"javascript:alert(document.cookie)\\\">"
+             "x</a>\",\"parse_mode\":\"HTML\"}",
+             u);
+    expect_bot(tok, "sendMessage", body, 400, port);
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"text\":\"[x](javascript://%%0aalert)\",\"parse_mode\":"
+             "\"MarkdownV2\"}",
+             u);
+    expect_bot(tok, "sendMessage", body, 400, "is invalid: Unsupported URL protocol");
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"caption\":\"c\",\"photo\":\"https://x.y/a.png\","
+             "\"caption_entities\":[{\"type\":\"text_link\",\"offset\":0,\"length\":1,"
+             "\"url\":\"data:text/html,hi\"}]}",
+             u);
+    expect_bot(tok, "sendPhoto", body, 400, port);
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"text\":\"k\",\"reply_markup\":{\"inline_keyboard\":[[{"
+             "\"text\":\"go\",\"url\":\"javascript:alert(1)\"}]]}}",
+             u);
+    expect_bot(tok, "sendMessage", body, 400,
+               "Bad Request: inline keyboard button URL 'javascript:alert(1)' is invalid");
+    /* what Telegram keeps: scheme-less links get http://, tg:// stays */
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"text\":\"ok\",\"entities\":[{\"type\":\"text_link\","
+             "\"offset\":0,\"length\":2,\"url\":\"t.me/x\"}],\"reply_markup\":{"
+             "\"inline_keyboard\":[[{\"text\":\"me\",\"url\":\"tg://user?id=%lld\"}]]}}",
+             u, u);
+    resp r = bot_call(tok, "sendMessage", body);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"url\":\"http://t.me/x\""));
+    assert_non_null(strstr(r.body, "\"url\":\"tg://user?id="));
+    json_t *j = json_loads(r.body, 0, NULL);
+    long long mid = (long long)json_integer_value(
+        json_object_get(json_object_get(j, "result"), "message_id"));
+    json_decref(j);
+    resp_free(&r);
+    snprintf(body, sizeof body,
+             "{\"chat_id\":%lld,\"message_id\":%lld,\"reply_markup\":{\"inline_keyboard\":"
+             "[[{\"text\":\"go\",\"url\":\"vbscript://x\"}]]}}",
+             u, mid);
+    expect_bot(tok, "editMessageReplyMarkup", body, 400,
+               "inline keyboard button URL 'vbscript://x' is invalid: Unsupported URL protocol");
+}
+
+/* An inline result the user picks carries the bot's links into the chat: checked too. */
+static void test_inline_result_links_refused(void **state)
+{
+    (void)state;
+    resp r = http("POST", "/control/inline", json_ct, "{\"query\":\"q\"}", NULL);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_loads(r.body, 0, NULL);
+    char qid[64];
+    snprintf(qid, sizeof qid, "%s", json_string_value(json_object_get(j, "query_id")));
+    json_decref(j);
+    resp_free(&r);
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"inline_query_id\":\"%s\",\"results\":[{\"type\":\"article\",\"id\":\"a\","
+             "\"title\":\"A\",\"input_message_content\":{\"message_text\":\"<a href=\\\""
+             "javascript:alert(1)\\\">x</a>\",\"parse_mode\":\"HTML\"}}]}",
+             qid);
+    expect_bot(tg_test_token(t), "answerInlineQuery", body, 200, "true");
+    r = http("POST", "/control/choose", json_ct, "{\"result_id\":\"a\"}", NULL);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "entity URL 'javascript:alert(1)' is invalid"));
+    resp_free(&r);
+    assert_int_equal(user_messages(), 0);
+}
+
+#define OTHER_TOKEN "7000002:AAHtgkitEmulatorOtherTokenAAAAAAAAA"
+
+/* The first file_id in a JSON text (static copy). */
+static const char *first_file_id(const char *json)
+{
+    static char id[128];
+    const char *p = strstr(json, "\"file_id\":\"");
+    assert_non_null(p);
+    snprintf(id, sizeof id, "%.*s", (int)strcspn(p + 11, "\""), p + 11);
+    return id;
+}
+
+/* File ids are per bot: bot B cannot use bot A's file until it is shown it. */
+static void test_file_ids_are_per_bot(void **state)
+{
+    (void)state;
+    assert_true(tg_test_send(t, 0, 0, "/start") > 0);
+    char a_id[128], a_path[128], b_id[128], body[512], path[512];
+    upload(evil_document, "sendDocument", "document", a_id, sizeof a_id, a_path, sizeof a_path);
+    upload(evil_document, "sendDocument", "document", b_id, sizeof b_id, path, sizeof path);
+    /* random, not a counter: two uploads in a row share no run of the id after its prefix */
+    assert_true(strlen(a_id) >= 24 && strlen(b_id) >= 24);
+    assert_null(strstr(a_id, "0000"));
+    size_t same = 0;
+    for (size_t i = 4; a_id[i] && b_id[i]; i++)
+        same += a_id[i] == b_id[i];
+    assert_true(same < 8);
+    expect_bot(OTHER_TOKEN, "getMe", "{}", 200, "\"is_bot\":true");
+    snprintf(body, sizeof body, "{\"file_id\":\"%s\"}", a_id);
+    expect_bot(OTHER_TOKEN, "getFile", body, 400, "Bad Request: invalid file_id");
+    expect_bot(tg_test_token(t), "getFile", body, 200, a_path);
+    /* nor send it (to a user who started it), nor download it by its path */
+    resp r = http("POST", "/control/send", json_ct, "{\"bot_id\":7000002,\"text\":\"/start\"}",
+                  NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    snprintf(body, sizeof body, "{\"chat_id\":%lld,\"document\":\"%s\"}",
+             (long long)tg_test_user_id(t), a_id);
+    expect_bot(OTHER_TOKEN, "sendDocument", body, 400, "wrong file identifier/HTTP URL specified");
+    snprintf(path, sizeof path, "/file/bot%s/%s", OTHER_TOKEN, a_path);
+    r = http("GET", path, NULL, NULL, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+    /* a file the user sends to bot B is B's (and not A's) */
+    char send[256];
+    snprintf(send, sizeof send, "{\"bot_id\":7000002,\"file_name\":\"n.txt\",\"data\":\"x\"}");
+    r = http("POST", "/control/document", json_ct, send, NULL);
+    assert_int_equal(r.status, 200);
+    char user_id[128];
+    snprintf(user_id, sizeof user_id, "%s", first_file_id(r.body));
+    resp_free(&r);
+    snprintf(body, sizeof body, "{\"file_id\":\"%s\"}", user_id);
+    expect_bot(OTHER_TOKEN, "getFile", body, 200, "\"file_path\"");
+    expect_bot(tg_test_token(t), "getFile", body, 400, "invalid file_id");
+    /* and the web chat sees every file */
+    snprintf(path, sizeof path, "/control/file?file_id=%s", a_id);
+    r = http("GET", path, NULL, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+}
+
+/* libmicrohttpd hands over %00 as a NUL that ends the path: "file_1.html%00.png" must not
+ * be read as "file_1.html". */
+static void test_nul_in_uri_refused(void **state)
+{
+    (void)state;
+    assert_true(tg_test_send(t, 0, 0, "/start") > 0);
+    char id[128], fpath[128], path[512];
+    upload(evil_document, "sendDocument", "document", id, sizeof id, fpath, sizeof fpath);
+    snprintf(path, sizeof path, "/file/bot%s/%s", tg_test_token(t), fpath);
+    resp r = http("GET", path, NULL, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    snprintf(path, sizeof path, "/file/bot%s/%s%%00.png", tg_test_token(t), fpath);
+    r = http("GET", path, NULL, NULL, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+    snprintf(path, sizeof path, "/control/file?file_id=%s%%00x", id);
+    r = http("GET", path, NULL, NULL, NULL);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "NUL"));
+    resp_free(&r);
+    snprintf(path, sizeof path, "/bot%s/getMe%%00x", tg_test_token(t));
+    r = http("GET", path, NULL, NULL, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+    /* an escaped percent sign is no NUL */
+    snprintf(path, sizeof path, "/control/file?file_id=%s%%2500", id);
+    r = http("GET", path, NULL, NULL, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -464,6 +664,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rebinding_host_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_own_clients_pass, setup, teardown),
         cmocka_unit_test(test_guard_verdicts),
+        cmocka_unit_test_setup_teardown(test_links_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inline_result_links_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_ids_are_per_bot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nul_in_uri_refused, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

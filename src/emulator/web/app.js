@@ -46,6 +46,11 @@ const WRAP = {
   expandable_blockquote: ['<blockquote>', '</blockquote>'],
 };
 
+// Links are checked by the emulator as Telegram checks them; the page still makes a link
+// only of the schemes Telegram allows (anything else, e.g. a bot's own "url" entity over
+// "javascript:...", stays text).
+function safeUrl(u) { return typeof u === 'string' && /^(https?|tg|ton):/i.test(u) ? u : null; }
+
 function renderText(text, ents) {
   ents = ents || [];
   const cuts = new Set([0, text.length]);
@@ -60,8 +65,8 @@ function renderText(text, ents) {
     for (const e of ents) {
       if (e.offset > a || e.offset + e.length < b) continue;
       if (WRAP[e.type]) h = WRAP[e.type][0] + h + WRAP[e.type][1];
-      else if (e.type === 'text_link') h = '<a href="' + esc(e.url) + '" target="_blank" rel="noopener">' + h + '</a>';
-      else if (e.type === 'url') h = '<a href="' + esc(part) + '" target="_blank" rel="noopener">' + h + '</a>';
+      else if ((e.type === 'text_link' || e.type === 'url') && safeUrl(e.type === 'url' ? part : e.url))
+        h = '<a href="' + esc(e.type === 'url' ? part : e.url) + '" target="_blank" rel="noopener">' + h + '</a>';
       else if (e.type === 'bot_command') h = '<span class="cmd" data-cmd="' + esc(part) + '">' + h + '</span>';
       else if (e.type === 'mention' || e.type === 'hashtag') h = '<span class="cmd">' + h + '</span>';
     }
@@ -96,7 +101,7 @@ function renderKeyboard(m) {
     r.className = 'row';
     for (const b of row) {
       let el;
-      if (b.url) {
+      if (safeUrl(b.url)) {
         el = document.createElement('a');
         el.href = b.url; el.target = '_blank'; el.rel = 'noopener';
       } else {
