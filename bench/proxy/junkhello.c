@@ -12,11 +12,20 @@
  *   256_secrets_no_sni        no SNI extension: every key is a candidate
  *   256_same_domain           256 keys sharing the SNI's domain: every key is a candidate
  *   256_secrets_no_sni_16k    16 KiB, no SNI: bounded by FAKETLS_DIGEST_BUDGET
- * Each line gives ns and allocations per hello, the HMACs it computed, and the ratio to the
- * matching floor. TGKIT_BENCH_SECONDS / TGKIT_BENCH_CLOCK=cpu as in bench.h.
+ * and, as the engine checks a hello many keys could sign (engine/keyscan.h: the address's
+ * hint and the worker's scan budget, at the monotonic clock), against the same hello with
+ * one secret in the same run:
+ *   1_secret_no_sni[_16k]           one key, no SNI: the reference
+ *   256_secrets_no_sni_gated[_16k]  a stream of junk no-SNI hellos from ever new addresses
+ *   256_same_domain_gated           the same with SNI naming the domain all 256 share
+ *   256_secrets_no_sni_hinted       a genuine no-SNI client whose address is hinted
+ * Each line gives ns and allocations per hello, the HMACs it computed (the last hello's),
+ * and the ratio to the matching floor. TGKIT_BENCH_SECONDS / TGKIT_BENCH_CLOCK=cpu as in
+ * bench.h.
  */
 #include "bench.h"
 
+#include "proxy/engine/keyscan.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/faketls.h"
 #include "proxy_client.h"
@@ -24,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NKEYS 256
 #define NOW   1700000000
@@ -37,6 +47,10 @@ struct junk {
     uint8_t hello[BIG];
     size_t len;
     size_t digests; /* HMACs of the last validation */
+    /* the engine's gate (conn.c tls_hello) */
+    struct keyscan_hints hints;
+    struct keyscan_budget budget;
+    uint32_t addr; /* the next client address (gated rows) */
 };
 
 static void keys_init(struct junk *x, size_t n, bool same_domain)
@@ -89,12 +103,67 @@ static void junk_hello(void *ctx)
     tg__bench_sink(v);
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The engine's check of a hello (conn.c tls_hello): the gate when more than two keys are
+   candidates, then validate; an accepted key becomes the address's hint. */
+static enum faketls_verdict gated(struct junk *x, const uint8_t ip[16])
+{
+    struct faketls_hello h;
+    struct faketls_match m;
+    struct faketls_policy pol = {.now = NOW, .past_s = 120, .future_s = 120};
+    if (faketls_parse_hello(x->hello, x->len, &h, NULL) != FAKETLS_OK)
+        abort();
+    size_t ncand = x->nkeys > 2 ? faketls_candidates(&h, x->keys, x->nkeys, &pol) : x->nkeys;
+    bool g = keyscan_gate(&x->hints, &x->budget, ip, 1, mono_ms(), h.len, ncand, &pol);
+    enum faketls_verdict v = faketls_validate(&h, x->keys, x->nkeys, &pol, &m);
+    if (g && v == FAKETLS_ACCEPT)
+        keyscan_hint_put(&x->hints, ip, 1, m.index);
+    x->digests = m.digests;
+    return v;
+}
+
+/* Junk from a new address each time (2^32 of them, IPv4-mapped). */
+static void junk_gated(void *ctx)
+{
+    struct junk *x = ctx;
+    uint8_t ip[16] = {[10] = 0xff, [11] = 0xff};
+    uint32_t a = x->addr++;
+    memcpy(ip + 12, &a, 4);
+    enum faketls_verdict v = gated(x, ip);
+    if (v != FAKETLS_BAD_DIGEST)
+        abort();
+    tg__bench_sink(v);
+}
+
+/* A genuine client, always from 192.0.2.1. */
+static void genuine_hinted(void *ctx)
+{
+    struct junk *x = ctx;
+    static const uint8_t ip[16] = {[10] = 0xff, [11] = 0xff, 192, 0, 2, 1};
+    enum faketls_verdict v = gated(x, ip);
+    if (v != FAKETLS_ACCEPT)
+        abort();
+    tg__bench_sink(v);
+}
+
+static void row_fn(struct junk *x, const char *name, tg__bench_fn fn, const tg__bench_result *floor,
+                   tg__bench_result *r)
+{
+    tg__bench_run(name, fn, x, r);
+    tg__bench_report(r, floor);
+    printf("bench=%s_hmacs hmacs_per_op=%zu bytes=%zu\n", name, x->digests, x->len);
+}
+
 static void row(struct junk *x, const char *name, const tg__bench_result *floor)
 {
     tg__bench_result r;
-    tg__bench_run(name, junk_hello, x, &r);
-    tg__bench_report(&r, floor);
-    printf("bench=%s_hmacs hmacs_per_op=%zu bytes=%zu\n", name, x->digests, x->len);
+    row_fn(x, name, junk_hello, floor, &r);
 }
 
 int main(void)
@@ -126,6 +195,24 @@ int main(void)
     keys_init(x, NKEYS, false);
     hello_init(x, NULL, BIG);
     row(x, "proxy_junkhello_256_secrets_no_sni_16k", &floor_big);
+
+    /* the engine's gate, against one secret in the same run */
+    tg__bench_result one, one_big, r;
+    keys_init(x, 1, false);
+    hello_init(x, NULL, 517);
+    row_fn(x, "proxy_junkhello_1_secret_no_sni", junk_hello, &floor_small, &one);
+    hello_init(x, NULL, BIG);
+    row_fn(x, "proxy_junkhello_1_secret_no_sni_16k", junk_hello, &floor_big, &one_big);
+    keys_init(x, NKEYS, false);
+    hello_init(x, NULL, 517);
+    row_fn(x, "proxy_junkhello_256_secrets_no_sni_gated", junk_gated, &one, &r);
+    hello_init(x, NULL, BIG);
+    row_fn(x, "proxy_junkhello_256_secrets_no_sni_gated_16k", junk_gated, &one_big, &r);
+    x->len = pcli_hello_sized(x->hello, sizeof x->hello, x->k[200], NULL, NOW, 517);
+    row_fn(x, "proxy_junkhello_256_secrets_no_sni_hinted", genuine_hinted, &one, &r);
+    keys_init(x, NKEYS, true);
+    hello_init(x, "d000.example", 517);
+    row_fn(x, "proxy_junkhello_256_same_domain_gated", junk_gated, &one, &r);
     tg__bench_table();
     free(x);
     return 0;

@@ -95,6 +95,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (v == FAKETLS_ACCEPT)
         answer(&h);
+    /* the same key as a hint (engine/keyscan.h): the same verdict, never a second HMAC;
+       hint_only without a hint hashes nothing */
+    struct faketls_match mh;
+    pol.hint = 1;
+    if (faketls_validate(&h, &k, 1, &pol, &mh) != v || mh.digests != m.digests ||
+        faketls_candidates(&h, &k, 1, &pol) != m.digests)
+        abort();
+    pol.hint = 0;
+    pol.hint_only = true;
+    v = faketls_validate(&h, &k, 1, &pol, &mh);
+    if (mh.digests != 0 || mh.matched || (v != FAKETLS_BAD_DIGEST && v != FAKETLS_BAD_SNI))
+        abort();
     free(copy);
     return 0;
 }

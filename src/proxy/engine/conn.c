@@ -143,6 +143,8 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
         return -ENOMEM;
     if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
         return -ENOMEM;
+    if (!(sh->hints = tg__calloc(1, sizeof *sh->hints)))
+        return -ENOMEM;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
     sh->buf_size = b + BUF_SLACK;
@@ -164,6 +166,7 @@ void conn_shared_cleanup(struct conn_shared *sh)
     doh_free(sh->doh);
     antireplay_free(sh->replay);
     fleet_free(sh->fleet);
+    tg__free(sh->hints);
     pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);
 }
@@ -1018,7 +1021,20 @@ static void tls_hello(struct conn *c, size_t rl)
     uint32_t skew = sh->cfg->tolerate_time_skewness_s;
     struct faketls_policy pol = {.now = tg__wall_s(), .past_s = skew, .future_s = skew};
     struct faketls_match m;
+    /* Beyond two candidate keys (no SNI, or many secrets for its domain), the client's hint
+       and the worker's scan budget bound what the hello costs (keyscan.h). */
+    uint8_t ip[16];
+    size_t ncand = sh->nee > 2 ? faketls_candidates(&h, sh->ee, sh->nee, &pol) : sh->nee;
+    bool gated = ncand > 2 && client_ip(c, ip) &&
+                 keyscan_gate(c->w->sh->hints, &c->w->scan, ip, sh->seq, c->w->loop.now_ms,
+                              h.len, ncand, &pol);
+    if (gated && pol.hint_only) {
+        stats_add(&c->w->stats, scan_capped, 1);
+        hs_debug(c, "client hello", "scan budget spent: the address's last key only");
+    }
     enum faketls_verdict v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);
+    if (gated && v == FAKETLS_ACCEPT)
+        keyscan_hint_put(c->w->sh->hints, ip, sh->seq, m.index);
     if (v != FAKETLS_ACCEPT) {
         if (m.matched)
             c->secret = (uint32_t)sh->ee_idx[m.index];

@@ -31,6 +31,7 @@
 #include "proxy/wire/faketls.h"
 #include "proxy/engine/generation.h"
 #include "proxy/engine/loop.h"
+#include "proxy/engine/keyscan.h"
 #include "proxy/wire/obfs2.h"
 #include "proxy/engine/selfaddr.h"
 #include "proxy/engine/shape.h"
@@ -66,6 +67,7 @@ struct conn_shared {
     uint32_t big_max;          /* bulk blocks one worker may hold at once */
     /* [defense.doppelganger]: the live profile (doppel_fetch.h); NULL = no shaping */
     struct doppel_live *doppel;
+    struct keyscan_hints *hints; /* who authenticated with which key (keyscan.h) */
 };
 
 /* A worker's deadline queues for one set of [network.timeout] values. A connection keeps the
@@ -116,6 +118,7 @@ struct conn_worker {
     struct loop_io dns_io;
     struct shape_worker shape; /* doppelganger shaper (shape.h) */
     struct fleet_worker *fleet; /* this worker's [fleet] Redis connection; NULL = off */
+    struct keyscan_budget scan; /* HMAC bytes hellos may still scan (keyscan.h) */
 };
 
 #define CONN_QUOTA_FOLD_MS 1000  /* how often workers charge relayed bytes to quotas */

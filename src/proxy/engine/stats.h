@@ -47,6 +47,8 @@
     X(bulk, "gauge: bulk buffers held by connections")                                           \
     X(shaped_records, "records toward FakeTLS clients timed by the doppelganger shaper")          \
     X(shape_delay_ms, "milliseconds the doppelganger shaper held records back, summed")          \
+    X(scan_capped, "hellos many keys could sign, checked against their address's last key "    \
+                   "only: the worker's scan budget was spent (keyscan.h)")                      \
     STATS_HS_LIST(X)                                                                               \
     X(fleet_checks, "handshakes [fleet] Redis answered within its timeout")                        \
     X(fleet_fallbacks, "[fleet] checks decided on local state: Redis away, erring or too slow")    \

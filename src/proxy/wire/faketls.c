@@ -266,47 +266,108 @@ static int digest_ok(const struct faketls_hello *h, const uint8_t key[16], bool 
     return rc;
 }
 
+struct scan {
+    const struct faketls_hello *h;
+    const struct faketls_policy *pol;
+    struct faketls_match *out;
+    enum faketls_verdict best;
+    bool done; /* a key accepted: later ones are still hashed, never chosen */
+};
+
+/* The HMAC of key i, and whether it is the best candidate so far. -1 on an OpenSSL failure. */
+static int try_key(struct scan *s, const struct faketls_key *keys, size_t i)
+{
+    bool ok;
+    uint32_t ts;
+    if (digest_ok(s->h, keys[i].key, &ok, &ts) != 0)
+        return -1;
+    if (!ok || s->done)
+        return 0;
+    int64_t skew = (int64_t)ts - s->pol->now;
+    enum faketls_verdict v = FAKETLS_ACCEPT;
+    if (skew < -(int64_t)s->pol->past_s || skew > (int64_t)s->pol->future_s)
+        v = FAKETLS_BAD_TIME;
+    else if (!s->h->cipher)
+        v = FAKETLS_BAD_CIPHER;
+    /* Keep the candidate that got furthest through the checks (ACCEPT is best). */
+    if (!s->out->matched || v == FAKETLS_ACCEPT || v > s->best) {
+        s->best = v;
+        *s->out = (struct faketls_match){.index = i, .timestamp = ts, .skew = skew, .matched = true};
+    }
+    s->done = v == FAKETLS_ACCEPT;
+    return 0;
+}
+
+static void sni_hashes(const struct faketls_hello *h, uint32_t hash[FAKETLS_MAX_SNI])
+{
+    for (size_t i = 0; i < h->nsni; i++)
+        hash[i] = faketls_domain_hash(h->rec + h->sni[i].off, h->sni[i].len);
+}
+
+size_t faketls_candidates(const struct faketls_hello *h, const struct faketls_key *keys, size_t n,
+                          const struct faketls_policy *pol)
+{
+    if (!h->has_sni)
+        return pol->reject_missing_sni ? 0 : n;
+    if (pol->accept_sni_mismatch)
+        return n;
+    uint32_t hash[FAKETLS_MAX_SNI];
+    sni_hashes(h, hash);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct faketls_key *key = &keys[i];
+        if (!key->domain_hash) {
+            k += sni_ok(h, hash, key, pol);
+            continue;
+        }
+        bool hit = false; /* hash and length: a collision only counts one key too many */
+        for (size_t j = 0; j < h->nsni && !hit; j++)
+            hit = h->sni[j].len == key->domain_len && hash[j] == key->domain_hash;
+        k += hit;
+    }
+    return k;
+}
+
 enum faketls_verdict faketls_validate(const struct faketls_hello *h, const struct faketls_key *keys,
                                       size_t n, const struct faketls_policy *pol,
                                       struct faketls_match *out)
 {
-    enum faketls_verdict best = FAKETLS_BAD_DIGEST;
-    bool done = false, admitted = false;
+    struct scan s = {.h = h, .pol = pol, .out = out, .best = FAKETLS_BAD_DIGEST};
+    bool admitted = false;
     size_t budget = h->len ? FAKETLS_DIGEST_BUDGET / h->len : 1, tried = 0;
     uint32_t hash[FAKETLS_MAX_SNI];
-    for (size_t i = 0; i < h->nsni; i++)
-        hash[i] = faketls_domain_hash(h->rec + h->sni[i].off, h->sni[i].len);
+    sni_hashes(h, hash);
     memset(out, 0, sizeof(*out));
+    if (budget == 0)
+        budget = 1;
+    /* The hinted key first: when it accepts, nothing else is hashed (the client is found),
+       and with hint_only nothing else is hashed either way. */
+    size_t hint = pol->hint && pol->hint <= n ? pol->hint - 1 : SIZE_MAX;
+    if (hint != SIZE_MAX && sni_ok(h, hash, &keys[hint], pol)) {
+        admitted = true;
+        tried++;
+        if (try_key(&s, keys, hint) != 0)
+            return FAKETLS_INTERNAL;
+        if (s.done) {
+            out->digests = tried;
+            return s.best;
+        }
+    }
     /* The SNI policy is the index: a key it refuses could at best give BAD_SNI, so its
        HMAC is skipped. Every admitted key is evaluated, whatever the earlier ones gave (no
-       early exit on a match), up to the budget. */
-    for (size_t i = 0; i < n && tried < (budget ? budget : 1); i++) {
-        if (!sni_ok(h, hash, &keys[i], pol))
+       early exit on a match), up to the budget; with hint_only, none is. */
+    for (size_t i = 0; i < n && (pol->hint_only || tried < budget); i++) {
+        if (i == hint || !sni_ok(h, hash, &keys[i], pol))
             continue;
         admitted = true;
-        bool ok;
-        uint32_t ts;
+        if (pol->hint_only)
+            break; /* admitted, not hashed: BAD_DIGEST rather than BAD_SNI */
         tried++;
-        if (digest_ok(h, keys[i].key, &ok, &ts) != 0)
+        if (try_key(&s, keys, i) != 0)
             return FAKETLS_INTERNAL;
-        if (!ok || done)
-            continue;
-        int64_t skew = (int64_t)ts - pol->now;
-        enum faketls_verdict v = FAKETLS_ACCEPT;
-        if (skew < -(int64_t)pol->past_s || skew > (int64_t)pol->future_s)
-            v = FAKETLS_BAD_TIME;
-        else if (!h->cipher)
-            v = FAKETLS_BAD_CIPHER;
-        /* Keep the candidate that got furthest through the checks (ACCEPT is best). */
-        if (!out->matched || v == FAKETLS_ACCEPT || v > best) {
-            best = v;
-            *out =
-                (struct faketls_match){.index = i, .timestamp = ts, .skew = skew, .matched = true};
-        }
-        done = v == FAKETLS_ACCEPT;
     }
     out->digests = tried;
-    return n > 0 && !admitted ? FAKETLS_BAD_SNI : best;
+    return n > 0 && !admitted ? FAKETLS_BAD_SNI : s.best;
 }
 
 /* ---- S3: the server's answer ---- */

@@ -94,6 +94,12 @@ struct faketls_policy {
     uint32_t future_s;        /* accept ts <= now + future_s (brief: 120) */
     bool accept_sni_mismatch; /* default false: SNI present but no name equals the domain */
     bool reject_missing_sni;  /* default false: a hello without SNI is accepted */
+    /* When the SNI leaves many candidates (none without SNI: every key; or many secrets
+       sharing its domain), these let the caller bound what a hello costs
+       (engine/keyscan.h): */
+    size_t hint;    /* 1 + the index of a key to try first (the key this client's address
+                       last authenticated with); 0 = none */
+    bool hint_only; /* hash that key alone (none without a hint), not every candidate */
 };
 
 enum faketls_verdict {
@@ -131,13 +137,20 @@ enum faketls_status faketls_parse_hello(const uint8_t *buf, size_t len, struct f
  * S2. Validate a parsed hello against keys[0..n). Only keys the SNI policy admits are
  * tried (a key whose domain the SNI does not name is skipped unless accept_sni_mismatch;
  * every key is admitted for a hello without SNI unless reject_missing_sni), in order, at
- * most max(1, FAKETLS_DIGEST_BUDGET / h->len) of them. Verdicts: ACCEPT; BAD_TIME or
+ * most max(1, FAKETLS_DIGEST_BUDGET / h->len) of them. pol->hint's key, when the policy
+ * admits it, is tried first and, when it accepts, alone; pol->hint_only hashes nothing
+ * else (no HMAC at all without an admitted hint: BAD_DIGEST). Verdicts: ACCEPT; BAD_TIME or
  * BAD_CIPHER for a key that produced the digest; BAD_SNI when n > 0 and the policy admits
  * no key (no HMAC computed, out->matched false); else BAD_DIGEST.
  */
 enum faketls_verdict faketls_validate(const struct faketls_hello *h, const struct faketls_key *keys,
                                       size_t n, const struct faketls_policy *pol,
                                       struct faketls_match *out);
+/* How many of keys[0..n) the SNI policy admits for h (each would cost faketls_validate one
+   HMAC over the hello), for a caller that bounds the cost: no HMAC, a hash and length
+   compare per key with a domain_hash (a hash collision counts one key too many). */
+size_t faketls_candidates(const struct faketls_hello *h, const struct faketls_key *keys, size_t n,
+                          const struct faketls_policy *pol);
 
 struct faketls_answer {
     uint16_t cipher;           /* usually hello.cipher */

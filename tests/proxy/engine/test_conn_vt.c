@@ -491,10 +491,12 @@ static void *vt_main(void *arg)
     return NULL;
 }
 
-static void vt_spawn(struct vt *v, const struct pharness_opts *o)
+static void vt_spawn_cfg(struct vt *v, const struct pharness_opts *o, vt_cfg_fn fn, void *arg)
 {
     memset(v, 0, sizeof *v);
     assert_int_equal(pharness_prepare(&v->h, o), 0);
+    if (fn)
+        fn(&v->h.cfg, arg);
     assert_int_equal(conn_shared_init(&v->sh, &v->h.cfg), 0);
     v->now = 1000000;
     v->lfd = psock_listen(&v->lport, 16);
@@ -508,6 +510,11 @@ static void vt_spawn(struct vt *v, const struct pharness_opts *o)
     int ready = v->ready;
     pthread_mutex_unlock(&v->mu);
     assert_int_equal(ready, 1);
+}
+
+static void vt_spawn(struct vt *v, const struct pharness_opts *o)
+{
+    vt_spawn_cfg(v, o, NULL, NULL);
 }
 
 static void vt_join(struct vt *v)
@@ -566,6 +573,105 @@ static void test_record_sizing_quiet_second(void **state)
     vt_join(&v);
 }
 
+/* ---- hellos without SNI with many secrets (issue 21, item 14) ---- */
+
+#define NOSNI_KEYS 256
+
+struct nosni_keys {
+    uint8_t k[NOSNI_KEYS][16];
+    char dom[NOSNI_KEYS][24];
+};
+
+/* 255 more ee secrets beside the harness's "tls" one, each with a domain of its own. */
+static void add_ee_secrets(struct config *cfg, void *arg)
+{
+    struct nosni_keys *ks = arg;
+    for (int i = 1; i < NOSNI_KEYS; i++) {
+        struct secret sec = {.kind = SECRET_EE};
+        memset(ks->k[i], i, 16);
+        ks->k[i][15] = 0x5a;
+        memcpy(sec.key, ks->k[i], 16);
+        snprintf(ks->dom[i], sizeof ks->dom[i], "d%03d.example", i);
+        sec.domain_len = strlen(ks->dom[i]);
+        memcpy(sec.domain, ks->dom[i], sec.domain_len);
+        char label[16], err[256];
+        snprintf(label, sizeof label, "s%03d", i);
+        assert_int_equal(config_add_secret(cfg, label, &sec, err, sizeof err), 0);
+    }
+}
+
+static uint64_t stat_of(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* A FakeTLS client of the last secret without SNI from src_ip: 0 once a byte went through
+   the DC and back, else what pcli_connect or the echo said. */
+static int nosni_client(struct vt *v, struct nosni_keys *ks, const char *src_ip, const char *sni)
+{
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&v->h, PCLI_TLS);
+    o.key = ks->k[NOSNI_KEYS - 1];
+    o.sni = sni;
+    o.src_ip = src_ip;
+    o.timeout_ms = 5000;
+    int rc = pcli_connect(&c, v->lport, &o);
+    if (rc == 0)
+        rc = pcli_echo(&c, 5, 100, 0);
+    pcli_close(&c);
+    return rc;
+}
+
+/* A 517-byte hello without SNI that no key signed, from 127.0.0.3: fronted (the fronting
+   stand-in's banner arrives) once the worker has checked it. */
+static void nosni_junk(struct vt *v)
+{
+    static const uint8_t foreign[16] = {0xfe, 0xed};
+    uint8_t hello[517];
+    assert_int_equal(pcli_hello_sized(hello, sizeof hello, foreign, NULL, time(NULL), 517), 517);
+    int fd = psock_connect_from("127.0.0.3", v->lport, 5000);
+    assert_true(fd >= 0);
+    assert_int_equal(psock_write_all(fd, hello, sizeof hello), 0);
+    char banner[sizeof PFRONT_BANNER - 1];
+    assert_int_equal(psock_read_all(fd, banner, sizeof banner), 0);
+    assert_memory_equal(banner, PFRONT_BANNER, sizeof banner);
+    close(fd);
+}
+
+/* A no-SNI client is found among 256 secrets while the worker's scan budget lasts, and
+   remembered by address; once junk no-SNI hellos have spent the budget, an unknown address
+   is tried against nothing (fronted), a known one against its key alone (admitted), a
+   hello with SNI as ever; a second of (virtual) time refills the budget. */
+static void test_nosni_budget_and_hints(void **state)
+{
+    (void)state;
+    struct nosni_keys *ks = calloc(1, sizeof *ks);
+    assert_non_null(ks);
+    struct vt v;
+    vt_spawn_cfg(&v, &(struct pharness_opts){.ee = true}, add_ee_secrets, ks);
+    assert_int_equal(nosni_client(&v, ks, "127.0.0.1", NULL), 0); /* a full scan finds it */
+    assert_int_equal(stat_of(&v.w.stats.handshake_ok), 1);
+    /* junk of the same size until one is refused its scan: what is left of the budget
+       is then less than the scan the client's hello needs */
+    size_t most = KEYSCAN_RATE / (NOSNI_KEYS * 517) + 2, sent = 0;
+    while (stat_of(&v.w.stats.scan_capped) == 0 && sent++ < most)
+        nosni_junk(&v);
+    assert_int_equal(stat_of(&v.w.stats.scan_capped), 1);
+    assert_true(sent > 2); /* the budget held a few full scans first */
+    assert_int_not_equal(nosni_client(&v, ks, "127.0.0.2", NULL), 0); /* unknown: fronted */
+    assert_int_equal(stat_of(&v.w.stats.scan_capped), 2);
+    assert_int_equal(nosni_client(&v, ks, "127.0.0.1", NULL), 0); /* its hint */
+    assert_int_equal(nosni_client(&v, ks, "127.0.0.2", ks->dom[NOSNI_KEYS - 1]), 0); /* SNI */
+    assert_int_equal(stat_of(&v.w.stats.scan_capped), 3);
+    assert_int_equal(stat_of(&v.w.stats.handshake_ok), 3);
+    __atomic_add_fetch(&v.now, 1000, __ATOMIC_RELEASE);
+    assert_int_equal(nosni_client(&v, ks, "127.0.0.2", NULL), 0); /* refilled: found */
+    assert_int_equal(stat_of(&v.w.stats.scan_capped), 3);
+    assert_int_equal(stat_of(&v.w.stats.handshake_ok), 4);
+    vt_join(&v);
+    free(ks);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -578,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_relay_park_and_idle),
         cmocka_unit_test(test_front_relay_site_fin),
         cmocka_unit_test(test_record_sizing_quiet_second),
+        cmocka_unit_test(test_nosni_budget_and_hints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

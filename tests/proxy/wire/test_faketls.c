@@ -650,6 +650,84 @@ static void test_many_keys_indexed_by_sni(void **state)
     free(x);
 }
 
+/* Issue 21 item 14: a hello many keys could sign (no SNI, or a shared domain) with a hint
+   (the key its address last used) is checked against that key first, and alone when it
+   accepts; hint_only hashes nothing else, whatever the hint gives. */
+static void test_no_sni_hint(void **state)
+{
+    (void)state;
+    struct many *x = calloc(1, sizeof *x);
+    assert_non_null(x);
+    many_init(x, false);
+    struct faketls_match m;
+    struct faketls_hello h;
+    struct faketls_policy pol = policy_at(NOW);
+    size_t n = pcli_hello_sized(x->hello, sizeof x->hello, x->k[200], NULL, NOW, 517);
+    assert_int_equal(faketls_parse_hello(x->hello, n, &h, NULL), FAKETLS_OK);
+    pol.hint = 201; /* the right key: one HMAC */
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.index, 200);
+    assert_int_equal(m.digests, 1);
+    pol.hint_only = true;
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.digests, 1);
+    pol.hint = 8; /* a wrong hint: then every other key, none twice */
+    pol.hint_only = false;
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.index, 200);
+    assert_int_equal(m.digests, NKEYS);
+    pol.hint_only = true; /* the wrong hint alone */
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_BAD_DIGEST);
+    assert_false(m.matched);
+    assert_int_equal(m.digests, 1);
+    pol.hint = 0; /* no hint at all: no HMAC */
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_BAD_DIGEST);
+    assert_int_equal(m.digests, 0);
+    pol.hint = NKEYS + 1; /* out of range: ignored */
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_BAD_DIGEST);
+    assert_int_equal(m.digests, 0);
+    pol.hint = 201;
+    pol.reject_missing_sni = true; /* the SNI policy still comes first */
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_BAD_SNI);
+    assert_int_equal(m.digests, 0);
+    /* with SNI, a hint the SNI does not admit is skipped */
+    n = pcli_hello_sized(x->hello, sizeof x->hello, x->k[200], "d200.example", NOW, 517);
+    assert_int_equal(faketls_parse_hello(x->hello, n, &h, NULL), FAKETLS_OK);
+    pol = policy_at(NOW);
+    assert_int_equal(faketls_candidates(&h, x->keys, NKEYS, &pol), 1);
+    pol.hint = 8;
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.index, 200);
+    assert_int_equal(m.digests, 1);
+    pol.hint_only = true; /* admitted keys exist, none hashed: a bad digest, not BAD_SNI */
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_BAD_DIGEST);
+    assert_int_equal(m.digests, 0);
+    /* many secrets sharing the SNI's domain: the hint works as without SNI */
+    many_init(x, true);
+    n = pcli_hello_sized(x->hello, sizeof x->hello, x->k[100], "d000.example", NOW, 517);
+    assert_int_equal(faketls_parse_hello(x->hello, n, &h, NULL), FAKETLS_OK);
+    pol = policy_at(NOW);
+    assert_int_equal(faketls_candidates(&h, x->keys, NKEYS, &pol), NKEYS);
+    pol.hint = 101;
+    pol.hint_only = true;
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_ACCEPT);
+    assert_int_equal(m.index, 100);
+    assert_int_equal(m.digests, 1);
+    pol.hint = 0;
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_BAD_DIGEST);
+    assert_int_equal(m.digests, 0);
+    n = pcli_hello_sized(x->hello, sizeof x->hello, x->k[100], "other.example", NOW, 517);
+    assert_int_equal(faketls_parse_hello(x->hello, n, &h, NULL), FAKETLS_OK);
+    assert_int_equal(faketls_candidates(&h, x->keys, NKEYS, &pol), 0);
+    assert_int_equal(faketls_validate(&h, x->keys, NKEYS, &pol, &m), FAKETLS_BAD_SNI);
+    n = pcli_hello_sized(x->hello, sizeof x->hello, x->k[100], NULL, NOW, 517);
+    assert_int_equal(faketls_parse_hello(x->hello, n, &h, NULL), FAKETLS_OK);
+    assert_int_equal(faketls_candidates(&h, x->keys, NKEYS, &pol), NKEYS);
+    pol.reject_missing_sni = true;
+    assert_int_equal(faketls_candidates(&h, x->keys, NKEYS, &pol), 0);
+    free(x);
+}
+
 static void test_mtg_hellos(void **state)
 {
     (void)state;
@@ -681,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_writer),
         cmocka_unit_test(test_mtg_hellos),
         cmocka_unit_test(test_many_keys_indexed_by_sni),
+        cmocka_unit_test(test_no_sni_hint),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,65 @@
+/* keyscan: hints and a scan budget for hellos many keys could sign. See keyscan.h. */
+#include "proxy/engine/keyscan.h"
+
+/* 64-bit FNV-1a of the address, then a final mix: the slot from the low bits, the tag
+   from the high ones. */
+static uint64_t addr_hash(const uint8_t ip[16])
+{
+    uint64_t x = 14695981039346656037ull;
+    for (int i = 0; i < 16; i++)
+        x = (x ^ ip[i]) * 1099511628211ull;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 32);
+}
+
+size_t keyscan_hint_get(const struct keyscan_hints *t, const uint8_t ip[16], uint64_t gen)
+{
+    uint64_t h = addr_hash(ip);
+    uint64_t v = __atomic_load_n(&t->slot[h % KEYSCAN_HINT_SLOTS], __ATOMIC_RELAXED);
+    if (v >> 32 != h >> 32 || ((v >> 16) & 0xffff) != (gen & 0xffff))
+        return 0;
+    return (size_t)(v & 0xffff);
+}
+
+void keyscan_hint_put(struct keyscan_hints *t, const uint8_t ip[16], uint64_t gen, size_t index)
+{
+    if (index >= KEYSCAN_MAX_KEYS)
+        return;
+    uint64_t h = addr_hash(ip);
+    uint64_t v = (h >> 32) << 32 | (gen & 0xffff) << 16 | (uint64_t)(index + 1);
+    __atomic_store_n(&t->slot[h % KEYSCAN_HINT_SLOTS], v, __ATOMIC_RELAXED);
+}
+
+bool keyscan_budget_take(struct keyscan_budget *b, uint64_t now_ms, uint64_t bytes)
+{
+    if (!b->started || now_ms < b->last_ms) {
+        b->started = true;
+        b->tokens = KEYSCAN_RATE;
+        b->last_ms = now_ms;
+    }
+    uint64_t dt = now_ms - b->last_ms;
+    if (dt) {
+        uint64_t add = dt >= 1000 ? KEYSCAN_RATE : KEYSCAN_RATE / 1000 * dt;
+        b->tokens = b->tokens + add > KEYSCAN_RATE ? KEYSCAN_RATE : b->tokens + add;
+        b->last_ms = now_ms;
+    }
+    if (bytes > b->tokens)
+        return false;
+    b->tokens -= bytes;
+    return true;
+}
+
+bool keyscan_gate(const struct keyscan_hints *t, struct keyscan_budget *b, const uint8_t ip[16],
+                  uint64_t gen, uint64_t now_ms, size_t len, size_t ncand,
+                  struct faketls_policy *pol)
+{
+    if (ncand <= 2)
+        return false; /* two HMACs at most: within 2x of one secret as it is */
+    /* what faketls_validate may hash: every candidate, within its per-hello budget, and
+       the hint */
+    uint64_t scan = (uint64_t)ncand * len, most = FAKETLS_DIGEST_BUDGET + len;
+    pol->hint = keyscan_hint_get(t, ip, gen);
+    pol->hint_only = !keyscan_budget_take(b, now_ms, scan < most ? scan : most);
+    return true;
+}

@@ -1,0 +1,72 @@
+/*
+ * keyscan: what checking a FakeTLS ClientHello against many ee secrets may cost the proxy
+ * (issue 21, item 14).
+ *
+ * A hello is checked against the keys its SNI admits (wire/faketls.c): one HMAC-SHA256 over
+ * the whole hello per key. The SNI usually names one secret's domain, so one HMAC; but a
+ * hello without SNI (some iOS and macOS releases send none) admits every key, and so does
+ * one naming a domain many secrets share. HMAC keys the first block of its inner hash, so
+ * no pass over the hello can be shared between keys (precomputed ipad/opad states would
+ * save two compression blocks per key, not the pass over 0.5-16 KiB): with 256 secrets
+ * such a hello costs 256 passes, 12x to 280x a hello with one secret. Two things keep it
+ * near one HMAC once more than two keys are candidates:
+ *
+ *  - hints: the client address that authenticated such a hello, with the key it used, in a
+ *    table all workers share. A hello from a hinted address is checked against that key
+ *    first, and alone when it accepts. The table is lossy (a slot keeps the last address
+ *    hashed to it, tagged with the secrets' generation): a lost or wrong hint costs one
+ *    HMAC, then the budget decides, as for a new client.
+ *  - a scan budget per worker: checking every candidate is allowed while the worker's
+ *    allowance of HMAC input lasts (KEYSCAN_RATE bytes a second, as much in reserve,
+ *    charged the scan's worst case); beyond it, the hello is checked against its hint
+ *    alone (no HMAC at all without one), fails as a bad digest and is fronted. A genuine
+ *    client then retries, and is found once the allowance refills (1/30 s for one 256-key
+ *    scan of a 517-byte hello). So a flood of junk hellos costs at most that allowance a
+ *    second beyond parsing, and a hello whose SNI names its secret's own domain, or from a
+ *    hinted address, is never affected.
+ *
+ * Ownership: struct keyscan_hints and struct keyscan_budget are caller storage, zeroed to
+ * start. Thread-safety: keyscan_hint_get / _put may run on any thread at once (relaxed
+ * atomics on whole slots); a keyscan_budget belongs to one thread.
+ */
+#ifndef TGPROXY_KEYSCAN_H
+#define TGPROXY_KEYSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy/wire/faketls.h"
+
+#define KEYSCAN_HINT_SLOTS 4096
+#define KEYSCAN_RATE       ((uint64_t)4 << 20) /* bytes of HMAC input a second, per worker */
+#define KEYSCAN_MAX_KEYS   65535               /* hints hold key indexes below this */
+
+struct keyscan_hints {
+    uint64_t slot[KEYSCAN_HINT_SLOTS]; /* tag(32) | generation(16) | 1 + key index(16) */
+};
+
+/* 1 + the key index last put for ip (16 bytes, IPv4 mapped) in generation gen, or 0. */
+size_t keyscan_hint_get(const struct keyscan_hints *t, const uint8_t ip[16], uint64_t gen);
+/* Remember that ip authenticated with key index (< KEYSCAN_MAX_KEYS) in generation gen. */
+void keyscan_hint_put(struct keyscan_hints *t, const uint8_t ip[16], uint64_t gen, size_t index);
+
+struct keyscan_budget {
+    uint64_t tokens;  /* bytes of HMAC input still allowed */
+    uint64_t last_ms; /* when tokens were last refilled */
+    bool started;
+};
+
+/* May a scan hashing up to bytes run at now_ms (a monotonic clock)? true: charged. */
+bool keyscan_budget_take(struct keyscan_budget *b, uint64_t now_ms, uint64_t bytes);
+
+/* Before faketls_validate of a hello of len bytes from client ip that ncand keys could sign
+   (faketls_candidates): when more than two could, set pol->hint from t and, when b cannot
+   pay a scan of every candidate (charged to it otherwise), pol->hint_only. true when it
+   applied: then keyscan_hint_put the accepted key, so the client's next hello costs one
+   HMAC. */
+bool keyscan_gate(const struct keyscan_hints *t, struct keyscan_budget *b, const uint8_t ip[16],
+                  uint64_t gen, uint64_t now_ms, size_t len, size_t ncand,
+                  struct faketls_policy *pol);
+
+#endif
