@@ -34,6 +34,8 @@
  * cancel and option functions never call them (a call refused at submission still completes
  * through the loop), so a callback never runs inside your own call into the handle except
  * tg_async_shutdown() and tg_async_free(), which complete everything pending right away.
+ * Ready-made adapters (header-only, hiredis style): tgbot/async_uv.h (libuv) and
+ * tgbot/async_event.h (libevent 2).
  *
  * ---- threads ----
  * A tg_async belongs to one thread, the loop thread: every function here is called on it

@@ -57,6 +57,24 @@ if(TARGET bot_test_client_methods)
         ENVIRONMENT "TGKIT_SHARED_DIR=${TGKIT_SHARED_DIR};TGKIT_TEST_TRANSPORT=async")
 endif()
 
+# The async client's loop adapters (header-only: tgbot/async_uv.h, tgbot/async_event.h), each
+# with its test when the library is there; without it the test is built to fail, not skip.
+pkg_check_modules(LIBUV IMPORTED_TARGET libuv)
+pkg_check_modules(LIBEVENT IMPORTED_TARGET libevent)
+foreach(ad uv event)
+    if(TARGET bot_test_async_${ad})
+        target_link_libraries(bot_test_async_${ad} PRIVATE tgbot_testing)
+    endif()
+endforeach()
+if(TARGET bot_test_async_uv AND LIBUV_FOUND)
+    target_link_libraries(bot_test_async_uv PRIVATE PkgConfig::LIBUV)
+    target_compile_definitions(bot_test_async_uv PRIVATE TGKIT_HAVE_LIBUV)
+endif()
+if(TARGET bot_test_async_event AND LIBEVENT_FOUND)
+    target_link_libraries(bot_test_async_event PRIVATE PkgConfig::LIBEVENT)
+    target_compile_definitions(bot_test_async_event PRIVATE TGKIT_HAVE_LIBEVENT)
+endif()
+
 # The ABI guard: exported symbols of libtgbot.so match abi/libtgbot.symbols (docs/abi.md).
 add_test(NAME bot/abi_symbols
     COMMAND ${CMAKE_SOURCE_DIR}/scripts/abi-symbols.sh check $<TARGET_FILE:tgbot>
