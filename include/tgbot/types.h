@@ -82,7 +82,8 @@ typedef void (*tg_unknown_key_fn)(void *ud, const char *path);
  * List the keys of raw (the JSON a decoded object kept, e.g. msg->raw) that the generated
  * type named type ("Message", "Update", ...) does not know, recursively. Returns how many
  * there are (0 also when type is unknown or raw is empty or not valid JSON); cb may be NULL.
- * Allocates a temporary token array; thread-safe (uses only its arguments).
+ * Allocates a temporary token array; thread-safe (uses only its arguments). Time is linear in
+ * raw's size (about twice a tg_decode of it), however many keys are unknown.
  */
 TG_API size_t tg_unknown_keys(const char *type, tg_raw raw, tg_unknown_key_fn cb, void *ud);
 

@@ -213,12 +213,18 @@ static void test_error_paths(void **state)
     }
 }
 
-static void collect_key(void *ud, const tg__jdoc *d, uint32_t tok, bool variant)
+/* The walk's own path must be the one tg__json_path finds from the root. */
+static void collect_key(void *ud, const tg__jdoc *d, uint32_t tok, bool variant, const char *path)
 {
-    tg__buf *b = ud;
+    tg__buf *b = ud, full;
+    tg__buf_init(&full, 0);
+    assert_int_equal(tg__json_path(d, tok, &full), 0);
+    assert_non_null(path);
+    assert_string_equal(path, tg__buf_cstr(&full));
+    tg__buf_cleanup(&full);
     if (variant)
         tg__buf_putc(b, '~');
-    tg__json_path(d, tok, b);
+    tg__buf_puts(b, path);
     tg__buf_putc(b, ';');
 }
 
@@ -255,10 +261,12 @@ static void test_unknown_fields_stay_reachable(void **state)
     /* the raw span of the chat still holds the unknown key */
     assert_non_null(
         memmem(u->message->chat->raw.json, u->message->chat->raw.len, "\"new_flag\":true", 15));
-    tg__buf keys;
+    tg__buf keys, path;
     tg__buf_init(&keys, 0);
+    tg__buf_init(&path, 0);
     size_t n =
-        tg__codec_unknown_keys(tg__codec_type_by_name("Update"), &f->d, 0, collect_key, &keys);
+        tg__codec_unknown_keys(tg__codec_type_by_name("Update"), &f->d, 0, collect_key, &keys, &path);
+    tg__buf_cleanup(&path);
     assert_int_equal(n, 3);
     assert_string_equal(tg__buf_cstr(&keys),
                         "future_kind;message.chat.new_flag;message.entities[0].extra;");
@@ -289,10 +297,14 @@ static void test_unknown_variant_and_enum(void **state)
     assert_null(m->forward_origin.ptr);
     assert_int_equal(m->forward_origin.raw.len, strlen("{\"type\":\"satellite\",\"orbit\":7}"));
     assert_int_equal(m->entities[0].type.id, TG_ENUM_UNKNOWN);
-    tg__buf seen;
+    tg__buf seen, path;
     tg__buf_init(&seen, 0);
+    tg__buf_init(&path, 0);
     assert_int_equal(
-        tg__codec_unknown_keys(tg__codec_type_by_name("Message"), &f->d, 0, collect_key, &seen), 0);
+        tg__codec_unknown_keys(tg__codec_type_by_name("Message"), &f->d, 0, collect_key, &seen,
+                               &path),
+        0);
+    tg__buf_cleanup(&path);
     assert_string_equal(tg__buf_cstr(&seen), "~forward_origin;");
     tg__buf_cleanup(&seen);
     char *again = encode_keep(tg__codec_type_by_name("Message"), m);

@@ -190,11 +190,13 @@ static void fill_union(filler *f, const tg__type *u, void *dst, int depth)
     h->ptr = obj;
 }
 
-static void count_unknown(void *ud, const tg__jdoc *d, uint32_t tok, bool variant)
+static void count_unknown(void *ud, const tg__jdoc *d, uint32_t tok, bool variant,
+                          const char *path)
 {
     (void)d;
     (void)tok;
     (void)variant;
+    (void)path;
     (*(int *)ud)++;
 }
 
@@ -226,7 +228,7 @@ static void round_trip(const tg__type *t, bool required_only)
     if (st != TG_OK)
         fail_msg("%s: decode of own encoding failed: %s\n%s", t->name, tg__buf_cstr(&err), b1.data);
     int unknown = 0;
-    tg__codec_unknown_keys(t, &d, 0, count_unknown, &unknown);
+    tg__codec_unknown_keys(t, &d, 0, count_unknown, &unknown, NULL);
     if (unknown)
         fail_msg("%s: %d unknown keys in own encoding", t->name, unknown);
 

@@ -220,11 +220,17 @@ tg_status tg__encode_public(tg_ctx *ctx, const tg__type *t, const void *v, char 
 
 /* Called for each member of the JSON at tok whose key t (recursively) does not know, with
  * the member's value token (variant false), and for each union value whose variant cannot
- * be told, with that value's token (variant true). tg__json_path(d, tok) names either. */
-typedef void (*tg__unknown_cb)(void *ud, const tg__jdoc *d, uint32_t tok, bool variant);
+ * be told, with that value's token (variant true). path names it (as tg__json_path does,
+ * from tok) when the walk was given a path buffer, else NULL. */
+typedef void (*tg__unknown_cb)(void *ud, const tg__jdoc *d, uint32_t tok, bool variant,
+                               const char *path);
 /* Walk the JSON value at tok as t (only reading tokens); returns the number of unknown keys
- * (unknown variants are reported but not counted). */
+ * (unknown variants are reported but not counted). path (NULL = no paths) is the walk's
+ * scratch: it holds the path of where the walk is, one step pushed on the way down and
+ * popped on the way back, so naming every key costs O(its depth), not a search from the
+ * root. The whole walk is linear in the tokens it visits. A path that cannot grow (out of
+ * memory) is reported as NULL. */
 size_t tg__codec_unknown_keys(const tg__type *t, const tg__jdoc *d, uint32_t tok, tg__unknown_cb cb,
-                              void *ud);
+                              void *ud, tg__buf *path);
 
 #endif

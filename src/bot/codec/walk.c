@@ -248,9 +248,40 @@ typedef struct uwalk {
     void *ud;
     const tg__jdoc *d;
     size_t n;
+    tg__buf *path; /* where the walk is (NULL: no paths) */
+    int path_err;  /* a step could not be pushed: paths are off from there on */
 } uwalk;
 
 static void unknown_value(uwalk *w, const tg__type *t, uint32_t tok);
+
+/* Push a step (key token, or array index when key is UINT32_MAX); returns the length to pop
+ * back to. */
+static size_t push(uwalk *w, uint32_t key, uint32_t index)
+{
+    if (!w->path)
+        return 0;
+    size_t mark = w->path->len;
+    if (!w->path_err)
+        w->path_err = key != UINT32_MAX
+                          ? tg__json_path_key(w->d, key, mark == 0, w->path)
+                          : tg__json_path_index(index, w->path);
+    return mark;
+}
+
+static void pop(uwalk *w, size_t mark)
+{
+    if (w->path && !w->path_err && w->path->data) {
+        w->path->len = mark;
+        w->path->data[mark] = '\0';
+    }
+}
+
+static void report(uwalk *w, uint32_t tok, bool variant)
+{
+    if (w->cb)
+        w->cb(w->ud, w->d, tok, variant,
+              w->path && !w->path_err ? tg__buf_cstr(w->path) : NULL);
+}
 
 static void unknown_field(uwalk *w, const tg__field *f, uint32_t tok, int depth)
 {
@@ -260,7 +291,10 @@ static void unknown_field(uwalk *w, const tg__field *f, uint32_t tok, int depth)
             return;
         uint32_t el = tok + 1;
         for (uint32_t i = 0; i < t->count; i++) {
+            tg__json_steps++;
+            size_t mark = push(w, UINT32_MAX, i);
             unknown_field(w, f, el, depth - 1);
+            pop(w, mark);
             el = w->d->toks[el].next;
         }
         return;
@@ -281,31 +315,33 @@ static void unknown_value(uwalk *w, const tg__type *t, uint32_t tok)
         int m = tg__codec_union_pick(t, w->d, tok);
         if (m >= 0)
             unknown_value(w, t->members[m], tok);
-        else if (w->cb && o->type == TG__J_OBJECT)
-            w->cb(w->ud, w->d, tok, true);
+        else if (o->type == TG__J_OBJECT)
+            report(w, tok, true);
         return;
     }
     if (o->type != TG__J_OBJECT)
         return;
     uint32_t key = tok + 1;
     for (uint32_t i = 0; i < o->count; i++) {
+        tg__json_steps++;
         const tg__field *f = tg__codec_lookup_tok(t, w->d, key);
+        size_t mark = push(w, key, 0);
         if (!f) {
             w->n++;
-            if (w->cb)
-                w->cb(w->ud, w->d, key + 1, false);
+            report(w, key + 1, false);
         } else {
             int depth = (f->flags & TG__F_ARR2) ? 2 : (f->flags & TG__F_ARR) ? 1 : 0;
             unknown_field(w, f, key + 1, depth);
         }
+        pop(w, mark);
         key = w->d->toks[key + 1].next;
     }
 }
 
 size_t tg__codec_unknown_keys(const tg__type *t, const tg__jdoc *d, uint32_t tok, tg__unknown_cb cb,
-                              void *ud)
+                              void *ud, tg__buf *path)
 {
-    uwalk w = {cb, ud, d, 0};
+    uwalk w = {cb, ud, d, 0, cb ? path : NULL, 0};
     unknown_value(&w, t, tok);
     return w.n;
 }

@@ -92,8 +92,17 @@ int tg__json_parse(tg__jdoc *d, const char *src, size_t len, tg__jerr *err);
 
 /* Name of a token type for messages: "object", "array", "string", "number", "true"... */
 const char *tg__json_type_name(tg__jtype t);
-/* Append the path of token tok ("result.entities[2].offset"; "" for the root) to out. */
+/* Append the path of token tok ("result.entities[2].offset"; "" for the root) to out. It walks
+ * down from the root: O(depth x siblings), for one error message. A walk that names many
+ * tokens builds its path on the way down with the two steps below instead. */
 int tg__json_path(const tg__jdoc *d, uint32_t tok, tg__buf *out);
+/* One step of a path as tg__json_path writes it: key token key (".key", or "key" when first,
+ * or ["raw key"]), or element i of an array ("[i]"). 0 or -errno. */
+int tg__json_path_key(const tg__jdoc *d, uint32_t key, bool first, tg__buf *out);
+int tg__json_path_index(uint32_t i, tg__buf *out);
+/* Work counter, for tests that assert how work grows with input: one per sibling or element
+ * a path walk (tg__json_path) or the codec's unknown-key walk steps over, on this thread. */
+extern _Thread_local uint64_t tg__json_steps;
 /* One line: "<path>: <msg> (at byte N)". */
 int tg__json_errmsg(const tg__jdoc *d, const tg__jerr *err, tg__buf *out);
 

@@ -29,7 +29,9 @@ static bool is_ident(const char *s, size_t n)
     return true;
 }
 
-static int put_key(const tg__jdoc *d, uint32_t key, bool first, tg__buf *out)
+_Thread_local uint64_t tg__json_steps;
+
+int tg__json_path_key(const tg__jdoc *d, uint32_t key, bool first, tg__buf *out)
 {
     const tg__jtok *k = &d->toks[key];
     const char *s = d->src + k->start;
@@ -44,6 +46,11 @@ static int put_key(const tg__jdoc *d, uint32_t key, bool first, tg__buf *out)
     return tg__buf_append(out, "\"]", 2);
 }
 
+int tg__json_path_index(uint32_t i, tg__buf *out)
+{
+    return tg__buf_printf(out, "[%u]", (unsigned)i);
+}
+
 /* One step down from object cur toward tok. Returns the child to continue from, or
  * UINT32_MAX if tok is not inside (malformed request). */
 static uint32_t step_object(const tg__jdoc *d, uint32_t cur, uint32_t tok, bool first, tg__buf *out,
@@ -51,10 +58,11 @@ static uint32_t step_object(const tg__jdoc *d, uint32_t cur, uint32_t tok, bool 
 {
     uint32_t k = cur + 1;
     for (uint32_t i = 0; i < d->toks[cur].count && k < d->ntok; i++) {
+        tg__json_steps++;
         uint32_t v = k + 1;
         uint32_t end = v < d->ntok ? d->toks[v].next : d->ntok;
         if (tok == k || tok < end) {
-            *rc = put_key(d, k, first, out);
+            *rc = tg__json_path_key(d, k, first, out);
             return tok == k ? tok : v;
         }
         k = end;
@@ -66,8 +74,9 @@ static uint32_t step_array(const tg__jdoc *d, uint32_t cur, uint32_t tok, tg__bu
 {
     uint32_t e = cur + 1;
     for (uint32_t i = 0; i < d->toks[cur].count && e < d->ntok; i++) {
+        tg__json_steps++;
         if (tok < d->toks[e].next) {
-            *rc = tg__buf_printf(out, "[%u]", (unsigned)i);
+            *rc = tg__json_path_index(i, out);
             return e;
         }
         e = d->toks[e].next;
