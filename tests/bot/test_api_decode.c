@@ -328,9 +328,45 @@ static void test_enum_with_nul(void **state)
 
     decode_as(f, "Chat", "{\"id\":3,\"type\":\"private\\u0000\\u0000\\u0000xyz\"}",
               TG_ERR_DECODE);
-    assert_non_null(strstr(tg__buf_cstr(&f->err), "type: expected a ChatType string without NUL"));
+    assert_non_null(
+        strstr(tg__buf_cstr(&f->err), "type: expected a ChatType string without \\u0000"));
     tg_chat *c = decode_as(f, "Chat", "{\"id\":3,\"type\":\"priv\\u0061te\"}", TG_OK);
     assert_int_equal(c->type.id, TG_CHAT_TYPE_PRIVATE);
+}
+
+/* Issue 21 item 12: "a\u0000b" decoded as "a" (the struct's string is NUL-terminated and has
+ * no length). A string field holding U+0000 is now a decode error naming the field; a key
+ * holding one is not any field's, so it stays an unknown key, kept in raw. */
+static void test_string_with_nul(void **state)
+{
+    fx *f = *state;
+    const char *chat = "\"chat\":{\"id\":3,\"type\":\"private\"}";
+    char json[256];
+    snprintf(json, sizeof json, "{\"message_id\":1,\"date\":2,%s,\"text\":\"a\\u0000b\"}", chat);
+    assert_null(decode_as(f, "Message", json, TG_ERR_DECODE));
+    const char *msg = tg__buf_cstr(&f->err);
+    if (!strstr(msg, "text: expected a string without \\u0000, found one holding it"))
+        fail_msg("error: %s", msg);
+    snprintf(json, sizeof json, "{\"message_id\":1,\"date\":2,%s,\"caption\":\"\\u0000\"}", chat);
+    decode_as(f, "Message", json, TG_ERR_DECODE);
+    assert_non_null(strstr(tg__buf_cstr(&f->err), "caption: expected a string without"));
+    /* other escapes still decode */
+    snprintf(json, sizeof json, "{\"message_id\":1,\"date\":2,%s,\"text\":\"a\\u0001b\"}", chat);
+    tg_message *m = decode_as(f, "Message", json, TG_OK);
+    assert_memory_equal(m->text, "a\001b", 4);
+    /* a key holding U+0000 is unknown and kept */
+    snprintf(json, sizeof json, "{\"message_id\":1,\"date\":2,%s,\"te\\u0000xt\":\"x\"}", chat);
+    m = decode_as(f, "Message", json, TG_OK);
+    assert_null(m->text);
+    tg__buf seen, path;
+    tg__buf_init(&seen, 0);
+    tg__buf_init(&path, 0);
+    assert_int_equal(tg__codec_unknown_keys(tg__codec_type_by_name("Message"), &f->d, 0,
+                                            collect_key, &seen, &path),
+                     1);
+    assert_string_equal(tg__buf_cstr(&seen), "[\"te\\u0000xt\"];");
+    tg__buf_cleanup(&seen);
+    tg__buf_cleanup(&path);
 }
 
 static void test_union_dispatch(void **state)
@@ -465,6 +501,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unknown_fields_stay_reachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_variant_and_enum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_enum_with_nul, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_string_with_nul, setup, teardown),
         cmocka_unit_test_setup_teardown(test_union_dispatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scalars_and_nulls, setup, teardown),
         cmocka_unit_test(test_allocation_failures),

@@ -8,6 +8,7 @@
 
 #include "bot/json/json.h"
 #include "core/alloc.h"
+#include "core/arena.h"
 
 struct acase {
     const char *in;
@@ -169,6 +170,36 @@ static void test_token_structure(void **state)
     assert_int_equal(tg__json_obj_get(&doc, 0, "c"), 9);
     assert_int_equal(tg__json_obj_get(&doc, 0, "zz"), UINT32_MAX);
     assert_int_equal(tg__json_obj_get(&doc, 2, "a"), UINT32_MAX);
+}
+
+/* Issue 21 item 12: "a\u0000b" is valid JSON (RFC 8259) and tokenizes, flagged TG__JF_NUL;
+ * the string accessors keep its length (the codec, whose structs hold NUL-terminated strings,
+ * refuses it: test_api_decode.c). No other escape sets the flag. */
+static void test_nul_escape_is_flagged(void **state)
+{
+    (void)state;
+    parse_ok("[\"a\\u0000b\",\"\\u0000\",\"a\\u0001\",\"\\ud83d\\ude00\",\"x\\n\",\"00\\\\u0000\",\"ok\"]");
+    const tg__jtok *t = doc.toks;
+    assert_int_equal(t[1].flags, TG__JF_ESCAPED | TG__JF_NUL);
+    assert_int_equal(t[2].flags, TG__JF_ESCAPED | TG__JF_NUL);
+    assert_int_equal(t[3].flags, TG__JF_ESCAPED);
+    assert_int_equal(t[4].flags, TG__JF_ESCAPED);
+    assert_int_equal(t[5].flags, TG__JF_ESCAPED);
+    assert_int_equal(t[6].flags, TG__JF_ESCAPED); /* "00\\u0000": a backslash, then text */
+    assert_int_equal(t[7].flags, 0);
+    tg__arena a;
+    tg__arena_init(&a, 0, 0);
+    size_t n;
+    char *s = tg__json_str_dup(&doc, 1, &a, &n);
+    assert_non_null(s);
+    assert_int_equal(n, 3);
+    assert_memory_equal(s, "a\0b", 4);
+    char buf[8];
+    assert_int_equal(tg__json_str_copy(&doc, 1, buf, sizeof buf), 3);
+    assert_memory_equal(buf, "a\0b", 4);
+    assert_true(tg__json_str_eq(&doc, 1, "a\0b", 3));
+    assert_false(tg__json_str_eq(&doc, 1, "a", 1));
+    tg__arena_cleanup(&a);
 }
 
 /* next is always past the subtree, and skipping children by next visits exactly count. */
@@ -403,6 +434,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accept_reject_table),
         cmocka_unit_test_setup_teardown(test_token_structure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nul_escape_is_flagged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_and_count_invariants, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paths, setup, teardown),

@@ -48,13 +48,17 @@ static int fail_missing(dec *x, uint32_t tok, const tg__field *f)
     return -1;
 }
 
-/* A string whose decoded text holds U+0000 (only a \u0000 escape can put one there). */
-static int fail_nul(dec *x, uint32_t tok, const char *what)
+/* A string whose decoded text holds U+0000 (only a \u0000 escape can put one there, and the
+ * tokenizer flags it: TG__JF_NUL). The typed structs hold NUL-terminated strings with no
+ * length: kept, "a\u0000b" would read as "a", silently. So it is refused, naming the field. */
+static int fail_nul(dec *x, uint32_t tok, const char *enum_name)
 {
     x->err->offset = x->d->toks[tok].start - 1;
     x->err->tok = tok;
     snprintf(x->err->msg, sizeof x->err->msg,
-             "expected a %s string without NUL, found one holding \\u0000 (U+0000)", what);
+             "expected a %s%sstring without \\u0000, found one holding it (decoded strings are "
+             "NUL-terminated: it would cut the text)",
+             enum_name ? enum_name : "", enum_name ? " " : "");
     return -1;
 }
 
@@ -170,6 +174,8 @@ static int dec_string_like(dec *x, const tg__field *f, uint32_t tok, void *dst)
     }
     if (t->type != TG__J_STRING)
         return fail_type(x, tok, f->kind == TG__K_CHATID ? "integer or string" : "string");
+    if (t->flags & TG__JF_NUL)
+        return fail_nul(x, tok, f->kind == TG__K_ENUM ? ((const tg__enum *)f->sub)->name : NULL);
     if (f->kind == TG__K_ENUM) {
         tg_strenum *e = dst;
         const tg__enum *en = f->sub;
@@ -187,8 +193,6 @@ static int dec_string_like(dec *x, const tg__field *f, uint32_t tok, void *dst)
     switch (f->kind) {
     case TG__K_ENUM: {
         tg_strenum *e = dst;
-        if (memchr(s, '\0', n)) /* no enum value holds one; the kept string could not */
-            return fail_nul(x, tok, ((const tg__enum *)f->sub)->name);
         e->str = s;
         if (t->flags & TG__JF_ESCAPED)
             e->id = tg__codec_enum_id(f->sub, s, n);
@@ -367,6 +371,8 @@ static int dec_union(dec *x, const tg__type *u, uint32_t tok, void *dst)
     memset(dst, 0, u->size);
     h->raw.json = tg__json_raw(x->d, tok, &h->raw.len);
     if (t->type == TG__J_STRING && (u->uflags & TG__UF_STRING)) {
+        if (t->flags & TG__JF_NUL)
+            return fail_nul(x, tok, NULL);
         char *s = tg__json_str_dup(x->d, tok, x->a, NULL);
         if (!s)
             return fail_nomem(x, tok);

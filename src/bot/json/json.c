@@ -309,7 +309,8 @@ static inline size_t skip_plain(const unsigned char *s, size_t i, size_t n)
 }
 
 /* String content from i (after the opening quote). Returns the index of the closing quote,
- * or SIZE_MAX (error filled). *flags gets TG__JF_ESCAPED when there are escapes. */
+ * or SIZE_MAX (error filled). *flags gets TG__JF_ESCAPED when there are escapes, and
+ * TG__JF_NUL when one of them is \u0000. */
 static inline size_t scan_string(struct jp *p, size_t i, uint8_t *flags)
 {
     const unsigned char *s = p->s;
@@ -326,7 +327,9 @@ static inline size_t scan_string(struct jp *p, size_t i, uint8_t *flags)
             return i;
         case C_BSLASH:
             k = scan_escape(p, i);
-            *flags = TG__JF_ESCAPED;
+            *flags |= TG__JF_ESCAPED;
+            if (k == 6 && memcmp(s + i + 2, "0000", 4) == 0)
+                *flags |= TG__JF_NUL;
             break;
         case C_CTRL:
             fail_at(p, i, "string", "'\\u00XX' escape for a control character");

@@ -50,6 +50,7 @@ typedef enum tg__jtype {
 #define TG__JF_ESCAPED 0x01 /* string: contains backslash escapes */
 #define TG__JF_FRAC    0x02 /* number: has a fraction or exponent (not an integer literal) */
 #define TG__JF_NEG     0x04 /* number: starts with '-' */
+#define TG__JF_NUL     0x08 /* string: holds a \u0000 escape (decoded, U+0000 inside the text) */
 
 typedef struct tg__jtok {
     uint32_t start; /* byte offset; strings: first byte after the opening quote */
