@@ -13,8 +13,8 @@ PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
              libmicrohttpd-dev libhiredis-dev libpcre2-dev libsqlite3-dev libqrencode-dev \
              libcmocka-dev libjansson-dev libcjson-dev redis-server clang gettext \
              libclang-rt-14-dev curl ca-certificates openssl chromium \
-             python3-python-telegram-bot microsocks python3-prometheus-client systemd \
-             libuv1-dev libevent-dev
+             python3-python-telegram-bot python3-cryptography microsocks \
+             python3-prometheus-client systemd libuv1-dev libevent-dev
 PKGS_LINT  = clang-format clang-tidy cppcheck
 PKGS_DOCS  = doxygen
 PKGS_BENCH = wrk valgrind

@@ -102,6 +102,14 @@ bool tg_test_wait_idle(tg_test *t, int timeout_ms);
 /* The id of the last message in chat (0 when none). */
 int64_t tg_test_last_message_id(tg_test *t, int64_t chat_id);
 
+/* user opens the bot's Mini App: the initData (a query string) Telegram would give it, with
+ * start_param (NULL = none), auth_date now, hash signed with the bot's token and signature
+ * signed with the emulator's Ed25519 key (check it with tg_test_webapp_public_key() as
+ * tg_webapp_check.public_key_hex, in place of Telegram's). malloc'ed, or NULL. */
+char *tg_test_webapp(tg_test *t, int64_t user_id, const char *start_param);
+/* The emulator's Ed25519 public key (64 hex digits), or NULL. */
+const char *tg_test_webapp_public_key(void);
+
 #ifdef __cplusplus
 }
 #endif

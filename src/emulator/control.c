@@ -16,6 +16,7 @@
 #include "core/str.h"
 #include "emulator/api.h"
 #include "emulator/server.h"
+#include "emulator/webapp.h"
 
 typedef struct ctl {
     emu *e;
@@ -758,6 +759,30 @@ static int c_save(ctl *x)
     return 0;
 }
 
+/* The user opens the bot's Mini App: the initData it would get, signed (emulator/webapp.h). */
+static int c_webapp(ctl *x)
+{
+    emu_user *u = the_user(x);
+    emu_bot *b = u ? the_bot(x) : NULL;
+    if (!b)
+        return -1;
+    tg__buf init;
+    tg__buf_init(&init, 65536);
+    int64_t date = arg_i64(x, "auth_date", 0);
+    if (emu_webapp_init_data(b, u, arg_str(x, "start_param"), arg_str(x, "chat_type"),
+                             date ? date : (int64_t)time(NULL), &init, x->err,
+                             sizeof x->err) != 0) {
+        tg__buf_cleanup(&init);
+        return cfail(x, 500, "%s", x->err);
+    }
+    tg__jw_key(&x->w, "init_data", 9);
+    tg__jw_str(&x->w, tg__buf_cstr(&init));
+    tg__jw_key(&x->w, "public_key", 10);
+    tg__jw_str(&x->w, emu_webapp_public_key());
+    tg__buf_cleanup(&init);
+    return 0;
+}
+
 typedef struct ctl_route {
     const char *name;
     bool post;
@@ -771,7 +796,7 @@ static const ctl_route routes[] = {
     {"photo", true, c_photo},     {"document", true, c_document},  {"press", true, c_press},
     {"inline", true, c_inline},   {"join", true, c_join},          {"leave", true, c_leave},
     {"migrate", true, c_migrate}, {"choose", true, c_choose},      {"block", true, c_block},
-    {"save", true, c_save},
+    {"save", true, c_save},       {"webapp", true, c_webapp},
 };
 
 static int dispatch(ctl *x, const char *name, const char *method)

@@ -20,6 +20,7 @@
 #include "core/str.h"
 #include "emulator/emu.h"
 #include "emulator/server.h"
+#include "emulator/webapp.h"
 
 #define TEST_TOKEN "7000001:AAHtgkitEmulatorTestTokenAAAAAAAAAA"
 
@@ -428,4 +429,38 @@ int64_t tg_test_last_message_id(tg_test *t, int64_t chat_id)
     int64_t id = c && c->nmsgs ? c->msgs[c->nmsgs - 1].id : 0;
     pthread_mutex_unlock(&t->e->mu);
     return id;
+}
+
+char *tg_test_webapp(tg_test *t, int64_t user_id, const char *start_param)
+{
+    char *sp = start_param ? jstr(start_param) : NULL;
+    char body[400];
+    snprintf(body, sizeof body, "{\"user_id\":%lld,\"bot_id\":%lld%s%s}",
+             (long long)(user_id ? user_id : t->user_id), (long long)t->bot_id,
+             sp ? ",\"start_param\":" : "", sp ? sp : "");
+    free(sp);
+    char *a = control(t, "webapp", body);
+    char *init = NULL;
+    tg__jdoc d;
+    tg__jdoc_init(&d, NULL);
+    tg__jerr e;
+    if (a && tg__json_parse(&d, a, strlen(a), &e) == 0) {
+        uint32_t k = tg__json_obj_get(&d, 0, "init_data");
+        if (k != UINT32_MAX && d.toks[k].type == TG__J_STRING &&
+            (init = malloc((size_t)d.toks[k].len + 1)) != NULL &&
+            tg__json_str_copy(&d, k, init, (size_t)d.toks[k].len + 1) < 0) {
+            free(init);
+            init = NULL;
+        }
+    }
+    tg__jdoc_cleanup(&d);
+    free(a);
+    if (!init && a)
+        terr(t, "webapp: the answer has no init_data");
+    return init;
+}
+
+const char *tg_test_webapp_public_key(void)
+{
+    return emu_webapp_public_key();
 }

@@ -1,0 +1,192 @@
+/*
+ * webapp: signed Mini App initData for emulated users (see webapp.h).
+ */
+#include "emulator/webapp.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bot/json/json.h"
+
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static EVP_PKEY *key;
+static char key_hex[65];
+
+static void make_key(void)
+{
+    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, NULL);
+    unsigned char pub[32];
+    size_t n = sizeof pub;
+    if (c && EVP_PKEY_keygen_init(c) == 1 && EVP_PKEY_keygen(c, &key) == 1 &&
+        EVP_PKEY_get_raw_public_key(key, pub, &n) == 1 && n == 32)
+        for (int i = 0; i < 32; i++)
+            snprintf(key_hex + 2 * i, 3, "%02x", pub[i]);
+    EVP_PKEY_CTX_free(c);
+}
+
+const char *emu_webapp_public_key(void)
+{
+    pthread_once(&key_once, make_key);
+    return key_hex[0] ? key_hex : NULL;
+}
+
+struct kv {
+    const char *k;
+    char *v; /* malloc'ed */
+};
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const struct kv *)a)->k, ((const struct kv *)b)->k);
+}
+
+/* The sorted key=value lines of f[0..n) after prefix, into b. */
+static void check_string(tg__buf *b, const char *prefix, struct kv *f, size_t n)
+{
+    struct kv s[8];
+    memcpy(s, f, n * sizeof *f);
+    qsort(s, n, sizeof *s, by_key);
+    tg__buf_reset(b);
+    tg__buf_puts(b, prefix);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            tg__buf_putc(b, '\n');
+        tg__buf_puts(b, s[i].k);
+        tg__buf_putc(b, '=');
+        tg__buf_puts(b, s[i].v);
+    }
+}
+
+static void put_encoded(tg__buf *out, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("-_.~", c)) {
+            tg__buf_putc(out, (char)c);
+        } else {
+            char h[4];
+            snprintf(h, sizeof h, "%%%02X", c);
+            tg__buf_puts(out, h);
+        }
+    }
+}
+
+static char *user_json(const emu_user *u)
+{
+    tg__buf b;
+    tg__jw w;
+    tg__buf_init(&b, 4096);
+    tg__jw_init(&w, &b);
+    tg__jw_obj_begin(&w);
+    tg__jw_key(&w, "id", 2);
+    tg__jw_i64(&w, u->id);
+    const char *names[] = {"first_name", "last_name", "username", "language_code"};
+    const char *vals[] = {u->first_name, u->last_name, u->username, u->language_code};
+    for (int i = 0; i < 4; i++)
+        if (vals[i]) {
+            tg__jw_key(&w, names[i], strlen(names[i]));
+            tg__jw_str(&w, vals[i]);
+        }
+    tg__jw_key(&w, "allows_write_to_pm", 18);
+    tg__jw_bool(&w, true);
+    tg__jw_obj_end(&w);
+    size_t len;
+    return w.err ? (tg__buf_cleanup(&b), NULL) : tg__buf_detach(&b, &len);
+}
+
+int emu_webapp_init_data(const emu_bot *b, const emu_user *u, const char *start_param,
+                         const char *chat_type, int64_t auth_date, tg__buf *out, char *err,
+                         size_t errcap)
+{
+    if (!emu_webapp_public_key()) {
+        snprintf(err, errcap, "no Ed25519 key for signing");
+        return -1;
+    }
+    struct kv f[8];
+    size_t n = 0;
+    char qid[40], date[24];
+    unsigned char r[12];
+    if (RAND_bytes(r, sizeof r) != 1) {
+        snprintf(err, errcap, "no random bytes for a query_id");
+        return -1;
+    }
+    snprintf(qid, sizeof qid, "AAE");
+    for (size_t i = 0; i < sizeof r; i++)
+        snprintf(qid + 3 + 2 * i, 3, "%02x", r[i]);
+    snprintf(date, sizeof date, "%lld", (long long)auth_date);
+    f[n++] = (struct kv){"query_id", strdup(qid)};
+    f[n++] = (struct kv){"user", user_json(u)};
+    f[n++] = (struct kv){"auth_date", strdup(date)};
+    if (start_param)
+        f[n++] = (struct kv){"start_param", strdup(start_param)};
+    if (chat_type)
+        f[n++] = (struct kv){"chat_type", strdup(chat_type)};
+    tg__buf dcs;
+    tg__buf_init(&dcs, 65536);
+    int rc = -1;
+    for (size_t i = 0; i < n; i++)
+        if (!f[i].v)
+            goto out;
+    /* signature first: Telegram's hash covers it */
+    char prefix[40];
+    snprintf(prefix, sizeof prefix, "%lld:WebAppData\n", (long long)b->u.id);
+    check_string(&dcs, prefix, f, n);
+    unsigned char sig[64];
+    size_t sl = sizeof sig;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    bool ok = md && EVP_DigestSignInit(md, NULL, NULL, NULL, key) == 1 &&
+              EVP_DigestSign(md, sig, &sl, (const unsigned char *)tg__buf_cstr(&dcs), dcs.len) == 1;
+    EVP_MD_CTX_free(md);
+    if (!ok || sl != 64)
+        goto out;
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    char s64[90];
+    size_t k = 0;
+    for (size_t i = 0; i < 64; i += 3) { /* base64url without padding */
+        uint32_t v = (uint32_t)sig[i] << 16 | (i + 1 < 64 ? (uint32_t)sig[i + 1] << 8 : 0) |
+                     (i + 2 < 64 ? sig[i + 2] : 0);
+        size_t chars = i + 2 < 64 ? 4 : i + 1 < 64 ? 3 : 2;
+        for (size_t j = 0; j < chars; j++)
+            s64[k++] = b64[(v >> (18 - 6 * j)) & 63];
+    }
+    s64[k] = '\0';
+    f[n++] = (struct kv){"signature", strdup(s64)};
+    if (!f[n - 1].v)
+        goto out;
+    unsigned char secret[32], mac[32];
+    unsigned int ml = 32;
+    check_string(&dcs, "", f, n);
+    if (!HMAC(EVP_sha256(), "WebAppData", 10, (const unsigned char *)b->token, strlen(b->token),
+              secret, &ml) ||
+        !HMAC(EVP_sha256(), secret, 32, (const unsigned char *)tg__buf_cstr(&dcs), dcs.len, mac,
+              &ml))
+        goto out;
+    tg__buf_reset(out);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            tg__buf_putc(out, '&');
+        tg__buf_puts(out, f[i].k);
+        tg__buf_putc(out, '=');
+        put_encoded(out, f[i].v);
+    }
+    tg__buf_puts(out, "&hash=");
+    for (int i = 0; i < 32; i++) {
+        char h[3];
+        snprintf(h, sizeof h, "%02x", mac[i]);
+        tg__buf_puts(out, h);
+    }
+    rc = 0;
+out:
+    if (rc != 0)
+        snprintf(err, errcap, "cannot sign the initData (out of memory or no Ed25519)");
+    for (size_t i = 0; i < n; i++)
+        free(f[i].v);
+    tg__buf_cleanup(&dcs);
+    return rc;
+}
