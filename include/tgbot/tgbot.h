@@ -29,6 +29,7 @@
 #include "tgbot/api.h"
 #include "tgbot/client.h"
 #include "tgbot/async.h"
+#include "tgbot/broadcast.h"
 #include "tgbot/codec.h"
 #include "tgbot/storage.h"
 #include "tgbot/dispatch.h"

@@ -75,6 +75,15 @@ if(TARGET bot_test_async_event AND LIBEVENT_FOUND)
     target_compile_definitions(bot_test_async_event PRIVATE TGKIT_HAVE_LIBEVENT)
 endif()
 
+# examples/async_broadcast end to end against the tgbot-emulator program (2,000 chats).
+if(TARGET bot_test_async_broadcast)
+    foreach(_dep tgbot-emulator example_async_broadcast)
+        if(TARGET ${_dep})
+            add_dependencies(bot_test_async_broadcast ${_dep})
+        endif()
+    endforeach()
+endif()
+
 # The ABI guard: exported symbols of libtgbot.so match abi/libtgbot.symbols (docs/abi.md).
 add_test(NAME bot/abi_symbols
     COMMAND ${CMAKE_SOURCE_DIR}/scripts/abi-symbols.sh check $<TARGET_FILE:tgbot>

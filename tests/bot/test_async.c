@@ -460,6 +460,93 @@ static void test_flood_control_on_timers(void **state)
     assert_true(st.flood_waits > 0);
 }
 
+/* ---- broadcast (the emulator run is test_async_broadcast) ---- */
+
+static int bc_outcomes[8];
+static size_t bc_calls;
+static bool bc_done;
+
+static void bc_on_chat(void *user, size_t i, int64_t chat, tg_broadcast_outcome o,
+                       const tg_async_result *r)
+{
+    (void)user;
+    (void)r;
+    (void)chat;
+    assert_true(i < 8);
+    bc_outcomes[i] = (int)o;
+    bc_calls++;
+}
+
+static void bc_on_done(void *user, const tg_broadcast_progress *p)
+{
+    (void)user;
+    (void)p;
+    assert_false(bc_done); /* once */
+    bc_done = true;
+}
+
+static void bc_reset(void)
+{
+    memset(bc_outcomes, 0, sizeof bc_outcomes);
+    bc_calls = 0;
+    bc_done = false;
+}
+
+static void test_broadcast_duplicates_uncertain_and_refusal(void **state)
+{
+    struct fx *f = *state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/tgkit-test-bcast-%d", (int)getpid());
+    unlink(path);
+    const int64_t chats[] = {10, 11, 12, 10};
+    tg_broadcast_options o = {.text = "hi", .rate_per_sec = 1000, .progress_path = path,
+                              .on_chat = bc_on_chat, .on_done = bc_on_done};
+    /* a run stopped before its first tick: the file holds only its header */
+    tg_broadcast *b = tg_broadcast_new(f->a, chats, 4, &o);
+    assert_non_null(b);
+    tg_broadcast_stop(b);
+    tg_broadcast_free(b);
+    /* as if a run had died with chat 11 in flight */
+    FILE *fp = fopen(path, "a");
+    assert_non_null(fp);
+    fputs("S 1\n", fp);
+    fclose(fp);
+    bc_reset();
+    b = tg_broadcast_new(f->a, chats, 4, &o);
+    assert_non_null(b);
+    assert_int_equal(bc_calls, 0); /* nothing reported inside new */
+    for (int i = 0; i < 100000 && !bc_done; i++)
+        tg_async_run_once(f->a, 100);
+    assert_true(bc_done);
+    assert_int_equal(bc_calls, 4);
+    assert_int_equal(bc_outcomes[0], TG_BCAST_SENT);
+    assert_int_equal(bc_outcomes[1], TG_BCAST_UNCERTAIN); /* not resent */
+    assert_int_equal(bc_outcomes[2], TG_BCAST_SENT);
+    assert_int_equal(bc_outcomes[3], TG_BCAST_DUPLICATE);
+    assert_int_equal(bot_server_count(f->srv, "sendMessage"), 2);
+    const tg_broadcast_progress *p = tg_broadcast_get_progress(b);
+    assert_true(p->finished);
+    assert_int_equal(p->sent, 2);
+    assert_int_equal(p->by_outcome[TG_BCAST_UNCERTAIN], 1);
+    tg_broadcast_free(b);
+    /* the same file for another list is refused */
+    const int64_t other[] = {10, 11};
+    assert_null(tg_broadcast_new(f->a, other, 2, &o));
+    assert_non_null(strstr(tg_broadcast_errmsg(), "another chat list"));
+    /* everything done: a third run over the first list sends nothing */
+    bc_reset();
+    b = tg_broadcast_new(f->a, chats, 4, &o);
+    assert_non_null(b);
+    for (int i = 0; i < 100000 && !bc_done; i++)
+        tg_async_run_once(f->a, 100);
+    assert_int_equal(tg_broadcast_get_progress(b)->resumed, 3);
+    assert_int_equal(bot_server_count(f->srv, "sendMessage"), 2);
+    tg_broadcast_free(b);
+    assert_null(tg_broadcast_new(f->a, chats, 4, &(tg_broadcast_options){.rate_per_sec = 1}));
+    assert_non_null(strstr(tg_broadcast_errmsg(), "give text"));
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +562,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_thousand_calls_bounded_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flood_control_on_timers, setup_flood, teardown),
+        cmocka_unit_test_setup_teardown(test_broadcast_duplicates_uncertain_and_refusal, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

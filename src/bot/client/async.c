@@ -39,7 +39,7 @@ void tg__async_watch(tg_async *a, int fd, int events)
 }
 
 /* Tell a foreign loop when to call tg_async_on_timer, if that changed. */
-static void sync_timer(tg_async *a)
+void tg__async_sync_timer(tg_async *a)
 {
     if (!a->loop.timer)
         return;
@@ -431,7 +431,7 @@ static uint64_t submit(struct tg__acall *c, tg_status st)
         acall_complete(c, st);
     else
         acall_start(c);
-    sync_timer(a);
+    tg__async_sync_timer(a);
     return id;
 }
 
@@ -620,7 +620,7 @@ TG_API bool tg_async_cancel(tg_async *a, uint64_t id)
     if (!c)
         return false;
     acall_cancel(c, "cancelled (tg_async_cancel)");
-    sync_timer(a);
+    tg__async_sync_timer(a);
     return true;
 }
 
@@ -642,7 +642,7 @@ TG_API size_t tg_async_cancel_all(tg_async *a)
     if (!a)
         return 0;
     size_t n = cancel_all(a, "cancelled (tg_async_cancel_all)");
-    sync_timer(a);
+    tg__async_sync_timer(a);
     return n;
 }
 
@@ -656,7 +656,7 @@ TG_API void tg_async_shutdown(tg_async *a)
         tg__aconn_close_idle(a);
     }
     drain(a); /* a no-op inside a callback: the running drain goes on */
-    sync_timer(a);
+    tg__async_sync_timer(a);
 }
 
 static void check_bot_shutdown(tg_async *a)
@@ -675,7 +675,7 @@ TG_API void tg_async_on_fd(tg_async *a, int fd, int events)
     tg__aconn_event(a, fd, events);
     tg__timers_run_due(&a->timers, tg__timers_now(&a->timers));
     drain(a);
-    sync_timer(a);
+    tg__async_sync_timer(a);
 }
 
 TG_API void tg_async_on_timer(tg_async *a)
@@ -686,7 +686,7 @@ TG_API void tg_async_on_timer(tg_async *a)
     check_bot_shutdown(a);
     tg__timers_run_due(&a->timers, tg__timers_now(&a->timers));
     drain(a);
-    sync_timer(a);
+    tg__async_sync_timer(a);
 }
 
 /* ---- the built-in epoll loop ---- */

@@ -127,6 +127,9 @@ struct tg_async {
 void tg__acall_attempt_done(struct tg__acall *c, const tg_http_result *res);
 /* Hand queued calls to idle or new connections while there is room. */
 void tg__async_pump(tg_async *a);
+/* Tell a foreign loop the next deadline if it changed (after arming timers from outside
+ * the handle's own entry points, e.g. broadcast.c). */
+void tg__async_sync_timer(tg_async *a);
 /* Ask the loop to watch fd for events (0 = stop). */
 void tg__async_watch(tg_async *a, int fd, int events);
 
