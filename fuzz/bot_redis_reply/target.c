@@ -85,8 +85,10 @@ static void bounded(const char *s, size_t len)
     if (!rd)
         return;
     struct tg__rbound b;
-    tg__rbound_init(&b, &(struct tg__rlimits){.max_elements = 8, .max_depth = 3, .max_bulk = 64,
-                                              .max_line = 64, .max_reply = 768});
+    tg__rbound_init(
+        &b,
+        &(struct tg__rlimits){
+            .max_elements = 8, .max_depth = 3, .max_bulk = 64, .max_line = 64, .max_reply = 768});
     tg__rbound_attach_reader(&b, rd);
     for (size_t off = 0; off < len; off += piece) {
         size_t k = len - off < piece ? len - off : piece;

@@ -36,9 +36,8 @@ void tg__rbound_init(struct tg__rbound *b, const struct tg__rlimits *lim)
         b->lim.max_reply = TG__RBOUND_REPLY;
 }
 
-__attribute__((format(printf, 3, 4))) static void *refuse(struct tg__rbound *b,
-                                                           enum tg__rbound_why why,
-                                                           const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void *
+refuse(struct tg__rbound *b, enum tg__rbound_why why, const char *fmt, ...)
 {
     if (!b->why) {
         b->why = why;
@@ -120,8 +119,7 @@ static void *on_array(const redisReadTask *t, int elements)
     for (const redisReadTask *p = t->parent; p; p = p->parent)
         depth++;
     if (depth > b->lim.max_depth)
-        return refuse(b, TG__RB_DEPTH, "arrays nested %u deep (limit %u)", depth,
-                      b->lim.max_depth);
+        return refuse(b, TG__RB_DEPTH, "arrays nested %u deep (limit %u)", depth, b->lim.max_depth);
     size_t n = elements > 0 ? (size_t)elements : 0;
     if (!account(b, t, sizeof(redisReply) + n * sizeof(redisReply *)))
         return NULL;
@@ -191,7 +189,7 @@ static int fail_reader(struct tg__rbound *b, redisReader *r)
 {
     if (!b->why)
         return REDIS_ERR; /* hiredis's own error, already in r */
-    if (r->reply) { /* free what the reply holds now, not when the context goes */
+    if (r->reply) {       /* free what the reply holds now, not when the context goes */
         r->fn->freeObject(r->reply);
         r->reply = NULL;
     }
@@ -233,8 +231,7 @@ int tg__rbound_check_reader(struct tg__rbound *b, redisReader *r)
         len = len * 10 + (unsigned)(p[k++] - '0');
     if (k > 0 && k + 1 < n && p[k] == '\r' && p[k + 1] == '\n') {
         if (k == 20 || len > b->lim.max_bulk) {
-            refuse(b, TG__RB_BULK, "a bulk string of %llu bytes (limit %zu)", len,
-                   b->lim.max_bulk);
+            refuse(b, TG__RB_BULK, "a bulk string of %llu bytes (limit %zu)", len, b->lim.max_bulk);
             return fail_reader(b, r);
         }
         size_t held = r->reply ? b->held : 0; /* r->reply: the aggregate it belongs to */

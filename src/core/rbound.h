@@ -40,10 +40,10 @@
 #include <stdint.h>
 
 /* Defaults (a field left 0 takes its default). */
-#define TG__RBOUND_ELEMENTS 65536u            /* elements of one aggregate */
-#define TG__RBOUND_DEPTH    6u                /* nested aggregates (1 = a flat array) */
-#define TG__RBOUND_BULK     (16u << 20)       /* bytes of one bulk string */
-#define TG__RBOUND_LINE     (64u << 10)       /* bytes of one status, error or header line */
+#define TG__RBOUND_ELEMENTS 65536u             /* elements of one aggregate */
+#define TG__RBOUND_DEPTH    6u                 /* nested aggregates (1 = a flat array) */
+#define TG__RBOUND_BULK     (16u << 20)        /* bytes of one bulk string */
+#define TG__RBOUND_LINE     (64u << 10)        /* bytes of one status, error or header line */
 #define TG__RBOUND_REPLY    ((size_t)64 << 20) /* bytes one whole reply may hold */
 
 struct tg__rlimits {
@@ -65,8 +65,8 @@ enum tg__rbound_why {
 };
 
 struct tg__rbound {
-    struct tg__rlimits lim; /* with the defaults filled in */
-    size_t held;            /* bytes the reply being read holds so far */
+    struct tg__rlimits lim;           /* with the defaults filled in */
+    size_t held;                      /* bytes the reply being read holds so far */
     const redisCallbackList *waiting; /* async: the commands waiting for replies */
     enum tg__rbound_why why;          /* the first bound crossed since attach */
     char msg[100];                    /* what crossed it ("an array of N elements (limit M)") */

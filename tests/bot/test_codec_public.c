@@ -197,8 +197,8 @@ static void test_unknown_keys_are_linear(void **state)
     tg__buf_puts(&b, ",\"message\":{\"message_id\":1,\"date\":2,\"chat\":{\"id\":3,"
                      "\"type\":\"private\"},\"entities\":[");
     for (int i = 0; i < E; i++)
-        tg__buf_printf(&b, "%s{\"type\":\"bold\",\"offset\":0,\"length\":1,\"x\":%d}",
-                       i ? "," : "", i);
+        tg__buf_printf(&b, "%s{\"type\":\"bold\",\"offset\":0,\"length\":1,\"x\":%d}", i ? "," : "",
+                       i);
     tg__buf_puts(&b, "]}}");
     tg_raw raw = {b.data, b.len};
 
@@ -210,8 +210,8 @@ static void test_unknown_keys_are_linear(void **state)
     assert_string_equal(s.first, "k00000");
     assert_string_equal(s.last, "message.entities[1999].x");
     if (steps > 4 * (uint64_t)(N + E) + 64)
-        fail_msg("tg_unknown_keys: %llu steps for %d keys: not linear",
-                 (unsigned long long)steps, N + E);
+        fail_msg("tg_unknown_keys: %llu steps for %d keys: not linear", (unsigned long long)steps,
+                 N + E);
 
     memset(&s, 0, sizeof s);
     tg__json_steps = 0;
@@ -220,8 +220,8 @@ static void test_unknown_keys_are_linear(void **state)
     assert_int_equal(s.n, N + E);
     assert_string_equal(s.last, "message.entities[1999].x");
     if (steps > 4 * (uint64_t)(N + E) + 64)
-        fail_msg("tg_unknown_visit: %llu steps for %d keys: not linear",
-                 (unsigned long long)steps, N + E);
+        fail_msg("tg_unknown_visit: %llu steps for %d keys: not linear", (unsigned long long)steps,
+                 N + E);
     tg__buf_cleanup(&b);
 }
 

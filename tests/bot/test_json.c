@@ -178,7 +178,8 @@ static void test_token_structure(void **state)
 static void test_nul_escape_is_flagged(void **state)
 {
     (void)state;
-    parse_ok("[\"a\\u0000b\",\"\\u0000\",\"a\\u0001\",\"\\ud83d\\ude00\",\"x\\n\",\"00\\\\u0000\",\"ok\"]");
+    parse_ok("[\"a\\u0000b\",\"\\u0000\",\"a\\u0001\",\"\\ud83d\\ude00\",\"x\\n\",\"00\\\\u0000\","
+             "\"ok\"]");
     const tg__jtok *t = doc.toks;
     assert_int_equal(t[1].flags, TG__JF_ESCAPED | TG__JF_NUL);
     assert_int_equal(t[2].flags, TG__JF_ESCAPED | TG__JF_NUL);

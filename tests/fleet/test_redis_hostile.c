@@ -92,8 +92,7 @@ static void test_fleet_connection(void **state)
         const char *argv[] = {"PING"};
         assert_null(tg__rconn_cmd(c, NULL, 1, argv, NULL));
         if (!strstr(tg__rconn_err(c), s->expect))
-            fail_msg("scenario %zu: error \"%s\", expected \"%s\"", i, tg__rconn_err(c),
-                     s->expect);
+            fail_msg("scenario %zu: error \"%s\", expected \"%s\"", i, tg__rconn_err(c), s->expect);
         assert_non_null(strstr(tg__rconn_err(c), "redis 127.0.0.1:"));
         check_bounded(s, rss0);
         /* the next command reconnects, and is refused the same way */
@@ -113,8 +112,8 @@ static void test_conversation_storage(void **state)
         const struct scenario *s = &scenarios[i];
         start(s);
         uint64_t rss0 = (uint64_t)tgtest_rss_kb() * 1024;
-        tg_storage *st = tg_storage_redis_new(&(tg_redis_options){
-            .host = "127.0.0.1", .port = H.port, .timeout_ms = 10000});
+        tg_storage *st = tg_storage_redis_new(
+            &(tg_redis_options){.host = "127.0.0.1", .port = H.port, .timeout_ms = 10000});
         if (!st)
             fail_msg("storage: %s", tg_storage_errmsg());
         char buf[64];

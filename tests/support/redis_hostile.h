@@ -37,8 +37,8 @@ struct rhostile {
     pthread_t th;
     bool running;
     atomic_bool stop;
-    atomic_uint conns;     /* connections taken */
-    atomic_uint cuts;      /* connections the client closed while the answer was coming */
+    atomic_uint conns;         /* connections taken */
+    atomic_uint cuts;          /* connections the client closed while the answer was coming */
     atomic_uint_fast64_t sent; /* bytes written to the last connection */
 };
 

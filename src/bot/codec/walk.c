@@ -262,9 +262,8 @@ static size_t push(uwalk *w, uint32_t key, uint32_t index)
         return 0;
     size_t mark = w->path->len;
     if (!w->path_err)
-        w->path_err = key != UINT32_MAX
-                          ? tg__json_path_key(w->d, key, mark == 0, w->path)
-                          : tg__json_path_index(index, w->path);
+        w->path_err = key != UINT32_MAX ? tg__json_path_key(w->d, key, mark == 0, w->path)
+                                        : tg__json_path_index(index, w->path);
     return mark;
 }
 
@@ -279,8 +278,7 @@ static void pop(uwalk *w, size_t mark)
 static void report(uwalk *w, uint32_t tok, bool variant)
 {
     if (w->cb)
-        w->cb(w->ud, w->d, tok, variant,
-              w->path && !w->path_err ? tg__buf_cstr(w->path) : NULL);
+        w->cb(w->ud, w->d, tok, variant, w->path && !w->path_err ? tg__buf_cstr(w->path) : NULL);
 }
 
 static void unknown_field(uwalk *w, const tg__field *f, uint32_t tok, int depth)

@@ -197,8 +197,8 @@ static bool scan_batch(struct redisstore *r, const redisReply *keys, tg_storage_
     size_t pl = strlen(r->prefix);
     for (size_t i = 0; i < keys->elements; i++)
         if (keys->element[i]->type != REDIS_REPLY_STRING || keys->element[i]->len < pl) {
-            snprintf(r->err, sizeof r->err, "redis %s:%u: SCAN: a key that is not a string of "
-                     "ours", r->host, r->port);
+            snprintf(r->err, sizeof r->err, "redis %s:%u: SCAN: a key that is not one of ours",
+                     r->host, r->port);
             tg__storage_seterr("%s", r->err);
             *st = TG_ERR_DECODE;
             return false;

@@ -33,9 +33,11 @@
 
 /* Every answer the proxy asks for is an integer, a status, nil or a short string (a script's
  * SHA-1, an error text): a server sending more is refused before we allocate for it. */
-static const struct tg__rlimits fleet_reply_limits = {
-    .max_elements = 16, .max_depth = 2, .max_bulk = 64 << 10, .max_line = 16 << 10,
-    .max_reply = 256 << 10};
+static const struct tg__rlimits fleet_reply_limits = {.max_elements = 16,
+                                                      .max_depth = 2,
+                                                      .max_bulk = 64 << 10,
+                                                      .max_line = 16 << 10,
+                                                      .max_reply = 256 << 10};
 
 /*
  * The admission of a handshake, atomic in Redis. KEYS: 1 anti-replay key, 2 the secret's
