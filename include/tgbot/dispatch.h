@@ -260,6 +260,36 @@ TG_API tg_status tg_data_clear(tg_data *d);
 typedef void (*tg_data_each_fn)(void *user, const char *name, const char *value, bool is_int);
 TG_API void tg_data_each(const tg_data *d, tg_data_each_fn fn, void *user);
 
+/* ---- callback data of any size ---- */
+
+/*
+ * Telegram carries at most 64 bytes of callback_data per button. tg_hctx_callback_put
+ * keeps data of any size (any bytes) in the dispatcher's storage and returns what to put
+ * in the button instead: the data itself when it fits and is plain text, else a token of
+ * 17 characters ("~" and 16 of base64url). When that button is pressed, the dispatcher
+ * swaps the token back before routing, so tg_hctx_event(h)->data, the callback filters and
+ * tg_hctx_callback_data see the original data:
+ *
+ *   char data[200];
+ *   snprintf(data, sizeof data, "order:%s:%s", long_product_id, options);
+ *   TG_BUTTON_CALLBACK("Buy", tg_hctx_callback_put(h, data, strlen(data)))
+ *   ...
+ *   tg_router_on_callback(r, "order:", on_buy, NULL);     matches the swapped-back data
+ *
+ * Stored data expires after callback_ttl_ms (48 hours); each process also keeps at most
+ * callback_max_entries of its own (100,000), dropping the least recently put or pressed.
+ * A press whose data has expired or was dropped keeps the token as its data, and
+ * tg_hctx_callback_lost(h) says so (answer "this menu has expired").
+ * Returns NULL on failure (too big, storage error: tg_hctx_errmsg says why); the string
+ * lives until the handler returns.
+ */
+TG_API const char *tg_hctx_callback_put(tg_hctx *h, const void *data, size_t len);
+/* The pressed button's data (swapped back when it was stored) and its length; NULL when
+ * the update is not a callback query with data. */
+TG_API const void *tg_hctx_callback_data(const tg_hctx *h, size_t *len);
+/* The pressed button carried a token whose data is gone (expired or dropped). */
+TG_API bool tg_hctx_callback_lost(const tg_hctx *h);
+
 /* ---- filters ---- */
 
 typedef struct tg_filter tg_filter;
@@ -393,23 +423,28 @@ TG_API tg_status tg_router_publish_all_commands(const tg_router *r, tg_ctx *ctx,
 typedef struct tg_dispatcher tg_dispatcher;
 
 typedef struct tg_dispatcher_options {
-    unsigned workers;           /* threads; 0 = 4 */
-    size_t queue_capacity;      /* updates waiting at most; 0 = 1024 */
-    tg_storage *storage;        /* conversations; borrowed; NULL = a private memory store */
-    const char *conv_prefix;    /* storage key prefix; NULL = "conv:" */
-    uint64_t conv_timeout_ms;   /* idle conversations end after this; 0 = never */
-    size_t conv_max_bytes;      /* state + data at most; 0 = 16384 */
-    const char *cancel_command; /* e.g. "cancel": ends the conversation; NULL = none */
-    tg_handler_fn on_cancel;    /* runs after a cancel (conversation already ended) */
-    tg_handler_fn on_timeout;   /* runs when a timed-out conversation is noticed (its old
-                                   state is readable with tg_conv_state) */
-    void *conv_user;            /* user of on_cancel / on_timeout */
-    size_t arena_max_bytes;     /* cap on a handler's scratch arena; 0 = 16 MiB */
-    bool no_get_me;             /* do not call getMe to learn the username */
-    const char *session_prefix; /* storage key prefix of user/chat data; NULL = "sess:" */
-    uint64_t session_ttl_ms;    /* user/chat data not written for this long is forgotten
-                                   (the storage's TTL); 0 = kept forever */
-    size_t session_max_bytes;   /* one scope's fields at most; 0 = 16384 */
+    unsigned workers;            /* threads; 0 = 4 */
+    size_t queue_capacity;       /* updates waiting at most; 0 = 1024 */
+    tg_storage *storage;         /* conversations; borrowed; NULL = a private memory store */
+    const char *conv_prefix;     /* storage key prefix; NULL = "conv:" */
+    uint64_t conv_timeout_ms;    /* idle conversations end after this; 0 = never */
+    size_t conv_max_bytes;       /* state + data at most; 0 = 16384 */
+    const char *cancel_command;  /* e.g. "cancel": ends the conversation; NULL = none */
+    tg_handler_fn on_cancel;     /* runs after a cancel (conversation already ended) */
+    tg_handler_fn on_timeout;    /* runs when a timed-out conversation is noticed (its old
+                                    state is readable with tg_conv_state) */
+    void *conv_user;             /* user of on_cancel / on_timeout */
+    size_t arena_max_bytes;      /* cap on a handler's scratch arena; 0 = 16 MiB */
+    bool no_get_me;              /* do not call getMe to learn the username */
+    const char *session_prefix;  /* storage key prefix of user/chat data; NULL = "sess:" */
+    uint64_t session_ttl_ms;     /* user/chat data not written for this long is forgotten
+                                    (the storage's TTL); 0 = kept forever */
+    size_t session_max_bytes;    /* one scope's fields at most; 0 = 16384 */
+    uint64_t callback_ttl_ms;    /* stored callback data (tg_hctx_callback_put) lives this
+                                    long; 0 = 48 hours */
+    size_t callback_max_entries; /* this process keeps at most this many, least recently
+                                    used dropped first; 0 = 100000 */
+    size_t callback_max_bytes;   /* one stored callback data at most; 0 = 16384 */
 } tg_dispatcher_options;
 
 /*

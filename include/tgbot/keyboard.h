@@ -169,6 +169,30 @@ TG_API tg_status tg_reply_keyboard_validate(const tg_reply_keyboard_markup *kb);
  * the next check on this thread. */
 TG_API const char *tg_keyboard_errmsg(void);
 
+/*
+ * Typed callback data that fits a button (aiogram's CallbackData): a prefix naming the
+ * action and fields, "prefix:field:field", at most 64 bytes.
+ *
+ *   char d[65];
+ *   tg_callback_pack(d, sizeof d, "buy", (const char *[]){"42", "large"}, 2);  "buy:42:large"
+ *   const char *f[4];
+ *   char buf[65];
+ *   int n = tg_callback_unpack(data, "buy", buf, sizeof buf, f, 4);   2: f[0] "42" ...
+ *   int64_t id;
+ *   tg_callback_field_int(f[0], &id);
+ *
+ * Fields may be empty but must not contain ':'; TG_ERR_TOO_BIG past 64 bytes (or cap),
+ * TG_ERR_INVALID for a ':' (tg_keyboard_errmsg() says which field). For data of any size,
+ * see tg_hctx_callback_put (tgbot/dispatch.h). unpack returns the number of fields, or -1
+ * when data is not prefix's (another prefix, more than max fields, longer than cap).
+ */
+TG_API tg_status tg_callback_pack(char *out, size_t cap, const char *prefix,
+                                  const char *const *fields, size_t n);
+TG_API int tg_callback_unpack(const char *data, const char *prefix, char *buf, size_t cap,
+                              const char **fields, size_t max);
+/* A decimal integer field; false when it is not one (or out of range). */
+TG_API bool tg_callback_field_int(const char *field, int64_t *out);
+
 #ifdef __cplusplus
 }
 #endif

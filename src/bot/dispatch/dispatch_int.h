@@ -159,6 +159,9 @@ struct tg_hctx {
     char **argv;
     struct tg__conv conv;
     struct tg_data udata, cdata;
+    const void *cb_data; /* the callback data swapped back (cbdata.c), or NULL */
+    size_t cb_len;
+    bool cb_lost;
     const struct tg_job_info *job; /* the job being run (jobs.c), else NULL */
     const tg_update *update;       /* decoded on demand by tg_hctx_update */
     bool update_tried;
@@ -166,6 +169,15 @@ struct tg_hctx {
     const struct tg__type *update_type; /* the codec's table for Update */
     tg__buf jbuf;                       /* request JSON of the shortcuts, reused */
     char err[256];
+};
+
+/* The process's index of stored callback data (cbdata.c): least recently used first out. */
+struct tg__cbnode;
+struct tg__cbindex {
+    pthread_mutex_t mu;
+    struct tg__cbnode **map;
+    size_t nmap, count;
+    struct tg__cbnode *head, *tail; /* head: most recent */
 };
 
 struct tg_dispatcher {
@@ -178,6 +190,7 @@ struct tg_dispatcher {
     char *session_prefix;
     char *cancel_command;
     tg__workers *pool;
+    struct tg__cbindex cb;
     struct tg_hctx *hctx; /* one per worker */
     unsigned nworkers;
     /* tokenizer docs for feeding threads (feed may run on many threads at once) */
@@ -256,6 +269,11 @@ void tg__stop_watch_end(struct tg__stop_watch *w);
  * the first failure with h->err set). */
 void tg__session_reset(struct tg_hctx *h);
 tg_status tg__session_flush(struct tg_hctx *h);
+
+/* cbdata.c: swap a pressed token back to its data before routing; index life. */
+void tg__cbdata_resolve(struct tg_hctx *h);
+int tg__cbindex_init(struct tg__cbindex *x);
+void tg__cbindex_cleanup(struct tg__cbindex *x);
 
 /* conv.c */
 tg_status tg__conv_load(struct tg_hctx *h);

@@ -84,6 +84,7 @@ static tg_status process(tg_dispatcher *d, struct tg_hctx *h, const char *json, 
     }
     tg_status st = TG_OK;
     bool handled = true;
+    tg__cbdata_resolve(h);
     st = tg__router_run(d->router, h, &handled);
     tg_status wst = tg__session_flush(h); /* after every handler and middleware */
     if (wst != TG_OK && st == TG_OK) {
@@ -379,6 +380,12 @@ static bool copy_options(tg_dispatcher *d, const tg_dispatcher_options *opts)
         d->o.arena_max_bytes = (size_t)16 << 20;
     if (!d->o.session_max_bytes)
         d->o.session_max_bytes = 16384;
+    if (!d->o.callback_ttl_ms)
+        d->o.callback_ttl_ms = 48ull * 3600 * 1000;
+    if (!d->o.callback_max_entries)
+        d->o.callback_max_entries = 100000;
+    if (!d->o.callback_max_bytes)
+        d->o.callback_max_bytes = 16384;
     d->conv_prefix = tg__strdup(d->o.conv_prefix ? d->o.conv_prefix : "conv:");
     d->session_prefix = tg__strdup(d->o.session_prefix ? d->o.session_prefix : "sess:");
     d->o.session_prefix = NULL;
@@ -440,7 +447,8 @@ tg_dispatcher *tg_dispatcher_new_sized(tg_bot *bot, tg_router *router,
     d->router = router;
     d->stop_pipe[0] = d->stop_pipe[1] = -1;
     pthread_mutex_init(&d->docs_mu, NULL);
-    bool ok = copy_options(d, opts) && pipe2(d->stop_pipe, O_CLOEXEC | O_NONBLOCK) == 0;
+    bool ok = tg__cbindex_init(&d->cb) == 0 && copy_options(d, opts) &&
+              pipe2(d->stop_pipe, O_CLOEXEC | O_NONBLOCK) == 0;
     if (ok && !make_workers(d))
         ok = false;
     if (!ok) {
@@ -477,6 +485,7 @@ void tg_dispatcher_free(tg_dispatcher *d)
             close(d->stop_pipe[i]);
     if (signal_target == d)
         signal_target = NULL;
+    tg__cbindex_cleanup(&d->cb);
     tg__free(d->conv_prefix);
     tg__free(d->session_prefix);
     tg__free(d->cancel_command);

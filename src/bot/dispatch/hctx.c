@@ -50,6 +50,9 @@ void tg__hctx_reset(struct tg_hctx *h)
     h->conv = (struct tg__conv){0};
     tg__session_reset(h);
     h->job = NULL;
+    h->cb_data = NULL;
+    h->cb_len = 0;
+    h->cb_lost = false;
     h->update = NULL;
     h->update_tried = false;
     h->err[0] = '\0';

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bot/helpers/keyboard_int.h"
 #include "tgbot/keyboard.h"
 
 static _Thread_local char kb_err[256];
@@ -29,6 +30,14 @@ static tg_status fail(const char *fmt, ...)
 const char *tg_keyboard_errmsg(void)
 {
     return kb_err;
+}
+
+void tg__keyboard_seterr(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(kb_err, sizeof kb_err, fmt, ap);
+    va_end(ap);
 }
 
 /* The encoder refuses an enum id below 2 other than 0 (absent): see encode.c enc_enum. */
