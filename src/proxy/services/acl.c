@@ -404,8 +404,8 @@ static int commit(struct acl *acl, struct acl_list *l, const char *what, struct 
     publish(acl, l, u);
     __atomic_add_fetch(&l->ok, 1, __ATOMIC_RELAXED);
     if (!acl->perr)
-        tg__log(NULL, TG__LOG_INFO, "%s: %zu ranges from %zu lists", what, netset_count(u),
-                l->nsrc);
+        tg__log(NULL, TG__LOG_INFO, "%s: %zu range%s from %zu list%s", what, netset_count(u),
+                netset_count(u) == 1 ? "" : "s", l->nsrc, l->nsrc == 1 ? "" : "s");
     return 0;
 }
 

@@ -554,6 +554,34 @@ static void test_url_credentials_not_logged(void **state)
     config_cleanup(&cfg);
 }
 
+/* An update's log line counts ranges and lists in words that agree with the numbers. */
+static void test_update_line_plurals(void **state)
+{
+    (void)state;
+    char one[128], two[128], err[512];
+    path_in(one, sizeof one, "one.netset");
+    path_in(two, sizeof two, "two.netset");
+    write_file(one, "192.0.2.1\n");
+    write_file(two, "198.51.100.0/24\n203.0.113.0/24\n");
+    struct config cfg;
+    config_init(&cfg);
+    for (int pass = 0; pass < 2; pass++) {
+        list_set(&cfg.blocklist, true, (const char *[]){one, two}, pass ? 2 : 1);
+        logged[0] = '\0';
+        tg__log_default()->sink = log_capture;
+        struct acl *acl = NULL;
+        assert_int_equal(acl_new(&cfg, 1, &acl, err, sizeof err), 0);
+        assert_int_equal(acl_refresh(acl, err, sizeof err), 0);
+        acl_free(acl);
+        tg__log_default()->sink = NULL;
+        const char *want = pass ? "blocklist: 3 ranges from 2 lists\n"
+                                : "blocklist: 1 range from 1 list\n";
+        if (!strstr(logged, want))
+            fail_msg("expected \"%s\" in the log:\n%s", want, logged);
+    }
+    config_cleanup(&cfg);
+}
+
 /* ---- the engine ---- */
 
 /* Start tgproxy with lists: harness config, then the lists, then the engine. */
@@ -791,6 +819,7 @@ int main(void)
         cmocka_unit_test(test_large_list),
         cmocka_unit_test(test_https_lists),
         cmocka_unit_test(test_url_credentials_not_logged),
+        cmocka_unit_test(test_update_line_plurals),
         cmocka_unit_test(test_apply_during_stalled_download),
         cmocka_unit_test(test_engine_closes_at_accept),
         cmocka_unit_test(test_engine_proxy_protocol),
