@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -171,6 +172,15 @@ static int val_err(struct loader *ld, const struct toml_kv *kv, const struct tom
     va_end(ap);
     return -EINVAL;
 }
+
+/* The endings of the harmless warnings (config_warning_harmless): an mtg key tgproxy
+   ignores, and an old mtg spelling of a key it maps. */
+#define IGNORED_TEXT                                                                               \
+    ": accepted for mtg compatibility but ignored: tgproxy has no such setting (see "             \
+    "docs/tgproxy.md)"
+#define DEPRECATED_TEXT ": deprecated mtg spelling: write `"
+#define DEPRECATED_END  "` in [domain-fronting] instead"
+#define AFTER_SEP(lit)  (&(lit)[2]) /* the text after its leading ": " (warn_key adds one) */
 
 static void warn_key(struct loader *ld, const struct toml_kv *kv, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -754,7 +764,7 @@ static int k_dep_fronting_port(struct loader *ld, const struct toml_kv *kv)
     if (get_uint(ld, kv, 1, 65535, &v) != 0)
         return -EINVAL;
     ld->dep_fronting_port = (int)v;
-    warn_key(ld, kv, "deprecated mtg spelling: write `port` in [domain-fronting] instead");
+    warn_key(ld, kv, "%s", AFTER_SEP(DEPRECATED_TEXT "port" DEPRECATED_END));
     return 0;
 }
 
@@ -769,7 +779,7 @@ static int k_dep_fronting_ip(struct loader *ld, const struct toml_kv *kv)
     if (!value_parse_ip(s, n, &sa, &len))
         return val_err(ld, kv, kv->value, "expected an IPv4 or IPv6 address");
     memcpy(ld->dep_fronting_host, s, n + 1);
-    warn_key(ld, kv, "deprecated mtg spelling: write `ip` in [domain-fronting] instead");
+    warn_key(ld, kv, "%s", AFTER_SEP(DEPRECATED_TEXT "ip" DEPRECATED_END));
     return 0;
 }
 
@@ -779,17 +789,14 @@ static int k_dep_fronting_pp(struct loader *ld, const struct toml_kv *kv)
     if (get_bool(ld, kv, &b) != 0)
         return -EINVAL;
     ld->dep_fronting_pp = b;
-    warn_key(ld, kv,
-             "deprecated mtg spelling: write `proxy-protocol` in [domain-fronting] instead");
+    warn_key(ld, kv, "%s", AFTER_SEP(DEPRECATED_TEXT "proxy-protocol" DEPRECATED_END));
     return 0;
 }
 
 /* mtg keys whose absence is harmless: accepted, ignored, reported. */
 static int k_ignore(struct loader *ld, const struct toml_kv *kv)
 {
-    warn_key(ld, kv,
-             "accepted for mtg compatibility but ignored: tgproxy has no such "
-             "setting (see docs/tgproxy.md)");
+    warn_key(ld, kv, "%s", AFTER_SEP(IGNORED_TEXT));
     return 0;
 }
 
@@ -1954,6 +1961,39 @@ out:
     tg__free(buf);
     close(fd);
     return rc;
+}
+
+static bool ends_with(const char *s, const char *end)
+{
+    size_t n = strlen(s), m = strlen(end);
+    return n >= m && memcmp(s + n - m, end, m) == 0;
+}
+
+bool config_warning_harmless(const char *msg)
+{
+    const char *dep = strstr(msg, DEPRECATED_TEXT);
+    return ends_with(msg, IGNORED_TEXT) || (dep && ends_with(dep, DEPRECATED_END));
+}
+
+/* Warnings already reported by this process, by 64-bit FNV-1a hash of their text. */
+#define SEEN_MAX 256
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t seen[SEEN_MAX];
+static size_t nseen;
+
+bool config_warning_first(const char *msg)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    bool first = true;
+    pthread_mutex_lock(&seen_mu);
+    for (size_t i = 0; i < nseen && first; i++)
+        first = seen[i] != h;
+    if (first && nseen < SEEN_MAX) /* past SEEN_MAX distinct warnings, repeats show again */
+        seen[nseen++] = h;
+    pthread_mutex_unlock(&seen_mu);
+    return first;
 }
 
 int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen,

@@ -273,6 +273,16 @@ struct config {
  * "file is readable by other users ...". Never contains a secret. NULL sink = log (warn). */
 typedef void (*config_warn_fn)(void *user, const char *msg);
 
+/* Is msg (a config_warn_fn message) a harmless one: an mtg key tgproxy accepts and ignores,
+ * or a deprecated mtg spelling of a key it maps? Those change nothing about who may
+ * connect or where traffic goes; `tgproxy doctor` reports them as warnings, not failures.
+ * Every other warning (a file others can read, ...) is not harmless. */
+bool config_warning_harmless(const char *msg);
+
+/* True the first time this process passes msg, false for a repeat: the loader's warnings
+ * are reported once per run, not again at every reload of the same file. Thread-safe. */
+bool config_warning_first(const char *msg);
+
 /*
  * Fill cfg with every default listed above. Owns nothing afterwards; safe to cleanup.
  */

@@ -3,12 +3,15 @@
  * --version).
  *
  * All of it lives in tgproxy_lib so tests drive it directly; src/proxy/daemon/main.c only calls
- * cli_main(). Exit codes follow sysexits(3) so a service manager can tell causes apart:
- *   0   success (run / simple-run: clean shutdown on SIGINT or SIGTERM)
+ * cli_main(). One exit-code table for every command (docs/tgproxy.md, tgproxy(8)); past 2
+ * the codes follow sysexits(3) so a service manager can tell causes apart:
+ *   0   success (run / simple-run: clean shutdown on SIGINT or SIGTERM; doctor: no check
+ *       failed, warnings allowed)
  *   1   doctor: the file loads but a check failed (DOCTOR_EXIT_FAILED, doctor.h)
+ *   2   doctor --strict: no check failed, but warnings (DOCTOR_EXIT_WARNINGS)
  *   64  EX_USAGE        bad command line
  *   65  EX_DATAERR      a bad argument value that is not a usage mistake (domain, secret)
- *   69  EX_UNAVAILABLE  cannot serve: an address cannot be bound
+ *   69  EX_UNAVAILABLE  cannot serve: a listen or [stats.prometheus] address cannot be bound
  *   70  EX_SOFTWARE     unexpected internal failure
  *   71  EX_OSERR        the OS refused resources (memory, threads, random bytes)
  *   74  EX_IOERR        writing the output failed

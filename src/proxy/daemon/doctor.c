@@ -52,7 +52,8 @@ struct doctor {
     FILE *out;
     const struct config *cfg;
     unsigned failed;
-    unsigned warnings; /* ignored or deprecated keys reported by the loader */
+    unsigned warnings; /* harmless findings: ignored or deprecated mtg keys */
+    unsigned findings; /* every line the loader reported (warnings included) */
 };
 
 /* A set of addresses for one name. */
@@ -83,6 +84,19 @@ __attribute__((format(printf, 4, 5))) static void report(struct doctor *d, bool 
     fputc('\n', d->out);
     if (!ok)
         d->failed++;
+}
+
+/* A warning: "! what: ...", counted apart from failures (--strict exits 2 on one). */
+__attribute__((format(printf, 3, 4))) static void report_warn(struct doctor *d, const char *what,
+                                                              const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(d->out, "! %s: ", what);
+    va_start(ap, fmt);
+    vfprintf(d->out, fmt, ap);
+    va_end(ap);
+    fputc('\n', d->out);
+    d->warnings++;
 }
 
 static long now_ms(void)
@@ -258,11 +272,16 @@ static void probes_close(struct probe *p, size_t n)
 
 /* ---- config ---- */
 
+/* The loader's findings: an ignored or deprecated mtg key is a warning (it changes nothing
+   about who may connect or where traffic goes), anything else a failure. */
 static void on_warning(void *user, const char *msg)
 {
     struct doctor *d = user;
-    d->warnings++;
-    report(d, false, "config", "%s", msg);
+    d->findings++;
+    if (config_warning_harmless(msg))
+        report_warn(d, "config", "%s", msg);
+    else
+        report(d, false, "config", "%s", msg);
 }
 
 /* ---- DCs ---- */
@@ -707,19 +726,19 @@ static void check_nofile(struct doctor *d)
                (unsigned long long)rl.rlim_max, (unsigned long long)need, d->cfg->concurrency);
 }
 
-static void check_bind(struct doctor *d, const struct config_listen *l)
+/* what ("bind-to 1.2.3.4:443") can be bound and listened on now. */
+static void check_bind(struct doctor *d, const char *what, const struct sockaddr_storage *addr,
+                       socklen_t addr_len)
 {
-    char what[sizeof l->text + 16];
-    snprintf(what, sizeof what, "bind-to %s", l->text);
     int one = 1, e = 0;
-    int fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         e = errno;
     else {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (l->addr.ss_family == AF_INET6)
+        if (addr->ss_family == AF_INET6)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-        if (bind(fd, (const struct sockaddr *)&l->addr, l->addr_len) != 0 || listen(fd, 1) != 0)
+        if (bind(fd, (const struct sockaddr *)addr, addr_len) != 0 || listen(fd, 1) != 0)
             e = errno;
         close(fd);
     }
@@ -798,11 +817,11 @@ static void check_fleet(struct doctor *d)
     else if (is_loopback(h))
         report(d, true, "fleet redis", "%s: a loopback address: the link stays on this host", h);
     else
-        fprintf(d->out,
-                "! fleet redis: %s is not on this host and the link is plain TCP: whoever can "
-                "reach or intercept it answers for Redis (replays, limits); keep Redis on a "
-                "private network you trust, or tunnel it through TLS (stunnel: docs/fleet.md)\n",
-                h);
+        report_warn(d, "fleet redis",
+                    "%s is not on this host and the link is plain TCP: whoever can reach or "
+                    "intercept it answers for Redis (replays, limits); keep Redis on a private "
+                    "network you trust, or tunnel it through TLS (stunnel: docs/fleet.md)",
+                    h);
 }
 
 /* ---- entry ---- */
@@ -845,12 +864,26 @@ static int run_checks(struct doctor *d)
     if (d->cfg->fleet.enabled)
         check_fleet(d);
     check_nofile(d);
-    for (size_t i = 0; i < d->cfg->nlisten; i++)
-        check_bind(d, &d->cfg->listen[i]);
+    char what[CONFIG_HOST_MAX + 48];
+    for (size_t i = 0; i < d->cfg->nlisten; i++) {
+        snprintf(what, sizeof what, "bind-to %s", d->cfg->listen[i].text);
+        check_bind(d, what, &d->cfg->listen[i].addr, d->cfg->listen[i].addr_len);
+    }
+    if (d->cfg->prometheus.enabled) { /* `run` stops when the metrics page cannot bind */
+        char where[CONFIG_HOST_MAX + 8];
+        value_format_addr(&d->cfg->prometheus.bind.addr, where, sizeof where);
+        snprintf(what, sizeof what, "[stats.prometheus] bind-to %s", where);
+        check_bind(d, what, &d->cfg->prometheus.bind.addr, d->cfg->prometheus.bind.addr_len);
+    }
     return 0;
 }
 
 int doctor_run(const char *path, FILE *out)
+{
+    return doctor_check(path, out, false);
+}
+
+int doctor_check(const char *path, FILE *out, bool strict)
 {
     struct config cfg;
     struct doctor d = {.out = out, .cfg = &cfg};
@@ -861,7 +894,7 @@ int doctor_run(const char *path, FILE *out)
         report(&d, false, "config", "%s", err);
         return rc == -ENOMEM ? EX_OSERR : EX_CONFIG;
     }
-    if (!d.warnings)
+    if (!d.findings)
         report(&d, true, "config", "%s loads; no ignored or deprecated keys", path);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         config_cleanup(&cfg);
@@ -877,5 +910,7 @@ int doctor_run(const char *path, FILE *out)
     fflush(out);
     if (rc != 0)
         return EX_OSERR;
-    return d.failed ? DOCTOR_EXIT_FAILED : 0;
+    return d.failed                 ? DOCTOR_EXIT_FAILED
+           : d.warnings && strict ? DOCTOR_EXIT_WARNINGS
+                                  : 0;
 }

@@ -755,12 +755,21 @@ void server_scrub_secrets(const struct config *cfg)
     crypto_wipe(forms, sizeof forms);
 }
 
+/* A reload's loader warnings go to the log, each once per run: the start already said it
+   (cli.c), so a deprecated key is not repeated at every SIGHUP. */
+static void reload_warn(void *user, const char *msg)
+{
+    (void)user;
+    if (config_warning_first(msg))
+        tg__log(NULL, TG__LOG_WARN, "%s", msg);
+}
+
 int server_reload_file(struct server *s, const char *path)
 {
     char err[CONFIG_ERR_MAX];
     struct config cfg;
     config_init(&cfg);
-    int rc = config_load_file(&cfg, path, err, sizeof err, NULL, NULL);
+    int rc = config_load_file(&cfg, path, err, sizeof err, reload_warn, NULL);
     if (rc == 0)
         rc = server_reload(s, &cfg, err, sizeof err);
     else

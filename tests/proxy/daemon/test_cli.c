@@ -132,6 +132,68 @@ static void test_help_version_usage(void **state)
     }
 }
 
+/* One exit-code table for every command: the codes --help lists, the table in
+   docs/tgproxy.md and what the commands return agree. 69 (bind) is exercised by the
+   test_binary_*_exit_69 cases, 1 and 2 by tests/proxy/daemon/test_doctor.c. */
+static void test_exit_code_table(void **state)
+{
+    (void)state;
+    static const int codes[] = {0, 1, 2, 64, 65, 69, 70, 71, 74, 78};
+    size_t len = 0;
+    char *doc = tgtest_read_file(TGKIT_SOURCE_DIR "/docs/tgproxy.md", &len);
+    assert_non_null(doc);
+    const char *table = strstr(doc, "Exit codes: one table for every command");
+    assert_non_null(table);
+    table = strstr(table, "\n| code |");
+    assert_non_null(table);
+    const char *end = strstr(table, "\n\n");
+    assert_non_null(end);
+    int rows = 0;
+    for (const char *p = table; p && p < end; p = strchr(p + 1, '\n')) {
+        int code = -1;
+        if (sscanf(p, "\n| %d |", &code) == 1) {
+            bool known = false;
+            for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+                known |= codes[i] == code;
+            if (!known)
+                fail_msg("docs/tgproxy.md lists exit code %d, which cli.h does not", code);
+            rows++;
+        }
+    }
+    free(doc);
+    assert_int_equal(rows, (int)(sizeof codes / sizeof codes[0]));
+
+    struct run r;
+    cli(&r, (const char *[]){"--help", NULL});
+    const char *line = strstr(r.out, "Exit codes (every command): ");
+    assert_non_null(line);
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        char want[2][8];
+        snprintf(want[0], sizeof want[0], " %d ", codes[i]);
+        snprintf(want[1], sizeof want[1], "\n%d ", codes[i]);
+        if (!strstr(line, want[0]) && !strstr(line, want[1]))
+            fail_msg("--help does not list exit code %d:\n%s", codes[i], line);
+    }
+
+    cli(&r, (const char *[]){"--version", NULL});
+    assert_int_equal(r.code, 0);
+    cli(&r, (const char *[]){"frobnicate", NULL});
+    assert_int_equal(r.code, 64);
+    cli(&r, (const char *[]){"simple-run", "127.0.0.1:1", "not-a-secret", NULL});
+    assert_int_equal(r.code, 65);
+    cli(&r, (const char *[]){"run", "/nonexistent/tgproxy.toml", NULL});
+    assert_int_equal(r.code, 78);
+    cli(&r, (const char *[]){"doctor", "/nonexistent/tgproxy.toml", NULL});
+    assert_int_equal(r.code, 78);
+    FILE *full = fopen("/dev/full", "w"), *err = tmpfile();
+    assert_non_null(full);
+    assert_non_null(err);
+    char *argv[] = {"tgproxy", "--version", NULL};
+    assert_int_equal(cli_main(2, argv, full, err), 74);
+    fclose(full);
+    fclose(err);
+}
+
 static void test_generate_secret(void **state)
 {
     (void)state;
@@ -795,6 +857,7 @@ int main(void)
         cmocka_unit_test(test_links_vectors),
         cmocka_unit_test(test_qr_rendering),
         cmocka_unit_test(test_access),
+        cmocka_unit_test(test_exit_code_table),
         cmocka_unit_test(test_config_errors_exit_78),
         cmocka_unit_test(test_binary_version_and_usage),
         cmocka_unit_test(test_binary_bind_failure_exit_69),

@@ -402,6 +402,31 @@ static void test_sighup_mode_and_fifo(void **state)
     env_stop(&e);
 }
 
+/* The loader's warnings come once per run: the start prints them, a reload of the same
+   file does not repeat them, and a key that is new in the file is still reported once. */
+static void test_sighup_warns_once(void **state)
+{
+    (void)state;
+    struct env e;
+    env_start(&e);
+    write_cfg(&e, true, false, "auto-update = true\ncloak-port = 443", NULL);
+    spawn(&e);
+    for (int i = 1; i <= 2; i++) {
+        dfx_signal(&e.d, SIGHUP);
+        dfx_wait_log(&e.d, "reload: ", i);
+    }
+    assert_int_equal(dfx_log_count(&e.d, "auto-update: accepted for mtg compatibility"), 1);
+    assert_int_equal(dfx_log_count(&e.d, "cloak-port: deprecated mtg spelling"), 1);
+    write_cfg(&e, true, false, "auto-update = true\ncloak-port = 443\ntcp-buffer = \"4kb\"",
+              NULL);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload: ", 3);
+    assert_int_equal(dfx_log_count(&e.d, "tcp-buffer: accepted for mtg compatibility"), 1);
+    assert_int_equal(dfx_log_count(&e.d, "auto-update: accepted for mtg compatibility"), 1);
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
+    env_stop(&e);
+}
+
 /* ---- in-process: what a reload changes for new connections only ---- */
 
 /* h's config with [dcs] default -> 127.0.0.1:dc_port, the fronting host on front_port and
@@ -489,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_sighup_simple_run),
         cmocka_unit_test(test_sighup_mode_and_fifo),
         cmocka_unit_test(test_sighup_secret_not_logged),
+        cmocka_unit_test(test_sighup_warns_once),
         cmocka_unit_test(test_reload_dc_fronting_timeouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
