@@ -1697,6 +1697,8 @@ static void finalize(struct loader *ld)
         cfg->fronting.proxy_protocol = ld->dep_fronting_pp != 0;
     if (cfg->fronting.resolved)
         value_set_port(&cfg->fronting.addr, cfg->fronting.port);
+    tg__strlcpy(cfg->public_ipv4, ld->pub_v4, sizeof cfg->public_ipv4);
+    tg__strlcpy(cfg->public_ipv6, ld->pub_v6, sizeof cfg->public_ipv6);
     if (!ld->public_host_set && ld->pub_v4[0])
         tg__strlcpy(cfg->public_host, ld->pub_v4, sizeof cfg->public_host);
     else if (!ld->public_host_set && ld->pub_v6[0])

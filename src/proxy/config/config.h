@@ -209,6 +209,9 @@ struct config {
     /* Links printed by `tgproxy access`: "" / 0 = take them from the first bind-to. */
     char public_host[CONFIG_HOST_MAX];
     uint16_t public_port;
+    /* mtg's public-ipv4 / public-ipv6 ([network.public-ip] ipv4 / ipv6) as written, "" = unset;
+       public-host defaults to the first of them. `access --json` prints one link set each. */
+    char public_ipv4[CONFIG_HOST_MAX], public_ipv6[CONFIG_HOST_MAX];
 
     int log_level; /* TG__LOG_*; default TG__LOG_INFO ("debug = true" -> DEBUG) */
 

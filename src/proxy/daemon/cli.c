@@ -76,6 +76,8 @@ static const char usage_text[] =
     "                               print a new FakeTLS (ee) secret for DOMAIN\n"
     "  access CONFIG.toml [--host H] [--port P] [--base64] [--no-qr]\n"
     "                               print tg:// and t.me links and QR codes\n"
+    "  access CONFIG.toml --json [--ipv4 IP] [--ipv6 IP] [--host H] [--port P] [--base64]\n"
+    "      [--no-qr]                the same as JSON, in mtg's `access` format, for scripts\n"
     "  doctor CONFIG.toml [--strict]\n"
     "                               check the file, the clock, the DCs, the fronting host and\n"
     "                               its certificate, the open-files limit and the addresses\n"
@@ -649,11 +651,95 @@ static int print_secret(const struct io *io, const struct config_secret *cs, con
 }
 
 static const struct opt_spec access_specs[] = {
-    {"host", true},
-    {"port", true},
-    {"no-qr", false},
-    {"base64", false},
+    {"host", true},   {"port", true}, {"no-qr", false}, {"base64", false},
+    {"json", false},  {"ipv4", true}, {"ipv6", true},
 };
+
+/* The address family of an IP literal (AF_INET, AF_INET6), else 0 (a host name). */
+static int ip_family(const char *s)
+{
+    struct sockaddr_storage sa;
+    socklen_t len;
+    return s && value_parse_ip(s, strlen(s), &sa, &len) ? sa.ss_family : 0;
+}
+
+/* The first bind-to address as text when it is not a wildcard, else "". */
+static void bind_host(const struct config *cfg, char *host, size_t cap)
+{
+    const struct sockaddr_storage *sa = &cfg->listen[0].addr;
+    const void *a = sa->ss_family == AF_INET
+                        ? (const void *)&((const struct sockaddr_in *)(const void *)sa)->sin_addr
+                        : (const void *)&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    host[0] = '\0';
+    if (!is_wildcard(sa))
+        inet_ntop(sa->ss_family, a, host, (socklen_t)cap);
+}
+
+/* access --json: mtg's document. ipv4 / ipv6: --ipv4 / --ipv6, else --host when it is such
+   a literal, else public-ipv4 / -ipv6, else public-host when it is such a literal, else the
+   first bind-to unless a wildcard; host: --host or public-host when it is a name. No
+   address at all is not an error, as for mtg: the document then has the secrets only. */
+static int access_json(const struct io *io, const struct args *a, const struct config *cfg)
+{
+    uint64_t p = 0;
+    if (opt_uint(io, a, "port", 1, 65535, &p) != 0)
+        return EX_USAGE;
+    const struct sockaddr_storage *sa = &cfg->listen[0].addr;
+    uint16_t bport = ntohs(sa->ss_family == AF_INET
+                               ? ((const struct sockaddr_in *)(const void *)sa)->sin_port
+                               : ((const struct sockaddr_in6 *)(const void *)sa)->sin6_port);
+    uint16_t port = p ? (uint16_t)p : cfg->public_port ? cfg->public_port : bport;
+    const char *want[LINKS_WHERE_COUNT] = {opt(a, "ipv4"), opt(a, "ipv6"), NULL};
+    static const int fam[2] = {AF_INET, AF_INET6};
+    for (int w = LINKS_IPV4; w <= LINKS_IPV6; w++)
+        if (want[w] && ip_family(want[w]) != fam[w])
+            return usage_error(io, "access: --%s: expected an %s address", w ? "ipv6" : "ipv4",
+                               w ? "IPv6" : "IPv4");
+    char bound[CONFIG_HOST_MAX];
+    bind_host(cfg, bound, sizeof bound);
+    const char *cand[] = {opt(a, "host"), NULL, NULL, cfg->public_host, bound};
+    for (int w = LINKS_IPV4; w <= LINKS_IPV6; w++) {
+        cand[1] = w == LINKS_IPV4 ? cfg->public_ipv4 : cfg->public_ipv6;
+        cand[2] = cand[1];
+        for (size_t i = 0; !want[w] && i < sizeof cand / sizeof cand[0]; i++)
+            if (cand[i] && cand[i][0] && ip_family(cand[i]) == fam[w])
+                want[w] = cand[i];
+    }
+    const char *name = opt(a, "host") ? opt(a, "host") : cfg->public_host;
+    want[LINKS_HOST] = name && name[0] && !ip_family(name) ? name : NULL;
+    struct links_endpoint ep[LINKS_WHERE_COUNT];
+    for (int w = 0; w < LINKS_WHERE_COUNT; w++)
+        ep[w] = (struct links_endpoint){want[w], port};
+    if ((want[0] || want[1] || want[2]) && port == 0)
+        return fail(io, EX_CONFIG,
+                    "access: the first bind-to has port 0; set public-port in the config or "
+                    "pass --port");
+    if (!want[0] && !want[1] && !want[2])
+        fprintf(io->err, "tgproxy: warning: access: no address for links (the first bind-to, "
+                         "%s, is a wildcard): set public-host in the config or pass --host, "
+                         "--ipv4 or --ipv6\n",
+                cfg->listen[0].text);
+    const char *labels[CONFIG_MAX_SECRETS];
+    const struct secret *secrets[CONFIG_MAX_SECRETS];
+    size_t n = 0;
+    for (; n < cfg->nsecrets && n < CONFIG_MAX_SECRETS; n++) {
+        labels[n] = cfg->secrets[n].label;
+        secrets[n] = &cfg->secrets[n].secret;
+    }
+    tg__buf b;
+    tg__buf_init(&b, 16u << 20);
+    int rc = links_access_json(&b, ep, labels, secrets, n, opt(a, "base64") != NULL,
+                               opt(a, "no-qr") == NULL);
+    if (rc == 0)
+        fputs(tg__buf_cstr(&b), io->out);
+    if (b.data)
+        memset(b.data, 0, b.len);
+    tg__buf_cleanup(&b);
+    if (rc != 0)
+        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_SOFTWARE, "access: cannot build the JSON: %s",
+                    strerror(-rc));
+    return 0;
+}
 
 static int cmd_access(const struct io *io, int argc, char **argv)
 {
@@ -666,9 +752,16 @@ static int cmd_access(const struct io *io, int argc, char **argv)
     struct config cfg;
     char host[CONFIG_HOST_MAX];
     uint16_t port = 0;
+    if (!opt(&a, "json") && (opt(&a, "ipv4") || opt(&a, "ipv6")))
+        return usage_error(io, "access: --ipv4 and --ipv6 go with --json (else use --host)");
     int rc = load_config(io, a.pos[0], &cfg);
     if (rc != 0)
         return rc;
+    if (opt(&a, "json")) {
+        rc = access_json(io, &a, &cfg);
+        config_cleanup(&cfg);
+        return rc == 0 ? finish_output(io) : rc;
+    }
     rc = access_target(io, &a, &cfg, host, sizeof host, &port);
     for (size_t i = 0; rc == 0 && i < cfg.nsecrets; i++)
         rc = print_secret(io, &cfg.secrets[i], host, port, opt(&a, "base64") != NULL,

@@ -5,8 +5,10 @@
 
 #include <errno.h>
 #include <qrencode.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/str.h"
 
 static const char *const link_prefix[] = {
@@ -14,10 +16,12 @@ static const char *const link_prefix[] = {
     [LINKS_TME] = "https://t.me/proxy?server=",
 };
 
+#define SECRET_TEXT_MAX (2 * (1 + SECRET_KEY_LEN + 255) + 1)
+
 int links_format(tg__buf *b, enum links_kind kind, const char *host, uint16_t port,
                  const struct secret *s, bool base64)
 {
-    char text[2 * (1 + SECRET_KEY_LEN + 255) + 1];
+    char text[SECRET_TEXT_MAX];
     if (!host || !host[0] || port == 0 || (kind != LINKS_TG && kind != LINKS_TME))
         return -EINVAL;
     int n = secret_format(s, base64, text, sizeof text);
@@ -71,4 +75,149 @@ int links_qr(tg__buf *b, const char *text)
     }
     QRcode_free(qr);
     return rc;
+}
+
+/* ---- access --json ---- */
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static int json_str(tg__buf *b, const char *s)
+{
+    int rc = tg__buf_putc(b, '"');
+    for (; rc == 0 && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            rc = tg__buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            rc = tg__buf_printf(b, "\\u%04x", c);
+        else
+            rc = tg__buf_putc(b, (char)c);
+    }
+    return rc == 0 ? tg__buf_putc(b, '"') : rc;
+}
+
+/* `"key": ` at indent (spaces), after a comma unless first. */
+static int json_key(tg__buf *b, int indent, bool first, const char *key)
+{
+    int rc = tg__buf_printf(b, "%s\n%*s", first ? "" : ",", indent, "");
+    if (rc == 0)
+        rc = json_str(b, key);
+    return rc == 0 ? tg__buf_puts(b, ": ") : rc;
+}
+
+/* mtg's QR image URL of link: api.qrserver.com, data then format=svg and qzone=4. */
+static int qr_url(tg__buf *b, const char *link)
+{
+    tg__buf u;
+    tg__buf_init(&u, 1 << 16);
+    int rc = tg__buf_puts(&u, "https://api.qrserver.com/v1/create-qr-code?data=");
+    if (rc == 0)
+        rc = tg__url_encode(&u, link, strlen(link));
+    if (rc == 0)
+        rc = tg__buf_puts(&u, "&format=svg&qzone=4");
+    if (rc == 0)
+        rc = json_str(b, tg__buf_cstr(&u));
+    if (u.data)
+        memset(u.data, 0, u.len);
+    tg__buf_cleanup(&u);
+    return rc;
+}
+
+/* One endpoint's object: ip, port, and each link with its QR image URL. */
+static int endpoint_json(tg__buf *b, const struct links_endpoint *ep, const struct secret *s,
+                         bool base64, bool qr)
+{
+    static const char *const keys[2][2] = {{"tg_url", "tg_qrcode"}, {"tme_url", "tme_qrcode"}};
+    int rc = tg__buf_putc(b, '{');
+    if (rc == 0)
+        rc = json_key(b, 4, true, "ip");
+    if (rc == 0)
+        rc = json_str(b, ep->host);
+    if (rc == 0)
+        rc = json_key(b, 4, false, "port");
+    if (rc == 0)
+        rc = tg__buf_printf(b, "%u", (unsigned)ep->port);
+    for (int k = LINKS_TG; rc == 0 && k <= LINKS_TME; k++) {
+        tg__buf link;
+        tg__buf_init(&link, 1 << 14);
+        rc = links_format(&link, (enum links_kind)k, ep->host, ep->port, s, base64);
+        if (rc == 0)
+            rc = json_key(b, 4, false, keys[k][0]);
+        if (rc == 0)
+            rc = json_str(b, tg__buf_cstr(&link));
+        if (rc == 0 && qr)
+            rc = json_key(b, 4, false, keys[k][1]);
+        if (rc == 0 && qr)
+            rc = qr_url(b, tg__buf_cstr(&link));
+        if (link.data)
+            memset(link.data, 0, link.len);
+        tg__buf_cleanup(&link);
+    }
+    return rc == 0 ? tg__buf_puts(b, "\n  }") : rc;
+}
+
+/* {"hex": ..., "base64": ...} of s at indent. */
+static int secret_json(tg__buf *b, int indent, const struct secret *s)
+{
+    char text[SECRET_TEXT_MAX];
+    int rc = tg__buf_putc(b, '{');
+    for (int form = 0; rc == 0 && form < 2; form++) {
+        rc = json_key(b, indent + 2, form == 0, form ? "base64" : "hex");
+        if (rc == 0)
+            rc = secret_format(s, form == 1, text, sizeof text) < 0 ? -EINVAL : json_str(b, text);
+    }
+    memset(text, 0, sizeof text);
+    return rc == 0 ? tg__buf_printf(b, "\n%*s}", indent, "") : rc;
+}
+
+struct by_label {
+    const char *label;
+    const struct secret *secret;
+};
+
+static int by_label_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct by_label *)a)->label, ((const struct by_label *)b)->label);
+}
+
+int links_access_json(tg__buf *b, const struct links_endpoint ep[LINKS_WHERE_COUNT],
+                      const char *const *labels, const struct secret *const *secrets, size_t n,
+                      bool base64, bool qr)
+{
+    static const char *const where_key[LINKS_WHERE_COUNT] = {"ipv4", "ipv6", "host"};
+    if (n == 0)
+        return -EINVAL;
+    struct by_label *sorted = tg__calloc(n, sizeof *sorted);
+    if (!sorted)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = (struct by_label){labels[i], secrets[i]};
+    qsort(sorted, n, sizeof *sorted, by_label_cmp);
+    int rc = tg__buf_putc(b, '{');
+    bool first = true;
+    for (int w = 0; rc == 0 && w < LINKS_WHERE_COUNT; w++) {
+        if (!ep[w].host || !ep[w].host[0])
+            continue;
+        rc = json_key(b, 2, first, where_key[w]);
+        first = false;
+        if (rc == 0)
+            rc = endpoint_json(b, &ep[w], sorted[0].secret, base64, qr);
+    }
+    if (rc == 0)
+        rc = json_key(b, 2, first, "secret");
+    if (rc == 0)
+        rc = secret_json(b, 2, sorted[0].secret);
+    if (rc == 0 && n > 1) {
+        rc = json_key(b, 2, false, "secrets");
+        if (rc == 0)
+            rc = tg__buf_putc(b, '{');
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            rc = json_key(b, 4, i == 0, sorted[i].label);
+            if (rc == 0)
+                rc = secret_json(b, 4, sorted[i].secret);
+        }
+        if (rc == 0)
+            rc = tg__buf_puts(b, "\n  }");
+    }
+    tg__free(sorted);
+    return rc == 0 ? tg__buf_puts(b, "\n}\n") : rc;
 }

@@ -41,4 +41,26 @@ int links_format(tg__buf *b, enum links_kind kind, const char *host, uint16_t po
  */
 int links_qr(tg__buf *b, const char *text);
 
+/* Where clients reach the proxy, for links_access_json: "ipv4" / "ipv6" hold IP literals
+   (mtg's keys), "host" a DNS name (tgproxy's addition). host NULL = none of that kind. */
+enum links_where { LINKS_IPV4, LINKS_IPV6, LINKS_HOST, LINKS_WHERE_COUNT };
+struct links_endpoint {
+    const char *host;
+    uint16_t port;
+};
+
+/*
+ * Append, for scripts, the JSON document mtg's `access` prints (two-space indent, then a
+ * newline): for each endpoint with a host, {"ip", "port", "tg_url", "tg_qrcode", "tme_url",
+ * "tme_qrcode"} under "ipv4", "ipv6" ("host" for a name: its "ip" is the name); "secret":
+ * {"hex", "base64"} of the first secret by label (links use it too); with more than one
+ * secret, "secrets": {label: {"hex", "base64"}} for all, labels sorted. *_qrcode are mtg's
+ * api.qrserver.com image URLs of the link (left out when qr is false). Links carry the
+ * secret in hex, or base64url when base64. labels[i] / secrets[i] for i < n (n >= 1).
+ * Returns 0, -EINVAL (a secret cannot be formatted, n 0) or -ENOMEM.
+ */
+int links_access_json(tg__buf *b, const struct links_endpoint ep[LINKS_WHERE_COUNT],
+                      const char *const *labels, const struct secret *const *secrets, size_t n,
+                      bool base64, bool qr);
+
 #endif

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <netinet/in.h>
 #include <qrencode.h>
 #include <signal.h>
@@ -362,6 +363,118 @@ static void test_access(void **state)
     cli(&r, (const char *[]){"access", path, "--no-qr", NULL});
     assert_int_equal(r.code, 0);
     assert_non_null(strstr(r.err, "is readable by other users and holds secrets"));
+    unlink(path);
+}
+
+/* A string member at path ("ipv4/tg_url") of doc, or NULL. */
+static const char *jstr(json_t *doc, const char *path)
+{
+    char key[64];
+    json_t *cur = doc;
+    while (cur && *path) {
+        size_t n = strcspn(path, "/");
+        snprintf(key, sizeof key, "%.*s", (int)n, path);
+        cur = json_object_get(cur, key);
+        path += n + (path[n] == '/');
+    }
+    return json_string_value(cur);
+}
+
+static json_t *parse_json(const char *text)
+{
+    json_error_t e;
+    json_t *doc = json_loads(text, 0, &e);
+    if (!doc)
+        fail_msg("not JSON (%s, line %d):\n%s", e.text, e.line, text);
+    return doc;
+}
+
+/* access --json prints what mtg's `access` prints: "ipv4"/"ipv6" {ip, port, tg_url,
+   tg_qrcode, tme_url, tme_qrcode}, "secret" {hex, base64} of the first secret by name, and
+   "secrets" by name when there are several. */
+static void test_access_json(void **state)
+{
+    (void)state;
+    struct run r;
+    char *path = write_config("bind-to = \"0.0.0.0:443\"\n[secrets]\nzeta = \"" KEY_A "\"\n"
+                              "main = \"" EE_A "\"\n[network.public-ip]\nipv4 = \"203.0.113.7\"\n"
+                              "ipv6 = \"2001:db8::7\"\n");
+    cli(&r, (const char *[]){"access", path, "--json", NULL});
+    assert_int_equal(r.code, 0);
+    assert_string_equal(r.err, "");
+    json_t *doc = parse_json(r.out);
+    assert_string_equal(jstr(doc, "ipv4/ip"), "203.0.113.7");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "ipv4"), "port")),
+                     443);
+    assert_string_equal(jstr(doc, "ipv4/tg_url"),
+                        "tg://proxy?server=203.0.113.7&port=443&secret=" EE_A);
+    assert_string_equal(jstr(doc, "ipv4/tme_url"),
+                        "https://t.me/proxy?server=203.0.113.7&port=443&secret=" EE_A);
+    assert_string_equal(jstr(doc, "ipv4/tg_qrcode"),
+                        "https://api.qrserver.com/v1/create-qr-code?data=tg%3A%2F%2Fproxy%3F"
+                        "server%3D203.0.113.7%26port%3D443%26secret%3D" EE_A
+                        "&format=svg&qzone=4");
+    assert_non_null(strstr(jstr(doc, "ipv4/tme_qrcode"), "data=https%3A%2F%2Ft.me%2Fproxy"));
+    assert_string_equal(jstr(doc, "ipv6/ip"), "2001:db8::7");
+    assert_string_equal(jstr(doc, "ipv6/tg_url"),
+                        "tg://proxy?server=2001%3Adb8%3A%3A7&port=443&secret=" EE_A);
+    assert_null(json_object_get(doc, "host"));
+    assert_string_equal(jstr(doc, "secret/hex"), EE_A); /* "main" sorts before "zeta" */
+    assert_string_equal(jstr(doc, "secret/base64"), "7rAOu2eL9NRUpK4FOSfOsG5leGFtcGxlLmNvbQ");
+    assert_string_equal(jstr(doc, "secrets/zeta/hex"), KEY_A);
+    assert_string_equal(jstr(doc, "secrets/main/hex"), EE_A);
+    assert_int_equal(json_object_size(doc), 4);
+    json_decref(doc);
+    assert_non_null(strstr(r.out, "{\n  \"ipv4\": {\n    \"ip\": \"203.0.113.7\",\n")); /* mtg's indent */
+
+    /* --ipv4 / --host override; a host name goes under "host"; --no-qr drops the QR URLs;
+       --base64 puts base64url secrets in the links. */
+    cli(&r, (const char *[]){"access", path, "--json", "--ipv4", "198.51.100.1", "--host",
+                             "proxy.example.org", "--port", "8443", "--no-qr", "--base64", NULL});
+    assert_int_equal(r.code, 0);
+    doc = parse_json(r.out);
+    assert_string_equal(jstr(doc, "ipv4/ip"), "198.51.100.1");
+    assert_string_equal(jstr(doc, "host/ip"), "proxy.example.org");
+    assert_string_equal(jstr(doc, "host/tme_url"),
+                        "https://t.me/proxy?server=proxy.example.org&port=8443&"
+                        "secret=7rAOu2eL9NRUpK4FOSfOsG5leGFtcGxlLmNvbQ");
+    assert_null(json_object_get(json_object_get(doc, "ipv4"), "tg_qrcode"));
+    json_decref(doc);
+    cli(&r, (const char *[]){"access", path, "--json", "--ipv4", "2001:db8::1", NULL});
+    assert_int_equal(r.code, 64);
+    cli(&r, (const char *[]){"access", path, "--ipv4", "198.51.100.1", NULL});
+    assert_int_equal(r.code, 64); /* --ipv4 belongs to --json */
+    unlink(path);
+
+    /* Nowhere to point links: the secrets alone, a warning, exit 0 (as mtg without a public
+       address); one secret: no "secrets" object. */
+    path = write_config("bind-to = \"[::]:443\"\nsecret = \"" EE_A "\"\n");
+    cli(&r, (const char *[]){"access", path, "--json", NULL});
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.err, "no address for links"));
+    doc = parse_json(r.out);
+    assert_int_equal(json_object_size(doc), 1);
+    assert_string_equal(jstr(doc, "secret/hex"), EE_A);
+    json_decref(doc);
+    unlink(path);
+
+    /* mtg's own example file, unchanged. */
+    size_t len = 0;
+    char *text = tgtest_read_file(tgtest_data_path("fixtures/mtg/example.config.toml"), &len);
+    assert_non_null(text);
+    path = write_config(text);
+    free(text);
+    cli(&r, (const char *[]){"access", path, "--json", "--ipv4", "203.0.113.7", NULL});
+    assert_int_equal(r.code, 0);
+    doc = parse_json(r.out);
+    static const char mtg_secret[] =
+        "ee367a189aee18fa31c190054efd4a8e9573746f726167652e676f6f676c65617069732e636f6d";
+    assert_string_equal(jstr(doc, "secret/hex"), mtg_secret);
+    assert_string_equal(jstr(doc, "secret/base64"),
+                        "7jZ6GJruGPoxwZAFTv1KjpVzdG9yYWdlLmdvb2dsZWFwaXMuY29t");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "ipv4"), "port")),
+                     3128);
+    json_decref(doc);
     unlink(path);
 }
 
@@ -857,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_links_vectors),
         cmocka_unit_test(test_qr_rendering),
         cmocka_unit_test(test_access),
+        cmocka_unit_test(test_access_json),
         cmocka_unit_test(test_exit_code_table),
         cmocka_unit_test(test_config_errors_exit_78),
         cmocka_unit_test(test_binary_version_and_usage),
