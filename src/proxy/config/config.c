@@ -1294,11 +1294,30 @@ static int k_pr_prefix(struct loader *ld, const struct toml_kv *kv)
     return get_prefix(ld, kv, ld->cfg->prometheus.prefix);
 }
 
+/* names: "tgproxy" (ours only) or "mtg" (mtg's names and labels too, beside ours). */
+static int k_pr_names(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n == 7 && memcmp(s, "tgproxy", 7) == 0)
+        ld->cfg->prometheus.mtg_names = false;
+    else if (n == 3 && memcmp(s, "mtg", 3) == 0)
+        ld->cfg->prometheus.mtg_names = true;
+    else
+        return val_err(ld, kv, kv->value,
+                       "expected \"tgproxy\" (tgproxy's metric names) or \"mtg\" (mtg's "
+                       "names and labels too, beside tgproxy's)");
+    return 0;
+}
+
 static const struct key_rule prometheus_rules[] = {
     FN_KEY("enabled", k_pr_enabled),
     FN_KEY("bind-to", k_pr_bind),
     FN_KEY("http-path", k_pr_path),
     FN_KEY("metric-prefix", k_pr_prefix),
+    FN_KEY("names", k_pr_names),
 };
 
 static int k_statsd(struct loader *ld, const struct toml_kv *kv)

@@ -233,6 +233,7 @@ struct config {
         struct value_hostport bind;     /* bind-to, numeric; default 127.0.0.1:3129 (as mtg) */
         char path[CONFIG_PATH_MAX];     /* http-path, starts with '/'; default "/" (as mtg) */
         char prefix[CONFIG_PREFIX_MAX]; /* metric-prefix, [a-zA-Z_][a-zA-Z0-9_]*; "tgproxy" */
+        bool mtg_names; /* names = "mtg": mtg's metric names and labels too; "tgproxy" (false) */
     } prometheus;
 
     /* [defense.doppelganger]: records toward FakeTLS clients shaped like the fronting site's

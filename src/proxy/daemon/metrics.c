@@ -454,7 +454,10 @@ static int render_one(void *user, const struct metric_sample *m)
 int metrics_render(const struct server *s, const char *prefix, tg__buf *out)
 {
     struct render r = {.out = out, .prefix = prefix};
-    return metrics_collect(s, render_one, &r) == 0 ? 0 : -ENOMEM;
+    int rc = metrics_collect(s, render_one, &r);
+    if (rc == 0 && server_config(s)->prometheus.mtg_names)
+        rc = metrics_collect_mtg(s, render_one, &r);
+    return rc == 0 ? 0 : -ENOMEM;
 }
 
 /* ---- the HTTP page ---- */

@@ -59,7 +59,13 @@ int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user);
    (>= cap: truncated; 32 bytes always suffice). */
 int metrics_format_value(double v, char *out, size_t cap);
 
-/* The Prometheus text exposition (format 0.0.4) of every sample into out. 0 or -ENOMEM. */
+/* mtg's families (names, labels, types), computed from the same counters, for
+   [stats.prometheus] names = "mtg" (metrics_mtg.c; docs/tgproxy.md has the mapping). Same
+   contract as metrics_collect. */
+int metrics_collect_mtg(const struct server *s, metrics_emit_fn emit, void *user);
+
+/* The Prometheus text exposition (format 0.0.4) of every sample into out, mtg's families
+   after tgproxy's with names = "mtg". 0 or -ENOMEM. */
 int metrics_render(const struct server *s, const char *prefix, tg__buf *out);
 
 /* Start the page for s's config. 0, or -errno with a line logged (bind failures name the

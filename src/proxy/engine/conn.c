@@ -384,6 +384,9 @@ static void stats_bytes(struct conn *c)
     if (authed && slot < w->nsec) {
         stats_add(&w->sec[slot], bytes_up, up);
         stats_add(&w->sec[slot], bytes_down, down);
+    } else if (!authed) { /* only a fronted connection relays before it authenticates */
+        stats_add(&w->stats, front_bytes_up, up);
+        stats_add(&w->stats, front_bytes_down, down);
     }
 }
 

@@ -393,6 +393,7 @@ static void test_stats_keys(void **state)
         {"[stats.prometheus]\nhttp-path = \"metrics\"\n", "expected a URL path"},
         {"[stats.prometheus]\nmetric-prefix = \"9x\"\n", "not starting with a digit"},
         {"[stats.prometheus]\nmetric-prefix = \"a-b\"\n", "[A-Za-z0-9_]"},
+        {"[stats.prometheus]\nnames = \"prometheus\"\n", "expected \"tgproxy\""},
         {"[stats.prometheus]\nbind-to = \"127.0.0.1\"\n", "missing port"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -419,6 +420,12 @@ static void test_stats_keys(void **state)
     assert_false(cfg.prometheus.enabled); /* off unless asked */
     assert_string_equal(cfg.prometheus.path, "/metrics");
     assert_string_equal(cfg.prometheus.prefix, "tgproxy");
+    assert_false(cfg.prometheus.mtg_names); /* tgproxy's names unless asked */
+    config_cleanup(&cfg);
+    assert_int_equal(load(&cfg, BASE SEC "[stats.prometheus]\nnames = \"mtg\"\n", err,
+                          sizeof err, NULL),
+                     0);
+    assert_true(cfg.prometheus.mtg_names);
     config_cleanup(&cfg);
 }
 

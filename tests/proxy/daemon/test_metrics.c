@@ -29,13 +29,13 @@
 
 /* Scrape the page with prom_scrape.py (which also holds every family to its row in
    docs/tgproxy.md); its canonical lines (with a leading "\n") in out. */
-static void scrape(const struct pharness *h, char *out, size_t cap)
+static void scrape_prefixed(const struct pharness *h, const char *prefix, char *out, size_t cap)
 {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ tgproxy "
+             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ %s "
              "%s/docs/tgproxy.md",
-             TGKIT_SOURCE_DIR, (unsigned)server_metrics_port(h->srv), TGKIT_SOURCE_DIR);
+             TGKIT_SOURCE_DIR, (unsigned)server_metrics_port(h->srv), prefix, TGKIT_SOURCE_DIR);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     out[0] = '\n';
@@ -44,7 +44,20 @@ static void scrape(const struct pharness *h, char *out, size_t cap)
     assert_int_equal(pclose(p), 0);
 }
 
+static void scrape(const struct pharness *h, char *out, size_t cap)
+{
+    scrape_prefixed(h, "tgproxy", out, cap);
+}
+
 /* A scrape into a fresh buffer (SCRAPE_MAX bytes) the caller frees. */
+static char *scrape_page_prefixed(const struct pharness *h, const char *prefix)
+{
+    char *page = malloc(SCRAPE_MAX);
+    assert_non_null(page);
+    scrape_prefixed(h, prefix, page, SCRAPE_MAX);
+    return page;
+}
+
 static char *scrape_page(const struct pharness *h)
 {
     char *page = malloc(SCRAPE_MAX);
@@ -151,6 +164,7 @@ static void test_prometheus_during_relays(void **state)
     assert_true(sample(page, "tgproxy_build_info{version=" TGKIT_VERSION_STRING "}") == 1);
     assert_true(sample(page, "tgproxy_start_time_seconds{}") > 1.7e9);
     assert_null(strstr(page, "secret=default")); /* labels only, and only the configured ones */
+    assert_null(strstr(page, "telegram_traffic")); /* mtg's names only with names = "mtg" */
 
     fronted_once(&h);
     fronted_once(&h);
@@ -183,6 +197,85 @@ static void test_prometheus_during_relays(void **state)
     assert_true(sample(page, "tgproxy_antireplay_inserts_total{}") == 2 * NTLS + NDD);
     assert_true(sample(page, "tgproxy_antireplay_entries{}") == 2 * NTLS + NDD);
     free(page);
+    pharness_stop(&h);
+}
+
+/* names = "mtg" with metric-prefix = "mtg", as an mtg file plus that one key gives: mtg's
+   families hold the same numbers as tgproxy's own, beside them, under mtg's names (each
+   counter with and without _total); a dashboard's queries find data. */
+static void test_mtg_names(void **state)
+{
+    (void)state;
+    struct pharness h;
+    assert_int_equal(
+        pharness_prepare(&h, &(struct pharness_opts){.ee = true, .dd = true, .prometheus = true}),
+        0);
+    h.cfg.prometheus.mtg_names = true;
+    snprintf(h.cfg.prometheus.prefix, sizeof h.cfg.prometheus.prefix, "mtg");
+    assert_int_equal(server_start(&h.cfg, &h.srv), 0);
+    h.port = server_port(h.srv, 0);
+    enum { NTLS = 2, NDD = 1 };
+    struct pcli c[NTLS + NDD];
+    for (int i = 0; i < NTLS + NDD; i++) {
+        struct pcli_opts o = pharness_client(&h, i < NTLS ? PCLI_TLS : PCLI_DD);
+        assert_int_equal(pcli_connect(&c[i], h.port, &o), 0);
+        assert_int_equal(pcli_echo(&c[i], (uint32_t)i, 20000, 0), 0);
+    }
+    char *page = scrape_page_prefixed(&h, "mtg"); /* three relays open */
+    assert_true(sample(page, "mtg_client_connections{}") == NTLS + NDD);
+    assert_true(sample(page, "mtg_telegram_connections{}") == NTLS + NDD);
+    assert_true(sample(page, "mtg_client_connections_active{}") == NTLS + NDD); /* ours too */
+    free(page);
+
+    fronted_once(&h);
+    fronted_once(&h);
+    for (int i = 0; i < NTLS + NDD; i++)
+        pcli_close(&c[i]);
+    assert_true(pharness_wait_idle(h.srv, 10000));
+    page = scrape_page_prefixed(&h, "mtg");
+    assert_true(sample(page, "mtg_client_connections{}") == 0);
+    assert_true(sample(page, "mtg_telegram_connections{}") == 0);
+    double ours_down = sample(page, "mtg_secret_traffic_bytes_total{direction=to_client,secret=tls}") +
+                       sample(page, "mtg_secret_traffic_bytes_total{direction=to_client,secret=dd}");
+    double ours_up = sample(page, "mtg_secret_traffic_bytes_total{direction=to_upstream,secret=tls}") +
+                     sample(page, "mtg_secret_traffic_bytes_total{direction=to_upstream,secret=dd}");
+    assert_true(ours_down >= (NTLS + NDD) * 20000.0);
+    /* prom_scrape's parser reads a bare counter name as name_total, as OpenMetrics does */
+    assert_true(sample(page, "mtg_telegram_traffic_total{direction=to_client}") == ours_down);
+    assert_true(sample(page, "mtg_telegram_traffic_total{direction=from_client}") == ours_up);
+    double all_up = sample(page, "mtg_traffic_bytes_total{direction=to_upstream}");
+    double all_down = sample(page, "mtg_traffic_bytes_total{direction=to_client}");
+    double front_up = sample(page, "mtg_domain_fronting_traffic_total{direction=from_client}");
+    double front_down = sample(page, "mtg_domain_fronting_traffic_total{direction=to_client}");
+    assert_true(front_up > 0 && front_down >= 2.0 * (sizeof PFRONT_BANNER - 1));
+    assert_true(front_up + ours_up == all_up); /* every relayed byte is one or the other */
+    assert_true(front_down + ours_down == all_down);
+    assert_true(sample(page, "mtg_domain_fronting_total{}") == 2);
+    assert_true(sample(page, "mtg_fronted_connections_total{}") == 2);
+    assert_true(sample(page, "mtg_concurrency_limited_total{}") == 0);
+    assert_true(sample(page, "mtg_replay_attacks_total{}") == 0);
+    assert_true(sample(page, "mtg_ip_blocklisted_total{ip_list=blocklist}") == 0);
+    assert_true(sample(page, "mtg_iplist_size{ip_list=allowlist}") == 0);
+    free(page);
+
+    /* The page itself: mtg's classic spelling (no _total) and OpenMetrics' one, each a
+       counter family of its own with HELP and TYPE. */
+    tg__buf b;
+    tg__buf_init(&b, 1u << 20);
+    assert_int_equal(metrics_render(h.srv, "mtg", &b), 0);
+    const char *text = tg__buf_cstr(&b);
+    char want[128];
+    snprintf(want, sizeof want, "\nmtg_telegram_traffic{direction=\"to_client\"} %.0f\n",
+             ours_down);
+    assert_non_null(strstr(text, want));
+    snprintf(want, sizeof want, "\nmtg_telegram_traffic_total{direction=\"to_client\"} %.0f\n",
+             ours_down);
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, "\n# TYPE mtg_telegram_traffic counter\n"));
+    assert_non_null(strstr(text, "\n# TYPE mtg_telegram_traffic_total counter\n"));
+    assert_non_null(strstr(text, "\n# TYPE mtg_client_connections gauge\nmtg_client_connections 0\n"));
+    assert_null(strstr(text, "mtg_client_connections_total_total"));
+    tg__buf_cleanup(&b);
     pharness_stop(&h);
 }
 
@@ -694,6 +787,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_value_format),
         cmocka_unit_test(test_prometheus_during_relays),
+        cmocka_unit_test(test_mtg_names),
         cmocka_unit_test(test_reload_metrics),
         cmocka_unit_test(test_handshake_outcomes),
         cmocka_unit_test(test_limit_hits),
