@@ -176,7 +176,7 @@ static int val_err(struct loader *ld, const struct toml_kv *kv, const struct tom
 /* The endings of the harmless warnings (config_warning_harmless): an mtg key tgproxy
    ignores, and an old mtg spelling of a key it maps. */
 #define IGNORED_TEXT                                                                               \
-    ": accepted for mtg compatibility but ignored: tgproxy has no such setting (see "             \
+    ": accepted for mtg compatibility but ignored: tgproxy has no such setting (see "              \
     "docs/tgproxy.md)"
 #define DEPRECATED_TEXT ": deprecated mtg spelling: write `"
 #define DEPRECATED_END  "` in [domain-fronting] instead"
@@ -1313,10 +1313,8 @@ static int k_pr_names(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule prometheus_rules[] = {
-    FN_KEY("enabled", k_pr_enabled),
-    FN_KEY("bind-to", k_pr_bind),
-    FN_KEY("http-path", k_pr_path),
-    FN_KEY("metric-prefix", k_pr_prefix),
+    FN_KEY("enabled", k_pr_enabled), FN_KEY("bind-to", k_pr_bind),
+    FN_KEY("http-path", k_pr_path),  FN_KEY("metric-prefix", k_pr_prefix),
     FN_KEY("names", k_pr_names),
 };
 

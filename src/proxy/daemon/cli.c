@@ -651,8 +651,8 @@ static int print_secret(const struct io *io, const struct config_secret *cs, con
 }
 
 static const struct opt_spec access_specs[] = {
-    {"host", true},   {"port", true}, {"no-qr", false}, {"base64", false},
-    {"json", false},  {"ipv4", true}, {"ipv6", true},
+    {"host", true},  {"port", true}, {"no-qr", false}, {"base64", false},
+    {"json", false}, {"ipv4", true}, {"ipv6", true},
 };
 
 /* The address family of an IP literal (AF_INET, AF_INET6), else 0 (a host name). */
@@ -715,9 +715,10 @@ static int access_json(const struct io *io, const struct args *a, const struct c
                     "access: the first bind-to has port 0; set public-port in the config or "
                     "pass --port");
     if (!want[0] && !want[1] && !want[2])
-        fprintf(io->err, "tgproxy: warning: access: no address for links (the first bind-to, "
-                         "%s, is a wildcard): set public-host in the config or pass --host, "
-                         "--ipv4 or --ipv6\n",
+        fprintf(io->err,
+                "tgproxy: warning: access: no address for links (the first bind-to, "
+                "%s, is a wildcard): set public-host in the config or pass --host, "
+                "--ipv4 or --ipv6\n",
                 cfg->listen[0].text);
     const char *labels[CONFIG_MAX_SECRETS];
     const struct secret *secrets[CONFIG_MAX_SECRETS];

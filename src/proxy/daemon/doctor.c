@@ -910,7 +910,5 @@ int doctor_check(const char *path, FILE *out, bool strict)
     fflush(out);
     if (rc != 0)
         return EX_OSERR;
-    return d.failed                 ? DOCTOR_EXIT_FAILED
-           : d.warnings && strict ? DOCTOR_EXIT_WARNINGS
-                                  : 0;
+    return d.failed ? DOCTOR_EXIT_FAILED : d.warnings && strict ? DOCTOR_EXIT_WARNINGS : 0;
 }

@@ -534,12 +534,11 @@ int metrics_start(const struct server *s, struct metrics **out)
     if (cfg->prometheus.bind.addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* the logger first: libmicrohttpd warns about any option that comes before it */
-    m->mhd =
-        MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-                         NULL, MHD_OPTION_SOCK_ADDR,
-                         (const struct sockaddr *)&cfg->prometheus.bind.addr,
-                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT,
-                         (unsigned)10, MHD_OPTION_END);
+    m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_EXTERNAL_LOGGER,
+                              mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+                              (const struct sockaddr *)&cfg->prometheus.bind.addr,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
     if (!m->mhd) {
         int err = errno ? errno : EADDRINUSE;
         char where[CONFIG_HOST_MAX + 8];

@@ -38,8 +38,8 @@
     X(relay_events, "socket events handled by relays")                                             \
     X(bytes_up, "bytes relayed client to upstream")                                                \
     X(bytes_down, "bytes relayed upstream to client")                                              \
-    X(front_bytes_up, "of bytes_up, those a fronted connection relayed to the fronting host")    \
-    X(front_bytes_down, "of bytes_down, those the fronting host sent a fronted connection")      \
+    X(front_bytes_up, "of bytes_up, those a fronted connection relayed to the fronting host")      \
+    X(front_bytes_down, "of bytes_down, those the fronting host sent a fronted connection")        \
     X(closed, "connections closed")                                                                \
     X(bufs, "gauge: I/O buffers held by connections")                                              \
     X(bufs_peak, "most I/O buffers held at once (per worker; summed over workers)")             \

@@ -422,9 +422,8 @@ static void test_stats_keys(void **state)
     assert_string_equal(cfg.prometheus.prefix, "tgproxy");
     assert_false(cfg.prometheus.mtg_names); /* tgproxy's names unless asked */
     config_cleanup(&cfg);
-    assert_int_equal(load(&cfg, BASE SEC "[stats.prometheus]\nnames = \"mtg\"\n", err,
-                          sizeof err, NULL),
-                     0);
+    assert_int_equal(
+        load(&cfg, BASE SEC "[stats.prometheus]\nnames = \"mtg\"\n", err, sizeof err, NULL), 0);
     assert_true(cfg.prometheus.mtg_names);
     config_cleanup(&cfg);
 }

@@ -412,8 +412,7 @@ static void test_access_json(void **state)
                         "https://t.me/proxy?server=203.0.113.7&port=443&secret=" EE_A);
     assert_string_equal(jstr(doc, "ipv4/tg_qrcode"),
                         "https://api.qrserver.com/v1/create-qr-code?data=tg%3A%2F%2Fproxy%3F"
-                        "server%3D203.0.113.7%26port%3D443%26secret%3D" EE_A
-                        "&format=svg&qzone=4");
+                        "server%3D203.0.113.7%26port%3D443%26secret%3D" EE_A "&format=svg&qzone=4");
     assert_non_null(strstr(jstr(doc, "ipv4/tme_qrcode"), "data=https%3A%2F%2Ft.me%2Fproxy"));
     assert_string_equal(jstr(doc, "ipv6/ip"), "2001:db8::7");
     assert_string_equal(jstr(doc, "ipv6/tg_url"),
@@ -425,7 +424,8 @@ static void test_access_json(void **state)
     assert_string_equal(jstr(doc, "secrets/main/hex"), EE_A);
     assert_int_equal(json_object_size(doc), 4);
     json_decref(doc);
-    assert_non_null(strstr(r.out, "{\n  \"ipv4\": {\n    \"ip\": \"203.0.113.7\",\n")); /* mtg's indent */
+    assert_non_null(
+        strstr(r.out, "{\n  \"ipv4\": {\n    \"ip\": \"203.0.113.7\",\n")); /* mtg's indent */
 
     /* --ipv4 / --host override; a host name goes under "host"; --no-qr drops the QR URLs;
        --base64 puts base64url secrets in the links. */

@@ -301,7 +301,7 @@ static void test_ignored_and_deprecated_keys(void **state)
     assert_int_equal(count(f->out, WARN), 4);
     assert_int_equal(count(f->out, BAD), 0);
     assert_null(strstr(f->out, OK "config: ")); /* findings replace the "no findings" line */
-    expect(f, OK "clock: ");                   /* the other checks still run */
+    expect(f, OK "clock: ");                    /* the other checks still run */
 
     FILE *o = fmemopen(f->out, sizeof f->out - 1, "w");
     assert_non_null(o);
@@ -359,8 +359,8 @@ static void test_metrics_bind(void **state)
     int held = psock_listen(&port, 1);
     assert_true(held >= 0);
     char extra[160];
-    snprintf(extra, sizeof extra, "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:%u\"\n",
-             port);
+    snprintf(extra, sizeof extra,
+             "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:%u\"\n", port);
     write_conf(f, &(struct conf){.extra = extra});
     int rc = run(f);
     close(held);

@@ -235,10 +235,12 @@ static void test_mtg_names(void **state)
     page = scrape_page_prefixed(&h, "mtg");
     assert_true(sample(page, "mtg_client_connections{}") == 0);
     assert_true(sample(page, "mtg_telegram_connections{}") == 0);
-    double ours_down = sample(page, "mtg_secret_traffic_bytes_total{direction=to_client,secret=tls}") +
-                       sample(page, "mtg_secret_traffic_bytes_total{direction=to_client,secret=dd}");
-    double ours_up = sample(page, "mtg_secret_traffic_bytes_total{direction=to_upstream,secret=tls}") +
-                     sample(page, "mtg_secret_traffic_bytes_total{direction=to_upstream,secret=dd}");
+    double ours_down =
+        sample(page, "mtg_secret_traffic_bytes_total{direction=to_client,secret=tls}") +
+        sample(page, "mtg_secret_traffic_bytes_total{direction=to_client,secret=dd}");
+    double ours_up =
+        sample(page, "mtg_secret_traffic_bytes_total{direction=to_upstream,secret=tls}") +
+        sample(page, "mtg_secret_traffic_bytes_total{direction=to_upstream,secret=dd}");
     assert_true(ours_down >= (NTLS + NDD) * 20000.0);
     /* prom_scrape's parser reads a bare counter name as name_total, as OpenMetrics does */
     assert_true(sample(page, "mtg_telegram_traffic_total{direction=to_client}") == ours_down);
@@ -273,7 +275,8 @@ static void test_mtg_names(void **state)
     assert_non_null(strstr(text, want));
     assert_non_null(strstr(text, "\n# TYPE mtg_telegram_traffic counter\n"));
     assert_non_null(strstr(text, "\n# TYPE mtg_telegram_traffic_total counter\n"));
-    assert_non_null(strstr(text, "\n# TYPE mtg_client_connections gauge\nmtg_client_connections 0\n"));
+    assert_non_null(
+        strstr(text, "\n# TYPE mtg_client_connections gauge\nmtg_client_connections 0\n"));
     assert_null(strstr(text, "mtg_client_connections_total_total"));
     tg__buf_cleanup(&b);
     pharness_stop(&h);
@@ -785,18 +788,12 @@ static void test_statsd_across_reload(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_value_format),
-        cmocka_unit_test(test_prometheus_during_relays),
-        cmocka_unit_test(test_mtg_names),
-        cmocka_unit_test(test_reload_metrics),
-        cmocka_unit_test(test_handshake_outcomes),
-        cmocka_unit_test(test_limit_hits),
-        cmocka_unit_test(test_dc_connect_metrics),
-        cmocka_unit_test(test_dc_connect_metrics_socks5),
-        cmocka_unit_test(test_statsd_datadog),
-        cmocka_unit_test(test_statsd_influxdb),
-        cmocka_unit_test(test_statsd_graphite),
-        cmocka_unit_test(test_statsd_across_reload),
+        cmocka_unit_test(test_value_format),       cmocka_unit_test(test_prometheus_during_relays),
+        cmocka_unit_test(test_mtg_names),          cmocka_unit_test(test_reload_metrics),
+        cmocka_unit_test(test_handshake_outcomes), cmocka_unit_test(test_limit_hits),
+        cmocka_unit_test(test_dc_connect_metrics), cmocka_unit_test(test_dc_connect_metrics_socks5),
+        cmocka_unit_test(test_statsd_datadog),     cmocka_unit_test(test_statsd_influxdb),
+        cmocka_unit_test(test_statsd_graphite),    cmocka_unit_test(test_statsd_across_reload),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }

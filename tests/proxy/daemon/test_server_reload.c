@@ -417,8 +417,7 @@ static void test_sighup_warns_once(void **state)
     }
     assert_int_equal(dfx_log_count(&e.d, "auto-update: accepted for mtg compatibility"), 1);
     assert_int_equal(dfx_log_count(&e.d, "cloak-port: deprecated mtg spelling"), 1);
-    write_cfg(&e, true, false, "auto-update = true\ncloak-port = 443\ntcp-buffer = \"4kb\"",
-              NULL);
+    write_cfg(&e, true, false, "auto-update = true\ncloak-port = 443\ntcp-buffer = \"4kb\"", NULL);
     dfx_signal(&e.d, SIGHUP);
     dfx_wait_log(&e.d, "reload: ", 3);
     assert_int_equal(dfx_log_count(&e.d, "tcp-buffer: accepted for mtg compatibility"), 1);

@@ -574,8 +574,8 @@ static void test_update_line_plurals(void **state)
         assert_int_equal(acl_refresh(acl, err, sizeof err), 0);
         acl_free(acl);
         tg__log_default()->sink = NULL;
-        const char *want = pass ? "blocklist: 3 ranges from 2 lists\n"
-                                : "blocklist: 1 range from 1 list\n";
+        const char *want =
+            pass ? "blocklist: 3 ranges from 2 lists\n" : "blocklist: 1 range from 1 list\n";
         if (!strstr(logged, want))
             fail_msg("expected \"%s\" in the log:\n%s", want, logged);
     }
