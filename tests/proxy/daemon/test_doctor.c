@@ -402,6 +402,10 @@ static void test_fleet_redis_address(void **state)
         assert_int_equal(count(f->out, "! fleet redis"), cases[i].warned ? 1 : 0);
         if (cases[i].warned)
             expect(f, "tunnel it through TLS (stunnel: docs/fleet.md)");
+        FILE *o = fmemopen(f->out, sizeof f->out - 1, "w"); /* a warning under --strict: 2 */
+        assert_non_null(o);
+        assert_int_equal(doctor_check(f->conf, o, true), cases[i].warned ? DOCTOR_EXIT_WARNINGS : 0);
+        fclose(o);
     }
 }
 
