@@ -7,6 +7,7 @@ foreach(src ${_proxy_tests})
     target_link_libraries(proxy_${name} PRIVATE tgproxy_lib)
     # the daemon tests run the built binary (daemon_fx.h): built first, never skipped
     add_dependencies(proxy_${name} tgproxy)
+    add_dependencies(proxy_${name} tgproxy-fakemp) # the fake middle proxy (tools/fakemp)
 endforeach()
 
 # src/proxy's layers (wire, config, services, engine, daemon): no file includes a layer
