@@ -158,6 +158,37 @@ TG_API int tg_async_run_once(tg_async *a, int timeout_ms);
 /* Make tg_async_run return after the current iteration (from a callback). */
 TG_API void tg_async_stop(tg_async *a);
 
+/* ---- updates on the loop: long polling as an async source ---- */
+
+/*
+ * getUpdates in a loop on the handle: each update is given to on_update on the loop thread,
+ * in order, decoded (u, valid during the call; u->raw holds its JSON, e.g. for
+ * tg_dispatcher_feed) — so a whole bot can run single-threaded in the program's loop, its
+ * handlers answering with tg_async_* calls. Offsets are confirmed as Telegram expects (the
+ * next getUpdates asks from the last update_id + 1). A failed poll is retried after 1 s,
+ * doubling up to 30 s (the handle's retry policy runs first); a 409 Conflict (another
+ * poller or a webhook) is logged and retried the same way. One connection of the handle's
+ * pool is held by the long poll.
+ */
+typedef struct tg_async_poller tg_async_poller;
+typedef struct tg_update tg_update;
+typedef void (*tg_async_update_fn)(tg_async *a, const tg_update *u, void *user);
+
+typedef struct tg_async_poll_options {
+    uint32_t timeout_s; /* long-poll timeout; 0 = 30 */
+    uint32_t limit;     /* updates per poll; 0 = 100 */
+} tg_async_poll_options;
+
+/* Start polling (the first request goes out at once). NULL on out of memory. */
+TG_API tg_async_poller *tg_async_poll_start(tg_async *a, const tg_async_poll_options *opts,
+                                            tg_async_update_fn on_update, void *user);
+/* Stop and free: the poll in flight is cancelled, no more updates are delivered. Call it
+ * once, before or after the handle is freed (a handle shut down ends its poller, whose
+ * memory waits for this call), from the loop thread, callbacks included. Updates already
+ * given to on_update are confirmed on Telegram's side only by a later getUpdates: a bot
+ * that stops and starts again gets the last batch again. NULL-safe. */
+TG_API void tg_async_poll_stop(tg_async_poller *p);
+
 /* Counters (tests, benchmarks). */
 typedef struct tg_async_stats {
     uint64_t submitted;

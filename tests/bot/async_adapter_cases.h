@@ -236,15 +236,17 @@ static void test_adapter_free_in_flight(void **state)
     mute_stop(&m);
 }
 
-static int ad_run_cases(const loop_driver *d)
+/* extra: a case of the adapter's own (NULL = none). */
+static int ad_run_cases(const loop_driver *d, const char *extra_name, CMUnitTestFunction extra)
 {
     drv = d;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_adapter_fake_server),
         cmocka_unit_test(test_adapter_emulator),
         cmocka_unit_test(test_adapter_free_in_flight),
+        {extra_name, extra, NULL, NULL, NULL},
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return _cmocka_run_group_tests(d->name, tests, extra ? 4 : 3, NULL, NULL);
 }
 
 #endif

@@ -460,6 +460,58 @@ static void test_flood_control_on_timers(void **state)
     assert_true(st.flood_waits > 0);
 }
 
+/* ---- long polling on the loop ---- */
+
+static int64_t polled[8];
+static int npolled;
+static tg_async_poller *g_poller;
+
+static void on_update(tg_async *a, const tg_update *u, void *user)
+{
+    (void)a;
+    (void)user;
+    assert_true(npolled < 8);
+    polled[npolled++] = u->update_id;
+    assert_true(u->raw.len > 0 && u->raw.json[0] == '{');
+    if (npolled == 3)
+        tg_async_poll_stop(g_poller); /* from inside: no update after this one */
+}
+
+static void test_async_polling(void **state)
+{
+    struct fx *f = *state;
+    tg_async_set_retry_policy(f->a, &(tg_retry_policy){.backoff_base_ms = 1});
+    bot_server_push_raw(f->srv, "getUpdates", 200, NULL,
+                        "{\"ok\":true,\"result\":[{\"update_id\":10,\"message\":{"
+                        "\"message_id\":1,\"date\":1,\"chat\":{\"id\":5,\"type\":\"private\"},"
+                        "\"text\":\"a\"}},{\"update_id\":11}]}");
+    bot_server_push_error(f->srv, "getUpdates", 409, "Conflict: terminated by other getUpdates");
+    bot_server_push_raw(f->srv, "getUpdates", 200, NULL,
+                        "{\"ok\":true,\"result\":[{\"update_id\":12},{\"update_id\":13}]}");
+    bot_server_set_reply(f->srv, "getUpdates", 200, "{\"ok\":true,\"result\":[]}");
+    npolled = 0;
+    g_poller = tg_async_poll_start(f->a, &(tg_async_poll_options){.timeout_s = 1}, on_update, NULL);
+    assert_non_null(g_poller);
+    for (int i = 0; i < 100000 && npolled < 3; i++)
+        tg_async_run_once(f->a, 100);
+    run_all(f); /* the stop left nothing pending */
+    assert_int_equal(npolled, 3); /* 13 was in the batch but came after the stop */
+    assert_int_equal(polled[0], 10);
+    assert_int_equal(polled[1], 11);
+    assert_int_equal(polled[2], 12);
+    /* the poll after the first batch asked from 12 (and again after the 409's wait) */
+    int with_offset = 0;
+    for (size_t i = 0; i < bot_server_nrequests(f->srv); i++) {
+        const bot_request *q = bot_server_request(f->srv, i);
+        if (strcmp(q->method, "getUpdates") == 0 && strstr(q->body, "\"offset\":12"))
+            with_offset++;
+        if (strcmp(q->method, "getUpdates") == 0)
+            assert_non_null(strstr(q->body, "\"timeout\":1"));
+    }
+    assert_int_equal(with_offset, 2);
+    assert_int_equal(bot_server_count(f->srv, "getUpdates"), 3);
+}
+
 /* ---- broadcast (the emulator run is test_async_broadcast) ---- */
 
 static int bc_outcomes[8];
@@ -562,6 +614,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_thousand_calls_bounded_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flood_control_on_timers, setup_flood, teardown),
+        cmocka_unit_test_setup_teardown(test_async_polling, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broadcast_duplicates_uncertain_and_refusal, setup,
                                         teardown),
     };

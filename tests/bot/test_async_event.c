@@ -37,7 +37,7 @@ static void ev_destroy(void)
 int main(void)
 {
     static const loop_driver d = {"libevent", ev_make, ev_once, ev_nowait, ev_destroy};
-    return ad_run_cases(&d);
+    return ad_run_cases(&d, NULL, NULL);
 }
 #else
 int main(void)

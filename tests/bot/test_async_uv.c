@@ -32,10 +32,34 @@ static void drv_destroy(void)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* examples/async_uv_echo: a whole bot single-threaded inside libuv, end to end. */
+static void test_example_bot_in_libuv(void **state)
+{
+    (void)state;
+    const char *path = TGKIT_BINARY_DIR "/examples/async_uv_echo/async_uv_echo";
+    if (access(path, X_OK) != 0)
+        fail_msg("%s: not built", path);
+    tg_test *t = tg_test_start();
+    assert_non_null(t);
+    pid_t pid = tg_test_spawn(t, path, NULL);
+    assert_true(pid > 0);
+    for (int i = 0; i < 3; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "hello libuv %d", i);
+        assert_true(tg_test_send(t, 0, 0, text) > 0);
+        char *m = tg_test_wait_message(t, 0, 0, text, 10000);
+        if (!m)
+            fail_msg("no echo: %s", tg_test_errmsg(t));
+        free(m);
+    }
+    assert_int_equal(tg_test_stop_child(pid), 0); /* SIGTERM: a clean stop */
+    tg_test_free(t);
+}
+
 int main(void)
 {
     static const loop_driver d = {"libuv", drv_make, drv_once, drv_nowait, drv_destroy};
-    return ad_run_cases(&d);
+    return ad_run_cases(&d, "test_example_bot_in_libuv", test_example_bot_in_libuv);
 }
 #else
 int main(void)

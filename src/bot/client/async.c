@@ -295,7 +295,9 @@ static struct tg__acall *acall_new(tg_async *a)
     c->next = c->prev = NULL;
     c->attempt = 0;
     c->t0_ms = tg__now_ms();
-    c->timeout_ms = a->timeout_ms ? a->timeout_ms : a->bot->timeout_ms;
+    c->timeout_ms = a->next_timeout_ms ? a->next_timeout_ms
+                    : a->timeout_ms  ? a->timeout_ms
+                                     : a->bot->timeout_ms;
     c->policy = a->has_policy ? a->policy : a->bot->retry;
     a->pending++;
     a->stats.submitted++;

@@ -119,6 +119,7 @@ struct tg_async {
     bool has_policy;
     tg_retry_policy policy;
     uint32_t timeout_ms;
+    uint32_t next_timeout_ms; /* the next submission's per-attempt timeout (long polls) */
     tg_async_stats stats;
 };
 
