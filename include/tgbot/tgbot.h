@@ -34,6 +34,7 @@
 #include "tgbot/storage.h"
 #include "tgbot/dispatch.h"
 #include "tgbot/jobs.h"
+#include "tgbot/menu.h"
 #include "tgbot/webapp.h"
 #include "tgbot/updates.h"
 #include "tgbot/keyboard.h"

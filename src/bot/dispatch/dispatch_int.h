@@ -82,6 +82,8 @@ struct tg__command {
 };
 
 void tg__router_commands_free(tg_router *r);
+/* menu.c: free the router's menus. */
+void tg__router_menus_free(tg_router *r);
 /* Record why a router call failed (tg_router_errmsg) and return st (router.c). */
 tg_status tg__router_fail(tg_router *r, tg_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -96,6 +98,8 @@ struct tg_router {
     tg_error_fn on_error;
     void *error_user;
     char *username;
+    struct tg_menu **menus; /* every menu of every tree added (menu.c); owned */
+    size_t nmenus;
     char err[256];
 };
 
@@ -162,6 +166,8 @@ struct tg_hctx {
     const void *cb_data; /* the callback data swapped back (cbdata.c), or NULL */
     size_t cb_len;
     bool cb_lost;
+    bool answered; /* tg_answer succeeded for this update (menus answer only if not) */
+    size_t menu_page, menu_pages;  /* the list page a menu draws (menu.c) */
     const struct tg_job_info *job; /* the job being run (jobs.c), else NULL */
     const tg_update *update;       /* decoded on demand by tg_hctx_update */
     bool update_tried;

@@ -53,6 +53,8 @@ void tg__hctx_reset(struct tg_hctx *h)
     h->cb_data = NULL;
     h->cb_len = 0;
     h->cb_lost = false;
+    h->answered = false;
+    h->menu_page = h->menu_pages = 0;
     h->update = NULL;
     h->update_tried = false;
     h->err[0] = '\0';
@@ -300,7 +302,10 @@ tg_status tg_answer(tg_hctx *h, const char *text)
         tg__jw_key(&w, "text", 4);
         tg__jw_str(&w, text);
     }
-    return finish_call(h, &w, "answerCallbackQuery", NULL);
+    tg_status st = finish_call(h, &w, "answerCallbackQuery", NULL);
+    if (st == TG_OK)
+        h->answered = true;
+    return st;
 }
 
 tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json)

@@ -34,6 +34,7 @@ void tg_router_free(tg_router *r)
     for (size_t i = 0; i < r->nroutes; i++)
         tg_filter_free(r->routes[i].filter);
     tg__router_commands_free(r);
+    tg__router_menus_free(r);
     tg__free(r->routes);
     tg__free(r->mw);
     tg__free(r->username);
