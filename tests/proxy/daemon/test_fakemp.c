@@ -23,6 +23,7 @@
 #include "proxy/wire/mpcrypto.h"
 #include "proxy/wire/mpframe.h"
 #include "proxy/wire/mprpc.h"
+#include "proxy/wire/mpsess.h"
 #include "proxy/wire/obfs2.h"
 #include "proxy_fakedc.h"
 
@@ -352,6 +353,100 @@ static void test_refusals(void **state)
     fx_stop(&f);
 }
 
+/* mpsess (tgproxy's session code) through the fake to the fake DC: the same path the engine
+   takes, over a blocking socket */
+struct sess_rx {
+    int fd;
+    uint8_t got[4096];
+    size_t len;
+};
+
+static int sess_send(void *ud, const uint8_t *p, size_t n)
+{
+    struct sess_rx *x = ud;
+    return send(x->fd, p, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
+}
+
+static int sess_msg(void *ud, const struct mprpc_msg *m, const uint8_t *p, size_t n)
+{
+    (void)n;
+    struct sess_rx *x = ud;
+    assert_int_equal(m->kind, MPRPC_K_PROXY_ANS);
+    assert_true(x->len + m->len <= sizeof x->got);
+    memcpy(x->got + x->len, p + m->off, m->len);
+    x->len += m->len;
+    return 0;
+}
+
+static void test_session_through_fake(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, NULL, NULL);
+    struct sess_rx x = {.fd = tcp_connect(f.d.port)};
+    struct sockaddr_in me, peer;
+    socklen_t l1 = sizeof me, l2 = sizeof peer;
+    getsockname(x.fd, (struct sockaddr *)&me, &l1);
+    getpeername(x.fd, (struct sockaddr *)&peer, &l2);
+    struct mpsess_cfg cfg = {
+        .secret = f.secret, .secret_len = sizeof f.secret, .now = (uint32_t)time(NULL)};
+    cfg.local.family = cfg.remote.family = AF_INET;
+    memcpy(cfg.local.ip, &me.sin_addr, 4);
+    memcpy(cfg.remote.ip, &peer.sin_addr, 4);
+    cfg.local.port = ntohs(me.sin_port);
+    cfg.remote.port = ntohs(peer.sin_port);
+    assert_int_equal(crypto_random(cfg.nonce, 16), 0);
+    uint8_t ip4[4] = {127, 0, 0, 1};
+    mprpc_pid(cfg.pid, ip4, cfg.local.port, 99, cfg.now);
+    struct mpsess s;
+    uint8_t out[2048];
+    size_t n;
+    assert_int_equal(mpsess_start(&s, &cfg, out, sizeof out, &n), 0);
+    assert_int_equal(send(x.fd, out, n, 0), (ssize_t)n);
+    struct mpsess_sink sink = {.ud = &x, .send = sess_send, .msg = sess_msg};
+    uint8_t in[4096];
+    while (s.state != MPSESS_READY) {
+        ssize_t r = recv(x.fd, in, sizeof in, 0);
+        assert_true(r > 0);
+        assert_int_equal(mpsess_feed(&s, in, (size_t)r, &sink), 0);
+    }
+    dfx_wait_log(&f.d, "handshake ok", 1);
+    /* an ECHO session and 1 KiB through it */
+    uint8_t data[1024], cmd[FAKEDC_CMD_LEN];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 31 + 7);
+    fakedc_cmd(cmd, "ECHO", 0, 0);
+    const uint8_t *pkts[2] = {cmd, data};
+    size_t lens[2] = {sizeof cmd, sizeof data};
+    for (int k = 0; k < 2; k++) {
+        struct mprpc_req r = {.conn_id = 42, .has_tag = true};
+        r.flags = mprpc_req_flags(OBFS2_TAG_PADDED, true, false, false);
+        uint8_t cl[4] = {198, 18, 0, 9};
+        mprpc_addr_set(&r.client, AF_INET, cl, 5555);
+        mprpc_addr_set(&r.proxy, AF_INET, ip4, 443);
+        memset(r.ad_tag, 0x5a, 16);
+        size_t h = mprpc_req_head(out + 8, &r);
+        memcpy(out + 8 + h, pkts[k], lens[k]);
+        size_t w = mpsess_wrap(&s, out, sizeof out, h + lens[k]);
+        assert_true(w > 0);
+        assert_int_equal(send(x.fd, out, w, 0), (ssize_t)w);
+    }
+    while (x.len < sizeof data) {
+        ssize_t r = recv(x.fd, in, sizeof in, 0);
+        assert_true(r > 0);
+        assert_int_equal(mpsess_feed(&s, in, (size_t)r, &sink), 0);
+    }
+    assert_int_equal(x.len, sizeof data);
+    assert_memory_equal(x.got, data, sizeof data);
+    dfx_wait_log(&f.d,
+                 "client 000000000000002a tag 5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a from "
+                 "198.18.0.9:5555 via 127.0.0.1:443 flags 0x28021008",
+                 1);
+    mpsess_cleanup(&s);
+    close(x.fd);
+    fx_stop(&f);
+}
+
 static void test_padded_nonce(void **state)
 {
     (void)state;
@@ -391,7 +486,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_relay_tags_acks), cmocka_unit_test(test_dc_gone_sends_close_ext),
         cmocka_unit_test(test_refusals),        cmocka_unit_test(test_nat_address),
-        cmocka_unit_test(test_padded_nonce),
+        cmocka_unit_test(test_padded_nonce),    cmocka_unit_test(test_session_through_fake),
     };
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
