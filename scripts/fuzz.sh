@@ -25,10 +25,13 @@ for f in "$build"/fuzz/*_fuzzer; do
         :
     fi
     # oom-: an input that made the target allocate past -rss_limit_mb (or one malloc past
-    # -malloc_limit_mb, which defaults to it): unbounded memory is a failure like a crash
-    if ls "fuzz/$name"/crash-* "fuzz/$name"/leak-* "fuzz/$name"/timeout-* "fuzz/$name"/oom-* \
-        >/dev/null 2>&1; then
-        echo "fuzz: $name found a failing input (see fuzz/$name/)"
+    # -malloc_limit_mb, which defaults to it): unbounded memory is a failure like a crash.
+    # (find, not ls: ls of four globs fails when any one matches nothing, and libFuzzer stops
+    # at its first artifact, so an ls test never saw one.)
+    found=$(find "fuzz/$name" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' \
+        -o -name 'timeout-*' -o -name 'oom-*' \) | head -n 1)
+    if [ -n "$found" ]; then
+        echo "fuzz: $name found a failing input ($found)"
         status=1
     fi
     rm -rf "$work"
