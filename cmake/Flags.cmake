@@ -20,6 +20,12 @@ endfunction()
 function(tgkit_flags tgt)
     target_compile_options(${tgt} PRIVATE ${TGKIT_WARNINGS})
     target_compile_definitions(${tgt} PRIVATE _GNU_SOURCE)
+    # Runtime invariant checks (conn_check, the pool's items) in Debug and sanitizer builds;
+    # release builds compile them to nothing.
+    target_compile_definitions(${tgt} PRIVATE $<$<CONFIG:Debug>:TGKIT_CHECKS=1>)
+    if(_tgkit_san_flags)
+        target_compile_definitions(${tgt} PRIVATE TGKIT_CHECKS=1)
+    endif()
     if(TGKIT_WERROR)
         target_compile_options(${tgt} PRIVATE -Werror)
     endif()

@@ -12,7 +12,9 @@
  *
  * Ownership: caller-owned struct. Every buffer taken must be returned to the same pool before
  * tg__pool_cleanup(). Thread-safety: none by design (one pool per thread, no locks); debug
- * builds record the owning thread and abort on cross-thread use.
+ * builds record the owning thread and abort on cross-thread use. Debug and sanitizer builds
+ * (TGKIT_CHECKS) also mark each buffer handed out or free and abort on a double put or a
+ * put into the wrong pool (pool.c).
  */
 #ifndef TGKIT_CORE_POOL_H
 #define TGKIT_CORE_POOL_H

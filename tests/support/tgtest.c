@@ -2,7 +2,10 @@
 #include "tgtest.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *tgtest_data_path(const char *rel)
@@ -110,4 +113,40 @@ int tgtest_result(int failed)
         fprintf(stderr, "%d test(s) skipped: reported to ctest as skipped (exit %d)\n", skipped,
                 TGTEST_SKIP_CODE);
     return skipped ? TGTEST_SKIP_CODE : 0;
+}
+
+void tgtest_expect_abort(void (*fn)(void *arg), void *arg, const char *needle)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        fn(arg);
+        _exit(0); /* returned: nothing caught it */
+    }
+    close(fds[1]);
+    char err[8192];
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < sizeof err && (k = read(fds[0], err + n, sizeof err - 1 - n)) != 0) {
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            break;
+        n += (size_t)k;
+    }
+    err[n] = '\0';
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
+        fail_msg("expected an abort, the child %s %d; its stderr:\n%s",
+                 WIFSIGNALED(status) ? "died of signal" : "exited with",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), err);
+    if (!strstr(err, needle))
+        fail_msg("the abort did not say \"%s\"; its stderr:\n%s", needle, err);
 }

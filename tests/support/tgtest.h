@@ -43,6 +43,11 @@ void tgtest_assert_same_json(const char *a, const char *b);
  * was skipped and none failed. Every ctest case has SKIP_RETURN_CODE TGTEST_SKIP_CODE, so
  * ctest lists the file as skipped, not passed.
  */
+/* Run fn(arg) in a child process and fail unless it aborts (SIGABRT) with needle in what
+ * it wrote to stderr: the death test of a debug check. The child's stderr is quoted on
+ * failure. fn must not use cmocka's assertions (the child is not a cmocka test). */
+void tgtest_expect_abort(void (*fn)(void *arg), void *arg, const char *needle);
+
 #define TGTEST_SKIP_CODE 77
 #define tgtest_skip(...)                                                                           \
     do {                                                                                           \
