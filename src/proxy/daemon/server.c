@@ -149,7 +149,7 @@ static bool admit(struct worker *w, int fd, const struct sockaddr *sa)
     struct acl *acl = __atomic_load_n(&w->srv->acl, __ATOMIC_ACQUIRE); /* a reload may set it */
     if (!acl || w->cw.gen->cfg->proxy_protocol_listener)
         return true;
-    enum acl_verdict v = acl_check(acl, w->cw.acl_reader, sa);
+    enum acl_verdict v = acl_check(acl, w->cw.acl.reader, sa);
     if (v == ACL_PASS)
         return true;
     if (v == ACL_BLOCKED)
@@ -189,9 +189,8 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct server *s = w->srv;
     int rc = conn_worker_init(&w->cw, &s->sh);
-    w->cw.sec = s->sec + (size_t)(w - s->w) * GEN_LABELS_MAX;
-    w->cw.nsec = GEN_LABELS_MAX;
-    w->cw.acl_reader = (size_t)(w - s->w);
+    conn_worker_attach(&w->cw, (size_t)(w - s->w), s->sec + (size_t)(w - s->w) * GEN_LABELS_MAX,
+                       GEN_LABELS_MAX);
     tg__ratelimit_init(&w->limit_rl, 0.1, 1); /* one line per 10 s at most */
     if (rc == 0)
         rc = loop_tq_add(&w->cw.loop, &w->tq_pause, ACCEPT_PAUSE_MS);
@@ -380,8 +379,7 @@ static int start_workers(struct server *s)
 
 /* The state file's entries, each PERIOD_END checked against its secret's quota-reset (a
    later one would keep a spent quota from resetting): a count, or -errno with err filled. */
-static int state_read(const struct config *cfg, struct quotafile_entry *e, char *err,
-                      size_t errlen)
+static int state_read(const struct config *cfg, struct quotafile_entry *e, char *err, size_t errlen)
 {
     const char *path = cfg->limits_state_file;
     int n = quotafile_load(path, e, QUOTAFILE_MAX_ENTRIES, err, errlen);

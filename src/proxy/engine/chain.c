@@ -96,7 +96,7 @@ int chain_try(struct upstream_req *r)
             r->why = UPSTREAM_WHY_ERROR;
             return UPSTREAM_UNREACHABLE;
         }
-        r->chain->start = w->chain_rr++;
+        r->chain->start = w->chain.rr++;
     }
     for (; r->addr_i < CHAIN_MAX_ATTEMPTS; r->addr_i++) {
         struct sockaddr_storage ss;

@@ -27,6 +27,12 @@
 #include "proxy/engine/upstream.h"
 
 /* True when DC requests go through upstream proxies. */
+/* A worker's round-robin position over [network] proxies: chain.c's own, embedded in
+   struct conn_worker as w->chain. */
+struct chain_worker {
+    uint32_t rr;
+};
+
 bool chain_enabled(const struct config *cfg);
 
 /* Start attempt r->addr_i of a DC request (and the following ones if an attempt fails at

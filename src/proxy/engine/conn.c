@@ -1,38 +1,33 @@
 /*
- * conn: accept, handshake, fronting decisions and teardown of a client connection.
- * See conn.h for the state machine; relay.c moves the bytes, upstream.c connects.
+ * conn: a connection's state machine: accept, handshake, fronting decisions, relay and
+ * deadline glue, teardown. See conn_int.h for the states; worker.c runs the worker,
+ * admission.c decides whether a validated hello may go on, conn_pp.c reads the balancer's
+ * PROXY header, relay.c moves the bytes, upstream.c connects.
  *
- * Invariants: c->hs is non-NULL only in HELLO and FLIGHT (and holds exactly the bytes read
- * so far in HELLO, or the unwrapped ApplicationData payload in FLIGHT); nothing is written to
- * the client before a ClientHello validated; every exit goes through conn_close().
+ * conn_enter() is the only place that changes c->state; it runs conn_check() (debug builds)
+ * before and after. Invariants (conn_check checks them): c->hs is non-NULL only in HELLO,
+ * FLIGHT and CHECK (and holds exactly the bytes read so far in HELLO and CHECK, or the
+ * unwrapped ApplicationData payload in FLIGHT); a relaying connection has its upstream
+ * socket; nothing is written to the client before a ClientHello validated; every exit goes
+ * through conn_close().
  */
 #include "proxy/engine/conn_int.h"
 
-#include "core/alloc.h"
 #include "core/clock.h"
-#include "proxy/services/acl.h"
+#include "proxy/engine/admission.h"
 #include "proxy/engine/antireplay.h"
-#include "proxy/services/doh.h"
-#include "proxy/services/doppel_fetch.h"
-#include "proxy/engine/fleet.h"
-#include "proxy/engine/limits.h"
-#include "proxy/wire/proxyproto.h"
 #include "proxy/engine/relay.h"
 #include "proxy/engine/upstream.h"
+#include "proxy/wire/proxyproto.h"
 
-#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CONN_POOL_KEEP 4096                /* struct conn kept cached per worker */
-#define BUF_POOL_KEEP  256                 /* I/O buffers kept cached per worker */
-#define BUF_SLACK      1024                /* pool block = max(buffer_size, 16384) + slack */
-#define BULK_BUF       ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
 #define HS_HEADROOM                                                                                \
     64 /* bytes kept free in the handshake buffer for a PROXY v2                                   \
           header in front of the bytes replayed to the fronting host */
@@ -60,279 +55,29 @@ const char *conn_end_name(enum conn_end e)
     return (size_t)e < sizeof end_names / sizeof end_names[0] ? end_names[e] : "?";
 }
 
+#if TGKIT_CHECKS
+void conn_check_fail(const struct conn *c, const char *what, const char *file, int line)
+{
+    fprintf(stderr, "conn_check: %s:%d: %s (conn %p, magic %08x, state %u)\n", file, line, what,
+            (const void *)c, (unsigned)c->magic, (unsigned)c->state);
+    abort();
+}
+#endif
+
+/* Every state change: checked before (c is live) and after (the new state's invariants). */
+static void conn_enter(struct conn *c, enum conn_state s)
+{
+    conn_check(c);
+    c->state = (uint8_t)s;
+    conn_check(c);
+}
+
 static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events);
 static void on_timer(struct loop *l, struct loop_timer *t);
 static void on_upstream(struct upstream_req *r, int fd, int result);
 static void upstream_ready(struct conn *c);
 static void relay_timer(struct conn *c);
 static void front(struct conn *c, bool deadline);
-
-/* c's secret as the fleet knows it: by label (its slot keeps the counts across reloads). */
-static struct fleet_secret fleet_sec(const struct conn *c)
-{
-    const struct gen *g = c->gen;
-    uint32_t slot = c->secret < g->cfg->nsecrets ? g->slot[c->secret] : GEN_NO_SLOT;
-    return (struct fleet_secret){
-        .slot = slot,
-        .label = slot != GEN_NO_SLOT ? gen_labels_name(&c->w->sh->labels, slot) : NULL,
-        .lim = c->secret < g->cfg->nsecrets ? &g->cfg->secrets[c->secret].limits : NULL};
-}
-
-/* Charge c's bytes relayed since the last fold to its secret's quota; true when the quota
-   is used up. */
-static bool quota_fold(struct conn *c)
-{
-    uint64_t total = c->bytes_up + c->bytes_down, delta = total - c->quota_folded;
-    c->quota_folded = total;
-    struct fleet_secret fs = fleet_sec(c);
-    bool fleet_spent = fleet_charge(c->w->fleet, &fs, delta);
-    return limits_charge(c->gen->limits, c->secret, delta, tg__wall_s()) || fleet_spent;
-}
-
-/* One of the [limits] of c's secret refused or ended c: counted for the secret too (which
-   limit, in the worker's totals). */
-static void secret_limit_hit(struct conn *c)
-{
-    uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
-    if (slot < c->w->nsec)
-        stats_add(&c->w->sec[slot], limits_hit, 1);
-}
-
-/* Once a second while some secret has a quota: fold every relay's bytes (one atomic add per
-   connection and second, none per read) and end the relays of secrets whose quota is spent. */
-static void on_limits_tick(struct loop *l, struct loop_timer *t)
-{
-    struct conn_worker *w =
-        (struct conn_worker *)(void *)((char *)t - offsetof(struct conn_worker, limits_tick));
-    for (struct conn *c = w->conns, *next; c; c = next) {
-        next = c->next;
-        if (c->limit_held && quota_fold(c)) {
-            stats_add(&w->stats, limit_quota, 1);
-            secret_limit_hit(c);
-            conn_close(c, END_QUOTA);
-        }
-    }
-    loop_timer_start(l, &w->tq_limits, &w->limits_tick, on_limits_tick);
-}
-
-int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
-{
-    memset(sh, 0, sizeof *sh);
-    sh->cfg = cfg;
-    pthread_mutex_init(&sh->gen_mu, NULL);
-    int rc = gen_labels_init(&sh->labels);
-    if (rc == 0)
-        rc = gen_new(cfg, NULL, NULL, &sh->labels, 1, &sh->gen);
-    if (rc < 0)
-        return rc;
-    sh->gen_seq = 1;
-    if (cfg->antireplay.enabled) {
-        sh->replay = antireplay_new(cfg->antireplay.max_entries, cfg->antireplay.window_s);
-        if (!sh->replay)
-            return -ENOMEM;
-    }
-    if (cfg->dns.url[0]) {
-        char err[CONFIG_ERR_MAX];
-        if (!(sh->doh = doh_new(cfg, err, sizeof err))) {
-            tg__log(NULL, TG__LOG_ERROR, "%s", err);
-            return -ENOMEM;
-        }
-    }
-    /* the doppelganger's scout and profile: restart-only, like anti-replay */
-    if (cfg->doppel.enabled && !(sh->doppel = doppel_live_new(cfg, sh->doh)))
-        return -ENOMEM;
-    if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
-        return -ENOMEM;
-    if (!(sh->hints = tg__calloc(1, sizeof *sh->hints)))
-        return -ENOMEM;
-    sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
-    size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
-    sh->buf_size = b + BUF_SLACK;
-    /* bulk buffers: four maximum-size TLS records per read and per send for flows that fill
-       their small buffer, within a per-worker memory budget */
-    sh->big_max = b < BULK_BUF ? (uint32_t)(cfg->bulk_budget / (BULK_BUF + BUF_SLACK)) : 0;
-    sh->big_size = sh->big_max ? BULK_BUF + BUF_SLACK : 0;
-    return 0;
-}
-
-void conn_shared_cleanup(struct conn_shared *sh)
-{
-    if (!sh || !sh->cfg)
-        return;
-    selfaddr_cleanup(&sh->self);
-    gen_unref(sh->gen);
-    gen_labels_cleanup(&sh->labels);
-    doppel_live_free(sh->doppel); /* its raids may be resolving through doh */
-    doh_free(sh->doh);
-    antireplay_free(sh->replay);
-    fleet_free(sh->fleet);
-    tg__free(sh->hints);
-    pthread_mutex_destroy(&sh->gen_mu);
-    memset(sh, 0, sizeof *sh);
-}
-
-int conn_shared_publish(struct conn_shared *sh, struct config *cfg)
-{
-    struct gen *old = conn_shared_gen(sh), *g = NULL;
-    int rc = gen_new(NULL, cfg, old, &sh->labels, old->seq + 1, &g);
-    gen_unref(old);
-    if (rc < 0)
-        return rc;
-    pthread_mutex_lock(&sh->gen_mu);
-    old = sh->gen;
-    sh->gen = g;
-    __atomic_store_n(&sh->gen_seq, g->seq, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&sh->gen_mu);
-    gen_unref(old); /* freed here, or when its last connection ends */
-    return 0;
-}
-
-struct gen *conn_shared_gen(struct conn_shared *sh)
-{
-    pthread_mutex_lock(&sh->gen_mu);
-    struct gen *g = sh->gen;
-    gen_ref(g);
-    pthread_mutex_unlock(&sh->gen_mu);
-    return g;
-}
-
-/* Release the sets of deadline queues no connection uses any more (but the current one).
-   Never from a timer callback: the loop may be walking its queues. */
-static void tqs_sweep(struct conn_worker *w)
-{
-    for (struct conn_tqs **pp = &w->tqs_all, *t; (t = *pp);) {
-        if (t->users || t == w->tqs) {
-            pp = &t->next;
-            continue;
-        }
-        struct loop_tq *q[] = {&t->handshake, &t->connect, &t->front, &t->silent,
-                               &t->hs_rest,   &t->park,    &t->idle,  &t->done};
-        for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
-            loop_tq_del(&w->loop, q[i]);
-        *pp = t->next;
-        tg__free(t);
-    }
-}
-
-/* Make cfg's timeouts the worker's current set (a new one when they differ). 0 or -errno:
-   the current set stays. */
-static int tqs_adopt(struct conn_worker *w, const struct config *cfg)
-{
-    struct conn_tqs *cur = w->tqs, *t;
-    if (cur && cur->tcp_ms == cfg->timeout.tcp_ms && cur->idle_ms == cfg->timeout.idle_ms &&
-        cur->handshake_ms == cfg->timeout.handshake_ms &&
-        cur->fronting_ms == cfg->timeout.fronting_ms)
-        return 0;
-    tqs_sweep(w);
-    if (w->loop.n_tq + 8 > LOOP_MAX_TQ || !(t = tg__calloc(1, sizeof *t)))
-        return -ENOSPC;
-    t->tcp_ms = cfg->timeout.tcp_ms;
-    t->handshake_ms = cfg->timeout.handshake_ms;
-    t->fronting_ms = cfg->timeout.fronting_ms;
-    loop_tq_add(&w->loop, &t->handshake, cfg->timeout.handshake_ms);
-    /* the handshake deadline in two legs: silence, then the rest (see on_timer) */
-    uint64_t silent = cfg->timeout.handshake_ms / 4;
-    silent = silent < CONN_SILENT_MS ? silent : CONN_SILENT_MS;
-    loop_tq_add(&w->loop, &t->silent, silent);
-    loop_tq_add(&w->loop, &t->hs_rest, cfg->timeout.handshake_ms - silent);
-    loop_tq_add(&w->loop, &t->connect, cfg->timeout.tcp_ms);
-    loop_tq_add(&w->loop, &t->front, cfg->timeout.fronting_ms);
-    /* parking splits the idle timeout: quiet for park, then the rest of idle */
-    t->idle_ms = cfg->timeout.idle_ms;
-    uint64_t park = t->idle_ms / 2 < CONN_PARK_MS ? t->idle_ms / 2 : CONN_PARK_MS;
-    loop_tq_add(&w->loop, &t->park, park);
-    loop_tq_add(&w->loop, &t->idle, t->idle_ms - park);
-    uint64_t done = CONN_FRONT_DONE_MS;
-    done = cfg->timeout.handshake_ms < done ? cfg->timeout.handshake_ms : done;
-    loop_tq_add(&w->loop, &t->done, t->idle_ms < done ? t->idle_ms : done);
-    t->next = w->tqs_all;
-    w->tqs_all = t;
-    w->tqs = t;
-    return 0;
-}
-
-/* Move the worker to the current generation (at accept, after a reload). */
-static void worker_adopt(struct conn_worker *w)
-{
-    struct gen *g = conn_shared_gen(w->sh);
-    if (tqs_adopt(w, g->cfg) < 0)
-        tg__log(NULL, TG__LOG_WARN,
-                "reload: too many sets of [network.timeout] values still in use by open "
-                "connections; this worker keeps its timeouts until they end");
-    upstream_worker_adopt(w, g->cfg);
-    if (limits_any_quota(g->limits) && !loop_timer_active(&w->limits_tick))
-        loop_timer_start(&w->loop, &w->tq_limits, &w->limits_tick, on_limits_tick);
-    gen_unref(w->gen);
-    w->gen = g;
-    w->gen_seq = g->seq;
-}
-
-void conn_worker_refresh(struct conn_worker *w)
-{
-    if (__atomic_load_n(&w->sh->gen_seq, __ATOMIC_ACQUIRE) != w->gen_seq)
-        worker_adopt(w); /* a reload published a new generation */
-}
-
-int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
-{
-    memset(w, 0, sizeof *w);
-    w->sh = sh;
-    int rc = loop_init(&w->loop);
-    if (rc < 0)
-        return rc;
-    w->gen = conn_shared_gen(sh);
-    w->gen_seq = w->gen->seq;
-    if ((rc = upstream_worker_init(w)) < 0) {
-        upstream_worker_cleanup(w);
-        gen_unref(w->gen);
-        loop_cleanup(&w->loop);
-        return rc;
-    }
-    tg__pool_init(&w->pool, sh->buf_size, BUF_POOL_KEEP);
-    tg__pool_init(&w->big_pool, sh->big_size ? sh->big_size : sizeof(void *), sh->big_max);
-    tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
-    tg__ratelimit_init(&w->rl, 5, 20);
-    w->scratch = tg__malloc(FAKETLS_SERVER_HELLO_MAX);
-    loop_tq_add(&w->loop, &w->tq_limits, CONN_QUOTA_FOLD_MS);
-    if (!w->scratch || tqs_adopt(w, w->gen->cfg) < 0 ||
-        shape_worker_init(&w->shape, &w->loop, sh->doppel, sh->cfg) < 0) {
-        conn_worker_cleanup(w);
-        return -ENOMEM;
-    }
-    if (limits_any_quota(w->gen->limits))
-        loop_timer_start(&w->loop, &w->tq_limits, &w->limits_tick, on_limits_tick);
-    if (sh->fleet && !(w->fleet = fleet_worker_new(sh->fleet, &w->loop, &w->stats))) {
-        conn_worker_cleanup(w);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-void conn_worker_cleanup(struct conn_worker *w)
-{
-    if (!w || !w->sh)
-        return;
-    while (w->conns)
-        conn_close(w->conns, END_SHUTDOWN);
-    fleet_worker_free(w->fleet);
-    w->fleet = NULL;
-    upstream_worker_cleanup(w);
-    tg__free(w->scratch);
-    w->scratch = NULL;
-    tg__pool_cleanup(&w->pool);
-    tg__pool_cleanup(&w->big_pool);
-    tg__pool_cleanup(&w->conn_pool);
-    w->tqs = NULL;
-    for (struct conn_tqs *t = w->tqs_all, *next; t; t = next) { /* loop_cleanup drops them */
-        next = t->next;
-        tg__free(t);
-    }
-    w->tqs_all = NULL;
-    gen_unref(w->gen);
-    w->gen = NULL;
-    loop_cleanup(&w->loop);
-    w->sh = NULL;
-}
 
 static const char *label_of(const struct conn *c)
 {
@@ -405,6 +150,7 @@ static void stats_close(struct conn *c)
 
 void conn_close(struct conn *c, enum conn_end why)
 {
+    conn_check(c); /* a second close of the same connection stops here */
     struct conn_worker *w = c->w;
     if (c->end == END_NONE || why == END_SHUTDOWN)
         c->end = (uint8_t)why;
@@ -424,16 +170,7 @@ void conn_close(struct conn *c, enum conn_end why)
     if (c->ufd >= 0)
         close(c->ufd);
     relay_release(c);
-    if (c->limit_held)
-        quota_fold(c);
-    if (c->limit_held)
-        limits_release(c->gen->limits, c->secret, c->limit_ip, tg__wall_s());
-    if (c->fleet_ticket != FLEET_NONE)
-        fleet_cancel(w->fleet, c->fleet_ticket);
-    if (c->fleet_held) {
-        struct fleet_secret fs = fleet_sec(c);
-        fleet_release(w->fleet, &fs);
-    }
+    admit_release(c);
     conn_buf_put(w, c->hs);
     crypto_ctr_cleanup(&c->c2p);
     crypto_ctr_cleanup(&c->p2c);
@@ -447,7 +184,8 @@ void conn_close(struct conn *c, enum conn_end why)
         c->next->prev = c->prev;
     __atomic_sub_fetch(&w->sh->active, 1, __ATOMIC_RELAXED);
     gen_unref(c->gen);
-    c->tqs->users--; /* a set no longer used is released at a later accept (tqs_sweep) */
+    c->tqs->users--; /* a set no longer used is released at a later accept (conn_tqs_sweep) */
+    conn_mark_dead(c);
     tg__pool_put(&w->conn_pool, c);
     /* last, so whoever sees the gauge drop also sees the buffers released */
     stats_add(&w->stats, closed, 1);
@@ -459,7 +197,7 @@ void conn_accept(struct conn_worker *w, int fd)
     struct conn_shared *sh = w->sh;
     conn_worker_refresh(w);
     if (w->tqs_all->next)
-        tqs_sweep(w); /* an older set of timeouts may be unused now */
+        conn_tqs_sweep(w); /* an older set of timeouts may be unused now */
     uint32_t n = __atomic_add_fetch(&sh->active, 1, __ATOMIC_RELAXED);
     struct conn *c = n <= sh->concurrency ? tg__pool_get(&w->conn_pool) : NULL;
     if (!c) {
@@ -476,15 +214,16 @@ void conn_accept(struct conn_worker *w, int fd)
     upstream_req_init(&c->up);
     c->gen = w->gen;
     c->tqs = w->tqs;
-    c->up.cfg = c->gen->cfg;
-    c->up.tqs = c->tqs;
+    upstream_req_bind(&c->up, c->gen->cfg, c->tqs);
     c->secret = UINT32_MAX;
-    c->fleet_ticket = FLEET_NONE;
+    admit_conn_init(&c->adm);
     c->start_ms = c->last_io_ms = w->loop.now_ms;
-    c->state = CONN_HELLO; /* TCP_NODELAY and keepalive are inherited from the listener */
+    conn_mark_live(c);
+    conn_enter(c, CONN_HELLO); /* TCP_NODELAY and keepalive are inherited from the listener */
     if (loop_io_add(&w->loop, &c->cli, fd, LOOP_READ, on_hs_client) < 0) {
         close(fd);
         c->gen = NULL;
+        conn_mark_dead(c);
         __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
         tg__pool_put(&w->conn_pool, c);
         return;
@@ -500,59 +239,14 @@ void conn_accept(struct conn_worker *w, int fd)
     loop_timer_start(&w->loop, &c->tqs->silent, &c->timer, on_timer);
 }
 
-/* The client's addresses for the PROXY v2 header toward the fronting host: what the
-   balancer's header said, else the client socket's peer and local address. */
-static bool pp_source(const struct conn *c, struct proxyproto_addr *a)
-{
-    if (c->pp.family) {
-        *a = c->pp;
-        return true;
-    }
-    struct sockaddr_storage src = {0},
-                            dst = {0}; /* zeroed: the analyzer cannot see the kernel fill them */
-    socklen_t sl = sizeof src, dl = sizeof dst;
-    if (getpeername(c->cfd, (struct sockaddr *)&src, &sl) < 0 ||
-        getsockname(c->cfd, (struct sockaddr *)&dst, &dl) < 0 || src.ss_family != dst.ss_family)
-        return false;
-    memset(a, 0, sizeof *a);
-    if (src.ss_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const void *)&src, *d4 = (const void *)&dst;
-        memcpy(a->src, &s4->sin_addr, 4);
-        memcpy(a->dst, &d4->sin_addr, 4);
-        a->src_port = s4->sin_port;
-        a->dst_port = d4->sin_port;
-    } else if (src.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const void *)&src, *d6 = (const void *)&dst;
-        memcpy(a->src, &s6->sin6_addr, 16);
-        memcpy(a->dst, &d6->sin6_addr, 16);
-        a->src_port = s6->sin6_port;
-        a->dst_port = d6->sin6_port;
-    } else {
-        return false;
-    }
-    a->family = (uint8_t)src.ss_family;
-    return true;
-}
-
-/* PROXY v2 header (brief 6.2) for c into out[0..HS_HEADROOM). Returns its length, or 0
-   when no address is known. */
-static size_t pp_build(const struct conn *c, uint8_t *out)
-{
-    struct proxyproto_addr a;
-    return pp_source(c, &a) ? proxyproto_build_v2(&a, out) : 0;
-}
-
-/* Index of a STATS_HS_LIST field, for hs_failed. */
-#define HS_REASON(field) (offsetof(struct stats, field) / sizeof(uint64_t))
-
 /* A failed client handshake: counted in the total and under its one reason. */
-static void hs_failed(struct conn *c, size_t reason)
+void conn_hs_failed(struct conn *c, size_t reason)
 {
     stats_add(&c->w->stats, handshake_bad, 1);
     stats_add_at(&c->w->stats, reason, 1);
 }
 
-static void hs_debug(struct conn *c, const char *what, const char *why)
+void conn_hs_debug(struct conn *c, const char *what, const char *why)
 {
     struct conn_worker *w = c->w;
     if (tg__log_enabled(NULL, TG__LOG_DEBUG) && tg__ratelimit_allow(&w->rl, w->loop.now_ms))
@@ -649,7 +343,7 @@ static void early_front(struct conn *c)
 /* A fronting connect is under way: the connector's deadlines bound it, not the handshake's. */
 static void front_connecting(struct conn *c)
 {
-    c->state = CONN_FRONT_CONNECT;
+    conn_enter(c, CONN_FRONT_CONNECT);
     loop_timer_stop(&c->timer);
 }
 
@@ -665,7 +359,7 @@ static void front(struct conn *c, bool deadline)
         c->hs = conn_buf_get(c->w); /* a silent client still gets its PROXY header sent */
     if (c->gen->cfg->fronting.proxy_protocol && c->hs) {
         uint8_t hdr[HS_HEADROOM];
-        size_t k = pp_build(c, hdr); /* the handshake buffer always keeps this room */
+        size_t k = conn_pp_build(&c->pp, c->cfd, hdr); /* the buffer always keeps this room */
         memmove(c->hs + k, c->hs, c->hs_len);
         memcpy(c->hs, hdr, k);
         c->hs_len += (uint32_t)k;
@@ -685,7 +379,7 @@ static void front(struct conn *c, bool deadline)
         conn_dir_put(c->w, u);
     loop_io_set(&c->w->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
     if (c->early_up) {                    /* connected early (early_front) */
-        c->state = CONN_FRONT_CONNECT;
+        conn_enter(c, CONN_FRONT_CONNECT);
         upstream_ready(c);
         return;
     }
@@ -703,7 +397,7 @@ static void front(struct conn *c, bool deadline)
         conn_close(c, END_HS_TIMEOUT);
         return;
     }
-    c->state = CONN_DISCARD;
+    conn_enter(c, CONN_DISCARD);
     loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
 }
 
@@ -713,29 +407,9 @@ static void front_unavailable(struct conn *c)
 {
     struct relay_dir *u = &c->dir[DIR_UP];
     conn_dir_put(c->w, u);
-    c->state = CONN_DISCARD;
+    conn_enter(c, CONN_DISCARD);
     loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
     loop_timer_start(&c->w->loop, &c->tqs->handshake, &c->timer, on_timer);
-}
-
-static bool replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
-{
-    struct antireplay *ar = c->w->sh->replay;
-    uint64_t now_s = c->w->loop.now_ms / 1000, total = 0;
-    bool early = false;
-    if (!ar)
-        return false;
-    bool seen = antireplay_insert(ar, kind, key, n, now_s, &early);
-    if (early) {
-        stats_add(&c->w->stats, replay_early_evictions, 1);
-        if (antireplay_warn_due(ar, now_s, &total))
-            tg__log(NULL, TG__LOG_WARN,
-                    "anti-replay: cache full, %llu handshake(s) forgotten so far before their "
-                    "window ended (replays of them would pass); raise [defense.anti-replay] "
-                    "max-entries",
-                    (unsigned long long)total);
-    }
-    return seen;
 }
 
 /* c's DC counters: its DC's slot (the test DCs count as other ids unless test-dcs was on at
@@ -795,7 +469,7 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
         stats_add(&c->w->sec[slot], conns, 1);
         stats_add(&c->w->sec[slot], active, 1);
     }
-    c->state = CONN_DC_CONNECT;
+    conn_enter(c, CONN_DC_CONNECT);
     loop_timer_stop(&c->timer); /* the connector's deadlines bound the connect */
     loop_io_set(&c->w->loop, &c->cli, 0);
     /* the client is not read while connecting, so last_io_ms marks the connect's start
@@ -810,7 +484,7 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
    (closing): the handshake failed, and the connection ends (nothing to front any more). */
 static void flight_failed(struct conn *c)
 {
-    hs_failed(c, HS_REASON(hs_bad_flight));
+    conn_hs_failed(c, HS_REASON(hs_bad_flight));
     conn_close(c, END_PROTO);
 }
 
@@ -824,12 +498,14 @@ static void flight_step(struct conn *c)
     struct obfs2_client oc;
     enum obfs2_status st = obfs2_parse_client(c->hs, c->hs_len, &cand, 1, &c->c2p, &oc);
     crypto_wipe(&cand, sizeof cand);
-    if (st != OBFS2_OK || replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
-        hs_debug(c, "tls client flight",
-                 st == OBFS2_OK ? "replayed obfs2 header" : "obfs2 header does not authenticate");
-        hs_failed(c, st == OBFS2_OK      ? HS_REASON(hs_replay)
-                     : st == OBFS2_ERROR ? HS_REASON(hs_error)
-                                         : HS_REASON(hs_bad_flight));
+    if (st != OBFS2_OK ||
+        admit_replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
+        conn_hs_debug(c, "tls client flight",
+                      st == OBFS2_OK ? "replayed obfs2 header"
+                                     : "obfs2 header does not authenticate");
+        conn_hs_failed(c, st == OBFS2_OK      ? HS_REASON(hs_replay)
+                          : st == OBFS2_ERROR ? HS_REASON(hs_error)
+                                              : HS_REASON(hs_bad_flight));
         conn_close(c, st == OBFS2_ERROR ? END_NOMEM : END_HS_BAD);
         return;
     }
@@ -849,47 +525,6 @@ static int send_answer(struct conn *c, const struct faketls_hello *h, const uint
 
 /* The handshake named c->secret: over one of its limits, the client is fronted like any
    failed handshake (nothing has been written to it), so it cannot learn a proxy is here. */
-/* The client's address as 16 bytes (IPv4 as ::ffff:a.b.c.d); false when unknown. */
-static bool client_ip(const struct conn *c, uint8_t ip[16])
-{
-    struct proxyproto_addr a = {0};
-    if (!pp_source(c, &a))
-        return false;
-    memset(ip, 0, 16);
-    ip[10] = ip[11] = 0xff;
-    memcpy(a.family == AF_INET ? ip + 12 : ip, a.src, a.family == AF_INET ? 4 : 16);
-    return true;
-}
-
-static bool over_limit(struct conn *c)
-{
-    struct limits *l = c->gen->limits;
-    uint8_t ip[16];
-    bool known = limits_by_addr(l, c->secret) && client_ip(c, ip);
-    enum limits_verdict v =
-        limits_admit(l, c->secret, known ? ip : NULL, tg__wall_s(), &c->limit_ip);
-    switch (v) {
-    case LIMITS_OK:
-        c->limit_held = true;
-        return false;
-    case LIMITS_EXPIRED:
-        stats_add(&c->w->stats, limit_expired, 1);
-        break;
-    case LIMITS_CONNECTIONS:
-        stats_add(&c->w->stats, limit_connections, 1);
-        break;
-    case LIMITS_UNIQUE_IPS:
-        stats_add(&c->w->stats, limit_unique_ips, 1);
-        break;
-    case LIMITS_QUOTA:
-        stats_add(&c->w->stats, limit_quota, 1);
-        break;
-    }
-    secret_limit_hit(c);
-    hs_debug(c, "limits", limits_verdict_name(v));
-    return true;
-}
-
 /* The handshakes_total outcome of a rejected ClientHello. */
 static size_t verdict_reason(enum faketls_verdict v)
 {
@@ -909,105 +544,20 @@ static size_t verdict_reason(enum faketls_verdict v)
     }
 }
 
-/*
- * [fleet]: a hello that validated here (a FakeTLS ClientHello, or a dd / classic obfs2
- * header; local replay cache: new; local limits: admitted) is checked against the fleet's
- * Redis before anything is written to the client or the DC.
- * The check is asynchronous (CONN_CHECK, client not read) and bounded by [fleet] timeout;
- * fleet.c answers exactly once through on_fleet, unless conn_close cancels it first.
- */
 static void tls_answer(struct conn *c, const struct faketls_hello *h, size_t ee, size_t rl);
-static void on_fleet(void *owner, enum fleet_verdict v);
 static void plain_resume(struct conn *c);
 
-/* Whether an admitted c holds a fleet connection slot (its secret has max-connections). */
-static void fleet_admitted(struct conn *c)
+/*
+ * A validated hello goes to admission (admission.h): the local anti-replay cache, the
+ * secret's limits and, with [fleet], the fleet's Redis, before anything is written to the
+ * client or the DC. PENDING: the fleet's check is asynchronous, bounded by [fleet] timeout;
+ * the connection waits in CONN_CHECK without reading the client (the kernel keeps its
+ * flight) until conn_admitted, unless the handshake deadline or conn_close comes first.
+ */
+static void checking(struct conn *c)
 {
-    struct fleet_secret fs = fleet_sec(c);
-    c->fleet_held = fs.slot != GEN_NO_SLOT && fs.lim && fs.lim->max_connections;
-}
-
-/* Ask the fleet about c's hello (replay key key[0..n) of kind). True when the answer is
-   pending; false when c goes on at once (no fleet, or decided locally: Redis is away). */
-static bool fleet_ask(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
-{
-    struct conn_worker *w = c->w;
-    bool replay = w->sh->replay != NULL;
-    uint8_t ip[16];
-    struct fleet_query q = {.kind = (uint8_t)kind,
-                            .key = replay ? key : NULL,
-                            .key_len = n,
-                            .sec = fleet_sec(c),
-                            .addr = client_ip(c, ip) ? ip : NULL};
-    if (!fleet_wanted(w->fleet, &q.sec, replay))
-        return false;
-    enum fleet_verdict v = fleet_check(w->fleet, &q, c, on_fleet, &c->fleet_ticket);
-    if (v != FLEET_PENDING) {
-        fleet_admitted(c); /* FLEET_LOCAL: accepted on local state */
-        return false;
-    }
-    c->state = CONN_CHECK;
-    c->fleet_plain = kind == ANTIREPLAY_OBFS2;
-    loop_io_set(&w->loop, &c->cli, 0); /* the kernel keeps the client's flight meanwhile */
-    return true;
-}
-
-/* A connection fronted after the local limits admitted it holds no slot any more, and
-   its address does not count locally (the fleet's count is the one that refused it). */
-static void limit_give_back(struct conn *c)
-{
-    if (c->limit_held)
-        limits_cancel(c->gen->limits, c->secret, c->limit_ip);
-    c->limit_held = false;
-}
-
-/* The fleet refused a hello the local checks admitted: give back the local slot and front
-   it like any failed handshake. */
-static void fleet_refused(struct conn *c, enum fleet_verdict v)
-{
-    struct conn_worker *w = c->w;
-    if (v == FLEET_CONNECTIONS)
-        stats_add(&w->stats, limit_connections, 1);
-    else if (v == FLEET_UNIQUE_IPS)
-        stats_add(&w->stats, limit_unique_ips, 1);
-    else if (v == FLEET_QUOTA)
-        stats_add(&w->stats, limit_quota, 1);
-    if (v != FLEET_REPLAY)
-        secret_limit_hit(c);
-    limit_give_back(c);
-    hs_debug(c, "client hello", fleet_verdict_name(v));
-    hs_failed(c, v == FLEET_REPLAY ? HS_REASON(hs_replay) : HS_REASON(hs_limit));
-    front(c, false);
-}
-
-static void on_fleet(void *owner, enum fleet_verdict v)
-{
-    struct conn *c = owner;
-    const struct gen *g = c->gen;
-    c->fleet_ticket = FLEET_NONE;
-    c->state = CONN_HELLO;
-    if (v != FLEET_OK && v != FLEET_LOCAL) {
-        fleet_refused(c, v);
-        return;
-    }
-    fleet_admitted(c);
-    loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
-    if (c->fleet_plain) {
-        plain_resume(c);
-        return;
-    }
-    /* hs still holds exactly the hello (and what followed it): parse it again */
-    struct faketls_hello h;
-    const char *why = NULL;
-    size_t rl = 0, ee = 0;
-    while (ee < g->nee && g->ee_idx[ee] != c->secret)
-        ee++;
-    if (faketls_peek(c->hs, c->hs_len, &rl) != FAKETLS_OK ||
-        faketls_parse_hello(c->hs, c->hs_len, &h, &why) != FAKETLS_OK || ee == g->nee) {
-        conn_close(c, END_PROTO); /* cannot happen: the same bytes parsed before */
-        return;
-    }
-    tls_answer(c, &h, ee, rl);
+    conn_enter(c, CONN_CHECK);
+    loop_io_set(&c->w->loop, &c->cli, 0);
 }
 
 /* HELLO with a complete ClientHello record of rl bytes at hs. */
@@ -1018,7 +568,7 @@ static void tls_hello(struct conn *c, size_t rl)
     const char *why = "bad record";
     size_t fail_why = HS_REASON(hs_bad_hello);
     if (faketls_parse_hello(c->hs, c->hs_len, &h, &why) != FAKETLS_OK) {
-        hs_debug(c, "client hello", why);
+        conn_hs_debug(c, "client hello", why);
         goto fail;
     }
     uint32_t skew = sh->cfg->tolerate_time_skewness_s;
@@ -1028,12 +578,12 @@ static void tls_hello(struct conn *c, size_t rl)
        and the worker's scan budget bound what the hello costs (keyscan.h). */
     uint8_t ip[16];
     size_t ncand = sh->nee > 2 ? faketls_candidates(&h, sh->ee, sh->nee, &pol) : sh->nee;
-    bool gated = ncand > 2 && client_ip(c, ip) &&
-                 keyscan_gate(c->w->sh->hints, &c->w->scan, ip, sh->seq, c->w->loop.now_ms,
-                              h.len, ncand, &pol);
+    bool gated = ncand > 2 && conn_pp_client_ip(&c->pp, c->cfd, ip) &&
+                 keyscan_gate(c->w->sh->hints, &c->w->scan, ip, sh->seq, c->w->loop.now_ms, h.len,
+                              ncand, &pol);
     if (gated && pol.hint_only) {
         stats_add(&c->w->stats, scan_capped, 1);
-        hs_debug(c, "client hello", "scan budget spent: the address's last key only");
+        conn_hs_debug(c, "client hello", "scan budget spent: the address's last key only");
     }
     enum faketls_verdict v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);
     if (gated && v == FAKETLS_ACCEPT)
@@ -1044,25 +594,26 @@ static void tls_hello(struct conn *c, size_t rl)
         char reason[64];
         snprintf(reason, sizeof reason, "%s (clock skew %lld s)", faketls_verdict_name(v),
                  v == FAKETLS_BAD_TIME ? (long long)m.skew : 0LL);
-        hs_debug(c, "client hello", reason); /* brief 4.4: log the skew of rejected clients */
+        conn_hs_debug(c, "client hello", reason); /* brief 4.4: log the skew of rejected clients */
         fail_why = verdict_reason(v);
         goto fail;
     }
     c->secret = (uint32_t)sh->ee_idx[m.index];
-    if (replayed(c, ANTIREPLAY_TLS, h.random, FAKETLS_REPLAY_KEY_LEN)) {
-        hs_debug(c, "client hello", "replayed");
-        fail_why = HS_REASON(hs_replay);
-        goto fail;
+    switch (
+        admit_hello(c, c->secret, ANTIREPLAY_TLS, h.random, FAKETLS_REPLAY_KEY_LEN, &fail_why)) {
+    case ADMIT_OK:
+        tls_answer(c, &h, m.index, rl);
+        return;
+    case ADMIT_PENDING:
+        checking(c); /* conn_admitted goes on */
+        return;
+    case ADMIT_REFUSED:
+        if (fail_why == HS_REASON(hs_replay))
+            conn_hs_debug(c, "client hello", "replayed");
+        break;
     }
-    fail_why = HS_REASON(hs_limit);
-    if (over_limit(c))
-        goto fail;
-    if (fleet_ask(c, ANTIREPLAY_TLS, h.random, FAKETLS_REPLAY_KEY_LEN))
-        return; /* on_fleet goes on */
-    tls_answer(c, &h, m.index, rl);
-    return;
 fail:
-    hs_failed(c, fail_why);
+    conn_hs_failed(c, fail_why);
     front(c, false);
 }
 
@@ -1071,13 +622,13 @@ fail:
 static void tls_answer(struct conn *c, const struct faketls_hello *h, size_t ee, size_t rl)
 {
     if (send_answer(c, h, c->gen->ee[ee].key) < 0) {
-        hs_failed(c, HS_REASON(hs_closed)); /* the client's socket is gone */
+        conn_hs_failed(c, HS_REASON(hs_closed)); /* the client's socket is gone */
         conn_close(c, END_RESET);
         return;
     }
     early_drop(c); /* a genuine client: the site never hears of it */
     c->tls = true;
-    c->state = CONN_FLIGHT;
+    conn_enter(c, CONN_FLIGHT);
     faketls_reader_init(&c->rd, 65535); /* brief 4.8: any 16-bit length */
     /* Bytes after the hello are the start of the client's flight. */
     size_t rest = c->hs_len - rl, k = 0;
@@ -1097,26 +648,29 @@ static void plain_header(struct conn *c)
     struct obfs2_client oc;
     enum obfs2_status st =
         obfs2_parse_client(c->hs, c->hs_len, sh->plain, sh->nplain, &c->c2p, &oc);
-    bool ok = st == OBFS2_OK && !replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key);
-    if (ok) {
-        c->secret = (uint32_t)sh->plain_idx[oc.match];
-        if (!over_limit(c)) {
-            if (fleet_ask(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
-                crypto_ctr_cleanup(&c->c2p); /* parsed again when the answer comes */
-                crypto_wipe(&oc, sizeof oc);
-                return;
-            }
+    size_t why = HS_REASON(hs_bad_obfs2);
+    if (st == OBFS2_OK) {
+        switch (admit_hello(c, (uint32_t)sh->plain_idx[oc.match], ANTIREPLAY_OBFS2, oc.replay_key,
+                            sizeof oc.replay_key, &why)) {
+        case ADMIT_OK:
             early_drop(c);
             start_dc(c, &oc);
             return;
+        case ADMIT_PENDING:
+            crypto_ctr_cleanup(&c->c2p); /* parsed again when the answer comes */
+            crypto_wipe(&oc, sizeof oc);
+            checking(c);
+            return;
+        case ADMIT_REFUSED:
+            if (why == HS_REASON(hs_replay))
+                conn_hs_debug(c, "obfs2 header", "replayed");
+            break;
         }
-        hs_failed(c, HS_REASON(hs_limit));
     } else {
-        hs_debug(c, "obfs2 header", st == OBFS2_OK ? "replayed" : "no key matches");
-        hs_failed(c, st == OBFS2_OK      ? HS_REASON(hs_replay)
-                     : st == OBFS2_ERROR ? HS_REASON(hs_error)
-                                         : HS_REASON(hs_bad_obfs2));
+        conn_hs_debug(c, "obfs2 header", "no key matches");
+        why = st == OBFS2_ERROR ? HS_REASON(hs_error) : HS_REASON(hs_bad_obfs2);
     }
+    conn_hs_failed(c, why);
     front(c, false);
 }
 
@@ -1127,12 +681,40 @@ static void plain_resume(struct conn *c)
     const struct gen *g = c->gen;
     struct obfs2_client oc;
     if (obfs2_parse_client(c->hs, c->hs_len, g->plain, g->nplain, &c->c2p, &oc) != OBFS2_OK) {
-        hs_failed(c, HS_REASON(hs_error)); /* cannot happen: the same bytes parsed before */
+        conn_hs_failed(c, HS_REASON(hs_error)); /* cannot happen: the same bytes parsed before */
         conn_close(c, END_NOMEM);
         return;
     }
     early_drop(c);
     start_dc(c, &oc);
+}
+
+void conn_admitted(struct conn *c, enum admit_verdict v, size_t reason)
+{
+    const struct gen *g = c->gen;
+    conn_enter(c, CONN_HELLO);
+    if (v != ADMIT_OK) {
+        conn_hs_failed(c, reason);
+        front(c, false);
+        return;
+    }
+    loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
+    if (c->adm.kind == ANTIREPLAY_OBFS2) {
+        plain_resume(c);
+        return;
+    }
+    /* hs still holds exactly the hello (and what followed it): parse it again */
+    struct faketls_hello h;
+    const char *why = NULL;
+    size_t rl = 0, ee = 0;
+    while (ee < g->nee && g->ee_idx[ee] != c->secret)
+        ee++;
+    if (faketls_peek(c->hs, c->hs_len, &rl) != FAKETLS_OK ||
+        faketls_parse_hello(c->hs, c->hs_len, &h, &why) != FAKETLS_OK || ee == g->nee) {
+        conn_close(c, END_PROTO); /* cannot happen: the same bytes parsed before */
+        return;
+    }
+    tls_answer(c, &h, ee, rl);
 }
 
 /* HELLO: validate once the first bytes can be decided; front at once what no accepted
@@ -1158,8 +740,8 @@ static void hello_step(struct conn *c)
     if (!tls && plain && c->site_spoke) {
         /* the site answered fewer than 64 bytes: no obfs2 client waits for the server
            before its header is whole (see "Early fronting connection") */
-        hs_debug(c, "obfs2 header", "incomplete when the site answered");
-        hs_failed(c, HS_REASON(hs_bad_obfs2));
+        conn_hs_debug(c, "obfs2 header", "incomplete when the site answered");
+        conn_hs_failed(c, HS_REASON(hs_bad_obfs2));
         front(c, false);
         return;
     }
@@ -1167,35 +749,9 @@ static void hello_step(struct conn *c)
         early_front(c);
         return;
     }
-    hs_debug(c, "first bytes", "no accepted handshake starts like this");
-    hs_failed(c, HS_REASON(hs_not_tls));
+    conn_hs_debug(c, "first bytes", "no accepted handshake starts like this");
+    conn_hs_failed(c, HS_REASON(hs_not_tls));
     front(c, false);
-}
-
-/* With a PROXY-protocol listener the socket's peer is the balancer: the access lists check
-   the client address its header carries, before any client byte is looked at. */
-static bool pp_refused(struct conn *c)
-{
-    struct conn_worker *w = c->w;
-    struct acl *acl = __atomic_load_n(&w->sh->acl, __ATOMIC_ACQUIRE); /* a reload may set it */
-    struct sockaddr_storage ss = {0};
-    if (!acl || !c->pp.family)
-        return false; /* no lists, or a LOCAL header (the balancer's own health check) */
-    if (c->pp.family == AF_INET) {
-        struct sockaddr_in *a = (struct sockaddr_in *)(void *)&ss;
-        a->sin_family = AF_INET;
-        memcpy(&a->sin_addr, c->pp.src, 4);
-    } else {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)(void *)&ss;
-        a->sin6_family = AF_INET6;
-        memcpy(&a->sin6_addr, c->pp.src, 16);
-    }
-    enum acl_verdict v = acl_check(acl, w->acl_reader, (struct sockaddr *)&ss);
-    if (v == ACL_BLOCKED)
-        stats_add(&w->stats, acl_blocked, 1);
-    else if (v == ACL_NOT_ALLOWED)
-        stats_add(&w->stats, acl_not_allowed, 1);
-    return v != ACL_PASS;
 }
 
 /* Consume the balancer's PROXY header (brief 6.1). 1: done, continue; 0: need more;
@@ -1203,21 +759,21 @@ static bool pp_refused(struct conn *c)
 static int strip_pp(struct conn *c)
 {
     size_t k = 0;
-    int r = proxyproto_parse(c->hs, c->hs_len, &k, &c->pp);
-    if (r == PROXYPROTO_MORE)
+    switch (conn_pp_take(&c->pp, c->w, c->hs, c->hs_len, &k)) {
+    case CONN_PP_MORE:
         return 0;
-    if (r == PROXYPROTO_BAD) {
-        hs_debug(c, "PROXY header", "missing or malformed");
+    case CONN_PP_BAD:
+        conn_hs_debug(c, "PROXY header", "missing or malformed");
         conn_close(c, END_PROTO);
         return -1;
-    }
-    if (pp_refused(c)) {
+    case CONN_PP_REFUSED:
         conn_close(c, END_ACL);
         return -1;
+    case CONN_PP_DONE:
+        break;
     }
     memmove(c->hs, c->hs + k, c->hs_len - k);
     c->hs_len -= (uint32_t)k;
-    c->pp_done = true;
     return c->hs_len ? 1 : 0;
 }
 
@@ -1252,7 +808,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
         return;
     }
     if (!c->hs && !(c->hs = conn_buf_get(c->w))) {
-        hs_failed(c, HS_REASON(hs_error));
+        conn_hs_failed(c, HS_REASON(hs_error));
         conn_close(c, END_NOMEM);
         return;
     }
@@ -1261,7 +817,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         /* nothing more from the client: decide on what is here when the site spoke */
         if (c->site_spoke && c->state == CONN_HELLO &&
-            (!c->gen->cfg->proxy_protocol_listener || c->pp_done))
+            (!c->gen->cfg->proxy_protocol_listener || c->pp.done))
             hello_step(c);
         return;
     }
@@ -1269,7 +825,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
         /* EOF, error, or a handshake that cannot fit: before our answer that is a failed
            handshake (front what we have); after it, the end. */
         size_t why = c->state == CONN_HELLO ? HS_REASON(hs_bad_hello) : HS_REASON(hs_bad_flight);
-        hs_failed(c, room ? HS_REASON(hs_closed) : why);
+        conn_hs_failed(c, room ? HS_REASON(hs_closed) : why);
         if (c->state == CONN_HELLO && n == 0) {
             front(c, false);
         } else {
@@ -1280,7 +836,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     conn_touch(c);
     if (c->state == CONN_HELLO) {
         c->hs_len += (uint32_t)n;
-        if (c->gen->cfg->proxy_protocol_listener && !c->pp_done && strip_pp(c) <= 0)
+        if (c->gen->cfg->proxy_protocol_listener && !c->pp.done && strip_pp(c) <= 0)
             return;
         hello_step(c);
         return;
@@ -1309,10 +865,10 @@ static void upstream_ready(struct conn *c)
         return;
     }
     if (c->state == CONN_FRONT_CONNECT) {
-        c->state = CONN_FRONT_RELAY;
+        conn_enter(c, CONN_FRONT_RELAY);
         stats_add(&w->stats, fronted, 1);
     } else {
-        c->state = CONN_RELAY;
+        conn_enter(c, CONN_RELAY);
     }
     loop_timer_start(&w->loop, &c->tqs->park, &c->timer, on_timer);
     relay_start(c);
@@ -1434,9 +990,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
         relay_timer(c);
         return;
     case CONN_CHECK: /* the handshake deadline came before the fleet's answer */
-        fleet_cancel(w->fleet, c->fleet_ticket);
-        c->fleet_ticket = FLEET_NONE;
-        limit_give_back(c);
+        admit_cancel(c);
         stats_add(&w->stats, handshake_timeout, 1);
         front(c, true);
         return;

@@ -28,14 +28,18 @@
 #include "core/log.h"
 #include "core/pool.h"
 #include "proxy/config/config.h"
-#include "proxy/wire/faketls.h"
+#include "proxy/engine/admission.h"
+#include "proxy/engine/chain.h"
 #include "proxy/engine/generation.h"
 #include "proxy/engine/loop.h"
 #include "proxy/engine/keyscan.h"
-#include "proxy/wire/obfs2.h"
 #include "proxy/engine/selfaddr.h"
 #include "proxy/engine/shape.h"
 #include "proxy/engine/stats.h"
+#include "proxy/engine/upstream.h"
+#include "proxy/services/acl.h"
+#include "proxy/wire/faketls.h"
+#include "proxy/wire/obfs2.h"
 
 struct acl;
 struct antireplay;
@@ -94,31 +98,27 @@ struct conn_worker {
     tg__pool big_pool;   /* bulk buffers (relay.c): bigger reads and sends for busy flows */
     uint32_t big_in_use; /* of at most sh->big_max */
     struct stats stats;
-    struct stats_secret *sec; /* per-secret counters by label slot (generation.h; server.c) */
+    struct stats_secret *sec; /* per-secret counters by label slot (generation.h;
+                                 conn_worker_attach) */
     size_t nsec;
-    struct conn_tqs *tqs;          /* the set new connections get (current generation) */
-    struct conn_tqs *tqs_all;      /* every set still in use, tqs among them */
+    struct conn_tqs *tqs;                /* the set new connections get (current generation) */
+    struct conn_tqs *tqs_all;            /* every set still in use, tqs among them */
     struct stats_dc dcs[STATS_DC_SLOTS]; /* DC connect times and failures (stats.h) */
-    struct loop_tq tq_limits;      /* 1 s: fold relayed bytes into quotas (limits.h) */
-    struct loop_timer limits_tick; /* in tq_limits while some secret has a quota */
-    struct gen *gen;               /* the generation new connections get (a reference) */
-    uint64_t gen_seq;              /* gen->seq */
-    struct conn *conns;            /* every open connection, for shutdown */
-    struct conn_shared *sh;        /* shared; only sh->active is written */
-    tg__ratelimit rl;              /* debug lines the network can trigger */
-    tg__pool conn_pool;            /* struct conn storage */
-    uint8_t *scratch;              /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
-    /* host names (fronting host, [dcs] names) resolved off the loop by resolver threads,
-       with their cached answers and waiting connections (upstream.c) */
-    struct upstream_name *names;
-    size_t nnames, names_cap;
-    int dns_fd[2];     /* resolver threads -> worker: 4-byte name indexes */
-    uint32_t chain_rr; /* round-robin over [network] proxies (chain.c) */
-    size_t acl_reader; /* this worker's reader slot in sh->acl (server.c) */
-    struct loop_io dns_io;
-    struct shape_worker shape; /* doppelganger shaper (shape.h) */
-    struct fleet_worker *fleet; /* this worker's [fleet] Redis connection; NULL = off */
-    struct keyscan_budget scan; /* HMAC bytes hellos may still scan (keyscan.h) */
+    struct admit_worker admit;           /* admission.c's: the quota tick (limits.h) */
+    struct gen *gen;                     /* the generation new connections get (a reference) */
+    uint64_t gen_seq;                    /* gen->seq */
+    struct conn *conns;                  /* every open connection, for shutdown */
+    struct conn_shared *sh;              /* shared; only sh->active is written */
+    tg__ratelimit rl;                    /* debug lines the network can trigger */
+    tg__pool conn_pool;                  /* struct conn storage */
+    uint8_t *scratch;                    /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
+    /* each file's own per-worker state, written by that file only */
+    struct upstream_worker upstream; /* host names and their lookups (upstream.c) */
+    struct chain_worker chain;       /* round-robin over [network] proxies (chain.c) */
+    struct acl_worker acl;           /* this worker's reader slot in sh->acl (acl.c) */
+    struct shape_worker shape;       /* doppelganger shaper (shape.c) */
+    struct fleet_worker *fleet;      /* this worker's [fleet] Redis connection; NULL = off */
+    struct keyscan_budget scan;      /* HMAC bytes hellos may still scan (keyscan.h) */
 };
 
 #define CONN_QUOTA_FOLD_MS 1000  /* how often workers charge relayed bytes to quotas */
@@ -173,6 +173,9 @@ struct gen *conn_shared_gen(struct conn_shared *sh);
 
 /* Worker set-up on the thread that will run it (the pool checks its owner). 0 or -errno. */
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh);
+/* The server's worker number index (its reader slot in the access lists) and its per-secret
+   counters sec[0..nsec). Before the worker runs. */
+void conn_worker_attach(struct conn_worker *w, size_t index, struct stats_secret *sec, size_t nsec);
 /* Close every connection (END_SHUTDOWN) and release the worker. NULL-safe. */
 void conn_worker_cleanup(struct conn_worker *w);
 

@@ -1,12 +1,22 @@
 /*
  * conn_int: the engine's private view of a connection: its states, its struct and the
- * helpers conn.c and relay.c share. Only conn.c and relay.c include this header; every other
- * file sees a connection through conn.h (a worker accepts, closes all at shutdown).
+ * helpers the connection's room shares: conn.c (the state machine), worker.c (the worker's
+ * life), admission.c (replay, limits, fleet), conn_pp.c (the PROXY-protocol step) and
+ * relay.c. Every other file sees a connection through conn.h (a worker accepts, closes all
+ * at shutdown).
  *
- * conn.c is the only file that changes c->state and starts or stops c->timer; relay.c
- * moves bytes and reports what happened through conn_relay_event(); the connector
- * (upstream.c) sees only the struct upstream_req inside. docs/proxy-engine.md draws the
- * state diagram with the function behind each transition.
+ * conn.c is the only file that changes c->state (conn_enter) and starts or stops c->timer;
+ * relay.c moves bytes and reports what happened through conn_relay_event(); admission.c
+ * returns verdicts (and the fleet's answer through conn_admitted); the connector
+ * (upstream.c) sees only the struct upstream_req inside. Each of them keeps its own part of
+ * the struct (c->adm, c->pp, c->shape, c->up) and writes no other. docs/proxy-engine.md
+ * draws the state diagram with the function behind each transition.
+ *
+ * Debug check: in Debug and sanitizer builds (TGKIT_CHECKS) conn_check(c) aborts, naming
+ * what failed, unless c is a live connection (its magic is set at accept and cleared at
+ * close: a second close of the same connection stops at once) whose fields agree with its
+ * state (the invariants below and in conn.c). It runs at every state change and at close;
+ * in release builds it is nothing.
  *
  * A connection is a small state machine (brief 4.1):
  *
@@ -23,10 +33,10 @@
  *   FRONT_CONNECT, FRONT_RELAY  domain fronting: the connector reaches the fronting host,
  *              then every byte read so far is replayed and the rest relayed byte for byte.
  *   DISCARD    no fronting target known: read and drop until the handshake deadline.
- *   CHECK      a hello (FakeTLS or bare obfs2) validated locally waits for the [fleet] check (shared
- *              anti-replay and limits in Redis, bounded by [fleet] timeout); the client is
- *              not read meanwhile. Its answer goes on as HELLO would (ServerHello, FLIGHT)
- *              or fronts (a replay or a limit across the fleet).
+ *   CHECK      a hello (FakeTLS or bare obfs2) validated locally waits for the [fleet] check
+ * (shared anti-replay and limits in Redis, bounded by [fleet] timeout); the client is not read
+ * meanwhile. Its answer goes on as HELLO would (ServerHello, FLIGHT) or fronts (a replay or a limit
+ * across the fleet).
  *
  * Memory: the fixed state below is a few hundred bytes; the keyed cipher contexts belong to
  * the worker thread and follow the active streams (crypto.h). Byte buffers come from the
@@ -49,10 +59,11 @@
 #ifndef TGPROXY_CONN_INT_H
 #define TGPROXY_CONN_INT_H
 
+#include "proxy/engine/admission.h"
 #include "proxy/engine/conn.h"
-#include "proxy/wire/crypto.h"
-#include "proxy/wire/proxyproto.h"
+#include "proxy/engine/conn_pp.h"
 #include "proxy/engine/upstream.h"
+#include "proxy/wire/crypto.h"
 
 enum conn_state {
     CONN_HELLO,
@@ -92,8 +103,9 @@ struct conn {
     uint64_t start_ms, last_io_ms;
     uint64_t bytes_up, bytes_down;
     uint64_t up_counted, down_counted; /* of those, already in the counters (stats_bytes) */
-    uint64_t recs_ms; /* when the last record toward a FakeTLS client was queued */
-    uint32_t recs;    /* records toward the client since the last quiet second (sizing) */
+    uint64_t recs_ms;                  /* when the last record toward a FakeTLS client was queued */
+    uint32_t recs;       /* records toward the client since the last quiet second (sizing) */
+    uint32_t early_sent; /* bytes of hs already passed on to an early fronting connection */
     struct relay_dir dir[2];
     struct shape_conn shape;      /* toward a FakeTLS client; relay.c's (its timer too) */
     struct crypto_ctr c2p, p2c;   /* client leg: decrypt, encrypt (p2c unused in fast mode) */
@@ -101,29 +113,71 @@ struct conn {
     struct faketls_reader rd;     /* client records after the ServerHello */
     uint8_t *hs;                  /* handshake bytes read so far (pool buffer) */
     uint32_t hs_len;
-    uint32_t early_sent; /* bytes of hs already passed on to an early fronting connection */
-    uint32_t secret;     /* index into gen->cfg->secrets; UINT32_MAX = none yet */
+    uint32_t secret; /* index into gen->cfg->secrets; UINT32_MAX = none yet */
     int16_t dc;
-    uint8_t state; /* enum conn_state */
+    uint8_t state; /* enum conn_state: conn_enter() only */
     uint8_t end;   /* enum conn_end */
     bool tls, fast;
-    bool pp_done;              /* listener PROXY header consumed (if configured) */
-    bool limit_held;           /* admitted by limits_admit: release at close */
-    uint32_t limit_ip;         /* limits_admit's address entry (LIMITS_NO_IP = none) */
-    uint64_t quota_folded;     /* bytes_up + bytes_down already charged to the quota */
-    struct proxyproto_addr pp; /* what that header said (family 0 = use the socket) */
-    bool parked;               /* ciphers parked while quiet; timer in tq_idle */
+    bool parked; /* ciphers parked while quiet; timer in tq_idle */
     /* one byte of flags for fronting (issue 10) */
     uint8_t site_done : 1;   /* fronted: the site's FIN reached the client; timer in tq_done */
     uint8_t reset_by : 2;    /* CONN_RESET_*: the socket a reset came from (relay.c) */
     uint8_t early_tried : 1; /* HELLO: an early fronting connection was attempted (once) */
     uint8_t early_up : 1;    /* HELLO: ufd is an early fronting connection, connected */
     uint8_t silent_done : 1; /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
-    uint8_t fleet_plain : 1; /* CHECK: the hello is a bare obfs2 header (dd / classic) */
     uint8_t site_spoke : 1;  /* HELLO: the early fronting connection's site sent bytes */
-    bool fleet_held;         /* holds a [fleet] connection slot: fleet_release at close */
-    uint32_t fleet_ticket;   /* CHECK: the check in flight (FLEET_NONE = none) */
+    struct conn_pp pp;       /* conn_pp.c's: the listener's PROXY header */
+    struct conn_admit adm;   /* admission.c's: limits and fleet slots, the check in flight */
+#if TGKIT_CHECKS
+    uint32_t magic; /* CONN_MAGIC while live (conn_check) */
+#endif
 };
+
+/* ---- the debug check (TGKIT_CHECKS: Debug and sanitizer builds) ---- */
+#define CONN_MAGIC 0xc0ffee11u
+#if TGKIT_CHECKS
+void conn_check_fail(const struct conn *c, const char *what, const char *file, int line)
+    __attribute__((noreturn));
+#define CONN_CHECK_THAT(c, cond)                                                                   \
+    ((cond) ? (void)0 : conn_check_fail((c), #cond, __FILE__, __LINE__))
+static inline void conn_check(const struct conn *c)
+{
+    CONN_CHECK_THAT(c, c->magic == CONN_MAGIC); /* allocated and not yet closed */
+    CONN_CHECK_THAT(c, c->w && c->gen && c->tqs && c->cfd >= 0);
+    CONN_CHECK_THAT(c, c->state <= CONN_CHECK);
+    CONN_CHECK_THAT(c, !c->hs || c->state == CONN_HELLO || c->state == CONN_FLIGHT ||
+                           c->state == CONN_CHECK);
+    CONN_CHECK_THAT(c, (c->state != CONN_RELAY && c->state != CONN_FRONT_RELAY) || c->ufd >= 0);
+    CONN_CHECK_THAT(
+        c, (c->state != CONN_DC_CONNECT && c->state != CONN_RELAY && c->state != CONN_FLIGHT) ||
+               c->secret < c->gen->cfg->nsecrets);
+    CONN_CHECK_THAT(c, !c->early_up || c->ufd >= 0);
+}
+static inline void conn_mark_live(struct conn *c)
+{
+    c->magic = CONN_MAGIC;
+}
+static inline void conn_mark_dead(struct conn *c)
+{
+    c->magic = 0;
+}
+#else
+#define conn_check(c)     ((void)0)
+#define conn_mark_live(c) ((void)0)
+#define conn_mark_dead(c) ((void)0)
+#endif
+
+/* ---- shared by the connection's room ---- */
+
+/* Index of a STATS_HS_LIST field, for conn_hs_failed. */
+#define HS_REASON(field) (offsetof(struct stats, field) / sizeof(uint64_t))
+/* A failed client handshake: counted in the total and under its one reason. */
+void conn_hs_failed(struct conn *c, size_t reason);
+/* A debug line about a handshake (rate-limited: the network can trigger it). */
+void conn_hs_debug(struct conn *c, const char *what, const char *why);
+/* Release the sets of deadline queues no connection uses any more (but the current one).
+   Never from a timer callback: the loop may be walking its queues (worker.c). */
+void conn_tqs_sweep(struct conn_worker *w);
 
 /* Log the end line, release buffers, ciphers and sockets, and free c. */
 void conn_close(

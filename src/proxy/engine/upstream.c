@@ -47,7 +47,7 @@ struct upstream_name {
     bool known; /* an answer is cached (positive or negative) */
     bool busy;  /* a resolver thread runs; it owns the ans_* fields */
     uint64_t resolved_ms;
-    int err; /* getaddrinfo error of the cached answer, 0 = none */
+    int err;               /* getaddrinfo error of the cached answer, 0 = none */
     uint64_t expires_ms;   /* DoH: the answer's TTL ends then (doh_now_ms's clock) */
     char why[DOH_ERR_MAX]; /* DoH: why the cached answer has no address ("" = none) */
     size_t n;
@@ -91,9 +91,9 @@ static void list_name(struct addr_list *l, const struct upstream_name *e)
 
 static struct upstream_name *name_find(const struct conn_worker *w, const char *host, uint16_t port)
 {
-    for (size_t i = 0; w && i < w->nnames; i++)
-        if (w->names[i].port == port && strcmp(w->names[i].host, host) == 0)
-            return &w->names[i];
+    for (size_t i = 0; w && i < w->upstream.nnames; i++)
+        if (w->upstream.names[i].port == port && strcmp(w->upstream.names[i].host, host) == 0)
+            return &w->upstream.names[i];
     return NULL;
 }
 
@@ -204,6 +204,12 @@ void upstream_tune(int fd, const struct config *cfg)
 
 static void on_connected(struct loop *l, struct loop_io *io, unsigned events);
 static void on_timer(struct loop *l, struct loop_timer *t);
+
+void upstream_req_bind(struct upstream_req *r, const struct config *cfg, struct conn_tqs *tqs)
+{
+    r->cfg = cfg;
+    r->tqs = tqs;
+}
 
 void upstream_req_init(struct upstream_req *r)
 {
@@ -357,7 +363,7 @@ static int name_lookup(struct conn_worker *w, struct upstream_name *e)
 {
     if (e->busy)
         return 0;
-    e->notify_fd = w->dns_fd[1];
+    e->notify_fd = w->upstream.dns_fd[1];
     e->doh = w->sh->doh;
     e->prefer = w->gen->cfg->prefer_ip; /* the worker's current generation */
     if (pthread_create(&e->th, NULL, name_main, e) != 0)
@@ -379,9 +385,9 @@ static void name_wait(struct upstream_req *r, struct upstream_name *e)
 /* Take r off the wait list of the name it waits for. */
 static void name_unwait(struct upstream_req *r)
 {
-    if (r->phase != PH_RESOLVE || r->dns_idx >= r->w->nnames)
+    if (r->phase != PH_RESOLVE || r->dns_idx >= r->w->upstream.nnames)
         return;
-    struct upstream_req **pp = &r->w->names[r->dns_idx].wait;
+    struct upstream_req **pp = &r->w->upstream.names[r->dns_idx].wait;
     while (*pp && *pp != r)
         pp = &(*pp)->dns_next;
     if (*pp)
@@ -459,29 +465,29 @@ static void on_dns(struct loop *l, struct loop_io *io, unsigned events)
     (void)l;
     (void)events;
     struct conn_worker *w =
-        (struct conn_worker *)(void *)((char *)io - offsetof(struct conn_worker, dns_io));
+        (struct conn_worker *)(void *)((char *)io - offsetof(struct conn_worker, upstream.dns_io));
     uint32_t idx[64];
-    ssize_t n = read(w->dns_fd[0], idx, sizeof idx);
+    ssize_t n = read(w->upstream.dns_fd[0], idx, sizeof idx);
     for (ssize_t i = 0; i < n / (ssize_t)sizeof idx[0]; i++)
-        if (idx[i] < w->nnames && w->names[idx[i]].busy)
-            name_done(w, &w->names[idx[i]]);
+        if (idx[i] < w->upstream.nnames && w->upstream.names[idx[i]].busy)
+            name_done(w, &w->upstream.names[idx[i]]);
 }
 
 /* Register host:port (a name, not an IP literal) once. 0 or -ENOMEM. */
 static int name_add(struct conn_worker *w, const char *host, uint16_t port, bool front)
 {
-    size_t cap = w->names_cap;
+    size_t cap = w->upstream.names_cap;
     struct upstream_name *old = host[0] ? name_find(w, host, port) : NULL;
     if (old)
         old->front |= front;
     if (!host[0] || old)
         return 0;
-    if (w->nnames == cap)
+    if (w->upstream.nnames == cap)
         return -ENOSPC; /* a reload added more names than the room kept for them */
-    struct upstream_name *e = &w->names[w->nnames];
+    struct upstream_name *e = &w->upstream.names[w->upstream.nnames];
     tg__strlcpy(e->host, host, sizeof e->host);
     e->port = port;
-    e->idx = (uint16_t)w->nnames++;
+    e->idx = (uint16_t)w->upstream.nnames++;
     e->front = front;
     return 0;
 }
@@ -512,10 +518,10 @@ static int names_init(struct conn_worker *w)
     size_t cap = cfg->nsecrets + 1 + UPSTREAM_NAMES_SPARE;
     for (size_t i = 0; i < cfg->ndcs; i++)
         cap += cfg->dcs[i].naddrs;
-    w->names = tg__calloc(cap, sizeof *w->names);
-    if (!w->names)
+    w->upstream.names = tg__calloc(cap, sizeof *w->upstream.names);
+    if (!w->upstream.names)
         return -ENOMEM;
-    w->names_cap = cap;
+    w->upstream.names_cap = cap;
     return names_add(w, cfg);
 }
 
@@ -530,31 +536,31 @@ void upstream_worker_adopt(struct conn_worker *w, const struct config *cfg)
 
 int upstream_worker_init(struct conn_worker *w)
 {
-    w->dns_fd[0] = w->dns_fd[1] = -1;
-    w->dns_io.fd = -1;
+    w->upstream.dns_fd[0] = w->upstream.dns_fd[1] = -1;
+    w->upstream.dns_io.fd = -1;
     int rc = names_init(w);
     if (rc < 0)
         return rc;
-    if (pipe2(w->dns_fd, O_CLOEXEC | O_NONBLOCK) < 0)
+    if (pipe2(w->upstream.dns_fd, O_CLOEXEC | O_NONBLOCK) < 0)
         return -errno;
-    return loop_io_add(&w->loop, &w->dns_io, w->dns_fd[0], LOOP_READ, on_dns);
+    return loop_io_add(&w->loop, &w->upstream.dns_io, w->upstream.dns_fd[0], LOOP_READ, on_dns);
 }
 
 void upstream_worker_cleanup(struct conn_worker *w)
 {
     if (!w)
         return;
-    for (size_t i = 0; w->names && i < w->nnames; i++)
-        if (w->names[i].busy) /* at most one lookup's time, at shutdown only */
-            pthread_join(w->names[i].th, NULL);
-    tg__free(w->names);
-    w->names = NULL;
-    w->nnames = 0;
-    loop_io_del(&w->loop, &w->dns_io);
+    for (size_t i = 0; w->upstream.names && i < w->upstream.nnames; i++)
+        if (w->upstream.names[i].busy) /* at most one lookup's time, at shutdown only */
+            pthread_join(w->upstream.names[i].th, NULL);
+    tg__free(w->upstream.names);
+    w->upstream.names = NULL;
+    w->upstream.nnames = 0;
+    loop_io_del(&w->loop, &w->upstream.dns_io);
     for (int i = 0; i < 2; i++)
-        if (w->dns_fd[i] >= 0)
-            close(w->dns_fd[i]);
-    w->dns_fd[0] = w->dns_fd[1] = -1;
+        if (w->upstream.dns_fd[i] >= 0)
+            close(w->upstream.dns_fd[i]);
+    w->upstream.dns_fd[0] = w->upstream.dns_fd[1] = -1;
 }
 
 /* ---- DC ---- */
@@ -711,7 +717,7 @@ static int front_try(struct upstream_req *r, const struct upstream_name *e)
 /* The lookup r waited for has an answer: connect, or report that it gave none. */
 static void front_resume(struct upstream_req *r)
 {
-    if (front_try(r, &r->w->names[r->dns_idx]) < 0)
+    if (front_try(r, &r->w->upstream.names[r->dns_idx]) < 0)
         finish(r, -1, UPSTREAM_NO_ADDRESS);
 }
 
@@ -825,8 +831,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
     attempt_failed(r);
 }
 
-int upstream_chain_connect(struct upstream_req *r, const struct sockaddr_storage *sa,
-                           socklen_t len)
+int upstream_chain_connect(struct upstream_req *r, const struct sockaddr_storage *sa, socklen_t len)
 {
     return start_connect(r, sa, len);
 }

@@ -102,12 +102,13 @@ struct upstream_req;
 typedef void (*upstream_done_fn)(struct upstream_req *r, int fd, int result);
 
 /* A connect request. Zero it (or upstream_req_init) once; the fields are the connector's,
-   but cfg and tqs, which the caller sets once and every request keeps. */
+   but cfg and tqs, which the caller sets once (upstream_req_bind) and every request keeps,
+   and io once a request reported UPSTREAM_OK. */
 struct upstream_req {
     const struct config *cfg; /* the caller's configuration generation (DCs, fronting) */
     struct conn_tqs *tqs;     /* the caller's deadline queues (connect, front) */
-    struct loop_io io;       /* the socket being connected; after UPSTREAM_OK the caller's */
-    struct loop_timer timer; /* the deadline of the address or lookup being waited for */
+    struct loop_io io;        /* the socket being connected; after UPSTREAM_OK the caller's */
+    struct loop_timer timer;  /* the deadline of the address or lookup being waited for */
     struct conn_worker *w;
     upstream_done_fn done;
     struct upstream_req *dns_next; /* in a name's wait list while resolving */
@@ -123,6 +124,8 @@ struct upstream_req {
 
 /* An idle request (io unregistered). */
 void upstream_req_init(struct upstream_req *r);
+/* The caller's configuration generation and deadline queues, for every request of r. */
+void upstream_req_bind(struct upstream_req *r, const struct config *cfg, struct conn_tqs *tqs);
 static inline bool upstream_busy(const struct upstream_req *r)
 {
     return r->phase != 0;
@@ -152,8 +155,19 @@ void upstream_promote(struct upstream_req *r);
    list; done is not called. No-op for an idle request. */
 void upstream_cancel(struct upstream_req *r);
 
+/* A worker's host names (fronting host, [dcs] names), resolved off the loop by resolver
+   threads, with their cached answers and waiting connections: upstream.c's own, embedded
+   in struct conn_worker as w->upstream and written by upstream.c only. */
+struct upstream_name;
+struct upstream_worker {
+    struct upstream_name *names;
+    size_t nnames, names_cap;
+    int dns_fd[2]; /* resolver threads -> worker: 4-byte name indexes */
+    struct loop_io dns_io;
+};
+
 /* Per-worker resolver plumbing (pipe + loop registration) and the name cache for the
-   worker's generation (w->gen). 0 or -errno. */
+   worker's generation (w->gen), in w->upstream. 0 or -errno. */
 int upstream_worker_init(struct conn_worker *w);
 /* A worker moves to a new generation: cache room for its new host names (a warning when
    more than UPSTREAM_NAMES_SPARE were added over the process's life). */

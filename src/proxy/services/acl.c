@@ -79,6 +79,11 @@ const char *acl_list_name(enum acl_list_kind k)
     return list_names[k == ACL_BLOCK];
 }
 
+void acl_worker_init(struct acl_worker *aw, size_t reader)
+{
+    aw->reader = reader;
+}
+
 /* ---- the hot path and publication ---- */
 
 enum acl_verdict acl_check(struct acl *acl, size_t reader, const struct sockaddr *sa)

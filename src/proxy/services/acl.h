@@ -73,6 +73,13 @@ int acl_new(const struct config *cfg, size_t nreaders, struct acl **out, char *e
 /* Stop the updater (an ongoing download is abandoned) and free everything. NULL-safe. */
 void acl_free(struct acl *acl);
 
+/* A reader thread's slot (a worker's), kept beside the thread's other state: acl.c's own,
+   set once by acl_worker_init; the thread passes aw->reader to acl_check. */
+struct acl_worker {
+    size_t reader;
+};
+void acl_worker_init(struct acl_worker *aw, size_t reader);
+
 /* The hot path: the verdict for a client address. reader < nreaders, one thread per reader
    at a time. acl NULL = ACL_PASS. No allocation, no lock, O(log ranges). */
 enum acl_verdict acl_check(struct acl *acl, size_t reader, const struct sockaddr *sa);

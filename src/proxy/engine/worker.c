@@ -1,0 +1,251 @@
+/*
+ * worker: a worker thread's life and what all workers share (conn.h): the shared state and
+ * its generations, a worker's pools, deadline queues and per-file state (upstream's names,
+ * chain's rotation, the access lists' reader slot, admission's quota tick, the shaper, the
+ * fleet connection), and a worker's move to a newly published generation at its next
+ * accept. It never touches a connection's state: conn.c owns that (conn_enter).
+ *
+ * Invariants: w->tqs is in w->tqs_all; a set of deadline queues other than w->tqs is freed
+ * only when no connection uses it (users == 0), never from a timer callback.
+ */
+#include "proxy/engine/conn_int.h"
+
+#include "core/alloc.h"
+#include "proxy/engine/admission.h"
+#include "proxy/engine/antireplay.h"
+#include "proxy/engine/fleet.h"
+#include "proxy/engine/limits.h"
+#include "proxy/services/doh.h"
+#include "proxy/services/doppel_fetch.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define CONN_POOL_KEEP 4096                /* struct conn kept cached per worker */
+#define BUF_POOL_KEEP  256                 /* I/O buffers kept cached per worker */
+#define BUF_SLACK      1024                /* pool block = max(buffer_size, 16384) + slack */
+#define BULK_BUF       ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
+
+int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->cfg = cfg;
+    pthread_mutex_init(&sh->gen_mu, NULL);
+    int rc = gen_labels_init(&sh->labels);
+    if (rc == 0)
+        rc = gen_new(cfg, NULL, NULL, &sh->labels, 1, &sh->gen);
+    if (rc < 0)
+        return rc;
+    sh->gen_seq = 1;
+    if (cfg->antireplay.enabled) {
+        sh->replay = antireplay_new(cfg->antireplay.max_entries, cfg->antireplay.window_s);
+        if (!sh->replay)
+            return -ENOMEM;
+    }
+    if (cfg->dns.url[0]) {
+        char err[CONFIG_ERR_MAX];
+        if (!(sh->doh = doh_new(cfg, err, sizeof err))) {
+            tg__log(NULL, TG__LOG_ERROR, "%s", err);
+            return -ENOMEM;
+        }
+    }
+    /* the doppelganger's scout and profile: restart-only, like anti-replay */
+    if (cfg->doppel.enabled && !(sh->doppel = doppel_live_new(cfg, sh->doh)))
+        return -ENOMEM;
+    if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
+        return -ENOMEM;
+    if (!(sh->hints = tg__calloc(1, sizeof *sh->hints)))
+        return -ENOMEM;
+    sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
+    size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
+    sh->buf_size = b + BUF_SLACK;
+    /* bulk buffers: four maximum-size TLS records per read and per send for flows that fill
+       their small buffer, within a per-worker memory budget */
+    sh->big_max = b < BULK_BUF ? (uint32_t)(cfg->bulk_budget / (BULK_BUF + BUF_SLACK)) : 0;
+    sh->big_size = sh->big_max ? BULK_BUF + BUF_SLACK : 0;
+    return 0;
+}
+
+void conn_shared_cleanup(struct conn_shared *sh)
+{
+    if (!sh || !sh->cfg)
+        return;
+    selfaddr_cleanup(&sh->self);
+    gen_unref(sh->gen);
+    gen_labels_cleanup(&sh->labels);
+    doppel_live_free(sh->doppel); /* its raids may be resolving through doh */
+    doh_free(sh->doh);
+    antireplay_free(sh->replay);
+    fleet_free(sh->fleet);
+    tg__free(sh->hints);
+    pthread_mutex_destroy(&sh->gen_mu);
+    memset(sh, 0, sizeof *sh);
+}
+
+int conn_shared_publish(struct conn_shared *sh, struct config *cfg)
+{
+    struct gen *old = conn_shared_gen(sh), *g = NULL;
+    int rc = gen_new(NULL, cfg, old, &sh->labels, old->seq + 1, &g);
+    gen_unref(old);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&sh->gen_mu);
+    old = sh->gen;
+    sh->gen = g;
+    __atomic_store_n(&sh->gen_seq, g->seq, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&sh->gen_mu);
+    gen_unref(old); /* freed here, or when its last connection ends */
+    return 0;
+}
+
+struct gen *conn_shared_gen(struct conn_shared *sh)
+{
+    pthread_mutex_lock(&sh->gen_mu);
+    struct gen *g = sh->gen;
+    gen_ref(g);
+    pthread_mutex_unlock(&sh->gen_mu);
+    return g;
+}
+
+/* Release the sets of deadline queues no connection uses any more (but the current one).
+   Never from a timer callback: the loop may be walking its queues. */
+void conn_tqs_sweep(struct conn_worker *w)
+{
+    for (struct conn_tqs **pp = &w->tqs_all, *t; (t = *pp);) {
+        if (t->users || t == w->tqs) {
+            pp = &t->next;
+            continue;
+        }
+        struct loop_tq *q[] = {&t->handshake, &t->connect, &t->front, &t->silent,
+                               &t->hs_rest,   &t->park,    &t->idle,  &t->done};
+        for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+            loop_tq_del(&w->loop, q[i]);
+        *pp = t->next;
+        tg__free(t);
+    }
+}
+
+/* Make cfg's timeouts the worker's current set (a new one when they differ). 0 or -errno:
+   the current set stays. */
+static int tqs_adopt(struct conn_worker *w, const struct config *cfg)
+{
+    struct conn_tqs *cur = w->tqs, *t;
+    if (cur && cur->tcp_ms == cfg->timeout.tcp_ms && cur->idle_ms == cfg->timeout.idle_ms &&
+        cur->handshake_ms == cfg->timeout.handshake_ms &&
+        cur->fronting_ms == cfg->timeout.fronting_ms)
+        return 0;
+    conn_tqs_sweep(w);
+    if (w->loop.n_tq + 8 > LOOP_MAX_TQ || !(t = tg__calloc(1, sizeof *t)))
+        return -ENOSPC;
+    t->tcp_ms = cfg->timeout.tcp_ms;
+    t->handshake_ms = cfg->timeout.handshake_ms;
+    t->fronting_ms = cfg->timeout.fronting_ms;
+    loop_tq_add(&w->loop, &t->handshake, cfg->timeout.handshake_ms);
+    /* the handshake deadline in two legs: silence, then the rest (see on_timer) */
+    uint64_t silent = cfg->timeout.handshake_ms / 4;
+    silent = silent < CONN_SILENT_MS ? silent : CONN_SILENT_MS;
+    loop_tq_add(&w->loop, &t->silent, silent);
+    loop_tq_add(&w->loop, &t->hs_rest, cfg->timeout.handshake_ms - silent);
+    loop_tq_add(&w->loop, &t->connect, cfg->timeout.tcp_ms);
+    loop_tq_add(&w->loop, &t->front, cfg->timeout.fronting_ms);
+    /* parking splits the idle timeout: quiet for park, then the rest of idle */
+    t->idle_ms = cfg->timeout.idle_ms;
+    uint64_t park = t->idle_ms / 2 < CONN_PARK_MS ? t->idle_ms / 2 : CONN_PARK_MS;
+    loop_tq_add(&w->loop, &t->park, park);
+    loop_tq_add(&w->loop, &t->idle, t->idle_ms - park);
+    uint64_t done = CONN_FRONT_DONE_MS;
+    done = cfg->timeout.handshake_ms < done ? cfg->timeout.handshake_ms : done;
+    loop_tq_add(&w->loop, &t->done, t->idle_ms < done ? t->idle_ms : done);
+    t->next = w->tqs_all;
+    w->tqs_all = t;
+    w->tqs = t;
+    return 0;
+}
+
+/* Move the worker to the current generation (at accept, after a reload). */
+static void worker_adopt(struct conn_worker *w)
+{
+    struct gen *g = conn_shared_gen(w->sh);
+    if (tqs_adopt(w, g->cfg) < 0)
+        tg__log(NULL, TG__LOG_WARN,
+                "reload: too many sets of [network.timeout] values still in use by open "
+                "connections; this worker keeps its timeouts until they end");
+    upstream_worker_adopt(w, g->cfg);
+    admit_worker_adopt(w, g);
+    gen_unref(w->gen);
+    w->gen = g;
+    w->gen_seq = g->seq;
+}
+
+void conn_worker_refresh(struct conn_worker *w)
+{
+    if (__atomic_load_n(&w->sh->gen_seq, __ATOMIC_ACQUIRE) != w->gen_seq)
+        worker_adopt(w); /* a reload published a new generation */
+}
+
+int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
+{
+    memset(w, 0, sizeof *w);
+    w->sh = sh;
+    int rc = loop_init(&w->loop);
+    if (rc < 0)
+        return rc;
+    w->gen = conn_shared_gen(sh);
+    w->gen_seq = w->gen->seq;
+    if ((rc = upstream_worker_init(w)) < 0) {
+        upstream_worker_cleanup(w);
+        gen_unref(w->gen);
+        loop_cleanup(&w->loop);
+        return rc;
+    }
+    tg__pool_init(&w->pool, sh->buf_size, BUF_POOL_KEEP);
+    tg__pool_init(&w->big_pool, sh->big_size ? sh->big_size : sizeof(void *), sh->big_max);
+    tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
+    tg__ratelimit_init(&w->rl, 5, 20);
+    w->scratch = tg__malloc(FAKETLS_SERVER_HELLO_MAX);
+    admit_worker_init(w);
+    if (!w->scratch || tqs_adopt(w, w->gen->cfg) < 0 ||
+        shape_worker_init(&w->shape, &w->loop, sh->doppel, sh->cfg) < 0) {
+        conn_worker_cleanup(w);
+        return -ENOMEM;
+    }
+    admit_worker_adopt(w, w->gen);
+    if (sh->fleet && !(w->fleet = fleet_worker_new(sh->fleet, &w->loop, &w->stats))) {
+        conn_worker_cleanup(w);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void conn_worker_cleanup(struct conn_worker *w)
+{
+    if (!w || !w->sh)
+        return;
+    while (w->conns)
+        conn_close(w->conns, END_SHUTDOWN);
+    fleet_worker_free(w->fleet);
+    w->fleet = NULL;
+    upstream_worker_cleanup(w);
+    tg__free(w->scratch);
+    w->scratch = NULL;
+    tg__pool_cleanup(&w->pool);
+    tg__pool_cleanup(&w->big_pool);
+    tg__pool_cleanup(&w->conn_pool);
+    w->tqs = NULL;
+    for (struct conn_tqs *t = w->tqs_all, *next; t; t = next) { /* loop_cleanup drops them */
+        next = t->next;
+        tg__free(t);
+    }
+    w->tqs_all = NULL;
+    gen_unref(w->gen);
+    w->gen = NULL;
+    loop_cleanup(&w->loop);
+    w->sh = NULL;
+}
+
+void conn_worker_attach(struct conn_worker *w, size_t index, struct stats_secret *sec, size_t nsec)
+{
+    w->sec = sec;
+    w->nsec = nsec;
+    acl_worker_init(&w->acl, index);
+}
