@@ -126,6 +126,7 @@ static void test_conversation_storage(void **state)
         if (!logcap_has(s->expect))
             fail_msg("scenario %zu: log \"%s\", expected \"%s\"", i, logcap_text(), s->expect);
         assert_true(logcap_has("conversation storage: redis 127.0.0.1:"));
+        assert_non_null(strstr(tg_storage_errmsg(), s->expect)); /* the caller's view */
         check_bounded(s, rss0);
         assert_int_equal(tg_storage_set(st, "k", "v", 1, 0), TG_ERR_TOO_BIG);
         assert_int_equal(atomic_load(&H.conns), 2);
