@@ -367,6 +367,37 @@ TG_API void tg_router_on_error(tg_router *r, tg_error_fn fn, void *user);
 /* Why the last tg_router_* call failed ("" otherwise). */
 TG_API const char *tg_router_errmsg(const tg_router *r);
 
+/* ---- anti-spam: an inbound rate limit as middleware ---- */
+
+typedef enum tg_limit_key {
+    TG_LIMIT_USER = 0, /* count each user's updates (in every chat together) */
+    TG_LIMIT_CHAT = 1, /* count each chat's updates (every user together) */
+} tg_limit_key;
+
+typedef struct tg_limiter_options {
+    tg_limit_key key;
+    uint32_t limit;     /* updates let through per window and key; 0 = 5 */
+    uint64_t window_ms; /* 0 = 10000 */
+    const char *reply;  /* NULL: drop the rest silently; else send this (copied) to the chat
+                           once per window, when the limit is first passed */
+    size_t max_keys;    /* keys tracked at most; 0 = 100000 (past it, new keys pass) */
+    uint64_t (*clock_ms)(void *clock_user); /* tests: monotonic ms; NULL = the real clock */
+    void *clock_user;
+} tg_limiter_options;
+
+/*
+ * Add a limiter (grammY's ratelimiter) as middleware: per user or chat, at most limit
+ * updates per window_ms run; the rest stop before any handler (TG_STOP), and with reply set
+ * the chat is told once per window. Updates without the key (no user, no chat) pass.
+ * Windows are fixed (they start at the key's first update after the last one ended).
+ * Add it before other middleware so a flood costs nothing else. The router owns it.
+ * Counts are per process (a fleet of workers limits per worker). Thread-safe.
+ */
+TG_API tg_status tg_router_use_limiter_sized(tg_router *r, const tg_limiter_options *opts,
+                                             size_t opts_size);
+#define tg_router_use_limiter(r, ...)                                                              \
+    tg_router_use_limiter_sized((r), (__VA_ARGS__), sizeof(tg_limiter_options))
+
 /* ---- the command menu ---- */
 
 typedef struct tg_bot_command_scope tg_bot_command_scope; /* tgbot/api.h */

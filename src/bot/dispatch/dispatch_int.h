@@ -84,6 +84,8 @@ struct tg__command {
 void tg__router_commands_free(tg_router *r);
 /* menu.c: free the router's menus. */
 void tg__router_menus_free(tg_router *r);
+/* limiter.c: free the router's limiters. */
+void tg__router_limiters_free(tg_router *r);
 /* Record why a router call failed (tg_router_errmsg) and return st (router.c). */
 tg_status tg__router_fail(tg_router *r, tg_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -100,6 +102,8 @@ struct tg_router {
     char *username;
     struct tg_menu **menus; /* every menu of every tree added (menu.c); owned */
     size_t nmenus;
+    struct tg__limiter **limiters; /* limiter.c; owned */
+    size_t nlimiters;
     char err[256];
 };
 

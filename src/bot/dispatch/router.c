@@ -35,6 +35,7 @@ void tg_router_free(tg_router *r)
         tg_filter_free(r->routes[i].filter);
     tg__router_commands_free(r);
     tg__router_menus_free(r);
+    tg__router_limiters_free(r);
     tg__free(r->routes);
     tg__free(r->mw);
     tg__free(r->username);
