@@ -57,6 +57,8 @@
 #include "tgbot/client.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -144,6 +146,27 @@ TG_API size_t tg_async_pending(const tg_async *a);
 /* In a callback: take r->ctx (and the result in its arena) for yourself; free it with
  * tg_ctx_free(). Returns NULL outside a callback. */
 TG_API tg_ctx *tg_async_keep(tg_async *a, const tg_async_result *r);
+
+/* For loop adapters (tgbot/async_uv.h, tgbot/async_event.h, your own): make *table, an
+ * array of pointers indexed by fd, long enough to hold index fd (new entries NULL).
+ * 0, or -1 when out of memory (the table is unchanged). */
+static inline int tg_async_fd_table_reserve(void ***table, size_t *n, int fd)
+{
+    if (fd < 0)
+        return -1;
+    if ((size_t)fd < *n)
+        return 0;
+    size_t cap = *n ? *n : 64;
+    while (cap <= (size_t)fd)
+        cap *= 2;
+    void **t = (void **)realloc(*table, cap * sizeof *t);
+    if (!t)
+        return -1;
+    memset(t + *n, 0, (cap - *n) * sizeof *t);
+    *table = t;
+    *n = cap;
+    return 0;
+}
 
 /* ---- your loop (opts.loop) ---- */
 TG_API void tg_async_on_fd(tg_async *a, int fd, int events);

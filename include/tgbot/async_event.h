@@ -29,8 +29,7 @@ typedef struct tg_async_event {
     struct event_base *base;
     tg_async *a;
     struct event *timer;
-    struct event **evs; /* by fd number */
-    int *watched;       /* TG_ASYNC_* asked for each fd */
+    void **evs; /* struct event * by fd number */
     size_t nfds;
 } tg_async_event;
 
@@ -44,37 +43,22 @@ static inline void tg_async_event__on_fd(evutil_socket_t fd, short what, void *u
 static inline void tg_async_event__watch(void *user, int fd, int events)
 {
     tg_async_event *ad = (tg_async_event *)user;
-    if (fd < 0)
+    if (fd < 0 || ((size_t)fd >= ad->nfds && events == 0))
         return;
-    if ((size_t)fd >= ad->nfds) {
-        if (events == 0)
-            return;
-        size_t n = ad->nfds ? ad->nfds : 64;
-        while (n <= (size_t)fd)
-            n *= 2;
-        struct event **e = (struct event **)realloc(ad->evs, n * sizeof *e);
-        if (e)
-            ad->evs = e;
-        int *w = e ? (int *)realloc(ad->watched, n * sizeof *w) : NULL;
-        if (!e || !w)
-            abort(); /* no way to report it through the loop contract */
-        ad->watched = w;
-        memset(ad->evs + ad->nfds, 0, (n - ad->nfds) * sizeof *e);
-        memset(ad->watched + ad->nfds, 0, (n - ad->nfds) * sizeof *w);
-        ad->nfds = n;
-    }
+    if (tg_async_fd_table_reserve(&ad->evs, &ad->nfds, fd) != 0)
+        abort(); /* no way to report it through the loop contract */
     if (ad->evs[fd]) { /* interest changes: a new persistent event with the new flags */
-        event_free(ad->evs[fd]);
+        event_free((struct event *)ad->evs[fd]);
         ad->evs[fd] = NULL;
     }
-    ad->watched[fd] = events;
     if (events == 0)
         return;
     short flags = (short)(EV_PERSIST | (events & TG_ASYNC_READ ? EV_READ : 0) |
                           (events & TG_ASYNC_WRITE ? EV_WRITE : 0));
-    ad->evs[fd] = event_new(ad->base, fd, flags, tg_async_event__on_fd, ad);
-    if (!ad->evs[fd] || event_add(ad->evs[fd], NULL) != 0)
+    struct event *ev = event_new(ad->base, fd, flags, tg_async_event__on_fd, ad);
+    if (!ev || event_add(ev, NULL) != 0)
         abort();
+    ad->evs[fd] = ev;
 }
 
 static inline void tg_async_event__on_timer(evutil_socket_t fd, short what, void *user)
@@ -132,11 +116,9 @@ static inline void tg_async_event_free(tg_async_event *ad)
     ad->timer = NULL;
     for (size_t i = 0; i < ad->nfds; i++)
         if (ad->evs[i])
-            event_free(ad->evs[i]);
+            event_free((struct event *)ad->evs[i]);
     free(ad->evs);
-    free(ad->watched);
     ad->evs = NULL;
-    ad->watched = NULL;
     ad->nfds = 0;
 }
 

@@ -36,7 +36,7 @@ typedef struct tg_async_uv {
     uv_loop_t *loop;
     tg_async *a;
     uv_timer_t timer;
-    tg_async_uv_fd **fds; /* by fd number */
+    void **fds; /* tg_async_uv_fd * by fd number */
     size_t nfds;
 } tg_async_uv;
 
@@ -57,22 +57,11 @@ static inline void tg_async_uv__on_closed(uv_handle_t *h)
 static inline void tg_async_uv__watch(void *user, int fd, int events)
 {
     tg_async_uv *ad = (tg_async_uv *)user;
-    if (fd < 0)
+    if (fd < 0 || ((size_t)fd >= ad->nfds && events == 0))
         return;
-    if ((size_t)fd >= ad->nfds) {
-        if (events == 0)
-            return;
-        size_t n = ad->nfds ? ad->nfds : 64;
-        while (n <= (size_t)fd)
-            n *= 2;
-        tg_async_uv_fd **t = (tg_async_uv_fd **)realloc(ad->fds, n * sizeof *t);
-        if (!t)
-            abort(); /* no way to report it through the loop contract */
-        memset(t + ad->nfds, 0, (n - ad->nfds) * sizeof *t);
-        ad->fds = t;
-        ad->nfds = n;
-    }
-    tg_async_uv_fd *p = ad->fds[fd];
+    if (tg_async_fd_table_reserve(&ad->fds, &ad->nfds, fd) != 0)
+        abort(); /* no way to report it through the loop contract */
+    tg_async_uv_fd *p = (tg_async_uv_fd *)ad->fds[fd];
     if (events == 0) { /* the fd is about to be closed: stop now, free once libuv is done */
         if (p) {
             uv_poll_stop(&p->poll);

@@ -313,17 +313,6 @@ static struct tg__acall *lookup(tg_async *a, uint64_t id)
     return c->id == id && c->state != AC_FREE && c->state != AC_DONE ? c : NULL;
 }
 
-static int put_u64(tg__buf *b, uint64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return tg__buf_append(b, tmp + i, sizeof tmp - i);
-}
-
 /* Render the request once: the head, and over TLS the JSON body after it (one SSL_write);
  * a multipart body whole (its files read now). */
 static tg_status build_wire(struct tg__acall *c)
@@ -368,7 +357,7 @@ static tg_status build_wire(struct tg__acall *c)
         return TG_OK;
     }
     rc |= tg__buf_puts(w, "Content-Type: application/json\r\nContent-Length: ");
-    rc |= put_u64(w, c->req.body_len);
+    rc |= tg__lean_put_u64(w, c->req.body_len);
     rc |= tg__buf_append(w, "\r\n\r\n", 4);
     if (a->pool->tls)
         rc |= tg__buf_append(w, c->req.body, c->req.body_len);

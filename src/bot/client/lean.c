@@ -702,7 +702,7 @@ static int read_answer(struct lean_io *io, const tg_http_request *req, bool *kee
 
 /* ---- the request ---- */
 
-static int put_u64(tg__buf *b, uint64_t v)
+int tg__lean_put_u64(tg__buf *b, uint64_t v)
 {
     char tmp[24];
     size_t i = sizeof tmp;
@@ -733,7 +733,7 @@ static int build_head(struct lean_conn *c, const tg_http_request *req, const cha
             return -1;
     } else if (req->post) {
         rc |= tg__buf_puts(h, "Content-Type: application/json\r\nContent-Length: ");
-        rc |= put_u64(h, req->body_len);
+        rc |= tg__lean_put_u64(h, req->body_len);
         rc |= tg__buf_append(h, "\r\n", 2);
     }
     rc |= tg__buf_append(h, "\r\n", 2);

@@ -100,6 +100,9 @@ int tg__lean_send(struct lean_io *io, const void *p, size_t n);
 /* Send two pieces with one syscall where the socket is plain (head + body). */
 int tg__lean_send2(struct lean_io *io, const void *a, size_t an, const void *b, size_t bn);
 
+/* Append v in decimal (Content-Length); 0 or -ENOMEM. */
+int tg__lean_put_u64(tg__buf *b, uint64_t v);
+
 /* Per-ctx state of the request writer (lean_body.c). */
 struct lean_body {
     tg__buf buf; /* multipart pieces waiting to be sent */
