@@ -35,6 +35,7 @@
 #include "core/str.h"
 #include "proxy/config/dohurl.h"
 #include "proxy/config/toml.h"
+#include "proxy/wire/netset.h"
 
 struct loader {
     struct config *cfg;
@@ -1655,7 +1656,116 @@ static int k_fleet(struct loader *ld, const struct toml_kv *kv)
     return WALK(ld, kv, fleet_rules);
 }
 
+/* ---- [api] ---- */
+
+static int get_path(struct loader *ld, const struct toml_kv *kv, char *out)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (kv->value->type != TOML_STRING)
+        return type_err(ld, kv, "a file path string");
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n >= CONFIG_FILE_MAX)
+        return val_err(ld, kv, kv->value, "path too long, expected at most %d bytes",
+                       CONFIG_FILE_MAX - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 0;
+}
+
+static int k_api_enabled(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_bool(ld, kv, &ld->cfg->api.enabled);
+}
+
+static int k_api_bind(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_numeric_hostport(ld, kv, &ld->cfg->api.bind);
+}
+
+static int k_api_token(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_path(ld, kv, ld->cfg->api.token_file);
+}
+
+static int k_api_state(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_path(ld, kv, ld->cfg->api.state_file);
+}
+
+/* allow: an array of CIDRs or addresses, each checked by the netset parser. */
+static int k_api_allow(struct loader *ld, const struct toml_kv *kv)
+{
+    if (kv->value->type != TOML_ARRAY)
+        return type_err(ld, kv, "an array of CIDR strings such as [\"127.0.0.0/8\", \"::1/128\"]");
+    char *out = ld->cfg->api.allow;
+    size_t used = 0;
+    out[0] = '\0';
+    for (const struct toml_value *e = kv->value->u.array.first; e; e = e->next) {
+        const char *s = NULL;
+        size_t n = 0;
+        char why[256];
+        if (get_str(ld, kv, e, &s, &n) != 0)
+            return -EINVAL;
+        struct netset *ns = netset_new();
+        if (!ns)
+            return -ENOMEM;
+        int rc = n && !memchr(s, '\n', n) && !memchr(s, '#', n)
+                     ? netset_parse(ns, "allow", s, n, why, sizeof why)
+                     : -EINVAL;
+        netset_free(ns);
+        if (rc == -ENOMEM)
+            return rc;
+        if (rc != 0)
+            return val_err(ld, kv, e, "expected an address or CIDR such as \"10.0.0.0/8\"");
+        if (used + n + 2 > sizeof ld->cfg->api.allow)
+            return val_err(ld, kv, e, "allow list too long, expected at most %d bytes",
+                           CONFIG_API_ALLOW_MAX - 2);
+        memcpy(out + used, s, n);
+        used += n;
+        out[used++] = '\n';
+        out[used] = '\0';
+    }
+    return 0;
+}
+
+static const struct key_rule api_rules[] = {
+    FN_KEY("enabled", k_api_enabled),
+    FN_KEY("bind-to", k_api_bind),
+    FN_KEY("token-file", k_api_token),
+    FN_KEY("state-file", k_api_state),
+    FN_KEY("allow", k_api_allow),
+    SIZE_KEY("max-body", api.max_body, 1024, 1 << 20),
+    U32_KEY("auth-failures-per-minute", api.auth_failures, 1, 100000),
+};
+
+static bool loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+    return ss->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(a);
+}
+
+static int k_api(struct loader *ld, const struct toml_kv *kv)
+{
+    int rc = WALK(ld, kv, api_rules);
+    struct config *cfg = ld->cfg;
+    if (rc == 0 && cfg->api.enabled && !cfg->api.state_file[0])
+        return key_err(ld, kv,
+                       "enabled without a state-file, expected state-file = "
+                       "\"/var/lib/tgproxy/api.json\" (where the API keeps the secrets it makes)");
+    if (rc == 0 && cfg->api.enabled && !cfg->api.token_file[0] && !loopback(&cfg->api.bind.addr))
+        return key_err(ld, kv,
+                       "bind-to beyond loopback without a token-file: anyone who reaches it "
+                       "could manage the proxy; expected token-file = \"/etc/tgproxy/api.token\" "
+                       "(a 0600 file) or a 127.0.0.1 / ::1 bind-to");
+    return rc;
+}
+
 static const struct key_rule root_rules[] = {
+    FN_KEY("api", k_api),
     FN_KEY("limits", k_root_limits),
     FN_KEY("bind-to", k_bind_to),
     FN_KEY("secret", k_secret),
@@ -1803,6 +1913,10 @@ void config_init(struct config *cfg)
     cfg->fleet.timeout_ms = 50;
     cfg->fleet.lease_ms = 15000;
     tg__strlcpy(cfg->fleet.prefix, "tgproxy:", sizeof cfg->fleet.prefix);
+    (void)value_hostport_parse("127.0.0.1:9443", 14, &cfg->api.bind, NULL, 0);
+    tg__strlcpy(cfg->api.allow, "127.0.0.0/8\n::1/128\n", sizeof cfg->api.allow);
+    cfg->api.max_body = 65536;
+    cfg->api.auth_failures = 10;
 }
 
 void config_cleanup(struct config *cfg)

@@ -55,6 +55,8 @@
 #define CONFIG_DOPPEL_URLS  8   /* [defense.doppelganger] urls */
 #define CONFIG_DOPPEL_ULEN  256 /* one of those urls, including the NUL */
 
+#define CONFIG_API_ALLOW_MAX 1024 /* [api] allow: CIDRs, one per line, with the NUL */
+
 #define CONFIG_SOURCE_MAX  1024 /* an access-list file path or URL, including the NUL */
 #define CONFIG_MAX_SOURCES 64   /* files + urls of one access list */
 
@@ -270,6 +272,19 @@ struct config {
         uint32_t lease_ms;              /* lease: a dead process's counts expire; default 15000 */
         char prefix[CONFIG_PREFIX_MAX]; /* key-prefix; default "tgproxy:" */
     } fleet;
+
+    /* [api]: the control API and web panel (src/proxy/daemon/api.h, docs/api.md). Off by
+       default. Loading refuses a bind-to beyond loopback without a token-file, and an
+       enabled API without a state-file. */
+    struct {
+        bool enabled;
+        struct value_hostport bind;          /* bind-to, numeric; default 127.0.0.1:9443 */
+        char token_file[CONFIG_FILE_MAX];    /* bearer token, a 0600 file; "" = no token */
+        char state_file[CONFIG_FILE_MAX];    /* the API's own secrets (apistore.h); required */
+        char allow[CONFIG_API_ALLOW_MAX];    /* allow: CIDRs, '\n'-joined; default loopback */
+        uint32_t max_body;                   /* max-body: request body bytes; default 65536 */
+        uint32_t auth_failures;              /* auth-failures-per-minute, per address; 10 */
+    } api;
 };
 
 /* Warning sink for keys that are accepted but ignored (mtg keys we do not implement), msg

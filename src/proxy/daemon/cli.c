@@ -8,6 +8,7 @@
  * except through server_run.
  */
 #include "proxy/daemon/cli.h"
+#include "proxy/daemon/apistore.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -245,7 +246,7 @@ static int load_config(const struct io *io, const char *path, struct config *cfg
 {
     char err[CONFIG_ERR_MAX];
     config_init(cfg);
-    int rc = config_load_file(cfg, path, err, sizeof err, warn_to_err, (void *)io);
+    int rc = apistore_config_load(cfg, path, err, sizeof err, warn_to_err, (void *)io);
     if (rc != 0)
         return fail(io, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
     return 0;

@@ -15,6 +15,8 @@
 #include "proxy/wire/crypto.h"
 #include "proxy/engine/generation.h"
 #include "proxy/engine/limits.h"
+#include "proxy/daemon/api.h"
+#include "proxy/daemon/apistore.h"
 #include "proxy/daemon/metrics.h"
 #include "proxy/config/quotafile.h"
 #include "proxy/daemon/statsd.h"
@@ -68,6 +70,8 @@ struct server {
     double start_time;        /* Unix seconds */
     struct metrics *metrics;  /* [stats.prometheus] page, or NULL */
     struct statsd *statsd;    /* [stats.statsd] pusher, or NULL */
+    struct api *api;          /* [api] control API, or NULL */
+    pthread_mutex_t reload_mu; /* one reload at a time: SIGHUP and the API's changes */
     uint64_t reloads[2];      /* atomic: reloads refused [0] and applied [1] */
     bool last_reload_ok;      /* atomic: the last reload was applied (true before any) */
     double last_ok_time;      /* atomic (as bits): Unix seconds of the last applied reload,
@@ -462,6 +466,7 @@ int server_start(const struct config *cfg, struct server **out)
     nofile_raise(cfg, s->nw);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->reload_mu, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
@@ -494,6 +499,8 @@ int server_start(const struct config *cfg, struct server **out)
         rc = metrics_start(s, &s->metrics);
     if (rc == 0 && cfg->statsd.enabled)
         rc = statsd_start(s, &s->statsd);
+    if (rc == 0 && cfg->api.enabled)
+        rc = api_start(s, &s->api);
     s->state_ready = rc == 0; /* a start that failed never overwrites the state file */
     if (rc < 0) {
         server_stop(s);
@@ -600,10 +607,17 @@ uint16_t server_metrics_port(const struct server *s)
     return metrics_port(s->metrics);
 }
 
+uint16_t server_api_port(const struct server *s)
+{
+    return api_port(s->api);
+}
+
 void server_stop(struct server *s)
 {
     if (!s)
         return;
+    api_stop(s->api); /* first: it reloads and reads the workers' counters */
+    s->api = NULL;
     statsd_stop(s->statsd); /* before the workers go: both read their counters */
     metrics_stop(s->metrics);
     s->statsd = NULL;
@@ -626,6 +640,7 @@ void server_stop(struct server *s)
     acl_free(s->acl); /* after the workers: they were its readers */
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->reload_mu);
     tg__free(s->w);
     tg__free(s->sec);
     tg__free(s);
@@ -653,6 +668,7 @@ static const struct {
     RESTART_KEY("[network] dns / doh-ip", dns),
     RESTART_KEY("[network.timeout] http", timeout.http_ms),
     RESTART_KEY("[fleet]", fleet),
+    RESTART_KEY("[api]", api),
 };
 
 static bool same_listeners(const struct config *a, const struct config *b)
@@ -762,28 +778,59 @@ static void reload_warn(void *user, const char *msg)
         tg__log(NULL, TG__LOG_WARN, "%s", msg);
 }
 
-int server_reload_file(struct server *s, const char *path)
+int server_reload_file_locked(struct server *s, const char *path, const char *origin, char *err,
+                              size_t errlen)
 {
-    char err[CONFIG_ERR_MAX];
     struct config cfg;
     config_init(&cfg);
-    int rc = config_load_file(&cfg, path, err, sizeof err, reload_warn, NULL);
+    int rc = apistore_config_load(&cfg, path, err, errlen, reload_warn, NULL);
     if (rc == 0)
-        rc = server_reload(s, &cfg, err, sizeof err);
+        rc = server_reload(s, &cfg, err, errlen);
     else
         reload_count(s, false);
     config_cleanup(&cfg);
+    api_note_reload(s->api, rc == 0, origin, rc == 0 ? NULL : err);
     if (rc != 0) {
-        tg__log(NULL, TG__LOG_ERROR, "reload refused, the running configuration stays: %s", err);
+        tg__log(NULL, TG__LOG_ERROR, "reload refused, the running configuration stays: %s (%s)",
+                err, origin);
         return rc;
     }
     struct gen *g = conn_shared_gen(&s->sh);
     tg__log(NULL, TG__LOG_INFO,
-            "reload: %s applied (generation %llu, secrets: %zu); open connections keep the "
+            "reload: %s applied (%s; generation %llu, secrets: %zu); open connections keep the "
             "configuration they started with",
-            path, (unsigned long long)g->seq, g->cfg->nsecrets);
+            path, origin, (unsigned long long)g->seq, g->cfg->nsecrets);
     gen_unref(g);
     return 0;
+}
+
+int server_reload_file(struct server *s, const char *path)
+{
+    char err[CONFIG_ERR_MAX];
+    server_reload_lock(s);
+    int rc = server_reload_file_locked(s, path, "SIGHUP", err, sizeof err);
+    server_reload_unlock(s);
+    return rc;
+}
+
+void server_reload_lock(struct server *s)
+{
+    pthread_mutex_lock(&s->reload_mu);
+}
+
+void server_reload_unlock(struct server *s)
+{
+    pthread_mutex_unlock(&s->reload_mu);
+}
+
+struct gen *server_gen(struct server *s)
+{
+    return conn_shared_gen(&s->sh);
+}
+
+bool server_draining(const struct server *s)
+{
+    return __atomic_load_n(&s->draining, __ATOMIC_ACQUIRE);
 }
 
 void server_reload_counts(const struct server *s, uint64_t *ok, uint64_t *failed, bool *last_ok,

@@ -28,6 +28,7 @@
 #include "proxy/engine/stats.h"
 
 struct acl;
+struct gen;
 struct server;
 
 /*
@@ -55,8 +56,21 @@ int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen
    list; a secret that cannot be added is logged by label. At start and after each reload;
    controlling thread (the logger takes one adder at a time). */
 void server_scrub_secrets(const struct config *cfg);
-/* Load path and server_reload it, logging the outcome (a refusal names file:line). */
+/* Load path (with the [api] state file merged, apistore.h) and server_reload it, logging the
+   outcome (a refusal names file:line); holds the reload lock. Any thread. */
 int server_reload_file(struct server *s, const char *path);
+/* The same with the reload lock already held; origin ("SIGHUP", "api") goes in the log and
+   the API's reload history; err gets the refusal. */
+int server_reload_file_locked(struct server *s, const char *path, const char *origin, char *err,
+                              size_t errlen);
+/* The reload lock: SIGHUP reloads and the API's read-modify-write of its state file take it,
+   so they never interleave. Not recursive. */
+void server_reload_lock(struct server *s);
+void server_reload_unlock(struct server *s);
+/* The current generation with a reference (gen_unref it). Any thread. */
+struct gen *server_gen(struct server *s);
+/* Whether server_drain ran. Any thread. */
+bool server_draining(const struct server *s);
 /* Reloads applied and refused, whether the last one was applied (true before any) and
    when the configuration last changed (the last applied reload, else the start; Unix
    seconds). Any thread. */
@@ -97,6 +111,8 @@ double server_start_time(const struct server *s);
 struct acl *server_acl(const struct server *s);
 /* Port the Prometheus page listens on (0 = off). */
 uint16_t server_metrics_port(const struct server *s);
+/* Port the [api] control API listens on (0 = off). */
+uint16_t server_api_port(const struct server *s);
 
 /* Drain: every worker closes its listeners (new connections are refused); open connections
    run on until they end or server_stop. Any time after server_start, controlling thread. */

@@ -1,0 +1,1326 @@
+/*
+ * api: the control API's listener, access checks and endpoints. See api.h, docs/api.md.
+ * Invariant: every handler runs on the MHD thread with the server's reload lock held, so
+ * a.st (the state file as last read or written) and the published generation agree.
+ */
+#include "proxy/daemon/api.h"
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "proxy/daemon/apistore.h"
+#include "proxy/daemon/links.h"
+#include "proxy/daemon/server.h"
+#include "proxy/engine/generation.h"
+#include "proxy/engine/limits.h"
+#include "proxy/wire/crypto.h"
+#include "proxy/wire/json.h"
+#include "proxy/wire/netset.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef TGKIT_VERSION_STRING
+#define TGKIT_VERSION_STRING "0"
+#endif
+
+#define API_CONNS        128 /* connections at once (each up to 64 KiB of buffers) */
+#define API_CONNS_PER_IP 32  /* from one address: a panel and a few scripts */
+#define TOKEN_MAX        512 /* bytes of a token file */
+#define FAIL_SLOTS       256 /* addresses tracked for failed logins */
+#define RELOADS_KEPT     16  /* /v1/info recent reloads */
+#define OUT_MAX          (16u << 20)
+#define SECRET_TEXT      (2 * (1 + SECRET_KEY_LEN + 255) + 1)
+
+#define ANSWERED (-1) /* a handler's result: an error answer is in its struct out */
+
+struct fail_slot {
+    uint8_t addr[16];
+    int64_t minute;
+    uint32_t count;
+};
+
+struct reload_rec {
+    int64_t at;
+    bool ok;
+    char origin[16];
+    char error[160];
+};
+
+struct api {
+    struct MHD_Daemon *mhd;
+    struct server *srv;
+    struct netset *allow;
+    bool has_token;
+    uint8_t mac_key[32];
+    uint8_t token_mac[32];
+    struct apistore st;
+    struct fail_slot fails[FAIL_SLOTS];
+    struct reload_rec reloads[RELOADS_KEPT];
+    size_t nreloads; /* total recorded; the ring holds the last RELOADS_KEPT */
+    uint16_t port;
+};
+
+struct req {
+    tg__buf body;
+    bool too_big;
+    bool done; /* an answer was queued at the first call */
+};
+
+/* ---- answers ---- */
+
+static enum MHD_Result send_raw(struct MHD_Connection *c, unsigned status, const char *type,
+                                const void *p, size_t n, const char *etag, const char *allow)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(n, (void *)(uintptr_t)p, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (etag)
+        MHD_add_response_header(r, "ETag", etag);
+    if (allow)
+        MHD_add_response_header(r, "Allow", allow);
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* The answer being built: {"ok":true,"data": ... } */
+struct out {
+    tg__buf b;
+    unsigned status;
+    const char *allow;
+    char etag[32];
+    bool raw; /* b is the whole body (svg, png) of type */
+    const char *type;
+};
+
+__attribute__((format(printf, 4, 5))) static int err_out(struct out *o, unsigned status,
+                                                         const char *code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tg__buf_reset(&o->b);
+    o->status = status;
+    o->raw = false;
+    int rc = tg__buf_printf(&o->b, "{\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":", code);
+    if (rc == 0)
+        rc = json_put_str(&o->b, msg, strlen(msg));
+    if (rc == 0)
+        rc = tg__buf_puts(&o->b, "}}");
+    return ANSWERED;
+}
+
+static int data_begin(struct out *o, unsigned status)
+{
+    o->status = status;
+    return tg__buf_puts(&o->b, "{\"ok\":true,\"data\":");
+}
+
+static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
+{
+    if (!o->raw && o->status < 300 && tg__buf_putc(&o->b, '}') != 0)
+        err_out(o, 500, "internal", "out of memory");
+    if (o->b.len == 0 && !o->raw)
+        err_out(o, 500, "internal", "out of memory");
+    enum MHD_Result rc =
+        send_raw(c, o->status, o->raw ? o->type : "application/json", o->b.data ? o->b.data : "",
+                 o->b.len, o->etag[0] ? o->etag : NULL, o->allow);
+    if (o->b.data)
+        crypto_wipe(o->b.data, o->b.len); /* links and a new secret pass through here */
+    tg__buf_cleanup(&o->b);
+    return rc;
+}
+
+/* ---- access ---- */
+
+static void addr16(const struct sockaddr *sa, uint8_t out[16])
+{
+    memset(out, 0, 16);
+    if (sa->sa_family == AF_INET) {
+        out[10] = out[11] = 0xff;
+        memcpy(out + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6) {
+        memcpy(out, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+    }
+}
+
+static struct fail_slot *fail_slot(struct api *a, const uint8_t addr[16], int64_t minute, bool add)
+{
+    struct fail_slot *old = &a->fails[0];
+    for (size_t i = 0; i < FAIL_SLOTS; i++) {
+        struct fail_slot *f = &a->fails[i];
+        if (f->count && memcmp(f->addr, addr, 16) == 0) {
+            if (f->minute != minute) {
+                f->minute = minute;
+                f->count = 0;
+            }
+            return f;
+        }
+        if (!f->count || f->minute < old->minute)
+            old = f;
+    }
+    if (!add)
+        return NULL;
+    memcpy(old->addr, addr, 16);
+    old->minute = minute;
+    old->count = 0;
+    return old;
+}
+
+static bool token_ok(struct api *a, const char *hdr)
+{
+    static const char bearer[] = "Bearer ";
+    if (!hdr || strncmp(hdr, bearer, sizeof bearer - 1) != 0)
+        return false;
+    const char *t = hdr + sizeof bearer - 1;
+    uint8_t mac[32];
+    struct crypto_part p = {t, strlen(t)};
+    if (crypto_hmac_sha256(a->mac_key, sizeof a->mac_key, &p, 1, mac) != 0)
+        return false;
+    bool ok = CRYPTO_memcmp(mac, a->token_mac, sizeof mac) == 0;
+    crypto_wipe(mac, sizeof mac);
+    return ok;
+}
+
+/* ---- numbers ---- */
+
+static const char *kind_name(enum secret_kind k)
+{
+    return k == SECRET_EE ? "ee" : k == SECRET_DD ? "dd" : "classic";
+}
+
+static int put_limits(tg__buf *b, const struct config_limits *l)
+{
+    return tg__buf_printf(b,
+                          "{\"max-connections\":%u,\"max-unique-ips\":%u,\"unique-ips-window\":%u,"
+                          "\"quota\":%" PRIu64 ",\"quota-reset\":%u,\"expires\":%" PRId64 "}",
+                          l->max_connections, l->max_unique_ips, l->unique_ips_window_s, l->quota,
+                          l->quota_reset_s, l->expires);
+}
+
+static uint32_t slot_of(struct server *s, const char *label)
+{
+    size_t n = server_secret_count(s);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(server_secret_label(s, i), label) == 0)
+            return (uint32_t)i;
+    return GEN_NO_SLOT;
+}
+
+/* The stats object of a label: slot (GEN_NO_SLOT = never served), the generation index
+   (-1 = not served now, e.g. disabled). */
+static int put_stats(tg__buf *b, struct server *s, const struct gen *g, uint32_t slot, ssize_t gi)
+{
+    struct stats_secret ss;
+    memset(&ss, 0, sizeof ss);
+    if (slot != GEN_NO_SLOT)
+        server_secret_stats(s, slot, &ss);
+    uint64_t used = 0;
+    int64_t end = 0;
+    bool quota = gi >= 0 && limits_quota_get(g->limits, (size_t)gi, &used, &end);
+    uint64_t q = gi >= 0 ? g->cfg->secrets[gi].limits.quota : 0;
+    int rc = tg__buf_printf(b,
+                            "{\"connections_active\":%" PRIu64 ",\"connections_total\":%" PRIu64
+                            ",\"bytes_to_upstream\":%" PRIu64 ",\"bytes_to_client\":%" PRIu64
+                            ",\"limits_hit\":%" PRIu64 ",\"quota_used\":",
+                            ss.active, ss.conns, ss.bytes_up, ss.bytes_down, ss.limits_hit);
+    if (rc == 0)
+        rc = quota ? tg__buf_printf(b,
+                                    "%" PRIu64 ",\"quota_left\":%" PRIu64
+                                    ",\"quota_period_end\":%" PRId64 "}",
+                                    used, used >= q ? 0 : q - used, end)
+                   : tg__buf_puts(b, "null,\"quota_left\":null,\"quota_period_end\":null}");
+    return rc;
+}
+
+static ssize_t gen_index(const struct gen *g, const char *label)
+{
+    for (size_t i = 0; i < g->cfg->nsecrets; i++)
+        if (strcmp(g->cfg->secrets[i].label, label) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+/* One secret as the API shows it (never its key). */
+static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char *label,
+                      bool with_stats)
+{
+    ssize_t gi = gen_index(g, label);
+    struct apistore_entry *e = apistore_find(&a->st, label);
+    const struct config_secret *cs = gi >= 0 ? &g->cfg->secrets[gi] : NULL;
+    bool api_owned =
+        e && e->has_secret && (!cs || memcmp(&cs->secret, &e->secret, sizeof cs->secret) == 0);
+    const struct secret *sec = cs ? &cs->secret : &e->secret;
+    const struct config_limits *lim = cs ? &cs->limits : &e->limits;
+    int rc = tg__buf_puts(b, "{\"label\":");
+    if (rc == 0)
+        rc = json_put_str(b, label, strlen(label));
+    if (rc == 0)
+        rc = tg__buf_printf(b, ",\"source\":\"%s\",\"disabled\":%s,\"revision\":%" PRIu64,
+                            api_owned ? "api" : "file", e && e->disabled ? "true" : "false",
+                            e ? e->revision : 0);
+    if (rc == 0 && (cs || (e && e->has_secret))) {
+        rc = tg__buf_printf(b, ",\"kind\":\"%s\",\"domain\":", kind_name(sec->kind));
+        if (rc == 0)
+            rc = sec->kind == SECRET_EE ? json_put_str(b, sec->domain, sec->domain_len)
+                                        : tg__buf_puts(b, "null");
+        if (rc == 0)
+            rc = tg__buf_puts(b, ",\"limits\":");
+        if (rc == 0)
+            rc = put_limits(b, lim);
+    }
+    if (rc == 0 && with_stats) {
+        rc = tg__buf_puts(b, ",\"stats\":");
+        if (rc == 0)
+            rc = put_stats(b, a->srv, g, gi >= 0 ? g->slot[gi] : slot_of(a->srv, label), gi);
+    }
+    return rc ? rc : tg__buf_putc(b, '}');
+}
+
+/* ---- changes ---- */
+
+static const char *config_path(struct api *a)
+{
+    return server_config(a->srv)->source;
+}
+
+/* Publish the config file merged with cand; then write cand to the state file. On a failed
+   write the previous state is published again. 0, or -1 with o holding the error answer. */
+static int apply(struct api *a, struct apistore *cand, struct out *o)
+{
+    char err[CONFIG_ERR_MAX];
+    struct config cfg;
+    config_init(&cfg);
+    int rc = config_load_file(&cfg, config_path(a), err, sizeof err, NULL, NULL);
+    if (rc == 0)
+        rc = apistore_merge(cand, &cfg, err, sizeof err, NULL, NULL);
+    if (rc == 0)
+        rc = server_reload(a->srv, &cfg, err, sizeof err);
+    config_cleanup(&cfg);
+    api_note_reload(a, rc == 0, "api", rc == 0 ? NULL : err);
+    if (rc == -ENOMEM)
+        return err_out(o, 500, "internal", "out of memory");
+    if (rc != 0)
+        return err_out(o, 409, "config_invalid", "the change was not applied: %s", err);
+    const char *path = server_config(a->srv)->api.state_file;
+    if ((rc = apistore_save(cand, path, err, sizeof err)) != 0) {
+        tg__log(NULL, TG__LOG_ERROR, "api: %s; publishing the previous state again", err);
+        char err2[CONFIG_ERR_MAX];
+        config_init(&cfg);
+        if (config_load_file(&cfg, config_path(a), err2, sizeof err2, NULL, NULL) == 0 &&
+            apistore_merge(&a->st, &cfg, err2, sizeof err2, NULL, NULL) == 0)
+            (void)server_reload(a->srv, &cfg, err2, sizeof err2);
+        config_cleanup(&cfg);
+        return err_out(o, 500, "state_write_failed", "%s", err);
+    }
+    struct apistore tmp = a->st;
+    a->st = *cand;
+    *cand = tmp;
+    return 0;
+}
+
+/* If-Match against an entry's revision: 0, or -1 with a 409 answer. */
+static int check_match(struct MHD_Connection *c, const struct apistore_entry *e, uint64_t rev,
+                       struct out *o)
+{
+    const char *im = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
+    if (!im || strcmp(im, "*") == 0)
+        return 0;
+    char want[32];
+    snprintf(want, sizeof want, "\"%" PRIu64 "\"", e ? e->revision : rev);
+    if (strcmp(im, want) == 0)
+        return 0;
+    return err_out(o, 409, "revision_mismatch",
+                   "If-Match %s is stale: the secret is at revision %s (GET it again)",
+                   strlen(im) < 40 ? im : "(long)", want);
+}
+
+static int limits_from(const struct json_val *o, struct config_limits *l, struct out *out)
+{
+    static const char *const keys[] = {"max-connections", "max-unique-ips", "unique-ips-window",
+                                       "quota",           "quota-reset",    "expires"};
+    if (!o)
+        return 0;
+    if (o->type != JSON_OBJECT)
+        return err_out(out, 400, "bad_request", "limits: expected an object");
+    for (const struct json_val *m = o->child; m; m = m->next) {
+        size_t k = 0;
+        while (k < 6 && strcmp(keys[k], m->key) != 0)
+            k++;
+        if (k == 6)
+            return err_out(out, 400, "bad_request",
+                           "limits: unknown member (expected max-connections, max-unique-ips, "
+                           "unique-ips-window, quota, quota-reset, expires)");
+        if (m->type != JSON_NUMBER || !m->is_int || m->i < 0 ||
+            (k != 3 && k != 5 && m->i > (int64_t)UINT32_MAX))
+            return err_out(out, 400, "bad_request", "limits.%s: expected a whole number >= 0",
+                           keys[k]);
+    }
+    uint64_t v;
+    for (size_t k = 0; k < 6; k++) {
+        const struct json_val *m = json_get(o, keys[k]);
+        if (!m)
+            continue;
+        v = (uint64_t)m->i;
+        switch (k) {
+        case 0:
+            l->max_connections = (uint32_t)v;
+            break;
+        case 1:
+            l->max_unique_ips = (uint32_t)v;
+            break;
+        case 2:
+            l->unique_ips_window_s = (uint32_t)v;
+            break;
+        case 3:
+            l->quota = v;
+            break;
+        case 4:
+            l->quota_reset_s = (uint32_t)v;
+            break;
+        default:
+            l->expires = (int64_t)v;
+            break;
+        }
+    }
+    return 0;
+}
+
+static int parse_body(const struct req *r, struct json_doc *doc, struct out *o)
+{
+    char why[160];
+    doc->root = NULL;
+    doc->blocks = NULL;
+    if (r->body.len == 0)
+        return 0;
+    int rc = json_parse(doc, r->body.data, r->body.len, why, sizeof why);
+    if (rc == -ENOMEM)
+        return err_out(o, 500, "internal", "out of memory");
+    if (rc != 0)
+        return err_out(o, 400, "bad_json", "request body: %s", why);
+    if (doc->root->type != JSON_OBJECT) {
+        json_doc_free(doc);
+        return err_out(o, 400, "bad_json", "request body: expected a JSON object");
+    }
+    return 0;
+}
+
+static int put_links(tg__buf *b, struct api *a, const char *label, const struct secret *sec)
+{
+    const struct config *cfg = server_config(a->srv);
+    char host[CONFIG_HOST_MAX];
+    uint16_t port = cfg->public_port ? cfg->public_port : server_port(a->srv, 0);
+    if (cfg->public_host[0]) {
+        tg__strlcpy(host, cfg->public_host, sizeof host);
+    } else {
+        const struct sockaddr_storage *sa = &cfg->listen[0].addr;
+        inet_ntop(sa->ss_family,
+                  sa->ss_family == AF_INET
+                      ? (const void *)&((const struct sockaddr_in *)(const void *)sa)->sin_addr
+                      : (const void *)&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                  host, sizeof host);
+    }
+    int rc = tg__buf_puts(b, "{\"tg\":\"");
+    if (rc == 0)
+        rc = links_format(b, LINKS_TG, host, port, sec, false);
+    if (rc == 0)
+        rc = tg__buf_puts(b, "\",\"tme\":\"");
+    if (rc == 0)
+        rc = links_format(b, LINKS_TME, host, port, sec, false);
+    if (rc == 0)
+        rc = tg__buf_puts(b, "\",\"qr_svg\":\"/v1/secrets/");
+    if (rc == 0)
+        rc = tg__buf_printf(b, "%s/qr.svg\",\"qr_png\":\"/v1/secrets/%s/qr.png\"}", label, label);
+    return rc;
+}
+
+/* The served secret of label (from the generation, else a disabled API entry), or NULL. */
+static const struct secret *find_secret(struct api *a, const struct gen *g, const char *label)
+{
+    ssize_t gi = gen_index(g, label);
+    if (gi >= 0)
+        return &g->cfg->secrets[gi].secret;
+    struct apistore_entry *e = apistore_find(&a->st, label);
+    return e && e->has_secret ? &e->secret : NULL;
+}
+
+static bool label_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= CONFIG_LABEL_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' || s[i] == '-'))
+            return false;
+    return true;
+}
+
+static int new_key(struct secret *sec)
+{
+    return crypto_random(sec->key, sizeof sec->key);
+}
+
+/* POST /v1/secrets */
+static int h_create(struct api *a, const struct json_val *body, struct out *o)
+{
+    const struct json_val *lab = json_get(body, "label"), *kind = json_get(body, "kind"),
+                          *dom = json_get(body, "domain"), *sec = json_get(body, "secret");
+    for (const struct json_val *m = body ? body->child : NULL; m; m = m->next)
+        if (strcmp(m->key, "label") && strcmp(m->key, "kind") && strcmp(m->key, "domain") &&
+            strcmp(m->key, "secret") && strcmp(m->key, "limits"))
+            return err_out(o, 400, "bad_request",
+                           "unknown member (expected label, kind, domain, secret, limits)");
+    if (!lab || lab->type != JSON_STRING || !label_ok(lab->str))
+        return err_out(o, 400, "bad_request", "label: expected 1..%d characters of [A-Za-z0-9_.-]",
+                       CONFIG_LABEL_MAX - 1);
+    struct gen *g = server_gen(a->srv);
+    bool taken = gen_index(g, lab->str) >= 0 || apistore_find(&a->st, lab->str);
+    gen_unref(g);
+    if (taken)
+        return err_out(o, 409, "exists", "a secret labelled %s exists", lab->str);
+    struct apistore_entry ne;
+    memset(&ne, 0, sizeof ne);
+    tg__strlcpy(ne.label, lab->str, sizeof ne.label);
+    ne.has_secret = true;
+    char why[160];
+    if (sec) {
+        if (sec->type != JSON_STRING ||
+            secret_parse(sec->str, sec->len, &ne.secret, why, sizeof why) != 0)
+            return err_out(o, 400, "bad_request", "secret: %s",
+                           sec->type == JSON_STRING ? why : "expected a string");
+        if (kind || dom)
+            return err_out(o, 400, "bad_request",
+                           "secret given: kind and domain come from it, leave them out");
+    } else {
+        const char *k = kind && kind->type == JSON_STRING ? kind->str : kind ? "" : "ee";
+        ne.secret.kind = strcmp(k, "ee") == 0   ? SECRET_EE
+                         : strcmp(k, "dd") == 0 ? SECRET_DD
+                                                : SECRET_CLASSIC;
+        if (strcmp(k, "ee") && strcmp(k, "dd") && strcmp(k, "classic"))
+            return err_out(o, 400, "bad_request", "kind: expected \"ee\", \"dd\" or \"classic\"");
+        if (ne.secret.kind == SECRET_EE) {
+            const char *bad = !dom || dom->type != JSON_STRING ? "expected a domain string"
+                              : dom->len > SECRET_DOMAIN_MAX
+                                  ? "too long"
+                                  : secret_domain_problem(dom->str, dom->len);
+            if (bad)
+                return err_out(o, 400, "bad_request", "domain: %s", bad);
+            memcpy(ne.secret.domain, dom->str, dom->len);
+            ne.secret.domain_len = (uint8_t)dom->len;
+        } else if (dom) {
+            return err_out(o, 400, "bad_request", "domain: only an ee secret has one");
+        }
+        if (new_key(&ne.secret) != 0)
+            return err_out(o, 500, "internal", "no random bytes");
+    }
+    if (limits_from(json_get(body, "limits"), &ne.limits, o) != 0)
+        return -1;
+    struct apistore cand;
+    apistore_init(&cand);
+    struct apistore_entry *e = NULL;
+    if (apistore_copy(&cand, &a->st) != 0 || !(e = apistore_add(&cand, ne.label))) {
+        apistore_cleanup(&cand);
+        return err_out(o, 507, "full", "the API holds at most %d secrets", APISTORE_MAX);
+    }
+    uint64_t rev = ne.revision = ++cand.revision;
+    *e = ne;
+    int rc = apply(a, &cand, o);
+    apistore_cleanup(&cand);
+    if (rc != 0)
+        return rc;
+    g = server_gen(a->srv);
+    char text[SECRET_TEXT];
+    int n = secret_format(&ne.secret, false, text, sizeof text);
+    rc = data_begin(o, 201);
+    if (rc == 0)
+        rc = tg__buf_puts(&o->b, "{\"secret\":");
+    if (rc == 0)
+        rc = put_secret(&o->b, a, g, ne.label, false);
+    if (rc == 0)
+        rc = tg__buf_printf(&o->b, ",\"key\":\"%s\",\"links\":", n > 0 ? text : "");
+    if (rc == 0)
+        rc = put_links(&o->b, a, ne.label, &ne.secret);
+    if (rc == 0)
+        rc = tg__buf_putc(&o->b, '}');
+    crypto_wipe(text, sizeof text);
+    crypto_wipe(&ne, sizeof ne);
+    gen_unref(g);
+    snprintf(o->etag, sizeof o->etag, "\"%" PRIu64 "\"", rev);
+    return rc;
+}
+
+enum op { OP_DISABLE, OP_ENABLE, OP_ROTATE, OP_PATCH, OP_DELETE };
+
+/* disable / enable / rotate / PATCH / DELETE of one label */
+static int h_change(struct api *a, struct MHD_Connection *c, const char *label, enum op op,
+                    const struct json_val *body, struct out *o)
+{
+    struct gen *g = server_gen(a->srv);
+    bool in_gen = gen_index(g, label) >= 0;
+    gen_unref(g);
+    struct apistore cand;
+    apistore_init(&cand);
+    if (apistore_copy(&cand, &a->st) != 0)
+        return err_out(o, 500, "internal", "out of memory");
+    struct apistore_entry *e = apistore_find(&cand, label);
+    int rc = 0;
+    if (!e && !in_gen)
+        rc = err_out(o, 404, "not_found", "no secret labelled %s", label);
+    else if (check_match(c, e, 0, o) != 0)
+        rc = -1;
+    else if ((op == OP_ROTATE || op == OP_PATCH || op == OP_DELETE) && !(e && e->has_secret))
+        rc = err_out(o, 409, "file_owned",
+                     "%s is defined in the configuration file: edit the file (and SIGHUP) to "
+                     "change it; the API can disable, enable and reset its quota",
+                     label);
+    if (rc != 0) {
+        apistore_cleanup(&cand);
+        return rc;
+    }
+    if (!e && !(e = apistore_add(&cand, label))) {
+        apistore_cleanup(&cand);
+        return err_out(o, 507, "full", "the API holds at most %d entries", APISTORE_MAX);
+    }
+    uint64_t rev = ++cand.revision;
+    e->revision = rev;
+    if (op == OP_DISABLE)
+        e->disabled = true;
+    else if (op == OP_ENABLE)
+        e->disabled = false;
+    else if (op == OP_ROTATE && new_key(&e->secret) != 0)
+        rc = err_out(o, 500, "internal", "no random bytes");
+    else if (op == OP_PATCH) {
+        for (const struct json_val *m = body ? body->child : NULL; m && rc == 0; m = m->next)
+            if (strcmp(m->key, "limits") != 0)
+                rc =
+                    err_out(o, 400, "bad_request", "PATCH changes limits only: {\"limits\":{...}}");
+        if (rc == 0)
+            rc = limits_from(json_get(body, "limits"), &e->limits, o);
+    } else if (op == OP_DELETE)
+        apistore_del(&cand, e);
+    if (op == OP_ENABLE && !e->has_secret)
+        apistore_del(&cand, e); /* a file secret's override with nothing left to say */
+    if (rc == 0)
+        rc = apply(a, &cand, o);
+    apistore_cleanup(&cand);
+    if (rc != 0)
+        return rc;
+    g = server_gen(a->srv);
+    rc = data_begin(o, 200);
+    if (rc == 0 && op == OP_DELETE)
+        rc = tg__buf_puts(&o->b, "{\"deleted\":");
+    if (rc == 0 && op == OP_DELETE)
+        rc = json_put_str(&o->b, label, strlen(label));
+    if (rc == 0 && op == OP_DELETE)
+        rc = tg__buf_putc(&o->b, '}');
+    if (rc == 0 && op != OP_DELETE)
+        rc = put_secret(&o->b, a, g, label, true);
+    gen_unref(g);
+    snprintf(o->etag, sizeof o->etag, "\"%" PRIu64 "\"", rev);
+    return rc;
+}
+
+static int h_reset_quota(struct api *a, const char *label, struct out *o)
+{
+    struct gen *g = server_gen(a->srv);
+    ssize_t gi = gen_index(g, label);
+    int rc;
+    uint64_t used;
+    int64_t end;
+    if (gi < 0)
+        rc = err_out(o, 404, "not_found", "no secret labelled %s is served now", label);
+    else if (!limits_quota_get(g->limits, (size_t)gi, &used, &end))
+        rc = err_out(o, 409, "no_quota", "%s has no quota", label);
+    else {
+        limits_quota_set(g->limits, (size_t)gi, 0, end);
+        rc = data_begin(o, 200);
+        if (rc == 0)
+            rc = put_secret(&o->b, a, g, label, true);
+    }
+    gen_unref(g);
+    return rc;
+}
+
+/* ---- QR images ---- */
+
+static int qr_svg(tg__buf *b, const char *text);
+static int qr_png(tg__buf *b, const char *text);
+
+static int h_link(struct api *a, const char *label, int what, struct out *o)
+{
+    struct gen *g = server_gen(a->srv);
+    const struct secret *sec = find_secret(a, g, label);
+    int rc;
+    if (!sec) {
+        gen_unref(g);
+        return err_out(o, 404, "not_found", "no secret labelled %s", label);
+    }
+    if (what == 0) {
+        rc = data_begin(o, 200);
+        if (rc == 0)
+            rc = put_links(&o->b, a, label, sec);
+    } else {
+        tg__buf l;
+        tg__buf_init(&l, 4096);
+        rc = put_links(&l, a, label, sec);
+        /* the t.me link, as phones open it: between "tme":" and the next quote */
+        const char *at = rc == 0 ? strstr(tg__buf_cstr(&l), "\"tme\":\"") : NULL;
+        char link[2048];
+        size_t n = at ? strcspn(at + 7, "\"") : 0;
+        if (at && n < sizeof link) {
+            memcpy(link, at + 7, n);
+            link[n] = '\0';
+            o->raw = true;
+            o->status = 200;
+            o->type = what == 1 ? "image/svg+xml" : "image/png";
+            rc = what == 1 ? qr_svg(&o->b, link) : qr_png(&o->b, link);
+            crypto_wipe(link, sizeof link);
+        } else {
+            rc = -EINVAL;
+        }
+        if (l.data)
+            crypto_wipe(l.data, l.len);
+        tg__buf_cleanup(&l);
+        if (rc != 0)
+            err_out(o, 500, "internal", "cannot draw the QR code");
+    }
+    gen_unref(g);
+    return rc;
+}
+
+static int h_list(struct api *a, struct out *o)
+{
+    struct gen *g = server_gen(a->srv);
+    int rc = data_begin(o, 200);
+    if (rc == 0)
+        rc = tg__buf_printf(&o->b,
+                            "{\"revision\":%" PRIu64 ",\"generation\":%" PRIu64 ",\"secrets\":[",
+                            a->st.revision, g->seq);
+    bool first = true;
+    for (size_t i = 0; rc == 0 && i < g->cfg->nsecrets; i++, first = false) {
+        rc = first ? 0 : tg__buf_putc(&o->b, ',');
+        if (rc == 0)
+            rc = put_secret(&o->b, a, g, g->cfg->secrets[i].label, true);
+    }
+    for (size_t i = 0; rc == 0 && i < a->st.n; i++) {
+        if (gen_index(g, a->st.e[i].label) >= 0)
+            continue;
+        rc = first ? 0 : tg__buf_putc(&o->b, ',');
+        first = false;
+        if (rc == 0)
+            rc = put_secret(&o->b, a, g, a->st.e[i].label, true);
+    }
+    if (rc == 0)
+        rc = tg__buf_puts(&o->b, "]}");
+    gen_unref(g);
+    return rc;
+}
+
+static int h_get(struct api *a, const char *label, bool stats, struct out *o)
+{
+    struct gen *g = server_gen(a->srv);
+    struct apistore_entry *e = apistore_find(&a->st, label);
+    int rc;
+    if (gen_index(g, label) < 0 && !e)
+        rc = err_out(o, 404, "not_found", "no secret labelled %s", label);
+    else {
+        rc = data_begin(o, 200);
+        if (rc == 0 && stats) {
+            ssize_t gi = gen_index(g, label);
+            rc = put_stats(&o->b, a->srv, g, gi >= 0 ? g->slot[gi] : slot_of(a->srv, label), gi);
+        } else if (rc == 0)
+            rc = put_secret(&o->b, a, g, label, true);
+        snprintf(o->etag, sizeof o->etag, "\"%" PRIu64 "\"", e ? e->revision : 0);
+    }
+    gen_unref(g);
+    return rc;
+}
+
+static int h_info(struct api *a, struct out *o)
+{
+    uint64_t ok = 0, failed = 0;
+    bool last_ok = true;
+    double when = 0;
+    server_reload_counts(a->srv, &ok, &failed, &last_ok, &when);
+    struct gen *g = server_gen(a->srv);
+    double up = (double)tg__wall_s() - server_start_time(a->srv);
+    int rc = data_begin(o, 200);
+    if (rc == 0)
+        rc = tg__buf_printf(&o->b,
+                            "{\"version\":\"%s\",\"uptime_s\":%.0f,\"generation\":%" PRIu64
+                            ",\"revision\":%" PRIu64 ",\"secrets\":%zu,\"connections_active\":%u,"
+                            "\"reloads\":{\"ok\":%" PRIu64 ",\"failed\":%" PRIu64
+                            ",\"last_ok\":%s,\"last_ok_time\":%.0f,\"recent\":[",
+                            TGKIT_VERSION_STRING, up < 0 ? 0 : up, g->seq, a->st.revision,
+                            g->cfg->nsecrets, server_active(a->srv), ok, failed,
+                            last_ok ? "true" : "false", when);
+    size_t n = a->nreloads < RELOADS_KEPT ? a->nreloads : RELOADS_KEPT;
+    for (size_t k = 0; rc == 0 && k < n; k++) { /* newest first */
+        const struct reload_rec *r = &a->reloads[(a->nreloads - 1 - k) % RELOADS_KEPT];
+        rc = tg__buf_printf(&o->b, "%s{\"at\":%" PRId64 ",\"ok\":%s,\"origin\":", k ? "," : "",
+                            r->at, r->ok ? "true" : "false");
+        if (rc == 0)
+            rc = json_put_str(&o->b, r->origin, strlen(r->origin));
+        if (rc == 0)
+            rc = tg__buf_puts(&o->b, ",\"error\":");
+        if (rc == 0)
+            rc = r->ok ? tg__buf_puts(&o->b, "null")
+                       : json_put_str(&o->b, r->error, strlen(r->error));
+        if (rc == 0)
+            rc = tg__buf_putc(&o->b, '}');
+    }
+    if (rc == 0)
+        rc = tg__buf_puts(&o->b, "]}}");
+    gen_unref(g);
+    return rc;
+}
+
+static int h_ready(struct api *a, struct out *o)
+{
+    bool draining = server_draining(a->srv);
+    struct gen *g = server_gen(a->srv);
+    int rc = data_begin(o, draining ? 503 : 200);
+    if (rc == 0)
+        rc = tg__buf_printf(
+            &o->b, "{\"ready\":%s,\"draining\":%s,\"listeners\":%zu,\"generation\":%" PRIu64 "}",
+            draining ? "false" : "true", draining ? "true" : "false",
+            server_config(a->srv)->nlisten, g->seq);
+    gen_unref(g);
+    if (draining) { /* a 503 still carries the envelope, with ok false */
+        tg__buf_reset(&o->b);
+        err_out(o, 503, "not_ready", "draining: new connections are refused");
+    }
+    return rc;
+}
+
+/* ---- routing ---- */
+
+static bool method_is(const char *m, const char *want)
+{
+    return strcmp(m, want) == 0;
+}
+
+/* /v1/secrets/{label}[/{action}] split; false when it is not that shape. */
+static bool split_secret_path(const char *url, char *label, size_t cap, const char **action)
+{
+    static const char pre[] = "/v1/secrets/";
+    if (strncmp(url, pre, sizeof pre - 1) != 0)
+        return false;
+    const char *l = url + sizeof pre - 1, *slash = strchr(l, '/');
+    size_t n = slash ? (size_t)(slash - l) : strlen(l);
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(label, l, n);
+    label[n] = '\0';
+    *action = slash ? slash + 1 : "";
+    return !strchr(*action, '/');
+}
+
+static int route(struct api *a, struct MHD_Connection *c, const char *url, const char *m,
+                 const struct req *r, struct out *o)
+{
+    bool get = method_is(m, "GET") || method_is(m, "HEAD"), post = method_is(m, "POST");
+    if (strcmp(url, "/v1/health") == 0) {
+        if (!get)
+            return o->allow = "GET, HEAD", err_out(o, 405, "method_not_allowed", "use GET");
+        int rc = data_begin(o, 200);
+        return rc ? rc : tg__buf_puts(&o->b, "{\"status\":\"alive\"}");
+    }
+    if (strcmp(url, "/v1/ready") == 0)
+        return get ? h_ready(a, o)
+                   : (o->allow = "GET, HEAD", err_out(o, 405, "method_not_allowed", "use GET"));
+    if (strcmp(url, "/v1/info") == 0)
+        return get ? h_info(a, o)
+                   : (o->allow = "GET, HEAD", err_out(o, 405, "method_not_allowed", "use GET"));
+    if (strcmp(url, "/v1/reload") == 0 || strcmp(url, "/v1/drain") == 0) {
+        if (!post)
+            return o->allow = "POST", err_out(o, 405, "method_not_allowed", "use POST");
+        if (url[4] == 'd') {
+            server_drain(a->srv);
+            int rc = data_begin(o, 202);
+            return rc ? rc : tg__buf_puts(&o->b, "{\"draining\":true}");
+        }
+        char err[CONFIG_ERR_MAX];
+        if (server_reload_file_locked(a->srv, config_path(a), "api", err, sizeof err) != 0)
+            return err_out(o, 409, "config_invalid", "reload refused: %s", err);
+        struct apistore fresh;
+        if (apistore_load(&fresh, server_config(a->srv)->api.state_file, err, sizeof err) == 0) {
+            apistore_cleanup(&a->st);
+            a->st = fresh;
+        }
+        struct gen *g = server_gen(a->srv);
+        int rc = data_begin(o, 200);
+        if (rc == 0)
+            rc = tg__buf_printf(&o->b, "{\"generation\":%" PRIu64 ",\"secrets\":%zu}", g->seq,
+                                g->cfg->nsecrets);
+        gen_unref(g);
+        return rc;
+    }
+    struct json_doc doc = {0};
+    if (strcmp(url, "/v1/secrets") == 0) {
+        if (get)
+            return h_list(a, o);
+        if (!post)
+            return o->allow = "GET, HEAD, POST",
+                   err_out(o, 405, "method_not_allowed", "use GET or POST");
+        if (parse_body(r, &doc, o) != 0)
+            return -1;
+        int rc = h_create(a, doc.root, o);
+        json_doc_free(&doc);
+        return rc;
+    }
+    char label[CONFIG_LABEL_MAX + 1];
+    const char *act = NULL;
+    if (!split_secret_path(url, label, sizeof label, &act))
+        return err_out(o, 404, "not_found", "no such endpoint (see /v1/openapi.json)");
+    if (act[0] == '\0') {
+        bool patch = method_is(m, "PATCH"), del = method_is(m, "DELETE");
+        if (get)
+            return h_get(a, label, false, o);
+        if (!patch && !del)
+            return o->allow = "GET, HEAD, PATCH, DELETE",
+                   err_out(o, 405, "method_not_allowed", "use GET, PATCH or DELETE");
+        if (parse_body(r, &doc, o) != 0)
+            return -1;
+        int rc = h_change(a, c, label, patch ? OP_PATCH : OP_DELETE, doc.root, o);
+        json_doc_free(&doc);
+        return rc;
+    }
+    static const struct {
+        const char *name;
+        bool post;
+        int op; /* enum op, or 10 reset-quota, 20 stats, 30.. link/svg/png */
+    } acts[] = {
+        {"disable", true, OP_DISABLE}, {"enable", true, OP_ENABLE}, {"rotate", true, OP_ROTATE},
+        {"reset-quota", true, 10},     {"stats", false, 20},        {"link", false, 30},
+        {"qr.svg", false, 31},         {"qr.png", false, 32},
+    };
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        if (strcmp(act, acts[i].name) != 0)
+            continue;
+        if (acts[i].post ? !post : !get)
+            return o->allow = acts[i].post ? "POST" : "GET, HEAD",
+                   err_out(o, 405, "method_not_allowed", "use %s", acts[i].post ? "POST" : "GET");
+        if (acts[i].op < 10)
+            return h_change(a, c, label, (enum op)acts[i].op, NULL, o);
+        if (acts[i].op == 10)
+            return h_reset_quota(a, label, o);
+        if (acts[i].op == 20)
+            return h_get(a, label, true, o);
+        return h_link(a, label, acts[i].op - 30, o);
+    }
+    return err_out(o, 404, "not_found", "no such endpoint (see /v1/openapi.json)");
+}
+
+/* The first call for a request: access checks, size. 0 = go on, else an answer in o. */
+static int gate(struct api *a, struct MHD_Connection *c, const char *url, struct out *o)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (!sa || !netset_has(a->allow, sa))
+        return err_out(o, 403, "forbidden", "this address is not in [api] allow");
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > server_config(a->srv)->api.max_body)
+        return err_out(o, 413, "too_large", "the body is over [api] max-body (%u bytes)",
+                       server_config(a->srv)->api.max_body);
+    if (strncmp(url, "/v1/", 4) != 0 || !a->has_token || strcmp(url, "/v1/health") == 0 ||
+        strcmp(url, "/v1/ready") == 0)
+        return 0;
+    uint8_t addr[16];
+    addr16(sa, addr);
+    int64_t minute = tg__wall_s() / 60;
+    struct fail_slot *f = fail_slot(a, addr, minute, false);
+    uint32_t limit = server_config(a->srv)->api.auth_failures;
+    if (f && f->count >= limit)
+        return err_out(o, 429, "too_many_failures",
+                       "too many failed logins from this address; try again next minute");
+    if (token_ok(a, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
+        return 0;
+    f = fail_slot(a, addr, minute, true);
+    f->count++;
+    char who[INET6_ADDRSTRLEN + 8];
+    struct sockaddr_storage ss;
+    memcpy(&ss, sa,
+           sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+    value_format_addr(&ss, who, sizeof who);
+    tg__log(NULL, TG__LOG_WARN, "api: %s: missing or wrong bearer token (%u this minute)", who,
+            f->count);
+    return err_out(o, 401, "unauthorized", "missing or wrong bearer token");
+}
+
+static int serve_static(const char *url, struct out *o);
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct api *a = cls;
+    struct req *r = *con_cls;
+    struct out o;
+    memset(&o, 0, sizeof o);
+    tg__buf_init(&o.b, OUT_MAX);
+    if (!r) {
+        if (!(r = tg__calloc(1, sizeof *r)))
+            return MHD_NO;
+        tg__buf_init(&r->body, server_config(a->srv)->api.max_body);
+        *con_cls = r;
+        server_reload_lock(a->srv);
+        int rc = gate(a, c, url, &o);
+        server_reload_unlock(a->srv);
+        if (rc == 0) {
+            tg__buf_cleanup(&o.b);
+            return MHD_YES;
+        }
+        r->done = true;
+        return send_out(c, &o);
+    }
+    if (r->done) {
+        *upload_size = 0;
+        tg__buf_cleanup(&o.b);
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!r->too_big && tg__buf_append(&r->body, upload_data, *upload_size) != 0)
+            r->too_big = true;
+        *upload_size = 0;
+        tg__buf_cleanup(&o.b);
+        return MHD_YES;
+    }
+    if (r->too_big)
+        err_out(&o, 413, "too_large", "the body is over [api] max-body (%u bytes)",
+                server_config(a->srv)->api.max_body);
+    else if (strncmp(url, "/v1/", 4) != 0)
+        serve_static(url, &o);
+    else {
+        server_reload_lock(a->srv);
+        int rc = route(a, c, url, method, r, &o);
+        server_reload_unlock(a->srv);
+        if (rc != 0 && rc != ANSWERED)
+            err_out(&o, 500, "internal", "out of memory");
+    }
+    return send_out(c, &o);
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
+                    enum MHD_RequestTerminationCode why)
+{
+    (void)cls;
+    (void)c;
+    (void)why;
+    struct req *r = *con_cls;
+    if (!r)
+        return;
+    if (r->body.data)
+        crypto_wipe(r->body.data, r->body.len);
+    tg__buf_cleanup(&r->body);
+    tg__free(r);
+    *con_cls = NULL;
+}
+
+/* ---- the panel (static) ---- */
+
+static int serve_static(const char *url, struct out *o)
+{
+    (void)url;
+    return err_out(o, 404, "not_found", "no such page");
+}
+
+/* ---- QR drawing ---- */
+
+#include <qrencode.h>
+
+static QRcode *encode(const char *text)
+{
+    return QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1);
+}
+
+static int qr_svg(tg__buf *b, const char *text)
+{
+    QRcode *qr = encode(text);
+    if (!qr)
+        return -EINVAL;
+    int side = qr->width + 2 * LINKS_QR_QUIET;
+    int rc = tg__buf_printf(b,
+                            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
+                            "shape-rendering=\"crispEdges\"><rect width=\"%d\" height=\"%d\" "
+                            "fill=\"#fff\"/><path fill=\"#000\" d=\"",
+                            side, side, side, side);
+    for (int y = 0; y < qr->width && rc == 0; y++)
+        for (int x = 0; x < qr->width && rc == 0; x++)
+            if (qr->data[y * qr->width + x] & 1)
+                rc = tg__buf_printf(b, "M%d %dh1v1h-1z", x + LINKS_QR_QUIET, y + LINKS_QR_QUIET);
+    if (rc == 0)
+        rc = tg__buf_puts(b, "\"/></svg>\n");
+    QRcode_free(qr);
+    return rc;
+}
+
+static uint32_t crc32_of(const uint8_t *p, size_t n, uint32_t crc)
+{
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1)));
+    }
+    return ~crc;
+}
+
+static int put_be32(tg__buf *b, uint32_t v)
+{
+    uint8_t x[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    return tg__buf_append(b, x, 4);
+}
+
+static int png_chunk(tg__buf *b, const char *type, const uint8_t *p, size_t n)
+{
+    int rc = put_be32(b, (uint32_t)n);
+    size_t at = b->len;
+    if (rc == 0)
+        rc = tg__buf_append(b, type, 4);
+    if (rc == 0 && n)
+        rc = tg__buf_append(b, p, n);
+    if (rc == 0)
+        rc = put_be32(b, crc32_of((const uint8_t *)b->data + at, n + 4, 0));
+    return rc;
+}
+
+/* A grayscale PNG, SCALE pixels per module, its image data in stored (uncompressed)
+   deflate blocks: no zlib needed for a few kilobytes. */
+static int qr_png(tg__buf *b, const char *text)
+{
+    enum { SCALE = 8 };
+    QRcode *qr = encode(text);
+    if (!qr)
+        return -EINVAL;
+    int side = qr->width + 2 * LINKS_QR_QUIET;
+    size_t w = (size_t)side * SCALE, row = w + 1, raw_len = row * w;
+    uint8_t *raw = tg__malloc(raw_len);
+    tg__buf z;
+    tg__buf_init(&z, raw_len + raw_len / 65535 * 5 + 64);
+    int rc = raw ? 0 : -ENOMEM;
+    for (size_t y = 0; rc == 0 && y < w; y++) {
+        raw[y * row] = 0; /* filter: none */
+        for (size_t x = 0; x < w; x++) {
+            int mx = (int)(x / SCALE) - LINKS_QR_QUIET, my = (int)(y / SCALE) - LINKS_QR_QUIET;
+            bool dark = mx >= 0 && my >= 0 && mx < qr->width && my < qr->width &&
+                        (qr->data[my * qr->width + mx] & 1);
+            raw[y * row + 1 + x] = dark ? 0 : 255;
+        }
+    }
+    static const uint8_t zhdr[2] = {0x78, 0x01};
+    if (rc == 0)
+        rc = tg__buf_append(&z, zhdr, 2);
+    uint32_t s1 = 1, s2 = 0;
+    for (size_t i = 0; rc == 0 && i < raw_len; i++) {
+        s1 = (s1 + raw[i]) % 65521;
+        s2 = (s2 + s1) % 65521;
+    }
+    for (size_t at = 0; rc == 0 && at < raw_len;) {
+        size_t n = raw_len - at > 65535 ? 65535 : raw_len - at;
+        uint8_t h[5] = {at + n == raw_len, (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)~n,
+                        (uint8_t)(~n >> 8)};
+        rc = tg__buf_append(&z, h, 5);
+        if (rc == 0)
+            rc = tg__buf_append(&z, raw + at, n);
+        at += n;
+    }
+    if (rc == 0)
+        rc = put_be32(&z, s2 << 16 | s1);
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t ihdr[13] = {(uint8_t)(w >> 24),
+                        (uint8_t)(w >> 16),
+                        (uint8_t)(w >> 8),
+                        (uint8_t)w,
+                        (uint8_t)(w >> 24),
+                        (uint8_t)(w >> 16),
+                        (uint8_t)(w >> 8),
+                        (uint8_t)w,
+                        8,
+                        0,
+                        0,
+                        0,
+                        0};
+    if (rc == 0)
+        rc = tg__buf_append(b, sig, 8);
+    if (rc == 0)
+        rc = png_chunk(b, "IHDR", ihdr, sizeof ihdr);
+    if (rc == 0)
+        rc = png_chunk(b, "IDAT", (const uint8_t *)z.data, z.len);
+    if (rc == 0)
+        rc = png_chunk(b, "IEND", NULL, 0);
+    tg__free(raw);
+    tg__buf_cleanup(&z);
+    QRcode_free(qr);
+    return rc;
+}
+
+/* ---- lifecycle ---- */
+
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[256];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    tg__log(NULL, TG__LOG_DEBUG, "[api]: %s", msg);
+}
+
+/* The token file: a regular file only its owner can read, 1..TOKEN_MAX-1 bytes of token
+   (a trailing newline is dropped). Keeps only its HMAC. */
+static int token_load(struct api *a, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    struct stat sb;
+    if (fd < 0) {
+        int e = errno;
+        tg__log(NULL, TG__LOG_ERROR, "[api] token-file %s: %s", path, strerror(e));
+        return -e;
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077)) {
+        close(fd);
+        tg__log(NULL, TG__LOG_ERROR,
+                "[api] token-file %s: expected a regular file only its owner can read "
+                "(chmod 600 it)",
+                path);
+        return -EINVAL;
+    }
+    char tok[TOKEN_MAX];
+    ssize_t n = read(fd, tok, sizeof tok);
+    close(fd);
+    while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' '))
+        n--;
+    bool ok = n > 0 && n < (ssize_t)sizeof tok;
+    for (ssize_t i = 0; ok && i < n; i++)
+        ok = tok[i] > ' ' && tok[i] < 0x7f;
+    if (!ok) {
+        crypto_wipe(tok, sizeof tok);
+        tg__log(NULL, TG__LOG_ERROR,
+                "[api] token-file %s: expected one line of 1..%d printable characters", path,
+                TOKEN_MAX - 1);
+        return -EINVAL;
+    }
+    struct crypto_part p = {tok, (size_t)n};
+    int rc = crypto_random(a->mac_key, sizeof a->mac_key) == 0 &&
+                     crypto_hmac_sha256(a->mac_key, sizeof a->mac_key, &p, 1, a->token_mac) == 0
+                 ? 0
+                 : -EIO;
+    crypto_wipe(tok, sizeof tok);
+    a->has_token = rc == 0;
+    return rc;
+}
+
+int api_start(struct server *s, struct api **out)
+{
+    const struct config *cfg = server_config(s);
+    *out = NULL;
+    struct api *a = tg__calloc(1, sizeof *a);
+    if (!a)
+        return -ENOMEM;
+    a->srv = s;
+    apistore_init(&a->st);
+    char err[CONFIG_ERR_MAX];
+    int rc = 0;
+    if (cfg->api.token_file[0])
+        rc = token_load(a, cfg->api.token_file);
+    if (rc == 0 && !(a->allow = netset_new()))
+        rc = -ENOMEM;
+    if (rc == 0 && (netset_parse(a->allow, "[api] allow", cfg->api.allow, strlen(cfg->api.allow),
+                                 err, sizeof err) != 0 ||
+                    netset_finish(a->allow) != 0)) {
+        tg__log(NULL, TG__LOG_ERROR, "%s", err);
+        rc = -EINVAL;
+    }
+    if (rc == 0 && (rc = apistore_load(&a->st, cfg->api.state_file, err, sizeof err)) != 0)
+        tg__log(NULL, TG__LOG_ERROR, "[api] %s", err);
+    if (rc == 0) {
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+        if (cfg->api.bind.addr.ss_family == AF_INET6)
+            flags |= MHD_USE_IPv6;
+        a->mhd = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+            MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&cfg->api.bind.addr,
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+            (unsigned)API_CONNS_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
+            on_done, a, MHD_OPTION_END);
+        if (!a->mhd) {
+            rc = -(errno ? errno : EADDRINUSE);
+            char where[CONFIG_HOST_MAX + 8];
+            value_format_addr(&cfg->api.bind.addr, where, sizeof where);
+            tg__log(NULL, TG__LOG_ERROR, "[api] bind-to %s: %s", where, strerror(-rc));
+        }
+    }
+    if (rc != 0) {
+        api_stop(a);
+        return rc;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    a->port = di ? di->port : cfg->api.bind.port;
+    struct sockaddr_storage at = cfg->api.bind.addr;
+    char url[CONFIG_HOST_MAX + 8];
+    value_set_port(&at, a->port);
+    value_format_addr(&at, url, sizeof url);
+    tg__log(NULL, TG__LOG_INFO, "[api] serving http://%s/ (%s)", url,
+            a->has_token ? "bearer token required" : "no token: loopback only");
+    *out = a;
+    return 0;
+}
+
+uint16_t api_port(const struct api *a)
+{
+    return a ? a->port : 0;
+}
+
+void api_note_reload(struct api *a, bool ok, const char *origin, const char *err)
+{
+    if (!a)
+        return;
+    struct reload_rec *r = &a->reloads[a->nreloads++ % RELOADS_KEPT];
+    r->at = tg__wall_s();
+    r->ok = ok;
+    tg__strlcpy(r->origin, origin, sizeof r->origin);
+    tg__strlcpy(r->error, err ? err : "", sizeof r->error);
+    if (ok && strcmp(origin, "api") != 0) { /* the state file may have been edited too */
+        struct apistore fresh;
+        char e2[CONFIG_ERR_MAX];
+        if (apistore_load(&fresh, server_config(a->srv)->api.state_file, e2, sizeof e2) == 0) {
+            apistore_cleanup(&a->st);
+            a->st = fresh;
+        }
+    }
+}
+
+void api_stop(struct api *a)
+{
+    if (!a)
+        return;
+    if (a->mhd)
+        MHD_stop_daemon(a->mhd);
+    netset_free(a->allow);
+    apistore_cleanup(&a->st);
+    crypto_wipe(a->mac_key, sizeof a->mac_key);
+    crypto_wipe(a->token_mac, sizeof a->token_mac);
+    tg__free(a);
+}

@@ -1,0 +1,576 @@
+/*
+ * The [api] control API over real HTTP (libcurl) on 127.0.0.1 and ::1, answers parsed with
+ * jansson (an independent JSON implementation): access rules and every error code, secrets
+ * made over the API completing real FakeTLS and dd handshakes against the engine, disable /
+ * enable / rotate / reset-quota, restart and reload keeping API changes and hand edits, and
+ * 100 concurrent API writes beside reloads leaving a valid state file with every change.
+ */
+#include "tgtest.h"
+
+#include "proxy_client.h"
+#include "proxy_fakedc.h"
+#include "proxy_front.h"
+#include "proxy_harness.h"
+#include "proxy/daemon/apistore.h"
+#include "proxy/daemon/server.h"
+#include "core/log.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TOKEN "t0k3n-for-the-api-test"
+
+struct env {
+    char dir[64], conf[128], token[128], state[128];
+    struct fakedc *dc;
+    uint16_t dc_port;
+    struct pfront *front;
+    uint16_t front_port;
+    struct config cfg;
+    struct server *srv;
+    uint16_t port, api;
+    bool v6;
+};
+
+struct reply {
+    long status;
+    char *body;
+    size_t len;
+    char etag[64];
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *u)
+{
+    struct reply *r = u;
+    r->body = realloc(r->body, r->len + sz * n + 1);
+    memcpy(r->body + r->len, p, sz * n);
+    r->len += sz * n;
+    r->body[r->len] = '\0';
+    return sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *u)
+{
+    struct reply *r = u;
+    if (strncasecmp(p, "ETag: ", 6) == 0) {
+        size_t k = sz * n - 6;
+        while (k && (p[6 + k - 1] == '\r' || p[6 + k - 1] == '\n'))
+            k--;
+        snprintf(r->etag, sizeof r->etag, "%.*s", (int)k, p + 6);
+    }
+    return sz * n;
+}
+
+/* One request; token NULL = no Authorization header. */
+static struct reply http(const struct env *e, const char *method, const char *path,
+                         const char *token, const char *body, const char *if_match)
+{
+    struct reply r = {0};
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    char url[256], auth[256], im[128];
+    snprintf(url, sizeof url, "http://%s:%u%s", e->v6 ? "[::1]" : "127.0.0.1", (unsigned)e->api,
+             path);
+    struct curl_slist *h = NULL;
+    if (token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    if (if_match) {
+        snprintf(im, sizeof im, "If-Match: %s", if_match);
+        h = curl_slist_append(h, im);
+    }
+    if (body)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(c);
+    if (rc != CURLE_OK)
+        fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (!r.body)
+        r.body = calloc(1, 1);
+    return r;
+}
+
+/* The answer must be the envelope: ok true with data, or ok false with an error code. */
+static json_t *envelope(const struct reply *r, long want_status, const char *want_code)
+{
+    if (r->status != want_status)
+        fail_msg("status %ld, want %ld: %s", r->status, want_status, r->body);
+    json_error_t je;
+    json_t *j = json_loads(r->body, 0, &je);
+    if (!j)
+        fail_msg("not JSON (%s): %s", je.text, r->body);
+    json_t *ok = json_object_get(j, "ok");
+    assert_true(json_is_boolean(ok));
+    if (want_code) {
+        assert_true(json_is_false(ok));
+        const char *code = json_string_value(json_object_get(json_object_get(j, "error"), "code"));
+        if (!code || strcmp(code, want_code) != 0)
+            fail_msg("error code %s, want %s", code ? code : "(none)", want_code);
+        assert_non_null(json_string_value(json_object_get(json_object_get(j, "error"), "message")));
+    } else {
+        assert_true(json_is_true(ok));
+        assert_non_null(json_object_get(j, "data"));
+    }
+    return j;
+}
+
+static void expect(const struct env *e, const char *method, const char *path, const char *token,
+                   const char *body, long status, const char *code)
+{
+    struct reply r = http(e, method, path, token, body, NULL);
+    json_decref(envelope(&r, status, code));
+    free(r.body);
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    chmod(path, mode);
+}
+
+static const uint8_t file_key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+static void write_conf(struct env *e, const char *extra_secrets, const char *api_extra)
+{
+    char hex[33], text[4096];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", file_key[i]);
+    snprintf(text, sizeof text,
+             "bind-to = \"127.0.0.1:0\"\n"
+             "[secrets]\n"
+             "file1 = \"ee%s%s\"\n%s"
+             "[dcs]\ndefault = \"127.0.0.1:%u\"\n"
+             "[domain-fronting]\nhost = \"127.0.0.1\"\nport = %u\n"
+             "[api]\nenabled = true\nbind-to = \"%s\"\ntoken-file = \"%s\"\n"
+             "state-file = \"%s\"\nmax-body = 2048\nauth-failures-per-minute = 6\n%s",
+             hex, "6578616d706c652e636f6d" /* example.com */, extra_secrets ? extra_secrets : "",
+             (unsigned)e->dc_port, (unsigned)e->front_port, e->v6 ? "[::1]:0" : "127.0.0.1:0",
+             e->token, e->state, api_extra ? api_extra : "");
+    write_file(e->conf, text, 0600);
+}
+
+static void env_start(struct env *e)
+{
+    char err[CONFIG_ERR_MAX];
+    config_init(&e->cfg);
+    if (apistore_config_load(&e->cfg, e->conf, err, sizeof err, NULL, NULL) != 0)
+        fail_msg("config: %s", err);
+    assert_int_equal(server_start(&e->cfg, &e->srv), 0);
+    e->port = server_port(e->srv, 0);
+    e->api = server_api_port(e->srv);
+    assert_true(e->api != 0);
+}
+
+static void env_stop_server(struct env *e)
+{
+    server_stop(e->srv);
+    e->srv = NULL;
+    config_cleanup(&e->cfg);
+}
+
+static void env_init(struct env *e, bool v6, const char *api_extra)
+{
+    memset(e, 0, sizeof *e);
+    e->v6 = v6;
+    snprintf(e->dir, sizeof e->dir, "/tmp/tgtest-api-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    snprintf(e->conf, sizeof e->conf, "%s/proxy.toml", e->dir);
+    snprintf(e->token, sizeof e->token, "%s/api.token", e->dir);
+    snprintf(e->state, sizeof e->state, "%s/api.json", e->dir);
+    write_file(e->token, TOKEN "\n", 0600);
+    assert_non_null(e->dc = fakedc_start(&e->dc_port));
+    assert_non_null(e->front = pfront_start(&e->front_port));
+    write_conf(e, NULL, api_extra);
+    env_start(e);
+}
+
+static void env_done(struct env *e)
+{
+    env_stop_server(e);
+    fakedc_stop(e->dc);
+    pfront_stop(e->front);
+    unlink(e->conf);
+    unlink(e->token);
+    unlink(e->state);
+    rmdir(e->dir);
+}
+
+static void hex_key(const char *secret_hex, uint8_t key[16])
+{
+    assert_true(strlen(secret_hex) >= 2 + 32 || strlen(secret_hex) == 32);
+    const char *k = strlen(secret_hex) == 32 ? secret_hex : secret_hex + 2;
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        assert_int_equal(sscanf(k + 2 * i, "%2x", &v), 1);
+        key[i] = (uint8_t)v;
+    }
+}
+
+/* A whole handshake and an echo with key in mode: 0, or the failing step's error. */
+static int relay_once(const struct env *e, enum pcli_mode mode, const uint8_t key[16])
+{
+    struct pcli c;
+    struct pcli_opts o = {
+        .mode = mode, .key = key, .sni = "example.com", .dc = 2, .timeout_ms = 5000};
+    int rc = pcli_connect(&c, e->port, &o);
+    if (rc == 0)
+        rc = pcli_echo(&c, 7, 5000, 0);
+    pcli_close(&c);
+    return rc;
+}
+
+/* Create a secret; its key (from the answer's "key") into key. */
+static void create(const struct env *e, const char *body, uint8_t key[16])
+{
+    struct reply r = http(e, "POST", "/v1/secrets", TOKEN, body, NULL);
+    json_t *j = envelope(&r, 201, NULL);
+    json_t *d = json_object_get(j, "data");
+    const char *k = json_string_value(json_object_get(d, "key"));
+    assert_non_null(k);
+    hex_key(k, key);
+    const char *tme = json_string_value(json_object_get(json_object_get(d, "links"), "tme"));
+    assert_non_null(tme);
+    assert_non_null(strstr(tme, "https://t.me/proxy?server=127.0.0.1&port="));
+    assert_non_null(strstr(tme, k)); /* the link carries the same secret */
+    assert_true(r.etag[0] == '"');
+    json_decref(j);
+    free(r.body);
+}
+
+static json_t *get_data(const struct env *e, const char *path, struct reply *keep)
+{
+    struct reply r = http(e, "GET", path, TOKEN, NULL, NULL);
+    json_t *j = envelope(&r, 200, NULL);
+    if (keep)
+        *keep = r;
+    else
+        free(r.body);
+    json_t *d = json_incref(json_object_get(j, "data"));
+    json_decref(j);
+    return d;
+}
+
+static json_int_t stat_of(const struct env *e, const char *label, const char *field)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/secrets/%s/stats", label);
+    json_t *d = get_data(e, path, NULL);
+    json_int_t v = json_integer_value(json_object_get(d, field));
+    json_decref(d);
+    return v;
+}
+
+static bool listed(const struct env *e, const char *label, bool *disabled)
+{
+    json_t *d = get_data(e, "/v1/secrets", NULL);
+    json_t *list = json_object_get(d, "secrets"), *it;
+    size_t i;
+    bool found = false;
+    json_array_foreach(list, i, it)
+    {
+        if (strcmp(json_string_value(json_object_get(it, "label")), label) == 0) {
+            found = true;
+            if (disabled)
+                *disabled = json_is_true(json_object_get(it, "disabled"));
+        }
+    }
+    json_decref(d);
+    return found;
+}
+
+static void test_access_and_errors(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, false, NULL);
+    expect(&e, "GET", "/v1/health", NULL, NULL, 200, NULL); /* no token needed */
+    expect(&e, "GET", "/v1/ready", NULL, NULL, 200, NULL);
+    expect(&e, "GET", "/v1/info", NULL, NULL, 401, "unauthorized");
+    expect(&e, "GET", "/v1/info", "wrong-token", NULL, 401, "unauthorized");
+    expect(&e, "GET", "/v1/info", TOKEN "x", NULL, 401, "unauthorized");
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 200, NULL);
+    expect(&e, "GET", "/v1/nothing", TOKEN, NULL, 404, "not_found");
+    expect(&e, "GET", "/v1/secrets/nobody", TOKEN, NULL, 404, "not_found");
+    expect(&e, "POST", "/v1/secrets/nobody/disable", TOKEN, NULL, 404, "not_found");
+    expect(&e, "DELETE", "/v1/info", TOKEN, NULL, 405, "method_not_allowed");
+    expect(&e, "GET", "/v1/reload", TOKEN, NULL, 405, "method_not_allowed");
+    expect(&e, "PUT", "/v1/secrets", TOKEN, NULL, 405, "method_not_allowed");
+    char big[4096];
+    memset(big, ' ', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    big[0] = '{';
+    big[sizeof big - 2] = '}';
+    expect(&e, "POST", "/v1/secrets", TOKEN, big, 413, "too_large");
+    expect(&e, "POST", "/v1/secrets", TOKEN, "{\"label\":", 400, "bad_json");
+    expect(&e, "POST", "/v1/secrets", TOKEN, "{\"label\":\"a\",\"label\":\"b\"}", 400, "bad_json");
+    expect(&e, "POST", "/v1/secrets", TOKEN, "{\"label\":\"<img src=x>\",\"kind\":\"dd\"}", 400,
+           "bad_request");
+    expect(&e, "POST", "/v1/secrets", TOKEN, "{\"label\":\"file1\",\"kind\":\"dd\"}", 409,
+           "exists");
+    expect(&e, "POST", "/v1/secrets/file1/rotate", TOKEN, NULL, 409, "file_owned");
+    /* a stale If-Match */
+    uint8_t key[16];
+    create(&e, "{\"label\":\"bob\",\"kind\":\"dd\"}", key);
+    struct reply r;
+    json_decref(get_data(&e, "/v1/secrets/bob", &r));
+    char etag[64];
+    snprintf(etag, sizeof etag, "%s", r.etag);
+    free(r.body);
+    r = http(&e, "PATCH", "/v1/secrets/bob", TOKEN, "{\"limits\":{\"max-connections\":5}}",
+             "\"999\"");
+    json_decref(envelope(&r, 409, "revision_mismatch"));
+    free(r.body);
+    r = http(&e, "PATCH", "/v1/secrets/bob", TOKEN, "{\"limits\":{\"max-connections\":5}}", etag);
+    json_t *j = envelope(&r, 200, NULL);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(j, "data"), "limits"), "max-connections")),
+                     5);
+    json_decref(j);
+    free(r.body);
+    r = http(&e, "PATCH", "/v1/secrets/bob", TOKEN, "{}", etag); /* etag is stale now */
+    json_decref(envelope(&r, 409, "revision_mismatch"));
+    free(r.body);
+    /* the token is never in the log or an answer */
+    r = http(&e, "GET", "/v1/info", "guess", NULL, NULL);
+    assert_null(strstr(r.body, "guess"));
+    free(r.body);
+    /* drain: ready goes 503 */
+    expect(&e, "POST", "/v1/drain", NULL, NULL, 401, "unauthorized");
+    expect(&e, "POST", "/v1/drain", TOKEN, NULL, 202, NULL);
+    expect(&e, "GET", "/v1/ready", NULL, NULL, 503, "not_ready");
+    /* failed logins: after auth-failures-per-minute (6) of them, 429 even for the right token */
+    bool limited = false;
+    for (int i = 0; i < 16 && !limited; i++) {
+        r = http(&e, "GET", "/v1/info", "bad", NULL, NULL);
+        limited = r.status == 429;
+        free(r.body);
+    }
+    assert_true(limited);
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 429, "too_many_failures");
+    expect(&e, "GET", "/v1/health", NULL, NULL, 200, NULL);
+    env_done(&e);
+}
+
+static void test_allow_and_v6(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, true, NULL); /* API on [::1], default allow (loopback) */
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 200, NULL);
+    uint8_t key[16];
+    create(&e, "{\"label\":\"six\",\"kind\":\"ee\",\"domain\":\"example.com\"}", key);
+    assert_int_equal(relay_once(&e, PCLI_TLS, key), 0);
+    env_done(&e);
+    env_init(&e, false, "allow = [\"127.0.0.2/32\", \"10.0.0.0/8\"]\n");
+    expect(&e, "GET", "/v1/health", TOKEN, NULL, 403, "forbidden");
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 403, "forbidden");
+    env_done(&e);
+}
+
+static void test_secrets_lifecycle(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, false, NULL);
+    uint8_t tls[16], dd[16];
+    create(&e,
+           "{\"label\":\"alice\",\"kind\":\"ee\",\"domain\":\"example.com\","
+           "\"limits\":{\"quota\":100000000}}",
+           tls);
+    create(&e, "{\"label\":\"dan\",\"kind\":\"dd\"}", dd);
+    assert_int_equal(relay_once(&e, PCLI_TLS, tls), 0);
+    assert_int_equal(relay_once(&e, PCLI_DD, dd), 0);
+    assert_int_equal(relay_once(&e, PCLI_TLS, file_key), 0);
+    assert_true(pharness_wait_idle(e.srv, 10000));
+    assert_int_equal(stat_of(&e, "alice", "connections_total"), 1);
+    assert_int_equal(stat_of(&e, "dan", "connections_total"), 1);
+    assert_true(stat_of(&e, "alice", "bytes_to_client") >= 5000);
+    assert_true(stat_of(&e, "alice", "quota_used") >= 10000);
+    /* reset-quota */
+    expect(&e, "POST", "/v1/secrets/alice/reset-quota", TOKEN, NULL, 200, NULL);
+    assert_int_equal(stat_of(&e, "alice", "quota_used"), 0);
+    expect(&e, "POST", "/v1/secrets/dan/reset-quota", TOKEN, NULL, 409, "no_quota");
+    /* QR images */
+    struct reply r = http(&e, "GET", "/v1/secrets/alice/qr.svg", TOKEN, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    assert_true(strncmp(r.body, "<svg", 4) == 0 && strstr(r.body, "</svg>"));
+    free(r.body);
+    r = http(&e, "GET", "/v1/secrets/alice/qr.png", TOKEN, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    assert_true(r.len > 100 && memcmp(r.body, "\x89PNG\r\n\x1a\n", 8) == 0);
+    free(r.body);
+    /* disable: the next handshake is fronted; enable brings it back */
+    expect(&e, "POST", "/v1/secrets/alice/disable", TOKEN, NULL, 200, NULL);
+    bool dis = false;
+    assert_true(listed(&e, "alice", &dis) && dis);
+    size_t fronted = pfront_count(e.front);
+    assert_true(relay_once(&e, PCLI_TLS, tls) != 0);
+    assert_true(pfront_count(e.front) == fronted + 1);
+    expect(&e, "POST", "/v1/secrets/alice/enable", TOKEN, NULL, 200, NULL);
+    assert_int_equal(relay_once(&e, PCLI_TLS, tls), 0);
+    /* a file secret can be disabled (and enabled) too */
+    expect(&e, "POST", "/v1/secrets/file1/disable", TOKEN, NULL, 200, NULL);
+    assert_true(relay_once(&e, PCLI_TLS, file_key) != 0);
+    expect(&e, "POST", "/v1/secrets/file1/enable", TOKEN, NULL, 200, NULL);
+    assert_int_equal(relay_once(&e, PCLI_TLS, file_key), 0);
+    /* rotate: the old key stops, the new one (from /link) works */
+    expect(&e, "POST", "/v1/secrets/dan/rotate", TOKEN, NULL, 200, NULL);
+    assert_true(relay_once(&e, PCLI_DD, dd) != 0);
+    json_t *d = get_data(&e, "/v1/secrets/dan/link", NULL);
+    const char *tg = json_string_value(json_object_get(d, "tg"));
+    assert_non_null(tg);
+    const char *sec = strstr(tg, "secret=");
+    assert_non_null(sec);
+    uint8_t dd2[16];
+    hex_key(sec + 7, dd2);
+    json_decref(d);
+    assert_true(memcmp(dd, dd2, 16) != 0);
+    assert_int_equal(relay_once(&e, PCLI_DD, dd2), 0);
+    /* restart: API changes stay; a hand edit then a reload: both stay */
+    env_stop_server(&e);
+    env_start(&e);
+    assert_true(listed(&e, "alice", NULL) && listed(&e, "dan", NULL));
+    assert_int_equal(relay_once(&e, PCLI_DD, dd2), 0);
+    write_conf(&e, "hand = \"dd0f0e0d0c0b0a09080706050403020100\"\n", NULL);
+    assert_int_equal(server_reload_file(e.srv, e.conf), 0);
+    assert_true(listed(&e, "hand", NULL) && listed(&e, "alice", NULL) && listed(&e, "dan", NULL));
+    expect(&e, "POST", "/v1/reload", TOKEN, NULL, 200, NULL);
+    /* delete */
+    expect(&e, "DELETE", "/v1/secrets/alice", TOKEN, NULL, 200, NULL);
+    assert_false(listed(&e, "alice", NULL));
+    assert_true(relay_once(&e, PCLI_TLS, tls) != 0);
+    /* info lists the recent reloads, newest first */
+    d = get_data(&e, "/v1/info", NULL);
+    json_t *recent = json_object_get(json_object_get(d, "reloads"), "recent");
+    assert_true(json_array_size(recent) >= 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(recent, 0), "origin")),
+                        "api");
+    json_decref(d);
+    env_done(&e);
+}
+
+/* 100 API writes from 10 threads, with reloads (SIGHUP's path) running beside them. */
+struct writer {
+    struct env *e;
+    int id;
+    int failures;
+    int *written; /* atomic: writes done by every writer */
+};
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    for (int i = 0; i < 10; i++) {
+        char body[128];
+        snprintf(body, sizeof body, "{\"label\":\"w%d-%d\",\"kind\":\"dd\"}", w->id, i);
+        struct reply r = http(w->e, "POST", "/v1/secrets", TOKEN, body, NULL);
+        w->failures += r.status != 201;
+        free(r.body);
+        __atomic_add_fetch(w->written, 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+struct hupper {
+    struct env *e;
+    int written; /* atomic */
+    int n, failed;
+};
+
+/* A reload after each API write (a mutex is not fair: reloading in a tight loop would
+   starve the API thread rather than interleave with it). */
+static void *hup_main(void *arg)
+{
+    struct hupper *h = arg;
+    int seen = 0;
+    while (seen < 100) {
+        int now = __atomic_load_n(&h->written, __ATOMIC_ACQUIRE);
+        if (now == seen) {
+            sched_yield();
+            continue;
+        }
+        seen = now;
+        h->failed += server_reload_file(h->e->srv, h->e->conf) != 0;
+        h->n++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_writes(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, false, NULL);
+    pthread_t th[10], hup;
+    struct writer w[10];
+    struct hupper h = {.e = &e};
+    assert_int_equal(pthread_create(&hup, NULL, hup_main, &h), 0);
+    for (int i = 0; i < 10; i++) {
+        w[i] = (struct writer){.e = &e, .id = i, .written = &h.written};
+        assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+    }
+    for (int i = 0; i < 10; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].failures, 0);
+    }
+    pthread_join(hup, NULL);
+    assert_true(h.n > 0);
+    assert_int_equal(h.failed, 0);
+    struct apistore st;
+    char err[CONFIG_ERR_MAX];
+    assert_int_equal(apistore_load(&st, e.state, err, sizeof err), 0);
+    assert_int_equal(st.n, 100);
+    for (int i = 0; i < 10; i++)
+        for (int k = 0; k < 10; k++) {
+            char label[32];
+            snprintf(label, sizeof label, "w%d-%d", i, k);
+            assert_non_null(apistore_find(&st, label));
+        }
+    apistore_cleanup(&st);
+    json_t *d = get_data(&e, "/v1/secrets", NULL);
+    assert_int_equal(json_array_size(json_object_get(d, "secrets")), 101);
+    json_decref(d);
+    print_message("100 API writes beside %d reloads\n", h.n);
+    env_done(&e);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    tg__logger_set_level(tg__log_default(), TG__LOG_WARN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_access_and_errors),
+        cmocka_unit_test(test_allow_and_v6),
+        cmocka_unit_test(test_secrets_lifecycle),
+        cmocka_unit_test(test_concurrent_writes),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}
