@@ -1509,6 +1509,23 @@ static const struct key_rule limit_rules[] = {
     FN_KEY("quota-reset", k_lim_quota_reset),
 };
 
+/* A file path string of at most CONFIG_FILE_MAX - 1 bytes into out. */
+static int get_path(struct loader *ld, const struct toml_kv *kv, char *out)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (kv->value->type != TOML_STRING)
+        return type_err(ld, kv, "a file path string");
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n >= CONFIG_FILE_MAX)
+        return val_err(ld, kv, kv->value, "path too long, expected at most %d bytes",
+                       CONFIG_FILE_MAX - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 0;
+}
+
 /* [limits] state-file / state-interval: the keys of [limits] that are not a label's table. */
 static int limits_option(struct loader *ld, const struct toml_kv *kv)
 {
@@ -1516,18 +1533,7 @@ static int limits_option(struct loader *ld, const struct toml_kv *kv)
         return get_duration32(ld, kv, 1000, 86400000, &ld->cfg->limits_state_interval_ms);
     if (kv->key_len != 10 || memcmp(kv->key, "state-file", 10) != 0)
         return key_err(ld, kv, "expected a [limits.LABEL] table, state-file or state-interval");
-    const char *s = NULL;
-    size_t n = 0;
-    if (kv->value->type != TOML_STRING)
-        return type_err(ld, kv, "a file path string");
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
-    if (n >= CONFIG_FILE_MAX) /* "" = no state file, the default */
-        return val_err(ld, kv, kv->value, "path too long, expected at most %d bytes",
-                       CONFIG_FILE_MAX - 1);
-    memcpy(ld->cfg->limits_state_file, s, n);
-    ld->cfg->limits_state_file[n] = '\0';
-    return 0;
+    return get_path(ld, kv, ld->cfg->limits_state_file); /* "" = no state file, the default */
 }
 
 /* [limits.LABEL] tables: LABEL must name a secret of [secrets]. */
@@ -1658,27 +1664,6 @@ static int k_fleet(struct loader *ld, const struct toml_kv *kv)
 
 /* ---- [api] ---- */
 
-static int get_path(struct loader *ld, const struct toml_kv *kv, char *out)
-{
-    const char *s = NULL;
-    size_t n = 0;
-    if (kv->value->type != TOML_STRING)
-        return type_err(ld, kv, "a file path string");
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
-    if (n >= CONFIG_FILE_MAX)
-        return val_err(ld, kv, kv->value, "path too long, expected at most %d bytes",
-                       CONFIG_FILE_MAX - 1);
-    memcpy(out, s, n);
-    out[n] = '\0';
-    return 0;
-}
-
-static int k_api_enabled(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->cfg->api.enabled);
-}
-
 static int k_api_bind(struct loader *ld, const struct toml_kv *kv)
 {
     return get_numeric_hostport(ld, kv, &ld->cfg->api.bind);
@@ -1731,7 +1716,7 @@ static int k_api_allow(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule api_rules[] = {
-    FN_KEY("enabled", k_api_enabled),
+    BOOL_KEY("enabled", api.enabled),
     FN_KEY("bind-to", k_api_bind),
     FN_KEY("token-file", k_api_token),
     FN_KEY("state-file", k_api_state),

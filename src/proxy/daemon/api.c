@@ -207,15 +207,6 @@ static const char *kind_name(enum secret_kind k)
     return k == SECRET_EE ? "ee" : k == SECRET_DD ? "dd" : "classic";
 }
 
-static int put_limits(tg__buf *b, const struct config_limits *l)
-{
-    return tg__buf_printf(b,
-                          "{\"max-connections\":%u,\"max-unique-ips\":%u,\"unique-ips-window\":%u,"
-                          "\"quota\":%" PRIu64 ",\"quota-reset\":%u,\"expires\":%" PRId64 "}",
-                          l->max_connections, l->max_unique_ips, l->unique_ips_window_s, l->quota,
-                          l->quota_reset_s, l->expires);
-}
-
 static uint32_t slot_of(struct server *s, const char *label)
 {
     size_t n = server_secret_count(s);
@@ -285,7 +276,7 @@ static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char
         if (rc == 0)
             rc = tg__buf_puts(b, ",\"limits\":");
         if (rc == 0)
-            rc = put_limits(b, lim);
+            rc = apistore_put_limits(b, lim);
     }
     if (rc == 0 && with_stats) {
         rc = tg__buf_puts(b, ",\"stats\":");
@@ -462,18 +453,6 @@ static const struct secret *find_secret(struct api *a, const struct gen *g, cons
     return e && e->has_secret ? &e->secret : NULL;
 }
 
-static bool label_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n >= CONFIG_LABEL_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' || s[i] == '-'))
-            return false;
-    return true;
-}
-
 static int new_key(struct secret *sec)
 {
     return crypto_random(sec->key, sizeof sec->key);
@@ -489,7 +468,7 @@ static int h_create(struct api *a, const struct json_val *body, struct out *o)
             strcmp(m->key, "secret") && strcmp(m->key, "limits"))
             return err_out(o, 400, "bad_request",
                            "unknown member (expected label, kind, domain, secret, limits)");
-    if (!lab || lab->type != JSON_STRING || !label_ok(lab->str))
+    if (!lab || lab->type != JSON_STRING || !apistore_label_ok(lab->str, lab->len))
         return err_out(o, 400, "bad_request", "label: expected 1..%d characters of [A-Za-z0-9_.-]",
                        CONFIG_LABEL_MAX - 1);
     struct gen *g = server_gen(a->srv);

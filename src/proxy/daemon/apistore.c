@@ -81,7 +81,7 @@ void apistore_del(struct apistore *st, struct apistore_entry *e)
     st->n--;
 }
 
-static bool label_ok(const char *s, size_t n)
+bool apistore_label_ok(const char *s, size_t n)
 {
     if (n == 0 || n >= CONFIG_LABEL_MAX)
         return false;
@@ -128,7 +128,7 @@ static int entry_from(struct apistore *st, const struct json_val *o, char *why, 
     const struct json_val *lab = json_get(o, "label"), *sec = json_get(o, "secret"),
                           *dis = json_get(o, "disabled"), *lim = json_get(o, "limits");
     uint64_t rev = 0;
-    if (o->type != JSON_OBJECT || !lab || lab->type != JSON_STRING || !label_ok(lab->str, lab->len))
+    if (o->type != JSON_OBJECT || !lab || lab->type != JSON_STRING || !apistore_label_ok(lab->str, lab->len))
         return snprintf(why, cap, "an entry without a valid label"), -EINVAL;
     if (apistore_find(st, lab->str))
         return snprintf(why, cap, "label %s twice", lab->str), -EINVAL;
@@ -215,7 +215,7 @@ int apistore_load(struct apistore *st, const char *path, char *err, size_t errle
     return rc;
 }
 
-static int put_limits(tg__buf *b, const struct config_limits *l)
+int apistore_put_limits(tg__buf *b, const struct config_limits *l)
 {
     return tg__buf_printf(b,
                           "{\"max-connections\":%u,\"max-unique-ips\":%u,\"unique-ips-window\":%u,"
@@ -244,7 +244,7 @@ int apistore_format(const struct apistore *st, tg__buf *b)
             rc = tg__buf_printf(b, ",\"disabled\":%s,\"revision\":%" PRIu64 ",\"limits\":",
                                 e->disabled ? "true" : "false", e->revision);
         if (rc == 0)
-            rc = put_limits(b, &e->limits);
+            rc = apistore_put_limits(b, &e->limits);
         if (rc == 0)
             rc = tg__buf_putc(b, '}');
     }

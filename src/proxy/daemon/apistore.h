@@ -62,9 +62,13 @@ int apistore_parse(struct apistore *st, const char *name, const char *text, size
 int apistore_load(struct apistore *st, const char *path, char *err, size_t errlen);
 /* The state file's text. 0 or -ENOMEM. Holds secrets: never log it. */
 int apistore_format(const struct apistore *st, tg__buf *out);
+/* limits as the state file and the API write them: a JSON object of the [limits.LABEL] keys. */
+int apistore_put_limits(tg__buf *b, const struct config_limits *l);
 /* Format and write atomically (0600). 0 or -errno with err. */
 int apistore_save(const struct apistore *st, const char *path, char *err, size_t errlen);
 
+/* A config label: 1..CONFIG_LABEL_MAX-1 bytes of [A-Za-z0-9_.-] (n bytes at s). */
+bool apistore_label_ok(const char *s, size_t n);
 struct apistore_entry *apistore_find(struct apistore *st, const char *label);
 /* A new entry at the end (zeroed, label set). NULL on -ENOMEM or when full. */
 struct apistore_entry *apistore_add(struct apistore *st, const char *label);
