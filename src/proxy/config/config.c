@@ -2020,10 +2020,10 @@ out:
 /* What a file that is not regular is, for messages. */
 static const char *file_kind(mode_t m)
 {
-    return S_ISFIFO(m)  ? "a FIFO"
-           : S_ISDIR(m) ? "a directory"
-           : S_ISCHR(m) ? "a character device"
-           : S_ISBLK(m) ? "a block device"
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
            : S_ISSOCK(m) ? "a socket"
                          : "not a regular file";
 }
@@ -2128,8 +2128,8 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
     tg__free(text);
     if (rc == 0 && (mode & (S_IRGRP | S_IROTH))) {
         char msg[CONFIG_FILE_MAX + 96];
-        snprintf(msg, sizeof msg,
-                 "%s is readable by other users and holds secrets; chmod 600 it", path);
+        snprintf(msg, sizeof msg, "%s is readable by other users and holds secrets; chmod 600 it",
+                 path);
         if (warn)
             warn(warn_user, msg);
         else

@@ -209,8 +209,8 @@ size_t secret_scrub_forms(const struct secret *s, char out[SECRET_FORMS_MAX][SEC
 /* The characters of every text form: hex, both base64 alphabets, padding. */
 static bool form_char(unsigned char c)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           c == '+' || c == '/' || c == '_' || c == '-' || c == '=';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '+' ||
+           c == '/' || c == '_' || c == '-' || c == '=';
 }
 
 static bool hex_char(unsigned char c)
@@ -222,9 +222,10 @@ enum { CL_DIGIT = 1, CL_LOWER = 2, CL_UPPER = 4 };
 
 static unsigned char_class(unsigned char c)
 {
-    return c >= '0' && c <= '9' ? CL_DIGIT : c >= 'a' && c <= 'z' ? CL_LOWER
-                                         : c >= 'A' && c <= 'Z'   ? CL_UPPER
-                                                                  : 0;
+    return c >= '0' && c <= '9'   ? CL_DIGIT
+           : c >= 'a' && c <= 'z' ? CL_LOWER
+           : c >= 'A' && c <= 'Z' ? CL_UPPER
+                                  : 0;
 }
 
 /* Whether the word w[0..n) (form characters only) is a secret, or looks like part of one. */
@@ -246,7 +247,7 @@ static bool word_suspect(const char *w, size_t n)
             return true;
     }
     bool mixed = (all & (all - 1)) != 0; /* two classes or more */
-    if (n < 22 || !mixed)                 /* 22: base64 of a bare key, the shortest form */
+    if (n < 22 || !mixed)                /* 22: base64 of a bare key, the shortest form */
         return false;
     struct secret s;
     bool ok = secret_parse(w, n, &s, NULL, 0) == 0;

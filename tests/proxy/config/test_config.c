@@ -759,8 +759,8 @@ static void test_errors_never_echo_secrets(void **state)
         "EEB00EBB678BF4D454A4AE053927CEB06E6578616D706C652E636F6D",
         EE_A_B64,
         "7rAOu2eL9NRUpK4FOSfOsG5leGFtcGxlLmNvbQ==", /* padded */
-        "sA67Z4v01FSkrgU5J86w", /* base64url of the key, cut short */
-        "eeb00ebb678bf4d454a4ae05", /* hex, cut short */
+        "sA67Z4v01FSkrgU5J86w",                     /* base64url of the key, cut short */
+        "eeb00ebb678bf4d454a4ae05",                 /* hex, cut short */
     };
     static const char *const places[] = {
         "[secrets]\n@\n",
@@ -790,7 +790,8 @@ static void test_errors_never_echo_secrets(void **state)
             if (rc == 0)
                 fail_msg("form %zu, place %zu: loaded", f, p);
             for (size_t k = 0; k + 8 <= strlen(form); k++)
-                if (memmem(err, strlen(err), form + k, 8) || memmem(w.all, strlen(w.all), form + k, 8))
+                if (memmem(err, strlen(err), form + k, 8) ||
+                    memmem(w.all, strlen(w.all), form + k, 8))
                     fail_msg("form %zu, place %zu: \"%s\"", f, p, err);
             config_cleanup(&cfg);
         }

@@ -179,9 +179,14 @@ static void test_redact(void **state)
 {
     (void)state;
     static const char *const paths[] = {
-        "forms/classic/hex",  "forms/classic/base64url", "forms/dd/hex",
-        "forms/dd/base64url", "forms/ee/hex",            "forms/ee/base64url",
-        "forms/ee/base64url_padded", "forms/ee/base64_standard",
+        "forms/classic/hex",
+        "forms/classic/base64url",
+        "forms/dd/hex",
+        "forms/dd/base64url",
+        "forms/ee/hex",
+        "forms/ee/base64url",
+        "forms/ee/base64url_padded",
+        "forms/ee/base64_standard",
     };
     char form[300], msg[1024];
     for (size_t i = 0; i < sizeof paths / sizeof paths[0] * 3; i++) {
@@ -192,8 +197,10 @@ static void test_redact(void **state)
                 *c = (char)(*c >= 'a' && *c <= 'z' && strstr(paths[i / 3], "hex") ? *c - 32 : *c);
         if (i % 3 == 2) /* cut off after 24 characters */
             form[24] = '\0';
-        snprintf(msg, sizeof msg, "c.toml:3:1: unexpected end of line after key '%s', expected "
-                 "'='; again: %s.", form, form);
+        snprintf(msg, sizeof msg,
+                 "c.toml:3:1: unexpected end of line after key '%s', expected "
+                 "'='; again: %s.",
+                 form, form);
         assert_int_equal(secret_redact(msg), 2);
         for (size_t k = 0; k + 8 <= strlen(form); k++)
             if (memmem(msg, strlen(msg), form + k, 8))
