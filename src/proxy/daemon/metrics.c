@@ -6,6 +6,7 @@
 #include "proxy/daemon/metrics.h"
 
 #include "core/alloc.h"
+#include "core/httpd.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "proxy/services/acl.h"
@@ -463,7 +464,7 @@ int metrics_render(const struct server *s, const char *prefix, tg__buf *out)
 /* ---- the HTTP page ---- */
 
 struct metrics {
-    struct MHD_Daemon *mhd;
+    struct tg__httpd *httpd;
     const struct server *srv;
     uint16_t port;
 };
@@ -522,6 +523,13 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     tg__log(NULL, TG__LOG_DEBUG, "[stats.prometheus]: %s", msg);
 }
 
+/* The page's limits (docs/tgproxy.md, [stats.prometheus]): a scrape is one small GET, so a
+   client gets 10 s for its request and 10 s of silence; 8 connections per address and a
+   1/32 share of the open-files limit (32..256) in all, so trickling clients can neither
+   hold the page nor take the descriptors the proxy's own connections need. */
+#define METRICS_TIMEOUT_MS 10000
+#define METRICS_PER_IP     8
+
 int metrics_start(const struct server *s, struct metrics **out)
 {
     const struct config *cfg = server_config(s);
@@ -530,25 +538,26 @@ int metrics_start(const struct server *s, struct metrics **out)
     if (!m)
         return -ENOMEM;
     m->srv = s;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-    if (cfg->prometheus.bind.addr.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    /* the logger first: libmicrohttpd warns about any option that comes before it */
-    m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_EXTERNAL_LOGGER,
-                              mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-                              (const struct sockaddr *)&cfg->prometheus.bind.addr,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-    if (!m->mhd) {
-        int err = errno ? errno : EADDRINUSE;
+    struct tg__httpd_opts o = {
+        .addr = (const struct sockaddr *)&cfg->prometheus.bind.addr,
+        .handler = on_request,
+        .handler_cls = m,
+        .max_connections = tg__httpd_fd_share(32, 32, 256),
+        .per_ip = METRICS_PER_IP,
+        .idle_timeout_s = METRICS_TIMEOUT_MS / 1000,
+        .request_timeout_ms = METRICS_TIMEOUT_MS,
+        .log = mhd_log,
+    };
+    m->httpd = tg__httpd_start(&o);
+    if (!m->httpd) {
+        int err = errno;
         char where[CONFIG_HOST_MAX + 8];
         value_format_addr(&cfg->prometheus.bind.addr, where, sizeof where);
         tg__log(NULL, TG__LOG_ERROR, "[stats.prometheus] bind-to %s: %s", where, strerror(err));
         tg__free(m);
         return -err;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    m->port = di ? di->port : cfg->prometheus.bind.port;
+    m->port = tg__httpd_port(m->httpd) ? tg__httpd_port(m->httpd) : cfg->prometheus.bind.port;
     struct sockaddr_storage at = cfg->prometheus.bind.addr; /* with the port bound (bind-to :0) */
     char url[CONFIG_HOST_MAX + 8];
     value_set_port(&at, m->port);
@@ -568,6 +577,6 @@ void metrics_stop(struct metrics *m)
 {
     if (!m)
         return;
-    MHD_stop_daemon(m->mhd);
+    tg__httpd_stop(m->httpd);
     tg__free(m);
 }

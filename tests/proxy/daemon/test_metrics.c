@@ -11,6 +11,7 @@
 #include "proxy_harness.h"
 #include "proxy_proc.h"
 #include "proxy_util.h"
+#include "slowloris.h"
 #include "proxy/daemon/metrics.h"
 
 #include <arpa/inet.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,7 +165,7 @@ static void test_prometheus_during_relays(void **state)
                 NTLS + NDD);
     assert_true(sample(page, "tgproxy_build_info{version=" TGKIT_VERSION_STRING "}") == 1);
     assert_true(sample(page, "tgproxy_start_time_seconds{}") > 1.7e9);
-    assert_null(strstr(page, "secret=default")); /* labels only, and only the configured ones */
+    assert_null(strstr(page, "secret=default"));   /* labels only, and only the configured ones */
     assert_null(strstr(page, "telegram_traffic")); /* mtg's names only with names = "mtg" */
 
     fronted_once(&h);
@@ -279,6 +281,97 @@ static void test_mtg_names(void **state)
         strstr(text, "\n# TYPE mtg_client_connections gauge\nmtg_client_connections 0\n"));
     assert_null(strstr(text, "mtg_client_connections_total_total"));
     tg__buf_cleanup(&b);
+    pharness_stop(&h);
+}
+
+static void raise_nofile(rlim_t want)
+{
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur < want)
+        fail_msg("the open-files hard limit %llu is below the %llu this test needs",
+                 (unsigned long long)rl.rlim_max, (unsigned long long)want);
+}
+
+struct active_arg {
+    struct server *srv;
+    uint64_t want;
+};
+
+static bool active_is(void *arg)
+{
+    struct active_arg *a = arg;
+    struct stats st;
+    server_stats(a->srv, &st);
+    return st.active == a->want;
+}
+
+/* The page answers while the process holds more than FD_SETSIZE (1024) descriptors: 540
+   half-open clients (one byte of an obfuscated2 header, then silence) are 1080 here, both ends of
+   each in this process, so the scrape's socket is numbered above 1024, which select()
+   cannot watch (libmicrohttpd then drops the connection: no answer). */
+static void test_scrape_past_fd_setsize(void **state)
+{
+    (void)state;
+    enum { NHALF = 540 };
+    raise_nofile(4096);
+    struct pharness h;
+    /* dd alone, no fronting host: each client holds its one socket, the proxy waits for
+       the rest of its 64-byte header */
+    assert_int_equal(pharness_start(&h, &(struct pharness_opts){.dd = true,
+                                                                .no_front = true,
+                                                                .prometheus = true,
+                                                                .handshake_ms = 120000}),
+                     0);
+    static int fd[NHALF];
+    for (int i = 0; i < NHALF; i++) {
+        fd[i] = psock_connect(h.port, 5000);
+        assert_true(fd[i] >= 0);
+        assert_int_equal(psock_write_all(fd[i], "\xef", 1), 0);
+    }
+    struct active_arg a = {h.srv, NHALF};
+    assert_true(tgtest_wait_until(active_is, &a, 10000));
+    int probe = dup(0);
+    assert_true(probe > 1024); /* the next socket too */
+    close(probe);
+    char *page = scrape_page(&h);
+    double active = sample(page, "tgproxy_client_connections_active{}");
+    if (active != NHALF)
+        fail_msg("%g connections active, want %d", active, NHALF);
+    free(page);
+    for (int i = 0; i < NHALF; i++)
+        close(fd[i]);
+    pharness_stop(&h);
+}
+
+/* Slow scrapers cannot hold the page: 9 addresses trickle a request on 8 connections each
+   (72, more than the 64 the page once served in all), a 9th from each is closed at accept
+   (8 per address), and a scrape from 127.0.0.1 is answered while all 72 are held. */
+static void test_slow_scrapers(void **state)
+{
+    (void)state;
+    raise_nofile(8192); /* the page's share: 1/32 of the limit, here its cap of 256 */
+    struct pharness h;
+    assert_int_equal(pharness_start(&h, &(struct pharness_opts){.prometheus = true}), 0);
+    uint16_t port = server_metrics_port(h.srv);
+    static struct slow s;
+    memset(&s, 0, sizeof s);
+    for (int i = 2; i <= 10; i++) {
+        char ip[16];
+        snprintf(ip, sizeof ip, "127.0.0.%d", i);
+        slow_open(&s, ip, port, 8);
+        if (!slow_refused(ip, port))
+            fail_msg("a 9th connection from %s was kept", ip);
+    }
+    char *page = scrape_page(&h);
+    assert_true(sample(page, "tgproxy_client_connections_active{}") == 0);
+    free(page);
+    assert_int_equal(slow_round(&s, 0), 0); /* the 72 were still held */
+    slow_close(&s);
     pharness_stop(&h);
 }
 
@@ -788,12 +881,20 @@ static void test_statsd_across_reload(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_value_format),       cmocka_unit_test(test_prometheus_during_relays),
-        cmocka_unit_test(test_mtg_names),          cmocka_unit_test(test_reload_metrics),
-        cmocka_unit_test(test_handshake_outcomes), cmocka_unit_test(test_limit_hits),
-        cmocka_unit_test(test_dc_connect_metrics), cmocka_unit_test(test_dc_connect_metrics_socks5),
-        cmocka_unit_test(test_statsd_datadog),     cmocka_unit_test(test_statsd_influxdb),
-        cmocka_unit_test(test_statsd_graphite),    cmocka_unit_test(test_statsd_across_reload),
+        cmocka_unit_test(test_value_format),
+        cmocka_unit_test(test_prometheus_during_relays),
+        cmocka_unit_test(test_scrape_past_fd_setsize),
+        cmocka_unit_test(test_slow_scrapers),
+        cmocka_unit_test(test_mtg_names),
+        cmocka_unit_test(test_reload_metrics),
+        cmocka_unit_test(test_handshake_outcomes),
+        cmocka_unit_test(test_limit_hits),
+        cmocka_unit_test(test_dc_connect_metrics),
+        cmocka_unit_test(test_dc_connect_metrics_socks5),
+        cmocka_unit_test(test_statsd_datadog),
+        cmocka_unit_test(test_statsd_influxdb),
+        cmocka_unit_test(test_statsd_graphite),
+        cmocka_unit_test(test_statsd_across_reload),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }
