@@ -92,6 +92,20 @@ typedef struct tg_webhook_options {
      * answer 200 only once Redis has it, 503 when Redis is unreachable (Telegram retries).
      * d then only serves for tg_run_webhook's stop; reply_wait_ms must be 0. NULL = feed d. */
     struct tg_fleet *fleet;
+    /* Slow and crowding clients (docs/framework.md, "Webhook limits"). A request, headers
+     * and body, must have arrived within request_timeout_ms of its connection's accept (or
+     * of the end of the connection's previous request), however steadily it trickles in;
+     * the handler's own time does not count. 0 = 10000. A connection that sends nothing
+     * for 30 s is closed too. */
+    uint32_t request_timeout_ms;
+    /* Connections served at once; 0 = half the open-files soft limit (RLIMIT_NOFILE),
+     * 16..65536: 512 under the common soft limit of 1024. Past it accepting pauses: new
+     * connections wait in the listen queue until one ends. */
+    unsigned max_server_connections;
+    /* Connections at once from one address; 0 = 128 (Telegram opens up to max_connections,
+     * at most 100; behind a reverse proxy every connection comes from the proxy's address,
+     * so keep this above the proxy's own upstream limit). */
+    unsigned max_connections_per_ip;
 } tg_webhook_options;
 
 typedef struct tg_webhook tg_webhook;
@@ -117,9 +131,10 @@ TG_API void tg_webhook_stop(tg_webhook *w);
 TG_API const char *tg_webhook_errmsg(void);
 
 typedef struct tg_webhook_stats {
-    uint64_t accepted; /* 200 */
-    uint64_t rejected; /* 4xx */
-    uint64_t busy;     /* 503 */
+    uint64_t accepted;  /* 200 */
+    uint64_t rejected;  /* 4xx */
+    uint64_t busy;      /* 503 */
+    uint64_t timed_out; /* connections closed because a request missed request_timeout_ms */
 } tg_webhook_stats;
 
 TG_API void tg_webhook_get_stats_sized(tg_webhook *w, tg_webhook_stats *out, size_t out_size);

@@ -8,9 +8,11 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "slowloris.h"
 #include "tgbot/dispatch.h"
 #include "tgbot/updates.h"
 
@@ -137,6 +139,99 @@ static void stop(struct fixture *f)
     tg_webhook_stop(f->w);
     tg_dispatcher_free(f->d);
     tg_router_free(f->r);
+}
+
+static void raise_nofile(rlim_t want)
+{
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur < want)
+        fail_msg("the open-files hard limit %llu is below the %llu this test needs",
+                 (unsigned long long)rl.rlim_max, (unsigned long long)want);
+}
+
+/* Slowloris with the defaults: 8 addresses trickle headers on 128 connections each (1024,
+   past libmicrohttpd's own default of 1020 in all), a 129th from each is closed at accept,
+   and Telegram's POST from 127.0.0.1 is answered while all 1024 are held. */
+static void test_slowloris_defaults(void **state)
+{
+    (void)state;
+    raise_nofile(8192); /* the default limit is half of it: 4096 connections */
+    /* one server thread: with libmicrohttpd's thread pool an accept sometimes waits for
+       seconds, until the next connection arrives, which would fail this test for no
+       reason of ours */
+    tg_webhook_options wo = {
+        .host = "127.0.0.1", .port = -1, .path = "/hook", .secret_token = SECRET, .threads = 1};
+    struct fixture f = start(2, 16, &wo);
+    uint16_t port = tg_webhook_port(f.w);
+    static struct slow s;
+    memset(&s, 0, sizeof s);
+    for (int i = 2; i <= 9; i++) {
+        char ip[16];
+        snprintf(ip, sizeof ip, "127.0.0.%d", i);
+        slow_open(&s, ip, port, 128);
+        if (!slow_refused(ip, port))
+            fail_msg("a 129th connection from %s was kept", ip);
+    }
+    struct reply r = send_req(&(struct req){.port = port, .secret = SECRET, .body = UPD(1, 1)});
+    assert_int_equal(r.status, 200);
+    assert_int_equal(slow_round(&s, 0), 0); /* the 1024 were still held */
+    slow_close(&s);
+    stop(&f);
+}
+
+struct post_arg {
+    uint16_t port;
+    long status;
+};
+
+static void *post_main(void *arg)
+{
+    struct post_arg *a = arg;
+    a->status =
+        send_req(&(struct req){.port = a->port, .secret = SECRET, .body = UPD(2, 1)}).status;
+    return NULL;
+}
+
+/* Every slot taken by connections that keep trickling: each is cut once its request is
+   overdue (request_timeout_ms), however steadily it sends, and a POST made meanwhile
+   (waiting in the listen queue) is answered once they are gone. */
+static void test_slowloris_deadline(void **state)
+{
+    (void)state;
+    tg_webhook_options wo = {.host = "127.0.0.1",
+                             .port = -1,
+                             .path = "/hook",
+                             .secret_token = SECRET,
+                             .threads = 1, /* see test_slowloris_defaults */
+                             .request_timeout_ms = 300,
+                             .max_server_connections = 8,
+                             .max_connections_per_ip = 4};
+    struct fixture f = start(2, 16, &wo);
+    uint16_t port = tg_webhook_port(f.w);
+    struct slow s = {0};
+    slow_open(&s, "127.0.0.2", port, 4);
+    assert_true(slow_refused("127.0.0.2", port));
+    slow_open(&s, "127.0.0.3", port, 4);
+    assert_true(slow_refused("127.0.0.3", port)); /* 8 held: the server is full */
+    struct post_arg a = {.port = port};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, post_main, &a), 0);
+    slow_until_cut(&s, 50, 200);
+    pthread_join(th, NULL);
+    assert_int_equal(a.status, 200);
+    tg_webhook_stats st;
+    tg_webhook_get_stats(f.w, &st);
+    /* the 8, and the POST's own connection if it sat idle past the deadline before curl
+       closed it (a keep-alive connection waiting for its next request is cut too) */
+    assert_true(st.timed_out == 8 || st.timed_out == 9);
+    assert_int_equal((int)st.accepted, 1);
+    slow_close(&s);
+    stop(&f);
 }
 
 static void test_rejections(void **state)
@@ -343,7 +438,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rejections),         cmocka_unit_test(test_backpressure_503),
         cmocka_unit_test(test_https_self_signed),  cmocka_unit_test(test_start_errors),
-        cmocka_unit_test(test_answer_in_response),
+        cmocka_unit_test(test_answer_in_response), cmocka_unit_test(test_slowloris_defaults),
+        cmocka_unit_test(test_slowloris_deadline),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -8,6 +8,10 @@
  * strict tokenizer decides 400; the answer is 200 once the update is queued and 503 when the
  * queue stays full (Telegram retries later).
  *
+ * The daemon comes from core/httpd: epoll (no descriptor ceiling), a connection limit sized
+ * from the open-files limit, a per-IP limit and a deadline for each request, so clients
+ * trickling headers cannot hold every slot (slowloris).
+ *
  * Invariants: a request holds at most max_body_bytes; rejections never echo the secret or
  * the body; everything MHD calls runs on its threads and touches only the request's own
  * state, the dispatcher (thread-safe) and atomic counters.
@@ -27,12 +31,13 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/httpd.h"
 #include "core/sized.h"
 #include "core/str.h"
 #include "tgbot/updates.h"
 
 struct tg_webhook {
-    struct MHD_Daemon *mhd;
+    struct tg__httpd *httpd;
     tg_dispatcher *d;
     tg_fleet *fleet;        /* set: publish to the fleet's streams instead of feeding d */
     atomic_bool fleet_down; /* the last publish failed (log once per outage) */
@@ -337,32 +342,34 @@ static bool start_mhd(tg_webhook *w, const tg_webhook_options *o)
     int port = o->port == 0 ? 8443 : o->port < 0 ? 0 : o->port;
     struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     struct sockaddr *sa = (struct sockaddr *)&a4;
-    if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1) {
+    if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1)
         sa = (struct sockaddr *)&a6;
-        flags |= MHD_USE_IPv6;
-    } else if (inet_pton(AF_INET, host, &a4.sin_addr) != 1) {
+    else if (inet_pton(AF_INET, host, &a4.sin_addr) != 1)
         return wh_fail("webhook: host \"%s\" is not an IPv4 or IPv6 address", host), false;
-    }
     if (port > 65535)
         return wh_fail("webhook: port %d out of range", port), false;
-    if (w->cert_pem)
-        flags |= MHD_USE_TLS;
-    unsigned threads = o->threads ? o->threads : 2;
-    w->mhd =
-        MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, w, MHD_OPTION_SOCK_ADDR, sa,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, w, MHD_OPTION_THREAD_POOL_SIZE,
-                         threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                         w->cert_pem ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, w->cert_pem,
-                         MHD_OPTION_HTTPS_MEM_KEY, w->key_pem, MHD_OPTION_END);
-    if (!w->mhd)
+    struct tg__httpd_opts ho = {
+        .addr = sa,
+        .handler = on_request,
+        .handler_cls = w,
+        .completed = on_completed,
+        .completed_cls = w,
+        .threads = o->threads ? o->threads : 2,
+        .max_connections = o->max_server_connections,
+        .per_ip = o->max_connections_per_ip ? o->max_connections_per_ip : 128,
+        .idle_timeout_s = 30,
+        .request_timeout_ms = o->request_timeout_ms ? o->request_timeout_ms : 10000,
+        .cert_pem = w->cert_pem,
+        .key_pem = w->key_pem,
+    };
+    w->httpd = tg__httpd_start(&ho);
+    if (!w->httpd)
         return wh_fail("webhook: cannot listen on %s:%d (address in use, no permission, or a "
                        "bad certificate/key)",
                        host, port),
                false;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    w->port = info ? info->port : (uint16_t)port;
+    w->port = tg__httpd_port(w->httpd) ? tg__httpd_port(w->httpd) : (uint16_t)port;
     return true;
 }
 
@@ -396,7 +403,8 @@ void tg_webhook_get_stats_sized(tg_webhook *w, tg_webhook_stats *out, size_t out
 {
     tg_webhook_stats st = {.accepted = atomic_load(&w->accepted),
                            .rejected = atomic_load(&w->rejected),
-                           .busy = atomic_load(&w->busy)};
+                           .busy = atomic_load(&w->busy),
+                           .timed_out = tg__httpd_expired(w->httpd)};
     tg__sized_out(out, out_size, &st, sizeof st);
 }
 
@@ -404,7 +412,6 @@ void tg_webhook_stop(tg_webhook *w)
 {
     if (!w)
         return;
-    if (w->mhd)
-        MHD_stop_daemon(w->mhd);
+    tg__httpd_stop(w->httpd);
     wh_free(w);
 }
