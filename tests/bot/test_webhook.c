@@ -8,7 +8,6 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -141,26 +140,13 @@ static void stop(struct fixture *f)
     tg_router_free(f->r);
 }
 
-static void raise_nofile(rlim_t want)
-{
-    struct rlimit rl;
-    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-    if (rl.rlim_cur >= want)
-        return;
-    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
-    if (rl.rlim_cur < want)
-        fail_msg("the open-files hard limit %llu is below the %llu this test needs",
-                 (unsigned long long)rl.rlim_max, (unsigned long long)want);
-}
-
 /* Slowloris with the defaults: 8 addresses trickle headers on 128 connections each (1024,
    past libmicrohttpd's own default of 1020 in all), a 129th from each is closed at accept,
    and Telegram's POST from 127.0.0.1 is answered while all 1024 are held. */
 static void test_slowloris_defaults(void **state)
 {
     (void)state;
-    raise_nofile(8192); /* the default limit is half of it: 4096 connections */
+    tgtest_nofile_at_least(8192); /* the default limit is half of it: 4096 connections */
     /* one server thread: with libmicrohttpd's thread pool an accept sometimes waits for
        seconds, until the next connection arrives, which would fail this test for no
        reason of ours */

@@ -113,24 +113,11 @@ static void wait_connections(const struct tg__httpd *h, unsigned want)
         fail_msg("%u connections, wanted %u", tg__httpd_connections(h), want);
 }
 
-static void raise_nofile(rlim_t want)
-{
-    struct rlimit rl;
-    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-    if (rl.rlim_cur >= want)
-        return;
-    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
-    if (rl.rlim_cur < want)
-        fail_msg("the open-files hard limit %llu is below the %llu this test needs",
-                 (unsigned long long)rl.rlim_max, (unsigned long long)want);
-}
-
 /* More descriptors than FD_SETSIZE: the request's socket is numbered above 1024. */
 static void test_past_fd_setsize(void **state)
 {
     (void)state;
-    raise_nofile(4096);
+    tgtest_nofile_at_least(4096);
     struct tg__httpd *h = start(0, 0, 0);
     int fds[1100];
     for (size_t i = 0; i < 1100; i++)

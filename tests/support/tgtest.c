@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +68,19 @@ int tgtest_open_fds(void)
         n++;
     closedir(d);
     return n - 3; /* ".", ".." and the DIR's own fd */
+}
+
+void tgtest_nofile_at_least(unsigned long want)
+{
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur < want)
+        fail_msg("the open-files hard limit %llu is below the %lu this test needs",
+                 (unsigned long long)rl.rlim_max, want);
 }
 
 void tgtest_assert_same_json(const char *a, const char *b)

@@ -30,6 +30,9 @@ int tgtest_file_count(const char *path, const char *needle);
 long tgtest_rss_kb(void);
 /* Number of open file descriptors of this process. */
 int tgtest_open_fds(void);
+/* Raise this process's open-files soft limit to at least want; fails the test when the hard
+   limit is lower (the machine cannot run it). */
+void tgtest_nofile_at_least(unsigned long want);
 /* Fail the running test unless a and b are the same JSON value (jansson decides: key order
  * and number spelling do not matter). */
 void tgtest_assert_same_json(const char *a, const char *b);

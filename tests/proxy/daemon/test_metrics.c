@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -284,19 +283,6 @@ static void test_mtg_names(void **state)
     pharness_stop(&h);
 }
 
-static void raise_nofile(rlim_t want)
-{
-    struct rlimit rl;
-    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-    if (rl.rlim_cur >= want)
-        return;
-    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
-    if (rl.rlim_cur < want)
-        fail_msg("the open-files hard limit %llu is below the %llu this test needs",
-                 (unsigned long long)rl.rlim_max, (unsigned long long)want);
-}
-
 struct active_arg {
     struct server *srv;
     uint64_t want;
@@ -318,7 +304,7 @@ static void test_scrape_past_fd_setsize(void **state)
 {
     (void)state;
     enum { NHALF = 540 };
-    raise_nofile(4096);
+    tgtest_nofile_at_least(4096);
     struct pharness h;
     /* dd alone, no fronting host: each client holds its one socket, the proxy waits for
        the rest of its 64-byte header */
@@ -354,7 +340,7 @@ static void test_scrape_past_fd_setsize(void **state)
 static void test_slow_scrapers(void **state)
 {
     (void)state;
-    raise_nofile(8192); /* the page's share: 1/32 of the limit, here its cap of 256 */
+    tgtest_nofile_at_least(8192); /* the page's share: 1/32 of the limit, here its cap of 256 */
     struct pharness h;
     assert_int_equal(pharness_start(&h, &(struct pharness_opts){.prometheus = true}), 0);
     uint16_t port = server_metrics_port(h.srv);

@@ -129,19 +129,21 @@ static bool covered(const char *text, char forms[SECRET_FORMS_MAX][SECRET_FORM_C
 /* Every text form in the vectors (all kinds, hex either case, both base64 alphabets, padded
    or not, and the secret= of each link) holds one of the forms tgproxy registers for the
    ee secret with the same key, so a log line quoting any of them is scrubbed. */
+/* Every text form of the vectors' secret. */
+static const char *const paths[] = {
+    "forms/classic/hex",
+    "forms/classic/base64url",
+    "forms/dd/hex",
+    "forms/dd/base64url",
+    "forms/ee/hex",
+    "forms/ee/base64url",
+    "forms/ee/base64url_padded",
+    "forms/ee/base64_standard",
+};
+
 static void test_scrub_forms_cover_every_form(void **state)
 {
     (void)state;
-    static const char *const paths[] = {
-        "forms/classic/hex",
-        "forms/classic/base64url",
-        "forms/dd/hex",
-        "forms/dd/base64url",
-        "forms/ee/hex",
-        "forms/ee/base64url",
-        "forms/ee/base64url_padded",
-        "forms/ee/base64_standard",
-    };
     struct secret s;
     parse_ok(pv_str(vec, "forms/ee/hex"), &s);
     char forms[SECRET_FORMS_MAX][SECRET_FORM_CAP];
@@ -178,16 +180,6 @@ static void test_scrub_forms_cover_every_form(void **state)
 static void test_redact(void **state)
 {
     (void)state;
-    static const char *const paths[] = {
-        "forms/classic/hex",
-        "forms/classic/base64url",
-        "forms/dd/hex",
-        "forms/dd/base64url",
-        "forms/ee/hex",
-        "forms/ee/base64url",
-        "forms/ee/base64url_padded",
-        "forms/ee/base64_standard",
-    };
     char form[300], msg[1024];
     for (size_t i = 0; i < sizeof paths / sizeof paths[0] * 3; i++) {
         const char *text = pv_str(vec, paths[i / 3]);
