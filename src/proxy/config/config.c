@@ -61,34 +61,53 @@ struct loader {
 
 typedef int (*key_fn)(struct loader *ld, const struct toml_kv *kv);
 
-/* How a key's value is stored: by a function, or straight into a struct config field. */
+/* How a key's value is stored: by a function, or straight into a field of the struct the
+   table fills (its base). */
 enum rule_kind { R_FN = 0, R_BOOL, R_U32, R_MS, R_SECONDS, R_SIZE };
+enum rule_base {
+    B_CONFIG = 0, /* struct config (ld->cfg) */
+    B_LIMITS,     /* the [limits.LABEL] being walked (ld->lim) */
+    B_LIST,       /* the [defense.blocklist/allowlist] being walked (ld->iplist) */
+};
 
 struct key_rule {
     const char *name;
     key_fn fn; /* R_FN */
     enum rule_kind kind;
-    size_t offset;     /* of the bool / uint32_t field in struct config */
+    size_t offset;     /* of the bool / uint32_t field in the base struct */
     uint64_t min, max; /* R_U32: value; R_MS: milliseconds; R_SECONDS: seconds; R_SIZE: bytes */
+    enum rule_base base;
 };
 
-/* Offset of a struct config field, refusing to compile unless the field has type's size. */
-#define FIELD_AS(field, type)                                                                      \
-    (offsetof(struct config, field) +                                                              \
-     0 * sizeof(char[sizeof(((struct config *)0)->field) == sizeof(type) ? 1 : -1]))
-#define RULE_FIELD(name, kind, type, field, lo, hi)                                                \
+/* Offset of a field of struct st, refusing to compile unless the field has type's size. */
+#define FIELD_IN(st, field, type)                                                                  \
+    (offsetof(st, field) + 0 * sizeof(char[sizeof(((st *)0)->field) == sizeof(type) ? 1 : -1]))
+#define RULE_IN(st, base, name, kind, type, field, lo, hi)                                         \
     {                                                                                              \
-        (name), NULL, (kind), FIELD_AS(field, type), (lo), (hi)                                    \
+        (name), NULL, (kind), FIELD_IN(st, field, type), (lo), (hi), (base)                        \
     }
+#define RULE_FIELD(name, kind, type, field, lo, hi)                                                \
+    RULE_IN(struct config, B_CONFIG, name, kind, type, field, lo, hi)
 #define FN_KEY(name, fn)                                                                           \
     {                                                                                              \
-        (name), (fn), R_FN, 0, 0, 0                                                                \
+        (name), (fn), R_FN, 0, 0, 0, B_CONFIG                                                      \
     }
 #define BOOL_KEY(name, field)            RULE_FIELD(name, R_BOOL, bool, field, 0, 1)
 #define U32_KEY(name, field, lo, hi)     RULE_FIELD(name, R_U32, uint32_t, field, lo, hi)
 #define MS_KEY(name, field, lo, hi)      RULE_FIELD(name, R_MS, uint32_t, field, lo, hi)
 #define SECONDS_KEY(name, field, lo, hi) RULE_FIELD(name, R_SECONDS, uint32_t, field, lo, hi)
 #define SIZE_KEY(name, field, lo, hi)    RULE_FIELD(name, R_SIZE, uint32_t, field, lo, hi)
+/* Fields of a [limits.LABEL] table and of an access list. */
+#define LIM_U32_KEY(name, field, lo, hi)                                                           \
+    RULE_IN(struct config_limits, B_LIMITS, name, R_U32, uint32_t, field, lo, hi)
+#define LIM_SECONDS_KEY(name, field, lo, hi)                                                       \
+    RULE_IN(struct config_limits, B_LIMITS, name, R_SECONDS, uint32_t, field, lo, hi)
+#define LIST_BOOL_KEY(name, field)                                                                 \
+    RULE_IN(struct config_iplist, B_LIST, name, R_BOOL, bool, field, 0, 1)
+#define LIST_U32_KEY(name, field, lo, hi)                                                          \
+    RULE_IN(struct config_iplist, B_LIST, name, R_U32, uint32_t, field, lo, hi)
+#define LIST_SECONDS_KEY(name, field, lo, hi)                                                      \
+    RULE_IN(struct config_iplist, B_LIST, name, R_SECONDS, uint32_t, field, lo, hi)
 
 /* ---- messages ---- */
 
@@ -389,7 +408,10 @@ static int unknown_key(struct loader *ld, const struct toml_kv *kv, const struct
 
 static int apply_rule(struct loader *ld, const struct key_rule *r, const struct toml_kv *kv)
 {
-    void *field = (char *)ld->cfg + r->offset;
+    char *base = r->base == B_LIMITS ? (char *)ld->lim
+                 : r->base == B_LIST ? (char *)ld->iplist
+                                     : (char *)ld->cfg;
+    void *field = base + r->offset;
     switch (r->kind) {
     case R_FN:
         return r->fn(ld, kv);
@@ -1074,25 +1096,12 @@ static int k_iplist_files(struct loader *ld, const struct toml_kv *kv)
     return iplist_sources(ld, kv, false);
 }
 
-static int k_iplist_enabled(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->iplist->enabled);
-}
-
-static int k_iplist_concurrency(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_uint(ld, kv, 1, 64, &ld->iplist->download_concurrency);
-}
-
-static int k_iplist_update(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_seconds(ld, kv, 1, 30 * 86400, &ld->iplist->update_each_s);
-}
-
 static const struct key_rule iplist_rules[] = {
-    FN_KEY("enabled", k_iplist_enabled),    FN_KEY("files", k_iplist_files),
-    FN_KEY("urls", k_iplist_urls),          FN_KEY("download-concurrency", k_iplist_concurrency),
-    FN_KEY("update-each", k_iplist_update),
+    LIST_BOOL_KEY("enabled", enabled),
+    FN_KEY("files", k_iplist_files),
+    FN_KEY("urls", k_iplist_urls),
+    LIST_U32_KEY("download-concurrency", download_concurrency, 1, 64),
+    LIST_SECONDS_KEY("update-each", update_each_s, 1, 30 * 86400),
 };
 
 /* [defense.blocklist] / [defense.allowlist]: an enabled list needs something to read. */
@@ -1150,16 +1159,11 @@ static int k_doppel_urls(struct loader *ld, const struct toml_kv *kv)
     return 0;
 }
 
-static int k_raid_each(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_seconds(ld, kv, 1, 30 * 86400, &ld->cfg->doppel.raid_s);
-}
-
 static const struct key_rule doppel_rules[] = {
     BOOL_KEY("enabled", doppel.enabled),
     FN_KEY("urls", k_doppel_urls),
     U32_KEY("repeats-per-raid", doppel.repeats, 1, 1000),
-    FN_KEY("raid-each", k_raid_each),
+    SECONDS_KEY("raid-each", doppel.raid_s, 1, 30 * 86400),
     BOOL_KEY("drs", doppel.drs),
     MS_KEY("max-delay", doppel.delay_ms, 1, 1000),
 };
@@ -1224,11 +1228,6 @@ static int get_numeric_hostport(struct loader *ld, const struct toml_kv *kv,
     return 0;
 }
 
-static int k_st_enabled(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->cfg->statsd.enabled);
-}
-
 static int k_st_address(struct loader *ld, const struct toml_kv *kv)
 {
     return get_numeric_hostport(ld, kv, &ld->cfg->statsd.addr);
@@ -1255,17 +1254,12 @@ static int k_st_tags(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule statsd_rules[] = {
-    FN_KEY("enabled", k_st_enabled),
+    BOOL_KEY("enabled", statsd.enabled),
     FN_KEY("address", k_st_address),
     FN_KEY("metric-prefix", k_st_prefix),
     FN_KEY("tag-format", k_st_tags),
     MS_KEY("flush-interval", statsd.flush_ms, 100, 3600000),
 };
-
-static int k_pr_enabled(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_bool(ld, kv, &ld->cfg->prometheus.enabled);
-}
 
 static int k_pr_bind(struct loader *ld, const struct toml_kv *kv)
 {
@@ -1314,8 +1308,10 @@ static int k_pr_names(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule prometheus_rules[] = {
-    FN_KEY("enabled", k_pr_enabled), FN_KEY("bind-to", k_pr_bind),
-    FN_KEY("http-path", k_pr_path),  FN_KEY("metric-prefix", k_pr_prefix),
+    BOOL_KEY("enabled", prometheus.enabled),
+    FN_KEY("bind-to", k_pr_bind),
+    FN_KEY("http-path", k_pr_path),
+    FN_KEY("metric-prefix", k_pr_prefix),
     FN_KEY("names", k_pr_names),
 };
 
@@ -1443,21 +1439,6 @@ static int k_root_limits(struct loader *ld, const struct toml_kv *kv)
     return get_table(ld, kv, &t); /* walked by apply_limits once [secrets] is read */
 }
 
-static int k_lim_max_conns(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_uint(ld, kv, 1, 10000000, &ld->lim->max_connections);
-}
-
-static int k_lim_max_ips(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_uint(ld, kv, 1, 100000, &ld->lim->max_unique_ips);
-}
-
-static int k_lim_ip_window(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_seconds(ld, kv, 1, 30 * 86400, &ld->lim->unique_ips_window_s);
-}
-
 static int k_lim_quota(struct loader *ld, const struct toml_kv *kv)
 {
     const struct toml_value *v = kv->value;
@@ -1480,11 +1461,6 @@ static int k_lim_quota(struct loader *ld, const struct toml_kv *kv)
     return 0;
 }
 
-static int k_lim_quota_reset(struct loader *ld, const struct toml_kv *kv)
-{
-    return get_seconds(ld, kv, 1, 366 * 86400, &ld->lim->quota_reset_s);
-}
-
 static int k_lim_expires(struct loader *ld, const struct toml_kv *kv)
 {
     const char *s = NULL;
@@ -1501,12 +1477,12 @@ static int k_lim_expires(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule limit_rules[] = {
-    FN_KEY("max-connections", k_lim_max_conns),
+    LIM_U32_KEY("max-connections", max_connections, 1, 10000000),
     FN_KEY("expires", k_lim_expires),
-    FN_KEY("max-unique-ips", k_lim_max_ips),
-    FN_KEY("unique-ips-window", k_lim_ip_window),
+    LIM_U32_KEY("max-unique-ips", max_unique_ips, 1, 100000),
+    LIM_SECONDS_KEY("unique-ips-window", unique_ips_window_s, 1, 30 * 86400),
     FN_KEY("quota", k_lim_quota),
-    FN_KEY("quota-reset", k_lim_quota_reset),
+    LIM_SECONDS_KEY("quota-reset", quota_reset_s, 1, 366 * 86400),
 };
 
 /* A file path string of at most CONFIG_FILE_MAX - 1 bytes into out. */
