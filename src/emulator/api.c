@@ -625,11 +625,11 @@ static int h_answer_callback_query(emu_req *r)
     tg__jw w;
     tg__jw_init(&w, &b);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "text", 4);
+    TG__JW_KEY(&w, "text");
     tg__jw_str(&w, p->text);
-    tg__jw_key(&w, "show_alert", 10);
+    TG__JW_KEY(&w, "show_alert");
     tg__jw_bool(&w, p->show_alert.has && p->show_alert.v);
-    tg__jw_key(&w, "url", 3);
+    TG__JW_KEY(&w, "url");
     tg__jw_str(&w, p->url);
     tg__jw_obj_end(&w);
     q->answer = w.err ? NULL : tg__buf_detach(&b, NULL);
@@ -805,21 +805,21 @@ static void write_error(emu_req *r, tg__buf *out)
     tg__jw w;
     tg__jw_init(&w, out);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "ok", 2);
+    TG__JW_KEY(&w, "ok");
     tg__jw_bool(&w, false);
-    tg__jw_key(&w, "error_code", 10);
+    TG__JW_KEY(&w, "error_code");
     tg__jw_i64(&w, r->code);
-    tg__jw_key(&w, "description", 11);
+    TG__JW_KEY(&w, "description");
     tg__jw_str(&w, r->desc);
     if (r->retry_after || r->migrate_to) {
-        tg__jw_key(&w, "parameters", 10);
+        TG__JW_KEY(&w, "parameters");
         tg__jw_obj_begin(&w);
         if (r->retry_after) {
-            tg__jw_key(&w, "retry_after", 11);
+            TG__JW_KEY(&w, "retry_after");
             tg__jw_i64(&w, r->retry_after);
         }
         if (r->migrate_to) {
-            tg__jw_key(&w, "migrate_to_chat_id", 18);
+            TG__JW_KEY(&w, "migrate_to_chat_id");
             tg__jw_i64(&w, r->migrate_to);
         }
         tg__jw_obj_end(&w);
@@ -937,14 +937,14 @@ static void log_call(emu_req *r, const char *method, const char *json, size_t le
     tg__jw w;
     tg__jw_init(&w, &b);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "method", 6);
+    TG__JW_KEY(&w, "method");
     tg__jw_str(&w, r->m ? r->m->name : "?");
-    tg__jw_key(&w, "request", 7);
+    TG__JW_KEY(&w, "request");
     if (json && len && len < 8192)
         tg__jw_raw(&w, json, len);
     else
         tg__jw_str(&w, len ? "(large)" : "{}");
-    tg__jw_key(&w, "response", 8);
+    TG__JW_KEY(&w, "response");
     if (out->len < 8192)
         tg__jw_raw(&w, out->data, out->len);
     else

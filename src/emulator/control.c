@@ -268,11 +268,11 @@ static void wait_answer(ctl *x, emu_query *q)
 
 static void put_query(ctl *x, const emu_query *q)
 {
-    tg__jw_key(&x->w, "query_id", 8);
+    TG__JW_KEY(&x->w, "query_id");
     tg__jw_str(&x->w, q->id);
-    tg__jw_key(&x->w, "answered", 8);
+    TG__JW_KEY(&x->w, "answered");
     tg__jw_bool(&x->w, q->answered);
-    tg__jw_key(&x->w, "answer", 6);
+    TG__JW_KEY(&x->w, "answer");
     if (q->answer)
         tg__jw_raw(&x->w, q->answer, strlen(q->answer));
     else
@@ -482,7 +482,7 @@ static int c_join(ctl *x)
                      (long long)c->id);
     if (arg_bool(x, "request")) {
         join_request(x, c, u);
-        tg__jw_key(&x->w, "requested", 9);
+        TG__JW_KEY(&x->w, "requested");
         tg__jw_bool(&x->w, true);
         return 0;
     }
@@ -545,7 +545,7 @@ static int c_block(ctl *x)
 
 static void put_user(ctl *x, const emu_user *u)
 {
-    tg__jw_key(&x->w, "user", 4);
+    TG__JW_KEY(&x->w, "user");
     tg__codec_encode(&tg__t_user, emu_tg_user(u, &x->a), &x->w, 0);
 }
 
@@ -588,7 +588,7 @@ static int c_chats(ctl *x)
     int64_t owner = arg_i64(x, "owner_id", 0);
     if (owner && emu_user_get(x->e, owner))
         emu_member_set(c, owner, EMU_M_OWNER);
-    tg__jw_key(&x->w, "chat", 4);
+    TG__JW_KEY(&x->w, "chat");
     tg__codec_encode(&tg__t_chat, emu_tg_chat(x->e, c, &x->a), &x->w, 0);
     return 0;
 }
@@ -607,7 +607,7 @@ static int c_migrate(ctl *x)
             m->rights = c->members[i].rights;
     }
     c->migrate_to = s->id;
-    tg__jw_key(&x->w, "chat", 4);
+    TG__JW_KEY(&x->w, "chat");
     tg__codec_encode(&tg__t_chat, emu_tg_chat(x->e, s, &x->a), &x->w, 0);
     return 0;
 }
@@ -622,38 +622,38 @@ static void put_chat_entry(ctl *x, const emu_chat *c)
 static int c_state(ctl *x)
 {
     emu *e = x->e;
-    tg__jw_key(&x->w, "version", 7);
+    TG__JW_KEY(&x->w, "version");
     tg__jw_i64(&x->w, (int64_t)e->version);
-    tg__jw_key(&x->w, "bots", 4);
+    TG__JW_KEY(&x->w, "bots");
     tg__jw_arr_begin(&x->w);
     for (size_t i = 0; i < e->nbots; i++) {
         tg__jw_obj_begin(&x->w);
-        tg__jw_key(&x->w, "user", 4);
+        TG__JW_KEY(&x->w, "user");
         tg__codec_encode(&tg__t_user, emu_tg_user(&e->bots[i]->u, &x->a), &x->w, 0);
-        tg__jw_key(&x->w, "pending_updates", 15);
+        TG__JW_KEY(&x->w, "pending_updates");
         tg__jw_i64(&x->w, (int64_t)e->bots[i]->nq);
-        tg__jw_key(&x->w, "webhook_url", 11);
+        TG__JW_KEY(&x->w, "webhook_url");
         tg__jw_str(&x->w, e->bots[i]->hook.url);
         tg__jw_obj_end(&x->w);
     }
     tg__jw_arr_end(&x->w);
-    tg__jw_key(&x->w, "users", 5);
+    TG__JW_KEY(&x->w, "users");
     tg__jw_arr_begin(&x->w);
     for (size_t i = 0; i < e->nusers; i++)
         tg__codec_encode(&tg__t_user, emu_tg_user(e->users[i], &x->a), &x->w, 0);
     tg__jw_arr_end(&x->w);
-    tg__jw_key(&x->w, "chats", 5);
+    TG__JW_KEY(&x->w, "chats");
     tg__jw_arr_begin(&x->w);
     for (size_t i = 0; i < e->nchats; i++) {
         const emu_chat *c = e->chats[i];
         tg__jw_obj_begin(&x->w);
-        tg__jw_key(&x->w, "chat", 4);
+        TG__JW_KEY(&x->w, "chat");
         put_chat_entry(x, c);
-        tg__jw_key(&x->w, "bot_id", 6);
+        TG__JW_KEY(&x->w, "bot_id");
         tg__jw_i64(&x->w, c->bot_id);
-        tg__jw_key(&x->w, "version", 7);
+        TG__JW_KEY(&x->w, "version");
         tg__jw_i64(&x->w, (int64_t)c->version);
-        tg__jw_key(&x->w, "migrate_to_chat_id", 18);
+        TG__JW_KEY(&x->w, "migrate_to_chat_id");
         tg__jw_i64(&x->w, c->migrate_to);
         tg__jw_obj_end(&x->w);
     }
@@ -674,14 +674,14 @@ static int c_messages(ctl *x)
     (void)u;
     int64_t since = arg_i64(x, "since_id", 0);
     bool bot_only = arg_bool(x, "from_bot");
-    tg__jw_key(&x->w, "version", 7);
+    TG__JW_KEY(&x->w, "version");
     tg__jw_i64(&x->w, (int64_t)c->version);
-    tg__jw_key(&x->w, "reply_keyboard", 14);
+    TG__JW_KEY(&x->w, "reply_keyboard");
     if (c->reply_kb)
         tg__jw_raw(&x->w, c->reply_kb, strlen(c->reply_kb));
     else
         tg__jw_null(&x->w);
-    tg__jw_key(&x->w, "messages", 8);
+    TG__JW_KEY(&x->w, "messages");
     tg__jw_arr_begin(&x->w);
     for (size_t i = 0; i < c->nmsgs; i++) {
         const emu_msg *m = &c->msgs[i];
@@ -700,7 +700,7 @@ static int c_updates(ctl *x)
     emu_bot *b = the_bot(x);
     if (!b)
         return -1;
-    tg__jw_key(&x->w, "updates", 7);
+    TG__JW_KEY(&x->w, "updates");
     tg__jw_arr_begin(&x->w);
     for (size_t i = 0; i < b->nq; i++)
         tg__jw_raw(&x->w, b->q[i].json, strlen(b->q[i].json));
@@ -723,25 +723,25 @@ static int c_events(ctl *x)
             if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == ETIMEDOUT)
                 break;
     }
-    tg__jw_key(&x->w, "seq", 3);
+    TG__JW_KEY(&x->w, "seq");
     tg__jw_i64(&x->w, (int64_t)e->seq);
-    tg__jw_key(&x->w, "version", 7);
+    TG__JW_KEY(&x->w, "version");
     tg__jw_i64(&x->w, (int64_t)e->version);
-    tg__jw_key(&x->w, "events", 6);
+    TG__JW_KEY(&x->w, "events");
     tg__jw_arr_begin(&x->w);
     uint64_t first = e->seq > EMU_EVENTS ? e->seq - EMU_EVENTS + 1 : 1;
     for (uint64_t s = since + 1 > first ? since + 1 : first; s <= e->seq; s++) {
         const emu_event *ev = &e->events[s % EMU_EVENTS];
         tg__jw_obj_begin(&x->w);
-        tg__jw_key(&x->w, "seq", 3);
+        TG__JW_KEY(&x->w, "seq");
         tg__jw_i64(&x->w, (int64_t)ev->seq);
-        tg__jw_key(&x->w, "date", 4);
+        TG__JW_KEY(&x->w, "date");
         tg__jw_i64(&x->w, ev->date);
-        tg__jw_key(&x->w, "bot_id", 6);
+        TG__JW_KEY(&x->w, "bot_id");
         tg__jw_i64(&x->w, ev->bot_id);
-        tg__jw_key(&x->w, "kind", 4);
+        TG__JW_KEY(&x->w, "kind");
         tg__jw_str(&x->w, ev->kind);
-        tg__jw_key(&x->w, "data", 4);
+        TG__JW_KEY(&x->w, "data");
         tg__jw_raw(&x->w, ev->json, strlen(ev->json));
         tg__jw_obj_end(&x->w);
     }
@@ -775,9 +775,9 @@ static int c_webapp(ctl *x)
         tg__buf_cleanup(&init);
         return cfail(x, 500, "%s", x->err);
     }
-    tg__jw_key(&x->w, "init_data", 9);
+    TG__JW_KEY(&x->w, "init_data");
     tg__jw_str(&x->w, tg__buf_cstr(&init));
-    tg__jw_key(&x->w, "public_key", 10);
+    TG__JW_KEY(&x->w, "public_key");
     tg__jw_str(&x->w, emu_webapp_public_key());
     tg__buf_cleanup(&init);
     return 0;
@@ -829,7 +829,7 @@ int emu_control(emu *e, const char *name, const char *method, const emu_form *qu
     tg__buf_init(&res, 0);
     tg__jw_init(&x.w, &res);
     tg__jw_obj_begin(&x.w);
-    tg__jw_key(&x.w, "ok", 2);
+    TG__JW_KEY(&x.w, "ok");
     tg__jw_bool(&x.w, true);
     pthread_mutex_lock(&e->mu);
     if (rc == 0)
@@ -842,9 +842,9 @@ int emu_control(emu *e, const char *name, const char *method, const emu_form *qu
         tg__jw w;
         tg__jw_init(&w, out);
         tg__jw_obj_begin(&w);
-        tg__jw_key(&w, "ok", 2);
+        TG__JW_KEY(&w, "ok");
         tg__jw_bool(&w, false);
-        tg__jw_key(&w, "error", 5);
+        TG__JW_KEY(&w, "error");
         tg__jw_str(&w, rc ? x.err : "answer does not encode");
         tg__jw_obj_end(&w);
         if (!rc)

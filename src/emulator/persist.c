@@ -45,14 +45,14 @@ static void save_bot(tg__jw *w, const emu_bot *b)
     w_str(w, "username", b->u.username);
     w_str(w, "first_name", b->u.first_name);
     w_int(w, "next_update_id", b->next_update_id);
-    tg__jw_key(w, "commands", 8);
+    TG__JW_KEY(w, "commands");
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < b->ncmds; i++) {
         tg__jw_obj_begin(w);
-        tg__jw_key(w, "scope", 5);
+        TG__JW_KEY(w, "scope");
         tg__jw_raw(w, b->cmds[i].scope, strlen(b->cmds[i].scope));
         w_str(w, "language_code", b->cmds[i].lang);
-        tg__jw_key(w, "commands", 8);
+        TG__JW_KEY(w, "commands");
         tg__jw_raw(w, b->cmds[i].json, strlen(b->cmds[i].json));
         tg__jw_obj_end(w);
     }
@@ -72,9 +72,9 @@ static void save_chat(tg__jw *w, const emu_chat *c)
     w_int(w, "user_id", c->user_id);
     w_int(w, "next_message_id", c->next_msg_id);
     w_int(w, "migrate_to_chat_id", c->migrate_to);
-    tg__jw_key(w, "blocked", 7);
+    TG__JW_KEY(w, "blocked");
     tg__jw_bool(w, c->blocked);
-    tg__jw_key(w, "members", 7);
+    TG__JW_KEY(w, "members");
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < c->nmembers; i++) {
         const emu_member *m = &c->members[i];
@@ -87,19 +87,19 @@ static void save_chat(tg__jw *w, const emu_chat *c)
         tg__jw_obj_end(w);
     }
     tg__jw_arr_end(w);
-    tg__jw_key(w, "pins", 4);
+    TG__JW_KEY(w, "pins");
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < c->npins; i++)
         tg__jw_i64(w, c->pins[i]);
     tg__jw_arr_end(w);
-    tg__jw_key(w, "messages", 8);
+    TG__JW_KEY(w, "messages");
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < c->nmsgs; i++) {
         if (c->msgs[i].deleted)
             continue;
         tg__jw_obj_begin(w);
         w_int(w, "sender_id", c->msgs[i].sender_id);
-        tg__jw_key(w, "message", 7);
+        TG__JW_KEY(w, "message");
         tg__jw_raw(w, c->msgs[i].json, strlen(c->msgs[i].json));
         tg__jw_obj_end(w);
     }
@@ -116,7 +116,7 @@ static void save_file(tg__jw *w, const emu_file *f)
     w_str(w, "file_name", f->name);
     w_str(w, "mime_type", f->mime);
     if (!f->any_bot) { /* absent: every bot may use the file (files saved before per-bot ids) */
-        tg__jw_key(w, "bots", 4);
+        TG__JW_KEY(w, "bots");
         tg__jw_arr_begin(w);
         for (size_t i = 0; i < f->nbots; i++)
             tg__jw_i64(w, f->bots[i]);
@@ -139,12 +139,12 @@ static void save_world(const emu *e, tg__jw *w)
     w_int(w, "next_user_id", e->next_user_id);
     w_int(w, "next_group_id", e->next_group_id);
     w_int(w, "next_file_id", e->next_file_id);
-    tg__jw_key(w, "bots", 4);
+    TG__JW_KEY(w, "bots");
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < e->nbots; i++)
         save_bot(w, e->bots[i]);
     tg__jw_arr_end(w);
-    tg__jw_key(w, "users", 5);
+    TG__JW_KEY(w, "users");
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < e->nusers; i++) {
         const emu_user *u = e->users[i];
@@ -157,12 +157,12 @@ static void save_world(const emu *e, tg__jw *w)
         tg__jw_obj_end(w);
     }
     tg__jw_arr_end(w);
-    tg__jw_key(w, "chats", 5);
+    TG__JW_KEY(w, "chats");
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < e->nchats; i++)
         save_chat(w, e->chats[i]);
     tg__jw_arr_end(w);
-    tg__jw_key(w, "files", 5);
+    TG__JW_KEY(w, "files");
     tg__jw_arr_begin(w);
     for (size_t i = 0; i < e->nfiles; i++)
         save_file(w, e->files[i]);

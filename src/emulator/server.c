@@ -272,9 +272,9 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned code, cons
     tg__jw w;
     tg__jw_init(&w, &out);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "ok", 2);
+    TG__JW_KEY(&w, "ok");
     tg__jw_bool(&w, false);
-    tg__jw_key(&w, "error", 5);
+    TG__JW_KEY(&w, "error");
     tg__jw_str(&w, why);
     tg__jw_obj_end(&w);
     enum MHD_Result rc = reply_buf(c, code, &out);

@@ -84,7 +84,7 @@ static char *user_json(const emu_user *u)
     tg__buf_init(&b, 4096);
     tg__jw_init(&w, &b);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "id", 2);
+    TG__JW_KEY(&w, "id");
     tg__jw_i64(&w, u->id);
     const char *names[] = {"first_name", "last_name", "username", "language_code"};
     const char *vals[] = {u->first_name, u->last_name, u->username, u->language_code};
@@ -93,7 +93,7 @@ static char *user_json(const emu_user *u)
             tg__jw_key(&w, names[i], strlen(names[i]));
             tg__jw_str(&w, vals[i]);
         }
-    tg__jw_key(&w, "allows_write_to_pm", 18);
+    TG__JW_KEY(&w, "allows_write_to_pm");
     tg__jw_bool(&w, true);
     tg__jw_obj_end(&w);
     size_t len;

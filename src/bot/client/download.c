@@ -258,7 +258,7 @@ static tg_status get_file_path(tg_ctx *ctx, const char *file_id, const char **fi
     tg__buf_reset(&ctx->req);
     tg__jw_init(&w, &ctx->req);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "file_id", 7);
+    TG__JW_KEY(&w, "file_id");
     tg__jw_str(&w, file_id);
     tg__jw_obj_end(&w);
     if (w.err)

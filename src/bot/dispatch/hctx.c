@@ -222,16 +222,16 @@ static bool begin_target(tg_hctx *h, tg__jw *w, bool allow_inline)
     tg__jw_init(w, &h->jbuf);
     tg__jw_obj_begin(w);
     if (allow_inline && !h->ev.has_chat && h->ev.inline_message_id) {
-        tg__jw_key(w, "inline_message_id", 17);
+        TG__JW_KEY(w, "inline_message_id");
         tg__jw_str(w, h->ev.inline_message_id);
         return true;
     }
     if (!h->ev.has_chat)
         return false;
-    tg__jw_key(w, "chat_id", 7);
+    TG__JW_KEY(w, "chat_id");
     tg__jw_i64(w, h->ev.chat_id);
     if (h->ev.business_connection_id) {
-        tg__jw_key(w, "business_connection_id", 22);
+        TG__JW_KEY(w, "business_connection_id");
         tg__jw_str(w, h->ev.business_connection_id);
     }
     return true;
@@ -258,12 +258,12 @@ static tg_status send_text(tg_hctx *h, const char *text, const char *extra, bool
     if (!begin_target(h, &w, false))
         return tg_hctx_fail(h, TG_ERR_INVALID, "sendMessage: the %s update has no chat",
                             h->ev.kind_name);
-    tg__jw_key(&w, "text", 4);
+    TG__JW_KEY(&w, "text");
     tg__jw_str(&w, text);
     if (reply && h->ev.message_id && h->ev.kind != TG_UPDATE_CALLBACK_QUERY) {
-        tg__jw_key(&w, "reply_parameters", 16);
+        TG__JW_KEY(&w, "reply_parameters");
         tg__jw_obj_begin(&w);
-        tg__jw_key(&w, "message_id", 10);
+        TG__JW_KEY(&w, "message_id");
         tg__jw_i64(&w, h->ev.message_id);
         tg__jw_obj_end(&w);
     }
@@ -296,10 +296,10 @@ tg_status tg_answer(tg_hctx *h, const char *text)
     tg__buf_reset(&h->jbuf);
     tg__jw_init(&w, &h->jbuf);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "callback_query_id", 17);
+    TG__JW_KEY(&w, "callback_query_id");
     tg__jw_str(&w, h->ev.id);
     if (text) {
-        tg__jw_key(&w, "text", 4);
+        TG__JW_KEY(&w, "text");
         tg__jw_str(&w, text);
     }
     tg_status st = finish_call(h, &w, "answerCallbackQuery", NULL);
@@ -324,7 +324,7 @@ tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json)
     bool ok = begin_target(h, &w, true);
     if (ok && h->ev.has_chat) {
         ok = h->ev.message_id != 0;
-        tg__jw_key(&w, "message_id", 10);
+        TG__JW_KEY(&w, "message_id");
         tg__jw_i64(&w, h->ev.message_id);
     }
     if (!ok)
@@ -332,7 +332,7 @@ tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json)
                             "editMessageText: the %s update has no "
                             "message to edit",
                             h->ev.kind_name);
-    tg__jw_key(&w, "text", 4);
+    TG__JW_KEY(&w, "text");
     tg__jw_str(&w, text);
     return finish_call(h, &w, "editMessageText", extra_json);
 }

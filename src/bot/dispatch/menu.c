@@ -199,9 +199,9 @@ static void button(tg__jw *w, const char *label, const char *id, const char *op,
     char data[64];
     snprintf(data, sizeof data, "menu:%s:%s:%zu", id, op, page);
     tg__jw_obj_begin(w);
-    tg__jw_key(w, "text", 4);
+    TG__JW_KEY(w, "text");
     tg__jw_str(w, label);
-    tg__jw_key(w, "callback_data", 13);
+    TG__JW_KEY(w, "callback_data");
     tg__jw_str(w, data);
     tg__jw_obj_end(w);
 }
@@ -234,9 +234,9 @@ static bool markup(tg_hctx *h, const tg_menu *m, size_t page, size_t n, tg__buf 
     tg__jw w;
     tg__jw_init(&w, b);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "reply_markup", 12);
+    TG__JW_KEY(&w, "reply_markup");
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "inline_keyboard", 15);
+    TG__JW_KEY(&w, "inline_keyboard");
     tg__jw_arr_begin(&w);
     if (m->count)
         draw_list(h, m, &w, page, n);

@@ -91,7 +91,7 @@ tg_status tg_hctx_respond(tg_hctx *h, const char *method, const char *json_param
     tg__buf_init(&b, 1 << 20);
     tg__jw_init(&w, &b);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "method", 6);
+    TG__JW_KEY(&w, "method");
     tg__jw_str(&w, method);
     if (n) {
         tg__buf_putc(&b, ',');

@@ -159,6 +159,9 @@ void tg__jw_obj_end(tg__jw *w);
 void tg__jw_arr_begin(tg__jw *w);
 void tg__jw_arr_end(tg__jw *w);
 void tg__jw_key(tg__jw *w, const char *key, size_t n); /* key must not need escaping */
+/* tg__jw_key of a string literal: the compiler counts its length (a non-literal does not
+   compile). */
+#define TG__JW_KEY(w, lit) tg__jw_key((w), "" lit "", sizeof(lit) - 1)
 /* Any key (escaped like a string value; invalid UTF-8 sets -EINVAL), for generic re-encoding
  * of decoded documents (unknown fields, tools, fuzzing). */
 void tg__jw_key_escaped(tg__jw *w, const char *key, size_t n);

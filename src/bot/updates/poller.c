@@ -51,15 +51,15 @@ int tg__getupdates_request(tg__buf *b, const tg_polling_options *o, int64_t offs
     tg__jw_init(&w, b);
     tg__jw_obj_begin(&w);
     if (offset) {
-        tg__jw_key(&w, "offset", 6);
+        TG__JW_KEY(&w, "offset");
         tg__jw_i64(&w, offset);
     }
-    tg__jw_key(&w, "timeout", 7);
+    TG__JW_KEY(&w, "timeout");
     tg__jw_i64(&w, timeout_s);
-    tg__jw_key(&w, "limit", 5);
+    TG__JW_KEY(&w, "limit");
     tg__jw_i64(&w, limit);
     if (o->allowed_updates) {
-        tg__jw_key(&w, "allowed_updates", 15);
+        TG__JW_KEY(&w, "allowed_updates");
         tg__jw_arr_begin(&w);
         for (size_t i = 0; o->allowed_updates[i]; i++)
             tg__jw_str(&w, o->allowed_updates[i]);

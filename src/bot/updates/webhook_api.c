@@ -78,7 +78,7 @@ static void put_allowed(tg__jw *w, const char *const *allowed)
 {
     if (!allowed)
         return;
-    tg__jw_key(w, "allowed_updates", 15);
+    TG__JW_KEY(w, "allowed_updates");
     tg__jw_arr_begin(w);
     for (size_t i = 0; allowed[i]; i++)
         tg__jw_str(w, allowed[i]);
@@ -91,23 +91,23 @@ static int encode_set(tg__buf *b, const tg_webhook_options *o)
     tg__jw w;
     tg__jw_init(&w, b);
     tg__jw_obj_begin(&w);
-    tg__jw_key(&w, "url", 3);
+    TG__JW_KEY(&w, "url");
     tg__jw_str(&w, o->url);
     if (o->secret_token) {
-        tg__jw_key(&w, "secret_token", 12);
+        TG__JW_KEY(&w, "secret_token");
         tg__jw_str(&w, o->secret_token);
     }
     if (o->ip_address) {
-        tg__jw_key(&w, "ip_address", 10);
+        TG__JW_KEY(&w, "ip_address");
         tg__jw_str(&w, o->ip_address);
     }
     if (o->max_connections) {
-        tg__jw_key(&w, "max_connections", 15);
+        TG__JW_KEY(&w, "max_connections");
         tg__jw_i64(&w, o->max_connections);
     }
     put_allowed(&w, o->allowed_updates);
     if (o->drop_pending_updates) {
-        tg__jw_key(&w, "drop_pending_updates", 20);
+        TG__JW_KEY(&w, "drop_pending_updates");
         tg__jw_bool(&w, true);
     }
     tg__jw_obj_end(&w);
