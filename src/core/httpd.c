@@ -214,14 +214,15 @@ static struct MHD_Daemon *start_mhd(struct tg__httpd *h, const struct tg__httpd_
         flags |= MHD_USE_TLS;
     unsigned max = o->max_connections ? o->max_connections : tg__httpd_fd_share(2, 16, 65536);
     /* the logger first: libmicrohttpd warns about any option that comes before it */
-    return MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, o->log,
-                            o->log_cls, MHD_OPTION_SOCK_ADDR, o->addr, MHD_OPTION_NOTIFY_CONNECTION,
-                            on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                            o->per_ip, MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s,
-                            MHD_OPTION_THREAD_POOL_SIZE, o->threads > 1 ? o->threads : 0u,
-                            tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, o->cert_pem,
-                            MHD_OPTION_HTTPS_MEM_KEY, o->key_pem, MHD_OPTION_END);
+    return MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, o->log, o->log_cls,
+        MHD_OPTION_SOCK_ADDR, o->addr, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT, max,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+        o->idle_timeout_s, MHD_OPTION_THREAD_POOL_SIZE, o->threads > 1 ? o->threads : 0u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->memory_limit ? o->memory_limit : (size_t)32 * 1024,
+        tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, o->cert_pem, MHD_OPTION_HTTPS_MEM_KEY,
+        o->key_pem, MHD_OPTION_END);
 }
 
 struct tg__httpd *tg__httpd_start(const struct tg__httpd_opts *o)

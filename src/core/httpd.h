@@ -1,6 +1,6 @@
 /*
  * httpd: a libmicrohttpd daemon with the limits every HTTP listener of ours needs (libtgbot's
- * webhook server, tgproxy's metrics page and what comes after them).
+ * webhook server, tgproxy's metrics page and its control API).
  *
  *   - poll/epoll, never select(): MHD_USE_AUTO picks epoll on Linux, so a socket numbered
  *     above FD_SETSIZE (1024) is served like any other. On select() MHD cannot watch such a
@@ -47,6 +47,7 @@ struct tg__httpd_opts {
                                     accept); 0 = no limit */
     unsigned idle_timeout_s;     /* MHD's inactivity timeout; 0 = none */
     uint32_t request_timeout_ms; /* the request deadline above; 0 = none */
+    size_t memory_limit;         /* bytes of buffers per connection; 0 = MHD's 32 KiB */
     const char *cert_pem;        /* both set: HTTPS */
     const char *key_pem;
     MHD_LogCallback log; /* MHD's own messages; NULL = not shown */

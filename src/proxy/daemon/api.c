@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/httpd.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "proxy/daemon/apistore.h"
@@ -35,11 +36,12 @@
 #define TGKIT_VERSION_STRING "0"
 #endif
 
-#define API_CONNS        128 /* connections at once (each up to 64 KiB of buffers) */
-#define API_CONNS_PER_IP 32  /* from one address: a panel and a few scripts */
-#define TOKEN_MAX        512 /* bytes of a token file */
-#define FAIL_SLOTS       256 /* addresses tracked for failed logins */
-#define RELOADS_KEPT     16  /* /v1/info recent reloads */
+#define API_CONNS        128   /* connections at once (each up to 64 KiB of buffers) */
+#define API_CONNS_PER_IP 32    /* from one address: a panel and a few scripts */
+#define API_TIMEOUT_MS   10000 /* a request's deadline however it trickles, and idle time */
+#define TOKEN_MAX        512   /* bytes of a token file */
+#define FAIL_SLOTS       256   /* addresses tracked for failed logins */
+#define RELOADS_KEPT     16    /* /v1/info recent reloads */
 #define OUT_MAX          (16u << 20)
 #define SECRET_TEXT      (2 * (1 + SECRET_KEY_LEN + 255) + 1)
 
@@ -59,7 +61,7 @@ struct reload_rec {
 };
 
 struct api {
-    struct MHD_Daemon *mhd;
+    struct tg__httpd *httpd;
     struct server *srv;
     struct netset *allow;
     bool has_token;
@@ -1234,18 +1236,22 @@ int api_start(struct server *s, struct api **out)
     if (rc == 0 && (rc = apistore_load(&a->st, cfg->api.state_file, err, sizeof err)) != 0)
         tg__log(NULL, TG__LOG_ERROR, "[api] %s", err);
     if (rc == 0) {
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-        if (cfg->api.bind.addr.ss_family == AF_INET6)
-            flags |= MHD_USE_IPv6;
-        a->mhd = MHD_start_daemon(
-            flags, 0, NULL, NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-            MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&cfg->api.bind.addr,
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-            (unsigned)API_CONNS_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
-            on_done, a, MHD_OPTION_END);
-        if (!a->mhd) {
-            rc = -(errno ? errno : EADDRINUSE);
+        struct tg__httpd_opts ho = {
+            .addr = (const struct sockaddr *)&cfg->api.bind.addr,
+            .handler = on_request,
+            .handler_cls = a,
+            .completed = on_done,
+            .completed_cls = a,
+            .max_connections = API_CONNS,
+            .per_ip = API_CONNS_PER_IP,
+            .idle_timeout_s = API_TIMEOUT_MS / 1000,
+            .request_timeout_ms = API_TIMEOUT_MS,
+            .memory_limit = (size_t)64 * 1024,
+            .log = mhd_log,
+        };
+        a->httpd = tg__httpd_start(&ho);
+        if (!a->httpd) {
+            rc = -errno;
             char where[CONFIG_HOST_MAX + 8];
             value_format_addr(&cfg->api.bind.addr, where, sizeof where);
             tg__log(NULL, TG__LOG_ERROR, "[api] bind-to %s: %s", where, strerror(-rc));
@@ -1255,8 +1261,7 @@ int api_start(struct server *s, struct api **out)
         api_stop(a);
         return rc;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    a->port = di ? di->port : cfg->api.bind.port;
+    a->port = tg__httpd_port(a->httpd) ? tg__httpd_port(a->httpd) : cfg->api.bind.port;
     struct sockaddr_storage at = cfg->api.bind.addr;
     char url[CONFIG_HOST_MAX + 8];
     value_set_port(&at, a->port);
@@ -1295,8 +1300,7 @@ void api_stop(struct api *a)
 {
     if (!a)
         return;
-    if (a->mhd)
-        MHD_stop_daemon(a->mhd);
+    tg__httpd_stop(a->httpd);
     netset_free(a->allow);
     apistore_cleanup(&a->st);
     crypto_wipe(a->mac_key, sizeof a->mac_key);

@@ -11,6 +11,7 @@
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
 #include "proxy_harness.h"
+#include "slowloris.h"
 #include "proxy/daemon/apistore.h"
 #include "proxy/daemon/server.h"
 #include "core/log.h"
@@ -393,6 +394,33 @@ static void test_allow_and_v6(void **state)
     env_done(&e);
 }
 
+/* Slow clients cannot hold the API: 32 trickling connections from one address (its
+   share; a 33rd is closed at accept) and 16 from each of 4 more are held while an API call
+   from 127.0.0.1 is answered; and a connection trickling a byte every 0.5 s, which the
+   10 s idle timeout alone never closes, is cut once its request is 10 s overdue. */
+static void test_slow_clients(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, false, NULL);
+    static struct slow s;
+    memset(&s, 0, sizeof s);
+    slow_open(&s, "127.0.0.2", e.api, 32);
+    assert_true(slow_refused("127.0.0.2", e.api));
+    for (int i = 3; i <= 6; i++) {
+        char ip[16];
+        snprintf(ip, sizeof ip, "127.0.0.%d", i);
+        slow_open(&s, ip, e.api, 16);
+    }
+    expect(&e, "GET", "/v1/health", TOKEN, NULL, 200, NULL);
+    assert_int_equal(slow_round(&s, 0), 0); /* all 96 still held */
+    slow_close(&s);
+    slow_open(&s, "127.0.0.7", e.api, 1);
+    slow_until_cut(&s, 500, 40);
+    slow_close(&s);
+    env_done(&e);
+}
+
 static void test_secrets_lifecycle(void **state)
 {
     (void)state;
@@ -565,9 +593,8 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     tg__logger_set_level(tg__log_default(), TG__LOG_WARN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_access_and_errors),
-        cmocka_unit_test(test_allow_and_v6),
-        cmocka_unit_test(test_secrets_lifecycle),
+        cmocka_unit_test(test_access_and_errors), cmocka_unit_test(test_allow_and_v6),
+        cmocka_unit_test(test_slow_clients),      cmocka_unit_test(test_secrets_lifecycle),
         cmocka_unit_test(test_concurrent_writes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
