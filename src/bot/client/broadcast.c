@@ -253,10 +253,9 @@ static void on_pace(tg__timer *t, uint64_t now)
         maybe_done(b);
         return; /* nothing left to submit: completions finish it */
     }
-    /* evenly spaced from the schedule, never bunching to catch up after a stall */
-    b->next_ns += b->interval_ns;
-    if (b->next_ns < now)
-        b->next_ns = now;
+    /* evenly spaced: one interval after this slot, or after now when the loop was late (a
+     * stall never turns into a burst to catch up) */
+    b->next_ns = (b->next_ns > now ? b->next_ns : now) + b->interval_ns;
     tg__timer_add(&b->a->timers, &b->pace, b->next_ns);
 }
 
