@@ -4,5 +4,5 @@ target_link_libraries(bench_bot_decode PRIVATE PkgConfig::CJSON)
 target_link_libraries(bench_bot_roundtrip PRIVATE PkgConfig::SSL PkgConfig::CRYPTO)
 target_link_libraries(bench_bot_dispatch PRIVATE PkgConfig::CJSON)
 # The fleet benchmark starts its redis-server with the tests' launcher (no cmocka in it).
-target_sources(bench_bot_fleet PRIVATE ${CMAKE_SOURCE_DIR}/tests/support/redis_server.c)
+target_sources(bench_bot_fleet PRIVATE ${CMAKE_SOURCE_DIR}/tests/support/redis_server.c ${CMAKE_SOURCE_DIR}/tests/support/ports.c)
 target_include_directories(bench_bot_fleet PRIVATE ${CMAKE_SOURCE_DIR}/tests/support)

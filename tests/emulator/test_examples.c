@@ -172,22 +172,12 @@ static void test_moderation(void **state)
     assert_int_equal(tg_test_stop_child(pid), 0);
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof sa;
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &n), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static void test_webhook(void **state)
 {
     (void)state;
     char url[64], port[16];
-    int p = free_port();
+    int p = tgtest_listen_port();
+    assert_true(p > 0);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/tg", p);
     snprintf(port, sizeof port, "%d", p);
     setenv("WEBHOOK_URL", url, 1);
@@ -271,7 +261,8 @@ static void test_tutorial_webhook(void **state)
 {
     (void)state;
     char url[64], port[16];
-    int p = free_port();
+    int p = tgtest_listen_port();
+    assert_true(p > 0);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/tg", p);
     snprintf(port, sizeof port, "%d", p);
     setenv("WEBHOOK_URL", url, 1);

@@ -1,5 +1,6 @@
 /* redis_server: start and stop a real redis-server for tests. See redis_server.h. */
 #include "redis_server.h"
+#include "ports.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -24,21 +25,6 @@ static const char *server_path(void)
 bool tgtest_redis_available(void)
 {
     return access(server_path(), X_OK) == 0;
-}
-
-/* A port the kernel considers free right now (bind to 0, read it back, close). */
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    uint16_t port = 0;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
 }
 
 static bool answers_ping(uint16_t port)
@@ -103,8 +89,8 @@ static int start(tgtest_redis *r, bool durable, bool cluster)
     snprintf(r->dir, sizeof r->dir, "/tmp/tgtest-redis-XXXXXX");
     if (!mkdtemp(r->dir))
         return -1;
-    r->port = free_port();
-    r->bus_port = cluster ? free_port() : 0;
+    r->port = (uint16_t)tgtest_listen_port();
+    r->bus_port = cluster ? (uint16_t)tgtest_listen_port() : 0;
     if (r->port && (!cluster || (r->bus_port && r->bus_port != r->port)) && launch(r) == 0)
         return 0;
     tgtest_redis_stop(r);

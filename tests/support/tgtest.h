@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wait.h" /* tgtest_wait_until */
+#include "ports.h" /* tgtest_listen_port */
+#include "wait.h"  /* tgtest_wait_until */
 
 /* Path of the test data file tests/<rel> of this checkout, e.g. "fixtures/botapi/x.json" or
  * "vectors/secrets.json" (tests/fixtures/README.md, tests/vectors/README.md say where each came
