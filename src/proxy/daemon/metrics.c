@@ -51,6 +51,8 @@
     X("limits_hit_total", METRIC_COUNTER, "", "limit", "quota", limit_quota)                       \
     X("fronted_connections_total", METRIC_COUNTER,                                                 \
       "Connections relayed to the fronting host (failed handshakes).", NULL, NULL, fronted)        \
+    X("fronted_connections_active", METRIC_GAUGE,                                                  \
+      "Connections relaying to the fronting host now.", NULL, NULL, front_active)                  \
     X("fronting_self_refused_total", METRIC_COUNTER,                                               \
       "Connections not fronted because the fronting address is this proxy.", NULL, NULL,           \
       front_self)                                                                                  \

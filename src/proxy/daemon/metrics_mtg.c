@@ -82,6 +82,8 @@ int metrics_collect_mtg(const struct server *s, metrics_emit_fn emit, void *user
         {"telegram_connections",
          "mtg name: authenticated connections open now, each with its DC connection.", METRIC_GAUGE,
          NULL},
+        {"domain_fronting_connections", "mtg name: connections relaying to the fronting host now.",
+         METRIC_GAUGE, NULL},
         {"telegram_traffic", "mtg name: bytes relayed for authenticated connections, by direction.",
          METRIC_COUNTER, "direction"},
         {"domain_fronting_traffic",
@@ -105,6 +107,7 @@ int metrics_collect_mtg(const struct server *s, metrics_emit_fn emit, void *user
     const double vals[][2] = {
         {(double)t->active},
         {(double)v.auth_active},
+        {(double)t->front_active},
         {(double)v.auth_down, (double)v.auth_up},
         {(double)t->front_bytes_down, (double)t->front_bytes_up},
         {(double)t->fronted},
@@ -113,7 +116,7 @@ int metrics_collect_mtg(const struct server *s, metrics_emit_fn emit, void *user
         {(double)t->hs_replay},
         {(double)v.list_ranges[0], (double)v.list_ranges[1]},
     };
-    const char *const *labels[] = {NULL, NULL, dirs, dirs, NULL, NULL, lists, NULL, lists};
+    const char *const *labels[] = {NULL, NULL, NULL, dirs, dirs, NULL, NULL, lists, NULL, lists};
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof fams / sizeof fams[0]; i++)
         rc = emit_family(emit, user, &fams[i], fams[i].lkey ? 2 : 1, labels[i], vals[i]);

@@ -142,6 +142,8 @@ static void stats_close(struct conn *c)
     stats_bytes(c);
     if (c->end != END_NONE)
         stats_add_at(&w->stats, STATS_END_INDEX(c->end), 1);
+    if (c->state == CONN_FRONT_RELAY)
+        stats_sub(&w->stats, front_active, 1);
     bool authed = c->state == CONN_DC_CONNECT || c->state == CONN_RELAY;
     uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
     if (authed && slot < w->nsec)
@@ -865,8 +867,9 @@ static void upstream_ready(struct conn *c)
         return;
     }
     if (c->state == CONN_FRONT_CONNECT) {
-        conn_enter(c, CONN_FRONT_RELAY);
+        conn_enter(c, CONN_FRONT_RELAY); /* until it closes (stats_close) */
         stats_add(&w->stats, fronted, 1);
+        stats_add(&w->stats, front_active, 1);
     } else {
         conn_enter(c, CONN_RELAY);
     }

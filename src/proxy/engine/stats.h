@@ -30,6 +30,7 @@
     X(limit_unique_ips, "handshakes fronted: a new client IP over the secret's max-unique-ips")    \
     X(limit_quota, "handshakes fronted or relays ended: the secret's quota was used up")           \
     X(fronted, "connections relayed to the fronting host")                                         \
+    X(front_active, "gauge: connections relaying to the fronting host now")                        \
     X(front_early, "fronting connections opened while a handshake was still undecided")          \
     X(front_self, "connections not fronted: every fronting address is this proxy's own listener") \
     X(dc_connect_fail, "DC connects that failed on every address")                                 \

@@ -222,11 +222,21 @@ static void test_mtg_names(void **state)
         assert_int_equal(pcli_connect(&c[i], h.port, &o), 0);
         assert_int_equal(pcli_echo(&c[i], (uint32_t)i, 20000, 0), 0);
     }
-    char *page = scrape_page_prefixed(&h, "mtg"); /* three relays open */
-    assert_true(sample(page, "mtg_client_connections{}") == NTLS + NDD);
+    /* and one fronted connection, held open: it has read the site's banner */
+    static const char http[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
+    int front = psock_connect(h.port, 10000);
+    assert_true(front >= 0);
+    assert_int_equal(psock_write_all(front, http, sizeof http - 1), 0);
+    char banner[sizeof PFRONT_BANNER - 1];
+    assert_int_equal(psock_read_all(front, banner, sizeof banner), 0);
+    char *page = scrape_page_prefixed(&h, "mtg"); /* three relays open, one fronted */
+    assert_true(sample(page, "mtg_client_connections{}") == NTLS + NDD + 1);
     assert_true(sample(page, "mtg_telegram_connections{}") == NTLS + NDD);
-    assert_true(sample(page, "mtg_client_connections_active{}") == NTLS + NDD); /* ours too */
+    assert_true(sample(page, "mtg_domain_fronting_connections{}") == 1);
+    assert_true(sample(page, "mtg_client_connections_active{}") == NTLS + NDD + 1); /* ours */
+    assert_true(sample(page, "mtg_fronted_connections_active{}") == 1);
     free(page);
+    close(front);
 
     fronted_once(&h);
     fronted_once(&h);
@@ -236,6 +246,7 @@ static void test_mtg_names(void **state)
     page = scrape_page_prefixed(&h, "mtg");
     assert_true(sample(page, "mtg_client_connections{}") == 0);
     assert_true(sample(page, "mtg_telegram_connections{}") == 0);
+    assert_true(sample(page, "mtg_domain_fronting_connections{}") == 0);
     double ours_down =
         sample(page, "mtg_secret_traffic_bytes_total{direction=to_client,secret=tls}") +
         sample(page, "mtg_secret_traffic_bytes_total{direction=to_client,secret=dd}");
@@ -250,11 +261,11 @@ static void test_mtg_names(void **state)
     double all_down = sample(page, "mtg_traffic_bytes_total{direction=to_client}");
     double front_up = sample(page, "mtg_domain_fronting_traffic_total{direction=from_client}");
     double front_down = sample(page, "mtg_domain_fronting_traffic_total{direction=to_client}");
-    assert_true(front_up > 0 && front_down >= 2.0 * (sizeof PFRONT_BANNER - 1));
+    assert_true(front_up > 0 && front_down >= 3.0 * (sizeof PFRONT_BANNER - 1));
     assert_true(front_up + ours_up == all_up); /* every relayed byte is one or the other */
     assert_true(front_down + ours_down == all_down);
-    assert_true(sample(page, "mtg_domain_fronting_total{}") == 2);
-    assert_true(sample(page, "mtg_fronted_connections_total{}") == 2);
+    assert_true(sample(page, "mtg_domain_fronting_total{}") == 3);
+    assert_true(sample(page, "mtg_fronted_connections_total{}") == 3);
     assert_true(sample(page, "mtg_concurrency_limited_total{}") == 0);
     assert_true(sample(page, "mtg_replay_attacks_total{}") == 0);
     assert_true(sample(page, "mtg_ip_blocklisted_total{ip_list=blocklist}") == 0);
