@@ -1,8 +1,10 @@
 /*
  * api: the Bot API side of the emulator. emu_api_call() runs one method for one bot and
  * writes Telegram's envelope ({"ok":true,"result":...} or {"ok":false,"error_code":..,
- * "description":..,"parameters":{..}}); the method handlers live in api.c (messages,
- * updates, webhooks, files, callbacks, inline), api_chat.c (chats, members, commands).
+ * "description":..,"parameters":{..}}). The pipeline is api.c; the one method table is
+ * methods.c (handlers.h); the handlers live in api_msg.c (messages, updates, callbacks,
+ * inline), api_chat.c (chats, members, commands), api_media.c (files and media) and
+ * webhook.c (webhooks); the helpers every send shares in send.c.
  *
  * Every method of the generated model is known: emulated ones act on the state, the others
  * answer 400 "Bad Request: method X is not emulated by tgbot-emulator"; a name that is no
@@ -60,14 +62,11 @@ int emu_check_text(emu_req *r, const char *text, int32_t parse_mode, const tg_me
 
 /* reply_parameters of a send: the message replied to, put on m. 0 or -1 (emu_fail). */
 int emu_apply_reply(emu_req *r, emu_chat *c, const tg_reply_parameters *rp, tg_message *m);
+/* An inline keyboard's buttons are ones Telegram accepts. 0 or -1 (emu_fail). */
+int emu_check_inline_kb(emu_req *r, const tg_inline_keyboard_markup *kb);
 /* reply_markup of a send: inline keyboards on m, reply keyboards on c. 0 or -1. */
 int emu_apply_markup(emu_req *r, emu_chat *c, const tg_reply_markup *rm, tg_message *m);
 /* Store m as sent by the bot in c and write it as the result. 0 or -1. */
 int emu_finish_send(emu_req *r, emu_chat *c, tg_message *m);
-
-extern const emu_method_entry emu_chat_methods[];
-extern const size_t emu_chat_method_count;
-extern const emu_method_entry emu_media_methods[];
-extern const size_t emu_media_method_count;
 
 #endif

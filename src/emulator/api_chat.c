@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "emulator/api.h"
+#include "emulator/handlers.h"
 
 /* Administrator rights (bit i = RIGHTS[i]). */
 enum {
@@ -164,7 +164,7 @@ static int write_member(emu_req *r, const emu_member *m)
     return 0;
 }
 
-static int h_get_chat(emu_req *r)
+int emu_h_get_chat(emu_req *r)
 {
     const tg_get_chat_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, false);
@@ -194,7 +194,7 @@ static int h_get_chat(emu_req *r)
     return 0;
 }
 
-static int h_get_chat_member(emu_req *r)
+int emu_h_get_chat_member(emu_req *r)
 {
     const tg_get_chat_member_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, false);
@@ -213,7 +213,7 @@ static int h_get_chat_member(emu_req *r)
     return write_member(r, m ? m : &left);
 }
 
-static int h_get_chat_member_count(emu_req *r)
+int emu_h_get_chat_member_count(emu_req *r)
 {
     const tg_get_chat_member_count_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, false);
@@ -226,7 +226,7 @@ static int h_get_chat_member_count(emu_req *r)
     return 0;
 }
 
-static int h_get_chat_administrators(emu_req *r)
+int emu_h_get_chat_administrators(emu_req *r)
 {
     const tg_get_chat_administrators_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, false);
@@ -266,7 +266,7 @@ static int change_member(emu_req *r, emu_chat *c, int64_t user_id, int status, e
     return 0;
 }
 
-static int h_ban_chat_member(emu_req *r)
+int emu_h_ban_chat_member(emu_req *r)
 {
     const tg_ban_chat_member_params *p = r->p;
     emu_chat *c = admin_chat(r, &p->chat_id, 1u << R_RESTRICT_MEMBERS);
@@ -278,7 +278,7 @@ static int h_ban_chat_member(emu_req *r)
                          p->until_date.has ? p->until_date.v : 0);
 }
 
-static int h_unban_chat_member(emu_req *r)
+int emu_h_unban_chat_member(emu_req *r)
 {
     const tg_unban_chat_member_params *p = r->p;
     emu_chat *c = admin_chat(r, &p->chat_id, 1u << R_RESTRICT_MEMBERS);
@@ -312,7 +312,7 @@ static emu_bits perms_bits(const tg_chat_permissions *p)
     return b;
 }
 
-static int h_restrict_chat_member(emu_req *r)
+int emu_h_restrict_chat_member(emu_req *r)
 {
     const tg_restrict_chat_member_params *p = r->p;
     emu_chat *c = admin_chat(r, &p->chat_id, 1u << R_RESTRICT_MEMBERS);
@@ -326,7 +326,7 @@ static int h_restrict_chat_member(emu_req *r)
                          p->until_date.has ? p->until_date.v : 0);
 }
 
-static int h_promote_chat_member(emu_req *r)
+int emu_h_promote_chat_member(emu_req *r)
 {
     const tg_promote_chat_member_params *p = r->p;
     emu_chat *c = admin_chat(r, &p->chat_id, 1u << R_PROMOTE_MEMBERS);
@@ -346,7 +346,7 @@ static int h_promote_chat_member(emu_req *r)
     return change_member(r, c, p->user_id, b ? EMU_M_ADMIN : EMU_M_MEMBER, b, 0);
 }
 
-static int h_leave_chat(emu_req *r)
+int emu_h_leave_chat(emu_req *r)
 {
     const tg_leave_chat_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, false);
@@ -388,19 +388,19 @@ static int join_request(emu_req *r, const tg_chat_id *cid, int64_t user_id, bool
     return 0;
 }
 
-static int h_approve_chat_join_request(emu_req *r)
+int emu_h_approve_chat_join_request(emu_req *r)
 {
     const tg_approve_chat_join_request_params *p = r->p;
     return join_request(r, &p->chat_id, p->user_id, true);
 }
 
-static int h_decline_chat_join_request(emu_req *r)
+int emu_h_decline_chat_join_request(emu_req *r)
 {
     const tg_decline_chat_join_request_params *p = r->p;
     return join_request(r, &p->chat_id, p->user_id, false);
 }
 
-static int h_set_chat_title(emu_req *r)
+int emu_h_set_chat_title(emu_req *r)
 {
     const tg_set_chat_title_params *p = r->p;
     emu_chat *c = admin_chat(r, &p->chat_id, 1u << R_CHANGE_INFO);
@@ -419,7 +419,7 @@ static int h_set_chat_title(emu_req *r)
     return 0;
 }
 
-static int h_set_chat_description(emu_req *r)
+int emu_h_set_chat_description(emu_req *r)
 {
     const tg_set_chat_description_params *p = r->p;
     emu_chat *c = admin_chat(r, &p->chat_id, 1u << R_CHANGE_INFO);
@@ -475,7 +475,7 @@ static int check_commands(emu_req *r, const tg_set_my_commands_params *p)
     return 0;
 }
 
-static int h_set_my_commands(emu_req *r)
+int emu_h_set_my_commands(emu_req *r)
 {
     const tg_set_my_commands_params *p = r->p;
     const char *lang = p->language_code ? p->language_code : "";
@@ -527,7 +527,7 @@ static int cmds_of(emu_req *r, const tg_bot_command_scope *scope, const char *la
     return 0;
 }
 
-static int h_get_my_commands(emu_req *r)
+int emu_h_get_my_commands(emu_req *r)
 {
     const tg_get_my_commands_params *p = r->p, none = {0};
     emu_command_set *s;
@@ -540,7 +540,7 @@ static int h_get_my_commands(emu_req *r)
     return 0;
 }
 
-static int h_delete_my_commands(emu_req *r)
+int emu_h_delete_my_commands(emu_req *r)
 {
     const tg_delete_my_commands_params *p = r->p, none = {0};
     emu_command_set *s;
@@ -555,23 +555,3 @@ static int h_delete_my_commands(emu_req *r)
     tg__jw_bool(&r->w, true);
     return 0;
 }
-
-const emu_method_entry emu_chat_methods[] = {
-    {"getChat", h_get_chat},
-    {"getChatMember", h_get_chat_member},
-    {"getChatMemberCount", h_get_chat_member_count},
-    {"getChatAdministrators", h_get_chat_administrators},
-    {"banChatMember", h_ban_chat_member},
-    {"unbanChatMember", h_unban_chat_member},
-    {"restrictChatMember", h_restrict_chat_member},
-    {"promoteChatMember", h_promote_chat_member},
-    {"leaveChat", h_leave_chat},
-    {"approveChatJoinRequest", h_approve_chat_join_request},
-    {"declineChatJoinRequest", h_decline_chat_join_request},
-    {"setChatTitle", h_set_chat_title},
-    {"setChatDescription", h_set_chat_description},
-    {"setMyCommands", h_set_my_commands},
-    {"getMyCommands", h_get_my_commands},
-    {"deleteMyCommands", h_delete_my_commands},
-};
-const size_t emu_chat_method_count = sizeof emu_chat_methods / sizeof emu_chat_methods[0];

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emulator/api.h"
+#include "emulator/handlers.h"
 
 /* The uploaded bytes or stored file behind f; NULL after emu_fail. */
 static emu_file *input_file(emu_req *r, const tg_input_file *f, const char *dir)
@@ -45,7 +45,7 @@ static emu_file *input_file(emu_req *r, const tg_input_file *f, const char *dir)
     return ef;
 }
 
-static int h_get_file(emu_req *r)
+int emu_h_get_file(emu_req *r)
 {
     const tg_get_file_params *p = r->p;
     emu_file *f = emu_file_for_bot(r->e, p->file_id, r->b->u.id);
@@ -139,7 +139,7 @@ static tg_audio *audio_of(emu_req *r, const emu_file *f, tg_opt_i64 duration, co
     return x;
 }
 
-static int h_send_photo(emu_req *r)
+int emu_h_send_photo(emu_req *r)
 {
     const tg_send_photo_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, true);
@@ -152,7 +152,7 @@ static int h_send_photo(emu_req *r)
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
 }
 
-static int h_send_document(emu_req *r)
+int emu_h_send_document(emu_req *r)
 {
     const tg_send_document_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, true);
@@ -173,7 +173,7 @@ static bool get_media(emu_req *r, const tg_chat_id *cid, const tg_input_file *in
     return *f != NULL;
 }
 
-static int h_send_audio(emu_req *r)
+int emu_h_send_audio(emu_req *r)
 {
     const tg_send_audio_params *p = r->p;
     emu_chat *c;
@@ -185,7 +185,7 @@ static int h_send_audio(emu_req *r)
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
 }
 
-static int h_send_video(emu_req *r)
+int emu_h_send_video(emu_req *r)
 {
     const tg_send_video_params *p = r->p;
     emu_chat *c;
@@ -198,7 +198,7 @@ static int h_send_video(emu_req *r)
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
 }
 
-static int h_send_voice(emu_req *r)
+int emu_h_send_voice(emu_req *r)
 {
     const tg_send_voice_params *p = r->p;
     emu_chat *c;
@@ -216,7 +216,7 @@ static int h_send_voice(emu_req *r)
                         p->caption_entities_count, p->reply_parameters, &p->reply_markup, &m);
 }
 
-static int h_send_animation(emu_req *r)
+int emu_h_send_animation(emu_req *r)
 {
     const tg_send_animation_params *p = r->p;
     emu_chat *c;
@@ -246,7 +246,7 @@ static int plain_send(emu_req *r, emu_chat *c, const tg_reply_parameters *rp,
     return emu_finish_send(r, c, m);
 }
 
-static int h_send_location(emu_req *r)
+int emu_h_send_location(emu_req *r)
 {
     const tg_send_location_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, true);
@@ -264,7 +264,7 @@ static int h_send_location(emu_req *r)
     return plain_send(r, c, p->reply_parameters, &p->reply_markup, &m);
 }
 
-static int h_send_contact(emu_req *r)
+int emu_h_send_contact(emu_req *r)
 {
     const tg_send_contact_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, true);
@@ -279,7 +279,7 @@ static int h_send_contact(emu_req *r)
     return plain_send(r, c, p->reply_parameters, &p->reply_markup, &m);
 }
 
-static int h_send_dice(emu_req *r)
+int emu_h_send_dice(emu_req *r)
 {
     const tg_send_dice_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, true);
@@ -381,7 +381,7 @@ static bool album_kinds_ok(const tg_send_media_group_params *p)
     return true;
 }
 
-static int h_send_media_group(emu_req *r)
+int emu_h_send_media_group(emu_req *r)
 {
     const tg_send_media_group_params *p = r->p;
     emu_chat *c = emu_req_chat(r, &p->chat_id, true);
@@ -408,18 +408,3 @@ static int h_send_media_group(emu_req *r)
     tg__jw_arr_end(&r->w);
     return 0;
 }
-
-const emu_method_entry emu_media_methods[] = {
-    {"sendMediaGroup", h_send_media_group},
-    {"getFile", h_get_file},
-    {"sendPhoto", h_send_photo},
-    {"sendDocument", h_send_document},
-    {"sendAudio", h_send_audio},
-    {"sendVideo", h_send_video},
-    {"sendVoice", h_send_voice},
-    {"sendAnimation", h_send_animation},
-    {"sendLocation", h_send_location},
-    {"sendContact", h_send_contact},
-    {"sendDice", h_send_dice},
-};
-const size_t emu_media_method_count = sizeof emu_media_methods / sizeof emu_media_methods[0];

@@ -11,10 +11,13 @@
  * changing one (edit, pin) decodes it, changes the struct and encodes it again, so what a bot
  * or the web page reads is always exactly the Bot API's type.
  *
- * Rooms: form.c (pure body parsers), params.c (request -> params struct), state.c (world),
- * api.c / api_chat.c (Bot API methods), control.c (control API), server.c (HTTP), guard.c
- * (who may use the web chat and control API),
- * webhook.c (delivery), markup.c (parse_mode), web.c (embedded page), persist.c (file).
+ * Rooms: emu.c (lifecycle), form.c (pure body parsers), params.c (request -> params
+ * struct), state.c (world), api.c (the Bot API request pipeline), methods.c (the one table
+ * of emulated methods, handlers.h), api_msg.c / api_chat.c / api_media.c (the methods),
+ * send.c (what sending methods share), webhook.c (webhook methods and delivery), control.c
+ * (control API), server.c (HTTP), guard.c (who may use the web chat and control API),
+ * markup.c (parse_mode), web.c (embedded page), webapp.c (Mini App initData), persist.c
+ * (file). The public C test client (tgbot/testing.h) is src/testing/, outside the emulator.
  * Thread-safety: every emu_* function here expects e->mu held unless it says otherwise.
  */
 #ifndef TGKIT_EMULATOR_EMU_H

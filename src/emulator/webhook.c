@@ -17,15 +17,11 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
-#include "emulator/api.h"
+#include "emulator/handlers.h"
 #include "emulator/server.h"
 
 #define RETRY_MAX_MS    30000
 #define POST_TIMEOUT_MS 10000
-
-int emu_webhook_set(emu_req *r);
-int emu_webhook_delete(emu_req *r);
-int emu_webhook_info(emu_req *r);
 
 static void clear_hook(emu_webhook *h)
 {
