@@ -10,6 +10,7 @@
 #include "tgtest.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -321,6 +322,41 @@ static void test_shutdown_with_calls_in_flight(void **state)
     assert_int_equal(f->r[100].calls, 1);
     assert_int_equal(f->r[100].st, TG_ERR_CANCELLED);
     tg_async_shutdown(f->a); /* idempotent */
+}
+
+static void *shutdown_bot(void *bot)
+{
+    tg_bot_shutdown(bot);
+    return NULL;
+}
+
+/* tg_bot_shutdown from another thread: the loop notices it and cancels everything. */
+static void test_bot_shutdown_from_another_thread(void **state)
+{
+    struct fx *f = *state;
+    for (int i = 0; i < 5; i++)
+        bot_server_push(f->srv, "getMe", &(bot_action){.kind = BOT_ACT_SLOW, .delay_ms = 20000,
+                                                        .body = "{\"ok\":true,\"result\":{}}"});
+    for (int i = 0; i < 5; i++)
+        raw(f, i, "getMe", NULL);
+    for (int i = 0; i < 200000 && bot_server_connections(f->srv) < 5; i++)
+        tg_async_run_once(f->a, 10);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, shutdown_bot, f->bot), 0);
+    pthread_join(t, NULL);
+    run_all(f);
+    expect_once(f, 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(f->r[i].st, TG_ERR_CANCELLED);
+    /* and a full handle refuses with 0 instead of queueing without bound */
+    tg_async *small = tg_async_new(f->bot, &(tg_async_options){.max_pending = 2});
+    assert_non_null(small);
+    struct rec x[3] = {0};
+    assert_true(tg_async_call_raw(small, "getMe", NULL, 0, on_done, &x[0]) != 0);
+    assert_true(tg_async_call_raw(small, "getMe", NULL, 0, on_done, &x[1]) != 0);
+    assert_true(tg_async_call_raw(small, "getMe", NULL, 0, on_done, &x[2]) == 0);
+    tg_async_free(small); /* the two complete (the bot is shut down) */
+    assert_int_equal(x[0].calls + x[1].calls + x[2].calls, 2);
 }
 
 static void on_chain(tg_async *a, const tg_async_result *r, void *user)
@@ -685,6 +721,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_one_and_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_with_calls_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_submits_new_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bot_shutdown_from_another_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_cancels_others, setup, teardown),
         cmocka_unit_test_setup_teardown(test_thousand_calls_bounded_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
