@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -52,11 +53,12 @@ struct loader {
     int dep_fronting_port;                   /* top-level domain-fronting-port, -1 unset */
     int dep_fronting_pp;                     /* domain-fronting-proxy-protocol, -1 unset */
     char pub_v4[CONFIG_HOST_MAX], pub_v6[CONFIG_HOST_MAX];
-    const struct toml_kv *window_kv; /* [defense.anti-replay] window, if given */
-    const struct toml_kv *skew_kv;   /* tolerate-time-skewness, if given */
-    const struct toml_kv *limits_kv; /* [limits], applied once every secret is known */
-    struct config_limits *lim;       /* the [limits.LABEL] being walked */
-    struct config_iplist *iplist;    /* the [defense.blocklist/allowlist] being walked */
+    const struct toml_kv *window_kv;  /* [defense.anti-replay] window, if given */
+    const struct toml_kv *skew_kv;    /* tolerate-time-skewness, if given */
+    const struct toml_kv *limits_kv;  /* [limits], applied once every secret is known */
+    const struct toml_kv *ad_tags_kv; /* [ad-tags], applied once every secret is known */
+    struct config_limits *lim;        /* the [limits.LABEL] being walked */
+    struct config_iplist *iplist;     /* the [defense.blocklist/allowlist] being walked */
 };
 
 typedef int (*key_fn)(struct loader *ld, const struct toml_kv *kv);
@@ -823,11 +825,181 @@ static int k_ignore(struct loader *ld, const struct toml_kv *kv)
     return 0;
 }
 
+/* An ad tag: 32 hex digits (as @MTProxybot gives it), or "" for none (*set = false). */
+static int ad_tag_value(struct loader *ld, const struct toml_kv *kv, uint8_t out[16], bool *set)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    *set = n != 0;
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+              (s[i] >= 'A' && s[i] <= 'F')))
+            return val_err(ld, kv, kv->value,
+                           "expected 32 hex digits (the tag @MTProxybot gives), or \"\" for none");
+    if (n != 32)
+        return val_err(ld, kv, kv->value, "%zu hex digits, expected 32 (16 bytes)", n);
+    for (size_t i = 0; i < 16; i++) {
+        char b[3] = {s[2 * i], s[2 * i + 1], 0};
+        out[i] = (uint8_t)strtoul(b, NULL, 16);
+    }
+    return 0;
+}
+
 static int k_ad_tag(struct loader *ld, const struct toml_kv *kv)
 {
-    return key_err(ld, kv,
-                   "ad tags need middle-proxy mode, which tgproxy does not "
-                   "implement; expected no ad-tag");
+    return ad_tag_value(ld, kv, ld->cfg->ad_tag, &ld->cfg->has_ad_tag);
+}
+
+static int k_ad_tags(struct loader *ld, const struct toml_kv *kv)
+{
+    const struct toml_table *t = NULL;
+    if (get_table(ld, kv, &t) != 0)
+        return -EINVAL;
+    ld->ad_tags_kv = kv;
+    return 0;
+}
+
+/* [ad-tags] label = "tag" | "": each label's own tag, or none (direct). */
+static int apply_ad_tags(struct loader *ld)
+{
+    const struct toml_table *t = NULL;
+    if (!ld->ad_tags_kv || get_table(ld, ld->ad_tags_kv, &t) != 0)
+        return 0;
+    snprintf(ld->prefix, sizeof ld->prefix, "ad-tags");
+    int rc = 0;
+    for (const struct toml_kv *kv = t->first; kv && rc == 0; kv = kv->next) {
+        struct config_secret *cs = NULL;
+        for (size_t i = 0; i < ld->cfg->nsecrets && !cs; i++)
+            if (strlen(ld->cfg->secrets[i].label) == kv->key_len &&
+                memcmp(ld->cfg->secrets[i].label, kv->key, kv->key_len) == 0)
+                cs = &ld->cfg->secrets[i];
+        if (!cs) {
+            rc = key_err(ld, kv, "no secret has this label, expected one of [secrets]");
+            break;
+        }
+        bool set = false;
+        rc = ad_tag_value(ld, kv, cs->ad_tag, &set);
+        cs->ad_tag_mode = set ? 1 : -1;
+    }
+    ld->prefix[0] = '\0';
+    return rc;
+}
+
+const uint8_t *config_ad_tag(const struct config *cfg, size_t i)
+{
+    if (i >= cfg->nsecrets)
+        return NULL;
+    const struct config_secret *cs = &cfg->secrets[i];
+    if (cs->ad_tag_mode > 0)
+        return cs->ad_tag;
+    if (cs->ad_tag_mode == 0 && cfg->has_ad_tag)
+        return cfg->ad_tag;
+    return NULL;
+}
+
+/* [middle-proxy] proxy-secret / proxy-config: local paths (fetching from Telegram's URLs is
+   not done yet: the error says how to make a local copy). */
+static int mp_path(struct loader *ld, const struct toml_kv *kv, char *out, const char *url)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n == 0 || n >= CONFIG_SOURCE_MAX)
+        return val_err(ld, kv, kv->value, "expected a file path of 1..%d bytes",
+                       CONFIG_SOURCE_MAX - 1);
+    if ((n > 7 && memcmp(s, "http://", 7) == 0) || (n > 8 && memcmp(s, "https://", 8) == 0))
+        return val_err(ld, kv, kv->value,
+                       "tgproxy does not download it yet, expected a local copy (e.g. "
+                       "curl -o FILE %s)",
+                       url);
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 0;
+}
+
+static int k_mp_secret(struct loader *ld, const struct toml_kv *kv)
+{
+    return mp_path(ld, kv, ld->cfg->mp.secret_path, "https://core.telegram.org/getProxySecret");
+}
+
+static int k_mp_config(struct loader *ld, const struct toml_kv *kv)
+{
+    return mp_path(ld, kv, ld->cfg->mp.config_path, "https://core.telegram.org/getProxyConfig");
+}
+
+static const struct key_rule mp_rules[] = {
+    FN_KEY("proxy-secret", k_mp_secret),
+    FN_KEY("proxy-config", k_mp_config),
+    U32_KEY("connections", mp.connections, 1, 16),
+    BOOL_KEY("fallback-direct", mp.fallback_direct),
+    SIZE_KEY("client-buffer", mp.client_buffer, 64 << 10, 64u << 20),
+};
+
+static int k_middle_proxy(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->cfg->mp.enabled = true;
+    return WALK(ld, kv, mp_rules);
+}
+
+static int read_file(const char *path, char **out, size_t *len, mode_t *mode, char *err,
+                     size_t errlen);
+
+/* Tags need the middle-proxy table; its files are read now (loading never touches the
+   network, and a bad file fails the load, not the first client). */
+static int load_midproxy(struct loader *ld)
+{
+    struct config *cfg = ld->cfg;
+    bool tags = false;
+    for (size_t i = 0; i < cfg->nsecrets; i++)
+        tags |= config_ad_tag(cfg, i) != NULL;
+    if (!cfg->mp.enabled) {
+        if (tags)
+            return plain_err(ld->err, ld->errlen,
+                             "%s: ad tags need middle-proxy mode, expected a [middle-proxy] table "
+                             "with proxy-secret and proxy-config (docs/tgproxy.md)",
+                             ld->name);
+        return 0;
+    }
+    if (!cfg->mp.secret_path[0] || !cfg->mp.config_path[0])
+        return plain_err(ld->err, ld->errlen,
+                         "%s: [middle-proxy] without proxy-secret or proxy-config, expected both "
+                         "(local copies of Telegram's getProxySecret and getProxyConfig)",
+                         ld->name);
+    char *text = NULL, why[256];
+    size_t len = 0;
+    mode_t mode;
+    int rc = read_file(cfg->mp.secret_path, &text, &len, &mode, why, sizeof why);
+    if (rc != 0)
+        return code_err(rc, ld->err, ld->errlen, "%s: middle-proxy.proxy-secret: %s", ld->name,
+                        why);
+    if (len < 32 || len > sizeof cfg->mp.secret) {
+        memset(text, 0, len);
+        tg__free(text);
+        return plain_err(ld->err, ld->errlen,
+                         "%s: middle-proxy.proxy-secret: %s: %zu bytes, expected 32..256 "
+                         "(Telegram's file is 128 bytes, binary)",
+                         ld->name, cfg->mp.secret_path, len);
+    }
+    memcpy(cfg->mp.secret, text, len);
+    cfg->mp.secret_len = len;
+    memset(text, 0, len);
+    tg__free(text);
+    text = NULL;
+    rc = read_file(cfg->mp.config_path, &text, &len, &mode, why, sizeof why);
+    if (rc != 0)
+        return code_err(rc, ld->err, ld->errlen, "%s: middle-proxy.proxy-config: %s", ld->name,
+                        why);
+    rc = mpconf_parse(text, len, &cfg->mp.conf, why, sizeof why);
+    tg__free(text);
+    if (rc != 0)
+        return plain_err(ld->err, ld->errlen, "%s: middle-proxy.proxy-config: %s: %s", ld->name,
+                         cfg->mp.config_path, why);
+    return 0;
 }
 
 /* ---- [domain-fronting] ---- */
@@ -1762,6 +1934,8 @@ static const struct key_rule root_rules[] = {
     FN_KEY("auto-update", k_ignore),
     FN_KEY("tcp-buffer", k_ignore),
     FN_KEY("ad-tag", k_ad_tag),
+    FN_KEY("ad-tags", k_ad_tags),
+    FN_KEY("middle-proxy", k_middle_proxy),
     FN_KEY("fleet", k_fleet),
 };
 
@@ -1838,6 +2012,9 @@ void config_init(struct config *cfg)
     cfg->tolerate_time_skewness_s = 120;
     cfg->fast_mode = true;
     cfg->dynamic_records = true;
+    cfg->mp.connections = 2;
+    cfg->mp.fallback_direct = true;
+    cfg->mp.client_buffer = 1u << 20;
     cfg->concurrency = 8192;
     cfg->drain_timeout_ms = 30000;
     cfg->limits_state_interval_ms = 60000;
@@ -1978,6 +2155,10 @@ int config_parse(struct config *cfg, const char *name, const char *text, size_t 
         plain_err(err, errlen, "%s: out of memory", name);
     if (rc == 0)
         rc = apply_limits(&ld);
+    if (rc == 0)
+        rc = apply_ad_tags(&ld);
+    if (rc == 0)
+        rc = load_midproxy(&ld);
     if (rc != 0)
         goto out;
     finalize(&ld);

@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "proxy/wire/mpconf.h"
 #include "proxy/wire/secret.h"
 #include "proxy/wire/socks5.h"
 #include "proxy/wire/value.h"
@@ -97,6 +98,8 @@ struct config_secret {
     char label[CONFIG_LABEL_MAX]; /* safe to log */
     struct secret secret;         /* never log */
     struct config_limits limits;  /* from [limits.<label>] */
+    int8_t ad_tag_mode;           /* [ad-tags]: 0 = the top-level ad-tag, 1 = ad_tag, -1 = none */
+    uint8_t ad_tag[16];
 };
 
 /* One source of an access list: a local file or an https:// URL. */
@@ -164,10 +167,10 @@ struct config {
     bool fast_mode;       /* fast-mode (brief 3.3): the DC header carries the client's reply keys,
                              so DC -> client bytes pass without re-encryption; default true */
 
-    uint32_t concurrency; /* max simultaneous client connections; default 8192 */
+    uint32_t concurrency;      /* max simultaneous client connections; default 8192 */
     uint32_t drain_timeout_ms; /* drain-timeout: on SIGTERM/SIGINT, how long open connections
                                   may run on once accepting stopped; 0 = none; default 30000 */
-    uint32_t workers;     /* 0..CONFIG_MAX_WORKERS threads; 0 = online CPUs, capped (default) */
+    uint32_t workers; /* 0..CONFIG_MAX_WORKERS threads; 0 = online CPUs, capped (default) */
 
     /* [domain-fronting]: where failed handshakes go. host "" = the secret's own domain. */
     struct {
@@ -258,6 +261,23 @@ struct config {
         enum config_tag_format tag_format; /* tag-format; default datadog */
         uint32_t flush_ms;                 /* flush-interval; default 10000 (tgproxy's own key) */
     } statsd;
+
+    /* Middle-proxy mode (docs/tgproxy.md): ad-tag (top level, 16 bytes as 32 hex digits),
+       [ad-tags] per label, and [middle-proxy]. A secret with a tag goes through Telegram's
+       middle proxies; without one it stays direct. */
+    bool has_ad_tag;
+    uint8_t ad_tag[16];
+    struct {
+        bool enabled;                        /* the [middle-proxy] table is present */
+        char secret_path[CONFIG_SOURCE_MAX]; /* proxy-secret: a local copy of getProxySecret */
+        char config_path[CONFIG_SOURCE_MAX]; /* proxy-config: a local copy of getProxyConfig */
+        uint32_t connections;                /* per DC and worker; default 2 */
+        bool fallback_direct;                /* no middle proxy up: go direct; default true */
+        uint32_t client_buffer;              /* answers held for one client; default 1 MiB */
+        uint8_t secret[256];                 /* loaded from secret_path (never log) */
+        size_t secret_len;
+        struct mpconf conf; /* loaded from config_path */
+    } mp;
 
     /* [fleet]: anti-replay and [limits] shared with other tgproxy processes through one
        Redis server (fleet.h). Off unless `redis` is set. */
@@ -372,6 +392,9 @@ const char *config_prefer_ip_name(enum config_prefer_ip p);
  *   config_add_secret: label [A-Za-z0-9_.-]{1,63}, unique; the secret is copied.
  */
 int config_add_listen(struct config *cfg, const char *text, size_t len, char *err, size_t errlen);
+/* The ad tag secret i is served with (16 bytes), or NULL: direct. */
+const uint8_t *config_ad_tag(const struct config *cfg, size_t i);
+
 int config_add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
                       size_t errlen);
 

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "proxy/engine/admission.h"
 #include "proxy/engine/antireplay.h"
+#include "proxy/engine/midproxy.h"
 #include "proxy/engine/relay.h"
 #include "proxy/engine/upstream.h"
 #include "proxy/wire/proxyproto.h"
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -437,6 +439,49 @@ static void dc_failed(struct conn *c, int result)
     conn_close(c, result == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
 }
 
+/* A secret with an ad tag goes through the worker's middle-proxy pool: a bridge stands in
+   for the DC socket (midproxy.h). True when that happened or the connection was closed;
+   false: go direct (no tag, or no middle proxy up and fallback-direct). */
+static bool start_mp(struct conn *c)
+{
+    const uint8_t *tag = config_ad_tag(c->gen->cfg, c->secret);
+    if (!tag || !c->w->mp)
+        return false;
+    struct sockaddr_storage peer, me;
+    socklen_t pl = sizeof peer, ml = sizeof me;
+    memset(&peer, 0, sizeof peer);
+    if (getpeername(c->cfd, (struct sockaddr *)&peer, &pl) != 0 ||
+        getsockname(c->cfd, (struct sockaddr *)&me, &ml) != 0) {
+        conn_close(c, END_RESET);
+        return true;
+    }
+    struct proxyproto_addr a;
+    if (conn_pp_source(&c->pp, c->cfd, &a) && c->pp.addr.family) { /* the balancer's client */
+        memset(&peer, 0, sizeof peer);
+        if (a.family == AF_INET) {
+            struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)&peer;
+            s4->sin_family = AF_INET, s4->sin_port = a.src_port;
+            memcpy(&s4->sin_addr, a.src, 4);
+        } else {
+            struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)(void *)&peer;
+            s6->sin6_family = AF_INET6, s6->sin6_port = a.src_port;
+            memcpy(&s6->sin6_addr, a.src, 16);
+        }
+    }
+    int fd =
+        midproxy_attach(c->w->mp, c->dc, tag, (struct sockaddr *)&peer, (struct sockaddr *)&me);
+    if (fd >= 0) {
+        on_upstream(&c->up, fd, UPSTREAM_OK);
+        return true;
+    }
+    if (c->gen->cfg->mp.fallback_direct) {
+        c->w->mp->st.fallbacks++;
+        return false;
+    }
+    conn_close(c, END_DC_FAIL);
+    return true;
+}
+
 /* Authenticated obfs2 header at hs[0..64), payload after it: queue the DC header and the
    payload for the DC, then connect. */
 static void start_dc(struct conn *c, struct obfs2_client *oc)
@@ -477,6 +522,8 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
     /* the client is not read while connecting, so last_io_ms marks the connect's start
        until the relay begins (the DC connect time, on_upstream) */
     conn_touch(c);
+    if (start_mp(c))
+        return;
     rc = upstream_dc(&c->up, c->w, c->dc, on_upstream);
     if (rc < 0)
         dc_failed(c, rc);

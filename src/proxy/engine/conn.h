@@ -45,6 +45,7 @@ struct acl;
 struct antireplay;
 struct fleet;
 struct fleet_worker;
+struct midproxy_worker;
 struct limits;
 struct upstream_name;
 struct doh;
@@ -118,6 +119,7 @@ struct conn_worker {
     struct acl_worker acl;           /* this worker's reader slot in sh->acl (acl.c) */
     struct shape_worker shape;       /* doppelganger shaper (shape.c) */
     struct fleet_worker *fleet;      /* this worker's [fleet] Redis connection; NULL = off */
+    struct midproxy_worker *mp;      /* middle-proxy pool (midproxy.h); NULL = no [middle-proxy] */
     struct keyscan_budget scan;      /* HMAC bytes hellos may still scan (keyscan.h) */
 };
 

@@ -62,6 +62,7 @@ struct midproxy_stats {
     uint64_t slow_closed;  /* clients closed by the buffering policy */
     uint64_t closed_by_mp; /* RPC_CLOSE_EXT */
     uint64_t quickacks;
+    uint64_t fallbacks; /* tagged clients sent direct: no connection of their DC up */
 };
 
 struct mpx_conn;

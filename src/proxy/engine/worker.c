@@ -15,9 +15,11 @@
 #include "proxy/engine/antireplay.h"
 #include "proxy/engine/fleet.h"
 #include "proxy/engine/limits.h"
+#include "proxy/engine/midproxy.h"
 #include "proxy/services/doh.h"
 #include "proxy/services/doppel_fetch.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 
@@ -183,6 +185,36 @@ void conn_worker_refresh(struct conn_worker *w)
         worker_adopt(w); /* a reload published a new generation */
 }
 
+/* [middle-proxy] of the start config: this worker's pool (a reload keeps it). */
+static int mp_start(struct conn_worker *w)
+{
+    const struct config *cfg = w->sh->cfg;
+    struct midproxy_cfg *mc = tg__malloc(sizeof *mc);
+    w->mp = tg__malloc(sizeof *w->mp);
+    if (!mc || !w->mp) {
+        tg__free(mc);
+        tg__free(w->mp);
+        w->mp = NULL;
+        return -ENOMEM;
+    }
+    memset(mc, 0, sizeof *mc);
+    memcpy(mc->secret, cfg->mp.secret, cfg->mp.secret_len);
+    mc->secret_len = cfg->mp.secret_len;
+    mc->conf = cfg->mp.conf;
+    mc->per_dc = cfg->mp.connections;
+    mc->client_buf_max = cfg->mp.client_buffer;
+    mc->have_public4 =
+        cfg->public_ipv4[0] && inet_pton(AF_INET, cfg->public_ipv4, mc->public4) == 1;
+    int rc = midproxy_init(w->mp, &w->loop, mc);
+    memset(mc, 0, sizeof *mc);
+    tg__free(mc);
+    if (rc < 0) {
+        tg__free(w->mp);
+        w->mp = NULL;
+    }
+    return rc;
+}
+
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
 {
     memset(w, 0, sizeof *w);
@@ -214,6 +246,10 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
         conn_worker_cleanup(w);
         return -ENOMEM;
     }
+    if (sh->cfg->mp.enabled && (rc = mp_start(w)) < 0) {
+        conn_worker_cleanup(w);
+        return rc;
+    }
     return 0;
 }
 
@@ -223,6 +259,9 @@ void conn_worker_cleanup(struct conn_worker *w)
         return;
     while (w->conns)
         conn_close(w->conns, END_SHUTDOWN);
+    midproxy_cleanup(w->mp); /* after the connections: their bridges are closed by now */
+    tg__free(w->mp);
+    w->mp = NULL;
     fleet_worker_free(w->fleet);
     w->fleet = NULL;
     upstream_worker_cleanup(w);

@@ -607,7 +607,18 @@ static const struct bad_case bad_cases[] = {
     {BASE "debug = \"yes\"\n" SEC, "c.toml:2:9: debug: ", "expected true or false"},
     {BASE "public-host = \"bad host!\"\n" SEC, "c.toml:2:15: public-host: ", "not a host name"},
     {BASE "public-ipv4 = \"::1\"\n" SEC, "c.toml:2:15: public-ipv4: ", "IPv4"},
-    {BASE "ad-tag = \"0123\"\n" SEC, "c.toml:2:1: ad-tag: ", "middle-proxy"},
+    {BASE "ad-tag = \"0123\"\n" SEC, "c.toml:2:10: ad-tag: ", "4 hex digits, expected 32"},
+    {BASE "ad-tag = \"zz23456789abcdef0123456789abcdef\"\n" SEC,
+     "c.toml:2:10: ad-tag: ", "expected 32 hex digits"},
+    {BASE "ad-tag = \"0123456789abcdef0123456789abcdef\"\n" SEC,
+     "c.toml: ", "expected a [middle-proxy] table"},
+    {BASE SEC "[ad-tags]\nnobody = \"\"\n",
+     "c.toml:5:1: ad-tags.nobody: ", "no secret has this label"},
+    {BASE SEC "[middle-proxy]\nproxy-secret = \"https://core.telegram.org/getProxySecret\"\n",
+     "c.toml:5:16: middle-proxy.proxy-secret: ", "does not download it yet"},
+    {BASE SEC "[middle-proxy]\nconnections = 0\n",
+     "c.toml:5:15: middle-proxy.connections: ", "out of range"},
+    {BASE SEC "[middle-proxy]\nconnections = 2\n", "c.toml: ", "expected both"},
     {BASE SEC "[dcs]\nfoo = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.foo: ", "bad DC id"},
     {BASE SEC "[dcs]\n0 = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.0: ", "bad DC id"},
     {BASE SEC "[dcs]\n99999 = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.99999: ", "bad DC id"},
@@ -1136,6 +1147,82 @@ static void test_out_of_memory(void **state)
     assert_true(saw_nomem);
 }
 
+/* Middle-proxy mode: the top-level tag, [ad-tags] overrides ("" = direct), [middle-proxy]
+   with its two local files read at load, its defaults, and a bad list refused with its line. */
+static void test_midproxy_keys(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tgkit-mpcfg-XXXXXX", sp[64], cp[64], text[1024], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(sp, sizeof sp, "%s/proxy-secret", dir);
+    snprintf(cp, sizeof cp, "%s/proxy-config", dir);
+    FILE *f = fopen(sp, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 128; i++)
+        fputc(i, f);
+    fclose(f);
+    f = fopen(cp, "w");
+    assert_non_null(f);
+    fputs("default 2;\nproxy_for 2 127.0.0.1:8888;\nproxy_for -2 127.0.0.1:8889;\n", f);
+    fclose(f);
+    snprintf(text, sizeof text,
+             BASE "ad-tag = \"0123456789ABCDEF0123456789abcdef\"\n"
+                  "[secrets]\na = \"" EE_A "\"\nb = \"" DD_A "\"\nc = \"" KEY_A "\"\n"
+                  "[ad-tags]\nb = \"ffeeddccbbaa99887766554433221100\"\nc = \"\"\n"
+                  "[middle-proxy]\nproxy-secret = \"%s\"\nproxy-config = \"%s\"\n",
+             sp, cp);
+    struct config cfg;
+    config_init(&cfg);
+    assert_int_equal(config_parse(&cfg, "c.toml", text, strlen(text), err, sizeof err, NULL, NULL),
+                     0);
+    const uint8_t *t = config_ad_tag(&cfg, 0);
+    assert_non_null(t);
+    assert_memory_equal(t, "\x01\x23\x45\x67\x89\xab\xcd\xef", 8);
+    t = config_ad_tag(&cfg, 1);
+    assert_non_null(t);
+    assert_int_equal(t[0], 0xff);
+    assert_null(config_ad_tag(&cfg, 2));
+    assert_null(config_ad_tag(&cfg, 3));
+    assert_true(cfg.mp.enabled);
+    assert_int_equal(cfg.mp.secret_len, 128);
+    assert_int_equal(cfg.mp.secret[127], 127);
+    assert_int_equal(cfg.mp.conf.n, 2);
+    assert_int_equal(cfg.mp.connections, 2);
+    assert_true(cfg.mp.fallback_direct);
+    assert_int_equal(cfg.mp.client_buffer, 1u << 20);
+    config_cleanup(&cfg);
+
+    /* a list that does not parse: the file, its line, why */
+    f = fopen(cp, "w");
+    assert_non_null(f);
+    fputs("default 2;\nproxy_for 2 core.telegram.org:8888;\n", f);
+    fclose(f);
+    config_init(&cfg);
+    assert_int_equal(config_parse(&cfg, "c.toml", text, strlen(text), err, sizeof err, NULL, NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "middle-proxy.proxy-config: "));
+    assert_non_null(strstr(err, "line 2: 'core.telegram.org' is not an IPv4"));
+    config_cleanup(&cfg);
+    /* a proxy secret of the wrong size, and a missing one */
+    f = fopen(sp, "wb");
+    assert_non_null(f);
+    fputs("short", f);
+    fclose(f);
+    config_init(&cfg);
+    assert_int_equal(config_parse(&cfg, "c.toml", text, strlen(text), err, sizeof err, NULL, NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "5 bytes, expected 32..256"));
+    config_cleanup(&cfg);
+    unlink(sp);
+    config_init(&cfg);
+    assert_true(config_parse(&cfg, "c.toml", text, strlen(text), err, sizeof err, NULL, NULL) != 0);
+    assert_non_null(strstr(err, "middle-proxy.proxy-secret: "));
+    assert_non_null(strstr(err, "cannot open"));
+    config_cleanup(&cfg);
+    unlink(cp);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1158,6 +1245,7 @@ int main(void)
         cmocka_unit_test(test_load_file_fifo),
         cmocka_unit_test(test_load_file_exposed),
         cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_midproxy_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,209 @@
+/*
+ * Middle-proxy mode through the built daemon: tgproxy (`tgproxy run`) -> tgproxy-fakemp ->
+ * the fake DC, all on 127.0.0.1. FakeTLS, dd and classic clients with a tagged secret get
+ * every byte back through the middle proxy, which logs their ad tag (top-level or the
+ * secret's own from [ad-tags]) and their address; a secret whose [ad-tags] entry is "" stays
+ * direct in the same process; a reload that gives it a tag moves its new clients to the
+ * middle proxy; and with the middle proxy gone, tagged clients fall back to direct.
+ */
+#include "tgtest.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "core/str.h"
+#include "daemon_fx.h"
+#include "proxy/wire/mtframe.h"
+#include "proxy/wire/obfs2.h"
+#include "proxy_client.h"
+#include "proxy_fakedc.h"
+
+#define FAKEMP  TGKIT_BINARY_DIR "/tgproxy-fakemp"
+#define TAG_TOP "c0ffee00c0ffee00c0ffee00c0ffee00"
+#define TAG_OWN "11112222333344445555666677778888"
+
+struct env {
+    struct fakedc *dc;
+    uint16_t dc_port;
+    struct dfx mp, d; /* the fake middle proxy, the daemon */
+    char secret_path[128], conf_path[128];
+    uint8_t k_dd[16], k_tls[16], k_classic[16], k_own[16];
+};
+
+static void write_cfg(struct env *e, const char *plain_tag)
+{
+    char dd[33], tls[33], cl[33], own[33];
+    tg__hex_encode(dd, e->k_dd, 16);
+    tg__hex_encode(tls, e->k_tls, 16);
+    tg__hex_encode(cl, e->k_classic, 16);
+    tg__hex_encode(own, e->k_own, 16);
+    dfx_config(&e->d,
+               "bind-to = \"127.0.0.1:0\"\n"
+               "workers = 1\n"
+               "ad-tag = \"" TAG_TOP "\"\n"
+               "[secrets]\n"
+               "dd = \"dd%s\"\n"
+               "tls = { key = \"%s\", domain = \"example.com\" }\n"
+               "plain = \"%s\"\n"
+               "own = \"dd%s\"\n"
+               "[ad-tags]\n"
+               "plain = \"%s\"\n"
+               "own = \"" TAG_OWN "\"\n"
+               "[dcs]\n"
+               "default = [\"127.0.0.1:%u\"]\n"
+               "[middle-proxy]\n"
+               "proxy-secret = \"%s\"\n"
+               "proxy-config = \"%s\"\n"
+               "connections = 2\n",
+               dd, tls, cl, own, plain_tag, e->dc_port, e->secret_path, e->conf_path);
+}
+
+static void env_start(struct env *e)
+{
+    memset(e, 0, sizeof *e);
+    e->dc = fakedc_start(&e->dc_port);
+    assert_non_null(e->dc);
+    for (int i = 0; i < 16; i++) {
+        e->k_dd[i] = (uint8_t)(i + 1), e->k_tls[i] = (uint8_t)(i + 40);
+        e->k_classic[i] = (uint8_t)(i + 90), e->k_own[i] = (uint8_t)(i + 150);
+    }
+    dfx_init(&e->mp, "mp-fakemp");
+    dfx_init(&e->d, "mp-daemon");
+    dfx_path(&e->mp, "proxy-secret", e->secret_path, sizeof e->secret_path);
+    dfx_path(&e->mp, "proxy-config", e->conf_path, sizeof e->conf_path);
+    FILE *f = fopen(e->secret_path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 128; i++)
+        fputc((i * 29 + 3) & 0xff, f);
+    fclose(f);
+    char dc[64];
+    snprintf(dc, sizeof dc, "127.0.0.1:%u", e->dc_port);
+    char *argv[] = {FAKEMP, "--listen", "127.0.0.1:0", "--secret-file", e->secret_path, "--dc",
+                    dc,     "--raw",    NULL};
+    dfx_start(&e->mp, argv);
+    char conf[128];
+    snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n", e->mp.port);
+    dfx_write(e->conf_path, conf);
+    write_cfg(e, "");
+    dfx_run(&e->d, DFX_TGPROXY);
+    dfx_wait_log(&e->mp, "handshake ok from 127.0.0.1:", 2); /* the worker's two connections */
+}
+
+static void env_stop(struct env *e)
+{
+    assert_int_equal(dfx_stop(&e->d, SIGTERM), 0);
+    dfx_done(&e->d);
+    if (e->mp.pid)
+        assert_int_equal(dfx_stop(&e->mp, SIGTERM), 0);
+    dfx_done(&e->mp);
+    fakedc_stop(e->dc);
+}
+
+/* Through the middle proxy: the fake DC's ECHO as packets of the client's framing (dd and
+   FakeTLS: padded intermediate; classic: abridged), every byte back. */
+static void echo_framed(struct env *e, enum pcli_mode mode, const uint8_t *key)
+{
+    struct pcli c;
+    struct pcli_opts o = {.mode = mode, .key = key, .dc = 2, .sni = "example.com"};
+    assert_int_equal(pcli_connect(&c, e->d.port, &o), 0);
+    uint32_t tag = mode == PCLI_CLASSIC ? OBFS2_TAG_ABRIDGED : OBFS2_TAG_PADDED;
+    uint8_t cmd[FAKEDC_CMD_LEN], data[4096], buf[8192], h[MTFRAME_HEAD_MAX];
+    fakedc_cmd(cmd, "ECHO", 0, 0);
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 17 + (size_t)mode);
+    size_t hl = mtframe_head(tag, sizeof cmd, 0, h);
+    memcpy(buf, h, hl);
+    memcpy(buf + hl, cmd, sizeof cmd);
+    assert_int_equal(pcli_send(&c, buf, hl + sizeof cmd), 0);
+    for (int k = 0; k < 4; k++) {
+        hl = mtframe_head(tag, 1024, 0, h);
+        memcpy(buf, h, hl);
+        memcpy(buf + hl, data + k * 1024, 1024);
+        assert_int_equal(pcli_send(&c, buf, hl + 1024), 0);
+    }
+    static uint8_t rx[1 << 16];
+    size_t rl = 0, got = 0;
+    uint8_t back[4096];
+    while (got < sizeof back) {
+        ssize_t r = pcli_recv(&c, rx + rl, sizeof rx - rl);
+        assert_true(r > 0);
+        rl += (size_t)r;
+        size_t at = 0;
+        struct mtframe_pkt p;
+        while (mtframe_next(tag, rx + at, rl - at, 0, &p, NULL) == MTFRAME_OK) {
+            assert_true(got + p.len <= sizeof back);
+            memcpy(back + got, rx + at + p.off, p.len);
+            got += p.len;
+            at += p.consumed;
+        }
+        memmove(rx, rx + at, rl - at);
+        rl -= at;
+    }
+    assert_memory_equal(back, data, sizeof data);
+    pcli_close(&c);
+}
+
+/* Direct: the fake DC sees the client's own stream (no framing), as without middle proxies. */
+static void echo_direct(struct env *e, enum pcli_mode mode, const uint8_t *key)
+{
+    struct pcli c;
+    struct pcli_opts o = {.mode = mode, .key = key, .dc = 2, .sni = "example.com"};
+    assert_int_equal(pcli_connect(&c, e->d.port, &o), 0);
+    assert_int_equal(pcli_echo(&c, 7, 64 * 1024, 0), 0);
+    pcli_close(&c);
+}
+
+/* A dd client's raw ECHO works: its connection went direct (until the worker sees its
+   middle-proxy connections gone, a client still attached to one is closed). */
+static bool direct_works(void *arg)
+{
+    struct env *e = arg;
+    struct pcli c;
+    struct pcli_opts o = {.mode = PCLI_DD, .key = e->k_dd, .dc = 2};
+    if (pcli_connect(&c, e->d.port, &o) != 0)
+        return false;
+    int rc = pcli_echo(&c, 9, 4096, 0);
+    pcli_close(&c);
+    return rc == 0;
+}
+
+static void test_tagged_and_direct(void **state)
+{
+    (void)state;
+    struct env e;
+    env_start(&e);
+    echo_framed(&e, PCLI_DD, e.k_dd);
+    dfx_wait_log(&e.mp, "tag " TAG_TOP " from 127.0.0.1:", 1);
+    echo_framed(&e, PCLI_TLS, e.k_tls);
+    dfx_wait_log(&e.mp, "tag " TAG_TOP " from 127.0.0.1:", 2);
+    echo_framed(&e, PCLI_DD, e.k_own);
+    dfx_wait_log(&e.mp, "tag " TAG_OWN " from 127.0.0.1:", 1);
+    /* [ad-tags] plain = "": direct, in the same process */
+    uint64_t before = fakedc_counters(e.dc).accepted;
+    echo_direct(&e, PCLI_CLASSIC, e.k_classic);
+    assert_int_equal(dfx_log_count(&e.mp, "client "), 3);
+    assert_true(fakedc_counters(e.dc).accepted > before);
+
+    /* a reload gives "plain" a tag: its new clients go through the middle proxy */
+    write_cfg(&e, TAG_OWN);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload: ", 1);
+    echo_framed(&e, PCLI_CLASSIC, e.k_classic);
+    dfx_wait_log(&e.mp, "tag " TAG_OWN " from 127.0.0.1:", 2);
+    dfx_wait_log(&e.mp, "flags 0x40021008", 1); /* abridged, tagged */
+
+    /* the middle proxy goes away: tagged clients fall back to direct */
+    assert_int_equal(dfx_stop(&e.mp, SIGTERM), 0);
+    assert_true(tgtest_wait_until(direct_works, &e, DFX_WAIT_MS));
+    echo_direct(&e, PCLI_DD, e.k_dd);
+    env_stop(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tagged_and_direct),
+    };
+    return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
+}
