@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,24 +55,9 @@ void dfx_spawn(struct dfx *d, char *const argv[])
     assert_int_equal(d->pid, 0); /* one daemon per fixture at a time */
     if (access(argv[0], X_OK) != 0)
         fail_msg("%s: not built (a test names its binary as a build dependency)", argv[0]);
-    unlink(d->log); /* the log of this process only */
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        /* dies with the test: a failed assertion leaves the test without stopping us */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (fd < 0)
-            _exit(126);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    d->pid = pid;
+    unlink(d->log);                            /* the log of this process only */
+    d->pid = pproc_spawn_logged(argv, d->log); /* dies with the test (PR_SET_PDEATHSIG) */
+    assert_true(d->pid > 0);
 }
 
 void dfx_start(struct dfx *d, char *const argv[])

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,10 +101,15 @@ int pproc_proxy_start(struct pproc *p, const struct config *cfg)
 
 pid_t pproc_spawn_logged(char *const argv[], const char *log)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
         return -errno;
     if (pid == 0) {
+        /* dies with its parent: a test that fails half-way never leaves a daemon behind */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(126);
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd < 0)
             _exit(126);
