@@ -19,6 +19,12 @@
  *               upstream ([network] proxies: Debian's microsocks, user/pass), a third
  *               instance with its own fake DC; cpu_s_per_gb is tgproxy's alone, and
  *               socks_cpu_s_per_gb the upstream's (skipped when microsocks is missing)
+ *   proxy_tls_mss1460 / proxy_tls_mss256  tgproxy (FakeTLS, fast mode) with [defense]
+ *               mss-clamp = 1460 (an Ethernet-sized MSS: loopback's own is ~65 kB, so this
+ *               is the honest "unclamped" figure for a real network) and = 256 (the clamp
+ *               that cuts a ClientHello), each its own instance with its own fake DC; the
+ *               clamp applies to both directions. proxy_tls and proxy_dd run unclamped
+ *               (mss-clamp = false) whatever the default.
  * plus AES-256-CTR alone (decrypt + encrypt per byte, one core) as the crypto floor.
  * Every transfer is verified end to end by the fake DC (uploads) or the client (downloads).
  *
@@ -28,7 +34,9 @@
  * Environment: TGKIT_BENCH_MB (default 256) = megabytes per run; the 100-connection runs
  * move the same total. TGKIT_BENCH_METRICS=1 turns the first proxy's Prometheus page on
  * (metrics.h; no scrapes), to compare its rows with a run without it (metrics_overhead.c
- * measures that difference properly: interleaved rounds, with scrapes).
+ * measures that difference properly: interleaved rounds, with scrapes). TGKIT_BENCH_PATHS =
+ * a comma-separated list of path names runs only those (direct and relay, the floors,
+ * always run), e.g. TGKIT_BENCH_PATHS=proxy_tls,proxy_tls_mss1460,proxy_tls_mss256.
  */
 #include "bench.h"
 
@@ -131,6 +139,23 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
         floors[1] = cpu_s_gb;
 }
 
+/* TGKIT_BENCH_PATHS names this path, or is unset. */
+static bool wanted(const char *name)
+{
+    const char *list = getenv("TGKIT_BENCH_PATHS");
+    if (!list || !*list)
+        return true;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && memcmp(p, name, n) == 0)
+            return true;
+        p += k + (e ? 1 : 0);
+    }
+    return false;
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -140,17 +165,24 @@ int main(void)
     uint64_t mb = parsed > 0 && parsed < (1ul << 20) ? (uint64_t)parsed : 256;
     uint64_t total = mb << 20;
 
-    struct pharness h, hn, hd, hc = {0};
+    struct pharness h, hn, hd, hm1, hm2, hc = {0};
     struct pproc relay, socks;
     const char *menv = getenv("TGKIT_BENCH_METRICS");
     bool metrics = menv && strcmp(menv, "1") == 0;
     if (pharness_start(&h,
                        &(struct pharness_opts){
-                           .ee = true, .dd = true, .fork_server = true, .prometheus = metrics}) <
+                           .ee = true, .dd = true, .fork_server = true, .prometheus = metrics,
+                           .mss_clamp = -1}) <
             0 ||
-        pharness_start(&hn, &(struct pharness_opts){.no_fast_mode = true, .fork_server = true}) <
+        pharness_start(&hn, &(struct pharness_opts){
+                                .no_fast_mode = true, .fork_server = true, .mss_clamp = -1}) <
             0 ||
-        pharness_start(&hd, &(struct pharness_opts){.doppel = true, .fork_server = true}) < 0 ||
+        pharness_start(&hd, &(struct pharness_opts){
+                                .doppel = true, .fork_server = true, .mss_clamp = -1}) < 0 ||
+        pharness_start(&hm1, &(struct pharness_opts){.fork_server = true, .mss_clamp = 1460}) <
+            0 ||
+        pharness_start(&hm2, &(struct pharness_opts){.fork_server = true, .mss_clamp = 256}) <
+            0 ||
         pproc_relay_start(&relay, h.dc_port) < 0) {
         fprintf(stderr, "throughput: cannot start the proxy or the relay\n");
         return 1;
@@ -159,7 +191,8 @@ int main(void)
     char url[96];
     snprintf(url, sizeof url, "socks5://bench:bench-pass@127.0.0.1:%u", (unsigned)socks.port);
     if (chain &&
-        pharness_start(&hc, &(struct pharness_opts){.fork_server = true, .proxies = {url}}) < 0) {
+        pharness_start(&hc, &(struct pharness_opts){
+                                .fork_server = true, .proxies = {url}, .mss_clamp = -1}) < 0) {
         fprintf(stderr, "throughput: cannot start the chained proxy\n");
         return 1;
     }
@@ -170,6 +203,8 @@ int main(void)
         {"proxy_dd", h.port, PCLI_DD, &h.proc, &h, NULL},
         {"proxy_tls_doppel", hd.port, PCLI_TLS, &hd.proc, &hd, NULL},
         {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn, NULL},
+        {"proxy_tls_mss1460", hm1.port, PCLI_TLS, &hm1.proc, &hm1, NULL},
+        {"proxy_tls_mss256", hm2.port, PCLI_TLS, &hm2.proc, &hm2, NULL},
         {"proxy_tls_chain", hc.port, PCLI_TLS, &hc.proc, &hc, &socks},
     };
     size_t npaths = sizeof paths / sizeof paths[0] - (chain ? 0 : 1);
@@ -182,7 +217,8 @@ int main(void)
             for (size_t b = 0; b < 2; b++) {
                 double floors[2] = {0, 0};
                 for (size_t i = 0; i < npaths; i++)
-                    run_path(&paths[i], conns[c], kinds[k], windows[b], total, floors);
+                    if (i < 2 || wanted(paths[i].name))
+                        run_path(&paths[i], conns[c], kinds[k], windows[b], total, floors);
             }
     double aes = aes_floor_s_per_gb();
     pload_line("proxy_aes_ctr_floor", "cpu_s_per_gb=%.3f gb_per_s=%.2f (decrypt+encrypt, one core)",
@@ -192,6 +228,8 @@ int main(void)
         pharness_stop(&hc);
         pproc_stop(&socks);
     }
+    pharness_stop(&hm2);
+    pharness_stop(&hm1);
     pharness_stop(&hd);
     pharness_stop(&hn);
     pharness_stop(&h);

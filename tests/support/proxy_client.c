@@ -155,7 +155,14 @@ static int tls_start(struct pcli *c, const struct pcli_opts *o)
     uint8_t hello[HELLO_LEN];
     size_t hl =
         pcli_hello(hello, sizeof hello, o->key, o->sni, (int64_t)time(NULL) + o->time_skew_s);
-    int rc = psock_write_all(c->fd, hello, hl);
+    int rc = 0;
+    size_t step = o->split ? o->split : hl;
+    for (size_t at = 0; rc == 0 && at < hl; at += step) {
+        size_t k = hl - at < step ? hl - at : step;
+        rc = psock_write_all(c->fd, hello + at, k);
+        if (rc == 0 && at + k < hl && o->between)
+            o->between(c->fd, o->between_arg);
+    }
     if (rc == 0)
         rc = read_server_hello(c, hello, o->key);
     if (rc == 0)

@@ -41,7 +41,9 @@ struct pcli_opts {
     size_t prefix_len;
     const char *src_ip; /* local address to connect from ("127.0.0.2"; "::1": to [::1]) */
     size_t split;       /* dd / classic: the 64-byte header in two writes, the first `split`
-                           bytes (1..63), between(fd, between_arg) after them; 0 = one write */
+                           bytes (1..63), between(fd, between_arg) after them; 0 = one write.
+                           FakeTLS: the ClientHello in writes of `split` bytes each (the
+                           last may be shorter), between() after each but the last */
     void (*between)(int fd, void *arg);
     void *between_arg;
 };

@@ -135,6 +135,8 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     cfg->proxy_protocol_listener = o->pp_listener;
     cfg->fast_mode = !o->no_fast_mode;
     cfg->dynamic_records = !o->no_dynamic_records;
+    if (o->mss_clamp)
+        cfg->mss_clamp = o->mss_clamp < 0 ? 0 : (uint32_t)o->mss_clamp;
     cfg->doppel.enabled = o->doppel; /* built-in profile: no urls, nothing fetched */
     if (o->bulk_budget)
         cfg->bulk_budget = o->bulk_budget;

@@ -1352,7 +1352,22 @@ static int k_doppel(struct loader *ld, const struct toml_kv *kv)
     return rc;
 }
 
+/* mss-clamp: false (off), true (CONFIG_MSS_CLAMP_DEFAULT) or a segment size in bytes: at
+   least Linux's floor (88, TCP_MIN_MSS), at most an Ethernet MSS (1460; more clamps
+   nothing). */
+static int k_mss_clamp(struct loader *ld, const struct toml_kv *kv)
+{
+    if (kv->value->type == TOML_BOOL) {
+        ld->cfg->mss_clamp = kv->value->u.boolean ? CONFIG_MSS_CLAMP_DEFAULT : 0;
+        return 0;
+    }
+    if (kv->value->type != TOML_INTEGER)
+        return type_err(ld, kv, "a boolean or a segment size in bytes (88..1460)");
+    return get_uint(ld, kv, 88, 1460, &ld->cfg->mss_clamp);
+}
+
 static const struct key_rule defense_rules[] = {
+    FN_KEY("mss-clamp", k_mss_clamp),
     FN_KEY("anti-replay", k_antireplay),
     FN_KEY("blocklist", k_blocklist),
     FN_KEY("allowlist", k_allowlist),
@@ -2029,6 +2044,7 @@ void config_init(struct config *cfg)
     cfg->keepalive.interval_s = 15;
     cfg->keepalive.count = 9;
     cfg->antireplay.enabled = true;
+    cfg->mss_clamp = CONFIG_MSS_CLAMP_DEFAULT;
     cfg->antireplay.max_entries = 1u << 20;
     cfg->antireplay.window_s = 300;
     cfg->log_level = TG__LOG_INFO;

@@ -53,6 +53,7 @@
 #define CONFIG_PATH_MAX     128 /* [stats.prometheus] http-path, including the NUL */
 #define CONFIG_PREFIX_MAX   64  /* metric-prefix, including the NUL */
 #define CONFIG_FILE_MAX     256 /* [limits] state-file path, including the NUL */
+#define CONFIG_MSS_CLAMP_DEFAULT 256 /* [defense] mss-clamp = true */
 #define CONFIG_DOPPEL_URLS  8   /* [defense.doppelganger] urls */
 #define CONFIG_DOPPEL_ULEN  256 /* one of those urls, including the NUL */
 
@@ -208,6 +209,11 @@ struct config {
 
     /* [defense.blocklist] and [defense.allowlist]: client addresses closed at accept. */
     struct config_iplist blocklist, allowlist;
+
+    /* [defense] mss-clamp: TCP_MAXSEG on the public listeners before listen(), so the SYN-ACK
+       announces it and clients' kernels cut the ClientHello into segments; 0 = off. Never on
+       the metrics listener. CONFIG_MSS_CLAMP_DEFAULT when `true` or unset. */
+    uint32_t mss_clamp;
 
     bool proxy_protocol_listener; /* expect a PROXY v1/v2 header from the listener; false */
 

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -239,6 +240,17 @@ static int open_listener(const struct config *cfg, const struct config_listen *l
     /* accepted sockets inherit TCP_NODELAY and the keepalive settings: set them once here
        instead of five setsockopt calls per connection */
     upstream_tune(fd, cfg);
+    /* [defense] mss-clamp: the SYN-ACK announces this MSS, so a client's kernel cuts its
+       ClientHello (~517 bytes) into segments and no single one carries ALPN and
+       signature_algorithms beside the SNI; accepted sockets inherit it (both directions) */
+    int mss = (int)cfg->mss_clamp;
+    if (mss && setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss) < 0) {
+        int err = -errno;
+        tg__log(NULL, TG__LOG_ERROR, "listen %s: [defense] mss-clamp = %d: setsockopt: %s",
+                l->text, mss, strerror(errno));
+        close(fd);
+        return err;
+    }
     socklen_t len = l->addr_len;
     if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0 ||
         getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
@@ -661,6 +673,7 @@ static const struct {
     RESTART_KEY("concurrency", concurrency),
     RESTART_KEY("buffer-size", buffer_size),
     RESTART_KEY("bulk-budget", bulk_budget),
+    RESTART_KEY("[defense] mss-clamp", mss_clamp),
     RESTART_KEY("[defense.anti-replay]", antireplay),
     RESTART_KEY("[defense.doppelganger]", doppel),
     RESTART_KEY("[stats.prometheus]", prometheus),

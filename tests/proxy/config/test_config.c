@@ -726,6 +726,9 @@ static const struct bad_case bad_cases[] = {
      "c.toml:5:20: defense.doppelganger.repeats-per-raid: ", "out of range"},
     {BASE SEC "[defense.doppelganger]\nmax-delay = \"2s\"\n",
      "c.toml:5:13: defense.doppelganger.max-delay: ", "out of range"},
+    {BASE SEC "[defense]\nmss-clamp = 50\n", "c.toml:5:13: defense.mss-clamp: ", "out of range"},
+    {BASE SEC "[defense]\nmss-clamp = \"256\"\n", "c.toml:5:13: defense.mss-clamp: ",
+     "a boolean or a segment size"},
     {SEC, "c.toml: ", "no listen address"},
     {BASE, "c.toml: ", "no secret"},
     {BASE "a = [1\n", "c.toml:2:5: ", "unterminated array"},
@@ -987,6 +990,31 @@ static void test_access_lists(void **state)
     config_cleanup(&cfg);
 }
 
+/* [defense] mss-clamp: on (256) unless said otherwise; true, false or a size. */
+static void test_mss_clamp(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        uint32_t want;
+    } cases[] = {
+        {BASE SEC, CONFIG_MSS_CLAMP_DEFAULT},
+        {BASE SEC "[defense]\nmss-clamp = false\n", 0},
+        {BASE SEC "[defense]\nmss-clamp = true\n", 256},
+        {BASE SEC "[defense]\nmss-clamp = 536\n", 536},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct config cfg;
+        struct warnings w = {0};
+        char err[512] = "";
+        if (load(&cfg, cases[i].text, err, sizeof err, &w) != 0)
+            fail_msg("case %zu: %s", i, err);
+        assert_int_equal(cfg.mss_clamp, cases[i].want);
+        config_cleanup(&cfg);
+    }
+    assert_int_equal(CONFIG_MSS_CLAMP_DEFAULT, 256);
+}
+
 /* The replay window covers every replay the clock check lets through (2 x skew + 2 s). */
 static void test_replay_window_covers_skew(void **state)
 {
@@ -1237,6 +1265,7 @@ int main(void)
         cmocka_unit_test(test_errors_never_echo_secrets),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_access_lists),
+        cmocka_unit_test(test_mss_clamp),
         cmocka_unit_test(test_replay_window_covers_skew),
         cmocka_unit_test(test_proxies),
         cmocka_unit_test(test_dns),

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proxy/wire/faketls.h"
+#include "proxy/wire/tlsflight.h"
 
 /* First line of fuzz/<name>/max_len as a number; -1 when missing or malformed. */
 static long max_len_of(const char *name)
@@ -66,6 +67,7 @@ static void test_proxy_limits_cover_the_parsers(void **state)
     assert_true(max_len_of("proxy_tlsrecord") >= 1 + 2 * (FAKETLS_HDR_LEN + 65535));
     assert_true(max_len_of("proxy_proxyproto") > 1024); /* PP_V2_MAX in conn.c */
     assert_true(max_len_of("proxy_obfs2") > 64);
+    assert_true(max_len_of("proxy_tlsflight") >= 33 + TLSFLIGHT_RECORDING_MAX);
     long example = file_size("examples/tgproxy.example.toml");
     assert_true(example > 0);
     assert_true(max_len_of("proxy_toml") >= 2 * example);
