@@ -605,6 +605,8 @@ static int h_change(struct api *a, struct MHD_Connection *c, const char *label, 
     apistore_cleanup(&cand);
     if (rc != 0)
         return rc;
+    if (op == OP_DISABLE || op == OP_ROTATE || op == OP_DELETE)
+        server_revoke(a->srv, label); /* its open relays end too, not only new handshakes */
     g = server_gen(a->srv);
     rc = data_begin(o, 200);
     if (rc == 0 && op == OP_DELETE)

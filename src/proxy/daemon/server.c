@@ -112,6 +112,7 @@ static void on_ctl(struct loop *l, struct loop_io *io, unsigned events)
         return;
     if (__atomic_load_n(&w->srv->draining, __ATOMIC_ACQUIRE))
         listeners_close(w);
+    conn_worker_revoke_sweep(&w->cw); /* server_revoke may have asked */
 }
 
 static void on_pause_end(struct loop *l, struct loop_timer *t)
@@ -595,13 +596,31 @@ double server_start_time(const struct server *s)
     return s->start_time;
 }
 
-void server_drain(struct server *s)
+/* Wake every worker through its control eventfd (on_ctl). */
+static void workers_wake(struct server *s, const char *why)
 {
-    __atomic_store_n(&s->draining, true, __ATOMIC_RELEASE);
     uint64_t one = 1;
     for (size_t k = 0; k < s->nw; k++)
         if (s->w[k].started && write(s->w[k].ctl_fd, &one, sizeof one) < 0)
-            tg__log(NULL, TG__LOG_WARN, "drain: cannot wake worker %zu: %s", k, strerror(errno));
+            tg__log(NULL, TG__LOG_WARN, "%s: cannot wake worker %zu: %s", why, k, strerror(errno));
+}
+
+void server_revoke(struct server *s, const char *label)
+{
+    struct gen *g = conn_shared_gen(&s->sh);
+    uint64_t seq = g->seq;
+    gen_unref(g);
+    uint32_t n = gen_labels_count(&s->sh.labels);
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(gen_labels_name(&s->sh.labels, i), label) == 0)
+            conn_shared_revoke(&s->sh, i, seq);
+    workers_wake(s, "revoke");
+}
+
+void server_drain(struct server *s)
+{
+    __atomic_store_n(&s->draining, true, __ATOMIC_RELEASE);
+    workers_wake(s, "drain");
 }
 
 uint32_t server_active(const struct server *s)

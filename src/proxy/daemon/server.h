@@ -117,6 +117,10 @@ uint16_t server_api_port(const struct server *s);
 /* Drain: every worker closes its listeners (new connections are refused); open connections
    run on until they end or server_stop. Any time after server_start, controlling thread. */
 void server_drain(struct server *s);
+/* Close the open connections of label accepted under a generation older than the current
+   one (a reload just left the label out or changed its key): each worker closes its own
+   (END_REVOKED) when woken. Any thread, after the reload that revoked it. */
+void server_revoke(struct server *s, const char *label);
 /* Client connections open now, over every worker (relaxed read; any thread). */
 uint32_t server_active(const struct server *s);
 

@@ -50,6 +50,7 @@ static const char *const end_names[] = {
     [END_DNS] = "dns",
     [END_QUOTA] = "quota",
     [END_ACL] = "acl",
+    [END_REVOKED] = "revoked",
 };
 
 const char *conn_end_name(enum conn_end e)
@@ -194,6 +195,20 @@ void conn_close(struct conn *c, enum conn_end why)
     /* last, so whoever sees the gauge drop also sees the buffers released */
     stats_add(&w->stats, closed, 1);
     stats_sub(&w->stats, active, 1);
+}
+
+void conn_worker_revoke_sweep(struct conn_worker *w)
+{
+    const uint64_t *rev = w->sh->revoked;
+    for (struct conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->secret >= c->gen->cfg->nsecrets || c->state == CONN_FRONT_CONNECT ||
+            c->state == CONN_FRONT_RELAY || c->state == CONN_DISCARD)
+            continue; /* not authenticated, or fronted: nothing of the secret's to end */
+        uint32_t slot = c->gen->slot[c->secret];
+        if (slot < GEN_LABELS_MAX && c->gen->seq < __atomic_load_n(&rev[slot], __ATOMIC_ACQUIRE))
+            conn_close(c, END_REVOKED);
+    }
 }
 
 void conn_accept(struct conn_worker *w, int fd)

@@ -73,6 +73,9 @@ struct conn_shared {
     /* [defense.doppelganger]: the live profile (doppel_fetch.h); NULL = no shaping */
     struct doppel_live *doppel;
     struct keyscan_hints *hints; /* who authenticated with which key (keyscan.h) */
+    /* GEN_LABELS_MAX entries, atomic each: a connection of label slot i whose generation
+       is older than revoked[i] is closed at its worker's next conn_worker_revoke_sweep */
+    uint64_t *revoked;
 };
 
 /* A worker's deadline queues for one set of [network.timeout] values. A connection keeps the
@@ -152,6 +155,7 @@ enum conn_end {
     END_DNS,   /* the DC's host names gave no address (failed or timed-out lookup) */
     END_QUOTA, /* the secret's [limits] quota was used up */
     END_ACL,   /* the PROXY header's client address is refused by [defense.*list] */
+    END_REVOKED, /* the secret was revoked (conn_shared_revoke: disabled, rotated, deleted) */
     END_COUNT  /* not a reason: one past the last (stats.h STATS_END_LIST follows the enum) */
 };
 
@@ -162,6 +166,12 @@ enum conn_end {
  */
 int conn_shared_init(struct conn_shared *sh, const struct config *cfg);
 void conn_shared_cleanup(struct conn_shared *sh);
+/* Revoke label slot `slot`: connections of that label accepted under a generation older
+   than below_seq are to close (END_REVOKED). The caller then has every worker run
+   conn_worker_revoke_sweep on its own thread. Any thread. */
+void conn_shared_revoke(struct conn_shared *sh, uint32_t slot, uint64_t below_seq);
+/* On the worker's thread: close this worker's revoked connections. */
+void conn_worker_revoke_sweep(struct conn_worker *w);
 
 /*
  * Build the next generation from *cfg (moved into it on success; *cfg is left empty) and

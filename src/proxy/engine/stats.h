@@ -90,7 +90,8 @@
     X(end_proto, "connections ended: bad TLS record or alert from the client")                   \
     X(end_dns, "connections ended: the DC's host names gave no address")                         \
     X(end_quota, "connections ended: the secret's quota was used up")                             \
-    X(end_acl, "connections ended: the PROXY header's client address is refused by an access list")
+    X(end_acl, "connections ended: the PROXY header's client address is refused by an access list") \
+    X(end_revoked, "connections ended: their secret was disabled, rotated or deleted")
 
 struct stats {
 #define STATS_FIELD(name, help) uint64_t name;

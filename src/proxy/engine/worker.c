@@ -56,7 +56,8 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
         return -ENOMEM;
     if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
         return -ENOMEM;
-    if (!(sh->hints = tg__calloc(1, sizeof *sh->hints)))
+    if (!(sh->hints = tg__calloc(1, sizeof *sh->hints)) ||
+        !(sh->revoked = tg__calloc(GEN_LABELS_MAX, sizeof *sh->revoked)))
         return -ENOMEM;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
@@ -80,6 +81,7 @@ void conn_shared_cleanup(struct conn_shared *sh)
     antireplay_free(sh->replay);
     fleet_free(sh->fleet);
     tg__free(sh->hints);
+    tg__free(sh->revoked);
     pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);
 }
@@ -98,6 +100,12 @@ int conn_shared_publish(struct conn_shared *sh, struct config *cfg)
     pthread_mutex_unlock(&sh->gen_mu);
     gen_unref(old); /* freed here, or when its last connection ends */
     return 0;
+}
+
+void conn_shared_revoke(struct conn_shared *sh, uint32_t slot, uint64_t below_seq)
+{
+    if (slot < GEN_LABELS_MAX)
+        __atomic_store_n(&sh->revoked[slot], below_seq, __ATOMIC_RELEASE);
 }
 
 struct gen *conn_shared_gen(struct conn_shared *sh)

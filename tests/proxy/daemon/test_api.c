@@ -17,6 +17,7 @@
 #include "core/log.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <sched.h>
@@ -453,8 +454,29 @@ static void test_secrets_lifecycle(void **state)
     assert_int_equal(r.status, 200);
     assert_true(r.len > 100 && memcmp(r.body, "\x89PNG\r\n\x1a\n", 8) == 0);
     free(r.body);
-    /* disable: the next handshake is fronted; enable brings it back */
+    /* disable: a live relay of the secret is closed, the next handshake is fronted; a relay
+       of another secret runs on; enable brings it back */
+    struct pcli live, other;
+    struct pcli_opts lo = {
+        .mode = PCLI_TLS, .key = tls, .sni = "example.com", .dc = 2, .timeout_ms = 10000};
+    assert_int_equal(pcli_connect(&live, e.port, &lo), 0);
+    assert_int_equal(pcli_echo(&live, 1, 1000, 0), 0);
+    lo.key = file_key;
+    assert_int_equal(pcli_connect(&other, e.port, &lo), 0);
+    uint8_t idle[FAKEDC_CMD_LEN];
+    fakedc_cmd(idle, "IDLE", 0, 0);
+    assert_int_equal(pcli_send(&other, idle, sizeof idle), 0);
     expect(&e, "POST", "/v1/secrets/alice/disable", TOKEN, NULL, 200, NULL);
+    uint8_t one;
+    ssize_t got = pcli_recv(&live, &one, 1); /* closed by the proxy, not timed out */
+    if (got != 0 && got != -ECONNRESET)
+        fail_msg("the disabled secret's relay: recv %zd, want EOF or a reset", got);
+    pcli_close(&live);
+    assert_int_equal(stat_of(&e, "file1", "connections_active"), 1);
+    assert_int_equal(pcli_send(&other, "more", 4), 0);
+    assert_int_equal(stat_of(&e, "file1", "connections_active"), 1);
+    pcli_close(&other);
+    assert_true(pharness_wait_idle(e.srv, 10000));
     bool dis = false;
     assert_true(listed(&e, "alice", &dis) && dis);
     size_t fronted = pfront_count(e.front);
