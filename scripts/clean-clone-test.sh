@@ -2,16 +2,18 @@
 # `make test` the way a user runs it: in a fresh clone of HEAD, in a temporary directory with
 # nothing beside it (no ../shared), TGKIT_SHARED_DIR pointed at a folder that does not exist.
 # Fails when any test fails, when a needs-botapi-page test ran anyway (then the clone found a
-# page it should not see: it is not standing on its own), and when another test is skipped,
-# unless REFERENCE_BUILD (a build of the checkout, e.g. CI's build-ci-asan) is given and the
-# same test skips there too: a skip for the machine (no IPv6 on loopback, no comma locale:
-# tgtest_skip) is not the clone's fault, a skip only the clone sees is.
+# page it should not see: it is not standing on its own), and when another test skips because
+# of what is beside the clone: each other skipped test is run once more with the checkout's
+# ../shared linked beside the clone; one that then runs needed it, one that still skips
+# skips for the machine or the build (no IPv6 on loopback, no comma locale, checks compiled
+# out of a release build: tgtest_skip), which is not the clone's fault (its reason is shown).
 # Only committed files are in the clone, as for a user; uncommitted changes are not tested.
-#   scripts/clean-clone-test.sh [REFERENCE_BUILD]
+#   scripts/clean-clone-test.sh [SHARED]     (SHARED: the folder to link, default ../shared)
 set -euo pipefail
+shared_arg=${1:-}
 cd "$(dirname "$0")/.."
-ref=${1:+$(realpath "$1")}
 src=$(pwd)
+real_shared=$(realpath -e "${shared_arg:-$src/../shared}" 2>/dev/null || true)
 rev=$(git rev-parse HEAD)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgkit-clean.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -40,11 +42,14 @@ fi
 mapfile -t not_run < <(sed -n '/^The following tests did not run:/,/^[^[:space:]]/s/^[[:space:]]*[0-9]* - //p' "$log")
 mapfile -t allowed < <(cd "$copy/build" && ctest -N -L '^needs-botapi-page$' |
     sed -n 's/^[[:space:]]*Test[[:space:]]*#[0-9]*: //p')
-# Does test $1 skip in the reference build too? Its reason goes to stdout.
-skips_in_ref() {
-    [ -n "$ref" ] || return 1
+# Does test $1 still skip with ../shared beside the clone? Its reason goes to stdout.
+skips_anyway() {
+    [ -n "$real_shared" ] || return 1
     local out
-    out=$(cd "$ref" && ctest -R "^$(printf '%s' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g')\$" -V 2>&1) || true
+    ln -sfn "$real_shared" "$tmp/shared"
+    out=$(cd "$copy/build" &&
+        ctest -R "^$(printf '%s' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g')\$" -V 2>&1) || true
+    rm -f "$tmp/shared"
     printf '%s\n' "$out" | grep -m1 'SKIPPED: ' | sed 's/^[0-9]*: //'
     printf '%s\n' "$out" | grep -q '(Skipped)'
 }
@@ -56,13 +61,20 @@ for t in "${not_run[@]}"; do
     if [ "$why" = "Skipped)" ] && printf '%s\n' "${allowed[@]}" | grep -qxF -- "$name"; then
         continue
     fi
-    if [ "$why" = "Skipped)" ] && reason=$(skips_in_ref "$name"); then
-        echo "clean-clone-test: $name skips on this machine in the checkout too: ${reason:-?}"
+    if [ "$why" = "Skipped)" ] && reason=$(skips_anyway "$name"); then
+        echo "clean-clone-test: $name skips with ../shared beside the clone too: ${reason:-?}"
         machine=$((machine + 1))
         continue
     fi
-    echo "clean-clone-test: $name did not run ($why; only needs-botapi-page tests may skip," \
-        "and tests that skip in ${ref:-a reference build (none given)} too" >&2
+    if [ "$why" = "Skipped)" ] && [ -z "$real_shared" ]; then
+        echo "clean-clone-test: $name skipped; no ../shared beside $src to tell whether it" \
+            "needs it" >&2
+    elif [ "$why" = "Skipped)" ]; then
+        echo "clean-clone-test: $name skips only without ../shared: it reads something" \
+            "outside the tree" >&2
+    else
+        echo "clean-clone-test: $name did not run ($why" >&2
+    fi
     bad=1
 done
 for a in "${allowed[@]}"; do
@@ -75,4 +87,4 @@ done
 [ "${#allowed[@]}" -gt 0 ] || { echo "clean-clone-test: no needs-botapi-page test found" >&2; bad=1; }
 [ "$bad" -eq 0 ] || exit 1
 echo "clean-clone-test: passed; skipped only the ${#allowed[@]} tests that need the Bot API page" \
-    "(and $machine that skip on this machine in the checkout too)"
+    "(and $machine that skip for the machine or the build)"
