@@ -35,7 +35,7 @@ typedef struct tg_ctx tg_ctx;
 /* ---- logging ---- */
 
 enum {
-    TG_LOG_DEFAULT = 0, /* in options: TG_LOG_WARN */
+    TG_LOG_DEFAULT = 0, /* in options: TG_LOG_INFO */
     TG_LOG_TRACE = 1,   /* curl's verbose output (scrubbed) */
     TG_LOG_DEBUG = 2,   /* one line per call: method, status, attempts, time */
     TG_LOG_INFO = 3,
@@ -198,7 +198,7 @@ typedef struct tg_bot_options {
     const char *ca_path;         /* directory of hashed certificates; NULL = default */
     tg_log_fn log;               /* NULL = stderr */
     void *log_user;
-    int log_level;                 /* TG_LOG_*; 0 = TG_LOG_WARN */
+    int log_level;                 /* TG_LOG_*; 0 = TG_LOG_INFO (start and stop lines) */
     tg_retry_policy retry;         /* {0} = the default policy */
     tg_flood_options flood;        /* {0} = off */
     const tg_transport *transport; /* NULL = libcurl; tg_transport_lean() for the lean one;
@@ -309,7 +309,9 @@ TG_API const tg_error_info *tg_ctx_error(const tg_ctx *ctx);
 
 /*
  * Call any Bot API method by name with its parameters as a JSON object (NULL or "" = no
- * parameters): useful for methods newer than the library. For a method the library knows,
+ * parameters): useful for methods newer than the library. len is the length of
+ * json_params, which then need not be NUL-terminated; len 0 means json_params is a C string
+ * (its strlen is taken). For a method the library knows,
  * its required parameters must be present and not null (TG_ERR_INVALID naming the first
  * missing one, nothing sent); a method it does not know is sent unchecked. On TG_OK, *result_json
  * (NUL- terminated) and *result_len hold the raw JSON of the answer's "result", in the ctx arena.

@@ -156,6 +156,20 @@ TG_API tg_status tg_send_ex(tg_hctx *h, const char *text, const char *extra_json
 TG_API tg_status tg_answer(tg_hctx *h, const char *text);
 TG_API tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json);
 /*
+ * The same with formatted text (tgbot/text.h: entities, no parse_mode or escaping) and a
+ * keyboard in one call:
+ *   tg_reply_text(h, t, TG_INLINE_MARKUP(TG_INLINE_ROW(TG_BUTTON_CALLBACK("Yes", "y"))));
+ *   tg_send_text(h, t, (tg_reply_markup){0});         no keyboard
+ *   tg_edit_text(h, t, TG_INLINE_KEYBOARD(...));      the callback's message; NULL: none
+ * t is borrowed for the call. A keyboard refused by its check fails the call with the
+ * keyboard's own reason in tg_hctx_errmsg ("... row 1, button 2 ("Big"): callback_data is
+ * 100 bytes; Telegram allows 1 to 64"), nothing sent.
+ */
+typedef struct tg_text tg_text;
+TG_API tg_status tg_send_text(tg_hctx *h, const tg_text *t, tg_reply_markup markup);
+TG_API tg_status tg_reply_text(tg_hctx *h, const tg_text *t, tg_reply_markup markup);
+TG_API tg_status tg_edit_text(tg_hctx *h, const tg_text *t, const tg_inline_keyboard_markup *kb);
+/*
  * Answer a webhook update with a method call in the HTTP response body (Telegram runs it;
  * saves one request, but its result and any error are never seen). Only for updates from a
  * webhook with reply_wait_ms > 0 whose handler finishes within that time; otherwise

@@ -170,8 +170,10 @@ static void test_refused(void **state)
         TG_ERR_INVALID);
     assert_string_equal(tg_keyboard_errmsg(), "inline keyboard: row 2, button 2 (\"big\"): "
                                               "callback_data is 65 bytes; Telegram allows 1 to 64");
-    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "sendMessage: params:"));
-    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "tg_keyboard_errmsg"));
+    /* the call's own error is the keyboard's message, not the encoder's */
+    assert_non_null(strstr(tg_ctx_errmsg(f->ctx), "sendMessage: params: reply_markup: inline "
+                                                  "keyboard: row 2, button 2 (\"big\"): "
+                                                  "callback_data is 65 bytes"));
 
     assert_int_equal(send_with(f, TG_INLINE_MARKUP(TG_INLINE_ROW(TG_BUTTON_CALLBACK("e", "")))),
                      TG_ERR_INVALID);

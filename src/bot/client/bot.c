@@ -167,7 +167,7 @@ static int apply_options(tg_bot *bot, const tg_bot_options *o)
     bot->max_connections = o->max_connections ? o->max_connections : DEFAULT_MAX_CONNECTIONS;
     bot->debug_arena = o->debug_arena;
     bot->arena_warn_bytes = o->arena_warn_bytes ? o->arena_warn_bytes : DEFAULT_ARENA_WARN;
-    int level = o->log_level ? o->log_level - 1 : TG__LOG_WARN;
+    int level = o->log_level ? o->log_level - 1 : TG__LOG_INFO;
     if (level < TG__LOG_TRACE || level > TG__LOG_OFF) {
         new_errmsg = "options: log_level is not one of TG_LOG_*";
         return -1;

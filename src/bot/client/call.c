@@ -339,6 +339,8 @@ static bool method_valid(const char *m)
 static tg_status raw_params(tg_ctx *ctx, const char **json, size_t *len)
 {
     tg__jerr jerr;
+    if (*json && *len == 0) /* 0 = a C string: its strlen (tgbot/client.h) */
+        *len = strlen(*json);
     if (!*json || *len == 0) {
         *json = "{}";
         *len = 2;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bot/client/client_int.h"
+#include "tgbot/keyboard.h"
 #include "bot/codec/method.h"
 
 #define MAX_UPLOADS 64 /* per call; the Bot API takes at most 10 media plus thumbnails */
@@ -55,6 +56,11 @@ static tg_status encode(tg_ctx *ctx, const tg__method *m, const void *params)
         return TG_OK;
     if (w.err == -ENOMEM)
         return tg__ctx_fail(ctx, TG_ERR_NOMEM, "params: out of memory while encoding");
+    /* A keyboard refused by its check (tgbot/keyboard.h) is poisoned so that it cannot be
+     * encoded; its own reason, on this thread, says more than the encoder can. */
+    if (w.err == -EINVAL && strstr(why, "tg_keyboard_errmsg") && tg_keyboard_errmsg()[0])
+        return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: reply_markup: %s",
+                            tg_keyboard_errmsg());
     if (w.err == -EINVAL && why[0])
         return tg__ctx_fail(ctx, TG_ERR_INVALID, "params: %s", why);
     if (w.err == -E2BIG)

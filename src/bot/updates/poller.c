@@ -262,8 +262,12 @@ tg_status tg_run_polling_sized(tg_dispatcher *d, const tg_polling_options *opts,
     tg__jdoc_init(&p.doc, NULL);
     tg__buf_init(&p.req, (size_t)64 * 1024);
     tg_status st = start(&p);
-    if (st == TG_OK)
+    if (st == TG_OK) { /* one line, so a bot that starts is seen starting */
+        tg__dispatcher_log(
+            d, TG__LOG_INFO, "polling: started for @%s (long polls of %u s, %u workers)",
+            d->router->username ? d->router->username : "?", p.o.timeout_s, d->nworkers);
         st = loop(&p);
+    }
     tg__stop_watch_end(&p.watch); /* before the final call: its cancel must not hit it */
     tg_status dst = tg_dispatcher_drain(d, p.o.drain_ms);
     if (st == TG_OK) {
