@@ -110,8 +110,8 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The engine's check of a hello (conn.c tls_hello): the gate when more than two keys are
-   candidates, then validate; an accepted key becomes the address's hint. */
+/* The engine's check of a hello (conn.c tls_hello): keyscan_validate when more than two keys
+   are candidates (hint alone, then a budgeted scan; an accepted key becomes the hint). */
 static enum faketls_verdict gated(struct junk *x, const uint8_t ip[16])
 {
     struct faketls_hello h;
@@ -120,10 +120,9 @@ static enum faketls_verdict gated(struct junk *x, const uint8_t ip[16])
     if (faketls_parse_hello(x->hello, x->len, &h, NULL) != FAKETLS_OK)
         abort();
     size_t ncand = x->nkeys > 2 ? faketls_candidates(&h, x->keys, x->nkeys, &pol) : x->nkeys;
-    bool g = keyscan_gate(&x->hints, &x->budget, ip, 1, mono_ms(), h.len, ncand, &pol);
-    enum faketls_verdict v = faketls_validate(&h, x->keys, x->nkeys, &pol, &m);
-    if (g && v == FAKETLS_ACCEPT)
-        keyscan_hint_put(&x->hints, ip, 1, m.index);
+    bool capped;
+    enum faketls_verdict v = keyscan_validate(&x->hints, &x->budget, ip, 1, mono_ms(), &h, x->keys,
+                                              x->nkeys, ncand, &pol, &m, &capped);
     x->digests = m.digests;
     return v;
 }

@@ -642,16 +642,17 @@ static void tls_hello(struct conn *c, size_t rl)
        and the worker's scan budget bound what the hello costs (keyscan.h). */
     uint8_t ip[16];
     size_t ncand = sh->nee > 2 ? faketls_candidates(&h, sh->ee, sh->nee, &pol) : sh->nee;
-    bool gated = ncand > 2 && conn_pp_client_ip(&c->pp, c->cfd, ip) &&
-                 keyscan_gate(c->w->sh->hints, &c->w->scan, ip, sh->seq, c->w->loop.now_ms, h.len,
-                              ncand, &pol);
-    if (gated && pol.hint_only) {
+    bool capped = false;
+    enum faketls_verdict v;
+    if (ncand > 2 && conn_pp_client_ip(&c->pp, c->cfd, ip))
+        v = keyscan_validate(c->w->sh->hints, &c->w->scan, ip, sh->seq, c->w->loop.now_ms, &h,
+                             sh->ee, sh->nee, ncand, &pol, &m, &capped);
+    else
+        v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);
+    if (capped) {
         stats_add(&c->w->stats, scan_capped, 1);
-        conn_hs_debug(c, "client hello", "scan budget spent: the address's last key only");
+        conn_hs_debug(c, "client hello", "scan budget spent: no key checked");
     }
-    enum faketls_verdict v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);
-    if (gated && v == FAKETLS_ACCEPT)
-        keyscan_hint_put(c->w->sh->hints, ip, sh->seq, m.index);
     if (v != FAKETLS_ACCEPT) {
         if (m.matched)
             c->secret = (uint32_t)sh->ee_idx[m.index];

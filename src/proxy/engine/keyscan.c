@@ -50,16 +50,31 @@ bool keyscan_budget_take(struct keyscan_budget *b, uint64_t now_ms, uint64_t byt
     return true;
 }
 
-bool keyscan_gate(const struct keyscan_hints *t, struct keyscan_budget *b, const uint8_t ip[16],
-                  uint64_t gen, uint64_t now_ms, size_t len, size_t ncand,
-                  struct faketls_policy *pol)
+enum faketls_verdict keyscan_validate(struct keyscan_hints *t, struct keyscan_budget *b,
+                                      const uint8_t ip[16], uint64_t gen, uint64_t now_ms,
+                                      const struct faketls_hello *h, const struct faketls_key *keys,
+                                      size_t n, size_t ncand, struct faketls_policy *pol,
+                                      struct faketls_match *out, bool *capped)
 {
+    *capped = false;
     if (ncand <= 2)
-        return false; /* two HMACs at most: within 2x of one secret as it is */
-    /* what faketls_validate may hash: every candidate, within its per-hello budget, and
-       the hint */
-    uint64_t scan = (uint64_t)ncand * len, most = FAKETLS_DIGEST_BUDGET + len;
+        return faketls_validate(h, keys, n, pol, out); /* two HMACs at most, as it is */
+    /* The hint alone first: a known client costs one HMAC and none of the budget, so
+       neither a busy proxy nor a junk flood can front a client the table remembers. */
     pol->hint = keyscan_hint_get(t, ip, gen);
+    if (pol->hint) {
+        pol->hint_only = true;
+        enum faketls_verdict v = faketls_validate(h, keys, n, pol, out);
+        if (v == FAKETLS_ACCEPT)
+            return v;
+        pol->hint = 0; /* wrong or stale: the scan below decides, without it */
+    }
+    /* what faketls_validate may hash: every candidate, within its per-hello budget */
+    uint64_t scan = (uint64_t)ncand * h->len, most = FAKETLS_DIGEST_BUDGET + h->len;
     pol->hint_only = !keyscan_budget_take(b, now_ms, scan < most ? scan : most);
-    return true;
+    *capped = pol->hint_only;
+    enum faketls_verdict v = faketls_validate(h, keys, n, pol, out);
+    if (v == FAKETLS_ACCEPT)
+        keyscan_hint_put(t, ip, gen, out->index);
+    return v;
 }

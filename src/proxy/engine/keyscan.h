@@ -16,14 +16,15 @@
  *    first, and alone when it accepts. The table is lossy (a slot keeps the last address
  *    hashed to it, tagged with the secrets' generation): a lost or wrong hint costs one
  *    HMAC, then the budget decides, as for a new client.
- *  - a scan budget per worker: checking every candidate is allowed while the worker's
- *    allowance of HMAC input lasts (KEYSCAN_RATE bytes a second, as much in reserve,
- *    charged the scan's worst case); beyond it, the hello is checked against its hint
- *    alone (no HMAC at all without one), fails as a bad digest and is fronted. A genuine
- *    client then retries, and is found once the allowance refills (1/30 s for one 256-key
- *    scan of a 517-byte hello). So a flood of junk hellos costs at most that allowance a
- *    second beyond parsing, and a hello whose SNI names its secret's own domain, or from a
- *    hinted address, is never affected.
+ *  - a scan budget per worker: a hello whose address has no hint, or whose hint does not
+ *    accept it, is checked against every candidate while the worker's allowance of HMAC
+ *    input lasts (KEYSCAN_RATE bytes a second, as much in reserve, charged the scan's worst
+ *    case); beyond it no key is checked, the hello fails as a bad digest and is fronted. A
+ *    genuine client then retries, and is found once the allowance refills (1/30 s for one
+ *    256-key scan of a 517-byte hello). A hinted client is tried before the budget is
+ *    charged and costs none of it, so a flood of junk hellos costs at most that allowance
+ *    a second beyond parsing and never fronts a client the table remembers; a hello whose
+ *    SNI names its secret's own domain is never affected.
  *
  * Ownership: struct keyscan_hints and struct keyscan_budget are caller storage, zeroed to
  * start. Thread-safety: keyscan_hint_get / _put may run on any thread at once (relaxed
@@ -60,13 +61,16 @@ struct keyscan_budget {
 /* May a scan hashing up to bytes run at now_ms (a monotonic clock)? true: charged. */
 bool keyscan_budget_take(struct keyscan_budget *b, uint64_t now_ms, uint64_t bytes);
 
-/* Before faketls_validate of a hello of len bytes from client ip that ncand keys could sign
-   (faketls_candidates): when more than two could, set pol->hint from t and, when b cannot
-   pay a scan of every candidate (charged to it otherwise), pol->hint_only. true when it
-   applied: then keyscan_hint_put the accepted key, so the client's next hello costs one
-   HMAC. */
-bool keyscan_gate(const struct keyscan_hints *t, struct keyscan_budget *b, const uint8_t ip[16],
-                  uint64_t gen, uint64_t now_ms, size_t len, size_t ncand,
-                  struct faketls_policy *pol);
+/* faketls_validate of hello h from client ip, which ncand keys could sign
+   (faketls_candidates), in generation gen. Beyond two candidates: the address's hint is
+   tried alone first (one HMAC, no budget); else every candidate is checked if b can pay for
+   it (charged), or none (*capped set: a bad digest, fronted); an accepted key becomes the
+   address's hint, so its next hello costs one HMAC. pol is the caller's policy (hint and
+   hint_only are set here). */
+enum faketls_verdict keyscan_validate(struct keyscan_hints *t, struct keyscan_budget *b,
+                                      const uint8_t ip[16], uint64_t gen, uint64_t now_ms,
+                                      const struct faketls_hello *h, const struct faketls_key *keys,
+                                      size_t n, size_t ncand, struct faketls_policy *pol,
+                                      struct faketls_match *out, bool *capped);
 
 #endif
