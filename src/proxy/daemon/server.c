@@ -18,6 +18,7 @@
 #include "proxy/daemon/api.h"
 #include "proxy/daemon/apistore.h"
 #include "proxy/daemon/metrics.h"
+#include "proxy/daemon/sdnotify.h"
 #include "proxy/config/quotafile.h"
 #include "proxy/daemon/statsd.h"
 #include "proxy/engine/upstream.h"
@@ -620,6 +621,7 @@ void server_revoke(struct server *s, const char *label)
 void server_drain(struct server *s)
 {
     __atomic_store_n(&s->draining, true, __ATOMIC_RELEASE);
+    (void)sdnotify_send("STOPPING=1\nSTATUS=draining: accepting stopped, open connections run on");
     workers_wake(s, "drain");
 }
 
@@ -810,8 +812,32 @@ static void reload_warn(void *user, const char *msg)
         tg__log(NULL, TG__LOG_WARN, "%s", msg);
 }
 
+static int reload_file(struct server *s, const char *path, const char *origin, char *err,
+                       size_t errlen);
+
+/* systemd: READY=1 with a one-line STATUS (sdnotify.h). */
+static void notify_ready(struct server *s)
+{
+    struct gen *g = conn_shared_gen(&s->sh);
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "READY=1\nSTATUS=serving %zu secret(s) on %zu listener(s), generation %llu",
+             g->cfg->nsecrets, s->cfg->nlisten, (unsigned long long)g->seq);
+    gen_unref(g);
+    (void)sdnotify_send(msg);
+}
+
 int server_reload_file_locked(struct server *s, const char *path, const char *origin, char *err,
                               size_t errlen)
+{
+    (void)sdnotify_reloading();
+    int rc = reload_file(s, path, origin, err, errlen);
+    notify_ready(s); /* applied or refused, the proxy serves on */
+    return rc;
+}
+
+static int reload_file(struct server *s, const char *path, const char *origin, char *err,
+                       size_t errlen)
 {
     struct config cfg;
     config_init(&cfg);
@@ -948,6 +974,7 @@ int server_run(const struct config *cfg, const char *path)
             tg__log(NULL, TG__LOG_INFO, "listening on %s (port %u) with %zu workers, fast-mode %s",
                     cfg->listen[i].text, (unsigned)s->port[i], s->nw,
                     cfg->fast_mode ? "on" : "off");
+        notify_ready(s);
         int sig = 0;
         while ((sig = next_signal(s, &set)) == SIGHUP) {
             if (path)
