@@ -77,7 +77,27 @@
       "[fleet] checks decided on local state (Redis away, erring or too slow).", NULL, NULL,       \
       fleet_fallbacks)                                                                             \
     X("fleet_redis_replays_total", METRIC_COUNTER,                                                 \
-      "Hellos the [fleet] Redis had already seen (fronted).", NULL, NULL, fleet_replays)
+      "Hellos the [fleet] Redis had already seen (fronted).", NULL, NULL, fleet_replays)           \
+    X("middle_proxy_handshakes_total", METRIC_COUNTER,                                             \
+      "Middle-proxy connections that completed their handshake.", NULL, NULL, mp_ready)            \
+    X("middle_proxy_failures_total", METRIC_COUNTER,                                               \
+      "Middle-proxy connections that failed, by reason.", "reason", "connect", mp_fail_connect)    \
+    X("middle_proxy_failures_total", METRIC_COUNTER, "", "reason", "keys", mp_fail_keys)           \
+    X("middle_proxy_failures_total", METRIC_COUNTER, "", "reason", "refused", mp_fail_refused)     \
+    X("middle_proxy_failures_total", METRIC_COUNTER, "", "reason", "protocol", mp_fail_protocol)   \
+    X("middle_proxy_frames_total", METRIC_COUNTER, "RPC frames exchanged with middle proxies.",    \
+      "direction", "up", mp_frames_up)                                                             \
+    X("middle_proxy_frames_total", METRIC_COUNTER, "", "direction", "down", mp_frames_down)        \
+    X("middle_proxy_clients_active", METRIC_GAUGE, "Clients multiplexed over middle proxies now.", \
+      NULL, NULL, mp_clients)                                                                      \
+    X("middle_proxy_fallbacks_total", METRIC_COUNTER,                                              \
+      "Tagged clients sent direct: no middle-proxy connection of their DC was up.", NULL, NULL,    \
+      mp_fallbacks)                                                                                \
+    X("middle_proxy_slow_clients_closed_total", METRIC_COUNTER,                                    \
+      "Middle-proxy clients closed for being more than client-buffer behind.", NULL, NULL,         \
+      mp_slow_closed)                                                                              \
+    X("middle_proxy_quick_acks_total", METRIC_COUNTER, "Quick acks relayed from middle proxies.",  \
+      NULL, NULL, mp_quickacks)
 
 struct row {
     const char *family, *help, *lkey, *lval;
@@ -190,6 +210,30 @@ static int collect_dc_time(struct walk *w, const struct server *s)
         m.value = (double)cum;
         if (rc == 0)
             rc = put(w, &m);
+    }
+    return rc;
+}
+
+/* Middle-proxy connections ready, by DC (only with [middle-proxy]). */
+static int collect_mp_up(struct walk *w, const struct server *s)
+{
+    int rc = 0;
+    if (!server_config(s)->mp.enabled)
+        return 0;
+    for (size_t slot = 0; rc == 0 && slot < STATS_DC_SLOTS; slot++) {
+        char dc[16];
+        if (!dc_shown(server_config(s), slot, dc, sizeof dc))
+            continue;
+        struct stats_dc d;
+        server_dc_stats(s, slot, &d);
+        struct metric_sample m = {.family = "middle_proxy_connections_up",
+                                  .help = "Middle-proxy connections ready, by DC.",
+                                  .type = METRIC_GAUGE,
+                                  .nlabels = 1,
+                                  .label_key = {"dc"},
+                                  .label_val = {dc},
+                                  .value = (double)d.mp_up};
+        rc = put(w, &m);
     }
     return rc;
 }
@@ -385,6 +429,8 @@ int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
         rc = collect_dc_time(&w, s);
     if (rc == 0)
         rc = collect_dc_fail(&w, s);
+    if (rc == 0)
+        rc = collect_mp_up(&w, s);
     if (rc == 0)
         rc = collect_secrets(&w, s);
     if (rc == 0)

@@ -491,6 +491,7 @@ static bool start_mp(struct conn *c)
     }
     if (c->gen->cfg->mp.fallback_direct) {
         c->w->mp->st.fallbacks++;
+        stats_add(&c->w->stats, mp_fallbacks, 1);
         return false;
     }
     conn_close(c, END_DC_FAIL);

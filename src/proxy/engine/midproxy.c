@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "proxy/engine/stats.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/mpframe.h"
 #include "proxy/wire/mpsess.h"
@@ -18,6 +19,27 @@
 #include "proxy/wire/obfs2.h"
 
 enum mpx_state { MPX_IDLE, MPX_CONNECTING, MPX_HANDSHAKE, MPX_READY };
+
+/* The worker's counters, when the pool runs inside one (tests run it bare). */
+#define COUNT(mw, field, n)                                                                        \
+    do {                                                                                           \
+        if ((mw)->stats)                                                                           \
+            stats_add((mw)->stats, field, n);                                                      \
+    } while (0)
+#define UNCOUNT(mw, field, n)                                                                      \
+    do {                                                                                           \
+        if ((mw)->stats)                                                                           \
+            stats_sub((mw)->stats, field, n);                                                      \
+    } while (0)
+
+static void dc_up(struct midproxy_worker *mw, int16_t dc, int delta)
+{
+    if (!mw->dcs)
+        return;
+    uint64_t *g = &mw->dcs[stats_dc_slot(dc)].mp_up;
+    __atomic_store_n(g, __atomic_load_n(g, __ATOMIC_RELAXED) + (uint64_t)(int64_t)delta,
+                     __ATOMIC_RELAXED);
+}
 
 /* A growable byte queue: unsent bytes are b[off..len). */
 struct bq {
@@ -167,6 +189,7 @@ static int conn_msg_end(struct mpx_conn *mc, size_t n)
         return -1;
     mc->out.len += w;
     mc->mw->st.frames_out++;
+    COUNT(mc->mw, mp_frames_up, 1);
     return 0;
 }
 
@@ -195,6 +218,7 @@ static int sess_msg(void *ud, const struct mprpc_msg *m, const uint8_t *p, size_
     struct mpx_conn *mc = ud;
     struct midproxy_worker *mw = mc->mw;
     mw->st.frames_in++;
+    COUNT(mw, mp_frames_down, 1);
     struct mpx_bridge *b = NULL;
     if (m->kind == MPRPC_K_PROXY_ANS || m->kind == MPRPC_K_SIMPLE_ACK ||
         m->kind == MPRPC_K_CLOSE_EXT) {
@@ -220,6 +244,7 @@ static int sess_msg(void *ud, const struct mprpc_msg *m, const uint8_t *p, size_
         size_t total = hl + m->len + pad;
         if (bq_pending(&b->out) + total > mw->cfg.client_buf_max) {
             mw->st.slow_closed++;
+            COUNT(mw, mp_slow_closed, 1);
             bridge_free(b, true);
             return 0;
         }
@@ -240,6 +265,7 @@ static int sess_msg(void *ud, const struct mprpc_msg *m, const uint8_t *p, size_
         uint8_t *d = b->out.b + b->out.len;
         mtframe_ack(b->tag, m->confirm, d);
         mw->st.quickacks++;
+        COUNT(mw, mp_quickacks, 1);
         return bridge_push(b, d, 4);
     }
     case MPRPC_K_CLOSE_EXT:
@@ -377,6 +403,8 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
                 mc->backoff_ms = 0;
                 mw->st.ready++;
                 mw->st.up++;
+                COUNT(mw, mp_ready, 1);
+                dc_up(mw, mc->dc, 1);
             }
             if ((size_t)r < sizeof buf)
                 break;
@@ -390,10 +418,20 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
 static void conn_fail(struct mpx_conn *mc, int why)
 {
     struct midproxy_worker *mw = mc->mw;
-    if (mc->state == MPX_READY)
+    if (mc->state == MPX_READY) {
         mw->st.up--;
-    else if (why >= 0 && why < 10)
+        dc_up(mw, mc->dc, -1);
+    } else if (why >= 0 && why < 10) {
         mw->st.hs_fail[why]++;
+    }
+    if (why == 0)
+        COUNT(mw, mp_fail_connect, 1);
+    else if (why == MPSESS_E_KEYS)
+        COUNT(mw, mp_fail_keys, 1);
+    else if (why == MPSESS_E_REFUSED)
+        COUNT(mw, mp_fail_refused, 1);
+    else
+        COUNT(mw, mp_fail_protocol, 1);
     for (size_t i = 0; i < mw->nslots && mc->nbridges; i++)
         if (mw->slots[i] && mw->slots[i]->mc == mc)
             bridge_free(mw->slots[i], false);
@@ -474,6 +512,7 @@ static void bridge_free(struct mpx_bridge *b, bool tell_mp)
         b->mc->nbridges--;
     mw->slots[b->slot] = NULL;
     mw->st.clients--;
+    UNCOUNT(mw, mp_clients, 1);
     if (b->io.fd >= 0) {
         int fd = b->io.fd;
         loop_io_del(mw->loop, &b->io);
@@ -744,5 +783,6 @@ int midproxy_attach(struct midproxy_worker *mw, int16_t dc, const uint8_t *ad_ta
     best->nbridges++;
     mw->st.clients++;
     mw->st.attached++;
+    COUNT(mw, mp_clients, 1);
     return sv[0];
 }

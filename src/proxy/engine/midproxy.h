@@ -66,6 +66,8 @@ struct midproxy_stats {
 };
 
 struct mpx_conn;
+struct stats;
+struct stats_dc;
 struct mpx_bridge;
 
 struct midproxy_worker {
@@ -80,6 +82,8 @@ struct midproxy_worker {
     struct loop_timer tick;
     struct midproxy_stats st;
     uint32_t start_time;
+    struct stats *stats;  /* the worker's counters (stats.h: mp_*), or NULL */
+    struct stats_dc *dcs; /* the worker's per-DC counters (mp_up), or NULL */
 };
 
 /* Set up mw on loop with cfg (copied) and start connecting. 0 or -errno. */

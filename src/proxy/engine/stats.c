@@ -73,6 +73,7 @@ void stats_dc_sum(struct stats_dc *dst, const struct stats_dc *src)
     dst->sum_ms += __atomic_load_n(&src->sum_ms, __ATOMIC_RELAXED);
     for (size_t i = 0; i < STATS_DC_FAIL_COUNT; i++)
         dst->fail[i] += __atomic_load_n(&src->fail[i], __ATOMIC_RELAXED);
+    dst->mp_up += __atomic_load_n(&src->mp_up, __ATOMIC_RELAXED);
 }
 
 int32_t stats_dc_id(size_t slot)

@@ -57,6 +57,18 @@
     X(fleet_fallbacks, "[fleet] checks decided on local state: Redis away, erring or too slow")    \
     X(fleet_replays, "hellos [fleet] Redis had seen (replays across the fleet, fronted)")          \
     X(fleet_up, "gauge: 1 while this worker's [fleet] Redis connection is up")                     \
+    X(mp_ready, "middle-proxy connections that completed their handshake")                         \
+    X(mp_fail_connect, "middle-proxy connections that failed: connect or socket")                  \
+    X(mp_fail_keys, "middle-proxy handshakes failed: no valid encrypted frame (wrong secret "      \
+                    "or public address)")                                                          \
+    X(mp_fail_refused, "middle-proxy handshakes failed: RPC_HANDSHAKE_ERROR")                      \
+    X(mp_fail_protocol, "middle-proxy connections failed: bad nonce, frame, sequence, message")    \
+    X(mp_frames_up, "RPC frames sent to middle proxies")                                           \
+    X(mp_frames_down, "RPC frames received from middle proxies")                                   \
+    X(mp_clients, "gauge: clients multiplexed over middle proxies now")                            \
+    X(mp_fallbacks, "tagged clients sent direct: no middle-proxy connection of their DC up")       \
+    X(mp_slow_closed, "middle-proxy clients closed: more than client-buffer behind")               \
+    X(mp_quickacks, "quick acks relayed from middle proxies")                                      \
     STATS_END_LIST(X)
 
 /* Failed client handshakes by reason: X(name, help); the field is hs_<name>, the metric
@@ -144,6 +156,7 @@ struct stats_dc {
                                       bound before); le[STATS_DC_NLE]: longer than every bound */
     uint64_t sum_ms;               /* their total time */
     uint64_t fail[STATS_DC_FAIL_COUNT];
+    uint64_t mp_up; /* gauge: middle-proxy connections of this DC ready (midproxy.c) */
 };
 
 /* Slot of DC id dc ([-]N; STATS_DC_OTHER for an id without a slot of its own). */

@@ -214,6 +214,8 @@ static int mp_start(struct conn_worker *w)
     mc->have_public4 =
         cfg->public_ipv4[0] && inet_pton(AF_INET, cfg->public_ipv4, mc->public4) == 1;
     int rc = midproxy_init(w->mp, &w->loop, mc);
+    w->mp->stats = &w->stats;
+    w->mp->dcs = w->dcs;
     memset(mc, 0, sizeof *mc);
     tg__free(mc);
     if (rc < 0) {

@@ -55,7 +55,10 @@ static void write_cfg(struct env *e, const char *plain_tag)
                "[middle-proxy]\n"
                "proxy-secret = \"%s\"\n"
                "proxy-config = \"%s\"\n"
-               "connections = 2\n",
+               "connections = 2\n"
+               "[stats.prometheus]\n"
+               "enabled = true\n"
+               "bind-to = \"127.0.0.1:0\"\n",
                dd, tls, cl, own, plain_tag, e->dc_port, e->secret_path, e->conf_path);
 }
 
@@ -98,6 +101,27 @@ static void env_stop(struct env *e)
         assert_int_equal(dfx_stop(&e->mp, SIGTERM), 0);
     dfx_done(&e->mp);
     fakedc_stop(e->dc);
+}
+
+/* The metrics page through prom_scrape.py (an independent parser that also holds every family
+   to its row in docs/tgproxy.md): its canonical lines, malloc'ed. */
+static char *scrape(struct env *e)
+{
+    uint16_t port = dfx_log_port(&e->d, "[stats.prometheus] serving");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ tgproxy "
+             "%s/docs/tgproxy.md",
+             TGKIT_SOURCE_DIR, (unsigned)port, TGKIT_SOURCE_DIR);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *out = calloc(1, 1 << 20);
+    assert_non_null(out);
+    out[0] = '\n';
+    size_t n = fread(out + 1, 1, (1 << 20) - 2, p);
+    out[1 + n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    return out;
 }
 
 /* Through the middle proxy: the fake DC's ECHO as packets of the client's framing (dd and
@@ -179,6 +203,13 @@ static void test_tagged_and_direct(void **state)
     dfx_wait_log(&e.mp, "tag " TAG_TOP " from 127.0.0.1:", 2);
     echo_framed(&e, PCLI_DD, e.k_own);
     dfx_wait_log(&e.mp, "tag " TAG_OWN " from 127.0.0.1:", 1);
+    char *page = scrape(&e);
+    if (!strstr(page, "\ntgproxy_middle_proxy_connections_up{dc=2} 2\n") ||
+        !strstr(page, "\ntgproxy_middle_proxy_handshakes_total{} 2\n") ||
+        !strstr(page, "\ntgproxy_middle_proxy_clients_active{} ") ||
+        !strstr(page, "\ntgproxy_middle_proxy_frames_total{direction=up} "))
+        fail_msg("metrics page lacks the middle-proxy families:\n%s", page);
+    free(page);
     /* [ad-tags] plain = "": direct, in the same process */
     uint64_t before = fakedc_counters(e.dc).accepted;
     echo_direct(&e, PCLI_CLASSIC, e.k_classic);
@@ -196,6 +227,12 @@ static void test_tagged_and_direct(void **state)
     /* the middle proxy goes away: tagged clients fall back to direct */
     assert_int_equal(dfx_stop(&e.mp, SIGTERM), 0);
     assert_true(tgtest_wait_until(direct_works, &e, DFX_WAIT_MS));
+    page = scrape(&e);
+    if (!strstr(page, "\ntgproxy_middle_proxy_connections_up{dc=2} 0\n") ||
+        strstr(page, "\ntgproxy_middle_proxy_fallbacks_total{} 0\n") ||
+        strstr(page, "\ntgproxy_middle_proxy_failures_total{reason=connect} 0\n"))
+        fail_msg("after the middle proxy went: no fallback or failure counted:\n%s", page);
+    free(page);
     echo_direct(&e, PCLI_DD, e.k_dd);
     env_stop(&e);
 }
