@@ -14,12 +14,13 @@ PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
              libcmocka-dev libjansson-dev libcjson-dev redis-server clang gettext \
              libclang-rt-14-dev curl ca-certificates openssl chromium \
              python3-python-telegram-bot python3-cryptography microsocks \
-             python3-prometheus-client systemd libuv1-dev libevent-dev
+             python3-prometheus-client systemd libuv1-dev libevent-dev \
+             groff-base man-db
 PKGS_LINT  = clang-format clang-tidy cppcheck
 PKGS_DOCS  = doxygen
 PKGS_BENCH = wrk valgrind
 
-.PHONY: all deps build run demo test bench fuzz regen regen-check format lint clean asan-test tsan-test \
+.PHONY: all deps build run demo test bench fuzz regen regen-check man format lint clean asan-test tsan-test \
         abi-update docs deps-docs \
         deps-lint deps-bench
 
@@ -91,6 +92,11 @@ regen:
 	@page=$$(scripts/botapi-page.sh $(BUILD)) && echo "regen: from $$page" && \
 	    python3 tools/botapi-gen/botapi_gen.py "$$page"
 	$(MAKE) --no-print-directory format-generated
+
+# tgproxy.toml(5) from the loader's key tables (ctest install/man_toml_keys says when it is due).
+man: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target toml-keys
+	python3 tools/man/gen_toml_man.py $(BUILD)/toml-keys docs/tgproxy.md docs/man/tgproxy.toml.5
 
 regen-check:
 	@scripts/regen-check.sh

@@ -1891,7 +1891,8 @@ static const struct key_rule api_rules[] = {
 static bool loopback(const struct sockaddr_storage *ss)
 {
     if (ss->ss_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) == 127;
+        return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) ==
+               127;
     const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
     return ss->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(a);
 }
@@ -2309,4 +2310,63 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
             tg__log(NULL, TG__LOG_WARN, "%s", msg);
     }
     return rc;
+}
+
+/* ---- the key tables, for tools (the tgproxy.toml(5) generator) ---- */
+
+/* Every rule table and where in the file it applies. A table missing here is caught by
+   ctest proxy/man_toml_keys, which compares this list with the key_rule tables above. */
+#define SECTION(path, rules)                                                                       \
+    {                                                                                              \
+        (path), #rules, (rules), sizeof(rules) / sizeof((rules)[0])                                \
+    }
+static const struct {
+    const char *path, *table;
+    const struct key_rule *rules;
+    size_t n;
+} key_sections[] = {
+    SECTION("", root_rules),
+    SECTION("secrets.LABEL", secret_table_rules),
+    SECTION("middle-proxy", mp_rules),
+    SECTION("domain-fronting", fronting_rules),
+    SECTION("network", network_rules),
+    SECTION("network.timeout", timeout_rules),
+    SECTION("network.keep-alive", keepalive_rules),
+    SECTION("network.public-ip", public_ip_rules),
+    SECTION("defense", defense_rules),
+    SECTION("defense.anti-replay", antireplay_rules),
+    SECTION("defense.blocklist", iplist_rules),
+    SECTION("defense.allowlist", iplist_rules),
+    SECTION("defense.doppelganger", doppel_rules),
+    SECTION("stats", stats_rules),
+    SECTION("stats.statsd", statsd_rules),
+    SECTION("stats.prometheus", prometheus_rules),
+    SECTION("limits.LABEL", limit_rules),
+    SECTION("fleet", fleet_rules),
+    SECTION("api", api_rules),
+};
+
+int config_keys_foreach(config_key_fn fn, void *arg)
+{
+    static const char *const kinds[] = {"", "bool", "integer", "duration", "seconds", "size"};
+    for (size_t s = 0; s < sizeof key_sections / sizeof key_sections[0]; s++)
+        for (size_t i = 0; i < key_sections[s].n; i++) {
+            const struct key_rule *r = &key_sections[s].rules[i];
+            struct config_key k = {key_sections[s].path,
+                                   key_sections[s].table,
+                                   r->name,
+                                   kinds[r->kind],
+                                   r->min,
+                                   r->max,
+                                   0};
+            if (r->fn == k_ignore)
+                k.note = CONFIG_KEY_IGNORED;
+            else if (r->fn == k_dep_fronting_port || r->fn == k_dep_fronting_ip ||
+                     r->fn == k_dep_fronting_pp)
+                k.note = CONFIG_KEY_DEPRECATED;
+            int rc = fn(&k, arg);
+            if (rc)
+                return rc;
+        }
+    return 0;
 }

@@ -404,4 +404,24 @@ const uint8_t *config_ad_tag(const struct config *cfg, size_t i);
 int config_add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
                       size_t errlen);
 
+/*
+ * The loader's key tables, for tools that document them (tools/man/toml-keys.c writes
+ * tgproxy.toml(5) from them). kind: "" for a key parsed by its own function (a string, an
+ * array or a table: see docs/tgproxy.md), else "bool", "integer", "duration" (min/max in
+ * ms), "seconds", "size" (bytes); min/max are meaningful for the numeric kinds.
+ * config_keys_foreach calls fn for every key of every table, in table order, and stops at
+ * (returns) fn's first nonzero return.
+ */
+enum { CONFIG_KEY_PLAIN = 0, CONFIG_KEY_IGNORED, CONFIG_KEY_DEPRECATED };
+struct config_key {
+    const char *section; /* "" (top level), "network.timeout", "limits.LABEL", ... */
+    const char *table;   /* the C table's name, for the drift check */
+    const char *name;
+    const char *kind;
+    uint64_t min, max;
+    int note; /* CONFIG_KEY_* */
+};
+typedef int (*config_key_fn)(const struct config_key *k, void *arg);
+int config_keys_foreach(config_key_fn fn, void *arg);
+
 #endif
