@@ -1891,8 +1891,7 @@ static const struct key_rule api_rules[] = {
 static bool loopback(const struct sockaddr_storage *ss)
 {
     if (ss->ss_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) ==
-               127;
+        return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) == 127;
     const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
     return ss->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(a);
 }
@@ -2315,7 +2314,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
 /* ---- the key tables, for tools (the tgproxy.toml(5) generator) ---- */
 
 /* Every rule table and where in the file it applies. A table missing here is caught by
-   ctest proxy/man_toml_keys, which compares this list with the key_rule tables above. */
+   ctest install/man_toml_keys, which compares this list with the key_rule tables above. */
 #define SECTION(path, rules)                                                                       \
     {                                                                                              \
         (path), #rules, (rules), sizeof(rules) / sizeof((rules)[0])                                \
