@@ -26,8 +26,7 @@
 #include "proxy/wire/mpsess.h"
 #include "proxy/wire/obfs2.h"
 #include "proxy_fakedc.h"
-
-#define FAKEMP TGKIT_BINARY_DIR "/tgproxy-fakemp"
+#include "proxy_fakemp.h"
 
 struct mpc {
     int fd;
@@ -195,16 +194,9 @@ static void fx_start(struct fx *f, const char *extra, const char *extra2)
     dfx_path(&f->d, "proxy-secret", f->secret_path, sizeof f->secret_path);
     for (size_t i = 0; i < sizeof f->secret; i++)
         f->secret[i] = (uint8_t)(i * 7 + 3);
-    FILE *s = fopen(f->secret_path, "wb");
-    assert_non_null(s);
-    assert_int_equal(fwrite(f->secret, 1, sizeof f->secret, s), sizeof f->secret);
-    fclose(s);
-    char dc[64];
-    snprintf(dc, sizeof dc, "127.0.0.1:%u", dcport);
-    char *argv[] = {FAKEMP, "--listen", "127.0.0.1:0", "--secret-file", f->secret_path,
-                    "--dc", dc,         "--raw",       (char *)extra,   (char *)extra2,
-                    NULL};
-    dfx_start(&f->d, argv);
+    pfmp_secret(f->secret_path, f->secret, sizeof f->secret);
+    const char *more[] = {extra, extra2, NULL};
+    pfmp_start(&f->d, f->secret_path, dcport, 0, more);
 }
 
 static void fx_stop(struct fx *f)

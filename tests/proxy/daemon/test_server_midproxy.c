@@ -18,8 +18,8 @@
 #include "proxy/wire/obfs2.h"
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
+#include "proxy_fakemp.h"
 
-#define FAKEMP  TGKIT_BINARY_DIR "/tgproxy-fakemp"
 #define TAG_TOP "c0ffee00c0ffee00c0ffee00c0ffee00"
 #define TAG_OWN "11112222333344445555666677778888"
 
@@ -75,16 +75,11 @@ static void env_start(struct env *e)
     dfx_init(&e->d, "mp-daemon");
     dfx_path(&e->mp, "proxy-secret", e->secret_path, sizeof e->secret_path);
     dfx_path(&e->mp, "proxy-config", e->conf_path, sizeof e->conf_path);
-    FILE *f = fopen(e->secret_path, "wb");
-    assert_non_null(f);
+    uint8_t secret[128];
     for (int i = 0; i < 128; i++)
-        fputc((i * 29 + 3) & 0xff, f);
-    fclose(f);
-    char dc[64];
-    snprintf(dc, sizeof dc, "127.0.0.1:%u", e->dc_port);
-    char *argv[] = {FAKEMP, "--listen", "127.0.0.1:0", "--secret-file", e->secret_path, "--dc",
-                    dc,     "--raw",    NULL};
-    dfx_start(&e->mp, argv);
+        secret[i] = (uint8_t)(i * 29 + 3);
+    pfmp_secret(e->secret_path, secret, sizeof secret);
+    pfmp_start(&e->mp, e->secret_path, e->dc_port, 0, NULL);
     char conf[128];
     snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n", e->mp.port);
     dfx_write(e->conf_path, conf);

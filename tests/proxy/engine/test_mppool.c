@@ -26,8 +26,7 @@
 #include "proxy/wire/mtframe.h"
 #include "proxy/wire/obfs2.h"
 #include "proxy_fakedc.h"
-
-#define FAKEMP TGKIT_BINARY_DIR "/tgproxy-fakemp"
+#include "proxy_fakemp.h"
 
 struct fx {
     struct dfx d;
@@ -41,12 +40,7 @@ struct fx {
 
 static void fakemp_start(struct fx *f, uint16_t port)
 {
-    char dc[64], listen_at[64];
-    snprintf(dc, sizeof dc, "127.0.0.1:%u", f->dcport);
-    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%u", port);
-    char *argv[] = {FAKEMP, "--listen", listen_at, "--secret-file", f->secret_path, "--dc",
-                    dc,     "--raw",    NULL};
-    dfx_start(&f->d, argv);
+    pfmp_start(&f->d, f->secret_path, f->dcport, port, NULL);
 }
 
 static void fx_start(struct fx *f, unsigned per_dc, size_t client_buf_max)
@@ -58,10 +52,7 @@ static void fx_start(struct fx *f, unsigned per_dc, size_t client_buf_max)
     dfx_path(&f->d, "proxy-secret", f->secret_path, sizeof f->secret_path);
     for (size_t i = 0; i < sizeof f->secret; i++)
         f->secret[i] = (uint8_t)(i * 11 + 5);
-    FILE *s = fopen(f->secret_path, "wb");
-    assert_non_null(s);
-    assert_int_equal(fwrite(f->secret, 1, sizeof f->secret, s), sizeof f->secret);
-    fclose(s);
+    pfmp_secret(f->secret_path, f->secret, sizeof f->secret);
     fakemp_start(f, 0);
     assert_int_equal(loop_init(&f->loop), 0);
     struct midproxy_cfg cfg = {

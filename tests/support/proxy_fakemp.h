@@ -1,0 +1,27 @@
+/*
+ * proxy_fakemp: tgproxy-fakemp (tools/fakemp, the fake middle proxy) as a daemon under test.
+ *
+ * pfmp_secret() writes a proxy secret file; pfmp_start() runs the fake in d (daemon_fx.h)
+ * relaying to the fake DC at 127.0.0.1:dc_port in --raw mode (what proxy_fakedc expects),
+ * listening on 127.0.0.1:port (0: the kernel's choice), and waits for its listening line, so
+ * d->port is its port. The binary is a build dependency of the proxy tests (extra.cmake).
+ *
+ * Thread-safety: one thread.
+ */
+#ifndef TGKIT_TEST_PROXY_FAKEMP_H
+#define TGKIT_TEST_PROXY_FAKEMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon_fx.h"
+
+#define PFMP_BIN TGKIT_BINARY_DIR "/tgproxy-fakemp"
+
+/* Write n bytes of secret to path (whole, 0600); fails the test on error. */
+void pfmp_secret(const char *path, const uint8_t *secret, size_t n);
+/* Start the fake (see above); extra: more arguments, NULL-terminated, or NULL. */
+void pfmp_start(struct dfx *d, const char *secret_path, uint16_t dc_port, uint16_t port,
+                const char *const *extra);
+
+#endif
