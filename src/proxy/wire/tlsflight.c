@@ -215,3 +215,119 @@ const char *tlsflight_segments(const struct tlsflight *f, char *out, size_t cap)
 #undef PUT
     return out;
 }
+
+/* ---- the probe's ClientHello ---- */
+
+struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool over;
+};
+
+static void w8(struct wbuf *w, unsigned v)
+{
+    if (w->n >= w->cap) {
+        w->over = true;
+        return;
+    }
+    w->p[w->n++] = (uint8_t)v;
+}
+
+static void w16(struct wbuf *w, unsigned v)
+{
+    w8(w, v >> 8);
+    w8(w, v);
+}
+
+static void wbytes(struct wbuf *w, const void *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        w8(w, ((const uint8_t *)b)[i]);
+}
+
+/* Patch a 16-bit length at 'at' to cover everything written after it. */
+static void wlen16(struct wbuf *w, size_t at)
+{
+    if (w->over)
+        return;
+    size_t len = w->n - at - 2;
+    w->p[at] = (uint8_t)(len >> 8);
+    w->p[at + 1] = (uint8_t)len;
+}
+
+/* A GREASE value 0x?A?A (RFC 8701) from a random byte. */
+static unsigned grease(uint8_t r)
+{
+    unsigned g = (r & 0xf0u) | 0x0au;
+    return (g << 8) | g;
+}
+
+size_t tlsflight_client_hello(uint8_t *out, size_t cap, const char *sni,
+                              const uint8_t rnd[TLSFLIGHT_HELLO_RND])
+{
+    size_t sni_len = sni ? strlen(sni) : 0;
+    if (sni_len > 200 || cap < TLSFLIGHT_HELLO_LEN)
+        return 0;
+    static const uint16_t suites[] = {0x1301, 0x1302, 0x1303, 0xc02b, 0xc02f, 0xc02c, 0xc030,
+                                      0xcca9, 0xcca8, 0xc013, 0xc014, 0x009c, 0x009d, 0x002f,
+                                      0x0035};
+    static const uint16_t sigalgs[] = {0x0403, 0x0804, 0x0401, 0x0503,
+                                       0x0805, 0x0501, 0x0806, 0x0601};
+    unsigned g[4] = {grease(rnd[96]), grease(rnd[97]), grease(rnd[98]), grease(rnd[99])};
+    if (g[1] == g[0]) /* two GREASE extensions must differ */
+        g[1] ^= 0x1010;
+    struct wbuf w = {out, 0, cap, false};
+    w8(&w, 22), w16(&w, 0x0301);
+    size_t rec = w.n;
+    w16(&w, 0);
+    w8(&w, 1), w8(&w, 0);
+    size_t hs = w.n;
+    w16(&w, 0);
+    w16(&w, 0x0303);
+    wbytes(&w, rnd, 32);
+    w8(&w, 32), wbytes(&w, rnd + 32, 32);
+    w16(&w, 2 * (1 + sizeof suites / sizeof suites[0]));
+    w16(&w, g[2]);
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
+        w16(&w, suites[i]);
+    w8(&w, 1), w8(&w, 0);
+    size_t ext = w.n;
+    w16(&w, 0);
+    w16(&w, g[0]), w16(&w, 0);
+    if (sni_len) {
+        w16(&w, 0), w16(&w, sni_len + 5), w16(&w, sni_len + 3), w8(&w, 0), w16(&w, sni_len);
+        wbytes(&w, sni, sni_len);
+    }
+    w16(&w, 0x0017), w16(&w, 0);                         /* extended_master_secret */
+    w16(&w, 0xff01), w16(&w, 1), w8(&w, 0);              /* renegotiation_info */
+    w16(&w, 0x000a), w16(&w, 10), w16(&w, 8), w16(&w, g[3]), w16(&w, 0x001d), w16(&w, 0x0017),
+        w16(&w, 0x0018);                                 /* supported_groups */
+    w16(&w, 0x000b), w16(&w, 2), w8(&w, 1), w8(&w, 0);   /* ec_point_formats */
+    w16(&w, 0x0023), w16(&w, 0);                         /* session_ticket */
+    w16(&w, 0x0010), w16(&w, 14), w16(&w, 12), w8(&w, 2), wbytes(&w, "h2", 2), w8(&w, 8),
+        wbytes(&w, "http/1.1", 8);                       /* ALPN */
+    w16(&w, 0x0005), w16(&w, 5), w8(&w, 1), w16(&w, 0), w16(&w, 0); /* status_request */
+    w16(&w, 0x000d), w16(&w, 2 + 2 * sizeof sigalgs / sizeof sigalgs[0]);
+    w16(&w, 2 * sizeof sigalgs / sizeof sigalgs[0]);
+    for (size_t i = 0; i < sizeof sigalgs / sizeof sigalgs[0]; i++)
+        w16(&w, sigalgs[i]);
+    w16(&w, 0x0012), w16(&w, 0);                          /* signed_certificate_timestamp */
+    w16(&w, 0x0033), w16(&w, 43), w16(&w, 41), w16(&w, g[3]), w16(&w, 1), w8(&w, 0),
+        w16(&w, 0x001d), w16(&w, 32), wbytes(&w, rnd + 64, 32); /* key_share */
+    w16(&w, 0x002d), w16(&w, 2), w8(&w, 1), w8(&w, 1);   /* psk_key_exchange_modes */
+    w16(&w, 0x002b), w16(&w, 7), w8(&w, 6), w16(&w, g[2]), w16(&w, 0x0304),
+        w16(&w, 0x0303);                                 /* supported_versions */
+    w16(&w, 0x001b), w16(&w, 3), w8(&w, 2), w16(&w, 2); /* compress_certificate: brotli */
+    w16(&w, g[1]), w16(&w, 1), w8(&w, 0);
+    /* padding (21) up to 517 bytes in all */
+    if (!w.over && w.n + 4 <= TLSFLIGHT_HELLO_LEN) {
+        size_t pad = TLSFLIGHT_HELLO_LEN - w.n - 4;
+        w16(&w, 0x0015), w16(&w, pad);
+        for (size_t i = 0; i < pad; i++)
+            w8(&w, 0);
+    }
+    wlen16(&w, ext);
+    wlen16(&w, hs);
+    wlen16(&w, rec);
+    return w.over ? 0 : w.n;
+}

@@ -96,4 +96,16 @@ int tlsflight_parse(const uint8_t *p, size_t n, const uint32_t *seg, size_t nseg
    NUL-terminated. Returns out. */
 const char *tlsflight_segments(const struct tlsflight *f, char *out, size_t cap);
 
+/*
+ * A ClientHello shaped like the ones Telegram clients send (a Chrome-like TLS 1.3 hello:
+ * GREASE, x25519 key share, ALPN h2/http1.1, padded to 517 bytes), for probing a front.
+ * rnd: TLSFLIGHT_HELLO_RND fresh random bytes (random, session id, key share, GREASE).
+ * Into out (cap >= TLSFLIGHT_HELLO_LEN); returns the length, or 0 when sni is too long
+ * (over 200 bytes) or cap too small. The session id is rnd[32..64).
+ */
+#define TLSFLIGHT_HELLO_LEN 517
+#define TLSFLIGHT_HELLO_RND 100
+size_t tlsflight_client_hello(uint8_t *out, size_t cap, const char *sni,
+                              const uint8_t rnd[TLSFLIGHT_HELLO_RND]);
+
 #endif

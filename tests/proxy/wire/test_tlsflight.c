@@ -7,6 +7,7 @@
  */
 #include "tgtest.h"
 
+#include "proxy/wire/faketls.h"
 #include "proxy/wire/tlsflight.h"
 
 #include <errno.h>
@@ -196,6 +197,38 @@ static void test_malformed(void **state)
         (void)tlsflight_parse(b.b, k, NULL, 0, sid, 32, &f, err, sizeof err);
 }
 
+/* The probe's ClientHello: 517 bytes, a well-formed hello (tgproxy's own parser reads it),
+   SNI and session id as given, TLS 1.3 suites first, fresh GREASE each time. */
+static void test_probe_client_hello(void **state)
+{
+    (void)state;
+    uint8_t rnd[TLSFLIGHT_HELLO_RND], out[TLSFLIGHT_HELLO_LEN];
+    for (size_t i = 0; i < sizeof rnd; i++)
+        rnd[i] = (uint8_t)(i * 37 + 11);
+    size_t n = tlsflight_client_hello(out, sizeof out, "www.example.org", rnd);
+    assert_int_equal(n, TLSFLIGHT_HELLO_LEN);
+    size_t rl = 0;
+    assert_int_equal(faketls_peek(out, n, &rl), FAKETLS_OK);
+    assert_int_equal(rl, n);
+    struct faketls_hello h;
+    const char *why = NULL;
+    if (faketls_parse_hello(out, n, &h, &why) != FAKETLS_OK)
+        fail_msg("probe hello: %s", why ? why : "?");
+    assert_true(h.has_sni);
+    assert_int_equal(h.nsni, 1);
+    assert_int_equal(h.sni[0].len, 15);
+    assert_memory_equal(out + h.sni[0].off, "www.example.org", 15);
+    assert_int_equal(h.session_id_len, 32);
+    assert_memory_equal(h.session_id, rnd + 32, 32);
+    assert_memory_equal(h.random, rnd, 32);
+    assert_int_equal(h.cipher, 0x1301);
+    assert_int_equal(tlsflight_client_hello(out, 100, "x", rnd), 0);
+    char longname[260];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    assert_int_equal(tlsflight_client_hello(out, sizeof out, longname, rnd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_packed_flight_cut_reads),
         cmocka_unit_test(test_hello_retry_request),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_probe_client_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

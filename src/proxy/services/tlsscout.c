@@ -1,0 +1,149 @@
+/* tlsscout: see tlsscout.h. */
+#include "proxy/services/tlsscout.h"
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "proxy/wire/crypto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int left_ms(uint64_t deadline)
+{
+    uint64_t now = tg__now_ms();
+    return now >= deadline ? 0 : (int)(deadline - now);
+}
+
+/* Non-blocking connect bounded by the deadline. fd or -errno. */
+static int dial(const struct sockaddr *addr, socklen_t len, uint64_t deadline)
+{
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, addr, len) < 0 && errno != EINPROGRESS) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    struct pollfd pf = {.fd = fd, .events = POLLOUT};
+    int rc = poll(&pf, 1, left_ms(deadline));
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (rc == 1)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+    if (rc != 1 || soerr) {
+        close(fd);
+        return rc == 0 ? -ETIMEDOUT : soerr ? -soerr : -errno;
+    }
+    return fd;
+}
+
+static int send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline)
+{
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno != EAGAIN && errno != EINTR)
+            return -errno;
+        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+        if (poll(&pf, 1, left_ms(deadline)) != 1)
+            return -ETIMEDOUT;
+    }
+    return 0;
+}
+
+/* Read what the site sends: one entry in seg per read that returned bytes. */
+static int record(int fd, uint8_t *buf, size_t *n, uint32_t *seg, size_t *nseg, int quiet_ms,
+                  uint64_t deadline)
+{
+    *n = 0;
+    *nseg = 0;
+    for (;;) {
+        int wait = left_ms(deadline);
+        if (*n > 0 && wait > quiet_ms)
+            wait = quiet_ms;
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int rc = poll(&pf, 1, wait);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0)
+            return -errno;
+        if (rc == 0)
+            return *n > 0 ? 0 : -ETIMEDOUT; /* the quiet gap (or nothing at all) */
+        ssize_t k = recv(fd, buf + *n, TLSFLIGHT_RECORDING_MAX - *n, 0);
+        if (k == 0)
+            return *n > 0 ? 0 : -ECONNRESET; /* closed without a word */
+        if (k < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            return *n > 0 ? 0 : -errno; /* a reset after the flight still leaves it */
+        }
+        if (*nseg == TLSFLIGHT_MAX_SEG)
+            seg[*nseg - 1] += (uint32_t)k; /* beyond what is kept: the last read grows */
+        else
+            seg[(*nseg)++] = (uint32_t)k;
+        *n += (size_t)k;
+        if (*n == TLSFLIGHT_RECORDING_MAX)
+            return 0;
+    }
+}
+
+int tlsscout_probe(const struct sockaddr *addr, socklen_t addr_len, const char *sni,
+                   const struct tlsscout_opts *o, struct tlsflight *out, char *err,
+                   size_t errlen)
+{
+    int timeout = o && o->timeout_ms > 0 ? o->timeout_ms : 5000;
+    int quiet = o && o->quiet_ms > 0 ? o->quiet_ms : TLSSCOUT_QUIET_MS;
+    uint64_t deadline = tg__now_ms() + (uint64_t)timeout;
+    uint8_t rnd[TLSFLIGHT_HELLO_RND], hello[TLSFLIGHT_HELLO_LEN];
+    if (crypto_random(rnd, sizeof rnd) != 0) {
+        snprintf(err, errlen, "tls-front probe: no random bytes");
+        return -EIO;
+    }
+    size_t hl = tlsflight_client_hello(hello, sizeof hello, sni, rnd);
+    if (hl == 0) {
+        snprintf(err, errlen, "tls-front probe: server name too long for a ClientHello");
+        return -EINVAL;
+    }
+    uint8_t *buf = tg__malloc(TLSFLIGHT_RECORDING_MAX);
+    if (!buf) {
+        snprintf(err, errlen, "tls-front probe: out of memory");
+        return -ENOMEM;
+    }
+    uint32_t seg[TLSFLIGHT_MAX_SEG];
+    size_t n = 0, nseg = 0;
+    const char *step = "connect";
+    int rc = dial(addr, addr_len, deadline), fd = rc;
+    if (fd >= 0) {
+        step = "send ClientHello";
+        rc = send_all(fd, hello, hl, deadline);
+        if (rc == 0) {
+            step = "read the answer";
+            rc = record(fd, buf, &n, seg, &nseg, quiet, deadline);
+        }
+        close(fd);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "tls-front probe of %s: %s: %s", sni ? sni : "(no SNI)", step,
+                 strerror(-rc));
+    } else {
+        char why[160];
+        rc = tlsflight_parse(buf, n, seg, nseg, rnd + 32, 32, out, why, sizeof why);
+        if (rc < 0)
+            snprintf(err, errlen, "tls-front probe of %s: %s", sni ? sni : "(no SNI)", why);
+    }
+    tg__free(buf);
+    return rc;
+}

@@ -1,0 +1,192 @@
+/*
+ * tlsscout against real TLS servers on 127.0.0.1 (issue 23): OpenSSL's s_server and
+ * GnuTLS's gnutls-serv (two independent implementations), TLS 1.3, serving a chain of three
+ * RSA certificates (root, intermediate, leaf: 2048-bit keys) that the test makes with the
+ * openssl command. Each is probed 8 times with Telegram-like ClientHellos; the recorded
+ * flights must parse and show what a TLS 1.3 server in middlebox-compatibility mode sends:
+ * the session id echoed, a TLS 1.3 suite, supported_versions = 0304, an x25519 key share of
+ * 32 bytes, a ChangeCipherSpec, and encrypted bytes enough for the certificate chain. The
+ * shapes seen are printed (they go into the issue's notes).
+ */
+#include "tgtest.h"
+
+#include "proxy/services/tlsscout.h"
+#include "proxy_proc.h"
+#include "proxy_util.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PROBES 8
+
+struct pki {
+    char dir[64];
+    char leaf[96], key[96], chain[96], full[96];
+};
+
+static int sh(const char *cmd)
+{
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* root -> intermediate -> leaf for example.com, each RSA 2048. */
+static void make_pki(struct pki *p)
+{
+    snprintf(p->dir, sizeof p->dir, "/tmp/tgkit-scout-XXXXXX");
+    assert_non_null(mkdtemp(p->dir));
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && exec >log 2>&1 && "
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -days 2 "
+             "-subj '/CN=Test Root CA' -addext basicConstraints=critical,CA:TRUE && "
+             "openssl req -newkey rsa:2048 -nodes -keyout int.key -out int.csr "
+             "-subj '/CN=Test Intermediate CA' && "
+             "printf 'basicConstraints=critical,CA:TRUE\\nkeyUsage=keyCertSign,cRLSign\\n' >int.ext && "
+             "openssl x509 -req -in int.csr -CA root.pem -CAkey root.key -CAcreateserial "
+             "-out int.pem -days 2 -extfile int.ext && "
+             "openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr "
+             "-subj '/CN=example.com' && "
+             "printf 'subjectAltName=DNS:example.com,DNS:www.example.com\\n' >leaf.ext && "
+             "openssl x509 -req -in leaf.csr -CA int.pem -CAkey int.key -CAcreateserial "
+             "-out leaf.pem -days 2 -extfile leaf.ext && "
+             "cat int.pem root.pem >chain.pem && cat leaf.pem int.pem root.pem >full.pem",
+             p->dir);
+    assert_int_equal(sh(cmd), 0);
+    snprintf(p->leaf, sizeof p->leaf, "%s/leaf.pem", p->dir);
+    snprintf(p->key, sizeof p->key, "%s/leaf.key", p->dir);
+    snprintf(p->chain, sizeof p->chain, "%s/chain.pem", p->dir);
+    snprintf(p->full, sizeof p->full, "%s/full.pem", p->dir);
+}
+
+static void free_pki(struct pki *p)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", p->dir);
+    (void)sh(cmd);
+}
+
+struct site {
+    pid_t pid;
+    uint16_t port;
+    char log[128];
+};
+
+static bool port_open(void *arg)
+{
+    struct site *s = arg;
+    int fd = psock_connect(s->port, 200);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+static void start_site(struct site *s, const struct pki *p, bool gnutls)
+{
+    int port = tgtest_listen_port();
+    assert_true(port > 0);
+    s->port = (uint16_t)port;
+    snprintf(s->log, sizeof s->log, "%s/%s.log", p->dir, gnutls ? "gnutls" : "openssl");
+    char portstr[16], accept[32];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    snprintf(accept, sizeof accept, "127.0.0.1:%d", port);
+    if (gnutls) {
+        char *argv[] = {"/usr/bin/gnutls-serv", "--port", portstr, "--x509certfile",
+                        (char *)p->full, "--x509keyfile", (char *)p->key,
+                        "--priority", "NORMAL:-VERS-ALL:+VERS-TLS1.3", "--quiet", NULL};
+        assert_int_equal(access(argv[0], X_OK), 0); /* Debian's gnutls-bin (make deps) */
+        s->pid = pproc_spawn_logged(argv, s->log);
+    } else {
+        char *argv[] = {"/usr/bin/openssl", "s_server", "-accept", accept, "-cert",
+                        (char *)p->leaf, "-key", (char *)p->key, "-cert_chain",
+                        (char *)p->chain, "-tls1_3", "-quiet", NULL};
+        s->pid = pproc_spawn_logged(argv, s->log);
+    }
+    assert_true(s->pid > 0);
+    assert_true(tgtest_wait_until(port_open, s, 20000));
+}
+
+static void stop_site(struct site *s)
+{
+    kill(s->pid, SIGTERM);
+    waitpid(s->pid, NULL, 0);
+}
+
+static void probe_site(bool gnutls)
+{
+    struct pki p;
+    make_pki(&p);
+    struct site s;
+    start_site(&s, &p, gnutls);
+    struct sockaddr_in a = psock_addr(s.port);
+    for (int i = 0; i < PROBES; i++) {
+        struct tlsflight f;
+        char err[256] = "";
+        int rc = tlsscout_probe((struct sockaddr *)&a, sizeof a, "example.com",
+                                &(struct tlsscout_opts){.timeout_ms = 10000}, &f, err,
+                                sizeof err);
+        if (rc != 0)
+            fail_msg("%s probe %d: %s", gnutls ? "gnutls" : "openssl", i, err);
+        assert_false(f.hrr);
+        assert_true(f.sid_echo);
+        assert_true(f.cipher >= 0x1301 && f.cipher <= 0x1303);
+        assert_int_equal(f.version, 0x0304);
+        assert_int_equal(f.group, 0x001d);
+        assert_int_equal(f.key_len, 32);
+        assert_true(f.ccs);
+        assert_true(f.nenc >= 1);
+        assert_true(f.enc_total > 2000); /* two or three RSA certificates at least */
+        assert_false(f.truncated);
+        char segs[128], exts[128] = "";
+        size_t w = 0;
+        for (size_t e = 0; e < f.next; e++)
+            w += (size_t)snprintf(exts + w, sizeof exts - w, "%s%u/%u", e ? "," : "",
+                                  f.ext[e].type, f.ext[e].len);
+        print_message("%s: cipher %04x exts %s enc %zu records %u bytes segments %s\n",
+                      gnutls ? "gnutls-serv" : "s_server", f.cipher, exts, f.nenc,
+                      f.enc_total, tlsflight_segments(&f, segs, sizeof segs));
+    }
+    stop_site(&s);
+    free_pki(&p);
+}
+
+static void test_openssl_s_server(void **state)
+{
+    (void)state;
+    probe_site(false);
+}
+
+static void test_gnutls_serv(void **state)
+{
+    (void)state;
+    probe_site(true);
+}
+
+/* Nothing listening: a clear error naming the step. */
+static void test_refused(void **state)
+{
+    (void)state;
+    int port = tgtest_listen_port();
+    struct sockaddr_in a = psock_addr((uint16_t)port);
+    struct tlsflight f;
+    char err[256] = "";
+    assert_true(tlsscout_probe((struct sockaddr *)&a, sizeof a, "example.com", NULL, &f, err,
+                               sizeof err) < 0);
+    assert_non_null(strstr(err, "connect"));
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_openssl_s_server),
+        cmocka_unit_test(test_gnutls_serv),
+        cmocka_unit_test(test_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
