@@ -1,8 +1,12 @@
 # Turn the web chat's files into a C source (run by CMake at build time; no tools needed).
-# In: WEB_DIR, OUT. Out: emu_web_assets[] of {path, content type, bytes, length}.
+# In: WEB_DIR, OUT, NAME (the symbols' prefix; default emu). Out: NAME_web_assets[] of
+# {path, content type, bytes, length} (tgproxy's control panel uses it too, NAME=api).
+if(NOT NAME)
+    set(NAME emu)
+endif()
 file(GLOB _files RELATIVE ${WEB_DIR} ${WEB_DIR}/*)
 list(SORT _files)
-set(_c "/* generated from src/emulator/web/ by embed.cmake, do not edit */\n#include <stddef.h>\n")
+set(_c "/* generated from ${WEB_DIR} by embed.cmake, do not edit */\n#include <stddef.h>\n")
 set(_table "")
 set(_i 0)
 foreach(f ${_files})
@@ -23,9 +27,9 @@ foreach(f ${_files})
     string(APPEND _table "    {\"${f}\", \"${_t}\", a${_i}, ${_n}},\n")
     math(EXPR _i "${_i} + 1")
 endforeach()
-string(APPEND _c "struct emu_asset { const char *path, *ctype; const unsigned char *data; size_t len; };\n")
-string(APPEND _c "extern const struct emu_asset emu_web_assets[];\nextern const size_t emu_web_asset_count;\n")
-string(APPEND _c "const struct emu_asset emu_web_assets[] = {\n${_table}};\n")
-string(APPEND _c "const size_t emu_web_asset_count = ${_i};\n")
+string(APPEND _c "struct ${NAME}_asset { const char *path, *ctype; const unsigned char *data; size_t len; };\n")
+string(APPEND _c "extern const struct ${NAME}_asset ${NAME}_web_assets[];\nextern const size_t ${NAME}_web_asset_count;\n")
+string(APPEND _c "const struct ${NAME}_asset ${NAME}_web_assets[] = {\n${_table}};\n")
+string(APPEND _c "const size_t ${NAME}_web_asset_count = ${_i};\n")
 file(WRITE ${OUT}.tmp "${_c}")
 file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

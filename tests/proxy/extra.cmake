@@ -14,3 +14,12 @@ endforeach()
 # above its own (tests/proxy/layers.sh says which line when one does).
 add_test(NAME proxy/layers COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/proxy/layers.sh
     ${CMAKE_SOURCE_DIR}/src)
+
+# The control panel ([api] at /) in headless Chromium (Debian's chromium), driven by the
+# emulator test's DevTools client; fails, never skips, when chromium is missing.
+find_program(TGKIT_PROXY_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+find_program(TGKIT_PROXY_CHROMIUM chromium PATHS /usr/bin)
+add_test(NAME proxy/panel
+    COMMAND ${TGKIT_PROXY_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/proxy/panel.py
+            $<TARGET_FILE:tgproxy> ${TGKIT_PROXY_CHROMIUM} ${CMAKE_BINARY_DIR}/proxy-panel.png)
+set_tests_properties(proxy/panel PROPERTIES TIMEOUT 120)

@@ -83,7 +83,8 @@ struct req {
 /* ---- answers ---- */
 
 static enum MHD_Result send_raw(struct MHD_Connection *c, unsigned status, const char *type,
-                                const void *p, size_t n, const char *etag, const char *allow)
+                                const void *p, size_t n, const char *etag, const char *allow,
+                                bool csp)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(n, (void *)(uintptr_t)p, MHD_RESPMEM_MUST_COPY);
@@ -96,6 +97,13 @@ static enum MHD_Result send_raw(struct MHD_Connection *c, unsigned status, const
         MHD_add_response_header(r, "ETag", etag);
     if (allow)
         MHD_add_response_header(r, "Allow", allow);
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    if (csp)
+        MHD_add_response_header(r, "Content-Security-Policy",
+                                "default-src 'none'; script-src 'self'; style-src 'self'; "
+                                "img-src 'self' blob:; connect-src 'self'; form-action 'self'; "
+                                "frame-ancestors 'none'; base-uri 'none'");
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return rc;
@@ -108,6 +116,7 @@ struct out {
     const char *allow;
     char etag[32];
     bool raw; /* b is the whole body (svg, png) of type */
+    bool csp; /* a panel page: send the Content-Security-Policy */
     const char *type;
 };
 
@@ -144,7 +153,7 @@ static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
         err_out(o, 500, "internal", "out of memory");
     enum MHD_Result rc =
         send_raw(c, o->status, o->raw ? o->type : "application/json", o->b.data ? o->b.data : "",
-                 o->b.len, o->etag[0] ? o->etag : NULL, o->allow);
+                 o->b.len, o->etag[0] ? o->etag : NULL, o->allow, o->csp);
     if (o->b.data)
         crypto_wipe(o->b.data, o->b.len); /* links and a new secret pass through here */
     tg__buf_cleanup(&o->b);
@@ -951,7 +960,7 @@ static int gate(struct api *a, struct MHD_Connection *c, const char *url, struct
     return err_out(o, 401, "unauthorized", "missing or wrong bearer token");
 }
 
-static int serve_static(const char *url, struct out *o);
+static int serve_static(const char *url, const char *method, struct out *o);
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
@@ -994,7 +1003,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         err_out(&o, 413, "too_large", "the body is over [api] max-body (%u bytes)",
                 server_config(a->srv)->api.max_body);
     else if (strncmp(url, "/v1/", 4) != 0)
-        serve_static(url, &o);
+        serve_static(url, method, &o);
     else {
         server_reload_lock(a->srv);
         int rc = route(a, c, url, method, r, &o);
@@ -1023,9 +1032,30 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- the panel (static) ---- */
 
-static int serve_static(const char *url, struct out *o)
+/* The panel's files, embedded at build time (CMakeLists.txt, src/emulator/embed.cmake). */
+struct api_asset {
+    const char *path, *ctype;
+    const unsigned char *data;
+    size_t len;
+};
+extern const struct api_asset api_web_assets[];
+extern const size_t api_web_asset_count;
+
+/* GET / and the panel's files. Public (the token is asked for by the page and kept in its
+   session storage); a strict CSP: nothing from elsewhere, no inline script. */
+static int serve_static(const char *url, const char *method, struct out *o)
 {
-    (void)url;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return o->allow = "GET, HEAD", err_out(o, 405, "method_not_allowed", "use GET");
+    const char *name = strcmp(url, "/") == 0 ? "index.html" : url + 1;
+    for (size_t i = 0; i < api_web_asset_count; i++)
+        if (strcmp(api_web_assets[i].path, name) == 0) {
+            o->raw = true;
+            o->status = 200;
+            o->type = api_web_assets[i].ctype;
+            o->csp = true;
+            return tg__buf_append(&o->b, api_web_assets[i].data, api_web_assets[i].len);
+        }
     return err_out(o, 404, "not_found", "no such page");
 }
 
