@@ -2029,7 +2029,7 @@ void config_init(struct config *cfg)
     cfg->dynamic_records = true;
     cfg->mp.connections = 2;
     cfg->mp.fallback_direct = true;
-    cfg->mp.client_buffer = 1u << 20;
+    cfg->mp.client_buffer = 8u << 20;
     cfg->concurrency = 8192;
     cfg->drain_timeout_ms = 30000;
     cfg->limits_state_interval_ms = 60000;

@@ -279,7 +279,7 @@ struct config {
         char config_path[CONFIG_SOURCE_MAX]; /* proxy-config: a local copy of getProxyConfig */
         uint32_t connections;                /* per DC and worker; default 2 */
         bool fallback_direct;                /* no middle proxy up: go direct; default true */
-        uint32_t client_buffer;              /* answers held for one client; default 1 MiB */
+        uint32_t client_buffer;              /* answers held for one client; default 8 MiB */
         uint8_t secret[256];                 /* loaded from secret_path (never log) */
         size_t secret_len;
         struct mpconf conf; /* loaded from config_path */

@@ -496,6 +496,8 @@ static int bridge_push(struct mpx_bridge *b, uint8_t *p, size_t n)
         bridge_free(b, true);
         return 0;
     }
+    if (!bq_pending(&b->out))
+        bq_free(&b->out);
     bridge_interest(b);
     return 0;
 }
@@ -553,8 +555,11 @@ static int bridge_packets(struct mpx_bridge *b)
         int r = mtframe_next(b->tag, b->in.b + b->in.off, bq_pending(&b->in), 0, &pk, NULL);
         if (r == MTFRAME_BAD)
             return -1;
-        if (r == MTFRAME_MORE)
+        if (r == MTFRAME_MORE) {
+            if (!bq_pending(&b->in))
+                bq_free(&b->in); /* an idle client holds no buffer */
             return 0;
+        }
         const uint8_t *pkt = b->in.b + b->in.off + pk.off;
         bool unenc = pk.len >= 8 && memcmp(pkt, "\0\0\0\0\0\0\0\0", 8) == 0;
         b->req.flags = mprpc_req_flags(b->tag, b->req.has_tag, pk.quickack, unenc);
@@ -581,6 +586,8 @@ static void on_bridge_io(struct loop *l, struct loop_io *io, unsigned ev)
             bridge_free(b, true);
             return;
         }
+        if (!bq_pending(&b->out))
+            bq_free(&b->out);
     }
     if (ev & (LOOP_READ | LOOP_ERROR)) {
         uint8_t buf[16384];
@@ -638,7 +645,7 @@ int midproxy_init(struct midproxy_worker *mw, struct loop *loop, const struct mi
     if (!mw->cfg.per_dc)
         mw->cfg.per_dc = 2;
     if (!mw->cfg.client_buf_max)
-        mw->cfg.client_buf_max = 1u << 20;
+        mw->cfg.client_buf_max = 8u << 20;
     if (!mw->cfg.ping_ms)
         mw->cfg.ping_ms = 5000;
     if (!mw->cfg.dead_ms)

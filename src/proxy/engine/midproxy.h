@@ -47,7 +47,7 @@ struct midproxy_cfg {
     unsigned per_dc;    /* connections per DC (0 = 2) */
     bool have_public4;  /* the public IPv4 the key derivation needs behind NAT */
     uint8_t public4[4];
-    size_t client_buf_max; /* 0 = 1 MiB */
+    size_t client_buf_max; /* 0 = 8 MiB */
     uint32_t ping_ms;      /* ping a connection quiet this long (0 = 5000) */
     uint32_t dead_ms;      /* give a connection up after this long without a byte (0 = 60000) */
 };

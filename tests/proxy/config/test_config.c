@@ -1217,7 +1217,7 @@ static void test_midproxy_keys(void **state)
     assert_int_equal(cfg.mp.conf.n, 2);
     assert_int_equal(cfg.mp.connections, 2);
     assert_true(cfg.mp.fallback_direct);
-    assert_int_equal(cfg.mp.client_buffer, 1u << 20);
+    assert_int_equal(cfg.mp.client_buffer, 8u << 20);
     config_cleanup(&cfg);
 
     /* a list that does not parse: the file, its line, why */
