@@ -1,6 +1,8 @@
 /* tlsflight: see tlsflight.h. */
 #include "proxy/wire/tlsflight.h"
 
+#include "proxy/wire/faketls.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -330,4 +332,49 @@ size_t tlsflight_client_hello(uint8_t *out, size_t cap, const char *sni,
     wlen16(&w, hs);
     wlen16(&w, rec);
     return w.over ? 0 : w.n;
+}
+
+/* ---- the answer shaped like the site ---- */
+
+unsigned tlsflight_answer(const struct tlsflight *site, int jitter, struct faketls_answer *a)
+{
+    unsigned diff = 0;
+    if (site->cipher >= 0x1301 && site->cipher <= 0x1303)
+        a->cipher = site->cipher;
+    else
+        diff |= TLSFLIGHT_DIFF_CIPHER;
+    int ks = -1, sv = -1;
+    for (size_t i = 0; i < site->next; i++) {
+        if (site->ext[i].type == TLSFLIGHT_EXT_KEY_SHARE)
+            ks = (int)i;
+        else if (site->ext[i].type == TLSFLIGHT_EXT_SUPPORTED_VERSIONS)
+            sv = (int)i;
+    }
+    if (site->next != 2 || ks < 0 || sv < 0 || site->ext[sv].len != 2)
+        diff |= TLSFLIGHT_DIFF_EXTS;
+    if (ks >= 0 && sv >= 0)
+        a->versions_first = sv < ks;
+    if (site->group != 0x001d || site->key_len != 32)
+        diff |= TLSFLIGHT_DIFF_GROUP;
+    if (!site->ccs)
+        diff |= TLSFLIGHT_DIFF_NO_CCS;
+    if (site->nenc > 1)
+        diff |= TLSFLIGHT_DIFF_RECORDS;
+    if (!site->sid_echo)
+        diff |= TLSFLIGHT_DIFF_SESSION;
+    if (site->nseg > 1)
+        diff |= TLSFLIGHT_DIFF_SEGMENTS;
+    if (jitter < -32)
+        jitter = -32;
+    if (jitter > 32)
+        jitter = 32;
+    long len = (long)site->enc_total + jitter;
+    if (site->enc_total == 0)
+        len = 0; /* nothing learned: faketls_server_hello's own range */
+    else if (len < 1)
+        len = 1;
+    else if (len > FAKETLS_RECORD_MAX_OUT)
+        len = FAKETLS_RECORD_MAX_OUT;
+    a->appdata_len = (size_t)len;
+    return diff;
 }

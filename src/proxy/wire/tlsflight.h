@@ -108,4 +108,25 @@ const char *tlsflight_segments(const struct tlsflight *f, char *out, size_t cap)
 size_t tlsflight_client_hello(uint8_t *out, size_t cap, const char *sni,
                               const uint8_t rnd[TLSFLIGHT_HELLO_RND]);
 
+/*
+ * A FakeTLS answer shaped like a site's recorded flight, within what Telegram clients
+ * accept (docs/proxy-protocol-notes.md): one ServerHello record, one CCS, one
+ * ApplicationData record, HMAC over those bytes. tlsflight_answer() fills a (for
+ * faketls_server_hello) from site: the site's cipher when it is a TLS 1.3 suite, its order
+ * of key_share and supported_versions, and an ApplicationData length of the site's
+ * encrypted bytes in all, moved by jitter (-32..+32, from the caller's random draw) and kept
+ * within 1..FAKETLS_RECORD_MAX_OUT. Returns the TLSFLIGHT_DIFF_* bits of what the answer
+ * still cannot copy (0 = the whole observable shape), for `doctor` and the metrics.
+ */
+#define TLSFLIGHT_DIFF_CIPHER   0x01u /* not a TLS 1.3 suite: today's cipher kept */
+#define TLSFLIGHT_DIFF_EXTS     0x02u /* other extensions than key_share + supported_versions */
+#define TLSFLIGHT_DIFF_GROUP    0x04u /* key share not x25519 / 32 bytes */
+#define TLSFLIGHT_DIFF_NO_CCS   0x08u /* the site sends no CCS; clients require one */
+#define TLSFLIGHT_DIFF_RECORDS  0x10u /* several encrypted records: sent as one */
+#define TLSFLIGHT_DIFF_SESSION  0x20u /* the site does not echo the session id */
+#define TLSFLIGHT_DIFF_SEGMENTS 0x40u /* the site splits its flight across TCP segments */
+
+struct faketls_answer;
+unsigned tlsflight_answer(const struct tlsflight *site, int jitter, struct faketls_answer *a);
+
 #endif

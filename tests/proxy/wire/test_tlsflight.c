@@ -229,6 +229,39 @@ static void test_probe_client_hello(void **state)
     assert_int_equal(tlsflight_client_hello(out, sizeof out, longname, rnd), 0);
 }
 
+/* What the answer can copy of a flight, and what it says it cannot. */
+static void test_answer_from_flight(void **state)
+{
+    (void)state;
+    struct buf b = {0};
+    server_hello(&b, false, 0x1302);
+    record(&b, 20, 1);
+    b.b[b.n - 1] = 1;
+    record(&b, 23, 3000);
+    struct tlsflight f;
+    char err[160];
+    assert_int_equal(tlsflight_parse(b.b, b.n, NULL, 0, sid, 32, &f, err, sizeof err), 0);
+    struct faketls_answer a = {.cipher = 0x1301};
+    assert_int_equal(tlsflight_answer(&f, 5, &a), 0); /* the whole shape */
+    assert_int_equal(a.cipher, 0x1302);
+    assert_true(a.versions_first);
+    assert_int_equal(a.appdata_len, 3005);
+    assert_int_equal(tlsflight_answer(&f, -1000, &a), 0);
+    assert_int_equal(a.appdata_len, 3000 - 32); /* jitter bounded */
+    struct tlsflight g = f;
+    g.ccs = false, g.group = 0x0017, g.key_len = 65, g.sid_echo = false, g.cipher = 0xc02f;
+    g.enc_total = 60000;
+    a = (struct faketls_answer){.cipher = 0x1301};
+    assert_int_equal(tlsflight_answer(&g, 0, &a), TLSFLIGHT_DIFF_NO_CCS | TLSFLIGHT_DIFF_GROUP |
+                                                       TLSFLIGHT_DIFF_SESSION |
+                                                       TLSFLIGHT_DIFF_CIPHER);
+    assert_int_equal(a.cipher, 0x1301); /* kept */
+    assert_int_equal(a.appdata_len, FAKETLS_RECORD_MAX_OUT);
+    g = f;
+    g.ext[g.next++] = (struct tlsflight_ext){41, 2}; /* pre_shared_key */
+    assert_int_equal(tlsflight_answer(&g, 0, &a), TLSFLIGHT_DIFF_EXTS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_hello_retry_request),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_probe_client_hello),
+        cmocka_unit_test(test_answer_from_flight),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
