@@ -936,7 +936,7 @@ static int gate(struct api *a, struct MHD_Connection *c, const char *url, struct
         return err_out(o, 413, "too_large", "the body is over [api] max-body (%u bytes)",
                        server_config(a->srv)->api.max_body);
     if (strncmp(url, "/v1/", 4) != 0 || !a->has_token || strcmp(url, "/v1/health") == 0 ||
-        strcmp(url, "/v1/ready") == 0)
+        strcmp(url, "/v1/ready") == 0 || strcmp(url, "/v1/openapi.json") == 0)
         return 0;
     uint8_t addr[16];
     addr16(sa, addr);
@@ -1004,6 +1004,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 server_config(a->srv)->api.max_body);
     else if (strncmp(url, "/v1/", 4) != 0)
         serve_static(url, method, &o);
+    else if (strcmp(url, "/v1/openapi.json") == 0)
+        serve_static(url + 3, method, &o); /* the embedded web/openapi.json */
     else {
         server_reload_lock(a->srv);
         int rc = route(a, c, url, method, r, &o);
