@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bot/json/json.h"
+#include "core/str.h"
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static EVP_PKEY *key;
@@ -24,8 +25,7 @@ static void make_key(void)
     size_t n = sizeof pub;
     if (c && EVP_PKEY_keygen_init(c) == 1 && EVP_PKEY_keygen(c, &key) == 1 &&
         EVP_PKEY_get_raw_public_key(key, pub, &n) == 1 && n == 32)
-        for (int i = 0; i < 32; i++)
-            snprintf(key_hex + 2 * i, 3, "%02x", pub[i]);
+        tg__hex_encode(key_hex, pub, sizeof pub);
     EVP_PKEY_CTX_free(c);
 }
 
@@ -59,21 +59,6 @@ static void check_string(tg__buf *b, const char *prefix, struct kv *f, size_t n)
         tg__buf_puts(b, s[i].k);
         tg__buf_putc(b, '=');
         tg__buf_puts(b, s[i].v);
-    }
-}
-
-static void put_encoded(tg__buf *out, const char *s)
-{
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            strchr("-_.~", c)) {
-            tg__buf_putc(out, (char)c);
-        } else {
-            char h[4];
-            snprintf(h, sizeof h, "%%%02X", c);
-            tg__buf_puts(out, h);
-        }
     }
 }
 
@@ -145,17 +130,8 @@ int emu_webapp_init_data(const emu_bot *b, const emu_user *u, const char *start_
     EVP_MD_CTX_free(md);
     if (!ok || sl != 64)
         goto out;
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    char s64[90];
-    size_t k = 0;
-    for (size_t i = 0; i < 64; i += 3) { /* base64url without padding */
-        uint32_t v = (uint32_t)sig[i] << 16 | (i + 1 < 64 ? (uint32_t)sig[i + 1] << 8 : 0) |
-                     (i + 2 < 64 ? sig[i + 2] : 0);
-        size_t chars = i + 2 < 64 ? 4 : i + 1 < 64 ? 3 : 2;
-        for (size_t j = 0; j < chars; j++)
-            s64[k++] = b64[(v >> (18 - 6 * j)) & 63];
-    }
-    s64[k] = '\0';
+    char s64[90]; /* base64url without padding, as Telegram writes it */
+    tg__b64_encode(s64, sizeof s64, sig, sizeof sig, TG__B64_URL | TG__B64_NOPAD);
     f[n++] = (struct kv){"signature", strdup(s64)};
     if (!f[n - 1].v)
         goto out;
@@ -173,14 +149,12 @@ int emu_webapp_init_data(const emu_bot *b, const emu_user *u, const char *start_
             tg__buf_putc(out, '&');
         tg__buf_puts(out, f[i].k);
         tg__buf_putc(out, '=');
-        put_encoded(out, f[i].v);
+        tg__url_encode(out, f[i].v, strlen(f[i].v));
     }
+    char hex[65];
+    tg__hex_encode(hex, mac, sizeof mac);
     tg__buf_puts(out, "&hash=");
-    for (int i = 0; i < 32; i++) {
-        char h[3];
-        snprintf(h, sizeof h, "%02x", mac[i]);
-        tg__buf_puts(out, h);
-    }
+    tg__buf_puts(out, hex);
     rc = 0;
 out:
     if (rc != 0)

@@ -446,12 +446,7 @@ static void test_restart_missed_runs(void **state)
     assert_true(f);
     env_down(&e);
     tg_storage_free(e.s);
-    char p[80];
-    const char *sfx[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", db, sfx[i]);
-        unlink(p);
-    }
+    tgtest_remove_sqlite(db);
 }
 
 /* ---- the real clock: the queue's own thread ---- */

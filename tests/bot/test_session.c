@@ -315,12 +315,7 @@ static void test_sqlite_restart(void **state)
         tg_storage_free(s);
     }
     tg_router_free(r);
-    const char *sfx[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char p[80];
-        snprintf(p, sizeof p, "%s%s", db, sfx[i]);
-        unlink(p);
-    }
+    tgtest_remove_sqlite(db);
 }
 
 static void test_redis(void **state)

@@ -24,12 +24,7 @@ static char db[64]; /* the tutorial's SQLite file (BOT_DB), fresh for each test 
 
 static void remove_db(void)
 {
-    const char *sfx[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char p[80];
-        snprintf(p, sizeof p, "%s%s", db, sfx[i]);
-        unlink(p);
-    }
+    tgtest_remove_sqlite(db);
 }
 
 static int setup(void **state)

@@ -5,8 +5,7 @@
  */
 #include "tgtest.h"
 
-#include <pthread.h>
-
+#include "emu_bot.h"
 #include "tgbot/testing.h"
 #include "tgbot/tgbot.h"
 
@@ -16,12 +15,6 @@ static tg_status echo(tg_hctx *h, void *user)
 {
     (void)user;
     return tg_send(h, tg_hctx_event(h)->text);
-}
-
-static void *poll_thread(void *d)
-{
-    tg_run_polling(d, NULL);
-    return NULL;
 }
 
 /* The bot's messages in chat (the user's private chat), counted; and those saying what. */
@@ -55,11 +48,8 @@ static void test_flood(void **state)
             r, &(tg_limiter_options){.limit = 3, .window_ms = 600000, .reply = "Slow down"}),
         TG_OK);
     tg_router_on_kind(r, TG_UPDATE_MESSAGE, echo, NULL);
-    tg_bot *bot = tg_bot_new(tg_test_token(t), &(tg_bot_options){.base_url = tg_test_url(t)});
-    tg_dispatcher *d = tg_dispatcher_new(bot, r, &(tg_dispatcher_options){.workers = 2});
-    assert_non_null(d);
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, poll_thread, d), 0);
+    tgtest_emu_bot b;
+    tgtest_emu_bot_start(&b, tg_test_token(t), tg_test_url(t), r, 2);
     for (int i = 0; i < 12; i++) {
         char text[32];
         snprintf(text, sizeof text, "flood %d", i);
@@ -74,17 +64,14 @@ static void test_flood(void **state)
     char *last = tg_test_wait_message(t, calm, 0, "calm 8", WAIT_MS);
     assert_non_null(last);
     free(last);
-    assert_int_equal(tg_dispatcher_wait_idle(d, WAIT_MS), TG_OK);
+    assert_int_equal(tg_dispatcher_wait_idle(b.d, WAIT_MS), TG_OK);
     int slow, echoes;
     assert_int_equal(bot_messages(t, flooder, "Slow down", &slow), 4);
     assert_int_equal(slow, 1);
     assert_int_equal(bot_messages(t, calm, "calm", &echoes), 3);
     assert_int_equal(echoes, 3);
-    tg_dispatcher_stop(d);
-    pthread_join(th, NULL);
-    tg_dispatcher_free(d);
+    tgtest_emu_bot_stop(&b);
     tg_router_free(r);
-    tg_bot_free(bot);
     tg_test_free(t);
 }
 

@@ -8,9 +8,8 @@
  */
 #include "tgtest.h"
 
-#include <pthread.h>
-
 #include "tgbot/menu.h"
+#include "emu_bot.h"
 #include "tgbot/testing.h"
 #include "tgbot/tgbot.h"
 
@@ -80,12 +79,6 @@ static tg_status on_menu_cmd(tg_hctx *h, void *user)
     return tg_menu_send(h, user);
 }
 
-static void *poll_thread(void *d)
-{
-    tg_run_polling(d, NULL);
-    return NULL;
-}
-
 static tg_test *t;
 static int64_t msg;
 
@@ -127,11 +120,8 @@ static void test_menu_navigation(void **state)
     assert_non_null(strstr(tg_router_errmsg(r), "used already"));
     tg_menu_free(dup);
 
-    tg_bot *bot = tg_bot_new(tg_test_token(t), &(tg_bot_options){.base_url = tg_test_url(t)});
-    tg_dispatcher *d = tg_dispatcher_new(bot, r, &(tg_dispatcher_options){.workers = 2});
-    assert_non_null(d);
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, poll_thread, d), 0);
+    tgtest_emu_bot b;
+    tgtest_emu_bot_start(&b, tg_test_token(t), tg_test_url(t), r, 2);
 
     int64_t id = tg_test_send(t, 0, 0, "/menu");
     char *m = tg_test_wait_message(t, 0, id, "Main: count 0", WAIT_MS);
@@ -153,11 +143,8 @@ static void test_menu_navigation(void **state)
     press("menu:items:s:1", "Items, page 2 of 3");        /* ‹ Prev */
     assert_int_equal(tg_test_last_message_id(t, 0), msg); /* all in place: no new message */
 
-    tg_dispatcher_stop(d);
-    pthread_join(th, NULL);
-    tg_dispatcher_free(d);
+    tgtest_emu_bot_stop(&b);
     tg_router_free(r);
-    tg_bot_free(bot);
     tg_test_free(t);
 }
 

@@ -6,8 +6,7 @@
  */
 #include "tgtest.h"
 
-#include <pthread.h>
-
+#include "emu_bot.h"
 #include "tgbot/testing.h"
 #include "tgbot/tgbot.h"
 
@@ -65,12 +64,6 @@ static tg_status on_raw(tg_hctx *h, void *user)
     return tg_call_raw(tg_hctx_ctx(h), "sendMessage", json, 0, &res, &rl);
 }
 
-static void *poll_thread(void *d)
-{
-    tg_run_polling(d, NULL);
-    return NULL;
-}
-
 static void test_friction(void **state)
 {
     (void)state;
@@ -81,11 +74,8 @@ static void test_friction(void **state)
     tg_router_on_command(r, "bad", on_bad, NULL);
     tg_router_on_command(r, "raw", on_raw, NULL);
     tg_router_on_callback(r, "y", on_press, NULL);
-    tg_bot *bot = tg_bot_new(tg_test_token(t), &(tg_bot_options){.base_url = tg_test_url(t)});
-    tg_dispatcher *d = tg_dispatcher_new(bot, r, &(tg_dispatcher_options){.workers = 2});
-    assert_non_null(d);
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, poll_thread, d), 0);
+    tgtest_emu_bot b;
+    tgtest_emu_bot_start(&b, tg_test_token(t), tg_test_url(t), r, 2);
 
     int64_t id = tg_test_send(t, 0, 0, "/fmt");
     char *m = tg_test_wait_message(t, 0, id, "Hello, world", WAIT_MS);
@@ -120,11 +110,8 @@ static void test_friction(void **state)
     assert_non_null(m);
     free(m);
 
-    tg_dispatcher_stop(d);
-    pthread_join(th, NULL);
-    tg_dispatcher_free(d);
+    tgtest_emu_bot_stop(&b);
     tg_router_free(r);
-    tg_bot_free(bot);
     tg_test_free(t);
 }
 

@@ -164,3 +164,13 @@ void tgtest_expect_abort(void (*fn)(void *arg), void *arg, const char *needle)
     if (!strstr(err, needle))
         fail_msg("the abort did not say \"%s\"; its stderr:\n%s", needle, err);
 }
+
+void tgtest_remove_sqlite(const char *path)
+{
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+}

@@ -27,6 +27,8 @@ const char *tgtest_data_path(const char *rel);
 char *tgtest_read_file(const char *path, size_t *len);
 /* Occurrences of needle in the file at path now (0 if it cannot be read). */
 int tgtest_file_count(const char *path, const char *needle);
+/* Remove a SQLite database file and its -wal and -shm companions (missing ones are fine). */
+void tgtest_remove_sqlite(const char *path);
 /* Current resident set size of this process in KiB (from /proc/self/statm). */
 long tgtest_rss_kb(void);
 /* Number of open file descriptors of this process. */

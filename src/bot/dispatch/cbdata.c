@@ -14,6 +14,7 @@
 
 #include "bot/dispatch/dispatch_int.h"
 #include "core/alloc.h"
+#include "core/str.h"
 
 #define TOKEN_LEN 17 /* "~" + 16 base64url characters (12 random bytes) */
 #define KEY_PFX   "cb:"
@@ -175,7 +176,6 @@ const char *tg_hctx_callback_put(tg_hctx *h, const void *data, size_t len)
                      d->o.callback_max_bytes);
         return NULL;
     }
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     unsigned char r[12];
     char *token = tg_hctx_alloc(h, TOKEN_LEN + 1), key[sizeof KEY_PFX + TOKEN_LEN];
     if (!token || RAND_bytes(r, sizeof r) != 1) {
@@ -183,12 +183,7 @@ const char *tg_hctx_callback_put(tg_hctx *h, const void *data, size_t len)
         return NULL;
     }
     token[0] = '~';
-    for (int i = 0; i < 4; i++) { /* 3 bytes -> 4 characters */
-        uint32_t v = (uint32_t)r[3 * i] << 16 | (uint32_t)r[3 * i + 1] << 8 | r[3 * i + 2];
-        for (int j = 0; j < 4; j++)
-            token[1 + 4 * i + j] = b64[(v >> (18 - 6 * j)) & 63];
-    }
-    token[TOKEN_LEN] = '\0';
+    tg__b64_encode(token + 1, TOKEN_LEN, r, sizeof r, TG__B64_URL | TG__B64_NOPAD); /* 16 */
     snprintf(key, sizeof key, KEY_PFX "%s", token + 1);
     tg_status st = tg_storage_set(d->storage, key, data ? data : "", len, d->o.callback_ttl_ms);
     if (st != TG_OK) {

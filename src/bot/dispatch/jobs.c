@@ -378,8 +378,7 @@ static tg_status random_id(char *out)
     unsigned char r[8];
     if (RAND_bytes(r, sizeof r) != 1)
         return fail(TG_ERR_IO, "jobs: no random bytes for an id");
-    for (int i = 0; i < 8; i++)
-        snprintf(out + 2 * i, 3, "%02x", r[i]);
+    tg__hex_encode(out, r, sizeof r);
     return TG_OK;
 }
 

@@ -59,17 +59,6 @@ struct fields {
     size_t n;
 };
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decode s[0..n) into the arena ('+' is a space, as URLSearchParams reads it). */
 static char *decode(tg__arena *a, const char *s, size_t n, size_t *out_len, size_t *bad)
 {
@@ -79,12 +68,13 @@ static char *decode(tg__arena *a, const char *s, size_t n, size_t *out_len, size
         return NULL;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '%') {
-            if (i + 2 >= n || hexval((unsigned char)s[i + 1]) < 0 ||
-                hexval((unsigned char)s[i + 2]) < 0) {
+            if (i + 2 >= n || tg__hexval((unsigned char)s[i + 1]) < 0 ||
+                tg__hexval((unsigned char)s[i + 2]) < 0) {
                 *bad = i;
                 return NULL;
             }
-            o[k++] = (char)(hexval((unsigned char)s[i + 1]) << 4 | hexval((unsigned char)s[i + 2]));
+            o[k++] = (char)(tg__hexval((unsigned char)s[i + 1]) << 4 |
+                            tg__hexval((unsigned char)s[i + 2]));
             i += 2;
         } else {
             o[k++] = s[i] == '+' ? ' ' : s[i];
@@ -174,52 +164,13 @@ static char *check_string(struct fields *fs, const char *prefix, const char *ski
 
 static bool unhex(const char *s, unsigned char *out, size_t n)
 {
-    if (strlen(s) != 2 * n)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        int hi = hexval((unsigned char)s[2 * i]), lo = hexval((unsigned char)s[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        out[i] = (unsigned char)(hi << 4 | lo);
-    }
-    return true;
+    return strlen(s) == 2 * n && tg__hex_decode(out, n, s, 2 * n) == n;
 }
 
-/* base64url without padding (RFC 4648 section 5), exactly n bytes out. */
+/* base64url (either alphabet, padding optional), exactly n bytes. */
 static bool unbase64url(const char *s, unsigned char *out, size_t n)
 {
-    size_t len = strlen(s);
-    while (len && s[len - 1] == '=')
-        len--;
-    if (len != (n * 4 + 2) / 3)
-        return false;
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t k = 0;
-    for (size_t i = 0; i < len; i++) {
-        int c = (unsigned char)s[i], v;
-        if (c >= 'A' && c <= 'Z')
-            v = c - 'A';
-        else if (c >= 'a' && c <= 'z')
-            v = c - 'a' + 26;
-        else if (c >= '0' && c <= '9')
-            v = c - '0' + 52;
-        else if (c == '-' || c == '+')
-            v = 62;
-        else if (c == '_' || c == '/')
-            v = 63;
-        else
-            return false;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (k < n)
-                out[k++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    return k == n;
+    return tg__b64_decode(out, n, s, strlen(s)) == n;
 }
 
 static bool hmac_sha256(const void *key, size_t kl, const void *msg, size_t ml,
