@@ -17,8 +17,11 @@
 #include <unistd.h>
 
 #include "bot/client/async_int.h"
+#include "bot/client/broadcast_int.h"
 #include "core/alloc.h"
+#include "core/buf.h"
 #include "core/clock.h"
+#include "core/str.h"
 #include "tgbot/api.h"
 #include "tgbot/broadcast.h"
 
@@ -259,6 +262,48 @@ static void on_pace(tg__timer *t, uint64_t now)
     tg__timer_add(&b->a->timers, &b->pace, b->next_ns);
 }
 
+/* One decimal index < n at p[0..len), or -1. */
+static long long index_of(const char *p, size_t len, size_t n)
+{
+    int64_t v;
+    if (len == 0 || len > 19 || tg__parse_i64(p, len, &v) != 0 || v < 0 || (uint64_t)v >= n)
+        return -1;
+    return v;
+}
+
+int tg__bcast_progress_parse(const char *text, size_t len, const char *header, size_t n,
+                             uint8_t *state, bool *started)
+{
+    size_t hl = strlen(header);
+    if (len < hl || memcmp(text, header, hl) != 0)
+        return -1;
+    for (size_t pos = hl; pos < len;) {
+        const char *line = text + pos, *eol = memchr(line, '\n', len - pos);
+        size_t ll = eol ? (size_t)(eol - line) : len - pos;
+        pos += ll + (eol != NULL);
+        if (!eol || ll < 3 || line[1] != ' ')
+            continue; /* a torn last line (the process died mid-write) or garbage */
+        const char *rest = line + 2;
+        size_t rl = ll - 2;
+        if (line[0] == 'S') {
+            long long i = index_of(rest, rl, n);
+            if (i >= 0)
+                started[i] = true;
+        } else if (line[0] == 'D') {
+            const char *sp = memchr(rest, ' ', rl);
+            if (!sp)
+                continue;
+            long long i = index_of(rest, (size_t)(sp - rest), n);
+            long long o = index_of(sp + 1, rl - (size_t)(sp + 1 - rest), TG_BCAST_NOUTCOMES);
+            if (i >= 0 && o > 0 && state[i] == TG_BCAST_PENDING)
+                state[i] = (uint8_t)o;
+        }
+    }
+    return 0;
+}
+
+#define PROGRESS_MAX ((size_t)1 << 30) /* bytes: a larger progress file is refused */
+
 /* Read an existing progress file into b->state; write the header of a new one. */
 static const char *progress_open(tg_broadcast *b, const char *path)
 {
@@ -267,28 +312,26 @@ static const char *progress_open(tg_broadcast *b, const char *path)
                       (unsigned long long)list_hash(b->chats, b->n));
     FILE *f = fopen(path, "r");
     if (f) {
-        char line[128];
-        if (!fgets(line, sizeof line, f) || strcmp(line, header) != 0) {
-            fclose(f);
-            return "the progress file belongs to another chat list (or is not one)";
-        }
-        bool *started = tg__calloc(b->n ? b->n : 1, 1);
-        if (!started) {
-            fclose(f);
-            return "out of memory reading the progress file";
-        }
-        while (fgets(line, sizeof line, f)) {
-            size_t i;
-            int o;
-            if (sscanf(line, "S %zu", &i) == 1 && i < b->n)
-                started[i] = true;
-            else if (sscanf(line, "D %zu %d", &i, &o) == 2 && i < b->n && o > 0 &&
-                     o < TG_BCAST_NOUTCOMES && b->state[i] == TG_BCAST_PENDING)
-                b->state[i] = (uint8_t)o;
-        }
+        tg__buf text;
+        tg__buf_init(&text, PROGRESS_MAX);
+        char chunk[4096];
+        size_t got;
+        int rc = 0;
+        while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+            rc = tg__buf_append(&text, chunk, got);
+        bool err = ferror(f) != 0;
         fclose(f);
-        b->fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-        for (size_t i = 0; b->fd >= 0 && i < b->n; i++) {
+        bool *started = tg__calloc(b->n ? b->n : 1, sizeof *started);
+        const char *why = NULL;
+        if (rc != 0 || err || !started)
+            why = rc == -E2BIG ? "the progress file is too large" : "cannot read the progress file";
+        else if (tg__bcast_progress_parse(text.data ? text.data : "", text.len, header, b->n,
+                                          b->state, started) != 0)
+            why = "the progress file belongs to another chat list (or is not one)";
+        tg__buf_cleanup(&text);
+        if (!why && (b->fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) < 0)
+            why = "cannot append to the progress file";
+        for (size_t i = 0; !why && i < b->n; i++) {
             if (b->state[i] == TG_BCAST_PENDING && started[i]) {
                 char l[48];
                 int k = snprintf(l, sizeof l, "D %zu %d\n", i, (int)TG_BCAST_UNCERTAIN);
@@ -297,7 +340,7 @@ static const char *progress_open(tg_broadcast *b, const char *path)
             }
         }
         tg__free(started);
-        return b->fd < 0 ? "cannot append to the progress file" : NULL;
+        return why;
     }
     b->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
     if (b->fd < 0)
