@@ -31,4 +31,8 @@ cmake --build "$prefix/cm" >/dev/null
 LD_LIBRARY_PATH="$libdir/.." "$prefix/cm/consumer"
 test -x "$prefix/bin/tgbot-emulator" || { echo "tgbot-emulator was not installed"; exit 1; }
 "$prefix/cm/testing_consumer"
+# the test helper through pkg-config too (tgbot_testing.pc: static, with libtgbot.a)
+cc $CFLAGS -o "$prefix/testing_consumer_pc" "$here/testing_consumer.c" \
+    $(pkg-config --cflags --libs tgbot_testing)
+"$prefix/testing_consumer_pc"
 echo "install consumers: ok"
