@@ -204,9 +204,15 @@ static void confirm_final(struct poller *p)
     tg__buf_reset(&p->req);
     tg__buf_printf(&p->req, "{\"offset\":%lld,\"timeout\":0,\"limit\":1}", (long long)off);
     tg_ctx_reset(p->ctx); /* clears the cancel flag set by the stop */
+    /* One attempt, briefly: a stopping bot must not wait out retry backoffs against a
+     * server that is away (the unconfirmed updates just come again at the next start). */
+    tg_ctx_set_retry_policy(p->ctx, &(tg_retry_policy){.max_attempts = 1});
+    tg_ctx_set_timeout(p->ctx, 2000);
     if (tg_call_raw(p->ctx, "getUpdates", tg__buf_cstr(&p->req), p->req.len, &res, &len) != TG_OK)
         tg__dispatcher_log(p->d, TG__LOG_WARN, "getUpdates: final confirmation failed: %s",
                            tg_ctx_errmsg(p->ctx));
+    tg_ctx_set_retry_policy(p->ctx, NULL);
+    tg_ctx_set_timeout(p->ctx, 0);
     tg_ctx_reset(p->ctx);
 }
 
