@@ -13,7 +13,6 @@ usage: openapi.py TGPROXY
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,9 @@ import urllib.error
 import urllib.request
 
 import jsonschema
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from api_fx import wait_log  # noqa: E402
 
 
 def validate_spec(spec):
@@ -44,15 +46,6 @@ TOKEN = "openapi-test-token-42"
 DEADLINE_S = 60
 
 
-def wait_log(path, pattern, deadline):
-    while time.monotonic() < deadline:
-        with open(path) as f:
-            m = re.search(pattern, f.read())
-        if m:
-            return m
-        time.sleep(0.05)  # polling a log file for a line, bounded by the deadline
-    with open(path) as f:
-        raise AssertionError(f"no {pattern!r} in the log:\n{f.read()}")
 
 
 class Api:

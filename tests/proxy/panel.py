@@ -19,7 +19,6 @@ import base64
 import hashlib
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -31,6 +30,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "emulator"))
 from web_chat import Cdp, js, start_chromium, stop  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from api_fx import wait_log, write  # noqa: E402
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes  # noqa: E402
 
@@ -64,22 +66,8 @@ def config(port_dc, token_file, state_file, extra=""):
             f"token-file = \"{token_file}\"\nstate-file = \"{state_file}\"\n")
 
 
-def write(path, text):
-    with open(path + ".new", "w") as f:
-        f.write(text)
-    os.chmod(path + ".new", 0o600)
-    os.rename(path + ".new", path)
 
 
-def wait_log(path, pattern, deadline):
-    while time.monotonic() < deadline:
-        with open(path) as f:
-            m = re.search(pattern, f.read())
-        if m:
-            return m
-        time.sleep(0.05)  # polling a log file for a line, bounded by the deadline
-    with open(path) as f:
-        raise AssertionError(f"no {pattern!r} in the log:\n{f.read()}")
 
 
 def dd_client(port):

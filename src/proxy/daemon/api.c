@@ -288,6 +288,15 @@ static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char
             rc = tg__buf_puts(b, ",\"limits\":");
         if (rc == 0)
             rc = apistore_put_limits(b, lim);
+        int8_t mode = cs ? cs->ad_tag_mode : e->ad_tag_mode;
+        char hex[33];
+        tg__hex_encode(hex, cs ? cs->ad_tag : e->ad_tag, 16);
+        if (rc == 0)
+            rc = tg__buf_printf(b, ",\"ad_tag\":%s%s%s", mode > 0 ? "\"" : "",
+                                mode > 0   ? hex
+                                : mode < 0 ? "\"\""
+                                           : "null",
+                                mode > 0 ? "\"" : "");
     }
     if (rc == 0 && with_stats) {
         rc = tg__buf_puts(b, ",\"stats\":");
@@ -476,9 +485,9 @@ static int h_create(struct api *a, const struct json_val *body, struct out *o)
                           *dom = json_get(body, "domain"), *sec = json_get(body, "secret");
     for (const struct json_val *m = body ? body->child : NULL; m; m = m->next)
         if (strcmp(m->key, "label") && strcmp(m->key, "kind") && strcmp(m->key, "domain") &&
-            strcmp(m->key, "secret") && strcmp(m->key, "limits"))
+            strcmp(m->key, "secret") && strcmp(m->key, "limits") && strcmp(m->key, "ad_tag"))
             return err_out(o, 400, "bad_request",
-                           "unknown member (expected label, kind, domain, secret, limits)");
+                           "unknown member (expected label, kind, domain, secret, limits, ad_tag)");
     if (!lab || lab->type != JSON_STRING || !apistore_label_ok(lab->str, lab->len))
         return err_out(o, 400, "bad_request", "label: expected 1..%d characters of [A-Za-z0-9_.-]",
                        CONFIG_LABEL_MAX - 1);
@@ -523,7 +532,12 @@ static int h_create(struct api *a, const struct json_val *body, struct out *o)
             return err_out(o, 500, "internal", "no random bytes");
     }
     if (limits_from(json_get(body, "limits"), &ne.limits, o) != 0)
-        return -1;
+        return ANSWERED;
+    const struct json_val *tag = json_get(body, "ad_tag"); /* middle-proxy mode's ad tag */
+    if (tag && (tag->type != JSON_STRING ||
+                apistore_ad_tag(tag->str, tag->len, &ne.ad_tag_mode, ne.ad_tag) != 0))
+        return err_out(o, 400, "bad_request",
+                       "ad_tag: expected the 32 hex digits @MTProxybot gives, or \"\" for none");
     struct apistore cand;
     apistore_init(&cand);
     struct apistore_entry *e = NULL;

@@ -92,6 +92,22 @@ bool apistore_label_ok(const char *s, size_t n)
     return true;
 }
 
+int apistore_ad_tag(const char *s, size_t n, int8_t *mode, uint8_t tag[16])
+{
+    if (n == 0) {
+        *mode = -1;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+              (s[i] >= 'A' && s[i] <= 'F')))
+            return -EINVAL;
+    if (n != 32 || tg__hex_decode(tag, 16, s, n) != 16)
+        return -EINVAL;
+    *mode = 1;
+    return 0;
+}
+
 static int uint_member(const struct json_val *o, const char *key, uint64_t max, uint64_t *out)
 {
     const struct json_val *v = json_get(o, key);
@@ -128,7 +144,8 @@ static int entry_from(struct apistore *st, const struct json_val *o, char *why, 
     const struct json_val *lab = json_get(o, "label"), *sec = json_get(o, "secret"),
                           *dis = json_get(o, "disabled"), *lim = json_get(o, "limits");
     uint64_t rev = 0;
-    if (o->type != JSON_OBJECT || !lab || lab->type != JSON_STRING || !apistore_label_ok(lab->str, lab->len))
+    if (o->type != JSON_OBJECT || !lab || lab->type != JSON_STRING ||
+        !apistore_label_ok(lab->str, lab->len))
         return snprintf(why, cap, "an entry without a valid label"), -EINVAL;
     if (apistore_find(st, lab->str))
         return snprintf(why, cap, "label %s twice", lab->str), -EINVAL;
@@ -146,6 +163,10 @@ static int entry_from(struct apistore *st, const struct json_val *o, char *why, 
             return snprintf(why, cap, "%s: secret: %s", lab->str, serr), -EINVAL;
         e->has_secret = true;
     }
+    const struct json_val *tag = json_get(o, "ad-tag");
+    if (tag && (tag->type != JSON_STRING ||
+                apistore_ad_tag(tag->str, tag->len, &e->ad_tag_mode, e->ad_tag) != 0))
+        return snprintf(why, cap, "%s: ad-tag: expected 32 hex digits or \"\"", lab->str), -EINVAL;
     if (lim && parse_limits(lim, &e->limits) != 0)
         return snprintf(why, cap, "%s: limits: a value out of range", lab->str), -EINVAL;
     return 0;
@@ -240,6 +261,12 @@ int apistore_format(const struct apistore *st, tg__buf *b)
                 rc = json_put_str(b, text, (size_t)n);
             crypto_wipe(text, sizeof text);
         }
+        if (rc == 0 && e->ad_tag_mode) {
+            char hex[33] = "";
+            if (e->ad_tag_mode > 0)
+                tg__hex_encode(hex, e->ad_tag, 16);
+            rc = tg__buf_printf(b, ",\"ad-tag\":\"%s\"", hex);
+        }
         if (rc == 0)
             rc = tg__buf_printf(b, ",\"disabled\":%s,\"revision\":%" PRIu64 ",\"limits\":",
                                 e->disabled ? "true" : "false", e->revision);
@@ -300,6 +327,8 @@ int apistore_merge(const struct apistore *st, struct config *cfg, char *err, siz
             if (rc != 0)
                 return rc == -ENOSPC ? -EINVAL : rc;
             cfg->secrets[cfg->nsecrets - 1].limits = e->limits;
+            cfg->secrets[cfg->nsecrets - 1].ad_tag_mode = e->ad_tag_mode;
+            memcpy(cfg->secrets[cfg->nsecrets - 1].ad_tag, e->ad_tag, 16);
         }
         if (at >= 0 && e->disabled && !e->has_secret) {
             crypto_wipe(&cfg->secrets[at], sizeof cfg->secrets[at]);

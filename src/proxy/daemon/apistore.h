@@ -16,7 +16,7 @@
  *     handshakes fail as bad ones do (fronted). A file secret's entry carries only that flag.
  *
  * State file format: {"revision":N,"secrets":[{"label":..,"secret":"hex"?,"disabled":bool,
- * "revision":N,"limits":{"max-connections":..,"max-unique-ips":..,"unique-ips-window":..,
+ * "revision":N,"ad-tag":"hex"|""?,"limits":{"max-connections":..,"max-unique-ips":..,"unique-ips-window":..,
  * "quota":..,"quota-reset":..,"expires":..}},...]}. Parsed strictly (fuzz/proxy_json).
  *
  * Ownership: struct apistore is caller storage; apistore_cleanup frees its entries (wiping
@@ -40,6 +40,8 @@ struct apistore_entry {
     struct secret secret;
     struct config_limits limits;
     bool disabled;
+    int8_t ad_tag_mode; /* as config_secret's: 0 the top-level ad-tag, 1 ad_tag, -1 none */
+    uint8_t ad_tag[16];
     uint64_t revision; /* bumped by every change of this entry */
 };
 
@@ -67,6 +69,8 @@ int apistore_put_limits(tg__buf *b, const struct config_limits *l);
 /* Format and write atomically (0600). 0 or -errno with err. */
 int apistore_save(const struct apistore *st, const char *path, char *err, size_t errlen);
 
+/* An "ad-tag" value: "" (none: mode -1) or 32 hex digits (mode 1). 0 or -EINVAL. */
+int apistore_ad_tag(const char *s, size_t n, int8_t *mode, uint8_t tag[16]);
 /* A config label: 1..CONFIG_LABEL_MAX-1 bytes of [A-Za-z0-9_.-] (n bytes at s). */
 bool apistore_label_ok(const char *s, size_t n);
 struct apistore_entry *apistore_find(struct apistore *st, const char *label);

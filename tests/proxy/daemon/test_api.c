@@ -432,7 +432,21 @@ static void test_secrets_lifecycle(void **state)
            "{\"label\":\"alice\",\"kind\":\"ee\",\"domain\":\"example.com\","
            "\"limits\":{\"quota\":100000000}}",
            tls);
-    create(&e, "{\"label\":\"dan\",\"kind\":\"dd\"}", dd);
+    create(&e,
+           "{\"label\":\"dan\",\"kind\":\"dd\",\"ad_tag\":\"00112233445566778899AABBCCDDEEFF\"}",
+           dd);
+    expect(&e, "POST", "/v1/secrets", TOKEN, "{\"label\":\"t\",\"kind\":\"dd\",\"ad_tag\":\"12\"}",
+           400, "bad_request");
+    json_t *dj = get_data(&e, "/v1/secrets/dan", NULL);
+    assert_string_equal(json_string_value(json_object_get(dj, "ad_tag")),
+                        "00112233445566778899aabbccddeeff");
+    json_decref(dj);
+    struct apistore st0;
+    char err0[CONFIG_ERR_MAX];
+    assert_int_equal(apistore_load(&st0, e.state, err0, sizeof err0), 0);
+    assert_int_equal(apistore_find(&st0, "dan")->ad_tag_mode, 1);
+    assert_int_equal(apistore_find(&st0, "dan")->ad_tag[15], 0xff);
+    apistore_cleanup(&st0);
     assert_int_equal(relay_once(&e, PCLI_TLS, tls), 0);
     assert_int_equal(relay_once(&e, PCLI_DD, dd), 0);
     assert_int_equal(relay_once(&e, PCLI_TLS, file_key), 0);
