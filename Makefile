@@ -19,10 +19,11 @@ PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
 PKGS_LINT  = clang-format clang-tidy cppcheck
 PKGS_DOCS  = doxygen
 PKGS_BENCH = wrk valgrind
+PKGS_DEB   = debhelper dpkg-dev lintian fakeroot build-essential
 
 .PHONY: all deps build run demo test bench fuzz regen regen-check man format lint clean asan-test tsan-test \
         abi-update docs deps-docs \
-        deps-lint deps-bench
+        deps-lint deps-bench deb deb-test deps-deb
 
 all: build
 
@@ -34,6 +35,17 @@ deps-docs:
 
 deps-lint:
 	@scripts/deps.sh $(PKGS_LINT)
+
+deps-deb:
+	@scripts/deps.sh $(PKGS_BUILD) $(PKGS_DEB)
+
+# Debian packages into $(BUILD)/deb, lintian-checked (scripts/deb.sh; packaging/debian/).
+deb: deps-deb
+	JOBS=$(JOBS) scripts/deb.sh $(BUILD)/deb
+
+# Install, use and purge them (as root; ctest install/deb, packages left uninstalled).
+deb-test: deb $(BUILD)/CMakeCache.txt
+	cd $(BUILD) && TGKIT_DEB_DIR=$(abspath $(BUILD))/deb ctest -R '^install/deb$$' --output-on-failure
 
 deps-bench:
 	@scripts/deps.sh $(PKGS_BENCH)

@@ -21,3 +21,7 @@ if(TARGET toml-keys)
             ${CMAKE_SOURCE_DIR}/docs/man/tgproxy.toml.5)
     set_tests_properties(install/man_toml_keys PROPERTIES TIMEOUT 60)
 endif()
+# The Debian packages installed, used and purged (root; packages from TGKIT_DEB_DIR, which
+# `make deb-test` sets after `make deb`; skips without them, so plain ctest stays quick).
+add_test(NAME install/deb COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install/deb.sh)
+set_tests_properties(install/deb PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
