@@ -7,6 +7,8 @@
  */
 #include "proxy/daemon/doctor.h"
 
+#include "proxy/daemon/apistore.h"
+
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -809,6 +811,35 @@ static bool is_loopback(const char *host)
 /* The Redis link is plain TCP (hiredis 0.14 has no TLS): whoever sits on it can answer for
  * Redis. Its replies are bounded in memory (core/rbound.h), not in trust: a warning (it does
  * not fail the run) when the link leaves this host. */
+/* [api]: the state file loads; which of its secrets are served and which the file shadows. */
+static void check_api(struct doctor *d)
+{
+    struct apistore st;
+    char err[CONFIG_ERR_MAX];
+    if (apistore_load(&st, d->cfg->api.state_file, err, sizeof err) != 0) {
+        report(d, false, "[api] state-file", "%s", err);
+        return;
+    }
+    size_t own = 0, disabled = 0;
+    for (size_t i = 0; i < st.n; i++) {
+        bool in_file = false;
+        for (size_t k = 0; k < d->cfg->nsecrets && !in_file; k++)
+            in_file = strcmp(d->cfg->secrets[k].label, st.e[i].label) == 0;
+        disabled += st.e[i].disabled;
+        if (st.e[i].has_secret && in_file)
+            report_warn(d, "[api] state-file",
+                        "secret '%s' made over the API is shadowed by the one of the same label "
+                        "in the configuration file (the file wins; delete one of them)",
+                        st.e[i].label);
+        else if (st.e[i].has_secret)
+            own++;
+    }
+    report(d, true, "[api] state-file",
+           "%s: %zu secret(s) made over the API merged with the file's, %zu disabled",
+           d->cfg->api.state_file, own, disabled);
+    apistore_cleanup(&st);
+}
+
 static void check_fleet(struct doctor *d)
 {
     const char *h = d->cfg->fleet.host;
@@ -863,6 +894,8 @@ static int run_checks(struct doctor *d)
         check_acl(d, &d->cfg->allowlist, ACL_ALLOW);
     if (d->cfg->fleet.enabled)
         check_fleet(d);
+    if (d->cfg->api.enabled)
+        check_api(d);
     check_nofile(d);
     char what[CONFIG_HOST_MAX + 48];
     for (size_t i = 0; i < d->cfg->nlisten; i++) {

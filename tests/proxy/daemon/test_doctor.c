@@ -375,6 +375,42 @@ static void test_metrics_bind(void **state)
     expect(f, l);
 }
 
+/* [api]: the state file's secrets are counted, and one whose label the file also has is
+   warned about as shadowed (the file wins); a broken state file fails. */
+static void test_api_state(void **state)
+{
+    struct fx *f = *state;
+    char path[128], extra[256], text[512];
+    snprintf(path, sizeof path, "%s/api.json", f->dir);
+    snprintf(extra, sizeof extra, "[api]\nenabled = true\nstate-file = \"%s\"\n", path);
+    snprintf(text, sizeof text,
+             "{\"revision\":3,\"secrets\":["
+             "{\"label\":\"clash\",\"secret\":\"dd0f0e0d0c0b0a090807060504030201ff\"},"
+             "{\"label\":\"mine\",\"secret\":\"dd000102030405060708090a0b0c0d0eff\"},"
+             "{\"label\":\"main\",\"disabled\":true}]}");
+    FILE *o = fopen(path, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    fclose(o);
+    write_conf(f, &(struct conf){.extra = extra,
+                                 .secrets = "clash = \"dd00112233445566778899aabbccddeeff\"\n"});
+    run(f);
+    expect(f, WARN "[api] state-file: secret 'clash' made over the API is shadowed");
+    char l[256];
+    snprintf(l, sizeof l,
+             OK "[api] state-file: %s: 1 secret(s) made over the API merged with the file's, 1 "
+                "disabled",
+             path);
+    expect(f, l);
+    o = fopen(path, "w");
+    assert_non_null(o);
+    fputs("{\"revision\":", o);
+    fclose(o);
+    assert_int_equal(run(f), DOCTOR_EXIT_FAILED);
+    expect(f, BAD "[api] state-file: ");
+    unlink(path);
+}
+
 /* Issue 21 item 4: the [fleet] Redis link is plain TCP; one leaving the host is warned about
  * ("!" lines do not fail the run), a loopback or unix one passes. */
 static void test_fleet_redis_address(void **state)
@@ -404,7 +440,8 @@ static void test_fleet_redis_address(void **state)
             expect(f, "tunnel it through TLS (stunnel: docs/fleet.md)");
         FILE *o = fmemopen(f->out, sizeof f->out - 1, "w"); /* a warning under --strict: 2 */
         assert_non_null(o);
-        assert_int_equal(doctor_check(f->conf, o, true), cases[i].warned ? DOCTOR_EXIT_WARNINGS : 0);
+        assert_int_equal(doctor_check(f->conf, o, true),
+                         cases[i].warned ? DOCTOR_EXIT_WARNINGS : 0);
         fclose(o);
     }
 }
@@ -773,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_all_pass),
         cmocka_unit_test(test_ignored_and_deprecated_keys),
         cmocka_unit_test(test_fleet_redis_address),
+        cmocka_unit_test(test_api_state),
         cmocka_unit_test(test_mtg_example_config),
         cmocka_unit_test(test_metrics_bind),
         cmocka_unit_test(test_wrong_clock),
