@@ -246,7 +246,7 @@ static int ad_run_cases(const loop_driver *d, const char *extra_name, CMUnitTest
         cmocka_unit_test(test_adapter_free_in_flight),
         {extra_name, extra, NULL, NULL, NULL},
     };
-    return _cmocka_run_group_tests(d->name, tests, extra ? 4 : 3, NULL, NULL);
+    return tgtest_result(_cmocka_run_group_tests(d->name, tests, extra ? 4 : 3, NULL, NULL));
 }
 
 #endif
