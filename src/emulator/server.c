@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "emulator/api.h"
@@ -384,6 +386,24 @@ static void on_done(void *cls, struct MHD_Connection *c, void **ptr,
     }
 }
 
+/* A listening socket on sa, its port in *port (the kernel's pick for port 0); -1 on error. */
+static int listen_on(struct sockaddr_in *sa, uint16_t *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    socklen_t n = sizeof *sa;
+    if (fd < 0)
+        return -1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, (struct sockaddr *)sa, sizeof *sa) != 0 || listen(fd, 128) != 0 ||
+        getsockname(fd, (struct sockaddr *)sa, &n) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(sa->sin_port);
+    return fd;
+}
+
 int emu_http_start(emu *e, char *err, size_t errcap)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(e->o.port)};
@@ -391,20 +411,24 @@ int emu_http_start(emu *e, char *err, size_t errcap)
         snprintf(err, errcap, "listen: %s is not an IPv4 address", e->host);
         return -1;
     }
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request, e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-        MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)(EMU_POLL_MAX_S + 30), MHD_OPTION_END);
-    if (!d) {
+    /* The socket is ours first, so e->port is known before any request thread can read it
+       (the Host check compares against it). */
+    int fd = listen_on(&sa, &e->port);
+    if (fd < 0) {
         snprintf(err, errcap, "listen: cannot serve on %s:%u (address in use?)", e->host,
                  (unsigned)e->o.port);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    e->port = info ? info->port : e->o.port;
-    e->http = d;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, on_request, e, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+        on_done, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(EMU_POLL_MAX_S + 30), MHD_OPTION_END);
+    if (!d) { /* not closed here: MHD closes a given listen socket on most of its failures */
+        snprintf(err, errcap, "listen: cannot serve on %s:%u", e->host, (unsigned)e->port);
+        return -1;
+    }
+    e->http = d; /* MHD_stop_daemon closes fd */
     return 0;
 }
 
