@@ -21,7 +21,7 @@ PKGS_DOCS  = doxygen
 PKGS_BENCH = wrk valgrind
 PKGS_DEB   = debhelper dpkg-dev lintian fakeroot build-essential
 
-.PHONY: all deps build run demo test bench fuzz regen regen-check man format lint clean asan-test tsan-test \
+.PHONY: all deps build run demo test bench fuzz fuzzers fuzz-long flake regen regen-check man format lint clean asan-test tsan-test \
         abi-update docs deps-docs \
         deps-lint deps-bench deb deb-test deps-deb
 
@@ -87,12 +87,26 @@ tsan-test: deps
 bench: build deps-bench
 	@scripts/bench.sh $(BUILD)
 
-fuzz: deps
+# The libFuzzer binaries, with ASan+UBSan (clang).
+fuzzers: deps
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DTGKIT_FUZZ=ON -DTGKIT_SANITIZE=address,undefined -DTGKIT_BUILD_BENCH=OFF \
 	    -DTGKIT_BUILD_EXAMPLES=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+
+fuzz: fuzzers
 	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# Every target for FUZZ_LONG_SECONDS (default ten minutes) from its corpus, the new inputs
+# merged back minimized, and the table in fuzz/RESULTS.md (FUZZ_TARGETS="a b" for some).
+FUZZ_LONG_SECONDS ?= 600
+fuzz-long: fuzzers
+	FUZZ_REPORT=fuzz/RESULTS.md FUZZ_MERGE=1 scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_LONG_SECONDS)
+
+# The whole suite FLAKE_RUNS times beside two CPU burners; per-test failure counts.
+FLAKE_RUNS ?= 10
+flake: build
+	@scripts/flake.sh $(FLAKE_RUNS) $(BUILD)
 
 # libtgbot's API reference from the headers (Doxygen): $(BUILD)/docs/html/index.html.
 docs: deps-docs

@@ -5,12 +5,27 @@
 # default of 4096 bytes never reaches, say, a 16 KiB ClientHello. A target without one stops
 # the run. FUZZ_JOBS targets run at once (default: the number of cores; each fuzzer uses
 # one), each printing its lines when it ends.
+#
+# The long run (`make fuzz-long`) sets, besides the seconds:
+#   FUZZ_TARGETS  names to run (space-separated; default every built target)
+#   FUZZ_REPORT   a Markdown file to write: per target executions, coverage at start and end,
+#                 corpus size before and after, findings (fuzz/RESULTS.md)
+#   FUZZ_MERGE=1  add to fuzz/<name>/corpus the inputs of the run that reach new coverage,
+#                 minimized (libFuzzer -merge=1), so the committed corpus keeps what it found
 set -euo pipefail
 build=$1
 secs=${2:-60}
 jobs=${FUZZ_JOBS:-$(nproc)}
+targets=${FUZZ_TARGETS:-}
+report=${FUZZ_REPORT:-}
+merge=${FUZZ_MERGE:-0}
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
+
+# The number in "cov: N" of the first (INITED) or last status line libFuzzer printed.
+cov_of() {
+    { grep -E '^#[0-9]+' "$1" | grep -oE 'cov: [0-9]+' | sed 's/cov: //' | "$2" -n 1; } || true
+}
 
 # One target: its summary lines on stdout; exit 1 when it found a failing input.
 run_one() {
@@ -23,10 +38,24 @@ run_one() {
     fi
     work=$(mktemp -d)
     cp -r "fuzz/$name/corpus/." "$work/" 2>/dev/null || true
+    local before after execs
+    before=$(find "fuzz/$name/corpus" -type f 2>/dev/null | wc -l)
     echo "fuzz: $name for ${secs}s, inputs up to $max_len bytes"
     "$f" -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="fuzz/$name/" "$work" 2>&1 |
-        grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' || true
+        -print_final_stats=1 -artifact_prefix="fuzz/$name/" "$work" >"$logs/$name.full" 2>&1 || true
+    grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' "$logs/$name.full" || true
+    after=$before
+    if [ "$merge" = 1 ]; then
+        # -merge=1 adds to the committed corpus only the inputs that reach new coverage,
+        # minimized; the hand-made seeds stay as they are.
+        mkdir -p "fuzz/$name/corpus"
+        if ! "$f" -merge=1 -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+            "fuzz/$name/corpus" "$work" >"$logs/$name.merge" 2>&1; then
+            echo "fuzz: $name: merging the corpus failed; the committed corpus is unchanged"
+            tail -n 5 "$logs/$name.merge"
+        fi
+        after=$(find "fuzz/$name/corpus" -type f | wc -l)
+    fi
     rm -rf "$work"
     # oom-: an input that made the target allocate past -rss_limit_mb (or one malloc past
     # -malloc_limit_mb, which defaults to it): unbounded memory is a failure like a crash.
@@ -34,6 +63,10 @@ run_one() {
     # at its first artifact, so an ls test never saw one.)
     found=$(find "fuzz/$name" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' \
         -o -name 'timeout-*' -o -name 'oom-*' \) | head -n 1)
+    execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$logs/$name.full")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "${execs:-0}" \
+        "$(cov_of "$logs/$name.full" head)" "$(cov_of "$logs/$name.full" tail)" \
+        "$before" "$after" "${found:-none}" >"$logs/$name.row"
     if [ -n "$found" ]; then
         echo "fuzz: $name found a failing input ($found)"
         return 1
@@ -59,6 +92,9 @@ reap() {
 for f in "$build"/fuzz/*_fuzzer; do
     [ -x "$f" ] || continue
     name=$(basename "$f" _fuzzer)
+    if [ -n "$targets" ] && ! [[ " $targets " == *" $name "* ]]; then
+        continue
+    fi
     run_one "$f" > "$logs/$name.log" 2>&1 &
     pids+=($!)
     names+=("$name")
@@ -70,4 +106,25 @@ done
 while [ "$running" -gt 0 ]; do
     reap
 done
+
+if [ -n "$report" ]; then
+    {
+        echo "# Fuzzing results"
+        echo
+        echo "Written by \`make fuzz-long\` (scripts/fuzz.sh with FUZZ_REPORT) on $(date -u +%Y-%m-%d),"
+        echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), ${secs} s per target,"
+        echo "$jobs at once on $(nproc) cores, sanitizer build ($build). Coverage is libFuzzer's"
+        echo "\`cov:\` (edges) when the corpus was loaded and at the end; the corpus is counted in"
+        echo "files before the run and after merging what it found (FUZZ_MERGE=$merge)."
+        echo
+        echo "| target | seconds | executions | cov at start | cov at end | corpus before | corpus after | findings |"
+        echo "|---|---|---|---|---|---|---|---|"
+        for row in "$logs"/*.row; do
+            [ -f "$row" ] || continue
+            IFS=$'\t' read -r name execs c0 c1 b a found <"$row"
+            echo "| $name | $secs | $execs | ${c0:-?} | ${c1:-?} | $b | $a | $found |"
+        done
+    } >"$report"
+    echo "fuzz: wrote $report"
+fi
 exit $status
