@@ -1,5 +1,6 @@
-/* midproxy: a worker's middle-proxy pool and its client bridges (midproxy.h). */
-#include "proxy/engine/midproxy.h"
+/* midproxy: a worker's middle-proxy pool: its connections (midproxy.h; the clients on
+   them are mpclient.c's, midproxy_int.h says who writes what). */
+#include "proxy/engine/midproxy_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,26 +12,8 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
-#include "proxy/engine/stats.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/mpframe.h"
-#include "proxy/wire/mpsess.h"
-#include "proxy/wire/mtframe.h"
-#include "proxy/wire/obfs2.h"
-
-enum mpx_state { MPX_IDLE, MPX_CONNECTING, MPX_HANDSHAKE, MPX_READY };
-
-/* The worker's counters, when the pool runs inside one (tests run it bare). */
-#define COUNT(mw, field, n)                                                                        \
-    do {                                                                                           \
-        if ((mw)->stats)                                                                           \
-            stats_add((mw)->stats, field, n);                                                      \
-    } while (0)
-#define UNCOUNT(mw, field, n)                                                                      \
-    do {                                                                                           \
-        if ((mw)->stats)                                                                           \
-            stats_sub((mw)->stats, field, n);                                                      \
-    } while (0)
 
 static void dc_up(struct midproxy_worker *mw, int16_t dc, int delta)
 {
@@ -41,43 +24,7 @@ static void dc_up(struct midproxy_worker *mw, int16_t dc, int delta)
                      __ATOMIC_RELAXED);
 }
 
-/* A growable byte queue: unsent bytes are b[off..len). */
-struct bq {
-    uint8_t *b;
-    size_t off, len, cap;
-};
-
-struct mpx_conn {
-    struct midproxy_worker *mw;
-    int16_t dc;
-    size_t target; /* index into cfg.conf.proxies */
-    enum mpx_state state;
-    struct loop_io io;
-    struct mpsess sess;
-    struct bq out;
-    uint64_t retry_at_ms, last_in_ms, last_out_ms;
-    uint32_t backoff_ms;
-    size_t nbridges;
-    bool paused; /* its bridges are not read (out over MIDPROXY_OUT_HIGH) */
-};
-
-struct mpx_bridge {
-    struct midproxy_worker *mw;
-    struct mpx_conn *mc;
-    uint64_t id;
-    size_t slot;
-    struct loop_io io;
-    bool have_header;
-    uint32_t tag;
-    struct crypto_ctr dec, enc; /* the relay's DC leg, seen from the DC's side */
-    uint8_t head[64];
-    size_t head_len;
-    struct bq in;  /* decrypted client bytes short of a packet */
-    struct bq out; /* encrypted bytes toward the relay not yet written */
-    struct mprpc_req req;
-};
-
-static int bq_reserve(struct bq *q, size_t n)
+int mpx_bq_reserve(struct bq *q, size_t n)
 {
     if (q->off && q->off == q->len)
         q->off = q->len = 0;
@@ -100,22 +47,17 @@ static int bq_reserve(struct bq *q, size_t n)
     return 0;
 }
 
-static void bq_free(struct bq *q)
+void mpx_bq_free(struct bq *q)
 {
     tg__free(q->b);
     memset(q, 0, sizeof *q);
 }
 
-static size_t bq_pending(const struct bq *q)
-{
-    return q->len - q->off;
-}
-
 /* Write what q holds to fd: 0 (all or EAGAIN), -1 on a socket error. */
-static int bq_flush(struct bq *q, int fd)
+int mpx_bq_flush(struct bq *q, int fd)
 {
-    while (bq_pending(q)) {
-        ssize_t w = send(fd, q->b + q->off, bq_pending(q), MSG_NOSIGNAL);
+    while (mpx_bq_pending(q)) {
+        ssize_t w = send(fd, q->b + q->off, mpx_bq_pending(q), MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -128,46 +70,33 @@ static int bq_flush(struct bq *q, int fd)
     return 0;
 }
 
-static void conn_fail(struct mpx_conn *mc, int why);
-static void bridge_free(struct mpx_bridge *b, bool tell_mp);
 static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev);
-static void on_bridge_io(struct loop *l, struct loop_io *io, unsigned ev);
 
 /* ---- connections ---- */
 
-static void conn_interest(struct mpx_conn *mc)
+void mpx_conn_interest(struct mpx_conn *mc)
 {
     unsigned mask = LOOP_READ;
-    if (mc->state == MPX_CONNECTING || bq_pending(&mc->out))
+    if (mc->state == MPX_CONNECTING || mpx_bq_pending(&mc->out))
         mask |= LOOP_WRITE;
     loop_io_set(mc->mw->loop, &mc->io, mask);
 }
 
-static void bridges_resume(struct mpx_conn *mc)
+int mpx_conn_flush(struct mpx_conn *mc)
 {
-    struct midproxy_worker *mw = mc->mw;
-    mc->paused = false;
-    for (size_t i = 0; i < mw->nslots; i++)
-        if (mw->slots[i] && mw->slots[i]->mc == mc)
-            loop_io_set(mw->loop, &mw->slots[i]->io,
-                        LOOP_READ | (bq_pending(&mw->slots[i]->out) ? LOOP_WRITE : 0));
-}
-
-static int conn_flush(struct mpx_conn *mc)
-{
-    if (bq_flush(&mc->out, mc->io.fd) != 0)
+    if (mpx_bq_flush(&mc->out, mc->io.fd) != 0)
         return -1;
     mc->last_out_ms = mc->mw->loop->now_ms;
-    if (mc->paused && bq_pending(&mc->out) < MIDPROXY_OUT_HIGH / 4)
-        bridges_resume(mc);
-    conn_interest(mc);
+    if (mc->paused && mpx_bq_pending(&mc->out) < MIDPROXY_OUT_HIGH / 4)
+        mpx_clients_resume(mc);
+    mpx_conn_interest(mc);
     return 0;
 }
 
 static int sess_send(void *ud, const uint8_t *p, size_t n)
 {
     struct mpx_conn *mc = ud;
-    if (bq_reserve(&mc->out, n) != 0)
+    if (mpx_bq_reserve(&mc->out, n) != 0)
         return -1;
     memcpy(mc->out.b + mc->out.len, p, n);
     mc->out.len += n;
@@ -175,14 +104,14 @@ static int sess_send(void *ud, const uint8_t *p, size_t n)
 }
 
 /* Room for a message of n bytes at the end of mc->out: returns where it goes (8 bytes in). */
-static uint8_t *conn_msg_begin(struct mpx_conn *mc, size_t n)
+uint8_t *mpx_msg_begin(struct mpx_conn *mc, size_t n)
 {
-    if (bq_reserve(&mc->out, mpsess_wrap_size(n)) != 0)
+    if (mpx_bq_reserve(&mc->out, mpsess_wrap_size(n)) != 0)
         return NULL;
     return mc->out.b + mc->out.len + 8;
 }
 
-static int conn_msg_end(struct mpx_conn *mc, size_t n)
+int mpx_msg_end(struct mpx_conn *mc, size_t n)
 {
     size_t w = mpsess_wrap(&mc->sess, mc->out.b + mc->out.len, mc->out.cap - mc->out.len, n);
     if (w == 0)
@@ -193,88 +122,26 @@ static int conn_msg_end(struct mpx_conn *mc, size_t n)
     return 0;
 }
 
-static int conn_send_short(struct mpx_conn *mc, const uint8_t *m, size_t n)
+int mpx_send_short(struct mpx_conn *mc, const uint8_t *m, size_t n)
 {
-    uint8_t *p = conn_msg_begin(mc, n);
+    uint8_t *p = mpx_msg_begin(mc, n);
     if (!p)
         return -1;
     memcpy(p, m, n);
-    return conn_msg_end(mc, n);
+    return mpx_msg_end(mc, n);
 }
 
-static struct mpx_bridge *bridge_of(struct midproxy_worker *mw, uint64_t id)
-{
-    size_t slot = (size_t)(uint32_t)id;
-    if (slot >= mw->nslots || !mw->slots[slot] || mw->slots[slot]->id != id)
-        return NULL;
-    return mw->slots[slot];
-}
-
-static int bridge_push(struct mpx_bridge *b, uint8_t *p, size_t n);
 
 static int sess_msg(void *ud, const struct mprpc_msg *m, const uint8_t *p, size_t n)
 {
-    (void)n;
     struct mpx_conn *mc = ud;
     struct midproxy_worker *mw = mc->mw;
     mw->st.frames_in++;
     COUNT(mw, mp_frames_down, 1);
-    struct mpx_bridge *b = NULL;
     if (m->kind == MPRPC_K_PROXY_ANS || m->kind == MPRPC_K_SIMPLE_ACK ||
-        m->kind == MPRPC_K_CLOSE_EXT) {
-        b = bridge_of(mw, m->conn_id);
-        if (b && b->mc != mc)
-            b = NULL;
-        if (!b) { /* a client we no longer have: tell the middle proxy, as MTProxy does */
-            if (m->kind == MPRPC_K_CLOSE_EXT)
-                return 0;
-            uint8_t cc[MPRPC_SHORT_MAX];
-            return conn_send_short(mc, cc, mprpc_close_conn(cc, m->conn_id));
-        }
-    }
-    switch (m->kind) {
-    case MPRPC_K_PROXY_ANS: {
-        if (m->len == 0 || m->len % 4 != 0)
-            return 0;
-        size_t pad = b->tag == OBFS2_TAG_PADDED ? crypto_random_range(0, 4) : 0;
-        uint8_t head[MTFRAME_HEAD_MAX];
-        size_t hl = mtframe_head(b->tag, m->len, pad, head);
-        if (hl == 0)
-            return 0;
-        size_t total = hl + m->len + pad;
-        if (bq_pending(&b->out) + total > mw->cfg.client_buf_max) {
-            mw->st.slow_closed++;
-            COUNT(mw, mp_slow_closed, 1);
-            bridge_free(b, true);
-            return 0;
-        }
-        if (bq_reserve(&b->out, total) != 0) {
-            bridge_free(b, true);
-            return 0;
-        }
-        uint8_t *d = b->out.b + b->out.len;
-        memcpy(d, head, hl);
-        memcpy(d + hl, p + m->off, m->len);
-        if (pad)
-            crypto_random(d + hl + m->len, pad);
-        return bridge_push(b, d, total);
-    }
-    case MPRPC_K_SIMPLE_ACK: {
-        if (bq_reserve(&b->out, 4) != 0)
-            return 0;
-        uint8_t *d = b->out.b + b->out.len;
-        mtframe_ack(b->tag, m->confirm, d);
-        mw->st.quickacks++;
-        COUNT(mw, mp_quickacks, 1);
-        return bridge_push(b, d, 4);
-    }
-    case MPRPC_K_CLOSE_EXT:
-        mw->st.closed_by_mp++;
-        bridge_free(b, false);
-        return 0;
-    default: /* pong, close_conn, unknown: nothing to do */
-        return 0;
-    }
+        m->kind == MPRPC_K_CLOSE_EXT) /* p is the session's own buffer, not const */
+        return mpx_client_msg(mc, m, (uint8_t *)(uintptr_t)p, n);
+    return 0; /* pong, close_conn, unknown: nothing to do */
 }
 
 static void conn_start(struct mpx_conn *mc)
@@ -298,21 +165,21 @@ static void conn_start(struct mpx_conn *mc)
     mw->st.connects++;
     int fd = socket(t->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        conn_fail(mc, 0);
+        mpx_conn_fail(mc, 0);
         return;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (connect(fd, (struct sockaddr *)&ss, len) != 0 && errno != EINPROGRESS) {
         close(fd);
-        conn_fail(mc, 0);
+        mpx_conn_fail(mc, 0);
         return;
     }
     mc->state = MPX_CONNECTING;
     mc->last_in_ms = mw->loop->now_ms;
     if (loop_io_add(mw->loop, &mc->io, fd, LOOP_WRITE | LOOP_READ, on_conn_io) != 0) {
         close(fd);
-        conn_fail(mc, 0);
+        mpx_conn_fail(mc, 0);
     }
 }
 
@@ -340,7 +207,7 @@ static void conn_connected(struct mpx_conn *mc)
     socklen_t ml = sizeof me, pl = sizeof peer;
     if (getsockname(mc->io.fd, (struct sockaddr *)&me, &ml) != 0 ||
         getpeername(mc->io.fd, (struct sockaddr *)&peer, &pl) != 0) {
-        conn_fail(mc, 0);
+        mpx_conn_fail(mc, 0);
         return;
     }
     struct mpsess_cfg sc = {
@@ -355,12 +222,12 @@ static void conn_connected(struct mpx_conn *mc)
     size_t n;
     if (mpsess_start(&mc->sess, &sc, first, sizeof first, &n) != 0 ||
         sess_send(mc, first, n) != 0) {
-        conn_fail(mc, MPSESS_E_CRYPTO);
+        mpx_conn_fail(mc, MPSESS_E_CRYPTO);
         return;
     }
     mc->state = MPX_HANDSHAKE;
-    if (conn_flush(mc) != 0)
-        conn_fail(mc, 0);
+    if (mpx_conn_flush(mc) != 0)
+        mpx_conn_fail(mc, 0);
 }
 
 static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
@@ -373,7 +240,7 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
         if (!(ev & (LOOP_WRITE | LOOP_ERROR)))
             return;
         if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0) {
-            conn_fail(mc, 0);
+            mpx_conn_fail(mc, 0);
             return;
         }
         conn_connected(mc);
@@ -388,14 +255,14 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
             if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                 break;
             if (r <= 0) {
-                conn_fail(mc, 0);
+                mpx_conn_fail(mc, 0);
                 return;
             }
             mc->last_in_ms = l->now_ms;
             struct mpsess_sink sink = {.ud = mc, .send = sess_send, .msg = sess_msg};
             bool was_ready = mc->sess.state == MPSESS_READY;
             if (mpsess_feed(&mc->sess, buf, (size_t)r, &sink) != 0) {
-                conn_fail(mc, mc->sess.why ? (int)mc->sess.why : MPSESS_E_MESSAGE);
+                mpx_conn_fail(mc, mc->sess.why ? (int)mc->sess.why : MPSESS_E_MESSAGE);
                 return;
             }
             if (!was_ready && mc->sess.state == MPSESS_READY) {
@@ -410,12 +277,12 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
                 break;
         }
     }
-    if (conn_flush(mc) != 0)
-        conn_fail(mc, 0);
+    if (mpx_conn_flush(mc) != 0)
+        mpx_conn_fail(mc, 0);
 }
 
 /* Close mc and every bridge on it; retry later. why: an mpsess_why, 0 = the socket. */
-static void conn_fail(struct mpx_conn *mc, int why)
+void mpx_conn_fail(struct mpx_conn *mc, int why)
 {
     struct midproxy_worker *mw = mc->mw;
     if (mc->state == MPX_READY) {
@@ -432,9 +299,7 @@ static void conn_fail(struct mpx_conn *mc, int why)
         COUNT(mw, mp_fail_refused, 1);
     else
         COUNT(mw, mp_fail_protocol, 1);
-    for (size_t i = 0; i < mw->nslots && mc->nbridges; i++)
-        if (mw->slots[i] && mw->slots[i]->mc == mc)
-            bridge_free(mw->slots[i], false);
+    mpx_clients_drop(mc);
     if (mc->io.fd >= 0) {
         int fd = mc->io.fd;
         loop_io_del(mw->loop, &mc->io);
@@ -442,9 +307,8 @@ static void conn_fail(struct mpx_conn *mc, int why)
     }
     mc->io.fd = -1;
     mpsess_cleanup(&mc->sess);
-    bq_free(&mc->out);
+    mpx_bq_free(&mc->out);
     mc->state = MPX_IDLE;
-    mc->paused = false;
     mc->backoff_ms = mc->backoff_ms ? (mc->backoff_ms >= 32000 ? 32000 : mc->backoff_ms * 2) : 1000;
     mc->retry_at_ms = mw->loop->now_ms + mc->backoff_ms;
 }
@@ -462,7 +326,7 @@ static void on_tick(struct loop *l, struct loop_timer *t)
         if (mc->state == MPX_IDLE)
             continue;
         if (l->now_ms - mc->last_in_ms >= mw->cfg.dead_ms) {
-            conn_fail(mc, 0);
+            mpx_conn_fail(mc, 0);
             continue;
         }
         if (mc->state == MPX_READY && l->now_ms - mc->last_in_ms >= mw->cfg.ping_ms &&
@@ -470,169 +334,11 @@ static void on_tick(struct loop *l, struct loop_timer *t)
             uint8_t m[MPRPC_SHORT_MAX];
             uint64_t id;
             crypto_random(&id, sizeof id);
-            if (conn_send_short(mc, m, mprpc_ping(m, id)) != 0 || conn_flush(mc) != 0)
-                conn_fail(mc, 0);
+            if (mpx_send_short(mc, m, mprpc_ping(m, id)) != 0 || mpx_conn_flush(mc) != 0)
+                mpx_conn_fail(mc, 0);
         }
     }
     loop_timer_start(l, &mw->tq, &mw->tick, on_tick);
-}
-
-/* ---- bridges ---- */
-
-static void bridge_interest(struct mpx_bridge *b)
-{
-    unsigned mask = b->mc && b->mc->paused ? 0 : LOOP_READ;
-    if (bq_pending(&b->out))
-        mask |= LOOP_WRITE;
-    loop_io_set(b->mw->loop, &b->io, mask);
-}
-
-/* Encrypt p[0..n) (the end of b->out) toward the relay and write what can be written. */
-static int bridge_push(struct mpx_bridge *b, uint8_t *p, size_t n)
-{
-    crypto_ctr_apply(&b->enc, p, n);
-    b->out.len += n;
-    if (bq_flush(&b->out, b->io.fd) != 0) {
-        bridge_free(b, true);
-        return 0;
-    }
-    if (!bq_pending(&b->out))
-        bq_free(&b->out);
-    bridge_interest(b);
-    return 0;
-}
-
-static void bridge_free(struct mpx_bridge *b, bool tell_mp)
-{
-    struct midproxy_worker *mw = b->mw;
-    if (tell_mp && b->mc && b->mc->state == MPX_READY) {
-        uint8_t cc[MPRPC_SHORT_MAX];
-        if (conn_send_short(b->mc, cc, mprpc_close_conn(cc, b->id)) == 0)
-            conn_interest(b->mc);
-    }
-    if (b->mc)
-        b->mc->nbridges--;
-    mw->slots[b->slot] = NULL;
-    mw->st.clients--;
-    UNCOUNT(mw, mp_clients, 1);
-    if (b->io.fd >= 0) {
-        int fd = b->io.fd;
-        loop_io_del(mw->loop, &b->io);
-        close(fd);
-    }
-    crypto_ctr_cleanup(&b->dec);
-    crypto_ctr_cleanup(&b->enc);
-    bq_free(&b->in);
-    bq_free(&b->out);
-    tg__free(b);
-}
-
-/* The relay's DC header is complete: the keys both ways, the client's transport tag. */
-static int bridge_header(struct mpx_bridge *b)
-{
-    uint8_t rev[48], plain[64];
-    for (int i = 0; i < 48; i++)
-        rev[i] = b->head[55 - i];
-    if (crypto_ctr_init(&b->dec, b->head + 8, b->head + 40) != 0 ||
-        crypto_ctr_apply2(&b->dec, b->head, plain, 64) != 0 ||
-        crypto_ctr_init(&b->enc, rev, rev + 32) != 0)
-        return -1;
-    b->tag = (uint32_t)plain[56] | (uint32_t)plain[57] << 8 | (uint32_t)plain[58] << 16 |
-             (uint32_t)plain[59] << 24;
-    if (b->tag != OBFS2_TAG_ABRIDGED && b->tag != OBFS2_TAG_INTERMEDIATE &&
-        b->tag != OBFS2_TAG_PADDED)
-        return -1;
-    b->have_header = true;
-    return 0;
-}
-
-/* Whole packets in b->in go up as RPC_PROXY_REQ. */
-static int bridge_packets(struct mpx_bridge *b)
-{
-    struct mpx_conn *mc = b->mc;
-    for (;;) {
-        struct mtframe_pkt pk;
-        int r = mtframe_next(b->tag, b->in.b + b->in.off, bq_pending(&b->in), 0, &pk, NULL);
-        if (r == MTFRAME_BAD)
-            return -1;
-        if (r == MTFRAME_MORE) {
-            if (!bq_pending(&b->in))
-                bq_free(&b->in); /* an idle client holds no buffer */
-            return 0;
-        }
-        const uint8_t *pkt = b->in.b + b->in.off + pk.off;
-        bool unenc = pk.len >= 8 && memcmp(pkt, "\0\0\0\0\0\0\0\0", 8) == 0;
-        b->req.flags = mprpc_req_flags(b->tag, b->req.has_tag, pk.quickack, unenc);
-        size_t hl_max = MPRPC_REQ_HEAD_MAX;
-        uint8_t *d = conn_msg_begin(mc, hl_max + pk.len);
-        if (!d)
-            return -1;
-        pkt = b->in.b + b->in.off + pk.off; /* b->in did not move; mc->out may have */
-        size_t hl = mprpc_req_head(d, &b->req);
-        memcpy(d + hl, pkt, pk.len);
-        if (conn_msg_end(mc, hl + pk.len) != 0)
-            return -1;
-        b->in.off += pk.consumed;
-    }
-}
-
-static void on_bridge_io(struct loop *l, struct loop_io *io, unsigned ev)
-{
-    (void)l;
-    struct mpx_bridge *b =
-        (struct mpx_bridge *)(void *)((char *)io - offsetof(struct mpx_bridge, io));
-    if (ev & LOOP_WRITE) {
-        if (bq_flush(&b->out, io->fd) != 0) {
-            bridge_free(b, true);
-            return;
-        }
-        if (!bq_pending(&b->out))
-            bq_free(&b->out);
-    }
-    if (ev & (LOOP_READ | LOOP_ERROR)) {
-        uint8_t buf[16384];
-        ssize_t r = recv(io->fd, buf, sizeof buf, 0);
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            bridge_interest(b);
-            return;
-        }
-        if (r <= 0) { /* the client went away: cancel it on the middle proxy */
-            bridge_free(b, true);
-            return;
-        }
-        size_t n = (size_t)r, at = 0;
-        if (!b->have_header) {
-            size_t k = 64 - b->head_len < n ? 64 - b->head_len : n;
-            memcpy(b->head + b->head_len, buf, k);
-            b->head_len += k;
-            at = k;
-            if (b->head_len == 64 && bridge_header(b) != 0) {
-                bridge_free(b, true);
-                return;
-            }
-        }
-        if (at < n) {
-            if (bq_reserve(&b->in, n - at) != 0) {
-                bridge_free(b, true);
-                return;
-            }
-            uint8_t *d = b->in.b + b->in.len;
-            crypto_ctr_apply2(&b->dec, buf + at, d, n - at);
-            b->in.len += n - at;
-            if (bridge_packets(b) != 0) {
-                bridge_free(b, true);
-                return;
-            }
-            struct mpx_conn *mc = b->mc;
-            if (conn_flush(mc) != 0) {
-                conn_fail(mc, 0);
-                return;
-            }
-            if (bq_pending(&mc->out) > MIDPROXY_OUT_HIGH)
-                mc->paused = true;
-        }
-    }
-    bridge_interest(b);
 }
 
 /* ---- the pool ---- */
@@ -690,9 +396,7 @@ void midproxy_cleanup(struct midproxy_worker *mw)
 {
     if (!mw || !mw->loop)
         return;
-    for (size_t i = 0; i < mw->nslots; i++)
-        if (mw->slots[i])
-            bridge_free(mw->slots[i], false);
+    mpx_clients_cleanup(mw);
     for (size_t i = 0; i < mw->nconns; i++) {
         struct mpx_conn *mc = &mw->conns[i];
         if (mc->io.fd >= 0) {
@@ -700,19 +404,18 @@ void midproxy_cleanup(struct midproxy_worker *mw)
             close(mc->io.fd);
         }
         mpsess_cleanup(&mc->sess);
-        bq_free(&mc->out);
+        mpx_bq_free(&mc->out);
     }
     loop_timer_stop(&mw->tick);
     loop_tq_del(mw->loop, &mw->tq);
     tg__free(mw->conns);
-    tg__free(mw->slots);
     memset(mw->cfg.secret, 0, sizeof mw->cfg.secret);
     mw->loop = NULL;
 }
 
 size_t midproxy_conn_clients(const struct midproxy_worker *mw, size_t i)
 {
-    return i < mw->nconns ? mw->conns[i].nbridges : 0;
+    return i < mw->nconns ? mw->conns[i].nclients : 0;
 }
 
 bool midproxy_ready(const struct midproxy_worker *mw, int16_t dc)
@@ -723,73 +426,14 @@ bool midproxy_ready(const struct midproxy_worker *mw, int16_t dc)
     return false;
 }
 
-static void addr_from(struct mprpc_addr *a, const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)sa;
-        mprpc_addr_set(a, AF_INET6, &s6->sin6_addr, ntohs(s6->sin6_port));
-    } else {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)sa;
-        mprpc_addr_set(a, AF_INET, &s4->sin_addr, ntohs(s4->sin_port));
-    }
-}
 
-int midproxy_attach(struct midproxy_worker *mw, int16_t dc, const uint8_t *ad_tag,
-                    const struct sockaddr *client, const struct sockaddr *proxy)
+struct mpx_conn *mpx_conn_pick(struct midproxy_worker *mw, int16_t dc)
 {
     struct mpx_conn *best = NULL;
     for (size_t i = 0; i < mw->nconns; i++) {
         struct mpx_conn *mc = &mw->conns[i];
-        if (mc->dc == dc && mc->state == MPX_READY && (!best || mc->nbridges < best->nbridges))
+        if (mc->dc == dc && mc->state == MPX_READY && (!best || mc->nclients < best->nclients))
             best = mc;
     }
-    if (!best)
-        return -EAGAIN;
-    size_t slot = 0;
-    while (slot < mw->nslots && mw->slots[slot])
-        slot++;
-    if (slot == mw->nslots) {
-        size_t n = mw->nslots ? mw->nslots * 2 : 64;
-        struct mpx_bridge **s = tg__realloc(mw->slots, n * sizeof *s);
-        if (!s)
-            return -ENOMEM;
-        memset(s + mw->nslots, 0, (n - mw->nslots) * sizeof *s);
-        mw->slots = s, mw->nslots = n;
-    }
-    struct mpx_bridge *b = tg__malloc(sizeof *b);
-    if (!b)
-        return -ENOMEM;
-    memset(b, 0, sizeof *b);
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
-        int e = -errno;
-        tg__free(b);
-        return e;
-    }
-    b->mw = mw;
-    b->mc = best;
-    b->slot = slot;
-    uint32_t rnd;
-    crypto_random(&rnd, sizeof rnd);
-    b->id = (uint64_t)(rnd ^ mw->id_salt) << 32 | (uint32_t)slot;
-    b->req.conn_id = b->id;
-    b->req.has_tag = ad_tag != NULL;
-    if (ad_tag)
-        memcpy(b->req.ad_tag, ad_tag, MPRPC_AD_TAG_LEN);
-    addr_from(&b->req.client, client);
-    addr_from(&b->req.proxy, proxy);
-    if (mw->cfg.have_public4 && mprpc_addr_is_v4(&b->req.proxy))
-        memcpy(b->req.proxy.ip + 12, mw->cfg.public4, 4);
-    b->io.fd = -1;
-    if (loop_io_add(mw->loop, &b->io, sv[1], LOOP_READ, on_bridge_io) != 0) {
-        close(sv[0]), close(sv[1]);
-        tg__free(b);
-        return -ENOMEM;
-    }
-    mw->slots[slot] = b;
-    best->nbridges++;
-    mw->st.clients++;
-    mw->st.attached++;
-    COUNT(mw, mp_clients, 1);
-    return sv[0];
+    return best;
 }
