@@ -89,12 +89,22 @@ reap() {
     names=("${names[@]:1}")
     running=$((running - 1))
 }
-for f in "$build"/fuzz/*_fuzzer; do
+# FUZZ_TARGETS run in the order given (most exposed first, say); each must have been built.
+files=()
+if [ -n "$targets" ]; then
+    for name in $targets; do
+        if [ ! -x "$build/fuzz/${name}_fuzzer" ]; then
+            echo "fuzz: $name is not a fuzz target built in $build/fuzz" >&2
+            exit 1
+        fi
+        files+=("$build/fuzz/${name}_fuzzer")
+    done
+else
+    files=("$build"/fuzz/*_fuzzer)
+fi
+for f in "${files[@]}"; do
     [ -x "$f" ] || continue
     name=$(basename "$f" _fuzzer)
-    if [ -n "$targets" ] && ! [[ " $targets " == *" $name "* ]]; then
-        continue
-    fi
     run_one "$f" > "$logs/$name.log" 2>&1 &
     pids+=($!)
     names+=("$name")
@@ -108,23 +118,40 @@ while [ "$running" -gt 0 ]; do
 done
 
 if [ -n "$report" ]; then
+    # Rows of targets not run this time stay as they were, so the table can be filled over
+    # several runs; each row says when and on which commit it was measured.
+    when="$(date -u +%Y-%m-%d) $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    rows=$(mktemp)
+    for row in "$logs"/*.row; do
+        [ -f "$row" ] || continue
+        IFS=$'\t' read -r name execs c0 c1 b a found <"$row"
+        echo "| $name | $secs | $execs | ${c0:-?} | ${c1:-?} | $b | $a | $found | $when |" >>"$rows"
+    done
+    if [ -f "$report" ]; then
+        grep -E '^\| [a-z0-9_]+ \| [0-9]' "$report" | while IFS= read -r line; do
+            name=$(echo "$line" | cut -d'|' -f2 | tr -d ' ')
+            grep -q "^| $name |" "$rows" || echo "$line"
+        done >>"$rows"
+    fi
     {
         echo "# Fuzzing results"
         echo
-        echo "Written by \`make fuzz-long\` (scripts/fuzz.sh with FUZZ_REPORT) on $(date -u +%Y-%m-%d),"
-        echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), ${secs} s per target,"
-        echo "$jobs at once on $(nproc) cores, sanitizer build ($build). Coverage is libFuzzer's"
-        echo "\`cov:\` (edges) when the corpus was loaded and at the end; the corpus is counted in"
-        echo "files before the run and after merging what it found (FUZZ_MERGE=$merge)."
+        echo "Written by \`make fuzz-long\` (scripts/fuzz.sh with FUZZ_REPORT): each target run from its"
+        echo "committed corpus with the ASan+UBSan build, FUZZ_JOBS at once. Coverage is libFuzzer's"
+        echo "\`cov:\` (edges) once the corpus was loaded and at the end; the corpus is counted in files"
+        echo "before the run and after the inputs reaching new coverage were merged into it. A finding"
+        echo "names its artifact; its fix commit and regression input are listed under the table."
         echo
-        echo "| target | seconds | executions | cov at start | cov at end | corpus before | corpus after | findings |"
-        echo "|---|---|---|---|---|---|---|---|"
-        for row in "$logs"/*.row; do
-            [ -f "$row" ] || continue
-            IFS=$'\t' read -r name execs c0 c1 b a found <"$row"
-            echo "| $name | $secs | $execs | ${c0:-?} | ${c1:-?} | $b | $a | $found |"
-        done
-    } >"$report"
+        echo "| target | seconds | executions | cov at start | cov at end | corpus before | corpus after | findings | run |"
+        echo "|---|---|---|---|---|---|---|---|---|"
+        sort "$rows"
+        if [ -f "$report" ] && grep -q '^## Findings' "$report"; then
+            echo
+            sed -n '/^## Findings/,$p' "$report"
+        fi
+    } >"$report.new"
+    mv "$report.new" "$report"
+    rm -f "$rows"
     echo "fuzz: wrote $report"
 fi
 exit $status
