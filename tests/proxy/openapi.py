@@ -134,6 +134,9 @@ def main(argv):
         a.call("PATCH", "/v1/secrets/file1", t, want=409, body={"limits": {}})
         for act in ("stats", "link"):
             a.call("GET", f"/v1/secrets/alice/{act}", t + "/" + act, want=200)
+        a.call("GET", "/v1/secrets/alice/stats?scope=local", t + "/stats", want=200)
+        a.call("GET", "/v1/secrets/alice/stats?scope=fleet", t + "/stats", want=400)  # no [fleet]
+        a.call("GET", "/v1/secrets?scope=fleet", "/v1/secrets", want=400)
         svg = a.call("GET", "/v1/secrets/alice/qr.svg", t + "/qr.svg", want=200)
         assert svg.startswith(b"<svg")
         png = a.call("GET", "/v1/secrets/alice/qr.png", t + "/qr.png", want=200)

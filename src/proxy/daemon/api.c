@@ -10,6 +10,7 @@
 #include "core/httpd.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "proxy/daemon/apifleet.h"
 #include "proxy/daemon/apistore.h"
 #include "proxy/daemon/links.h"
 #include "proxy/daemon/server.h"
@@ -26,10 +27,13 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef TGKIT_VERSION_STRING
@@ -44,6 +48,9 @@
 #define RELOADS_KEPT     16    /* /v1/info recent reloads */
 #define OUT_MAX          (16u << 20)
 #define SECRET_TEXT      (2 * (1 + SECRET_KEY_LEN + 255) + 1)
+#define SYNC_MS          250  /* [fleet]: how often an instance looks for the fleet's changes */
+#define PUBLISH_MS       1000 /* [fleet]: how often it publishes its stats */
+#define WRITE_TRIES      4    /* [fleet]: a change another instance overtook is tried again */
 
 #define ANSWERED (-1) /* a handler's result: an error answer is in its struct out */
 
@@ -72,6 +79,17 @@ struct api {
     struct reload_rec reloads[RELOADS_KEPT];
     size_t nreloads; /* total recorded; the ring holds the last RELOADS_KEPT */
     uint16_t port;
+    /* [fleet]: the state is the fleet's (apifleet.h); wl is the request thread's link (used
+       under the reload lock), the sync thread has its own */
+    bool fleet;
+    char inst[17]; /* this instance's id among the fleet's stats publishers */
+    struct apifleet_link wl;
+    pthread_t sync_th;
+    bool sync_started;
+    pthread_mutex_t stop_mu;
+    pthread_cond_t stop_cv;
+    bool stop; /* under stop_mu */
+    uint64_t failed_rev; /* the fleet's revision that did not apply here (0 = none) */
 };
 
 struct req {
@@ -116,6 +134,7 @@ struct out {
     const char *allow;
     char etag[32];
     bool raw; /* b is the whole body (svg, png) of type */
+    bool retry; /* [fleet]: another instance changed the state first: run the request again */
     bool csp; /* a panel page: send the Content-Security-Policy */
     const char *type;
 };
@@ -227,30 +246,88 @@ static uint32_t slot_of(struct server *s, const char *label)
     return GEN_NO_SLOT;
 }
 
-/* The stats object of a label: slot (GEN_NO_SLOT = never served), the generation index
+/* A secret's numbers as /stats shows them, summed over a fleet's instances with ?scope=fleet
+   (a field marked max takes the largest instead: a time). The same as the Prometheus page's
+   per-secret series (metrics.c). */
+static const struct {
+    const char *name;
+    bool max;
+} snum_field[] = {
+    {"connections_active", false}, {"connections_total", false}, {"bytes_to_upstream", false},
+    {"bytes_to_client", false},    {"limits_hit", false},
+};
+#define SNUM_COUNT (sizeof snum_field / sizeof snum_field[0])
+
+struct snums {
+    uint64_t v[SNUM_COUNT];
+    bool quota; /* the secret has a quota (served now) */
+    uint64_t quota_limit, quota_used;
+    int64_t quota_end;
+    unsigned instances; /* how many instances answered (1 = this one alone) */
+};
+
+/* The numbers of a label here: slot (GEN_NO_SLOT = never served), the generation index
    (-1 = not served now, e.g. disabled). */
-static int put_stats(tg__buf *b, struct server *s, const struct gen *g, uint32_t slot, ssize_t gi)
+static void snums_local(struct snums *n, struct server *s, const struct gen *g, uint32_t slot,
+                        ssize_t gi)
 {
     struct stats_secret ss;
+    memset(n, 0, sizeof *n);
     memset(&ss, 0, sizeof ss);
     if (slot != GEN_NO_SLOT)
         server_secret_stats(s, slot, &ss);
-    uint64_t used = 0;
-    int64_t end = 0;
-    bool quota = gi >= 0 && limits_quota_get(g->limits, (size_t)gi, &used, &end);
-    uint64_t q = gi >= 0 ? g->cfg->secrets[gi].limits.quota : 0;
-    int rc = tg__buf_printf(b,
-                            "{\"connections_active\":%" PRIu64 ",\"connections_total\":%" PRIu64
-                            ",\"bytes_to_upstream\":%" PRIu64 ",\"bytes_to_client\":%" PRIu64
-                            ",\"limits_hit\":%" PRIu64 ",\"quota_used\":",
-                            ss.active, ss.conns, ss.bytes_up, ss.bytes_down, ss.limits_hit);
+    const uint64_t v[] = {ss.active, ss.conns, ss.bytes_up, ss.bytes_down, ss.limits_hit};
+    _Static_assert(sizeof v / sizeof v[0] == SNUM_COUNT, "a value for every field");
+    memcpy(n->v, v, sizeof v);
+    n->quota = gi >= 0 && limits_quota_get(g->limits, (size_t)gi, &n->quota_used, &n->quota_end);
+    n->quota_limit = gi >= 0 ? g->cfg->secrets[gi].limits.quota : 0;
+    n->instances = 1;
+}
+
+/* Add another instance's stats object (its JSON text, as snums_put wrote it). Members it
+   does not have (an older version) count as 0; a text that does not parse is skipped. */
+static void snums_add_json(struct snums *n, const char *text, size_t len)
+{
+    struct json_doc doc;
+    char why[64];
+    if (json_parse(&doc, text, len, why, sizeof why) != 0)
+        return;
+    const struct json_val *root = doc.root;
+    for (size_t i = 0; root->type == JSON_OBJECT && i < SNUM_COUNT; i++) {
+        const struct json_val *m = json_get(root, snum_field[i].name);
+        uint64_t x = m && m->type == JSON_NUMBER && m->is_int && m->i >= 0 ? (uint64_t)m->i : 0;
+        if (snum_field[i].max)
+            n->v[i] = x > n->v[i] ? x : n->v[i];
+        else
+            n->v[i] += x;
+    }
+    const struct json_val *qu = root->type == JSON_OBJECT ? json_get(root, "quota_used") : NULL,
+                          *qe = root->type == JSON_OBJECT ? json_get(root, "quota_period_end")
+                                                          : NULL;
+    if (n->quota && qu && qu->type == JSON_NUMBER && qu->is_int && qu->i > 0)
+        n->quota_used += (uint64_t)qu->i;
+    if (n->quota && qe && qe->type == JSON_NUMBER && qe->is_int && qe->i > n->quota_end)
+        n->quota_end = qe->i;
+    n->instances++;
+    json_doc_free(&doc);
+}
+
+static int snums_put(tg__buf *b, const struct snums *n, bool fleet)
+{
+    int rc = tg__buf_putc(b, '{');
+    for (size_t i = 0; rc == 0 && i < SNUM_COUNT; i++)
+        rc = tg__buf_printf(b, "\"%s\":%" PRIu64 ",", snum_field[i].name, n->v[i]);
+    uint64_t q = n->quota_limit, used = n->quota_used;
     if (rc == 0)
-        rc = quota ? tg__buf_printf(b,
-                                    "%" PRIu64 ",\"quota_left\":%" PRIu64
-                                    ",\"quota_period_end\":%" PRId64 "}",
-                                    used, used >= q ? 0 : q - used, end)
-                   : tg__buf_puts(b, "null,\"quota_left\":null,\"quota_period_end\":null}");
-    return rc;
+        rc = n->quota ? tg__buf_printf(b,
+                                       "\"quota_used\":%" PRIu64 ",\"quota_left\":%" PRIu64
+                                       ",\"quota_period_end\":%" PRId64,
+                                       used, used >= q ? 0 : q - used, n->quota_end)
+                      : tg__buf_puts(b, "\"quota_used\":null,\"quota_left\":null,"
+                                        "\"quota_period_end\":null");
+    if (rc == 0 && fleet)
+        rc = tg__buf_printf(b, ",\"instances\":%u", n->instances);
+    return rc ? rc : tg__buf_putc(b, '}');
 }
 
 static ssize_t gen_index(const struct gen *g, const char *label)
@@ -261,9 +338,96 @@ static ssize_t gen_index(const struct gen *g, const char *label)
     return -1;
 }
 
+/* ?scope=fleet: the other instances' stats objects, sorted by label. */
+struct peer_stat {
+    char label[CONFIG_LABEL_MAX];
+    char *json;
+    size_t len;
+};
+
+struct peer_stats {
+    struct peer_stat *p;
+    size_t n, cap;
+    unsigned peers; /* instances that answered besides this one */
+    bool nomem;
+};
+
+static void on_peer_stat(void *user, const char *label, const char *json, size_t len)
+{
+    struct peer_stats *ps = user;
+    if (ps->nomem || strlen(label) >= CONFIG_LABEL_MAX)
+        return;
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? 2 * ps->cap : 64;
+        struct peer_stat *p = tg__realloc(ps->p, cap * sizeof *p);
+        if (!p) {
+            ps->nomem = true;
+            return;
+        }
+        ps->p = p;
+        ps->cap = cap;
+    }
+    struct peer_stat *e = &ps->p[ps->n];
+    if (!(e->json = tg__malloc(len + 1))) {
+        ps->nomem = true;
+        return;
+    }
+    memcpy(e->json, json, len);
+    e->json[len] = '\0';
+    e->len = len;
+    tg__strlcpy(e->label, label, sizeof e->label);
+    ps->n++;
+}
+
+static int peer_cmp(const void *x, const void *y)
+{
+    return strcmp(((const struct peer_stat *)x)->label, ((const struct peer_stat *)y)->label);
+}
+
+static void peer_stats_free(struct peer_stats *ps)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        tg__free(ps->p[i].json);
+    tg__free(ps->p);
+    memset(ps, 0, sizeof *ps);
+}
+
+/* Every other live instance's stats (of label, or of all with NULL). 0, or -1 with a 503 in
+   o (Redis away) or a 500. */
+static int peer_stats_read(struct api *a, const char *label, struct peer_stats *ps, struct out *o);
+
+static void snums_fleet(struct snums *n, const struct peer_stats *ps, const char *label)
+{
+    size_t lo = 0, hi = ps->n;
+    while (lo < hi) { /* the first entry not before label */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ps->p[mid].label, label) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    unsigned seen = n->instances;
+    for (; lo < ps->n && strcmp(ps->p[lo].label, label) == 0; lo++)
+        snums_add_json(n, ps->p[lo].json, ps->p[lo].len);
+    n->instances = seen + ps->peers; /* every instance answered, with or without the label */
+}
+
+/* The stats object of a label: local (ps NULL) or summed over the fleet. */
+static int put_stats(tg__buf *b, struct server *s, const struct gen *g, const char *label,
+                     const struct peer_stats *ps)
+{
+    ssize_t gi = gen_index(g, label);
+    struct snums n;
+    snums_local(&n, s, g, gi >= 0 ? g->slot[gi] : slot_of(s, label), gi);
+    if (ps)
+        snums_fleet(&n, ps, label);
+    return snums_put(b, &n, ps != NULL);
+}
+
+
 /* One secret as the API shows it (never its key). */
 static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char *label,
-                      bool with_stats)
+                      bool with_stats, const struct peer_stats *ps)
 {
     ssize_t gi = gen_index(g, label);
     struct apistore_entry *e = apistore_find(&a->st, label);
@@ -301,7 +465,7 @@ static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char
     if (rc == 0 && with_stats) {
         rc = tg__buf_puts(b, ",\"stats\":");
         if (rc == 0)
-            rc = put_stats(b, a->srv, g, gi >= 0 ? g->slot[gi] : slot_of(a->srv, label), gi);
+            rc = put_stats(b, a->srv, g, label, ps);
     }
     return rc ? rc : tg__buf_putc(b, '}');
 }
@@ -323,6 +487,23 @@ static int apply(struct api *a, struct apistore *cand, struct out *o)
     int rc = config_load_file(&cfg, config_path(a), err, sizeof err, NULL, NULL);
     if (rc == 0)
         rc = apistore_merge(cand, &cfg, err, sizeof err, NULL, NULL);
+    if (rc == 0 && a->fleet) /* the fleet gets only a change this instance can serve */
+        rc = config_validate(&cfg, err, sizeof err);
+    if (rc == 0 && a->fleet) {
+        int p = apifleet_push(&a->wl, a->st.revision, cand);
+        if (p <= 0) {
+            config_cleanup(&cfg);
+            if (p == 0) {
+                o->retry = true; /* on_request reads the fleet's state and runs it again */
+                return err_out(o, 409, "revision_mismatch",
+                               "another instance of the fleet changed the secrets first");
+            }
+            return err_out(o, 503, "fleet_unavailable",
+                           "%s; changes are refused until it is back (every instance serves the "
+                           "secrets it last saw)",
+                           a->wl.err);
+        }
+    }
     if (rc == 0)
         rc = server_reload(a->srv, &cfg, err, sizeof err);
     config_cleanup(&cfg);
@@ -332,7 +513,10 @@ static int apply(struct api *a, struct apistore *cand, struct out *o)
     if (rc != 0)
         return err_out(o, 409, "config_invalid", "the change was not applied: %s", err);
     const char *path = server_config(a->srv)->api.state_file;
-    if ((rc = apistore_save(cand, path, err, sizeof err)) != 0) {
+    if ((rc = apistore_save(cand, path, err, sizeof err)) != 0 && a->fleet) {
+        /* the fleet has it: the file is this instance's copy for a start without Redis */
+        tg__log(NULL, TG__LOG_WARN, "api: %s; the fleet's Redis holds the change", err);
+    } else if (rc != 0) {
         tg__log(NULL, TG__LOG_ERROR, "api: %s; publishing the previous state again", err);
         char err2[CONFIG_ERR_MAX];
         config_init(&cfg);
@@ -345,6 +529,176 @@ static int apply(struct api *a, struct apistore *cand, struct out *o)
     struct apistore tmp = a->st;
     a->st = *cand;
     *cand = tmp;
+    return 0;
+}
+
+/* ---- [fleet]: the state is the fleet's ---- */
+
+/* Whether a relay of label, served under old, must end under new: its secret went, changed
+   its key or was disabled. */
+static bool revoked_by(const struct apistore *old, const struct apistore *new, const char *label)
+{
+    const struct apistore_entry *e = apistore_find((struct apistore *)old, label),
+                                *f = apistore_find((struct apistore *)new, label);
+    if (f && f->disabled)
+        return !e || !e->disabled;
+    if (!e || e->disabled || !e->has_secret)
+        return false;
+    return !f || !f->has_secret || memcmp(&f->secret, &e->secret, sizeof f->secret) != 0;
+}
+
+/* Make fresh (the fleet's state) the running one, as an API change here would: publish it
+   as a generation, keep it in the state file, close the relays of the secrets it disabled,
+   rotated or removed. Reload lock held. 0 or -errno (logged). */
+static int adopt(struct api *a, struct apistore *fresh)
+{
+    char err[CONFIG_ERR_MAX];
+    struct config cfg;
+    config_init(&cfg);
+    int rc = config_load_file(&cfg, config_path(a), err, sizeof err, NULL, NULL);
+    if (rc == 0)
+        rc = apistore_merge(fresh, &cfg, err, sizeof err, NULL, NULL);
+    if (rc == 0)
+        rc = server_reload(a->srv, &cfg, err, sizeof err);
+    config_cleanup(&cfg);
+    api_note_reload(a, rc == 0, "fleet", rc == 0 ? NULL : err);
+    if (rc != 0) {
+        tg__log(NULL, TG__LOG_ERROR,
+                "api: the fleet's secrets (revision %" PRIu64 ") cannot be served here: %s",
+                fresh->revision, err);
+        return rc;
+    }
+    if (apistore_save(fresh, server_config(a->srv)->api.state_file, err, sizeof err) != 0)
+        tg__log(NULL, TG__LOG_WARN, "api: %s (the fleet's state is served all the same)", err);
+    size_t n = a->st.n + fresh->n, k = 0;
+    char(*gone)[CONFIG_LABEL_MAX] = n ? tg__calloc(n, sizeof *gone) : NULL;
+    for (size_t i = 0; gone && i < a->st.n; i++)
+        if (revoked_by(&a->st, fresh, a->st.e[i].label))
+            tg__strlcpy(gone[k++], a->st.e[i].label, sizeof gone[0]);
+    for (size_t i = 0; gone && i < fresh->n; i++)
+        if (!apistore_find(&a->st, fresh->e[i].label) && revoked_by(&a->st, fresh, fresh->e[i].label))
+            tg__strlcpy(gone[k++], fresh->e[i].label, sizeof gone[0]);
+    struct apistore tmp = a->st;
+    a->st = *fresh;
+    *fresh = tmp;
+    for (size_t i = 0; i < k; i++)
+        server_revoke(a->srv, gone[i]);
+    tg__log(NULL, TG__LOG_INFO, "api: the fleet's secrets, revision %" PRIu64 ", applied (%zu revoked)",
+            a->st.revision, k);
+    tg__free(gone);
+    return 0;
+}
+
+/* Follow the fleet, whose revision is rev (read on l just now). Reload lock held. Nothing
+   stored yet: this instance's state becomes the fleet's. -1 when Redis failed. */
+static int sync_locked(struct api *a, struct apifleet_link *l, int64_t rev)
+{
+    if (rev < 0)
+        return -1;
+    if ((uint64_t)rev == a->st.revision)
+        return 0;
+    if (rev == 0) /* an empty (or flushed) Redis: seed it */
+        return apifleet_push(l, 0, &a->st) < 0 ? -1 : 0;
+    if ((uint64_t)rev == a->failed_rev)
+        return 0; /* it did not apply; a later revision may */
+    struct apistore fresh;
+    int p = apifleet_pull(l, &fresh);
+    if (p > 0 && adopt(a, &fresh) != 0)
+        a->failed_rev = (uint64_t)rev;
+    apistore_cleanup(&fresh);
+    return p < 0 ? -1 : 0;
+}
+
+/* This instance's stats of every label it shows, to the fleet. */
+static void publish(struct api *a, struct apifleet_link *l)
+{
+    server_reload_lock(a->srv);
+    struct gen *g = server_gen(a->srv);
+    size_t cap = g->cfg->nsecrets + a->st.n, n = 0;
+    char(*labels)[CONFIG_LABEL_MAX] = cap ? tg__calloc(cap, sizeof *labels) : NULL;
+    const char **lp = cap ? tg__calloc(cap, sizeof *lp) : NULL;
+    tg__buf *vals = cap ? tg__calloc(cap, sizeof *vals) : NULL;
+    bool ok = cap == 0 || (labels && lp && vals);
+    for (size_t i = 0; ok && i < cap; i++) {
+        const char *label = i < g->cfg->nsecrets ? g->cfg->secrets[i].label
+                                                 : a->st.e[i - g->cfg->nsecrets].label;
+        if (i >= g->cfg->nsecrets && gen_index(g, label) >= 0)
+            continue;
+        tg__strlcpy(labels[n], label, sizeof labels[n]);
+        lp[n] = labels[n];
+        tg__buf_init(&vals[n], 4096);
+        ok = put_stats(&vals[n], a->srv, g, label, NULL) == 0;
+        n++;
+    }
+    gen_unref(g);
+    server_reload_unlock(a->srv);
+    if (ok)
+        (void)apifleet_publish(l, a->inst, lp, vals, n);
+    for (size_t i = 0; vals && i < n; i++)
+        tg__buf_cleanup(&vals[i]);
+    tg__free(vals);
+    tg__free(lp);
+    tg__free(labels);
+}
+
+/* The sync thread: every SYNC_MS, the fleet's revision; a new one is applied here. Every
+   PUBLISH_MS, this instance's stats. An outage is logged once, and its end. */
+static void *sync_main(void *arg)
+{
+    struct api *a = arg;
+    struct apifleet_link l;
+    apifleet_link_init(&l, server_config(a->srv));
+    uint64_t next_pub = 0;
+    bool down = false;
+    pthread_mutex_lock(&a->stop_mu);
+    while (!a->stop) {
+        pthread_mutex_unlock(&a->stop_mu);
+        int64_t rev = apifleet_revision(&l);
+        int rc = -1;
+        if (rev >= 0) {
+            server_reload_lock(a->srv);
+            rc = sync_locked(a, &l, rev);
+            server_reload_unlock(a->srv);
+        }
+        if (rc == 0 && tg__now_ms() >= next_pub) {
+            publish(a, &l);
+            next_pub = tg__now_ms() + PUBLISH_MS;
+        }
+        if ((rc != 0) != down) {
+            down = rc != 0;
+            if (down)
+                tg__log(NULL, TG__LOG_WARN,
+                        "api: %s; the secrets last seen are served, API changes are refused "
+                        "until it is back",
+                        l.err);
+            else
+                tg__log(NULL, TG__LOG_INFO, "api: the fleet's Redis is back");
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)SYNC_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_mutex_lock(&a->stop_mu);
+        if (!a->stop)
+            pthread_cond_timedwait(&a->stop_cv, &a->stop_mu, &ts);
+    }
+    pthread_mutex_unlock(&a->stop_mu);
+    apifleet_link_cleanup(&l);
+    return NULL;
+}
+
+static int peer_stats_read(struct api *a, const char *label, struct peer_stats *ps, struct out *o)
+{
+    int n = apifleet_read(&a->wl, a->inst, label, on_peer_stat, ps);
+    if (n < 0)
+        return err_out(o, 503, "fleet_unavailable", "%s: no fleet-wide numbers now (scope=local "
+                       "has this instance's)", a->wl.err);
+    if (ps->nomem)
+        return err_out(o, 500, "internal", "out of memory");
+    ps->peers = (unsigned)n;
+    if (ps->n)
+        qsort(ps->p, ps->n, sizeof *ps->p, peer_cmp);
     return 0;
 }
 
@@ -558,7 +912,7 @@ static int h_create(struct api *a, const struct json_val *body, struct out *o)
     if (rc == 0)
         rc = tg__buf_puts(&o->b, "{\"secret\":");
     if (rc == 0)
-        rc = put_secret(&o->b, a, g, ne.label, false);
+        rc = put_secret(&o->b, a, g, ne.label, false, NULL);
     if (rc == 0)
         rc = tg__buf_printf(&o->b, ",\"key\":\"%s\",\"links\":", n > 0 ? text : "");
     if (rc == 0)
@@ -639,7 +993,7 @@ static int h_change(struct api *a, struct MHD_Connection *c, const char *label, 
     if (rc == 0 && op == OP_DELETE)
         rc = tg__buf_putc(&o->b, '}');
     if (rc == 0 && op != OP_DELETE)
-        rc = put_secret(&o->b, a, g, label, true);
+        rc = put_secret(&o->b, a, g, label, true, NULL);
     gen_unref(g);
     snprintf(o->etag, sizeof o->etag, "\"%" PRIu64 "\"", rev);
     return rc;
@@ -660,7 +1014,7 @@ static int h_reset_quota(struct api *a, const char *label, struct out *o)
         limits_quota_set(g->limits, (size_t)gi, 0, end);
         rc = data_begin(o, 200);
         if (rc == 0)
-            rc = put_secret(&o->b, a, g, label, true);
+            rc = put_secret(&o->b, a, g, label, true, NULL);
     }
     gen_unref(g);
     return rc;
@@ -713,19 +1067,46 @@ static int h_link(struct api *a, const char *label, int what, struct out *o)
     return rc;
 }
 
-static int h_list(struct api *a, struct out *o)
+/* ?scope=: NULL for this instance's numbers, else the fleet's read into ps. 0, or -1 with an
+   answer in o. */
+static int scope_of(struct api *a, struct MHD_Connection *c, const char *label,
+                    struct peer_stats *ps, const struct peer_stats **use, struct out *o)
 {
+    const char *sc = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "scope");
+    *use = NULL;
+    if (!sc || strcmp(sc, "local") == 0)
+        return 0;
+    if (strcmp(sc, "fleet") != 0)
+        return err_out(o, 400, "bad_request", "scope: expected local or fleet");
+    if (!a->fleet)
+        return err_out(o, 400, "bad_request", "scope=fleet: this proxy has no [fleet]");
+    if (peer_stats_read(a, label, ps, o) != 0)
+        return -1;
+    *use = ps;
+    return 0;
+}
+
+static int h_list(struct api *a, struct MHD_Connection *c, struct out *o)
+{
+    struct peer_stats pss = {0};
+    const struct peer_stats *ps;
+    if (scope_of(a, c, NULL, &pss, &ps, o) != 0)
+        return ANSWERED;
     struct gen *g = server_gen(a->srv);
     int rc = data_begin(o, 200);
     if (rc == 0)
         rc = tg__buf_printf(&o->b,
-                            "{\"revision\":%" PRIu64 ",\"generation\":%" PRIu64 ",\"secrets\":[",
+                            "{\"revision\":%" PRIu64 ",\"generation\":%" PRIu64 ",",
                             a->st.revision, g->seq);
+    if (rc == 0 && ps)
+        rc = tg__buf_printf(&o->b, "\"instances\":%u,", 1 + ps->peers);
+    if (rc == 0)
+        rc = tg__buf_puts(&o->b, "\"secrets\":[");
     bool first = true;
     for (size_t i = 0; rc == 0 && i < g->cfg->nsecrets; i++, first = false) {
         rc = first ? 0 : tg__buf_putc(&o->b, ',');
         if (rc == 0)
-            rc = put_secret(&o->b, a, g, g->cfg->secrets[i].label, true);
+            rc = put_secret(&o->b, a, g, g->cfg->secrets[i].label, true, ps);
     }
     for (size_t i = 0; rc == 0 && i < a->st.n; i++) {
         if (gen_index(g, a->st.e[i].label) >= 0)
@@ -733,31 +1114,37 @@ static int h_list(struct api *a, struct out *o)
         rc = first ? 0 : tg__buf_putc(&o->b, ',');
         first = false;
         if (rc == 0)
-            rc = put_secret(&o->b, a, g, a->st.e[i].label, true);
+            rc = put_secret(&o->b, a, g, a->st.e[i].label, true, ps);
     }
     if (rc == 0)
         rc = tg__buf_puts(&o->b, "]}");
     gen_unref(g);
+    peer_stats_free(&pss);
     return rc;
 }
 
-static int h_get(struct api *a, const char *label, bool stats, struct out *o)
+static int h_get(struct api *a, struct MHD_Connection *c, const char *label, bool stats,
+                 struct out *o)
 {
     struct gen *g = server_gen(a->srv);
     struct apistore_entry *e = apistore_find(&a->st, label);
+    struct peer_stats pss = {0};
+    const struct peer_stats *ps = NULL;
     int rc;
     if (gen_index(g, label) < 0 && !e)
         rc = err_out(o, 404, "not_found", "no secret labelled %s", label);
+    else if (stats && scope_of(a, c, label, &pss, &ps, o) != 0)
+        rc = ANSWERED;
     else {
         rc = data_begin(o, 200);
-        if (rc == 0 && stats) {
-            ssize_t gi = gen_index(g, label);
-            rc = put_stats(&o->b, a->srv, g, gi >= 0 ? g->slot[gi] : slot_of(a->srv, label), gi);
-        } else if (rc == 0)
-            rc = put_secret(&o->b, a, g, label, true);
+        if (rc == 0 && stats)
+            rc = put_stats(&o->b, a->srv, g, label, ps);
+        else if (rc == 0)
+            rc = put_secret(&o->b, a, g, label, true, NULL);
         snprintf(o->etag, sizeof o->etag, "\"%" PRIu64 "\"", e ? e->revision : 0);
     }
     gen_unref(g);
+    peer_stats_free(&pss);
     return rc;
 }
 
@@ -884,7 +1271,7 @@ static int route(struct api *a, struct MHD_Connection *c, const char *url, const
     struct json_doc doc = {0};
     if (strcmp(url, "/v1/secrets") == 0) {
         if (get)
-            return h_list(a, o);
+            return h_list(a, c, o);
         if (!post)
             return o->allow = "GET, HEAD, POST",
                    err_out(o, 405, "method_not_allowed", "use GET or POST");
@@ -901,7 +1288,7 @@ static int route(struct api *a, struct MHD_Connection *c, const char *url, const
     if (act[0] == '\0') {
         bool patch = method_is(m, "PATCH"), del = method_is(m, "DELETE");
         if (get)
-            return h_get(a, label, false, o);
+            return h_get(a, c, label, false, o);
         if (!patch && !del)
             return o->allow = "GET, HEAD, PATCH, DELETE",
                    err_out(o, 405, "method_not_allowed", "use GET, PATCH or DELETE");
@@ -931,7 +1318,7 @@ static int route(struct api *a, struct MHD_Connection *c, const char *url, const
         if (acts[i].op == 10)
             return h_reset_quota(a, label, o);
         if (acts[i].op == 20)
-            return h_get(a, label, true, o);
+            return h_get(a, c, label, true, o);
         return h_link(a, label, acts[i].op - 30, o);
     }
     return err_out(o, 404, "not_found", "no such endpoint (see /v1/openapi.json)");
@@ -1021,8 +1408,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     else if (strcmp(url, "/v1/openapi.json") == 0)
         serve_static(url + 3, method, &o); /* the embedded web/openapi.json */
     else {
+        bool write = strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
         server_reload_lock(a->srv);
-        int rc = route(a, c, url, method, r, &o);
+        int rc = 0;
+        for (int t = 0; t < WRITE_TRIES; t++) {
+            if (a->fleet && write) /* change the fleet's latest, not what this one last saw */
+                (void)sync_locked(a, &a->wl, apifleet_revision(&a->wl));
+            o.retry = false;
+            tg__buf_reset(&o.b);
+            o.etag[0] = '\0';
+            rc = route(a, c, url, method, r, &o);
+            if (!o.retry)
+                break;
+        }
         server_reload_unlock(a->srv);
         if (rc != 0 && rc != ANSWERED)
             err_out(&o, 500, "internal", "out of memory");
@@ -1269,6 +1667,9 @@ int api_start(struct server *s, struct api **out)
         return -ENOMEM;
     a->srv = s;
     apistore_init(&a->st);
+    pthread_mutex_init(&a->stop_mu, NULL);
+    pthread_cond_init(&a->stop_cv, NULL);
+    apifleet_link_init(&a->wl, cfg);
     char err[CONFIG_ERR_MAX];
     int rc = 0;
     if (cfg->api.token_file[0])
@@ -1283,6 +1684,15 @@ int api_start(struct server *s, struct api **out)
     }
     if (rc == 0 && (rc = apistore_load(&a->st, cfg->api.state_file, err, sizeof err)) != 0)
         tg__log(NULL, TG__LOG_ERROR, "[api] %s", err);
+    uint8_t id[8];
+    if (rc == 0 && cfg->fleet.enabled) {
+        a->fleet = true;
+        rc = crypto_random(id, sizeof id) == 0 ? 0 : -EIO;
+        tg__hex_encode(a->inst, id, sizeof id);
+        if (rc == 0 && pthread_create(&a->sync_th, NULL, sync_main, a) != 0)
+            rc = -EAGAIN;
+        a->sync_started = rc == 0;
+    }
     if (rc == 0) {
         struct tg__httpd_opts ho = {
             .addr = (const struct sockaddr *)&cfg->api.bind.addr,
@@ -1348,7 +1758,17 @@ void api_stop(struct api *a)
 {
     if (!a)
         return;
+    if (a->sync_started) {
+        pthread_mutex_lock(&a->stop_mu);
+        a->stop = true;
+        pthread_cond_signal(&a->stop_cv);
+        pthread_mutex_unlock(&a->stop_mu);
+        pthread_join(a->sync_th, NULL);
+    }
     tg__httpd_stop(a->httpd);
+    apifleet_link_cleanup(&a->wl);
+    pthread_mutex_destroy(&a->stop_mu);
+    pthread_cond_destroy(&a->stop_cv);
     netset_free(a->allow);
     apistore_cleanup(&a->st);
     crypto_wipe(a->mac_key, sizeof a->mac_key);

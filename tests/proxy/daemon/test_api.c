@@ -3,7 +3,8 @@
  * jansson (an independent JSON implementation): access rules and every error code, secrets
  * made over the API completing real FakeTLS and dd handshakes against the engine, disable /
  * enable / rotate / reset-quota, restart and reload keeping API changes and hand edits, and
- * 100 concurrent API writes beside reloads leaving a valid state file with every change.
+ * 100 concurrent API writes beside reloads leaving a valid state file with every change;
+ * two proxies in one [fleet] on a real redis-server sharing the API's secrets.
  */
 #include "tgtest.h"
 
@@ -11,7 +12,9 @@
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
 #include "proxy_harness.h"
+#include "redis_server.h"
 #include "slowloris.h"
+#include "wait.h"
 #include "proxy/daemon/apistore.h"
 #include "proxy/daemon/server.h"
 #include "core/log.h"
@@ -624,6 +627,169 @@ static void test_concurrent_writes(void **state)
     env_done(&e);
 }
 
+
+/* ---- [fleet]: two proxies, one Redis, one set of API secrets ---- */
+
+struct fleet_wait {
+    const struct env *e;
+    const char *label;
+    int want; /* 1 listed (and enabled), 0 absent, 2 listed disabled */
+};
+
+static bool fleet_sees(void *arg)
+{
+    const struct fleet_wait *w = arg;
+    bool dis = false, in = listed(w->e, w->label, &dis);
+    return w->want == 0 ? !in : w->want == 2 ? in && dis : in && !dis;
+}
+
+static void wait_listed(const struct env *e, const char *label, int want)
+{
+    struct fleet_wait w = {e, label, want};
+    if (!tgtest_wait_until(fleet_sees, &w, 15000))
+        fail_msg("%s: %s never became %s", e->dir, label,
+                 want == 0 ? "absent" : want == 2 ? "disabled" : "listed");
+}
+
+struct fleet_sum {
+    const struct env *e;
+    const char *label;
+    json_int_t want;
+    json_int_t got, instances;
+};
+
+static bool fleet_summed(void *arg)
+{
+    struct fleet_sum *f = arg;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/secrets/%s/stats?scope=fleet", f->label);
+    json_t *d = get_data(f->e, path, NULL);
+    f->got = json_integer_value(json_object_get(d, "connections_total"));
+    f->instances = json_integer_value(json_object_get(d, "instances"));
+    json_decref(d);
+    return f->got == f->want && f->instances == 2;
+}
+
+struct fleet_create {
+    const struct env *e;
+    const char *body;
+    uint8_t key[16];
+    long status;
+};
+
+/* One try at a create that Redis's absence refuses (503); any other refusal fails. */
+static bool fleet_create_ok(void *arg)
+{
+    struct fleet_create *f = arg;
+    struct reply r = http(f->e, "POST", "/v1/secrets", TOKEN, f->body, NULL);
+    f->status = r.status;
+    if (r.status == 201) {
+        json_t *j = envelope(&r, 201, NULL);
+        hex_key(json_string_value(json_object_get(json_object_get(j, "data"), "key")), f->key);
+        json_decref(j);
+    } else if (r.status != 503) {
+        fail_msg("create: %ld %s", r.status, r.body);
+    }
+    free(r.body);
+    return f->status == 201;
+}
+
+/* A relay of key at e's port, held open (an echo done). */
+static void hold(const struct env *e, struct pcli *c, const uint8_t key[16])
+{
+    struct pcli_opts lo = {
+        .mode = PCLI_TLS, .key = key, .sni = "example.com", .dc = 2, .timeout_ms = 10000};
+    assert_int_equal(pcli_connect(c, e->port, &lo), 0);
+    assert_int_equal(pcli_echo(c, 1, 1000, 0), 0);
+}
+
+static void expect_closed(struct pcli *c, const char *who)
+{
+    uint8_t one;
+    ssize_t got = pcli_recv(c, &one, 1); /* closed by the proxy, not timed out */
+    if (got != 0 && got != -ECONNRESET)
+        fail_msg("%s: the disabled secret's relay: recv %zd, want EOF or a reset", who, got);
+    pcli_close(c);
+}
+
+static void test_fleet(void **state)
+{
+    (void)state;
+    if (!tgtest_redis_available())
+        fail_msg("redis-server is not installed (make deps)");
+    tgtest_redis rs;
+    assert_int_equal(tgtest_redis_start(&rs), 0);
+    char fleet[160];
+    snprintf(fleet, sizeof fleet, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\n"
+             "key-prefix = \"apitest:\"\n", (unsigned)rs.port);
+    struct env a, b;
+    env_init(&a, false, fleet);
+    env_init(&b, false, fleet);
+    /* made at A, served at B */
+    uint8_t key[16];
+    create(&a, "{\"label\":\"alice\",\"kind\":\"ee\",\"domain\":\"example.com\"}", key);
+    wait_listed(&b, "alice", 1);
+    assert_int_equal(relay_once(&b, PCLI_TLS, key), 0);
+    assert_int_equal(relay_once(&a, PCLI_TLS, key), 0);
+    /* stats for the whole fleet: A's relay and B's */
+    assert_true(pharness_wait_idle(a.srv, 10000) && pharness_wait_idle(b.srv, 10000));
+    struct fleet_sum fs = {&a, "alice", 2, 0, 0};
+    if (!tgtest_wait_until(fleet_summed, &fs, 15000))
+        fail_msg("scope=fleet: connections_total %lld over %lld instances, want 2 over 2",
+                 (long long)fs.got, (long long)fs.instances);
+    assert_int_equal(stat_of(&a, "alice", "connections_total"), 1); /* scope=local: A alone */
+    json_t *d = get_data(&b, "/v1/secrets?scope=fleet", NULL);
+    assert_int_equal(json_integer_value(json_object_get(d, "instances")), 2);
+    json_decref(d);
+    expect(&a, "GET", "/v1/secrets/alice/stats?scope=moon", TOKEN, NULL, 400, "bad_request");
+    /* a change at B made on what A wrote: B's next write does not lose A's secret */
+    uint8_t kb[16];
+    create(&b, "{\"label\":\"bob\",\"kind\":\"dd\"}", kb);
+    wait_listed(&a, "bob", 1);
+    assert_true(listed(&b, "alice", NULL));
+    /* a disable at A closes the secret's relays at A and at B */
+    struct pcli ra, rb;
+    hold(&a, &ra, key);
+    hold(&b, &rb, key);
+    expect(&a, "POST", "/v1/secrets/alice/disable", TOKEN, NULL, 200, NULL);
+    expect_closed(&ra, "A");
+    expect_closed(&rb, "B");
+    wait_listed(&b, "alice", 2);
+    assert_true(relay_once(&b, PCLI_TLS, key) != 0);
+    expect(&b, "POST", "/v1/secrets/alice/enable", TOKEN, NULL, 200, NULL);
+    wait_listed(&a, "alice", 1);
+    assert_int_equal(relay_once(&a, PCLI_TLS, key), 0);
+    /* Redis away: both serve what they last saw; changes and fleet numbers are refused */
+    tgtest_redis_kill(&rs);
+    assert_int_equal(relay_once(&a, PCLI_TLS, key), 0);
+    assert_int_equal(relay_once(&b, PCLI_TLS, key), 0);
+    assert_int_equal(relay_once(&b, PCLI_DD, kb), 0);
+    expect(&a, "POST", "/v1/secrets", TOKEN, "{\"label\":\"carol\",\"kind\":\"dd\"}", 503,
+           "fleet_unavailable");
+    expect(&a, "GET", "/v1/secrets/alice/stats?scope=fleet", TOKEN, NULL, 503,
+           "fleet_unavailable");
+    /* and across a restart without Redis (the state file kept the fleet's secrets) */
+    env_stop_server(&b);
+    env_start(&b);
+    assert_int_equal(relay_once(&b, PCLI_TLS, key), 0);
+    /* Redis back, empty: the instances seed it again, and changes flow */
+    assert_int_equal(tgtest_redis_restart(&rs), 0);
+    struct fleet_create fc = {&a, "{\"label\":\"carol\",\"kind\":\"dd\"}", {0}, 0};
+    if (!tgtest_wait_until(fleet_create_ok, &fc, 15000)) /* until A's link is back */
+        fail_msg("create after the outage: still %ld", fc.status);
+    const uint8_t *kc = fc.key;
+    wait_listed(&b, "carol", 1);
+    assert_true(listed(&b, "alice", NULL) && listed(&b, "bob", NULL));
+    assert_int_equal(relay_once(&b, PCLI_DD, kc), 0);
+    /* a delete at B: gone at A */
+    expect(&b, "DELETE", "/v1/secrets/bob", TOKEN, NULL, 200, NULL);
+    wait_listed(&a, "bob", 0);
+    assert_true(relay_once(&a, PCLI_DD, kb) != 0);
+    env_done(&a);
+    env_done(&b);
+    tgtest_redis_stop(&rs);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -631,7 +797,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_access_and_errors), cmocka_unit_test(test_allow_and_v6),
         cmocka_unit_test(test_slow_clients),      cmocka_unit_test(test_secrets_lifecycle),
-        cmocka_unit_test(test_concurrent_writes),
+        cmocka_unit_test(test_concurrent_writes), cmocka_unit_test(test_fleet),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
