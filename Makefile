@@ -18,7 +18,7 @@ PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
              groff-base man-db gnutls-bin
 PKGS_LINT  = clang-format clang-tidy cppcheck
 PKGS_DOCS  = doxygen
-PKGS_BENCH = wrk valgrind
+PKGS_BENCH = wrk valgrind python3-matplotlib
 PKGS_DEB   = debhelper dpkg-dev lintian fakeroot build-essential
 
 .PHONY: all deps build run demo test bench fuzz fuzzers fuzz-long flake regen regen-check man format lint clean asan-test tsan-test \
