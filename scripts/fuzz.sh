@@ -74,6 +74,46 @@ run_one() {
     return 0
 }
 
+# The table in $report, rewritten after every target that ends (a long run stopped half-way
+# keeps what it measured). Rows of targets not run this time stay as they were, so the table
+# can be filled over several runs; each row says when and on which commit it was measured.
+write_report() {
+    [ -n "$report" ] || return 0
+    local when rows row name execs c0 c1 b a found line
+    when="$(date -u +%Y-%m-%d) $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    rows=$(mktemp)
+    for row in "$logs"/*.row; do
+        [ -f "$row" ] || continue
+        IFS=$'\t' read -r name execs c0 c1 b a found <"$row"
+        echo "| $name | $secs | $execs | ${c0:-?} | ${c1:-?} | $b | $a | $found | $when |" >>"$rows"
+    done
+    if [ -f "$report" ]; then
+        grep -E '^\| [a-z0-9_]+ \| [0-9]' "$report" | while IFS= read -r line; do
+            name=$(echo "$line" | cut -d'|' -f2 | tr -d ' ')
+            grep -q "^| $name |" "$rows" || echo "$line"
+        done >>"$rows" || true
+    fi
+    {
+        echo "# Fuzzing results"
+        echo
+        echo "Written by \`make fuzz-long\` (scripts/fuzz.sh with FUZZ_REPORT): each target run from its"
+        echo "committed corpus with the ASan+UBSan build, FUZZ_JOBS at once. Coverage is libFuzzer's"
+        echo "\`cov:\` (edges) once the corpus was loaded and at the end; the corpus is counted in files"
+        echo "before the run and after the inputs reaching new coverage were merged into it. A finding"
+        echo "names its artifact; its fix commit and regression input are listed under the table."
+        echo
+        echo "| target | seconds | executions | cov at start | cov at end | corpus before | corpus after | findings | run |"
+        echo "|---|---|---|---|---|---|---|---|---|"
+        sort "$rows"
+        if [ -f "$report" ] && grep -q '^## Findings' "$report"; then
+            echo
+            sed -n '/^## Findings/,$p' "$report"
+        fi
+    } >"$report.new"
+    mv "$report.new" "$report"
+    rm -f "$rows"
+}
+
 status=0
 running=0
 pids=()
@@ -85,6 +125,7 @@ reap() {
         status=1
     fi
     cat "$logs/$name.log"
+    write_report
     pids=("${pids[@]:1}")
     names=("${names[@]:1}")
     running=$((running - 1))
@@ -116,42 +157,6 @@ done
 while [ "$running" -gt 0 ]; do
     reap
 done
+[ -z "$report" ] || echo "fuzz: wrote $report"
 
-if [ -n "$report" ]; then
-    # Rows of targets not run this time stay as they were, so the table can be filled over
-    # several runs; each row says when and on which commit it was measured.
-    when="$(date -u +%Y-%m-%d) $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    rows=$(mktemp)
-    for row in "$logs"/*.row; do
-        [ -f "$row" ] || continue
-        IFS=$'\t' read -r name execs c0 c1 b a found <"$row"
-        echo "| $name | $secs | $execs | ${c0:-?} | ${c1:-?} | $b | $a | $found | $when |" >>"$rows"
-    done
-    if [ -f "$report" ]; then
-        grep -E '^\| [a-z0-9_]+ \| [0-9]' "$report" | while IFS= read -r line; do
-            name=$(echo "$line" | cut -d'|' -f2 | tr -d ' ')
-            grep -q "^| $name |" "$rows" || echo "$line"
-        done >>"$rows"
-    fi
-    {
-        echo "# Fuzzing results"
-        echo
-        echo "Written by \`make fuzz-long\` (scripts/fuzz.sh with FUZZ_REPORT): each target run from its"
-        echo "committed corpus with the ASan+UBSan build, FUZZ_JOBS at once. Coverage is libFuzzer's"
-        echo "\`cov:\` (edges) once the corpus was loaded and at the end; the corpus is counted in files"
-        echo "before the run and after the inputs reaching new coverage were merged into it. A finding"
-        echo "names its artifact; its fix commit and regression input are listed under the table."
-        echo
-        echo "| target | seconds | executions | cov at start | cov at end | corpus before | corpus after | findings | run |"
-        echo "|---|---|---|---|---|---|---|---|---|"
-        sort "$rows"
-        if [ -f "$report" ] && grep -q '^## Findings' "$report"; then
-            echo
-            sed -n '/^## Findings/,$p' "$report"
-        fi
-    } >"$report.new"
-    mv "$report.new" "$report"
-    rm -f "$rows"
-    echo "fuzz: wrote $report"
-fi
 exit $status
