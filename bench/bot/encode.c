@@ -32,7 +32,7 @@ static void encode_generated(void *p)
     tg__jw w;
     tg__buf_reset(&c->buf);
     tg__jw_init(&w, &c->buf);
-    tg__codec_encode_params(&tg__m_send_message, &c->p, &w, NULL, 0);
+    tg__codec_encode_params(&tg__m_send_message, &c->p, NULL, &w, NULL, 0);
     check(c, &w);
 }
 

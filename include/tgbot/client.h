@@ -22,6 +22,7 @@
 #define TGBOT_CLIENT_H
 
 #include "tgbot/common.h"
+#include "tgbot/types.h"
 
 #include <stdint.h>
 
@@ -248,6 +249,48 @@ TG_API int64_t tg_bot_id(const tg_bot *bot);
 /* Log through the bot's logger (scrubbed, levelled). Thread-safe. */
 TG_API void tg_bot_log(const tg_bot *bot, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ---- bot-wide defaults ---- */
+
+struct tg_link_preview_options; /* tgbot/api.h */
+
+/*
+ * Values every generated call of the bot (tg_<method>, tg_async_<method>) and the handler
+ * shortcuts (tg_reply, tg_send, tg_send_ex, tg_edit, tg_reply_text, tg_send_text,
+ * tg_edit_text) send when the caller left the parameter unset, like python-telegram-bot's
+ * Defaults. They fill every parameter of these names that Telegram has, in the method's
+ * params and in the objects a call sends (InputTextMessageContent of inline results,
+ * InputMedia* captions, ReplyParameters.quote_parse_mode, poll options, ...):
+ *  - parse_mode: every ParseMode field (parse_mode, quote_parse_mode, explanation_parse_mode,
+ *    question_parse_mode, text_parse_mode, description_parse_mode), except where the call
+ *    gives the matching entities (entities, caption_entities, quote_entities, ...): those
+ *    already format the text (the tg_text shortcuts send entities, so HTML never re-parses
+ *    their text);
+ *  - link_preview_options, protect_content, disable_notification: by name.
+ * An explicit value always wins, "none" included: TG_ENUM(TG_ENUM_NONE) for no parse mode,
+ * TG_SOME(false) for the booleans, &(tg_link_preview_options){0} (sent as {}, Telegram's own
+ * behaviour) for the link preview. Raw calls (tg_call_raw, tg_hctx_call) send their JSON as
+ * given. Unset (zero) members of tg_bot_defaults set no default.
+ */
+typedef struct tg_bot_defaults {
+    tg_strenum parse_mode; /* tg_parse_mode: TG_ENUM(TG_PARSE_MODE_HTML), ...; {0} = none */
+    const struct tg_link_preview_options *link_preview_options; /* NULL = none; copied */
+    tg_opt_bool protect_content;      /* TG_SOME(true): every message protected */
+    tg_opt_bool disable_notification; /* TG_SOME(true): every message silent */
+} tg_bot_defaults;
+
+/*
+ * Replace the bot's defaults with a copy of d (NULL = no defaults). Returns TG_OK, or
+ * TG_ERR_NOMEM / TG_ERR_INVALID (d from a newer header setting what this library does not
+ * know; a parse mode out of range) leaving the old ones.
+ * Thread-safety: any thread, any time; a call already encoding keeps the defaults it began
+ * with. Each replaced copy is kept (a few dozen bytes) until tg_bot_free: set them at start,
+ * not per message.
+ */
+TG_API tg_status tg_bot_set_defaults_sized(tg_bot *bot, const tg_bot_defaults *d, size_t d_size);
+#define tg_bot_set_defaults(bot, d) tg_bot_set_defaults_sized((bot), (d), sizeof(tg_bot_defaults))
+/* The bot's current defaults (all unset when none were set); valid until tg_bot_free. */
+TG_API const tg_bot_defaults *tg_bot_get_defaults(const tg_bot *bot);
 
 /* ---- contexts ---- */
 

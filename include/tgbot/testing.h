@@ -101,6 +101,11 @@ char *tg_test_wait_edit(tg_test *t, int64_t chat_id, int64_t message_id, const c
 bool tg_test_wait_idle(tg_test *t, int timeout_ms);
 /* The id of the last message in chat (0 when none). */
 int64_t tg_test_last_message_id(tg_test *t, int64_t chat_id);
+/* The parameters of the bot's most recent call of method ("sendMessage"), as the emulator
+ * received them: a JSON object (a multipart upload's form fields turned into JSON; the
+ * string "(large)" past 8 KiB), malloc'ed; NULL when the last 512 calls and updates hold
+ * none. A blocking call is recorded before it returns, an async one before its callback. */
+char *tg_test_last_call(tg_test *t, const char *method);
 
 /* user opens the bot's Mini App: the initData (a query string) Telegram would give it, with
  * start_param (NULL = none), auth_date now, hash signed with the bot's token and signature

@@ -9,7 +9,8 @@
  *    JSON, so fields this version of the library does not know stay reachable.
  *  - tg_strenum: a value of an open string set ("enum" of the Bot API: parse modes, chat
  *    types, entity types, ...). id is one of the generated TG_<SET>_<VALUE> constants,
- *    TG_ENUM_UNKNOWN for a string this version does not know (kept in str), or 0 = absent.
+ *    TG_ENUM_UNKNOWN for a string this version does not know (kept in str), 0 = absent, or
+ *    TG_ENUM_NONE = explicitly none when sending (not sent, and no bot default fills it).
  *  - tg_chat_id: the Bot API's "Integer or String" (a numeric chat id or "@username").
  *  - tg_input_file: the Bot API's "InputFile or String": a file_id or URL to pass on, or a
  *    file to upload from a path or from memory.
@@ -91,6 +92,10 @@ TG_API size_t tg_unknown_keys(const char *type, tg_raw raw, tg_unknown_key_fn cb
 
 #define TG_ENUM_ABSENT  0
 #define TG_ENUM_UNKNOWN 1 /* a value this version does not know; str holds it */
+/* Sending: explicitly none. Not sent, like absent, but a bot-wide default
+ * (tg_bot_set_defaults) does not fill it either: .parse_mode = TG_ENUM(TG_ENUM_NONE) sends a
+ * message without a parse mode on a bot whose default is HTML. Decoding never yields it. */
+#define TG_ENUM_NONE (-1)
 
 typedef struct tg_strenum {
     int32_t id;      /* TG_<SET>_<VALUE>, TG_ENUM_UNKNOWN or TG_ENUM_ABSENT */

@@ -431,6 +431,46 @@ int64_t tg_test_last_message_id(tg_test *t, int64_t chat_id)
     return id;
 }
 
+/* "request" of a call event's JSON when its "method" is method, malloc'ed; else NULL. */
+static char *call_request(const char *json, const char *method)
+{
+    tg__jdoc d;
+    tg__jerr je;
+    char *out = NULL;
+    tg__jdoc_init(&d, NULL);
+    if (tg__json_parse(&d, json, strlen(json), &je) == 0) {
+        uint32_t m = tg__json_obj_get(&d, 0, "method");
+        uint32_t r = tg__json_obj_get(&d, 0, "request");
+        size_t n;
+        if (m != UINT32_MAX && r != UINT32_MAX && tg__json_str_eq(&d, m, method, strlen(method))) {
+            const char *raw = tg__json_raw(&d, r, &n);
+            if ((out = malloc(n + 1)) != NULL) {
+                memcpy(out, raw, n);
+                out[n] = '\0';
+            }
+        }
+    }
+    tg__jdoc_cleanup(&d);
+    return out;
+}
+
+char *tg_test_last_call(tg_test *t, const char *method)
+{
+    char *req = NULL;
+    pthread_mutex_lock(&t->e->mu);
+    emu *e = t->e;
+    uint64_t first = e->seq > EMU_EVENTS ? e->seq - EMU_EVENTS + 1 : 1;
+    for (uint64_t s = e->seq; s >= first && s > 0 && !req; s--) {
+        const emu_event *ev = &e->events[s % EMU_EVENTS];
+        if (ev->bot_id == t->bot_id && strcmp(ev->kind, "call") == 0 && ev->json)
+            req = call_request(ev->json, method);
+    }
+    pthread_mutex_unlock(&t->e->mu);
+    if (!req)
+        terr(t, "no %s call of the bot among the emulator's last %d events", method, EMU_EVENTS);
+    return req;
+}
+
 char *tg_test_webapp(tg_test *t, int64_t user_id, const char *start_param)
 {
     char *sp = start_param ? jstr(start_param) : NULL;

@@ -16,7 +16,7 @@ static char *encode(const tg__method *m, const void *p)
     tg__buf_init(&b, 0);
     tg__jw w;
     tg__jw_init(&w, &b);
-    tg__codec_encode_params(m, p, &w, NULL, 0);
+    tg__codec_encode_params(m, p, NULL, &w, NULL, 0);
     assert_int_equal(w.err, 0);
     return tg__buf_detach(&b, NULL);
 }

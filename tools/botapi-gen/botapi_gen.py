@@ -87,6 +87,60 @@ class Gen:
         self.enums = {e["name"]: e for e in model["enums"]}
         self.lists = []  # element C types that need a row typedef (Array of Array)
         self.consts = set()
+        self.sent = self.sent_types()
+
+    # ---- bot-wide defaults (tg_bot_set_defaults; src/bot/codec/encode.c applies them) ----
+    def sent_types(self):
+        """Names of the types a call can send: reachable from some method's parameters."""
+        seen, todo = set(), []
+
+        def refs(e):
+            while "array" in e:
+                e = e["array"]
+            return [e["ref"]] if "ref" in e else []
+        for m in self.m["methods"]:
+            for f in m["params"]:
+                todo += refs(f["type"])
+        while todo:
+            n = todo.pop()
+            if n in seen or n not in self.types:
+                continue
+            seen.add(n)
+            t = self.types[n]
+            todo += t.get("members", [])
+            for f in t.get("fields", []):
+                todo += refs(f["type"])
+        return seen
+
+    def default_of(self, f, fields):
+        """(TG__D_* kind, pair, subj) of a field a bot-wide default fills when the caller
+        leaves it absent; None for other fields. pair / subj: index + 1 of the entities field
+        that keeps a parse mode out (entities already format the text) and of the text the
+        parse mode formats (no text, no parse mode: a reply without a quote gets no
+        quote_parse_mode), 0 = none.
+        Parse modes: every ParseMode field (parse_mode, and quote_, explanation_, question_,
+        text_, description_parse_mode for the text their prefix names). The others by name
+        and type."""
+        e, name = f["type"], f["name"]
+        idx = {g["name"]: i + 1 for i, g in enumerate(fields)}
+        if f.get("enum") == "ParseMode" and e == {"prim": "String"}:
+            prefix = name[:-len("parse_mode")]
+            if prefix:
+                pairs, subjs = [prefix + "entities"], [prefix.rstrip("_")]
+            else:  # the text's entities: entities, caption_, or the one other *_entities
+                others = [n for n in idx if n.endswith("_entities")]
+                pairs = ["entities", "caption_entities"] + (others if len(others) == 1 else [])
+                subjs = ["text", "caption", "message_text", "title"]
+            pair = next((idx[c] for c in pairs if c in idx), 0)
+            subj = next((idx[c] for c in subjs if c in idx), 0)
+            return "TG__D_PARSE_MODE", pair, subj
+        if name == "link_preview_options" and e == {"ref": "LinkPreviewOptions"}:
+            return "TG__D_LINK_PREVIEW", 0, 0
+        if name == "protect_content" and e == {"prim": "Boolean"} and f["optional"]:
+            return "TG__D_PROTECT", 0, 0
+        if name == "disable_notification" and e == {"prim": "Boolean"} and f["optional"]:
+            return "TG__D_SILENT", 0, 0
+        return None
 
     # ---- names ----
     def ct(self, name):
@@ -166,7 +220,7 @@ class Gen:
         return [f"{el} {name};"]
 
     # ---- descriptor row of a field ----
-    def field_row(self, owner_c, f):
+    def field_row(self, owner_c, f, fields=None):
         e = f["type"]
         if f.get("const") is not None:
             return f"TG__CONST({cstr(f['name'])}, {cstr(f['const'])})"
@@ -182,6 +236,10 @@ class Gen:
                 flags.append("TG__F_ARR")
         kind, sub = self.kind_sub(e, f)
         fl = "|".join(flags) or "0"
+        d = self.default_of(f, fields) if fields is not None else None
+        if d:
+            return (f"TG__FIELD_DEF({owner_c}, {f['name']}, {kind}, {fl}, {sub}, "
+                    f"{d[0]}, {d[1]}, {d[2]})")
         return f"{macro}({owner_c}, {f['name']}, {kind}, {fl}, {sub})"
 
     def kind_sub(self, e, f):
@@ -598,10 +656,11 @@ tg_status tg_encode_{sn}(tg_ctx *ctx, const {c} *v, char *buf, size_t cap, size_
     def type_desc(self, t, sym, cname, fields, raw):
         sn = sym.replace("tg__t_", "").replace("tg__p_", "p_")
         out = []
+        sent = not raw or t in self.sent  # params, or a type some call sends
         if fields:
             out.append(f"static const tg__field F_{sn}[] = {{\n")
             for f in fields:
-                out.append(f"    {self.field_row(cname, f)},\n")
+                out.append(f"    {self.field_row(cname, f, fields if sent else None)},\n")
             out.append("};\n")
         table, nslots = self.slots_table(f"S_{sn}", fields)
         out.append(table)

@@ -251,6 +251,7 @@ TG_API void tg_bot_free(tg_bot *bot)
     tg__curl_share_free(bot);
     tg__lean_pool_free(bot);
     tg__flood_cleanup(&bot->flood);
+    tg__bot_defaults_free(bot);
     tg__logger_cleanup(&bot->log);
     if (bot->token)
         memset(bot->token, 0, bot->token_len);

@@ -126,7 +126,13 @@ struct tg_bot {
     atomic_bool shutdown;
     pthread_mutex_t wait_mu;
     pthread_cond_t wait_cv;
+    _Atomic(struct tg__defaults_snap *) defaults; /* owned by defaults.c; NULL = none */
 };
+
+/* The bot's defaults for this call (load once per call), or NULL when none are set. */
+const tg_bot_defaults *tg__bot_defaults(const tg_bot *bot);
+/* Free every defaults snapshot (tg_bot_free). */
+void tg__bot_defaults_free(tg_bot *bot);
 
 /* Wait ms milliseconds unless the bot shuts down or ctx is cancelled first.
  * Returns TG_OK after the full wait, TG_ERR_CANCELLED otherwise. */

@@ -51,7 +51,7 @@ static tg_status encode(tg_ctx *ctx, const tg__method *m, const void *params)
     char why[256];
     tg__buf_reset(&ctx->req);
     tg__jw_init(&w, &ctx->req);
-    tg__codec_encode_params(m, params, &w, why, sizeof why);
+    tg__codec_encode_params(m, params, tg__bot_defaults(ctx->bot), &w, why, sizeof why);
     if (w.err == 0)
         return TG_OK;
     if (w.err == -ENOMEM)

@@ -53,6 +53,16 @@ enum tg__kind {
 #define TG__F_ARR  0x02 /* Array of */
 #define TG__F_ARR2 0x04 /* Array of Array of */
 
+/* Which bot-wide default (tg_bot_defaults) fills a field the caller left absent. botapi-gen
+ * marks the fields of method parameters and of the types a call sends (nested ones too,
+ * e.g. InputTextMessageContent, InputMedia*, ReplyParameters.quote_parse_mode). */
+enum tg__dflt {
+    TG__D_PARSE_MODE = 1, /* a ParseMode field; pair: its entities field, if any */
+    TG__D_LINK_PREVIEW,   /* link_preview_options */
+    TG__D_PROTECT,        /* protect_content */
+    TG__D_SILENT,         /* disable_notification */
+};
+
 typedef struct tg__field {
     const char *name;
     uint32_t off;     /* value, tg_opt_*, pointer, or array pointer */
@@ -61,6 +71,11 @@ typedef struct tg__field {
     uint8_t name_len;
     uint8_t kind;  /* enum tg__kind */
     uint8_t flags; /* TG__F_* */
+    uint8_t dflt;  /* enum tg__dflt, 0 = no default applies */
+    uint8_t pair;  /* TG__D_PARSE_MODE: index + 1 of the entities field that, when present,
+                      keeps the default out (entities already format the text); 0 = none */
+    uint8_t subj;  /* TG__D_PARSE_MODE: index + 1 of the text it formats; the default applies
+                      only when that text is present (0 = always) */
 } tg__field;
 
 typedef struct tg__enum {
@@ -126,6 +141,12 @@ typedef struct tg__list {
     {                                                                                              \
         .name = #m, .off = offsetof(T, m), .cnt_off = offsetof(T, m##_count), .sub = (s),          \
         .name_len = sizeof(#m) - 1, .kind = (k), .flags = (fl)                                     \
+    }
+/* A field a bot-wide default may fill (d: enum tg__dflt; p, t: tg__field.pair and .subj). */
+#define TG__FIELD_DEF(T, m, k, fl, s, d, p, t)                                                     \
+    {                                                                                              \
+        .name = #m, .off = offsetof(T, m), .cnt_off = 0, .sub = (s), .name_len = sizeof(#m) - 1,   \
+        .kind = (k), .flags = (fl), .dflt = (d), .pair = (p), .subj = (t)                          \
     }
 #define TG__CONST(key, value)                                                                      \
     {                                                                                              \

@@ -44,8 +44,10 @@ static inline bool tg__codec_present(const tg__field *f, const unsigned char *ba
     case TG__K_STR:
     case TG__K_OBJ:
         return *(const void *const *)(const void *)p != NULL;
-    case TG__K_ENUM:
-        return ((const tg_strenum *)(const void *)p)->id != TG_ENUM_ABSENT;
+    case TG__K_ENUM: {
+        int32_t id = ((const tg_strenum *)(const void *)p)->id;
+        return id != TG_ENUM_ABSENT && id != TG_ENUM_NONE;
+    }
     case TG__K_UNION:
         return ((const tg__union_head *)(const void *)p)->kind != TG_UNION_ABSENT;
     case TG__K_CHATID:

@@ -6,6 +6,10 @@
  * fields are always written as true; constants (discriminators) are always written.
  * Uploads: a top-level upload is left to multipart (see method.h); a nested one becomes
  * "attach://tgfileN" with N counted in encoding order.
+ * Bot-wide defaults (method calls only): a field botapi-gen marked (tg__field.dflt) that the
+ * caller left unset gets the bot's default; set means any value, including TG_ENUM_NONE and
+ * TG_SOME(false), so an explicit value always wins. A parse mode is filled only when the text
+ * it formats is there and its entities are not.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include "bot/codec/codec.h"
 #include "bot/codec/codec_int.h"
 #include "bot/codec/method.h"
+#include "tgbot/client.h"
 
 #define PATH_MAX_DEPTH 16
 /* The keyboard helpers poison a keyboard they refuse with exactly these invalid values. */
@@ -22,6 +27,7 @@
 typedef struct enc {
     tg__jw *w;
     int flags;
+    const tg_bot_defaults *dflt; /* NULL: none (the public codec, tools) */
     uint32_t seq; /* next attach:// number */
     char *why;    /* optional: the first invalid value's path and reason */
     size_t why_cap;
@@ -163,9 +169,75 @@ static void enc_array(enc *e, const tg__field *f, const void *items, size_t coun
     tg__jw_arr_end(e->w);
 }
 
-static void enc_field(enc *e, const tg__field *f, const unsigned char *base, bool top)
+/* The bot's default for f, or NULL when it has none (dflt: the bot's defaults). */
+static const void *default_value(const tg_bot_defaults *d, const tg__field *f)
+{
+    switch (f->dflt) {
+    case TG__D_PARSE_MODE:
+        return d->parse_mode.id != TG_ENUM_ABSENT && d->parse_mode.id != TG_ENUM_NONE
+                   ? &d->parse_mode
+                   : NULL;
+    case TG__D_LINK_PREVIEW:
+        return d->link_preview_options ? &d->link_preview_options : NULL;
+    case TG__D_PROTECT:
+        return d->protect_content.has ? &d->protect_content : NULL;
+    case TG__D_SILENT:
+        return d->disable_notification.has ? &d->disable_notification : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* Did the caller leave f unset (not even an explicit none)? Only for defaultable kinds. */
+static bool unset(const tg__field *f, const unsigned char *base)
+{
+    const unsigned char *p = base + f->off;
+    switch (f->kind) {
+    case TG__K_ENUM:
+        return ((const tg_strenum *)(const void *)p)->id == TG_ENUM_ABSENT;
+    case TG__K_BOOL:
+        return !((const tg_opt_bool *)(const void *)p)->has;
+    case TG__K_OBJ:
+        return *(const void *const *)(const void *)p == NULL;
+    default:
+        return false;
+    }
+}
+
+/* The default for f at base, when one applies (see the file comment), else NULL. The value
+ * has f's storage shape (tg_strenum, tg_opt_bool, or a pointer slot), so enc_one writes it. */
+const void *tg__codec_default_for(const tg_bot_defaults *d, const tg__type *t,
+                                  const tg__field *f, const unsigned char *base)
+{
+    if (!d || !f->dflt || !(f->flags & TG__F_OPT) || (f->flags & (TG__F_ARR | TG__F_ARR2)))
+        return NULL;
+    if (base && !unset(f, base))
+        return NULL;
+    if (base && f->pair && f->pair <= t->nfields &&
+        tg__codec_present(&t->fields[f->pair - 1], base, false))
+        return NULL;
+    if (base && f->subj && f->subj <= t->nfields &&
+        !tg__codec_present(&t->fields[f->subj - 1], base, false))
+        return NULL;
+    return default_value(d, f);
+}
+
+static void enc_field(enc *e, const tg__type *t, const tg__field *f, const unsigned char *base,
+                      bool top)
 {
     bool arr = (f->flags & (TG__F_ARR | TG__F_ARR2)) != 0;
+    if (e->dflt && f->dflt) {
+        const void *dv = tg__codec_default_for(e->dflt, t, f, base);
+        if (dv) {
+            tg__jw_key(e->w, f->name, f->name_len);
+            if (e->depth < PATH_MAX_DEPTH)
+                e->path[e->depth] = (struct enc_step){f->name, -1};
+            e->depth++;
+            enc_one(e, f, dv, true, false);
+            e->depth--;
+            return;
+        }
+    }
     if (!tg__codec_present(f, base, top)) {
         if (arr && !(f->flags & TG__F_OPT)) {
             tg__jw_key(e->w, f->name, f->name_len);
@@ -215,7 +287,7 @@ static void enc_object(enc *e, const tg__type *t, const void *obj, bool top)
     const unsigned char *base = obj;
     tg__jw_obj_begin(e->w);
     for (uint16_t i = 0; i < t->nfields; i++)
-        enc_field(e, &t->fields[i], base, top);
+        enc_field(e, t, &t->fields[i], base, top);
     if ((e->flags & TG__ENC_KEEP_UNKNOWN) && t->raw_off != UINT32_MAX) {
         const tg_raw *raw = (const tg_raw *)(const void *)(base + t->raw_off);
         if (raw->len)
@@ -270,16 +342,41 @@ void tg__codec_encode(const tg__type *t, const void *v, tg__jw *w, int flags)
     tg__codec_encode_why(t, v, w, flags, NULL, 0);
 }
 
-void tg__codec_encode_params(const tg__method *m, const void *params, tg__jw *w, char *why,
-                             size_t why_cap)
+void tg__codec_encode_params(const tg__method *m, const void *params,
+                             const tg_bot_defaults *dflt, tg__jw *w, char *why, size_t why_cap)
 {
-    enc e = {.w = w, .why = why, .why_cap = why_cap};
+    enc e = {.w = w, .dflt = dflt, .why = why, .why_cap = why_cap};
     if (why && why_cap)
         why[0] = '\0';
-    if (!m->params_desc || !params) {
+    if (!m->params_desc) {
         tg__jw_obj_begin(w);
         tg__jw_obj_end(w);
         return;
     }
+    if (!params) { /* all absent: the defaults alone */
+        tg__jw_obj_begin(w);
+        if (dflt)
+            tg__codec_encode_defaults(m->params_desc, dflt, NULL, NULL, w);
+        tg__jw_obj_end(w);
+        return;
+    }
     enc_object(&e, m->params_desc, params, true);
+}
+
+void tg__codec_encode_defaults(const tg__type *t, const tg_bot_defaults *dflt,
+                               bool (*given)(void *ud, const char *key), void *ud, tg__jw *w)
+{
+    enc e = {.w = w, .dflt = dflt};
+    for (uint16_t i = 0; i < t->nfields && dflt; i++) {
+        const tg__field *f = &t->fields[i];
+        const void *dv = tg__codec_default_for(dflt, t, f, NULL);
+        if (!dv || (given && given(ud, f->name)))
+            continue;
+        if (f->pair && f->pair <= t->nfields && given && given(ud, t->fields[f->pair - 1].name))
+            continue;
+        if (f->subj && f->subj <= t->nfields && !(given && given(ud, t->fields[f->subj - 1].name)))
+            continue;
+        tg__jw_key(w, f->name, f->name_len);
+        enc_one(&e, f, dv, true, false);
+    }
 }

@@ -59,10 +59,23 @@ extern const tg__method *const tg__methods[];
 extern const size_t tg__method_count;
 const tg__method *tg__codec_method_by_name(const char *name);
 
-/* Write params (NULL = none) as one JSON object. Sticky errors in w; on -EINVAL, why
- * (optional) names the invalid value as tg__codec_encode_why does. */
-void tg__codec_encode_params(const tg__method *m, const void *params, tg__jw *w, char *why,
+struct tg_bot_defaults;
+/* Write params (NULL = none) as one JSON object. dflt (NULL = none): the bot-wide defaults,
+ * filled into the marked fields the caller left unset (see encode.c). Sticky errors in w; on
+ * -EINVAL, why (optional) names the invalid value as tg__codec_encode_why does. */
+void tg__codec_encode_params(const tg__method *m, const void *params,
+                             const struct tg_bot_defaults *dflt, tg__jw *w, char *why,
                              size_t why_cap);
+/* For JSON built by hand (the handler shortcuts): write `"key":value` for each top-level
+ * field of the params t that a default fills and given(ud, key) says the caller did not
+ * send; a parse mode only when given says its text is there and its entities are not
+ * (given NULL: nothing sent, so no parse mode). w must be inside the object being built. */
+void tg__codec_encode_defaults(const tg__type *t, const struct tg_bot_defaults *dflt,
+                               bool (*given)(void *ud, const char *key), void *ud, tg__jw *w);
+/* The default a bot-wide default gives field f of t at base (base NULL: assume unset), or NULL
+ * when none applies; the value has f's storage shape. */
+const void *tg__codec_default_for(const struct tg_bot_defaults *d, const tg__type *t,
+                                  const tg__field *f, const unsigned char *base);
 
 /* Name of the first required parameter that is absent (NULL string/object, no chat id,
  * no file, empty union/enum, NULL array), or NULL when all are there. Required numbers and

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bot/codec/codec.h"
+#include "bot/codec/method.h"
 #include "bot/dispatch/dispatch_int.h"
 #include "core/alloc.h"
 #include "tgbot/client.h"
@@ -237,9 +238,53 @@ static bool begin_target(tg_hctx *h, tg__jw *w, bool allow_inline)
     return true;
 }
 
-/* Close the object (appending extra members) and call method. */
+/* The members of the caller's extra JSON, parsed to tell which keys it sets. */
+struct extra_keys {
+    tg__jdoc d;
+    bool parsed;
+};
+
+/* Does the call set key: the shortcut itself (every one with defaults writes "text"), or
+ * extra? */
+static bool extra_gives(void *ud, const char *key)
+{
+    struct extra_keys *x = ud;
+    if (strcmp(key, "text") == 0)
+        return true;
+    return x->parsed && tg__json_obj_get(&x->d, 0, key) != UINT32_MAX;
+}
+
+/* The bot-wide defaults (tg_bot_set_defaults) of method that neither the shortcut nor extra
+ * sets. extra that does not parse gets none: Telegram refuses the call with its own words. */
+static void write_defaults(tg_hctx *h, tg__jw *w, const char *method, const char *extra)
+{
+    const tg_bot_defaults *dflt = h->ctx ? tg_bot_get_defaults(tg_ctx_bot(h->ctx)) : NULL;
+    const tg__method *m = tg__codec_method_by_name(method);
+    if (!dflt || !m || !m->params_desc)
+        return;
+    struct extra_keys x = {.parsed = false};
+    tg__jdoc_init(&x.d, NULL);
+    if (extra && *extra) {
+        tg__buf b;
+        tg__jerr je;
+        tg__buf_init(&b, 0);
+        tg__buf_putc(&b, '{');
+        tg__buf_puts(&b, extra);
+        tg__buf_putc(&b, '}');
+        x.parsed = tg__json_parse(&x.d, b.data, b.len, &je) == 0;
+        if (x.parsed)
+            tg__codec_encode_defaults(m->params_desc, dflt, extra_gives, &x, w);
+        tg__buf_cleanup(&b);
+    } else {
+        tg__codec_encode_defaults(m->params_desc, dflt, extra_gives, &x, w);
+    }
+    tg__jdoc_cleanup(&x.d);
+}
+
+/* Close the object (appending extra members and the bot's defaults) and call method. */
 static tg_status finish_call(tg_hctx *h, tg__jw *w, const char *method, const char *extra)
 {
+    write_defaults(h, w, method, extra);
     if (extra && *extra) {
         tg__buf_putc(&h->jbuf, ',');
         tg__buf_puts(&h->jbuf, extra);

@@ -40,9 +40,10 @@ void tg__keyboard_seterr(const char *fmt, ...)
     va_end(ap);
 }
 
-/* The encoder refuses an enum id below 2 other than 0 (absent): see encode.c enc_enum. */
+/* The encoder refuses an enum id below 2 other than 0 (absent), 1 with a string and -1
+ * (TG_ENUM_NONE, not sent): see encode.c enc_enum. */
 static const tg_inline_keyboard_button poison_button = {
-    .text = "invalid keyboard", .callback_data = "invalid", .style = {-1, NULL}};
+    .text = "invalid keyboard", .callback_data = "invalid", .style = {-2, NULL}};
 static const tg_inline_keyboard_button_list poison_row = {&poison_button, 1};
 static const tg_inline_keyboard_markup poison_inline = {.inline_keyboard = &poison_row,
                                                         .inline_keyboard_count = 1};
