@@ -24,4 +24,10 @@ void pfmp_secret(const char *path, const uint8_t *secret, size_t n);
 void pfmp_start(struct dfx *d, const char *secret_path, uint16_t dc_port, uint16_t port,
                 const char *const *extra);
 
+/* Through tgproxy at 127.0.0.1:port in middle-proxy mode to the fake DC behind the fake
+   middle proxy: a client of mode with key sends the fake DC's ECHO and 4 KiB as packets of
+   its transport framing (dd and FakeTLS: padded intermediate; classic: abridged) and must
+   get every byte back, framed the same way. 0, or -1 (connect, I/O or wrong bytes). */
+int pfmp_echo_framed(uint16_t port, int mode, const uint8_t *key);
+
 #endif

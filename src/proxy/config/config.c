@@ -57,6 +57,7 @@ struct loader {
     const struct toml_kv *skew_kv;    /* tolerate-time-skewness, if given */
     const struct toml_kv *limits_kv;  /* [limits], applied once every secret is known */
     const struct toml_kv *ad_tags_kv; /* [ad-tags], applied once every secret is known */
+    bool mp_config_set, mp_config6_set; /* [middle-proxy] proxy-config(-v6) given */
     struct config_limits *lim;        /* the [limits.LABEL] being walked */
     struct config_iplist *iplist;     /* the [defense.blocklist/allowlist] being walked */
 };
@@ -901,22 +902,23 @@ const uint8_t *config_ad_tag(const struct config *cfg, size_t i)
     return NULL;
 }
 
-/* [middle-proxy] proxy-secret / proxy-config: local paths (fetching from Telegram's URLs is
-   not done yet: the error says how to make a local copy). */
-static int mp_path(struct loader *ld, const struct toml_kv *kv, char *out, const char *url)
+/* [middle-proxy] sources: an https:// URL (downloaded by services/mpsource.c, never at load)
+   or a local file path; allow_empty: "" turns the source off (proxy-config-v6). */
+static int mp_source(struct loader *ld, const struct toml_kv *kv, char *out, bool allow_empty)
 {
     const char *s = NULL;
     size_t n = 0;
     if (get_str(ld, kv, kv->value, &s, &n) != 0)
         return -EINVAL;
-    if (n == 0 || n >= CONFIG_SOURCE_MAX)
-        return val_err(ld, kv, kv->value, "expected a file path of 1..%d bytes",
+    if ((n == 0 && !allow_empty) || n >= CONFIG_SOURCE_MAX)
+        return val_err(ld, kv, kv->value, "expected an https:// URL or a file path of 1..%d bytes",
                        CONFIG_SOURCE_MAX - 1);
-    if ((n > 7 && memcmp(s, "http://", 7) == 0) || (n > 8 && memcmp(s, "https://", 8) == 0))
+    if (n > 7 && memcmp(s, "http://", 7) == 0)
         return val_err(ld, kv, kv->value,
-                       "tgproxy does not download it yet, expected a local copy (e.g. "
-                       "curl -o FILE %s)",
-                       url);
+                       "expected https:// (the documents decide where clients' traffic goes; "
+                       "plain HTTP could be rewritten on the way)");
+    if (strstr(s, "://") && !(n > 8 && memcmp(s, "https://", 8) == 0))
+        return val_err(ld, kv, kv->value, "expected an https:// URL or a file path");
     memcpy(out, s, n);
     out[n] = '\0';
     return 0;
@@ -924,17 +926,49 @@ static int mp_path(struct loader *ld, const struct toml_kv *kv, char *out, const
 
 static int k_mp_secret(struct loader *ld, const struct toml_kv *kv)
 {
-    return mp_path(ld, kv, ld->cfg->mp.secret_path, "https://core.telegram.org/getProxySecret");
+    return mp_source(ld, kv, ld->cfg->mp.secret_path, false);
 }
 
 static int k_mp_config(struct loader *ld, const struct toml_kv *kv)
 {
-    return mp_path(ld, kv, ld->cfg->mp.config_path, "https://core.telegram.org/getProxyConfig");
+    ld->mp_config_set = true;
+    return mp_source(ld, kv, ld->cfg->mp.config_path, false);
+}
+
+static int k_mp_config6(struct loader *ld, const struct toml_kv *kv)
+{
+    ld->mp_config6_set = true;
+    return mp_source(ld, kv, ld->cfg->mp.config6_path, true);
+}
+
+static int k_mp_ip_url(struct loader *ld, const struct toml_kv *kv)
+{
+    int rc = mp_source(ld, kv, ld->cfg->mp.ip_url, true);
+    if (rc == 0 && ld->cfg->mp.ip_url[0] && !config_is_url(ld->cfg->mp.ip_url))
+        return val_err(ld, kv, kv->value, "expected an https:// URL (or \"\": off)");
+    return rc;
+}
+
+static int k_mp_state_dir(struct loader *ld, const struct toml_kv *kv)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (get_str(ld, kv, kv->value, &s, &n) != 0)
+        return -EINVAL;
+    if (n == 0 || n >= CONFIG_FILE_MAX - 32 || s[0] != '/')
+        return val_err(ld, kv, kv->value, "expected an absolute directory path of 1..%d bytes",
+                       CONFIG_FILE_MAX - 33);
+    memcpy(ld->cfg->mp.state_dir, s, n + 1);
+    return 0;
 }
 
 static const struct key_rule mp_rules[] = {
     FN_KEY("proxy-secret", k_mp_secret),
     FN_KEY("proxy-config", k_mp_config),
+    FN_KEY("proxy-config-v6", k_mp_config6),
+    FN_KEY("public-ip-url", k_mp_ip_url),
+    FN_KEY("state-dir", k_mp_state_dir),
+    SECONDS_KEY("update-each", mp.update_s, 1, 30 * 86400),
     U32_KEY("connections", mp.connections, 1, 16),
     BOOL_KEY("fallback-direct", mp.fallback_direct),
     SIZE_KEY("client-buffer", mp.client_buffer, 64 << 10, 64u << 20),
@@ -946,11 +980,36 @@ static int k_middle_proxy(struct loader *ld, const struct toml_kv *kv)
     return WALK(ld, kv, mp_rules);
 }
 
+bool config_is_url(const char *source)
+{
+    return strncmp(source, "https://", 8) == 0;
+}
+
 static int read_file(const char *path, char **out, size_t *len, mode_t *mode, char *err,
                      size_t errlen);
 
-/* Tags need the middle-proxy table; its files are read now (loading never touches the
-   network, and a bad file fails the load, not the first client). */
+/* One proxy list given as a file: read and parsed now (a bad one fails the load). */
+static int load_mp_list(struct loader *ld, const char *key, const char *path, struct mpconf *out)
+{
+    if (!path[0] || config_is_url(path))
+        return 0;
+    char *text = NULL, why[256];
+    size_t len = 0;
+    mode_t mode;
+    int rc = read_file(path, &text, &len, &mode, why, sizeof why);
+    if (rc != 0)
+        return code_err(rc, ld->err, ld->errlen, "%s: middle-proxy.%s: %s", ld->name, key, why);
+    rc = mpconf_parse(text, len, out, why, sizeof why);
+    tg__free(text);
+    if (rc != 0)
+        return plain_err(ld->err, ld->errlen, "%s: middle-proxy.%s: %s: %s", ld->name, key, path,
+                         why);
+    return 0;
+}
+
+/* Tags need the middle-proxy table. Sources that are files are read now (a bad file fails
+   the load, not the first client); URLs are left to services/mpsource.c (loading never
+   touches the network). */
 static int load_midproxy(struct loader *ld)
 {
     struct config *cfg = ld->cfg;
@@ -961,45 +1020,48 @@ static int load_midproxy(struct loader *ld)
         if (tags)
             return plain_err(ld->err, ld->errlen,
                              "%s: ad tags need middle-proxy mode, expected a [middle-proxy] table "
-                             "with proxy-secret and proxy-config (docs/tgproxy.md)",
+                             "(docs/tgproxy.md)",
                              ld->name);
         return 0;
     }
-    if (!cfg->mp.secret_path[0] || !cfg->mp.config_path[0])
-        return plain_err(ld->err, ld->errlen,
-                         "%s: [middle-proxy] without proxy-secret or proxy-config, expected both "
-                         "(local copies of Telegram's getProxySecret and getProxyConfig)",
-                         ld->name);
-    char *text = NULL, why[256];
-    size_t len = 0;
-    mode_t mode;
-    int rc = read_file(cfg->mp.secret_path, &text, &len, &mode, why, sizeof why);
-    if (rc != 0)
-        return code_err(rc, ld->err, ld->errlen, "%s: middle-proxy.proxy-secret: %s", ld->name,
-                        why);
-    if (len < 32 || len > sizeof cfg->mp.secret) {
+    if (!cfg->mp.secret_path[0])
+        tg__strlcpy(cfg->mp.secret_path, CONFIG_MP_SECRET_URL, sizeof cfg->mp.secret_path);
+    if (!ld->mp_config_set)
+        tg__strlcpy(cfg->mp.config_path, CONFIG_MP_CONFIG_URL, sizeof cfg->mp.config_path);
+    if (!ld->mp_config6_set && strcmp(cfg->mp.config_path, CONFIG_MP_CONFIG_URL) == 0)
+        tg__strlcpy(cfg->mp.config6_path, CONFIG_MP_CONFIG6_URL, sizeof cfg->mp.config6_path);
+    if (!cfg->mp.state_dir[0]) {
+        const char *sd = getenv("STATE_DIRECTORY"); /* systemd's StateDirectory= */
+        if (sd && sd[0] == '/' && !strchr(sd, ':') && strlen(sd) < CONFIG_FILE_MAX - 32)
+            tg__strlcpy(cfg->mp.state_dir, sd, sizeof cfg->mp.state_dir);
+        else
+            tg__strlcpy(cfg->mp.state_dir, "/var/lib/tgproxy", sizeof cfg->mp.state_dir);
+    }
+    if (!config_is_url(cfg->mp.secret_path)) {
+        char *text = NULL, why[256];
+        size_t len = 0;
+        mode_t mode;
+        int rc = read_file(cfg->mp.secret_path, &text, &len, &mode, why, sizeof why);
+        if (rc != 0)
+            return code_err(rc, ld->err, ld->errlen, "%s: middle-proxy.proxy-secret: %s",
+                            ld->name, why);
+        if (len < 32 || len > sizeof cfg->mp.secret) {
+            memset(text, 0, len);
+            tg__free(text);
+            return plain_err(ld->err, ld->errlen,
+                             "%s: middle-proxy.proxy-secret: %s: %zu bytes, expected 32..256 "
+                             "(Telegram's file is 128 bytes, binary)",
+                             ld->name, cfg->mp.secret_path, len);
+        }
+        memcpy(cfg->mp.secret, text, len);
+        cfg->mp.secret_len = len;
         memset(text, 0, len);
         tg__free(text);
-        return plain_err(ld->err, ld->errlen,
-                         "%s: middle-proxy.proxy-secret: %s: %zu bytes, expected 32..256 "
-                         "(Telegram's file is 128 bytes, binary)",
-                         ld->name, cfg->mp.secret_path, len);
     }
-    memcpy(cfg->mp.secret, text, len);
-    cfg->mp.secret_len = len;
-    memset(text, 0, len);
-    tg__free(text);
-    text = NULL;
-    rc = read_file(cfg->mp.config_path, &text, &len, &mode, why, sizeof why);
-    if (rc != 0)
-        return code_err(rc, ld->err, ld->errlen, "%s: middle-proxy.proxy-config: %s", ld->name,
-                        why);
-    rc = mpconf_parse(text, len, &cfg->mp.conf, why, sizeof why);
-    tg__free(text);
-    if (rc != 0)
-        return plain_err(ld->err, ld->errlen, "%s: middle-proxy.proxy-config: %s: %s", ld->name,
-                         cfg->mp.config_path, why);
-    return 0;
+    int rc = load_mp_list(ld, "proxy-config", cfg->mp.config_path, &cfg->mp.conf);
+    if (rc == 0)
+        rc = load_mp_list(ld, "proxy-config-v6", cfg->mp.config6_path, &cfg->mp.conf6);
+    return rc;
 }
 
 /* ---- [domain-fronting] ---- */
@@ -2030,6 +2092,7 @@ void config_init(struct config *cfg)
     cfg->mp.connections = 2;
     cfg->mp.fallback_direct = true;
     cfg->mp.client_buffer = 8u << 20;
+    cfg->mp.update_s = 86400;
     cfg->concurrency = 8192;
     cfg->drain_timeout_ms = 30000;
     cfg->limits_state_interval_ms = 60000;

@@ -274,15 +274,22 @@ struct config {
     bool has_ad_tag;
     uint8_t ad_tag[16];
     struct {
-        bool enabled;                        /* the [middle-proxy] table is present */
-        char secret_path[CONFIG_SOURCE_MAX]; /* proxy-secret: a local copy of getProxySecret */
-        char config_path[CONFIG_SOURCE_MAX]; /* proxy-config: a local copy of getProxyConfig */
-        uint32_t connections;                /* per DC and worker; default 2 */
-        bool fallback_direct;                /* no middle proxy up: go direct; default true */
-        uint32_t client_buffer;              /* answers held for one client; default 8 MiB */
-        uint8_t secret[256];                 /* loaded from secret_path (never log) */
-        size_t secret_len;
-        struct mpconf conf; /* loaded from config_path */
+        bool enabled; /* the [middle-proxy] table is present */
+        /* Sources (services/mpsource.h): an https:// URL or a local file path each; "" = none
+           (proxy-config-v6 only). Defaults: Telegram's getProxySecret, getProxyConfig and,
+           when proxy-config is Telegram's, getProxyConfigV6. */
+        char secret_path[CONFIG_SOURCE_MAX];  /* proxy-secret */
+        char config_path[CONFIG_SOURCE_MAX];  /* proxy-config (IPv4 middle proxies) */
+        char config6_path[CONFIG_SOURCE_MAX]; /* proxy-config-v6 */
+        char ip_url[CONFIG_SOURCE_MAX];       /* public-ip-url: answers our address; "" = off */
+        char state_dir[CONFIG_FILE_MAX];      /* where downloaded copies are kept */
+        uint32_t update_s;                    /* update-each: refresh interval; default 1 day */
+        uint32_t connections;                 /* per DC and worker; default 2 */
+        bool fallback_direct;                 /* no middle proxy up: go direct; default true */
+        uint32_t client_buffer;               /* answers held for one client; default 8 MiB */
+        uint8_t secret[256];                  /* read from a secret *file* at load (never log) */
+        size_t secret_len;                    /* 0 when proxy-secret is a URL */
+        struct mpconf conf, conf6; /* read from config files at load (n = 0 for URLs) */
     } mp;
 
     /* [fleet]: anti-replay and [limits] shared with other tgproxy processes through one
@@ -400,6 +407,13 @@ const char *config_prefer_ip_name(enum config_prefer_ip p);
 int config_add_listen(struct config *cfg, const char *text, size_t len, char *err, size_t errlen);
 /* The ad tag secret i is served with (16 bytes), or NULL: direct. */
 const uint8_t *config_ad_tag(const struct config *cfg, size_t i);
+
+/* [middle-proxy] defaults: Telegram's documents. */
+#define CONFIG_MP_SECRET_URL  "https://core.telegram.org/getProxySecret"
+#define CONFIG_MP_CONFIG_URL  "https://core.telegram.org/getProxyConfig"
+#define CONFIG_MP_CONFIG6_URL "https://core.telegram.org/getProxyConfigV6"
+/* Is a [middle-proxy] source an https:// URL (else a file path)? */
+bool config_is_url(const char *source);
 
 int config_add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
                       size_t errlen);

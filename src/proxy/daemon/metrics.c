@@ -6,10 +6,12 @@
 #include "proxy/daemon/metrics.h"
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/httpd.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "proxy/services/acl.h"
+#include "proxy/services/mpsource.h"
 #include "proxy/daemon/server.h"
 
 #include <errno.h>
@@ -238,6 +240,43 @@ static int collect_mp_up(struct walk *w, const struct server *s)
     return rc;
 }
 
+/* [middle-proxy] documents: how old the copy in use is, failed and taken refreshes, by source
+   (only configured sources; the age only once there is a copy). */
+static int collect_mp_sources(struct walk *w, const struct server *s)
+{
+    struct mpsource *src = server_mpsource(s);
+    if (!src)
+        return 0;
+    struct mpsource_stats st;
+    mpsource_stats(src, &st);
+    static const struct {
+        const char *family, *help;
+        enum metric_type type;
+    } fam[3] = {
+        {"middle_proxy_source_age_seconds",
+         "Age of the middle-proxy document copy in use, by source.", METRIC_GAUGE},
+        {"middle_proxy_source_failures_total",
+         "Middle-proxy document refreshes that failed (the last good copy kept), by source.",
+         METRIC_COUNTER},
+        {"middle_proxy_source_updates_total",
+         "New middle-proxy document copies taken into use, by source.", METRIC_COUNTER},
+    };
+    double now = (double)tg__wall_s();
+    int rc = 0;
+    for (int f = 0; rc == 0 && f < 3; f++) {
+        for (int k = 0; rc == 0 && k < MPSRC_N; k++) {
+            if (!st.used[k] || (f == 0 && st.ok_time[k] <= 0))
+                continue;
+            double v = f == 0   ? (now > st.ok_time[k] ? now - st.ok_time[k] : 0)
+                       : f == 1 ? (double)st.failures[k]
+                                : (double)st.updates[k];
+            rc = put1(w, fam[f].family, fam[f].type, fam[f].help, "source",
+                      mpsource_name((enum mpsource_kind)k), v);
+        }
+    }
+    return rc;
+}
+
 /* DC connect failures by DC and by the reason of the last address tried. */
 static int collect_dc_fail(struct walk *w, const struct server *s)
 {
@@ -431,6 +470,8 @@ int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
         rc = collect_dc_fail(&w, s);
     if (rc == 0)
         rc = collect_mp_up(&w, s);
+    if (rc == 0)
+        rc = collect_mp_sources(&w, s);
     if (rc == 0)
         rc = collect_secrets(&w, s);
     if (rc == 0)

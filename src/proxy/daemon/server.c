@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/str.h"
 #include "proxy/services/acl.h"
+#include "proxy/services/mpsource.h"
 #include "proxy/engine/antireplay.h"
 #include "proxy/engine/conn.h"
 #include "proxy/wire/crypto.h"
@@ -81,6 +82,7 @@ struct server {
     bool draining;            /* atomic: workers stop accepting (server_drain) */
     struct acl *acl;          /* [defense.allowlist] / [defense.blocklist], or NULL */
     bool state_ready;         /* [limits] state-file was read (or tried): save it at stop */
+    bool mp_wake;             /* atomic: workers run: a documents change wakes them */
 };
 
 static void listeners_set(struct worker *w, unsigned mask)
@@ -114,6 +116,10 @@ static void on_ctl(struct loop *l, struct loop_io *io, unsigned events)
     if (__atomic_load_n(&w->srv->draining, __ATOMIC_ACQUIRE))
         listeners_close(w);
     conn_worker_revoke_sweep(&w->cw); /* server_revoke may have asked */
+    if (__atomic_load_n(&w->cw.sh->mpsrc, __ATOMIC_ACQUIRE)) {
+        conn_worker_refresh(&w->cw); /* a reload's generation, which syncs the pool */
+        conn_worker_mp_sync(&w->cw); /* the middle-proxy documents may have changed */
+    }
 }
 
 static void on_pause_end(struct loop *l, struct loop_timer *t)
@@ -467,6 +473,30 @@ static void state_save(struct server *s)
     gen_unref(g);
 }
 
+static void workers_wake(struct server *s, const char *why);
+
+/* mpsource's changed(): every worker rebuilds its pool from the new documents. */
+static void mp_changed(void *ud)
+{
+    struct server *s = ud;
+    if (__atomic_load_n(&s->mp_wake, __ATOMIC_ACQUIRE))
+        workers_wake(s, "middle-proxy documents");
+}
+
+/* [middle-proxy]: the documents' source, seeded now (files, stored copies), so the workers
+   build their pools from it at once. */
+static int mp_source_start(struct server *s, const struct config *cfg)
+{
+    char err[CONFIG_ERR_MAX];
+    struct mpsource *src = NULL;
+    int rc = mpsource_new(cfg, mp_changed, s, &src, err, sizeof err);
+    if (rc < 0)
+        tg__log(NULL, TG__LOG_ERROR, "%s", err);
+    else
+        __atomic_store_n(&s->sh.mpsrc, src, __ATOMIC_RELEASE);
+    return rc;
+}
+
 int server_start(const struct config *cfg, struct server **out)
 {
     *out = NULL;
@@ -507,8 +537,15 @@ int server_start(const struct config *cfg, struct server **out)
         rc = open_listeners(s);
     if (rc == 0)
         rc = self_init(s);
+    if (rc == 0 && cfg->mp.enabled)
+        rc = mp_source_start(s, cfg);
     if (rc == 0)
         rc = start_workers(s);
+    if (rc == 0) { /* from here a change wakes them; one wake covers a change during init */
+        __atomic_store_n(&s->mp_wake, true, __ATOMIC_RELEASE);
+        if (s->sh.mpsrc)
+            workers_wake(s, "middle-proxy documents");
+    }
     if (rc == 0 && cfg->prometheus.enabled)
         rc = metrics_start(s, &s->metrics);
     if (rc == 0 && cfg->statsd.enabled)
@@ -630,6 +667,11 @@ uint32_t server_active(const struct server *s)
     return __atomic_load_n(&s->sh.active, __ATOMIC_RELAXED);
 }
 
+struct mpsource *server_mpsource(const struct server *s)
+{
+    return __atomic_load_n(&s->sh.mpsrc, __ATOMIC_ACQUIRE); /* a reload may set it */
+}
+
 struct acl *server_acl(const struct server *s)
 {
     return __atomic_load_n(&s->acl, __ATOMIC_ACQUIRE); /* a reload may set it */
@@ -669,6 +711,8 @@ void server_stop(struct server *s)
     }
     if (s->state_ready) /* every connection is closed: its bytes are charged */
         state_save(s);
+    mpsource_free(s->sh.mpsrc); /* after the workers: they read its documents */
+    s->sh.mpsrc = NULL;
     conn_shared_cleanup(&s->sh);
     acl_free(s->acl); /* after the workers: they were its readers */
     pthread_mutex_destroy(&s->mu);
@@ -767,6 +811,12 @@ int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen
     }
     if (rc == 0)
         rc = acl_reload(s, cfg, err, errlen);
+    bool mp_new = false; /* the first [middle-proxy] a reload brings */
+    if (rc == 0 && cfg->mp.enabled && !s->sh.mpsrc) {
+        if ((rc = mp_source_start(s, cfg)) < 0)
+            snprintf(err, errlen, "%s: [middle-proxy]: cannot start its updater", cfg->source);
+        mp_new = rc == 0;
+    }
     if (rc == 0) {
         rc = conn_shared_publish(&s->sh, cfg); /* cfg is the generation's from here */
         if (rc < 0)
@@ -778,7 +828,11 @@ int server_reload(struct server *s, struct config *cfg, char *err, size_t errlen
         tg__logger_set_level(tg__log_default(), g->cfg->log_level);
         server_scrub_secrets(g->cfg);
         upstream_check_self(&s->sh, g->cfg);
+        if (g->cfg->mp.enabled && !mp_new)
+            mpsource_apply(s->sh.mpsrc, g->cfg); /* new sources, files re-read by the load */
         gen_unref(g);
+        if (s->sh.mpsrc)
+            workers_wake(s, "reload"); /* pools follow the new [middle-proxy] settings now */
     }
     reload_count(s, rc == 0);
     return rc;

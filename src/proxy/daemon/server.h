@@ -108,6 +108,8 @@ uint64_t server_replay_live(const struct server *s);
 double server_start_time(const struct server *s);
 /* The access lists (acl.h: acl_refresh, acl_apply for a reload, acl_stats), or NULL when
    neither [defense.allowlist] nor [defense.blocklist] is enabled. Owned by s. */
+/* [middle-proxy] documents' source (mpsource.h), or NULL. Any thread. */
+struct mpsource *server_mpsource(const struct server *s);
 struct acl *server_acl(const struct server *s);
 /* Port the Prometheus page listens on (0 = off). */
 uint16_t server_metrics_port(const struct server *s);

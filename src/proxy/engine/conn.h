@@ -46,6 +46,8 @@ struct antireplay;
 struct fleet;
 struct fleet_worker;
 struct midproxy_worker;
+struct mp_pool;
+struct mpsource;
 struct limits;
 struct upstream_name;
 struct doh;
@@ -73,6 +75,7 @@ struct conn_shared {
     /* [defense.doppelganger]: the live profile (doppel_fetch.h); NULL = no shaping */
     struct doppel_live *doppel;
     struct keyscan_hints *hints; /* who authenticated with which key (keyscan.h) */
+    struct mpsource *mpsrc;      /* [middle-proxy] documents (server.c owns it), or NULL */
     /* GEN_LABELS_MAX entries, atomic each: a connection of label slot i whose generation
        is older than revoked[i] is closed at its worker's next conn_worker_revoke_sweep */
     uint64_t *revoked;
@@ -123,6 +126,7 @@ struct conn_worker {
     struct shape_worker shape;       /* doppelganger shaper (shape.c) */
     struct fleet_worker *fleet;      /* this worker's [fleet] Redis connection; NULL = off */
     struct midproxy_worker *mp;      /* middle-proxy pool (midproxy.h); NULL = no [middle-proxy] */
+    struct mp_pool *mp_old;          /* retired pools whose clients still run (worker.c) */
     struct keyscan_budget scan;      /* HMAC bytes hellos may still scan (keyscan.h) */
 };
 
@@ -194,6 +198,11 @@ void conn_worker_cleanup(struct conn_worker *w);
 /* Move w to the generation a reload published, if any (conn_accept does it first; the
    server calls it before its own checks of w->gen at accept). Worker thread. */
 void conn_worker_refresh(struct conn_worker *w);
+/* Rebuild the middle-proxy pool when the documents (sh->mpsrc) or the generation's
+   [middle-proxy] settings changed: new clients go to the new pool, the old one is retired and
+   keeps its clients (midproxy.h). The server calls it when the documents change. Worker
+   thread. */
+void conn_worker_mp_sync(struct conn_worker *w);
 /* Take over an accepted, non-blocking client socket. On failure the fd is closed. */
 void conn_accept(struct conn_worker *w, int fd);
 /* The name of an end reason as logged ("eof", "handshake-timeout", ...), static. */

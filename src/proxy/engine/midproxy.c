@@ -216,6 +216,8 @@ static void conn_connected(struct mpx_conn *mc)
     end_of(&peer, &sc.remote);
     if (sc.local.family == AF_INET && mw->cfg.have_public4)
         memcpy(sc.local.ip, mw->cfg.public4, 4);
+    else if (sc.local.family == AF_INET6 && mw->cfg.have_public6)
+        memcpy(sc.local.ip, mw->cfg.public6, 16);
     crypto_random(sc.nonce, sizeof sc.nonce);
     mprpc_pid(sc.pid, sc.local.ip, sc.local.port, (uint16_t)getpid(), mw->start_time);
     uint8_t first[64];
@@ -313,12 +315,57 @@ void mpx_conn_fail(struct mpx_conn *mc, int why)
     mc->retry_at_ms = mw->loop->now_ms + mc->backoff_ms;
 }
 
+/* ---- retired pools (midproxy.h: pool generations) ---- */
+
+/* A retired pool's connection: closed once no client is left on it (not counted as a
+   failure), and never reconnected. */
+static void retired_tick(struct mpx_conn *mc)
+{
+    struct midproxy_worker *mw = mc->mw;
+    mc->retry_at_ms = UINT64_MAX;
+    if (mc->state == MPX_IDLE || mc->nclients)
+        return;
+    if (mc->state == MPX_READY) {
+        mw->st.up--;
+        dc_up(mw, mc->dc, -1);
+    }
+    if (mc->io.fd >= 0) {
+        int fd = mc->io.fd;
+        loop_io_del(mw->loop, &mc->io);
+        close(fd);
+    }
+    mc->io.fd = -1;
+    mpsess_cleanup(&mc->sess);
+    mpx_bq_free(&mc->out);
+    mc->state = MPX_IDLE;
+}
+
+void midproxy_retire(struct midproxy_worker *mw)
+{
+    mw->retired = true;
+    for (size_t i = 0; i < mw->nconns; i++)
+        retired_tick(&mw->conns[i]);
+}
+
+bool midproxy_drained(const struct midproxy_worker *mw)
+{
+    for (size_t i = 0; i < mw->nconns; i++)
+        if (mw->conns[i].state != MPX_IDLE)
+            return false;
+    return mw->retired;
+}
+
 static void on_tick(struct loop *l, struct loop_timer *t)
 {
     struct midproxy_worker *mw =
         (struct midproxy_worker *)(void *)((char *)t - offsetof(struct midproxy_worker, tick));
     for (size_t i = 0; i < mw->nconns; i++) {
         struct mpx_conn *mc = &mw->conns[i];
+        if (mw->retired) {
+            retired_tick(mc);
+            if (mc->state == MPX_IDLE)
+                continue;
+        }
         if (mc->state == MPX_IDLE && l->now_ms >= mc->retry_at_ms) {
             conn_start(mc);
             continue;
@@ -359,7 +406,7 @@ int midproxy_init(struct midproxy_worker *mw, struct loop *loop, const struct mi
     mw->start_time = (uint32_t)time(NULL);
     crypto_random(&mw->id_salt, sizeof mw->id_salt);
     /* per_dc connections for each DC, round-robin over that DC's middle proxies */
-    mw->conns = tg__malloc(sizeof *mw->conns * mw->cfg.conf.n * mw->cfg.per_dc);
+    mw->conns = tg__malloc(sizeof *mw->conns * (mw->cfg.conf.n * mw->cfg.per_dc + 1));
     if (!mw->conns)
         return -ENOMEM;
     for (size_t i = 0; i < mw->cfg.conf.n; i++) {

@@ -47,6 +47,8 @@ struct midproxy_cfg {
     unsigned per_dc;    /* connections per DC (0 = 2) */
     bool have_public4;  /* the public IPv4 the key derivation needs behind NAT */
     uint8_t public4[4];
+    bool have_public6; /* the same for IPv6 (without: the socket's own address) */
+    uint8_t public6[16];
     size_t client_buf_max; /* 0 = 8 MiB */
     uint32_t ping_ms;      /* ping a connection quiet this long (0 = 5000) */
     uint32_t dead_ms;      /* give a connection up after this long without a byte (0 = 60000) */
@@ -84,12 +86,23 @@ struct midproxy_worker {
     uint32_t start_time;
     struct stats *stats;  /* the worker's counters (stats.h: mp_*), or NULL */
     struct stats_dc *dcs; /* the worker's per-DC counters (mp_up), or NULL */
+    bool retired;         /* midproxy_retire: no new clients, no reconnects */
 };
 
 /* Set up mw on loop with cfg (copied) and start connecting. 0 or -errno. */
 int midproxy_init(struct midproxy_worker *mw, struct loop *loop, const struct midproxy_cfg *cfg);
 /* Close every bridge and connection. NULL-safe. */
 void midproxy_cleanup(struct midproxy_worker *mw);
+
+/*
+ * Pool generations (engine/worker.c): when the documents or [middle-proxy] settings change,
+ * the worker builds a new pool for new clients and retires the old one, whose clients stay
+ * on it until they end. A retired pool reconnects nothing and closes each connection that
+ * has no client left; midproxy_drained() says when it can be cleaned up. A client belongs to
+ * the pool it was attached to, which need not be the worker's current one.
+ */
+void midproxy_retire(struct midproxy_worker *mw);
+bool midproxy_drained(const struct midproxy_worker *mw);
 
 /* Clients on connection i (0..nconns): how the pool spread them (tests, metrics). */
 size_t midproxy_conn_clients(const struct midproxy_worker *mw, size_t i);

@@ -337,6 +337,8 @@ int midproxy_attach(struct midproxy_worker *mw, int16_t dc, const uint8_t *ad_ta
     addr_from(&b->req.proxy, proxy);
     if (mw->cfg.have_public4 && mprpc_addr_is_v4(&b->req.proxy))
         memcpy(b->req.proxy.ip + 12, mw->cfg.public4, 4);
+    else if (mw->cfg.have_public6 && !mprpc_addr_is_v4(&b->req.proxy))
+        memcpy(b->req.proxy.ip, mw->cfg.public6, 16);
     b->io.fd = -1;
     if (loop_io_add(mw->loop, &b->io, sv[1], LOOP_READ, on_bridge_io) != 0) {
         close(sv[0]), close(sv[1]);

@@ -18,6 +18,8 @@
 #include "proxy/engine/midproxy.h"
 #include "proxy/services/doh.h"
 #include "proxy/services/doppel_fetch.h"
+#include "proxy/services/mpsource.h"
+#include "proxy/wire/crypto.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -172,6 +174,8 @@ static int tqs_adopt(struct conn_worker *w, const struct config *cfg)
     return 0;
 }
 
+static void mp_sweep(struct conn_worker *w);
+
 /* Move the worker to the current generation (at accept, after a reload). */
 static void worker_adopt(struct conn_worker *w)
 {
@@ -185,44 +189,130 @@ static void worker_adopt(struct conn_worker *w)
     gen_unref(w->gen);
     w->gen = g;
     w->gen_seq = g->seq;
+    if (w->mp || g->cfg->mp.enabled)
+        conn_worker_mp_sync(w); /* [middle-proxy] settings may have changed */
 }
 
 void conn_worker_refresh(struct conn_worker *w)
 {
     if (__atomic_load_n(&w->sh->gen_seq, __ATOMIC_ACQUIRE) != w->gen_seq)
         worker_adopt(w); /* a reload published a new generation */
+    else if (w->mp_old)
+        mp_sweep(w); /* retired pools whose last client ended */
 }
 
-/* [middle-proxy] of the start config: this worker's pool (a reload keeps it). */
-static int mp_start(struct conn_worker *w)
+/* ---- middle-proxy pools ---- */
+
+/* A pool generation: the current one (w->mp points into it) or a retired one. */
+struct mp_pool {
+    struct midproxy_worker mw;
+    struct mp_pool *next;
+};
+
+static struct mp_pool *pool_of(struct midproxy_worker *mw)
 {
-    const struct config *cfg = w->sh->cfg;
-    struct midproxy_cfg *mc = tg__malloc(sizeof *mc);
-    w->mp = tg__malloc(sizeof *w->mp);
-    if (!mc || !w->mp) {
-        tg__free(mc);
-        tg__free(w->mp);
-        w->mp = NULL;
-        return -ENOMEM;
+    return (struct mp_pool *)(void *)((char *)mw - offsetof(struct mp_pool, mw));
+}
+
+static void pool_free(struct mp_pool *p)
+{
+    midproxy_cleanup(&p->mw);
+    tg__free(p);
+}
+
+/* Free the retired pools no client uses any more. */
+static void mp_sweep(struct conn_worker *w)
+{
+    for (struct mp_pool **pp = &w->mp_old, *p; (p = *pp);) {
+        if (!midproxy_drained(&p->mw)) {
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        pool_free(p);
     }
+}
+
+/* What the pool should be: the documents in use, the generation's [middle-proxy] settings,
+   and the public address (configured, else detected by public-ip-url, else the socket's). */
+static void pool_cfg(const struct config *cfg, const struct mpdocs *d, struct midproxy_cfg *mc)
+{
     memset(mc, 0, sizeof *mc);
-    memcpy(mc->secret, cfg->mp.secret, cfg->mp.secret_len);
-    mc->secret_len = cfg->mp.secret_len;
-    mc->conf = cfg->mp.conf;
+    if (d && d->secret_len) {
+        memcpy(mc->secret, d->secret, d->secret_len);
+        mc->secret_len = d->secret_len;
+        mpdocs_merge(d, cfg->prefer_ip, &mc->conf); /* no secret: no connection */
+    }
     mc->per_dc = cfg->mp.connections;
     mc->client_buf_max = cfg->mp.client_buffer;
     mc->have_public4 =
         cfg->public_ipv4[0] && inet_pton(AF_INET, cfg->public_ipv4, mc->public4) == 1;
-    int rc = midproxy_init(w->mp, &w->loop, mc);
-    w->mp->stats = &w->stats;
-    w->mp->dcs = w->dcs;
-    memset(mc, 0, sizeof *mc);
-    tg__free(mc);
-    if (rc < 0) {
-        tg__free(w->mp);
-        w->mp = NULL;
+    mc->have_public6 =
+        cfg->public_ipv6[0] && inet_pton(AF_INET6, cfg->public_ipv6, mc->public6) == 1;
+    if (!mc->have_public4 && d && d->has_ip4)
+        mc->have_public4 = true, memcpy(mc->public4, d->ip4, 4);
+    if (!mc->have_public6 && d && d->has_ip6)
+        mc->have_public6 = true, memcpy(mc->public6, d->ip6, 16);
+}
+
+static bool pool_same(const struct midproxy_cfg *a, const struct midproxy_cfg *b)
+{
+    return a->secret_len == b->secret_len && memcmp(a->secret, b->secret, a->secret_len) == 0 &&
+           memcmp(&a->conf, &b->conf, sizeof a->conf) == 0 && a->per_dc == b->per_dc &&
+           a->client_buf_max == b->client_buf_max && a->have_public4 == b->have_public4 &&
+           memcmp(a->public4, b->public4, 4) == 0 && a->have_public6 == b->have_public6 &&
+           memcmp(a->public6, b->public6, 16) == 0;
+}
+
+void conn_worker_mp_sync(struct conn_worker *w)
+{
+    mp_sweep(w);
+    const struct config *cfg = w->gen->cfg;
+    if (!cfg->mp.enabled) { /* a reload removed [middle-proxy]: no pool for new clients */
+        if (w->mp) {
+            midproxy_retire(w->mp);
+            pool_of(w->mp)->next = w->mp_old;
+            w->mp_old = pool_of(w->mp);
+            w->mp = NULL;
+        }
+        return;
     }
-    return rc;
+    struct mpdocs *d = mpsource_docs(__atomic_load_n(&w->sh->mpsrc, __ATOMIC_ACQUIRE));
+    struct midproxy_cfg *mc = tg__malloc(sizeof *mc);
+    struct mp_pool *p = NULL;
+    if (mc)
+        pool_cfg(cfg, d, mc);
+    mpdocs_unref(d);
+    if (mc && w->mp) {
+        /* compare with the defaults midproxy_init applied */
+        mc->ping_ms = w->mp->cfg.ping_ms, mc->dead_ms = w->mp->cfg.dead_ms;
+        if (pool_same(&w->mp->cfg, mc))
+            goto done;
+    }
+    p = mc ? tg__malloc(sizeof *p) : NULL;
+    if (mc)
+        mc->ping_ms = mc->dead_ms = 0;
+    int rc = p ? midproxy_init(&p->mw, &w->loop, mc) : -ENOMEM;
+    if (rc < 0) {
+        tg__log(NULL, TG__LOG_ERROR,
+                "middle-proxy: cannot build the new pool (%s); the worker keeps the one it has",
+                strerror(-rc));
+        tg__free(p);
+        goto done;
+    }
+    p->mw.stats = &w->stats;
+    p->mw.dcs = w->dcs;
+    p->next = NULL;
+    if (w->mp) { /* its clients stay on it; new ones go to p */
+        midproxy_retire(w->mp);
+        pool_of(w->mp)->next = w->mp_old;
+        w->mp_old = pool_of(w->mp);
+    }
+    w->mp = &p->mw;
+done:
+    if (mc)
+        crypto_wipe(mc, sizeof *mc);
+    tg__free(mc);
 }
 
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
@@ -256,9 +346,12 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
         conn_worker_cleanup(w);
         return -ENOMEM;
     }
-    if (sh->cfg->mp.enabled && (rc = mp_start(w)) < 0) {
-        conn_worker_cleanup(w);
-        return rc;
+    if (w->gen->cfg->mp.enabled) {
+        conn_worker_mp_sync(w);
+        if (!w->mp) {
+            conn_worker_cleanup(w);
+            return -ENOMEM;
+        }
     }
     return 0;
 }
@@ -269,9 +362,14 @@ void conn_worker_cleanup(struct conn_worker *w)
         return;
     while (w->conns)
         conn_close(w->conns, END_SHUTDOWN);
-    midproxy_cleanup(w->mp); /* after the connections: their bridges are closed by now */
-    tg__free(w->mp);
+    if (w->mp) /* after the connections: their bridges are closed by now */
+        pool_free(pool_of(w->mp));
     w->mp = NULL;
+    for (struct mp_pool *p = w->mp_old, *next; p; p = next) {
+        next = p->next;
+        pool_free(p);
+    }
+    w->mp_old = NULL;
     fleet_worker_free(w->fleet);
     w->fleet = NULL;
     upstream_worker_cleanup(w);

@@ -614,11 +614,18 @@ static const struct bad_case bad_cases[] = {
      "c.toml: ", "expected a [middle-proxy] table"},
     {BASE SEC "[ad-tags]\nnobody = \"\"\n",
      "c.toml:5:1: ad-tags.nobody: ", "no secret has this label"},
-    {BASE SEC "[middle-proxy]\nproxy-secret = \"https://core.telegram.org/getProxySecret\"\n",
-     "c.toml:5:16: middle-proxy.proxy-secret: ", "does not download it yet"},
+    {BASE SEC "[middle-proxy]\nproxy-secret = \"http://core.telegram.org/getProxySecret\"\n",
+     "c.toml:5:16: middle-proxy.proxy-secret: ", "expected https://"},
+    {BASE SEC "[middle-proxy]\nproxy-config = \"ftp://example.com/list\"\n",
+     "c.toml:5:16: middle-proxy.proxy-config: ", "expected an https:// URL or a file path"},
+    {BASE SEC "[middle-proxy]\npublic-ip-url = \"/etc/ip\"\n",
+     "c.toml:5:17: middle-proxy.public-ip-url: ", "expected an https:// URL"},
+    {BASE SEC "[middle-proxy]\nstate-dir = \"relative\"\n",
+     "c.toml:5:13: middle-proxy.state-dir: ", "expected an absolute directory"},
+    {BASE SEC "[middle-proxy]\nupdate-each = \"0s\"\n",
+     "c.toml:5:15: middle-proxy.update-each: ", "out of range"},
     {BASE SEC "[middle-proxy]\nconnections = 0\n",
      "c.toml:5:15: middle-proxy.connections: ", "out of range"},
-    {BASE SEC "[middle-proxy]\nconnections = 2\n", "c.toml: ", "expected both"},
     {BASE SEC "[dcs]\nfoo = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.foo: ", "bad DC id"},
     {BASE SEC "[dcs]\n0 = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.0: ", "bad DC id"},
     {BASE SEC "[dcs]\n99999 = [\"1.2.3.4:443\"]\n", "c.toml:5:1: dcs.99999: ", "bad DC id"},
@@ -1218,6 +1225,24 @@ static void test_midproxy_keys(void **state)
     assert_int_equal(cfg.mp.connections, 2);
     assert_true(cfg.mp.fallback_direct);
     assert_int_equal(cfg.mp.client_buffer, 8u << 20);
+    assert_int_equal(cfg.mp.update_s, 86400);
+    assert_string_equal(cfg.mp.config6_path, ""); /* a list of one's own: no Telegram v6 list */
+    config_cleanup(&cfg);
+
+    /* [middle-proxy] alone: Telegram's three documents by URL, read by nobody at load */
+    const char *bare = BASE "[secrets]\na = \"" EE_A "\"\n[middle-proxy]\nupdate-each = \"6h\"\n"
+                            "state-dir = \"/srv/tgp\"\npublic-ip-url = \"https://ip.example/\"\n";
+    config_init(&cfg);
+    assert_int_equal(config_parse(&cfg, "c.toml", bare, strlen(bare), err, sizeof err, NULL, NULL),
+                     0);
+    assert_string_equal(cfg.mp.secret_path, "https://core.telegram.org/getProxySecret");
+    assert_string_equal(cfg.mp.config_path, "https://core.telegram.org/getProxyConfig");
+    assert_string_equal(cfg.mp.config6_path, "https://core.telegram.org/getProxyConfigV6");
+    assert_string_equal(cfg.mp.ip_url, "https://ip.example/");
+    assert_string_equal(cfg.mp.state_dir, "/srv/tgp");
+    assert_int_equal(cfg.mp.update_s, 6 * 3600);
+    assert_int_equal(cfg.mp.secret_len, 0);
+    assert_int_equal(cfg.mp.conf.n, 0);
     config_cleanup(&cfg);
 
     /* a list that does not parse: the file, its line, why */
