@@ -34,49 +34,62 @@ void pfmp_start(struct dfx *d, const char *secret_path, uint16_t dc_port, uint16
     dfx_start(d, argv);
 }
 
-int pfmp_echo_framed(uint16_t port, int mode, const uint8_t *key)
+uint32_t pfmp_tag(int mode)
 {
-    struct pcli c;
-    struct pcli_opts o = {.mode = (enum pcli_mode)mode, .key = key, .dc = 2, .sni = "example.com"};
-    if (pcli_connect(&c, port, &o) != 0)
+    return mode == PCLI_CLASSIC ? OBFS2_TAG_ABRIDGED : OBFS2_TAG_PADDED;
+}
+
+int pfmp_send_packet(struct pcli *c, uint32_t tag, const void *p, size_t n)
+{
+    uint8_t buf[8192 + MTFRAME_HEAD_MAX], h[MTFRAME_HEAD_MAX];
+    size_t hl = mtframe_head(tag, n, 0, h);
+    if (hl == 0 || n > 8192)
         return -1;
-    uint32_t tag = mode == PCLI_CLASSIC ? OBFS2_TAG_ABRIDGED : OBFS2_TAG_PADDED;
-    uint8_t cmd[FAKEDC_CMD_LEN], data[4096], buf[8192], h[MTFRAME_HEAD_MAX], back[4096];
-    fakedc_cmd(cmd, "ECHO", 0, 0);
-    for (size_t i = 0; i < sizeof data; i++)
-        data[i] = (uint8_t)(i * 13 + (size_t)mode);
-    size_t hl = mtframe_head(tag, sizeof cmd, 0, h);
     memcpy(buf, h, hl);
-    memcpy(buf + hl, cmd, sizeof cmd);
-    int rc = pcli_send(&c, buf, hl + sizeof cmd);
-    for (int k = 0; rc == 0 && k < 4; k++) {
-        hl = mtframe_head(tag, 1024, 0, h);
-        memcpy(buf, h, hl);
-        memcpy(buf + hl, data + k * 1024, 1024);
-        rc = pcli_send(&c, buf, hl + 1024);
-    }
-    static uint8_t rx[1 << 16];
+    memcpy(buf + hl, p, n);
+    return pcli_send(c, buf, hl + n);
+}
+
+int pfmp_recv_packets(struct pcli *c, uint32_t tag, uint8_t *out, size_t n)
+{
+    static __thread uint8_t rx[1 << 16];
     size_t rl = 0, got = 0;
-    while (rc == 0 && got < sizeof back) {
-        ssize_t r = pcli_recv(&c, rx + rl, sizeof rx - rl);
-        if (r <= 0) {
-            rc = -1;
-            break;
-        }
+    while (got < n) {
+        ssize_t r = pcli_recv(c, rx + rl, sizeof rx - rl);
+        if (r <= 0)
+            return -1;
         rl += (size_t)r;
         size_t at = 0;
         struct mtframe_pkt p;
-        while (rc == 0 && mtframe_next(tag, rx + at, rl - at, 0, &p, NULL) == MTFRAME_OK) {
-            if (got + p.len > sizeof back)
-                rc = -1;
-            else
-                memcpy(back + got, rx + at + p.off, p.len);
+        while (mtframe_next(tag, rx + at, rl - at, 0, &p, NULL) == MTFRAME_OK) {
+            if (got + p.len > n)
+                return -1;
+            memcpy(out + got, rx + at + p.off, p.len);
             got += p.len;
             at += p.consumed;
         }
         memmove(rx, rx + at, rl - at);
         rl -= at;
     }
+    return 0;
+}
+
+int pfmp_echo_framed(uint16_t port, int mode, const uint8_t *key)
+{
+    struct pcli c;
+    struct pcli_opts o = {.mode = (enum pcli_mode)mode, .key = key, .dc = 2, .sni = "example.com"};
+    if (pcli_connect(&c, port, &o) != 0)
+        return -1;
+    uint32_t tag = pfmp_tag(mode);
+    uint8_t cmd[FAKEDC_CMD_LEN], data[4096], back[4096];
+    fakedc_cmd(cmd, "ECHO", 0, 0);
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 13 + (size_t)mode);
+    int rc = pfmp_send_packet(&c, tag, cmd, sizeof cmd);
+    for (int k = 0; rc == 0 && k < 4; k++)
+        rc = pfmp_send_packet(&c, tag, data + k * 1024, 1024);
+    if (rc == 0)
+        rc = pfmp_recv_packets(&c, tag, back, sizeof back);
     pcli_close(&c);
     return rc == 0 && memcmp(back, data, sizeof data) == 0 ? 0 : -1;
 }

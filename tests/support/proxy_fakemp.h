@@ -30,4 +30,11 @@ void pfmp_start(struct dfx *d, const char *secret_path, uint16_t dc_port, uint16
    get every byte back, framed the same way. 0, or -1 (connect, I/O or wrong bytes). */
 int pfmp_echo_framed(uint16_t port, int mode, const uint8_t *key);
 
+struct pcli;
+/* The pieces: the transport tag of a pcli mode, one packet framed in it, and n bytes of
+   packets read back (their payloads, joined). 0 or -1. */
+uint32_t pfmp_tag(int mode);
+int pfmp_send_packet(struct pcli *c, uint32_t tag, const void *p, size_t n);
+int pfmp_recv_packets(struct pcli *c, uint32_t tag, uint8_t *out, size_t n);
+
 #endif

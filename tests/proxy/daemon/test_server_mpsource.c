@@ -9,7 +9,10 @@
  *     and new clients get through; the stored copies in state-dir are the new documents;
  *   - a failing refresh (HTTP 500, a secret of the wrong size) keeps the last good copy,
  *     warns, and counts it in middle_proxy_source_failures_total;
- *   - a restart with the HTTPS server gone starts from the stored copies and serves.
+ *   - a restart with the HTTPS server gone starts from the stored copies and serves;
+ *   - a reload (SIGHUP) changing [middle-proxy] connections rebuilds the pool while a client
+ *     on the old one keeps working, and the old connection closes when that client ends;
+ *     a reload removing a secret's tag sends its new clients direct.
  */
 #include "tgtest.h"
 
@@ -24,7 +27,8 @@
 #include "proxy_fakedc.h"
 #include "proxy_fakemp.h"
 
-#define TAG "c0ffee00c0ffee00c0ffee00c0ffee00"
+#define TAG  "c0ffee00c0ffee00c0ffee00c0ffee00"
+#define TAG2 "2222333344445555666677778888aaaa"
 
 struct env {
     struct fakedc *dc;
@@ -32,7 +36,9 @@ struct env {
     struct docsrv *docs;
     struct dfx mp, d;
     char secret_path[128], state[128];
-    uint8_t key[16];
+    uint8_t key[16], key2[16];
+    char conf_path[128];
+    const char *want; /* metrics_show: the line to wait for */
 };
 
 static void secret_of(uint8_t *s, int seed)
@@ -193,10 +199,130 @@ static void test_refresh_store_restart(void **state)
     fakedc_stop(e.dc);
 }
 
+static void write_reload_cfg(struct env *e, unsigned conns, const char *b_tag)
+{
+    char k1[33], k2[33];
+    tg__hex_encode(k1, e->key, 16);
+    tg__hex_encode(k2, e->key2, 16);
+    dfx_config(&e->d,
+               "bind-to = \"127.0.0.1:0\"\n"
+               "workers = 1\n"
+               "ad-tag = \"" TAG "\"\n"
+               "[secrets]\n"
+               "a = \"dd%s\"\n"
+               "b = \"dd%s\"\n"
+               "[ad-tags]\n"
+               "b = \"%s\"\n"
+               "[dcs]\n"
+               "default = [\"127.0.0.1:%u\"]\n"
+               "[middle-proxy]\n"
+               "proxy-secret = \"%s\"\n"
+               "proxy-config = \"%s\"\n"
+               "connections = %u\n"
+               "[stats.prometheus]\n"
+               "enabled = true\n"
+               "bind-to = \"127.0.0.1:0\"\n",
+               k1, k2, b_tag, e->dc_port, e->secret_path, e->conf_path, conns);
+}
+
+static bool metrics_show(void *arg)
+{
+    struct env *e = arg;
+    char *page = scrape(e);
+    bool ok = strstr(page, e->want) != NULL;
+    free(page);
+    return ok;
+}
+
+static void wait_metric(struct env *e, const char *line)
+{
+    e->want = line;
+    if (!tgtest_wait_until(metrics_show, e, DFX_WAIT_MS)) {
+        char *page = scrape(e);
+        fail_msg("metrics never showed %s:\n%s", line, page);
+    }
+}
+
+static void test_reload_pool_and_tags(void **state)
+{
+    (void)state;
+    struct env e;
+    memset(&e, 0, sizeof e);
+    e.dc = fakedc_start(&e.dc_port);
+    assert_non_null(e.dc);
+    for (int i = 0; i < 16; i++)
+        e.key[i] = (uint8_t)(i + 7), e.key2[i] = (uint8_t)(i + 77);
+    dfx_init(&e.mp, "mpr-fakemp");
+    dfx_init(&e.d, "mpr-daemon");
+    dfx_path(&e.mp, "proxy-secret", e.secret_path, sizeof e.secret_path);
+    dfx_path(&e.mp, "proxy-config", e.conf_path, sizeof e.conf_path);
+    uint8_t secret[128];
+    secret_of(secret, 9);
+    pfmp_secret(e.secret_path, secret, sizeof secret);
+    pfmp_start(&e.mp, e.secret_path, e.dc_port, 0, NULL);
+    char conf[128];
+    snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n", e.mp.port);
+    dfx_write(e.conf_path, conf);
+    write_reload_cfg(&e, 1, TAG2);
+    dfx_run(&e.d, DFX_TGPROXY);
+    dfx_wait_log(&e.mp, "handshake ok from 127.0.0.1:", 1);
+    wait_metric(&e, "\ntgproxy_middle_proxy_connections_up{dc=2} 1\n");
+
+    /* a client on the first pool, half-way through its conversation */
+    struct pcli c;
+    struct pcli_opts o = {.mode = PCLI_DD, .key = e.key, .dc = 2};
+    assert_int_equal(pcli_connect(&c, e.d.port, &o), 0);
+    uint32_t tag = pfmp_tag(PCLI_DD);
+    uint8_t cmd[FAKEDC_CMD_LEN], data[2048], back[2048];
+    fakedc_cmd(cmd, "ECHO", 0, 0);
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 7 + 1);
+    assert_int_equal(pfmp_send_packet(&c, tag, cmd, sizeof cmd), 0);
+    assert_int_equal(pfmp_send_packet(&c, tag, data, 1024), 0);
+    assert_int_equal(pfmp_recv_packets(&c, tag, back, 1024), 0);
+    dfx_wait_log(&e.mp, "tag " TAG " from 127.0.0.1:", 1);
+
+    /* three connections per DC: a new pool of three, the old connection kept for the client */
+    write_reload_cfg(&e, 3, TAG2);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload: ", 1);
+    dfx_wait_log(&e.mp, "handshake ok from 127.0.0.1:", 4);
+    wait_metric(&e, "\ntgproxy_middle_proxy_connections_up{dc=2} 4\n");
+    assert_int_equal(pfmp_send_packet(&c, tag, data + 1024, 1024), 0);
+    assert_int_equal(pfmp_recv_packets(&c, tag, back + 1024, 1024), 0);
+    assert_memory_equal(back, data, sizeof data);
+    pcli_close(&c); /* the old pool's last client: its connection goes */
+    wait_metric(&e, "\ntgproxy_middle_proxy_connections_up{dc=2} 3\n");
+    assert_int_equal(pfmp_echo_framed(e.d.port, PCLI_DD, e.key2), 0);
+    dfx_wait_log(&e.mp, "tag " TAG2 " from 127.0.0.1:", 1);
+
+    /* b's tag removed: its new clients go direct; a's still go through the middle proxy */
+    write_reload_cfg(&e, 3, "");
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload: ", 2);
+    int clients = dfx_log_count(&e.mp, "client ");
+    uint64_t direct = fakedc_counters(e.dc).accepted;
+    assert_int_equal(pcli_connect(&c, e.d.port, &(struct pcli_opts){.mode = PCLI_DD, .key = e.key2, .dc = 2}), 0);
+    assert_int_equal(pcli_echo(&c, 5, 4096, 0), 0); /* the fake DC's own stream: direct */
+    pcli_close(&c);
+    assert_true(fakedc_counters(e.dc).accepted > direct);
+    assert_int_equal(dfx_log_count(&e.mp, "client "), clients);
+    assert_int_equal(pfmp_echo_framed(e.d.port, PCLI_DD, e.key), 0);
+    dfx_wait_log(&e.mp, "client ", clients + 1);
+    assert_int_equal(dfx_log_count(&e.mp, "handshake ok from 127.0.0.1:"), 4); /* pool kept */
+
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
+    dfx_done(&e.d);
+    assert_int_equal(dfx_stop(&e.mp, SIGTERM), 0);
+    dfx_done(&e.mp);
+    fakedc_stop(e.dc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refresh_store_restart),
+        cmocka_unit_test(test_reload_pool_and_tags),
     };
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
