@@ -19,6 +19,10 @@
  *   256_secrets_no_sni_gated[_16k]  a stream of junk no-SNI hellos from ever new addresses
  *   256_same_domain_gated           the same with SNI naming the domain all 256 share
  *   256_secrets_no_sni_hinted       a genuine no-SNI client whose address is hinted
+ *   1000_same_domain[_hinted]       1,000 keys sharing the SNI's domain: junk (a scan of
+ *                                   every key), then a genuine client whose address is hinted
+ *   1000_same_domain_hinted_reloads the same client with a reload (the key list in another
+ *                                   order) between any two hellos: hints name keys, not places
  * Each line gives ns and allocations per hello, the HMACs it computed (the last hello's),
  * and the ratio to the matching floor. TGKIT_BENCH_SECONDS / TGKIT_BENCH_CLOCK=cpu as in
  * bench.h.
@@ -36,13 +40,15 @@
 #include <time.h>
 
 #define NKEYS 256
+#define NMANY 1000 /* secrets sharing one domain: an operator's API-made secrets */
 #define NOW   1700000000
 #define BIG   (5 + FAKETLS_HELLO_MAX)
 
 struct junk {
-    uint8_t k[NKEYS][16];
-    char dom[NKEYS][24];
-    struct faketls_key keys[NKEYS];
+    uint8_t k[NMANY][16];
+    char dom[NMANY][24];
+    struct faketls_key keys[NMANY];
+    struct faketls_key rkeys[NMANY]; /* the same keys in reverse: the next generation's list */
     size_t nkeys;
     uint8_t hello[BIG];
     size_t len;
@@ -64,7 +70,10 @@ static void keys_init(struct junk *x, size_t n, bool same_domain)
                                           .domain_len = dn,
                                           .domain_hash = faketls_domain_hash(x->dom[i], dn)};
         memcpy(x->keys[i].key, x->k[i], 16);
+        x->keys[i].id = keyscan_key_id(x->k[i], x->dom[i], dn);
     }
+    for (size_t i = 0; i < n; i++)
+        x->rkeys[i] = x->keys[n - 1 - i];
 }
 
 /* A hello of len bytes signed by a key nobody has. */
@@ -112,19 +121,25 @@ static uint64_t mono_ms(void)
 
 /* The engine's check of a hello (conn.c tls_hello): keyscan_validate when more than two keys
    are candidates (hint alone, then a budgeted scan; an accepted key becomes the hint). */
-static enum faketls_verdict gated(struct junk *x, const uint8_t ip[16])
+static enum faketls_verdict gated_keys(struct junk *x, const uint8_t ip[16],
+                                       const struct faketls_key *keys)
 {
     struct faketls_hello h;
     struct faketls_match m;
     struct faketls_policy pol = {.now = NOW, .past_s = 120, .future_s = 120};
     if (faketls_parse_hello(x->hello, x->len, &h, NULL) != FAKETLS_OK)
         abort();
-    size_t ncand = x->nkeys > 2 ? faketls_candidates(&h, x->keys, x->nkeys, &pol) : x->nkeys;
+    size_t ncand = x->nkeys > 2 ? faketls_candidates(&h, keys, x->nkeys, &pol) : x->nkeys;
     bool capped;
-    enum faketls_verdict v = keyscan_validate(&x->hints, &x->budget, ip, 1, mono_ms(), &h, x->keys,
+    enum faketls_verdict v = keyscan_validate(&x->hints, &x->budget, ip, mono_ms(), &h, keys,
                                               x->nkeys, ncand, &pol, &m, &capped);
     x->digests = m.digests;
     return v;
+}
+
+static enum faketls_verdict gated(struct junk *x, const uint8_t ip[16])
+{
+    return gated_keys(x, ip, x->keys);
 }
 
 /* Junk from a new address each time (2^32 of them, IPv4-mapped). */
@@ -146,6 +161,18 @@ static void genuine_hinted(void *ctx)
     struct junk *x = ctx;
     static const uint8_t ip[16] = {[10] = 0xff, [11] = 0xff, 192, 0, 2, 1};
     enum faketls_verdict v = gated(x, ip);
+    if (v != FAKETLS_ACCEPT)
+        abort();
+    tg__bench_sink(v);
+}
+
+/* The same client, with a reload between any two hellos: the key lists alternate. */
+static void genuine_reloads(void *ctx)
+{
+    struct junk *x = ctx;
+    static const uint8_t ip[16] = {[10] = 0xff, [11] = 0xff, 192, 0, 2, 1};
+    x->addr ^= 1;
+    enum faketls_verdict v = gated_keys(x, ip, x->addr ? x->rkeys : x->keys);
     if (v != FAKETLS_ACCEPT)
         abort();
     tg__bench_sink(v);
@@ -212,6 +239,17 @@ int main(void)
     keys_init(x, NKEYS, true);
     hello_init(x, "d000.example", 517);
     row_fn(x, "proxy_junkhello_256_same_domain_gated", junk_gated, &one, &r);
+    /* 1,000 secrets sharing the domain (issue 25): an unknown client is a scan of every key,
+       a remembered one one HMAC, also with a reload between any two of its hellos */
+    keys_init(x, NMANY, true);
+    hello_init(x, "d000.example", 517);
+    row(x, "proxy_junkhello_1000_same_domain", &floor_small);
+    x->len = pcli_hello_sized(x->hello, sizeof x->hello, x->k[700], "d000.example", NOW, 517);
+    memset(&x->hints, 0, sizeof x->hints);
+    memset(&x->budget, 0, sizeof x->budget); /* the junk rows spent it: the first hello scans */
+    row_fn(x, "proxy_junkhello_1000_same_domain_hinted", genuine_hinted, &one, &r);
+    x->addr = 0;
+    row_fn(x, "proxy_junkhello_1000_same_domain_hinted_reloads", genuine_reloads, &one, &r);
     tg__bench_table();
     free(x);
     return 0;

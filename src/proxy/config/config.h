@@ -42,7 +42,7 @@
 #define CONFIG_LABEL_MAX    64 /* bytes, including the NUL */
 #define CONFIG_HOST_MAX     VALUE_HOST_MAX
 #define CONFIG_MAX_LISTEN   16  /* bind-to addresses */
-#define CONFIG_MAX_SECRETS  256 /* entries in [secrets] */
+#define CONFIG_MAX_SECRETS  4096 /* secrets of a generation: [secrets] and the API's */
 #define CONFIG_MAX_WORKERS  256 /* `workers`; also the cap when 0 picks the CPU count */
 #define CONFIG_MAX_DCS      64  /* entries in [dcs] */
 #define CONFIG_MAX_DC_ADDRS 16  /* addresses per [dcs] entry */

@@ -32,7 +32,7 @@
 #include "core/buf.h"
 #include "proxy/config/config.h"
 
-#define APISTORE_MAX 1024 /* entries */
+#define APISTORE_MAX CONFIG_MAX_SECRETS /* entries */
 
 struct apistore_entry {
     char label[CONFIG_LABEL_MAX];

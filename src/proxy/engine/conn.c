@@ -646,7 +646,7 @@ static void tls_hello(struct conn *c, size_t rl)
     bool capped = false;
     enum faketls_verdict v;
     if (ncand > 2 && conn_pp_client_ip(&c->pp, c->cfd, ip))
-        v = keyscan_validate(c->w->sh->hints, &c->w->scan, ip, sh->seq, c->w->loop.now_ms, &h,
+        v = keyscan_validate(c->w->sh->hints, &c->w->scan, ip, c->w->loop.now_ms, &h,
                              sh->ee, sh->nee, ncand, &pol, &m, &capped);
     else
         v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);

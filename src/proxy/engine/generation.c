@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/str.h"
 #include "proxy/wire/crypto.h"
+#include "proxy/engine/keyscan.h"
 #include "proxy/engine/limits.h"
 
 #include <errno.h>
@@ -72,6 +73,7 @@ static int split_secrets(struct gen *g)
             g->ee[g->nee].domain = sec->domain;
             g->ee[g->nee].domain_len = sec->domain_len;
             g->ee[g->nee].domain_hash = faketls_domain_hash(sec->domain, sec->domain_len);
+            g->ee[g->nee].id = keyscan_key_id(sec->key, sec->domain, sec->domain_len);
             g->ee_idx[g->nee++] = i;
         } else {
             memcpy(g->plain[g->nplain].key, sec->key, 16);

@@ -32,7 +32,7 @@
 #include "proxy/wire/faketls.h"
 #include "proxy/wire/obfs2.h"
 
-#define GEN_LABELS_MAX 1024       /* labels the registry holds over a process's life */
+#define GEN_LABELS_MAX 8192       /* labels the registry holds over a process's life */
 #define GEN_NO_SLOT    UINT32_MAX /* a secret whose label found no room in the registry */
 
 struct limits;

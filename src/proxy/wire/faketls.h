@@ -82,6 +82,7 @@ struct faketls_key {
     const char *domain; /* borrowed; compared ASCII case-insensitively with the SNI */
     size_t domain_len;
     uint32_t domain_hash; /* faketls_domain_hash(domain), or 0: then bytes only (slower) */
+    uint32_t id;          /* the caller's name for the key (engine/keyscan.h hints); unused here */
 };
 
 /* Case-insensitive hash of a domain (never 0): set it in faketls_key.domain_hash so a hello

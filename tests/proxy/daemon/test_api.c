@@ -628,6 +628,46 @@ static void test_concurrent_writes(void **state)
 }
 
 
+/* 1,000 secrets made over the API (ee ones sharing one domain, dd ones): all listed, with
+   stats; the last ee one completes a FakeTLS handshake (found by a scan of the 500 ee keys,
+   then remembered), a dd one too, and a client remembered before a change (a reload) is
+   still remembered after it. */
+static void test_thousand_secrets(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, false, NULL);
+    static uint8_t keys[1000][16];
+    for (int i = 0; i < 1000; i++) {
+        char body[160];
+        if (i % 2)
+            snprintf(body, sizeof body, "{\"label\":\"u%04d\",\"kind\":\"dd\"}", i);
+        else
+            snprintf(body, sizeof body,
+                     "{\"label\":\"u%04d\",\"kind\":\"ee\",\"domain\":\"example.com\"}", i);
+        create(&e, body, keys[i]);
+    }
+    json_t *d = get_data(&e, "/v1/secrets", NULL);
+    assert_int_equal(json_array_size(json_object_get(d, "secrets")), 1001);
+    json_decref(d);
+    d = get_data(&e, "/v1/info", NULL);
+    assert_int_equal(json_integer_value(json_object_get(d, "secrets")), 1001);
+    json_decref(d);
+    struct stats before, after;
+    server_stats(e.srv, &before);
+    assert_int_equal(relay_once(&e, PCLI_TLS, keys[998]), 0);
+    assert_int_equal(relay_once(&e, PCLI_TLS, keys[998]), 0);
+    assert_int_equal(relay_once(&e, PCLI_DD, keys[999]), 0);
+    expect(&e, "POST", "/v1/secrets/u0001/disable", TOKEN, NULL, 200, NULL); /* a reload */
+    assert_int_equal(relay_once(&e, PCLI_TLS, keys[998]), 0);
+    server_stats(e.srv, &after);
+    assert_int_equal(after.handshake_ok - before.handshake_ok, 4);
+    assert_int_equal(after.scan_capped, before.scan_capped);
+    assert_true(pharness_wait_idle(e.srv, 10000));
+    assert_int_equal(stat_of(&e, "u0998", "connections_total"), 3);
+    env_done(&e);
+}
+
 /* ---- [fleet]: two proxies, one Redis, one set of API secrets ---- */
 
 struct fleet_wait {
@@ -798,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_access_and_errors), cmocka_unit_test(test_allow_and_v6),
         cmocka_unit_test(test_slow_clients),      cmocka_unit_test(test_secrets_lifecycle),
         cmocka_unit_test(test_concurrent_writes), cmocka_unit_test(test_fleet),
+        cmocka_unit_test(test_thousand_secrets),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
