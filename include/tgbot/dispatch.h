@@ -466,6 +466,8 @@ TG_API tg_status tg_router_publish_all_commands(const tg_router *r, tg_ctx *ctx,
 /* ---- dispatcher ---- */
 
 typedef struct tg_dispatcher tg_dispatcher;
+typedef struct tg_async tg_async;                           /* tgbot/async.h */
+typedef struct tg_async_poll_options tg_async_poll_options; /* tgbot/async.h */
 
 typedef struct tg_dispatcher_options {
     unsigned workers;            /* threads; 0 = 4 */
@@ -490,6 +492,15 @@ typedef struct tg_dispatcher_options {
     size_t callback_max_entries; /* this process keeps at most this many, least recently
                                     used dropped first; 0 = 100000 */
     size_t callback_max_bytes;   /* one stored callback data at most; 0 = 16384 */
+    /* Loop mode (see "the dispatcher on an event loop" below): handlers run on the thread
+     * of this async handle (tgbot/async.h) instead of on worker threads; workers and
+     * queue wait times are then ignored. bot must be the handle's bot (or NULL: taken from
+     * it). NULL = the worker pool. */
+    tg_async *async;
+    /* Loop mode: called once, on the loop thread, when tg_dispatcher_stop() was noticed and
+     * every queued update and every call of the handlers has completed. */
+    void (*on_stopped)(tg_dispatcher *d, void *user);
+    void *stopped_user;
 } tg_dispatcher_options;
 
 /*
@@ -541,6 +552,69 @@ TG_API const char *tg_dispatcher_errmsg(const tg_dispatcher *d);
 /* Dispatch one update synchronously on the calling thread (no queue, worker 0's context must
  * not be in use: for tests and benchmarks). */
 TG_API tg_status tg_dispatcher_run_one(tg_dispatcher *d, const char *json, size_t len);
+
+/*
+ * ---- the dispatcher on an event loop (loop mode: tg_dispatcher_options.async) ----
+ *
+ * A whole bot single-threaded inside the program's event loop (libuv, libevent, your own,
+ * or tg_async_run): updates come from long polling on the async handle
+ * (tg_dispatcher_poll_async) or from tg_dispatcher_feed on the loop thread, and routing,
+ * filters, middleware, conversations, sessions, callback data, menus and scheduled jobs
+ * (tgbot/jobs.h) all run on the loop thread, in the handle's callbacks. No thread is
+ * started.
+ *
+ * Order: a chat's updates run one at a time, in order, as with workers; and a chat's next
+ * update starts only once every call its previous update made has completed, so a chat's
+ * answers arrive in the order the handlers made them. Calls of one update go out one at
+ * a time in the order made. Different chats proceed independently.
+ *
+ * Calls from handlers do not block: on the loop, every call on the handler's ctx —
+ * tg_reply, tg_send, tg_send_ex, tg_answer, tg_edit, tg_send_text, tg_reply_text,
+ * tg_edit_text, tg_hctx_call, the menus' and the limiter's replies, and the generated
+ * calls on tg_hctx_ctx(h) — is checked and encoded at once (a bad parameter or refused
+ * keyboard fails the call right there, as on workers) and queued: it returns TG_OK
+ * meaning "queued". A call that asks for its result (tg_hctx_call with result_json, a
+ * generated call with an out pointer), an upload and a download fail with TG_ERR_INVALID
+ * instead of blocking; to use a result, chain with tg_hctx_call_then. When a queued call
+ * fails (after the handle's retries), the update fails: tg_hctx_errmsg says why, the
+ * calls it queued after the failed one are cancelled (not sent), and the router's error
+ * handler runs — later, on the loop thread, with the same tg_hctx (it may reply; a failure
+ * of that reply is only logged). After-middleware has run by then and saw the handler's
+ * own status. Storage (conversations, sessions, jobs) is called directly: the memory
+ * store costs nothing, but SQLite or Redis block the loop for their round trip.
+ *
+ * Jobs (tgbot/jobs.h) over a loop-mode dispatcher start no thread: a timer on the handle
+ * fires them on the loop; a run is finished for the queue when its handler returns.
+ *
+ * Threads: create, feed, poll and free the dispatcher (and its jobs queue) on the loop
+ * thread; feed from another thread is refused (TG_ERR_INVALID). tg_dispatcher_stop may
+ * come from any thread or a signal handler and is noticed within a second: polling stops,
+ * feeds are refused, what is queued still runs, then on_stopped. tg_dispatcher_run_one,
+ * _wait_idle and _drain block, so in loop mode they return TG_ERR_INVALID.
+ * tg_dispatcher_free drops updates still queued (done says handled = false) and cancels
+ * calls in flight; free it before the async handle. For a clean end, stop and free after
+ * on_stopped.
+ */
+
+/* Long polling on the dispatcher's async handle (loop mode): each update is fed in order;
+ * while queue_capacity updates wait, polling pauses. TG_ERR_INVALID outside loop mode or
+ * when polling already; TG_ERR_NOMEM. */
+TG_API tg_status tg_dispatcher_poll_async(tg_dispatcher *d, const tg_async_poll_options *opts);
+
+/*
+ * A call whose result the handler wants: fn(h, st, result_json, len, user) runs with the
+ * call's outcome (result_json: the "result" JSON on TG_OK, else NULL; h's errmsg says
+ * why). On workers, at once (the call blocks); in loop mode when the call has completed,
+ * on the loop thread, with the same h (the update's data, conversation and sessions
+ * still there; calls made in fn queue behind those made before). fn's return value is
+ * the update's: an error ends it as a handler's error would. Returns TG_OK once queued
+ * (on workers: fn's return value, fn having run with whatever the call returned); in
+ * loop mode a call refused at once (bad parameters) returns its error and fn does not run.
+ */
+typedef tg_status (*tg_hctx_result_fn)(tg_hctx *h, tg_status st, const char *result_json,
+                                       size_t len, void *user);
+TG_API tg_status tg_hctx_call_then(tg_hctx *h, const char *method, const char *json_params,
+                                   tg_hctx_result_fn fn, void *user);
 
 typedef struct tg_dispatcher_stats {
     uint64_t received;  /* updates accepted by feed */

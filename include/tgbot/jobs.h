@@ -51,6 +51,14 @@
  * Thread-safety: tg_jobs_add, _cancel, _list and tg_hctx_job may be called from any thread
  * (handlers included); _register before _start; _new, _start, _run_due and _free from one
  * controlling thread.
+ *
+ * On an event loop: over a dispatcher in loop mode (tg_dispatcher_options.async) the queue
+ * starts no thread; a timer on the async handle (the same core timer heap) fires due jobs
+ * on the loop thread, in their chats' lanes. The controlling thread is then the loop
+ * thread; tg_jobs_add from a handler re-arms the timer at once, from another thread it is
+ * noticed within a second. A run counts as done when its handler returns (the calls it
+ * queued complete afterwards), and in a continuation (tg_hctx_call_then) tg_hctx_job is
+ * NULL. Free the queue before the dispatcher.
  */
 #ifndef TGBOT_JOBS_H
 #define TGBOT_JOBS_H

@@ -105,3 +105,12 @@ if(TGKIT_PYTHON3)
     add_test(NAME docs/doxyfilter
         COMMAND ${TGKIT_PYTHON3} ${CMAKE_SOURCE_DIR}/tools/docs/test_doxyfilter.py)
 endif()
+
+# The dispatcher in loop mode: a whole bot on one libuv thread against the emulator.
+if(TARGET bot_test_dispatch_loop)
+    target_link_libraries(bot_test_dispatch_loop PRIVATE tgbot_testing)
+    if(LIBUV_FOUND)
+        target_link_libraries(bot_test_dispatch_loop PRIVATE PkgConfig::LIBUV)
+        target_compile_definitions(bot_test_dispatch_loop PRIVATE TGKIT_HAVE_LIBUV)
+    endif()
+endif()

@@ -286,9 +286,26 @@ tg_status tg__ctx_url(tg_ctx *ctx, const char *prefix, size_t prefix_len, const 
     return TG_OK;
 }
 
+tg_status tg__defer_call(tg_ctx *ctx, const struct tg__call_req *r, bool wants_result)
+{
+    if (wants_result)
+        return tg__ctx_fail(ctx, TG_ERR_INVALID,
+                            "a handler on the event loop cannot wait for a result: pass NULL "
+                            "for it (the call is queued) or use tg_hctx_call_then");
+    if (r->nfields || r->nfiles || !r->body)
+        return tg__ctx_fail(ctx, TG_ERR_INVALID,
+                            "uploads cannot be queued from a handler on the event loop: "
+                            "send files by file_id or URL, or through the tg_async_* calls");
+    return ctx->defer(ctx->defer_user, ctx, r->method, r->body, r->body_len);
+}
+
 tg_status tg__call_exec(tg_ctx *ctx, const struct tg__call_req *r)
 {
     tg_bot *bot = ctx->bot;
+    if (ctx->defer) /* a path that needs the answer itself (getFile of a download...) */
+        return tg__ctx_fail(ctx, TG_ERR_INVALID,
+                            "this call blocks for its answer, which a handler on the event "
+                            "loop must not do (use tg_hctx_call_then or tg_async_*)");
     const tg_retry_policy *p = ctx->has_policy ? &ctx->policy : &bot->retry;
     uint64_t t0 = tg__now_ms();
     tg_status st = flood_wait(ctx, r);
@@ -424,6 +441,8 @@ static tg_status call_raw(tg_ctx *ctx, const char *method, const char *json_para
     if (st != TG_OK)
         return st;
     struct tg__call_req r = {.method = method, .body = json_params, .body_len = len};
+    if (ctx->defer)
+        return tg__defer_call(ctx, &r, result_json || result_len);
     st = tg__call_exec(ctx, &r);
     return st == TG_OK ? raw_result(ctx, result_json, result_len) : st;
 }

@@ -154,6 +154,8 @@ void tg__lean_pool_free(tg_bot *bot);
 
 /* ---- the context (ctx.c) ---- */
 
+#include "bot/client/defer.h"
+
 struct tg_ctx {
     tg_bot *bot;
     tg__arena arena;
@@ -184,6 +186,9 @@ struct tg_ctx {
     bool sink_oom; /* too_big came from out of memory, not the cap */
     bool arena_warned;
     tg_ctx_stats stats;
+    /* deferred mode (bot/client/defer.h): calls are handed here instead of being sent */
+    tg__ctx_defer_fn defer;
+    void *defer_user;
 };
 
 /* Guard every public entry point that works on ctx: false (and a logged error) when another
@@ -236,6 +241,8 @@ struct tg__call_req {
  * Flood control reads the chat id from body (JSON) or from the "chat_id" form field.
  */
 tg_status tg__call_exec(tg_ctx *ctx, const struct tg__call_req *r);
+/* A prepared request on a deferred ctx (defer.h): queue it, or refuse what cannot be. */
+tg_status tg__defer_call(tg_ctx *ctx, const struct tg__call_req *r, bool wants_result);
 /* ctx->url = prefix + rest (prefix is the bot's api_prefix or file_prefix). */
 tg_status tg__ctx_url(tg_ctx *ctx, const char *prefix, size_t prefix_len, const char *rest);
 /* Parse ctx->resp as a Bot API envelope {"ok":..., "result"|error} (ctx->http_status set).

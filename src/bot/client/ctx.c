@@ -104,6 +104,12 @@ void tg__ctx_leave(tg_ctx *ctx)
     atomic_flag_clear_explicit(&ctx->busy, memory_order_release);
 }
 
+void tg__ctx_set_defer(tg_ctx *ctx, tg__ctx_defer_fn fn, void *user)
+{
+    ctx->defer = fn;
+    ctx->defer_user = user;
+}
+
 TG_API void tg_ctx_reset(tg_ctx *ctx)
 {
     if (!tg__ctx_enter(ctx))

@@ -131,6 +131,9 @@ static tg_status dl_run(tg_ctx *ctx, const char *file_path, struct dl *d)
     tg_status st = tg__ctx_begin(ctx, "download");
     if (st != TG_OK)
         return st;
+    if (ctx->defer)
+        return tg__ctx_fail(ctx, TG_ERR_INVALID,
+                            "a download blocks, which a handler on the event loop must not do");
     if (!file_path || !*file_path || strstr(file_path, "..") || strpbrk(file_path, " \r\n?#"))
         return tg__ctx_fail(ctx, TG_ERR_INVALID,
                             "file_path: expected the path getFile returned, without spaces, "

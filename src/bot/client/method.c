@@ -143,6 +143,8 @@ static tg_status call_method(tg_ctx *ctx, const tg__method *m, const void *param
         return TG_ERR_INVALID;
     struct tg__call_req r;
     tg_status st = tg__method_prepare(ctx, m, params, &r);
+    if (st == TG_OK && ctx->defer)
+        return tg__defer_call(ctx, &r, out != NULL);
     if (st == TG_OK)
         st = tg__call_exec(ctx, &r);
     if (st == TG_OK)

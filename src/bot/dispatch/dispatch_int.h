@@ -178,6 +178,9 @@ struct tg_hctx {
     struct tg__reply *reply;            /* the waiting webhook request, or NULL */
     const struct tg__type *update_type; /* the codec's table for Update */
     tg__buf jbuf;                       /* request JSON of the shortcuts, reused */
+    struct tg__lrun *lrun;              /* loop mode (loop.c): the run this hctx is */
+    tg_hctx_result_fn then_fn;          /* tg_hctx_call_then's continuation, being queued */
+    void *then_user;
     char err[256];
 };
 
@@ -209,6 +212,7 @@ struct tg_dispatcher {
     size_t ndocs, docs_cap;
     atomic_bool stop;
     int stop_pipe[2];
+    struct tg__loop *loop; /* loop mode (loop.c), else NULL */
     struct {
         atomic_ullong received, handled, failed, unhandled, dropped, rejected;
     } st;
@@ -248,6 +252,27 @@ typedef void (*tg__work_fn)(struct tg_hctx *h, void *arg);
 typedef void (*tg__work_done_fn)(void *arg, bool ran);
 int tg__dispatcher_submit_fn(struct tg_dispatcher *d, int64_t key, bool ordered, tg__work_fn fn,
                              tg__work_done_fn done, void *arg, int64_t wait_ms);
+
+/* dispatcher.c: run one update on h (routing, handlers, session write-back, stats);
+ * resets h's ctx afterwards, not h. Returns the router's status. */
+tg_status tg__dispatch_process(struct tg_dispatcher *d, struct tg_hctx *h, const char *json,
+                               size_t len);
+
+/* loop.c: loop mode (tg_dispatcher_options.async). */
+struct tg__loop;
+int tg__loop_new(struct tg_dispatcher *d, char *err, size_t errcap); /* 0, or -1 (err) */
+void tg__loop_free(struct tg__loop *l);
+tg_status tg__loop_feed(struct tg__loop *l, const char *json, size_t len, tg_feed_done_fn done,
+                        void *user, char *err, size_t errcap);
+int tg__loop_submit_fn(struct tg__loop *l, int64_t key, bool ordered, tg__work_fn fn,
+                       tg__work_done_fn done, void *arg);
+/* jobs.c in loop mode: the loop's jobs timer runs pass(q) (which returns the ms until it
+ * wants to run again); wake re-arms it at once when called on the loop thread; drop
+ * finishes queued runs whose done is fn_done (ran = false). q NULL = none any more. */
+struct tg_jobs;
+void tg__loop_set_jobs(struct tg__loop *l, struct tg_jobs *q, uint64_t (*pass)(struct tg_jobs *));
+void tg__loop_jobs_wake(struct tg__loop *l);
+void tg__loop_drop_fns(struct tg__loop *l, tg__work_done_fn fn_done);
 
 /* dispatcher.c: read end of the stop pipe (readable once tg_dispatcher_stop ran). */
 int tg__dispatcher_stop_fd(const struct tg_dispatcher *d);

@@ -70,8 +70,7 @@ static void dlog(tg_dispatcher *d, int level, const char *fmt, ...)
         tg__log(NULL, level, "%s", line);
 }
 
-/* Run one update on h. Returns the router's status. */
-static tg_status process(tg_dispatcher *d, struct tg_hctx *h, const char *json, size_t len)
+tg_status tg__dispatch_process(tg_dispatcher *d, struct tg_hctx *h, const char *json, size_t len)
 {
     tg__hctx_reset(h);
     char err[256];
@@ -119,7 +118,7 @@ static void worker_run(void *user, unsigned worker, tg__witem *it)
         return;
     }
     h->reply = fi->reply;
-    process(d, h, fi->json, fi->len);
+    tg__dispatch_process(d, h, fi->json, fi->len);
     h->reply = NULL;
 }
 
@@ -191,6 +190,8 @@ tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, in
                               tg_feed_done_fn done, void *user, struct tg__reply *reply, char *err,
                               size_t errcap)
 {
+    if (d->loop)
+        return tg__loop_feed(d->loop, json, len, done, user, err, errcap);
     tg__event_key k;
     tg__jdoc *doc = doc_get(d);
     if (!doc) {
@@ -236,6 +237,8 @@ tg_status tg__dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, in
 int tg__dispatcher_submit_fn(tg_dispatcher *d, int64_t key, bool ordered, tg__work_fn fn,
                              tg__work_done_fn done, void *arg, int64_t wait_ms)
 {
+    if (d->loop)
+        return tg__loop_submit_fn(d->loop, key, ordered, fn, done, arg);
     struct feed_item *fi = tg__calloc(1, sizeof *fi);
     if (!fi)
         return -ENOMEM;
@@ -262,16 +265,27 @@ tg_status tg_dispatcher_feed(tg_dispatcher *d, const char *json, size_t len, int
     return st;
 }
 
+/* The blocking calls have no place on a loop thread. */
+static tg_status loop_refuses(tg_dispatcher *d, const char *what)
+{
+    set_err(d, "%s: blocks, and the dispatcher is in loop mode (.async)", what);
+    return TG_ERR_INVALID;
+}
+
 tg_status tg_dispatcher_run_one(tg_dispatcher *d, const char *json, size_t len)
 {
     if (!d || !json)
         return TG_ERR_INVALID;
+    if (d->loop)
+        return loop_refuses(d, "run_one");
     atomic_fetch_add(&d->st.received, 1);
-    return process(d, &d->hctx[0], json, len);
+    return tg__dispatch_process(d, &d->hctx[0], json, len);
 }
 
 tg_status tg_dispatcher_wait_idle(tg_dispatcher *d, uint64_t timeout_ms)
 {
+    if (d->loop)
+        return loop_refuses(d, "wait_idle");
     return tg__workers_wait_idle(d->pool, tg__now_ms() + timeout_ms) == 0 ? TG_OK : TG_ERR_TIMEOUT;
 }
 
@@ -279,6 +293,8 @@ tg_status tg_dispatcher_drain(tg_dispatcher *d, uint64_t timeout_ms)
 {
     if (!d)
         return TG_ERR_INVALID;
+    if (d->loop)
+        return loop_refuses(d, "drain");
     return tg__workers_drain(d->pool, tg__now_ms() + timeout_ms) == 0 ? TG_OK : TG_ERR_TIMEOUT;
 }
 
@@ -301,6 +317,10 @@ void tg_dispatcher_stop(tg_dispatcher *d)
 {
     if (!d)
         return;
+    if (d->loop) { /* nothing reads the pipe; once the flag is up, the loop may free d */
+        atomic_store(&d->stop, true);
+        return;
+    }
     atomic_store(&d->stop, true);
     if (d->stop_pipe[1] >= 0) {
         ssize_t n = write(d->stop_pipe[1], "x", 1);
@@ -449,7 +469,13 @@ tg_dispatcher *tg_dispatcher_new_sized(tg_bot *bot, tg_router *router,
     pthread_mutex_init(&d->docs_mu, NULL);
     bool ok = tg__cbindex_init(&d->cb) == 0 && copy_options(d, opts) &&
               pipe2(d->stop_pipe, O_CLOEXEC | O_NONBLOCK) == 0;
-    if (ok && !make_workers(d))
+    char lerr[256] = "";
+    if (ok && d->o.async) {
+        ok = tg__loop_new(d, lerr, sizeof lerr) == 0;
+        if (!ok && lerr[0])
+            set_err(NULL, "%s", lerr);
+    }
+    else if (ok && !make_workers(d))
         ok = false;
     if (!ok) {
         if (!new_err[0])
@@ -464,6 +490,7 @@ void tg_dispatcher_free(tg_dispatcher *d)
 {
     if (!d)
         return;
+    tg__loop_free(d->loop);
     if (d->pool)
         tg__workers_drain(d->pool, tg__now_ms() + 10000);
     tg__workers_free(d->pool);

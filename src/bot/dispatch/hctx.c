@@ -203,17 +203,34 @@ const char *tg_hctx_errmsg(const tg_hctx *h)
 tg_status tg_hctx_call(tg_hctx *h, const char *method, const char *json_params,
                        const char **result_json, size_t *result_len)
 {
-    const char *rj;
-    size_t rl;
     if (!h->ctx)
         return tg_hctx_fail(h, TG_ERR_INVALID, "%s: the dispatcher has no bot", method);
     tg_status st = tg_call_raw(h->ctx, method, json_params, json_params ? strlen(json_params) : 0,
-                               result_json ? result_json : &rj, result_len ? result_len : &rl);
+                               result_json, result_len);
     if (st != TG_OK)
         tg_hctx_fail(h, st, "%s", tg_ctx_errmsg(h->ctx));
     else
         h->err[0] = '\0'; /* the last call's error, not a stale one */
     return st;
+}
+
+tg_status tg_hctx_call_then(tg_hctx *h, const char *method, const char *json_params,
+                            tg_hctx_result_fn fn, void *user)
+{
+    if (!fn)
+        return tg_hctx_fail(h, TG_ERR_INVALID, "%s: call_then needs a function",
+                            method ? method : "call");
+    if (h->lrun) { /* loop mode: the deferred ctx queues it with fn (loop.c) */
+        h->then_fn = fn;
+        h->then_user = user;
+        tg_status st = tg_hctx_call(h, method, json_params, NULL, NULL);
+        h->then_fn = NULL;
+        return st;
+    }
+    const char *res = NULL;
+    size_t len = 0;
+    tg_status st = tg_hctx_call(h, method, json_params, &res, &len);
+    return fn(h, st, st == TG_OK ? res : NULL, st == TG_OK ? len : 0, user);
 }
 
 /* Start {"chat_id":..} (or inline_message_id) for the update's target. */

@@ -98,6 +98,7 @@ struct tg_jobs {
     size_t nbatch, batch_cap;
     int inflight;
     bool started, stop, threaded;
+    bool on_loop; /* the dispatcher is in loop mode: its loop drives the heap */
     pthread_t th;
 };
 
@@ -209,6 +210,8 @@ static void push_pending(struct tg_jobs *q, struct job *j)
         q->pending = j;
     }
     pthread_cond_broadcast(&q->cv);
+    if (q->on_loop) /* loop mode: the loop's jobs timer looks again now */
+        tg__loop_jobs_wake(q->d->loop);
 }
 
 /* Take j out of the map (it stays alive until maybe_free). */
@@ -808,6 +811,19 @@ tg_status tg_jobs_register(tg_jobs *q, const char *name, tg_handler_fn fn, void 
     return TG_OK;
 }
 
+/* Loop mode: one owner pass on the loop thread; the ms until the next job is due. */
+static uint64_t loop_pass(struct tg_jobs *q)
+{
+    pthread_mutex_lock(&q->mu);
+    owner_pass(q);
+    uint64_t next = tg__timers_next_deadline(&q->heap), now = heap_clock(q);
+    bool again = q->pending || q->nbatch;
+    pthread_mutex_unlock(&q->mu);
+    if (again || (next != UINT64_MAX && next <= now))
+        return 0;
+    return next == UINT64_MAX ? WAKE_MS : (next - now) / 1000000u + 1;
+}
+
 tg_status tg_jobs_start(tg_jobs *q)
 {
     if (!q || q->started)
@@ -826,6 +842,12 @@ tg_status tg_jobs_start(tg_jobs *q)
                            L.loaded, L.kept, L.bad);
     if (q->clock_ms) {
         tg__timers_init(&q->heap, heap_clock, q);
+        return TG_OK;
+    }
+    if (q->d->loop) { /* no thread: the loop's timer runs loop_pass */
+        tg__timers_init(&q->heap, heap_clock, q);
+        q->on_loop = true;
+        tg__loop_set_jobs(q->d->loop, q, loop_pass);
         return TG_OK;
     }
     if (pthread_create(&q->th, NULL, owner_thread, q) != 0)
@@ -938,6 +960,10 @@ void tg_jobs_free(tg_jobs *q)
     pthread_mutex_unlock(&q->mu);
     if (q->threaded)
         pthread_join(q->th, NULL);
+    if (q->on_loop && q->d->loop) { /* runs still queued on the loop never will run now */
+        tg__loop_set_jobs(q->d->loop, NULL, NULL);
+        tg__loop_drop_fns(q->d->loop, run_done);
+    }
     pthread_mutex_lock(&q->mu);
     while (q->inflight > 0) /* runs handed to the workers finish (or are dropped) */
         pthread_cond_wait(&q->cv, &q->mu);

@@ -27,7 +27,13 @@ struct tg_async_poller {
     tg__timer retry;
     bool stopped;
     bool dead; /* the handle shut down: only tg_async_poll_stop (free) is left */
+    bool held;   /* tg__async_poll_hold: the next poll waits */
+    bool parked; /* a poll is owed since the hold was asked */
 };
+
+/* For the dispatcher's loop mode (dispatch/loop.c): hold the next getUpdates back while
+ * its queue is full (backpressure), and send it once released. */
+void tg__async_poll_hold(tg_async_poller *p, bool hold);
 
 static void poll_next(tg_async_poller *p);
 
@@ -63,7 +69,20 @@ static void on_updates(tg_async *a, const tg_async_result *r, tg_update *u, size
         tg__free(p);
         return;
     }
+    if (p->held) {
+        p->parked = true;
+        return;
+    }
     poll_next(p);
+}
+
+void tg__async_poll_hold(tg_async_poller *p, bool hold)
+{
+    p->held = hold;
+    if (!hold && p->parked && !p->stopped && !p->dead) {
+        p->parked = false;
+        poll_next(p);
+    }
 }
 
 static void poll_next(tg_async_poller *p)

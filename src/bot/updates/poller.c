@@ -260,6 +260,11 @@ tg_status tg_run_polling_sized(tg_dispatcher *d, const tg_polling_options *opts,
             tg__dispatcher_seterr(d, "tg_run_polling: the dispatcher has no bot");
         return TG_ERR_INVALID;
     }
+    if (d->loop) {
+        tg__dispatcher_seterr(d, "tg_run_polling: the dispatcher is in loop mode (.async): "
+                                 "poll on the loop with tg_dispatcher_poll_async");
+        return TG_ERR_INVALID;
+    }
     if (opts->fleet)
         return tg__fleet_run_polling(d, opts);
     struct poller p = {.d = d, .o = *opts};

@@ -383,6 +383,10 @@ tg_webhook *tg_webhook_start_sized(tg_dispatcher *d, const tg_webhook_options *o
         return wh_fail("webhook: options: " TG__SIZED_ERRMSG), NULL;
     if (!d && !o->fleet)
         return wh_fail("webhook: dispatcher is NULL"), NULL;
+    if (d && d->loop)
+        return wh_fail("webhook: the dispatcher is in loop mode (.async); the webhook server "
+                       "feeds from its own threads: use a dispatcher with workers"),
+               NULL;
     tg_webhook *w = tg__calloc(1, sizeof *w);
     if (!w)
         return wh_fail("webhook: out of memory"), NULL;
