@@ -2,6 +2,7 @@
    them are mpclient.c's, midproxy_int.h says who writes what). */
 #include "proxy/engine/midproxy_int.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/log.h"
+#include "proxy/services/mpsource.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/mpframe.h"
 
@@ -199,6 +202,22 @@ static void end_of(const struct sockaddr_storage *ss, struct mpcrypto_end *e)
     }
 }
 
+/* The key derivation uses our socket's own address: behind NAT, the middle proxy sees
+   another and every handshake fails. Said once per pool when the address is private. */
+static void warn_private(struct midproxy_worker *mw, const struct mpcrypto_end *local)
+{
+    if (mw->warned_private || !mpsource_ip_private(local->family, local->ip))
+        return;
+    mw->warned_private = true;
+    char ip[64];
+    inet_ntop(local->family, local->ip, ip, sizeof ip);
+    tg__log(NULL, TG__LOG_WARN,
+            "middle-proxy: this server's address toward the middle proxies is %s, a private "
+            "one: behind NAT every handshake fails; set public-ipv4 / public-ipv6 or "
+            "[middle-proxy] public-ip-url (docs/tgproxy.md)",
+            ip);
+}
+
 /* Connected: begin the session. */
 static void conn_connected(struct mpx_conn *mc)
 {
@@ -218,6 +237,8 @@ static void conn_connected(struct mpx_conn *mc)
         memcpy(sc.local.ip, mw->cfg.public4, 4);
     else if (sc.local.family == AF_INET6 && mw->cfg.have_public6)
         memcpy(sc.local.ip, mw->cfg.public6, 16);
+    else
+        warn_private(mw, &sc.local);
     crypto_random(sc.nonce, sizeof sc.nonce);
     mprpc_pid(sc.pid, sc.local.ip, sc.local.port, (uint16_t)getpid(), mw->start_time);
     uint8_t first[64];

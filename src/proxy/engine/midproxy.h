@@ -87,6 +87,7 @@ struct midproxy_worker {
     struct stats *stats;  /* the worker's counters (stats.h: mp_*), or NULL */
     struct stats_dc *dcs; /* the worker's per-DC counters (mp_up), or NULL */
     bool retired;         /* midproxy_retire: no new clients, no reconnects */
+    bool warned_private;  /* the private-address warning was logged */
 };
 
 /* Set up mw on loop with cfg (copied) and start connecting. 0 or -errno. */

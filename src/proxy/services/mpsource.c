@@ -106,6 +106,17 @@ int mpsource_parse_ip(const uint8_t *p, size_t n, int *family, uint8_t ip[16], c
     return -1;
 }
 
+bool mpsource_ip_private(int family, const uint8_t *ip)
+{
+    if (family == AF_INET)
+        return ip[0] == 10 || (ip[0] == 172 && (ip[1] & 0xf0) == 16) ||
+               (ip[0] == 192 && ip[1] == 168) || (ip[0] == 100 && (ip[1] & 0xc0) == 64) ||
+               (ip[0] == 169 && ip[1] == 254);
+    if (ip[0] == 0 && memcmp(ip, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0)
+        return mpsource_ip_private(AF_INET, ip + 12);
+    return (ip[0] & 0xfe) == 0xfc || (ip[0] == 0xfe && (ip[1] & 0xc0) == 0x80);
+}
+
 /* Parse a document of kind k into v (only that kind's fields). 0 or -1 with err. */
 static int parse_doc(enum mpsource_kind k, const uint8_t *p, size_t n, struct mpsrc_val *v,
                      char *err, size_t errlen)
@@ -235,32 +246,42 @@ void mpsource_stats(struct mpsource *src, struct mpsource_stats *out)
     pthread_mutex_unlock(&src->mu);
 }
 
+/* Does DC dc have a middle proxy of family f in c? */
+static bool dc_has(const struct mpconf *c, int16_t dc, int f)
+{
+    for (size_t i = 0; c && i < c->n; i++)
+        if (c->proxies[i].dc == dc && c->proxies[i].family == f)
+            return true;
+    return false;
+}
+
 void mpdocs_merge(const struct mpdocs *d, enum config_prefer_ip prefer, struct mpconf *out)
 {
     memset(out, 0, sizeof *out);
-    const struct mpconf *first = d->has_v4 ? &d->v4 : NULL, *second = d->has_v6 ? &d->v6 : NULL;
-    if (prefer == CONFIG_ONLY_IPV4)
-        second = NULL;
-    if (prefer == CONFIG_ONLY_IPV6)
-        first = second, second = NULL;
-    if (first) {
-        out->has_default = first->has_default;
-        out->default_dc = first->default_dc;
-        out->timeout_ms = first->timeout_ms;
-        out->min_connections = first->min_connections;
-        out->max_connections = first->max_connections;
-    } else if (second) {
-        out->has_default = second->has_default;
-        out->default_dc = second->default_dc;
+    const struct mpconf *l[2] = {d->has_v4 ? &d->v4 : NULL, d->has_v6 ? &d->v6 : NULL};
+    const struct mpconf *head = l[0] ? l[0] : l[1];
+    if (head) {
+        out->has_default = head->has_default;
+        out->default_dc = head->default_dc;
+        out->timeout_ms = head->timeout_ms;
+        out->min_connections = head->min_connections;
+        out->max_connections = head->max_connections;
     }
-    for (int pass = 0; pass < 2; pass++) {
-        const struct mpconf *c = pass == 0 ? first : second;
-        for (size_t i = 0; c && i < c->n && out->n < MPCONF_MAX; i++) {
-            bool covered = false; /* the second list only fills DCs the first lacks */
-            for (size_t j = 0; pass == 1 && first && j < first->n; j++)
-                covered |= first->proxies[j].dc == c->proxies[i].dc;
-            if (!covered)
-                out->proxies[out->n++] = c->proxies[i];
+    /* by address family, whichever list an entry came from: a DC's IPv4 middle proxies, or
+       its IPv6 ones when it has none (only-*: that family alone) */
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; l[k] && i < l[k]->n && out->n < MPCONF_MAX; i++) {
+            const struct mpconf_proxy *p = &l[k]->proxies[i];
+            bool want = p->family == AF_INET ? prefer != CONFIG_ONLY_IPV6
+                                             : prefer == CONFIG_ONLY_IPV6 ||
+                                                   (prefer != CONFIG_ONLY_IPV4 &&
+                                                    !dc_has(l[0], p->dc, AF_INET) &&
+                                                    !dc_has(l[1], p->dc, AF_INET));
+            bool dup = false;
+            for (size_t j = 0; j < out->n && !dup; j++)
+                dup = memcmp(&out->proxies[j], p, sizeof *p) == 0;
+            if (want && !dup)
+                out->proxies[out->n++] = *p;
         }
     }
 }

@@ -87,9 +87,9 @@ uint64_t mpsource_seq(struct mpsource *src);
 void mpsource_stats(struct mpsource *src, struct mpsource_stats *out);
 
 /*
- * The middle proxies to use, by prefer-ip: for each DC its IPv4 middle proxies, or its IPv6
- * ones when it has no IPv4 one (only-ipv4: IPv4 only; only-ipv6: IPv6 only, IPv4 for none).
- * Pure.
+ * The middle proxies to use, by prefer-ip, from both lists together (duplicates once): for
+ * each DC its IPv4 middle proxies, or its IPv6 ones when it has no IPv4 one; only-ipv4:
+ * IPv4 ones alone, only-ipv6: IPv6 ones alone. Pure.
  */
 void mpdocs_merge(const struct mpdocs *d, enum config_prefer_ip prefer, struct mpconf *out);
 
@@ -114,5 +114,10 @@ int mpsource_check_secret(const uint8_t *p, size_t n, char *err, size_t errlen);
 /* An IP literal, blanks around it allowed: family AF_INET (ip[0..4)) or AF_INET6. */
 int mpsource_parse_ip(const uint8_t *p, size_t n, int *family, uint8_t ip[16], char *err,
                       size_t errlen);
+
+/* Is ip (AF_INET: 4 bytes, AF_INET6: 16) an address the Internet cannot reach back: RFC 1918,
+   shared (100.64/10), link-local, unique local (fc00::/7)? Loopback is not (tests, a
+   middle proxy on the same host). Pure. */
+bool mpsource_ip_private(int family, const uint8_t *ip);
 
 #endif

@@ -12,7 +12,11 @@
  *   - a restart with the HTTPS server gone starts from the stored copies and serves;
  *   - a reload (SIGHUP) changing [middle-proxy] connections rebuilds the pool while a client
  *     on the old one keeps working, and the old connection closes when that client ends;
- *     a reload removing a secret's tag sends its new clients direct.
+ *     a reload removing a secret's tag sends its new clients direct;
+ *   - the public address detected through public-ip-url (the document server answers
+ *     203.0.113.7): the fake middle proxy, told the proxy's side is 203.0.113.7 behind NAT
+ *     (--client-addr), completes the handshake only with keys derived from that address, and
+ *     sees it as the proxy address of each client.
  */
 #include "tgtest.h"
 
@@ -318,11 +322,72 @@ static void test_reload_pool_and_tags(void **state)
     fakedc_stop(e.dc);
 }
 
+static void test_public_ip_detected(void **state)
+{
+    (void)state;
+    struct env e;
+    memset(&e, 0, sizeof e);
+    e.dc = fakedc_start(&e.dc_port);
+    assert_non_null(e.dc);
+    for (int i = 0; i < 16; i++)
+        e.key[i] = (uint8_t)(i + 7);
+    e.docs = docsrv_start();
+    docsrv_serve(e.docs, "/ip", 200, "203.0.113.7\n", 12, 0);
+    dfx_init(&e.mp, "mpip-fakemp");
+    dfx_init(&e.d, "mpip-daemon");
+    dfx_path(&e.mp, "proxy-secret", e.secret_path, sizeof e.secret_path);
+    dfx_path(&e.mp, "proxy-config", e.conf_path, sizeof e.conf_path);
+    uint8_t secret[128];
+    secret_of(secret, 5);
+    pfmp_secret(e.secret_path, secret, sizeof secret);
+    const char *nat[] = {"--client-addr", "203.0.113.7", NULL};
+    pfmp_start(&e.mp, e.secret_path, e.dc_port, 0, nat);
+    char conf[128], ip_url[96], key[33];
+    snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n", e.mp.port);
+    dfx_write(e.conf_path, conf);
+    docsrv_url(e.docs, "/ip", ip_url, sizeof ip_url);
+    tg__hex_encode(key, e.key, 16);
+    dfx_config(&e.d,
+               "bind-to = \"127.0.0.1:0\"\nworkers = 1\nad-tag = \"" TAG "\"\n"
+               "[secrets]\ndd = \"dd%s\"\n[dcs]\ndefault = [\"127.0.0.1:%u\"]\n"
+               "[middle-proxy]\nproxy-secret = \"%s\"\nproxy-config = \"%s\"\n"
+               "public-ip-url = \"%s\"\nstate-dir = \"%s\"\nfallback-direct = false\n",
+               key, e.dc_port, e.secret_path, e.conf_path, ip_url, e.d.dir);
+    dfx_run(&e.d, DFX_TGPROXY);
+    dfx_wait_log(&e.mp, "handshake ok from 127.0.0.1:", 2);
+    assert_true(tgtest_wait_until(echo_works, &e, DFX_WAIT_MS));
+    dfx_wait_log(&e.mp, " via 203.0.113.7:", 1);
+    assert_true(docsrv_hits(e.docs, "/ip") >= 1);
+    assert_true(stored_is(e.d.dir, "public-ip", "203.0.113.7\n", 12));
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
+
+    /* the control: without the detected address the same fake refuses every handshake */
+    int failed = dfx_log_count(&e.mp, "handshake failed");
+    dfx_config(&e.d,
+               "bind-to = \"127.0.0.1:0\"\nworkers = 1\nad-tag = \"" TAG "\"\n"
+               "[secrets]\ndd = \"dd%s\"\n[dcs]\ndefault = [\"127.0.0.1:%u\"]\n"
+               "[middle-proxy]\nproxy-secret = \"%s\"\nproxy-config = \"%s\"\n"
+               "state-dir = \"%s\"\nfallback-direct = false\n",
+               key, e.dc_port, e.secret_path, e.conf_path, e.d.dir);
+    int ok = dfx_log_count(&e.mp, "handshake ok from 127.0.0.1:");
+    dfx_run(&e.d, DFX_TGPROXY);
+    dfx_wait_log(&e.mp, "handshake failed", failed + 2);
+    assert_int_equal(dfx_log_count(&e.mp, "handshake ok from 127.0.0.1:"), ok);
+
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
+    dfx_done(&e.d);
+    assert_int_equal(dfx_stop(&e.mp, SIGTERM), 0);
+    dfx_done(&e.mp);
+    docsrv_stop(e.docs);
+    fakedc_stop(e.dc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refresh_store_restart),
         cmocka_unit_test(test_reload_pool_and_tags),
+        cmocka_unit_test(test_public_ip_detected),
     };
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
