@@ -213,7 +213,10 @@ static void *bot_main(void *arg)
     tg_router_on_text(r, "^c[0-9]+ m[0-9]+$", on_burst, NULL);
     tg_router_on_error(r, on_error, NULL);
     B.d = tg_dispatcher_new(bot, r,
-                            &(tg_dispatcher_options){.async = a, .on_stopped = on_stopped});
+                            &(tg_dispatcher_options){.async = a,
+                                                     .on_stopped = on_stopped,
+                                                     .queue_capacity = 4}); /* polling
+                                                     pauses and resumes under the burst */
     B.jobs = B.d ? tg_jobs_new(B.d, NULL) : NULL;
     bool ok = B.jobs && tg_jobs_register(B.jobs, "remind", job_remind, NULL) == TG_OK &&
               tg_jobs_start(B.jobs) == TG_OK &&
@@ -337,6 +340,101 @@ static void test_bot_on_the_loop(void **state)
     tg_test_free(B.t);
 }
 
+/* ---- the edges, on the handle's own epoll loop ---- */
+
+static struct {
+    int ran;             /* handlers run */
+    int done_handled[4]; /* per update id 1..3: 1 = handled, 2 = dropped */
+    tg_status upload_st; /* what a queued upload got */
+    tg_status feed_other_thread;
+    tg_dispatcher *d;
+} E;
+
+static tg_status on_two(tg_hctx *h, void *user)
+{
+    (void)user;
+    E.ran++;
+    tg_send_document_params p = {.chat_id = tg_chat_id_int(tg_hctx_event(h)->chat_id),
+                                 .document = tg_input_file_memory("x", 1, "x.txt")};
+    E.upload_st = tg_send_document(tg_hctx_ctx(h), &p, NULL); /* refused: it would block */
+    tg_status st = tg_reply(h, "first");
+    return st == TG_OK ? tg_reply(h, "second") : st;
+}
+
+static void on_fed(void *user, int64_t update_id, bool handled)
+{
+    (void)user;
+    if (update_id >= 1 && update_id <= 3)
+        E.done_handled[update_id] = handled ? 1 : 2;
+}
+
+static void *feed_elsewhere(void *arg)
+{
+    const char *json = arg;
+    E.feed_other_thread = tg_dispatcher_feed(E.d, json, strlen(json), 0, NULL, NULL);
+    return NULL;
+}
+
+/* What cannot work on a loop is refused with a reason; freeing the dispatcher with a call
+ * in flight and updates queued drops the queued ones (done: not handled), orphans the call
+ * and leaves the handle to complete it (ASan: nothing touched after free). */
+static void test_loop_edges(void **state)
+{
+    (void)state;
+    tg_test *t = tg_test_start();
+    assert_non_null(t);
+    tg_bot *bot = tg_bot_new(tg_test_token(t), &(tg_bot_options){.base_url = tg_test_url(t),
+                                                                 .log_level = TG_LOG_ERROR});
+    tg_async *a = tg_async_new(bot, NULL);
+    tg_router *r = tg_router_new();
+    tg_router_on_kind(r, TG_UPDATE_MESSAGE, on_two, NULL);
+    E.d = tg_dispatcher_new(bot, r, &(tg_dispatcher_options){.async = a, .no_get_me = true});
+    assert_non_null(E.d);
+    int64_t chat = tg_test_user_id(t); /* the default user's private chat */
+    char json[3][256];
+    for (int i = 0; i < 3; i++)
+        snprintf(json[i], sizeof json[i],
+                 "{\"update_id\":%d,\"message\":{\"message_id\":%d,\"date\":1,"
+                 "\"chat\":{\"id\":%lld,\"type\":\"private\"},\"from\":{\"id\":%lld,"
+                 "\"is_bot\":false,\"first_name\":\"D\"},\"text\":\"hi\"}}",
+                 i + 1, i + 1, (long long)chat, (long long)chat);
+
+    /* refused: blocking entry points, a feed from another thread, other receivers */
+    assert_int_equal(tg_dispatcher_run_one(E.d, json[0], strlen(json[0])), TG_ERR_INVALID);
+    assert_non_null(strstr(tg_dispatcher_errmsg(E.d), "loop mode"));
+    assert_int_equal(tg_dispatcher_wait_idle(E.d, 10), TG_ERR_INVALID);
+    assert_int_equal(tg_dispatcher_drain(E.d, 10), TG_ERR_INVALID);
+    assert_int_equal(tg_run_polling(E.d, NULL), TG_ERR_INVALID);
+    assert_null(tg_webhook_start(E.d, &(tg_webhook_options){.port = 0}));
+    assert_non_null(strstr(tg_webhook_errmsg(), "loop mode"));
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, feed_elsewhere, json[0]), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(E.feed_other_thread, TG_ERR_INVALID);
+    assert_int_equal(tg_dispatcher_feed(E.d, "{\"update_id\":", 13, 0, NULL, NULL),
+                     TG_ERR_DECODE);
+
+    /* three updates of one chat: the first runs and its call goes out; free then */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(tg_dispatcher_feed(E.d, json[i], strlen(json[i]), 0, on_fed, NULL),
+                         TG_OK);
+    assert_int_equal(E.ran, 0); /* feed never runs handlers itself */
+    for (int i = 0; i < 100 && E.ran == 0; i++)
+        assert_true(tg_async_run_once(a, 1000) >= 0);
+    assert_int_equal(E.ran, 1); /* the chat's next update waits for this one's calls */
+    assert_int_equal(E.upload_st, TG_ERR_INVALID);
+    assert_true(tg_async_pending(a) >= 1);
+    tg_dispatcher_free(E.d);
+    assert_int_equal(E.done_handled[1], 1);
+    assert_int_equal(E.done_handled[2], 2);
+    assert_int_equal(E.done_handled[3], 2);
+    assert_int_equal(E.ran, 1);
+    tg_async_free(a); /* completes the orphaned call */
+    tg_router_free(r);
+    tg_bot_free(bot);
+    tg_test_free(t);
+}
+
 /* examples/async_uv_bot: the framework bot single-threaded in libuv, as a program. */
 static void test_example_async_uv_bot(void **state)
 {
@@ -379,6 +477,7 @@ static void test_example_async_uv_bot(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_bot_on_the_loop),
+                                       cmocka_unit_test(test_loop_edges),
                                        cmocka_unit_test(test_example_async_uv_bot)};
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
