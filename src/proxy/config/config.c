@@ -972,6 +972,7 @@ static const struct key_rule mp_rules[] = {
     U32_KEY("connections", mp.connections, 1, 16),
     BOOL_KEY("fallback-direct", mp.fallback_direct),
     SIZE_KEY("client-buffer", mp.client_buffer, 64 << 10, 64u << 20),
+    SIZE_KEY("buffer-total", mp.buffer_total, 1u << 20, 4095u << 20),
 };
 
 static int k_middle_proxy(struct loader *ld, const struct toml_kv *kv)
@@ -1429,10 +1430,8 @@ static int k_mss_clamp(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule defense_rules[] = {
-    FN_KEY("mss-clamp", k_mss_clamp),
-    FN_KEY("anti-replay", k_antireplay),
-    FN_KEY("blocklist", k_blocklist),
-    FN_KEY("allowlist", k_allowlist),
+    FN_KEY("mss-clamp", k_mss_clamp), FN_KEY("anti-replay", k_antireplay),
+    FN_KEY("blocklist", k_blocklist), FN_KEY("allowlist", k_allowlist),
     FN_KEY("doppelganger", k_doppel),
 };
 
@@ -1953,7 +1952,8 @@ static const struct key_rule api_rules[] = {
 static bool loopback(const struct sockaddr_storage *ss)
 {
     if (ss->ss_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) == 127;
+        return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) ==
+               127;
     const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
     return ss->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(a);
 }
@@ -2093,6 +2093,7 @@ void config_init(struct config *cfg)
     cfg->mp.fallback_direct = true;
     cfg->mp.client_buffer = 8u << 20;
     cfg->mp.update_s = 86400;
+    cfg->mp.buffer_total = 256u << 20;
     cfg->concurrency = 8192;
     cfg->drain_timeout_ms = 30000;
     cfg->limits_state_interval_ms = 60000;

@@ -287,6 +287,7 @@ struct config {
         uint32_t connections;                 /* per DC and worker; default 2 */
         bool fallback_direct;                 /* no middle proxy up: go direct; default true */
         uint32_t client_buffer;               /* answers held for one client; default 8 MiB */
+        uint32_t buffer_total;                /* for all clients, split by worker; 256 MiB */
         uint8_t secret[256];                  /* read from a secret *file* at load (never log) */
         size_t secret_len;                    /* 0 when proxy-secret is a URL */
         struct mpconf conf, conf6; /* read from config files at load (n = 0 for URLs) */

@@ -99,7 +99,9 @@
       "Middle-proxy clients closed for being more than client-buffer behind.", NULL, NULL,         \
       mp_slow_closed)                                                                              \
     X("middle_proxy_quick_acks_total", METRIC_COUNTER, "Quick acks relayed from middle proxies.",  \
-      NULL, NULL, mp_quickacks)
+      NULL, NULL, mp_quickacks)                                                                    \
+    X("middle_proxy_client_buffer_bytes", METRIC_GAUGE,                                            \
+      "Bytes of middle-proxy answers waiting for clients that read slowly.", NULL, NULL, mp_held)
 
 struct row {
     const char *family, *help, *lkey, *lval;

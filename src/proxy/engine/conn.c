@@ -17,6 +17,7 @@
 #include "proxy/engine/admission.h"
 #include "proxy/engine/antireplay.h"
 #include "proxy/engine/midproxy.h"
+#include "proxy/engine/mprelay.h"
 #include "proxy/engine/relay.h"
 #include "proxy/engine/upstream.h"
 #include "proxy/wire/proxyproto.h"
@@ -175,6 +176,7 @@ void conn_close(struct conn *c, enum conn_end why)
     if (c->ufd >= 0)
         close(c->ufd);
     relay_release(c);
+    mprelay_release(c); /* middle-proxy mode: cancelled on the middle proxy */
     admit_release(c);
     conn_buf_put(w, c->hs);
     crypto_ctr_cleanup(&c->c2p);
@@ -454,10 +456,21 @@ static void dc_failed(struct conn *c, int result)
     conn_close(c, result == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
 }
 
-/* A secret with an ad tag goes through the worker's middle-proxy pool: a bridge stands in
-   for the DC socket (midproxy.h). True when that happened or the connection was closed;
-   false: go direct (no tag, or no middle proxy up and fallback-direct). */
-static bool start_mp(struct conn *c)
+/* An authenticated connection: counted, for its secret too. */
+static void count_authenticated(struct conn *c)
+{
+    stats_add(&c->w->stats, handshake_ok, 1);
+    uint32_t slot = c->gen->slot[c->secret]; /* authenticated: c->secret is valid */
+    if (slot < c->w->nsec) {
+        stats_add(&c->w->sec[slot], conns, 1);
+        stats_add(&c->w->sec[slot], active, 1);
+    }
+}
+
+/* A secret with an ad tag goes through the worker's middle-proxy pool, with no DC socket
+   (mprelay.h). True when that happened or the connection was closed; false: go direct (no
+   tag, or no middle proxy up and fallback-direct). */
+static bool start_mp(struct conn *c, struct obfs2_client *oc)
 {
     const uint8_t *tag = config_ad_tag(c->gen->cfg, c->secret);
     if (!tag || !c->w->mp)
@@ -483,18 +496,22 @@ static bool start_mp(struct conn *c)
             memcpy(&s6->sin6_addr, a.src, 16);
         }
     }
-    int fd =
-        midproxy_attach(c->w->mp, c->dc, tag, (struct sockaddr *)&peer, (struct sockaddr *)&me);
-    if (fd >= 0) {
-        on_upstream(&c->up, fd, UPSTREAM_OK);
+    int rc = mprelay_start(c, oc, tag, (struct sockaddr *)&peer, (struct sockaddr *)&me);
+    if (rc > 0) {
+        crypto_wipe(&oc->keys, sizeof oc->keys);
+        count_authenticated(c);
+        conn_enter(c, CONN_RELAY);
+        loop_timer_start(&c->w->loop, &c->tqs->park, &c->timer, on_timer);
+        mprelay_go(c); /* c may be gone */
         return true;
     }
-    if (c->gen->cfg->mp.fallback_direct) {
+    if (rc == 0 && c->gen->cfg->mp.fallback_direct) {
         c->w->mp->st.fallbacks++;
         stats_add(&c->w->stats, mp_fallbacks, 1);
         return false;
     }
-    conn_close(c, END_DC_FAIL);
+    crypto_wipe(&oc->keys, sizeof oc->keys);
+    conn_close(c, rc == 0 ? END_DC_FAIL : END_NOMEM);
     return true;
 }
 
@@ -503,6 +520,8 @@ static bool start_mp(struct conn *c)
 static void start_dc(struct conn *c, struct obfs2_client *oc)
 {
     c->dc = oc->dc;
+    if (start_mp(c, oc))
+        return;
     c->fast = c->gen->fast_mode;
     uint8_t wire[OBFS2_HEADER_LEN];
     int rc = c->fast ? 0 : crypto_ctr_init(&c->p2c, oc->keys.enc_key, oc->keys.enc_iv);
@@ -526,20 +545,13 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
     c->bytes_up += c->hs_len; /* the header and what came with it go to the DC */
     c->hs = NULL;
     c->hs_len = 0;
-    stats_add(&c->w->stats, handshake_ok, 1);
-    uint32_t slot = c->gen->slot[c->secret]; /* authenticated: c->secret is valid */
-    if (slot < c->w->nsec) {
-        stats_add(&c->w->sec[slot], conns, 1);
-        stats_add(&c->w->sec[slot], active, 1);
-    }
+    count_authenticated(c);
     conn_enter(c, CONN_DC_CONNECT);
     loop_timer_stop(&c->timer); /* the connector's deadlines bound the connect */
     loop_io_set(&c->w->loop, &c->cli, 0);
     /* the client is not read while connecting, so last_io_ms marks the connect's start
        until the relay begins (the DC connect time, on_upstream) */
     conn_touch(c);
-    if (start_mp(c))
-        return;
     rc = upstream_dc(&c->up, c->w, c->dc, on_upstream);
     if (rc < 0)
         dc_failed(c, rc);

@@ -29,7 +29,8 @@
  *              header is complete; failure -> close (brief 2.6).
  *   DC_CONNECT the connector (upstream.c) resolves the DC's [dcs] names if needed and
  *              tries its addresses in turn; its one report starts RELAY or closes.
- *   RELAY      both directions re-encrypted in place (relay.c).
+ *   RELAY      both directions re-encrypted in place (relay.c); in middle-proxy mode
+ *              (c->mp) there is no DC socket and mprelay.c moves the bytes instead.
  *   FRONT_CONNECT, FRONT_RELAY  domain fronting: the connector reaches the fronting host,
  *              then every byte read so far is replayed and the rest relayed byte for byte.
  *   DISCARD    no fronting target known: read and drop until the handshake deadline.
@@ -128,6 +129,7 @@ struct conn {
     uint8_t site_spoke : 1;  /* HELLO: the early fronting connection's site sent bytes */
     struct conn_pp pp;       /* conn_pp.c's: the listener's PROXY header */
     struct conn_admit adm;   /* admission.c's: limits and fleet slots, the check in flight */
+    struct mprelay *mp;      /* mprelay.c's: middle-proxy mode (no DC socket); else NULL */
 #if TGKIT_CHECKS
     uint32_t magic; /* CONN_MAGIC while live (conn_check) */
 #endif
@@ -147,7 +149,8 @@ static inline void conn_check(const struct conn *c)
     CONN_CHECK_THAT(c, c->state <= CONN_CHECK);
     CONN_CHECK_THAT(c, !c->hs || c->state == CONN_HELLO || c->state == CONN_FLIGHT ||
                            c->state == CONN_CHECK);
-    CONN_CHECK_THAT(c, (c->state != CONN_RELAY && c->state != CONN_FRONT_RELAY) || c->ufd >= 0);
+    CONN_CHECK_THAT(c, (c->state != CONN_RELAY && c->state != CONN_FRONT_RELAY) || c->ufd >= 0 ||
+                           (c->mp && c->state == CONN_RELAY)); /* middle-proxy: no DC socket */
     CONN_CHECK_THAT(
         c, (c->state != CONN_DC_CONNECT && c->state != CONN_RELAY && c->state != CONN_FLIGHT) ||
                c->secret < c->gen->cfg->nsecrets);

@@ -134,7 +134,6 @@ int mpx_send_short(struct mpx_conn *mc, const uint8_t *m, size_t n)
     return mpx_msg_end(mc, n);
 }
 
-
 static int sess_msg(void *ud, const struct mprpc_msg *m, const uint8_t *p, size_t n)
 {
     struct mpx_conn *mc = ud;
@@ -304,7 +303,7 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
         mpx_conn_fail(mc, 0);
 }
 
-/* Close mc and every bridge on it; retry later. why: an mpsess_why, 0 = the socket. */
+/* Close mc and end every client on it; retry later. why: an mpsess_why, 0 = the socket. */
 void mpx_conn_fail(struct mpx_conn *mc, int why)
 {
     struct midproxy_worker *mw = mc->mw;
@@ -420,6 +419,8 @@ int midproxy_init(struct midproxy_worker *mw, struct loop *loop, const struct mi
         mw->cfg.per_dc = 2;
     if (!mw->cfg.client_buf_max)
         mw->cfg.client_buf_max = 8u << 20;
+    if (!mw->cfg.buf_total)
+        mw->cfg.buf_total = 64u << 20;
     if (!mw->cfg.ping_ms)
         mw->cfg.ping_ms = 5000;
     if (!mw->cfg.dead_ms)
@@ -493,7 +494,6 @@ bool midproxy_ready(const struct midproxy_worker *mw, int16_t dc)
             return true;
     return false;
 }
-
 
 struct mpx_conn *mpx_conn_pick(struct midproxy_worker *mw, int16_t dc)
 {

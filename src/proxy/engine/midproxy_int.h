@@ -10,8 +10,9 @@
  *               buffering policy.
  *
  * Each file writes only its own fields: midproxy.c everything in struct mpx_conn but
- * nclients and paused, and the connection half of struct midproxy_worker; mpclient.c the
- * client table (slots), nclients, paused and the client counters.
+ * clients, nclients and paused, and the connection half of struct midproxy_worker;
+ * mpclient.c the client table (slots, slot_hint), clients, nclients, paused, the client
+ * counters and the pool's fields of struct midproxy_client.
  *
  * Thread-safety: worker thread only.
  */
@@ -62,8 +63,9 @@ struct mpx_conn {
     struct bq out;
     uint64_t retry_at_ms, last_in_ms, last_out_ms;
     uint32_t backoff_ms;
-    size_t nclients; /* mpclient.c's */
-    bool paused;     /* mpclient.c's: its clients are not read (out over MIDPROXY_OUT_HIGH) */
+    struct midproxy_client *clients; /* mpclient.c's: the clients on this connection */
+    size_t nclients;                 /* mpclient.c's */
+    bool paused; /* mpclient.c's: its clients are not read (out over MIDPROXY_OUT_HIGH) */
 };
 
 /* ---- midproxy.c, for mpclient.c ---- */

@@ -48,6 +48,16 @@ static uint16_t slot_size(struct conn *c, uint32_t i)
 
 static void on_shape_tick(struct loop *l, struct loop_timer *t);
 
+size_t relay_record_next(struct conn *c)
+{
+    if (c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS)
+        c->recs = 0; /* a quiet second: start small again */
+    size_t lim = rec_limit(c, c->recs);
+    c->recs = c->recs + 1 ? c->recs + 1 : c->recs;
+    c->recs_ms = c->w->loop.now_ms;
+    return lim;
+}
+
 static void dir_release(struct conn *c, struct relay_dir *r)
 {
     conn_dir_put(c->w, r);

@@ -49,6 +49,10 @@ void relay_start(struct conn *c);
 void relay_on_client(struct loop *l, struct loop_io *io, unsigned events);
 void relay_on_upstream(struct loop *l, struct loop_io *io, unsigned events);
 
+/* The payload limit of the next record toward a FakeTLS client, by dynamic record sizing
+   (counted as sent now): for a data path that frames its own records (mprelay.c). */
+size_t relay_record_next(struct conn *c);
+
 /* Give back both directions' buffers (connection teardown). */
 void relay_release(struct conn *c);
 

@@ -69,6 +69,7 @@
     X(mp_fallbacks, "tagged clients sent direct: no middle-proxy connection of their DC up")       \
     X(mp_slow_closed, "middle-proxy clients closed: more than client-buffer behind")               \
     X(mp_quickacks, "quick acks relayed from middle proxies")                                      \
+    X(mp_held, "gauge: bytes of middle-proxy answers waiting for slow clients")                    \
     STATS_END_LIST(X)
 
 /* Failed client handshakes by reason: X(name, help); the field is hs_<name>, the metric

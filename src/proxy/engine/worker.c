@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CONN_POOL_KEEP 4096                /* struct conn kept cached per worker */
 #define BUF_POOL_KEEP  256                 /* I/O buffers kept cached per worker */
@@ -245,6 +246,10 @@ static void pool_cfg(const struct config *cfg, const struct mpdocs *d, struct mi
     }
     mc->per_dc = cfg->mp.connections;
     mc->client_buf_max = cfg->mp.client_buffer;
+    /* the process's budget, an equal share per worker (as server.c counts them) */
+    long nw = cfg->workers ? (long)cfg->workers : sysconf(_SC_NPROCESSORS_ONLN);
+    nw = nw < 1 ? 1 : nw > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : nw;
+    mc->buf_total = cfg->mp.buffer_total / (size_t)nw;
     mc->have_public4 =
         cfg->public_ipv4[0] && inet_pton(AF_INET, cfg->public_ipv4, mc->public4) == 1;
     mc->have_public6 =
@@ -259,9 +264,9 @@ static bool pool_same(const struct midproxy_cfg *a, const struct midproxy_cfg *b
 {
     return a->secret_len == b->secret_len && memcmp(a->secret, b->secret, a->secret_len) == 0 &&
            memcmp(&a->conf, &b->conf, sizeof a->conf) == 0 && a->per_dc == b->per_dc &&
-           a->client_buf_max == b->client_buf_max && a->have_public4 == b->have_public4 &&
-           memcmp(a->public4, b->public4, 4) == 0 && a->have_public6 == b->have_public6 &&
-           memcmp(a->public6, b->public6, 16) == 0;
+           a->client_buf_max == b->client_buf_max && a->buf_total == b->buf_total &&
+           a->have_public4 == b->have_public4 && memcmp(a->public4, b->public4, 4) == 0 &&
+           a->have_public6 == b->have_public6 && memcmp(a->public6, b->public6, 16) == 0;
 }
 
 void conn_worker_mp_sync(struct conn_worker *w)
@@ -362,7 +367,7 @@ void conn_worker_cleanup(struct conn_worker *w)
         return;
     while (w->conns)
         conn_close(w->conns, END_SHUTDOWN);
-    if (w->mp) /* after the connections: their bridges are closed by now */
+    if (w->mp) /* after the connections: their clients are detached by now */
         pool_free(pool_of(w->mp));
     w->mp = NULL;
     for (struct mp_pool *p = w->mp_old, *next; p; p = next) {

@@ -1,39 +1,50 @@
 /* mpframe: middle-proxy frames (mpframe.h). */
 #include "proxy/wire/mpframe.h"
 
+#include <pthread.h>
 #include <string.h>
 
-static uint32_t crc_table[256];
+/*
+ * CRC-32/ISO-HDLC (zlib's crc32, polynomial 0xedb88320 reflected), eight bytes a step
+ * ("slicing by 8"): t[0] is the byte-wise table; t[k][b] is the CRC of byte b followed by k
+ * zero bytes, so eight table lookups fold eight input bytes at once. 8 KiB of tables,
+ * filled once (pthread_once); about eight times the byte-wise loop's speed.
+ */
+static uint32_t crc_t[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
-/* The table is a pure function of the polynomial: fill it once, racing writers agree. */
-static const uint32_t *table(void)
+static void crc_fill(void)
 {
-    static _Atomic int ready;
-    if (!ready) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++)
-                c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            __atomic_store_n(&crc_table[i], c, __ATOMIC_RELAXED);
-        }
-        ready = 1;
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+        crc_t[0][i] = c;
     }
-    return crc_table;
-}
-
-uint32_t mpframe_crc32(uint32_t crc, const void *p, size_t n)
-{
-    const uint32_t *t = table();
-    const uint8_t *s = p;
-    crc = ~crc;
-    for (size_t i = 0; i < n; i++)
-        crc = __atomic_load_n(&t[(crc ^ s[i]) & 0xff], __ATOMIC_RELAXED) ^ (crc >> 8);
-    return ~crc;
+    for (int k = 1; k < 8; k++)
+        for (uint32_t i = 0; i < 256; i++)
+            crc_t[k][i] = (crc_t[k - 1][i] >> 8) ^ crc_t[0][crc_t[k - 1][i] & 0xff];
 }
 
 static uint32_t rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint32_t mpframe_crc32(uint32_t crc, const void *p, size_t n)
+{
+    pthread_once(&crc_once, crc_fill);
+    const uint8_t *s = p;
+    crc = ~crc;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint32_t a = rd32(s) ^ crc, b = rd32(s + 4);
+        crc = crc_t[7][a & 0xff] ^ crc_t[6][(a >> 8) & 0xff] ^ crc_t[5][(a >> 16) & 0xff] ^
+              crc_t[4][a >> 24] ^ crc_t[3][b & 0xff] ^ crc_t[2][(b >> 8) & 0xff] ^
+              crc_t[1][(b >> 16) & 0xff] ^ crc_t[0][b >> 24];
+    }
+    for (; n; s++, n--)
+        crc = crc_t[0][(crc ^ *s) & 0xff] ^ (crc >> 8);
+    return ~crc;
 }
 
 static void wr32(uint8_t *p, uint32_t v)

@@ -734,8 +734,8 @@ static const struct bad_case bad_cases[] = {
     {BASE SEC "[defense.doppelganger]\nmax-delay = \"2s\"\n",
      "c.toml:5:13: defense.doppelganger.max-delay: ", "out of range"},
     {BASE SEC "[defense]\nmss-clamp = 50\n", "c.toml:5:13: defense.mss-clamp: ", "out of range"},
-    {BASE SEC "[defense]\nmss-clamp = \"256\"\n", "c.toml:5:13: defense.mss-clamp: ",
-     "a boolean or a segment size"},
+    {BASE SEC "[defense]\nmss-clamp = \"256\"\n",
+     "c.toml:5:13: defense.mss-clamp: ", "a boolean or a segment size"},
     {SEC, "c.toml: ", "no listen address"},
     {BASE, "c.toml: ", "no secret"},
     {BASE "a = [1\n", "c.toml:2:5: ", "unterminated array"},
@@ -1227,6 +1227,7 @@ static void test_midproxy_keys(void **state)
     assert_int_equal(cfg.mp.client_buffer, 8u << 20);
     assert_int_equal(cfg.mp.update_s, 86400);
     assert_string_equal(cfg.mp.config6_path, ""); /* a list of one's own: no Telegram v6 list */
+    assert_int_equal(cfg.mp.buffer_total, 256u << 20);
     config_cleanup(&cfg);
 
     /* [middle-proxy] alone: Telegram's three documents by URL, read by nobody at load */

@@ -1,14 +1,14 @@
 /*
  * proxy/engine/midproxy: a worker's middle-proxy pool on a loop driven by this thread,
- * against tgproxy-fakemp (a separate process) relaying to the fake DC. The test plays the
- * relay on each bridge fd: the obfuscated2 DC header, then the client's packets in its
- * transport framing, DC-leg encrypted; and reads the answers back the same way. Checked:
- * the pool comes up (2 connections), clients of every transport get every byte back, the
- * ad tag and the client's address reach the middle proxy, many clients share the two
- * connections, a quick ack comes back as the client's token, a bridge closed by the client
- * is cancelled on the middle proxy, a slow reader is closed by the buffering policy while
- * another client on the same connection goes on, and a middle proxy killed mid-stream
- * closes its clients and is reconnected when it is back.
+ * against tgproxy-fakemp (a separate process) relaying to the fake DC. The test is the
+ * clients' owner (as mprelay.c is in the daemon): packets up through midproxy_client_send,
+ * answers, acks and ends recorded from the pool's callbacks. Checked: the pool comes up (2
+ * connections), clients of every transport get every byte back, the ad tag and the
+ * client's address reach the middle proxy, many clients share the two connections, a quick
+ * ack comes back as the client's token, a client detached is cancelled on the middle proxy,
+ * a slow reader is closed by the buffering policy while another client on the same
+ * connection goes on, slow clients over the worker's budget lose the one holding most, and
+ * a middle proxy killed mid-stream ends its clients and is reconnected when it is back.
  */
 #include "tgtest.h"
 
@@ -43,6 +43,8 @@ static void fakemp_start(struct fx *f, uint16_t port)
     pfmp_start(&f->d, f->secret_path, f->dcport, port, NULL);
 }
 
+static size_t buf_total; /* the next fx_start's budget over all clients (0 = default) */
+
 static void fx_start(struct fx *f, unsigned per_dc, size_t client_buf_max)
 {
     memset(f, 0, sizeof *f);
@@ -55,8 +57,10 @@ static void fx_start(struct fx *f, unsigned per_dc, size_t client_buf_max)
     pfmp_secret(f->secret_path, f->secret, sizeof f->secret);
     fakemp_start(f, 0);
     assert_int_equal(loop_init(&f->loop), 0);
-    struct midproxy_cfg cfg = {
-        .secret_len = sizeof f->secret, .per_dc = per_dc, .client_buf_max = client_buf_max};
+    struct midproxy_cfg cfg = {.secret_len = sizeof f->secret,
+                               .per_dc = per_dc,
+                               .client_buf_max = client_buf_max,
+                               .buf_total = buf_total};
     memcpy(cfg.secret, f->secret, sizeof f->secret);
     char conf[128], err[128];
     snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n", f->d.port);
@@ -89,90 +93,86 @@ static bool ups(struct fx *f, void *arg)
     return f->mw.st.up == (uint64_t)(uintptr_t)arg;
 }
 
-/* One client as the relay would drive a bridge. */
+/* One client as its owner (mprelay.c in the daemon) drives it: packets up through
+   midproxy_client_send, answers and acks recorded as the callbacks get them. A slow client
+   never drains: it holds every answer. */
 struct cli {
-    int fd;
-    uint32_t tag;
-    struct crypto_ctr enc, dec;
-    uint8_t rx[1 << 16]; /* decrypted, not yet a whole packet */
-    size_t rx_len;
-    uint8_t got[1 << 16]; /* payload bytes received */
+    struct midproxy_client cl; /* first */
+    struct fx *f;
+    bool slow;
+    long held;
+    uint8_t got[1 << 16]; /* payload bytes received (a slow client only counts them) */
     size_t got_len;
     uint32_t acks[4];
     size_t nacks;
     bool eof;
+    enum midproxy_end why;
 };
+
+static long on_answer(struct midproxy_client *cl, uint8_t *pkt, size_t n)
+{
+    struct cli *c = (struct cli *)(void *)cl;
+    assert_true(n % 4 == 0);
+    if (!c->slow) {
+        assert_true(c->got_len + n <= sizeof c->got);
+        memcpy(c->got + c->got_len, pkt, n);
+    }
+    c->got_len += n;
+    if (c->slow)
+        c->held += (long)n;
+    return c->held;
+}
+
+static long on_ack(struct midproxy_client *cl, uint32_t confirm)
+{
+    struct cli *c = (struct cli *)(void *)cl;
+    c->acks[c->nacks++ & 3] = confirm;
+    return c->held;
+}
+
+static void on_closed(struct midproxy_client *cl, enum midproxy_end why)
+{
+    struct cli *c = (struct cli *)(void *)cl;
+    assert_null(cl->mc);
+    c->eof = true;
+    c->why = why;
+}
+
+static void on_resume(struct midproxy_client *cl)
+{
+    (void)cl;
+}
+
+static const struct midproxy_client_ops ops = {
+    .answer = on_answer, .ack = on_ack, .closed = on_closed, .resume = on_resume};
 
 static void cli_attach(struct fx *f, struct cli *c, uint32_t tag, const uint8_t *ad_tag,
                        uint16_t cport)
 {
     memset(c, 0, sizeof *c);
-    c->tag = tag;
+    c->f = f;
+    c->cl.tag = tag;
+    c->cl.ad_tag = ad_tag;
     struct sockaddr_in cl = {.sin_family = AF_INET, .sin_port = htons(cport)};
     struct sockaddr_in px = {.sin_family = AF_INET, .sin_port = htons(443)};
     inet_pton(AF_INET, "203.0.113.9", &cl.sin_addr);
     inet_pton(AF_INET, "198.51.100.4", &px.sin_addr);
-    c->fd = midproxy_attach(&f->mw, 2, ad_tag, (struct sockaddr *)&cl, (struct sockaddr *)&px);
-    assert_true(c->fd >= 0);
-    uint8_t wire[64];
-    assert_int_equal(obfs2_dc_header(tag, 2, NULL, NULL, NULL, wire, NULL, &c->enc, &c->dec), 0);
-    assert_int_equal(write(c->fd, wire, 64), 64);
+    midproxy_addr(&c->cl.client, (struct sockaddr *)&cl);
+    midproxy_addr(&c->cl.proxy, (struct sockaddr *)&px);
+    f->mw.ops = &ops;
+    assert_int_equal(midproxy_client_attach(&f->mw, &c->cl, 2), 0);
 }
 
-/* A packet in the client's framing (quick-ack bit as asked), encrypted, written. */
+/* A packet up (quick ack as asked), sent at once. */
 static void cli_packet(struct cli *c, const void *p, size_t n, bool quickack)
 {
-    uint8_t buf[8192];
-    size_t h = mtframe_head(c->tag, n, 0, buf);
-    assert_true(h > 0 && h + n <= sizeof buf);
-    if (quickack)
-        buf[h == 1 ? 0 : 3] |= 0x80;
-    memcpy(buf + h, p, n);
-    assert_int_equal(crypto_ctr_apply(&c->enc, buf, h + n), 0);
-    assert_int_equal(write(c->fd, buf, h + n), (ssize_t)(h + n));
-}
-
-/* Read what is there (non-blocking), splitting packets and quick-ack tokens. */
-static void cli_read(struct cli *c)
-{
-    for (;;) {
-        uint8_t buf[16384];
-        ssize_t r = read(c->fd, buf, sizeof buf);
-        if (r == 0)
-            c->eof = true;
-        if (r <= 0)
-            return;
-        assert_int_equal(crypto_ctr_apply(&c->dec, buf, (size_t)r), 0);
-        assert_true(c->rx_len + (size_t)r <= sizeof c->rx);
-        memcpy(c->rx + c->rx_len, buf, (size_t)r);
-        c->rx_len += (size_t)r;
-        size_t at = 0;
-        for (;;) {
-            if (c->rx_len - at >= 4 && c->tag != OBFS2_TAG_ABRIDGED && (c->rx[at + 3] & 0x80)) {
-                memcpy(&c->acks[c->nacks++ & 3], c->rx + at, 4); /* a token, not a length */
-                at += 4;
-                continue;
-            }
-            struct mtframe_pkt p;
-            if (mtframe_next(c->tag, c->rx + at, c->rx_len - at, 0, &p, NULL) != MTFRAME_OK)
-                break;
-            assert_true(c->got_len + p.len <= sizeof c->got);
-            memcpy(c->got + c->got_len, c->rx + at + p.off, p.len);
-            c->got_len += p.len;
-            at += p.consumed;
-        }
-        memmove(c->rx, c->rx + at, c->rx_len - at);
-        c->rx_len -= at;
-    }
+    assert_int_equal(midproxy_client_send(&c->f->mw, &c->cl, p, n, quickack), 0);
+    midproxy_client_flush(&c->f->mw, &c->cl);
 }
 
 static void cli_close(struct cli *c)
 {
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
-    crypto_ctr_cleanup(&c->enc);
-    crypto_ctr_cleanup(&c->dec);
+    midproxy_client_detach(&c->f->mw, &c->cl);
 }
 
 struct many {
@@ -185,7 +185,6 @@ static bool all_got(struct fx *f, void *arg)
     (void)f;
     struct many *m = arg;
     for (size_t i = 0; i < m->n; i++) {
-        cli_read(&m->c[i]);
         if (m->c[i].got_len < m->want)
             return false;
     }
@@ -230,7 +229,7 @@ static void test_clients_tags_acks(void **state)
     uint32_t last;
     memcpy(&last, data[1] + 2044, 4);
     last |= 0x80000000u;
-    assert_memory_equal(&c[1].acks[0], &last, 4);
+    assert_int_equal(c[1].acks[0], last);
     assert_int_equal(f.mw.st.quickacks, 1);
     dfx_wait_log(&f.d,
                  "tag c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3 from 203.0.113.9:41000 via "
@@ -290,7 +289,6 @@ static void test_thousand_clients(void **state)
 static bool slow_closed(struct fx *f, void *arg)
 {
     struct many *m = arg;
-    cli_read(&m->c[1]);
     return f->mw.st.slow_closed == 1 && m->c[1].got_len >= m->want;
 }
 
@@ -299,7 +297,6 @@ static bool eof_all(struct fx *f, void *arg)
     (void)f;
     struct many *m = arg;
     for (size_t i = 0; i < m->n; i++) {
-        cli_read(&m->c[i]);
         if (!m->c[i].eof)
             return false;
     }
@@ -317,6 +314,7 @@ static void test_slow_reader(void **state)
     uint8_t cmd[FAKEDC_CMD_LEN], data[1024];
     /* client 0 asks the DC for 16 MiB and never reads; client 1 echoes 64 KiB meanwhile */
     cli_attach(&f, &c[0], OBFS2_TAG_INTERMEDIATE, NULL, 30000);
+    c[0].slow = true;
     fakedc_cmd(cmd, "SRCE", 3, 16u << 20);
     cli_packet(&c[0], cmd, sizeof cmd, false);
     cli_attach(&f, &c[1], OBFS2_TAG_INTERMEDIATE, NULL, 30001);
@@ -333,12 +331,63 @@ static void test_slow_reader(void **state)
         fill(data, sizeof data, (unsigned)i);
         assert_memory_equal(c[1].got + i * 1024, data, 1024);
     }
-    /* the slow one was closed (its fd sees EOF once drained), and cancelled upstream */
+    /* the slow one was closed as slow, past its 256 KiB, and cancelled upstream */
+    assert_true(c[0].eof);
+    assert_int_equal(c[0].why, MIDPROXY_END_SLOW);
+    assert_true(c[0].got_len > 256 * 1024 && c[0].got_len < 16u << 20);
+    assert_int_equal(f.mw.st.held, 0);
     dfx_wait_log(&f.d, "close-conn", 1);
     assert_int_equal(f.mw.st.clients, 1);
     assert_int_equal(f.mw.st.up, 1); /* the connection itself is fine */
     cli_close(&c[0]);
     cli_close(&c[1]);
+    fx_stop(&f);
+}
+
+/* Slow clients together over the worker's budget: the one holding the most is closed, the
+   smaller one keeps its answers, and a fast client beside them gets every byte. */
+static void test_budget(void **state)
+{
+    (void)state;
+    struct fx f;
+    buf_total = 512 * 1024;
+    fx_start(&f, 1, 4u << 20);
+    buf_total = 0;
+    assert_true(pump_until(&f, ups, (void *)(uintptr_t)1));
+    static struct cli c[3];
+    uint8_t cmd[FAKEDC_CMD_LEN], data[1024];
+    cli_attach(&f, &c[0], OBFS2_TAG_PADDED, NULL, 32000);
+    c[0].slow = true;
+    fakedc_cmd(cmd, "SRCE", 4, 2u << 20);
+    cli_packet(&c[0], cmd, sizeof cmd, false);
+    cli_attach(&f, &c[1], OBFS2_TAG_PADDED, NULL, 32001);
+    c[1].slow = true;
+    fakedc_cmd(cmd, "SRCE", 5, 100 * 1024);
+    cli_packet(&c[1], cmd, sizeof cmd, false);
+    cli_attach(&f, &c[2], OBFS2_TAG_ABRIDGED, NULL, 32002);
+    fakedc_cmd(cmd, "ECHO", 0, 0);
+    cli_packet(&c[2], cmd, sizeof cmd, false);
+    for (int i = 0; i < 32; i++) {
+        fill(data, sizeof data, (unsigned)i);
+        cli_packet(&c[2], data, sizeof data, false);
+    }
+    for (int i = 0;
+         i < 2000 && !(c[0].eof && c[1].got_len >= 100 * 1024 && c[2].got_len >= 32 * 1024); i++)
+        loop_run_once(&f.loop, 10);
+    assert_true(c[0].eof);
+    assert_int_equal(c[0].why, MIDPROXY_END_SLOW);
+    assert_false(c[1].eof);
+    assert_int_equal(c[1].got_len, 100 * 1024);
+    assert_int_equal(f.mw.st.held, 100 * 1024); /* the small one's, under the budget */
+    assert_int_equal(f.mw.st.slow_closed, 1);
+    assert_int_equal(c[2].got_len, 32 * 1024);
+    for (int i = 0; i < 32; i++) {
+        fill(data, sizeof data, (unsigned)i);
+        assert_memory_equal(c[2].got + i * 1024, data, 1024);
+    }
+    cli_close(&c[1]);
+    cli_close(&c[2]);
+    assert_int_equal(f.mw.st.held, 0);
     fx_stop(&f);
 }
 
@@ -362,9 +411,9 @@ static void test_mp_restart(void **state)
     assert_true(pump_until(&f, eof_all, &m));
     assert_true(pump_until(&f, ups, (void *)(uintptr_t)0));
     assert_int_equal(f.mw.st.clients, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    assert_int_equal(midproxy_attach(&f.mw, 2, NULL, (struct sockaddr *)&a, (struct sockaddr *)&a),
-                     -EAGAIN);
+    assert_int_equal(c[0].why, MIDPROXY_END_CONN);
+    struct midproxy_client none = {.tag = OBFS2_TAG_PADDED};
+    assert_int_equal(midproxy_client_attach(&f.mw, &none, 2), -EAGAIN);
     assert_false(midproxy_ready(&f.mw, 2));
     cli_close(&c[0]);
     cli_close(&c[1]);
@@ -388,9 +437,8 @@ static void test_mp_restart(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clients_tags_acks),
-        cmocka_unit_test(test_thousand_clients),
-        cmocka_unit_test(test_slow_reader),
+        cmocka_unit_test(test_clients_tags_acks), cmocka_unit_test(test_thousand_clients),
+        cmocka_unit_test(test_slow_reader),       cmocka_unit_test(test_budget),
         cmocka_unit_test(test_mp_restart),
     };
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));

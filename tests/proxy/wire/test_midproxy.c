@@ -43,6 +43,20 @@ static void test_crc32(void **state)
     json_decref(v);
 }
 
+/* A long buffer, split at every offset around the 8-byte steps: the value Python's
+   zlib.crc32 gives (bytes ((i * 131 + 7) ^ (i >> 3)) & 0xff for i < 4099). */
+static void test_crc32_long(void **state)
+{
+    (void)state;
+    static uint8_t d[4099];
+    for (size_t i = 0; i < sizeof d; i++)
+        d[i] = (uint8_t)((i * 131 + 7) ^ (i >> 3));
+    assert_int_equal(mpframe_crc32(0, d, sizeof d), 0xee1c691cu);
+    for (size_t k = 0; k < 40; k++)
+        assert_int_equal(mpframe_crc32(mpframe_crc32(0, d, k), d + k, sizeof d - k), 0xee1c691cu);
+    assert_int_equal(mpframe_crc32(0, d + 1, 0), 0);
+}
+
 /* Parse one frame at b: OK, every prefix MORE, and the payload as expected. */
 static struct mpframe parse_whole(const uint8_t *b, size_t n)
 {
@@ -457,9 +471,13 @@ static void test_transport(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc32),        cmocka_unit_test(test_frames_and_handshake),
-        cmocka_unit_test(test_proxy_req),    cmocka_unit_test(test_answers),
-        cmocka_unit_test(test_frame_errors), cmocka_unit_test(test_transport),
+        cmocka_unit_test(test_crc32),
+        cmocka_unit_test(test_crc32_long),
+        cmocka_unit_test(test_frames_and_handshake),
+        cmocka_unit_test(test_proxy_req),
+        cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_frame_errors),
+        cmocka_unit_test(test_transport),
     };
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
