@@ -583,6 +583,10 @@ TG_API tg_status tg_dispatcher_run_one(tg_dispatcher *d, const char *json, size_
  * own status. Storage (conversations, sessions, jobs) is called directly: the memory
  * store costs nothing, but SQLite or Redis block the loop for their round trip.
  *
+ * With the handle's built-in loop, drive it with tg_async_run_once until on_stopped:
+ * tg_async_run returns as soon as no call is pending, and updates waiting in the
+ * dispatcher's lanes are not calls.
+ *
  * Jobs (tgbot/jobs.h) over a loop-mode dispatcher start no thread: a timer on the handle
  * fires them on the loop; a run is finished for the queue when its handler returns.
  *
