@@ -14,112 +14,17 @@
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/faketls.h"
 #include "proxy_client.h"
-#include "proxy_proc.h"
 #include "proxy_util.h"
+#include "tls_front.h"
 
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PROBES 8
-
-struct pki {
-    char dir[64];
-    char leaf[96], key[96], chain[96], full[96];
-};
-
-static int sh(const char *cmd)
-{
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-/* root -> intermediate -> leaf for example.com, each RSA 2048. */
-static void make_pki(struct pki *p)
-{
-    snprintf(p->dir, sizeof p->dir, "/tmp/tgkit-scout-XXXXXX");
-    assert_non_null(mkdtemp(p->dir));
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "cd %s && exec >log 2>&1 && "
-             "openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -days 2 "
-             "-subj '/CN=Test Root CA' -addext basicConstraints=critical,CA:TRUE && "
-             "openssl req -newkey rsa:2048 -nodes -keyout int.key -out int.csr "
-             "-subj '/CN=Test Intermediate CA' && "
-             "printf 'basicConstraints=critical,CA:TRUE\\nkeyUsage=keyCertSign,cRLSign\\n' >int.ext && "
-             "openssl x509 -req -in int.csr -CA root.pem -CAkey root.key -CAcreateserial "
-             "-out int.pem -days 2 -extfile int.ext && "
-             "openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr "
-             "-subj '/CN=example.com' && "
-             "printf 'subjectAltName=DNS:example.com,DNS:www.example.com\\n' >leaf.ext && "
-             "openssl x509 -req -in leaf.csr -CA int.pem -CAkey int.key -CAcreateserial "
-             "-out leaf.pem -days 2 -extfile leaf.ext && "
-             "cat int.pem root.pem >chain.pem && cat leaf.pem int.pem root.pem >full.pem",
-             p->dir);
-    assert_int_equal(sh(cmd), 0);
-    snprintf(p->leaf, sizeof p->leaf, "%s/leaf.pem", p->dir);
-    snprintf(p->key, sizeof p->key, "%s/leaf.key", p->dir);
-    snprintf(p->chain, sizeof p->chain, "%s/chain.pem", p->dir);
-    snprintf(p->full, sizeof p->full, "%s/full.pem", p->dir);
-}
-
-static void free_pki(struct pki *p)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", p->dir);
-    (void)sh(cmd);
-}
-
-struct site {
-    pid_t pid;
-    uint16_t port;
-    char log[128];
-};
-
-static bool port_open(void *arg)
-{
-    struct site *s = arg;
-    int fd = psock_connect(s->port, 200);
-    if (fd < 0)
-        return false;
-    close(fd);
-    return true;
-}
-
-static void start_site(struct site *s, const struct pki *p, bool gnutls)
-{
-    int port = tgtest_listen_port();
-    assert_true(port > 0);
-    s->port = (uint16_t)port;
-    snprintf(s->log, sizeof s->log, "%s/%s.log", p->dir, gnutls ? "gnutls" : "openssl");
-    char portstr[16], accept[32];
-    snprintf(portstr, sizeof portstr, "%d", port);
-    snprintf(accept, sizeof accept, "127.0.0.1:%d", port);
-    if (gnutls) {
-        char *argv[] = {"/usr/bin/gnutls-serv", "--port", portstr, "--x509certfile",
-                        (char *)p->full, "--x509keyfile", (char *)p->key,
-                        "--priority", "NORMAL:-VERS-ALL:+VERS-TLS1.3", "--quiet", NULL};
-        assert_int_equal(access(argv[0], X_OK), 0); /* Debian's gnutls-bin (make deps) */
-        s->pid = pproc_spawn_logged(argv, s->log);
-    } else {
-        char *argv[] = {"/usr/bin/openssl", "s_server", "-accept", accept, "-cert",
-                        (char *)p->leaf, "-key", (char *)p->key, "-cert_chain",
-                        (char *)p->chain, "-tls1_3", "-quiet", NULL};
-        s->pid = pproc_spawn_logged(argv, s->log);
-    }
-    assert_true(s->pid > 0);
-    assert_true(tgtest_wait_until(port_open, s, 20000));
-}
-
-static void stop_site(struct site *s)
-{
-    kill(s->pid, SIGTERM);
-    waitpid(s->pid, NULL, 0);
-}
 
 /* The FakeTLS answer tgproxy builds from the site's flight, to a Telegram client's hello:
    verified as the clients verify it (the HMAC over the three records), then recorded as the
@@ -167,10 +72,10 @@ static void answer_like(const struct tlsflight *site, unsigned want_diff, const 
 
 static void probe_site(bool gnutls)
 {
-    struct pki p;
-    make_pki(&p);
-    struct site s;
-    start_site(&s, &p, gnutls);
+    struct tfront_pki p;
+    tfront_pki_make(&p, "example.com", 2048);
+    struct tfront s;
+    tfront_start(&s, &p, gnutls);
     struct sockaddr_in a = psock_addr(s.port);
     for (int i = 0; i < PROBES; i++) {
         struct tlsflight f;
@@ -205,8 +110,8 @@ static void probe_site(bool gnutls)
                       gnutls ? "gnutls-serv" : "s_server", f.cipher, exts, f.nenc,
                       f.enc_total, tlsflight_segments(&f, segs, sizeof segs));
     }
-    stop_site(&s);
-    free_pki(&p);
+    tfront_stop(&s);
+    tfront_pki_free(&p);
 }
 
 static void test_openssl_s_server(void **state)
