@@ -100,13 +100,43 @@ static int record(int fd, uint8_t *buf, size_t *n, uint32_t *seg, size_t *nseg, 
     }
 }
 
-int tlsscout_probe(const struct sockaddr *addr, socklen_t addr_len, const char *sni,
-                   const struct tlsscout_opts *o, struct tlsflight *out, char *err,
-                   size_t errlen)
+int tlsscout_exchange(const struct sockaddr *addr, socklen_t addr_len, const uint8_t *hello,
+                      size_t hl, const char *what, const struct tlsscout_opts *o, uint8_t *rec,
+                      size_t *rec_n, struct tlsflight *out, char *err, size_t errlen)
 {
     int timeout = o && o->timeout_ms > 0 ? o->timeout_ms : 5000;
     int quiet = o && o->quiet_ms > 0 ? o->quiet_ms : TLSSCOUT_QUIET_MS;
     uint64_t deadline = tg__now_ms() + (uint64_t)timeout;
+    uint32_t seg[TLSFLIGHT_MAX_SEG];
+    size_t nseg = 0;
+    *rec_n = 0;
+    const char *step = "connect";
+    int rc = dial(addr, addr_len, deadline), fd = rc;
+    if (fd >= 0) {
+        step = "send ClientHello";
+        rc = send_all(fd, hello, hl, deadline);
+        if (rc == 0) {
+            step = "read the answer";
+            rc = record(fd, rec, rec_n, seg, &nseg, quiet, deadline);
+        }
+        close(fd);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "tls-front probe of %s: %s: %s", what, step, strerror(-rc));
+        return rc;
+    }
+    /* the session id the hello carried (legacy_session_id at offset 43) */
+    size_t sid_len = hl > 43 && hello[43] <= 32 && hl >= 44u + hello[43] ? hello[43] : 0;
+    char why[160];
+    rc = tlsflight_parse(rec, *rec_n, seg, nseg, hello + 44, sid_len, out, why, sizeof why);
+    if (rc < 0)
+        snprintf(err, errlen, "tls-front probe of %s: %s", what, why);
+    return rc;
+}
+
+int tlsscout_probe(const struct sockaddr *addr, socklen_t addr_len, const char *sni,
+                   const struct tlsscout_opts *o, struct tlsflight *out, char *err, size_t errlen)
+{
     uint8_t rnd[TLSFLIGHT_HELLO_RND], hello[TLSFLIGHT_HELLO_LEN];
     if (crypto_random(rnd, sizeof rnd) != 0) {
         snprintf(err, errlen, "tls-front probe: no random bytes");
@@ -122,28 +152,9 @@ int tlsscout_probe(const struct sockaddr *addr, socklen_t addr_len, const char *
         snprintf(err, errlen, "tls-front probe: out of memory");
         return -ENOMEM;
     }
-    uint32_t seg[TLSFLIGHT_MAX_SEG];
-    size_t n = 0, nseg = 0;
-    const char *step = "connect";
-    int rc = dial(addr, addr_len, deadline), fd = rc;
-    if (fd >= 0) {
-        step = "send ClientHello";
-        rc = send_all(fd, hello, hl, deadline);
-        if (rc == 0) {
-            step = "read the answer";
-            rc = record(fd, buf, &n, seg, &nseg, quiet, deadline);
-        }
-        close(fd);
-    }
-    if (rc < 0) {
-        snprintf(err, errlen, "tls-front probe of %s: %s: %s", sni ? sni : "(no SNI)", step,
-                 strerror(-rc));
-    } else {
-        char why[160];
-        rc = tlsflight_parse(buf, n, seg, nseg, rnd + 32, 32, out, why, sizeof why);
-        if (rc < 0)
-            snprintf(err, errlen, "tls-front probe of %s: %s", sni ? sni : "(no SNI)", why);
-    }
+    size_t n = 0;
+    int rc = tlsscout_exchange(addr, addr_len, hello, hl, sni ? sni : "(no SNI)", o, buf, &n, out,
+                               err, errlen);
     tg__free(buf);
     return rc;
 }

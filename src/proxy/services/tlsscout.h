@@ -32,4 +32,14 @@ int tlsscout_probe(const struct sockaddr *addr, socklen_t addr_len, const char *
                    const struct tlsscout_opts *o, struct tlsflight *out, char *err,
                    size_t errlen);
 
+/*
+ * The same recording for a ClientHello the caller built (hello[0..hl): e.g. a FakeTLS one
+ * signed with a secret, `tgproxy probe`): the answer's bytes go to rec (room for
+ * TLSFLIGHT_RECORDING_MAX), *rec_n = how many, and are parsed into out with the hello's own
+ * session id for the echo. what names the peer in err. 0 or -errno as tlsscout_probe.
+ */
+int tlsscout_exchange(const struct sockaddr *addr, socklen_t addr_len, const uint8_t *hello,
+                      size_t hl, const char *what, const struct tlsscout_opts *o, uint8_t *rec,
+                      size_t *rec_n, struct tlsflight *out, char *err, size_t errlen);
+
 #endif
