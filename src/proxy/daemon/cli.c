@@ -32,6 +32,7 @@
 #include "proxy/config/config.h"
 #include "proxy/daemon/doctor.h"
 #include "proxy/daemon/links.h"
+#include "proxy/daemon/probe.h"
 #include "proxy/wire/secret.h"
 #include "proxy/daemon/server.h"
 
@@ -72,7 +73,7 @@ static const char usage_text[] =
     "      [--fronting-port P] [--public-host H] [--public-port P] [--prefer-ip MODE]\n"
     "      [--tolerate-time-skewness DURATION] [--log-level LEVEL] [--no-fast-mode]\n"
     "      SECRET on the command line is visible to every local user (/proc/PID/cmdline):\n"
-    "      prefer --secret-file FILE (its first line) or " SECRET_ENV " in the environment\n"
+    "      prefer --secret-file FILE (its first line; - reads standard input) or " SECRET_ENV "\n"
     "  generate-secret [--hex|--base64] DOMAIN\n"
     "                               print a new FakeTLS (ee) secret for DOMAIN\n"
     "  access CONFIG.toml [--host H] [--port P] [--base64] [--no-qr]\n"
@@ -85,11 +86,19 @@ static const char usage_text[] =
     "                               to bind: one line per check; exit 0 if none fails\n"
     "                               (ignored or deprecated mtg keys are warnings; with\n"
     "                               --strict they exit 2), 1 if any fails\n"
+    "  probe HOST:PORT [--front HOST:PORT] [--sni DOMAIN] [--secret-file FILE|-] [--wait D]\n"
+    "      [--handshakes N] [--json] [--strict]\n"
+    "                               probe a running proxy from outside as a censor would, and\n"
+    "                               its front directly; compare the answers: exit 0 if\n"
+    "                               indistinguishable, 1 if something gives it away. The\n"
+    "                               secret (for real FakeTLS handshakes) comes from the file,\n"
+    "                               standard input or " SECRET_ENV ", never the command line\n"
     "  --help, --version\n"
     "\n"
-    "Exit codes (every command): 0 ok, 1 a doctor check failed, 2 doctor --strict found\n"
-    "warnings, 64 usage, 65 bad argument, 69 cannot bind (a listen or metrics address),\n"
-    "70 internal error, 71 OS resources, 74 output error, 78 configuration error.\n"
+    "Exit codes (every command): 0 ok, 1 a doctor check failed or probe found a difference,\n"
+    "2 doctor --strict found warnings, 64 usage, 65 bad argument, 69 cannot bind (a listen or\n"
+    "metrics address) or probe cannot reach a peer, 70 internal error, 71 OS resources,\n"
+    "74 output error, 78 configuration error.\n"
     "See docs/tgproxy.md.\n";
 
 __attribute__((format(printf, 2, 3))) static int usage_error(const struct io *io, const char *fmt,
@@ -376,14 +385,16 @@ static int simple_options(const struct io *io, const struct args *a, struct conf
     return simple_fronting(io, a, cfg);
 }
 
-/* First line of path into text (trailing blanks dropped); 0 or an exit code. Neither the
-   content nor a path that parses as a secret is ever shown. */
-static int read_secret_file(const struct io *io, const char *path, char *text, size_t cap)
+/* First line of path (of standard input for "-") into text (trailing blanks dropped); 0 or
+   an exit code. Neither the content nor a path that parses as a secret is ever shown. */
+static int read_secret_file(const struct io *io, const char *cmd, const char *path, char *text,
+                            size_t cap)
 {
     const char *shown = looks_secret(path) ? "(a secret, not shown)" : path;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool in = strcmp(path, "-") == 0;
+    int fd = in ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return fail(io, EX_CONFIG, "simple-run: --secret-file %.200s: cannot open: %s", shown,
+        return fail(io, EX_CONFIG, "%s: --secret-file %.200s: cannot open: %s", cmd, shown,
                     strerror(errno));
     size_t n = 0;
     ssize_t r = 0;
@@ -393,21 +404,24 @@ static int read_secret_file(const struct io *io, const char *path, char *text, s
         if (r < 0)
             break;
         n += (size_t)r;
+        if (in && memchr(text, '\n', n)) /* a terminal or a pipe: the first line is enough */
+            break;
     }
     int err = r < 0 ? errno : 0;
-    close(fd);
+    if (!in)
+        close(fd);
     text[n] = '\0';
     if (err)
-        return fail(io, EX_CONFIG, "simple-run: --secret-file %.200s: read failed: %s", shown,
+        return fail(io, EX_CONFIG, "%s: --secret-file %.200s: read failed: %s", cmd, shown,
                     strerror(err));
     text[strcspn(text, "\r\n")] = '\0';
     for (n = strlen(text); n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t'); n--)
         text[n - 1] = '\0';
     if (!text[0])
         return fail(io, EX_CONFIG,
-                    "simple-run: --secret-file %.200s: empty first line, expected the secret",
-                    shown);
-    warn_if_exposed(io, path);
+                    "%s: --secret-file %.200s: empty first line, expected the secret", cmd, shown);
+    if (!in)
+        warn_if_exposed(io, path);
     return 0;
 }
 
@@ -428,7 +442,7 @@ static int simple_secret(const struct io *io, const struct args *a, char *text, 
         return 0;
     }
     if (file)
-        return read_secret_file(io, file, text, cap);
+        return read_secret_file(io, "simple-run", file, text, cap);
     if (!env || !env[0])
         return usage_error(io, "simple-run: expected HOST:PORT and SECRET (or --secret-file "
                                "FILE, or " SECRET_ENV " in the environment)");
@@ -786,6 +800,93 @@ static int cmd_doctor(const struct io *io, int argc, char **argv)
     return wrc != 0 ? wrc : rc;
 }
 
+/* ---- probe ---- */
+
+static const struct opt_spec probe_specs[] = {
+    {"secret-file", true}, {"secret", true},     {"front", true}, {"sni", true},
+    {"wait", true},        {"handshakes", true}, {"json", false}, {"strict", false},
+};
+
+/* The probe's secret: --secret-file FILE ("-": standard input), else $TGPROXY_SECRET (wiped
+   once read); none is fine (the probes alone). *have tells. 0 or an exit code. */
+static int probe_secret(const struct io *io, const struct args *a, struct secret *s, bool *have)
+{
+    char text[SECRET_FILE_MAX], err[256];
+    const char *file = opt(a, "secret-file");
+    char *env = getenv(SECRET_ENV);
+    *have = false;
+    if (file) {
+        int rc = read_secret_file(io, "probe", file, text, sizeof text);
+        if (rc != 0)
+            return rc;
+    } else if (env && env[0]) {
+        size_t n = tg__strlcpy(text, env, sizeof text);
+        memset(env, 0, strlen(env));
+        unsetenv(SECRET_ENV);
+        if (n >= sizeof text)
+            return fail(io, EX_DATAERR, "probe: " SECRET_ENV " is too long");
+    } else {
+        return 0;
+    }
+    int rc = secret_parse(text, strlen(text), s, err, sizeof err);
+    memset(text, 0, sizeof text);
+    if (rc != 0)
+        return fail(io, EX_DATAERR, "probe: bad secret (%s)", err);
+    if (s->kind != SECRET_EE) {
+        memset(s, 0, sizeof *s);
+        return fail(io, EX_DATAERR,
+                    "probe: the secret is not a FakeTLS (ee) secret: only ee "
+                    "secrets are fronted, so there is nothing to compare");
+    }
+    *have = true;
+    return 0;
+}
+
+static int cmd_probe(const struct io *io, int argc, char **argv)
+{
+    struct args a;
+    if (parse_args(io, argc, argv, probe_specs, sizeof probe_specs / sizeof probe_specs[0], 1,
+                   &a) != 0)
+        return EX_USAGE;
+    const char *inline_secret = opt(&a, "secret");
+    if (inline_secret) {
+        memset((char *)inline_secret, 0, strlen(inline_secret)); /* argv is ours: blank it */
+        return usage_error(io, "probe: --secret on the command line is visible to every local "
+                               "user (ps, /proc/PID/cmdline): pass it with --secret-file FILE, "
+                               "--secret-file - (standard input) or " SECRET_ENV);
+    }
+    if (a.npos != 1)
+        return usage_error(io, "probe: expected the proxy's HOST:PORT");
+    if (looks_secret(a.pos[0]))
+        return usage_error(io, "probe: the argument parses as a secret (not shown), expected "
+                               "HOST:PORT");
+    struct probe_opts po = {.proxy = a.pos[0],
+                            .front = opt(&a, "front"),
+                            .sni = opt(&a, "sni"),
+                            .json = opt(&a, "json") != NULL,
+                            .strict = opt(&a, "strict") != NULL};
+    uint64_t v = 0;
+    const char *w = opt(&a, "wait");
+    if (w) {
+        if (value_duration_ms(w, strlen(w), &v) != 0 || v < 100 || v > 600000)
+            return usage_error(io, "probe: --wait: expected a duration 100ms..10m such as \"5s\"");
+        po.wait_ms = (int)v;
+    }
+    if (opt_uint(io, &a, "handshakes", 1, PROBE_HANDSHAKES_MAX, &v) != 0)
+        return EX_USAGE;
+    po.handshakes = opt(&a, "handshakes") ? (int)v : 0;
+    struct secret s;
+    bool have = false;
+    int rc = probe_secret(io, &a, &s, &have);
+    if (rc != 0)
+        return rc;
+    po.secret = have ? &s : NULL;
+    rc = probe_run(&po, io->out, io->err);
+    memset(&s, 0, sizeof s);
+    int wrc = finish_output(io);
+    return wrc != 0 ? wrc : rc;
+}
+
 /* ---- entry ---- */
 
 /* run / simple-run with SIGHUP held from the start: `systemctl reload` right after a start
@@ -833,6 +934,8 @@ int cli_main(int argc, char **argv, FILE *out, FILE *err)
         return cmd_access(&io, argc - 1, argv + 1);
     if (strcmp(cmd, "doctor") == 0)
         return cmd_doctor(&io, argc - 1, argv + 1);
+    if (strcmp(cmd, "probe") == 0)
+        return cmd_probe(&io, argc - 1, argv + 1);
     if (looks_secret(cmd))
         return usage_error(&io, "unknown command (a secret, not shown)");
     return usage_error(&io, "unknown command '%.64s'", cmd);

@@ -1,0 +1,139 @@
+/* probeconn: see probeconn.h. */
+#include "proxy/services/probeconn.h"
+
+#include "core/clock.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+static long left_ms(uint64_t deadline)
+{
+    uint64_t now = tg__now_ms();
+    return now >= deadline ? 0 : (long)(deadline - now);
+}
+
+/* Non-blocking connect bounded by ms. fd or -errno. */
+static int dial(const struct sockaddr *addr, socklen_t len, int ms)
+{
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, addr, len) < 0 && errno != EINPROGRESS) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    struct pollfd pf = {.fd = fd, .events = POLLOUT};
+    int rc;
+    while ((rc = poll(&pf, 1, ms)) < 0 && errno == EINTR)
+        ;
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (rc == 1)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+    if (rc != 1 || soerr) {
+        int e = rc == 0 ? -ETIMEDOUT : soerr ? -soerr : -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
+}
+
+/* Send all of p (bounded by the deadline); false when the peer refused more (it closed or
+   reset: what it said is read next). */
+static bool send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline)
+{
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno != EAGAIN && errno != EINTR)
+            return false;
+        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+        if (poll(&pf, 1, (int)left_ms(deadline)) == 0)
+            return false;
+    }
+    return true;
+}
+
+static void read_phase(int fd, uint64_t t0, uint64_t until, struct probeconn_res *r)
+{
+    struct probekind_obs *o = &r->obs;
+    o->end = PROBEKIND_OPEN;
+    for (;;) {
+        long left = left_ms(until);
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int rc = left > 0 ? poll(&pf, 1, (int)left) : 0;
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0) {
+            o->end_ms = (long)(tg__now_ms() - t0);
+            return;
+        }
+        uint8_t tmp[4096];
+        ssize_t k = recv(fd, tmp, sizeof tmp, 0);
+        if (k > 0) {
+            if (o->first_ms < 0)
+                o->first_ms = (long)(tg__now_ms() - t0);
+            size_t keep = r->cap - o->n < (size_t)k ? r->cap - o->n : (size_t)k;
+            memcpy(r->buf + o->n, tmp, keep);
+            o->n += keep;
+            o->total += (size_t)k;
+            continue;
+        }
+        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        o->end = k == 0 ? PROBEKIND_FIN : PROBEKIND_RST;
+        o->end_ms = (long)(tg__now_ms() - t0);
+        return;
+    }
+}
+
+/* After the peer's FIN: send more and wait (bounded) for the reset a closed peer sends
+   (Linux reports it as EPIPE in CLOSE_WAIT, ECONNRESET otherwise). */
+static bool reset_after(int fd, const void *p, size_t n, int wait_ms)
+{
+    if (send(fd, p, n, MSG_NOSIGNAL) < 0)
+        return errno == ECONNRESET || errno == EPIPE;
+    struct pollfd pf = {.fd = fd, .events = 0}; /* only an error or a hang-up wakes it */
+    if (poll(&pf, 1, wait_ms) != 1)
+        return false;
+    int err = 0;
+    socklen_t el = sizeof err;
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+    return err == ECONNRESET || err == EPIPE;
+}
+
+int probeconn_run(const struct sockaddr *addr, socklen_t addr_len, const struct probeconn_req *q,
+                  struct probeconn_res *r)
+{
+    memset(&r->obs, 0, sizeof r->obs);
+    r->obs.bytes = r->buf;
+    r->obs.first_ms = -1;
+    int cms = q->connect_ms > 0 ? q->connect_ms : 5000;
+    int wms = q->wait_ms > 0 ? q->wait_ms : 5000;
+    uint64_t c0 = tg__now_ms();
+    int fd = dial(addr, addr_len, cms);
+    if (fd < 0)
+        return fd;
+    r->connect_ms = (long)(tg__now_ms() - c0);
+    if (q->n)
+        send_all(fd, q->bytes, q->n, tg__now_ms() + (uint64_t)wms);
+    if (q->shut_wr)
+        shutdown(fd, SHUT_WR);
+    uint64_t t0 = tg__now_ms(); /* the probe's last byte left */
+    read_phase(fd, t0, t0 + (uint64_t)wms, r);
+    if (r->obs.end == PROBEKIND_FIN && q->after_eof)
+        r->obs.reset_after_eof = reset_after(fd, q->after_eof, q->after_eof_n, 2000);
+    close(fd);
+    return 0;
+}
