@@ -429,6 +429,17 @@ static void test_loop_edges(void **state)
     assert_int_equal(E.done_handled[2], 2);
     assert_int_equal(E.done_handled[3], 2);
     assert_int_equal(E.ran, 1);
+
+    /* a full queue refuses a feed at once (backpressure: never a wait on the loop) */
+    tg_dispatcher *d2 = tg_dispatcher_new(
+        bot, r, &(tg_dispatcher_options){.async = a, .no_get_me = true, .queue_capacity = 2});
+    assert_non_null(d2);
+    assert_int_equal(tg_dispatcher_feed(d2, json[0], strlen(json[0]), -1, NULL, NULL), TG_OK);
+    assert_int_equal(tg_dispatcher_feed(d2, json[1], strlen(json[1]), -1, NULL, NULL), TG_OK);
+    assert_int_equal(tg_dispatcher_feed(d2, json[2], strlen(json[2]), -1, NULL, NULL),
+                     TG_ERR_FLOOD);
+    tg_dispatcher_free(d2);
+    assert_int_equal(E.ran, 1);
     tg_async_free(a); /* completes the orphaned call */
     tg_router_free(r);
     tg_bot_free(bot);

@@ -637,8 +637,10 @@ int tg__loop_new(tg_dispatcher *d, char *err, size_t errcap)
     return 0;
 }
 
-tg_status tg__loop_feed(struct tg__loop *l, const char *json, size_t len, tg_feed_done_fn done,
-                        void *user, char *err, size_t errcap)
+/* from_poller: the loop's own long poll, which is held back instead of refused (the
+ * updates of a getUpdates answer are already taken off Telegram's queue). */
+static tg_status feed(struct tg__loop *l, const char *json, size_t len, tg_feed_done_fn done,
+                      void *user, bool from_poller, char *err, size_t errcap)
 {
     if (!on_loop_thread(l)) {
         snprintf(err, errcap, "update: in loop mode, feed on the loop thread only");
@@ -649,7 +651,7 @@ tg_status tg__loop_feed(struct tg__loop *l, const char *json, size_t len, tg_fee
         snprintf(err, errcap, "update: the dispatcher is stopping");
         return TG_ERR_CANCELLED;
     }
-    if (l->queued >= l->d->o.queue_capacity && !l->poller) {
+    if (l->queued >= l->d->o.queue_capacity && !from_poller) {
         snprintf(err, errcap, "update: queue full");
         return TG_ERR_FLOOD;
     }
@@ -679,6 +681,12 @@ tg_status tg__loop_feed(struct tg__loop *l, const char *json, size_t len, tg_fee
     return TG_OK;
 }
 
+tg_status tg__loop_feed(struct tg__loop *l, const char *json, size_t len, tg_feed_done_fn done,
+                        void *user, char *err, size_t errcap)
+{
+    return feed(l, json, len, done, user, false, err, errcap);
+}
+
 int tg__loop_submit_fn(struct tg__loop *l, int64_t key, bool ordered, tg__work_fn fn,
                        tg__work_done_fn done, void *arg)
 {
@@ -704,7 +712,7 @@ static void on_poll_update(tg_async *a, const tg_update *u, void *user)
     (void)a;
     struct tg__loop *l = user;
     char err[256];
-    tg_status st = tg__loop_feed(l, u->raw.json, u->raw.len, NULL, NULL, err, sizeof err);
+    tg_status st = feed(l, u->raw.json, u->raw.len, NULL, NULL, true, err, sizeof err);
     if (st != TG_OK && st != TG_ERR_CANCELLED) {
         atomic_fetch_add(&l->d->st.rejected, 1);
         tg__dispatcher_log(l->d, TG__LOG_WARN, "async polling: %s", err);
