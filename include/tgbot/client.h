@@ -197,7 +197,10 @@ typedef struct tg_bot_options {
                                     (curl's proxy environment variables are ignored) */
     const char *ca_file;         /* PEM bundle; NULL = the system default */
     const char *ca_path;         /* directory of hashed certificates; NULL = default */
-    tg_log_fn log;               /* NULL = stderr */
+    tg_log_fn log;               /* NULL = stderr. Repeats of a warning (the same text up
+                                    to its numbers) are held back and summarised: the
+                                    10th, 100th, ... time, and the count at the end of a
+                                    run (docs/client.md) */
     void *log_user;
     int log_level;                 /* TG_LOG_*; 0 = TG_LOG_INFO (start and stop lines) */
     tg_retry_policy retry;         /* {0} = the default policy */

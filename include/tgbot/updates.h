@@ -51,8 +51,10 @@ typedef struct tg_polling_options {
 
 /*
  * Poll getUpdates and feed d until tg_dispatcher_stop(d). d must have a bot. opts may be
- * NULL. Failed calls are retried with exponential backoff; 409 Conflict (another instance
- * polls with this token, or a webhook is set) is logged as such and retried likewise.
+ * NULL. Failed calls are retried with exponential backoff (a stop ends a wait at once); 409
+ * Conflict (another instance polls with this token, or a webhook is set) is logged as such
+ * and retried likewise. Logged once per state change: a warning when calls start failing or
+ * fail differently, an info line when they work again (each failure at debug level).
  * Returns TG_OK after a clean stop (every finished update confirmed), TG_ERR_TIMEOUT when
  * the drain deadline dropped updates (they will be redelivered), TG_ERR_API when Telegram
  * answers 401 or 404 (a wrong or revoked token: retrying cannot help), or TG_ERR_INVALID.

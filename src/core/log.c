@@ -179,7 +179,7 @@ void tg__log_scrub(const tg__logger *lg, char *buf, size_t cap)
     }
 }
 
-static void stderr_sink(int level, const char *msg)
+void tg__log_stderr(int level, const char *msg)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -211,7 +211,7 @@ void tg__vlog(tg__logger *lg, int level, const char *fmt, va_list ap)
     if (lg->sink)
         lg->sink(lg->user, level, msg);
     else
-        stderr_sink(level, msg);
+        tg__log_stderr(level, msg);
 }
 
 void tg__log(tg__logger *lg, int level, const char *fmt, ...)

@@ -152,10 +152,20 @@ static int init_sync(tg_bot *bot)
 }
 
 /* Core levels are the public ones minus one (TG_LOG_DEFAULT takes the public 0). */
-static void log_forward(void *user, int level, const char *msg)
+static void log_deliver(void *user, int level, const char *msg)
 {
     const tg_bot *bot = user;
-    bot->user_log(bot->user_log_user, level + 1, msg);
+    if (bot->user_log)
+        bot->user_log(bot->user_log_user, level + 1, msg);
+    else
+        tg__log_stderr(level, msg);
+}
+
+/* Every line of the bot's logger: repeated warnings are held back (logrep.c). */
+static void log_sink(void *user, int level, const char *msg)
+{
+    const tg_bot *bot = user;
+    tg__logrep_line(bot->rep, level, msg, log_deliver, user);
 }
 
 static int apply_options(tg_bot *bot, const tg_bot_options *o)
@@ -174,7 +184,8 @@ static int apply_options(tg_bot *bot, const tg_bot_options *o)
     }
     bot->user_log = o->log;
     bot->user_log_user = o->log_user;
-    tg__logger_init(&bot->log, level, o->log ? log_forward : NULL, bot);
+    bot->rep = tg__logrep_new(); /* NULL (no memory): every line passes */
+    tg__logger_init(&bot->log, level, log_sink, bot);
     if (tg__logger_add_secret(&bot->log, bot->token, bot->token_len) != 0) {
         new_errmsg = "out of memory";
         return -1;
@@ -252,6 +263,8 @@ TG_API void tg_bot_free(tg_bot *bot)
     tg__lean_pool_free(bot);
     tg__flood_cleanup(&bot->flood);
     tg__bot_defaults_free(bot);
+    tg__logrep_free(bot->rep, log_deliver, bot);
+    bot->rep = NULL;
     tg__logger_cleanup(&bot->log);
     if (bot->token)
         memset(bot->token, 0, bot->token_len);

@@ -127,7 +127,18 @@ struct tg_bot {
     pthread_mutex_t wait_mu;
     pthread_cond_t wait_cv;
     _Atomic(struct tg__defaults_snap *) defaults; /* owned by defaults.c; NULL = none */
+    struct tg__logrep *rep; /* repeats held back (logrep.c); NULL = every line passes */
 };
+
+/* logrep.c: hold back repeated warnings (see there). out gets the lines to show. */
+struct tg__logrep *tg__logrep_new(void);
+void tg__logrep_line(struct tg__logrep *r, int level, const char *msg,
+                     void (*out)(void *user, int level, const char *msg), void *user);
+/* Tests: a virtual clock (NULL = the monotonic one). */
+void tg__logrep_set_clock(struct tg__logrep *r, uint64_t (*now_ms)(void *user), void *user);
+/* Show the end of every run that held lines back (out may be NULL: drop them), then free. */
+void tg__logrep_free(struct tg__logrep *r, void (*out)(void *user, int level, const char *msg),
+                     void *user);
 
 /* The bot's defaults for this call (load once per call), or NULL when none are set. */
 const tg_bot_defaults *tg__bot_defaults(const tg_bot *bot);

@@ -65,7 +65,7 @@ static void dlog(tg_dispatcher *d, int level, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (d->bot)
-        tg_bot_log(d->bot, level == TG__LOG_WARN ? TG_LOG_WARN : TG_LOG_INFO, "%s", line);
+        tg_bot_log(d->bot, level + 1, "%s", line); /* TG_LOG_* are the core levels + 1 */
     else
         tg__log(NULL, level, "%s", line);
 }

@@ -9,7 +9,11 @@
  * everything that finished.
  *
  * A watcher thread turns tg_dispatcher_stop() into tg_ctx_cancel() on the polling ctx, so a
- * stop cuts a 30 s long poll short. Errors back off exponentially (interruptible by stop).
+ * stop cuts a 30 s long poll short. Errors back off exponentially (interruptible by stop):
+ * the loop is the only retry (the polling ctx makes one attempt per call; a 429's
+ * retry_after lengthens the wait), and it logs once per state change: a warning when calls
+ * start failing or fail differently, one info line when they work again, each failure in
+ * between at debug level only.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +38,10 @@ struct poller {
     tg__buf req;
     uint32_t backoff_ms;
     struct tg__stop_watch watch;
+    /* the failing state: failures in a row, since when, and the error last warned about */
+    uint64_t failures;
+    uint64_t fail_since_ms;
+    char warned[sizeof ((tg_dispatcher *)0)->err];
 };
 
 static void on_done(void *user, int64_t update_id, bool handled)
@@ -69,7 +77,16 @@ int tg__getupdates_request(tg__buf *b, const tg_polling_options *o, int64_t offs
     return w.err;
 }
 
-static void report_error(struct poller *p, tg_status st)
+/* The wait before the next call: the backoff, or a 429's retry_after when longer. */
+static uint32_t wait_ms(struct poller *p)
+{
+    int32_t ra = tg_ctx_error(p->ctx)->retry_after;
+    uint64_t w = ra > 0 ? (uint64_t)ra * 1000 : 0;
+    return w > p->backoff_ms ? (uint32_t)(w < UINT32_MAX ? w : UINT32_MAX) : p->backoff_ms;
+}
+
+/* A failed call: warn when the failing starts or its error changes; otherwise debug. */
+static void report_error(struct poller *p, tg_status st, uint32_t wait)
 {
     const tg_error_info *e = tg_ctx_error(p->ctx);
     if (st == TG_ERR_API && e->error_code == 409)
@@ -80,15 +97,40 @@ static void report_error(struct poller *p, tg_status st)
                               e->description);
     else
         tg__dispatcher_seterr(p->d, "getUpdates failed: %s", tg_ctx_errmsg(p->ctx));
-    tg__dispatcher_log(p->d, TG__LOG_WARN, "%s; retrying in %u ms", p->d->err, p->backoff_ms);
+    if (p->failures++ == 0)
+        p->fail_since_ms = tg__now_ms();
+    if (strcmp(p->warned, p->d->err) != 0) {
+        snprintf(p->warned, sizeof p->warned, "%s", p->d->err);
+        tg__dispatcher_log(p->d, TG__LOG_WARN,
+                           "%s; retrying in %u ms, then backing off up to %u ms (logged again "
+                           "when the error changes or polling works)",
+                           p->d->err, wait, p->o.backoff_max_ms);
+    } else {
+        tg__dispatcher_log(p->d, TG__LOG_DEBUG, "%s (failure %llu in a row); retrying in %u ms",
+                           p->d->err, (unsigned long long)p->failures, wait);
+    }
 }
 
-static void back_off(struct poller *p)
+/* A call worked: the end of a failing state, if there was one. */
+static void report_ok(struct poller *p)
 {
-    tg__wait_stop(p->d, (int)p->backoff_ms);
-    p->backoff_ms *= 2;
-    if (p->backoff_ms > p->o.backoff_max_ms)
-        p->backoff_ms = p->o.backoff_max_ms;
+    p->backoff_ms = p->o.backoff_min_ms;
+    if (!p->failures)
+        return;
+    tg__dispatcher_log(p->d, TG__LOG_INFO, "getUpdates: working again after %llu failed calls "
+                                           "in %llu s",
+                       (unsigned long long)p->failures,
+                       (unsigned long long)((tg__now_ms() - p->fail_since_ms) / 1000));
+    p->failures = 0;
+    p->warned[0] = '\0';
+}
+
+/* Wait (a stop ends it at once), then double the backoff. */
+static void back_off(struct poller *p, uint32_t wait)
+{
+    tg__wait_stop(p->d, wait > INT32_MAX ? INT32_MAX : (int)wait);
+    p->backoff_ms = p->backoff_ms > p->o.backoff_max_ms / 2 ? p->o.backoff_max_ms
+                                                            : p->backoff_ms * 2;
 }
 
 /* Feed one update of the answer. Returns 1 if it was new, 0 if skipped, -1 to stop. */
@@ -180,15 +222,16 @@ static tg_status loop(struct poller *p)
     while (!tg_dispatcher_stopping(p->d)) {
         tg_status st = poll_once(p, p->o.timeout_s);
         if (st == TG_OK) {
-            p->backoff_ms = p->o.backoff_min_ms;
+            report_ok(p);
             continue;
         }
         if (tg_dispatcher_stopping(p->d))
             break;
         if (fatal(p, st))
             return st;
-        report_error(p, st);
-        back_off(p);
+        uint32_t wait = wait_ms(p);
+        report_error(p, st, wait);
+        back_off(p, wait);
     }
     return TG_OK;
 }
@@ -244,6 +287,8 @@ static tg_status start(struct poller *p)
         tg__dispatcher_seterr(p->d, "deleteWebhook failed: %s", tg_ctx_errmsg(p->ctx));
         return TG_ERR_TRANSPORT;
     }
+    /* The loop retries (and logs) by itself: one attempt per getUpdates. */
+    tg_ctx_set_retry_policy(p->ctx, &(tg_retry_policy){.max_attempts = 1});
     return TG_OK;
 }
 
