@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/readfile.h"
 
 #define HEADER_LEN   44
 #define MAX_FILE_LEN (1 << 20)
@@ -401,23 +402,15 @@ int tg__tz_load(tg__tz *z, const char *name, const char *dir, char *err, size_t 
         dir = getenv("TZDIR") && *getenv("TZDIR") ? getenv("TZDIR") : "/usr/share/zoneinfo";
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > MAX_FILE_LEN) {
-        snprintf(err, errcap, "time zone %s: %s: %s", name, path,
-                 fd < 0 ? strerror(errno) : "not a regular file of at most 1 MiB");
-        if (fd >= 0)
-            close(fd);
+    char *buf, ferr[400];
+    size_t got;
+    if (tg__read_file(path, MAX_FILE_LEN, 0, &buf, &got, NULL, ferr, sizeof ferr) != 0) {
+        snprintf(err, errcap, "time zone %s: %s", name, ferr);
         return -1;
     }
-    unsigned char *buf = tg__malloc((size_t)sb.st_size + 1);
-    ssize_t got = buf ? read(fd, buf, (size_t)sb.st_size) : -1;
-    close(fd);
     char perr[200];
-    int rc = -1;
-    if (got != sb.st_size)
-        snprintf(err, errcap, "time zone %s: %s: short read", name, path);
-    else if ((rc = tg__tz_parse(z, buf, (size_t)got, perr, sizeof perr)) != 0)
+    int rc;
+    if ((rc = tg__tz_parse(z, (const unsigned char *)buf, got, perr, sizeof perr)) != 0)
         snprintf(err, errcap, "time zone %s: %s: %s", name, path, perr);
     tg__free(buf);
     if (rc == 0)

@@ -33,6 +33,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/readfile.h"
 #include "core/str.h"
 #include "proxy/config/dohurl.h"
 #include "proxy/config/toml.h"
@@ -2254,67 +2255,17 @@ out:
     return rc;
 }
 
-/* What a file that is not regular is, for messages. */
-static const char *file_kind(mode_t m)
-{
-    return S_ISFIFO(m)   ? "a FIFO"
-           : S_ISDIR(m)  ? "a directory"
-           : S_ISCHR(m)  ? "a character device"
-           : S_ISBLK(m)  ? "a block device"
-           : S_ISSOCK(m) ? "a socket"
-                         : "not a regular file";
-}
-
 /* Whole file into a tg__malloc'ed buffer, at most TOML_MAX_INPUT bytes; its mode in *mode.
-   Opened non-blocking: a FIFO at the path would otherwise hold the caller (the main thread,
-   on a reload) in open() until some writer appears. Only a regular file is read. */
+   core/readfile opens it non-blocking: a FIFO at the path would otherwise hold the caller
+   (the main thread, on a reload) in open() until some writer appears. Only a regular file
+   is read. */
 static int read_file(const char *path, char **out, size_t *len, mode_t *mode, char *err,
                      size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return code_err(-errno, err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    int rc = 0;
-    char *buf = NULL;
-    if (fstat(fd, &st) != 0) {
-        rc = code_err(-errno, err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = code_err(-EINVAL, err, errlen, "%s: %s, expected a regular file", path,
-                      file_kind(st.st_mode));
-        goto out;
-    }
-    if (st.st_size > TOML_MAX_INPUT) {
-        rc = code_err(-EINVAL, err, errlen, "%s: %lld bytes, expected at most %u", path,
-                      (long long)st.st_size, (unsigned)TOML_MAX_INPUT);
-        goto out;
-    }
-    *mode = st.st_mode;
-    buf = tg__malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        rc = code_err(-ENOMEM, err, errlen, "%s: out of memory", path);
-        goto out;
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            rc = code_err(r < 0 ? -errno : -EIO, err, errlen, "%s: read failed: %s", path,
-                          r < 0 ? strerror(errno) : "file shrank while reading");
-            goto out;
-        }
-        got += (size_t)r;
-    }
-    *out = buf;
-    *len = got;
-    buf = NULL;
-out:
-    tg__free(buf);
-    close(fd);
+    int rc = tg__read_file(path, TOML_MAX_INPUT, 0, out, len, &st, err, errlen);
+    if (rc == 0)
+        *mode = st.st_mode;
     return rc;
 }
 

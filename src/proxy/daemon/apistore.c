@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/atomicfile.h"
 #include "core/log.h"
+#include "core/readfile.h"
 #include "core/str.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/json.h"
@@ -204,32 +205,14 @@ int apistore_parse(struct apistore *st, const char *name, const char *text, size
 int apistore_load(struct apistore *st, const char *path, char *err, size_t errlen)
 {
     apistore_init(st);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 && errno == ENOENT)
+    char *text;
+    size_t n;
+    int rc = tg__read_file(path, STATE_MAX_BYTES, 0, &text, &n, NULL, err, errlen);
+    if (rc == -ENOENT)
         return 0; /* nothing made over the API yet */
-    if (fd < 0)
-        return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), -errno;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > STATE_MAX_BYTES) {
-        close(fd);
-        return snprintf(err, errlen, "%s: not a regular file of at most %u bytes", path,
-                        STATE_MAX_BYTES),
-               -EINVAL;
-    }
-    char *text = tg__malloc((size_t)sb.st_size + 1);
-    size_t n = 0;
-    ssize_t got = 1;
-    while (text && n < (size_t)sb.st_size && (got = read(fd, text + n, (size_t)sb.st_size - n)) > 0)
-        n += (size_t)got;
-    int rd = errno;
-    close(fd);
-    int rc;
-    if (!text)
-        rc = -ENOMEM, snprintf(err, errlen, "%s: out of memory", path);
-    else if (got < 0)
-        rc = -rd, snprintf(err, errlen, "%s: read: %s", path, strerror(rd));
-    else
-        rc = apistore_parse(st, path, text, n, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = apistore_parse(st, path, text, n, err, errlen);
     if (text)
         crypto_wipe(text, n);
     tg__free(text);

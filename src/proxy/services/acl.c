@@ -14,6 +14,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/readfile.h"
 #include "proxy/wire/netset.h"
 
 #include <curl/curl.h>
@@ -137,42 +138,18 @@ static int parse_source(const char *name, const char *text, size_t len, struct n
     return 0;
 }
 
-/* Read and parse a list file. 0 or -errno (err: "path: why" or "path:LINE: why"). */
+/* Read and parse a list file. 0 or -errno (err: "path: why" or "path:LINE: why"). Opened
+   non-blocking by core/readfile: a FIFO at the path fails at once instead of holding the
+   reload in open(). */
 static int load_file(const char *path, struct netset **out, char *err, size_t errlen)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-        snprintf(err, errlen, "%.300s: cannot open: %s", path, strerror(e));
-        if (fd >= 0)
-            close(fd);
+    char *buf;
+    size_t size;
+    int rc = tg__read_file(path, ACL_MAX_BYTES, 0, &buf, &size, NULL, err, errlen);
+    if (rc != 0)
         return -EINVAL;
-    }
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > ACL_MAX_BYTES) {
-        close(fd);
-        snprintf(err, errlen, "%.300s: %s", path,
-                 S_ISREG(st.st_mode) ? "larger than the 64 MiB a list may have"
-                                     : "not a regular file");
-        return -EINVAL;
-    }
-    size_t size = (size_t)st.st_size, got = 0;
-    char *buf = tg__malloc(size ? size : 1);
-    while (buf && got < size) {
-        ssize_t n = read(fd, buf + got, size - got);
-        if (n <= 0 && !(n < 0 && errno == EINTR))
-            break;
-        got += n > 0 ? (size_t)n : 0;
-    }
-    close(fd);
-    int rc = buf ? 0 : -ENOMEM;
-    if (rc == 0 && got != size) {
-        snprintf(err, errlen, "%.300s: short read (%zu of %zu bytes)", path, got, size);
-        rc = -EINVAL;
-    }
-    if (rc == 0)
-        rc = parse_source(path, buf, size, out, err, errlen);
+    rc = parse_source(path, buf, size, out, err, errlen);
     tg__free(buf);
     return rc;
 }
