@@ -8,6 +8,7 @@
 #include "proxy/daemon/doctor.h"
 
 #include "proxy/daemon/apistore.h"
+#include "proxy/daemon/doctor_mp.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -855,6 +856,16 @@ static void check_fleet(struct doctor *d)
                     h);
 }
 
+/* doctor_mp.c's lines, in this file's format. */
+static void mp_line(void *ud, enum doctor_mark m, const char *what, const char *text)
+{
+    struct doctor *d = ud;
+    if (m == DOCTOR_WARN)
+        report_warn(d, what, "%s", text);
+    else
+        report(d, m == DOCTOR_OK, what, "%s", text);
+}
+
 /* ---- entry ---- */
 
 /* Distinct FakeTLS domains of the config, in order, at most MAX_DOMAINS. */
@@ -894,6 +905,8 @@ static int run_checks(struct doctor *d)
         check_acl(d, &d->cfg->allowlist, ACL_ALLOW);
     if (d->cfg->fleet.enabled)
         check_fleet(d);
+    if (d->cfg->mp.enabled)
+        doctor_midproxy(d->cfg, mp_line, d);
     if (d->cfg->api.enabled)
         check_api(d);
     check_nofile(d);
