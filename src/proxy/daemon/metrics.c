@@ -101,7 +101,10 @@
     X("middle_proxy_quick_acks_total", METRIC_COUNTER, "Quick acks relayed from middle proxies.",  \
       NULL, NULL, mp_quickacks)                                                                    \
     X("middle_proxy_client_buffer_bytes", METRIC_GAUGE,                                            \
-      "Bytes of middle-proxy answers waiting for clients that read slowly.", NULL, NULL, mp_held)
+      "Bytes of middle-proxy answers waiting for clients that read slowly.", NULL, NULL, mp_held) \
+    X("middle_proxy_client_buffer_peak_bytes", METRIC_GAUGE,                                       \
+      "The most middle_proxy_client_buffer_bytes has been (per worker, summed).", NULL, NULL,      \
+      mp_held_peak)
 
 struct row {
     const char *family, *help, *lkey, *lval;

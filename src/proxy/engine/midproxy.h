@@ -96,6 +96,7 @@ struct midproxy_worker {
     struct stats *stats;  /* the worker's counters (stats.h: mp_*), or NULL */
     struct stats_dc *dcs; /* the worker's per-DC counters (mp_up), or NULL */
     bool retired;         /* midproxy_retire: no new clients, no reconnects */
+    uint64_t held_shown;  /* mpclient.c's: st.held as the mp_held gauge last showed it */
     bool warned_private;  /* the private-address warning was logged */
 };
 

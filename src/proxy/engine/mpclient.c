@@ -24,15 +24,27 @@ static struct midproxy_client *client_of(struct midproxy_worker *mw, uint64_t id
     return mw->slots[slot];
 }
 
-/* cl's owner holds `held` bytes of answers now: the pool's sum and the worker's gauge. */
+/* cl's owner holds `held` bytes of answers now (the pool's sum; the gauge follows at
+   publish_held, once the policy has run, so it never shows a sum over the budget). */
 static void set_held(struct midproxy_worker *mw, struct midproxy_client *cl, size_t held)
 {
-    if (held >= cl->held)
-        COUNT(mw, mp_held, held - cl->held);
-    else
-        UNCOUNT(mw, mp_held, cl->held - held);
     mw->st.held = mw->st.held - cl->held + held;
     cl->held = (uint32_t)held;
+}
+
+static void publish_held(struct midproxy_worker *mw)
+{
+    if (mw->st.held >= mw->held_shown)
+        COUNT(mw, mp_held, mw->st.held - mw->held_shown);
+    else
+        UNCOUNT(mw, mp_held, mw->held_shown - mw->st.held);
+    mw->held_shown = mw->st.held;
+    if (mw->stats) { /* the worker's high-water mark, over all its pools */
+        uint64_t now = __atomic_load_n(&mw->stats->mp_held, __ATOMIC_RELAXED),
+                 peak = __atomic_load_n(&mw->stats->mp_held_peak, __ATOMIC_RELAXED);
+        if (now > peak)
+            stats_add(mw->stats, mp_held_peak, now - peak);
+    }
 }
 
 /* Take cl off its connection and out of the table; the owner is not told. */
@@ -54,6 +66,7 @@ static void unlink_client(struct midproxy_worker *mw, struct midproxy_client *cl
     if (slot < mw->slot_hint)
         mw->slot_hint = slot;
     set_held(mw, cl, 0);
+    publish_held(mw);
     cl->mc = NULL;
     mw->st.clients--;
     UNCOUNT(mw, mp_clients, 1);
@@ -104,6 +117,7 @@ static void account(struct midproxy_worker *mw, struct midproxy_client *cl, long
             break;
         slow_close(mw, worst);
     }
+    publish_held(mw);
 }
 
 int mpx_client_msg(struct mpx_conn *mc, const struct mprpc_msg *m, uint8_t *p, size_t n)
@@ -259,8 +273,10 @@ bool midproxy_client_paused(const struct midproxy_client *cl)
 
 void midproxy_client_drained(struct midproxy_worker *mw, struct midproxy_client *cl, size_t held)
 {
-    if (cl->mc)
+    if (cl->mc) {
         set_held(mw, cl, held);
+        publish_held(mw);
+    }
 }
 
 void midproxy_client_detach(struct midproxy_worker *mw, struct midproxy_client *cl)

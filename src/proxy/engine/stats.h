@@ -70,6 +70,7 @@
     X(mp_slow_closed, "middle-proxy clients closed: more than client-buffer behind")               \
     X(mp_quickacks, "quick acks relayed from middle proxies")                                      \
     X(mp_held, "gauge: bytes of middle-proxy answers waiting for slow clients")                    \
+    X(mp_held_peak, "the most mp_held has been")                                                   \
     STATS_END_LIST(X)
 
 /* Failed client handshakes by reason: X(name, help); the field is hs_<name>, the metric
