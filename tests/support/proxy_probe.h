@@ -2,13 +2,13 @@
  * proxy_probe: what an active prober sees from one TCP connection, so a test can compare a
  * web site reached directly with the same site reached through tgproxy.
  *
- * pprobe_run() connects to addr:port (numeric IPv4 or IPv6), sends the probe's bytes (in
- * the given pieces, with an optional pause between them and an optional half-close after
- * them), then reads until the peer closes or wait_ms pass, and reports: the bytes received,
- * how the connection ended (FIN, RST, or still open when the wait ran out) and when, in
- * milliseconds since connect. With after_eof bytes, they are sent once the peer's FIN was
- * read, and the reset that a closed peer answers them with (or not) is reported in
- * reset_after_eof.
+ * pprobe_run() connects to addr:port (numeric IPv4 or IPv6), sends the probe's bytes (and
+ * an optional half-close after them), then reads until the peer closes or wait_ms pass, and
+ * reports: the bytes received, how the connection ended (FIN, RST, or still open when the
+ * wait ran out) and when, in milliseconds since connect. It is `tgproxy probe`'s own prober
+ * (src/proxy/services/probeconn.h) in the shape these tests read. With after_eof bytes, they are
+ * sent once the peer's FIN was read, and the reset that a closed peer answers them with (or not) is
+ * reported in reset_after_eof.
  *
  * Thread-safety: reentrant. Every wait is bounded by wait_ms.
  */
@@ -24,11 +24,8 @@
 enum pprobe_end { PPROBE_OPEN, PPROBE_FIN, PPROBE_RST };
 
 struct pprobe {
-    const void *bytes; /* first piece (may be NULL with n 0: a silent prober) */
+    const void *bytes; /* may be NULL with n 0: a silent prober */
     size_t n;
-    const void *bytes2; /* second piece, sent pause_ms after the first (NULL = none) */
-    size_t n2;
-    int pause_ms;
     bool shut_wr;          /* half-close after sending */
     const void *after_eof; /* sent after the peer's FIN (NULL = none) */
     size_t after_eof_n;

@@ -16,8 +16,7 @@ static long left_ms(uint64_t deadline)
     return now >= deadline ? 0 : (long)(deadline - now);
 }
 
-/* Non-blocking connect bounded by ms. fd or -errno. */
-static int dial(const struct sockaddr *addr, socklen_t len, int ms)
+int probeconn_dial(const struct sockaddr *addr, socklen_t len, int ms)
 {
     int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -45,9 +44,7 @@ static int dial(const struct sockaddr *addr, socklen_t len, int ms)
     return fd;
 }
 
-/* Send all of p (bounded by the deadline); false when the peer refused more (it closed or
-   reset: what it said is read next). */
-static bool send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline)
+int probeconn_send(int fd, const uint8_t *p, size_t n, uint64_t deadline)
 {
     while (n > 0) {
         ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
@@ -57,12 +54,12 @@ static bool send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline)
             continue;
         }
         if (k < 0 && errno != EAGAIN && errno != EINTR)
-            return false;
+            return -errno;
         struct pollfd pf = {.fd = fd, .events = POLLOUT};
-        if (poll(&pf, 1, (int)left_ms(deadline)) == 0)
-            return false;
+        if (poll(&pf, 1, (int)left_ms(deadline)) != 1)
+            return -ETIMEDOUT;
     }
-    return true;
+    return 0;
 }
 
 static void read_phase(int fd, uint64_t t0, uint64_t until, struct probeconn_res *r)
@@ -122,12 +119,13 @@ int probeconn_run(const struct sockaddr *addr, socklen_t addr_len, const struct 
     int cms = q->connect_ms > 0 ? q->connect_ms : 5000;
     int wms = q->wait_ms > 0 ? q->wait_ms : 5000;
     uint64_t c0 = tg__now_ms();
-    int fd = dial(addr, addr_len, cms);
+    int fd = probeconn_dial(addr, addr_len, cms);
     if (fd < 0)
         return fd;
     r->connect_ms = (long)(tg__now_ms() - c0);
+    /* a peer that refuses more bytes has said something: it is read next */
     if (q->n)
-        send_all(fd, q->bytes, q->n, tg__now_ms() + (uint64_t)wms);
+        (void)probeconn_send(fd, q->bytes, q->n, tg__now_ms() + (uint64_t)wms);
     if (q->shut_wr)
         shutdown(fd, SHUT_WR);
     uint64_t t0 = tg__now_ms(); /* the probe's last byte left */

@@ -36,6 +36,14 @@ struct probeconn_res {
     long connect_ms;          /* how long the connect took */
 };
 
+/* A TCP connection to addr (TCP_NODELAY, non-blocking, close-on-exec) within timeout_ms:
+   the fd, or -errno (-ETIMEDOUT when the time ran out). */
+int probeconn_dial(const struct sockaddr *addr, socklen_t addr_len, int timeout_ms);
+
+/* Send all of p[0..n) on a non-blocking fd by the deadline (tg__now_ms() clock): 0, or
+   -errno (-ETIMEDOUT when it passed; -EPIPE / -ECONNRESET when the peer refused more). */
+int probeconn_send(int fd, const uint8_t *p, size_t n, uint64_t deadline);
+
 /* 0, or -errno when the connection cannot be made (nothing else is an error: a reset is
    what the peer said). */
 int probeconn_run(const struct sockaddr *addr, socklen_t addr_len, const struct probeconn_req *q,

@@ -3,6 +3,7 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "proxy/services/probeconn.h"
 #include "proxy/wire/crypto.h"
 
 #include <errno.h>
@@ -18,50 +19,6 @@ static int left_ms(uint64_t deadline)
 {
     uint64_t now = tg__now_ms();
     return now >= deadline ? 0 : (int)(deadline - now);
-}
-
-/* Non-blocking connect bounded by the deadline. fd or -errno. */
-static int dial(const struct sockaddr *addr, socklen_t len, uint64_t deadline)
-{
-    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, addr, len) < 0 && errno != EINPROGRESS) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    struct pollfd pf = {.fd = fd, .events = POLLOUT};
-    int rc = poll(&pf, 1, left_ms(deadline));
-    int soerr = 0;
-    socklen_t sl = sizeof soerr;
-    if (rc == 1)
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-    if (rc != 1 || soerr) {
-        close(fd);
-        return rc == 0 ? -ETIMEDOUT : soerr ? -soerr : -errno;
-    }
-    return fd;
-}
-
-static int send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline)
-{
-    while (n > 0) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k > 0) {
-            p += k;
-            n -= (size_t)k;
-            continue;
-        }
-        if (k < 0 && errno != EAGAIN && errno != EINTR)
-            return -errno;
-        struct pollfd pf = {.fd = fd, .events = POLLOUT};
-        if (poll(&pf, 1, left_ms(deadline)) != 1)
-            return -ETIMEDOUT;
-    }
-    return 0;
 }
 
 /* Read what the site sends: one entry in seg per read that returned bytes. */
@@ -111,10 +68,10 @@ int tlsscout_exchange(const struct sockaddr *addr, socklen_t addr_len, const uin
     size_t nseg = 0;
     *rec_n = 0;
     const char *step = "connect";
-    int rc = dial(addr, addr_len, deadline), fd = rc;
+    int rc = probeconn_dial(addr, addr_len, left_ms(deadline)), fd = rc;
     if (fd >= 0) {
         step = "send ClientHello";
-        rc = send_all(fd, hello, hl, deadline);
+        rc = probeconn_send(fd, hello, hl, deadline);
         if (rc == 0) {
             step = "read the answer";
             rc = record(fd, rec, rec_n, seg, &nseg, quiet, deadline);

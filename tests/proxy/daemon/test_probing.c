@@ -16,6 +16,8 @@
 
 #include "proxy/config/config.h"
 #include "proxy/daemon/server.h"
+#include "proxy/wire/probekind.h"
+#include "proxy/wire/tlsflight.h"
 #include "proxy_client.h"
 #include "proxy_harness.h"
 #include "proxy_probe.h"
@@ -234,6 +236,23 @@ static int64_t now_s(void)
     return (int64_t)time(NULL);
 }
 
+/* The bytes of the probe kind called name: the probing suite `tgproxy probe` sends
+   (src/proxy/wire/probekind.c), into out (PROBEKIND_BYTES_MAX bytes). */
+static size_t kind(const char *name, uint8_t *out)
+{
+    uint8_t rnd[TLSFLIGHT_HELLO_RND];
+    RAND_bytes(rnd, sizeof rnd);
+    struct probekind_ctx c = {DOMAIN, g.key, now_s(), rnd};
+    for (size_t i = 0; i < probekind_count(); i++)
+        if (strcmp(probekind_get(i)->name, name) == 0) {
+            size_t n = probekind_bytes(i, &c, out, PROBEKIND_BYTES_MAX);
+            assert_true(n != (size_t)-1);
+            return n;
+        }
+    fail_msg("no probe kind '%s'", name);
+    return 0;
+}
+
 static void test_hellos_that_fail_validation(void **state)
 {
     (void)state;
@@ -262,39 +281,26 @@ static void test_replayed_hello(void **state)
     probe_bytes("replayed valid hello", &g.tls, hello, n, true);
 }
 
-/* A ClientHello record of len bytes whose body is junk after the handshake header. */
-static size_t bad_hello(uint8_t *out, size_t len)
-{
-    out[0] = 0x16, out[1] = 0x03, out[2] = 0x01;
-    out[3] = (uint8_t)(len >> 8), out[4] = (uint8_t)len;
-    out[5] = 0x01, out[6] = 0, out[7] = (uint8_t)((len - 4) >> 8), out[8] = (uint8_t)(len - 4);
-    for (size_t i = 9; i < 5 + len; i++)
-        out[i] = (uint8_t)(i * 131 + 7);
-    return 5 + len;
-}
-
 static void test_malformed_records(void **state)
 {
     (void)state;
-    static uint8_t b[5 + 16385];
-    probe_bytes("16 KiB bad hello", &g.tls, b, bad_hello(b, 16384), true);
-    probe_bytes("record length 511", &g.tls, b, bad_hello(b, 511), true);
-    probe_bytes("record length 16385", &g.tls, b, bad_hello(b, 16385), true);
-    static const uint8_t appdata[5 + 32] = {0x17, 0x03, 0x03, 0x00, 0x20, 1, 2, 3};
-    probe_bytes("ApplicationData first", &g.tls, appdata, sizeof appdata, true);
-    static const uint8_t one[] = {0x42};
-    probe_bytes("one random byte", &g.tls, one, 1, true);
-    static const char get[] = "GET / HTTP/1.1\r\nHost: " DOMAIN "\r\n\r\n";
-    probe_bytes("HTTP GET to the TLS port", &g.tls, get, sizeof get - 1, true);
+    static uint8_t b[PROBEKIND_BYTES_MAX];
+    probe_bytes("16 KiB bad hello", &g.tls, b, kind("16 KiB junk hello", b), true);
+    probe_bytes("record length 511", &g.tls, b, kind("hello record length 511", b), true);
+    probe_bytes("record length 16385", &g.tls, b, kind("hello record length 16385", b), true);
+    probe_bytes("ApplicationData first", &g.tls, b, kind("ApplicationData first", b), true);
+    probe_bytes("one random byte", &g.tls, b, kind("one byte 42", b), true);
+    probe_bytes("HTTP GET to the TLS port", &g.tls, b, kind("HTTP GET /", b), true);
 }
 
 /* A hello cut short by a half-close. */
 static void test_half_close(void **state)
 {
     (void)state;
-    static uint8_t b[5 + 512];
-    bad_hello(b, 512);
-    struct pprobe p = {.bytes = b, .n = 100, .shut_wr = true, .wait_ms = WAIT_MS};
+    static uint8_t b[PROBEKIND_BYTES_MAX];
+    size_t n = kind("partial hello, half-close", b);
+    assert_int_equal(n, 100); /* of a 517-byte record */
+    struct pprobe p = {.bytes = b, .n = n, .shut_wr = true, .wait_ms = WAIT_MS};
     probe_both("partial hello, then half-close", &g.tls, &p, true);
 }
 
@@ -352,40 +358,25 @@ static void test_short_probes_with_dd_secret(void **state)
    spoke first ends the wait (the answer used to be held until the handshake deadline). */
 static void loud_probes(struct site *s, const char *who)
 {
-    static const uint8_t alert[] = {0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x28};
-    static const char put[] = "PUT / HTTP/1.0\r\n\r\n";
-    static const char h2[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    static const uint8_t appdata[5 + 32] = {0x17, 0x03, 0x03, 0x00, 0x20, 1, 2, 3};
-    static const char del[] = "DELETE";
-    /* a ClientHello in a TLS 1.2 record (16 03 03), no extensions: 50 bytes */
-    static const uint8_t tls12[] = {
-        0x16, 0x03, 0x03, 0x00, 0x2d, 0x01, 0x00, 0x00, 0x29, 0x03, 0x03, 1,    2,
-        3,    4,    5,    6,    7,    8,    9,    10,   11,   12,   13,   14,   15,
-        16,   17,   18,   19,   20,   21,   22,   23,   24,   25,   26,   27,   28,
-        29,   30,   31,   32,   0x00, 0x00, 0x02, 0xc0, 0x2b, 0x01, 0x00};
-    /* an SSLv2-compatible ClientHello offering TLS 1.0: 36 bytes */
-    static const uint8_t v2[] = {0x80, 0x22, 0x01, 0x03, 0x01, 0x00, 0x09, 0x00, 0x00,
-                                 0x00, 0x10, 0x00, 0x00, 0x2f, 0x00, 0x00, 0x35, 0x00,
-                                 0x00, 0x0a, 1,    2,    3,    4,    5,    6,    7,
-                                 8,    9,    10,   11,   12,   13,   14,   15,   16};
     static const struct {
-        const char *name;
-        const void *b;
-        size_t n;
-        bool tls; /* an OpenSSL answer: compare record shapes */
+        const char *name, *kind; /* the kind in src/proxy/wire/probekind.c */
+        bool tls;                /* an OpenSSL answer: compare record shapes */
     } probes[] = {
-        {"TLS alert record", alert, sizeof alert, false},
-        {"PUT / HTTP/1.0", put, sizeof put - 1, false},
-        {"HTTP/2 preface", h2, sizeof h2 - 1, false},
-        {"ApplicationData first", appdata, sizeof appdata, false},
-        {"DELETE", del, sizeof del - 1, false},
-        {"TLS 1.2 record-version hello", tls12, sizeof tls12, true},
-        {"SSLv2-compatible hello", v2, sizeof v2, true},
+        {"TLS alert record", "TLS alert first", false},
+        {"PUT / HTTP/1.0", "PUT / HTTP/1.0", false},
+        {"HTTP/2 preface", "HTTP/2 preface", false},
+        {"ApplicationData first", "ApplicationData first", false},
+        {"DELETE", "DELETE", false},
+        /* a ClientHello in a TLS 1.2 record (16 03 03), no extensions: 50 bytes */
+        {"TLS 1.2 record-version hello", "TLS 1.2 record hello", true},
+        /* an SSLv2-compatible ClientHello offering TLS 1.0: 36 bytes */
+        {"SSLv2-compatible hello", "SSLv2-compatible hello", true},
     };
+    static uint8_t b[PROBEKIND_BYTES_MAX];
     char name[96];
     for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
         snprintf(name, sizeof name, "%s, site answers at once, %s", probes[i].name, who);
-        probe_bytes(name, s, probes[i].b, probes[i].n, probes[i].tls);
+        probe_bytes(name, s, b, kind(probes[i].kind, b), probes[i].tls);
     }
 }
 
