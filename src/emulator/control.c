@@ -823,6 +823,17 @@ int emu_control(emu *e, const char *name, const char *method, const emu_form *qu
     if (len) {
         if (tg__json_parse(&x.d, body, len, &je) != 0 || x.d.toks[0].type != TG__J_OBJECT)
             rc = cfail(&x, 400, "body is not a JSON object: %s", je.msg);
+        uint32_t nul = rc == 0 ? emu_json_find_nul(&x.d) : UINT32_MAX;
+        if (nul != UINT32_MAX) {
+            tg__buf p;
+            tg__buf_init(&p, 512);
+            tg__json_path(&x.d, nul, &p);
+            rc = cfail(&x, 400,
+                       "body: %s: a string holding \\u0000 (the emulator keeps NUL-terminated "
+                       "strings: it would cut the text there)",
+                       p.len ? tg__buf_cstr(&p) : "(top)");
+            tg__buf_cleanup(&p);
+        }
         x.have_body = rc == 0;
     }
     tg__buf res;

@@ -243,6 +243,10 @@ emu_query *emu_query_get(emu *e, const char *id);
 emu_query *emu_query_add(emu *e, bool inline_query, int64_t bot, int64_t user, int64_t chat,
                          int64_t msg, const char *q);
 void emu_event_add(emu *e, int64_t bot_id, const char *kind, const char *json);
+/* The first string token (key or value) of d whose text holds U+0000 (a \u0000 escape), or
+ * UINT32_MAX. The emulator keeps NUL-terminated strings, so the control API and the state
+ * loader refuse such a string instead of cutting it there. */
+uint32_t emu_json_find_nul(const tg__jdoc *d);
 
 /* Codec-made values, in arena a. */
 tg_user *emu_tg_user(const emu_user *u, tg__arena *a);

@@ -465,6 +465,13 @@ int emu_state_load_json(emu *e, const char *json, size_t len, char *err, size_t 
         snprintf(err, errcap, "state: not JSON: %s (at byte %zu)", je.msg, je.offset);
         goto out;
     }
+    uint32_t nul = emu_json_find_nul(&l.d);
+    if (nul != UINT32_MAX) {
+        lfail(&l, nul,
+              "a string holding \\u0000 (the emulator keeps NUL-terminated strings: it would "
+              "cut the text there)");
+        goto out;
+    }
     if (l.d.toks[0].type != TG__J_OBJECT || get_i(&l, 0, "format") != 1) {
         lfail(&l, 0, "expected an object with \"format\": 1");
         goto out;

@@ -382,6 +382,14 @@ emu_query *emu_query_add(emu *e, bool inline_query, int64_t bot, int64_t user, i
     return x;
 }
 
+uint32_t emu_json_find_nul(const tg__jdoc *d)
+{
+    for (uint32_t i = 0; i < d->ntok; i++)
+        if (d->toks[i].type == TG__J_STRING && (d->toks[i].flags & TG__JF_NUL))
+            return i;
+    return UINT32_MAX;
+}
+
 void emu_event_add(emu *e, int64_t bot_id, const char *kind, const char *json)
 {
     emu_event *ev = &e->events[++e->seq % EMU_EVENTS];

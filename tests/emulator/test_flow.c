@@ -419,10 +419,31 @@ static void test_file_limits(void **state)
     free(r);
 }
 
+/* A \u0000 in a control call's string is refused with where it is, not cut there. */
+static void test_control_refuses_nul(void **state)
+{
+    (void)state;
+    tg_test_send(t, 0, 0, "/start");
+    int64_t last = tg_test_last_message_id(t, 0);
+    char *r = control("send", "{\"text\":\"visible\\u0000hidden\"}");
+    if (!strstr(r, "\"ok\":false") || !strstr(r, "text: a string holding") ||
+        !strstr(r, "would cut the text"))
+        fail_msg("send with \\u0000: %s", r);
+    free(r);
+    assert_int_equal(tg_test_last_message_id(t, 0), last); /* nothing was sent */
+    r = control("users", "{\"first_name\":\"Ann\\u0000ie\"}");
+    assert_non_null(strstr(r, "first_name: a string holding"));
+    free(r);
+    r = control("users", "{\"first_name\":\"Annie\"}"); /* the same without it works */
+    assert_non_null(strstr(r, "\"ok\":true"));
+    free(r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_control_refuses_nul, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhook_delivery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_poll_ends_the_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_member_updates, setup, teardown),

@@ -141,6 +141,9 @@ static void test_bad_files(void **state)
          "}",
          "files[0]: a file needs"},
         {"{\"format\":1,", "state: not JSON"},
+        /* kept NUL-terminated, "A\u0000B" would load as "A": refused where it is */
+        {"{\"format\":1,\"users\":[{\"id\":5,\"first_name\":\"A\\u0000B\"}]}",
+         "state: users[0].first_name: a string holding \\u0000"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         emu *e = fresh();
