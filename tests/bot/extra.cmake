@@ -114,3 +114,18 @@ if(TARGET bot_test_dispatch_loop)
         target_compile_definitions(bot_test_dispatch_loop PRIVATE TGKIT_HAVE_LIBUV)
     endif()
 endif()
+
+# bot/test_json_values reads numbers under a comma locale (strtod must not follow it). A
+# clean machine has no de_DE.UTF-8, so this fixture makes one in the build tree with
+# localedef (Debian's locales, in the Makefile's PKGS_BUILD; no root needed) and the test
+# finds it through LOCPATH. Without localedef the fixture fails, and so does the test.
+find_program(TGKIT_LOCALEDEF localedef)
+set(TGKIT_TEST_LOCALES ${CMAKE_BINARY_DIR}/test-locales)
+add_test(NAME bot/comma_locale
+    COMMAND sh -c "test -f \"$1/de_DE.UTF-8/LC_NUMERIC\" && exit 0; \
+[ -n \"$2\" ] || { echo 'localedef not found: install Debian package locales (make deps)'; exit 1; }; \
+mkdir -p \"$1\" && \"$2\" -i de_DE -f UTF-8 \"$1/de_DE.UTF-8\""
+        sh ${TGKIT_TEST_LOCALES} "${TGKIT_LOCALEDEF}")
+set_tests_properties(bot/comma_locale PROPERTIES FIXTURES_SETUP comma_locale)
+set_tests_properties(bot/test_json_values PROPERTIES FIXTURES_REQUIRED comma_locale
+    ENVIRONMENT "LOCPATH=${TGKIT_TEST_LOCALES}")
