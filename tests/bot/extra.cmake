@@ -128,4 +128,4 @@ mkdir -p \"$1\" && \"$2\" -i de_DE -f UTF-8 \"$1/de_DE.UTF-8\""
         sh ${TGKIT_TEST_LOCALES} "${TGKIT_LOCALEDEF}")
 set_tests_properties(bot/comma_locale PROPERTIES FIXTURES_SETUP comma_locale)
 set_tests_properties(bot/test_json_values PROPERTIES FIXTURES_REQUIRED comma_locale
-    ENVIRONMENT "LOCPATH=${TGKIT_TEST_LOCALES}")
+    ENVIRONMENT "LOCPATH=${TGKIT_TEST_LOCALES};LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/bot/lsan-locpath.supp")
