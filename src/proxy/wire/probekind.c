@@ -433,13 +433,15 @@ static bool bytes_same(const struct probekind *k, const struct probekind_obs *s,
            (s->n == 0 || memcmp(s->bytes, p->bytes, s->n) == 0);
 }
 
-/* Two times of one class; for two delayed ones also within max(1000 ms, 25 %). */
+/* Two times: both none (open), or both at once, or within max(1000 ms, 25 %) of each other
+   (what network and load jitter can explain: a close at once and one 0.9 s later are not
+   told apart; one at once and one at a 10 s timer are). */
 static bool time_same(long a, long b, long now_ms)
 {
     enum probekind_tclass ca = probekind_tclass(a, now_ms), cb = probekind_tclass(b, now_ms);
-    if (ca != cb)
-        return false;
-    if (ca != PROBEKIND_T_LATER)
+    if (ca == PROBEKIND_T_OPEN || cb == PROBEKIND_T_OPEN)
+        return ca == cb;
+    if (ca == PROBEKIND_T_NOW && cb == PROBEKIND_T_NOW)
         return true;
     long d = a > b ? a - b : b - a, big = a > b ? a : b;
     return d <= 1000 || d * 4 <= big;

@@ -114,8 +114,8 @@ const char *probekind_shape(const uint8_t *b, size_t n, bool tls, char *out, siz
 
 /*
  * PROBEKIND_DIFF_* bits of what tells site and proxy apart. now_ms: the bound of "at once"
- * (the caller adds the round trips it measured); two delayed ends are the same class when
- * within max(1000 ms, 25%) of each other.
+ * (the caller adds the round trips it measured); two times match when both are at once or
+ * within max(1000 ms, 25%) of each other (jitter explains that much, not a timer's worth).
  */
 unsigned probekind_compare(const struct probekind *k, const struct probekind_obs *site,
                            const struct probekind_obs *proxy, long now_ms);
