@@ -154,21 +154,6 @@ static void check_clock(struct mpdoc *m)
 
 /* ---- the handshakes ---- */
 
-static void end_of(const struct sockaddr_storage *ss, struct mpcrypto_end *e)
-{
-    memset(e, 0, sizeof *e);
-    e->family = (uint8_t)ss->ss_family;
-    if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)(const void *)ss;
-        memcpy(e->ip, &a->sin6_addr, 16);
-        e->port = ntohs(a->sin6_port);
-    } else {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)ss;
-        memcpy(e->ip, &a->sin_addr, 4);
-        e->port = ntohs(a->sin_port);
-    }
-}
-
 /* The public address `run` would use for family f (configured, else detected), or false. */
 static bool public_of(const struct mpdoc *m, int f, uint8_t ip[16])
 {
@@ -277,8 +262,8 @@ static int handshake(const struct mpdoc *m, const struct mpconf_proxy *p, unsign
     struct mpsess_cfg sc = {.secret = m->docs->secret,
                             .secret_len = m->docs->secret_len,
                             .now = (uint32_t)tg__wall_s()};
-    end_of(local, &sc.local);
-    end_of(&ss, &sc.remote);
+    mpcrypto_end_from(&sc.local, local);
+    mpcrypto_end_from(&sc.remote, &ss);
     uint8_t pub[16];
     if (public_of(m, sc.local.family, pub))
         memcpy(sc.local.ip, pub, sc.local.family == AF_INET ? 4 : 16);
@@ -357,7 +342,7 @@ static void check_handshakes(struct mpdoc *m)
         if (first && have_local) { /* the public address, once: toward the first one */
             first = false;
             struct mpcrypto_end e;
-            end_of(&local, &e);
+            mpcrypto_end_from(&e, &local);
             uint8_t pub[16];
             char t[64];
             const char *conf = e.family == AF_INET ? m->cfg->public_ipv4 : m->cfg->public_ipv6;

@@ -185,22 +185,6 @@ static void conn_start(struct mpx_conn *mc)
     }
 }
 
-static void end_of(const struct sockaddr_storage *ss, struct mpcrypto_end *e)
-{
-    memset(e, 0, sizeof *e);
-    if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)(const void *)ss;
-        e->family = AF_INET6;
-        memcpy(e->ip, &a->sin6_addr, 16);
-        e->port = ntohs(a->sin6_port);
-    } else {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)ss;
-        e->family = AF_INET;
-        memcpy(e->ip, &a->sin_addr, 4);
-        e->port = ntohs(a->sin_port);
-    }
-}
-
 /* The key derivation uses our socket's own address: behind NAT, the middle proxy sees
    another and every handshake fails. Said once per pool when the address is private. */
 static void warn_private(struct midproxy_worker *mw, const struct mpcrypto_end *local)
@@ -230,8 +214,8 @@ static void conn_connected(struct mpx_conn *mc)
     }
     struct mpsess_cfg sc = {
         .secret = mw->cfg.secret, .secret_len = mw->cfg.secret_len, .now = (uint32_t)time(NULL)};
-    end_of(&me, &sc.local);
-    end_of(&peer, &sc.remote);
+    mpcrypto_end_from(&sc.local, &me);
+    mpcrypto_end_from(&sc.remote, &peer);
     if (sc.local.family == AF_INET && mw->cfg.have_public4)
         memcpy(sc.local.ip, mw->cfg.public4, 4);
     else if (sc.local.family == AF_INET6 && mw->cfg.have_public6)
@@ -304,6 +288,20 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
 }
 
 /* Close mc and end every client on it; retry later. why: an mpsess_why, 0 = the socket. */
+/* Close mc's socket and session; it is idle after. */
+static void conn_close(struct mpx_conn *mc)
+{
+    if (mc->io.fd >= 0) {
+        int fd = mc->io.fd;
+        loop_io_del(mc->mw->loop, &mc->io);
+        close(fd);
+    }
+    mc->io.fd = -1;
+    mpsess_cleanup(&mc->sess);
+    mpx_bq_free(&mc->out);
+    mc->state = MPX_IDLE;
+}
+
 void mpx_conn_fail(struct mpx_conn *mc, int why)
 {
     struct midproxy_worker *mw = mc->mw;
@@ -322,15 +320,7 @@ void mpx_conn_fail(struct mpx_conn *mc, int why)
     else
         COUNT(mw, mp_fail_protocol, 1);
     mpx_clients_drop(mc);
-    if (mc->io.fd >= 0) {
-        int fd = mc->io.fd;
-        loop_io_del(mw->loop, &mc->io);
-        close(fd);
-    }
-    mc->io.fd = -1;
-    mpsess_cleanup(&mc->sess);
-    mpx_bq_free(&mc->out);
-    mc->state = MPX_IDLE;
+    conn_close(mc);
     mc->backoff_ms = mc->backoff_ms ? (mc->backoff_ms >= 32000 ? 32000 : mc->backoff_ms * 2) : 1000;
     mc->retry_at_ms = mw->loop->now_ms + mc->backoff_ms;
 }
@@ -349,15 +339,7 @@ static void retired_tick(struct mpx_conn *mc)
         mw->st.up--;
         dc_up(mw, mc->dc, -1);
     }
-    if (mc->io.fd >= 0) {
-        int fd = mc->io.fd;
-        loop_io_del(mw->loop, &mc->io);
-        close(fd);
-    }
-    mc->io.fd = -1;
-    mpsess_cleanup(&mc->sess);
-    mpx_bq_free(&mc->out);
-    mc->state = MPX_IDLE;
+    conn_close(mc);
 }
 
 void midproxy_retire(struct midproxy_worker *mw)

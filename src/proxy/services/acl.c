@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/readfile.h"
+#include "proxy/services/httpsget.h"
 #include "proxy/wire/netset.h"
 
 #include <curl/curl.h>
@@ -28,10 +29,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef TGKIT_VERSION_STRING
-#define TGKIT_VERSION_STRING "0"
-#endif
 
 #define POLL_MS 200 /* how often a download loop looks at the stop flag */
 
@@ -194,31 +191,13 @@ static CURL *dl_handle(struct dl *d, const char *url, uint32_t http_ms)
     CURL *h = curl_easy_init();
     if (!h)
         return NULL;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     /* http bounds the connect and any stall; a long list may take longer while it flows */
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)http_ms);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)(http_ms + 999) / 1000);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)ACL_MAX_BYTES);
+    httpsget_setup(h, url, http_ms, total_ms, (curl_off_t)ACL_MAX_BYTES);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "tgproxy/" TGKIT_VERSION_STRING);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, d);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, d->eb);
     curl_easy_setopt(h, CURLOPT_PRIVATE, d);
-    /* the CA bundle OpenSSL programs honour (as doctor does): libcurl sets its own path */
-    if (getenv("SSL_CERT_FILE"))
-        curl_easy_setopt(h, CURLOPT_CAINFO, getenv("SSL_CERT_FILE"));
-    if (getenv("SSL_CERT_DIR"))
-        curl_easy_setopt(h, CURLOPT_CAPATH, getenv("SSL_CERT_DIR"));
     return h;
 }
 

@@ -19,11 +19,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "proxy/services/httpsget.h"
 #include "proxy/wire/crypto.h"
-
-#ifndef TGKIT_VERSION_STRING
-#define TGKIT_VERSION_STRING "0"
-#endif
 
 /* What the updater reads: the sources as configured. */
 struct mpsrc_cfg {
@@ -385,20 +382,7 @@ static int fetch_stoppable(const char *source, uint32_t http_ms, const bool *sto
     struct fetch f = {.b = out, .stop = stop};
     char eb[CURL_ERROR_SIZE] = "";
     long total_ms = 4L * http_ms + 10000;
-    curl_easy_setopt(h, CURLOPT_URL, source);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)http_ms);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)(http_ms + 999) / 1000);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)MPSOURCE_MAX_BYTES);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "tgproxy/" TGKIT_VERSION_STRING);
+    httpsget_setup(h, source, http_ms, total_ms, (curl_off_t)MPSOURCE_MAX_BYTES);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -407,10 +391,6 @@ static int fetch_stoppable(const char *source, uint32_t http_ms, const bool *sto
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &f);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, eb);
-    if (getenv("SSL_CERT_FILE")) /* the CA bundle OpenSSL programs honour, as acl.c */
-        curl_easy_setopt(h, CURLOPT_CAINFO, getenv("SSL_CERT_FILE"));
-    if (getenv("SSL_CERT_DIR"))
-        curl_easy_setopt(h, CURLOPT_CAPATH, getenv("SSL_CERT_DIR"));
     uint64_t t0 = tg__now_ms();
     CURLcode res = curl_easy_perform(h);
     out->elapsed_s = (double)(tg__now_ms() - t0) / 1000;

@@ -6,6 +6,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* nonces, ts, ips, ports, purpose, secret, nonce, two IPv6 addresses, nonce */
 #define INPUT_MAX (16 + 16 + 4 + 4 + 2 + 6 + 4 + 2 + MPCRYPTO_SECRET_MAX + 16 + 32 + 16)
@@ -117,4 +118,20 @@ void mpcbc_cleanup(struct mpcbc *c)
         return;
     EVP_CIPHER_CTX_free(c->ctx); /* resets (and so wipes) the key schedule */
     c->ctx = NULL;
+}
+
+void mpcrypto_end_from(struct mpcrypto_end *e, const struct sockaddr_storage *ss)
+{
+    memset(e, 0, sizeof *e);
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)(const void *)ss;
+        e->family = AF_INET6;
+        memcpy(e->ip, &a->sin6_addr, 16);
+        e->port = ntohs(a->sin6_port);
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)ss;
+        e->family = AF_INET;
+        memcpy(e->ip, &a->sin_addr, 4);
+        e->port = ntohs(a->sin_port);
+    }
 }

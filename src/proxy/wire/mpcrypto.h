@@ -34,6 +34,10 @@ struct mpcrypto_end {
     uint16_t port;
 };
 
+struct sockaddr_storage;
+/* An end from a socket address (AF_INET or AF_INET6; anything else is taken as AF_INET). */
+void mpcrypto_end_from(struct mpcrypto_end *e, const struct sockaddr_storage *ss);
+
 struct mpcrypto_keys {
     uint8_t enc_key[32], enc_iv[16]; /* what this side sends */
     uint8_t dec_key[32], dec_iv[16]; /* what it receives */

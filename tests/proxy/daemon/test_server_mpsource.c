@@ -30,6 +30,7 @@
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_fakemp.h"
+#include "prom.h"
 
 #define TAG  "c0ffee00c0ffee00c0ffee00c0ffee00"
 #define TAG2 "2222333344445555666677778888aaaa"
@@ -91,22 +92,15 @@ static void write_cfg(struct env *e)
                key, e->dc_port, su, cu, e->state);
 }
 
+/* The metrics page, checked by prom_scrape.py (which holds each family to its docs row). */
 static char *scrape(struct env *e)
 {
-    uint16_t port = dfx_log_port(&e->d, "[stats.prometheus] serving");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ tgproxy "
-             "%s/docs/tgproxy.md",
-             TGKIT_SOURCE_DIR, (unsigned)port, TGKIT_SOURCE_DIR);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/",
+             (unsigned)dfx_log_port(&e->d, "[stats.prometheus] serving"));
     char *out = calloc(1, 1 << 20);
     assert_non_null(out);
-    out[0] = '\n';
-    size_t n = fread(out + 1, 1, (1 << 20) - 2, p);
-    out[1 + n] = '\0';
-    assert_int_equal(pclose(p), 0);
+    assert_int_equal(prom_scrape(url, "tgproxy", out, 1 << 20), 0);
     return out;
 }
 
@@ -128,19 +122,40 @@ static bool stored_is(const char *state, const char *name, const void *want, siz
     return ok;
 }
 
+/* A fresh env: the fake DC, client keys, the fake middle proxy's and the daemon's dirs
+   ("NAME-fakemp", "NAME"), a document server when docs. */
+static void env_begin(struct env *e, const char *name, bool docs)
+{
+    char mp[48];
+    memset(e, 0, sizeof *e);
+    e->dc = fakedc_start(&e->dc_port);
+    assert_non_null(e->dc);
+    for (int i = 0; i < 16; i++)
+        e->key[i] = (uint8_t)(i + 7), e->key2[i] = (uint8_t)(i + 77);
+    e->docs = docs ? docsrv_start() : NULL;
+    snprintf(mp, sizeof mp, "%s-fakemp", name);
+    dfx_init(&e->mp, mp);
+    dfx_init(&e->d, name);
+    dfx_path(&e->mp, "proxy-secret", e->secret_path, sizeof e->secret_path);
+    dfx_path(&e->mp, "proxy-config", e->conf_path, sizeof e->conf_path);
+}
+
+/* Stop and remove everything env_begin started (the daemon and the fake must run). */
+static void env_end(struct env *e)
+{
+    assert_int_equal(dfx_stop(&e->d, SIGTERM), 0);
+    dfx_done(&e->d);
+    assert_int_equal(dfx_stop(&e->mp, SIGTERM), 0);
+    dfx_done(&e->mp);
+    docsrv_stop(e->docs);
+    fakedc_stop(e->dc);
+}
+
 static void test_refresh_store_restart(void **state)
 {
     (void)state;
     struct env e;
-    memset(&e, 0, sizeof e);
-    e.dc = fakedc_start(&e.dc_port);
-    assert_non_null(e.dc);
-    for (int i = 0; i < 16; i++)
-        e.key[i] = (uint8_t)(i + 7);
-    e.docs = docsrv_start();
-    dfx_init(&e.mp, "mps-fakemp");
-    dfx_init(&e.d, "mps-daemon");
-    dfx_path(&e.mp, "proxy-secret", e.secret_path, sizeof e.secret_path);
+    env_begin(&e, "mps", true);
     tg__strlcpy(e.state, e.d.dir, sizeof e.state); /* dfx_done removes the stored copies */
     e.d.quiet = true; /* its log could quote a URL; never the secret, but keep it short */
     mp_start(&e, 3);
@@ -196,11 +211,7 @@ static void test_refresh_store_restart(void **state)
     assert_true(tgtest_wait_until(echo_works, &e, DFX_WAIT_MS));
     assert_int_equal(dfx_log_count(&e.d, "no copy yet"), 0);
 
-    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
-    dfx_done(&e.d);
-    assert_int_equal(dfx_stop(&e.mp, SIGTERM), 0);
-    dfx_done(&e.mp);
-    fakedc_stop(e.dc);
+    env_end(&e);
 }
 
 static void write_reload_cfg(struct env *e, unsigned conns, const char *b_tag)
@@ -251,15 +262,7 @@ static void test_reload_pool_and_tags(void **state)
 {
     (void)state;
     struct env e;
-    memset(&e, 0, sizeof e);
-    e.dc = fakedc_start(&e.dc_port);
-    assert_non_null(e.dc);
-    for (int i = 0; i < 16; i++)
-        e.key[i] = (uint8_t)(i + 7), e.key2[i] = (uint8_t)(i + 77);
-    dfx_init(&e.mp, "mpr-fakemp");
-    dfx_init(&e.d, "mpr-daemon");
-    dfx_path(&e.mp, "proxy-secret", e.secret_path, sizeof e.secret_path);
-    dfx_path(&e.mp, "proxy-config", e.conf_path, sizeof e.conf_path);
+    env_begin(&e, "mpr", false);
     uint8_t secret[128];
     secret_of(secret, 9);
     pfmp_secret(e.secret_path, secret, sizeof secret);
@@ -315,28 +318,15 @@ static void test_reload_pool_and_tags(void **state)
     dfx_wait_log(&e.mp, "client ", clients + 1);
     assert_int_equal(dfx_log_count(&e.mp, "handshake ok from 127.0.0.1:"), 4); /* pool kept */
 
-    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
-    dfx_done(&e.d);
-    assert_int_equal(dfx_stop(&e.mp, SIGTERM), 0);
-    dfx_done(&e.mp);
-    fakedc_stop(e.dc);
+    env_end(&e);
 }
 
 static void test_public_ip_detected(void **state)
 {
     (void)state;
     struct env e;
-    memset(&e, 0, sizeof e);
-    e.dc = fakedc_start(&e.dc_port);
-    assert_non_null(e.dc);
-    for (int i = 0; i < 16; i++)
-        e.key[i] = (uint8_t)(i + 7);
-    e.docs = docsrv_start();
+    env_begin(&e, "mpip", true);
     docsrv_serve(e.docs, "/ip", 200, "203.0.113.7\n", 12, 0);
-    dfx_init(&e.mp, "mpip-fakemp");
-    dfx_init(&e.d, "mpip-daemon");
-    dfx_path(&e.mp, "proxy-secret", e.secret_path, sizeof e.secret_path);
-    dfx_path(&e.mp, "proxy-config", e.conf_path, sizeof e.conf_path);
     uint8_t secret[128];
     secret_of(secret, 5);
     pfmp_secret(e.secret_path, secret, sizeof secret);
@@ -374,12 +364,7 @@ static void test_public_ip_detected(void **state)
     dfx_wait_log(&e.mp, "handshake failed", failed + 2);
     assert_int_equal(dfx_log_count(&e.mp, "handshake ok from 127.0.0.1:"), ok);
 
-    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
-    dfx_done(&e.d);
-    assert_int_equal(dfx_stop(&e.mp, SIGTERM), 0);
-    dfx_done(&e.mp);
-    docsrv_stop(e.docs);
-    fakedc_stop(e.dc);
+    env_end(&e);
 }
 
 int main(void)
