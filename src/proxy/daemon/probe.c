@@ -126,13 +126,18 @@ static int probe_pair(struct run *r, struct row *row, const struct probeconn_req
    the proxy did not answer it as FakeTLS (then the replay would prove nothing). */
 static bool prime(struct run *r, const uint8_t *b, size_t n)
 {
-    struct side s = {0};
-    struct probeconn_req q = {.bytes = b, .n = n, .wait_ms = 2000};
-    s.res.buf = s.buf;
-    s.res.cap = sizeof s.buf;
-    if (probeconn_run((const struct sockaddr *)&r->proxy.addr, r->proxy.len, &q, &s.res) < 0)
+    uint8_t *rec = tg__malloc(TLSFLIGHT_RECORDING_MAX);
+    if (!rec)
         return false;
-    return probekind_answer_genuine(b, n, s.buf, s.res.obs.n, r->o->secret->key);
+    struct tlsscout_opts so = {.timeout_ms = r->wait_ms};
+    struct tlsflight f;
+    char why[256];
+    size_t rn = 0;
+    bool ok = tlsscout_exchange((const struct sockaddr *)&r->proxy.addr, r->proxy.len, b, n,
+                                "the proxy", &so, rec, &rn, &f, why, sizeof why) == 0 &&
+              probekind_answer_genuine(b, n, rec, rn, r->o->secret->key);
+    tg__free(rec);
+    return ok;
 }
 
 static int run_probes(struct run *r)
