@@ -9,7 +9,9 @@
  *    may serve any number of threads.
  *  - tg_dispatcher: a worker pool in front of a router. Updates of one chat run in order,
  *    different chats in parallel. Feed it raw update JSON yourself, or let long polling /
- *    the webhook server (tgbot/updates.h) do it.
+ *    the webhook server (tgbot/updates.h) do it. In loop mode (.async) it runs the router
+ *    on an event loop's thread instead, with no thread of its own (see "the dispatcher on
+ *    an event loop" below).
  *  - tg_hctx: what a handler gets: the routed view of the update (tg_event), its own tg_ctx
  *    (whose arena is reset after every handler), reply/answer/edit shortcuts, regex captures,
  *    command arguments and the conversation of this (chat, user).
