@@ -8,6 +8,10 @@
  *   relay       the plain epoll relay (floor for the proxy's per-connection cost)
  *   proxy_tls   tgproxy with a FakeTLS client
  *   proxy_dd    tgproxy with a dd client
+ *   proxy_tls_mp / proxy_dd_mp  the same clients (framing their packets) through a second
+ *               tgproxy in middle-proxy mode (every secret tagged; the middle proxy is
+ *               tgproxy-fakemp in front of its own fake DC): no DC connect, one attach to
+ *               the pool and a RPC_CLOSE_CONN at the end instead
  * The proxy and the relay run in child processes: CPU per handshake is theirs alone, read
  * from the child's CPU clock (clock_getcpuclockid, nanoseconds); allocations per handshake
  * come from the child's malloc counter. Relay, FakeTLS and dd run in five interleaved
@@ -193,8 +197,14 @@ static void crypto_floor(double proxy_cpu_us)
     /* issue 23: the answer shaped like a recorded site (gnutls-serv's flight in
        test_tlsscout: 51/36 then 43/2, 2876 encrypted bytes) against today's, in 5
        interleaved rounds, median of the ratios */
-    struct tlsflight site = {.cipher = 0x1301, .next = 2, .group = 0x001d, .key_len = 32,
-                             .ccs = true, .sid_echo = true, .nenc = 5, .enc_total = 2876};
+    struct tlsflight site = {.cipher = 0x1301,
+                             .next = 2,
+                             .group = 0x001d,
+                             .key_len = 32,
+                             .ccs = true,
+                             .sid_echo = true,
+                             .nenc = 5,
+                             .enc_total = 2876};
     site.ext[0] = (struct tlsflight_ext){51, 36};
     site.ext[1] = (struct tlsflight_ext){43, 2};
     double ratios[5], learned_us = 0, today_us = 0;
@@ -334,10 +344,13 @@ int main(void)
     setenv("TGKIT_COMMIT", tg__bench_commit(), 0);
     const char *env = getenv("TGKIT_BENCH_HS");
     int total = env && atoi(env) > 0 ? atoi(env) : 4000;
-    struct pharness h;
+    struct pharness h, hmp;
     struct pproc relay;
     if (pharness_start(&h, &(struct pharness_opts){.ee = true, .dd = true, .fork_server = true}) <
             0 ||
+        pharness_start(&hmp,
+                       &(struct pharness_opts){
+                           .ee = true, .dd = true, .fork_server = true, .midproxy = true}) < 0 ||
         pproc_relay_start(&relay, h.dc_port) < 0) {
         fprintf(stderr, "handshake: cannot start the proxy or the relay\n");
         return 1;
@@ -353,8 +366,12 @@ int main(void)
     /* relay, FakeTLS and dd in turns (ROUNDS of total / ROUNDS each), so a change in the
        machine's load during the run moves all three alike; the ratio is per round */
     enum { ROUNDS = 5 };
-    struct hs_res rl = {0}, tls = {0}, dd = {0};
+    struct hs_res rl = {0}, tls = {0}, dd = {0}, tls_mp = {0}, dd_mp = {0};
     double tls_ratio[ROUNDS], dd_ratio[ROUNDS];
+    struct pcli_opts otm = pharness_client(&hmp, PCLI_TLS), odm = pharness_client(&hmp, PCLI_DD);
+    otm.framed = odm.framed = true;
+    struct hs_res wm = measure(hmp.port, otm, &hmp.proc, 200);
+    report("proxy_hs_warmup_mp", &wm, true, 0);
     for (int k = 0; k < ROUNDS; k++) {
         struct hs_res a = measure(relay.port, direct, &relay, total / ROUNDS);
         struct hs_res b = measure(h.port, pharness_client(&h, PCLI_TLS), &h.proc, total / ROUNDS);
@@ -364,11 +381,17 @@ int main(void)
         add_res(&rl, &a);
         add_res(&tls, &b);
         add_res(&dd, &c);
+        struct hs_res d = measure(hmp.port, otm, &hmp.proc, total / ROUNDS);
+        struct hs_res e = measure(hmp.port, odm, &hmp.proc, total / ROUNDS);
+        add_res(&tls_mp, &d);
+        add_res(&dd_mp, &e);
         fleet_round(&fb, total / ROUNDS);
     }
     report("proxy_hs_relay", &rl, false, floor);
     report("proxy_hs_proxy_tls", &tls, true, floor);
     report("proxy_hs_proxy_dd", &dd, true, floor);
+    report("proxy_hs_proxy_tls_mp", &tls_mp, true, floor);
+    report("proxy_hs_proxy_dd_mp", &dd_mp, true, floor);
     qsort(tls_ratio, ROUNDS, sizeof tls_ratio[0], cmp_double);
     qsort(dd_ratio, ROUNDS, sizeof dd_ratio[0], cmp_double);
     double relay_cpu = rl.cpu_us / rl.n, tls_cpu = tls.cpu_us / tls.n, dd_cpu = dd.cpu_us / dd.n;
@@ -380,10 +403,18 @@ int main(void)
                relay_cpu, tls_cpu, tls_cpu - relay_cpu, tls_ratio[ROUNDS / 2], dd_cpu,
                dd_cpu - relay_cpu, dd_ratio[ROUNDS / 2], ROUNDS, tls_ratio[0],
                tls_ratio[ROUNDS - 1]);
+    /* middle-proxy mode beside direct mode, the same clients in the same rounds */
+    double tls_mp_cpu = tls_mp.cpu_us / tls_mp.n, dd_mp_cpu = dd_mp.cpu_us / dd_mp.n;
+    pload_line("proxy_hs_mp_vs_direct",
+               "tls_us=%.1f tls_mp_us=%.1f tls_ratio=%.2f dd_us=%.1f dd_mp_us=%.1f dd_ratio=%.2f "
+               "floor=proxy_direct_mode",
+               tls_cpu, tls_mp_cpu, tls_cpu > 0 ? tls_mp_cpu / tls_cpu : 0, dd_cpu, dd_mp_cpu,
+               dd_cpu > 0 ? dd_mp_cpu / dd_cpu : 0);
     fleet_report(&fb, &tls, floor);
     crypto_floor(tls_cpu);
     keyshare_rows();
     pproc_stop(&relay);
+    pharness_stop(&hmp);
     pharness_stop(&h);
     return 0;
 }

@@ -13,13 +13,20 @@
  *              nothing in flight), KB per connection; the plain relay at the same counts is
  *              the floor. The hard fd limit here is 20000 and each connection costs the load
  *              generator two (client + fake DC side), hence 9000.
+ *   idle, middle-proxy  the same idle series for dd clients through tgproxy in direct mode
+ *              (proxy_dd) and in middle-proxy mode (proxy_dd_mp: every secret tagged, the
+ *              middle proxy a tgproxy-fakemp in front of its own fake DC, two connections
+ *              per worker), side by side: RSS per idle client and the proxy's descriptors
+ *              per client (direct: client + DC socket; middle-proxy: the client's alone,
+ *              which is what the kernel saves: a TCP socket and its buffers per client).
  *   active     RSS with 1000 connections whose downloads are stalled (clients not reading):
  *              every connection has bytes in flight.
  *   slow       peak RSS while 100 clients download at about 1 MB/s each (verified, nothing
  *              dropped); the goal is under 20 MB.
  *
  * Environment: TGKIT_BENCH_IDLE_MAX (default 9000) caps the client and idle series;
- * TGKIT_BENCH_MEM=client runs the client series alone (about 2 minutes; the rest about 1).
+ * TGKIT_BENCH_MEM=client runs the client series alone (about 2 minutes; the rest about 1);
+ * TGKIT_BENCH_MEM=idle_mp runs the middle-proxy idle series alone.
  */
 #include "bench.h"
 
@@ -33,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/resource.h>
 
 static struct pcli *conns;
@@ -80,9 +88,51 @@ static void wait_dc(struct fakedc *dc, uint64_t n)
     tg__sleep_ms(200); /* let the proxy settle its buffers */
 }
 
+/* Open descriptors of process pid now. */
+static long fds_of(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    long n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static long idle_fds; /* the last idle series' proxy descriptors per connection, x1000 */
+
+/* Kernel memory of one idle TCP socket held by a process that polls it: the slab objects
+   (tcp_sock, its inode, file, dentry, epoll item) at this kernel's sizes, from
+   /proc/slabinfo (root only; 0 when unreadable). Socket buffers come on top while bytes
+   are in flight; an idle socket holds none. */
+static double socket_kernel_bytes(void)
+{
+    static const char *const names[] = {"TCP", "sock_inode_cache", "filp", "dentry",
+                                        "eventpoll_epi"};
+    FILE *f = fopen("/proc/slabinfo", "r");
+    char line[512];
+    double sum = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char name[64];
+        long active, num, objsize;
+        if (sscanf(line, "%63s %ld %ld %ld", name, &active, &num, &objsize) != 4)
+            continue;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(name, names[i]) == 0)
+                sum += (double)objsize;
+    }
+    if (f)
+        fclose(f);
+    return sum;
+}
+
 static void idle_series(const char *who, struct pproc *p, uint16_t port, struct pcli_opts o,
                         struct fakedc *dc, int max, uint64_t settle_ms, double *per_conn_out)
 {
+    long fds0 = fds_of(p->pid);
     static const int steps[] = {0, 1000, 5000, 9000};
     long rss0 = 0, prev = 0;
     uint64_t dc0 = fakedc_counters(dc).open;
@@ -105,6 +155,8 @@ static void idle_series(const char *who, struct pproc *p, uint16_t port, struct 
         (void)rss0;
         if (per_conn_out && steps[i])
             *per_conn_out = per;
+        if (steps[i])
+            idle_fds = (fds_of(p->pid) - fds0) * 1000 / steps[i];
     }
     close_all();
 }
@@ -293,6 +345,46 @@ static void phase_idle(int max)
     pharness_stop(&h);
 }
 
+/* Idle dd clients through direct mode and middle-proxy mode, each its own process. */
+static void phase_idle_mp(int max)
+{
+    struct pharness hd, hm;
+    struct pharness_opts o = {.dd = true,
+                              .fork_server = true,
+                              .concurrency = 20000,
+                              .workers = 2,
+                              .antireplay_entries = 16384};
+    if (pharness_start(&hd, &o) < 0)
+        return;
+    o.midproxy = true;
+    if (pharness_start(&hm, &o) < 0) {
+        pharness_stop(&hd);
+        return;
+    }
+    double direct_per = 0, mp_per = 0;
+    struct pcli_opts od = pharness_client(&hd, PCLI_DD), om = pharness_client(&hm, PCLI_DD);
+    om.framed = true;
+    idle_series("proxy_dd", &hd.proc, hd.port, od, hd.dc, max, CONN_PARK_MS + 1000, &direct_per);
+    long direct_fds = idle_fds;
+    idle_series("proxy_dd_mp", &hm.proc, hm.port, om, hm.dc, max, CONN_PARK_MS + 1000, &mp_per);
+    double sk = socket_kernel_bytes() / 1024, mp_fds = (double)idle_fds / 1000,
+           d_fds = (double)direct_fds / 1000;
+    pload_line("proxy_rss_idle_per_conn_mp",
+               "kb_per_conn=%.2f floor=proxy_dd floor_kb=%.2f delta_kb=%.2f ratio=%.2f "
+               "fds_per_conn=%.2f floor_fds_per_conn=%.2f (slope between the last two steps)",
+               mp_per, direct_per, mp_per - direct_per, direct_per > 0 ? mp_per / direct_per : 0,
+               mp_fds, d_fds);
+    pload_line("proxy_mem_idle_per_conn_mp_with_kernel",
+               "kb_per_conn=%.2f floor=proxy_dd floor_kb=%.2f ratio=%.2f socket_kernel_kb=%.2f "
+               "(RSS per connection + descriptors per connection x one idle socket's slab "
+               "objects)",
+               mp_per + mp_fds * sk, direct_per + d_fds * sk,
+               direct_per + d_fds * sk > 0 ? (mp_per + mp_fds * sk) / (direct_per + d_fds * sk) : 0,
+               sk);
+    pharness_stop(&hm);
+    pharness_stop(&hd);
+}
+
 static void phase_active(void)
 {
     struct pharness h;
@@ -328,12 +420,18 @@ int main(void)
     if (!conns)
         return 1;
     const char *only = getenv("TGKIT_BENCH_MEM");
+    if (only && strcmp(only, "idle_mp") == 0) {
+        phase_idle_mp(max);
+        free(conns);
+        return 0;
+    }
     phase_client(max);
     if (only && strcmp(only, "client") == 0) {
         free(conns);
         return 0;
     }
     phase_idle(max);
+    phase_idle_mp(max);
     phase_active();
     struct pharness h;
     if (start(&h, 0) == 0) { /* a fresh process: peak RSS is the slow readers' alone */

@@ -10,6 +10,12 @@
  *   relay       a plain epoll TCP relay without crypto, in a child process (the floor)
  *   proxy_tls   tgproxy (FakeTLS client leg, fast mode) in a child process
  *   proxy_dd    tgproxy (dd client leg, fast mode)
+ *   proxy_dd_mp / proxy_tls_mp  tgproxy in middle-proxy mode (every secret tagged), its own
+ *               instance whose middle proxy is tgproxy-fakemp in front of its own fake DC;
+ *               the clients frame their bytes as real ones do (padded intermediate, one
+ *               packet per 64 KiB chunk). cpu_s_per_gb is tgproxy's alone, as for the others
+ *               (the fake middle proxy's is mp_cpu_s_per_gb); compare with proxy_dd and
+ *               proxy_tls just above
  *   proxy_tls_doppel  tgproxy (FakeTLS, fast mode) with the doppelganger shaper on (built-in
  *               profile), a fourth instance with its own fake DC: the shaper's cost on
  *               bulk transfers, next to proxy_tls without it
@@ -57,6 +63,7 @@ struct path {
     struct pproc *proc; /* process in the middle, NULL for direct */
     struct pharness *h; /* its fake DC and client keys */
     struct pproc *also; /* a second process on the path (the SOCKS5 upstream), or NULL */
+    bool framed;        /* clients frame their packets (middle-proxy mode) */
 };
 
 static double aes_floor_s_per_gb(void)
@@ -105,6 +112,10 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
     struct pharness *h = p->h;
     struct pcli_opts o = pharness_client(h, p->mode);
     o.timeout_ms = 60000;
+    o.framed = p->framed;
+    uint64_t per = total / (uint64_t)conns;
+    if (p->framed)
+        per &= ~(uint64_t)3; /* whole packets */
     struct pproc_report r0 = {0}, r1 = {0}, s0 = {0}, s1 = {0};
     /* warm-up at the same concurrency, so pools have grown before allocations count */
     if (p->proc)
@@ -113,8 +124,7 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
                              fakedc_counters(h->dc).headers_ok + (uint64_t)conns};
     if (p->also)
         pproc_report(p->also, &s0);
-    struct pload_result r =
-        pload_run_window(conns, p->port, &o, kind, total / (uint64_t)conns, window, sample, &arg);
+    struct pload_result r = pload_run_window(conns, p->port, &o, kind, per, window, sample, &arg);
     if (p->proc)
         pproc_report(p->proc, &r1);
     if (p->also)
@@ -131,8 +141,9 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
                mbps, cpu_s_gb, allocs_mb, r.failures, floors[0] > 0 ? mbps / floors[0] : 1,
                floors[1] > 0 ? cpu_s_gb / floors[1] : 1);
     if (p->also)
-        pload_line(name, "socks_cpu_s_per_gb=%.3f (the SOCKS5 upstream's own CPU)",
-                   (double)(s1.cpu_ns - s0.cpu_ns) / 1e9 / ((double)total / 1e9));
+        pload_line(name, "%s_cpu_s_per_gb=%.3f (the %s's own CPU)", p->framed ? "mp" : "socks",
+                   (double)(s1.cpu_ns - s0.cpu_ns) / 1e9 / ((double)total / 1e9),
+                   p->framed ? "fake middle proxy" : "SOCKS5 upstream");
     if (!p->proc)
         floors[0] = mbps;
     else if (!strcmp(p->name, "relay"))
@@ -165,24 +176,28 @@ int main(void)
     uint64_t mb = parsed > 0 && parsed < (1ul << 20) ? (uint64_t)parsed : 256;
     uint64_t total = mb << 20;
 
-    struct pharness h, hn, hd, hm1, hm2, hc = {0};
+    struct pharness h, hn, hd, hm1, hm2, hmp, hc = {0};
     struct pproc relay, socks;
     const char *menv = getenv("TGKIT_BENCH_METRICS");
     bool metrics = menv && strcmp(menv, "1") == 0;
-    if (pharness_start(&h,
-                       &(struct pharness_opts){
-                           .ee = true, .dd = true, .fork_server = true, .prometheus = metrics,
-                           .mss_clamp = -1}) <
+    if (pharness_start(&h, &(struct pharness_opts){.ee = true,
+                                                   .dd = true,
+                                                   .fork_server = true,
+                                                   .prometheus = metrics,
+                                                   .mss_clamp = -1}) < 0 ||
+        pharness_start(&hn, &(struct pharness_opts){.no_fast_mode = true,
+                                                    .fork_server = true,
+                                                    .mss_clamp = -1}) < 0 ||
+        pharness_start(
+            &hd, &(struct pharness_opts){.doppel = true, .fork_server = true, .mss_clamp = -1}) <
             0 ||
-        pharness_start(&hn, &(struct pharness_opts){
-                                .no_fast_mode = true, .fork_server = true, .mss_clamp = -1}) <
-            0 ||
-        pharness_start(&hd, &(struct pharness_opts){
-                                .doppel = true, .fork_server = true, .mss_clamp = -1}) < 0 ||
-        pharness_start(&hm1, &(struct pharness_opts){.fork_server = true, .mss_clamp = 1460}) <
-            0 ||
-        pharness_start(&hm2, &(struct pharness_opts){.fork_server = true, .mss_clamp = 256}) <
-            0 ||
+        pharness_start(&hm1, &(struct pharness_opts){.fork_server = true, .mss_clamp = 1460}) < 0 ||
+        pharness_start(&hm2, &(struct pharness_opts){.fork_server = true, .mss_clamp = 256}) < 0 ||
+        pharness_start(&hmp, &(struct pharness_opts){.ee = true,
+                                                     .dd = true,
+                                                     .fork_server = true,
+                                                     .mss_clamp = -1,
+                                                     .midproxy = true}) < 0 ||
         pproc_relay_start(&relay, h.dc_port) < 0) {
         fprintf(stderr, "throughput: cannot start the proxy or the relay\n");
         return 1;
@@ -197,15 +212,17 @@ int main(void)
         return 1;
     }
     struct path paths[] = {
-        {"direct", h.dc_port, PCLI_DIRECT, NULL, &h, NULL},
-        {"relay", relay.port, PCLI_DIRECT, &relay, &h, NULL},
-        {"proxy_tls", h.port, PCLI_TLS, &h.proc, &h, NULL},
-        {"proxy_dd", h.port, PCLI_DD, &h.proc, &h, NULL},
-        {"proxy_tls_doppel", hd.port, PCLI_TLS, &hd.proc, &hd, NULL},
-        {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn, NULL},
-        {"proxy_tls_mss1460", hm1.port, PCLI_TLS, &hm1.proc, &hm1, NULL},
-        {"proxy_tls_mss256", hm2.port, PCLI_TLS, &hm2.proc, &hm2, NULL},
-        {"proxy_tls_chain", hc.port, PCLI_TLS, &hc.proc, &hc, &socks},
+        {"direct", h.dc_port, PCLI_DIRECT, NULL, &h, NULL, false},
+        {"relay", relay.port, PCLI_DIRECT, &relay, &h, NULL, false},
+        {"proxy_tls", h.port, PCLI_TLS, &h.proc, &h, NULL, false},
+        {"proxy_dd", h.port, PCLI_DD, &h.proc, &h, NULL, false},
+        {"proxy_dd_mp", hmp.port, PCLI_DD, &hmp.proc, &hmp, &hmp.mp, true},
+        {"proxy_tls_mp", hmp.port, PCLI_TLS, &hmp.proc, &hmp, &hmp.mp, true},
+        {"proxy_tls_doppel", hd.port, PCLI_TLS, &hd.proc, &hd, NULL, false},
+        {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn, NULL, false},
+        {"proxy_tls_mss1460", hm1.port, PCLI_TLS, &hm1.proc, &hm1, NULL, false},
+        {"proxy_tls_mss256", hm2.port, PCLI_TLS, &hm2.proc, &hm2, NULL, false},
+        {"proxy_tls_chain", hc.port, PCLI_TLS, &hc.proc, &hc, &socks, false},
     };
     size_t npaths = sizeof paths / sizeof paths[0] - (chain ? 0 : 1);
 
@@ -228,6 +245,7 @@ int main(void)
         pharness_stop(&hc);
         pproc_stop(&socks);
     }
+    pharness_stop(&hmp);
     pharness_stop(&hm2);
     pharness_stop(&hm1);
     pharness_stop(&hd);

@@ -178,6 +178,7 @@ int pcli_connect(struct pcli *c, uint16_t port, const struct pcli_opts *o)
     if (c->max_record > REC_MAX)
         c->max_record = REC_MAX;
     c->tls = o->mode == PCLI_TLS;
+    c->framed = o->framed;
     c->fd = psock_connect_from(o->src_ip, port, c->timeout_ms);
     if (c->fd < 0)
         return c->fd;
@@ -214,7 +215,29 @@ fail:
     return rc;
 }
 
+static void le32_put(uint8_t out[4], uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int send_plain(struct pcli *c, const void *p, size_t n);
+
 int pcli_send(struct pcli *c, const void *p, size_t n)
+{
+    if (c->framed) { /* one packet: its intermediate-style length first */
+        uint8_t h[4];
+        if (n % 4 != 0 || n == 0 || n >= (1u << 24))
+            return -EINVAL;
+        le32_put(h, (uint32_t)n);
+        int rc = send_plain(c, h, 4);
+        if (rc < 0)
+            return rc;
+    }
+    return send_plain(c, p, n);
+}
+
+static int send_plain(struct pcli *c, const void *p, size_t n)
 {
     uint8_t tmp[8192];
     const uint8_t *b = p;
@@ -257,6 +280,40 @@ static ssize_t unwrap(struct pcli *c, uint8_t *buf, size_t n)
     return (ssize_t)out;
 }
 
+/* Framed: drop packet headers and padding from the plaintext buf[0..n) in place; returns the
+   payload bytes left (a quick-ack token, bit 31, is dropped too). */
+static ssize_t unframe(struct pcli *c, uint8_t *buf, size_t n)
+{
+    size_t in = 0, out = 0;
+    while (in < n) {
+        if (c->fleft == 0 && c->fpad == 0) {
+            c->fhdr[c->fhdr_n++] = buf[in++];
+            if (c->fhdr_n < 4)
+                continue;
+            c->fhdr_n = 0;
+            uint32_t len = (uint32_t)c->fhdr[0] | (uint32_t)c->fhdr[1] << 8 |
+                           (uint32_t)c->fhdr[2] << 16 | (uint32_t)c->fhdr[3] << 24;
+            if (len & 0x80000000u)
+                continue; /* a quick-ack token, not a length */
+            c->fleft = len & ~3u;
+            c->fpad = len & 3u;
+            continue;
+        }
+        if (c->fleft == 0) { /* padded intermediate: 1..3 bytes after the packet */
+            size_t k = n - in < c->fpad ? n - in : c->fpad;
+            in += k;
+            c->fpad -= k;
+            continue;
+        }
+        size_t k = n - in < c->fleft ? n - in : c->fleft;
+        memmove(buf + out, buf + in, k);
+        in += k;
+        out += k;
+        c->fleft -= k;
+    }
+    return (ssize_t)out;
+}
+
 /* One recv, unwrapped and decrypted; may return 0 payload bytes without EOF (-EAGAIN). */
 static ssize_t recv_some(struct pcli *c, uint8_t *p, size_t n)
 {
@@ -271,6 +328,8 @@ static ssize_t recv_some(struct pcli *c, uint8_t *p, size_t n)
     if (k == 0)
         return -EAGAIN;
     pctr_apply(&c->dec, p, (size_t)k);
+    if (c->framed && (k = unframe(c, p, (size_t)k)) == 0)
+        return -EAGAIN;
     return k;
 }
 
@@ -320,7 +379,8 @@ void pcli_close(struct pcli *c)
    bottleneck, and loopback segments unrealistically small). */
 #define OUTQ_PAYLOAD 65536
 struct outq {
-    uint8_t buf[OUTQ_PAYLOAD + 5 * 64];
+    uint8_t buf[OUTQ_PAYLOAD + 5 * 64 + 4];
+    uint8_t plain[OUTQ_PAYLOAD + 4]; /* framed: the packet (length, stream bytes) */
     size_t off, len;
 };
 
@@ -330,6 +390,34 @@ static size_t outq_fill(struct pcli *c, struct outq *q, uint32_t seed, uint64_t 
     size_t done = 0, at = 0;
     if (k > OUTQ_PAYLOAD)
         k = OUTQ_PAYLOAD;
+    if (c->framed) { /* one packet per fill: a multiple of 4 (the totals are) */
+        /* whole records must fit the queue */
+        while (c->tls && k > c->max_record &&
+               k + 4 + 5 * ((k + 4 + c->max_record - 1) / c->max_record) > sizeof q->buf)
+            k -= c->max_record;
+        k &= ~(size_t)3;
+        if (k == 0)
+            return 0; /* a total that is not a multiple of 4: the caller fails (-EINVAL) */
+        le32_put(q->plain, (uint32_t)k);
+        pstream_fill(seed, pos, q->plain + 4, k);
+        size_t n = k + 4;
+        while (done < n) {
+            size_t r = !c->tls || n - done < c->max_record ? n - done : c->max_record;
+            uint8_t *h = q->buf + at;
+            size_t hl = c->tls ? 5 : 0;
+            memcpy(h + hl, q->plain + done, r);
+            pctr_apply(&c->enc, h + hl, r);
+            if (c->tls) {
+                h[0] = 0x17, h[1] = 3, h[2] = 3;
+                put16(h + 3, r);
+            }
+            at += hl + r;
+            done += r;
+        }
+        q->off = 0;
+        q->len = at;
+        return k;
+    }
     if (!c->tls) {
         pstream_fill(seed, pos, q->buf, k);
         pctr_apply(&c->enc, q->buf, k);
@@ -372,7 +460,12 @@ static int stream(struct pcli *c, uint32_t seed, uint64_t total, size_t chunk, b
         if (pf.revents & POLLOUT) {
             if (q->off == q->len && sent < total) {
                 size_t k = total - sent < chunk ? (size_t)(total - sent) : chunk;
-                sent += outq_fill(c, q, seed, sent, k);
+                size_t f = outq_fill(c, q, seed, sent, k);
+                if (f == 0) {
+                    rc = -EINVAL;
+                    break;
+                }
+                sent += f;
             }
             ssize_t w = send(c->fd, q->buf + q->off, q->len - q->off, MSG_NOSIGNAL);
             if (w < 0 && errno != EAGAIN)

@@ -46,6 +46,12 @@ struct pcli_opts {
                            last may be shorter), between() after each but the last */
     void (*between)(int fd, void *arg);
     void *between_arg;
+    /* MTProto transport framing inside the stream, as a real client's (dd, FakeTLS, classic
+       with PTAG_INTERMEDIATE): each pcli_send and each chunk of a transfer is one packet
+       (its length a multiple of 4), and what comes back is read as packets (padding
+       dropped). What a middle proxy needs; without it the bytes go unframed, as the fake
+       DC takes them directly. */
+    bool framed;
 };
 
 struct pcli {
@@ -58,6 +64,10 @@ struct pcli {
     /* FakeTLS record reader */
     uint8_t rhdr[5];
     size_t rhdr_n, rleft;
+    /* framed (pcli_opts.framed): the packet reader, over the decrypted stream */
+    bool framed;
+    uint8_t fhdr[4];
+    size_t fhdr_n, fleft, fpad;
 };
 
 /*

@@ -4,6 +4,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "proxy/wire/mpconf.h"
 #include "wait.h"
 
 #include <arpa/inet.h>
@@ -68,6 +69,79 @@ static int add_dc(struct config *cfg, int32_t id, const char *addr)
     }
     cfg->ndcs++;
     return 0;
+}
+
+#ifndef TGKIT_BINARY_DIR
+#error "the harness runs the build's tgproxy-fakemp: define TGKIT_BINARY_DIR"
+#endif
+
+/* Middle-proxy mode: a proxy secret, tgproxy-fakemp on it in front of the fake DC, the
+   list naming it, and the config as the loader would leave it ([middle-proxy] with both
+   files read, a top-level ad tag). */
+static int start_midproxy(struct pharness *h)
+{
+    struct config *cfg = &h->cfg;
+    snprintf(h->mp_dir, sizeof h->mp_dir, "/tmp/tgkit-pharness-mp-XXXXXX");
+    if (!mkdtemp(h->mp_dir))
+        return -errno;
+    char secret_path[96], conf_path[96], log[96], dc[32];
+    snprintf(secret_path, sizeof secret_path, "%s/proxy-secret", h->mp_dir);
+    snprintf(conf_path, sizeof conf_path, "%s/proxy-config", h->mp_dir);
+    snprintf(log, sizeof log, "%s/log", h->mp_dir);
+    snprintf(dc, sizeof dc, "127.0.0.1:%u", (unsigned)h->dc_port);
+    uint8_t secret[128];
+    if (RAND_bytes(secret, sizeof secret) != 1)
+        return -EIO;
+    FILE *f = fopen(secret_path, "wb");
+    if (!f || fwrite(secret, 1, sizeof secret, f) != sizeof secret || fclose(f) != 0)
+        return -EIO;
+    char *argv[] = {TGKIT_BINARY_DIR "/tgproxy-fakemp",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--secret-file",
+                    secret_path,
+                    "--dc",
+                    dc,
+                    "--raw",
+                    NULL};
+    h->mp = (struct pproc){.pid = -1, .cmd = -1, .resp = -1};
+    h->mp.pid = pproc_spawn_logged(argv, log);
+    if (h->mp.pid < 0 || pproc_log_wait(log, "listening on", 1) < 0 ||
+        pproc_log_port(log, "listening on", &h->mp.port) < 0)
+        return -EIO;
+    char conf[96];
+    int n = snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n",
+                     (unsigned)h->mp.port);
+    char err[128];
+    if (mpconf_parse(conf, (size_t)n, &cfg->mp.conf, err, sizeof err) != 0)
+        return -EINVAL;
+    cfg->mp.enabled = true;
+    tg__strlcpy(cfg->mp.secret_path, secret_path, sizeof cfg->mp.secret_path);
+    tg__strlcpy(cfg->mp.config_path, conf_path, sizeof cfg->mp.config_path);
+    cfg->mp.config6_path[0] = '\0';
+    memcpy(cfg->mp.secret, secret, sizeof secret);
+    cfg->mp.secret_len = sizeof secret;
+    f = fopen(conf_path, "w");
+    if (!f || fwrite(conf, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
+        return -EIO;
+    cfg->has_ad_tag = true;
+    memset(cfg->ad_tag, 0x5a, sizeof cfg->ad_tag);
+    return 0;
+}
+
+static void stop_midproxy(struct pharness *h)
+{
+    if (!h->mp_dir[0])
+        return;
+    pproc_stop(&h->mp);
+    const char *names[] = {"proxy-secret", "proxy-config", "log"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[96];
+        snprintf(p, sizeof p, "%s/%s", h->mp_dir, names[i]);
+        unlink(p);
+    }
+    rmdir(h->mp_dir);
+    h->mp_dir[0] = '\0';
 }
 
 static int build_config(struct pharness *h, const struct pharness_opts *o)
@@ -176,6 +250,8 @@ int pharness_prepare(struct pharness *h, const struct pharness_opts *o)
         goto fail;
     if (build_config(h, o) < 0)
         goto fail;
+    if (o->midproxy && start_midproxy(h) < 0)
+        goto fail;
     if (tg__log_default()->level != h->cfg.log_level) /* no write while others may read */
         tg__log_default()->level = h->cfg.log_level;
     return 0;
@@ -209,6 +285,7 @@ void pharness_stop(struct pharness *h)
     pproc_stop(&h->proc);
     fakedc_stop(h->dc);
     pfront_stop(h->front);
+    stop_midproxy(h);
     config_cleanup(&h->cfg);
     memset(h, 0, sizeof *h);
 }

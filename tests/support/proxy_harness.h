@@ -59,6 +59,9 @@ struct pharness_opts {
     uint16_t statsd_port;        /* [stats.statsd] to 127.0.0.1:this port; 0 = off */
     uint32_t statsd_flush_ms;    /* flush-interval; 0 = config default */
     int statsd_tags;             /* enum config_tag_format */
+    bool midproxy;               /* middle-proxy mode: every secret gets an ad tag, and the
+                                    middle proxy is a tgproxy-fakemp (a child process, --raw)
+                                    in front of the fake DC ([middle-proxy] connections = 2) */
 };
 
 struct pharness {
@@ -71,6 +74,8 @@ struct pharness {
     struct pproc proc; /* with fork_server */
     uint16_t port;
     uint8_t key[16];
+    struct pproc mp; /* with midproxy: the fake middle proxy */
+    char mp_dir[64]; /* its secret, list and log */
 };
 
 int pharness_start(struct pharness *h, const struct pharness_opts *o);

@@ -124,6 +124,7 @@ static int put(struct mprelay *r, struct iovec *iov, int k)
 static long emit(struct mprelay *r, const struct iovec *p, int np)
 {
     struct conn *c = r->c;
+    bool waiting = pending(r) > 0;
     struct iovec iov[IOV_BATCH];
     uint8_t hdr[IOV_BATCH / 2][FAKETLS_HDR_LEN];
     int k = 0, nh = 0, pi = 0;
@@ -155,6 +156,8 @@ static long emit(struct mprelay *r, const struct iovec *p, int np)
         }
     }
     conn_touch(c);
+    if (!waiting && pending(r))
+        arm(r); /* the socket is full: WRITE brings us back to drain */
     return (long)pending(r);
 }
 

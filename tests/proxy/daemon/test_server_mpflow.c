@@ -413,6 +413,46 @@ static void test_slow_reader(void **state)
     env_stop(&e);
 }
 
+struct held_arg {
+    struct env *e;
+};
+
+static bool holds_some(void *arg)
+{
+    struct held_arg *a = arg;
+    return metric(a->e, "middle_proxy_client_buffer_bytes{}") > 0;
+}
+
+/* A client that reads late: what waited in tgproxy for it reaches it once it reads (the
+   socket's writability brings the rest). */
+static void test_late_reader(void **state)
+{
+    (void)state;
+    struct env e;
+    env_start(&e, 1, 1, NULL);
+    struct pcli c;
+    mp_connect(&e, &c);
+    int small = 16384;
+    setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    enum { TOTAL = 4 << 20 };
+    uint8_t cmd[FAKEDC_CMD_LEN];
+    fakedc_cmd(cmd, "SRCE", 21, TOTAL);
+    assert_int_equal(pfmp_send_packet(&c, OBFS2_TAG_PADDED, cmd, sizeof cmd), 0);
+    struct held_arg ha = {.e = &e};
+    assert_true(tgtest_wait_until(holds_some, &ha, DFX_WAIT_MS)); /* its socket is full */
+    c.framed = true; /* read the answers as packets from here on */
+    static uint8_t buf[65536];
+    for (uint64_t got = 0; got < TOTAL;) {
+        ssize_t k = pcli_recv(&c, buf, sizeof buf);
+        assert_true(k > 0);
+        assert_true(pstream_check(21, got, buf, (size_t)k) < 0);
+        got += (uint64_t)k;
+    }
+    assert_true(metric(&e, "middle_proxy_client_buffer_bytes{}") == 0);
+    pcli_close(&c);
+    env_stop(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_quickack_and_close),
         cmocka_unit_test(test_mp_killed_and_restarted),
         cmocka_unit_test(test_slow_reader),
+        cmocka_unit_test(test_late_reader),
     };
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
