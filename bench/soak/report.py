@@ -79,12 +79,16 @@ def main():
     warm = max(n // 10, min(60, n // 4))
     tenth = max(1, (n - warm) // 10)
     verdicts = []  # (name, passed, detail)
+    cuts = [i for i, r in enumerate(rows) if "bot-restart" in (r.get("event") or "")]
+    bounds = [0] + cuts + [n]
+    lifetimes = [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
     lines = ["# Soak report: " + kind, ""]
     lines.append("Samples: %d (one a second); warm-up: the first %d s. " % (n, warm) +
                  "Settings: " + ", ".join(f"{k}={v}" for k, v in s.items()
                                           if k in ("minutes", "churn_per_min", "relays",
                                                    "slow", "reload_every_s", "scrape_every_s",
-                                                   "fleet", "updates", "chats", "mode")))
+                                                   "fleet", "updates", "chats", "mode",
+                                                   "restarts")))
     lines.append("")
     lines.append("| quantity | after warm-up (median) | at the end (median) | slope after "
                  "warm-up | tolerance | plot |")
@@ -110,18 +114,27 @@ def main():
         fig.tight_layout()
         fig.savefig(os.path.join(d, png), dpi=110)
         plt.close(fig)
-        base = statistics.median(ys[warm:warm + tenth])
-        end = statistics.median(ys[-tenth:])
-        slope = slope_per_min(t[warm:], ys[warm:])
-        tol = "—"
-        if tol_abs is not None:
-            limit = base * (1 + tol_rel) + tol_abs
-            tol = f"≤ {base:.0f} + {tol_rel:.0%} + {tol_abs} = {limit:.0f}"
-            verdicts.append((f"{title} flat", end <= limit,
-                             f"{end:.0f} at the end vs {base:.0f} after warm-up "
-                             f"(limit {limit:.0f} {unit})"))
-        lines.append(f"| {title} | {base:.1f} {unit} | {end:.1f} {unit} | {slope:+.2f} {unit}/min "
-                     f"| {tol} | ![]({png}) |")
+        # A restarted process is a new one: each lifetime is judged on its own, with its
+        # own warm-up (the proxy's Redis restart leaves tgproxy running: one lifetime).
+        for lo, hi in lifetimes:
+            seg_t, seg = t[lo:hi], ys[lo:hi]
+            sw = max(len(seg) // 10, min(60, len(seg) // 4))
+            st10 = max(1, (len(seg) - sw) // 10)
+            if len(seg) - sw < 2:
+                continue
+            base = statistics.median(seg[sw:sw + st10])
+            end = statistics.median(seg[-st10:])
+            slope = slope_per_min(seg_t[sw:], seg[sw:])
+            which = "" if len(lifetimes) == 1 else f" (process {lifetimes.index((lo, hi)) + 1})"
+            tol = "—"
+            if tol_abs is not None:
+                limit = base * (1 + tol_rel) + tol_abs
+                tol = f"≤ {base:.0f} + {tol_rel:.0%} + {tol_abs} = {limit:.0f}"
+                verdicts.append((f"{title} flat{which}", end <= limit,
+                                 f"{end:.0f} at the end vs {base:.0f} after warm-up "
+                                 f"(limit {limit:.0f} {unit})"))
+            lines.append(f"| {title}{which} | {base:.1f} {unit} | {end:.1f} {unit} | "
+                         f"{slope:+.2f} {unit}/min | {tol} | ![]({png}) |")
     lines.append("")
 
     def v(name, ok, detail):
@@ -155,12 +168,18 @@ def main():
         v("tgproxy drained and exited 0 at the end", s["tgproxy_exit"] == 0,
           f"exit status {s['tgproxy_exit']}")
     else:
+        v("every update sent", s["sent"] == s["updates"] and s["send_failures"] == 0,
+          f"{s['sent']} of {s['updates']} sent through the control API, "
+          f"{s['send_failures']} refused")
         v("every update handled exactly once", s["handled"] == s["updates"] and
-          s["duplicates"] == 0 and s["missing"] == 0,
+          s["duplicates"] == 0 and s["missing"] == 0 and s["unknown_ids"] == 0,
           f"{s['handled']} of {s['updates']} handled, {s['duplicates']} twice, "
-          f"{s['missing']} missing")
-        v("in order per chat", s["out_of_order"] == 0, f"{s['out_of_order']} out of order")
-        v("the bot exited cleanly", s["bot_exit"] == 0, f"exit status {s['bot_exit']}")
+          f"{s['missing']} missing; {s['redelivered']} given to the bot again after the "
+          f"restart and recognised by the conversation's count")
+        v("in order in every chat", s["out_of_order"] == 0,
+          f"{s['out_of_order']} out of order over {s['chats']} chats")
+        v("the bot stopped cleanly, at the restart and at the end", s["bot_exit"] == 0,
+          f"exit status {s['bot_exit']} ({s['restarts']} restart)")
 
     lines.append("## Verdicts")
     lines.append("")
