@@ -179,6 +179,21 @@ void tg__log_scrub(const tg__logger *lg, char *buf, size_t cap)
     }
 }
 
+uint64_t tg__log_shape(const char *msg)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (const char *p = msg; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= '0' && c <= '9') {
+            while (p[1] >= '0' && p[1] <= '9')
+                p++;
+            c = '0';
+        }
+        h = (h ^ c) * 1099511628211ull;
+    }
+    return h ? h : 1;
+}
+
 void tg__log_stderr(int level, const char *msg)
 {
     struct timespec ts;

@@ -105,6 +105,9 @@ void tg__vlog(tg__logger *lg, int level, const char *fmt, va_list ap)
    in cap, the line ends after it (the rest is dropped, never cut inside a secret). */
 void tg__log_scrub(const tg__logger *lg, char *buf, size_t cap);
 const char *tg__log_level_name(int level);
+/* A hash of msg in which every run of digits counts as one digit: lines that differ only in
+   their numbers ("after 0 ms" / "after 3 ms", "attempt 2") share it. Never 0. */
+uint64_t tg__log_shape(const char *msg);
 /* The default sink: "<UTC time> <level> <msg>\n" on stderr in one fwrite. For loggers whose
    own sink passes lines on to it (the bot's, after holding back repeats). */
 void tg__log_stderr(int level, const char *msg);

@@ -78,20 +78,10 @@ void tg__logrep_set_clock(struct tg__logrep *r, uint64_t (*now_ms)(void *user), 
     pthread_mutex_unlock(&r->mu);
 }
 
-/* FNV-1a over the level and the text with each run of digits as one '0'. Never 0. */
+/* The line's shape (tg__log_shape: its numbers do not count) and its level. Never 0. */
 static uint64_t shape_key(int level, const char *msg)
 {
-    uint64_t h = 14695981039346656037ull;
-    h = (h ^ (uint64_t)(level + 1)) * 1099511628211ull;
-    for (const char *p = msg; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c >= '0' && c <= '9') {
-            while (p[1] >= '0' && p[1] <= '9')
-                p++;
-            c = '0';
-        }
-        h = (h ^ c) * 1099511628211ull;
-    }
+    uint64_t h = (tg__log_shape(msg) ^ (uint64_t)(level + 1)) * 1099511628211ull;
     return h ? h : 1;
 }
 

@@ -25,6 +25,7 @@
 #include "bot/updates/offsets.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/sized.h"
 #include "tgbot/client.h"
 #include "tgbot/updates.h"
@@ -41,7 +42,7 @@ struct poller {
     /* the failing state: failures in a row, since when, and the error last warned about */
     uint64_t failures;
     uint64_t fail_since_ms;
-    char warned[sizeof ((tg_dispatcher *)0)->err];
+    uint64_t warned; /* tg__log_shape of the error last warned about; 0 = none */
 };
 
 static void on_done(void *user, int64_t update_id, bool handled)
@@ -99,8 +100,10 @@ static void report_error(struct poller *p, tg_status st, uint32_t wait)
         tg__dispatcher_seterr(p->d, "getUpdates failed: %s", tg_ctx_errmsg(p->ctx));
     if (p->failures++ == 0)
         p->fail_since_ms = tg__now_ms();
-    if (strcmp(p->warned, p->d->err) != 0) {
-        snprintf(p->warned, sizeof p->warned, "%s", p->d->err);
+    /* The same error up to its numbers (curl's "after 3 ms") is no change of state. */
+    uint64_t shape = tg__log_shape(p->d->err);
+    if (p->warned != shape) {
+        p->warned = shape;
         tg__dispatcher_log(p->d, TG__LOG_WARN,
                            "%s; retrying in %u ms, then backing off up to %u ms (logged again "
                            "when the error changes or polling works)",
@@ -122,7 +125,7 @@ static void report_ok(struct poller *p)
                        (unsigned long long)p->failures,
                        (unsigned long long)((tg__now_ms() - p->fail_since_ms) / 1000));
     p->failures = 0;
-    p->warned[0] = '\0';
+    p->warned = 0;
 }
 
 /* Wait (a stop ends it at once), then double the backoff. */
