@@ -404,6 +404,44 @@ static void *scrape_main(void *arg)
 
 /* ---- operations: reloads, and the injected Redis restart ---- */
 
+/* Wait (bounded: 20 s) until the daemon's log holds n "reload: " lines. The log is read
+   from where the last call stopped (pproc_log_count reads only a log's first MiB, and an
+   hour of connection lines is tens of MiB). 0, or -1. */
+static int wait_reloads(int n)
+{
+    static const char needle[] = "reload: ";
+    static long off;
+    static int seen;
+    static char carry[sizeof needle];
+    static size_t carry_n;
+    for (int i = 0; i < 1000; i++) {
+        FILE *f = fopen(log_path, "r");
+        if (f && fseek(f, off, SEEK_SET) == 0) {
+            char buf[65536 + sizeof needle];
+            size_t got;
+            while ((got = fread(buf + carry_n, 1, 65536, f)) > 0) {
+                memcpy(buf, carry, carry_n);
+                size_t len = carry_n + got;
+                off += (long)got;
+                for (char *p = buf; (p = memmem(p, (size_t)(buf + len - p), needle,
+                                                 sizeof needle - 1)) != NULL;
+                     p += sizeof needle - 1)
+                    seen++;
+                /* keep the last bytes: a needle cut by the read is found next time */
+                carry_n = len < sizeof needle - 1 ? len : sizeof needle - 2;
+                memcpy(carry, buf + len - carry_n, carry_n);
+            }
+        }
+        if (f)
+            fclose(f);
+        if (seen >= n)
+            return 0;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
 /* A fresh handshake with key (FakeTLS): 0 when it relays a short echo. */
 static int try_key(const uint8_t *key, uint32_t seed)
 {
@@ -449,7 +487,7 @@ static void *ops_main(void *arg)
         }
         kill(proxy_pid, SIGHUP);
         atomic_store(&event_code, 1);
-        if (pproc_log_wait(log_path, "reload: ", gen) != 0) {
+        if (wait_reloads(gen) != 0) {
             fprintf(stderr, "soak: reload %d was not logged\n", gen);
             atomic_fetch_add(&reload_checks_failed, 1);
             continue;
