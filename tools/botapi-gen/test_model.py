@@ -114,5 +114,47 @@ class ModelTest(unittest.TestCase):
             build([USER], ov)
 
 
+class DefaultsTest(unittest.TestCase):
+    """The rows a bot-wide default fills (tg_bot_set_defaults): TG__FIELD_DEF with the
+    parse mode's entities and text, only in method params and types a call sends."""
+
+    def test_marks_params_and_sent_types_only(self):
+        import botapi_gen as G
+        ent = type_entry("MessageEntity", [("offset", "Integer", "x")])
+        lpo = type_entry("LinkPreviewOptions", [("is_disabled", "Boolean", "<em>Optional</em>. x")])
+        opt = "<em>Optional</em>. x"
+        content = type_entry("InputTextContent", [
+            ("message_text", "String", "x"), ("parse_mode", "String", opt),
+            ("entities", f"Array of {link('MessageEntity')}", opt),
+            ("link_preview_options", link("LinkPreviewOptions"), opt)])
+        received = type_entry("Received", [
+            ("text", "String", "x"), ("link_preview_options", link("LinkPreviewOptions"), opt),
+            ("quote_parse_mode", "String", opt)])
+        send = method_entry("sendThing", "Returns <em>True</em> on success.", [
+            ("caption", "String", "Optional"), ("parse_mode", "String", "Optional"),
+            ("caption_entities", f"Array of {link('MessageEntity')}", "Optional"),
+            ("protect_content", "Boolean", "Optional"),
+            ("disable_notification", "Boolean", "Optional"),
+            ("content", link("InputTextContent"), "Optional")])
+        get = method_entry("getReceived", f"Returns a {link('Received')} object.")
+        ov = dict(OV, enums=[{"name": "ParseMode", "match_name": "(^|_)parse_mode$",
+                              "values": ["HTML"], "check": False, "reason": "test"}])
+        g = G.Gen(build([ent, lpo, content, received, send, get], ov))
+        self.assertIn("InputTextContent", g.sent)
+        self.assertNotIn("Received", g.sent)
+        params = g.m["methods"][0]["params"]
+        rows = [g.field_row("P", f, params) for f in params]
+        self.assertIn("TG__FIELD_DEF(P, parse_mode, TG__K_ENUM, TG__F_OPT, &tg__e_parse_mode, "
+                      "TG__D_PARSE_MODE, 3, 1)", rows)  # caption_entities keeps it out
+        self.assertIn("TG__D_PROTECT, 0, 0)", rows[3])
+        self.assertIn("TG__D_SILENT, 0, 0)", rows[4])
+        self.assertTrue(rows[0].startswith("TG__FIELD(") and rows[5].startswith("TG__FIELD("))
+        types = g.emit_types_c()
+        self.assertIn("TG__FIELD_DEF(tg_input_text_content, parse_mode, TG__K_ENUM, TG__F_OPT, "
+                      "&tg__e_parse_mode, TG__D_PARSE_MODE, 3, 1)", types)
+        self.assertIn("TG__FIELD_DEF(tg_input_text_content, link_preview_options", types)
+        self.assertNotIn("TG__FIELD_DEF(tg_received", types)  # received only, never sent
+
+
 if __name__ == "__main__":
     unittest.main()
