@@ -91,6 +91,13 @@ static int reserve(struct mpsess *s, size_t n)
 {
     if (s->len + n <= s->cap)
         return 0;
+    if (s->off) { /* what was parsed makes room: move the rest to the front */
+        memmove(s->buf, s->buf + s->off, s->len - s->off);
+        s->len -= s->off;
+        s->off = 0;
+        if (s->len + n <= s->cap)
+            return 0;
+    }
     size_t cap = s->cap ? s->cap : 4096;
     while (cap < s->len + n)
         cap *= 2;
@@ -163,7 +170,7 @@ static int on_frame(struct mpsess *s, const uint8_t *p, size_t n, const struct m
 /* Parse and hand on every whole frame in s->buf; keep the rest. */
 static int frames(struct mpsess *s, const struct mpsess_sink *sink)
 {
-    size_t at = 0;
+    size_t at = s->off;
     int rc = 0;
     while (s->state != MPSESS_FAILED) {
         struct mpframe f;
@@ -204,16 +211,17 @@ static int frames(struct mpsess *s, const struct mpsess_sink *sink)
                     return failed(s, MPSESS_E_NOMEM);
                 memcpy(tmp, s->buf + at, rest);
             }
-            s->len = 0;
+            s->off = s->len = 0;
             rc = rest ? mpsess_feed(s, tmp, rest, sink) : 0;
             free(tmp);
             return rc;
         }
     }
-    if (at) {
-        memmove(s->buf, s->buf + at, s->len - at);
-        s->len -= at;
-    }
+    /* no move: the next frame starts at off (reserve compacts when it needs the room) */
+    if (at == s->len)
+        s->off = s->len = 0;
+    else
+        s->off = at;
     return rc;
 }
 
@@ -254,6 +262,6 @@ void mpsess_cleanup(struct mpsess *s)
         free(s->buf);
     }
     s->buf = NULL;
-    s->len = s->cap = 0;
+    s->off = s->len = s->cap = 0;
     OPENSSL_cleanse(s->secret, sizeof s->secret);
 }

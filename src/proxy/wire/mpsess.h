@@ -74,8 +74,8 @@ struct mpsess {
     struct mpcbc enc, dec;
     uint8_t tail[16]; /* ciphertext short of a block */
     size_t tail_len;
-    uint8_t *buf; /* plaintext not yet a whole frame */
-    size_t len, cap;
+    uint8_t *buf; /* plaintext not yet parsed: buf[off..len) (compacted only for room) */
+    size_t off, len, cap;
     size_t max_frame;
     uint8_t nonce[16], pid[MPRPC_PID_LEN];
     uint32_t ts;

@@ -26,6 +26,7 @@
 
 #include "core/str.h"
 #include "daemon_fx.h"
+#include "prom.h"
 #include "proxy/wire/mtframe.h"
 #include "proxy/wire/obfs2.h"
 #include "proxy_client.h"
@@ -107,35 +108,18 @@ static void env_stop(struct env *e)
     fakedc_stop(e->dc);
 }
 
-/* One sample of the daemon's metrics page (canonical lines, through prom_scrape.py, which
-   also holds every family to its docs row), malloc'ed; the value of one line, or -1. */
-static char *scrape(struct env *e)
+/* One sample of the daemon's metrics page (prom.h: an independent parser that also holds
+   every family to its docs row): the value of one sample ("name{...}"), NAN if absent. */
+static double metric(struct env *e, const char *key)
 {
-    uint16_t port = dfx_log_port(&e->d, "[stats.prometheus] serving");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ tgproxy "
-             "%s/docs/tgproxy.md",
-             TGKIT_SOURCE_DIR, (unsigned)port, TGKIT_SOURCE_DIR);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char *out = calloc(1, 1 << 20);
-    assert_non_null(out);
-    out[0] = '\n';
-    size_t n = fread(out + 1, 1, (1 << 20) - 2, p);
-    out[1 + n] = '\0';
-    assert_int_equal(pclose(p), 0);
-    return out;
-}
-
-static double metric(struct env *e, const char *line)
-{
-    char *page = scrape(e), want[160];
-    snprintf(want, sizeof want, "\ntgproxy_%s ", line);
-    const char *at = strstr(page, want);
-    double v = at ? strtod(at + strlen(want), NULL) : -1;
-    free(page);
-    return v;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/",
+             (unsigned)dfx_log_port(&e->d, "[stats.prometheus] serving"));
+    static char page[1 << 20];
+    char name[160];
+    snprintf(name, sizeof name, "tgproxy_%s", key);
+    assert_int_equal(prom_scrape(url, "tgproxy", page, sizeof page), 0);
+    return prom_sample(page, name);
 }
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
