@@ -17,6 +17,7 @@
 #ifdef TGKIT_HAVE_LIBUV
 #include "tgbot/async_uv.h"
 #include "tgbot/jobs.h"
+#include "tgbot/menu.h"
 #include "tgbot/testing.h"
 #include "tgbot/tgbot.h"
 
@@ -172,6 +173,15 @@ static tg_status job_remind(tg_hctx *h, void *user)
     return tg_send(h, tg_hctx_job(h)->data);
 }
 
+static tg_menu *same_menu;
+
+static tg_status on_showmenu(tg_hctx *h, void *user)
+{
+    (void)user;
+    on_thread();
+    return tg_menu_send(h, same_menu);
+}
+
 static void on_stopped(tg_dispatcher *d, void *user)
 {
     (void)d, (void)user;
@@ -212,6 +222,10 @@ static void *bot_main(void *arg)
     tg_router_on_callback(r, "pick:", on_pick, NULL);
     tg_router_on_text(r, "^c[0-9]+ m[0-9]+$", on_burst, NULL);
     tg_router_on_error(r, on_error, NULL);
+    same_menu = tg_menu_new("same", "A menu that stays the same");
+    tg_menu_add_button(same_menu, "Same", NULL, NULL); /* its redraw changes nothing */
+    tg_router_add_menu(r, same_menu);
+    tg_router_on_command(r, "showmenu", on_showmenu, NULL);
     B.d = tg_dispatcher_new(bot, r,
                             &(tg_dispatcher_options){.async = a,
                                                      .on_stopped = on_stopped,
@@ -326,6 +340,28 @@ static void test_bot_on_the_loop(void **state)
     assert_true(tg_test_send(B.t, 0, 0, "/remind") > 0);
     at = expect(0, at, "will remind");
     at = expect(0, at, "reminder from a job");
+    /* a menu redraw answered "message is not modified" is no error, on the loop too */
+    assert_true(tg_test_send(B.t, 0, 0, "/showmenu") > 0);
+    char *mm = tg_test_wait_message(B.t, 0, at, "stays the same", 15000);
+    if (!mm)
+        fail_msg("no menu: %s", tg_test_errmsg(B.t));
+    int64_t mid = message_id_of(mm);
+    const char *cd = strstr(mm, "\"callback_data\":\"");
+    assert_non_null(cd);
+    char data[65];
+    snprintf(data, sizeof data, "%.*s", (int)strcspn(cd + 17, "\""), cd + 17);
+    free(mm);
+    char *pa = tg_test_press(B.t, 0, 0, mid, data, 15000);
+    if (!pa)
+        fail_msg("menu press not answered: %s", tg_test_errmsg(B.t));
+    free(pa);
+    assert_true(tg_test_send(B.t, 0, 0, "/blocking") > 0); /* the chat's next update: after */
+    int64_t last = expect(0, mid, "refused");
+    char *err = tg_test_wait_message(B.t, 0, mid, "error: ", 0);
+    if (err && message_id_of(err) < last)
+        fail_msg("the redraw failed the update: %s", err);
+    free(err);
+    at = last;
     /* the failed update's second call was cancelled, never sent */
     char *never = tg_test_wait_message(B.t, 0, 0, "must not be sent", 0);
     assert_null(never);

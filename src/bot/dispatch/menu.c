@@ -267,6 +267,17 @@ static bool markup(tg_hctx *h, const tg_menu *m, size_t page, size_t n, tg__buf 
     return !w.err;
 }
 
+/* A redraw that changes nothing gets "message is not modified": pressed, nothing to do. */
+static tg_status edit_done(tg_hctx *h, tg_status st, const char *json, size_t len, void *user)
+{
+    (void)json, (void)len, (void)user;
+    if (st == TG_ERR_API && strstr(tg_hctx_errmsg(h), "message is not modified")) {
+        h->err[0] = '\0';
+        return TG_OK;
+    }
+    return st;
+}
+
 static tg_status draw(tg_hctx *h, const tg_menu *m, size_t page, bool edit)
 {
     size_t n = m->count ? m->count(h, m->list_user) : 0;
@@ -284,12 +295,15 @@ static tg_status draw(tg_hctx *h, const tg_menu *m, size_t page, bool edit)
     }
     char *members = (char *)tg__buf_cstr(&b) + 1; /* drop the outer braces */
     members[strlen(members) - 1] = '\0';
+    if (edit && h->lrun) { /* loop mode: the edit is queued; its answer is judged later */
+        h->then_fn = edit_done;
+        h->then_user = NULL;
+    }
     tg_status st = edit ? tg_edit(h, text ? text : m->id, members)
                         : tg_send_ex(h, text ? text : m->id, members);
+    h->then_fn = NULL;
     tg__buf_cleanup(&b);
-    if (edit && st == TG_ERR_API && strstr(tg_hctx_errmsg(h), "message is not modified"))
-        st = TG_OK; /* pressed, nothing changed */
-    return st;
+    return edit ? edit_done(h, st, NULL, 0, NULL) : st;
 }
 
 size_t tg_menu_page(const tg_hctx *h, size_t *pages)
