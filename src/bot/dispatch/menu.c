@@ -320,6 +320,18 @@ tg_status tg_menu_send(tg_hctx *h, const tg_menu *m)
     return draw(h, m, 0, false);
 }
 
+/* Answer the press (stops the button's spinner); st is the press's status so far: its
+ * error, and error message, stay. */
+static tg_status answer_press(tg_hctx *h, tg_status st)
+{
+    char keep[256];
+    snprintf(keep, sizeof keep, "%s", h->err);
+    tg_status ast = tg_answer(h, NULL);
+    if (st != TG_OK)
+        snprintf(h->err, sizeof h->err, "%s", keep);
+    return st != TG_OK ? st : ast;
+}
+
 /* The menu route: "menu:<id>:<op>:<page>". */
 static tg_status on_press(tg_hctx *h, void *user)
 {
@@ -344,17 +356,13 @@ static tg_status on_press(tg_hctx *h, void *user)
         st = m->on_item(h, k, m->list_user);
         page = k / m->per_page;
     }
+    if (h->lrun && !h->answered) /* loop mode: answer first, so that a redraw failing later
+                                    (its calls are queued) cannot cancel the answer */
+        st = answer_press(h, st);
     if (st == TG_OK)
         st = draw(h, show, page, true);
-    if (!h->answered) {
-        char keep[256];
-        snprintf(keep, sizeof keep, "%s", h->err);
-        tg_status ast = tg_answer(h, NULL); /* stops the button's spinner */
-        if (st != TG_OK)
-            snprintf(h->err, sizeof h->err, "%s", keep); /* the handler's error stays */
-        else
-            st = ast;
-    }
+    if (!h->answered)
+        st = answer_press(h, st);
     return st;
 }
 
