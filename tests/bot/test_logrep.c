@@ -105,11 +105,11 @@ static tg_bot *closed_bot(int log_level, const tg_retry_policy *retry)
     int port = tgtest_listen_port(); /* nothing listens there: connections are refused */
     assert_true(port > 0);
     snprintf(closed_url, sizeof closed_url, "http://127.0.0.1:%d", port);
-    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = closed_url,
-                                                      .log = sink,
-                                                      .log_level = log_level,
-                                                      .retry = retry ? *retry
-                                                                     : (tg_retry_policy){0}});
+    tg_bot *bot =
+        tg_bot_new(TOKEN, &(tg_bot_options){.base_url = closed_url,
+                                            .log = sink,
+                                            .log_level = log_level,
+                                            .retry = retry ? *retry : (tg_retry_policy){0}});
     assert_non_null(bot);
     return bot;
 }
@@ -127,9 +127,9 @@ static void test_repeats_held_back(void **state)
     (void)state;
     cap_reset();
     /* Three attempts, no real waits: two "retrying" warnings per call. */
-    tg_bot *bot = closed_bot(TG_LOG_INFO, &(tg_retry_policy){.max_attempts = 3,
-                                                              .backoff_base_ms = 1,
-                                                              .backoff_max_ms = 1});
+    tg_bot *bot = closed_bot(
+        TG_LOG_INFO,
+        &(tg_retry_policy){.max_attempts = 3, .backoff_base_ms = 1, .backoff_max_ms = 1});
     vnow = 1000000;
     tg__logrep_set_clock(bot->rep, virtual_now, NULL);
     tg_ctx *ctx = tg_ctx_new(bot);
@@ -224,8 +224,7 @@ static void test_polling_logs_state_changes(void **state)
         dump();
         fail_msg("%d warnings for one failing state", count(TG_LOG_WARN, "getUpdates failed"));
     }
-    assert_int_equal(count(TG_LOG_WARN, "logged again when the error changes or polling works"),
-                     1);
+    assert_int_equal(count(TG_LOG_WARN, "logged again when the error changes or polling works"), 1);
     assert_true(count(TG_LOG_DEBUG, "in a row); retrying in") >= 29);
     assert_int_equal(count(TG_LOG_WARN, "(attempt"), 0); /* no client-level retries */
     cap_reset();
@@ -237,9 +236,9 @@ static void test_stop_during_backoff(void **state)
     cap_reset();
     struct poll_run p;
     /* An hour's backoff: if the stop waited for it, this test would not end. */
-    poll_start(&p, closed_bot(TG_LOG_DEBUG, NULL),
-               (tg_polling_options){.timeout_s = 1, .backoff_min_ms = 3600000,
-                                    .backoff_max_ms = 3600000});
+    poll_start(
+        &p, closed_bot(TG_LOG_DEBUG, NULL),
+        (tg_polling_options){.timeout_s = 1, .backoff_min_ms = 3600000, .backoff_max_ms = 3600000});
     assert_true(wait_count(TG_LOG_WARN, "retrying in 3600000 ms", 1));
     assert_int_equal(poll_stop(&p), TG_OK);
     /* The backoff never ran out: no second call was made. */

@@ -2,9 +2,10 @@
  * Bot-wide defaults (tg_bot_set_defaults) end to end through tgbot-emulator, checked on what
  * the emulator received (tg_test_last_call): filled in when the caller left a parameter
  * unset, by the generated blocking calls, by the async calls, in multipart uploads, in
- * nested objects (InputTextMessageContent, InputMedia, ReplyParameters) and by the handler
- * shortcuts; never over an explicit value, "none" and false included; kept out where
- * entities format the text; absent from methods that have no such parameter.
+ * nested objects (InputTextMessageContent, ReplyParameters) and by the handler shortcuts
+ * (tg_reply, tg_send_ex, tg_edit, tg_reply_text); never over an explicit value, "none" and false
+ * included; kept out where entities format the text; absent from methods that have no such
+ * parameter.
  */
 #include "tgtest.h"
 
@@ -102,13 +103,13 @@ static void test_applied_when_unset(void **state)
     assert_string_equal(tg_message_entity_type_to_str(m->entities[0].type), "bold");
 
     /* editMessageText has parse_mode and link_preview_options, not the other two. */
-    assert_int_equal(tg_edit_message_text(f->ctx,
-                                          &(tg_edit_message_text_params){
-                                              .chat_id = user_chat(f),
-                                              .message_id = TG_SOME(m->message_id),
-                                              .text = "<i>edited</i>"},
-                                          NULL),
-                     TG_OK);
+    assert_int_equal(
+        tg_edit_message_text(f->ctx,
+                             &(tg_edit_message_text_params){.chat_id = user_chat(f),
+                                                            .message_id = TG_SOME(m->message_id),
+                                                            .text = "<i>edited</i>"},
+                             NULL),
+        TG_OK);
     expect_call(f, "editMessageText",
                 LIST("\"parse_mode\":\"HTML\"", "\"link_preview_options\":{\"is_disabled\":true}"),
                 LIST("protect_content", "disable_notification"));
@@ -120,16 +121,16 @@ static void test_explicit_values_win(void **state)
     struct fx *f = *state;
     tg_message *m = NULL;
     /* Explicit "none" and false: no parse mode, no protection, a sound, Telegram's own preview. */
-    assert_int_equal(tg_send_message(f->ctx,
-                                     &(tg_send_message_params){
-                                         .chat_id = user_chat(f),
-                                         .text = "<b>literal</b>",
-                                         .parse_mode = TG_ENUM(TG_ENUM_NONE),
-                                         .link_preview_options = &telegram_own,
-                                         .protect_content = TG_SOME(false),
-                                         .disable_notification = TG_SOME(false)},
-                                     &m),
-                     TG_OK);
+    assert_int_equal(
+        tg_send_message(f->ctx,
+                        &(tg_send_message_params){.chat_id = user_chat(f),
+                                                  .text = "<b>literal</b>",
+                                                  .parse_mode = TG_ENUM(TG_ENUM_NONE),
+                                                  .link_preview_options = &telegram_own,
+                                                  .protect_content = TG_SOME(false),
+                                                  .disable_notification = TG_SOME(false)},
+                        &m),
+        TG_OK);
     expect_call(f, "sendMessage",
                 LIST("\"link_preview_options\":{}", "\"protect_content\":false",
                      "\"disable_notification\":false"),
@@ -154,8 +155,8 @@ static void test_explicit_values_win(void **state)
                 LIST("HTML", "is_disabled"));
 
     /* Entities format the text: the default parse mode stays out, the others apply. */
-    tg_message_entity bold = {.type = TG_ENUM(TG_MESSAGE_ENTITY_TYPE_BOLD), .offset = 0,
-                              .length = 1};
+    tg_message_entity bold = {
+        .type = TG_ENUM(TG_MESSAGE_ENTITY_TYPE_BOLD), .offset = 0, .length = 1};
     assert_int_equal(tg_send_message(f->ctx,
                                      &(tg_send_message_params){.chat_id = user_chat(f),
                                                                .text = "<",
@@ -171,10 +172,11 @@ static void test_explicit_values_win(void **state)
 static void test_other_methods_unaffected(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(tg_send_chat_action(f->ctx,
-                                         &(tg_send_chat_action_params){
-                                             .chat_id = user_chat(f), .action = TG_ENUM(TG_CHAT_ACTION_TYPING)}),
-                     TG_OK);
+    assert_int_equal(
+        tg_send_chat_action(
+            f->ctx, &(tg_send_chat_action_params){.chat_id = user_chat(f),
+                                                  .action = TG_ENUM(TG_CHAT_ACTION_TYPING)}),
+        TG_OK);
     expect_call(f, "sendChatAction", LIST("\"action\":\"typing\""),
                 LIST("parse_mode", "link_preview", "protect_content", "disable_notification"));
     assert_int_equal(tg_get_me(f->ctx, NULL), TG_OK);
@@ -183,11 +185,10 @@ static void test_other_methods_unaffected(void **state)
 
     /* Cleared: nothing is added any more. */
     assert_int_equal(tg_bot_set_defaults(f->bot, NULL), TG_OK);
-    assert_int_equal(tg_send_message(f->ctx,
-                                     &(tg_send_message_params){.chat_id = user_chat(f),
-                                                               .text = "plain"},
-                                     NULL),
-                     TG_OK);
+    assert_int_equal(
+        tg_send_message(f->ctx, &(tg_send_message_params){.chat_id = user_chat(f), .text = "plain"},
+                        NULL),
+        TG_OK);
     expect_call(f, "sendMessage", LIST("\"text\":\"plain\""),
                 LIST("parse_mode", "link_preview", "protect_content", "disable_notification"));
     assert_int_equal(tg_bot_get_defaults(f->bot)->parse_mode.id, TG_ENUM_ABSENT);
@@ -211,9 +212,9 @@ static void test_nested_and_multipart(void **state)
         .title = "t",
         .input_message_content = tg_input_message_content_from_text_message_content(&itmc)};
     tg_inline_query_result res = tg_inline_query_result_from_article(&art);
-    (void)tg_answer_inline_query(f->ctx,
-                                 &(tg_answer_inline_query_params){
-                                     .inline_query_id = "404", .results = &res, .results_count = 1});
+    (void)tg_answer_inline_query(f->ctx, &(tg_answer_inline_query_params){.inline_query_id = "404",
+                                                                          .results = &res,
+                                                                          .results_count = 1});
     expect_call(f, "answerInlineQuery",
                 LIST("\"message_text\":\"<b>x</b>\",\"parse_mode\":\"HTML\","
                      "\"link_preview_options\":{\"is_disabled\":true}"),
@@ -222,11 +223,10 @@ static void test_nested_and_multipart(void **state)
     /* A quote's parse mode in ReplyParameters, and a photo upload (multipart form fields). */
     static const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     tg_message *sent = NULL;
-    assert_int_equal(tg_send_message(f->ctx,
-                                     &(tg_send_message_params){.chat_id = user_chat(f),
-                                                               .text = "first"},
-                                     &sent),
-                     TG_OK);
+    assert_int_equal(
+        tg_send_message(f->ctx, &(tg_send_message_params){.chat_id = user_chat(f), .text = "first"},
+                        &sent),
+        TG_OK);
     tg_reply_parameters rp = {.message_id = TG_SOME(sent->message_id), .quote = "fir"};
     assert_int_equal(tg_send_photo(f->ctx,
                                    &(tg_send_photo_params){
@@ -263,23 +263,22 @@ static void test_async(void **state)
     tg_async *a = tg_async_new(f->bot, NULL);
     assert_non_null(a);
     struct async_done d1 = {0}, d2 = {0};
-    assert_true(tg_async_send_message(a,
-                                      &(tg_send_message_params){.chat_id = user_chat(f),
-                                                                .text = "<b>async</b>"},
-                                      on_sent, &d1) != 0);
+    assert_true(tg_async_send_message(
+                    a, &(tg_send_message_params){.chat_id = user_chat(f), .text = "<b>async</b>"},
+                    on_sent, &d1) != 0);
     for (int i = 0; i < 1000 && tg_async_pending(a) > 0; i++)
         assert_true(tg_async_run_once(a, 100) >= 0);
     assert_int_equal(d1.calls, 1);
     assert_int_equal(d1.st, TG_OK);
     expect_call(f, "sendMessage", LIST("\"text\":\"<b>async</b>\"", DEFAULTS), NULL);
 
-    assert_true(tg_async_send_message(a,
-                                      &(tg_send_message_params){
-                                          .chat_id = user_chat(f),
-                                          .text = "async explicit",
-                                          .parse_mode = TG_ENUM(TG_ENUM_NONE),
-                                          .disable_notification = TG_SOME(false)},
-                                      on_sent, &d2) != 0);
+    assert_true(
+        tg_async_send_message(a,
+                              &(tg_send_message_params){.chat_id = user_chat(f),
+                                                        .text = "async explicit",
+                                                        .parse_mode = TG_ENUM(TG_ENUM_NONE),
+                                                        .disable_notification = TG_SOME(false)},
+                              on_sent, &d2) != 0);
     for (int i = 0; i < 1000 && tg_async_pending(a) > 0; i++)
         assert_true(tg_async_run_once(a, 100) >= 0);
     assert_int_equal(d2.calls, 1);
@@ -302,8 +301,22 @@ static tg_status on_plain(tg_hctx *h, void *user)
 static tg_status on_extra(tg_hctx *h, void *user)
 {
     (void)user;
-    return tg_send_ex(h, "*extra*",
-                      "\"parse_mode\":\"MarkdownV2\",\"protect_content\":false");
+    return tg_send_ex(h, "*extra*", "\"parse_mode\":\"MarkdownV2\",\"protect_content\":false");
+}
+
+static tg_status on_menu(tg_hctx *h, void *user)
+{
+    (void)user;
+    return tg_send_ex(h, "menu",
+                      "\"reply_markup\":{\"inline_keyboard\":[[{\"text\":\"Go\","
+                      "\"callback_data\":\"go\"}]]}");
+}
+
+static tg_status on_go(tg_hctx *h, void *user)
+{
+    (void)user;
+    tg_status st = tg_edit(h, "<i>edited</i>", NULL);
+    return st == TG_OK ? tg_answer(h, NULL) : st;
 }
 
 static tg_status on_text(tg_hctx *h, void *user)
@@ -322,6 +335,8 @@ static void test_shortcuts(void **state)
     tg_router_on_command(r, "plain", on_plain, NULL);
     tg_router_on_command(r, "extra", on_extra, NULL);
     tg_router_on_command(r, "text", on_text, NULL);
+    tg_router_on_command(r, "menu", on_menu, NULL);
+    tg_router_on_callback(r, "go", on_go, NULL);
     tgtest_emu_bot b;
     tgtest_emu_bot_start(&b, tg_test_token(f->t), tg_test_url(f->t), r, 1);
     set_all(b.bot);
@@ -350,6 +365,24 @@ static void test_shortcuts(void **state)
     free(m);
     expect_call(f, "sendMessage", LIST("\"entities\":", "\"protect_content\":true"),
                 LIST("parse_mode"));
+
+    /* tg_edit: editMessageText has parse_mode and link_preview_options only. */
+    id = tg_test_send(f->t, 0, 0, "/menu");
+    m = tg_test_wait_message(f->t, 0, id, "menu", WAIT_MS);
+    assert_non_null(m);
+    free(m);
+    int64_t mid = tg_test_last_message_id(f->t, 0);
+    char *a = tg_test_press(f->t, 0, 0, mid, "go", WAIT_MS);
+    if (!a)
+        fail_msg("%s", tg_test_errmsg(f->t));
+    free(a);
+    m = tg_test_wait_edit(f->t, 0, mid, "edited", WAIT_MS);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "\"type\":\"italic\"")); /* the default HTML was applied */
+    free(m);
+    expect_call(f, "editMessageText",
+                LIST("\"parse_mode\":\"HTML\"", "\"link_preview_options\":{\"is_disabled\":true}"),
+                LIST("protect_content", "disable_notification"));
 
     tgtest_emu_bot_stop(&b);
     tg_router_free(r);

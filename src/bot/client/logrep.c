@@ -30,7 +30,7 @@
 #define LOGREP_OUT_MAX  (TG__LOG_LINE_MAX + 128)
 
 struct rep_slot {
-    uint64_t key;  /* 0 = free */
+    uint64_t key; /* 0 = free */
     int level;
     uint64_t seen; /* lines of this run */
     uint64_t held; /* held back since the last shown */
@@ -107,8 +107,13 @@ static void end_run(struct rep_out *o, const struct rep_slot *s, uint64_t now)
 
 static void start_run(struct rep_slot *s, uint64_t key, int level, uint64_t now, uint64_t tick)
 {
-    *s = (struct rep_slot){.key = key, .level = level, .seen = 1, .next = LOGREP_FIRST,
-                           .first_ms = now, .last_ms = now, .used = tick};
+    *s = (struct rep_slot){.key = key,
+                           .level = level,
+                           .seen = 1,
+                           .next = LOGREP_FIRST,
+                           .first_ms = now,
+                           .last_ms = now,
+                           .used = tick};
 }
 
 static void decide(struct tg__logrep *r, int level, const char *msg, struct rep_out *o)

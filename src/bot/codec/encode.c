@@ -28,8 +28,8 @@ typedef struct enc {
     tg__jw *w;
     int flags;
     const tg_bot_defaults *dflt; /* NULL: none (the public codec, tools) */
-    uint32_t seq; /* next attach:// number */
-    char *why;    /* optional: the first invalid value's path and reason */
+    uint32_t seq;                /* next attach:// number */
+    char *why;                   /* optional: the first invalid value's path and reason */
     size_t why_cap;
     struct enc_step {
         const char *name;
@@ -206,8 +206,8 @@ static bool unset(const tg__field *f, const unsigned char *base)
 
 /* The default for f at base, when one applies (see the file comment), else NULL. The value
  * has f's storage shape (tg_strenum, tg_opt_bool, or a pointer slot), so enc_one writes it. */
-const void *tg__codec_default_for(const tg_bot_defaults *d, const tg__type *t,
-                                  const tg__field *f, const unsigned char *base)
+const void *tg__codec_default_for(const tg_bot_defaults *d, const tg__type *t, const tg__field *f,
+                                  const unsigned char *base)
 {
     if (!d || !f->dflt || !(f->flags & TG__F_OPT) || (f->flags & (TG__F_ARR | TG__F_ARR2)))
         return NULL;
@@ -342,8 +342,8 @@ void tg__codec_encode(const tg__type *t, const void *v, tg__jw *w, int flags)
     tg__codec_encode_why(t, v, w, flags, NULL, 0);
 }
 
-void tg__codec_encode_params(const tg__method *m, const void *params,
-                             const tg_bot_defaults *dflt, tg__jw *w, char *why, size_t why_cap)
+void tg__codec_encode_params(const tg__method *m, const void *params, const tg_bot_defaults *dflt,
+                             tg__jw *w, char *why, size_t why_cap)
 {
     enc e = {.w = w, .dflt = dflt, .why = why, .why_cap = why_cap};
     if (why && why_cap)

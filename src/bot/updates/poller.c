@@ -120,8 +120,8 @@ static void report_ok(struct poller *p)
     p->backoff_ms = p->o.backoff_min_ms;
     if (!p->failures)
         return;
-    tg__dispatcher_log(p->d, TG__LOG_INFO, "getUpdates: working again after %llu failed calls "
-                                           "in %llu s",
+    tg__dispatcher_log(p->d, TG__LOG_INFO,
+                       "getUpdates: working again after %llu failed calls in %llu s",
                        (unsigned long long)p->failures,
                        (unsigned long long)((tg__now_ms() - p->fail_since_ms) / 1000));
     p->failures = 0;
@@ -132,8 +132,8 @@ static void report_ok(struct poller *p)
 static void back_off(struct poller *p, uint32_t wait)
 {
     tg__wait_stop(p->d, wait > INT32_MAX ? INT32_MAX : (int)wait);
-    p->backoff_ms = p->backoff_ms > p->o.backoff_max_ms / 2 ? p->o.backoff_max_ms
-                                                            : p->backoff_ms * 2;
+    p->backoff_ms =
+        p->backoff_ms > p->o.backoff_max_ms / 2 ? p->o.backoff_max_ms : p->backoff_ms * 2;
 }
 
 /* Feed one update of the answer. Returns 1 if it was new, 0 if skipped, -1 to stop. */
