@@ -9,10 +9,12 @@
  *     and new clients get through; the stored copies in state-dir are the new documents;
  *   - a failing refresh (HTTP 500, a secret of the wrong size) keeps the last good copy,
  *     warns, and counts it in middle_proxy_source_failures_total;
- *   - a restart with the HTTPS server gone starts from the stored copies and serves;
+ *   - a restart with the HTTPS server gone starts from the stored copies and serves; a start
+ *     with no copy anywhere sends tagged clients direct until the documents download;
  *   - a reload (SIGHUP) changing [middle-proxy] connections rebuilds the pool while a client
  *     on the old one keeps working, and the old connection closes when that client ends;
- *     a reload removing a secret's tag sends its new clients direct;
+ *     a reload removing a secret's tag sends its new clients direct; a reload pointing
+ *     proxy-config at another list moves the pool to that list's middle proxy;
  *   - the public address detected through public-ip-url (the document server answers
  *     203.0.113.7): the fake middle proxy, told the proxy's side is 203.0.113.7 behind NAT
  *     (--client-addr), completes the handshake only with keys derived from that address, and
@@ -318,6 +320,22 @@ static void test_reload_pool_and_tags(void **state)
     dfx_wait_log(&e.mp, "client ", clients + 1);
     assert_int_equal(dfx_log_count(&e.mp, "handshake ok from 127.0.0.1:"), 4); /* pool kept */
 
+    /* proxy-config names another file, listing a second middle proxy: the pool moves there */
+    struct dfx mp2;
+    dfx_init(&mp2, "mpr-fakemp2");
+    pfmp_start(&mp2, e.secret_path, e.dc_port, 0, NULL);
+    dfx_path(&mp2, "proxy-config", e.conf_path, sizeof e.conf_path);
+    snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n", mp2.port);
+    dfx_write(e.conf_path, conf);
+    write_reload_cfg(&e, 3, "");
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, "reload: ", 3);
+    dfx_wait_log(&mp2, "handshake ok from 127.0.0.1:", 3);
+    assert_true(tgtest_wait_until(echo_works, &e, DFX_WAIT_MS));
+    dfx_wait_log(&mp2, "tag " TAG " from 127.0.0.1:", 1);
+    assert_int_equal(dfx_stop(&mp2, SIGTERM), 0);
+    dfx_done(&mp2);
+
     env_end(&e);
 }
 
@@ -367,12 +385,65 @@ static void test_public_ip_detected(void **state)
     env_end(&e);
 }
 
+/* A start with no copy anywhere (the server answers 503, state-dir is empty): tagged clients
+   go direct (fallback-direct) and are counted; once the documents download, the pool comes
+   up and they go through the middle proxy. */
+static void test_no_copy_then_recovery(void **state)
+{
+    (void)state;
+    struct env e;
+    env_begin(&e, "mpnc", true);
+    uint8_t secret[128];
+    secret_of(secret, 21);
+    pfmp_secret(e.secret_path, secret, sizeof secret);
+    pfmp_start(&e.mp, e.secret_path, e.dc_port, 0, NULL);
+    docsrv_serve(e.docs, "/secret", 503, "busy", 4, 0);
+    docsrv_serve(e.docs, "/config", 503, "busy", 4, 0);
+    tg__strlcpy(e.state, e.d.dir, sizeof e.state);
+    char key[33], su[96], cu[96];
+    tg__hex_encode(key, e.key, 16);
+    docsrv_url(e.docs, "/secret", su, sizeof su);
+    docsrv_url(e.docs, "/config", cu, sizeof cu);
+    dfx_config(&e.d,
+               "bind-to = \"127.0.0.1:0\"\nworkers = 1\nad-tag = \"" TAG "\"\n"
+               "[secrets]\ndd = \"dd%s\"\n[dcs]\ndefault = [\"127.0.0.1:%u\"]\n"
+               "[middle-proxy]\nproxy-secret = \"%s\"\nproxy-config = \"%s\"\n"
+               "state-dir = \"%s\"\nupdate-each = \"1s\"\n"
+               "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:0\"\n",
+               key, e.dc_port, su, cu, e.state);
+    dfx_run(&e.d, DFX_TGPROXY);
+    dfx_wait_log(&e.d, "proxy-secret: https://127.0.0.1:", 1);
+    dfx_wait_log(&e.d, "HTTP status 503, expected 200; no copy yet", 1);
+    struct pcli c;
+    struct pcli_opts o = {.mode = PCLI_DD, .key = e.key, .dc = 2};
+    assert_int_equal(pcli_connect(&c, e.d.port, &o), 0);
+    assert_int_equal(pcli_echo(&c, 3, 4096, 0), 0); /* the fake DC's own stream: direct */
+    pcli_close(&c);
+    char *page = scrape(&e);
+    if (!(prom_sample(page, "tgproxy_middle_proxy_fallbacks_total{}") >= 1) ||
+        strstr(page, "\ntgproxy_middle_proxy_source_age_seconds{source=proxy-secret} "))
+        fail_msg("a tagged client without documents: no fallback counted, or an age:\n%s", page);
+    free(page);
+    assert_int_equal(dfx_log_count(&e.mp, "client "), 0);
+
+    /* the documents arrive: the next refresh brings the pool up */
+    char conf[128];
+    int n = snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n", e.mp.port);
+    docsrv_serve(e.docs, "/config", 200, conf, (size_t)n, 0);
+    docsrv_serve(e.docs, "/secret", 200, secret, sizeof secret, 0);
+    dfx_wait_log(&e.mp, "handshake ok from 127.0.0.1:", 2);
+    assert_true(tgtest_wait_until(echo_works, &e, DFX_WAIT_MS));
+    dfx_wait_log(&e.mp, "tag " TAG " from 127.0.0.1:", 1);
+    env_end(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refresh_store_restart),
         cmocka_unit_test(test_reload_pool_and_tags),
         cmocka_unit_test(test_public_ip_detected),
+        cmocka_unit_test(test_no_copy_then_recovery),
     };
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
