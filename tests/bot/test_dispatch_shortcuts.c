@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <stdatomic.h>
 
 #include "dispatch_fakeapi.h"
 #include "tgbot/client.h"
@@ -16,9 +17,22 @@
 
 #define TOKEN "123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 
+static atomic_int then_ran;
+
+static tg_status then_me(tg_hctx *h, tg_status st, const char *json, size_t len, void *user)
+{
+    (void)h, (void)user;
+    if (st == TG_OK && json && len && strstr(json, "username"))
+        atomic_store(&then_ran, 1);
+    return st;
+}
+
 static tg_status h_text(tg_hctx *h, void *user)
 {
     (void)user;
+    /* on workers the continuation runs at once, with the call's result */
+    assert_int_equal(tg_hctx_call_then(h, "getMe", NULL, then_me, NULL), TG_OK);
+    assert_int_equal(atomic_load(&then_ran), 1);
     /* tg_edit refuses a plain message: it is the user's, not the bot's (issue 17) */
     assert_int_equal(tg_edit(h, "hijack", NULL), TG_ERR_INVALID);
     assert_non_null(strstr(tg_hctx_errmsg(h), "callback query"));
