@@ -129,6 +129,9 @@ def main(argv):
         a.call("GET", "/v1/secrets/alice", t, want=200)
         a.call("GET", "/v1/secrets/nobody", t, want=404)
         a.call("PATCH", "/v1/secrets/alice", t, want=200, body={"limits": {"max-connections": 3}})
+        a.call("PATCH", "/v1/secrets/alice", t, want=200,
+               body={"ad_tag": "00112233445566778899aabbccddeeff"})
+        a.call("PATCH", "/v1/secrets/alice", t, want=400, body={"ad_tag": "12"})
         a.call("PATCH", "/v1/secrets/alice", t, want=409, body={"limits": {}},
                headers={"If-Match": "\"1\""})
         a.call("PATCH", "/v1/secrets/file1", t, want=409, body={"limits": {}})

@@ -7,7 +7,8 @@ Runs the built tgproxy with [api] and a token file, then in the browser:
   2. create a dd secret with a quota: its row appears and its QR code (fetched with the
      token, shown from a blob: URL) is rendered (naturalWidth > 0);
   3. a real dd client (obfs2 header, AES-CTR from python3-cryptography) authenticates with
-     the file's secret: the panel's Active count goes to 1 by itself (live refresh);
+     the file's secret: the panel's Active count and unique addresses go to 1 by themselves
+     (live refresh), and the secret's details list the client's address;
   4. disable the new secret from its row: the row says disabled;
   5. a reload refused for a key named <img src=x onerror=...>: the recent-reloads list shows
      the text, no image element is made and its script never runs.
@@ -162,6 +163,14 @@ def main(argv):
         held.append(conn)
         wait_for(cdp, session, "document.querySelector('tr[data-label=\"file1\"]')"
                  ".children[5].textContent === '1'", "the live count of file1 going to 1")
+        wait_for(cdp, session, "document.querySelector('tr[data-label=\"file1\"]')"
+                 ".children[11].textContent === '1'", "file1's unique client addresses at 1")
+        js(cdp, session, "document.querySelector('tr[data-label=\"file1\"]"
+           " button[data-action=\"share\"]').click(); true")
+        wait_for(cdp, session, "document.querySelector('#share-label').textContent === 'file1'"
+                 " && [...document.querySelectorAll('#share-clients li')]"
+                 ".some(li => li.textContent.startsWith('127.0.0.1 '))",
+                 "file1's client address listed")
 
         js(cdp, session, "document.querySelector('tr[data-label=\"alice\"]"
            " button[data-action=\"disable\"]').click(); true")

@@ -16,6 +16,7 @@
 #include "proxy/daemon/server.h"
 #include "proxy/engine/generation.h"
 #include "proxy/engine/limits.h"
+#include "proxy/engine/seen.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/json.h"
 #include "proxy/wire/netset.h"
@@ -248,15 +249,27 @@ static uint32_t slot_of(struct server *s, const char *label)
 
 /* A secret's numbers as /stats shows them, summed over a fleet's instances with ?scope=fleet
    (a field marked max takes the largest instead: a time). The same as the Prometheus page's
-   per-secret series (metrics.c). */
+   per-secret series (metrics.c). A field with a group sits in that member object. */
 static const struct {
-    const char *name;
+    const char *group, *name;
     bool max;
 } snum_field[] = {
-    {"connections_active", false}, {"connections_total", false}, {"bytes_to_upstream", false},
-    {"bytes_to_client", false},    {"limits_hit", false},
+    {NULL, "connections_active", false},
+    {NULL, "connections_total", false},
+    {NULL, "bytes_to_upstream", false},
+    {NULL, "bytes_to_client", false},
+    {NULL, "limits_hit", false},
+    {NULL, "unique_ips", false}, /* summed over a fleet: an address seen at two counts twice */
+    {NULL, "last_seen", true},   /* Unix seconds; null (0 here) = never */
+    {"handshakes", "ok", false},
+    {"handshakes", "stale", false},
+    {"handshakes", "replay", false},
+    {"handshakes", "limit", false},
+    {"handshakes", "other", false},
 };
-#define SNUM_COUNT (sizeof snum_field / sizeof snum_field[0])
+#define SNUM_COUNT     (sizeof snum_field / sizeof snum_field[0])
+#define SNUM_LAST_SEEN 6
+#define CLIENTS_SHOWN  64 /* addresses a /stats answer lists */
 
 struct snums {
     uint64_t v[SNUM_COUNT];
@@ -264,19 +277,29 @@ struct snums {
     uint64_t quota_limit, quota_used;
     int64_t quota_end;
     unsigned instances; /* how many instances answered (1 = this one alone) */
+    size_t nclients;    /* clients[0..nclients): this instance's, newest first */
+    struct seen_addr clients[CLIENTS_SHOWN];
 };
 
 /* The numbers of a label here: slot (GEN_NO_SLOT = never served), the generation index
-   (-1 = not served now, e.g. disabled). */
+   (-1 = not served now, e.g. disabled); the addresses too with clients. */
 static void snums_local(struct snums *n, struct server *s, const struct gen *g, uint32_t slot,
-                        ssize_t gi)
+                        ssize_t gi, bool clients)
 {
     struct stats_secret ss;
     memset(n, 0, sizeof *n);
     memset(&ss, 0, sizeof ss);
-    if (slot != GEN_NO_SLOT)
+    int64_t last = 0;
+    size_t ips = 0;
+    if (slot != GEN_NO_SLOT) {
         server_secret_stats(s, slot, &ss);
-    const uint64_t v[] = {ss.active, ss.conns, ss.bytes_up, ss.bytes_down, ss.limits_hit};
+        ips = server_secret_seen(s, slot, gi >= 0 ? g->cfg->secrets[gi].limits.unique_ips_window_s : 0,
+                                 clients ? n->clients : NULL, clients ? CLIENTS_SHOWN : 0, &last);
+        n->nclients = clients ? (ips < CLIENTS_SHOWN ? ips : CLIENTS_SHOWN) : 0;
+    }
+    const uint64_t v[] = {ss.active,   ss.conns,    ss.bytes_up,  ss.bytes_down,
+                          ss.limits_hit, ips,       (uint64_t)(last > 0 ? last : 0),
+                          ss.conns,    ss.hs_stale, ss.hs_replay, ss.hs_limit, ss.hs_other};
     _Static_assert(sizeof v / sizeof v[0] == SNUM_COUNT, "a value for every field");
     memcpy(n->v, v, sizeof v);
     n->quota = gi >= 0 && limits_quota_get(g->limits, (size_t)gi, &n->quota_used, &n->quota_end);
@@ -294,7 +317,8 @@ static void snums_add_json(struct snums *n, const char *text, size_t len)
         return;
     const struct json_val *root = doc.root;
     for (size_t i = 0; root->type == JSON_OBJECT && i < SNUM_COUNT; i++) {
-        const struct json_val *m = json_get(root, snum_field[i].name);
+        const struct json_val *o = snum_field[i].group ? json_get(root, snum_field[i].group) : root;
+        const struct json_val *m = o && o->type == JSON_OBJECT ? json_get(o, snum_field[i].name) : NULL;
         uint64_t x = m && m->type == JSON_NUMBER && m->is_int && m->i >= 0 ? (uint64_t)m->i : 0;
         if (snum_field[i].max)
             n->v[i] = x > n->v[i] ? x : n->v[i];
@@ -315,18 +339,58 @@ static void snums_add_json(struct snums *n, const char *text, size_t len)
 static int snums_put(tg__buf *b, const struct snums *n, bool fleet)
 {
     int rc = tg__buf_putc(b, '{');
-    for (size_t i = 0; rc == 0 && i < SNUM_COUNT; i++)
-        rc = tg__buf_printf(b, "\"%s\":%" PRIu64 ",", snum_field[i].name, n->v[i]);
+    const char *group = NULL;
+    bool comma = false;
+    for (size_t i = 0; rc == 0 && i < SNUM_COUNT; i++) {
+        const char *gr = snum_field[i].group;
+        if (group && (!gr || strcmp(gr, group) != 0)) { /* the group ends */
+            rc = tg__buf_putc(b, '}');
+            group = NULL;
+        }
+        if (rc == 0 && gr && !group) { /* a group begins */
+            rc = tg__buf_printf(b, "%s\"%s\":{", comma ? "," : "", gr);
+            group = gr;
+            comma = false;
+        }
+        if (rc == 0 && i == SNUM_LAST_SEEN && n->v[i] == 0)
+            rc = tg__buf_printf(b, "%s\"%s\":null", comma ? "," : "", snum_field[i].name);
+        else if (rc == 0)
+            rc = tg__buf_printf(b, "%s\"%s\":%" PRIu64, comma ? "," : "", snum_field[i].name,
+                                n->v[i]);
+        comma = true;
+    }
+    if (rc == 0 && group)
+        rc = tg__buf_putc(b, '}');
     uint64_t q = n->quota_limit, used = n->quota_used;
     if (rc == 0)
         rc = n->quota ? tg__buf_printf(b,
-                                       "\"quota_used\":%" PRIu64 ",\"quota_left\":%" PRIu64
+                                       ",\"quota_used\":%" PRIu64 ",\"quota_left\":%" PRIu64
                                        ",\"quota_period_end\":%" PRId64,
                                        used, used >= q ? 0 : q - used, n->quota_end)
-                      : tg__buf_puts(b, "\"quota_used\":null,\"quota_left\":null,"
+                      : tg__buf_puts(b, ",\"quota_used\":null,\"quota_left\":null,"
                                         "\"quota_period_end\":null");
     if (rc == 0 && fleet)
         rc = tg__buf_printf(b, ",\"instances\":%u", n->instances);
+    if (rc == 0 && n->nclients)
+        rc = tg__buf_puts(b, ",\"clients\":[");
+    for (size_t i = 0; rc == 0 && i < n->nclients; i++) {
+        struct sockaddr_storage ss;
+        char text[INET6_ADDRSTRLEN];
+        memset(&ss, 0, sizeof ss);
+        const uint8_t *a = n->clients[i].addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(a, mapped, 12) == 0)
+            inet_ntop(AF_INET, a + 12, text, sizeof text);
+        else
+            inet_ntop(AF_INET6, a, text, sizeof text);
+        rc = tg__buf_printf(b, "%s{\"address\":", i ? "," : "");
+        if (rc == 0)
+            rc = json_put_str(b, text, strlen(text));
+        if (rc == 0)
+            rc = tg__buf_printf(b, ",\"last_seen\":%" PRId64 "}", n->clients[i].at);
+    }
+    if (rc == 0 && n->nclients)
+        rc = tg__buf_putc(b, ']');
     return rc ? rc : tg__buf_putc(b, '}');
 }
 
@@ -414,11 +478,11 @@ static void snums_fleet(struct snums *n, const struct peer_stats *ps, const char
 
 /* The stats object of a label: local (ps NULL) or summed over the fleet. */
 static int put_stats(tg__buf *b, struct server *s, const struct gen *g, const char *label,
-                     const struct peer_stats *ps)
+                     const struct peer_stats *ps, bool clients)
 {
     ssize_t gi = gen_index(g, label);
     struct snums n;
-    snums_local(&n, s, g, gi >= 0 ? g->slot[gi] : slot_of(s, label), gi);
+    snums_local(&n, s, g, gi >= 0 ? g->slot[gi] : slot_of(s, label), gi, clients);
     if (ps)
         snums_fleet(&n, ps, label);
     return snums_put(b, &n, ps != NULL);
@@ -465,7 +529,7 @@ static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char
     if (rc == 0 && with_stats) {
         rc = tg__buf_puts(b, ",\"stats\":");
         if (rc == 0)
-            rc = put_stats(b, a->srv, g, label, ps);
+            rc = put_stats(b, a->srv, g, label, ps, false);
     }
     return rc ? rc : tg__buf_putc(b, '}');
 }
@@ -627,7 +691,7 @@ static void publish(struct api *a, struct apifleet_link *l)
         tg__strlcpy(labels[n], label, sizeof labels[n]);
         lp[n] = labels[n];
         tg__buf_init(&vals[n], 4096);
-        ok = put_stats(&vals[n], a->srv, g, label, NULL) == 0;
+        ok = put_stats(&vals[n], a->srv, g, label, NULL, false) == 0;
         n++;
     }
     gen_unref(g);
@@ -968,11 +1032,20 @@ static int h_change(struct api *a, struct MHD_Connection *c, const char *label, 
         rc = err_out(o, 500, "internal", "no random bytes");
     else if (op == OP_PATCH) {
         for (const struct json_val *m = body ? body->child : NULL; m && rc == 0; m = m->next)
-            if (strcmp(m->key, "limits") != 0)
-                rc =
-                    err_out(o, 400, "bad_request", "PATCH changes limits only: {\"limits\":{...}}");
+            if (strcmp(m->key, "limits") != 0 && strcmp(m->key, "ad_tag") != 0)
+                rc = err_out(o, 400, "bad_request",
+                             "PATCH changes limits and ad_tag: {\"limits\":{...},\"ad_tag\":\"...\"}");
         if (rc == 0)
             rc = limits_from(json_get(body, "limits"), &e->limits, o);
+        const struct json_val *tag = json_get(body, "ad_tag"); /* middle-proxy mode */
+        if (rc == 0 && tag && tag->type == JSON_NULL)
+            e->ad_tag_mode = 0, memset(e->ad_tag, 0, sizeof e->ad_tag); /* the top-level one */
+        else if (rc == 0 && tag &&
+                 (tag->type != JSON_STRING ||
+                  apistore_ad_tag(tag->str, tag->len, &e->ad_tag_mode, e->ad_tag) != 0))
+            rc = err_out(o, 400, "bad_request",
+                         "ad_tag: expected the 32 hex digits @MTProxybot gives, \"\" for none, "
+                         "or null for the top-level ad-tag");
     } else if (op == OP_DELETE)
         apistore_del(&cand, e);
     if (op == OP_ENABLE && !e->has_secret)
@@ -1137,8 +1210,8 @@ static int h_get(struct api *a, struct MHD_Connection *c, const char *label, boo
         rc = ANSWERED;
     else {
         rc = data_begin(o, 200);
-        if (rc == 0 && stats)
-            rc = put_stats(&o->b, a->srv, g, label, ps);
+        if (rc == 0 && stats) /* the addresses: for the operator, in this answer only */
+            rc = put_stats(&o->b, a->srv, g, label, ps, true);
         else if (rc == 0)
             rc = put_secret(&o->b, a, g, label, true, NULL);
         snprintf(o->etag, sizeof o->etag, "\"%" PRIu64 "\"", e ? e->revision : 0);
@@ -1725,7 +1798,7 @@ int api_start(struct server *s, struct api **out)
     value_set_port(&at, a->port);
     value_format_addr(&at, url, sizeof url);
     tg__log(NULL, TG__LOG_INFO, "[api] serving http://%s/ (%s)", url,
-            a->has_token ? "bearer token required" : "no token: loopback only");
+            a->has_token ? "bearer token required" : "no token, loopback only");
     *out = a;
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "proxy/services/acl.h"
 #include "proxy/services/mpsource.h"
 #include "proxy/daemon/server.h"
+#include "proxy/engine/generation.h"
 
 #include <errno.h>
 #include <math.h>
@@ -343,11 +344,14 @@ static int collect_secrets(struct walk *w, const struct server *s)
     return rc;
 }
 
-/* Limit hits by secret label (limits_hit_total says which limit). */
+/* Limit hits by secret label (limits_hit_total says which limit); then the secret's
+   handshakes by outcome, its unique client addresses and when it was last used (the numbers
+   the control API's /stats gives; the addresses themselves are never on this page). */
 static int collect_secret_limits(struct walk *w, const struct server *s)
 {
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < server_secret_count(s); i++) {
+    size_t n = server_secret_count(s);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         struct stats_secret ss;
         server_secret_stats(s, i, &ss);
         rc = put1(w, "secret_limits_hit_total", METRIC_COUNTER,
@@ -355,6 +359,44 @@ static int collect_secret_limits(struct walk *w, const struct server *s)
                   "label.",
                   "secret", server_secret_label(s, i), (double)ss.limits_hit);
     }
+    static const char *const outcome[] = {"ok", "stale", "replay", "limit", "other"};
+    for (size_t k = 0; rc == 0 && k < 5; k++)
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            struct stats_secret ss;
+            server_secret_stats(s, i, &ss);
+            const uint64_t v[] = {ss.conns, ss.hs_stale, ss.hs_replay, ss.hs_limit, ss.hs_other};
+            struct metric_sample m = {
+                .family = "secret_handshakes_total",
+                .help = "Client handshakes that named the secret (its key matched), by secret "
+                        "label and outcome.",
+                .nlabels = 2,
+                .label_key = {"outcome", "secret"},
+                .label_val = {outcome[k], server_secret_label(s, i)},
+                .value = (double)v[k]};
+            rc = put(w, &m);
+        }
+    /* the window of each label's unique addresses: its unique-ips-window, else an hour */
+    struct gen *g = server_gen((struct server *)s);
+    uint32_t *win = n ? tg__calloc(n, sizeof *win) : NULL;
+    for (size_t i = 0; win && i < g->cfg->nsecrets; i++)
+        if (g->slot[i] < n)
+            win[g->slot[i]] = g->cfg->secrets[i].limits.unique_ips_window_s;
+    gen_unref(g);
+    for (int pass = 0; rc == 0 && pass < 2; pass++)
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            int64_t last = 0;
+            size_t ips = server_secret_seen(s, i, win ? win[i] : 0, NULL, 0, &last);
+            rc = pass == 0 ? put1(w, "secret_unique_ips", METRIC_GAUGE,
+                                  "Distinct client addresses that authenticated with the secret "
+                                  "within its unique-ips-window (an hour by default; at most "
+                                  "256 are tracked), by secret label.",
+                                  "secret", server_secret_label(s, i), (double)ips)
+                           : put1(w, "secret_last_seen_seconds", METRIC_GAUGE,
+                                  "Unix time of the secret's last authenticated handshake (0 = "
+                                  "never), by secret label.",
+                                  "secret", server_secret_label(s, i), (double)last);
+        }
+    tg__free(win);
     return rc;
 }
 

@@ -16,6 +16,7 @@
 #include "proxy/wire/crypto.h"
 #include "proxy/engine/generation.h"
 #include "proxy/engine/limits.h"
+#include "proxy/engine/seen.h"
 #include "proxy/daemon/api.h"
 #include "proxy/daemon/apistore.h"
 #include "proxy/daemon/metrics.h"
@@ -605,6 +606,13 @@ void server_secret_stats(const struct server *s, size_t i, struct stats_secret *
     memset(out, 0, sizeof *out);
     for (size_t k = 0; i < GEN_LABELS_MAX && k < s->nw; k++)
         stats_secret_sum(out, &s->sec[k * GEN_LABELS_MAX + i]);
+}
+
+size_t server_secret_seen(const struct server *s, size_t i, uint32_t window_s,
+                          struct seen_addr *out, size_t max, int64_t *last)
+{
+    return seen_get(s->sh.seen, (uint32_t)i, tg__wall_s(), window_s ? window_s : 3600, out, max,
+                    last);
 }
 
 void server_dc_stats(const struct server *s, size_t slot, struct stats_dc *out)

@@ -95,6 +95,12 @@ size_t server_secret_count(const struct server *s);
 const char *server_secret_label(const struct server *s, size_t i);
 /* Slot i's counters summed over workers. */
 void server_secret_stats(const struct server *s, size_t i, struct stats_secret *out);
+/* Slot i's client addresses that authenticated within window_s (seen.h: at most SEEN_ADDRS;
+   up to max of them, newest first, into out, NULL = count only) and its last handshake
+   (*last, Unix seconds, 0 = never). window_s 0 = 3600, as unique-ips-window. */
+struct seen_addr;
+size_t server_secret_seen(const struct server *s, size_t i, uint32_t window_s,
+                          struct seen_addr *out, size_t max, int64_t *last);
 /* DC slot's connect counters (stats.h stats_dc) summed over workers (slot < STATS_DC_SLOTS). */
 void server_dc_stats(const struct server *s, size_t slot, struct stats_dc *out);
 /* Anti-replay cache: handshakes recorded, replays found, entries it has room for now

@@ -19,6 +19,7 @@
 #include "proxy/engine/midproxy.h"
 #include "proxy/engine/mprelay.h"
 #include "proxy/engine/relay.h"
+#include "proxy/engine/seen.h"
 #include "proxy/engine/upstream.h"
 #include "proxy/wire/proxyproto.h"
 
@@ -265,6 +266,19 @@ void conn_hs_failed(struct conn *c, size_t reason)
 {
     stats_add(&c->w->stats, handshake_bad, 1);
     stats_add_at(&c->w->stats, reason, 1);
+    /* the secret's own count, when its key matched (the hello or header named it) */
+    uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
+    if (slot >= c->w->nsec)
+        return;
+    struct stats_secret *s = &c->w->sec[slot];
+    if (reason == HS_REASON(hs_stale))
+        stats_add(s, hs_stale, 1);
+    else if (reason == HS_REASON(hs_replay))
+        stats_add(s, hs_replay, 1);
+    else if (reason == HS_REASON(hs_limit))
+        stats_add(s, hs_limit, 1);
+    else
+        stats_add(s, hs_other, 1);
 }
 
 void conn_hs_debug(struct conn *c, const char *what, const char *why)
@@ -465,6 +479,9 @@ static void count_authenticated(struct conn *c)
         stats_add(&c->w->sec[slot], conns, 1);
         stats_add(&c->w->sec[slot], active, 1);
     }
+    uint8_t ip[16];
+    seen_note(c->w->sh->seen, slot, conn_pp_client_ip(&c->pp, c->cfd, ip) ? ip : NULL,
+              tg__wall_s());
 }
 
 /* A secret with an ad tag goes through the worker's middle-proxy pool, with no DC socket

@@ -75,6 +75,7 @@ struct conn_shared {
     /* [defense.doppelganger]: the live profile (doppel_fetch.h); NULL = no shaping */
     struct doppel_live *doppel;
     struct keyscan_hints *hints; /* who authenticated with which key (keyscan.h) */
+    struct seen *seen;           /* per label slot: recent client addresses (seen.h) */
     struct mpsource *mpsrc;      /* [middle-proxy] documents (server.c owns it), or NULL */
     /* GEN_LABELS_MAX entries, atomic each: a connection of label slot i whose generation
        is older than revoked[i] is closed at its worker's next conn_worker_revoke_sweep */

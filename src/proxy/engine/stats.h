@@ -120,14 +120,18 @@ struct stats {
     __atomic_store_n(&(st)->field, __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) - (n),          \
                      __ATOMIC_RELAXED)
 
-/* Per-secret counters of one worker (index = config secret index), same rules as above:
-   X(name, help). Written only for connections that authenticated with that secret. */
+/* Per-secret counters of one worker (index = label slot), same rules as above:
+   X(name, help). Written only for handshakes that named that secret (its key matched). */
 #define STATS_SECRET_LIST(X)                                                                       \
     X(conns, "connections authenticated")                                                          \
     X(active, "gauge: authenticated connections open")                                             \
     X(bytes_up, "bytes relayed client to DC (while relaying and at close, conn.c stats_bytes)")    \
     X(bytes_down, "bytes relayed DC to client (while relaying and at close)")                      \
-    X(limits_hit, "handshakes fronted or relays ended by one of the secret's [limits]")
+    X(limits_hit, "handshakes fronted or relays ended by one of the secret's [limits]")          \
+    X(hs_stale, "handshakes of the secret refused: ClientHello timestamp outside the skew")      \
+    X(hs_replay, "handshakes of the secret refused: replayed hello or obfs2 header")             \
+    X(hs_limit, "handshakes of the secret refused: over one of its [limits]")                    \
+    X(hs_other, "handshakes of the secret failed later: bad flight, client closed, proxy error")
 
 struct stats_secret {
 #define STATS_FIELD(name, help) uint64_t name;

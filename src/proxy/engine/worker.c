@@ -16,6 +16,7 @@
 #include "proxy/engine/fleet.h"
 #include "proxy/engine/limits.h"
 #include "proxy/engine/midproxy.h"
+#include "proxy/engine/seen.h"
 #include "proxy/services/doh.h"
 #include "proxy/services/doppel_fetch.h"
 #include "proxy/services/mpsource.h"
@@ -60,7 +61,8 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
     if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
         return -ENOMEM;
     if (!(sh->hints = tg__calloc(1, sizeof *sh->hints)) ||
-        !(sh->revoked = tg__calloc(GEN_LABELS_MAX, sizeof *sh->revoked)))
+        !(sh->revoked = tg__calloc(GEN_LABELS_MAX, sizeof *sh->revoked)) ||
+        !(sh->seen = seen_new(GEN_LABELS_MAX)))
         return -ENOMEM;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
     size_t b = cfg->buffer_size > 16384 ? cfg->buffer_size : 16384;
@@ -85,6 +87,7 @@ void conn_shared_cleanup(struct conn_shared *sh)
     fleet_free(sh->fleet);
     tg__free(sh->hints);
     tg__free(sh->revoked);
+    seen_free(sh->seen);
     pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);
 }

@@ -11,6 +11,7 @@
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_front.h"
+#include "prom.h"
 #include "proxy_harness.h"
 #include "redis_server.h"
 #include "slowloris.h"
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TOKEN "t0k3n-for-the-api-test"
@@ -628,6 +630,85 @@ static void test_concurrent_writes(void **state)
 }
 
 
+/* A FakeTLS relay of key from src_ip with the hello's clock off by skew_s: 0 or an error. */
+static int relay_from(const struct env *e, const uint8_t key[16], const char *src_ip,
+                      int64_t skew_s)
+{
+    struct pcli c;
+    struct pcli_opts o = {.mode = PCLI_TLS, .key = key, .sni = "example.com", .dc = 2,
+                          .timeout_ms = 5000, .src_ip = src_ip, .time_skew_s = skew_s};
+    int rc = pcli_connect(&c, e->port, &o);
+    if (rc == 0)
+        rc = pcli_echo(&c, 7, 100, 0);
+    pcli_close(&c);
+    return rc;
+}
+
+/* Per-secret stats: unique client addresses (and which, newest first), handshakes by
+   outcome, last seen; the same numbers on the Prometheus page. */
+static void test_secret_stats(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, false, "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:0\"\n");
+    uint8_t key[16];
+    create(&e, "{\"label\":\"eve\",\"kind\":\"ee\",\"domain\":\"example.com\"}", key);
+    json_t *d = get_data(&e, "/v1/secrets/eve/stats", NULL);
+    assert_int_equal(json_integer_value(json_object_get(d, "unique_ips")), 0);
+    assert_true(json_is_null(json_object_get(d, "last_seen")));
+    assert_null(json_object_get(d, "clients"));
+    json_decref(d);
+    int64_t t0 = (int64_t)time(NULL);
+    assert_int_equal(relay_from(&e, key, "127.0.0.1", 0), 0);
+    assert_int_equal(relay_from(&e, key, "127.0.0.1", 0), 0);
+    assert_int_equal(relay_from(&e, key, "127.0.0.2", 0), 0);
+    assert_true(relay_from(&e, key, "127.0.0.3", 100000) != 0); /* stale: fronted */
+    assert_true(pharness_wait_idle(e.srv, 10000));
+    d = get_data(&e, "/v1/secrets/eve/stats", NULL);
+    assert_int_equal(json_integer_value(json_object_get(d, "unique_ips")), 2);
+    assert_true(json_integer_value(json_object_get(d, "last_seen")) >= t0);
+    json_t *hs = json_object_get(d, "handshakes");
+    assert_int_equal(json_integer_value(json_object_get(hs, "ok")), 3);
+    assert_int_equal(json_integer_value(json_object_get(hs, "stale")), 1);
+    assert_int_equal(json_integer_value(json_object_get(hs, "replay")), 0);
+    json_t *cl = json_object_get(d, "clients");
+    assert_int_equal(json_array_size(cl), 2);
+    const char *a0 = json_string_value(json_object_get(json_array_get(cl, 0), "address")),
+               *a1 = json_string_value(json_object_get(json_array_get(cl, 1), "address"));
+    assert_true(a0 && a1); /* newest first, to the second: both in one second here */
+    assert_true((strcmp(a0, "127.0.0.1") == 0 && strcmp(a1, "127.0.0.2") == 0) ||
+                (strcmp(a0, "127.0.0.2") == 0 && strcmp(a1, "127.0.0.1") == 0));
+    assert_true(json_integer_value(json_object_get(json_array_get(cl, 0), "last_seen")) >= t0);
+    json_decref(d);
+    /* the list carries the numbers, not the addresses */
+    d = get_data(&e, "/v1/secrets", NULL);
+    json_t *it;
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(d, "secrets"), i, it)
+    {
+        if (strcmp(json_string_value(json_object_get(it, "label")), "eve") != 0)
+            continue;
+        found = true;
+        json_t *st = json_object_get(it, "stats");
+        assert_int_equal(json_integer_value(json_object_get(st, "unique_ips")), 2);
+        assert_null(json_object_get(st, "clients"));
+    }
+    assert_true(found);
+    json_decref(d);
+    /* the Prometheus page: the same numbers, never an address */
+    static char page[1 << 18];
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/", (unsigned)server_metrics_port(e.srv));
+    assert_int_equal(prom_scrape(url, "tgproxy", page, sizeof page), 0);
+    assert_true(prom_sample(page, "tgproxy_secret_unique_ips{secret=eve}") == 2);
+    assert_true(prom_sample(page, "tgproxy_secret_handshakes_total{outcome=ok,secret=eve}") == 3);
+    assert_true(prom_sample(page, "tgproxy_secret_handshakes_total{outcome=stale,secret=eve}") == 1);
+    assert_true(prom_sample(page, "tgproxy_secret_last_seen_seconds{secret=eve}") >= (double)t0);
+    assert_null(strstr(page, "127.0.0.2"));
+    env_done(&e);
+}
+
 /* 1,000 secrets made over the API (ee ones sharing one domain, dd ones): all listed, with
    stats; the last ee one completes a FakeTLS handshake (found by a scan of the 500 ee keys,
    then remembered), a dd one too, and a client remembered before a change (a reload) is
@@ -838,7 +919,7 @@ int main(void)
         cmocka_unit_test(test_access_and_errors), cmocka_unit_test(test_allow_and_v6),
         cmocka_unit_test(test_slow_clients),      cmocka_unit_test(test_secrets_lifecycle),
         cmocka_unit_test(test_concurrent_writes), cmocka_unit_test(test_fleet),
-        cmocka_unit_test(test_thousand_secrets),
+        cmocka_unit_test(test_thousand_secrets), cmocka_unit_test(test_secret_stats),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

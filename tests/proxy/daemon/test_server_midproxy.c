@@ -4,11 +4,15 @@
  * every byte back through the middle proxy, which logs their ad tag (top-level or the
  * secret's own from [ad-tags]) and their address; a secret whose [ad-tags] entry is "" stays
  * direct in the same process; a reload that gives it a tag moves its new clients to the
- * middle proxy; and with the middle proxy gone, tagged clients fall back to direct.
+ * middle proxy; and with the middle proxy gone, tagged clients fall back to direct. A secret
+ * made over the control API with an `ad_tag` goes through the middle proxy with its tag,
+ * a PATCH of the tag moves its new clients to the new one, and `""` sends them direct.
  */
 #include "tgtest.h"
 
+#include <curl/curl.h>
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,12 +26,14 @@
 
 #define TAG_TOP "c0ffee00c0ffee00c0ffee00c0ffee00"
 #define TAG_OWN "11112222333344445555666677778888"
+#define TAG_API "abcdef00abcdef00abcdef00abcdef00"
+#define TAG_NEW "0123456789abcdef0123456789abcdef"
 
 struct env {
     struct fakedc *dc;
     uint16_t dc_port;
     struct dfx mp, d; /* the fake middle proxy, the daemon */
-    char secret_path[128], conf_path[128];
+    char secret_path[128], conf_path[128], state_path[128];
     uint8_t k_dd[16], k_tls[16], k_classic[16], k_own[16];
 };
 
@@ -58,8 +64,13 @@ static void write_cfg(struct env *e, const char *plain_tag)
                "connections = 2\n"
                "[stats.prometheus]\n"
                "enabled = true\n"
-               "bind-to = \"127.0.0.1:0\"\n",
-               dd, tls, cl, own, plain_tag, e->dc_port, e->secret_path, e->conf_path);
+               "bind-to = \"127.0.0.1:0\"\n"
+               "[api]\n"
+               "enabled = true\n"
+               "bind-to = \"127.0.0.1:0\"\n"
+               "state-file = \"%s\"\n",
+               dd, tls, cl, own, plain_tag, e->dc_port, e->secret_path, e->conf_path,
+               e->state_path);
 }
 
 static void env_start(struct env *e)
@@ -75,6 +86,7 @@ static void env_start(struct env *e)
     dfx_init(&e->d, "mp-daemon");
     dfx_path(&e->mp, "proxy-secret", e->secret_path, sizeof e->secret_path);
     dfx_path(&e->mp, "proxy-config", e->conf_path, sizeof e->conf_path);
+    dfx_path(&e->mp, "api.json", e->state_path, sizeof e->state_path);
     uint8_t secret[128];
     for (int i = 0; i < 128; i++)
         secret[i] = (uint8_t)(i * 29 + 3);
@@ -232,10 +244,87 @@ static void test_tagged_and_direct(void **state)
     env_stop(&e);
 }
 
+static size_t on_body(char *p, size_t sz, size_t n, void *u)
+{
+    char *b = u;
+    size_t have = strlen(b), k = sz * n;
+    if (have + k < 4096) {
+        memcpy(b + have, p, k);
+        b[have + k] = '\0';
+    }
+    return sz * n;
+}
+
+/* One control API call (no token: the API is on loopback): the status; the body in out. */
+static long api_call(struct env *e, const char *method, const char *path, const char *body,
+                     char out[4096])
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s",
+             (unsigned)dfx_log_port(&e->d, "[api] serving"), path);
+    out[0] = '\0';
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    long status = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return status;
+}
+
+/* ad_tag over the control API: made with one, PATCHed to another, then to none. */
+static void test_api_ad_tag(void **state)
+{
+    (void)state;
+    struct env e;
+    env_start(&e);
+    char out[4096];
+    long st = api_call(&e, "POST", "/v1/secrets",
+                       "{\"label\":\"viaapi\",\"kind\":\"dd\",\"ad_tag\":\"" TAG_API "\"}", out);
+    if (st != 201)
+        fail_msg("create: %ld %s", st, out);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    const char *k = json_string_value(json_object_get(json_object_get(j, "data"), "key"));
+    assert_non_null(k);
+    uint8_t key[16];
+    assert_int_equal(tg__hex_decode(key, 16, k + 2, 32), 16);
+    json_decref(j);
+    echo_framed(&e, PCLI_DD, key);
+    dfx_wait_log(&e.mp, "tag " TAG_API " from 127.0.0.1:", 1);
+    st = api_call(&e, "PATCH", "/v1/secrets/viaapi", "{\"ad_tag\":\"" TAG_NEW "\"}", out);
+    if (st != 200 || !strstr(out, "\"ad_tag\":\"" TAG_NEW "\""))
+        fail_msg("PATCH ad_tag: %ld %s", st, out);
+    echo_framed(&e, PCLI_DD, key);
+    dfx_wait_log(&e.mp, "tag " TAG_NEW " from 127.0.0.1:", 1);
+    assert_int_equal(dfx_log_count(&e.mp, "tag " TAG_API " from"), 1);
+    st = api_call(&e, "PATCH", "/v1/secrets/viaapi", "{\"ad_tag\":\"\"}", out);
+    if (st != 200 || !strstr(out, "\"ad_tag\":\"\""))
+        fail_msg("PATCH ad_tag none: %ld %s", st, out);
+    int clients = dfx_log_count(&e.mp, "client ");
+    uint64_t before = fakedc_counters(e.dc).accepted;
+    echo_direct(&e, PCLI_DD, key); /* no tag: direct */
+    assert_int_equal(dfx_log_count(&e.mp, "client "), clients);
+    assert_true(fakedc_counters(e.dc).accepted > before);
+    assert_int_equal(api_call(&e, "PATCH", "/v1/secrets/viaapi", "{\"ad_tag\":\"zz\"}", out), 400);
+    env_stop(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tagged_and_direct),
+        cmocka_unit_test(test_api_ad_tag),
     };
     return tgtest_result(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -39,6 +39,10 @@ function bytes(n) {
   return (i ? n.toFixed(1) : String(n)) + " " + u[i];
 }
 
+function when(t) {
+  return t === null || t === undefined ? "never" : new Date(t * 1000).toISOString().slice(0, 19) + "Z";
+}
+
 function showError(e) { $("#error").textContent = e ? String(e.message || e) : ""; }
 
 function button(text, action, label) {
@@ -58,9 +62,15 @@ function row(s) {
   for (const c of cells) tr.appendChild(el("td", c));
   for (const [v, f] of [[st.connections_active, String], [st.connections_total, String],
                         [st.bytes_to_client, bytes], [st.bytes_to_upstream, bytes],
-                        [st.quota_used, bytes], [st.quota_left, bytes]]) {
+                        [st.quota_used, bytes], [st.quota_left, bytes],
+                        [st.unique_ips, String]]) {
     tr.appendChild(el("td", v === undefined ? "–" : f(v), "num"));
   }
+  tr.appendChild(el("td", when(st.last_seen)));
+  const hs = st.handshakes || {};
+  const failed = ["stale", "replay", "limit", "other"].filter(k => hs[k])
+    .map(k => hs[k] + " " + k).join(", ");
+  tr.appendChild(el("td", (hs.ok || 0) + " ok" + (failed ? ", " + failed : ""), "num"));
   const td = el("td");
   td.appendChild(button("Share", "share", s.label));
   td.appendChild(button(s.disabled ? "Enable" : "Disable", s.disabled ? "enable" : "disable", s.label));
@@ -105,6 +115,11 @@ async function share(label) {
   if (S.qrUrl) URL.revokeObjectURL(S.qrUrl);
   S.qrUrl = URL.createObjectURL(await r.blob());
   $("#share-qr").src = S.qrUrl;
+  // client addresses are the attacker's choice: text only, like everything else here
+  const st = await api("GET", "/v1/secrets/" + encodeURIComponent(label) + "/stats");
+  $("#share-clients").replaceChildren(...(st.clients || []).map(c =>
+    el("li", c.address + " · last seen " + when(c.last_seen))));
+  $("#share-ips").textContent = String(st.unique_ips);
   $("#share").hidden = false;
 }
 
