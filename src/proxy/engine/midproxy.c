@@ -33,7 +33,9 @@ int mpx_bq_reserve(struct bq *q, size_t n)
         q->off = q->len = 0;
     if (q->len + n <= q->cap)
         return 0;
-    if (q->off) {
+    /* move the unsent bytes down only when that frees at least as much as it moves (else
+       a queue the socket drains slowly would be moved for every message added) */
+    if (q->off && q->off >= q->len - q->off) {
         memmove(q->b, q->b + q->off, q->len - q->off);
         q->len -= q->off;
         q->off = 0;
@@ -253,9 +255,15 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
         return;
     }
     if (ev & LOOP_READ || ev & LOOP_ERROR) {
-        uint8_t buf[65536];
+        enum { READ_MAX = 65536 };
         for (int rounds = 0; rounds < 16; rounds++) {
-            ssize_t r = recv(io->fd, buf, sizeof buf, 0);
+            /* straight into the session's buffer (no copy) */
+            uint8_t *buf = mpsess_space(&mc->sess, READ_MAX);
+            if (!buf) {
+                mpx_conn_fail(mc, MPSESS_E_NOMEM);
+                return;
+            }
+            ssize_t r = recv(io->fd, buf, READ_MAX, 0);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -267,7 +275,7 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
             mc->last_in_ms = l->now_ms;
             struct mpsess_sink sink = {.ud = mc, .send = sess_send, .msg = sess_msg};
             bool was_ready = mc->sess.state == MPSESS_READY;
-            if (mpsess_feed(&mc->sess, buf, (size_t)r, &sink) != 0) {
+            if (mpsess_commit(&mc->sess, (size_t)r, &sink) != 0) {
                 mpx_conn_fail(mc, mc->sess.why ? (int)mc->sess.why : MPSESS_E_MESSAGE);
                 return;
             }
@@ -279,7 +287,7 @@ static void on_conn_io(struct loop *l, struct loop_io *io, unsigned ev)
                 COUNT(mw, mp_ready, 1);
                 dc_up(mw, mc->dc, 1);
             }
-            if ((size_t)r < sizeof buf)
+            if ((size_t)r < READ_MAX)
                 break;
         }
     }

@@ -225,23 +225,32 @@ static int frames(struct mpsess *s, const struct mpsess_sink *sink)
     return rc;
 }
 
-int mpsess_feed(struct mpsess *s, const uint8_t *in, size_t n, const struct mpsess_sink *sink)
+uint8_t *mpsess_space(struct mpsess *s, size_t n)
+{
+    if (s->state == MPSESS_FAILED)
+        return NULL;
+    /* before the keys the stream is plaintext; after, a remainder short of a block waits
+       in tail and goes in front of what comes */
+    size_t pre = s->state == MPSESS_NONCE_SENT ? 0 : s->tail_len;
+    if (reserve(s, pre + n) != 0) {
+        failed(s, MPSESS_E_NOMEM);
+        return NULL;
+    }
+    uint8_t *dst = s->buf + s->len;
+    memcpy(dst, s->tail, pre);
+    return dst + pre;
+}
+
+int mpsess_commit(struct mpsess *s, size_t n, const struct mpsess_sink *sink)
 {
     if (s->state == MPSESS_FAILED)
         return -1;
     if (s->state == MPSESS_NONCE_SENT) {
-        if (reserve(s, n) != 0)
-            return failed(s, MPSESS_E_NOMEM);
-        memcpy(s->buf + s->len, in, n);
         s->len += n;
         return frames(s, sink);
     }
-    /* whole blocks are decrypted into buf; a remainder waits in tail */
-    if (reserve(s, s->tail_len + n) != 0)
-        return failed(s, MPSESS_E_NOMEM);
+    /* whole blocks are decrypted in place; a remainder waits in tail */
     uint8_t *dst = s->buf + s->len;
-    memcpy(dst, s->tail, s->tail_len);
-    memcpy(dst + s->tail_len, in, n);
     size_t total = s->tail_len + n, whole = total & ~(size_t)15;
     s->tail_len = total - whole;
     memcpy(s->tail, dst + whole, s->tail_len);
@@ -249,6 +258,15 @@ int mpsess_feed(struct mpsess *s, const uint8_t *in, size_t n, const struct mpse
         return failed(s, MPSESS_E_CRYPTO);
     s->len += whole;
     return frames(s, sink);
+}
+
+int mpsess_feed(struct mpsess *s, const uint8_t *in, size_t n, const struct mpsess_sink *sink)
+{
+    uint8_t *dst = mpsess_space(s, n);
+    if (!dst)
+        return -1;
+    memcpy(dst, in, n);
+    return mpsess_commit(s, n, sink);
 }
 
 void mpsess_cleanup(struct mpsess *s)

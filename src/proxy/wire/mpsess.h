@@ -6,7 +6,8 @@
  * drive the same code.
  *
  *   mpsess_start()  the nonce frame to send first
- *   mpsess_feed()   bytes from the middle proxy: during the handshake it answers through
+ *   mpsess_feed()   bytes from the middle proxy (or mpsess_space + mpsess_commit: read
+ *                   straight into the session's buffer): during the handshake it answers through
  *                   sink->send (the handshake frame); once ready it hands each message to
  *                   sink->msg and answers pings itself (sink->send)
  *   mpsess_wrap()   frame, pad and encrypt one outgoing message in place
@@ -99,6 +100,15 @@ int mpsess_start(struct mpsess *s, const struct mpsess_cfg *cfg, uint8_t *out, s
 /* Feed in[0..n) from the middle proxy. 0, or -1: failed (s->state MPSESS_FAILED, s->why) or
    stopped by the sink. */
 int mpsess_feed(struct mpsess *s, const uint8_t *in, size_t n, const struct mpsess_sink *sink);
+
+/*
+ * The same without the copy: mpsess_space() gives room for up to n bytes inside the
+ * session's own buffer (NULL: failed or no memory, s->why), the caller reads the socket
+ * straight into it, then mpsess_commit() takes the k <= n bytes it got, as mpsess_feed
+ * would. Nothing else may touch s in between.
+ */
+uint8_t *mpsess_space(struct mpsess *s, size_t n);
+int mpsess_commit(struct mpsess *s, size_t k, const struct mpsess_sink *sink);
 
 /* Bytes mpsess_wrap needs for a message of n bytes: 8 before it, the CRC and padding after. */
 size_t mpsess_wrap_size(size_t n);
