@@ -178,6 +178,8 @@ struct tg_hctx {
     struct tg__reply *reply;            /* the waiting webhook request, or NULL */
     const struct tg__type *update_type; /* the codec's table for Update */
     tg__buf jbuf;                       /* request JSON of the shortcuts, reused */
+    tg__buf xbuf;                       /* a shortcut's extra JSON as an object (defaults) */
+    tg__jdoc xdoc;                      /* its parse, to see which keys it sets */
     struct tg__lrun *lrun;              /* loop mode (loop.c): the run this hctx is */
     tg_hctx_result_fn then_fn;          /* tg_hctx_call_then's continuation, being queued */
     void *then_user;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bot/api/api.gen.h"
 #include "bot/codec/codec.h"
 #include "bot/codec/method.h"
 #include "bot/dispatch/dispatch_int.h"
@@ -24,6 +25,8 @@ int tg__hctx_init(struct tg_hctx *h, struct tg_dispatcher *d, unsigned worker, s
     tg__arena_init(&h->arena, 0, arena_max);
     tg__jdoc_init(&h->doc, NULL);
     tg__buf_init(&h->jbuf, 1 << 20);
+    tg__jdoc_init(&h->xdoc, NULL);
+    tg__buf_init(&h->xbuf, 1 << 20);
     h->md = pcre2_match_data_create(TG__MAX_CAPTURES, NULL);
     h->update_type = tg__codec_type_by_name("Update");
     return h->md ? 0 : -1;
@@ -37,6 +40,8 @@ void tg__hctx_cleanup(struct tg_hctx *h)
         pcre2_match_data_free(h->md);
     h->md = NULL;
     tg__buf_cleanup(&h->jbuf);
+    tg__buf_cleanup(&h->xbuf);
+    tg__jdoc_cleanup(&h->xdoc);
     tg__jdoc_cleanup(&h->doc);
     tg__arena_cleanup(&h->arena);
 }
@@ -255,9 +260,9 @@ static bool begin_target(tg_hctx *h, tg__jw *w, bool allow_inline)
     return true;
 }
 
-/* The members of the caller's extra JSON, parsed to tell which keys it sets. */
+/* The members of the caller's extra JSON (parsed into h->xdoc) and whether it parsed. */
 struct extra_keys {
-    tg__jdoc d;
+    const tg__jdoc *d;
     bool parsed;
 };
 
@@ -265,43 +270,41 @@ struct extra_keys {
  * extra? */
 static bool extra_gives(void *ud, const char *key)
 {
-    struct extra_keys *x = ud;
+    const struct extra_keys *x = ud;
     if (strcmp(key, "text") == 0)
         return true;
-    return x->parsed && tg__json_obj_get(&x->d, 0, key) != UINT32_MAX;
+    return x->parsed && tg__json_obj_get(x->d, 0, key) != UINT32_MAX;
 }
 
 /* The bot-wide defaults (tg_bot_set_defaults) of method that neither the shortcut nor extra
- * sets. extra that does not parse gets none: Telegram refuses the call with its own words. */
-static void write_defaults(tg_hctx *h, tg__jw *w, const char *method, const char *extra)
+ * sets. extra that does not parse gets none: Telegram refuses the call with its own words.
+ * Nothing to do (no defaults) costs one load; with defaults, the buffers are the hctx's own,
+ * reused, so a warm worker still allocates nothing. */
+static void write_defaults(tg_hctx *h, tg__jw *w, const tg__method *m, const char *extra)
 {
     const tg_bot_defaults *dflt = h->ctx ? tg_bot_get_defaults(tg_ctx_bot(h->ctx)) : NULL;
-    const tg__method *m = tg__codec_method_by_name(method);
-    if (!dflt || !m || !m->params_desc)
+    if (!dflt || !m->params_desc ||
+        !(dflt->parse_mode.id || dflt->link_preview_options || dflt->protect_content.has ||
+          dflt->disable_notification.has))
         return;
-    struct extra_keys x = {.parsed = false};
-    tg__jdoc_init(&x.d, NULL);
+    struct extra_keys x = {.d = &h->xdoc, .parsed = false};
     if (extra && *extra) {
-        tg__buf b;
         tg__jerr je;
-        tg__buf_init(&b, 0);
-        tg__buf_putc(&b, '{');
-        tg__buf_puts(&b, extra);
-        tg__buf_putc(&b, '}');
-        x.parsed = tg__json_parse(&x.d, b.data, b.len, &je) == 0;
-        if (x.parsed)
-            tg__codec_encode_defaults(m->params_desc, dflt, extra_gives, &x, w);
-        tg__buf_cleanup(&b);
-    } else {
-        tg__codec_encode_defaults(m->params_desc, dflt, extra_gives, &x, w);
+        tg__buf_reset(&h->xbuf);
+        int rc = tg__buf_putc(&h->xbuf, '{') | tg__buf_puts(&h->xbuf, extra) |
+                 tg__buf_putc(&h->xbuf, '}');
+        if (rc != 0 || tg__json_parse(&h->xdoc, h->xbuf.data, h->xbuf.len, &je) != 0)
+            return;
+        x.parsed = true;
     }
-    tg__jdoc_cleanup(&x.d);
+    tg__codec_encode_defaults(m->params_desc, dflt, extra_gives, &x, w);
 }
 
 /* Close the object (appending extra members and the bot's defaults) and call method. */
-static tg_status finish_call(tg_hctx *h, tg__jw *w, const char *method, const char *extra)
+static tg_status finish_call(tg_hctx *h, tg__jw *w, const tg__method *m, const char *extra)
 {
-    write_defaults(h, w, method, extra);
+    const char *method = m->name;
+    write_defaults(h, w, m, extra);
     if (extra && *extra) {
         tg__buf_putc(&h->jbuf, ',');
         tg__buf_puts(&h->jbuf, extra);
@@ -329,7 +332,7 @@ static tg_status send_text(tg_hctx *h, const char *text, const char *extra, bool
         tg__jw_i64(&w, h->ev.message_id);
         tg__jw_obj_end(&w);
     }
-    return finish_call(h, &w, "sendMessage", extra);
+    return finish_call(h, &w, &tg__m_send_message, extra);
 }
 
 tg_status tg_reply(tg_hctx *h, const char *text)
@@ -364,7 +367,7 @@ tg_status tg_answer(tg_hctx *h, const char *text)
         TG__JW_KEY(&w, "text");
         tg__jw_str(&w, text);
     }
-    tg_status st = finish_call(h, &w, "answerCallbackQuery", NULL);
+    tg_status st = finish_call(h, &w, &tg__m_answer_callback_query, NULL);
     if (st == TG_OK)
         h->answered = true;
     return st;
@@ -396,5 +399,5 @@ tg_status tg_edit(tg_hctx *h, const char *text, const char *extra_json)
                             h->ev.kind_name);
     TG__JW_KEY(&w, "text");
     tg__jw_str(&w, text);
-    return finish_call(h, &w, "editMessageText", extra_json);
+    return finish_call(h, &w, &tg__m_edit_message_text, extra_json);
 }
