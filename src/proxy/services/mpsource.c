@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "core/atomicfile.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/readfile.h"
 #include "core/str.h"
 #include "proxy/services/httpsget.h"
 #include "proxy/wire/crypto.h"
@@ -339,31 +339,13 @@ static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_
 
 static int read_local(const char *path, struct mpsource_body *b, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    char *buf;
+    size_t len;
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    if (tg__read_file(path, MPSOURCE_MAX_BYTES, 0, &buf, &len, &st, err, errlen) != 0)
         return -1;
-    }
-    if (!S_ISREG(st.st_mode) || (size_t)st.st_size > MPSOURCE_MAX_BYTES) {
-        snprintf(err, errlen, "%s: %s", path,
-                 S_ISREG(st.st_mode) ? "larger than 1 MiB" : "not a regular file");
-        close(fd);
-        return -1;
-    }
-    b->data = tg__malloc((size_t)st.st_size + 1);
-    ssize_t r = b->data ? read(fd, b->data, (size_t)st.st_size) : -1;
-    int e = errno;
-    close(fd);
-    if (r < 0) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, b->data ? strerror(e) : "no memory");
-        mpsource_body_free(b);
-        return -1;
-    }
-    b->len = (size_t)r;
-    b->data[b->len] = '\0';
+    b->data = (uint8_t *)buf;
+    b->len = len;
     b->date = (int64_t)st.st_mtime;
     return 0;
 }
