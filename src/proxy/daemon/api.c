@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/httpd.h"
 #include "core/log.h"
+#include "core/readfile.h"
 #include "core/str.h"
 #include "proxy/daemon/apifleet.h"
 #include "proxy/daemon/apistore.h"
@@ -1691,42 +1692,38 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
    (a trailing newline is dropped). Keeps only its HMAC. */
 static int token_load(struct api *a, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-    struct stat sb;
-    if (fd < 0) {
-        int e = errno;
-        tg__log(NULL, TG__LOG_ERROR, "[api] token-file %s: %s", path, strerror(e));
-        return -e;
+    char *tok, why[CONFIG_ERR_MAX];
+    size_t len;
+    /* room past the token for a line ending and stray blanks; a longer file is refused
+       whole rather than read as its first TOKEN_MAX bytes */
+    int rc = tg__read_file(path, TOKEN_MAX + 16, TG__READ_NOFOLLOW | TG__READ_PRIVATE, &tok,
+                           &len, NULL, why, sizeof why);
+    if (rc != 0) {
+        tg__log(NULL, TG__LOG_ERROR, "[api] token-file %s%s", why,
+                rc == -EPERM ? " (chmod 600 it)" : "");
+        return rc;
     }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077)) {
-        close(fd);
-        tg__log(NULL, TG__LOG_ERROR,
-                "[api] token-file %s: expected a regular file only its owner can read "
-                "(chmod 600 it)",
-                path);
-        return -EINVAL;
-    }
-    char tok[TOKEN_MAX];
-    ssize_t n = read(fd, tok, sizeof tok);
-    close(fd);
+    size_t n = len;
     while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' '))
         n--;
-    bool ok = n > 0 && n < (ssize_t)sizeof tok;
-    for (ssize_t i = 0; ok && i < n; i++)
+    bool ok = n > 0 && n < TOKEN_MAX;
+    for (size_t i = 0; ok && i < n; i++)
         ok = tok[i] > ' ' && tok[i] < 0x7f;
     if (!ok) {
-        crypto_wipe(tok, sizeof tok);
+        crypto_wipe(tok, len);
+        tg__free(tok);
         tg__log(NULL, TG__LOG_ERROR,
                 "[api] token-file %s: expected one line of 1..%d printable characters", path,
                 TOKEN_MAX - 1);
         return -EINVAL;
     }
-    struct crypto_part p = {tok, (size_t)n};
-    int rc = crypto_random(a->mac_key, sizeof a->mac_key) == 0 &&
+    struct crypto_part p = {tok, n};
+    rc = crypto_random(a->mac_key, sizeof a->mac_key) == 0 &&
                      crypto_hmac_sha256(a->mac_key, sizeof a->mac_key, &p, 1, a->token_mac) == 0
                  ? 0
                  : -EIO;
-    crypto_wipe(tok, sizeof tok);
+    crypto_wipe(tok, len);
+    tg__free(tok);
     a->has_token = rc == 0;
     return rc;
 }
