@@ -11,11 +11,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bot/helpers/mo.h"
 #include "core/alloc.h"
+#include "core/readfile.h"
 #include "tgbot/i18n.h"
 
 #define LANG_MAX     36          /* bytes of a normalised language code */
@@ -133,24 +133,12 @@ tg_status tg_i18n_load_file(tg_i18n *tr, const char *lang, const char *path)
 {
     if (!tr || !path)
         return TG_ERR_INVALID;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fail(tr, TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    tg_status st = TG_OK;
-    char *buf = NULL;
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
-        st = fail(tr, TG_ERR_IO, "%s: not a regular file", path);
-    else if ((uint64_t)sb.st_size > MO_MAX_BYTES)
-        st = fail(tr, TG_ERR_TOO_BIG, "%s: %lld bytes, more than a catalog may have (%u)", path,
-                  (long long)sb.st_size, MO_MAX_BYTES);
-    else if (!(buf = tg__malloc((size_t)sb.st_size + 1)))
-        st = fail(tr, TG_ERR_NOMEM, "%s: out of memory", path);
-    else if (fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size)
-        st = fail(tr, TG_ERR_IO, "%s: read failed", path);
-    fclose(f);
-    if (st == TG_OK)
-        st = tg_i18n_load_mem(tr, lang, buf, (size_t)sb.st_size, path);
+    char *buf;
+    size_t len;
+    int rc = tg__read_file(path, MO_MAX_BYTES, 0, &buf, &len, NULL, tr->err, sizeof tr->err);
+    if (rc != 0)
+        return rc == -EFBIG ? TG_ERR_TOO_BIG : rc == -ENOMEM ? TG_ERR_NOMEM : TG_ERR_IO;
+    tg_status st = tg_i18n_load_mem(tr, lang, buf, len, path);
     tg__free(buf);
     return st;
 }
