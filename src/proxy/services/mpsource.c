@@ -342,6 +342,7 @@ static int read_local(const char *path, struct mpsource_body *b, char *err, size
     char *buf;
     size_t len;
     struct stat st;
+    memset(b, 0, sizeof *b); /* callers free it on either outcome */
     if (tg__read_file(path, MPSOURCE_MAX_BYTES, 0, &buf, &len, &st, err, errlen) != 0)
         return -1;
     b->data = (uint8_t *)buf;
