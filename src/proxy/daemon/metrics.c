@@ -154,8 +154,11 @@ static int put1(struct walk *w, const char *fam, enum metric_type t, const char 
     return put(w, &m);
 }
 
-static int collect_totals(struct walk *w, const struct stats *tot)
+static int collect_totals(struct walk *w, const struct server *s)
 {
+    struct stats all;
+    server_stats(s, &all);
+    const struct stats *tot = &all;
     int rc = 0;
     const char *help = "";
     for (size_t i = 0; rc == 0 && i < sizeof rows / sizeof rows[0]; i++) {
@@ -505,29 +508,19 @@ static int collect_acl(struct walk *w, const struct server *s)
     return rc;
 }
 
+/* The page's families, in the order they appear on it. */
+static int (*const collectors[])(struct walk *, const struct server *) = {
+    collect_totals,  collect_dc_time,       collect_dc_fail, collect_mp_up, collect_mp_sources,
+    collect_secrets, collect_secret_limits, collect_reload,  collect_acl,   collect_process,
+};
+
 int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)
 {
     struct walk w = {.emit = emit, .user = user};
-    struct stats tot;
-    server_stats(s, &tot);
-    int rc = collect_totals(&w, &tot);
-    if (rc == 0)
-        rc = collect_dc_time(&w, s);
-    if (rc == 0)
-        rc = collect_dc_fail(&w, s);
-    if (rc == 0)
-        rc = collect_mp_up(&w, s);
-    if (rc == 0)
-        rc = collect_mp_sources(&w, s);
-    if (rc == 0)
-        rc = collect_secrets(&w, s);
-    if (rc == 0)
-        rc = collect_secret_limits(&w, s);
-    if (rc == 0)
-        rc = collect_reload(&w, s);
-    if (rc == 0)
-        rc = collect_acl(&w, s);
-    return rc == 0 ? collect_process(&w, s) : rc;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof collectors / sizeof collectors[0]; i++)
+        rc = collectors[i](&w, s);
+    return rc;
 }
 
 /* ---- Prometheus text format ---- */
