@@ -1,6 +1,8 @@
 /* proxy_harness: in-process tgproxy + fake DC + fronting host. See proxy_harness.h. */
 #include "proxy_harness.h"
 
+#include "ports.h"
+
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -217,6 +219,26 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     cfg->fronting.proxy_protocol = o->pp_front;
     if (o->antireplay_entries)
         cfg->antireplay.max_entries = o->antireplay_entries;
+    for (uint32_t i = 0; rc == 0 && i < o->more_secrets; i++) {
+        struct secret sec = {.kind = SECRET_EE, .domain_len = sizeof PHARNESS_DOMAIN - 1};
+        memcpy(sec.domain, PHARNESS_DOMAIN, sizeof PHARNESS_DOMAIN - 1);
+        char label[16];
+        snprintf(label, sizeof label, "s%u", (unsigned)i);
+        if (RAND_bytes(sec.key, sizeof sec.key) != 1 ||
+            config_add_secret(cfg, label, &sec, err, sizeof err) < 0)
+            return -EINVAL;
+    }
+    if (o->api) {
+        char a[32];
+        int port = tgtest_listen_port(), n = snprintf(a, sizeof a, "127.0.0.1:%d", port);
+        snprintf(h->api_dir, sizeof h->api_dir, "/tmp/tgkit-api-XXXXXX");
+        if (port <= 0 || !mkdtemp(h->api_dir) ||
+            value_hostport_parse(a, (size_t)n, &cfg->api.bind, NULL, 0) != 0)
+            return -EINVAL;
+        h->api_port = (uint16_t)port;
+        cfg->api.enabled = true;
+        snprintf(cfg->api.state_file, sizeof cfg->api.state_file, "%s/api.json", h->api_dir);
+    }
     cfg->prometheus.enabled = o->prometheus;
     if (o->prometheus && value_hostport_parse("127.0.0.1:0", 11, &cfg->prometheus.bind, NULL, 0))
         return -EINVAL;
@@ -287,6 +309,12 @@ void pharness_stop(struct pharness *h)
     pfront_stop(h->front);
     stop_midproxy(h);
     config_cleanup(&h->cfg);
+    if (h->api_dir[0]) {
+        char state[96];
+        snprintf(state, sizeof state, "%s/api.json", h->api_dir);
+        unlink(state);
+        rmdir(h->api_dir);
+    }
     memset(h, 0, sizeof *h);
 }
 

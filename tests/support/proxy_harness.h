@@ -59,6 +59,11 @@ struct pharness_opts {
     uint16_t statsd_port;        /* [stats.statsd] to 127.0.0.1:this port; 0 = off */
     uint32_t statsd_flush_ms;    /* flush-interval; 0 = config default */
     int statsd_tags;             /* enum config_tag_format */
+    bool api;                    /* [api] on 127.0.0.1:api_port (a free port picked here: a
+                                    forked engine cannot report it), no token, its state
+                                    file in a private directory */
+    uint32_t more_secrets;       /* that many more ee secrets ("s0".., random keys, domain
+                                    PHARNESS_DOMAIN): an operator's many API-made secrets */
     bool midproxy;               /* middle-proxy mode: every secret gets an ad tag, and the
                                     middle proxy is a tgproxy-fakemp (a child process, --raw)
                                     in front of the fake DC ([middle-proxy] connections = 2) */
@@ -76,6 +81,8 @@ struct pharness {
     uint8_t key[16];
     struct pproc mp; /* with midproxy: the fake middle proxy */
     char mp_dir[64]; /* its secret, list and log */
+    uint16_t api_port; /* with api */
+    char api_dir[64];  /* with api: the state file's directory */
 };
 
 int pharness_start(struct pharness *h, const struct pharness_opts *o);

@@ -137,6 +137,7 @@ struct out {
     char etag[32];
     bool raw; /* b is the whole body (svg, png) of type */
     bool retry; /* [fleet]: another instance changed the state first: run the request again */
+    bool keys;  /* the answer carries a secret's key (create, links, QR): wiped once sent */
     bool csp; /* a panel page: send the Content-Security-Policy */
     const char *type;
 };
@@ -175,7 +176,7 @@ static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
     enum MHD_Result rc =
         send_raw(c, o->status, o->raw ? o->type : "application/json", o->b.data ? o->b.data : "",
                  o->b.len, o->etag[0] ? o->etag : NULL, o->allow, o->csp);
-    if (o->b.data)
+    if (o->b.data && o->keys)
         crypto_wipe(o->b.data, o->b.len); /* links and a new secret pass through here */
     tg__buf_cleanup(&o->b);
     return rc;
@@ -246,6 +247,28 @@ static uint32_t slot_of(struct server *s, const char *label)
         if (strcmp(server_secret_label(s, i), label) == 0)
             return (uint32_t)i;
     return GEN_NO_SLOT;
+}
+
+/* A decimal number without printf: the list of 1,000 secrets writes 12,000 of them. */
+static int put_u64(tg__buf *b, uint64_t v)
+{
+    char t[20];
+    size_t k = sizeof t;
+    do
+        t[--k] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    return tg__buf_append(b, t + k, sizeof t - k);
+}
+
+/* ,"name": (without the comma first) */
+static int put_member(tg__buf *b, bool comma, const char *name)
+{
+    int rc = comma ? tg__buf_putc(b, ',') : 0;
+    if (rc == 0)
+        rc = tg__buf_putc(b, '"');
+    if (rc == 0)
+        rc = tg__buf_puts(b, name);
+    return rc ? rc : tg__buf_puts(b, "\":");
 }
 
 /* A secret's numbers as /stats shows them, summed over a fleet's instances with ?scope=fleet
@@ -353,11 +376,12 @@ static int snums_put(tg__buf *b, const struct snums *n, bool fleet)
             group = gr;
             comma = false;
         }
+        if (rc == 0)
+            rc = put_member(b, comma, snum_field[i].name);
         if (rc == 0 && i == SNUM_LAST_SEEN && n->v[i] == 0)
-            rc = tg__buf_printf(b, "%s\"%s\":null", comma ? "," : "", snum_field[i].name);
+            rc = tg__buf_puts(b, "null");
         else if (rc == 0)
-            rc = tg__buf_printf(b, "%s\"%s\":%" PRIu64, comma ? "," : "", snum_field[i].name,
-                                n->v[i]);
+            rc = put_u64(b, n->v[i]);
         comma = true;
     }
     if (rc == 0 && group)
@@ -478,10 +502,9 @@ static void snums_fleet(struct snums *n, const struct peer_stats *ps, const char
 }
 
 /* The stats object of a label: local (ps NULL) or summed over the fleet. */
-static int put_stats(tg__buf *b, struct server *s, const struct gen *g, const char *label,
-                     const struct peer_stats *ps, bool clients)
+static int put_stats_at(tg__buf *b, struct server *s, const struct gen *g, const char *label,
+                        ssize_t gi, const struct peer_stats *ps, bool clients)
 {
-    ssize_t gi = gen_index(g, label);
     struct snums n;
     snums_local(&n, s, g, gi >= 0 ? g->slot[gi] : slot_of(s, label), gi, clients);
     if (ps)
@@ -489,13 +512,22 @@ static int put_stats(tg__buf *b, struct server *s, const struct gen *g, const ch
     return snums_put(b, &n, ps != NULL);
 }
 
+static int put_stats(tg__buf *b, struct server *s, const struct gen *g, const char *label,
+                     const struct peer_stats *ps, bool clients)
+{
+    return put_stats_at(b, s, g, label, gen_index(g, label), ps, clients);
+}
+
 
 /* One secret as the API shows it (never its key). */
-static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char *label,
-                      bool with_stats, const struct peer_stats *ps)
+static int put_stats_at(tg__buf *b, struct server *s, const struct gen *g, const char *label,
+                        ssize_t gi, const struct peer_stats *ps, bool clients);
+
+/* One secret: gi its generation index (-1 = not served), e its state entry (or NULL). */
+static int put_secret_at(tg__buf *b, struct api *a, const struct gen *g, const char *label,
+                         ssize_t gi, const struct apistore_entry *e, bool with_stats,
+                         const struct peer_stats *ps)
 {
-    ssize_t gi = gen_index(g, label);
-    struct apistore_entry *e = apistore_find(&a->st, label);
     const struct config_secret *cs = gi >= 0 ? &g->cfg->secrets[gi] : NULL;
     bool api_owned =
         e && e->has_secret && (!cs || memcmp(&cs->secret, &e->secret, sizeof cs->secret) == 0);
@@ -504,35 +536,66 @@ static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char
     int rc = tg__buf_puts(b, "{\"label\":");
     if (rc == 0)
         rc = json_put_str(b, label, strlen(label));
+    /* puts and put_u64 rather than printf: the list of 1,000 secrets is one call */
     if (rc == 0)
-        rc = tg__buf_printf(b, ",\"source\":\"%s\",\"disabled\":%s,\"revision\":%" PRIu64,
-                            api_owned ? "api" : "file", e && e->disabled ? "true" : "false",
-                            e ? e->revision : 0);
+        rc = tg__buf_puts(b, api_owned ? ",\"source\":\"api\"" : ",\"source\":\"file\"");
+    if (rc == 0)
+        rc = tg__buf_puts(b, e && e->disabled ? ",\"disabled\":true" : ",\"disabled\":false");
+    if (rc == 0)
+        rc = put_member(b, true, "revision");
+    if (rc == 0)
+        rc = put_u64(b, e ? e->revision : 0);
     if (rc == 0 && (cs || (e && e->has_secret))) {
-        rc = tg__buf_printf(b, ",\"kind\":\"%s\",\"domain\":", kind_name(sec->kind));
+        rc = put_member(b, true, "kind");
+        if (rc == 0)
+            rc = tg__buf_putc(b, '"');
+        if (rc == 0)
+            rc = tg__buf_puts(b, kind_name(sec->kind));
+        if (rc == 0)
+            rc = tg__buf_puts(b, "\",\"domain\":");
         if (rc == 0)
             rc = sec->kind == SECRET_EE ? json_put_str(b, sec->domain, sec->domain_len)
                                         : tg__buf_puts(b, "null");
+        const uint64_t lv[] = {lim->max_connections, lim->max_unique_ips,
+                               lim->unique_ips_window_s, lim->quota, lim->quota_reset_s,
+                               (uint64_t)lim->expires};
+        static const char *const ln[] = {"max-connections", "max-unique-ips",
+                                         "unique-ips-window", "quota", "quota-reset", "expires"};
+        if (rc == 0) /* as apistore_put_limits writes them */
+            rc = tg__buf_puts(b, ",\"limits\":{");
+        for (size_t i = 0; rc == 0 && i < 6; i++) {
+            rc = put_member(b, i > 0, ln[i]);
+            if (rc == 0 && i == 5 && lim->expires < 0)
+                rc = tg__buf_printf(b, "%" PRId64, lim->expires);
+            else if (rc == 0)
+                rc = put_u64(b, lv[i]);
+        }
         if (rc == 0)
-            rc = tg__buf_puts(b, ",\"limits\":");
-        if (rc == 0)
-            rc = apistore_put_limits(b, lim);
+            rc = tg__buf_putc(b, '}');
         int8_t mode = cs ? cs->ad_tag_mode : e->ad_tag_mode;
-        char hex[33];
-        tg__hex_encode(hex, cs ? cs->ad_tag : e->ad_tag, 16);
+        char hex[35] = "\"";
+        if (mode > 0) {
+            tg__hex_encode(hex + 1, cs ? cs->ad_tag : e->ad_tag, 16);
+            hex[33] = '"', hex[34] = '\0';
+        }
         if (rc == 0)
-            rc = tg__buf_printf(b, ",\"ad_tag\":%s%s%s", mode > 0 ? "\"" : "",
-                                mode > 0   ? hex
-                                : mode < 0 ? "\"\""
-                                           : "null",
-                                mode > 0 ? "\"" : "");
+            rc = tg__buf_puts(b, ",\"ad_tag\":");
+        if (rc == 0)
+            rc = tg__buf_puts(b, mode > 0 ? hex : mode < 0 ? "\"\"" : "null");
     }
     if (rc == 0 && with_stats) {
         rc = tg__buf_puts(b, ",\"stats\":");
         if (rc == 0)
-            rc = put_stats(b, a->srv, g, label, ps, false);
+            rc = put_stats_at(b, a->srv, g, label, gi, ps, false);
     }
     return rc ? rc : tg__buf_putc(b, '}');
+}
+
+static int put_secret(tg__buf *b, struct api *a, const struct gen *g, const char *label,
+                      bool with_stats, const struct peer_stats *ps)
+{
+    return put_secret_at(b, a, g, label, gen_index(g, label), apistore_find(&a->st, label),
+                         with_stats, ps);
 }
 
 /* ---- changes ---- */
@@ -900,6 +963,7 @@ static int new_key(struct secret *sec)
 /* POST /v1/secrets */
 static int h_create(struct api *a, const struct json_val *body, struct out *o)
 {
+    o->keys = true;
     const struct json_val *lab = json_get(body, "label"), *kind = json_get(body, "kind"),
                           *dom = json_get(body, "domain"), *sec = json_get(body, "secret");
     for (const struct json_val *m = body ? body->child : NULL; m; m = m->next)
@@ -1101,6 +1165,7 @@ static int qr_png(tg__buf *b, const char *text);
 
 static int h_link(struct api *a, const char *label, int what, struct out *o)
 {
+    o->keys = true;
     struct gen *g = server_gen(a->srv);
     const struct secret *sec = find_secret(a, g, label);
     int rc;
@@ -1160,6 +1225,22 @@ static int scope_of(struct api *a, struct MHD_Connection *c, const char *label,
     return 0;
 }
 
+static int label_cmp(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static int entry_cmp(const void *x, const void *y)
+{
+    return strcmp((*(struct apistore_entry *const *)x)->label,
+                  (*(struct apistore_entry *const *)y)->label);
+}
+
+static int key_entry_cmp(const void *key, const void *y)
+{
+    return strcmp(*(const char *const *)key, (*(struct apistore_entry *const *)y)->label);
+}
+
 static int h_list(struct api *a, struct MHD_Connection *c, struct out *o)
 {
     struct peer_stats pss = {0};
@@ -1176,20 +1257,41 @@ static int h_list(struct api *a, struct MHD_Connection *c, struct out *o)
         rc = tg__buf_printf(&o->b, "\"instances\":%u,", 1 + ps->peers);
     if (rc == 0)
         rc = tg__buf_puts(&o->b, "\"secrets\":[");
-    bool first = true;
-    for (size_t i = 0; rc == 0 && i < g->cfg->nsecrets; i++, first = false) {
-        rc = first ? 0 : tg__buf_putc(&o->b, ',');
-        if (rc == 0)
-            rc = put_secret(&o->b, a, g, g->cfg->secrets[i].label, true, ps);
+    /* labels sorted, so that 1,000 secrets cost n log n compares, not n^2 */
+    size_t ng = g->cfg->nsecrets, ns = a->st.n;
+    if (rc == 0) /* about 500 bytes a secret: one allocation rather than a dozen regrowths */
+        rc = tg__buf_reserve(&o->b, (ng + ns) * 512);
+    const char **gl = tg__malloc((ng + 1) * sizeof *gl);
+    struct apistore_entry **sl = tg__malloc((ns + 1) * sizeof *sl);
+    if (!gl || !sl)
+        rc = -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < ng; i++)
+        gl[i] = g->cfg->secrets[i].label;
+    for (size_t i = 0; rc == 0 && i < ns; i++)
+        sl[i] = &a->st.e[i];
+    if (rc == 0) {
+        qsort(gl, ng, sizeof *gl, label_cmp);
+        qsort(sl, ns, sizeof *sl, entry_cmp);
     }
-    for (size_t i = 0; rc == 0 && i < a->st.n; i++) {
-        if (gen_index(g, a->st.e[i].label) >= 0)
+    bool first = true;
+    for (size_t i = 0; rc == 0 && i < ng; i++, first = false) {
+        rc = first ? 0 : tg__buf_putc(&o->b, ',');
+        const char *label = g->cfg->secrets[i].label;
+        struct apistore_entry **e = bsearch(&label, sl, ns, sizeof *sl, key_entry_cmp);
+        if (rc == 0)
+            rc = put_secret_at(&o->b, a, g, label, (ssize_t)i, e ? *e : NULL, true, ps);
+    }
+    for (size_t i = 0; rc == 0 && i < ns; i++) {
+        const char *label = a->st.e[i].label;
+        if (bsearch(&label, gl, ng, sizeof *gl, label_cmp))
             continue;
         rc = first ? 0 : tg__buf_putc(&o->b, ',');
         first = false;
         if (rc == 0)
-            rc = put_secret(&o->b, a, g, a->st.e[i].label, true, ps);
+            rc = put_secret_at(&o->b, a, g, label, -1, &a->st.e[i], true, ps);
     }
+    tg__free(gl);
+    tg__free(sl);
     if (rc == 0)
         rc = tg__buf_puts(&o->b, "]}");
     gen_unref(g);
