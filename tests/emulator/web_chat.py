@@ -21,11 +21,9 @@ Exits 77 (ctest: skipped) when Chromium or the examples are missing.
 
 usage: web_chat.py EMULATOR ECHO INLINE_KEYBOARD CHROMIUM SCREENSHOT.png
 """
-import base64
 import http.server
 import json
 import os
-import select
 import shutil
 import socket
 import struct
@@ -39,81 +37,32 @@ import urllib.request
 import uuid
 import zlib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from chromium import (Cdp, close, js, open_tab, page_text, screenshot,  # noqa: E402
+                      start_chromium, stop, wait_js)
+
 ECHO_TOKEN = "7100001:AAHwebChatEchoTokenAAAAAAAAAAAAAAAAA"
 COUNTER_TOKEN = "7100002:AAHwebChatCounterTokenAAAAAAAAAAAAAA"
 DEADLINE_S = 60  # the whole test
-LOG = None if os.environ.get("WEB_CHAT_VERBOSE") else subprocess.DEVNULL
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1400,800", "--remote-debugging-pipe",
-         "--host-resolver-rules=MAP evil.example 127.0.0.1"]
+EVIL_HOST = ["--host-resolver-rules=MAP evil.example 127.0.0.1"]
 
 
-class Cdp:
-    """Chrome DevTools protocol over the pipe: one request at a time, events skipped."""
-
-    def __init__(self, wfd, rfd, deadline):
-        self.w, self.r, self.deadline, self.next_id, self.buf = wfd, rfd, deadline, 0, b""
-
-    def _read_one(self):
-        while b"\0" not in self.buf:
-            left = self.deadline - time.monotonic()
-            if left <= 0 or not select.select([self.r], [], [], left)[0]:
-                raise TimeoutError("chromium did not answer in time")
-            chunk = os.read(self.r, 1 << 16)
-            if not chunk:
-                raise EOFError("chromium closed the DevTools pipe")
-            self.buf += chunk
-        msg, self.buf = self.buf.split(b"\0", 1)
-        if LOG is None:
-            print("cdp <-", msg[:300], file=sys.stderr)
-        return json.loads(msg)
-
-    def call(self, method, params=None, session=None):
-        self.next_id += 1
-        req = {"id": self.next_id, "method": method, "params": params or {}}
-        if session:
-            req["sessionId"] = session
-        os.write(self.w, json.dumps(req).encode() + b"\0")
-        while True:
-            m = self._read_one()
-            if m.get("id") == self.next_id:
-                if "error" in m:
-                    raise RuntimeError(f"{method}: {m['error']}")
-                return m["result"]
+def reload_probe(cdp, session):
+    """Why a wait failed: what the page holds now, and whether a fresh reload would show it."""
+    probe = cdp.call("Runtime.evaluate", {
+        "expression": "(async () => { const r = await api('messages', null, chatQuery());"
+                      " const before = JSON.stringify([S.shownVersion, r.version,"
+                      " r.messages && r.messages.length, S.current]);"
+                      " S.shownVersion = null;"
+                      " try { await loadMessages(); return 'reload ok ' + before; }"
+                      " catch (e) { return String(e.stack); } })()",
+        "awaitPromise": True, "returnByValue": True}, session)
+    return f"reloading says {probe['result'].get('value')}; {page_text(cdp, session)}"
 
 
 def js_wait(cdp, session, cond, what, timeout_ms=15000):
     """Evaluate cond in the page until it is truthy (bounded); return its value."""
-    expr = ("new Promise((ok, no) => { const t0 = Date.now(); (function check() {"
-            f" let v; try {{ v = ({cond}); }} catch (e) {{ v = null; }}"
-            " if (v) return ok(v);"
-            f" if (Date.now() - t0 > {timeout_ms}) return no(new Error('timeout'));"
-            " setTimeout(check, 50); })(); })")
-    r = cdp.call("Runtime.evaluate", {"expression": expr, "awaitPromise": True,
-                                      "returnByValue": True}, session)
-    if "exceptionDetails" in r:
-        body = cdp.call("Runtime.evaluate", {"expression": "document.body.innerText",
-                                             "returnByValue": True}, session)
-        # Why: what the page holds now, and whether a fresh reload would show it.
-        probe = cdp.call("Runtime.evaluate", {
-            "expression": "(async () => { const r = await api('messages', null, chatQuery());"
-                          " const before = JSON.stringify([S.shownVersion, r.version,"
-                          " r.messages && r.messages.length, S.current]);"
-                          " S.shownVersion = null;"
-                          " try { await loadMessages(); return 'reload ok ' + before; }"
-                          " catch (e) { return String(e.stack); } })()",
-            "awaitPromise": True, "returnByValue": True}, session)
-        raise AssertionError(f"{what}: not seen; reloading says {probe['result'].get('value')};"
-                             f" page says:\n{body['result'].get('value')}")
-    return r["result"].get("value")
-
-
-def js(cdp, session, expr):
-    r = cdp.call("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session)
-    if "exceptionDetails" in r:
-        raise AssertionError(f"{expr}: {r['exceptionDetails']}")
-    return r["result"].get("value")
+    return wait_js(cdp, session, cond, what, timeout_ms, why=reload_probe)
 
 
 def send_in_page(cdp, session, text):
@@ -195,9 +144,7 @@ def hostile_files(cdp, session, url):
     cdp.call("Browser.setDownloadBehavior", {"behavior": "deny"})
     # A second tab on the web chat, so the links open from the emulator's origin (as a click
     # in the chat would) and the renderer stays the same across the navigations.
-    target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-    tab = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-    cdp.call("Page.navigate", {"url": url + "/"}, tab)
+    _, tab = open_tab(cdp, url + "/")
     js_wait(cdp, tab, "document.querySelector('[data-bot=\"echo_bot\"]')", "second tab loaded")
     for link in (f"{url}/control/file?file_id={doc['file_id']}",
                  f"{url}/file/bot{ECHO_TOKEN}/{doc_path}"):
@@ -263,9 +210,7 @@ def stop_evil_page(evil):
 
 def open_evil_page(cdp, port):
     """A new tab showing the page of http://evil.example:PORT/ (resolved to 127.0.0.1)."""
-    target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-    tab = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-    cdp.call("Page.navigate", {"url": f"http://evil.example:{port}/"}, tab)
+    target, tab = open_tab(cdp, f"http://evil.example:{port}/")
     js_wait(cdp, tab, "document.title === 'evil'", "the foreign page loaded")
     return target, tab
 
@@ -332,32 +277,6 @@ def start_emulator(path, listen="127.0.0.1:0"):
     return p, line[line.index("http://"):].strip().rstrip("/")
 
 
-def start_chromium(path, profile):
-    cmd_r, cmd_w = os.pipe()
-    res_r, res_w = os.pipe()
-
-    def fds():
-        os.dup2(cmd_r, 3)
-        os.dup2(res_w, 4)
-
-    p = subprocess.Popen([path, *FLAGS, "--user-data-dir=" + profile, "about:blank"],
-                         preexec_fn=fds, pass_fds=(3, 4, cmd_r, res_w),
-                         stdout=subprocess.DEVNULL, stderr=LOG)
-    os.close(cmd_r)
-    os.close(res_w)
-    return p, cmd_w, res_r
-
-
-def stop(p):
-    if p and p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
 def main(argv):
     emulator, echo, counter, chromium, shot = argv[1:6]
     for f in (emulator, echo, counter, chromium):
@@ -372,28 +291,17 @@ def main(argv):
         for exe, token in ((echo, ECHO_TOKEN), (counter, COUNTER_TOKEN)):
             env = dict(os.environ, TELEGRAM_BOT_TOKEN=token, TELEGRAM_API_URL=url)
             procs.append(subprocess.Popen([exe], env=env, stderr=subprocess.DEVNULL))
-        browser, wfd, rfd = start_chromium(chromium, profile)
+        browser, wfd, rfd = start_chromium(chromium, profile, EVIL_HOST)
         procs.append(browser)
         cdp = Cdp(wfd, rfd, deadline)
-        # Attach to a blank page first, then navigate: commands sent while a target created
-        # with a URL is still committing its first navigation may never be answered.
-        target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = cdp.call("Target.attachToTarget", {"targetId": target,
-                                                     "flatten": True})["sessionId"]
-        cdp.call("Page.navigate", {"url": url + "/"}, session)
+        _, session = open_tab(cdp, url + "/")
         scenario(cdp, session, url)
         hostile_files(cdp, session, url)
         foreign_pages(cdp, url, emulator)
-        png = cdp.call("Page.captureScreenshot", {"format": "png"}, session)["data"]
-        os.makedirs(os.path.dirname(os.path.abspath(shot)), exist_ok=True)
-        with open(shot, "wb") as f:
-            f.write(base64.b64decode(png))
+        screenshot(cdp, session, shot)
         print(f"web chat: echo reply, in-place edit, photo shown, hostile file inert,"
               f" foreign and rebound pages refused; screenshot {shot}")
-        try:
-            cdp.call("Browser.close")
-        except (EOFError, TimeoutError):
-            pass
+        close(cdp)
         return 0
     finally:
         for p in reversed(procs):

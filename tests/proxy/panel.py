@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tgproxy's control panel ([api] at /) in real headless Chromium (Debian's /usr/bin/chromium),
-driven over the DevTools pipe with the emulator test's client (tests/emulator/web_chat.py).
+driven over the DevTools pipe with the browser tests' client (tests/support/chromium.py).
 
 Runs the built tgproxy with [api] and a token file, then in the browser:
   1. a wrong token is refused; the right one logs in and lists the file's secret;
@@ -16,7 +16,6 @@ Fails (never skips) when something it needs is missing.
 
 usage: panel.py TGPROXY CHROMIUM SCREENSHOT.png
 """
-import base64
 import hashlib
 import json
 import os
@@ -29,8 +28,9 @@ import time
 import urllib.error
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "emulator"))
-from web_chat import Cdp, js, start_chromium, stop  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from chromium import Cdp, close, js, open_tab, screenshot, start_chromium, stop  # noqa: E402
+from chromium import wait_js as wait_for  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from api_fx import wait_log, write  # noqa: E402
@@ -43,20 +43,6 @@ DEADLINE_S = 60
 HOSTILE = "<img src=x onerror=window.pwned=1>"
 
 
-def wait_for(cdp, session, cond, what, timeout_ms=15000):
-    expr = ("new Promise((ok, no) => { const t0 = Date.now(); (function check() {"
-            f" let v; try {{ v = ({cond}); }} catch (e) {{ v = null; }}"
-            " if (v) return ok(v);"
-            f" if (Date.now() - t0 > {timeout_ms}) return no(new Error('timeout'));"
-            " setTimeout(check, 50); })(); })")
-    r = cdp.call("Runtime.evaluate", {"expression": expr, "awaitPromise": True,
-                                      "returnByValue": True}, session)
-    if "exceptionDetails" in r:
-        body = js(cdp, session, "document.body.innerText")
-        raise AssertionError(f"{what}: not seen; the page says:\n{body}")
-    return r["result"].get("value")
-
-
 def config(port_dc, token_file, state_file, extra=""):
     return (f"bind-to = \"127.0.0.1:0\"\n{extra}"
             "[secrets]\n"
@@ -65,10 +51,6 @@ def config(port_dc, token_file, state_file, extra=""):
             "[domain-fronting]\nhost = \"127.0.0.1\"\nport = 9\n"
             "[api]\nenabled = true\nbind-to = \"127.0.0.1:0\"\n"
             f"token-file = \"{token_file}\"\nstate-file = \"{state_file}\"\n")
-
-
-
-
 
 
 def dd_client(port):
@@ -126,10 +108,7 @@ def main(argv):
         browser, wfd, rfd = start_chromium(chromium, os.path.join(work, "profile"))
         procs.append(browser)
         cdp = Cdp(wfd, rfd, deadline)
-        target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = cdp.call("Target.attachToTarget", {"targetId": target,
-                                                     "flatten": True})["sessionId"]
-        cdp.call("Page.navigate", {"url": base + "/"}, session)
+        _, session = open_tab(cdp, base + "/")
         wait_for(cdp, session, "document.readyState === 'complete' && typeof onLogin === 'function'",
                  "the login form with its script")
 
@@ -190,16 +169,10 @@ def main(argv):
         assert imgs == 1, f"{imgs} img elements: the hostile text became markup"
         assert js(cdp, session, "window.pwned === undefined"), "the hostile script ran"
 
-        png = cdp.call("Page.captureScreenshot", {"format": "png"}, session)["data"]
-        os.makedirs(os.path.dirname(os.path.abspath(shot)), exist_ok=True)
-        with open(shot, "wb") as f:
-            f.write(base64.b64decode(png))
+        screenshot(cdp, session, shot)
         print(f"panel: login, create, QR shown, live count, disable, hostile text inert;"
               f" screenshot {shot}")
-        try:
-            cdp.call("Browser.close")
-        except (EOFError, TimeoutError):
-            pass
+        close(cdp)
         return 0
     finally:
         for s in held:
