@@ -29,10 +29,16 @@
  * and allocations per handshake against the proxy without [fleet], and Redis's own CPU per
  * handshake. Skipped (a line says so) when redis-server is not installed.
  *
+ * [api] (issue 25, TGKIT_BENCH_API=1): the same FakeTLS handshakes through one more proxy
+ * child with [api], whose API a panel-like client scrapes every 100 ms while its handshakes
+ * run (GET /v1/secrets and /v1/info, tests/support/api_scrape.c), in the same rounds:
+ * proxy_hs_api_vs_without gives its CPU per handshake and rate against the proxy without.
+ *
  * Environment: TGKIT_BENCH_HS (default 4000) handshakes per path, over 2 client threads.
  */
 #include "bench.h"
 
+#include "api_scrape.h"
 #include "core/allochook.h"
 #include "core/clock.h"
 #include "proxy/wire/crypto.h"
@@ -355,8 +361,19 @@ int main(void)
         fprintf(stderr, "handshake: cannot start the proxy or the relay\n");
         return 1;
     }
+    const char *aenv = getenv("TGKIT_BENCH_API");
+    bool with_api = aenv && strcmp(aenv, "1") == 0;
+    struct pharness ha = {0};
+    if (with_api && pharness_start(&ha, &(struct pharness_opts){
+                                            .ee = true, .fork_server = true, .api = true}) < 0) {
+        fprintf(stderr, "handshake: cannot start the proxy with [api]\n");
+        return 1;
+    }
     struct fleet_bench fb;
     fleet_setup(&fb); /* forks before this process runs client threads */
+    static struct api_scrape scr;
+    if (with_api && api_scrape_start(&scr, ha.api_port, 100) < 0)
+        return 1;
     struct pcli_opts direct = {.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 10000};
     /* warm-up: pools, allocator, OpenSSL's lazily fetched algorithms */
     struct hs_res warm = measure(h.port, pharness_client(&h, PCLI_TLS), &h.proc, 200);
@@ -366,7 +383,11 @@ int main(void)
     /* relay, FakeTLS and dd in turns (ROUNDS of total / ROUNDS each), so a change in the
        machine's load during the run moves all three alike; the ratio is per round */
     enum { ROUNDS = 5 };
-    struct hs_res rl = {0}, tls = {0}, dd = {0}, tls_mp = {0}, dd_mp = {0};
+    struct hs_res rl = {0}, tls = {0}, dd = {0}, tls_mp = {0}, dd_mp = {0}, tls_api = {0};
+    if (with_api) {
+        struct hs_res wa = measure(ha.port, pharness_client(&ha, PCLI_TLS), &ha.proc, 200);
+        report("proxy_hs_warmup_api", &wa, true, 0);
+    }
     double tls_ratio[ROUNDS], dd_ratio[ROUNDS];
     struct pcli_opts otm = pharness_client(&hmp, PCLI_TLS), odm = pharness_client(&hmp, PCLI_DD);
     otm.framed = odm.framed = true;
@@ -386,6 +407,13 @@ int main(void)
         add_res(&tls_mp, &d);
         add_res(&dd_mp, &e);
         fleet_round(&fb, total / ROUNDS);
+        if (with_api) {
+            api_scrape_set(&scr, true);
+            struct hs_res f =
+                measure(ha.port, pharness_client(&ha, PCLI_TLS), &ha.proc, total / ROUNDS);
+            api_scrape_set(&scr, false);
+            add_res(&tls_api, &f);
+        }
     }
     report("proxy_hs_relay", &rl, false, floor);
     report("proxy_hs_proxy_tls", &tls, true, floor);
@@ -410,6 +438,21 @@ int main(void)
                "floor=proxy_direct_mode",
                tls_cpu, tls_mp_cpu, tls_cpu > 0 ? tls_mp_cpu / tls_cpu : 0, dd_cpu, dd_mp_cpu,
                dd_cpu > 0 ? dd_mp_cpu / dd_cpu : 0);
+    if (with_api) {
+        uint64_t bad = 0, scrapes = api_scrape_rounds(&scr, &bad);
+        double api_cpu = tls_api.cpu_us / tls_api.n;
+        report("proxy_hs_proxy_tls_api", &tls_api, true, floor);
+        pload_line("proxy_hs_api_vs_without",
+                   "tls_us=%.1f tls_api_us=%.1f cpu_ratio=%.2f rate_ratio=%.2f scrapes=%llu "
+                   "bad_scrapes=%llu every_ms=100 floor=proxy_tls_without_api",
+                   tls_cpu, api_cpu, tls_cpu > 0 ? api_cpu / tls_cpu : 0,
+                   tls.secs > 0 && tls_api.secs > 0
+                       ? (tls_api.n / tls_api.secs) / (tls.n / tls.secs)
+                       : 0,
+                   (unsigned long long)scrapes, (unsigned long long)bad);
+        api_scrape_stop(&scr);
+        pharness_stop(&ha);
+    }
     fleet_report(&fb, &tls, floor);
     crypto_floor(tls_cpu);
     keyshare_rows();

@@ -31,6 +31,11 @@
  *               that cuts a ClientHello), each its own instance with its own fake DC; the
  *               clamp applies to both directions. proxy_tls and proxy_dd run unclamped
  *               (mss-clamp = false) whatever the default.
+ *   proxy_tls_api / proxy_dd_api  (TGKIT_BENCH_API=1) tgproxy with [api], its own instance
+ *               with its own fake DC, whose API a panel-like client scrapes every 100 ms
+ *               during the run (GET /v1/secrets and /v1/info, tests/support/api_scrape.c);
+ *               each follows the same row without the API and gives api_cpu_ratio and
+ *               api_rate_ratio against it (issue 25: the API never slows the data path)
  * plus AES-256-CTR alone (decrypt + encrypt per byte, one core) as the crypto floor.
  * Every transfer is verified end to end by the fake DC (uploads) or the client (downloads).
  *
@@ -40,12 +45,14 @@
  * Environment: TGKIT_BENCH_MB (default 256) = megabytes per run; the 100-connection runs
  * move the same total. TGKIT_BENCH_METRICS=1 turns the first proxy's Prometheus page on
  * (metrics.h; no scrapes), to compare its rows with a run without it (metrics_overhead.c
- * measures that difference properly: interleaved rounds, with scrapes). TGKIT_BENCH_PATHS =
+ * measures that difference properly: interleaved rounds, with scrapes). TGKIT_BENCH_API=1 adds
+ * the _api rows (above). TGKIT_BENCH_PATHS =
  * a comma-separated list of path names runs only those (direct and relay, the floors,
  * always run), e.g. TGKIT_BENCH_PATHS=proxy_tls,proxy_tls_mss1460,proxy_tls_mss256.
  */
 #include "bench.h"
 
+#include "api_scrape.h"
 #include "core/clock.h"
 #include "proxy/wire/crypto.h"
 #include "proxy_harness.h"
@@ -64,7 +71,11 @@ struct path {
     struct pharness *h; /* its fake DC and client keys */
     struct pproc *also; /* a second process on the path (the SOCKS5 upstream), or NULL */
     bool framed;        /* clients frame their packets (middle-proxy mode) */
+    struct api_scrape *scrape; /* scraped during its runs (the _api rows), or NULL */
 };
+
+/* The last row without the API, for the _api row that follows it. */
+static double prev_mbps, prev_cpu;
 
 static double aes_floor_s_per_gb(void)
 {
@@ -124,7 +135,12 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
                              fakedc_counters(h->dc).headers_ok + (uint64_t)conns};
     if (p->also)
         pproc_report(p->also, &s0);
+    uint64_t scrapes0 = p->scrape ? api_scrape_rounds(p->scrape, NULL) : 0, bad = 0;
+    if (p->scrape)
+        api_scrape_set(p->scrape, true);
     struct pload_result r = pload_run_window(conns, p->port, &o, kind, per, window, sample, &arg);
+    if (p->scrape)
+        api_scrape_set(p->scrape, false);
     if (p->proc)
         pproc_report(p->proc, &r1);
     if (p->also)
@@ -144,6 +160,16 @@ static void run_path(const struct path *p, int conns, enum pload_kind kind, uint
         pload_line(name, "%s_cpu_s_per_gb=%.3f (the %s's own CPU)", p->framed ? "mp" : "socks",
                    (double)(s1.cpu_ns - s0.cpu_ns) / 1e9 / ((double)total / 1e9),
                    p->framed ? "fake middle proxy" : "SOCKS5 upstream");
+    if (p->scrape)
+        pload_line(name, "api_scrapes=%llu api_bad=%llu api_cpu_ratio=%.2f api_rate_ratio=%.2f "
+                   "(against the row just before, the same without the API)",
+                   (unsigned long long)(api_scrape_rounds(p->scrape, &bad) - scrapes0),
+                   (unsigned long long)bad, prev_cpu > 0 ? cpu_s_gb / prev_cpu : 0,
+                   prev_mbps > 0 ? mbps / prev_mbps : 0);
+    else if (p->proc) {
+        prev_mbps = mbps;
+        prev_cpu = cpu_s_gb;
+    }
     if (!p->proc)
         floors[0] = mbps;
     else if (!strcmp(p->name, "relay"))
@@ -202,6 +228,19 @@ int main(void)
         fprintf(stderr, "throughput: cannot start the proxy or the relay\n");
         return 1;
     }
+    const char *aenv = getenv("TGKIT_BENCH_API");
+    bool with_api = aenv && strcmp(aenv, "1") == 0;
+    struct pharness ha = {0};
+    static struct api_scrape scr;
+    if (with_api && (pharness_start(&ha, &(struct pharness_opts){.ee = true,
+                                                                .dd = true,
+                                                                .fork_server = true,
+                                                                .api = true,
+                                                                .mss_clamp = -1}) < 0 ||
+                     api_scrape_start(&scr, ha.api_port, 100) < 0)) {
+        fprintf(stderr, "throughput: cannot start the proxy with [api]\n");
+        return 1;
+    }
     bool chain = pproc_microsocks_start(&socks, "bench", "bench-pass") == 0;
     char url[96];
     snprintf(url, sizeof url, "socks5://bench:bench-pass@127.0.0.1:%u", (unsigned)socks.port);
@@ -212,17 +251,19 @@ int main(void)
         return 1;
     }
     struct path paths[] = {
-        {"direct", h.dc_port, PCLI_DIRECT, NULL, &h, NULL, false},
-        {"relay", relay.port, PCLI_DIRECT, &relay, &h, NULL, false},
-        {"proxy_tls", h.port, PCLI_TLS, &h.proc, &h, NULL, false},
-        {"proxy_dd", h.port, PCLI_DD, &h.proc, &h, NULL, false},
-        {"proxy_dd_mp", hmp.port, PCLI_DD, &hmp.proc, &hmp, &hmp.mp, true},
-        {"proxy_tls_mp", hmp.port, PCLI_TLS, &hmp.proc, &hmp, &hmp.mp, true},
-        {"proxy_tls_doppel", hd.port, PCLI_TLS, &hd.proc, &hd, NULL, false},
-        {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn, NULL, false},
-        {"proxy_tls_mss1460", hm1.port, PCLI_TLS, &hm1.proc, &hm1, NULL, false},
-        {"proxy_tls_mss256", hm2.port, PCLI_TLS, &hm2.proc, &hm2, NULL, false},
-        {"proxy_tls_chain", hc.port, PCLI_TLS, &hc.proc, &hc, &socks, false},
+        {"direct", h.dc_port, PCLI_DIRECT, NULL, &h, NULL, false, NULL},
+        {"relay", relay.port, PCLI_DIRECT, &relay, &h, NULL, false, NULL},
+        {"proxy_tls", h.port, PCLI_TLS, &h.proc, &h, NULL, false, NULL},
+        {"proxy_tls_api", ha.port, PCLI_TLS, &ha.proc, &ha, NULL, false, &scr},
+        {"proxy_dd", h.port, PCLI_DD, &h.proc, &h, NULL, false, NULL},
+        {"proxy_dd_api", ha.port, PCLI_DD, &ha.proc, &ha, NULL, false, &scr},
+        {"proxy_dd_mp", hmp.port, PCLI_DD, &hmp.proc, &hmp, &hmp.mp, true, NULL},
+        {"proxy_tls_mp", hmp.port, PCLI_TLS, &hmp.proc, &hmp, &hmp.mp, true, NULL},
+        {"proxy_tls_doppel", hd.port, PCLI_TLS, &hd.proc, &hd, NULL, false, NULL},
+        {"proxy_tls_nofast", hn.port, PCLI_TLS, &hn.proc, &hn, NULL, false, NULL},
+        {"proxy_tls_mss1460", hm1.port, PCLI_TLS, &hm1.proc, &hm1, NULL, false, NULL},
+        {"proxy_tls_mss256", hm2.port, PCLI_TLS, &hm2.proc, &hm2, NULL, false, NULL},
+        {"proxy_tls_chain", hc.port, PCLI_TLS, &hc.proc, &hc, &socks, false, NULL},
     };
     size_t npaths = sizeof paths / sizeof paths[0] - (chain ? 0 : 1);
 
@@ -234,7 +275,7 @@ int main(void)
             for (size_t b = 0; b < 2; b++) {
                 double floors[2] = {0, 0};
                 for (size_t i = 0; i < npaths; i++)
-                    if (i < 2 || wanted(paths[i].name))
+                    if (i < 2 || (wanted(paths[i].name) && (with_api || !paths[i].scrape)))
                         run_path(&paths[i], conns[c], kinds[k], windows[b], total, floors);
             }
     double aes = aes_floor_s_per_gb();
@@ -244,6 +285,10 @@ int main(void)
     if (chain) {
         pharness_stop(&hc);
         pproc_stop(&socks);
+    }
+    if (with_api) {
+        api_scrape_stop(&scr);
+        pharness_stop(&ha);
     }
     pharness_stop(&hmp);
     pharness_stop(&hm2);
