@@ -18,5 +18,5 @@ if(TGKIT_DEBIAN_PYTHON3)
         COMMAND ${TGKIT_DEBIAN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/emulator/state_restart.py
                 $<TARGET_FILE:tgbot-emulator>)
     set_tests_properties(emulator/ptb_bot emulator/web_chat emulator/state_restart PROPERTIES
-        TIMEOUT 120 SKIP_RETURN_CODE 77)
+        TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()

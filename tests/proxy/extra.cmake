@@ -22,7 +22,7 @@ find_program(TGKIT_PROXY_CHROMIUM chromium PATHS /usr/bin)
 add_test(NAME proxy/panel
     COMMAND ${TGKIT_PROXY_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/proxy/panel.py
             $<TARGET_FILE:tgproxy> ${TGKIT_PROXY_CHROMIUM} ${CMAKE_BINARY_DIR}/proxy-panel.png)
-set_tests_properties(proxy/panel PROPERTIES TIMEOUT 120)
+set_tests_properties(proxy/panel PROPERTIES TIMEOUT 300)
 
 # The OpenAPI document served at /v1/openapi.json, validated (openapi-spec-validator) and
 # held against the real answers of every endpoint (jsonschema).
