@@ -42,7 +42,9 @@ void dfx_init(struct dfx *d, const char *what);
 void dfx_path(const struct dfx *d, const char *name, char *out, size_t cap);
 /* Write path whole (through path.new and a rename: a daemon never reads half a file), 0600. */
 void dfx_write(const char *path, const char *text);
-/* dfx_write(d->cfg, printf-style text). */
+/* dfx_write(d->cfg, printf-style text). A tgproxy file (one with [secrets]) that does not
+   name tls-front gets "[defense.tls-front] enabled = false" appended: no probes to the
+   test's stand-in fronting host. */
 void dfx_config(const struct dfx *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Start argv (argv[0] a path) with its output in d->log (emptied first); no wait. */
 void dfx_spawn(struct dfx *d, char *const argv[]);

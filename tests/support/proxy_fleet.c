@@ -67,6 +67,7 @@ static int write_config_b(struct pfleet *f, const char *path)
             "bind-to = \"127.0.0.1:%u\"\nworkers = %u\nlog-level = \"info\"\n"
             "[dcs]\ndefault = \"127.0.0.1:%u\"\n"
             "[domain-fronting]\nhost = \"127.0.0.1\"\nport = %u\n"
+            "[defense.tls-front]\nenabled = false\n" /* no probes to the stand-in front */
             "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:%u\"\n",
             f->port_b, f->workers, f->h.dc_port, f->h.front_port, f->metrics_b);
     fprintf(fp,

@@ -264,6 +264,7 @@ int pharness_prepare(struct pharness *h, const struct pharness_opts *o)
     memset(h, 0, sizeof *h);
     h->proc = (struct pproc){.pid = -1, .cmd = -1, .resp = -1};
     config_init(&h->cfg);
+    h->cfg.tls_front.enabled = false; /* no probes to the stand-in front */
     if (RAND_bytes(h->key, sizeof h->key) != 1)
         return -EIO;
     if (!o->no_fakedc && !(h->dc = fakedc_start(&h->dc_port)))
@@ -323,6 +324,7 @@ int pharness_reload_base(const struct pharness *h, struct config *cfg)
     char err[CONFIG_ERR_MAX];
     const char *l = h->cfg.listen[0].text;
     config_init(cfg);
+    cfg->tls_front = h->cfg.tls_front;
     cfg->workers = h->cfg.workers; /* restart-only: kept, so a reload warns about nothing */
     cfg->log_level = h->cfg.log_level;
     int rc = config_add_listen(cfg, l, strlen(l), err, sizeof err);

@@ -68,7 +68,12 @@ static bool port_open(void *arg)
 
 void tfront_start(struct tfront *s, const struct tfront_pki *p, bool gnutls)
 {
-    int port = tgtest_listen_port();
+    tfront_start_on(s, p, gnutls, 0);
+}
+
+void tfront_start_on(struct tfront *s, const struct tfront_pki *p, bool gnutls, uint16_t on)
+{
+    int port = on ? on : tgtest_listen_port();
     assert_true(port > 0);
     s->port = (uint16_t)port;
     snprintf(s->log, sizeof s->log, "%s/%s-%d.log", p->dir, gnutls ? "gnutls" : "openssl", port);

@@ -36,6 +36,8 @@ struct tfront {
 /* Start s_server (gnutls false) or gnutls-serv on 127.0.0.1 and a free port serving p's
    chain, TLS 1.3 only; returns once the port accepts connections. */
 void tfront_start(struct tfront *s, const struct tfront_pki *p, bool gnutls);
+/* The same on a given port (0: a free one), e.g. another server where one just stopped. */
+void tfront_start_on(struct tfront *s, const struct tfront_pki *p, bool gnutls, uint16_t port);
 void tfront_stop(struct tfront *s); /* NULL-safe on a zeroed struct */
 
 #endif

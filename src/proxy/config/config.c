@@ -1416,6 +1416,21 @@ static int k_doppel(struct loader *ld, const struct toml_kv *kv)
     return rc;
 }
 
+static int k_tls_front_state(struct loader *ld, const struct toml_kv *kv);
+
+static const struct key_rule tls_front_rules[] = {
+    BOOL_KEY("enabled", tls_front.enabled),
+    SECONDS_KEY("refresh", tls_front.refresh_s, 60, 30 * 86400),
+    U32_KEY("connections", tls_front.connections, 1, 64),
+    MS_KEY("timeout", tls_front.timeout_ms, 100, 60000),
+    FN_KEY("state-file", k_tls_front_state),
+};
+
+static int k_tls_front(struct loader *ld, const struct toml_kv *kv)
+{
+    return WALK(ld, kv, tls_front_rules);
+}
+
 /* mss-clamp: false (off), true (CONFIG_MSS_CLAMP_DEFAULT) or a segment size in bytes: at
    least Linux's floor (88, TCP_MIN_MSS), at most an Ethernet MSS (1460; more clamps
    nothing). */
@@ -1434,6 +1449,7 @@ static const struct key_rule defense_rules[] = {
     FN_KEY("mss-clamp", k_mss_clamp), FN_KEY("anti-replay", k_antireplay),
     FN_KEY("blocklist", k_blocklist), FN_KEY("allowlist", k_allowlist),
     FN_KEY("doppelganger", k_doppel),
+    FN_KEY("tls-front", k_tls_front),
 };
 
 static int k_defense(struct loader *ld, const struct toml_kv *kv)
@@ -1749,6 +1765,12 @@ static int get_path(struct loader *ld, const struct toml_kv *kv, char *out)
     memcpy(out, s, n);
     out[n] = '\0';
     return 0;
+}
+
+/* [defense.tls-front] state-file: "" = $STATE_DIRECTORY/tls-front (services/tlsfront.c). */
+static int k_tls_front_state(struct loader *ld, const struct toml_kv *kv)
+{
+    return get_path(ld, kv, ld->cfg->tls_front.state_file);
 }
 
 /* [limits] state-file / state-interval: the keys of [limits] that are not a label's table. */
@@ -2128,6 +2150,10 @@ void config_init(struct config *cfg)
     cfg->doppel.repeats = 10;
     cfg->doppel.raid_s = 6 * 3600;
     cfg->doppel.delay_ms = 20;
+    cfg->tls_front.enabled = true;
+    cfg->tls_front.refresh_s = 6 * 3600;
+    cfg->tls_front.connections = 8;
+    cfg->tls_front.timeout_ms = 5000;
     cfg->fleet.port = 6379;
     cfg->fleet.timeout_ms = 50;
     cfg->fleet.lease_ms = 15000;
@@ -2352,6 +2378,7 @@ static const struct {
     SECTION("defense.blocklist", iplist_rules),
     SECTION("defense.allowlist", iplist_rules),
     SECTION("defense.doppelganger", doppel_rules),
+    SECTION("defense.tls-front", tls_front_rules),
     SECTION("stats", stats_rules),
     SECTION("stats.statsd", statsd_rules),
     SECTION("stats.prometheus", prometheus_rules),

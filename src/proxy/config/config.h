@@ -259,6 +259,17 @@ struct config {
         uint32_t delay_ms; /* max-delay (tgproxy's): cap on the delay added to one record; 20 */
     } doppel;
 
+    /* [defense.tls-front]: FakeTLS answers shaped like the fronting site's first flight
+       (services/tlsfront.h): probed at start and every refresh, per SNI domain. On by
+       default whenever ee secrets are served. */
+    struct {
+        bool enabled;                     /* default true */
+        uint32_t refresh_s;               /* refresh: default 21600 (6 h), jittered +-10 % */
+        uint32_t connections;             /* probes per domain and refresh: 8 (1..64) */
+        uint32_t timeout_ms;              /* one probe, connect to the end of the flight: 5000 */
+        char state_file[CONFIG_FILE_MAX]; /* "" = $STATE_DIRECTORY/tls-front, else not kept */
+    } tls_front;
+
     /* [stats.statsd]: the same metrics pushed over UDP (statsd.h). Off by default. */
     struct {
         bool enabled;

@@ -38,6 +38,8 @@
 #include "proxy/config/config.h"
 #include "proxy/config/dc.h"
 #include "proxy/services/doh.h"
+#include "proxy/services/tlsscout.h"
+#include "proxy/wire/tlsprofile.h"
 #include "proxy/daemon/server.h"
 #include "proxy/wire/socks5.h"
 #include "proxy/wire/value.h"
@@ -868,6 +870,65 @@ static void mp_line(void *ud, enum doctor_mark m, const char *what, const char *
 
 /* ---- entry ---- */
 
+/* [defense.tls-front]: what of the site's first flight the learned answer cannot copy. The
+   site is probed as the refresh thread probes it (three Telegram-like hellos). */
+#define DOCTOR_TLS_PROBES 3
+static void check_tls_front(struct doctor *d, const char *domain)
+{
+    char what[TLSPROFILE_DOMAIN_MAX + 16], err[512], where[CONFIG_HOST_MAX + 8] = "";
+    snprintf(what, sizeof what, "tls-front (%s)", domain);
+    struct addrs as = {0};
+    struct tlsflight *fl = tg__calloc(DOCTOR_TLS_PROBES, sizeof *fl);
+    if (!fl) {
+        report(d, false, what, "out of memory");
+        return;
+    }
+    size_t ok = 0;
+    if (fronting_addrs(d->cfg, domain, &as, err, sizeof err) == 0 && as.n) {
+        addr_text(&as.a[0], as.len[0], true, where, sizeof where);
+        struct tlsscout_opts o = {.timeout_ms = (int)cap_ms(d->cfg->tls_front.timeout_ms)};
+        for (int i = 0; i < DOCTOR_TLS_PROBES; i++)
+            ok += tlsscout_probe((struct sockaddr *)&as.a[0], as.len[0], domain, &o, &fl[ok], err,
+                                 sizeof err) == 0;
+    }
+    struct tlsprofile p;
+    char why[256];
+    if (!ok) {
+        report_warn(d, what,
+                    "the site's first flight cannot be learned (%s): FakeTLS clients get the "
+                    "fixed answer, or the profile stored by an earlier run",
+                    err);
+    } else if (tlsprofile_build(domain, fl, ok, 0, &p, why, sizeof why) != 0) {
+        report_warn(d, what, "%s answers, but not in a shape to copy (%s): FakeTLS clients get "
+                             "the fixed answer", where, why);
+    } else {
+        char text[1536];
+        unsigned diff = tlsprofile_diff(&p);
+        if (diff == 0)
+            report(d, true, what,
+                   "%s: the answer copies the site's first flight (cipher %04x, %zu extensions "
+                   "in order, one encrypted record of %u bytes, segments %s)",
+                   where, p.cipher, p.next, (unsigned)p.lens[0], p.pattern);
+        else
+            report_warn(d, what, "%s (segments %s): what the answer cannot copy: %s", where,
+                        p.pattern, tlsprofile_diff_text(diff, text, sizeof text));
+    }
+    tg__free(fl);
+}
+
+/* mss-clamp also applies to what tgproxy sends: the answer leaves in clamp-sized segments. */
+static void check_tls_front_clamp(struct doctor *d)
+{
+    if (!d->cfg->mss_clamp)
+        return;
+    report_warn(d, "tls-front segments",
+                "mss-clamp = %u also cuts what tgproxy sends (Linux applies a listener's MSS to "
+                "both directions): a 3 KB answer leaves in about %u segments where the site "
+                "sends 1 or 2. mss-clamp = false copies the site's segments, at the price of "
+                "the ClientHello's fingerprint (JA4) in one segment",
+                (unsigned)d->cfg->mss_clamp, (unsigned)(3000 / d->cfg->mss_clamp + 1));
+}
+
 /* Distinct FakeTLS domains of the config, in order, at most MAX_DOMAINS. */
 static size_t domains(const struct config *cfg, const char **out)
 {
@@ -898,6 +959,11 @@ static int run_checks(struct doctor *d)
         report(d, true, "fronting", "no FakeTLS secret: nothing is fronted");
     for (size_t i = 0; i < ndom; i++)
         check_sni_dns(d, dom[i]);
+    if (d->cfg->tls_front.enabled && ndom) {
+        for (size_t i = 0; i < ndom; i++)
+            check_tls_front(d, dom[i]);
+        check_tls_front_clamp(d);
+    }
     check_plain_probing(d, ndom);
     if (d->cfg->blocklist.enabled)
         check_acl(d, &d->cfg->blocklist, ACL_BLOCK);

@@ -12,6 +12,7 @@
 #include "core/str.h"
 #include "proxy/services/acl.h"
 #include "proxy/services/mpsource.h"
+#include "proxy/services/tlsfront.h"
 #include "proxy/daemon/server.h"
 #include "proxy/engine/generation.h"
 
@@ -508,10 +509,69 @@ static int collect_acl(struct walk *w, const struct server *s)
     return rc;
 }
 
+/* [defense.tls-front]: each SNI domain's answer shape, profile age and refresh counts. */
+static int collect_tlsfront(struct walk *w, const struct server *s)
+{
+    struct tlsfront *t = server_tlsfront(s);
+    if (!t)
+        return 0;
+    struct tlsfront_status *st = tg__calloc(TLSFRONT_MAX_DOMAINS, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    size_t n = tlsfront_status(t, st, TLSFRONT_MAX_DOMAINS);
+    if (n > TLSFRONT_MAX_DOMAINS)
+        n = TLSFRONT_MAX_DOMAINS;
+    int64_t now = tg__wall_s();
+    int rc = 0;
+    for (int f = 0; f < 4 && rc == 0; f++) {
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            struct metric_sample m = {.nlabels = 1,
+                                      .label_key = {"domain"},
+                                      .label_val = {st[i].domain}};
+            if (f == 0) {
+                for (int k = TLSFRONT_DEFAULT; k <= TLSFRONT_LEARNED && rc == 0; k++) {
+                    struct metric_sample g = {
+                        .family = "tls_front_shape",
+                        .help = "1 for the FakeTLS answer shape each SNI domain uses now.",
+                        .type = METRIC_GAUGE,
+                        .nlabels = 2,
+                        .label_key = {"domain", "shape"},
+                        .label_val = {st[i].domain, tlsfront_shape_name((enum tlsfront_shape)k)},
+                        .value = st[i].shape == (enum tlsfront_shape)k};
+                    rc = put(w, &g);
+                }
+                continue;
+            }
+            if (f == 1) {
+                if (st[i].shape == TLSFRONT_DEFAULT)
+                    continue;
+                m.family = "tls_front_profile_age_seconds";
+                m.help = "Seconds since the refresh that made the domain's profile in use.";
+                m.type = METRIC_GAUGE;
+                m.value = now > st[i].learned_s ? (double)(now - st[i].learned_s) : 0;
+            } else if (f == 2) {
+                m.family = "tls_front_refreshes_total";
+                m.help = "Front refreshes that learned a profile, by SNI domain.";
+                m.type = METRIC_COUNTER;
+                m.value = (double)st[i].refreshes;
+            } else {
+                m.family = "tls_front_refresh_failures_total";
+                m.help = "Front refreshes that failed (the last good profile kept), by SNI domain.";
+                m.type = METRIC_COUNTER;
+                m.value = (double)st[i].failures;
+            }
+            rc = put(w, &m);
+        }
+    }
+    tg__free(st);
+    return rc;
+}
+
 /* The page's families, in the order they appear on it. */
 static int (*const collectors[])(struct walk *, const struct server *) = {
-    collect_totals,  collect_dc_time,       collect_dc_fail, collect_mp_up, collect_mp_sources,
-    collect_secrets, collect_secret_limits, collect_reload,  collect_acl,   collect_process,
+    collect_totals,  collect_dc_time,       collect_dc_fail, collect_mp_up,    collect_mp_sources,
+    collect_secrets, collect_secret_limits, collect_reload,  collect_acl,      collect_tlsfront,
+    collect_process,
 };
 
 int metrics_collect(const struct server *s, metrics_emit_fn emit, void *user)

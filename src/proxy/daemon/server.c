@@ -685,6 +685,11 @@ struct acl *server_acl(const struct server *s)
     return __atomic_load_n(&s->acl, __ATOMIC_ACQUIRE); /* a reload may set it */
 }
 
+struct tlsfront *server_tlsfront(const struct server *s)
+{
+    return s->sh.tlsfront; /* set before the workers start, freed after they stop */
+}
+
 uint16_t server_metrics_port(const struct server *s)
 {
     return metrics_port(s->metrics);

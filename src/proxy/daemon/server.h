@@ -117,6 +117,8 @@ double server_start_time(const struct server *s);
 /* [middle-proxy] documents' source (mpsource.h), or NULL. Any thread. */
 struct mpsource *server_mpsource(const struct server *s);
 struct acl *server_acl(const struct server *s);
+/* The learned FakeTLS answers ([defense.tls-front], tlsfront.h), or NULL when off. Owned by s. */
+struct tlsfront *server_tlsfront(const struct server *s);
 /* Port the Prometheus page listens on (0 = off). */
 uint16_t server_metrics_port(const struct server *s);
 /* Port the [api] control API listens on (0 = off). */

@@ -606,15 +606,12 @@ static void flight_step(struct conn *c)
     start_dc(c, &oc);
 }
 
-/* Write our whole three-record answer; the socket is fresh, so it fits its buffer. */
-static int send_answer(struct conn *c, const struct faketls_hello *h, const uint8_t *key)
+/* Write our whole three-record answer (tlsanswer.h: the learned shape of the secret's
+   domain, or today's); the socket is fresh, so it fits its buffer. */
+static int send_answer(struct conn *c, const struct faketls_hello *h, size_t ee)
 {
-    struct faketls_answer a = {.cipher = h->cipher};
-    int n = faketls_server_hello(h, key, &a, c->w->scratch, FAKETLS_SERVER_HELLO_MAX);
-    if (n < 0)
-        return n;
-    ssize_t wr = send(c->cfd, c->w->scratch, (size_t)n, MSG_NOSIGNAL);
-    return wr == n ? 0 : -EIO;
+    return tlsanswer_send(&c->w->tlsa, c->w->sh->tlsfront, &c->gen->ee[ee], h, c->cfd,
+                          c->w->scratch);
 }
 
 /* The handshake named c->secret: over one of its limits, the client is fronted like any
@@ -716,7 +713,7 @@ fail:
    the client's flight. */
 static void tls_answer(struct conn *c, const struct faketls_hello *h, size_t ee, size_t rl)
 {
-    if (send_answer(c, h, c->gen->ee[ee].key) < 0) {
+    if (send_answer(c, h, ee) < 0) {
         conn_hs_failed(c, HS_REASON(hs_closed)); /* the client's socket is gone */
         conn_close(c, END_RESET);
         return;

@@ -36,6 +36,7 @@
 #include "proxy/engine/selfaddr.h"
 #include "proxy/engine/shape.h"
 #include "proxy/engine/stats.h"
+#include "proxy/engine/tlsanswer.h"
 #include "proxy/engine/upstream.h"
 #include "proxy/services/acl.h"
 #include "proxy/wire/faketls.h"
@@ -74,6 +75,8 @@ struct conn_shared {
     uint32_t big_max;          /* bulk blocks one worker may hold at once */
     /* [defense.doppelganger]: the live profile (doppel_fetch.h); NULL = no shaping */
     struct doppel_live *doppel;
+    /* [defense.tls-front]: the learned answers (services/tlsfront.h); NULL = today's answer */
+    struct tlsfront *tlsfront;
     struct keyscan_hints *hints; /* who authenticated with which key (keyscan.h) */
     struct seen *seen;           /* per label slot: recent client addresses (seen.h) */
     struct mpsource *mpsrc;      /* [middle-proxy] documents (server.c owns it), or NULL */
@@ -119,12 +122,13 @@ struct conn_worker {
     struct conn_shared *sh;              /* shared; only sh->active is written */
     tg__ratelimit rl;                    /* debug lines the network can trigger */
     tg__pool conn_pool;                  /* struct conn storage */
-    uint8_t *scratch;                    /* FAKETLS_SERVER_HELLO_MAX bytes for building answers */
+    uint8_t *scratch;                    /* TLSANSWER_SCRATCH bytes for building answers */
     /* each file's own per-worker state, written by that file only */
     struct upstream_worker upstream; /* host names and their lookups (upstream.c) */
     struct chain_worker chain;       /* round-robin over [network] proxies (chain.c) */
     struct acl_worker acl;           /* this worker's reader slot in sh->acl (acl.c) */
     struct shape_worker shape;       /* doppelganger shaper (shape.c) */
+    struct tlsanswer_worker tlsa;    /* the learned answers' set in use (tlsanswer.c) */
     struct fleet_worker *fleet;      /* this worker's [fleet] Redis connection; NULL = off */
     struct midproxy_worker *mp;      /* middle-proxy pool (midproxy.h); NULL = no [middle-proxy] */
     struct mp_pool *mp_old;          /* retired pools whose clients still run (worker.c) */

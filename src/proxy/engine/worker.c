@@ -21,6 +21,7 @@
 #include "proxy/services/doppel_fetch.h"
 #include "proxy/services/mpsource.h"
 #include "proxy/wire/crypto.h"
+#include "proxy/services/tlsfront.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,6 +59,11 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
     /* the doppelganger's scout and profile: restart-only, like anti-replay */
     if (cfg->doppel.enabled && !(sh->doppel = doppel_live_new(cfg, sh->doh)))
         return -ENOMEM;
+    char tf_err[128];
+    if (!(sh->tlsfront = tlsfront_new(cfg, sh->doh, tf_err, sizeof tf_err)) && tf_err[0]) {
+        tg__log(NULL, TG__LOG_ERROR, "%s", tf_err);
+        return -ENOMEM;
+    }
     if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
         return -ENOMEM;
     if (!(sh->hints = tg__calloc(1, sizeof *sh->hints)) ||
@@ -82,6 +88,7 @@ void conn_shared_cleanup(struct conn_shared *sh)
     gen_unref(sh->gen);
     gen_labels_cleanup(&sh->labels);
     doppel_live_free(sh->doppel); /* its raids may be resolving through doh */
+    tlsfront_free(sh->tlsfront);  /* so may its probes */
     doh_free(sh->doh);
     antireplay_free(sh->replay);
     fleet_free(sh->fleet);
@@ -105,6 +112,7 @@ int conn_shared_publish(struct conn_shared *sh, struct config *cfg)
     __atomic_store_n(&sh->gen_seq, g->seq, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&sh->gen_mu);
     gen_unref(old); /* freed here, or when its last connection ends */
+    tlsfront_update(sh->tlsfront, g->cfg); /* domains follow the secrets; refresh now */
     return 0;
 }
 
@@ -342,7 +350,7 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     tg__pool_init(&w->big_pool, sh->big_size ? sh->big_size : sizeof(void *), sh->big_max);
     tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
     tg__ratelimit_init(&w->rl, 5, 20);
-    w->scratch = tg__malloc(FAKETLS_SERVER_HELLO_MAX);
+    w->scratch = tg__malloc(TLSANSWER_SCRATCH);
     admit_worker_init(w);
     if (!w->scratch || tqs_adopt(w, w->gen->cfg) < 0 ||
         shape_worker_init(&w->shape, &w->loop, sh->doppel, sh->cfg) < 0) {
@@ -381,6 +389,7 @@ void conn_worker_cleanup(struct conn_worker *w)
     fleet_worker_free(w->fleet);
     w->fleet = NULL;
     upstream_worker_cleanup(w);
+    tlsanswer_worker_cleanup(&w->tlsa);
     tg__free(w->scratch);
     w->scratch = NULL;
     tg__pool_cleanup(&w->pool);

@@ -174,6 +174,7 @@ static void write_conf(struct env *e, const char *extra_secrets, const char *api
              "file1 = \"ee%s%s\"\n%s"
              "[dcs]\ndefault = \"127.0.0.1:%u\"\n"
              "[domain-fronting]\nhost = \"127.0.0.1\"\nport = %u\n"
+             "[defense.tls-front]\nenabled = false\n" /* no probes to the stand-in front */
              "[api]\nenabled = true\nbind-to = \"%s\"\ntoken-file = \"%s\"\n"
              "state-file = \"%s\"\nmax-body = 2048\nauth-failures-per-minute = 6\n%s",
              hex, "6578616d706c652e636f6d" /* example.com */, extra_secrets ? extra_secrets : "",

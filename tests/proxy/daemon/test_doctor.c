@@ -176,6 +176,7 @@ struct conf {
     uint16_t bind_port;   /* 0 = port 0 (bindable whatever else runs) */
     unsigned concurrency; /* 0 = 64 */
     const char *secrets;  /* more lines in [secrets] */
+    bool tls_front;       /* [defense.tls-front] on (its default); off here unless asked */
 };
 
 static void write_conf(struct fx *f, const struct conf *c)
@@ -189,10 +190,11 @@ static void write_conf(struct fx *f, const struct conf *c)
             "bind-to = \"127.0.0.1:%u\"\nconcurrency = %u\ntolerate-time-skewness = \"60s\"\n%s"
             "[secrets]\nmain = \"ee" KEY_HEX "%s\"\n%s"
             "[dcs]\ndefault = \"127.0.0.1:%u\"\n"
-            "[domain-fronting]\nip = \"%s\"\nport = %u\n",
+            "[domain-fronting]\nip = \"%s\"\nport = %u\n%s",
             c->bind_port, c->concurrency ? c->concurrency : 64, c->extra ? c->extra : "", dom_hex,
             c->secrets ? c->secrets : "", c->dc_port ? c->dc_port : f->dc_port,
-            c->front_ip ? c->front_ip : "127.0.0.1", c->front_port ? c->front_port : f->https_port);
+            c->front_ip ? c->front_ip : "127.0.0.1", c->front_port ? c->front_port : f->https_port,
+            c->tls_front ? "" : "[defense.tls-front]\nenabled = false\n");
     fclose(o);
     chmod(f->conf, 0600);
 }
@@ -444,6 +446,31 @@ static void test_fleet_redis_address(void **state)
                          cases[i].warned ? DOCTOR_EXIT_WARNINGS : 0);
         fclose(o);
     }
+}
+
+/* [defense.tls-front]: doctor probes the site as the refresh thread does and says what the
+   answer cannot copy: the local site (OpenSSL) writes each encrypted handshake message as a
+   record of its own, and mss-clamp (on by default) cuts what tgproxy sends. Warnings only. */
+static void test_tls_front(void **state)
+{
+    struct fx *f = *state;
+    write_conf(f, &(struct conf){.tls_front = true});
+    int rc = run(f);
+    if (rc != 0)
+        fail_msg("doctor failed (%d):\n%s", rc, f->out);
+    expect(f, WARN "tls-front (localhost): 127.0.0.1:");
+    expect(f, "what the answer cannot copy: the site spreads its encrypted handshake over "
+              "several records; Telegram clients accept exactly one");
+    expect(f, "a front that packs its flight into one encrypted record");
+    expect(f, WARN "tls-front segments: mss-clamp = 256 also cuts what tgproxy sends");
+    assert_int_equal(count(f->out, WARN "tls-front"), 2);
+    write_conf(f, &(struct conf){.tls_front = true, .extra = "[defense]\nmss-clamp = false\n"});
+    assert_int_equal(run(f), 0);
+    assert_int_equal(count(f->out, WARN "tls-front segments"), 0);
+    /* a front that is not there: a warning, the fixed answer */
+    write_conf(f, &(struct conf){.tls_front = true, .front_port = (uint16_t)tgtest_listen_port()});
+    run(f);
+    expect(f, WARN "tls-front (localhost): the site's first flight cannot be learned");
 }
 
 static void test_wrong_clock(void **state)
@@ -813,6 +840,7 @@ int main(void)
         cmocka_unit_test(test_api_state),
         cmocka_unit_test(test_mtg_example_config),
         cmocka_unit_test(test_metrics_bind),
+        cmocka_unit_test(test_tls_front),
         cmocka_unit_test(test_wrong_clock),
         cmocka_unit_test(test_dc_unreachable),
         cmocka_unit_test(test_untrusted_certificate),

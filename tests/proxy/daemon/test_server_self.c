@@ -146,6 +146,7 @@ static int rig_start(struct rig *r, const char *const *listen, size_t n, const c
 {
     struct config *cfg = &r->cfg;
     config_init(cfg);
+    cfg->tls_front.enabled = false; /* no probes to the stand-in front */
     char err[256], text[80];
     for (size_t i = 0; i < n; i++) {
         snprintf(text, sizeof text, strchr(listen[i], ':') ? "[%s]:%u" : "%s:%u", listen[i],

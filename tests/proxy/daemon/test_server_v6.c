@@ -48,6 +48,7 @@ static void write_cfg(struct v6 *v)
              "bind-to = \"[::1]:0\"\nworkers = 2\nlog-level = \"info\"\n"
              "[dcs]\ndefault = [\"127.0.0.1:%u\"]\n"
              "[domain-fronting]\nhost = \"127.0.0.1\"\nport = %u\n"
+             "[defense.tls-front]\nenabled = false\n" /* no probes to the stand-in front */
              "[secrets]\na = \"ee%s%s\"\n"
              "[limits.a]\nmax-connections = 2\n"
              "[defense.allowlist]\nenabled = true\nfiles = [\"%s\"]\n"
