@@ -19,8 +19,10 @@
  * times the handshake computation alone in-process (hello parse + validate + answer +
  * obfs2 parse + DC header), the crypto part of the proxy's cost, and two more the
  * ServerHello key share alone, ours against a genuine OpenSSL X25519 key pair. Then
- * proxy_handshake_compute_learned: the same computation with the answer shaped like a
- * recorded site (tlsflight_answer, issue 23) against today's answer, interleaved rounds.
+ * proxy_handshake_compute_learned: the same computation with the answer learned from a site
+ * ([defense.tls-front], issue 23: tlsprofile_answer from a gnutls-serv-like profile, written
+ * in the site's two segments) against today's answer (one write), each answer written to a
+ * socketpair and drained as the engine's send would be, interleaved rounds.
  *
  * [fleet] (issue 16): the same FakeTLS handshakes through two more proxy children whose
  * checks go to a local redis-server started by the benchmark (no persistence): one with
@@ -34,6 +36,11 @@
  * run (GET /v1/secrets and /v1/info, tests/support/api_scrape.c), in the same rounds:
  * proxy_hs_api_vs_without gives its CPU per handshake and rate against the proxy without.
  *
+ * proxy_hs_proxy_tls_learned: FakeTLS handshakes through a proxy child that answers with
+ * the learned answer ([defense.tls-front], its profile from a state file), in the same
+ * rounds; proxy_hs_learned_vs_today is its CPU per handshake over proxy_tls's (median of
+ * the rounds' ratios; goal <= 1.10).
+ *
  * Environment: TGKIT_BENCH_HS (default 4000) handshakes per path, over 2 client threads.
  */
 #include "bench.h"
@@ -45,13 +52,15 @@
 #include "proxy/wire/faketls.h"
 #include "proxy/wire/keyshare.h"
 #include "proxy/wire/obfs2.h"
-#include "proxy/wire/tlsflight.h"
+#include "proxy/wire/tlsprofile.h"
 #include "proxy_harness.h"
 #include "proxy_load.h"
 #include "redis_server.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,9 +155,30 @@ struct crypto_ctx {
     size_t hello_len;
     uint8_t flight[64];
     struct faketls_key fk;
-    uint8_t answer[FAKETLS_SERVER_HELLO_MAX];
-    const struct tlsflight *site; /* answer shaped like this site's flight, or NULL */
+    uint8_t answer[TLSPROFILE_ANSWER_MAX];
+    const struct tlsprofile *site; /* the learned answer for this profile, or NULL (today's) */
+    int sp[2];  /* with write: answers are written to sp[0] and drained from sp[1] */
+    bool write; /* the learned-answer rows: the answer's sends are part of its cost */
 };
+
+/* Write the answer as the engine does (tlsanswer.c: one send per segment), then drain it. */
+static void answer_out(struct crypto_ctx *x, size_t n, const size_t *cuts, size_t ncuts)
+{
+    size_t at = 0;
+    for (size_t i = 0; i <= ncuts; i++) {
+        size_t end = i < ncuts ? cuts[i] : n;
+        if (send(x->sp[0], x->answer + at, end - at, MSG_NOSIGNAL) != (ssize_t)(end - at))
+            abort();
+        at = end;
+    }
+    static uint8_t sink[TLSPROFILE_ANSWER_MAX];
+    for (size_t got = 0; got < n;) {
+        ssize_t k = recv(x->sp[1], sink, sizeof sink, 0);
+        if (k <= 0)
+            abort();
+        got += (size_t)k;
+    }
+}
 
 static void crypto_once(void *arg)
 {
@@ -161,9 +191,12 @@ static void crypto_once(void *arg)
         faketls_validate(&h, &x->fk, 1, &pol, &m) != FAKETLS_ACCEPT)
         abort();
     struct faketls_answer a = {.cipher = h.cipher};
-    if (x->site)
-        (void)tlsflight_answer(x->site, (int)crypto_random_range(0, 65) - 32, &a);
-    int n = faketls_server_hello(&h, x->key, &a, x->answer, sizeof x->answer);
+    size_t cuts[TLSPROFILE_MAX_CUTS], ncuts = 0;
+    int n = x->site ? tlsprofile_answer(x->site, &h, x->key, x->answer, sizeof x->answer, cuts,
+                                        &ncuts)
+                    : faketls_server_hello(&h, x->key, &a, x->answer, sizeof x->answer);
+    if (n > 0 && x->write)
+        answer_out(x, (size_t)n, cuts, ncuts);
     struct obfs2_candidate cand = {.tags = OBFS2_ALLOW_PADDED};
     memcpy(cand.key, x->key, 16);
     struct crypto_ctr c2p = {0}, p2dc = {0};
@@ -177,9 +210,51 @@ static void crypto_once(void *arg)
     tg__bench_sink(wire[0]);
 }
 
+/* gnutls-serv's profile as test_server_tlsfront learns it: key_share (51/36) then
+   supported_versions (43/2), 2901 encrypted bytes on the wire, a segment after the CCS. */
+static void gnutls_profile(struct tlsprofile *p)
+{
+    *p = (struct tlsprofile){.legacy_version = 0x0303, .cipher = 0x1301, .sid_echo = true,
+                             .ccs = true, .next = 2, .group = 0x001d, .key_len = 32,
+                             .selected = 0x0304, .nenc_min = 5, .nenc_max = 5, .nlens = 1,
+                             .lens = {2901}, .ncuts = 1, .cuts = {133}};
+    p->ext[0] = (struct tlsflight_ext){51, 36};
+    p->ext[1] = (struct tlsflight_ext){43, 2};
+    snprintf(p->domain, sizeof p->domain, "%s", PHARNESS_DOMAIN);
+    snprintf(p->pattern, sizeof p->pattern, "SH+CCS|AD+AD+AD+AD+AD");
+}
+
+/* A FakeTLS proxy child answering with the learned answer: [defense.tls-front] on, its
+   state file holding gnutls_profile (the refresh then probes the stand-in front, fails,
+   and keeps it), everything else as the main child. */
+static int learned_child(struct pharness *h, char *state, size_t cap)
+{
+    if (pharness_prepare(h, &(struct pharness_opts){.ee = true}) < 0)
+        return -1;
+    snprintf(state, cap, "/tmp/tgkit-bench-tlsfront-XXXXXX");
+    int fd = mkstemp(state);
+    struct tlsprofile p;
+    gnutls_profile(&p);
+    char text[2048];
+    size_t n = tlsprofile_format(&p, 1, text, sizeof text);
+    if (fd < 0 || n == 0 || write(fd, text, n) != (ssize_t)n)
+        return -1;
+    close(fd);
+    h->cfg.tls_front.enabled = true;
+    snprintf(h->cfg.tls_front.state_file, sizeof h->cfg.tls_front.state_file, "%s", state);
+    if (pproc_proxy_start(&h->proc, &h->cfg) < 0)
+        return -1;
+    h->port = h->proc.port;
+    return 0;
+}
+
 static void crypto_floor(double proxy_cpu_us)
 {
     struct crypto_ctx *x = calloc(1, sizeof *x);
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, x->sp) != 0)
+        abort();
+    int big = 1 << 20;
+    setsockopt(x->sp[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
     memset(x->key, 0x42, 16);
     x->hello_len = pcli_hello(x->hello, sizeof x->hello, x->key, "example.com", time(NULL));
     x->fk = (struct faketls_key){.domain = "example.com", .domain_len = 11};
@@ -200,20 +275,13 @@ static void crypto_floor(double proxy_cpu_us)
     pload_line("proxy_handshake_compute",
                "cpu_us_per_op=%.1f allocs_per_op=%.1f share_of_proxy_cpu=%.2f", us, allocs,
                proxy_cpu_us > 0 ? us / proxy_cpu_us : 0);
-    /* issue 23: the answer shaped like a recorded site (gnutls-serv's flight in
-       test_tlsscout: 51/36 then 43/2, 2876 encrypted bytes) against today's, in 5
-       interleaved rounds, median of the ratios */
-    struct tlsflight site = {.cipher = 0x1301,
-                             .next = 2,
-                             .group = 0x001d,
-                             .key_len = 32,
-                             .ccs = true,
-                             .sid_echo = true,
-                             .nenc = 5,
-                             .enc_total = 2876};
-    site.ext[0] = (struct tlsflight_ext){51, 36};
-    site.ext[1] = (struct tlsflight_ext){43, 2};
+    /* issue 23: the learned answer (gnutls-serv's profile in test_server_tlsfront: 51/36 then
+       43/2, 2901 encrypted bytes on the wire, a segment after the CCS) against today's, in
+       5 interleaved rounds, median of the ratios */
+    struct tlsprofile site;
+    gnutls_profile(&site);
     double ratios[5], learned_us = 0, today_us = 0;
+    x->write = true;
     for (int r = 0; r < 5; r++) {
         double t[2];
         for (int k = 0; k < 2; k++) {
@@ -232,6 +300,8 @@ static void crypto_floor(double proxy_cpu_us)
                "cpu_us_per_op=%.1f floor=today cpu_us_floor=%.1f ratio=%.2f (median of 5 "
                "interleaved rounds; goal <= 1.10)",
                learned_us, today_us, ratios[2]);
+    close(x->sp[0]);
+    close(x->sp[1]);
     free(x);
 }
 
@@ -369,6 +439,12 @@ int main(void)
         fprintf(stderr, "handshake: cannot start the proxy with [api]\n");
         return 1;
     }
+    struct pharness hl;
+    char state[64];
+    if (learned_child(&hl, state, sizeof state) < 0) {
+        fprintf(stderr, "handshake: cannot start the learned-answer proxy\n");
+        return 1;
+    }
     struct fleet_bench fb;
     fleet_setup(&fb); /* forks before this process runs client threads */
     static struct api_scrape scr;
@@ -383,16 +459,18 @@ int main(void)
     /* relay, FakeTLS and dd in turns (ROUNDS of total / ROUNDS each), so a change in the
        machine's load during the run moves all three alike; the ratio is per round */
     enum { ROUNDS = 5 };
-    struct hs_res rl = {0}, tls = {0}, dd = {0}, tls_mp = {0}, dd_mp = {0}, tls_api = {0};
+    struct hs_res rl = {0}, tls = {0}, dd = {0}, tls_mp = {0}, dd_mp = {0}, tls_api = {0},
+                  lt = {0};
     if (with_api) {
         struct hs_res wa = measure(ha.port, pharness_client(&ha, PCLI_TLS), &ha.proc, 200);
         report("proxy_hs_warmup_api", &wa, true, 0);
     }
-    double tls_ratio[ROUNDS], dd_ratio[ROUNDS];
+    double tls_ratio[ROUNDS], dd_ratio[ROUNDS], learned_ratio[ROUNDS];
     struct pcli_opts otm = pharness_client(&hmp, PCLI_TLS), odm = pharness_client(&hmp, PCLI_DD);
     otm.framed = odm.framed = true;
     struct hs_res wm = measure(hmp.port, otm, &hmp.proc, 200);
     report("proxy_hs_warmup_mp", &wm, true, 0);
+    (void)measure(hl.port, pharness_client(&hl, PCLI_TLS), &hl.proc, 200); /* warm-up */
     for (int k = 0; k < ROUNDS; k++) {
         struct hs_res a = measure(relay.port, direct, &relay, total / ROUNDS);
         struct hs_res b = measure(h.port, pharness_client(&h, PCLI_TLS), &h.proc, total / ROUNDS);
@@ -406,6 +484,9 @@ int main(void)
         struct hs_res e = measure(hmp.port, odm, &hmp.proc, total / ROUNDS);
         add_res(&tls_mp, &d);
         add_res(&dd_mp, &e);
+        struct hs_res l = measure(hl.port, pharness_client(&hl, PCLI_TLS), &hl.proc, total / ROUNDS);
+        learned_ratio[k] = b.cpu_us > 0 ? (l.cpu_us / l.n) / (b.cpu_us / b.n) : 0;
+        add_res(&lt, &l);
         fleet_round(&fb, total / ROUNDS);
         if (with_api) {
             api_scrape_set(&scr, true);
@@ -420,6 +501,15 @@ int main(void)
     report("proxy_hs_proxy_dd", &dd, true, floor);
     report("proxy_hs_proxy_tls_mp", &tls_mp, true, floor);
     report("proxy_hs_proxy_dd_mp", &dd_mp, true, floor);
+    report("proxy_hs_proxy_tls_learned", &lt, true, floor);
+    qsort(learned_ratio, ROUNDS, sizeof learned_ratio[0], cmp_double);
+    pload_line("proxy_hs_learned_vs_today",
+               "today_cpu_us=%.1f learned_cpu_us=%.1f ratio=%.2f ratio_range=%.2f-%.2f rounds=%d "
+               "goal_ratio=1.10",
+               tls.cpu_us / tls.n, lt.cpu_us / lt.n, learned_ratio[ROUNDS / 2], learned_ratio[0],
+               learned_ratio[ROUNDS - 1], ROUNDS);
+    pharness_stop(&hl);
+    unlink(state);
     qsort(tls_ratio, ROUNDS, sizeof tls_ratio[0], cmp_double);
     qsort(dd_ratio, ROUNDS, sizeof dd_ratio[0], cmp_double);
     double relay_cpu = rl.cpu_us / rl.n, tls_cpu = tls.cpu_us / tls.n, dd_cpu = dd.cpu_us / dd.n;
