@@ -31,6 +31,7 @@
 #include "daemon_fx.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/tlsprofile.h"
+#include "prom.h"
 #include "proxy_client.h"
 #include "proxy_tcpinfo.h"
 #include "proxy_util.h"
@@ -220,29 +221,16 @@ static void write_config(const struct dfx *d, uint16_t front_port, const char *s
                hex, dom, (unsigned)front_port, state);
 }
 
-/* The metrics page through prom_scrape.py (which holds every family to its docs row). */
-static char *scrape(const struct dfx *d)
-{
-    uint16_t port = dfx_log_port(d, "[stats.prometheus] serving");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ tgproxy "
-             "%s/docs/tgproxy.md",
-             TGKIT_SOURCE_DIR, (unsigned)port, TGKIT_SOURCE_DIR);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char *out = calloc(1, 1 << 20);
-    assert_non_null(out);
-    out[0] = '\n';
-    size_t n = fread(out + 1, 1, (1 << 20) - 2, p);
-    out[1 + n] = '\0';
-    assert_int_equal(pclose(p), 0);
-    return out;
-}
-
+/* The metrics page (prom_scrape: an independent parser that holds every family to its
+   docs row) holds line. */
 static void expect_metric(const struct dfx *d, const char *line)
 {
-    char *page = scrape(d);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/",
+             (unsigned)dfx_log_port(d, "[stats.prometheus] serving"));
+    char *page = calloc(1, 1 << 20);
+    assert_non_null(page);
+    assert_int_equal(prom_scrape(url, "tgproxy", page, 1 << 20), 0);
     if (!strstr(page, line))
         fail_msg("metrics page lacks \"%s\":%s", line, page);
     free(page);

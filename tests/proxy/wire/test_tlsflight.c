@@ -7,74 +7,52 @@
  */
 #include "tgtest.h"
 
+#include "proxy_bytes.h"
+
 #include "proxy/wire/faketls.h"
 #include "proxy/wire/tlsflight.h"
 
 #include <errno.h>
-
-struct buf {
-    uint8_t b[8192];
-    size_t n;
-};
-
-static void put(struct buf *b, const void *p, size_t n)
-{
-    assert_true(b->n + n <= sizeof b->b);
-    memcpy(b->b + b->n, p, n);
-    b->n += n;
-}
-
-static void put8(struct buf *b, unsigned v)
-{
-    uint8_t c = (uint8_t)v;
-    put(b, &c, 1);
-}
-
-static void put16(struct buf *b, unsigned v)
-{
-    put8(b, v >> 8);
-    put8(b, v);
-}
 
 static const uint8_t sid[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                                 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 
 /* ServerHello record: exts = {43: 0304, 51: x25519 + 32-byte key} in that order, or
    reversed. */
-static void server_hello(struct buf *b, bool reversed, uint16_t cipher)
+static void server_hello(struct pbytes *b, bool reversed, uint16_t cipher)
 {
-    struct buf e = {0};
+    struct pbytes e = {0};
     for (int k = 0; k < 2; k++) {
         if ((k == 0) != reversed) {
-            put16(&e, 43), put16(&e, 2), put16(&e, 0x0304);
+            pb_put16(&e, 43), pb_put16(&e, 2), pb_put16(&e, 0x0304);
         } else {
-            put16(&e, 51), put16(&e, 36), put16(&e, 0x001d), put16(&e, 32);
+            pb_put16(&e, 51), pb_put16(&e, 36), pb_put16(&e, 0x001d), pb_put16(&e, 32);
             for (int i = 0; i < 32; i++)
-                put8(&e, 0xa0 + i);
+                pb_put8(&e, 0xa0 + i);
         }
     }
     size_t body = 2 + 32 + 1 + 32 + 2 + 1 + 2 + e.n;
-    put8(b, 22), put16(b, 0x0303), put16(b, 4 + body);
-    put8(b, 2), put8(b, 0), put16(b, body);
-    put16(b, 0x0303);
+    pb_put8(b, 22), pb_put16(b, 0x0303), pb_put16(b, 4 + body);
+    pb_put8(b, 2), pb_put8(b, 0), pb_put16(b, body);
+    pb_put16(b, 0x0303);
     for (int i = 0; i < 32; i++)
-        put8(b, 0x55);
-    put8(b, 32), put(b, sid, 32);
-    put16(b, cipher), put8(b, 0);
-    put16(b, e.n), put(b, e.b, e.n);
+        pb_put8(b, 0x55);
+    pb_put8(b, 32), pb_put(b, sid, 32);
+    pb_put16(b, cipher), pb_put8(b, 0);
+    pb_put16(b, e.n), pb_put(b, e.b, e.n);
 }
 
-static void record(struct buf *b, uint8_t type, size_t len)
+static void record(struct pbytes *b, uint8_t type, size_t len)
 {
-    put8(b, type), put16(b, 0x0303), put16(b, len);
+    pb_put8(b, type), pb_put16(b, 0x0303), pb_put16(b, len);
     for (size_t i = 0; i < len; i++)
-        put8(b, (uint8_t)i);
+        pb_put8(b, (uint8_t)i);
 }
 
 static void test_openssl_like_flight(void **state)
 {
     (void)state;
-    struct buf b = {0};
+    struct pbytes b = {0};
     server_hello(&b, false, 0x1302);
     size_t sh = b.n;
     record(&b, 20, 1);
@@ -120,7 +98,7 @@ static void test_openssl_like_flight(void **state)
 static void test_packed_flight_cut_reads(void **state)
 {
     (void)state;
-    struct buf b = {0};
+    struct pbytes b = {0};
     server_hello(&b, true, 0x1301);
     record(&b, 20, 1);
     b.b[b.n - 1] = 1;
@@ -152,7 +130,7 @@ static void test_hello_retry_request(void **state)
                                     0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
                                     0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e,
                                     0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
-    struct buf b = {0};
+    struct pbytes b = {0};
     server_hello(&b, false, 0x1301);
     memcpy(b.b + 11, hrr, 32);
     struct tlsflight f;
@@ -175,10 +153,10 @@ static void test_malformed(void **state)
     assert_int_equal(tlsflight_parse(http, sizeof http - 1, NULL, 0, NULL, 0, &f, err, sizeof err),
                      -EBADMSG);
     assert_non_null(strstr(err, "offset 0"));
-    struct buf b = {0};
+    struct pbytes b = {0};
     server_hello(&b, false, 0x1301);
     /* an extension overrunning the hello */
-    struct buf c = b;
+    struct pbytes c = b;
     c.b[c.n - 36 - 4 + 3] = 200;
     assert_int_equal(tlsflight_parse(c.b, c.n, NULL, 0, NULL, 0, &f, err, sizeof err), -EBADMSG);
     /* the ServerHello record cut short */
@@ -233,7 +211,7 @@ static void test_probe_client_hello(void **state)
 static void test_answer_from_flight(void **state)
 {
     (void)state;
-    struct buf b = {0};
+    struct pbytes b = {0};
     server_hello(&b, false, 0x1302);
     record(&b, 20, 1);
     b.b[b.n - 1] = 1;

@@ -8,69 +8,47 @@
  */
 #include "tgtest.h"
 
+#include "proxy_bytes.h"
+
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/faketls.h"
 #include "proxy/wire/tlsprofile.h"
 
 #include <errno.h>
 
-struct buf {
-    uint8_t b[16384];
-    size_t n;
-};
-
-static void put(struct buf *b, const void *p, size_t n)
-{
-    assert_true(b->n + n <= sizeof b->b);
-    memcpy(b->b + b->n, p, n);
-    b->n += n;
-}
-
-static void put8(struct buf *b, unsigned v)
-{
-    uint8_t c = (uint8_t)v;
-    put(b, &c, 1);
-}
-
-static void put16(struct buf *b, unsigned v)
-{
-    put8(b, v >> 8);
-    put8(b, v);
-}
-
 static const uint8_t sid[32] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6,
                                 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
 
 /* A site's flight: ServerHello (key_share first when ks_first), CCS, then nenc encrypted
    records of len[i]; *sh_ccs = the offset after the CCS. */
-static void flight(struct buf *b, bool ks_first, uint16_t cipher, size_t nenc, const size_t *len,
+static void flight(struct pbytes *b, bool ks_first, uint16_t cipher, size_t nenc, const size_t *len,
                    size_t *sh_ccs)
 {
-    struct buf e = {0};
+    struct pbytes e = {0};
     for (int k = 0; k < 2; k++) {
         if ((k == 0) == ks_first) {
-            put16(&e, 51), put16(&e, 36), put16(&e, 0x001d), put16(&e, 32);
+            pb_put16(&e, 51), pb_put16(&e, 36), pb_put16(&e, 0x001d), pb_put16(&e, 32);
             for (int i = 0; i < 32; i++)
-                put8(&e, 0xa0 + i);
+                pb_put8(&e, 0xa0 + i);
         } else {
-            put16(&e, 43), put16(&e, 2), put16(&e, 0x0304);
+            pb_put16(&e, 43), pb_put16(&e, 2), pb_put16(&e, 0x0304);
         }
     }
     size_t body = 2 + 32 + 1 + 32 + 2 + 1 + 2 + e.n;
-    put8(b, 22), put16(b, 0x0303), put16(b, 4 + body);
-    put8(b, 2), put8(b, 0), put16(b, body);
-    put16(b, 0x0303);
+    pb_put8(b, 22), pb_put16(b, 0x0303), pb_put16(b, 4 + body);
+    pb_put8(b, 2), pb_put8(b, 0), pb_put16(b, body);
+    pb_put16(b, 0x0303);
     for (int i = 0; i < 32; i++)
-        put8(b, 0x55);
-    put8(b, 32), put(b, sid, 32);
-    put16(b, cipher), put8(b, 0);
-    put16(b, e.n), put(b, e.b, e.n);
-    put8(b, 20), put16(b, 0x0303), put16(b, 1), put8(b, 1);
+        pb_put8(b, 0x55);
+    pb_put8(b, 32), pb_put(b, sid, 32);
+    pb_put16(b, cipher), pb_put8(b, 0);
+    pb_put16(b, e.n), pb_put(b, e.b, e.n);
+    pb_put8(b, 20), pb_put16(b, 0x0303), pb_put16(b, 1), pb_put8(b, 1);
     *sh_ccs = b->n;
     for (size_t r = 0; r < nenc; r++) {
-        put8(b, 23), put16(b, 0x0303), put16(b, len[r]);
+        pb_put8(b, 23), pb_put16(b, 0x0303), pb_put16(b, len[r]);
         for (size_t i = 0; i < len[r]; i++)
-            put8(b, (uint8_t)(i * 7));
+            pb_put8(b, (uint8_t)(i * 7));
     }
 }
 
@@ -81,7 +59,7 @@ static void parse_split(struct tlsflight *f, size_t extra, bool split)
     size_t l[5];
     memcpy(l, lens, sizeof l);
     l[4] = 53 + extra;
-    struct buf b = {0};
+    struct pbytes b = {0};
     size_t cut;
     flight(&b, true, 0x1301, 5, l, &cut);
     uint32_t seg[2] = {(uint32_t)cut, (uint32_t)(b.n - cut)};
