@@ -5,6 +5,7 @@
 #include "core/atomicfile.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/readfile.h"
 #include "core/str.h"
 #include "proxy/services/doh.h"
 #include "proxy/services/tlsscout.h"
@@ -12,7 +13,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -153,33 +152,25 @@ static void load_stored(struct tlsfront *t)
 {
     if (!t->state_file[0])
         return;
-    int fd = open(t->state_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        if (errno != ENOENT)
-            tg__log(NULL, TG__LOG_WARN, "tls-front: %s: %s (profiles are learned anew)",
-                    t->state_file, strerror(errno));
-        return;
+    char *text = NULL, why[CONFIG_FILE_MAX + 200];
+    size_t len = 0, n = 0;
+    int rc = tg__read_file(t->state_file, TLSPROFILE_FILE_MAX, TG__READ_NOFOLLOW, &text, &len,
+                           NULL, why, sizeof why);
+    if (rc == -ENOENT)
+        return; /* nothing stored yet */
+    struct tlsprofile *p = rc == 0 ? tg__malloc(TLSFRONT_MAX_DOMAINS * sizeof *p) : NULL;
+    if (rc == 0 && !p) {
+        rc = -ENOMEM;
+        snprintf(why, sizeof why, "%s: out of memory", t->state_file);
     }
-    char *text = tg__malloc(TLSPROFILE_FILE_MAX + 1);
-    struct tlsprofile *p = tg__malloc(TLSFRONT_MAX_DOMAINS * sizeof *p);
-    size_t len = 0;
-    ssize_t k = 0;
-    while (text && (k = read(fd, text + len, TLSPROFILE_FILE_MAX + 1 - len)) > 0 &&
-           len + (size_t)k <= TLSPROFILE_FILE_MAX)
-        len += (size_t)k;
-    close(fd);
-    size_t n = 0;
-    char why[160] = "out of memory";
-    int rc = !text || !p ? -ENOMEM : k < 0 ? -errno : k > 0 ? -E2BIG : 0;
-    if (rc == -E2BIG)
-        snprintf(why, sizeof why, "larger than 1 MiB");
-    else if (rc < 0 && rc != -ENOMEM)
-        snprintf(why, sizeof why, "%s", strerror(-rc));
-    if (rc == 0)
-        rc = tlsprofile_parse(text, len, p, TLSFRONT_MAX_DOMAINS, &n, why, sizeof why);
+    if (rc == 0) {
+        char perr[160];
+        rc = tlsprofile_parse(text, len, p, TLSFRONT_MAX_DOMAINS, &n, perr, sizeof perr);
+        if (rc != 0)
+            snprintf(why, sizeof why, "%s: %s", t->state_file, perr);
+    }
     if (rc != 0) {
-        tg__log(NULL, TG__LOG_WARN, "tls-front: %s ignored: %s (profiles are learned anew)",
-                t->state_file, why);
+        tg__log(NULL, TG__LOG_WARN, "tls-front: %s; profiles are learned anew", why);
     } else {
         size_t used = 0;
         for (size_t i = 0; i < t->ndom; i++)

@@ -390,7 +390,7 @@ static void test_lifecycle(void **state)
     tfront_pki_free(&pki);
 }
 
-/* Without a profile (the front never answered, nothing stored), today's answer. */
+/* Without a profile (the front never answered, the stored file damaged), today's answer. */
 static void test_no_profile_answers_as_before(void **state)
 {
     (void)state;
@@ -400,7 +400,9 @@ static void test_no_profile_answers_as_before(void **state)
     char state_file[128];
     dfx_path(&d, "tls-front", state_file, sizeof state_file);
     write_config(&d, (uint16_t)port, state_file);
+    dfx_write(state_file, "not a profile\n"); /* a damaged state file: logged, ignored */
     dfx_run(&d, DFX_TGPROXY);
+    dfx_wait_log(&d, "line 1: not a tgproxy tls-front file", 1);
     dfx_wait_log(&d, "tls-front: " DOMAIN ": refresh failed", 1);
     for (int i = 0; i < 5; i++) {
         struct shot s;
@@ -410,7 +412,11 @@ static void test_no_profile_answers_as_before(void **state)
         assert_true(s.f.enc_total >= 2500 && s.f.enc_total < 4700);
     }
     expect_metric(&d, "tgproxy_tls_front_shape{domain=" DOMAIN ",shape=default} 1");
-    assert_int_equal(access(state_file, F_OK), -1); /* nothing learned, nothing written */
+    size_t len = 0; /* nothing learned, nothing written */
+    char *kept = tgtest_read_file(state_file, &len);
+    assert_non_null(kept);
+    assert_string_equal(kept, "not a profile\n");
+    free(kept);
     assert_int_equal(dfx_stop(&d, SIGTERM), 0);
     dfx_done(&d);
 }
