@@ -8,9 +8,11 @@
  *          not resolve, a site that is down), so failed handshakes are closed, not relayed;
  *   wrong  fronting to the wrong site: another TLS server (RSA-3072 chain) than the one the
  *          secret's domain names;
- *   fixed  the FakeTLS answer not learned from the site: today's fixed shape (key_share
- *          first, 2500..4700 random bytes) against a site that sends supported_versions
- *          first and 2810 encrypted bytes.
+ *   fixed  the FakeTLS answer not learned from the site ([defense.tls-front] enabled =
+ *          false): the fixed shape (key_share first, 2500..4700 random bytes) against a
+ *          site that sends supported_versions first and 2810 encrypted bytes.
+ * The good one and the first two learn their answer from their fronting target
+ * ([defense.tls-front], the default); each probe starts once that first refresh ended.
  * Each deployment has its own s_server (it serves one connection at a time), so the four
  * probes run at once. The secret reaches the probe in a file and must appear in no output.
  */
@@ -37,9 +39,10 @@
 #define WAIT    "1s" /* each probe's bound: past tgproxy's early fronting (500 ms) */
 #define TGPROXY TGKIT_BINARY_DIR "/tgproxy"
 
-/* the four deployments, and two more for the JSON output and a wrong secret */
-enum { GOOD, OFF, WRONG, FIXED, JSON, BADKEY, NDEPLOY };
-static const char *const names[NDEPLOY] = {"good", "off", "wrong", "fixed", "json", "badkey"};
+/* the four deployments, and more for the JSON output, a wrong secret and --strict */
+enum { GOOD, OFF, WRONG, FIXED, JSON, BADKEY, STRICT, NDEPLOY };
+static const char *const names[NDEPLOY] = {"good", "off",    "wrong", "fixed",
+                                           "json", "badkey", "strict"};
 
 struct deploy {
     struct tfront site; /* the site the secret's domain names */
@@ -60,17 +63,17 @@ static struct {
     char secret_file[128], other_file[160], other_hex[128];
 } g;
 
-static bool refreshed(void *arg)
+static bool learned_once(void *arg)
 {
-    struct tlsfront *t = server_tlsfront(arg);
-    return t && tlsfront_rounds(t) >= 1;
+    return tlsfront_rounds(server_tlsfront(arg)) >= 1;
 }
 
+/* tgproxy fronting to 127.0.0.1:fronting_port; learned: [defense.tls-front] on (the
+   default), and running only once its first refresh ended (learned or failed), so the
+   probe meets the answer the deployment keeps; else the fixed answer. */
 static void deploy_start(struct deploy *d, uint16_t fronting_port, bool learned)
 {
     char doc[1024], err[256];
-    /* learned: the answer learned from the site ([defense.tls-front], on by default);
-       otherwise today's fixed answer */
     snprintf(doc, sizeof doc,
              "secret = \"%s\"\n"
              "bind-to = \"127.0.0.1:0\"\n"
@@ -87,10 +90,8 @@ static void deploy_start(struct deploy *d, uint16_t fronting_port, bool learned)
     memset(doc, 0, sizeof doc);
     assert_int_equal(server_start(&d->cfg, &d->srv), 0);
     d->port = server_port(d->srv, 0);
-    /* the first refresh's probes hold s_server (one connection at a time): let them end
-       before `tgproxy probe` times the site */
     if (learned)
-        assert_true(tgtest_wait_until(refreshed, d->srv, 20000));
+        assert_true(tgtest_wait_until(learned_once, d->srv, 30000));
 }
 
 static int setup(void **state)
@@ -137,6 +138,7 @@ static int setup(void **state)
     deploy_start(&g.d[FIXED], g.d[FIXED].site.port, false);
     deploy_start(&g.d[JSON], g.d[JSON].site.port, false);
     deploy_start(&g.d[BADKEY], g.d[BADKEY].site.port, true);
+    deploy_start(&g.d[STRICT], g.d[STRICT].site.port, true);
     return 0;
 }
 
@@ -157,7 +159,7 @@ static int teardown(void **state)
 }
 
 /* Start `tgproxy probe` against deployment d; its output goes to d->log. */
-static pid_t probe_spawn(struct deploy *d, const char *secret_file, bool json)
+static pid_t probe_spawn(struct deploy *d, const char *secret_file, bool json, bool strict)
 {
     char target[32], front[32];
     snprintf(target, sizeof target, "127.0.0.1:%u", (unsigned)d->port);
@@ -180,6 +182,8 @@ static pid_t probe_spawn(struct deploy *d, const char *secret_file, bool json)
     }
     if (json)
         argv[n++] = "--json";
+    if (strict)
+        argv[n++] = "--strict";
     argv[n] = NULL;
     unlink(d->log);
     pid_t pid = pproc_spawn_logged(argv, d->log);
@@ -241,13 +245,9 @@ static void test_deployments(void **state)
 {
     (void)state;
     pid_t pid[NDEPLOY];
-    /* every deployment with the secret: the good one answers as the site does
-       ([defense.tls-front]), so its handshakes must pass too */
     for (int i = 0; i < NDEPLOY; i++)
-        pid[i] = probe_spawn(&g.d[i],
-                             i == BADKEY ? g.other_file
-                                           : g.secret_file,
-                             i == JSON);
+        pid[i] = probe_spawn(&g.d[i], i == BADKEY ? g.other_file : g.secret_file, i == JSON,
+                             i == STRICT);
     for (int i = 0; i < NDEPLOY; i++) {
         probe_wait(&g.d[i], pid[i]);
         printf("---- tgproxy probe, %s deployment: exit %d\n%s", names[i], g.d[i].code, g.d[i].out);
@@ -274,12 +274,20 @@ static void test_deployments(void **state)
     const char *v = line_with(g.d[FIXED].out, "verdict: distinguishable");
     assert_non_null(v);
     assert_non_null(strstr(v, "handshake extensions"));
-    /* the good one: nothing gives it away, the probes nor the handshakes (the learned
-       answer: same shape, encrypted bytes within the site's +-32) */
+    /* the good one: nothing gives it away, neither the probes nor the handshakes, but for
+       what no FakeTLS answer can copy (s_server's four encrypted records: clients take one) */
     expect(g.d[GOOD].out, "verdict: indistinguishable");
-    expect(g.d[GOOD].out, "FakeTLS handshakes: 5 to the proxy with the secret (5 accepted)");
     assert_int_equal(g.d[GOOD].code, 0);
+    assert_null(strstr(g.d[GOOD].out, "DIFFERS"));
+    expect(g.d[GOOD].out, "limit    encrypted records        4");
+    expect(g.d[GOOD].out, "same     extensions (type/len)    43/2 51/36");
+    expect(g.d[GOOD].out, "same     encrypted bytes");
     check_json(&g.d[JSON]);
+    /* --strict: the limit counts */
+    assert_int_equal(g.d[STRICT].code, 1);
+    v = line_with(g.d[STRICT].out, "verdict: distinguishable (1)");
+    assert_non_null(v);
+    assert_non_null(strstr(v, "handshake encrypted records (front 4, proxy 1)"));
     /* another secret of the domain: the proxy fronts its hellos, and the probe says so */
     assert_int_equal(g.d[BADKEY].code, 1);
     expect(g.d[BADKEY].out, "DIFFERS  the proxy did not accept the secret");
