@@ -518,8 +518,23 @@ static bool valid_label(const char *s, size_t n)
     return true;
 }
 
+static int add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
+                      size_t errlen, bool check_unique);
+
 int config_add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
                       size_t errlen)
+{
+    return add_secret(cfg, label, s, err, errlen, true);
+}
+
+int config_append_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
+                         size_t errlen)
+{
+    return add_secret(cfg, label, s, err, errlen, false);
+}
+
+static int add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
+                      size_t errlen, bool check_unique)
 {
     size_t n = strlen(label);
     if (!valid_label(label, n))
@@ -530,7 +545,7 @@ int config_add_secret(struct config *cfg, const char *label, const struct secret
     if (cfg->nsecrets >= CONFIG_MAX_SECRETS)
         return code_err(-ENOSPC, err, errlen, "too many secrets, expected at most %d",
                         CONFIG_MAX_SECRETS);
-    for (size_t i = 0; i < cfg->nsecrets; i++)
+    for (size_t i = 0; check_unique && i < cfg->nsecrets; i++)
         if (strcmp(cfg->secrets[i].label, label) == 0)
             return plain_err(err, errlen,
                              "label '%s' is used twice, expected unique labels"

@@ -429,6 +429,11 @@ bool config_is_url(const char *source);
 
 int config_add_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
                       size_t errlen);
+/* config_add_secret without the unique-label check, for a caller that knows the label is new
+   (the API's state merge: its labels are unique and checked against the file's): adding n
+   secrets costs n, not n^2 label compares. */
+int config_append_secret(struct config *cfg, const char *label, const struct secret *s, char *err,
+                         size_t errlen);
 
 /*
  * The loader's key tables, for tools that document them (tools/man/toml-keys.c writes

@@ -284,9 +284,11 @@ static void warn_line(config_warn_fn warn, void *user, const char *msg)
         tg__log(NULL, TG__LOG_WARN, "%s", msg);
 }
 
-static ssize_t find_secret(const struct config *cfg, const char *label)
+/* The file's secret of label among the first n (the file's own: the store's labels are
+   unique, so an entry can only clash with one of those). */
+static ssize_t find_secret(const struct config *cfg, size_t n, const char *label)
 {
-    for (size_t i = 0; i < cfg->nsecrets; i++)
+    for (size_t i = 0; i < n && i < cfg->nsecrets; i++)
         if (strcmp(cfg->secrets[i].label, label) == 0)
             return (ssize_t)i;
     return -1;
@@ -296,9 +298,10 @@ int apistore_merge(const struct apistore *st, struct config *cfg, char *err, siz
                    config_warn_fn warn, void *warn_user)
 {
     char msg[2 * CONFIG_FILE_MAX + CONFIG_HOST_MAX + 256];
+    size_t nfile = cfg->nsecrets; /* an override below removes one: nfile shrinks with it */
     for (size_t i = 0; i < st->n; i++) {
         const struct apistore_entry *e = &st->e[i];
-        ssize_t at = find_secret(cfg, e->label);
+        ssize_t at = find_secret(cfg, nfile, e->label);
         if (at >= 0 && e->has_secret) {
             snprintf(msg, sizeof msg,
                      "%s: secret '%s' made over the API is shadowed by the one of the same label "
@@ -306,7 +309,7 @@ int apistore_merge(const struct apistore *st, struct config *cfg, char *err, siz
                      cfg->api.state_file, e->label, cfg->source);
             warn_line(warn, warn_user, msg);
         } else if (at < 0 && e->has_secret && !e->disabled) {
-            int rc = config_add_secret(cfg, e->label, &e->secret, err, errlen);
+            int rc = config_append_secret(cfg, e->label, &e->secret, err, errlen);
             if (rc != 0)
                 return rc == -ENOSPC ? -EINVAL : rc;
             cfg->secrets[cfg->nsecrets - 1].limits = e->limits;
@@ -318,6 +321,7 @@ int apistore_merge(const struct apistore *st, struct config *cfg, char *err, siz
             memmove(&cfg->secrets[at], &cfg->secrets[at + 1],
                     (cfg->nsecrets - (size_t)at - 1) * sizeof cfg->secrets[0]);
             cfg->nsecrets--;
+            nfile--;
         }
     }
     return 0;

@@ -122,8 +122,15 @@ int gen_new(const struct config *cfg, struct config *own, const struct gen *prev
         gen_free(g);
         return rc;
     }
-    for (size_t i = 0; i < g->cfg->nsecrets; i++)
-        g->slot[i] = label_slot(labels, g->cfg->secrets[i].label);
+    for (size_t i = 0; i < g->cfg->nsecrets; i++) {
+        const char *label = g->cfg->secrets[i].label;
+        /* the previous generation's slot at the same place first (see state_for) */
+        if (prev && i < prev->cfg->nsecrets && prev->slot[i] != GEN_NO_SLOT &&
+            strcmp(prev->cfg->secrets[i].label, label) == 0)
+            g->slot[i] = prev->slot[i];
+        else
+            g->slot[i] = label_slot(labels, label);
+    }
     g->fast_mode = g->cfg->fast_mode; /* brief 3.3: on by default (fast-mode) */
     g->dyn_records = g->cfg->dynamic_records;
     if (!cfg)
