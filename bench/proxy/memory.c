@@ -25,6 +25,7 @@
  *              dropped); the goal is under 20 MB.
  *
  * Environment: TGKIT_BENCH_IDLE_MAX (default 9000) caps the client and idle series;
+ * TGKIT_BENCH_MEM_PAR (default 1) clients open the client series' connections at once;
  * TGKIT_BENCH_MEM=client runs the client series alone (about 2 minutes; the rest about 1);
  * TGKIT_BENCH_MEM=idle_mp runs the middle-proxy idle series alone.
  */
@@ -61,16 +62,45 @@ static int open_to(int n, uint16_t port, struct pcli_opts o, const char *verb, u
     return 0;
 }
 
+/* Clients opening connections at once (TGKIT_BENCH_MEM_PAR, default 1: one after another);
+   client t opens conns[nconns + t], conns[nconns + t + par], ... below n. */
+static int par_clients = 1;
+
+struct rt_job {
+    uint16_t port;
+    struct pcli_opts o;
+    int from, to, step, failed;
+};
+
+static void *rt_main(void *arg)
+{
+    struct rt_job *j = arg;
+    for (int i = j->from; i < j->to && !j->failed; i += j->step)
+        if (pcli_connect(&conns[i], j->port, &j->o) != 0 ||
+            pcli_echo(&conns[i], (uint32_t)i, 128, 0) != 0) {
+            fprintf(stderr, "memory: connection %d failed\n", i);
+            j->failed = 1;
+        }
+    return NULL;
+}
+
 /* Open connections until there are n, each with one verified round trip, then silent. */
 static int open_rt_to(int n, uint16_t port, struct pcli_opts o)
 {
-    for (; nconns < n; nconns++)
-        if (pcli_connect(&conns[nconns], port, &o) != 0 ||
-            pcli_echo(&conns[nconns], (uint32_t)nconns, 128, 0) != 0) {
-            fprintf(stderr, "memory: connection %d failed\n", nconns);
-            return -1;
-        }
-    return 0;
+    enum { PAR_MAX = 64 };
+    struct rt_job jobs[PAR_MAX];
+    pthread_t th[PAR_MAX];
+    int par = par_clients < PAR_MAX ? par_clients : PAR_MAX, failed = 0;
+    for (int t = 0; t < par; t++) {
+        jobs[t] = (struct rt_job){.port = port, .o = o, .from = nconns + t, .to = n, .step = par};
+        pthread_create(&th[t], NULL, rt_main, &jobs[t]);
+    }
+    for (int t = 0; t < par; t++) {
+        pthread_join(th[t], NULL);
+        failed |= jobs[t].failed;
+    }
+    nconns = n > nconns ? n : nconns;
+    return failed ? -1 : 0;
 }
 
 static void close_all(void)
@@ -419,6 +449,8 @@ int main(void)
     conns = calloc(10000, sizeof *conns);
     if (!conns)
         return 1;
+    const char *par = getenv("TGKIT_BENCH_MEM_PAR");
+    par_clients = par && atoi(par) > 0 ? atoi(par) : 1;
     const char *only = getenv("TGKIT_BENCH_MEM");
     if (only && strcmp(only, "idle_mp") == 0) {
         phase_idle_mp(max);

@@ -34,3 +34,11 @@ set_tests_properties(proxy/openapi PROPERTIES TIMEOUT 120)
 # proxy/test_api makes 1,000 secrets over the API, one reload each (issue 25): minutes
 # under the TSan stage of CI on a shared machine, so more than the default 300 s.
 set_tests_properties(proxy/test_api PROPERTIES TIMEOUT 900)
+
+# tgproxy loads libcurl and libmicrohttpd at first use (src/proxy/daemon/lazylib.c): the
+# binary does not link them, and metrics (libmicrohttpd) and doctor's Date check (libcurl)
+# work through the loader.
+add_test(NAME proxy/lazylibs
+    COMMAND ${TGKIT_PROXY_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/proxy/lazylibs.py
+            $<TARGET_FILE:tgproxy>)
+set_tests_properties(proxy/lazylibs PROPERTIES TIMEOUT 180)

@@ -136,13 +136,12 @@ static bool fleet_ask(struct conn *c, enum antireplay_kind kind, const uint8_t *
     struct conn_worker *w = c->w;
     bool replay = w->sh->replay != NULL;
     uint8_t ip[16];
-    struct fleet_query q = {.kind = (uint8_t)kind,
-                            .key = replay ? key : NULL,
-                            .key_len = n,
-                            .sec = fleet_sec(c),
-                            .addr = conn_pp_client_ip(&c->pp, c->cfd, ip) ? ip : NULL};
+    struct fleet_query q = {
+        .kind = (uint8_t)kind, .key = replay ? key : NULL, .key_len = n, .sec = fleet_sec(c)};
     if (!fleet_wanted(w->fleet, &q.sec, replay))
         return false;
+    /* only now: the address costs two system calls (getpeername, getsockname) */
+    q.addr = conn_pp_client_ip(&c->pp, c->cfd, ip) ? ip : NULL;
     enum fleet_verdict v = fleet_check(w->fleet, &q, c, on_fleet, &c->adm.fleet_ticket);
     if (v != FLEET_PENDING) {
         fleet_admitted(c); /* FLEET_LOCAL: accepted on local state */

@@ -203,9 +203,13 @@ static void tls_err(SSL *ssl, const char *what, char *err, size_t errlen)
     unsigned long e = ERR_get_error();
     if (v != X509_V_OK)
         snprintf(err, errlen, "TLS certificate refused: %s", X509_verify_cert_error_string(v));
-    else if (e)
+    else if (e && ERR_reason_error_string(e))
         snprintf(err, errlen, "TLS %s: %s", what, ERR_reason_error_string(e));
-    else
+    else if (e) { /* the daemon does not load OpenSSL's error texts (main.c): the code */
+        char code[128];
+        ERR_error_string_n(e, code, sizeof code);
+        snprintf(err, errlen, "TLS %s: %s (openssl errstr decodes it)", what, code);
+    } else
         snprintf(err, errlen, "TLS %s: %s", what, errno ? strerror(errno) : "connection closed");
     ERR_clear_error();
 }
