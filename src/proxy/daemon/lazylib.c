@@ -83,13 +83,15 @@ static int resolve(void *h, const char *const *names, void (**out)(void), int n)
 
 static void cu_load(void)
 {
-    static const char *const names[] = {
-        "curl_global_init",     "curl_global_cleanup",      "curl_easy_init",
-        "curl_easy_setopt",     "curl_easy_perform",        "curl_easy_cleanup",
-        "curl_easy_getinfo",    "curl_easy_strerror",       "curl_slist_append",
-        "curl_slist_free_all",  "curl_getdate",             "curl_multi_init",
-        "curl_multi_add_handle", "curl_multi_remove_handle", "curl_multi_perform",
-        "curl_multi_poll",      "curl_multi_info_read",     "curl_multi_cleanup"};
+    static const char *const names[] = {"curl_global_init",      "curl_global_cleanup",
+                                        "curl_easy_init",        "curl_easy_setopt",
+                                        "curl_easy_perform",     "curl_easy_cleanup",
+                                        "curl_easy_getinfo",     "curl_easy_strerror",
+                                        "curl_slist_append",     "curl_slist_free_all",
+                                        "curl_getdate",          "curl_multi_init",
+                                        "curl_multi_add_handle", "curl_multi_remove_handle",
+                                        "curl_multi_perform",    "curl_multi_poll",
+                                        "curl_multi_info_read",  "curl_multi_cleanup"};
     void (*fns[sizeof names / sizeof names[0]])(void);
     void *h = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -114,8 +116,7 @@ static void cu_load(void)
     cu.multi_add_handle = (CURLMcode(*)(CURLM *, CURL *))fns[i++];
     cu.multi_remove_handle = (CURLMcode(*)(CURLM *, CURL *))fns[i++];
     cu.multi_perform = (CURLMcode(*)(CURLM *, int *))fns[i++];
-    cu.multi_poll =
-        (CURLMcode(*)(CURLM *, struct curl_waitfd[], unsigned int, int, int *))fns[i++];
+    cu.multi_poll = (CURLMcode(*)(CURLM *, struct curl_waitfd[], unsigned int, int, int *))fns[i++];
     cu.multi_info_read = (CURLMsg * (*)(CURLM *, int *)) fns[i++];
     cu.multi_cleanup = (CURLMcode(*)(CURLM *))fns[i++];
     cu.ok = 1;
@@ -262,8 +263,7 @@ static struct {
                                                            enum MHD_ConnectionInfoType, ...);
     const char *(*lookup_connection_value)(struct MHD_Connection *, enum MHD_ValueKind,
                                            const char *);
-    enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int,
-                                      struct MHD_Response *);
+    enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
     struct MHD_Response *(*create_response_from_buffer)(size_t, void *,
                                                         enum MHD_ResponseMemoryMode);
     enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
@@ -275,12 +275,15 @@ static pthread_once_t mh_once = PTHREAD_ONCE_INIT;
 
 static void mh_load(void)
 {
-    static const char *const names[] = {
-        "MHD_start_daemon_va",         "MHD_stop_daemon",
-        "MHD_get_daemon_info",         "MHD_get_connection_info",
-        "MHD_lookup_connection_value", "MHD_queue_response",
-        "MHD_create_response_from_buffer", "MHD_add_response_header",
-        "MHD_destroy_response"};
+    static const char *const names[] = {"MHD_start_daemon_va",
+                                        "MHD_stop_daemon",
+                                        "MHD_get_daemon_info",
+                                        "MHD_get_connection_info",
+                                        "MHD_lookup_connection_value",
+                                        "MHD_queue_response",
+                                        "MHD_create_response_from_buffer",
+                                        "MHD_add_response_header",
+                                        "MHD_destroy_response"};
     void (*fns[sizeof names / sizeof names[0]])(void);
     void *h = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -297,8 +300,8 @@ static void mh_load(void)
     mh.get_daemon_info = (const union MHD_DaemonInfo *(*)(struct MHD_Daemon *,
                                                           enum MHD_DaemonInfoType, ...))fns[i++];
     mh.get_connection_info =
-        (const union MHD_ConnectionInfo *(*)(struct MHD_Connection *,
-                                             enum MHD_ConnectionInfoType, ...))fns[i++];
+        (const union MHD_ConnectionInfo *(*)(struct MHD_Connection *, enum MHD_ConnectionInfoType,
+                                             ...))fns[i++];
     mh.lookup_connection_value =
         (const char *(*)(struct MHD_Connection *, enum MHD_ValueKind, const char *))fns[i++];
     mh.queue_response =
@@ -337,8 +340,8 @@ void(MHD_stop_daemon)(struct MHD_Daemon *d)
 }
 
 /* The trailing arguments are unused by every info type tgproxy asks for. */
-const union MHD_DaemonInfo *(MHD_get_daemon_info)(struct MHD_Daemon *d,
-                                                  enum MHD_DaemonInfoType t, ...)
+const union MHD_DaemonInfo *(MHD_get_daemon_info)(struct MHD_Daemon *d, enum MHD_DaemonInfoType t,
+                                                  ...)
 {
     return mh_ready() ? mh.get_daemon_info(d, t) : NULL;
 }

@@ -181,9 +181,13 @@ void conn_close(struct conn *c, enum conn_end why)
     admit_release(c);
     conn_buf_put(w, c->hs);
     crypto_ctr_cleanup(&c->c2p);
-    crypto_ctr_cleanup(&c->p2c);
     crypto_ctr_cleanup(&c->p2dc);
-    crypto_ctr_cleanup(&c->dc2p);
+    if (c->rx) {
+        crypto_ctr_cleanup(&c->rx->p2c);
+        crypto_ctr_cleanup(&c->rx->dc2p);
+        tg__pool_put(&w->recrypt_pool, c->rx);
+        c->rx = NULL;
+    }
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -541,10 +545,16 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
         return;
     c->fast = c->gen->fast_mode;
     uint8_t wire[OBFS2_HEADER_LEN];
-    int rc = c->fast ? 0 : crypto_ctr_init(&c->p2c, oc->keys.enc_key, oc->keys.enc_iv);
+    int rc = 0;
+    if (!c->fast) { /* the second pair of ciphers (conn_int.h) */
+        c->rx = tg__pool_get(&c->w->recrypt_pool);
+        if (c->rx)
+            memset(c->rx, 0, sizeof *c->rx);
+        rc = c->rx ? crypto_ctr_init(&c->rx->p2c, oc->keys.enc_key, oc->keys.enc_iv) : -ENOMEM;
+    }
     if (rc == 0)
         rc = obfs2_dc_header(oc->tag, oc->dc, c->fast ? &oc->keys : NULL, NULL, NULL, wire, NULL,
-                             &c->p2dc, c->fast ? NULL : &c->dc2p);
+                             &c->p2dc, c->fast ? NULL : &c->rx->dc2p);
     crypto_wipe(&oc->keys, sizeof oc->keys);
     uint8_t *p = c->hs + OBFS2_HEADER_LEN;
     size_t n = c->hs_len - OBFS2_HEADER_LEN;
@@ -1045,9 +1055,11 @@ static void relay_timer(struct conn *c)
     if (quiet >= q->park.duration_ms) {
         /* no-ops for streams already parked (or unused, as in fast mode and fronting) */
         crypto_ctr_park(&c->c2p);
-        crypto_ctr_park(&c->p2c);
         crypto_ctr_park(&c->p2dc);
-        crypto_ctr_park(&c->dc2p);
+        if (c->rx) {
+            crypto_ctr_park(&c->rx->p2c);
+            crypto_ctr_park(&c->rx->dc2p);
+        }
         if (!c->parked)
             stats_add(&w->stats, parked, 1);
         c->parked = true;

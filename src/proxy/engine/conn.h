@@ -122,6 +122,8 @@ struct conn_worker {
     struct conn_shared *sh;              /* shared; only sh->active is written */
     tg__ratelimit rl;                    /* debug lines the network can trigger */
     tg__pool conn_pool;                  /* struct conn storage */
+    tg__pool recrypt_pool;               /* struct conn_recrypt: connections without fast mode */
+    tg__pool shape_pool;                 /* struct conn_shape: shaped FakeTLS relays */
     uint8_t *scratch;                    /* TLSANSWER_SCRATCH bytes for building answers */
     /* each file's own per-worker state, written by that file only */
     struct upstream_worker upstream; /* host names and their lookups (upstream.c) */

@@ -92,6 +92,22 @@ enum { DIR_UP = 0, DIR_DOWN = 1 }; /* up: client -> upstream; down: upstream -> 
    on to the other socket when it closes (SO_LINGER {1, 0}), as the site's own would. */
 enum { CONN_RESET_NONE = 0, CONN_RESET_CLIENT = 1, CONN_RESET_UPSTREAM = 2 };
 
+/* The second pair of ciphers, only without fast mode (the DC's stream decrypted and
+   re-encrypted for the client): apart from struct conn, from the worker's recrypt_pool, so
+   a fast-mode connection does not carry 160 bytes it never uses (issue 30). */
+struct conn_recrypt {
+    struct crypto_ctr p2c;  /* client leg: encrypt */
+    struct crypto_ctr dc2p; /* DC leg: decrypt */
+};
+
+/* The doppelganger's per-connection state (shape.h), only for a FakeTLS relay while a
+   profile is live: apart from struct conn, from the worker's shape_pool (relay.c takes it
+   at the first shaped read and returns it with the buffers). */
+struct conn_shape {
+    struct shape_conn s;
+    struct conn *c; /* the owner, for the tick's timer callback */
+};
+
 struct conn {
     struct loop_io cli;     /* registration of the client socket */
     struct upstream_req up; /* the upstream connect; then up.io registers ufd */
@@ -108,11 +124,13 @@ struct conn {
     uint32_t recs;       /* records toward the client since the last quiet second (sizing) */
     uint32_t early_sent; /* bytes of hs already passed on to an early fronting connection */
     struct relay_dir dir[2];
-    struct shape_conn shape;      /* toward a FakeTLS client; relay.c's (its timer too) */
-    struct crypto_ctr c2p, p2c;   /* client leg: decrypt, encrypt (p2c unused in fast mode) */
-    struct crypto_ctr p2dc, dc2p; /* DC leg: encrypt, decrypt (dc2p unused in fast mode) */
-    struct faketls_reader rd;     /* client records after the ServerHello */
-    uint8_t *hs;                  /* handshake bytes read so far (pool buffer) */
+    struct conn_shape *shape; /* toward a FakeTLS client, shaped; relay.c's (timer too) */
+    struct crypto_ctr c2p;    /* client leg: decrypt */
+    struct crypto_ctr p2dc;   /* DC leg: encrypt */
+    struct conn_recrypt *rx;  /* without fast mode (from DC_CONNECT on) and in middle-proxy
+                                 mode (mprelay.c: p2c only), else NULL */
+    struct faketls_reader rd; /* client records after the ServerHello */
+    uint8_t *hs;              /* handshake bytes read so far (pool buffer) */
     uint32_t hs_len;
     uint32_t secret; /* index into gen->cfg->secrets; UINT32_MAX = none yet */
     int16_t dc;
@@ -155,6 +173,8 @@ static inline void conn_check(const struct conn *c)
         c, (c->state != CONN_DC_CONNECT && c->state != CONN_RELAY && c->state != CONN_FLIGHT) ||
                c->secret < c->gen->cfg->nsecrets);
     CONN_CHECK_THAT(c, !c->early_up || c->ufd >= 0);
+    CONN_CHECK_THAT(c, (c->state != CONN_DC_CONNECT && c->state != CONN_RELAY) || c->fast ||
+                           c->rx); /* without fast mode, or middle-proxy mode: its ciphers */
 }
 static inline void conn_mark_live(struct conn *c)
 {

@@ -172,8 +172,8 @@ static long on_answer(struct midproxy_client *cl, uint8_t *pkt, size_t n)
         return (long)pending(r); /* a packet the client's framing cannot carry: dropped */
     if (np)
         crypto_random(pad, np);
-    if (crypto_ctr_apply(&c->p2c, head, hl) < 0 || crypto_ctr_apply(&c->p2c, pkt, n) < 0 ||
-        (np && crypto_ctr_apply(&c->p2c, pad, np) < 0))
+    if (crypto_ctr_apply(&c->rx->p2c, head, hl) < 0 || crypto_ctr_apply(&c->rx->p2c, pkt, n) < 0 ||
+        (np && crypto_ctr_apply(&c->rx->p2c, pad, np) < 0))
         return -1;
     struct iovec p[3] = {{head, hl}, {pkt, n}, {pad, np}};
     return emit(r, p, np ? 3 : 2);
@@ -184,7 +184,7 @@ static long on_ack(struct midproxy_client *cl, uint32_t confirm)
     struct mprelay *r = of(cl);
     uint8_t tok[4];
     mtframe_ack(cl->tag, confirm, tok);
-    if (crypto_ctr_apply(&r->c->p2c, tok, 4) < 0)
+    if (crypto_ctr_apply(&r->c->rx->p2c, tok, 4) < 0)
         return -1;
     struct iovec p[1] = {{tok, 4}};
     return emit(r, p, 1);
@@ -368,14 +368,23 @@ int mprelay_start(struct conn *c, const struct obfs2_client *oc, const uint8_t *
     midproxy_addr(&r->cl.proxy, proxy);
     mw->ops = &ops;
     int rc = midproxy_client_attach(mw, &r->cl, c->dc);
-    if (rc == 0 && crypto_ctr_init(&c->p2c, oc->keys.enc_key, oc->keys.enc_iv) != 0) {
+    /* the client leg's encrypting cipher lives in the pooled pair (conn_int.h) */
+    struct conn_recrypt *rx = rc == 0 ? tg__pool_get(&c->w->recrypt_pool) : NULL;
+    if (rx)
+        memset(rx, 0, sizeof *rx);
+    if (rc == 0 && (!rx || crypto_ctr_init(&rx->p2c, oc->keys.enc_key, oc->keys.enc_iv) != 0)) {
         midproxy_client_detach(mw, &r->cl);
         rc = -ENOMEM;
     }
     if (rc != 0) {
+        if (rx) {
+            crypto_ctr_cleanup(&rx->p2c);
+            tg__pool_put(&c->w->recrypt_pool, rx);
+        }
         tg__free(r);
         return rc == -EAGAIN ? 0 : -1;
     }
+    c->rx = rx;
     c->mp = r;
     c->fast = false;
     r->first = c->hs; /* RELAY holds no handshake buffer (conn_check) */

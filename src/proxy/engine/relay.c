@@ -33,10 +33,16 @@ static size_t rec_limit(const struct conn *c, uint32_t i)
     return i < DYN_SMALL_N ? DYN_SMALL : DYN_MID;
 }
 
-/* Records toward this client are shaped by the doppelganger (shape.h). */
-static bool shaping(const struct conn *c)
+/* Records toward this client may be shaped by the doppelganger (shape.h). */
+static bool shapeable(const struct conn *c)
 {
     return c->w->shape.live && c->tls && c->state == CONN_RELAY;
+}
+
+/* ... and are: the connection has its shaping state (taken at its first shaped read). */
+static bool shaping(const struct conn *c)
+{
+    return c->shape && shapeable(c);
 }
 
 /* Payload limit of the i-th record slot since the last reset, shaped or not. */
@@ -65,7 +71,11 @@ static void dir_release(struct conn *c, struct relay_dir *r)
 
 void relay_release(struct conn *c)
 {
-    loop_timer_stop(&c->shape.timer);
+    if (c->shape) {
+        loop_timer_stop(&c->shape->s.timer);
+        tg__pool_put(&c->w->shape_pool, c->shape);
+        c->shape = NULL;
+    }
     dir_release(c, &c->dir[DIR_UP]);
     dir_release(c, &c->dir[DIR_DOWN]);
 }
@@ -87,18 +97,19 @@ static int flush(struct conn *c, int d)
         uint32_t end = r->len;
         if (shaped) {
             bool wait = false;
-            end = shape_release(&c->w->shape, &c->shape, r->buf, r->off, r->len, c->w->loop.now_ms,
-                                &c->w->stats, &wait);
+            end = shape_release(&c->w->shape, &c->shape->s, r->buf, r->off, r->len,
+                                c->w->loop.now_ms, &c->w->stats, &wait);
             if (wait) {
-                if (!loop_timer_active(&c->shape.timer))
-                    loop_timer_start(&c->w->loop, &c->w->shape.tq, &c->shape.timer, on_shape_tick);
+                if (!loop_timer_active(&c->shape->s.timer))
+                    loop_timer_start(&c->w->loop, &c->w->shape.tq, &c->shape->s.timer,
+                                     on_shape_tick);
                 return 0; /* the tick brings us back */
             }
         }
         ssize_t w = send(fd, r->buf + r->off, end - r->off, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EAGAIN && shaped)
-                shape_blocked(&c->shape);
+                shape_blocked(&c->shape->s);
             if (errno == EAGAIN || errno == EINTR)
                 return errno == EAGAIN ? 0 : flush(c, d);
             note_reset(c, fd, errno);
@@ -129,8 +140,8 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n, const uint1
         return (long)k;
     }
     if (!c->tls || c->state != CONN_RELAY)
-        return !c->fast && (crypto_ctr_apply(&c->dc2p, buf, n) < 0 ||
-                            crypto_ctr_apply(&c->p2c, buf, n) < 0)
+        return !c->fast && (crypto_ctr_apply(&c->rx->dc2p, buf, n) < 0 ||
+                            crypto_ctr_apply(&c->rx->p2c, buf, n) < 0)
                    ? -1
                    : (long)n;
     /* records laid out by read_wrapped(): [hdr][payload]...[hdr][payload rest], each slot
@@ -142,7 +153,7 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n, const uint1
         size_t k = n < lim ? n : lim;
         uint8_t *p = buf + out + RELAY_TLS_HEADROOM;
         if (!c->fast &&
-            (crypto_ctr_apply(&c->dc2p, p, k) < 0 || crypto_ctr_apply(&c->p2c, p, k) < 0))
+            (crypto_ctr_apply(&c->rx->dc2p, p, k) < 0 || crypto_ctr_apply(&c->rx->p2c, p, k) < 0))
             return -1;
         faketls_record_header(buf + out, k);
         out += RELAY_TLS_HEADROOM + k;
@@ -197,6 +208,11 @@ static int read_once(struct conn *c, int d, bool *more)
     size_t cap = r->big ? c->w->sh->big_size : c->w->sh->buf_size;
     uint16_t lens[RELAY_MAX_SLOTS];
     bool quiet = c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS;
+    /* the shaping state, at the first read that may be shaped (no memory: unshaped) */
+    if (wrap && shapeable(c) && !c->shape && (c->shape = tg__pool_get(&c->w->shape_pool))) {
+        memset(c->shape, 0, sizeof *c->shape);
+        c->shape->c = c;
+    }
     if (wrap && shaping(c))
         shape_refresh(&c->w->shape);
     ssize_t n = wrap ? read_wrapped(c, fd, r->buf, cap, &cap, lens) : recv(fd, r->buf, cap, 0);
@@ -229,7 +245,7 @@ static int read_once(struct conn *c, int d, bool *more)
     r->off = 0;
     r->len = (uint32_t)out;
     if (wrap && shaping(c))
-        shape_read(&c->shape, quiet, *more, c->w->loop.now_ms);
+        shape_read(&c->shape->s, quiet, *more, c->w->loop.now_ms);
     return 1;
 }
 
@@ -264,7 +280,7 @@ static unsigned want(const struct conn *c, int src_dir, int dst_dir)
 {
     const struct relay_dir *s = &c->dir[src_dir], *t = &c->dir[dst_dir];
     /* bytes the shaper holds back wait for its tick, not for the socket */
-    bool held = dst_dir == DIR_DOWN && loop_timer_active(&c->shape.timer);
+    bool held = dst_dir == DIR_DOWN && c->shape && loop_timer_active(&c->shape->s.timer);
     return (!s->eof && !s->buf ? LOOP_READ : 0u) | (t->buf && !held ? LOOP_WRITE : 0u);
 }
 
@@ -337,7 +353,8 @@ static void on_io(struct conn *c, struct loop_io *io, unsigned events)
 static void on_shape_tick(struct loop *l, struct loop_timer *t)
 {
     (void)l;
-    struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, shape.timer));
+    struct conn *c =
+        ((struct conn_shape *)(void *)((char *)t - offsetof(struct conn_shape, s.timer)))->c;
     int rc = pump(c, DIR_DOWN);
     if (rc < 0) {
         conn_relay_event(c, rc == -ENOMEM ? RELAY_EV_NOMEM : RELAY_EV_RESET);

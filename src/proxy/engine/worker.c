@@ -349,6 +349,8 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     tg__pool_init(&w->pool, sh->buf_size, BUF_POOL_KEEP);
     tg__pool_init(&w->big_pool, sh->big_size ? sh->big_size : sizeof(void *), sh->big_max);
     tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
+    tg__pool_init(&w->recrypt_pool, sizeof(struct conn_recrypt), CONN_POOL_KEEP);
+    tg__pool_init(&w->shape_pool, sizeof(struct conn_shape), CONN_POOL_KEEP);
     tg__ratelimit_init(&w->rl, 5, 20);
     w->scratch = tg__malloc(TLSANSWER_SCRATCH);
     admit_worker_init(w);
@@ -395,6 +397,8 @@ void conn_worker_cleanup(struct conn_worker *w)
     tg__pool_cleanup(&w->pool);
     tg__pool_cleanup(&w->big_pool);
     tg__pool_cleanup(&w->conn_pool);
+    tg__pool_cleanup(&w->recrypt_pool);
+    tg__pool_cleanup(&w->shape_pool);
     w->tqs = NULL;
     for (struct conn_tqs *t = w->tqs_all, *next; t; t = next) { /* loop_cleanup drops them */
         next = t->next;

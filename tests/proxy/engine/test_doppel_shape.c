@@ -562,7 +562,7 @@ static size_t exchange(struct env *e, uint32_t seed, size_t len, struct rec *r, 
     size_t got = 0, n = 0;
     for (int i = 0; i < 20000 && got < len; i++) {
         struct conn *c = e->w.conns;
-        bool held = c && loop_timer_active(&c->shape.timer);
+        bool held = c && c->shape && loop_timer_active(&c->shape->s.timer);
         if (held)
             __atomic_add_fetch(&e->now, 1, __ATOMIC_RELEASE);
         assert_int_equal(loop_run_once(&e->w.loop, held ? 0 : 2), 0);
