@@ -854,15 +854,18 @@ void upstream_chain_failed(struct upstream_req *r)
 static void on_connected(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)l;
-    (void)events;
     struct upstream_req *r =
         (struct upstream_req *)(void *)((char *)io - offsetof(struct upstream_req, io));
     if (r->phase != PH_CONNECT)
         return; /* reported already; the owner has not taken the socket over yet */
     int err = 0;
     socklen_t el = sizeof err;
-    if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+    /* writable without an error or hang-up: connected (no SO_ERROR call, issue 30); a
+       failed connect reports EPOLLERR, whose reason SO_ERROR gives */
+    if ((events & LOOP_ERROR) && getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
         err = errno;
+    if ((events & LOOP_ERROR) && !err)
+        err = ECONNRESET; /* a hang-up with no error recorded */
     if (err) {
         r->why = (uint8_t)upstream_why_errno(err);
         attempt_failed(r);
