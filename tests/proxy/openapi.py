@@ -160,6 +160,16 @@ def main(argv):
         assert not missing, f"documented but never called: {sorted(missing)}"
         print(f"openapi: document valid; {len(a.called)} paths checked against real answers")
         return 0
+    except BaseException:
+        # the daemon's own words say why it stopped answering (a sanitizer report, an abort)
+        if proc is not None:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)
+            print(f"tgproxy exited with {proc.returncode}; its log:", file=sys.stderr)
+            with open(log, errors="replace") as lf:
+                sys.stderr.write(lf.read()[-20000:])
+        raise
     finally:
         if proc and proc.poll() is None:
             proc.terminate()

@@ -338,6 +338,9 @@ static void round_all(struct tlsfront *t, struct tlsflight *fl)
         for (size_t k = 0; k < t->ndom; k++)
             if (strcmp(t->dom[k].st.domain, j.domain) == 0)
                 d = &t->dom[k];
+        /* d points into t->dom, which a reload may free as soon as mu is let go: what the
+         * log line below needs is read now */
+        bool known = d != NULL, was_default = d && d->st.shape == TLSFRONT_DEFAULT;
         if (d && rc == 0) {
             d->prof = p;
             d->st.shape = TLSFRONT_LEARNED;
@@ -357,10 +360,10 @@ static void round_all(struct tlsfront *t, struct tlsflight *fl)
                     "tls-front: %s: learned from %u probes: cipher %04x, segments %s, "
                     "encrypted %u..%u records",
                     j.domain, (unsigned)p.probes, p.cipher, p.pattern, p.nenc_min, p.nenc_max);
-        else if (d)
+        else if (known)
             tg__log(NULL, TG__LOG_WARN, "tls-front: %s: refresh failed (%s); %s", j.domain, err,
-                    d->st.shape == TLSFRONT_DEFAULT ? "answering with the default shape"
-                                                    : "keeping the last good profile");
+                    was_default ? "answering with the default shape"
+                                : "keeping the last good profile");
     }
     pthread_mutex_lock(&t->mu);
     if (changed && !t->stop && publish_locked(t) == 0)
