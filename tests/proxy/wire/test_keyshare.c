@@ -314,6 +314,50 @@ static void test_noncanonical_candidates(void **state)
     bnf_free(&f);
 }
 
+/* The curve check (a binary Jacobi symbol in keyshare.c) agrees with BN_kronecker on every
+   candidate: random ones, and u near 0 and near p, where f(u) is small or close to p (short
+   and long runs of the algorithm, many factors of two). A candidate is used exactly when
+   f(u) is a non-zero square and [8]R is not the identity. */
+static void expect_curve_check(struct bnf *f, const uint8_t u[32], BIGNUM *eight)
+{
+    uint8_t pub[32], want[32];
+    int used = keyshare_from_candidates((const uint8_t(*)[32])u, 1, pub) == 0;
+    int wanted = curve_symbol(f, u) == 1 && ladder_u(f, eight, u, want);
+    assert_int_equal(used, wanted);
+    if (used)
+        assert_memory_equal(pub, want, 32);
+}
+
+static void test_curve_check_matches_kronecker(void **state)
+{
+    (void)state;
+    struct bnf f;
+    bnf_init(&f);
+    BIGNUM *eight = BN_new();
+    BN_set_word(eight, 8);
+    for (int i = 0; i < 1500; i++) {
+        uint8_t u[32];
+        assert_int_equal(RAND_bytes(u, 32), 1);
+        u[31] &= 127;
+        expect_curve_check(&f, u, eight);
+    }
+    for (unsigned k = 0; k < 300; k++) {
+        uint8_t u[32] = {0};
+        u[0] = (uint8_t)k, u[1] = (uint8_t)(k >> 8); /* u = k */
+        expect_curve_check(&f, u, eight);
+        BIGNUM *v = BN_dup(f.p); /* u = p - 1 - k */
+        BN_sub_word(v, 1 + k);
+        assert_int_equal(BN_bn2lebinpad(v, u, 32), 32);
+        BN_free(v);
+        expect_curve_check(&f, u, eight);
+        memset(u, 0, sizeof u); /* u = 2^(k mod 255): powers of two */
+        u[(k % 255) / 8] = (uint8_t)(1u << (k % 8));
+        expect_curve_check(&f, u, eight);
+    }
+    BN_free(eight);
+    bnf_free(&f);
+}
+
 /* OpenSSL accepts the share as a peer key and derives a shared secret from it. */
 static void test_openssl_accepts_share(void **state)
 {
@@ -347,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_candidates),
         cmocka_unit_test(test_batch_matches_ladder),
         cmocka_unit_test(test_noncanonical_candidates),
+        cmocka_unit_test(test_curve_check_matches_kronecker),
         cmocka_unit_test(test_openssl_accepts_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
