@@ -23,7 +23,10 @@
  *             bench/proxy/breakdown.sh does all three and prints the table.
  *
  * Environment: TGKIT_BENCH_HS (default 400) handshakes per path, one client thread (the
- * handshakes one after another, as the critical path is measured).
+ * handshakes one after another, as the critical path is measured); TGKIT_BENCH_MSS_CLAMP
+ * ("off" or a segment size) overrides the proxies' [defense] mss-clamp (default 256: the
+ * answer then leaves in 256-byte segments, and one above ten of them waits for the
+ * client's ACK, the initial congestion window).
  */
 #include "bench.h"
 
@@ -103,10 +106,21 @@ static void settle(struct path *p, struct fakedc *dc, uint64_t dc_open0)
     tg__sleep_ms(20);
 }
 
+/* TGKIT_BENCH_MSS_CLAMP: the proxies' [defense] mss-clamp ("off" or a segment size); the
+   default configuration's when unset. */
+static int32_t mss_clamp(void)
+{
+    const char *e = getenv("TGKIT_BENCH_MSS_CLAMP");
+    if (!e || !*e)
+        return 0;
+    return strcmp(e, "off") == 0 || strcmp(e, "false") == 0 ? -1 : (int32_t)atoi(e);
+}
+
 static int start_paths(struct path *ps, struct fakedc **dc_out)
 {
     for (int k = P_DD; k <= P_TLS; k++) {
-        struct pharness_opts o = {.ee = k == P_TLS, .dd = k == P_DD, .fork_server = true};
+        struct pharness_opts o = {.ee = k == P_TLS, .dd = k == P_DD, .fork_server = true,
+                                  .mss_clamp = mss_clamp()};
         if (pharness_start(&ps[k].h, &o) < 0)
             return -1;
         ps[k].proc = &ps[k].h.proc;

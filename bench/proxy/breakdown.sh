@@ -12,7 +12,8 @@
 #                 program, so OpenSSL's SHA-256 runs its portable code there: HMAC counts
 #                 are higher than the instructions a native run executes.
 #
-# Environment: TGKIT_BENCH_HS (default 400; 200 for callgrind) handshakes per path.
+# Environment: TGKIT_BENCH_HS (default 400; 200 for callgrind) handshakes per path;
+# TGKIT_BENCH_MSS_CLAMP ("off" or a size) overrides the proxies' [defense] mss-clamp.
 set -eu
 B=${1:-build}
 BIN=$B/bench/bench_proxy_breakdown
