@@ -185,7 +185,7 @@ static void on_listen(struct loop *l, struct loop_io *io, unsigned events)
         if (fd >= 0) {
             conn_worker_refresh(&w->cw); /* admit reads the generation's config */
             if (admit(w, fd, (struct sockaddr *)&peer))
-                conn_accept(&w->cw, fd);
+                conn_accept_peer(&w->cw, fd, (struct sockaddr *)&peer);
             continue;
         }
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {

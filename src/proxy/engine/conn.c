@@ -220,6 +220,11 @@ void conn_worker_revoke_sweep(struct conn_worker *w)
 
 void conn_accept(struct conn_worker *w, int fd)
 {
+    conn_accept_peer(w, fd, NULL);
+}
+
+void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer)
+{
     struct conn_shared *sh = w->sh;
     conn_worker_refresh(w);
     if (w->tqs_all->next)
@@ -242,6 +247,7 @@ void conn_accept(struct conn_worker *w, int fd)
     c->tqs = w->tqs;
     upstream_req_bind(&c->up, c->gen->cfg, c->tqs);
     c->secret = UINT32_MAX;
+    conn_pp_accepted(&c->pp, peer);
     admit_conn_init(&c->adm);
     c->start_ms = c->last_io_ms = w->loop.now_ms;
     conn_mark_live(c);

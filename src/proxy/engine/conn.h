@@ -212,6 +212,9 @@ void conn_worker_refresh(struct conn_worker *w);
 void conn_worker_mp_sync(struct conn_worker *w);
 /* Take over an accepted, non-blocking client socket. On failure the fd is closed. */
 void conn_accept(struct conn_worker *w, int fd);
+/* The same with the peer address accept returned (kept, so the handshake need not ask the
+   socket for it: two system calls fewer); NULL: unknown. */
+void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer);
 /* The name of an end reason as logged ("eof", "handshake-timeout", ...), static. */
 const char *conn_end_name(enum conn_end e);
 

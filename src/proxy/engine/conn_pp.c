@@ -44,9 +44,27 @@ bool conn_pp_source(const struct conn_pp *pp, int cfd, struct proxyproto_addr *a
     return true;
 }
 
+void conn_pp_accepted(struct conn_pp *pp, const struct sockaddr *peer)
+{
+    pp->peer_known = false;
+    if (peer && peer->sa_family == AF_INET) {
+        memset(pp->peer, 0, 16);
+        pp->peer[10] = pp->peer[11] = 0xff;
+        memcpy(pp->peer + 12, &((const struct sockaddr_in *)(const void *)peer)->sin_addr, 4);
+        pp->peer_known = true;
+    } else if (peer && peer->sa_family == AF_INET6) {
+        memcpy(pp->peer, &((const struct sockaddr_in6 *)(const void *)peer)->sin6_addr, 16);
+        pp->peer_known = true;
+    }
+}
+
 bool conn_pp_client_ip(const struct conn_pp *pp, int cfd, uint8_t ip[16])
 {
     struct proxyproto_addr a = {0};
+    if (!pp->addr.family && pp->peer_known) {
+        memcpy(ip, pp->peer, 16);
+        return true;
+    }
     if (!conn_pp_source(pp, cfd, &a))
         return false;
     memset(ip, 0, 16);

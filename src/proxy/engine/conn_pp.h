@@ -19,10 +19,13 @@
 #include "proxy/wire/proxyproto.h"
 
 struct conn_worker;
+struct sockaddr;
 
 struct conn_pp {
     struct proxyproto_addr addr; /* what the header said (family 0 = use the socket) */
     bool done;                   /* the listener's header was consumed (if configured) */
+    bool peer_known;             /* peer holds the socket's peer address, from accept */
+    uint8_t peer[16];            /* as conn_pp_client_ip gives it (IPv4 as ::ffff:a.b.c.d) */
 };
 
 enum conn_pp_step {
@@ -32,14 +35,18 @@ enum conn_pp_step {
     CONN_PP_REFUSED, /* the client address is refused by [defense.*list] (counted) */
 };
 
+/* Keep the socket's peer address that accept returned (a copy costs no system call later);
+   NULL or another family: none, the socket is asked when one is needed. */
+void conn_pp_accepted(struct conn_pp *pp, const struct sockaddr *peer);
 /* The listener's header at hs[0..len) on worker w. */
 enum conn_pp_step conn_pp_take(struct conn_pp *pp, struct conn_worker *w, const uint8_t *hs,
                                size_t len, size_t *used);
 /* The client's addresses: the header's, else the peer and local address of socket cfd.
    False when neither is known. */
 bool conn_pp_source(const struct conn_pp *pp, int cfd, struct proxyproto_addr *a);
-/* The client's address as 16 bytes (IPv4 as ::ffff:a.b.c.d), from conn_pp_source; false
-   when unknown. For [limits] by address and the key-scan hints. */
+/* The client's address as 16 bytes (IPv4 as ::ffff:a.b.c.d): the header's, else the peer
+   kept at accept, else the socket's (conn_pp_source); false when unknown. For [limits] by
+   address, the key-scan hints and the addresses seen per secret. */
 bool conn_pp_client_ip(const struct conn_pp *pp, int cfd, uint8_t ip[16]);
 /* PROXY v2 header for the fronting host into out[0..PROXYPROTO_BUILD_MAX): its length, or 0
    when no address is known. */
