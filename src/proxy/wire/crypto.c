@@ -43,6 +43,15 @@ static bool tls_key_ok;
 #define RND_BLOCK 512
 #define RND_SMALL 64 /* requests up to this size come from the block */
 
+/*
+ * Bytes that are sent in clear (the ServerHello's filler, the key share's candidates) come
+ * from a per-thread AES-256-CTR keystream instead (crypto_random_public): keyed from 48
+ * bytes of RAND_bytes, re-keyed after PUB_REKEY bytes and in a forked child. One
+ * EVP_EncryptUpdate per request; RAND_bytes costs ~2 us for a 3.6 KB filler here, with a
+ * getpid (its fork check) each time.
+ */
+#define PUB_REKEY (1u << 20)
+
 struct ctr_slot {
     EVP_CIPHER_CTX *ctx; /* bound to AES-256-CTR once created */
     uint64_t owner;      /* serial of the stream keyed into ctx; 0 = free */
@@ -52,8 +61,11 @@ struct ctr_slot {
 
 struct crypto_thread {
     EVP_MD_CTX *md;
-    unsigned rnd_fork; /* fork_count when rnd was filled */
-    uint16_t rnd_left; /* unused bytes at the end of rnd */
+    EVP_CIPHER_CTX *pub; /* the public keystream (NULL until first used) */
+    unsigned pub_fork;   /* fork_count when pub was keyed */
+    uint32_t pub_left;   /* bytes until it is re-keyed */
+    unsigned rnd_fork;   /* fork_count when rnd was filled */
+    uint16_t rnd_left;   /* unused bytes at the end of rnd */
     uint8_t rnd[RND_BLOCK];
     uint16_t head, tail, nslots;
     struct ctr_slot slot[CTR_SLOTS];
@@ -72,6 +84,7 @@ static void thread_free(void *arg)
     struct crypto_thread *t = arg;
     OPENSSL_cleanse(t->rnd, sizeof t->rnd);
     EVP_MD_CTX_free(t->md);
+    EVP_CIPHER_CTX_free(t->pub); /* frees (and wipes) its key schedule */
     for (int i = 0; i < t->nslots; i++)
         EVP_CIPHER_CTX_free(t->slot[i].ctx);
     OPENSSL_free(t);
@@ -406,6 +419,44 @@ int crypto_random(void *buf, size_t n)
     memcpy(buf, src, n);
     OPENSSL_cleanse(src, n);
     t->rnd_left = (uint16_t)(t->rnd_left - n);
+    return 0;
+}
+
+/* Key (or re-key) t's public keystream from the CSPRNG. */
+static int pub_rekey(struct crypto_thread *t, unsigned forks)
+{
+    uint8_t k[48];
+    int rc = -EIO;
+    if (!t->pub && !(t->pub = EVP_CIPHER_CTX_new()))
+        return -ENOMEM;
+    const EVP_CIPHER *ciph = EVP_CIPHER_CTX_get0_cipher(t->pub) ? NULL : aes_ctr;
+    if (random_direct(k, sizeof k) == 0 &&
+        EVP_EncryptInit_ex2(t->pub, ciph, k, k + 32, NULL) == 1) {
+        t->pub_left = PUB_REKEY;
+        t->pub_fork = forks;
+        rc = 0;
+    } else {
+        t->pub_left = 0;
+    }
+    crypto_wipe(k, sizeof k);
+    return rc;
+}
+
+int crypto_random_public(void *buf, size_t n)
+{
+    struct crypto_thread *t = n <= PUB_REKEY && crypto_init() == 0 ? thread_state() : NULL;
+    if (!t)
+        return random_direct(buf, n);
+    unsigned forks = __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
+    if ((t->pub_fork != forks || t->pub_left < n || !t->pub) && pub_rekey(t, forks) != 0)
+        return -EIO;
+    int outl = 0;
+    memset(buf, 0, n); /* keystream = the encryption of zeros */
+    if (EVP_EncryptUpdate(t->pub, buf, &outl, buf, (int)n) != 1 || (size_t)outl != n) {
+        t->pub_left = 0; /* unknown state: re-keyed on the next use */
+        return -EIO;
+    }
+    t->pub_left -= (uint32_t)n;
     return 0;
 }
 

@@ -88,6 +88,10 @@ int crypto_hmac_sha256(const void *key, size_t keylen, const struct crypto_part 
    of its output (512 bytes per RAND_bytes call; bytes wiped once handed out; emptied in a
    forked child), larger ones straight from RAND_bytes. 0 or -EIO. */
 int crypto_random(void *buf, size_t n);
+/* n bytes that will be sent in clear (padding, filler, key share candidates): an AES-256-CTR
+   keystream per thread, keyed from the CSPRNG, re-keyed every MiB and in a forked child;
+   cheaper than crypto_random for kilobytes. Never for keys, IVs or nonces. 0 or -EIO. */
+int crypto_random_public(void *buf, size_t n);
 /* Uniform random integer in [lo, hi) (hi > lo). Returns lo on RNG failure. */
 uint32_t crypto_random_range(uint32_t lo, uint32_t hi);
 

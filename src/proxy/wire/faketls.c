@@ -441,7 +441,7 @@ int faketls_server_hello(const struct faketls_hello *h, const uint8_t key[16],
     p = put_be16(p, n);
     if (a->appdata)
         memcpy(p, a->appdata, n);
-    else if ((rc = crypto_random(p, n)) != 0)
+    else if ((rc = crypto_random_public(p, n)) != 0)
         return rc;
     struct crypto_part parts[2] = {{h->random, 32}, {out, total}};
     if ((rc = crypto_hmac_sha256(key, 16, parts, 2, mac)) != 0)

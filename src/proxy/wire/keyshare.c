@@ -404,7 +404,7 @@ static int refill(void)
     uint8_t cand[2 * KEYSHARE_BATCH][32];
     int rc = -EIO;
     for (int i = 0; i < KEYSHARE_TRIES && rc != 0; i++) {
-        if (crypto_random(cand, sizeof cand) != 0)
+        if (crypto_random_public(cand, sizeof cand) != 0)
             break;
         pooled =
             keyshare_batch_from_candidates((const uint8_t(*)[32])cand, 2 * KEYSHARE_BATCH, pool);

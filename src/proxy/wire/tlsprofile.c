@@ -251,7 +251,7 @@ int tlsprofile_answer(const struct tlsprofile *p, const struct faketls_hello *h,
     q += sizeof ccs;
     *q++ = TLSFLIGHT_REC_APPDATA, *q++ = 0x03, *q++ = 0x03;
     q = be16(q, ad);
-    if (crypto_random(q, ad) != 0)
+    if (crypto_random_public(q, ad) != 0)
         return -EIO;
     uint8_t mac[32];
     struct crypto_part parts[2] = {{h->random, 32}, {out, total}};

@@ -588,6 +588,41 @@ static void test_random_block(void **state)
     close(fds[1]);
 }
 
+/* The public keystream (crypto_random_public): no repeats across calls and re-keys (2 MiB
+   in 4 KB requests cross the 1 MiB re-key twice), not all zero, a request of 0 bytes is
+   fine, and a forked child does not repeat its parent's next bytes. */
+static void test_random_public(void **state)
+{
+    (void)state;
+    static uint8_t a[4096], b[4096], zero[4096];
+    assert_int_equal(crypto_random_public(a, sizeof a), 0);
+    for (int i = 0; i < 512; i++) {
+        assert_int_equal(crypto_random_public(b, sizeof b), 0);
+        assert_memory_not_equal(a, b, 32);
+        assert_memory_not_equal(b + sizeof b - 32, zero, 32);
+        memcpy(a, b, sizeof a);
+    }
+    assert_int_equal(crypto_random_public(a, 0), 0);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uint8_t c[64];
+        int ok = crypto_random_public(c, sizeof c) == 0 && write(fds[1], c, sizeof c) == sizeof c;
+        _exit(ok ? 0 : 1);
+    }
+    uint8_t parent[64], child[64];
+    assert_int_equal(crypto_random_public(parent, sizeof parent), 0);
+    assert_int_equal(read(fds[0], child, sizeof child), (ssize_t)sizeof child);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_memory_not_equal(parent, child, sizeof parent);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 /* Fresh key shares differ every time and are never all zero. */
 static void test_x25519_random(void **state)
 {
@@ -616,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_ctr_park),
         cmocka_unit_test(test_ctr_many_streams),
         cmocka_unit_test(test_random_block),
+        cmocka_unit_test(test_random_public),
         cmocka_unit_test(test_framing_transparent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
