@@ -1,6 +1,9 @@
 /*
  * crypto: EVP wrappers (see crypto.h).
  */
+/* SHA256_Init/Update/Final are deprecated in OpenSSL 3 but kept: the one SHA-256 there that
+   allocates nothing (see sha256_with). Without them (a no-deprecated build) EVP serves. */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "proxy/wire/crypto.h"
 
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
 static EVP_CIPHER *aes_ctr;
@@ -322,6 +326,7 @@ void crypto_ctr_iv_add(uint8_t iv[16], uint64_t blocks)
     }
 }
 
+#ifdef OPENSSL_NO_DEPRECATED_3_0
 /* Hash parts into out with md (initialised here). */
 static int digest_parts(EVP_MD_CTX *md, const uint8_t *first, size_t first_n,
                         const struct crypto_part *parts, size_t nparts, uint8_t out[32])
@@ -335,11 +340,26 @@ static int digest_parts(EVP_MD_CTX *md, const uint8_t *first, size_t first_n,
             return -EIO;
     return EVP_DigestFinal_ex(md, out, &outl) == 1 && outl == 32 ? 0 : -EIO;
 }
+#endif
 
-/* SHA-256 of first ‖ parts, on this thread's reusable context. */
+/*
+ * SHA-256 of first ‖ parts. OpenSSL 3.0's EVP_DigestInit_ex2 re-creates the provider's
+ * context on every init, even on a reused EVP_MD_CTX of the same digest: one allocation
+ * per hash, so three per HMAC and three per obfs2 header. The low-level functions run
+ * the same block code (SHA-NI where the CPU has it) on a caller's struct.
+ */
 static int sha256_with(const uint8_t *first, size_t first_n, const struct crypto_part *parts,
                        size_t nparts, uint8_t out[32])
 {
+#ifndef OPENSSL_NO_DEPRECATED_3_0
+    SHA256_CTX s;
+    int ok = SHA256_Init(&s) == 1 && (!first_n || SHA256_Update(&s, first, first_n) == 1);
+    for (size_t i = 0; ok && i < nparts; i++)
+        ok = !parts[i].n || SHA256_Update(&s, parts[i].p, parts[i].n) == 1;
+    ok = ok && SHA256_Final(out, &s) == 1;
+    crypto_wipe(&s, sizeof s);
+    return ok ? 0 : -EIO;
+#else
     if (crypto_init() != 0)
         return -EIO;
     struct crypto_thread *t = thread_state();
@@ -353,6 +373,7 @@ static int sha256_with(const uint8_t *first, size_t first_n, const struct crypto
     int rc = digest_parts(md, first, first_n, parts, nparts, out);
     EVP_MD_CTX_free(md);
     return rc;
+#endif
 }
 
 int crypto_sha256(const struct crypto_part *parts, size_t nparts, uint8_t out[32])
@@ -361,7 +382,7 @@ int crypto_sha256(const struct crypto_part *parts, size_t nparts, uint8_t out[32
 }
 
 /*
- * HMAC-SHA256 (RFC 2104) over the thread's SHA-256 context: H(K^opad ‖ H(K^ipad ‖ m)).
+ * HMAC-SHA256 (RFC 2104) over sha256_with: H(K^opad ‖ H(K^ipad ‖ m)), no allocation.
  * Built here rather than through EVP_MAC because the MAC provider looks the digest up by
  * name on every init, which cost more than the hashing for the proxy's short messages.
  */
