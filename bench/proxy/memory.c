@@ -35,13 +35,13 @@
 #include "proxy/engine/conn.h"
 #include "proxy_harness.h"
 #include "proxy_load.h"
+#include "proxy_proc.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/resource.h>
 
 static struct pcli *conns;
@@ -118,20 +118,6 @@ static void wait_dc(struct fakedc *dc, uint64_t n)
     tg__sleep_ms(200); /* let the proxy settle its buffers */
 }
 
-/* Open descriptors of process pid now. */
-static long fds_of(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    long n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
-
 static long idle_fds; /* the last idle series' proxy descriptors per connection, x1000 */
 
 /* Kernel memory of one idle TCP socket held by a process that polls it: the slab objects
@@ -162,7 +148,7 @@ static double socket_kernel_bytes(void)
 static void idle_series(const char *who, struct pproc *p, uint16_t port, struct pcli_opts o,
                         struct fakedc *dc, int max, uint64_t settle_ms, double *per_conn_out)
 {
-    long fds0 = fds_of(p->pid);
+    long fds0 = pproc_fd_count(p->pid);
     static const int steps[] = {0, 1000, 5000, 9000};
     long rss0 = 0, prev = 0;
     uint64_t dc0 = fakedc_counters(dc).open;
@@ -186,7 +172,7 @@ static void idle_series(const char *who, struct pproc *p, uint16_t port, struct 
         if (per_conn_out && steps[i])
             *per_conn_out = per;
         if (steps[i])
-            idle_fds = (fds_of(p->pid) - fds0) * 1000 / steps[i];
+            idle_fds = (pproc_fd_count(p->pid) - fds0) * 1000 / steps[i];
     }
     close_all();
 }

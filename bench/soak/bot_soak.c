@@ -26,7 +26,6 @@
 #include "tgbot/tgbot.h"
 
 #include <curl/curl.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -278,37 +277,6 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
-static long status_field(pid_t pid, const char *name)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long v = -1;
-    size_t nl = strlen(name);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, name, nl) == 0 && line[nl] == ':') {
-            v = strtol(line + nl + 1, NULL, 10);
-            break;
-        }
-    if (f)
-        fclose(f);
-    return v;
-}
-
-static long count_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    long n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return d ? n : -1;
-}
-
 static void *sampler_main(void *arg)
 {
     FILE *csv = arg;
@@ -326,8 +294,8 @@ static void *sampler_main(void *arg)
         int ev = atomic_exchange(&event_code, 0);
         if (p <= 0)
             continue; /* the restart's gap: no process to sample */
-        fprintf(csv, "%ld,%ld,%ld,%ld,%ld,%ld,%ld,%ld,%s\n", s, status_field(p, "VmRSS"),
-                count_fds(p), status_field(p, "Threads"), h - prev, se - h, se, h,
+        fprintf(csv, "%ld,%ld,%ld,%ld,%ld,%ld,%ld,%ld,%s\n", s, pproc_status_field(p, "VmRSS"),
+                pproc_fd_count(p), pproc_status_field(p, "Threads"), h - prev, se - h, se, h,
                 ev ? "bot-restart" : "");
         fflush(csv);
         prev = h;

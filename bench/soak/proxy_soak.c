@@ -29,7 +29,6 @@
 
 #include "core/str.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <openssl/rand.h>
@@ -512,39 +511,6 @@ static void *ops_main(void *arg)
 
 /* ---- sampling ---- */
 
-static long status_field(pid_t pid, const char *name)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long v = -1;
-    size_t nl = strlen(name);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, name, nl) == 0 && line[nl] == ':') {
-            v = strtol(line + nl + 1, NULL, 10);
-            break;
-        }
-    if (f)
-        fclose(f);
-    return v;
-}
-
-static long count_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return -1;
-    long n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -568,8 +534,8 @@ static void sample_loop(FILE *csv)
         double p50 = n ? mine[n / 2] * 1e3 : 0, p99 = n ? mine[(n * 99) / 100] * 1e3 : 0;
         int ev = atomic_exchange(&event_code, 0);
         fprintf(csv, "%ld,%ld,%ld,%ld,%d,%lld,%zu,%.3f,%.3f,%llu,%llu,%llu,%llu,%s\n", s,
-                status_field(proxy_pid, "VmRSS"), count_fds(proxy_pid),
-                status_field(proxy_pid, "Threads"), atomic_load(&open_conns),
+                pproc_status_field(proxy_pid, "VmRSS"), pproc_fd_count(proxy_pid),
+                pproc_status_field(proxy_pid, "Threads"), atomic_load(&open_conns),
                 atomic_load(&proxy_active), n, p50, p99, atomic_load(&churn_ok),
                 atomic_load(&churn_fail_connect) + atomic_load(&churn_fail_verify),
                 atomic_load(&relay_rounds), atomic_load(&relay_failures),

@@ -5,6 +5,7 @@
 #include "proxy/daemon/server.h"
 #include "proxy_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -344,6 +345,38 @@ static void proc_figures(pid_t pid, struct pproc_report *out)
         }
         fclose(f);
     }
+}
+
+long pproc_status_field(pid_t pid, const char *name)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long v = -1;
+    size_t nl = strlen(name);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, name, nl) == 0 && line[nl] == ':') {
+            v = strtol(line + nl + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+long pproc_fd_count(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    long n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
 }
 
 /* A free loopback port: bound, read, released (the child binds it right after). */

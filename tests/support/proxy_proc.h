@@ -57,6 +57,11 @@ int pproc_log_count(const char *log, const char *needle);
 int pproc_log_port(const char *log, const char *needle, uint16_t *port);
 /* Wait (bounded: 20 s) until log holds needle at least n times: 0, or -1. */
 int pproc_log_wait(const char *log, const char *needle, int n);
+/* Field `name` of /proc/PID/status ("VmRSS", "Threads": its number, kB for sizes), or -1
+   when the process or the field is not there. */
+long pproc_status_field(pid_t pid, const char *name);
+/* Open descriptors of process pid now (the entries of /proc/PID/fd), or -1. */
+long pproc_fd_count(pid_t pid);
 /* CPU and RSS from /proc; allocs and stats too for a proxy child. 0 or -errno. */
 int pproc_report(struct pproc *p, struct pproc_report *out);
 /* Stop and reap the child. NULL-safe on a zeroed struct. */
