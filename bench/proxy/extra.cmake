@@ -4,7 +4,8 @@ set(_pb_dir ${CMAKE_SOURCE_DIR}/tests/support)
 add_library(tgproxy_bench_support STATIC ${_pb_dir}/proxy_util.c ${_pb_dir}/proxy_fakedc.c
     ${_pb_dir}/proxy_client.c ${_pb_dir}/proxy_front.c ${_pb_dir}/proxy_harness.c
     ${_pb_dir}/proxy_proc.c ${_pb_dir}/proxy_load.c ${_pb_dir}/doh_server.c ${_pb_dir}/tls_pki.c
-    ${_pb_dir}/redis_server.c ${_pb_dir}/ports.c ${_pb_dir}/wait.c ${_pb_dir}/api_scrape.c)
+    ${_pb_dir}/redis_server.c ${_pb_dir}/ports.c ${_pb_dir}/wait.c ${_pb_dir}/api_scrape.c
+    ${_pb_dir}/curlbody.c)
 target_include_directories(tgproxy_bench_support PUBLIC ${_pb_dir} ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(tgproxy_bench_support PUBLIC tgproxy_lib PkgConfig::CRYPTO PkgConfig::MHD
     Threads::Threads)

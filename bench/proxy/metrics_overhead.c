@@ -29,6 +29,7 @@
 
 #include "core/clock.h"
 #include "proxy_harness.h"
+#include "curlbody.h"
 #include "proxy_load.h"
 
 #include <curl/curl.h>
@@ -54,39 +55,20 @@ struct scraper {
     unsigned every_ms;
     bool active, stop;
     uint64_t scrapes, bad, bytes;
-    char *body;
-    size_t len, cap;
+    struct curlbody body; /* the last page */
 };
-
-static size_t on_body(char *p, size_t size, size_t n, void *user)
-{
-    struct scraper *s = user;
-    size_t k = size * n;
-    if (s->len + k + 1 > s->cap) {
-        size_t cap = (s->len + k + 1) * 2;
-        char *b = realloc(s->body, cap);
-        if (!b)
-            return 0;
-        s->body = b;
-        s->cap = cap;
-    }
-    memcpy(s->body + s->len, p, k);
-    s->len += k;
-    s->body[s->len] = '\0';
-    return k;
-}
 
 /* One scrape as Prometheus makes it; true when the page answered 200 with the counters. */
 static bool scrape_once(struct scraper *s, CURL *c)
 {
-    s->len = 0;
+    s->body.len = 0;
     curl_easy_setopt(c, CURLOPT_URL, s->url);
     CURLcode rc = curl_easy_perform(c);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    s->bytes += s->len;
-    return rc == CURLE_OK && code == 200 && s->body &&
-           strstr(s->body, "\ntgproxy_client_connections_total ");
+    s->bytes += s->body.len;
+    return rc == CURLE_OK && code == 200 && s->body.p &&
+           strstr(s->body.p, "\ntgproxy_client_connections_total ");
 }
 
 /* A keep-alive handle that asks as Prometheus does; *hdr is freed by the caller after it. */
@@ -100,8 +82,8 @@ static CURL *scraper_handle(struct scraper *s, struct curl_slist **hdr)
     curl_easy_setopt(c, CURLOPT_USERAGENT, "Prometheus/2.45.0");
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip");
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, curlbody_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s->body);
     return c;
 }
 
@@ -336,11 +318,11 @@ int main(void)
         pload_line("proxy_metrics_scrape_cost",
                    "cpu_us_per_scrape=%.1f page_bytes=%zu scrapes=%d core_share_at_15s=%.2e "
                    "relay_mb_same_cpu=%.3f",
-                   per_scrape, sc.len, SCRAPE_COST_N, per_scrape / 15e6,
+                   per_scrape, sc.body.len, SCRAPE_COST_N, per_scrape / 15e6,
                    per_scrape / 1e3 / median_of(v[P_ON], rounds));
     } else
         fprintf(stderr, "metrics_overhead: %s\n", rc ? "a transfer failed" : "a scrape failed");
-    free(sc.body);
+    free(sc.body.p);
     pproc_stop(&relay);
     pharness_stop(&hon);
     pharness_stop(&hoff);

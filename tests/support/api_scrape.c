@@ -1,5 +1,6 @@
 /* api_scrape: a panel-like [api] client for the benchmarks. See api_scrape.h. */
 #include "api_scrape.h"
+#include "curlbody.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -8,31 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-struct body {
-    char *p;
-    size_t len, cap;
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *user)
-{
-    struct body *b = user;
-    size_t k = size * n;
-    if (b->len + k + 1 > b->cap) {
-        size_t cap = (b->len + k + 1) * 2;
-        char *q = realloc(b->p, cap);
-        if (!q)
-            return 0;
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, p, k);
-    b->len += k;
-    b->p[b->len] = '\0';
-    return k;
-}
-
 /* GET base+path on c: true when 200 with the envelope's ok:true. */
-static bool get_ok(CURL *c, const char *base, const char *path, struct body *b)
+static bool get_ok(CURL *c, const char *base, const char *path, struct curlbody *b)
 {
     char url[128];
     snprintf(url, sizeof url, "%s%s", base, path);
@@ -45,12 +23,12 @@ static bool get_ok(CURL *c, const char *base, const char *path, struct body *b)
     return status == 200 && b->p && strncmp(b->p, "{\"ok\":true", 10) == 0;
 }
 
-static CURL *handle(struct body *b)
+static CURL *handle(struct curlbody *b)
 {
     CURL *c = curl_easy_init();
     if (!c)
         return NULL;
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, curlbody_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
@@ -60,7 +38,7 @@ static CURL *handle(struct body *b)
 
 int api_scrape_once(const char *base, const char *path)
 {
-    struct body b = {0};
+    struct curlbody b = {0};
     CURL *c = handle(&b);
     bool ok = c && get_ok(c, base, path, &b);
     if (c)
@@ -72,7 +50,7 @@ int api_scrape_once(const char *base, const char *path)
 static void *scrape_main(void *arg)
 {
     struct api_scrape *s = arg;
-    struct body b = {0};
+    struct curlbody b = {0};
     CURL *c = handle(&b);
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
