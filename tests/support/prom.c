@@ -21,6 +21,18 @@ int prom_scrape(const char *url, const char *prefix, char *out, size_t cap)
     return pclose(p) == 0 ? 0 : -1;
 }
 
+char *prom_scrape_local(unsigned port)
+{
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/", port);
+    char *out = calloc(1, 1 << 20);
+    if (out && prom_scrape(url, "tgproxy", out, 1 << 20) != 0) {
+        free(out);
+        out = NULL;
+    }
+    return out;
+}
+
 double prom_sample(const char *page, const char *key)
 {
     char pat[256];

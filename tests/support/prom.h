@@ -15,6 +15,10 @@
    NUL-terminated). 0, or -1 when the page fails the script's checks (why on stderr). */
 int prom_scrape(const char *url, const char *prefix, char *out, size_t cap);
 
+/* prom_scrape of tgproxy's page at http://127.0.0.1:port/ into a malloc'ed buffer (1 MiB,
+   the caller frees it), or NULL when the page fails the checks. */
+char *prom_scrape_local(unsigned port);
+
 /* The value of sample key ("name{k=v}", "name{}") in a prom_scrape page; NAN if absent. */
 double prom_sample(const char *page, const char *key);
 

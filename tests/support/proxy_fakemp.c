@@ -3,6 +3,7 @@
 
 #include "tgtest.h"
 
+#include "core/str.h"
 #include "proxy/wire/mtframe.h"
 #include "proxy/wire/obfs2.h"
 #include "proxy_client.h"
@@ -32,6 +33,31 @@ void pfmp_start(struct dfx *d, const char *secret_path, uint16_t dc_port, uint16
         argv[n++] = (char *)extra[i];
     argv[n] = NULL;
     dfx_start(d, argv);
+}
+
+void pfmp_daemon_config(const struct dfx *d, const char *tag, const uint8_t key[16],
+                        uint16_t dc_port, const char *secret, const char *config,
+                        const char *mp_lines, bool metrics)
+{
+    char hex[33];
+    tg__hex_encode(hex, key, 16);
+    dfx_config(d,
+               "bind-to = \"127.0.0.1:0\"\n"
+               "workers = 1\n"
+               "ad-tag = \"%s\"\n"
+               "[secrets]\n"
+               "dd = \"dd%s\"\n"
+               "[dcs]\n"
+               "default = [\"127.0.0.1:%u\"]\n"
+               "[middle-proxy]\n"
+               "proxy-secret = \"%s\"\n"
+               "proxy-config = \"%s\"\n"
+               "%s%s",
+               tag, hex, (unsigned)dc_port, secret, config, mp_lines,
+               metrics ? "[stats.prometheus]\n"
+                         "enabled = true\n"
+                         "bind-to = \"127.0.0.1:0\"\n"
+                       : "");
 }
 
 uint32_t pfmp_tag(int mode)

@@ -11,6 +11,7 @@
 #ifndef TGKIT_TEST_PROXY_FAKEMP_H
 #define TGKIT_TEST_PROXY_FAKEMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,14 @@ void pfmp_secret(const char *path, const uint8_t *secret, size_t n);
 /* Start the fake (see above); extra: more arguments, NULL-terminated, or NULL. */
 void pfmp_start(struct dfx *d, const char *secret_path, uint16_t dc_port, uint16_t port,
                 const char *const *extra);
+
+/* tgproxy's configuration for a middle-proxy test into d->cfg (dfx_config): one worker,
+   top-level ad-tag tag, one secret "dd" (dd + key), every DC at the fake DC's dc_port,
+   [middle-proxy] proxy-secret and proxy-config (file paths or URLs) followed by mp_lines
+   (whole lines, "" for none), and [stats.prometheus] on a free port when metrics. */
+void pfmp_daemon_config(const struct dfx *d, const char *tag, const uint8_t key[16],
+                        uint16_t dc_port, const char *secret, const char *config,
+                        const char *mp_lines, bool metrics);
 
 /* Through tgproxy at 127.0.0.1:port in middle-proxy mode to the fake DC behind the fake
    middle proxy: a client of mode with key sends the fake DC's ECHO and 4 KiB as packets of

@@ -18,11 +18,10 @@
 
 #include "core/str.h"
 #include "daemon_fx.h"
-#include "proxy/wire/mtframe.h"
-#include "proxy/wire/obfs2.h"
 #include "proxy_client.h"
 #include "proxy_fakedc.h"
 #include "proxy_fakemp.h"
+#include "prom.h"
 
 #define TAG_TOP "c0ffee00c0ffee00c0ffee00c0ffee00"
 #define TAG_OWN "11112222333344445555666677778888"
@@ -110,69 +109,20 @@ static void env_stop(struct env *e)
     fakedc_stop(e->dc);
 }
 
-/* The metrics page through prom_scrape.py (an independent parser that also holds every family
-   to its row in docs/tgproxy.md): its canonical lines, malloc'ed. */
+/* The metrics page through prom_scrape.py (prom.h: an independent parser that also holds
+   every family to its row in docs/tgproxy.md): its canonical lines, malloc'ed. */
 static char *scrape(struct env *e)
 {
-    uint16_t port = dfx_log_port(&e->d, "[stats.prometheus] serving");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 %s/tests/proxy/prom_scrape.py http://127.0.0.1:%u/ tgproxy "
-             "%s/docs/tgproxy.md",
-             TGKIT_SOURCE_DIR, (unsigned)port, TGKIT_SOURCE_DIR);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char *out = calloc(1, 1 << 20);
+    char *out = prom_scrape_local(dfx_log_port(&e->d, "[stats.prometheus] serving"));
     assert_non_null(out);
-    out[0] = '\n';
-    size_t n = fread(out + 1, 1, (1 << 20) - 2, p);
-    out[1 + n] = '\0';
-    assert_int_equal(pclose(p), 0);
     return out;
 }
 
-/* Through the middle proxy: the fake DC's ECHO as packets of the client's framing (dd and
-   FakeTLS: padded intermediate; classic: abridged), every byte back. */
+/* Through the middle proxy: the fake DC's ECHO as packets of the client's framing, every
+   byte back (proxy_fakemp.h). */
 static void echo_framed(struct env *e, enum pcli_mode mode, const uint8_t *key)
 {
-    struct pcli c;
-    struct pcli_opts o = {.mode = mode, .key = key, .dc = 2, .sni = "example.com"};
-    assert_int_equal(pcli_connect(&c, e->d.port, &o), 0);
-    uint32_t tag = mode == PCLI_CLASSIC ? OBFS2_TAG_ABRIDGED : OBFS2_TAG_PADDED;
-    uint8_t cmd[FAKEDC_CMD_LEN], data[4096], buf[8192], h[MTFRAME_HEAD_MAX];
-    fakedc_cmd(cmd, "ECHO", 0, 0);
-    for (size_t i = 0; i < sizeof data; i++)
-        data[i] = (uint8_t)(i * 17 + (size_t)mode);
-    size_t hl = mtframe_head(tag, sizeof cmd, 0, h);
-    memcpy(buf, h, hl);
-    memcpy(buf + hl, cmd, sizeof cmd);
-    assert_int_equal(pcli_send(&c, buf, hl + sizeof cmd), 0);
-    for (int k = 0; k < 4; k++) {
-        hl = mtframe_head(tag, 1024, 0, h);
-        memcpy(buf, h, hl);
-        memcpy(buf + hl, data + k * 1024, 1024);
-        assert_int_equal(pcli_send(&c, buf, hl + 1024), 0);
-    }
-    static uint8_t rx[1 << 16];
-    size_t rl = 0, got = 0;
-    uint8_t back[4096];
-    while (got < sizeof back) {
-        ssize_t r = pcli_recv(&c, rx + rl, sizeof rx - rl);
-        assert_true(r > 0);
-        rl += (size_t)r;
-        size_t at = 0;
-        struct mtframe_pkt p;
-        while (mtframe_next(tag, rx + at, rl - at, 0, &p, NULL) == MTFRAME_OK) {
-            assert_true(got + p.len <= sizeof back);
-            memcpy(back + got, rx + at + p.off, p.len);
-            got += p.len;
-            at += p.consumed;
-        }
-        memmove(rx, rx + at, rl - at);
-        rl -= at;
-    }
-    assert_memory_equal(back, data, sizeof data);
-    pcli_close(&c);
+    assert_int_equal(pfmp_echo_framed(e->d.port, (int)mode, key), 0);
 }
 
 /* Direct: the fake DC sees the client's own stream (no framing), as without middle proxies. */

@@ -71,25 +71,10 @@ static void env_start(struct env *e, int nmp, int connections, const char *extra
                                e->mp[i].port);
     }
     dfx_write(e->conf_path, conf);
-    char key[33];
-    tg__hex_encode(key, e->key, 16);
-    dfx_config(&e->d,
-               "bind-to = \"127.0.0.1:0\"\n"
-               "workers = 1\n"
-               "ad-tag = \"" TAG "\"\n"
-               "[secrets]\n"
-               "dd = \"dd%s\"\n"
-               "[dcs]\n"
-               "default = [\"127.0.0.1:%u\"]\n"
-               "[middle-proxy]\n"
-               "proxy-secret = \"%s\"\n"
-               "proxy-config = \"%s\"\n"
-               "connections = %d\n"
-               "%s"
-               "[stats.prometheus]\n"
-               "enabled = true\n"
-               "bind-to = \"127.0.0.1:0\"\n",
-               key, e->dc_port, e->secret_path, e->conf_path, connections, extra ? extra : "");
+    char mp_lines[256];
+    snprintf(mp_lines, sizeof mp_lines, "connections = %d\n%s", connections, extra ? extra : "");
+    pfmp_daemon_config(&e->d, TAG, e->key, e->dc_port, e->secret_path, e->conf_path, mp_lines,
+                       true);
     dfx_run(&e->d, DFX_TGPROXY);
     /* every connection up: with two fakes, the two connections are one on each */
     for (int i = 0; i < nmp; i++)

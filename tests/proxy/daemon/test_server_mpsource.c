@@ -70,39 +70,19 @@ static void mp_start(struct env *e, int seed)
 
 static void write_cfg(struct env *e)
 {
-    char key[33], su[96], cu[96];
-    tg__hex_encode(key, e->key, 16);
+    char su[96], cu[96], mp_lines[256];
     docsrv_url(e->docs, "/secret", su, sizeof su);
     docsrv_url(e->docs, "/config", cu, sizeof cu);
-    dfx_config(&e->d,
-               "bind-to = \"127.0.0.1:0\"\n"
-               "workers = 1\n"
-               "ad-tag = \"" TAG "\"\n"
-               "[secrets]\n"
-               "dd = \"dd%s\"\n"
-               "[dcs]\n"
-               "default = [\"127.0.0.1:%u\"]\n"
-               "[middle-proxy]\n"
-               "proxy-secret = \"%s\"\n"
-               "proxy-config = \"%s\"\n"
-               "state-dir = \"%s\"\n"
-               "update-each = \"1s\"\n"
-               "fallback-direct = false\n"
-               "[stats.prometheus]\n"
-               "enabled = true\n"
-               "bind-to = \"127.0.0.1:0\"\n",
-               key, e->dc_port, su, cu, e->state);
+    snprintf(mp_lines, sizeof mp_lines,
+             "state-dir = \"%s\"\nupdate-each = \"1s\"\nfallback-direct = false\n", e->state);
+    pfmp_daemon_config(&e->d, TAG, e->key, e->dc_port, su, cu, mp_lines, true);
 }
 
 /* The metrics page, checked by prom_scrape.py (which holds each family to its docs row). */
 static char *scrape(struct env *e)
 {
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/",
-             (unsigned)dfx_log_port(&e->d, "[stats.prometheus] serving"));
-    char *out = calloc(1, 1 << 20);
+    char *out = prom_scrape_local(dfx_log_port(&e->d, "[stats.prometheus] serving"));
     assert_non_null(out);
-    assert_int_equal(prom_scrape(url, "tgproxy", out, 1 << 20), 0);
     return out;
 }
 
@@ -350,17 +330,14 @@ static void test_public_ip_detected(void **state)
     pfmp_secret(e.secret_path, secret, sizeof secret);
     const char *nat[] = {"--client-addr", "203.0.113.7", NULL};
     pfmp_start(&e.mp, e.secret_path, e.dc_port, 0, nat);
-    char conf[128], ip_url[96], key[33];
+    char conf[128], ip_url[96], lines[256];
     snprintf(conf, sizeof conf, "default 2;\nproxy_for 2 127.0.0.1:%u;\n", e.mp.port);
     dfx_write(e.conf_path, conf);
     docsrv_url(e.docs, "/ip", ip_url, sizeof ip_url);
-    tg__hex_encode(key, e.key, 16);
-    dfx_config(&e.d,
-               "bind-to = \"127.0.0.1:0\"\nworkers = 1\nad-tag = \"" TAG "\"\n"
-               "[secrets]\ndd = \"dd%s\"\n[dcs]\ndefault = [\"127.0.0.1:%u\"]\n"
-               "[middle-proxy]\nproxy-secret = \"%s\"\nproxy-config = \"%s\"\n"
-               "public-ip-url = \"%s\"\nstate-dir = \"%s\"\nfallback-direct = false\n",
-               key, e.dc_port, e.secret_path, e.conf_path, ip_url, e.d.dir);
+    snprintf(lines, sizeof lines,
+             "public-ip-url = \"%s\"\nstate-dir = \"%s\"\nfallback-direct = false\n", ip_url,
+             e.d.dir);
+    pfmp_daemon_config(&e.d, TAG, e.key, e.dc_port, e.secret_path, e.conf_path, lines, false);
     dfx_run(&e.d, DFX_TGPROXY);
     dfx_wait_log(&e.mp, "handshake ok from 127.0.0.1:", 2);
     assert_true(tgtest_wait_until(echo_works, &e, DFX_WAIT_MS));
@@ -371,12 +348,8 @@ static void test_public_ip_detected(void **state)
 
     /* the control: without the detected address the same fake refuses every handshake */
     int failed = dfx_log_count(&e.mp, "handshake failed");
-    dfx_config(&e.d,
-               "bind-to = \"127.0.0.1:0\"\nworkers = 1\nad-tag = \"" TAG "\"\n"
-               "[secrets]\ndd = \"dd%s\"\n[dcs]\ndefault = [\"127.0.0.1:%u\"]\n"
-               "[middle-proxy]\nproxy-secret = \"%s\"\nproxy-config = \"%s\"\n"
-               "state-dir = \"%s\"\nfallback-direct = false\n",
-               key, e.dc_port, e.secret_path, e.conf_path, e.d.dir);
+    snprintf(lines, sizeof lines, "state-dir = \"%s\"\nfallback-direct = false\n", e.d.dir);
+    pfmp_daemon_config(&e.d, TAG, e.key, e.dc_port, e.secret_path, e.conf_path, lines, false);
     int ok = dfx_log_count(&e.mp, "handshake ok from 127.0.0.1:");
     dfx_run(&e.d, DFX_TGPROXY);
     dfx_wait_log(&e.mp, "handshake failed", failed + 2);
@@ -400,17 +373,11 @@ static void test_no_copy_then_recovery(void **state)
     docsrv_serve(e.docs, "/secret", 503, "busy", 4, 0);
     docsrv_serve(e.docs, "/config", 503, "busy", 4, 0);
     tg__strlcpy(e.state, e.d.dir, sizeof e.state);
-    char key[33], su[96], cu[96];
-    tg__hex_encode(key, e.key, 16);
+    char su[96], cu[96], lines[256];
     docsrv_url(e.docs, "/secret", su, sizeof su);
     docsrv_url(e.docs, "/config", cu, sizeof cu);
-    dfx_config(&e.d,
-               "bind-to = \"127.0.0.1:0\"\nworkers = 1\nad-tag = \"" TAG "\"\n"
-               "[secrets]\ndd = \"dd%s\"\n[dcs]\ndefault = [\"127.0.0.1:%u\"]\n"
-               "[middle-proxy]\nproxy-secret = \"%s\"\nproxy-config = \"%s\"\n"
-               "state-dir = \"%s\"\nupdate-each = \"1s\"\n"
-               "[stats.prometheus]\nenabled = true\nbind-to = \"127.0.0.1:0\"\n",
-               key, e.dc_port, su, cu, e.state);
+    snprintf(lines, sizeof lines, "state-dir = \"%s\"\nupdate-each = \"1s\"\n", e.state);
+    pfmp_daemon_config(&e.d, TAG, e.key, e.dc_port, su, cu, lines, true);
     dfx_run(&e.d, DFX_TGPROXY);
     dfx_wait_log(&e.d, "proxy-secret: https://127.0.0.1:", 1);
     dfx_wait_log(&e.d, "HTTP status 503, expected 200; no copy yet", 1);
