@@ -17,29 +17,10 @@
 static const uint8_t sid[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                                 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 
-/* ServerHello record: exts = {43: 0304, 51: x25519 + 32-byte key} in that order, or
-   reversed. */
+/* ServerHello record (pb_server_hello): supported_versions then key_share, or reversed. */
 static void server_hello(struct pbytes *b, bool reversed, uint16_t cipher)
 {
-    struct pbytes e = {0};
-    for (int k = 0; k < 2; k++) {
-        if ((k == 0) != reversed) {
-            pb_put16(&e, 43), pb_put16(&e, 2), pb_put16(&e, 0x0304);
-        } else {
-            pb_put16(&e, 51), pb_put16(&e, 36), pb_put16(&e, 0x001d), pb_put16(&e, 32);
-            for (int i = 0; i < 32; i++)
-                pb_put8(&e, 0xa0 + i);
-        }
-    }
-    size_t body = 2 + 32 + 1 + 32 + 2 + 1 + 2 + e.n;
-    pb_put8(b, 22), pb_put16(b, 0x0303), pb_put16(b, 4 + body);
-    pb_put8(b, 2), pb_put8(b, 0), pb_put16(b, body);
-    pb_put16(b, 0x0303);
-    for (int i = 0; i < 32; i++)
-        pb_put8(b, 0x55);
-    pb_put8(b, 32), pb_put(b, sid, 32);
-    pb_put16(b, cipher), pb_put8(b, 0);
-    pb_put16(b, e.n), pb_put(b, e.b, e.n);
+    pb_server_hello(b, sid, reversed, cipher);
 }
 
 static void record(struct pbytes *b, uint8_t type, size_t len)

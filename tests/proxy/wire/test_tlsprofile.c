@@ -24,25 +24,7 @@ static const uint8_t sid[32] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6,
 static void flight(struct pbytes *b, bool ks_first, uint16_t cipher, size_t nenc, const size_t *len,
                    size_t *sh_ccs)
 {
-    struct pbytes e = {0};
-    for (int k = 0; k < 2; k++) {
-        if ((k == 0) == ks_first) {
-            pb_put16(&e, 51), pb_put16(&e, 36), pb_put16(&e, 0x001d), pb_put16(&e, 32);
-            for (int i = 0; i < 32; i++)
-                pb_put8(&e, 0xa0 + i);
-        } else {
-            pb_put16(&e, 43), pb_put16(&e, 2), pb_put16(&e, 0x0304);
-        }
-    }
-    size_t body = 2 + 32 + 1 + 32 + 2 + 1 + 2 + e.n;
-    pb_put8(b, 22), pb_put16(b, 0x0303), pb_put16(b, 4 + body);
-    pb_put8(b, 2), pb_put8(b, 0), pb_put16(b, body);
-    pb_put16(b, 0x0303);
-    for (int i = 0; i < 32; i++)
-        pb_put8(b, 0x55);
-    pb_put8(b, 32), pb_put(b, sid, 32);
-    pb_put16(b, cipher), pb_put8(b, 0);
-    pb_put16(b, e.n), pb_put(b, e.b, e.n);
+    pb_server_hello(b, sid, ks_first, cipher);
     pb_put8(b, 20), pb_put16(b, 0x0303), pb_put16(b, 1), pb_put8(b, 1);
     *sh_ccs = b->n;
     for (size_t r = 0; r < nenc; r++) {
