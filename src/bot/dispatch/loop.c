@@ -208,6 +208,19 @@ static void lane_make_ready(struct tg__loop *l, struct lane *ln)
     l->ready_tail = ln;
 }
 
+/* The lane's item is over (NULL: an unordered item): the lane queues for its next item, or
+   is released when it has none. */
+static void lane_done(struct tg__loop *l, struct lane *ln)
+{
+    if (!ln)
+        return;
+    ln->busy = false;
+    if (ln->head)
+        lane_make_ready(l, ln);
+    else
+        lane_release(l, ln);
+}
+
 static int enqueue(struct tg__loop *l, struct litem *it)
 {
     it->next = NULL;
@@ -296,13 +309,7 @@ static void run_finish(struct lrun *run)
     l->free_runs = run;
     l->active--;
     item_finished(l, it, true);
-    if (ln) {
-        ln->busy = false;
-        if (ln->head)
-            lane_make_ready(l, ln);
-        else
-            lane_release(l, ln);
-    }
+    lane_done(l, ln);
     if (l->ready || l->unordered)
         kick(l);
     check_stopped(l);
@@ -467,13 +474,7 @@ static void run_item(struct tg__loop *l, struct litem *it, struct lane *ln)
         tg__dispatcher_log(l->d, TG__LOG_WARN, "update %lld: out of memory; dropped",
                            (long long)it->update_id);
         item_finished(l, it, false);
-        if (ln) {
-            ln->busy = false;
-            if (ln->head)
-                lane_make_ready(l, ln);
-            else
-                lane_release(l, ln);
-        }
+        lane_done(l, ln);
         return;
     }
     run->item = it;
