@@ -81,6 +81,17 @@ static int resolve(void *h, const char *const *names, void (**out)(void), int n)
     return 0;
 }
 
+/* dlopen soname and resolve its n names into out: 0, or -1 with one error line. */
+static int load_lib(const char *soname, const char *const *names, void (**out)(void), int n)
+{
+    void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        tg__log(NULL, TG__LOG_ERROR, "cannot load %s: %s", soname, dlerror());
+        return -1;
+    }
+    return resolve(h, names, out, n);
+}
+
 static void cu_load(void)
 {
     static const char *const names[] = {"curl_global_init",      "curl_global_cleanup",
@@ -93,12 +104,7 @@ static void cu_load(void)
                                         "curl_multi_perform",    "curl_multi_poll",
                                         "curl_multi_info_read",  "curl_multi_cleanup"};
     void (*fns[sizeof names / sizeof names[0]])(void);
-    void *h = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        tg__log(NULL, TG__LOG_ERROR, "cannot load " CURL_SONAME ": %s", dlerror());
-        return;
-    }
-    if (resolve(h, names, fns, (int)(sizeof names / sizeof names[0])) != 0)
+    if (load_lib(CURL_SONAME, names, fns, (int)(sizeof names / sizeof names[0])) != 0)
         return;
     int i = 0;
     cu.global_init = (CURLcode(*)(long))fns[i++];
@@ -285,12 +291,7 @@ static void mh_load(void)
                                         "MHD_add_response_header",
                                         "MHD_destroy_response"};
     void (*fns[sizeof names / sizeof names[0]])(void);
-    void *h = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        tg__log(NULL, TG__LOG_ERROR, "cannot load " MHD_SONAME ": %s", dlerror());
-        return;
-    }
-    if (resolve(h, names, fns, (int)(sizeof names / sizeof names[0])) != 0)
+    if (load_lib(MHD_SONAME, names, fns, (int)(sizeof names / sizeof names[0])) != 0)
         return;
     int i = 0;
     mh.start_daemon_va =
