@@ -64,10 +64,12 @@ struct loader {
 };
 
 typedef int (*key_fn)(struct loader *ld, const struct toml_kv *kv);
+/* A key whose value is a string: called with it checked (get_str: a string, no NUL). */
+typedef int (*str_key_fn)(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n);
 
 /* How a key's value is stored: by a function, or straight into a field of the struct the
    table fills (its base). */
-enum rule_kind { R_FN = 0, R_BOOL, R_U32, R_MS, R_SECONDS, R_SIZE };
+enum rule_kind { R_FN = 0, R_BOOL, R_U32, R_MS, R_SECONDS, R_SIZE, R_STR };
 enum rule_base {
     B_CONFIG = 0, /* struct config (ld->cfg) */
     B_LIMITS,     /* the [limits.LABEL] being walked (ld->lim) */
@@ -81,6 +83,7 @@ struct key_rule {
     size_t offset;     /* of the bool / uint32_t field in the base struct */
     uint64_t min, max; /* R_U32: value; R_MS: milliseconds; R_SECONDS: seconds; R_SIZE: bytes */
     enum rule_base base;
+    str_key_fn sfn; /* R_STR */
 };
 
 /* Offset of a field of struct st, refusing to compile unless the field has type's size. */
@@ -88,13 +91,17 @@ struct key_rule {
     (offsetof(st, field) + 0 * sizeof(char[sizeof(((st *)0)->field) == sizeof(type) ? 1 : -1]))
 #define RULE_IN(st, base, name, kind, type, field, lo, hi)                                         \
     {                                                                                              \
-        (name), NULL, (kind), FIELD_IN(st, field, type), (lo), (hi), (base)                        \
+        (name), NULL, (kind), FIELD_IN(st, field, type), (lo), (hi), (base), NULL                  \
     }
 #define RULE_FIELD(name, kind, type, field, lo, hi)                                                \
     RULE_IN(struct config, B_CONFIG, name, kind, type, field, lo, hi)
 #define FN_KEY(name, fn)                                                                           \
     {                                                                                              \
-        (name), (fn), R_FN, 0, 0, 0, B_CONFIG                                                      \
+        (name), (fn), R_FN, 0, 0, 0, B_CONFIG, NULL                                                \
+    }
+#define STR_KEY(name, fn)                                                                          \
+    {                                                                                              \
+        (name), NULL, R_STR, 0, 0, 0, B_CONFIG, (fn)                                               \
     }
 #define BOOL_KEY(name, field)            RULE_FIELD(name, R_BOOL, bool, field, 0, 1)
 #define U32_KEY(name, field, lo, hi)     RULE_FIELD(name, R_U32, uint32_t, field, lo, hi)
@@ -429,6 +436,11 @@ static int apply_rule(struct loader *ld, const struct key_rule *r, const struct 
         return get_seconds(ld, kv, (uint32_t)r->min, (uint32_t)r->max, field);
     case R_SIZE:
         return get_size(ld, kv, r->min, r->max, field);
+    case R_STR: {
+        const char *s = NULL;
+        size_t n = 0;
+        return get_str(ld, kv, kv->value, &s, &n) != 0 ? -EINVAL : r->sfn(ld, kv, s, n);
+    }
     }
     return -EINVAL;
 }
@@ -710,14 +722,10 @@ static int k_secrets(struct loader *ld, const struct toml_kv *self)
     return rc;
 }
 
-static int k_public_host(struct loader *ld, const struct toml_kv *kv)
+static int k_public_host(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
     char why[256];
-    const char *s = NULL;
-    size_t n = 0;
     struct value_hostport hp;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     if (value_host_parse(&hp, s, n, why, sizeof why) != 0)
         return val_err(ld, kv, kv->value, "%s", why);
     memcpy(ld->cfg->public_host, hp.host, sizeof hp.host);
@@ -762,12 +770,8 @@ static int k_public_ipv6(struct loader *ld, const struct toml_kv *kv)
     return public_ip(ld, kv, AF_INET6, ld->pub_v6);
 }
 
-static int k_prefer_ip(struct loader *ld, const struct toml_kv *kv)
+static int k_prefer_ip(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
-    const char *s = NULL;
-    size_t n = 0;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     for (int p = CONFIG_PREFER_IPV4; p <= CONFIG_ONLY_IPV6; p++) {
         if (strcmp(s, config_prefer_ip_name((enum config_prefer_ip)p)) == 0) {
             ld->cfg->prefer_ip = (enum config_prefer_ip)p;
@@ -779,12 +783,8 @@ static int k_prefer_ip(struct loader *ld, const struct toml_kv *kv)
                    "\"prefer-ipv6\", \"only-ipv4\" or \"only-ipv6\"");
 }
 
-static int k_log_level(struct loader *ld, const struct toml_kv *kv)
+static int k_log_level(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
-    const char *s = NULL;
-    size_t n = 0;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     int level = tg__log_level_parse(s);
     if (level < 0)
         return val_err(ld, kv, kv->value,
@@ -810,14 +810,10 @@ static int k_dep_fronting_port(struct loader *ld, const struct toml_kv *kv)
     return 0;
 }
 
-static int k_dep_fronting_ip(struct loader *ld, const struct toml_kv *kv)
+static int k_dep_fronting_ip(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
-    const char *s = NULL;
-    size_t n = 0;
     struct sockaddr_storage sa;
     socklen_t len;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     if (!value_parse_ip(s, n, &sa, &len))
         return val_err(ld, kv, kv->value, "expected an IPv4 or IPv6 address");
     memcpy(ld->dep_fronting_host, s, n + 1);
@@ -965,12 +961,8 @@ static int k_mp_ip_url(struct loader *ld, const struct toml_kv *kv)
     return rc;
 }
 
-static int k_mp_state_dir(struct loader *ld, const struct toml_kv *kv)
+static int k_mp_state_dir(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
-    const char *s = NULL;
-    size_t n = 0;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     if (n == 0 || n >= CONFIG_FILE_MAX - 32 || s[0] != '/')
         return val_err(ld, kv, kv->value, "expected an absolute directory path of 1..%d bytes",
                        CONFIG_FILE_MAX - 33);
@@ -983,7 +975,7 @@ static const struct key_rule mp_rules[] = {
     FN_KEY("proxy-config", k_mp_config),
     FN_KEY("proxy-config-v6", k_mp_config6),
     FN_KEY("public-ip-url", k_mp_ip_url),
-    FN_KEY("state-dir", k_mp_state_dir),
+    STR_KEY("state-dir", k_mp_state_dir),
     SECONDS_KEY("update-each", mp.update_s, 1, 30 * 86400),
     U32_KEY("connections", mp.connections, 1, 16),
     BOOL_KEY("fallback-direct", mp.fallback_direct),
@@ -1204,27 +1196,19 @@ static int add_proxy(struct loader *ld, const struct toml_kv *kv, const struct t
 }
 
 /* [network] dns: a DNS-over-HTTPS URL ("" = the system resolver). */
-static int k_dns(struct loader *ld, const struct toml_kv *kv)
+static int k_dns(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
     struct config *cfg = ld->cfg;
-    const char *s = NULL;
-    size_t n = 0;
     char why[256];
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     if (n && doh_url_parse(s, n, cfg->dns.url, cfg->dns.host, &cfg->dns.port, why, sizeof why))
         return val_err(ld, kv, kv->value, "%s", why); /* why never quotes user info */
     return 0;
 }
 
 /* [network] doh-ip: the DoH server's address (mtg's older key; "" = unset). */
-static int k_doh_ip(struct loader *ld, const struct toml_kv *kv)
+static int k_doh_ip(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
-    const char *s = NULL;
-    size_t n = 0;
     char why[128];
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     if (n && doh_ip_parse(s, n, ld->cfg->dns.ip, why, sizeof why) != 0)
         return val_err(ld, kv, kv->value, "%s", why);
     return 0;
@@ -1268,8 +1252,8 @@ static const struct key_rule network_rules[] = {
     FN_KEY("keep-alive", k_keepalive),
     FN_KEY("public-ip", k_public_ip_table),
     FN_KEY("proxies", k_proxies),
-    FN_KEY("doh-ip", k_doh_ip),
-    FN_KEY("dns", k_dns),
+    STR_KEY("doh-ip", k_doh_ip),
+    STR_KEY("dns", k_dns),
 };
 
 static int k_network(struct loader *ld, const struct toml_kv *kv)
@@ -1518,13 +1502,9 @@ static int k_st_prefix(struct loader *ld, const struct toml_kv *kv)
     return get_prefix(ld, kv, ld->cfg->statsd.prefix);
 }
 
-static int k_st_tags(struct loader *ld, const struct toml_kv *kv)
+static int k_st_tags(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
     static const char *const names[] = {"datadog", "influxdb", "graphite"};
-    const char *s = NULL;
-    size_t n = 0;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) {
             ld->cfg->statsd.tag_format = (enum config_tag_format)i;
@@ -1537,7 +1517,7 @@ static const struct key_rule statsd_rules[] = {
     BOOL_KEY("enabled", statsd.enabled),
     FN_KEY("address", k_st_address),
     FN_KEY("metric-prefix", k_st_prefix),
-    FN_KEY("tag-format", k_st_tags),
+    STR_KEY("tag-format", k_st_tags),
     MS_KEY("flush-interval", statsd.flush_ms, 100, 3600000),
 };
 
@@ -1546,12 +1526,8 @@ static int k_pr_bind(struct loader *ld, const struct toml_kv *kv)
     return get_numeric_hostport(ld, kv, &ld->cfg->prometheus.bind);
 }
 
-static int k_pr_path(struct loader *ld, const struct toml_kv *kv)
+static int k_pr_path(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
-    const char *s = NULL;
-    size_t n = 0;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     bool ok = n > 0 && n < CONFIG_PATH_MAX && s[0] == '/';
     for (size_t i = 0; ok && i < n; i++)
         ok = s[i] > ' ' && s[i] < 0x7f && s[i] != '?' && s[i] != '#';
@@ -1570,12 +1546,8 @@ static int k_pr_prefix(struct loader *ld, const struct toml_kv *kv)
 }
 
 /* names: "tgproxy" (ours only) or "mtg" (mtg's names and labels too, beside ours). */
-static int k_pr_names(struct loader *ld, const struct toml_kv *kv)
+static int k_pr_names(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
-    const char *s = NULL;
-    size_t n = 0;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     if (n == 7 && memcmp(s, "tgproxy", 7) == 0)
         ld->cfg->prometheus.mtg_names = false;
     else if (n == 3 && memcmp(s, "mtg", 3) == 0)
@@ -1590,9 +1562,9 @@ static int k_pr_names(struct loader *ld, const struct toml_kv *kv)
 static const struct key_rule prometheus_rules[] = {
     BOOL_KEY("enabled", prometheus.enabled),
     FN_KEY("bind-to", k_pr_bind),
-    FN_KEY("http-path", k_pr_path),
+    STR_KEY("http-path", k_pr_path),
     FN_KEY("metric-prefix", k_pr_prefix),
-    FN_KEY("names", k_pr_names),
+    STR_KEY("names", k_pr_names),
 };
 
 static int k_statsd(struct loader *ld, const struct toml_kv *kv)
@@ -1869,13 +1841,9 @@ static int fleet_tcp(struct loader *ld, const struct toml_kv *kv, const char *p,
     return 0;
 }
 
-static int k_fleet_redis(struct loader *ld, const struct toml_kv *kv)
+static int k_fleet_redis(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
     struct config *cfg = ld->cfg;
-    const char *s = NULL;
-    size_t n = 0;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     cfg->fleet.enabled = true;
     if (n > 8 && memcmp(s, "redis://", 8) == 0)
         return fleet_tcp(ld, kv, s + 8, s + n);
@@ -1895,12 +1863,8 @@ static int k_fleet_redis(struct loader *ld, const struct toml_kv *kv)
                    "unix:///path/to/redis.sock");
 }
 
-static int k_fleet_prefix(struct loader *ld, const struct toml_kv *kv)
+static int k_fleet_prefix(struct loader *ld, const struct toml_kv *kv, const char *s, size_t n)
 {
-    const char *s = NULL;
-    size_t n = 0;
-    if (get_str(ld, kv, kv->value, &s, &n) != 0)
-        return -EINVAL;
     bool ok = n > 0 && n < CONFIG_PREFIX_MAX;
     for (size_t i = 0; ok && i < n; i++)
         ok = s[i] > ' ' && s[i] < 0x7f;
@@ -1913,10 +1877,10 @@ static int k_fleet_prefix(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule fleet_rules[] = {
-    FN_KEY("redis", k_fleet_redis),
+    STR_KEY("redis", k_fleet_redis),
     MS_KEY("timeout", fleet.timeout_ms, 1, 1000),
     MS_KEY("lease", fleet.lease_ms, 1000, 600000),
-    FN_KEY("key-prefix", k_fleet_prefix),
+    STR_KEY("key-prefix", k_fleet_prefix),
 };
 
 static int k_fleet(struct loader *ld, const struct toml_kv *kv)
@@ -2018,20 +1982,20 @@ static const struct key_rule root_rules[] = {
     FN_KEY("bind-to", k_bind_to),
     FN_KEY("secret", k_secret),
     FN_KEY("secrets", k_secrets),
-    FN_KEY("public-host", k_public_host),
+    STR_KEY("public-host", k_public_host),
     FN_KEY("public-port", k_public_port),
     FN_KEY("public-ipv4", k_public_ipv4),
     FN_KEY("public-ipv6", k_public_ipv6),
     U32_KEY("workers", workers, 0, CONFIG_MAX_WORKERS),
     U32_KEY("concurrency", concurrency, 1, 10000000),
     MS_KEY("drain-timeout", drain_timeout_ms, 0, 3600000),
-    FN_KEY("prefer-ip", k_prefer_ip),
+    STR_KEY("prefer-ip", k_prefer_ip),
     FN_KEY("tolerate-time-skewness", k_skew),
     BOOL_KEY("allow-fallback-on-unknown-dc", allow_fallback_on_unknown_dc),
     BOOL_KEY("fast-mode", fast_mode),
     BOOL_KEY("dynamic-record-sizing", dynamic_records),
     BOOL_KEY("proxy-protocol-listener", proxy_protocol_listener),
-    FN_KEY("log-level", k_log_level),
+    STR_KEY("log-level", k_log_level),
     FN_KEY("debug", k_debug),
     BOOL_KEY("test-dcs", use_test_dcs),
     SIZE_KEY("buffer-size", buffer_size, 1024, 1 << 20),
@@ -2044,7 +2008,7 @@ static const struct key_rule root_rules[] = {
     FN_KEY("stats", k_stats),
     FN_KEY("domain-fronting-port", k_dep_fronting_port),
     FN_KEY("cloak-port", k_dep_fronting_port),
-    FN_KEY("domain-fronting-ip", k_dep_fronting_ip),
+    STR_KEY("domain-fronting-ip", k_dep_fronting_ip),
     FN_KEY("domain-fronting-proxy-protocol", k_dep_fronting_pp),
     FN_KEY("auto-update", k_ignore),
     FN_KEY("tcp-buffer", k_ignore),
@@ -2404,7 +2368,7 @@ static const struct {
 
 int config_keys_foreach(config_key_fn fn, void *arg)
 {
-    static const char *const kinds[] = {"", "bool", "integer", "duration", "seconds", "size"};
+    static const char *const kinds[] = {"", "bool", "integer", "duration", "seconds", "size", ""};
     for (size_t s = 0; s < sizeof key_sections / sizeof key_sections[0]; s++)
         for (size_t i = 0; i < key_sections[s].n; i++) {
             const struct key_rule *r = &key_sections[s].rules[i];
@@ -2417,7 +2381,7 @@ int config_keys_foreach(config_key_fn fn, void *arg)
                                    0};
             if (r->fn == k_ignore)
                 k.note = CONFIG_KEY_IGNORED;
-            else if (r->fn == k_dep_fronting_port || r->fn == k_dep_fronting_ip ||
+            else if (r->fn == k_dep_fronting_port || r->sfn == k_dep_fronting_ip ||
                      r->fn == k_dep_fronting_pp)
                 k.note = CONFIG_KEY_DEPRECATED;
             int rc = fn(&k, arg);
