@@ -113,15 +113,14 @@ __attribute__((format(printf, 2, 3))) static int usage_error(const struct io *io
     return EX_USAGE;
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(const struct io *io, int code,
-                                                      const char *fmt, ...)
+int cli_fail(FILE *err, int code, const char *fmt, ...)
 {
     va_list ap;
-    fputs("tgproxy: ", io->err);
+    fputs("tgproxy: ", err);
     va_start(ap, fmt);
-    vfprintf(io->err, fmt, ap);
+    vfprintf(err, fmt, ap);
     va_end(ap);
-    fputc('\n', io->err);
+    fputc('\n', err);
     return code;
 }
 
@@ -257,7 +256,7 @@ static int load_config(const struct io *io, const char *path, struct config *cfg
     config_init(cfg);
     int rc = apistore_config_load(cfg, path, err, sizeof err, warn_to_err, (void *)io);
     if (rc != 0)
-        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
+        return cli_fail(io->err, rc == -ENOMEM ? EX_OSERR : EX_CONFIG, "%s", err);
     return 0;
 }
 
@@ -292,7 +291,7 @@ static int serve(const struct io *io, const struct config *cfg, const char *path
     fflush(io->out);
     int rc = server_run(cfg, path);
     if (rc != 0)
-        return fail(io, serve_exit_code(rc), "cannot serve: %s", strerror(-rc));
+        return cli_fail(io->err, serve_exit_code(rc), "cannot serve: %s", strerror(-rc));
     return 0;
 }
 
@@ -394,8 +393,8 @@ static int read_secret_file(const struct io *io, const char *cmd, const char *pa
     bool in = strcmp(path, "-") == 0;
     int fd = in ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return fail(io, EX_CONFIG, "%s: --secret-file %.200s: cannot open: %s", cmd, shown,
-                    strerror(errno));
+        return cli_fail(io->err, EX_CONFIG, "%s: --secret-file %.200s: cannot open: %s", cmd, shown,
+                        strerror(errno));
     size_t n = 0;
     ssize_t r = 0;
     while (n + 1 < cap && (r = read(fd, text + n, cap - 1 - n)) != 0) {
@@ -412,14 +411,15 @@ static int read_secret_file(const struct io *io, const char *cmd, const char *pa
         close(fd);
     text[n] = '\0';
     if (err)
-        return fail(io, EX_CONFIG, "%s: --secret-file %.200s: read failed: %s", cmd, shown,
-                    strerror(err));
+        return cli_fail(io->err, EX_CONFIG, "%s: --secret-file %.200s: read failed: %s", cmd, shown,
+                        strerror(err));
     text[strcspn(text, "\r\n")] = '\0';
     for (n = strlen(text); n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t'); n--)
         text[n - 1] = '\0';
     if (!text[0])
-        return fail(io, EX_CONFIG,
-                    "%s: --secret-file %.200s: empty first line, expected the secret", cmd, shown);
+        return cli_fail(io->err, EX_CONFIG,
+                        "%s: --secret-file %.200s: empty first line, expected the secret", cmd,
+                        shown);
     if (!in)
         warn_if_exposed(io, path);
     return 0;
@@ -438,7 +438,7 @@ static int simple_secret(const struct io *io, const struct args *a, char *text, 
         return usage_error(io, "simple-run: SECRET and --secret-file exclude each other");
     if (*from_argv) {
         if (tg__strlcpy(text, a->pos[1], cap) >= cap)
-            return fail(io, EX_DATAERR, "simple-run: SECRET is too long");
+            return cli_fail(io->err, EX_DATAERR, "simple-run: SECRET is too long");
         return 0;
     }
     if (file)
@@ -449,7 +449,7 @@ static int simple_secret(const struct io *io, const struct args *a, char *text, 
     size_t n = tg__strlcpy(text, env, cap);
     memset(env, 0, strlen(env));
     unsetenv(SECRET_ENV);
-    return n >= cap ? fail(io, EX_DATAERR, "simple-run: " SECRET_ENV " is too long") : 0;
+    return n >= cap ? cli_fail(io->err, EX_DATAERR, "simple-run: " SECRET_ENV " is too long") : 0;
 }
 
 static const struct opt_spec simple_specs[] = {
@@ -484,18 +484,18 @@ static int cmd_simple_run(const struct io *io, int argc, char **argv)
         goto out;
     }
     if (secret_parse(text, strlen(text), &s, err, sizeof err) != 0) {
-        rc = fail(io, EX_DATAERR, "simple-run: bad SECRET (%s)", err);
+        rc = cli_fail(io->err, EX_DATAERR, "simple-run: bad SECRET (%s)", err);
         goto out;
     }
     rc = config_add_secret(&cfg, "default", &s, err, sizeof err);
     memset(&s, 0, sizeof s);
     if (rc != 0) {
-        rc = fail(io, EX_OSERR, "simple-run: %s", err);
+        rc = cli_fail(io->err, EX_OSERR, "simple-run: %s", err);
         goto out;
     }
     rc = simple_options(io, &a, &cfg);
     if (rc == 0 && config_validate(&cfg, err, sizeof err) != 0)
-        rc = fail(io, EX_CONFIG, "%s", err);
+        rc = cli_fail(io->err, EX_CONFIG, "%s", err);
     if (rc == 0 && from_argv) {
         fprintf(io->err, "tgproxy: warning: SECRET on the command line can be read by every "
                          "local user in /proc/PID/cmdline until now; pass it with --secret-file "
@@ -529,7 +529,7 @@ static int random_bytes(uint8_t *out, size_t n)
 static int finish_output(const struct io *io)
 {
     if (fflush(io->out) != 0 || ferror(io->out))
-        return fail(io, EX_IOERR, "cannot write output: %s", strerror(errno));
+        return cli_fail(io->err, EX_IOERR, "cannot write output: %s", strerror(errno));
     return 0;
 }
 
@@ -553,21 +553,22 @@ static int cmd_generate_secret(const struct io *io, int argc, char **argv)
     const char *problem = secret_domain_problem(domain, dn);
     if (problem)
         return looks_secret(domain)
-                   ? fail(io, EX_DATAERR,
-                          "generate-secret: DOMAIN (not shown: it parses as a "
-                          "secret): %s",
-                          problem)
-                   : fail(io, EX_DATAERR, "generate-secret: domain '%.64s': %s", domain, problem);
+                   ? cli_fail(io->err, EX_DATAERR,
+                              "generate-secret: DOMAIN (not shown: it parses as a "
+                              "secret): %s",
+                              problem)
+                   : cli_fail(io->err, EX_DATAERR, "generate-secret: domain '%.64s': %s", domain,
+                              problem);
     struct secret s = {.kind = SECRET_EE, .domain_len = (uint8_t)dn};
     memcpy(s.domain, domain, dn + 1);
     int rc = random_bytes(s.key, sizeof s.key);
     if (rc != 0)
-        return fail(io, EX_OSERR, "generate-secret: no random bytes: %s", strerror(-rc));
+        return cli_fail(io->err, EX_OSERR, "generate-secret: no random bytes: %s", strerror(-rc));
     char text[2 * (1 + SECRET_KEY_LEN + SECRET_DOMAIN_MAX) + 1];
     int n = secret_format(&s, base64, text, sizeof text);
     memset(&s, 0, sizeof s);
     if (n < 0)
-        return fail(io, EX_SOFTWARE, "generate-secret: cannot format the secret");
+        return cli_fail(io->err, EX_SOFTWARE, "generate-secret: cannot format the secret");
     fprintf(io->out, "%s\n", text);
     memset(text, 0, sizeof text);
     return finish_output(io);
@@ -597,9 +598,9 @@ static int access_target(const struct io *io, const struct args *a, const struct
             : cfg->public_port ? cfg->public_port
                                : ntohs(sa->ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
     if (*port == 0)
-        return fail(io, EX_CONFIG,
-                    "access: the first bind-to has port 0; set public-port "
-                    "in the config or pass --port");
+        return cli_fail(io->err, EX_CONFIG,
+                        "access: the first bind-to has port 0; set public-port "
+                        "in the config or pass --port");
     const char *h = opt(a, "host");
     if (h || cfg->public_host[0]) {
         if (tg__strlcpy(host, h ? h : cfg->public_host, cap) >= cap || !host[0])
@@ -607,10 +608,10 @@ static int access_target(const struct io *io, const struct args *a, const struct
         return 0;
     }
     if (is_wildcard(sa))
-        return fail(io, EX_CONFIG,
-                    "access: the first bind-to (%s) is a wildcard address; set "
-                    "public-host in the config or pass --host",
-                    cfg->listen[0].text);
+        return cli_fail(io->err, EX_CONFIG,
+                        "access: the first bind-to (%s) is a wildcard address; set "
+                        "public-host in the config or pass --host",
+                        cfg->listen[0].text);
     inet_ntop(sa->ss_family,
               sa->ss_family == AF_INET ? (const void *)&v4->sin_addr : (const void *)&v6->sin6_addr,
               host, (socklen_t)cap);
@@ -658,10 +659,10 @@ static int print_secret(const struct io *io, const struct config_secret *cs, con
         memset(b.data, 0, b.len);
     tg__buf_cleanup(&b);
     if (rc != 0)
-        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_SOFTWARE,
-                    "access: %s: cannot build "
-                    "links: %s",
-                    cs->label, strerror(-rc));
+        return cli_fail(io->err, rc == -ENOMEM ? EX_OSERR : EX_SOFTWARE,
+                        "access: %s: cannot build "
+                        "links: %s",
+                        cs->label, strerror(-rc));
     return 0;
 }
 
@@ -726,9 +727,9 @@ static int access_json(const struct io *io, const struct args *a, const struct c
     for (int w = 0; w < LINKS_WHERE_COUNT; w++)
         ep[w] = (struct links_endpoint){want[w], port};
     if ((want[0] || want[1] || want[2]) && port == 0)
-        return fail(io, EX_CONFIG,
-                    "access: the first bind-to has port 0; set public-port in the config or "
-                    "pass --port");
+        return cli_fail(io->err, EX_CONFIG,
+                        "access: the first bind-to has port 0; set public-port in the config or "
+                        "pass --port");
     if (!want[0] && !want[1] && !want[2])
         fprintf(io->err,
                 "tgproxy: warning: access: no address for links (the first bind-to, "
@@ -752,8 +753,8 @@ static int access_json(const struct io *io, const struct args *a, const struct c
         memset(b.data, 0, b.len);
     tg__buf_cleanup(&b);
     if (rc != 0)
-        return fail(io, rc == -ENOMEM ? EX_OSERR : EX_SOFTWARE, "access: cannot build the JSON: %s",
-                    strerror(-rc));
+        return cli_fail(io->err, rc == -ENOMEM ? EX_OSERR : EX_SOFTWARE,
+                        "access: cannot build the JSON: %s", strerror(-rc));
     return 0;
 }
 
@@ -824,19 +825,19 @@ static int probe_secret(const struct io *io, const struct args *a, struct secret
         memset(env, 0, strlen(env));
         unsetenv(SECRET_ENV);
         if (n >= sizeof text)
-            return fail(io, EX_DATAERR, "probe: " SECRET_ENV " is too long");
+            return cli_fail(io->err, EX_DATAERR, "probe: " SECRET_ENV " is too long");
     } else {
         return 0;
     }
     int rc = secret_parse(text, strlen(text), s, err, sizeof err);
     memset(text, 0, sizeof text);
     if (rc != 0)
-        return fail(io, EX_DATAERR, "probe: bad secret (%s)", err);
+        return cli_fail(io->err, EX_DATAERR, "probe: bad secret (%s)", err);
     if (s->kind != SECRET_EE) {
         memset(s, 0, sizeof *s);
-        return fail(io, EX_DATAERR,
-                    "probe: the secret is not a FakeTLS (ee) secret: only ee "
-                    "secrets are fronted, so there is nothing to compare");
+        return cli_fail(io->err, EX_DATAERR,
+                        "probe: the secret is not a FakeTLS (ee) secret: only ee "
+                        "secrets are fronted, so there is nothing to compare");
     }
     *have = true;
     return 0;

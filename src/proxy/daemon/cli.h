@@ -33,4 +33,8 @@
  * Returns the process exit code. */
 int cli_main(int argc, char **argv, FILE *out, FILE *err);
 
+/* A command's failure: "tgproxy: " and the message on one line of err; returns code (an exit
+   code of the table above), so a command can `return cli_fail(...)`. */
+int cli_fail(FILE *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

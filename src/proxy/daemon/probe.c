@@ -1,5 +1,6 @@
 /* probe: `tgproxy probe` (see probe.h). */
 #include "proxy/daemon/probe.h"
+#include "proxy/daemon/cli.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -16,7 +17,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sysexits.h>
 #include <time.h>
@@ -62,18 +62,6 @@ struct run {
     bool shaped;
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(const struct run *r, int code,
-                                                      const char *fmt, ...)
-{
-    va_list ap;
-    fputs("tgproxy: probe: ", r->err);
-    va_start(ap, fmt);
-    vfprintf(r->err, fmt, ap);
-    va_end(ap);
-    fputc('\n', r->err);
-    return code;
-}
-
 /* HOST:PORT (a name is resolved, the first address taken). 0 or an exit code. */
 static int resolve(struct run *r, const char *what, const char *text, struct peer *p)
 {
@@ -81,7 +69,7 @@ static int resolve(struct run *r, const char *what, const char *text, struct pee
     char why[256];
     tg__strlcpy(p->text, text, sizeof p->text);
     if (value_hostport_parse(text, strlen(text), &hp, why, sizeof why) != 0)
-        return fail(r, EX_USAGE, "%s: %s", what, why);
+        return cli_fail(r->err, EX_USAGE, "probe: %s: %s", what, why);
     tg__strlcpy(p->host, hp.host, sizeof p->host);
     if (hp.resolved) {
         p->addr = hp.addr;
@@ -93,8 +81,8 @@ static int resolve(struct run *r, const char *what, const char *text, struct pee
     snprintf(port, sizeof port, "%u", (unsigned)hp.port);
     int rc = getaddrinfo(hp.host, port, &hints, &res);
     if (rc != 0 || !res)
-        return fail(r, EX_UNAVAILABLE, "%s %s: cannot resolve: %s", what, hp.host,
-                    rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        return cli_fail(r->err, EX_UNAVAILABLE, "probe: %s %s: cannot resolve: %s", what, hp.host,
+                        rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
     memcpy(&p->addr, res->ai_addr, res->ai_addrlen);
     p->len = res->ai_addrlen;
     freeaddrinfo(res);
@@ -116,8 +104,8 @@ static int probe_pair(struct run *r, struct row *row, const struct probeconn_req
         sides[i]->rc =
             probeconn_run((const struct sockaddr *)&to[i]->addr, to[i]->len, q, &sides[i]->res);
         if (sides[i]->rc < 0)
-            return fail(r, EX_UNAVAILABLE, "cannot connect to the %s %s: %s", i ? "proxy" : "front",
-                        to[i]->text, strerror(-sides[i]->rc));
+            return cli_fail(r->err, EX_UNAVAILABLE, "probe: cannot connect to the %s %s: %s",
+                            i ? "proxy" : "front", to[i]->text, strerror(-sides[i]->rc));
     }
     return 0;
 }
@@ -147,7 +135,7 @@ static int run_probes(struct run *r)
     r->rows = tg__calloc(r->nrows, sizeof *r->rows);
     r->bytes = tg__malloc(PROBEKIND_BYTES_MAX);
     if (!r->rows || !r->bytes)
-        return fail(r, EX_OSERR, "out of memory");
+        return cli_fail(r->err, EX_OSERR, "probe: out of memory");
     uint8_t *bytes = r->bytes;
     long rtt = 0;
     for (size_t i = 0; i < r->nrows; i++) {
@@ -155,7 +143,7 @@ static int run_probes(struct run *r)
         row->k = probekind_get(i);
         uint8_t rnd[TLSFLIGHT_HELLO_RND];
         if (crypto_random(rnd, sizeof rnd) != 0)
-            return fail(r, EX_OSERR, "no random bytes");
+            return cli_fail(r->err, EX_OSERR, "probe: no random bytes");
         struct probekind_ctx c = {r->sni, key, (int64_t)time(NULL), rnd};
         size_t n = probekind_bytes(i, &c, bytes, PROBEKIND_BYTES_MAX);
         if (n == (size_t)-1) {
@@ -201,7 +189,7 @@ static int run_handshakes(struct run *r)
     uint8_t *rec = tg__malloc(TLSFLIGHT_RECORDING_MAX);
     if (!r->site_flights || !r->proxy_flights || !rec) {
         tg__free(rec);
-        return fail(r, EX_OSERR, "out of memory");
+        return cli_fail(r->err, EX_OSERR, "probe: out of memory");
     }
     int code = 0;
     struct tlsscout_opts so = {.timeout_ms = r->wait_ms};
@@ -210,14 +198,15 @@ static int run_handshakes(struct run *r)
         char why[256];
         size_t rn = 0;
         if (crypto_random(rnd, sizeof rnd) != 0) {
-            code = fail(r, EX_OSERR, "no random bytes");
+            code = cli_fail(r->err, EX_OSERR, "probe: no random bytes");
             break;
         }
         /* to the proxy: signed with the secret, as a Telegram client signs it */
         size_t hl = probekind_signed_hello(hello, sizeof hello, r->sni, r->o->secret->key,
                                            (int64_t)time(NULL), rnd);
         if (hl == 0) {
-            code = fail(r, EX_SOFTWARE, "cannot build a ClientHello for %s", r->sni);
+            code =
+                cli_fail(r->err, EX_SOFTWARE, "probe: cannot build a ClientHello for %s", r->sni);
             break;
         }
         r->hs_tried++;
@@ -227,7 +216,7 @@ static int run_handshakes(struct run *r)
         if (rc == 0 && probekind_answer_genuine(hello, hl, rec, rn, r->o->secret->key))
             r->proxy_flights[r->nflight_proxy++] = f, r->hs_genuine++;
         else if (rc < 0 && rn == 0 && (rc == -ECONNREFUSED || rc == -ETIMEDOUT))
-            code = fail(r, EX_UNAVAILABLE, "%s", why);
+            code = cli_fail(r->err, EX_UNAVAILABLE, "probe: %s", why);
         /* to the site: the same ClientHello shape, unsigned */
         if (code == 0 && crypto_random(rnd, sizeof rnd) == 0) {
             hl = tlsflight_client_hello(hello, sizeof hello, r->sni, rnd);
@@ -236,7 +225,7 @@ static int run_handshakes(struct run *r)
             if (rc == 0)
                 r->site_flights[r->nflight_site++] = f;
             else
-                code = fail(r, rn ? 1 : EX_UNAVAILABLE, "%s", why);
+                code = cli_fail(r->err, rn ? 1 : EX_UNAVAILABLE, "probe: %s", why);
         }
         crypto_wipe(hello, sizeof hello);
     }
@@ -468,7 +457,8 @@ int probe_run(const struct probe_opts *o, FILE *out, FILE *err)
     else if (o->secret && o->secret->domain[0])
         snprintf(front, sizeof front, "%s:443", o->secret->domain);
     else
-        return fail(&r, EX_USAGE, "which front? give --front HOST:PORT or an ee secret");
+        return cli_fail(r.err, EX_USAGE,
+                        "probe: which front? give --front HOST:PORT or an ee secret");
     code = resolve(&r, "the front", front, &r.front);
     if (code != 0)
         return code;
@@ -476,15 +466,15 @@ int probe_run(const struct probe_opts *o, FILE *out, FILE *err)
     socklen_t iplen;
     r.sni = o->sni ? o->sni : o->secret && o->secret->domain[0] ? o->secret->domain : r.front.host;
     if (value_parse_ip(r.sni, strlen(r.sni), &ip, &iplen))
-        return fail(&r, EX_USAGE,
-                    "the front is an IP address: give the site's name with --sni "
-                    "DOMAIN (or an ee secret)");
+        return cli_fail(r.err, EX_USAGE,
+                        "probe: the front is an IP address: give the site's name with --sni "
+                        "DOMAIN (or an ee secret)");
     code = run_probes(&r);
     if (code == 0 && o->secret)
         code = run_handshakes(&r);
     if (code == 0) {
         if (o->json ? print_json(&r) != 0 : (print_text(&r), false))
-            code = fail(&r, EX_OSERR, "out of memory");
+            code = cli_fail(r.err, EX_OSERR, "probe: out of memory");
         else
             code = giveaways(&r) ? 1 : 0;
     }
