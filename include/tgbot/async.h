@@ -190,8 +190,10 @@ TG_API void tg_async_stop(tg_async *a);
  * handlers answering with tg_async_* calls. Offsets are confirmed as Telegram expects (the
  * next getUpdates asks from the last update_id + 1). A failed poll is retried after 1 s,
  * doubling up to 30 s (the handle's retry policy runs first); a 409 Conflict (another
- * poller or a webhook) is logged and retried the same way. One connection of the handle's
- * pool is held by the long poll.
+ * poller or a webhook) is logged and retried the same way. Logged once per state change: a
+ * warning when polls start failing or fail differently, an info line when they work again
+ * (each failure between at debug level). One connection of the handle's pool is held by the
+ * long poll.
  */
 typedef struct tg_async_poller tg_async_poller;
 typedef struct tg_update tg_update;

@@ -9,7 +9,9 @@
  *    per-attempt retry lines of the client;
  *  - a stop during a one-hour backoff: tg_run_polling returns, and no second getUpdates was
  *    tried (the backoff never ran out);
- *  - failures then success (a scripted server): one warning, one "working again" line.
+ *  - failures then success (a scripted server): one warning, one "working again" line;
+ *  - the async poller (tg_async_poll_start) the same: 30 failed polls of a closed port give
+ *    one warning, and three 502s then a success one warning and one "working again".
  * Lines are counted through the bot's log sink; waits are for states (a condition variable
  * signalled by the sink), bounded; nothing sleeps to synchronise.
  */
@@ -18,9 +20,11 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "bot/client/async_int.h"
 #include "bot/client/client_int.h"
 #include "bot_server.h"
 #include "ports.h"
+#include "tgbot/async.h"
 #include "tgbot/client.h"
 #include "tgbot/dispatch.h"
 #include "tgbot/updates.h"
@@ -274,6 +278,88 @@ static void test_recovery_logged_once(void **state)
     cap_reset();
 }
 
+/* ---- the async poller (tg_async_poll_start): the same state changes ---- */
+
+static void on_async_update(tg_async *a, const tg_update *u, void *user)
+{
+    (void)a;
+    (void)u;
+    (*(int *)user)++;
+}
+
+/* Run a's loop until the log holds needle at level (bounded: 20,000 turns of at most 100 ms,
+   or a full capture). */
+static bool async_until(tg_async *a, int level, const char *needle)
+{
+    for (int i = 0; i < 20000 && count(level, needle) == 0 && cap.n < MAXLINE; i++)
+        tg_async_run_once(a, 100);
+    return count(level, needle) > 0;
+}
+
+static void test_async_poll_logs_state_changes(void **state)
+{
+    (void)state;
+    cap_reset();
+    tg_bot *bot = closed_bot(TG_LOG_DEBUG, &(tg_retry_policy){.max_attempts = 1});
+    tg_async *a = tg_async_new(bot, NULL);
+    assert_non_null(a);
+    int got = 0;
+    tg_async_poller *p =
+        tg_async_poll_start(a, &(tg_async_poll_options){.timeout_s = 1}, on_async_update, &got);
+    assert_non_null(p);
+    tg__async_poll_backoff(p, 1, 2);
+    if (!async_until(a, TG_LOG_DEBUG, "(failure 30 in a row)")) {
+        dump();
+        fail_msg("the async poller did not fail 30 times in a row");
+    }
+    tg_async_poll_stop(p);
+    tg_async_free(a);
+    tg_bot_free(bot);
+    if (count(TG_LOG_WARN, "async polling:") != 1) {
+        dump();
+        fail_msg("%d warnings for one failing state", count(TG_LOG_WARN, "async polling:"));
+    }
+    assert_int_equal(count(TG_LOG_WARN, "logged again when the error changes or polling works"), 1);
+    assert_true(count(TG_LOG_DEBUG, "in a row); polling again in") >= 29);
+    assert_int_equal(got, 0);
+    cap_reset();
+}
+
+static void test_async_poll_recovery_logged_once(void **state)
+{
+    (void)state;
+    cap_reset();
+    bot_server *srv = bot_server_start(TOKEN);
+    assert_non_null(srv);
+    bot_server_set_reply(srv, "getUpdates", 200, "{\"ok\":true,\"result\":[]}");
+    for (int i = 0; i < 3; i++)
+        bot_server_push_raw(srv, "getUpdates", 502, "text/html", "<html>Bad Gateway</html>");
+    tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
+                                                      .log = sink,
+                                                      .log_level = 0,
+                                                      .retry = {.max_attempts = 1}});
+    assert_non_null(bot);
+    tg_async *a = tg_async_new(bot, NULL);
+    assert_non_null(a);
+    int got = 0;
+    tg_async_poller *p =
+        tg_async_poll_start(a, &(tg_async_poll_options){.timeout_s = 1}, on_async_update, &got);
+    assert_non_null(p);
+    tg__async_poll_backoff(p, 1, 2);
+    if (!async_until(a, TG_LOG_INFO, "async polling: working again after 3 failed calls")) {
+        dump();
+        fail_msg("no recovery line");
+    }
+    tg_async_poll_stop(p);
+    tg_async_free(a);
+    tg_bot_free(bot);
+    assert_int_equal(count(TG_LOG_WARN, "async polling:"), 1);
+    assert_int_equal(count(TG_LOG_WARN, "502"), 1);
+    assert_int_equal(count(0, "working again"), 1);
+    bot_server_stop(srv);
+    cap_reset();
+}
+
 int main(void)
 {
     pthread_mutex_init(&cap.mu, NULL);
@@ -283,6 +369,8 @@ int main(void)
         cmocka_unit_test(test_polling_logs_state_changes),
         cmocka_unit_test(test_stop_during_backoff),
         cmocka_unit_test(test_recovery_logged_once),
+        cmocka_unit_test(test_async_poll_logs_state_changes),
+        cmocka_unit_test(test_async_poll_recovery_logged_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
  *  - a read whose answer is lost after Redis ran it: the reader claims the entry back and
  *    runs it before the chat's next update (stream ids: the one after an id);
  *  - long polling as ingress: one poller at a time, the other takes over from the offset;
+ *    with the Bot API away, ten failed rounds log one warning; five 409s then success log
+ *    one warning and one "working again" line;
  *  - fleet-wide flood control, and the fallback to local limits while Redis is down;
  *  - the idempotency helper.
  * The multi-process run (kills, restarts, a Redis restart) is test_fleet_procs.c.
@@ -454,6 +456,100 @@ static void test_polling_ingress_one_poller_at_a_time(void **state)
     fakeapi_stop(api);
 }
 
+/* Fleet polling of a Bot API that is not there (a closed port): ten failed rounds log one
+ * warning, the rest at debug level (issue 27's once per change of state). */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int warns, fails_seen; /* fleet polling warnings; the highest "(failure N in a row)" */
+    char again[160];       /* the "working again" line */
+    int agains;
+} flog = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, "", 0};
+
+static void flog_sink(void *user, int level, const char *line)
+{
+    (void)user;
+    pthread_mutex_lock(&flog.mu);
+    if (level == TG_LOG_WARN && strstr(line, "fleet polling: getUpdates"))
+        flog.warns++;
+    const char *f = strstr(line, "(failure ");
+    if (level == TG_LOG_DEBUG && strstr(line, "fleet polling: getUpdates") && f)
+        flog.fails_seen = atoi(f + 9);
+    if (level == TG_LOG_INFO && strstr(line, "fleet polling: working again")) {
+        snprintf(flog.again, sizeof flog.again, "%s", line);
+        flog.agains++;
+    }
+    pthread_cond_broadcast(&flog.cv);
+    pthread_mutex_unlock(&flog.mu);
+}
+
+/* A fleet poller of the Bot API at url that logs into flog. */
+static void flog_poller_start(struct poller *p, const char *url)
+{
+    pthread_mutex_lock(&flog.mu);
+    flog.warns = flog.fails_seen = flog.agains = 0;
+    flog.again[0] = '\0';
+    pthread_mutex_unlock(&flog.mu);
+    tg_fleet_options o = fleet_opts("pc"); /* 800 ms leases: a failed round waits 200 ms */
+    assert_non_null(p->f = tg_fleet_new(&o));
+    assert_non_null(p->bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = url,
+                                                                 .log = flog_sink,
+                                                                 .log_level = TG_LOG_DEBUG,
+                                                                 .retry = {.max_attempts = 1}}));
+    assert_non_null(p->r = tg_router_new());
+    p->d =
+        tg_dispatcher_new(p->bot, p->r, &(tg_dispatcher_options){.workers = 1, .no_get_me = true});
+    assert_non_null(p->d);
+    assert_int_equal(pthread_create(&p->th, NULL, poller_main, p), 0);
+}
+
+/* Wait (bounded: 60 s) until flog's *field reaches n. */
+static bool flog_wait(const int *field, int n)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&flog.mu);
+    while (*field < n && pthread_cond_timedwait(&flog.cv, &flog.mu, &until) == 0)
+        ;
+    bool ok = *field >= n;
+    pthread_mutex_unlock(&flog.mu);
+    return ok;
+}
+
+static void test_polling_closed_api_warns_once(void **state)
+{
+    (void)state;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", tgtest_listen_port()); /* nothing there */
+    struct poller p = {0};
+    flog_poller_start(&p, url);
+    bool seen = flog_wait(&flog.fails_seen, 10);
+    poller_stop(&p);
+    assert_true(seen);
+    assert_int_equal(flog.warns, 1);
+    assert_int_equal(flog.agains, 0);
+}
+
+/* Five 409s, then getUpdates works: one warning, then one "working again" line. */
+static void test_polling_recovery_logged_once(void **state)
+{
+    (void)state;
+    fakeapi *api = fakeapi_start(TOKEN);
+    assert_non_null(api);
+    fakeapi_conflict(api, 5);
+    struct poller p = {0};
+    flog_poller_start(&p, fakeapi_url(api));
+    bool again = flog_wait(&flog.agains, 1);
+    poller_stop(&p);
+    fakeapi_stop(api);
+    if (!again)
+        fail_msg("no \"working again\" line after the 409s (%d warnings)", flog.warns);
+    assert_int_equal(flog.warns, 1);
+    assert_int_equal(flog.agains, 1);
+    assert_non_null(strstr(flog.again, "working again after 5 failed calls in "));
+}
+
 /* ---- fleet-wide flood control ---- */
 
 static tg_status send_to(tg_ctx *ctx, int chat)
@@ -571,6 +667,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_two_workers_share_and_hand_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_answer_lost_entry_claimed_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_polling_ingress_one_poller_at_a_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_polling_closed_api_warns_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_polling_recovery_logged_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flood_fleet_wide_then_local, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idempotency_helper, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),

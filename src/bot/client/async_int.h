@@ -149,4 +149,8 @@ void tg__aconn_abort(struct tg__aconn *k, int code, bool quiet, const char *msg)
 /* Close every idle connection. */
 void tg__aconn_close_idle(tg_async *a);
 
+/* updates/async_poll.c, for tests: the failed poll's retry wait doubles from min_ms up to
+ * max_ms instead of 1 s .. 30 s. */
+void tg__async_poll_backoff(tg_async_poller *p, uint32_t min_ms, uint32_t max_ms);
+
 #endif

@@ -19,6 +19,7 @@
 
 #include "bot/dispatch/dispatch_int.h"
 #include "bot/fleet/fleet_int.h"
+#include "bot/updates/failstate.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "tgbot/client.h"
@@ -46,15 +47,36 @@ struct fpoll {
     tg__buf req;
     char lease[TG__FLEET_KEY_MAX], offset_key[TG__FLEET_KEY_MAX];
     uint64_t valid_until;
-    bool held, warned;
+    bool held;
+    bool round_failed;   /* this round (lease, poll, publish) had a failure */
+    tg__failstate fails; /* when a failure is worth a warning */
     struct tg__stop_watch watch;
 };
 
+/* A failure of this round: a warning when the failing starts or its error changes,
+ * otherwise a debug line. */
 static void warn(struct fpoll *p, const char *what, const char *why)
 {
-    if (!p->warned)
-        tg__dispatcher_log(p->d, TG__LOG_WARN, "fleet polling: %s: %s; retrying", what, why);
-    p->warned = true;
+    char line[512];
+    snprintf(line, sizeof line, "fleet polling: %s: %s", what, why);
+    p->round_failed = true;
+    if (tg__failstate_fail(&p->fails, line))
+        tg__dispatcher_log(p->d, TG__LOG_WARN,
+                           "%s; retrying (logged again when the error changes or polling works)",
+                           line);
+    else
+        tg__dispatcher_log(p->d, TG__LOG_DEBUG, "%s (failure %llu in a row); retrying", line,
+                           (unsigned long long)p->fails.failures);
+}
+
+/* A round without a failure: the end of a failing state, if there was one. */
+static void round_ok(struct fpoll *p)
+{
+    uint64_t n, secs;
+    if (tg__failstate_ok(&p->fails, &n, &secs))
+        tg__dispatcher_log(p->d, TG__LOG_INFO,
+                           "fleet polling: working again after %llu failed calls in %llu s",
+                           (unsigned long long)n, (unsigned long long)secs);
 }
 
 /* Take or renew the polling lease. true while held. */
@@ -167,7 +189,10 @@ static void loop(struct fpoll *p)
 {
     uint32_t wait_ms = p->f->lease_ms / 4;
     while (!tg_dispatcher_stopping(p->d)) {
+        p->round_failed = false;
         if (!hold_lease(p)) {
+            if (!p->round_failed) /* another worker polls: Redis answered */
+                round_ok(p);
             tg__wait_stop(p->d, (int)wait_ms);
             continue;
         }
@@ -175,8 +200,8 @@ static void loop(struct fpoll *p)
         tg_status st = poll_once(p, &empty);
         if (st != TG_OK)
             tg__wait_stop(p->d, (int)wait_ms);
-        else
-            p->warned = false;
+        else if (!p->round_failed)
+            round_ok(p);
         if (st == TG_OK && empty && p->f->lease_ms < 2000)
             tg__wait_stop(p->d, 100); /* short polls (timeout 0): do not spin */
     }

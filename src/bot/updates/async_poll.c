@@ -4,12 +4,15 @@
  * One getUpdates in flight at a time, submitted with a per-call timeout of the long poll's
  * plus 10 s (the handle's own timeout would cut a 30 s poll short). Its completion hands
  * each update to the user in order, moves the offset past the last, and submits the next
- * poll; a failure waits on a timer (1 s doubling to 30 s) first. Stopping cancels the poll in
+ * poll; a failure waits on a timer (1 s doubling to 30 s) first, and is logged once per
+ * change of state (failstate.h): a warning when polls start failing or fail differently,
+ * one info line when they work again, debug lines between. Stopping cancels the poll in
  * flight; the poller's memory goes when that cancellation has completed.
  */
 #include <stdio.h>
 
 #include "bot/client/async_int.h"
+#include "bot/updates/failstate.h"
 #include "core/alloc.h"
 #include "tgbot/api.h"
 
@@ -24,6 +27,8 @@ struct tg_async_poller {
     int64_t offset;
     uint64_t call; /* the poll in flight, 0 = none */
     uint32_t backoff_ms;
+    uint32_t backoff_min_ms, backoff_max_ms; /* RETRY_MIN_MS, RETRY_MAX_MS (tests: shorter) */
+    tg__failstate fails;                     /* when a failed poll is worth a warning */
     tg__timer retry;
     bool stopped;
     bool dead; /* the handle shut down: only tg_async_poll_stop (free) is left */
@@ -50,16 +55,29 @@ static void on_updates(tg_async *a, const tg_async_result *r, tg_update *u, size
         return;
     }
     if (r->status != TG_OK) {
-        p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : RETRY_MIN_MS;
-        if (p->backoff_ms > RETRY_MAX_MS)
-            p->backoff_ms = RETRY_MAX_MS;
-        tg__log(&a->bot->log, TG__LOG_WARN, "async polling: %s; polling again in %u ms",
-                tg_ctx_errmsg(r->ctx), p->backoff_ms);
+        p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : p->backoff_min_ms;
+        if (p->backoff_ms > p->backoff_max_ms)
+            p->backoff_ms = p->backoff_max_ms;
+        const char *err = tg_ctx_errmsg(r->ctx);
+        if (tg__failstate_fail(&p->fails, err))
+            tg__log(&a->bot->log, TG__LOG_WARN,
+                    "async polling: %s; polling again in %u ms, then backing off up to %u ms "
+                    "(logged again when the error changes or polling works)",
+                    err, p->backoff_ms, p->backoff_max_ms);
+        else
+            tg__log(&a->bot->log, TG__LOG_DEBUG,
+                    "async polling: %s (failure %llu in a row); polling again in %u ms", err,
+                    (unsigned long long)p->fails.failures, p->backoff_ms);
         tg__timer_add_in(&a->timers, &p->retry, (uint64_t)p->backoff_ms * 1000000u);
         tg__async_sync_timer(a);
         return;
     }
     p->backoff_ms = 0;
+    uint64_t failures, secs;
+    if (tg__failstate_ok(&p->fails, &failures, &secs))
+        tg__log(&a->bot->log, TG__LOG_INFO,
+                "async polling: working again after %llu failed calls in %llu s",
+                (unsigned long long)failures, (unsigned long long)secs);
     for (size_t i = 0; i < n && !p->stopped; i++) {
         if (u[i].update_id >= p->offset)
             p->offset = u[i].update_id + 1;
@@ -121,9 +139,17 @@ TG_API tg_async_poller *tg_async_poll_start(tg_async *a, const tg_async_poll_opt
     p->user = user;
     p->timeout_s = opts && opts->timeout_s ? opts->timeout_s : 30;
     p->limit = opts && opts->limit ? opts->limit : 100;
+    p->backoff_min_ms = RETRY_MIN_MS;
+    p->backoff_max_ms = RETRY_MAX_MS;
     tg__timer_init(&p->retry, on_retry, p);
     poll_next(p);
     return p;
+}
+
+void tg__async_poll_backoff(tg_async_poller *p, uint32_t min_ms, uint32_t max_ms)
+{
+    p->backoff_min_ms = min_ms;
+    p->backoff_max_ms = max_ms;
 }
 
 TG_API void tg_async_poll_stop(tg_async_poller *p)

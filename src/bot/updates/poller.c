@@ -22,6 +22,7 @@
 
 #include "bot/dispatch/dispatch_int.h"
 #include "bot/fleet/fleet_int.h"
+#include "bot/updates/failstate.h"
 #include "bot/updates/offsets.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -39,10 +40,7 @@ struct poller {
     tg__buf req;
     uint32_t backoff_ms;
     struct tg__stop_watch watch;
-    /* the failing state: failures in a row, since when, and the error last warned about */
-    uint64_t failures;
-    uint64_t fail_since_ms;
-    uint64_t warned; /* tg__log_shape of the error last warned about; 0 = none */
+    tg__failstate fails; /* when a failure is worth a warning */
 };
 
 static void on_done(void *user, int64_t update_id, bool handled)
@@ -98,19 +96,14 @@ static void report_error(struct poller *p, tg_status st, uint32_t wait)
                               e->description);
     else
         tg__dispatcher_seterr(p->d, "getUpdates failed: %s", tg_ctx_errmsg(p->ctx));
-    if (p->failures++ == 0)
-        p->fail_since_ms = tg__now_ms();
-    /* The same error up to its numbers (curl's "after 3 ms") is no change of state. */
-    uint64_t shape = tg__log_shape(p->d->err);
-    if (p->warned != shape) {
-        p->warned = shape;
+    if (tg__failstate_fail(&p->fails, p->d->err)) {
         tg__dispatcher_log(p->d, TG__LOG_WARN,
                            "%s; retrying in %u ms, then backing off up to %u ms (logged again "
                            "when the error changes or polling works)",
                            p->d->err, wait, p->o.backoff_max_ms);
     } else {
         tg__dispatcher_log(p->d, TG__LOG_DEBUG, "%s (failure %llu in a row); retrying in %u ms",
-                           p->d->err, (unsigned long long)p->failures, wait);
+                           p->d->err, (unsigned long long)p->fails.failures, wait);
     }
 }
 
@@ -118,14 +111,11 @@ static void report_error(struct poller *p, tg_status st, uint32_t wait)
 static void report_ok(struct poller *p)
 {
     p->backoff_ms = p->o.backoff_min_ms;
-    if (!p->failures)
-        return;
-    tg__dispatcher_log(p->d, TG__LOG_INFO,
-                       "getUpdates: working again after %llu failed calls in %llu s",
-                       (unsigned long long)p->failures,
-                       (unsigned long long)((tg__now_ms() - p->fail_since_ms) / 1000));
-    p->failures = 0;
-    p->warned = 0;
+    uint64_t n, secs;
+    if (tg__failstate_ok(&p->fails, &n, &secs))
+        tg__dispatcher_log(p->d, TG__LOG_INFO,
+                           "getUpdates: working again after %llu failed calls in %llu s",
+                           (unsigned long long)n, (unsigned long long)secs);
 }
 
 /* Wait (a stop ends it at once), then double the backoff. */
