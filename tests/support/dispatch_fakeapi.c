@@ -105,7 +105,8 @@ static enum MHD_Result get_updates(fakeapi *f, struct MHD_Connection *c, const c
     size_t drop = 0;
     while (drop < f->nupds && f->upds[drop].id < offset)
         free(f->upds[drop++].json);
-    memmove(f->upds, f->upds + drop, (f->nupds - drop) * sizeof *f->upds);
+    if (drop) /* upds is NULL before the first update */
+        memmove(f->upds, f->upds + drop, (f->nupds - drop) * sizeof *f->upds);
     f->nupds -= drop;
     struct timespec ts;
     deadline_after(&ts, timeout);
