@@ -69,6 +69,24 @@ struct reload_rec {
     char error[160];
 };
 
+#define OUT_SLOTS    API_CONNS  /* answers in flight: one per connection at most */
+#define OUT_KEPT     4          /* slots whose buffer outlives its answer */
+#define OUT_KEPT_MAX (4u << 20) /* a kept buffer larger than this is freed anyway */
+
+struct api;
+
+struct qreset {
+    char label[CONFIG_LABEL_MAX];
+    uint64_t n;
+};
+
+struct out_slot {
+    struct api *a;
+    tg__buf b;  /* the answer while busy; a kept slot's spare memory while not */
+    bool busy;  /* its buffer belongs to an answer being built or sent */
+    bool keys;  /* the answer carried a key: wiped once sent */
+};
+
 struct api {
     struct tg__httpd *httpd;
     struct server *srv;
@@ -92,6 +110,15 @@ struct api {
     pthread_cond_t stop_cv;
     bool stop; /* under stop_mu */
     uint64_t failed_rev; /* the fleet's revision that did not apply here (0 = none) */
+    /* [fleet]: per label, the fleet's count of reset-quota calls last applied here (under the
+       reload lock); qr_primed once read at start (resets before it are not applied again) */
+    struct qreset *qr;
+    size_t nqr, capqr;
+    bool qr_primed;
+    const char **gl; /* gen_labels_sorted's, of generation gl_seq (under the reload lock) */
+    uint64_t gl_seq;
+    pthread_mutex_t out_mu; /* the slots' busy flags and kept buffers */
+    struct out_slot outs[OUT_SLOTS];
 };
 
 struct req {
@@ -100,14 +127,17 @@ struct req {
     bool done; /* an answer was queued at the first call */
 };
 
-/* ---- answers ---- */
+/* ---- answers ----
+   An answer is built in a buffer that is then handed to libmicrohttpd as it is (no copy) in
+   one of the out slots; once sent, the buffer goes back to its slot (wiped first if it held
+   a key). The first OUT_KEPT slots keep their buffers' memory for the next answers, so the
+   panel's list of 1,000 secrets (about 500 KB, every 2 s) writes into pages already mapped
+   rather than into a fresh allocation that is then copied. */
 
-static enum MHD_Result send_raw(struct MHD_Connection *c, unsigned status, const char *type,
-                                const void *p, size_t n, const char *etag, const char *allow,
-                                bool csp)
+static enum MHD_Result send_response(struct MHD_Connection *c, struct MHD_Response *r,
+                                     unsigned status, const char *type, const char *etag,
+                                     const char *allow, bool csp)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(n, (void *)(uintptr_t)p, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
@@ -132,6 +162,7 @@ static enum MHD_Result send_raw(struct MHD_Connection *c, unsigned status, const
 /* The answer being built: {"ok":true,"data": ... } */
 struct out {
     tg__buf b;
+    struct out_slot *slot; /* b came from it (out_take), or NULL */
     unsigned status;
     const char *allow;
     char etag[32];
@@ -167,15 +198,83 @@ static int data_begin(struct out *o, unsigned status)
     return tg__buf_puts(&o->b, "{\"ok\":true,\"data\":");
 }
 
-static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
+/* A free slot (the lowest, so kept memory is reused first), now busy; NULL if none. */
+static struct out_slot *slot_get(struct api *a)
+{
+    struct out_slot *sl = NULL;
+    pthread_mutex_lock(&a->out_mu);
+    for (size_t i = 0; !sl && i < OUT_SLOTS; i++)
+        if (!a->outs[i].busy)
+            sl = &a->outs[i];
+    if (sl)
+        sl->busy = true;
+    pthread_mutex_unlock(&a->out_mu);
+    return sl;
+}
+
+/* The slot's answer is done with: wiped if it held a key, kept (emptied) or freed. */
+static void slot_put(struct out_slot *sl)
+{
+    struct api *a = sl->a;
+    if (sl->b.data && sl->keys)
+        crypto_wipe(sl->b.data, sl->b.len);
+    sl->keys = false;
+    if (sl - a->outs >= OUT_KEPT || sl->b.cap > OUT_KEPT_MAX)
+        tg__buf_cleanup(&sl->b);
+    else
+        tg__buf_reset(&sl->b);
+    pthread_mutex_lock(&a->out_mu);
+    sl->busy = false;
+    pthread_mutex_unlock(&a->out_mu);
+}
+
+/* Build o's answer in a kept buffer, if one is free. */
+static void out_take(struct api *a, struct out *o)
+{
+    if (o->slot)
+        return;
+    struct out_slot *sl = slot_get(a);
+    if (!sl)
+        return;
+    tg__buf_cleanup(&o->b);
+    o->b = sl->b;
+    tg__buf_reset(&o->b);
+    tg__buf_init(&sl->b, OUT_MAX);
+    o->slot = sl;
+}
+
+/* libmicrohttpd is done with an answer's buffer. */
+static void on_sent(void *cls)
+{
+    slot_put(cls);
+}
+
+static enum MHD_Result send_out(struct api *a, struct MHD_Connection *c, struct out *o)
 {
     if (!o->raw && o->status < 300 && tg__buf_putc(&o->b, '}') != 0)
         err_out(o, 500, "internal", "out of memory");
     if (o->b.len == 0 && !o->raw)
         err_out(o, 500, "internal", "out of memory");
-    enum MHD_Result rc =
-        send_raw(c, o->status, o->raw ? o->type : "application/json", o->b.data ? o->b.data : "",
-                 o->b.len, o->etag[0] ? o->etag : NULL, o->allow, o->csp);
+    const char *type = o->raw ? o->type : "application/json";
+    const char *etag = o->etag[0] ? o->etag : NULL;
+    struct out_slot *sl = o->slot ? o->slot : o->b.data ? slot_get(a) : NULL;
+    if (sl) { /* the buffer goes to the slot, and libmicrohttpd sends it from there */
+        tg__buf_cleanup(&sl->b);
+        sl->b = o->b;
+        sl->keys = o->keys;
+        tg__buf_init(&o->b, OUT_MAX);
+        struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
+            sl->b.len, sl->b.data, on_sent, sl);
+        if (!r)
+            slot_put(sl);
+        return send_response(c, r, o->status, type, etag, o->allow, o->csp);
+    }
+    /* every slot busy (or nothing written): a copy */
+    enum MHD_Result rc = send_response(
+        c,
+        MHD_create_response_from_buffer(o->b.len, o->b.data ? o->b.data : (void *)(uintptr_t) "",
+                                        MHD_RESPMEM_MUST_COPY),
+        o->status, type, etag, o->allow, o->csp);
     if (o->b.data && o->keys)
         crypto_wipe(o->b.data, o->b.len); /* links and a new secret pass through here */
     tg__buf_cleanup(&o->b);
@@ -249,51 +348,122 @@ static uint32_t slot_of(struct server *s, const char *label)
     return GEN_NO_SLOT;
 }
 
-/* A decimal number without printf: the list of 1,000 secrets writes 12,000 of them. */
-static int put_u64(tg__buf *b, uint64_t v)
+/* ---- the direct JSON writer ----
+   The list of 1,000 secrets is one answer of about 500 KB. Each piece of it has a stated
+   bound: room for it is made once (w_begin), it is written through a pointer with no check
+   per byte, and the buffer's length is set after it (w_end). */
+
+static char *w_begin(tg__buf *b, size_t room)
+{
+    return tg__buf_reserve(b, room) == 0 ? b->data + b->len : NULL;
+}
+
+static void w_end(tg__buf *b, char *p)
+{
+    b->len = (size_t)(p - b->data);
+    *p = '\0';
+}
+
+#define W_LIT(p, s) ((char *)memcpy((p), (s), sizeof(s) - 1) + sizeof(s) - 1)
+
+static char *w_mem(char *p, const void *s, size_t n)
+{
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* A decimal number: at most 20 bytes. */
+static char *w_u64(char *p, uint64_t v)
 {
     char t[20];
     size_t k = sizeof t;
     do
         t[--k] = (char)('0' + v % 10);
     while ((v /= 10) != 0);
-    return tg__buf_append(b, t + k, sizeof t - k);
+    return w_mem(p, t + k, sizeof t - k);
 }
 
-/* ,"name": (without the comma first) */
-static int put_member(tg__buf *b, bool comma, const char *name)
+/* At most 20 bytes (19 digits and a sign). */
+static char *w_i64(char *p, int64_t v)
 {
-    int rc = comma ? tg__buf_putc(b, ',') : 0;
-    if (rc == 0)
-        rc = tg__buf_putc(b, '"');
-    if (rc == 0)
-        rc = tg__buf_puts(b, name);
-    return rc ? rc : tg__buf_puts(b, "\":");
+    if (v >= 0)
+        return w_u64(p, (uint64_t)v);
+    *p++ = '-';
+    return w_u64(p, (uint64_t)0 - (uint64_t)v);
+}
+
+/* Bytes a JSON string is written as unchanged (json_put_str's rules: no control bytes, no
+   quote or backslash, and no < > & so that an answer is inert if a browser sniffs it). */
+static bool w_plain(unsigned char c)
+{
+    return c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0x7f;
+}
+
+/* n bytes as a JSON string, byte for byte what json_put_str writes: at most 6 n + 2 bytes. */
+static char *w_str(char *p, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    *p++ = '"';
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && w_plain((unsigned char)s[run]))
+            run++;
+        p = w_mem(p, s + i, run - i);
+        if (run == n)
+            break;
+        unsigned char c = (unsigned char)s[run];
+        *p++ = '\\';
+        if (c == '"' || c == '\\')
+            *p++ = (char)c;
+        else if (c == '\n')
+            *p++ = 'n';
+        else {
+            p = W_LIT(p, "u00");
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        }
+        i = run + 1;
+    }
+    *p++ = '"';
+    return p;
 }
 
 /* A secret's numbers as /stats shows them, summed over a fleet's instances with ?scope=fleet
    (a field marked max takes the largest instead: a time). The same as the Prometheus page's
-   per-secret series (metrics.c). A field with a group sits in that member object. */
+   per-secret series (metrics.c). A field with a group sits in that member object; pre is
+   what the writer puts before its value. */
+#define SNUM(group, name, max, pre) {group, name, max, pre, sizeof(pre) - 1}
 static const struct {
     const char *group, *name;
     bool max;
+    const char *pre;
+    size_t pre_len;
 } snum_field[] = {
-    {NULL, "connections_active", false},
-    {NULL, "connections_total", false},
-    {NULL, "bytes_to_upstream", false},
-    {NULL, "bytes_to_client", false},
-    {NULL, "limits_hit", false},
-    {NULL, "unique_ips", false}, /* summed over a fleet: an address seen at two counts twice */
-    {NULL, "last_seen", true},   /* Unix seconds; null (0 here) = never */
-    {"handshakes", "ok", false},
-    {"handshakes", "stale", false},
-    {"handshakes", "replay", false},
-    {"handshakes", "limit", false},
-    {"handshakes", "other", false},
+    SNUM(NULL, "connections_active", false, "{\"connections_active\":"),
+    SNUM(NULL, "connections_total", false, ",\"connections_total\":"),
+    SNUM(NULL, "bytes_to_upstream", false, ",\"bytes_to_upstream\":"),
+    SNUM(NULL, "bytes_to_client", false, ",\"bytes_to_client\":"),
+    SNUM(NULL, "limits_hit", false, ",\"limits_hit\":"),
+    /* over a fleet: the union of the instances' addresses (their hashes), see snums_fleet */
+    SNUM(NULL, "unique_ips", false, ",\"unique_ips\":"),
+    SNUM(NULL, "last_seen", true, ",\"last_seen\":"), /* Unix seconds; null (0 here) = never */
+    SNUM("handshakes", "ok", false, ",\"handshakes\":{\"ok\":"),
+    SNUM("handshakes", "stale", false, ",\"stale\":"),
+    SNUM("handshakes", "replay", false, ",\"replay\":"),
+    SNUM("handshakes", "limit", false, ",\"limit\":"),
+    SNUM("handshakes", "other", false, ",\"other\":"),
 };
-#define SNUM_COUNT     (sizeof snum_field / sizeof snum_field[0])
-#define SNUM_LAST_SEEN 6
-#define CLIENTS_SHOWN  64 /* addresses a /stats answer lists */
+#undef SNUM
+#define SNUM_COUNT      (sizeof snum_field / sizeof snum_field[0])
+#define SNUM_UNIQUE_IPS 5
+#define SNUM_LAST_SEEN  6
+#define CLIENTS_SHOWN   64 /* addresses a /stats answer lists */
+/* The writer's bounds: the numbers (each field's pre and 20 digits, the quota, instances),
+   one client of the list, one published address hash. */
+#define SNUMS_ROOM  1024
+#define CLIENT_ROOM (32 + INET6_ADDRSTRLEN + 20)
+#define IPH_ROOM    20
 
 struct snums {
     uint64_t v[SNUM_COUNT];
@@ -301,14 +471,30 @@ struct snums {
     uint64_t quota_limit, quota_used;
     int64_t quota_end;
     unsigned instances; /* how many instances answered (1 = this one alone) */
-    size_t nclients;    /* clients[0..nclients): this instance's, newest first */
-    struct seen_addr clients[CLIENTS_SHOWN];
+    /* this instance's client addresses in the window, newest first (addrs NULL: counted
+       only) */
+    const struct seen_addr *addrs;
+    size_t naddrs;
+    /* ?scope=fleet: the address hashes of every instance that published them (tg__malloc),
+       and the counts of those that did not (an older version) */
+    uint64_t *iph;
+    size_t niph, capiph;
+    uint64_t ips_unhashed;
+    bool nomem;
+};
+
+/* What snums_put writes beside the numbers. */
+enum {
+    SN_FLEET = 1,   /* "instances" */
+    SN_CLIENTS = 2, /* "clients": the first CLIENTS_SHOWN addresses (the operator's /stats) */
+    SN_IPH = 4,     /* "ips": every address's hash (published to the fleet, never answered) */
 };
 
 /* The numbers of a label here: slot (GEN_NO_SLOT = never served), the generation index
-   (-1 = not served now, e.g. disabled); the addresses too with clients. */
+   (-1 = not served now, e.g. disabled); up to max of its addresses into addrs (NULL =
+   counted only). */
 static void snums_local(struct snums *n, struct server *s, const struct gen *g, uint32_t slot,
-                        ssize_t gi, bool clients)
+                        ssize_t gi, struct seen_addr *addrs, size_t max)
 {
     struct stats_secret ss;
     memset(n, 0, sizeof *n);
@@ -318,8 +504,9 @@ static void snums_local(struct snums *n, struct server *s, const struct gen *g, 
     if (slot != GEN_NO_SLOT) {
         server_secret_stats(s, slot, &ss);
         ips = server_secret_seen(s, slot, gi >= 0 ? g->cfg->secrets[gi].limits.unique_ips_window_s : 0,
-                                 clients ? n->clients : NULL, clients ? CLIENTS_SHOWN : 0, &last);
-        n->nclients = clients ? (ips < CLIENTS_SHOWN ? ips : CLIENTS_SHOWN) : 0;
+                                 addrs, addrs ? max : 0, &last);
+        n->addrs = addrs;
+        n->naddrs = addrs ? (ips < max ? ips : max) : 0;
     }
     const uint64_t v[] = {ss.active,   ss.conns,    ss.bytes_up,  ss.bytes_down,
                           ss.limits_hit, ips,       (uint64_t)(last > 0 ? last : 0),
@@ -331,8 +518,70 @@ static void snums_local(struct snums *n, struct server *s, const struct gen *g, 
     n->instances = 1;
 }
 
-/* Add another instance's stats object (its JSON text, as snums_put wrote it). Members it
-   does not have (an older version) count as 0; a text that does not parse is skipped. */
+static void snums_done(struct snums *n)
+{
+    tg__free(n->iph);
+    n->iph = NULL;
+    n->niph = n->capiph = 0;
+}
+
+/* An address as the fleet's instances publish it: the first 8 bytes of SHA-256 over a
+   constant and the 16 bytes (IPv4 mapped), so that two instances that saw one client
+   publish one value. Pseudonymous, not anonymous: an IPv4 address is found again by trying
+   all 2^32 (Redis already holds the secrets' keys; it must be private anyway). */
+static uint64_t addr_hash(const uint8_t addr[16])
+{
+    static const char tag[] = "tgproxy api client address";
+    struct crypto_part parts[] = {{tag, sizeof tag}, {addr, 16}};
+    uint8_t h[CRYPTO_SHA256_LEN];
+    if (crypto_sha256(parts, 2, h) != 0)
+        memcpy(h, addr + 8, 8); /* not reached with a working OpenSSL; still one per address */
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | h[i];
+    return v;
+}
+
+static void iph_add(struct snums *n, uint64_t h)
+{
+    if (n->nomem)
+        return;
+    if (n->niph == n->capiph) {
+        size_t cap = n->capiph ? 2 * n->capiph : SEEN_ADDRS;
+        uint64_t *p = tg__realloc(n->iph, cap * sizeof *p);
+        if (!p) {
+            n->nomem = true;
+            return;
+        }
+        n->iph = p;
+        n->capiph = cap;
+    }
+    n->iph[n->niph++] = h;
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* 16 hex digits into *v. */
+static bool hex16(const char *s, size_t n, uint64_t *v)
+{
+    uint8_t raw[8];
+    if (n != 16 || tg__hex_decode(raw, sizeof raw, s, n) != sizeof raw)
+        return false;
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++)
+        x = x << 8 | raw[i];
+    *v = x;
+    return true;
+}
+
+/* Add another instance's stats object (its JSON text, as snums_put wrote it with SN_IPH).
+   Members it does not have (an older version) count as 0; a text that does not parse is
+   skipped. Its address hashes go to n->iph for the union; without them its unique_ips is
+   added as a count. */
 static void snums_add_json(struct snums *n, const char *text, size_t len)
 {
     struct json_doc doc;
@@ -344,10 +593,24 @@ static void snums_add_json(struct snums *n, const char *text, size_t len)
         const struct json_val *o = snum_field[i].group ? json_get(root, snum_field[i].group) : root;
         const struct json_val *m = o && o->type == JSON_OBJECT ? json_get(o, snum_field[i].name) : NULL;
         uint64_t x = m && m->type == JSON_NUMBER && m->is_int && m->i >= 0 ? (uint64_t)m->i : 0;
+        if (i == SNUM_UNIQUE_IPS)
+            continue; /* below */
         if (snum_field[i].max)
             n->v[i] = x > n->v[i] ? x : n->v[i];
         else
             n->v[i] += x;
+    }
+    const struct json_val *ips = root->type == JSON_OBJECT ? json_get(root, "ips") : NULL;
+    if (ips && ips->type == JSON_ARRAY) {
+        for (const struct json_val *h = ips->child; h; h = h->next) {
+            uint64_t v;
+            if (h->type == JSON_STRING && hex16(h->str, h->len, &v))
+                iph_add(n, v);
+        }
+    } else if (root->type == JSON_OBJECT) {
+        const struct json_val *u = json_get(root, "unique_ips");
+        if (u && u->type == JSON_NUMBER && u->is_int && u->i > 0)
+            n->ips_unhashed += (uint64_t)u->i;
     }
     const struct json_val *qu = root->type == JSON_OBJECT ? json_get(root, "quota_used") : NULL,
                           *qe = root->type == JSON_OBJECT ? json_get(root, "quota_period_end")
@@ -360,63 +623,66 @@ static void snums_add_json(struct snums *n, const char *text, size_t len)
     json_doc_free(&doc);
 }
 
-static int snums_put(tg__buf *b, const struct snums *n, bool fleet)
+static int snums_put(tg__buf *b, const struct snums *n, unsigned what)
 {
-    int rc = tg__buf_putc(b, '{');
-    const char *group = NULL;
-    bool comma = false;
-    for (size_t i = 0; rc == 0 && i < SNUM_COUNT; i++) {
-        const char *gr = snum_field[i].group;
-        if (group && (!gr || strcmp(gr, group) != 0)) { /* the group ends */
-            rc = tg__buf_putc(b, '}');
-            group = NULL;
-        }
-        if (rc == 0 && gr && !group) { /* a group begins */
-            rc = tg__buf_printf(b, "%s\"%s\":{", comma ? "," : "", gr);
-            group = gr;
-            comma = false;
-        }
-        if (rc == 0)
-            rc = put_member(b, comma, snum_field[i].name);
-        if (rc == 0 && i == SNUM_LAST_SEEN && n->v[i] == 0)
-            rc = tg__buf_puts(b, "null");
-        else if (rc == 0)
-            rc = put_u64(b, n->v[i]);
-        comma = true;
+    size_t nc = what & SN_CLIENTS ? (n->naddrs < CLIENTS_SHOWN ? n->naddrs : CLIENTS_SHOWN) : 0;
+    size_t nh = what & SN_IPH ? n->naddrs : 0;
+    char *p = w_begin(b, SNUMS_ROOM + nc * CLIENT_ROOM + nh * IPH_ROOM);
+    if (!p)
+        return -ENOMEM;
+    for (size_t i = 0; i < SNUM_COUNT; i++) {
+        p = w_mem(p, snum_field[i].pre, snum_field[i].pre_len);
+        if (i == SNUM_LAST_SEEN && n->v[i] == 0)
+            p = W_LIT(p, "null");
+        else
+            p = w_u64(p, n->v[i]);
     }
-    if (rc == 0 && group)
-        rc = tg__buf_putc(b, '}');
+    *p++ = '}'; /* the handshakes group */
     uint64_t q = n->quota_limit, used = n->quota_used;
-    if (rc == 0)
-        rc = n->quota ? tg__buf_printf(b,
-                                       ",\"quota_used\":%" PRIu64 ",\"quota_left\":%" PRIu64
-                                       ",\"quota_period_end\":%" PRId64,
-                                       used, used >= q ? 0 : q - used, n->quota_end)
-                      : tg__buf_puts(b, ",\"quota_used\":null,\"quota_left\":null,"
-                                        "\"quota_period_end\":null");
-    if (rc == 0 && fleet)
-        rc = tg__buf_printf(b, ",\"instances\":%u", n->instances);
-    if (rc == 0 && n->nclients)
-        rc = tg__buf_puts(b, ",\"clients\":[");
-    for (size_t i = 0; rc == 0 && i < n->nclients; i++) {
-        struct sockaddr_storage ss;
+    if (n->quota) {
+        p = W_LIT(p, ",\"quota_used\":");
+        p = w_u64(p, used);
+        p = W_LIT(p, ",\"quota_left\":");
+        p = w_u64(p, used >= q ? 0 : q - used);
+        p = W_LIT(p, ",\"quota_period_end\":");
+        p = w_i64(p, n->quota_end);
+    } else {
+        p = W_LIT(p, ",\"quota_used\":null,\"quota_left\":null,\"quota_period_end\":null");
+    }
+    if (what & SN_FLEET) {
+        p = W_LIT(p, ",\"instances\":");
+        p = w_u64(p, n->instances);
+    }
+    for (size_t i = 0; i < nc; i++) {
         char text[INET6_ADDRSTRLEN];
-        memset(&ss, 0, sizeof ss);
-        const uint8_t *a = n->clients[i].addr;
+        const uint8_t *a = n->addrs[i].addr;
         static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
         if (memcmp(a, mapped, 12) == 0)
             inet_ntop(AF_INET, a + 12, text, sizeof text);
         else
             inet_ntop(AF_INET6, a, text, sizeof text);
-        rc = tg__buf_printf(b, "%s{\"address\":", i ? "," : "");
-        if (rc == 0)
-            rc = json_put_str(b, text, strlen(text));
-        if (rc == 0)
-            rc = tg__buf_printf(b, ",\"last_seen\":%" PRId64 "}", n->clients[i].at);
+        p = i ? W_LIT(p, ",{\"address\":") : W_LIT(p, ",\"clients\":[{\"address\":");
+        p = w_str(p, text, strlen(text)); /* digits, dots and colons: as long as text */
+        p = W_LIT(p, ",\"last_seen\":");
+        p = w_i64(p, n->addrs[i].at);
+        *p++ = '}';
     }
-    if (rc == 0 && n->nclients)
-        rc = tg__buf_putc(b, ']');
-    return rc ? rc : tg__buf_putc(b, '}');
+    if (nc)
+        *p++ = ']';
+    for (size_t i = 0; i < nh; i++) {
+        char hex[16];
+        uint64_t h = addr_hash(n->addrs[i].addr);
+        for (int k = 15; k >= 0; k--, h >>= 4)
+            hex[k] = "0123456789abcdef"[h & 15];
+        p = i ? W_LIT(p, ",\"") : W_LIT(p, ",\"ips\":[\"");
+        p = w_mem(p, hex, sizeof hex);
+        *p++ = '"';
+    }
+    if (nh)
+        *p++ = ']';
+    *p++ = '}';
+    w_end(b, p);
+    return 0;
 }
 
 static ssize_t gen_index(const struct gen *g, const char *label)
@@ -485,6 +751,9 @@ static void peer_stats_free(struct peer_stats *ps)
    o (Redis away) or a 500. */
 static int peer_stats_read(struct api *a, const char *label, struct peer_stats *ps, struct out *o);
 
+/* This instance's address hashes and every peer's stats of label, and unique_ips the size of
+   the union of their hashes (exact up to the SEEN_ADDRS each instance tracks; a peer that
+   published no hashes adds its count). n's addresses must be all of them (SEEN_ADDRS). */
 static void snums_fleet(struct snums *n, const struct peer_stats *ps, const char *label)
 {
     size_t lo = 0, hi = ps->n;
@@ -495,35 +764,48 @@ static void snums_fleet(struct snums *n, const struct peer_stats *ps, const char
         else
             hi = mid;
     }
+    for (size_t i = 0; i < n->naddrs; i++)
+        iph_add(n, addr_hash(n->addrs[i].addr));
     unsigned seen = n->instances;
     for (; lo < ps->n && strcmp(ps->p[lo].label, label) == 0; lo++)
         snums_add_json(n, ps->p[lo].json, ps->p[lo].len);
     n->instances = seen + ps->peers; /* every instance answered, with or without the label */
+    size_t distinct = 0;
+    if (n->niph)
+        qsort(n->iph, n->niph, sizeof *n->iph, u64_cmp);
+    for (size_t i = 0; i < n->niph; i++)
+        distinct += i == 0 || n->iph[i] != n->iph[i - 1];
+    n->v[SNUM_UNIQUE_IPS] = distinct + n->ips_unhashed;
 }
 
-/* The stats object of a label: local (ps NULL) or summed over the fleet. */
+/* The stats object of a label: local (ps NULL) or over the fleet; what as snums_put's. */
 static int put_stats_at(tg__buf *b, struct server *s, const struct gen *g, const char *label,
-                        ssize_t gi, const struct peer_stats *ps, bool clients)
+                        ssize_t gi, const struct peer_stats *ps, unsigned what)
 {
     struct snums n;
-    snums_local(&n, s, g, gi >= 0 ? g->slot[gi] : slot_of(s, label), gi, clients);
+    struct seen_addr addrs[SEEN_ADDRS];
+    bool all = ps || (what & SN_IPH); /* a union needs every address, a list the newest */
+    snums_local(&n, s, g, gi >= 0 ? g->slot[gi] : slot_of(s, label), gi,
+                all || (what & SN_CLIENTS) ? addrs : NULL, all ? SEEN_ADDRS : CLIENTS_SHOWN);
     if (ps)
         snums_fleet(&n, ps, label);
-    return snums_put(b, &n, ps != NULL);
+    int rc = n.nomem ? -ENOMEM : snums_put(b, &n, what | (ps ? SN_FLEET : 0));
+    snums_done(&n);
+    return rc;
 }
 
 static int put_stats(tg__buf *b, struct server *s, const struct gen *g, const char *label,
-                     const struct peer_stats *ps, bool clients)
+                     const struct peer_stats *ps, unsigned what)
 {
-    return put_stats_at(b, s, g, label, gen_index(g, label), ps, clients);
+    return put_stats_at(b, s, g, label, gen_index(g, label), ps, what);
 }
 
+/* The writer's bound for one secret without its stats: its label and domain escaped (6 bytes
+   each at most), and the rest (names, 8 numbers of 20 digits, the ad tag) well under 1 KiB. */
+#define SECRET_ROOM(label_len, domain_len) (1024 + 6 * ((label_len) + (domain_len)))
 
-/* One secret as the API shows it (never its key). */
-static int put_stats_at(tg__buf *b, struct server *s, const struct gen *g, const char *label,
-                        ssize_t gi, const struct peer_stats *ps, bool clients);
-
-/* One secret: gi its generation index (-1 = not served), e its state entry (or NULL). */
+/* One secret as the API shows it (never its key): gi its generation index (-1 = not served),
+   e its state entry (or NULL). */
 static int put_secret_at(tg__buf *b, struct api *a, const struct gen *g, const char *label,
                          ssize_t gi, const struct apistore_entry *e, bool with_stats,
                          const struct peer_stats *ps)
@@ -533,61 +815,52 @@ static int put_secret_at(tg__buf *b, struct api *a, const struct gen *g, const c
         e && e->has_secret && (!cs || memcmp(&cs->secret, &e->secret, sizeof cs->secret) == 0);
     const struct secret *sec = cs ? &cs->secret : &e->secret;
     const struct config_limits *lim = cs ? &cs->limits : &e->limits;
-    int rc = tg__buf_puts(b, "{\"label\":");
-    if (rc == 0)
-        rc = json_put_str(b, label, strlen(label));
-    /* puts and put_u64 rather than printf: the list of 1,000 secrets is one call */
-    if (rc == 0)
-        rc = tg__buf_puts(b, api_owned ? ",\"source\":\"api\"" : ",\"source\":\"file\"");
-    if (rc == 0)
-        rc = tg__buf_puts(b, e && e->disabled ? ",\"disabled\":true" : ",\"disabled\":false");
-    if (rc == 0)
-        rc = put_member(b, true, "revision");
-    if (rc == 0)
-        rc = put_u64(b, e ? e->revision : 0);
-    if (rc == 0 && (cs || (e && e->has_secret))) {
-        rc = put_member(b, true, "kind");
-        if (rc == 0)
-            rc = tg__buf_putc(b, '"');
-        if (rc == 0)
-            rc = tg__buf_puts(b, kind_name(sec->kind));
-        if (rc == 0)
-            rc = tg__buf_puts(b, "\",\"domain\":");
-        if (rc == 0)
-            rc = sec->kind == SECRET_EE ? json_put_str(b, sec->domain, sec->domain_len)
-                                        : tg__buf_puts(b, "null");
-        const uint64_t lv[] = {lim->max_connections, lim->max_unique_ips,
-                               lim->unique_ips_window_s, lim->quota, lim->quota_reset_s,
-                               (uint64_t)lim->expires};
-        static const char *const ln[] = {"max-connections", "max-unique-ips",
-                                         "unique-ips-window", "quota", "quota-reset", "expires"};
-        if (rc == 0) /* as apistore_put_limits writes them */
-            rc = tg__buf_puts(b, ",\"limits\":{");
-        for (size_t i = 0; rc == 0 && i < 6; i++) {
-            rc = put_member(b, i > 0, ln[i]);
-            if (rc == 0 && i == 5 && lim->expires < 0)
-                rc = tg__buf_printf(b, "%" PRId64, lim->expires);
-            else if (rc == 0)
-                rc = put_u64(b, lv[i]);
-        }
-        if (rc == 0)
-            rc = tg__buf_putc(b, '}');
+    bool shown = cs || (e && e->has_secret);
+    size_t ll = strlen(label), dl = shown && sec->kind == SECRET_EE ? sec->domain_len : 0;
+    char *p = w_begin(b, SECRET_ROOM(ll, dl));
+    if (!p)
+        return -ENOMEM;
+    p = W_LIT(p, "{\"label\":");
+    p = w_str(p, label, ll);
+    p = api_owned ? W_LIT(p, ",\"source\":\"api\"") : W_LIT(p, ",\"source\":\"file\"");
+    p = e && e->disabled ? W_LIT(p, ",\"disabled\":true") : W_LIT(p, ",\"disabled\":false");
+    p = W_LIT(p, ",\"revision\":");
+    p = w_u64(p, e ? e->revision : 0);
+    if (shown) {
+        p = W_LIT(p, ",\"kind\":\"");
+        const char *k = kind_name(sec->kind);
+        p = w_mem(p, k, strlen(k));
+        p = W_LIT(p, "\",\"domain\":");
+        p = sec->kind == SECRET_EE ? w_str(p, sec->domain, dl) : W_LIT(p, "null");
+        /* as apistore_put_limits writes them */
+        p = W_LIT(p, ",\"limits\":{\"max-connections\":");
+        p = w_u64(p, lim->max_connections);
+        p = W_LIT(p, ",\"max-unique-ips\":");
+        p = w_u64(p, lim->max_unique_ips);
+        p = W_LIT(p, ",\"unique-ips-window\":");
+        p = w_u64(p, lim->unique_ips_window_s);
+        p = W_LIT(p, ",\"quota\":");
+        p = w_u64(p, lim->quota);
+        p = W_LIT(p, ",\"quota-reset\":");
+        p = w_u64(p, lim->quota_reset_s);
+        p = W_LIT(p, ",\"expires\":");
+        p = w_i64(p, lim->expires);
+        p = W_LIT(p, "},\"ad_tag\":");
         int8_t mode = cs ? cs->ad_tag_mode : e->ad_tag_mode;
-        char hex[35] = "\"";
         if (mode > 0) {
-            tg__hex_encode(hex + 1, cs ? cs->ad_tag : e->ad_tag, 16);
-            hex[33] = '"', hex[34] = '\0';
+            char hex[33];
+            tg__hex_encode(hex, cs ? cs->ad_tag : e->ad_tag, 16);
+            *p++ = '"';
+            p = w_mem(p, hex, 32);
+            *p++ = '"';
+        } else {
+            p = mode < 0 ? W_LIT(p, "\"\"") : W_LIT(p, "null");
         }
-        if (rc == 0)
-            rc = tg__buf_puts(b, ",\"ad_tag\":");
-        if (rc == 0)
-            rc = tg__buf_puts(b, mode > 0 ? hex : mode < 0 ? "\"\"" : "null");
     }
-    if (rc == 0 && with_stats) {
-        rc = tg__buf_puts(b, ",\"stats\":");
-        if (rc == 0)
-            rc = put_stats_at(b, a->srv, g, label, gi, ps, false);
-    }
+    if (with_stats)
+        p = W_LIT(p, ",\"stats\":");
+    w_end(b, p);
+    int rc = with_stats ? put_stats_at(b, a->srv, g, label, gi, ps, 0) : 0;
     return rc ? rc : tg__buf_putc(b, '}');
 }
 
@@ -737,6 +1010,30 @@ static int sync_locked(struct api *a, struct apifleet_link *l, int64_t rev)
     return p < 0 ? -1 : 0;
 }
 
+static int label_cmp(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* The generation's labels, sorted, so that looking up 1,000 labels costs n log n compares,
+   not n^2; kept for the next call while the generation is the same (a sequence number is
+   never reused). The reload lock must be held. NULL on ENOMEM. */
+static const char **gen_labels_sorted(struct api *a, const struct gen *g)
+{
+    if (a->gl && a->gl_seq == g->seq)
+        return a->gl;
+    size_t ng = g->cfg->nsecrets;
+    const char **gl = tg__realloc(a->gl, (ng + 1) * sizeof *gl);
+    if (!gl)
+        return NULL;
+    for (size_t i = 0; i < ng; i++)
+        gl[i] = g->cfg->secrets[i].label;
+    qsort(gl, ng, sizeof *gl, label_cmp);
+    a->gl = gl;
+    a->gl_seq = g->seq;
+    return gl;
+}
+
 /* This instance's stats of every label it shows, to the fleet. */
 static void publish(struct api *a, struct apifleet_link *l)
 {
@@ -747,15 +1044,17 @@ static void publish(struct api *a, struct apifleet_link *l)
     const char **lp = cap ? tg__calloc(cap, sizeof *lp) : NULL;
     tg__buf *vals = cap ? tg__calloc(cap, sizeof *vals) : NULL;
     bool ok = cap == 0 || (labels && lp && vals);
+    size_t ng = g->cfg->nsecrets;
+    const char **gl = gen_labels_sorted(a, g);
+    ok = ok && gl;
     for (size_t i = 0; ok && i < cap; i++) {
-        const char *label = i < g->cfg->nsecrets ? g->cfg->secrets[i].label
-                                                 : a->st.e[i - g->cfg->nsecrets].label;
-        if (i >= g->cfg->nsecrets && gen_index(g, label) >= 0)
-            continue;
+        const char *label = i < ng ? g->cfg->secrets[i].label : a->st.e[i - ng].label;
+        if (i >= ng && bsearch(&label, gl, ng, sizeof *gl, label_cmp))
+            continue; /* served: done above */
         tg__strlcpy(labels[n], label, sizeof labels[n]);
         lp[n] = labels[n];
-        tg__buf_init(&vals[n], 4096);
-        ok = put_stats(&vals[n], a->srv, g, label, NULL, false) == 0;
+        tg__buf_init(&vals[n], SNUMS_ROOM + SEEN_ADDRS * IPH_ROOM);
+        ok = put_stats_at(&vals[n], a->srv, g, label, i < ng ? (ssize_t)i : -1, NULL, SN_IPH) == 0;
         n++;
     }
     gen_unref(g);
@@ -768,6 +1067,8 @@ static void publish(struct api *a, struct apifleet_link *l)
     tg__free(lp);
     tg__free(labels);
 }
+
+static int follow_qresets(struct api *a, struct apifleet_link *l);
 
 /* The sync thread: every SYNC_MS, the fleet's revision; a new one is applied here. Every
    PUBLISH_MS, this instance's stats. An outage is logged once, and its end. */
@@ -788,6 +1089,8 @@ static void *sync_main(void *arg)
             rc = sync_locked(a, &l, rev);
             server_reload_unlock(a->srv);
         }
+        if (rc == 0)
+            rc = follow_qresets(a, &l);
         if (rc == 0 && tg__now_ms() >= next_pub) {
             publish(a, &l);
             next_pub = tg__now_ms() + PUBLISH_MS;
@@ -1137,19 +1440,97 @@ static int h_change(struct api *a, struct MHD_Connection *c, const char *label, 
     return rc;
 }
 
+/* The fleet's count of label's quota resets as applied here (added at 0 with add; NULL if
+   absent, or on ENOMEM). */
+static struct qreset *qreset_find(struct api *a, const char *label, bool add)
+{
+    for (size_t i = 0; i < a->nqr; i++)
+        if (strcmp(a->qr[i].label, label) == 0)
+            return &a->qr[i];
+    if (!add)
+        return NULL;
+    if (a->nqr == a->capqr) {
+        size_t cap = a->capqr ? 2 * a->capqr : 16;
+        struct qreset *q = tg__realloc(a->qr, cap * sizeof *q);
+        if (!q)
+            return NULL;
+        a->qr = q;
+        a->capqr = cap;
+    }
+    struct qreset *r = &a->qr[a->nqr++];
+    tg__strlcpy(r->label, label, sizeof r->label);
+    r->n = 0;
+    return r;
+}
+
+/* This instance's count of the quota of generation index gi goes back to 0, and its workers
+   forget that the fleet said it is used up. False without a quota. */
+static bool quota_zero(struct api *a, const struct gen *g, ssize_t gi)
+{
+    uint64_t used;
+    int64_t end;
+    if (gi < 0 || !limits_quota_get(g->limits, (size_t)gi, &used, &end))
+        return false;
+    limits_quota_set(g->limits, (size_t)gi, 0, end);
+    server_fleet_quota_reset(a->srv, g->slot[gi]);
+    return true;
+}
+
+struct qreset_ctx {
+    struct api *a;
+    struct gen *g;
+};
+
+/* The sync thread read a label's count of resets: a change is a reset made at another
+   instance (or at this one, already applied: then the count is ours). */
+static void on_qreset(void *user, const char *label, uint64_t n)
+{
+    struct qreset_ctx *x = user;
+    struct qreset *r = qreset_find(x->a, label, true);
+    if (!r || r->n == n)
+        return;
+    if (x->a->qr_primed && quota_zero(x->a, x->g, gen_index(x->g, label)))
+        tg__log(NULL, TG__LOG_INFO, "api: the quota of %s was reset at another instance", label);
+    r->n = n;
+}
+
+/* Every SYNC_MS: the quota resets made anywhere in the fleet. 0 or -1 (Redis away). */
+static int follow_qresets(struct api *a, struct apifleet_link *l)
+{
+    server_reload_lock(a->srv);
+    struct qreset_ctx x = {a, server_gen(a->srv)};
+    int rc = apifleet_quota_resets(l, on_qreset, &x);
+    if (rc == 0)
+        a->qr_primed = true;
+    gen_unref(x.g);
+    server_reload_unlock(a->srv);
+    return rc;
+}
+
+/* reset-quota: this instance's count; with [fleet] the fleet's count in Redis first (the
+   other instances reset theirs when they see it, within SYNC_MS). */
 static int h_reset_quota(struct api *a, const char *label, struct out *o)
 {
     struct gen *g = server_gen(a->srv);
     ssize_t gi = gen_index(g, label);
-    int rc;
+    int rc = 0;
     uint64_t used;
     int64_t end;
     if (gi < 0)
         rc = err_out(o, 404, "not_found", "no secret labelled %s is served now", label);
     else if (!limits_quota_get(g->limits, (size_t)gi, &used, &end))
         rc = err_out(o, 409, "no_quota", "%s has no quota", label);
-    else {
-        limits_quota_set(g->limits, (size_t)gi, 0, end);
+    else if (a->fleet) {
+        int64_t n = apifleet_quota_reset(&a->wl, label, g->cfg->secrets[gi].limits.quota_reset_s);
+        struct qreset *r = n >= 0 ? qreset_find(a, label, true) : NULL;
+        if (n < 0)
+            rc = err_out(o, 503, "fleet_unavailable", "%s: the fleet's quota count is not reset",
+                         a->wl.err);
+        else if (r)
+            r->n = (uint64_t)n; /* applied here below: the sync thread need not */
+    }
+    if (rc == 0) {
+        quota_zero(a, g, gi);
         rc = data_begin(o, 200);
         if (rc == 0)
             rc = put_secret(&o->b, a, g, label, true, NULL);
@@ -1225,11 +1606,6 @@ static int scope_of(struct api *a, struct MHD_Connection *c, const char *label,
     return 0;
 }
 
-static int label_cmp(const void *x, const void *y)
-{
-    return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
-
 static int entry_cmp(const void *x, const void *y)
 {
     return strcmp((*(struct apistore_entry *const *)x)->label,
@@ -1261,18 +1637,14 @@ static int h_list(struct api *a, struct MHD_Connection *c, struct out *o)
     size_t ng = g->cfg->nsecrets, ns = a->st.n;
     if (rc == 0) /* about 500 bytes a secret: one allocation rather than a dozen regrowths */
         rc = tg__buf_reserve(&o->b, (ng + ns) * 512);
-    const char **gl = tg__malloc((ng + 1) * sizeof *gl);
+    const char **gl = gen_labels_sorted(a, g);
     struct apistore_entry **sl = tg__malloc((ns + 1) * sizeof *sl);
     if (!gl || !sl)
         rc = -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < ng; i++)
-        gl[i] = g->cfg->secrets[i].label;
     for (size_t i = 0; rc == 0 && i < ns; i++)
         sl[i] = &a->st.e[i];
-    if (rc == 0) {
-        qsort(gl, ng, sizeof *gl, label_cmp);
+    if (rc == 0)
         qsort(sl, ns, sizeof *sl, entry_cmp);
-    }
     bool first = true;
     for (size_t i = 0; rc == 0 && i < ng; i++, first = false) {
         rc = first ? 0 : tg__buf_putc(&o->b, ',');
@@ -1290,7 +1662,6 @@ static int h_list(struct api *a, struct MHD_Connection *c, struct out *o)
         if (rc == 0)
             rc = put_secret_at(&o->b, a, g, label, -1, &a->st.e[i], true, ps);
     }
-    tg__free(gl);
     tg__free(sl);
     if (rc == 0)
         rc = tg__buf_puts(&o->b, "]}");
@@ -1314,7 +1685,7 @@ static int h_get(struct api *a, struct MHD_Connection *c, const char *label, boo
     else {
         rc = data_begin(o, 200);
         if (rc == 0 && stats) /* the addresses: for the operator, in this answer only */
-            rc = put_stats(&o->b, a->srv, g, label, ps, true);
+            rc = put_stats(&o->b, a->srv, g, label, ps, SN_CLIENTS);
         else if (rc == 0)
             rc = put_secret(&o->b, a, g, label, true, NULL);
         snprintf(o->etag, sizeof o->etag, "\"%" PRIu64 "\"", e ? e->revision : 0);
@@ -1562,7 +1933,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         }
         r->done = true;
-        return send_out(c, &o);
+        return send_out(a, c, &o);
     }
     if (r->done) {
         *upload_size = 0;
@@ -1585,6 +1956,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         serve_static(url + 3, method, &o); /* the embedded web/openapi.json */
     else {
         bool write = strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
+        out_take(a, &o);
         server_reload_lock(a->srv);
         int rc = 0;
         for (int t = 0; t < WRITE_TRIES; t++) {
@@ -1601,7 +1973,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (rc != 0 && rc != ANSWERED)
             err_out(&o, 500, "internal", "out of memory");
     }
-    return send_out(c, &o);
+    return send_out(a, c, &o);
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -1841,6 +2213,11 @@ int api_start(struct server *s, struct api **out)
     apistore_init(&a->st);
     pthread_mutex_init(&a->stop_mu, NULL);
     pthread_cond_init(&a->stop_cv, NULL);
+    pthread_mutex_init(&a->out_mu, NULL);
+    for (size_t i = 0; i < OUT_SLOTS; i++) {
+        a->outs[i].a = a;
+        tg__buf_init(&a->outs[i].b, OUT_MAX);
+    }
     apifleet_link_init(&a->wl, cfg);
     char err[CONFIG_ERR_MAX];
     int rc = 0;
@@ -1937,7 +2314,12 @@ void api_stop(struct api *a)
         pthread_mutex_unlock(&a->stop_mu);
         pthread_join(a->sync_th, NULL);
     }
-    tg__httpd_stop(a->httpd);
+    tg__httpd_stop(a->httpd); /* every answer sent or dropped: the slots are free */
+    for (size_t i = 0; i < OUT_SLOTS; i++)
+        tg__buf_cleanup(&a->outs[i].b);
+    pthread_mutex_destroy(&a->out_mu);
+    tg__free(a->gl);
+    tg__free(a->qr);
     apifleet_link_cleanup(&a->wl);
     pthread_mutex_destroy(&a->stop_mu);
     pthread_cond_destroy(&a->stop_cv);

@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "proxy/engine/fleet.h"
 #include "proxy/wire/crypto.h"
 
 #include <errno.h>
@@ -310,4 +311,50 @@ int apifleet_read(struct apifleet_link *l, const char *self, const char *label,
     }
     freeReplyObject(ids);
     return peers;
+}
+
+int64_t apifleet_quota_reset(struct apifleet_link *l, const char *label, uint32_t reset_s)
+{
+    if (!ensure(l))
+        return -1;
+    char q[FLEET_KEY_MAX], k[KEY_MAX];
+    if (!fleet_quota_key(l->cfg, label, reset_s, q))
+        return fail(l, "DEL quota", "the key does not fit"), -1;
+    key(l, k, "qresets");
+    /* two commands, not a script: the keys hash to different cluster slots */
+    const char *del[] = {"DEL", q};
+    redisReply *r = run(l, "DEL quota", 2, del, NULL);
+    if (!r)
+        return -1;
+    freeReplyObject(r);
+    const char *inc[] = {"HINCRBY", k, label, "1"};
+    if (!(r = run(l, "HINCRBY qresets", 4, inc, NULL)))
+        return -1;
+    int64_t n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    if (n < 0)
+        return fail(l, "HINCRBY qresets", "unexpected reply"), -1;
+    return n;
+}
+
+int apifleet_quota_resets(struct apifleet_link *l, apifleet_reset_fn fn, void *user)
+{
+    if (!ensure(l))
+        return -1;
+    char k[KEY_MAX];
+    key(l, k, "qresets");
+    const char *argv[] = {"HGETALL", k};
+    redisReply *r = run(l, "HGETALL qresets", 2, argv, NULL);
+    if (!r)
+        return -1;
+    for (size_t j = 0; r->type == REDIS_REPLY_ARRAY && j + 1 < r->elements; j += 2) {
+        const redisReply *lab = r->element[j], *n = r->element[j + 1];
+        char *end;
+        unsigned long long v = n->type == REDIS_REPLY_STRING ? strtoull(n->str, &end, 10) : 0;
+        if (lab->type == REDIS_REPLY_STRING && lab->len < CONFIG_LABEL_MAX && v &&
+            *end == '\0')
+            fn(user, lab->str, (uint64_t)v);
+    }
+    freeReplyObject(r);
+    return 0;
 }

@@ -10,8 +10,11 @@
  *   - `Papi:insts`, a sorted set: the instances publishing stats, scored by when they last
  *     did (Redis's clock); entries older than APIFLEET_STALE_MS are dropped by readers.
  *   - `Papi:stats:ID`, a hash per instance: label -> that instance's stats object of the
- *     label (the JSON text /v1/secrets/{label}/stats answers), expiring after
- *     APIFLEET_STALE_MS unless published again.
+ *     label (the JSON text /v1/secrets/{label}/stats answers, plus "ips": the hashes of its
+ *     client addresses in the window, for a fleet-wide count of distinct ones), expiring
+ *     after APIFLEET_STALE_MS unless published again.
+ *   - `Papi:qresets`, a hash: label -> how many times reset-quota was called for it; an
+ *     instance that sees a number change forgets its own count of the label's quota.
  *
  * A link is one blocking hiredis connection (core/rbound.h bounds every reply), made on
  * first use and dropped on any error; after a failure it does not try again for
@@ -64,5 +67,12 @@ int apifleet_publish(struct apifleet_link *l, const char *inst, const char *cons
 typedef void (*apifleet_stat_fn)(void *user, const char *label, const char *json, size_t len);
 int apifleet_read(struct apifleet_link *l, const char *self, const char *label,
                   apifleet_stat_fn fn, void *user);
+
+/* reset-quota: delete label's fleet quota count (fleet.h fleet_quota_key) and count the
+   reset in `Papi:qresets`. The new count, or -1 (l->err). */
+int64_t apifleet_quota_reset(struct apifleet_link *l, const char *label, uint32_t reset_s);
+/* Every label's count of resets: fn once per label. 0 or -1 (l->err). */
+typedef void (*apifleet_reset_fn)(void *user, const char *label, uint64_t resets);
+int apifleet_quota_resets(struct apifleet_link *l, apifleet_reset_fn fn, void *user);
 
 #endif

@@ -11,6 +11,7 @@
 #include "core/str.h"
 #include "proxy/services/acl.h"
 #include "proxy/services/mpsource.h"
+#include "proxy/engine/fleet.h"
 #include "proxy/engine/antireplay.h"
 #include "proxy/engine/conn.h"
 #include "proxy/wire/crypto.h"
@@ -606,6 +607,11 @@ void server_secret_stats(const struct server *s, size_t i, struct stats_secret *
     memset(out, 0, sizeof *out);
     for (size_t k = 0; i < GEN_LABELS_MAX && k < s->nw; k++)
         stats_secret_sum(out, &s->sec[k * GEN_LABELS_MAX + i]);
+}
+
+void server_fleet_quota_reset(struct server *s, uint32_t slot)
+{
+    fleet_quota_reset(s->sh.fleet, slot);
 }
 
 size_t server_secret_seen(const struct server *s, size_t i, uint32_t window_s,

@@ -95,6 +95,8 @@ size_t server_secret_count(const struct server *s);
 const char *server_secret_label(const struct server *s, size_t i);
 /* Slot i's counters summed over workers. */
 void server_secret_stats(const struct server *s, size_t i, struct stats_secret *out);
+/* [fleet]: the control API reset label slot's quota (fleet.h fleet_quota_reset). */
+void server_fleet_quota_reset(struct server *s, uint32_t slot);
 /* Slot i's client addresses that authenticated within window_s (seen.h: at most SEEN_ADDRS;
    up to max of them, newest first, into out, NULL = count only) and its last handshake
    (*last, Unix seconds, 0 = never). window_s 0 = 3600, as unique-ips-window. */

@@ -29,7 +29,7 @@
 
 #define FLEET_TICK_MS  250  /* reconnects, stalls, heartbeats, quota flushes */
 #define QUOTA_FLUSH_MS 1000 /* relayed bytes are sent to Redis this often */
-#define KEY_MAX        (CONFIG_PREFIX_MAX + CONFIG_LABEL_MAX + 96)
+#define KEY_MAX        FLEET_KEY_MAX
 
 /* Every answer the proxy asks for is an integer, a status, nil or a short string (a script's
  * SHA-1, an error text): a server sending more is refused before we allocate for it. */
@@ -97,6 +97,7 @@ struct fleet {
     uint32_t nworkers, nup; /* atomics */
     uint32_t next_id;       /* atomic: numbers the workers' member ids */
     int outage;             /* atomic: an outage was warned and has not ended */
+    uint32_t qreset[GEN_LABELS_MAX]; /* atomics: per label slot, quota resets (fleet_quota_reset) */
 };
 
 /* A check in flight; the slot stays busy until hiredis answers its command. */
@@ -124,6 +125,7 @@ struct fleet_slot {
     uint32_t reset_s;
     uint64_t qdelta; /* bytes charged and not yet sent to Redis */
     int64_t qspent;  /* the period Redis said is used up; -1 = none */
+    uint32_t qreset; /* the fleet's qreset[] this slot has applied */
 };
 
 struct fleet_worker {
@@ -223,11 +225,23 @@ static int64_t quota_period(uint32_t reset_s)
     return reset_s ? tg__wall_s() / reset_s : 0;
 }
 
+size_t fleet_quota_key(const struct config *cfg, const char *label, uint32_t reset_s,
+                       char out[FLEET_KEY_MAX])
+{
+    int n = snprintf(out, FLEET_KEY_MAX, "%s{%s}:q:%" PRId64, cfg->fleet.prefix, label,
+                     quota_period(reset_s));
+    return n > 0 && n < FLEET_KEY_MAX ? (size_t)n : 0;
+}
+
 static size_t key_quota(const struct fleet *f, char *out, const char *label, uint32_t reset_s)
 {
-    char what[32];
-    snprintf(what, sizeof what, "q:%" PRId64, quota_period(reset_s));
-    return key_label(f, out, label, what);
+    return fleet_quota_key(f->cfg, label, reset_s, out);
+}
+
+void fleet_quota_reset(struct fleet *f, uint32_t slot)
+{
+    if (f && slot < GEN_LABELS_MAX)
+        __atomic_add_fetch(&f->qreset[slot], 1, __ATOMIC_RELEASE);
 }
 
 static bool limited(const struct config_limits *l)
@@ -518,8 +532,10 @@ static void on_aux(redisAsyncContext *ac, void *rp, void *priv)
     if (k == AUX_READY)
         mark_up(fw);
     else if (k == AUX_QUOTA && r->type == REDIS_REPLY_INTEGER && slot < GEN_LABELS_MAX &&
-             fw->slot[slot].quota && (uint64_t)r->integer >= fw->slot[slot].quota)
-        fw->slot[slot].qspent = quota_period(fw->slot[slot].reset_s);
+             fw->slot[slot].quota) /* Redis's count decides, either way (a reset lowers it) */
+        fw->slot[slot].qspent = (uint64_t)r->integer >= fw->slot[slot].quota
+                                    ? quota_period(fw->slot[slot].reset_s)
+                                    : -1;
 }
 
 /* ---- checks ---- */
@@ -743,6 +759,11 @@ bool fleet_charge(struct fleet_worker *fw, const struct fleet_secret *s, uint64_
     if (!fw || !limited_sec(s) || !s->lim->quota)
         return false;
     struct fleet_slot *sl = &fw->slot[s->slot];
+    uint32_t resets = __atomic_load_n(&fw->f->qreset[s->slot], __ATOMIC_ACQUIRE);
+    if (resets != sl->qreset) { /* the control API reset the quota: Redis's count is gone */
+        sl->qreset = resets;
+        sl->qspent = -1;
+    }
     sl->label = s->label;
     sl->quota = s->lim->quota;
     sl->reset_s = s->lim->quota_reset_s;

@@ -120,6 +120,15 @@ void fleet_release(struct fleet_worker *fw, const struct fleet_secret *s);
    worker). True when the fleet says the quota of the current period is used up. */
 bool fleet_charge(struct fleet_worker *fw, const struct fleet_secret *s, uint64_t bytes);
 
+/* The Redis key of label's quota count in the current period of reset_s (above: `P{L}:q:N`)
+   into out: its length, 0 if it does not fit. */
+#define FLEET_KEY_MAX (CONFIG_PREFIX_MAX + CONFIG_LABEL_MAX + 96)
+size_t fleet_quota_key(const struct config *cfg, const char *label, uint32_t reset_s,
+                       char out[FLEET_KEY_MAX]);
+/* The quota of label slot was reset (its Redis key deleted by the control API): every
+   worker forgets that Redis said it is used up, at its next charge. Any thread. */
+void fleet_quota_reset(struct fleet *f, uint32_t slot);
+
 /* "fleet: ..." name for a verdict, static. */
 const char *fleet_verdict_name(enum fleet_verdict v);
 

@@ -13,6 +13,7 @@
 #include "proxy_front.h"
 #include "prom.h"
 #include "proxy_harness.h"
+#include "proxy_proc.h"
 #include "redis_server.h"
 #include "slowloris.h"
 #include "wait.h"
@@ -22,17 +23,21 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <hiredis/hiredis.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define TOKEN "t0k3n-for-the-api-test"
+#define TOKEN  "t0k3n-for-the-api-test"
+#define BINARY TGKIT_BINARY_DIR "/tgproxy"
 
 struct env {
     char dir[64], conf[128], token[128], state[128];
@@ -44,6 +49,8 @@ struct env {
     struct server *srv;
     uint16_t port, api;
     bool v6;
+    pid_t pid; /* served by the built daemon (env_spawn), not server_start */
+    char log[128];
 };
 
 struct reply {
@@ -202,7 +209,8 @@ static void env_stop_server(struct env *e)
     config_cleanup(&e->cfg);
 }
 
-static void env_init(struct env *e, bool v6, const char *api_extra)
+/* Files, fake DC and front of an instance, not started. */
+static void env_prepare(struct env *e, bool v6, const char *api_extra)
 {
     memset(e, 0, sizeof *e);
     e->v6 = v6;
@@ -215,12 +223,47 @@ static void env_init(struct env *e, bool v6, const char *api_extra)
     assert_non_null(e->dc = fakedc_start(&e->dc_port));
     assert_non_null(e->front = pfront_start(&e->front_port));
     write_conf(e, NULL, api_extra);
+}
+
+static void env_init(struct env *e, bool v6, const char *api_extra)
+{
+    env_prepare(e, v6, api_extra);
     env_start(e);
+}
+
+static bool reaped(void *arg)
+{
+    return waitpid(*(pid_t *)arg, NULL, WNOHANG) != 0;
+}
+
+/* As env_init, but served by the built daemon (`tgproxy run FILE`): another process, as
+   the servers of a real fleet are. Its ports come from its log. */
+static void env_spawn(struct env *e, const char *api_extra)
+{
+    env_prepare(e, false, api_extra);
+    snprintf(e->log, sizeof e->log, "%s/proxy.log", e->dir);
+    char *argv[] = {(char *)BINARY, (char *)"run", e->conf, NULL};
+    e->pid = pproc_spawn_logged(argv, e->log);
+    assert_true(e->pid > 0);
+    if (pproc_log_wait(e->log, "listening on", 1) != 0)
+        fail_msg("%s: the daemon never served (see %s)", BINARY, e->log);
+    assert_int_equal(pproc_log_port(e->log, "listening on", &e->port), 0);
+    assert_int_equal(pproc_log_port(e->log, "[api] serving", &e->api), 0);
 }
 
 static void env_done(struct env *e)
 {
-    env_stop_server(e);
+    if (e->pid > 0) {
+        kill(e->pid, SIGTERM);
+        if (!tgtest_wait_until(reaped, &e->pid, 10000)) {
+            kill(e->pid, SIGKILL);
+            waitpid(e->pid, NULL, 0);
+        }
+        assert_int_equal(pproc_log_count(e->log, TOKEN), 0); /* never in its log */
+        unlink(e->log);
+    } else {
+        env_stop_server(e);
+    }
     fakedc_stop(e->dc);
     pfront_stop(e->front);
     unlink(e->conf);
@@ -912,6 +955,189 @@ static void test_fleet(void **state)
     tgtest_redis_stop(&rs);
 }
 
+struct exit_wait {
+    pid_t pid;
+    int status;
+};
+
+static bool exited(void *arg)
+{
+    struct exit_wait *w = arg;
+    return waitpid(w->pid, &w->status, WNOHANG) == w->pid;
+}
+
+/* The daemon run on e's files must refuse to start: a failure exit, its log naming want,
+   and never the token (TOKEN, in the token file of some cases). */
+static void refused(struct env *e, const char *want)
+{
+    snprintf(e->log, sizeof e->log, "%s/proxy.log", e->dir);
+    char *argv[] = {(char *)BINARY, (char *)"run", e->conf, NULL};
+    struct exit_wait w = {pproc_spawn_logged(argv, e->log), 0};
+    assert_true(w.pid > 0);
+    if (!tgtest_wait_until(exited, &w, 10000)) {
+        kill(w.pid, SIGKILL);
+        waitpid(w.pid, NULL, 0);
+        fail_msg("the daemon started (want a refusal naming \"%s\")", want);
+    }
+    assert_true(WIFEXITED(w.status) && WEXITSTATUS(w.status) != 0);
+    if (pproc_log_count(e->log, want) < 1)
+        fail_msg("the refusal does not say \"%s\" (see %s)", want, e->log);
+    assert_int_equal(pproc_log_count(e->log, TOKEN), 0);
+    unlink(e->log);
+    e->log[0] = '\0';
+}
+
+/* The token file and the API's reach, each refused at start with a message that says why
+   and never quotes the token: a token file others can read, one that is missing, one that
+   is empty, one that is a symbolic link, and an API beyond loopback without a token.
+   ([api] is read at start only: a reload keeps the running listener and its token.) */
+static void test_token_refusals(void **state)
+{
+    (void)state;
+    struct env e;
+    env_prepare(&e, false, NULL);
+    chmod(e.token, 0644);
+    refused(&e, "(chmod 600 it)");
+    chmod(e.token, 0640);
+    refused(&e, "(chmod 600 it)");
+    unlink(e.token);
+    refused(&e, e.token); /* missing: the message names the file */
+    write_file(e.token, "", 0600);
+    refused(&e, "expected one line of 1..511 printable characters");
+    write_file(e.token, "\n\n", 0600);
+    refused(&e, "expected one line of 1..511 printable characters");
+    char real[160];
+    snprintf(real, sizeof real, "%s/real.token", e.dir);
+    write_file(real, TOKEN "\n", 0600);
+    unlink(e.token);
+    assert_int_equal(symlink(real, e.token), 0);
+    refused(&e, "token-file");
+    unlink(e.token);
+    unlink(real);
+    /* beyond loopback without a token-file */
+    char text[1024];
+    snprintf(text, sizeof text,
+             "bind-to = \"127.0.0.1:0\"\n[secrets]\nfile1 = \"dd0102030405060708090a0b0c0d0e0f10\"\n"
+             "[dcs]\ndefault = \"127.0.0.1:%u\"\n[defense.tls-front]\nenabled = false\n"
+             "[api]\nenabled = true\nbind-to = \"0.0.0.0:0\"\nstate-file = \"%s\"\n",
+             (unsigned)e.dc_port, e.state);
+    write_file(e.conf, text, 0600);
+    refused(&e, "bind-to beyond loopback without a token-file");
+    write_file(e.token, TOKEN "\n", 0600); /* for env_done's unlink */
+    env_done(&e);
+}
+
+struct fleet_ips {
+    const struct env *e;
+    json_int_t total, ips, instances;
+};
+
+/* scope=fleet stats of "q" at e: every relay of both servers counted (3), both answering. */
+static bool fleet_counted(void *arg)
+{
+    struct fleet_ips *f = arg;
+    json_t *d = get_data(f->e, "/v1/secrets/q/stats?scope=fleet", NULL);
+    f->total = json_integer_value(json_object_get(d, "connections_total"));
+    f->ips = json_integer_value(json_object_get(d, "unique_ips"));
+    f->instances = json_integer_value(json_object_get(d, "instances"));
+    json_decref(d);
+    return f->total == 3 && f->instances == 2;
+}
+
+struct quota_count {
+    const struct env *a, *b;
+    uint16_t redis_port;
+    long long redis, local;
+};
+
+/* Every byte A and B relayed for "q" has reached the fleet's count in Redis (the servers
+   send theirs once a second), and it is over the quota. */
+static bool quota_settled(void *arg)
+{
+    struct quota_count *q = arg;
+    redisContext *c = redisConnect("127.0.0.1", q->redis_port);
+    redisReply *r = c && !c->err ? redisCommand(c, "GET apiprocs:{q}:q:0") : NULL;
+    q->redis = r && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+    if (r)
+        freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    q->local = stat_of(q->a, "q", "quota_used") + stat_of(q->b, "q", "quota_used");
+    return q->redis == q->local && q->redis > 65536;
+}
+
+struct quota_wait {
+    const struct env *e;
+    const uint8_t *key;
+    bool serve; /* wait until a relay works (true) or is refused (false) */
+};
+
+static bool quota_state(void *arg)
+{
+    const struct quota_wait *w = arg;
+    return (relay_once(w->e, PCLI_TLS, w->key) == 0) == w->serve;
+}
+
+static void wait_quota(const struct env *e, const uint8_t *key, bool serve, const char *who)
+{
+    struct quota_wait w = {e, key, serve};
+    if (!tgtest_wait_until(quota_state, &w, 15000))
+        fail_msg("%s never %s the secret with the quota", who, serve ? "served" : "refused");
+}
+
+/* Two daemons (separate processes) in one [fleet] on a real redis-server:
+   - unique_ips with scope=fleet is the union of the servers' client addresses: 127.0.0.1
+     at both and 127.0.0.2 at A count 2, not 3;
+   - reset-quota at B resets the fleet's count in Redis (B serves again at once) and A's own
+     count of the bytes it relayed (A serves again once it sees the reset). */
+static void test_fleet_daemons(void **state)
+{
+    (void)state;
+    if (!tgtest_redis_available())
+        fail_msg("redis-server is not installed (make deps)");
+    tgtest_redis rs;
+    assert_int_equal(tgtest_redis_start(&rs), 0);
+    char fleet[160];
+    snprintf(fleet, sizeof fleet, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\n"
+             "key-prefix = \"apiprocs:\"\n", (unsigned)rs.port);
+    struct env a, b;
+    env_spawn(&a, fleet);
+    env_spawn(&b, fleet);
+    uint8_t key[16];
+    create(&a, "{\"label\":\"q\",\"kind\":\"ee\",\"domain\":\"example.com\","
+               "\"limits\":{\"quota\":65536}}", key);
+    wait_listed(&b, "q", 1);
+    assert_int_equal(relay_from(&a, key, "127.0.0.1", 0), 0);
+    assert_int_equal(relay_from(&b, key, "127.0.0.1", 0), 0);
+    assert_int_equal(relay_from(&a, key, "127.0.0.2", 0), 0);
+    struct fleet_ips fi = {&a, 0, 0, 0};
+    if (!tgtest_wait_until(fleet_counted, &fi, 15000))
+        fail_msg("scope=fleet: %lld connections over %lld instances, want 3 over 2",
+                 (long long)fi.total, (long long)fi.instances);
+    assert_int_equal(fi.ips, 2); /* a sum would say 3 */
+    assert_int_equal(stat_of(&a, "q", "unique_ips"), 2); /* A's own: both addresses */
+    assert_int_equal(stat_of(&b, "q", "unique_ips"), 1);
+    /* the quota used up through A: A refuses at once, B once A's count reached Redis */
+    struct pcli c;
+    struct pcli_opts o = {
+        .mode = PCLI_TLS, .key = key, .sni = "example.com", .dc = 2, .timeout_ms = 10000};
+    assert_int_equal(pcli_connect(&c, a.port, &o), 0);
+    (void)pcli_echo(&c, 3, 128 * 1024, 0); /* 256 KiB both ways; may be cut at the quota */
+    pcli_close(&c);
+    wait_quota(&a, key, false, "A");
+    wait_quota(&b, key, false, "B");
+    struct quota_count qc = {&a, &b, rs.port, 0, 0};
+    if (!tgtest_wait_until(quota_settled, &qc, 15000)) /* else it would refill the new count */
+        fail_msg("the fleet's quota count: %lld in Redis, %lld relayed", qc.redis, qc.local);
+    expect(&b, "POST", "/v1/secrets/q/reset-quota", TOKEN, NULL, 200, NULL);
+    assert_int_equal(relay_once(&b, PCLI_TLS, key), 0); /* the fleet's count is gone */
+    wait_quota(&a, key, true, "A (after the reset at B)");
+    assert_int_equal(stat_of(&a, "q", "quota_used") < 65536, 1);
+    env_done(&a);
+    env_done(&b);
+    tgtest_redis_stop(&rs);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -921,6 +1147,7 @@ int main(void)
         cmocka_unit_test(test_slow_clients),      cmocka_unit_test(test_secrets_lifecycle),
         cmocka_unit_test(test_concurrent_writes), cmocka_unit_test(test_fleet),
         cmocka_unit_test(test_thousand_secrets), cmocka_unit_test(test_secret_stats),
+        cmocka_unit_test(test_fleet_daemons),     cmocka_unit_test(test_token_refusals),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
