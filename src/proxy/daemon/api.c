@@ -833,16 +833,13 @@ static int put_secret_at(tg__buf *b, struct api *a, const struct gen *g, const c
         p = W_LIT(p, "\",\"domain\":");
         p = sec->kind == SECRET_EE ? w_str(p, sec->domain, dl) : W_LIT(p, "null");
         /* as apistore_put_limits writes them */
-        p = W_LIT(p, ",\"limits\":{\"max-connections\":");
-        p = w_u64(p, lim->max_connections);
-        p = W_LIT(p, ",\"max-unique-ips\":");
-        p = w_u64(p, lim->max_unique_ips);
-        p = W_LIT(p, ",\"unique-ips-window\":");
-        p = w_u64(p, lim->unique_ips_window_s);
-        p = W_LIT(p, ",\"quota\":");
-        p = w_u64(p, lim->quota);
-        p = W_LIT(p, ",\"quota-reset\":");
-        p = w_u64(p, lim->quota_reset_s);
+        static const char *const pre[] = {",\"limits\":{\"max-connections\":",
+                                          ",\"max-unique-ips\":", ",\"unique-ips-window\":",
+                                          ",\"quota\":", ",\"quota-reset\":"};
+        const uint64_t lv[] = {lim->max_connections, lim->max_unique_ips,
+                               lim->unique_ips_window_s, lim->quota, lim->quota_reset_s};
+        for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++)
+            p = w_u64(w_mem(p, pre[i], strlen(pre[i])), lv[i]);
         p = W_LIT(p, ",\"expires\":");
         p = w_i64(p, lim->expires);
         p = W_LIT(p, "},\"ad_tag\":");

@@ -877,16 +877,22 @@ static void expect_closed(struct pcli *c, const char *who)
     pcli_close(c);
 }
 
+/* A real redis-server for a fleet test, and the [fleet] section naming it. */
+static void fleet_redis(tgtest_redis *rs, char *fleet, size_t cap, const char *prefix)
+{
+    if (!tgtest_redis_available())
+        fail_msg("redis-server is not installed (make deps)");
+    assert_int_equal(tgtest_redis_start(rs), 0);
+    snprintf(fleet, cap, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\nkey-prefix = \"%s\"\n",
+             (unsigned)rs->port, prefix);
+}
+
 static void test_fleet(void **state)
 {
     (void)state;
-    if (!tgtest_redis_available())
-        fail_msg("redis-server is not installed (make deps)");
     tgtest_redis rs;
-    assert_int_equal(tgtest_redis_start(&rs), 0);
     char fleet[160];
-    snprintf(fleet, sizeof fleet, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\n"
-             "key-prefix = \"apitest:\"\n", (unsigned)rs.port);
+    fleet_redis(&rs, fleet, sizeof fleet, "apitest:");
     struct env a, b;
     env_init(&a, false, fleet);
     env_init(&b, false, fleet);
@@ -1093,13 +1099,9 @@ static void wait_quota(const struct env *e, const uint8_t *key, bool serve, cons
 static void test_fleet_daemons(void **state)
 {
     (void)state;
-    if (!tgtest_redis_available())
-        fail_msg("redis-server is not installed (make deps)");
     tgtest_redis rs;
-    assert_int_equal(tgtest_redis_start(&rs), 0);
     char fleet[160];
-    snprintf(fleet, sizeof fleet, "[fleet]\nredis = \"redis://127.0.0.1:%u\"\n"
-             "key-prefix = \"apiprocs:\"\n", (unsigned)rs.port);
+    fleet_redis(&rs, fleet, sizeof fleet, "apiprocs:");
     struct env a, b;
     env_spawn(&a, fleet);
     env_spawn(&b, fleet);
