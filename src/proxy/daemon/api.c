@@ -18,6 +18,8 @@
 #include "proxy/engine/generation.h"
 #include "proxy/engine/limits.h"
 #include "proxy/engine/seen.h"
+#include "proxy/engine/stats.h"
+#include "proxy/services/tlsfront.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/json.h"
 #include "proxy/wire/netset.h"
@@ -1731,6 +1733,41 @@ static int h_info(struct api *a, struct out *o)
     return rc;
 }
 
+/* The fronting host as this process last saw it: tls-front's latest refreshes (each a real
+   connection and TLS handshake to it) and the fronted connections that could not reach it. */
+static int put_fronting(tg__buf *b, struct api *a)
+{
+    static struct tlsfront_status st[TLSFRONT_MAX_DOMAINS]; /* under the reload lock */
+    struct tlsfront *t = server_tlsfront(a->srv);
+    size_t n = t ? tlsfront_status(t, st, TLSFRONT_MAX_DOMAINS) : 0;
+    if (n > TLSFRONT_MAX_DOMAINS)
+        n = TLSFRONT_MAX_DOMAINS;
+    int reachable = -1; /* not probed */
+    const char *why = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (st[i].refreshes + st[i].failures == 0)
+            continue; /* not probed yet */
+        if (!st[i].last_error[0]) {
+            reachable = 1;
+        } else if (reachable < 0) {
+            reachable = 0;
+            why = st[i].last_error;
+        }
+    }
+    if (reachable == 1)
+        why = NULL;
+    struct stats s;
+    server_stats(a->srv, &s);
+    int rc = tg__buf_printf(b, ",\"fronting\":{\"reachable\":%s,\"error\":",
+                            reachable < 0 ? "null" : reachable ? "true" : "false");
+    if (rc == 0)
+        rc = why ? json_put_str(b, why, strlen(why)) : tg__buf_puts(b, "null");
+    if (rc == 0)
+        rc = tg__buf_printf(b, ",\"domains_probed\":%zu,\"connect_failures\":%" PRIu64 "}", n,
+                            (uint64_t)s.end_front_fail);
+    return rc;
+}
+
 static int h_ready(struct api *a, struct out *o)
 {
     bool draining = server_draining(a->srv);
@@ -1738,9 +1775,13 @@ static int h_ready(struct api *a, struct out *o)
     int rc = data_begin(o, draining ? 503 : 200);
     if (rc == 0)
         rc = tg__buf_printf(
-            &o->b, "{\"ready\":%s,\"draining\":%s,\"listeners\":%zu,\"generation\":%" PRIu64 "}",
+            &o->b, "{\"ready\":%s,\"draining\":%s,\"listeners\":%zu,\"generation\":%" PRIu64,
             draining ? "false" : "true", draining ? "true" : "false",
             server_config(a->srv)->nlisten, g->seq);
+    if (rc == 0)
+        rc = put_fronting(&o->b, a);
+    if (rc == 0)
+        rc = tg__buf_putc(&o->b, '}');
     gen_unref(g);
     if (draining) { /* a 503 still carries the envelope, with ok false */
         tg__buf_reset(&o->b);

@@ -961,6 +961,45 @@ static void test_fleet(void **state)
     tgtest_redis_stop(&rs);
 }
 
+struct front_fail_wait {
+    const struct env *e;
+    json_int_t n;
+};
+
+static bool front_failed(void *arg)
+{
+    struct front_fail_wait *w = arg;
+    json_t *d = get_data(w->e, "/v1/ready", NULL);
+    w->n = json_integer_value(json_object_get(json_object_get(d, "fronting"), "connect_failures"));
+    json_decref(d);
+    return w->n >= 1;
+}
+
+/* /v1/ready reports the fronting host: not probed here (tls-front off), no failure; with
+   the fronting host gone, a bad hello's fronting fails and is counted, and the proxy is
+   still ready (its clients are served). */
+static void test_ready_fronting(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, false, NULL);
+    json_t *d = get_data(&e, "/v1/ready", NULL);
+    json_t *f = json_object_get(d, "fronting");
+    assert_true(json_is_null(json_object_get(f, "reachable")));
+    assert_true(json_is_null(json_object_get(f, "error")));
+    assert_int_equal(json_integer_value(json_object_get(f, "connect_failures")), 0);
+    json_decref(d);
+    pfront_stop(e.front);
+    e.front = NULL;
+    static const uint8_t wrong[16] = {0xee};
+    assert_true(relay_once(&e, PCLI_TLS, wrong) != 0);
+    struct front_fail_wait w = {&e, 0};
+    if (!tgtest_wait_until(front_failed, &w, 10000))
+        fail_msg("the failed fronting was not counted (%lld)", (long long)w.n);
+    assert_int_equal(relay_once(&e, PCLI_TLS, file_key), 0); /* still serving */
+    env_done(&e);
+}
+
 struct exit_wait {
     pid_t pid;
     int status;
@@ -1150,6 +1189,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_writes), cmocka_unit_test(test_fleet),
         cmocka_unit_test(test_thousand_secrets), cmocka_unit_test(test_secret_stats),
         cmocka_unit_test(test_fleet_daemons),     cmocka_unit_test(test_token_refusals),
+        cmocka_unit_test(test_ready_fronting),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
