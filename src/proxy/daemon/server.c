@@ -760,6 +760,10 @@ static const struct {
     RESTART_KEY("[defense] mss-clamp", mss_clamp),
     RESTART_KEY("[defense.anti-replay]", antireplay),
     RESTART_KEY("[defense.doppelganger]", doppel),
+    /* the service is made at start or not at all, and reads its file once (tlsfront.h);
+       a reload applies refresh, connections and timeout */
+    RESTART_KEY("[defense.tls-front] enabled", tls_front.enabled),
+    RESTART_KEY("[defense.tls-front] state-file", tls_front.state_file),
     RESTART_KEY("[stats.prometheus]", prometheus),
     RESTART_KEY("[stats.statsd]", statsd),
     RESTART_KEY("[network] dns / doh-ip", dns),

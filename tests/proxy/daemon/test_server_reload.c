@@ -3,6 +3,8 @@
  *   - SIGHUP while 100 relays run: the file drops their secret and adds another; every relay
  *     goes on byte for byte, the new secret works at once, the removed one is fronted;
  *   - SIGHUP with a broken file: refused with file:line in the log, the old config serves;
+ *   - SIGHUP changing [defense.tls-front] enabled and state-file: a warning for each
+ *     (restart-only), the rest of the file applies;
  *   - SIGTERM drain: relays that finish within drain-timeout end cleanly and the exit status
  *     is 0; relays still open at the timeout are closed; a second signal ends at once.
  *   - in-process (server_reload): [dcs], the fronting host and the idle timeout change for
@@ -426,6 +428,31 @@ static void test_sighup_warns_once(void **state)
     env_stop(&e);
 }
 
+/* [defense.tls-front] enabled and state-file are restart-only: a reload that changes them
+   says so for each and applies the rest of the file (the new secret works). */
+static void test_sighup_tls_front_restart_only(void **state)
+{
+    (void)state;
+    struct env e;
+    env_start(&e);
+    char tail[512], other[300];
+    snprintf(tail, sizeof tail, "[defense.tls-front]\nenabled = false\nstate-file = \"%s/tf-a\"\n",
+             e.d.dir);
+    write_cfg(&e, true, false, NULL, tail);
+    spawn(&e);
+    snprintf(other, sizeof other, "[defense.tls-front]\nenabled = true\nstate-file = \"%s/tf-b\"\n",
+             e.d.dir);
+    write_cfg(&e, true, true, NULL, other);
+    dfx_signal(&e.d, SIGHUP);
+    dfx_wait_log(&e.d, " applied (", 1);
+    assert_int_equal(dfx_log_count(&e.d, "reload: [defense.tls-front] enabled changed in "), 1);
+    assert_int_equal(dfx_log_count(&e.d, "reload: [defense.tls-front] state-file changed in "), 1);
+    assert_int_equal(try_echo(&e, e.key_b, 12), 0);          /* the rest of the file applied */
+    assert_int_equal(dfx_log_count(&e.d, "tls-front: "), 0); /* still off: nothing probed */
+    assert_int_equal(dfx_stop(&e.d, SIGTERM), 0);
+    env_stop(&e);
+}
+
 /* ---- in-process: what a reload changes for new connections only ---- */
 
 /* h's config with [dcs] default -> 127.0.0.1:dc_port, the fronting host on front_port and
@@ -507,6 +534,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sighup_with_relays),
+        cmocka_unit_test(test_sighup_tls_front_restart_only),
         cmocka_unit_test(test_drain_relays_finish),
         cmocka_unit_test(test_drain_timeout_closes),
         cmocka_unit_test(test_drain_second_signal),
