@@ -886,7 +886,8 @@ static void check_tls_front(struct doctor *d, const char *domain)
     size_t ok = 0;
     if (fronting_addrs(d->cfg, domain, &as, err, sizeof err) == 0 && as.n) {
         addr_text(&as.a[0], as.len[0], true, where, sizeof where);
-        struct tlsscout_opts o = {.timeout_ms = (int)cap_ms(d->cfg->tls_front.timeout_ms)};
+        struct tlsscout_opts o = {.timeout_ms = (int)cap_ms(d->cfg->tls_front.timeout_ms),
+                                  .proxy_v2 = d->cfg->fronting.proxy_protocol};
         for (int i = 0; i < DOCTOR_TLS_PROBES; i++)
             ok += tlsscout_probe((struct sockaddr *)&as.a[0], as.len[0], domain, &o, &fl[ok], err,
                                  sizeof err) == 0;

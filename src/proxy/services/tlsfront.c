@@ -37,6 +37,7 @@ struct tlsfront {
     uint32_t refresh_s, connections, timeout_ms;
     char front_host[CONFIG_HOST_MAX]; /* "" = each domain itself */
     uint16_t front_port;
+    bool front_pp; /* [domain-fronting] proxy-protocol: the site expects a PROXY header */
     bool front_resolved;
     struct sockaddr_storage front_addr;
     socklen_t front_addr_len;
@@ -272,6 +273,7 @@ struct job {
     socklen_t addr_len;
     enum config_prefer_ip prefer;
     uint32_t connections, timeout_ms;
+    bool proxy_v2;
 };
 
 /* Probe one domain: 0 with *out built, or -1 with err. */
@@ -282,7 +284,7 @@ static int refresh_one(struct tlsfront *t, const struct job *j, struct tlsflight
     socklen_t sl = j->addr_len;
     if (!j->resolved && resolve(t, j->host, j->port, j->prefer, &ss, &sl, err, errlen) != 0)
         return -1;
-    struct tlsscout_opts o = {.timeout_ms = (int)j->timeout_ms};
+    struct tlsscout_opts o = {.timeout_ms = (int)j->timeout_ms, .proxy_v2 = j->proxy_v2};
     size_t ok = 0;
     char why[256] = "";
     for (uint32_t i = 0; i < j->connections; i++) {
@@ -328,6 +330,7 @@ static void round_all(struct tlsfront *t, struct tlsflight *fl)
         j.prefer = t->prefer;
         j.connections = t->connections;
         j.timeout_ms = t->timeout_ms;
+        j.proxy_v2 = t->front_pp;
         pthread_mutex_unlock(&t->mu);
         struct tlsprofile p;
         char err[1024];
@@ -413,6 +416,7 @@ static void take_config(struct tlsfront *t, const struct config *cfg)
     t->timeout_ms = cfg->tls_front.timeout_ms;
     tg__strlcpy(t->front_host, cfg->fronting.host, sizeof t->front_host);
     t->front_port = cfg->fronting.port;
+    t->front_pp = cfg->fronting.proxy_protocol;
     t->front_resolved = cfg->fronting.resolved;
     t->front_addr = cfg->fronting.addr;
     t->front_addr_len = cfg->fronting.addr_len;

@@ -9,7 +9,8 @@
  * the domain), builds a profile from the flights and publishes it. The target is
  * [domain-fronting] host:port when set, else the domain itself at that port, resolved
  * through [network] dns when configured (never the system resolver then) and in prefer-ip
- * order. A refresh that gets no flight, or flights no profile can be built from, keeps the
+ * order. With [domain-fronting] proxy-protocol each probe sends a PROXY v2 header first, as
+ * fronted connections do: a site that expects one refuses a connection without it. A refresh that gets no flight, or flights no profile can be built from, keeps the
  * domain's last good profile: logged at warn level with the reason, counted per domain. A
  * reload (tlsfront_update) refreshes every domain at once: domains come and go with the
  * secrets.

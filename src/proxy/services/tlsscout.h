@@ -15,6 +15,7 @@
 #ifndef TGPROXY_TLSSCOUT_H
 #define TGPROXY_TLSSCOUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -26,6 +27,9 @@
 struct tlsscout_opts {
     int timeout_ms; /* connect to end of recording; 0 = 5000 */
     int quiet_ms;   /* 0 = TLSSCOUT_QUIET_MS */
+    bool proxy_v2;  /* a PROXY v2 header first, naming the probe connection's own addresses:
+                       for a site behind [domain-fronting] proxy-protocol, which refuses a
+                       connection without one */
 };
 
 int tlsscout_probe(const struct sockaddr *addr, socklen_t addr_len, const char *sni,

@@ -24,6 +24,9 @@
  * refresh); the front gone (the last good profile kept, the failure counted in
  * tls_front_refresh_failures_total); a restart with the front still gone answering with the
  * stored profile (tls_front_shape{shape="stored"}) from its first handshake.
+ *
+ * A site behind [domain-fronting] proxy-protocol (it refuses a connection without a PROXY v2
+ * header): the refresh's probes send the header, and the profile is learned.
  */
 #include "tgtest.h"
 
@@ -31,6 +34,7 @@
 #include "daemon_fx.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/tlsprofile.h"
+#include "pp_site.h"
 #include "prom.h"
 #include "proxy_client.h"
 #include "proxy_tcpinfo.h"
@@ -192,7 +196,8 @@ static long mode_of(const long *v, size_t n)
     return best;
 }
 
-static void write_config(const struct dfx *d, uint16_t front_port, const char *state)
+/* pp: the fronted site expects a PROXY v2 header ([domain-fronting] proxy-protocol). */
+static void write_config(const struct dfx *d, uint16_t front_port, const char *state, bool pp)
 {
     char hex[33], dom[2 * sizeof DOMAIN];
     tg__hex_encode(hex, key, 16);
@@ -208,6 +213,7 @@ static void write_config(const struct dfx *d, uint16_t front_port, const char *s
                "[domain-fronting]\n"
                "host = \"127.0.0.1\"\n"
                "port = %u\n"
+               "proxy-protocol = %s\n"
                "[defense]\n"
                /* the clamp's 256-byte MSS applies to what tgproxy sends too: the answer would
                   leave in 256-byte segments where the site sends one or two (doctor says so) */
@@ -218,7 +224,7 @@ static void write_config(const struct dfx *d, uint16_t front_port, const char *s
                "[stats.prometheus]\n"
                "enabled = true\n"
                "bind-to = \"127.0.0.1:0\"\n",
-               hex, dom, (unsigned)front_port, state);
+               hex, dom, (unsigned)front_port, pp ? "true" : "false", state);
 }
 
 /* The metrics page (prom_scrape: an independent parser that holds every family to its
@@ -260,7 +266,7 @@ static void compare_front(bool gnutls)
     dfx_init(&d, "tlsfront");
     char state[128];
     dfx_path(&d, "tls-front", state, sizeof state);
-    write_config(&d, site.port, state);
+    write_config(&d, site.port, state, false);
     dfx_run(&d, DFX_TGPROXY);
     dfx_wait_log(&d, "tls-front: " DOMAIN ": learned", 1);
 
@@ -357,7 +363,7 @@ static void test_lifecycle(void **state)
     dfx_init(&d, "tlsfront-life");
     char state_file[128];
     dfx_path(&d, "tls-front", state_file, sizeof state_file);
-    write_config(&d, port, state_file);
+    write_config(&d, port, state_file, false);
     dfx_run(&d, DFX_TGPROXY);
     dfx_wait_log(&d, "tls-front: " DOMAIN ": learned", 1);
     answers_like(d.port, TLSFLIGHT_EXT_SUPPORTED_VERSIONS, 5);
@@ -401,6 +407,36 @@ static void test_lifecycle(void **state)
     tfront_pki_free(&pki);
 }
 
+/* A site behind [domain-fronting] proxy-protocol refuses connections without a PROXY v2
+   header (pp_site.h): the refresh's probes send one too, so the profile is learned. */
+static void test_proxy_protocol_front(void **state)
+{
+    (void)state;
+    struct tfront_pki pki;
+    tfront_pki_make(&pki, DOMAIN, 2048);
+    struct tfront site;
+    tfront_start(&site, &pki, false);
+    struct pp_site pp;
+    pp_site_start(&pp, site.port);
+    struct dfx d;
+    dfx_init(&d, "tlsfront-pp");
+    char state_file[128];
+    dfx_path(&d, "tls-front", state_file, sizeof state_file);
+    write_config(&d, pp.port, state_file, true);
+    dfx_run(&d, DFX_TGPROXY);
+    dfx_wait_log(&d, "tls-front: " DOMAIN ": learned", 1);
+    answers_like(d.port, TLSFLIGHT_EXT_SUPPORTED_VERSIONS, 3);
+    unsigned with, without;
+    pp_site_counts(&pp, &with, &without, NULL);
+    assert_true(with >= 8); /* connections = 8 probes */
+    assert_int_equal(without, 0);
+    assert_int_equal(dfx_stop(&d, SIGTERM), 0);
+    dfx_done(&d);
+    pp_site_stop(&pp);
+    tfront_stop(&site);
+    tfront_pki_free(&pki);
+}
+
 /* Without a profile (the front never answered, the stored file damaged), today's answer. */
 static void test_no_profile_answers_as_before(void **state)
 {
@@ -410,7 +446,7 @@ static void test_no_profile_answers_as_before(void **state)
     dfx_init(&d, "tlsfront-none");
     char state_file[128];
     dfx_path(&d, "tls-front", state_file, sizeof state_file);
-    write_config(&d, (uint16_t)port, state_file);
+    write_config(&d, (uint16_t)port, state_file, false);
     dfx_write(state_file, "not a profile\n"); /* a damaged state file: logged, ignored */
     dfx_run(&d, DFX_TGPROXY);
     dfx_wait_log(&d, "line 1: not a tgproxy tls-front file", 1);
@@ -440,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_gnutls_front),
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_no_profile_answers_as_before),
+        cmocka_unit_test(test_proxy_protocol_front),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

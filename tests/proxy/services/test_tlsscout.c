@@ -6,13 +6,15 @@
  * flights must parse and show what a TLS 1.3 server in middlebox-compatibility mode sends:
  * the session id echoed, a TLS 1.3 suite, supported_versions = 0304, an x25519 key share of
  * 32 bytes, a ChangeCipherSpec, and encrypted bytes enough for the certificate chain. The
- * shapes seen are printed (they go into the issue's notes).
+ * shapes seen are printed (they go into the issue's notes). A site that expects a PROXY v2
+ * header answers a probe that sends one and refuses one that does not.
  */
 #include "tgtest.h"
 
 #include "proxy/services/tlsscout.h"
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/faketls.h"
+#include "pp_site.h"
 #include "proxy_client.h"
 #include "proxy_util.h"
 #include "tls_front.h"
@@ -126,6 +128,43 @@ static void test_gnutls_serv(void **state)
     probe_site(true);
 }
 
+/* A site that expects a PROXY v2 header (pp_site.h, in front of s_server): a probe with
+   proxy_v2 is answered, naming this host's own address; one without is refused unanswered. */
+static void test_proxy_v2_site(void **state)
+{
+    (void)state;
+    struct tfront_pki p;
+    tfront_pki_make(&p, "example.com", 2048);
+    struct tfront s;
+    tfront_start(&s, &p, false);
+    struct pp_site pp;
+    pp_site_start(&pp, s.port);
+    struct sockaddr_in a = psock_addr(pp.port);
+    struct tlsflight f;
+    char err[256] = "", src[64];
+    assert_true(tlsscout_probe((struct sockaddr *)&a, sizeof a, "example.com",
+                               &(struct tlsscout_opts){.timeout_ms = 10000}, &f, err,
+                               sizeof err) < 0);
+    unsigned with, without;
+    pp_site_counts(&pp, &with, &without, NULL);
+    assert_int_equal(with, 0);
+    assert_int_equal(without, 1);
+    int rc = tlsscout_probe((struct sockaddr *)&a, sizeof a, "example.com",
+                            &(struct tlsscout_opts){.timeout_ms = 10000, .proxy_v2 = true}, &f, err,
+                            sizeof err);
+    if (rc != 0)
+        fail_msg("probe with a PROXY header: %s", err);
+    assert_int_equal(f.version, 0x0304);
+    assert_true(f.enc_total > 2000);
+    pp_site_counts(&pp, &with, &without, src);
+    assert_int_equal(with, 1);
+    assert_int_equal(without, 1);
+    assert_int_equal(strncmp(src, "127.0.0.1:", 10), 0);
+    pp_site_stop(&pp);
+    tfront_stop(&s);
+    tfront_pki_free(&p);
+}
+
 /* Nothing listening: a clear error naming the step. */
 static void test_refused(void **state)
 {
@@ -145,6 +184,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openssl_s_server),
         cmocka_unit_test(test_gnutls_serv),
+        cmocka_unit_test(test_proxy_v2_site),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
