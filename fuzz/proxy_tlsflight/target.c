@@ -6,7 +6,8 @@
  * the "client" sent; the rest is the recording. It is parsed once as one read and once cut
  * into reads: the verdict and every record/ServerHello field must agree (segmentation
  * never changes what was parsed), counts stay within their bounds, every read's record
- * index is a record, and the segment pattern text is always terminated within its buffer.
+ * index is a record, the segment pattern text is always terminated within its buffer, and
+ * a read counted as one TCP segment is never marked merged (tlsflight_mark_merged).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,6 +54,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < b.nseg; i++)
         if (b.seg_end_rec[i] >= b.nrec)
             abort();
+    /* a read that took no more TCP segments than its bytes need is never "merged"; any
+       other count stays within the reads (tlsflight_mark_merged) */
+    uint32_t wire[TLSFLIGHT_MAX_SEG];
+    for (size_t i = 0; i < b.nseg; i++)
+        wire[i] = 1;
+    tlsflight_mark_merged(&b, wire, 1460);
+    if (b.seg_merged)
+        abort();
+    for (size_t i = 0; i < b.nseg; i++)
+        wire[i] = (uint32_t)(seed >> (i % 6) & 3) + 1;
+    tlsflight_mark_merged(&b, wire, (seed & 7) + 1);
     char text[64];
     tlsflight_segments(&b, text, sizeof text);
     if (!memchr(text, '\0', sizeof text))

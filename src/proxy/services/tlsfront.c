@@ -16,12 +16,15 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+
+#define TLSFRONT_FLIGHTS TLSPROFILE_MAX_LENS /* flights one refresh keeps (connections <= 64) */
 
 struct domain {
     struct tlsfront_status st;
@@ -276,26 +279,33 @@ struct job {
     bool proxy_v2;
 };
 
-/* Probe one domain: 0 with *out built, or -1 with err. */
+/* Probe one domain: 0 with *out built (*all_merged: no probe read the site's segments apart),
+   or -1 with err. */
 static int refresh_one(struct tlsfront *t, const struct job *j, struct tlsflight *fl,
-                       struct tlsprofile *out, char *err, size_t errlen)
+                       struct tlsprofile *out, bool *all_merged, char *err, size_t errlen)
 {
     struct sockaddr_storage ss = j->addr;
     socklen_t sl = j->addr_len;
     if (!j->resolved && resolve(t, j->host, j->port, j->prefer, &ss, &sl, err, errlen) != 0)
         return -1;
     struct tlsscout_opts o = {.timeout_ms = (int)j->timeout_ms, .proxy_v2 = j->proxy_v2};
-    size_t ok = 0;
+    size_t ok = 0, exact = 0;
     char why[256] = "";
-    for (uint32_t i = 0; i < j->connections; i++) {
+    /* when every probe read the site's segments merged (a busy host), as many again may
+       find one that read them apart (bounded: the profile keeps TLSFRONT_FLIGHTS) */
+    for (uint32_t i = 0; i < 2 * j->connections && ok < TLSFRONT_FLIGHTS; i++) {
+        if (i >= j->connections && (exact > 0 || ok == 0))
+            break;
         pthread_mutex_lock(&t->mu);
         int stop = t->stop;
         pthread_mutex_unlock(&t->mu);
         if (stop)
             return -1;
-        if (tlsscout_probe((struct sockaddr *)&ss, sl, j->domain, &o, &fl[ok], why, sizeof why) == 0)
-            ok++;
+        if (tlsscout_probe((struct sockaddr *)&ss, sl, j->domain, &o, &fl[ok], why, sizeof why) ==
+            0)
+            exact += !fl[ok++].seg_merged;
     }
+    *all_merged = exact == 0;
     if (!ok) {
         snprintf(err, errlen, "no probe of %u answered: %s", (unsigned)j->connections, why);
         return -1;
@@ -334,7 +344,8 @@ static void round_all(struct tlsfront *t, struct tlsflight *fl)
         pthread_mutex_unlock(&t->mu);
         struct tlsprofile p;
         char err[1024];
-        int rc = refresh_one(t, &j, fl, &p, err, sizeof err);
+        bool all_merged = false;
+        int rc = refresh_one(t, &j, fl, &p, &all_merged, err, sizeof err);
         pthread_mutex_lock(&t->mu);
         /* the domain list may have changed meanwhile (a reload): find it by name */
         struct domain *d = NULL;
@@ -361,8 +372,11 @@ static void round_all(struct tlsfront *t, struct tlsflight *fl)
         if (rc == 0)
             tg__log(NULL, TG__LOG_INFO,
                     "tls-front: %s: learned from %u probes: cipher %04x, segments %s, "
-                    "encrypted %u..%u records",
-                    j.domain, (unsigned)p.probes, p.cipher, p.pattern, p.nenc_min, p.nenc_max);
+                    "encrypted %u..%u records%s",
+                    j.domain, (unsigned)p.probes, p.cipher, p.pattern, p.nenc_min, p.nenc_max,
+                    all_merged ? " (every probe's reads merged segments: the pattern "
+                                 "may lack a cut the site makes)"
+                               : "");
         else if (known)
             tg__log(NULL, TG__LOG_WARN, "tls-front: %s: refresh failed (%s); %s", j.domain, err,
                     was_default ? "answering with the default shape"
@@ -378,7 +392,7 @@ static void round_all(struct tlsfront *t, struct tlsflight *fl)
 static void *refresh_main(void *arg)
 {
     struct tlsfront *t = arg;
-    struct tlsflight *fl = tg__malloc(64 * sizeof *fl);
+    struct tlsflight *fl = tg__malloc(TLSFRONT_FLIGHTS * sizeof *fl);
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         t->wake = false;

@@ -10,8 +10,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h> /* tcpi_data_segs_in, which <netinet/tcp.h> lacks */
 #include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,12 +24,31 @@ static int left_ms(uint64_t deadline)
     return now >= deadline ? 0 : (int)(deadline - now);
 }
 
-/* Read what the site sends: one entry in seg per read that returned bytes. */
-static int record(int fd, uint8_t *buf, size_t *n, uint32_t *seg, size_t *nseg, int quiet_ms,
-                  uint64_t deadline)
+/* Data segments received on fd so far (Linux's tcpi_data_segs_in), or -1 when TCP_INFO does
+   not say; *mss = the MSS this end announced (the most a full segment of the site holds). */
+static long segs_in(int fd, uint32_t *mss)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_data_segs_in) + sizeof ti.tcpi_data_segs_in)
+        return -1;
+    *mss = ti.tcpi_advmss;
+    return (long)ti.tcpi_data_segs_in;
+}
+
+/* Read what the site sends: one entry in seg per read that returned bytes, and in wire the
+   most TCP segments that read can hold: the count after it less the count before the
+   previous read (never too few, however segments pile up between reads on a busy host).
+   base = the count before the ClientHello went out; *mss = 0 when a count failed. */
+static int record(int fd, uint8_t *buf, size_t *n, uint32_t *seg, uint32_t *wire, size_t *nseg,
+                  uint32_t *mss, long base, int quiet_ms, uint64_t deadline)
 {
     *n = 0;
     *nseg = 0;
+    long before_prev = base;
+    bool counted = base >= 0;
     for (;;) {
         int wait = left_ms(deadline);
         if (*n > 0 && wait > quiet_ms)
@@ -40,6 +61,8 @@ static int record(int fd, uint8_t *buf, size_t *n, uint32_t *seg, size_t *nseg, 
             return -errno;
         if (rc == 0)
             return *n > 0 ? 0 : -ETIMEDOUT; /* the quiet gap (or nothing at all) */
+        uint32_t m = 0;
+        long before = segs_in(fd, &m);
         ssize_t k = recv(fd, buf + *n, TLSFLIGHT_RECORDING_MAX - *n, 0);
         if (k == 0)
             return *n > 0 ? 0 : -ECONNRESET; /* closed without a word */
@@ -48,10 +71,18 @@ static int record(int fd, uint8_t *buf, size_t *n, uint32_t *seg, size_t *nseg, 
                 continue;
             return *n > 0 ? 0 : -errno; /* a reset after the flight still leaves it */
         }
-        if (*nseg == TLSFLIGHT_MAX_SEG)
+        long after = segs_in(fd, &m);
+        counted = counted && before >= 0 && after >= before_prev;
+        uint32_t w = counted ? (uint32_t)(after - before_prev) : 0;
+        *mss = counted ? m : 0;
+        before_prev = before;
+        if (*nseg == TLSFLIGHT_MAX_SEG) {
             seg[*nseg - 1] += (uint32_t)k; /* beyond what is kept: the last read grows */
-        else
+            wire[*nseg - 1] += w;
+        } else {
+            wire[*nseg] = w;
             seg[(*nseg)++] = (uint32_t)k;
+        }
         *n += (size_t)k;
         if (*n == TLSFLIGHT_RECORDING_MAX)
             return 0;
@@ -94,7 +125,7 @@ int tlsscout_exchange(const struct sockaddr *addr, socklen_t addr_len, const uin
     int timeout = o && o->timeout_ms > 0 ? o->timeout_ms : 5000;
     int quiet = o && o->quiet_ms > 0 ? o->quiet_ms : TLSSCOUT_QUIET_MS;
     uint64_t deadline = tg__now_ms() + (uint64_t)timeout;
-    uint32_t seg[TLSFLIGHT_MAX_SEG];
+    uint32_t seg[TLSFLIGHT_MAX_SEG], wire[TLSFLIGHT_MAX_SEG], mss = 0;
     size_t nseg = 0;
     *rec_n = 0;
     const char *step = "connect";
@@ -105,10 +136,11 @@ int tlsscout_exchange(const struct sockaddr *addr, socklen_t addr_len, const uin
     }
     if (fd >= 0 && rc >= 0) {
         step = "send ClientHello";
+        long base = segs_in(fd, &mss); /* a TLS site says nothing before the hello */
         rc = probeconn_send(fd, hello, hl, deadline);
         if (rc == 0) {
             step = "read the answer";
-            rc = record(fd, rec, rec_n, seg, &nseg, quiet, deadline);
+            rc = record(fd, rec, rec_n, seg, wire, &nseg, &mss, base, quiet, deadline);
         }
     }
     if (fd >= 0)
@@ -121,6 +153,8 @@ int tlsscout_exchange(const struct sockaddr *addr, socklen_t addr_len, const uin
     size_t sid_len = hl > 43 && hello[43] <= 32 && hl >= 44u + hello[43] ? hello[43] : 0;
     char why[160];
     rc = tlsflight_parse(rec, *rec_n, seg, nseg, hello + 44, sid_len, out, why, sizeof why);
+    if (rc == 0)
+        tlsflight_mark_merged(out, wire, mss);
     if (rc < 0)
         snprintf(err, errlen, "tls-front probe of %s: %s", what, why);
     return rc;

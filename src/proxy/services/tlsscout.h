@@ -3,9 +3,10 @@
  * a ClientHello shaped like a Telegram client's (tlsflight_client_hello: fresh random,
  * session id, GREASE and x25519 key share each time) and records the site's first flight
  * the way a passive observer sees it: every non-blocking read() after a poll() wake-up is
- * one observed TCP segment (what arrived together), and the recording ends after a quiet
- * gap of quiet_ms with nothing new, at EOF, or at TLSFLIGHT_RECORDING_MAX bytes. The bytes
- * are then parsed (tlsflight_parse) into the flight's shape.
+ * one observed TCP segment (what arrived together; TCP_INFO's count of the segments that
+ * arrived marks a read that held more: tlsflight_mark_merged), and the recording ends
+ * after a quiet gap of quiet_ms with nothing new, at EOF, or at TLSFLIGHT_RECORDING_MAX
+ * bytes. The bytes are then parsed (tlsflight_parse) into the flight's shape.
  *
  * Blocking (bounded by timeout_ms in all): call it from a thread of its own, never from a
  * worker's loop. The address is resolved by the caller ([network] dns / prefer-ip).

@@ -169,6 +169,21 @@ int tlsflight_parse(const uint8_t *p, size_t n, const uint32_t *seg, size_t nseg
     return 0;
 }
 
+void tlsflight_mark_merged(struct tlsflight *f, const uint32_t *wire, uint32_t mss)
+{
+    if (!wire || !mss)
+        return;
+    for (size_t i = 0; i < f->nseg; i++) {
+        /* the records holding the read's first and last byte */
+        size_t first = i == 0               ? 0
+                       : f->seg_cuts[i - 1] ? f->seg_end_rec[i - 1]
+                                            : f->seg_end_rec[i - 1] + 1u;
+        size_t need = (f->seg_len[i] + (size_t)mss - 1) / mss;
+        if (wire[i] > need && f->seg_end_rec[i] > first)
+            f->seg_merged = true;
+    }
+}
+
 static const char *rec_name(const struct tlsflight *f, size_t i)
 {
     if (i == 0)

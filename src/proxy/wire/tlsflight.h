@@ -79,6 +79,10 @@ struct tlsflight {
     uint32_t seg_len[TLSFLIGHT_MAX_SEG];
     uint8_t seg_end_rec[TLSFLIGHT_MAX_SEG];
     bool seg_cuts[TLSFLIGHT_MAX_SEG]; /* the read ended inside a record */
+    /* a read held a short TCP segment's end at a record boundary inside it
+       (tlsflight_mark_merged): the reads are not the wire's segments there, and the
+       pattern may lack a cut the site made */
+    bool seg_merged;
 };
 
 /*
@@ -90,6 +94,16 @@ struct tlsflight {
 int tlsflight_parse(const uint8_t *p, size_t n, const uint32_t *seg, size_t nseg,
                     const uint8_t *client_sid, size_t client_sid_len, struct tlsflight *out,
                     char *err, size_t errlen);
+
+/*
+ * Which reads held more than the wire's segments: wire[i] = how many TCP segments with data
+ * arrived for read i (at most; TCP_INFO's count around the read), mss = the receive MSS.
+ * A read of len bytes that took more segments than len / mss rounded up held a short one,
+ * i.e. the end of a site's write; if a record boundary lies inside that read, the site may
+ * have cut its flight there and a busy reader merged the two (reads only ever merge
+ * segments). Sets f->seg_merged then; wire NULL or mss 0 leaves it false.
+ */
+void tlsflight_mark_merged(struct tlsflight *f, const uint32_t *wire, uint32_t mss);
 
 /* The segment pattern in short text ("SH|CCS+AD" style: records of one read joined by '+',
    reads by '|', a record cut by a read boundary marked "~"): into out (cap > 0), always

@@ -86,11 +86,18 @@ int tlsprofile_build(const char *domain, const struct tlsflight *f, size_t n, in
             out->nenc_max = ne;
     }
     out->probes = (uint32_t)out->nlens;
+    /* a probe whose reads merged the site's segments (a busy host: tlsflight_mark_merged)
+       may lack a cut: when some probes read every segment apart, only they vote */
+    bool any_exact = false;
+    for (size_t i = 0; i < out->nlens; i++)
+        any_exact = any_exact || !f[pat_of[i]].seg_merged;
     size_t best = 0, best_votes = 0;
     for (size_t i = 0; i < out->nlens; i++) {
+        if (any_exact && f[pat_of[i]].seg_merged)
+            continue;
         size_t votes = 0;
         for (size_t j = 0; j < out->nlens; j++)
-            votes += strcmp(pat[i], pat[j]) == 0;
+            votes += strcmp(pat[i], pat[j]) == 0 && !(any_exact && f[pat_of[j]].seg_merged);
         if (votes > best_votes ||
             (votes == best_votes && count_segments(pat[i]) > count_segments(pat[best]))) {
             best = i;

@@ -7,8 +7,9 @@
  * extensions in order with their lengths (key_share's group and key length, the
  * supported_versions choice), whether a ChangeCipherSpec follows, the encrypted part's
  * length on the wire of every probe (the learned distribution), and the site's segment
- * pattern: the most common one among the probes, kept as the byte offsets in the flight
- * where a TCP segment ended at a record boundary.
+ * pattern: the most common one among the probes (among those whose reads were the wire's
+ * segments, when there are any: tlsflight_mark_merged), kept as the byte offsets in the
+ * flight where a TCP segment ended at a record boundary.
  *
  * tlsprofile_answer() builds a FakeTLS answer for one accepted ClientHello from a profile,
  * within what Telegram clients accept (docs/proxy-protocol-notes.md): the site's

@@ -34,7 +34,8 @@ static void flight(struct pbytes *b, bool ks_first, uint16_t cipher, size_t nenc
     }
 }
 
-/* A gnutls-like site: key_share first, SH+CCS in one segment, five records in the next. */
+/* A gnutls-like site: key_share first, SH+CCS in one segment, five records in the next
+   (split), or both read at once. */
 static void parse_split(struct tlsflight *f, size_t extra, bool split)
 {
     static const size_t lens[5] = {10, 1900, 300, 53, 0};
@@ -44,10 +45,10 @@ static void parse_split(struct tlsflight *f, size_t extra, bool split)
     struct pbytes b = {0};
     size_t cut;
     flight(&b, true, 0x1301, 5, l, &cut);
-    uint32_t seg[2] = {(uint32_t)cut, (uint32_t)(b.n - cut)};
+    uint32_t seg[2] = {(uint32_t)cut, (uint32_t)(b.n - cut)}, one = (uint32_t)b.n;
     char err[160];
     assert_int_equal(
-        tlsflight_parse(b.b, b.n, split ? seg : NULL, split ? 2 : 0, sid, 32, f, err, sizeof err),
+        tlsflight_parse(b.b, b.n, split ? seg : &one, split ? 2 : 1, sid, 32, f, err, sizeof err),
         0);
 }
 
@@ -107,6 +108,67 @@ static void test_pattern_tie_prefers_split(void **state)
     struct tlsprofile p;
     assert_int_equal(tlsprofile_build("a.example", f, 2, 1, &p, NULL, 0), 0);
     assert_string_equal(p.pattern, "SH+CCS|AD+AD+AD+AD+AD");
+}
+
+/* A busy host: the reads of most probes merged the site's two segments (TCP_INFO counted
+   two segments in one read), one probe read them apart. The merged majority must not win:
+   the pattern is the one read apart, with its cut. */
+static void test_merged_reads_do_not_vote(void **state)
+{
+    (void)state;
+    static struct tlsflight f[5];
+    uint32_t two[1] = {2}; /* one read, two wire segments */
+    for (int i = 0; i < 4; i++) {
+        parse_split(&f[i], 0, false);
+        tlsflight_mark_merged(&f[i], two, 65483); /* loopback's MSS: one segment would do */
+        assert_true(f[i].seg_merged);
+    }
+    parse_split(&f[4], 0, true);
+    uint32_t apart[2] = {1, 1};
+    tlsflight_mark_merged(&f[4], apart, 65483);
+    assert_false(f[4].seg_merged);
+    struct tlsprofile p;
+    assert_int_equal(tlsprofile_build("a.example", f, 5, 1, &p, NULL, 0), 0);
+    assert_int_equal(p.probes, 5);
+    assert_string_equal(p.pattern, "SH+CCS|AD+AD+AD+AD+AD");
+    assert_int_equal(p.ncuts, 1);
+    assert_int_equal(p.cuts[0], 5 + 4 + 118 + 6);
+    /* without the counts the merged majority wins, as before */
+    for (int i = 0; i < 5; i++)
+        f[i].seg_merged = false;
+    assert_int_equal(tlsprofile_build("a.example", f, 5, 1, &p, NULL, 0), 0);
+    assert_string_equal(p.pattern, "SH+CCS+AD+AD+AD+AD+AD");
+
+    /* what counts as merged: more segments than the read's bytes need at that MSS, across a
+       record boundary. A 2,400-byte read in two full 1,448-byte segments is the path's. */
+    struct tlsflight g;
+    parse_split(&g, 0, false);
+    tlsflight_mark_merged(&g, two, (uint32_t)(g.seg_len[0] + 1) / 2);
+    assert_false(g.seg_merged);
+    tlsflight_mark_merged(&g, NULL, 65483); /* no counts: nothing known */
+    assert_false(g.seg_merged);
+    tlsflight_mark_merged(&g, two, 0);
+    assert_false(g.seg_merged);
+    uint32_t three[1] = {3};
+    tlsflight_mark_merged(&g, three, (uint32_t)(g.seg_len[0] + 1) / 2);
+    assert_true(g.seg_merged);
+    /* a read inside one record (no boundary in it) hides no record-aligned cut, however
+       many segments it took */
+    static const size_t lens[5] = {10, 1900, 300, 53, 53};
+    struct pbytes b = {0};
+    size_t cut;
+    flight(&b, true, 0x1301, 5, lens, &cut);
+    uint32_t seg[3] = {(uint32_t)cut + 15 + 100, 500, 0};
+    seg[2] = (uint32_t)b.n - seg[0] - seg[1];
+    struct tlsflight h;
+    char err[160];
+    assert_int_equal(tlsflight_parse(b.b, b.n, seg, 3, sid, 32, &h, err, sizeof err), 0);
+    uint32_t inner[3] = {1, 4, 1};
+    tlsflight_mark_merged(&h, inner, 65483);
+    assert_false(h.seg_merged);
+    inner[2] = 2; /* the last read holds three record boundaries */
+    tlsflight_mark_merged(&h, inner, 65483);
+    assert_true(h.seg_merged);
 }
 
 /* The answer, as a Telegram client checks it, then as a prober records it. */
@@ -242,6 +304,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_from_flights),
         cmocka_unit_test(test_pattern_tie_prefers_split),
+        cmocka_unit_test(test_merged_reads_do_not_vote),
         cmocka_unit_test(test_answer_is_the_site_shape),
         cmocka_unit_test(test_store_round_trip),
         cmocka_unit_test(test_store_refuses_bad_files),
