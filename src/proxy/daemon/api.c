@@ -527,21 +527,29 @@ static void snums_done(struct snums *n)
     n->niph = n->capiph = 0;
 }
 
-/* An address as the fleet's instances publish it: the first 8 bytes of SHA-256 over a
-   constant and the 16 bytes (IPv4 mapped), so that two instances that saw one client
-   publish one value. Pseudonymous, not anonymous: an IPv4 address is found again by trying
-   all 2^32 (Redis already holds the secrets' keys; it must be private anyway). */
+/* 64 bits mixed so that every input bit moves every output bit (the finaliser of
+   SplitMix64: Steele, Lea, Flood 2014, constants as published). */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* An address as the fleet's instances publish it: its 16 bytes (IPv4 mapped) mixed into 64
+   bits, the same at every instance, so that two that saw one client publish one value. A
+   publish hashes every counted address of every secret each second (256 x 1,000 at most),
+   so this is a few multiplications, not SHA-256. A pseudonym, not anonymity: anyone who
+   can read Redis finds an address again by hashing candidates (Redis already holds the
+   secrets' keys; it must be private anyway). */
 static uint64_t addr_hash(const uint8_t addr[16])
 {
-    static const char tag[] = "tgproxy api client address";
-    struct crypto_part parts[] = {{tag, sizeof tag}, {addr, 16}};
-    uint8_t h[CRYPTO_SHA256_LEN];
-    if (crypto_sha256(parts, 2, h) != 0)
-        memcpy(h, addr + 8, 8); /* not reached with a working OpenSSL; still one per address */
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | h[i];
-    return v;
+    uint64_t hi = 0, lo = 0;
+    for (int i = 0; i < 8; i++) {
+        hi = hi << 8 | addr[i];
+        lo = lo << 8 | addr[8 + i];
+    }
+    return mix64(lo ^ mix64(hi ^ 0x7467707278793235ull /* "tgprxy25" */));
 }
 
 static void iph_add(struct snums *n, uint64_t h)
@@ -1813,6 +1821,8 @@ static bool split_secret_path(const char *url, char *label, size_t cap, const ch
     return !strchr(*action, '/');
 }
 
+static void token_reread(struct api *a);
+
 static int route(struct api *a, struct MHD_Connection *c, const char *url, const char *m,
                  const struct req *r, struct out *o)
 {
@@ -1840,6 +1850,7 @@ static int route(struct api *a, struct MHD_Connection *c, const char *url, const
         char err[CONFIG_ERR_MAX];
         if (server_reload_file_locked(a->srv, config_path(a), "api", err, sizeof err) != 0)
             return err_out(o, 409, "config_invalid", "reload refused: %s", err);
+        token_reread(a);
         struct apistore fresh;
         if (apistore_load(&fresh, server_config(a->srv)->api.state_file, err, sizeof err) == 0) {
             apistore_cleanup(&a->st);
@@ -2230,13 +2241,20 @@ static int token_load(struct api *a, const char *path)
         return -EINVAL;
     }
     struct crypto_part p = {tok, n};
-    rc = crypto_random(a->mac_key, sizeof a->mac_key) == 0 &&
-                     crypto_hmac_sha256(a->mac_key, sizeof a->mac_key, &p, 1, a->token_mac) == 0
-                 ? 0
-                 : -EIO;
+    uint8_t key[32], mac[32]; /* the token in use changes only once the new one is read */
+    rc = crypto_random(key, sizeof key) == 0 &&
+                 crypto_hmac_sha256(key, sizeof key, &p, 1, mac) == 0
+             ? 0
+             : -EIO;
     crypto_wipe(tok, len);
     tg__free(tok);
-    a->has_token = rc == 0;
+    if (rc == 0) {
+        memcpy(a->mac_key, key, sizeof key);
+        memcpy(a->token_mac, mac, sizeof mac);
+        a->has_token = true;
+    }
+    crypto_wipe(key, sizeof key);
+    crypto_wipe(mac, sizeof mac);
     return rc;
 }
 
@@ -2322,6 +2340,16 @@ uint16_t api_port(const struct api *a)
     return a ? a->port : 0;
 }
 
+/* A reload (SIGHUP, POST /v1/reload) reads the token file again: a new token replaces the
+   one in use; a file that does not read right leaves it (token_load said why). */
+static void token_reread(struct api *a)
+{
+    const char *tf = server_config(a->srv)->api.token_file;
+    if (a->has_token && tf[0] && token_load(a, tf) != 0)
+        tg__log(NULL, TG__LOG_ERROR, "[api] token-file %s: not read again; the token in use stays",
+                tf);
+}
+
 void api_note_reload(struct api *a, bool ok, const char *origin, const char *err)
 {
     if (!a)
@@ -2331,6 +2359,8 @@ void api_note_reload(struct api *a, bool ok, const char *origin, const char *err
     r->ok = ok;
     tg__strlcpy(r->origin, origin, sizeof r->origin);
     tg__strlcpy(r->error, err ? err : "", sizeof r->error);
+    if (ok && strcmp(origin, "SIGHUP") == 0)
+        token_reread(a);
     if (ok && strcmp(origin, "api") != 0) { /* the state file may have been edited too */
         struct apistore fresh;
         char e2[CONFIG_ERR_MAX];

@@ -1000,6 +1000,35 @@ static void test_ready_fronting(void **state)
     env_done(&e);
 }
 
+/* A reload (SIGHUP's path, and POST /v1/reload) reads the token file again: a file that is
+   refused (readable by others, empty, missing) leaves the token in use; a new one replaces
+   it, and the old one is refused from then on. */
+static void test_token_reload(void **state)
+{
+    (void)state;
+    struct env e;
+    env_init(&e, false, NULL);
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 200, NULL);
+    chmod(e.token, 0644);
+    assert_int_equal(server_reload_file(e.srv, e.conf), 0);
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 200, NULL);
+    write_file(e.token, "", 0600);
+    assert_int_equal(server_reload_file(e.srv, e.conf), 0);
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 200, NULL);
+    unlink(e.token);
+    assert_int_equal(server_reload_file(e.srv, e.conf), 0);
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 200, NULL);
+    write_file(e.token, "n3w-t0k3n\n", 0600);
+    assert_int_equal(server_reload_file(e.srv, e.conf), 0);
+    expect(&e, "GET", "/v1/info", "n3w-t0k3n", NULL, 200, NULL);
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 401, "unauthorized");
+    write_file(e.token, TOKEN "\n", 0600);
+    expect(&e, "POST", "/v1/reload", "n3w-t0k3n", NULL, 200, NULL);
+    expect(&e, "GET", "/v1/info", TOKEN, NULL, 200, NULL);
+    expect(&e, "GET", "/v1/info", "n3w-t0k3n", NULL, 401, "unauthorized");
+    env_done(&e);
+}
+
 struct exit_wait {
     pid_t pid;
     int status;
@@ -1035,7 +1064,7 @@ static void refused(struct env *e, const char *want)
 /* The token file and the API's reach, each refused at start with a message that says why
    and never quotes the token: a token file others can read, one that is missing, one that
    is empty, one that is a symbolic link, and an API beyond loopback without a token.
-   ([api] is read at start only: a reload keeps the running listener and its token.) */
+   (A reload reads the token file again: test_token_reload.) */
 static void test_token_refusals(void **state)
 {
     (void)state;
@@ -1189,7 +1218,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_writes), cmocka_unit_test(test_fleet),
         cmocka_unit_test(test_thousand_secrets), cmocka_unit_test(test_secret_stats),
         cmocka_unit_test(test_fleet_daemons),     cmocka_unit_test(test_token_refusals),
-        cmocka_unit_test(test_ready_fronting),
+        cmocka_unit_test(test_ready_fronting),    cmocka_unit_test(test_token_reload),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
