@@ -10,6 +10,8 @@
 #include "proxy/wire/crypto.h"
 
 #include <errno.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -422,4 +424,44 @@ int keyshare_random(uint8_t pub[32])
     memcpy(pub, pool[pooled], 32);
     crypto_wipe(pool[pooled], 32);
     return 0;
+}
+
+/* ---- the other groups a site may choose ---- */
+
+static const struct {
+    uint16_t group;
+    const char *type, *curve; /* EVP_PKEY_Q_keygen's names; curve NULL for X448 */
+    size_t len;
+} other_groups[] = {
+    {0x0017, "EC", "P-256", 65},
+    {0x0018, "EC", "P-384", 97},
+    {0x0019, "EC", "P-521", 133},
+    {0x001e, "X448", NULL, 56},
+};
+
+size_t keyshare_group_len(uint16_t group)
+{
+    for (size_t i = 0; i < sizeof other_groups / sizeof other_groups[0]; i++)
+        if (other_groups[i].group == group)
+            return other_groups[i].len;
+    return 0;
+}
+
+int keyshare_group_random(uint16_t group, uint8_t *out, size_t len)
+{
+    size_t i = 0;
+    while (i < sizeof other_groups / sizeof other_groups[0] && other_groups[i].group != group)
+        i++;
+    if (i == sizeof other_groups / sizeof other_groups[0] || other_groups[i].len != len)
+        return -ENOTSUP;
+    EVP_PKEY *k = other_groups[i].curve
+                      ? EVP_PKEY_Q_keygen(NULL, NULL, other_groups[i].type, other_groups[i].curve)
+                      : EVP_PKEY_Q_keygen(NULL, NULL, other_groups[i].type);
+    size_t n = 0;
+    int ok =
+        k &&
+        EVP_PKEY_get_octet_string_param(k, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, out, len, &n) == 1 &&
+        n == len;
+    EVP_PKEY_free(k); /* the private half is never used: freed (and cleansed) at once */
+    return ok ? 0 : -EIO;
 }

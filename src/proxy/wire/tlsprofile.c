@@ -124,7 +124,8 @@ unsigned tlsprofile_diff(const struct tlsprofile *p)
         if (p->ext[i].type != TLSFLIGHT_EXT_KEY_SHARE &&
             p->ext[i].type != TLSFLIGHT_EXT_SUPPORTED_VERSIONS)
             diff |= TLSFLIGHT_DIFF_EXTS;
-    if (p->group && (p->group != 0x001d || p->key_len != 32))
+    if (p->group && (p->group != 0x001d || p->key_len != 32) &&
+        keyshare_group_len(p->group) != p->key_len)
         diff |= TLSFLIGHT_DIFF_GROUP;
     if (!p->ccs)
         diff |= TLSFLIGHT_DIFF_NO_CCS;
@@ -146,8 +147,9 @@ const char *tlsprofile_diff_text(unsigned diff, char *out, size_t cap)
         {TLSFLIGHT_DIFF_EXTS, "the site's ServerHello carries extensions other than key_share and "
                               "supported_versions: they are left out (their contents are not "
                               "recorded)"},
-        {TLSFLIGHT_DIFF_GROUP, "the site's key share is not X25519: the answer carries random "
-                               "bytes of the same length, not a point on its curve"},
+        {TLSFLIGHT_DIFF_GROUP, "the site's key share is of a group tgproxy makes no keys of "
+                               "(it makes X25519, X448, secp256r1, secp384r1 and secp521r1): "
+                               "the answer carries random bytes of the same length"},
         {TLSFLIGHT_DIFF_NO_CCS, "the site sends no ChangeCipherSpec; Telegram clients require one, "
                                 "so the answer has it"},
         {TLSFLIGHT_DIFF_RECORDS,
@@ -241,13 +243,14 @@ int tlsprofile_answer(const struct tlsprofile *p, const struct faketls_hello *h,
         if (t == TLSFLIGHT_EXT_KEY_SHARE && p->group) {
             q = be16(be16(q, t), 4 + (size_t)p->key_len);
             q = be16(be16(q, p->group), p->key_len);
+            /* x25519 and the groups keyshare makes genuine shares of (an observer can check a
+               NIST point is on its curve); another group's bytes are random */
             int rc = p->group == 0x001d && p->key_len == 32 ? keyshare_random(q)
-                                                            : crypto_random(q, p->key_len);
+                     : keyshare_group_len(p->group) == p->key_len
+                         ? keyshare_group_random(p->group, q, p->key_len)
+                         : crypto_random(q, p->key_len);
             if (rc != 0)
                 return -EIO;
-            /* NIST curves send an uncompressed point: 04 || x || y */
-            if (p->group >= 0x0017 && p->group <= 0x0019 && p->key_len)
-                q[0] = 0x04;
             q += p->key_len;
         } else if (t == TLSFLIGHT_EXT_SUPPORTED_VERSIONS && p->selected) {
             q = be16(be16(be16(q, t), 2), p->selected);

@@ -13,7 +13,8 @@
  *
  * tlsprofile_answer() builds a FakeTLS answer for one accepted ClientHello from a profile,
  * within what Telegram clients accept (docs/proxy-protocol-notes.md): the site's
- * ServerHello (fresh random, a fresh key share of the site's group and length, the client's
+ * ServerHello (fresh random, a fresh key share of the site's group and length: a genuine
+ * public key for the groups keyshare.h makes, random bytes for others; the client's
  * session id echoed when the site echoes), exactly one CCS and exactly one ApplicationData
  * record whose length is a probe's encrypted wire bytes less its header, moved by a uniform
  * -TLSPROFILE_JITTER..+TLSPROFILE_JITTER (so it is never constant), HMAC over the exact

@@ -3,7 +3,8 @@
  * byte (a TLS 1.3 ServerHello, CCS, then the encrypted handshake in several records, cut
  * into TCP reads as the site cut them) and summarised into a profile; the answer built from
  * it is verified as Telegram clients verify it (HMAC over the exact bytes) and read back
- * with the recorded-flight parser; the stored form round-trips and its parser refuses bad
+ * with the recorded-flight parser (a NIST-curve key share checked as a point of its curve by
+ * OpenSSL); the stored form round-trips and its parser refuses bad
  * files with the line and the reason.
  */
 #include "tgtest.h"
@@ -15,6 +16,9 @@
 #include "proxy/wire/tlsprofile.h"
 
 #include <errno.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/param_build.h>
 
 static const uint8_t sid[32] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6,
                                 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
@@ -223,6 +227,74 @@ static void test_answer_is_the_site_shape(void **state)
     assert_true(distinct > 20); /* never one constant length */
 }
 
+/* pt is a public key of curve (OpenSSL's decoding of the point, then its public-key check:
+   the point lies on the curve and is not the identity). */
+static bool point_on_curve(const char *curve, const uint8_t *pt, size_t n)
+{
+    OSSL_PARAM_BLD *b = OSSL_PARAM_BLD_new();
+    assert_non_null(b);
+    assert_int_equal(OSSL_PARAM_BLD_push_utf8_string(b, OSSL_PKEY_PARAM_GROUP_NAME, curve, 0), 1);
+    assert_int_equal(OSSL_PARAM_BLD_push_octet_string(b, OSSL_PKEY_PARAM_PUB_KEY, pt, n), 1);
+    OSSL_PARAM *prm = OSSL_PARAM_BLD_to_param(b);
+    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    EVP_PKEY *k = NULL;
+    bool ok = prm && c && EVP_PKEY_fromdata_init(c) == 1 &&
+              EVP_PKEY_fromdata(c, &k, EVP_PKEY_PUBLIC_KEY, prm) == 1;
+    EVP_PKEY_CTX *v = ok ? EVP_PKEY_CTX_new_from_pkey(NULL, k, NULL) : NULL;
+    ok = ok && v && EVP_PKEY_public_check(v) == 1;
+    EVP_PKEY_CTX_free(v);
+    EVP_PKEY_free(k);
+    EVP_PKEY_CTX_free(c);
+    OSSL_PARAM_free(prm);
+    OSSL_PARAM_BLD_free(b);
+    return ok;
+}
+
+/* A site whose key share is secp256r1, secp384r1 or secp521r1: the answer's share is a point
+   of that curve (as an observer can check), fresh each time; not random bytes. */
+static void test_answer_nist_key_share_is_a_point(void **state)
+{
+    (void)state;
+    static const struct {
+        uint16_t group;
+        uint16_t len;
+        const char *curve;
+    } g[] = {{0x0017, 65, "P-256"}, {0x0018, 97, "P-384"}, {0x0019, 133, "P-521"}};
+    static const uint8_t key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    struct faketls_hello h = {.session_id_len = 32, .cipher = 0x1301};
+    memcpy(h.session_id, sid, 32);
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        struct tlsprofile p;
+        gnutls_profile(&p); /* key_share first */
+        p.group = g[i].group;
+        p.key_len = g[i].len;
+        p.ext[0].len = (uint16_t)(4 + g[i].len);
+        assert_int_equal(tlsprofile_diff(&p), TLSFLIGHT_DIFF_RECORDS); /* nothing to report */
+        uint8_t prev[133] = {0};
+        for (int round = 0; round < 8; round++) {
+            uint8_t out[TLSPROFILE_ANSWER_MAX];
+            size_t cuts[TLSPROFILE_MAX_CUTS], ncuts = 0;
+            assert_true(tlsprofile_answer(&p, &h, key, out, sizeof out, cuts, &ncuts) > 0);
+            /* record 5, handshake 4, version 2, random 32, session id 1 + 32, cipher 2,
+               compression 1, extensions' length 2: key_share's type, length, group, length */
+            const uint8_t *ks = out + 81;
+            assert_int_equal(ks[0] << 8 | ks[1], 51);
+            assert_int_equal(ks[4] << 8 | ks[5], g[i].group);
+            assert_int_equal(ks[6] << 8 | ks[7], g[i].len);
+            if (!point_on_curve(g[i].curve, ks + 8, g[i].len))
+                fail_msg("the %s key share is not a point of the curve", g[i].curve);
+            assert_memory_not_equal(ks + 8, prev, g[i].len); /* fresh each time */
+            memcpy(prev, ks + 8, g[i].len);
+        }
+    }
+    /* the check itself: random bytes after 04 are not a point */
+    uint8_t junk[65];
+    junk[0] = 0x04;
+    for (int i = 1; i < 65; i++)
+        junk[i] = (uint8_t)(i * 37 + 11);
+    assert_false(point_on_curve("P-256", junk, sizeof junk));
+}
+
 static void test_store_round_trip(void **state)
 {
     (void)state;
@@ -306,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_pattern_tie_prefers_split),
         cmocka_unit_test(test_merged_reads_do_not_vote),
         cmocka_unit_test(test_answer_is_the_site_shape),
+        cmocka_unit_test(test_answer_nist_key_share_is_a_point),
         cmocka_unit_test(test_store_round_trip),
         cmocka_unit_test(test_store_refuses_bad_files),
     };
