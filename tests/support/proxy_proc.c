@@ -116,6 +116,12 @@ pid_t pproc_spawn_logged(char *const argv[], const char *log)
             _exit(126);
         dup2(fd, 1);
         dup2(fd, 2);
+        /* nothing else of the parent's: its sockets, pipes and files (a soak driver's
+           connections, a test's listeners) are not the program's, and held open here they
+           would keep the parent's peers waiting and count as the program's descriptors */
+        if (close_range(3, ~0u, 0) != 0)
+            for (int k = 3; k < 65536; k++)
+                close(k);
         execv(argv[0], argv);
         _exit(127);
     }

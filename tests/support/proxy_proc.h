@@ -47,8 +47,8 @@ int pproc_microsocks_start(struct pproc *p, const char *user, const char *pass);
 /* The same listening on ::1 ("::1") or another numeric loopback address. */
 int pproc_microsocks_start_on(struct pproc *p, const char *ip, const char *user, const char *pass);
 /* Fork and exec argv[0] (a path) with stdout and stderr appended to the file log (created
-   0600); the child gets SIGKILL if this process dies first (PR_SET_PDEATHSIG). The child's
-   pid, or -errno. */
+   0600) and no other descriptor of this process but stdin; the child gets SIGKILL if this
+   process dies first (PR_SET_PDEATHSIG). The child's pid, or -errno. */
 pid_t pproc_spawn_logged(char *const argv[], const char *log);
 /* Occurrences of needle in the file log now (its first MiB; 0 when it does not exist). */
 int pproc_log_count(const char *log, const char *needle);
