@@ -33,7 +33,7 @@ TGKIT_BENCH_HS=$NC TGKIT_BENCH_BREAKDOWN=callgrind valgrind -q --tool=callgrind 
     { cat "$D/valgrind.log" >&2; exit 1; }
 # phase = inclusive instructions of these functions (relay: pr_*; proxy: the engine's
 # handlers), per handshake served by that child
-PHASES='relay_child pr_accept pr_pump pr_settle pr_close worker_main loop_run_once on_listen conn_accept on_hs_client tls_hello faketls_validate faketls_server_hello keyshare_random crypto_hmac_sha256 flight_step plain_header obfs2_parse_client admit_hello start_dc obfs2_dc_header upstream_dc on_connected on_upstream relay_start relay_on_client relay_on_upstream run_timers conn_close crypto_ctr_init crypto_ctr_cleanup epoll_wait epoll_ctl'
+PHASES='relay_child pr_accept pr_pump pr_settle pr_close worker_main loop_run_once on_listen conn_accept conn_accept_peer on_hs_client tls_hello faketls_validate faketls_server_hello keyshare_random crypto_hmac_sha256 flight_step plain_header obfs2_parse_client admit_hello start_dc obfs2_dc_header upstream_dc on_connected on_upstream relay_start relay_on_client relay_on_upstream run_timers conn_close crypto_ctr_init crypto_ctr_cleanup epoll_wait epoll_ctl'
 sed -n 's/^bench=breakdown_child path=\([a-z]*\) pid=\([0-9]*\) handshakes=\([0-9]*\).*/\1 \2 \3/p' "$D/children" |
 while read -r path pid n; do
     callgrind_annotate --inclusive=yes --threshold=100 "$D/cg.$pid" 2>/dev/null |

@@ -208,52 +208,16 @@ static void fe_from_bytes(fe *h, const uint8_t in[32])
     h->l[4] = w[3] >> 12;
 }
 
-/* 256-bit unsigned integers as four 64-bit words, little-endian (the square check). */
-typedef struct {
-    uint64_t w[4];
-} u256;
+/* (2 / n) = -1 iff n = 3, 5 (mod 8): the sign change for an odd count of halvings. */
+#define TWO_FLIPS(n) ((((n)&7) == 3) | (((n)&7) == 5))
 
-static void u256_from_fe(u256 *r, const fe *z)
-{
-    uint8_t b[32];
-    fe_bytes(b, z);
-    for (int i = 0; i < 4; i++) {
-        r->w[i] = 0;
-        for (int j = 0; j < 8; j++)
-            r->w[i] |= (uint64_t)b[8 * i + j] << (8 * j);
-    }
-}
-
-/* r >>= k for 0 < k < 64 */
-static void u256_shr(u256 *r, unsigned k)
-{
-    r->w[0] = r->w[0] >> k | r->w[1] << (64 - k);
-    r->w[1] = r->w[1] >> k | r->w[2] << (64 - k);
-    r->w[2] = r->w[2] >> k | r->w[3] << (64 - k);
-    r->w[3] >>= k;
-}
-
-/* r = a - b; true when it borrowed (a < b) */
-static bool u256_sub(u256 *r, const u256 *a, const u256 *b)
-{
-    unsigned char c = 0;
-    for (int i = 0; i < 4; i++) {
-        uint64_t d = a->w[i] - b->w[i];
-        unsigned char c1 = d > a->w[i];
-        uint64_t e = d - c;
-        c = c1 | (e > d);
-        r->w[i] = e;
-    }
-    return c;
-}
-
-/* Jacobi symbol (a / n) of one-word values, n odd. */
+/* The binary Jacobi loop on one-word values, n odd: (a / n) * t. */
 static int jacobi64(uint64_t a, uint64_t n, int t)
 {
     while (a) {
         unsigned v = (unsigned)__builtin_ctzll(a);
         a >>= v;
-        if ((v & 1) && ((n & 7) == 3 || (n & 7) == 5))
+        if ((v & 1) && TWO_FLIPS(n))
             t = -t;
         if (a < n) {
             uint64_t x = a;
@@ -267,45 +231,85 @@ static int jacobi64(uint64_t a, uint64_t n, int t)
     return n == 1 ? t : 0;
 }
 
+static unsigned ctz128(u128 x)
+{
+    uint64_t lo = (uint64_t)x;
+    return lo ? (unsigned)__builtin_ctzll(lo) : 64 + (unsigned)__builtin_ctzll((uint64_t)(x >> 64));
+}
+
+/* The same on two-word values, until both fit one word. */
+static int jacobi128(u128 a, u128 n, int t)
+{
+    while ((a | n) >> 64) {
+        if (a == 0)
+            return 0; /* gcd(a, n) = n > 1 */
+        unsigned v = ctz128(a);
+        a >>= v;
+        if ((v & 1) && TWO_FLIPS((uint64_t)n))
+            t = -t;
+        if (a < n) {
+            u128 x = a;
+            a = n;
+            n = x;
+            if ((a & 3) == 3 && (n & 3) == 3)
+                t = -t;
+        }
+        a -= n;
+    }
+    return jacobi64((uint64_t)a, (uint64_t)n, t);
+}
+
+/* 256-bit values as two 128-bit halves. */
+typedef struct {
+    u128 lo, hi;
+} u256;
+
 /*
  * 1 if z is a non-zero square mod p. The Jacobi symbol (z / p) by the binary algorithm:
  * strip factors of two ((2 / n) = -1 iff n = 3, 5 mod 8), subtract the smaller odd value
  * from the larger (swapping first, by quadratic reciprocity: a sign change iff both are
- * 3 mod 4), until a = 0; then n = gcd(z, p), which is 1 unless z = 0. About a third of the
- * instructions of Euler's criterion z^((p-1)/2) (~255 squarings); it branches on z, which
- * is fine here: the candidates are public random values (keyshare.h).
+ * 3 mod 4), until a = 0; then n = gcd(z, p), which is 1 unless z = 0. On four words while
+ * either value needs them, then two, then one. About a quarter of the instructions of
+ * Euler's criterion z^((p-1)/2) (~255 squarings); it branches on z, which is fine here:
+ * the candidates are public random values (keyshare.h).
  */
 static int fe_is_square(const fe *z)
 {
-    static const u256 p = {{UINT64_MAX - 18, UINT64_MAX, UINT64_MAX, UINT64_MAX >> 1}};
-    u256 a, n = p, d;
+    uint8_t b[32];
+    fe_bytes(b, z); /* canonical: below p */
+    uint64_t w[4] = {0};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++)
+            w[i] |= (uint64_t)b[8 * i + j] << (8 * j);
+    u256 a = {(u128)w[1] << 64 | w[0], (u128)w[3] << 64 | w[2]};
+    u256 n = {~(u128)0 - 18, ~(u128)0 >> 1}; /* p = 2^255 - 19 */
     int t = 1;
-    u256_from_fe(&a, z); /* canonical: a < p */
-    while (a.w[1] | a.w[2] | a.w[3] | n.w[1] | n.w[2] | n.w[3]) {
-        if ((a.w[0] | a.w[1] | a.w[2] | a.w[3]) == 0)
-            return 0; /* n is a common factor above one word: not reached for p prime */
-        /* strip the factors of two of a (a is even, or odd only at the start) */
-        while (a.w[0] == 0) {
-            a.w[0] = a.w[1], a.w[1] = a.w[2], a.w[2] = a.w[3], a.w[3] = 0;
-            /* 64 factors of two: an even count, no sign change */
+    while (a.hi | n.hi) {
+        if ((a.lo | a.hi) == 0)
+            return 0; /* z = 0 (or a common factor, impossible for p prime) */
+        unsigned v;
+        if (a.lo == 0) { /* 128 factors of two: an even count */
+            a.lo = a.hi;
+            a.hi = 0;
         }
-        unsigned v = (unsigned)__builtin_ctzll(a.w[0]);
-        if (v) {
-            u256_shr(&a, v);
-            if ((v & 1) && ((n.w[0] & 7) == 3 || (n.w[0] & 7) == 5))
+        if ((v = ctz128(a.lo)) != 0) {
+            a.lo = a.lo >> v | a.hi << (128 - v);
+            a.hi >>= v;
+            if ((v & 1) && TWO_FLIPS((uint64_t)n.lo))
                 t = -t;
         }
         /* both odd: a - n if a >= n, else swap (reciprocity) and take n - a */
-        if (u256_sub(&d, &a, &n)) {
-            if ((a.w[0] & 3) == 3 && (n.w[0] & 3) == 3)
+        if (a.hi < n.hi || (a.hi == n.hi && a.lo < n.lo)) {
+            u256 x = a;
+            a = n;
+            n = x;
+            if ((a.lo & 3) == 3 && (n.lo & 3) == 3)
                 t = -t;
-            n = a;
-            u256_sub(&a, &(u256){{0}}, &d); /* n_old - a_old = -d */
-        } else {
-            a = d;
         }
+        a.hi -= n.hi + (a.lo < n.lo);
+        a.lo -= n.lo;
     }
-    return jacobi64(a.w[0], n.w[0], t) == 1;
+    return jacobi128(a.lo, n.lo, t) == 1;
 }
 
 static int fe_is_zero(const fe *z)

@@ -9,8 +9,8 @@
  * twist) and returns u([8]R). Multiplying by the cofactor 8 maps the uniform distribution on
  * the curve onto the uniform distribution on the prime-order subgroup, which is exactly the
  * distribution of genuine public keys. Cost: one Legendre symbol per candidate (about two
- * candidates on average; computed as a Jacobi symbol by the binary algorithm, about 30%
- * fewer instructions than Euler's criterion) and three x-only doublings, against a full
+ * candidates on average; computed as a Jacobi symbol by the binary algorithm, about a
+ * quarter of the instructions of Euler's criterion) and three x-only doublings, against a full
  * 255-step Montgomery ladder for a genuine key pair (see bench/proxy/handshake.c). Each
  * thread makes its shares KEYSHARE_BATCH at a time, so the final inversion (X/Z) is shared
  * by the batch (Montgomery's trick: one inversion and three multiplications per share); a
