@@ -179,7 +179,12 @@ static void on_listen(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)events;
     struct worker *w = (struct worker *)(void *)((char *)l - offsetof(struct worker, cw.loop));
-    for (int i = 0; i < ACCEPT_BURST && !loop_stopping(l) && !at_limit(w); i++) {
+    /* Woken for this listener alone, the worker was idle: its queue almost always holds
+       just the one connection, and accepting on to EAGAIN would cost a system call for
+       nothing (issue 30). One more already queued keeps the listener ready, so the next
+       epoll_wait returns at once with it; a busy loop (several events) takes a burst. */
+    int burst = loop_batch_size(l) > 1 ? ACCEPT_BURST : 1;
+    for (int i = 0; i < burst && !loop_stopping(l) && !at_limit(w); i++) {
         struct sockaddr_storage peer;
         socklen_t plen = sizeof peer;
         int fd = accept4(io->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);

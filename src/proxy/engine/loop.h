@@ -91,6 +91,12 @@ uint64_t loop_next_deadline(const struct loop *l);
 /* Closes the epoll and wake fds; registered fds are the caller's to close. NULL-safe. */
 void loop_cleanup(struct loop *l);
 
+/* Events in the batch being dispatched (what the last epoll_wait returned), from a
+   callback; 1 when the callback's event came alone (the loop was idle). Loop thread. */
+static inline int loop_batch_size(const struct loop *l)
+{
+    return l->batch_n;
+}
 /* Register fd with an initial mask (may be 0). 0 or -errno. */
 int loop_io_add(struct loop *l, struct loop_io *io, int fd, unsigned mask, loop_io_fn cb);
 /* Change the interest mask; a no-op when unchanged. 0 or -errno. */
