@@ -211,38 +211,16 @@ static void fe_from_bytes(fe *h, const uint8_t in[32])
 /* (2 / n) = -1 iff n = 3, 5 (mod 8): the sign change for an odd count of halvings. */
 #define TWO_FLIPS(n) ((((n)&7) == 3) | (((n)&7) == 5))
 
-/* The binary Jacobi loop on one-word values, n odd: (a / n) * t. */
-static int jacobi64(uint64_t a, uint64_t n, int t)
-{
-    while (a) {
-        unsigned v = (unsigned)__builtin_ctzll(a);
-        a >>= v;
-        if ((v & 1) && TWO_FLIPS(n))
-            t = -t;
-        if (a < n) {
-            uint64_t x = a;
-            a = n;
-            n = x;
-            if ((a & 3) == 3 && (n & 3) == 3)
-                t = -t;
-        }
-        a -= n;
-    }
-    return n == 1 ? t : 0;
-}
-
 static unsigned ctz128(u128 x)
 {
     uint64_t lo = (uint64_t)x;
     return lo ? (unsigned)__builtin_ctzll(lo) : 64 + (unsigned)__builtin_ctzll((uint64_t)(x >> 64));
 }
 
-/* The same on two-word values, until both fit one word. */
+/* The binary Jacobi loop on two-word values, n odd: (a / n) * t. */
 static int jacobi128(u128 a, u128 n, int t)
 {
-    while ((a | n) >> 64) {
-        if (a == 0)
-            return 0; /* gcd(a, n) = n > 1 */
+    while (a) {
         unsigned v = ctz128(a);
         a >>= v;
         if ((v & 1) && TWO_FLIPS((uint64_t)n))
@@ -256,7 +234,7 @@ static int jacobi128(u128 a, u128 n, int t)
         }
         a -= n;
     }
-    return jacobi64((uint64_t)a, (uint64_t)n, t);
+    return n == 1 ? t : 0;
 }
 
 /* 256-bit values as two 128-bit halves. */
@@ -269,7 +247,7 @@ typedef struct {
  * strip factors of two ((2 / n) = -1 iff n = 3, 5 mod 8), subtract the smaller odd value
  * from the larger (swapping first, by quadratic reciprocity: a sign change iff both are
  * 3 mod 4), until a = 0; then n = gcd(z, p), which is 1 unless z = 0. On four words while
- * either value needs them, then two, then one. About a quarter of the instructions of
+ * either value needs them, then on two. About a quarter of the instructions of
  * Euler's criterion z^((p-1)/2) (~255 squarings); it branches on z, which is fine here:
  * the candidates are public random values (keyshare.h).
  */
