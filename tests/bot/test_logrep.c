@@ -287,12 +287,23 @@ static void on_async_update(tg_async *a, const tg_update *u, void *user)
     (*(int *)user)++;
 }
 
-/* Run a's loop until the log holds needle at level (bounded: 20,000 turns of at most 100 ms,
-   or a full capture). */
-static bool async_until(tg_async *a, int level, const char *needle)
+/* Poll with bot on an async handle (retry waits of 1..2 ms) until the log holds needle at
+   level (bounded: 20,000 turns of at most 100 ms, or a full capture), then stop and free
+   the bot. true when the line came; *got = the updates handed over. */
+static bool async_poll_until(tg_bot *bot, int level, const char *needle, int *got)
 {
+    tg_async *a = tg_async_new(bot, NULL);
+    assert_non_null(a);
+    *got = 0;
+    tg_async_poller *p =
+        tg_async_poll_start(a, &(tg_async_poll_options){.timeout_s = 1}, on_async_update, got);
+    assert_non_null(p);
+    tg__async_poll_backoff(p, 1, 2);
     for (int i = 0; i < 20000 && count(level, needle) == 0 && cap.n < MAXLINE; i++)
         tg_async_run_once(a, 100);
+    tg_async_poll_stop(p);
+    tg_async_free(a);
+    tg_bot_free(bot);
     return count(level, needle) > 0;
 }
 
@@ -301,20 +312,11 @@ static void test_async_poll_logs_state_changes(void **state)
     (void)state;
     cap_reset();
     tg_bot *bot = closed_bot(TG_LOG_DEBUG, &(tg_retry_policy){.max_attempts = 1});
-    tg_async *a = tg_async_new(bot, NULL);
-    assert_non_null(a);
-    int got = 0;
-    tg_async_poller *p =
-        tg_async_poll_start(a, &(tg_async_poll_options){.timeout_s = 1}, on_async_update, &got);
-    assert_non_null(p);
-    tg__async_poll_backoff(p, 1, 2);
-    if (!async_until(a, TG_LOG_DEBUG, "(failure 30 in a row)")) {
+    int got;
+    if (!async_poll_until(bot, TG_LOG_DEBUG, "(failure 30 in a row)", &got)) {
         dump();
         fail_msg("the async poller did not fail 30 times in a row");
     }
-    tg_async_poll_stop(p);
-    tg_async_free(a);
-    tg_bot_free(bot);
     if (count(TG_LOG_WARN, "async polling:") != 1) {
         dump();
         fail_msg("%d warnings for one failing state", count(TG_LOG_WARN, "async polling:"));
@@ -339,20 +341,12 @@ static void test_async_poll_recovery_logged_once(void **state)
                                                       .log_level = 0,
                                                       .retry = {.max_attempts = 1}});
     assert_non_null(bot);
-    tg_async *a = tg_async_new(bot, NULL);
-    assert_non_null(a);
-    int got = 0;
-    tg_async_poller *p =
-        tg_async_poll_start(a, &(tg_async_poll_options){.timeout_s = 1}, on_async_update, &got);
-    assert_non_null(p);
-    tg__async_poll_backoff(p, 1, 2);
-    if (!async_until(a, TG_LOG_INFO, "async polling: working again after 3 failed calls")) {
+    int got;
+    if (!async_poll_until(bot, TG_LOG_INFO, "async polling: working again after 3 failed calls",
+                          &got)) {
         dump();
         fail_msg("no recovery line");
     }
-    tg_async_poll_stop(p);
-    tg_async_free(a);
-    tg_bot_free(bot);
     assert_int_equal(count(TG_LOG_WARN, "async polling:"), 1);
     assert_int_equal(count(TG_LOG_WARN, "502"), 1);
     assert_int_equal(count(0, "working again"), 1);

@@ -227,6 +227,18 @@ static void write_config(const struct dfx *d, uint16_t front_port, const char *s
                hex, dom, (unsigned)front_port, pp ? "true" : "false", state);
 }
 
+/* The daemon in d (dir name) fronting to 127.0.0.1:front_port, its state file in its own
+   directory, once it learned the domain's profile. */
+static void run_learned(struct dfx *d, const char *name, uint16_t front_port, bool pp)
+{
+    dfx_init(d, name);
+    char state[128];
+    dfx_path(d, "tls-front", state, sizeof state);
+    write_config(d, front_port, state, pp);
+    dfx_run(d, DFX_TGPROXY);
+    dfx_wait_log(d, "tls-front: " DOMAIN ": learned", 1);
+}
+
 /* The metrics page (prom_scrape: an independent parser that holds every family to its
    docs row) holds line. */
 static void expect_metric(const struct dfx *d, const char *line)
@@ -263,12 +275,7 @@ static void compare_front(bool gnutls)
     struct tfront site;
     tfront_start(&site, &pki, gnutls);
     struct dfx d;
-    dfx_init(&d, "tlsfront");
-    char state[128];
-    dfx_path(&d, "tls-front", state, sizeof state);
-    write_config(&d, site.port, state, false);
-    dfx_run(&d, DFX_TGPROXY);
-    dfx_wait_log(&d, "tls-front: " DOMAIN ": learned", 1);
+    run_learned(&d, "tlsfront", site.port, false);
 
     static struct shot direct[SHOTS], ours[SHOTS];
     for (int i = 0; i < SHOTS; i++)
@@ -360,12 +367,7 @@ static void test_lifecycle(void **state)
     tfront_start(&site, &pki, false);
     uint16_t port = site.port;
     struct dfx d;
-    dfx_init(&d, "tlsfront-life");
-    char state_file[128];
-    dfx_path(&d, "tls-front", state_file, sizeof state_file);
-    write_config(&d, port, state_file, false);
-    dfx_run(&d, DFX_TGPROXY);
-    dfx_wait_log(&d, "tls-front: " DOMAIN ": learned", 1);
+    run_learned(&d, "tlsfront-life", port, false);
     answers_like(d.port, TLSFLIGHT_EXT_SUPPORTED_VERSIONS, 5);
 
     /* a refresh while handshakes run: every answer verifies, before, during and after */
@@ -419,12 +421,7 @@ static void test_proxy_protocol_front(void **state)
     struct pp_site pp;
     pp_site_start(&pp, site.port);
     struct dfx d;
-    dfx_init(&d, "tlsfront-pp");
-    char state_file[128];
-    dfx_path(&d, "tls-front", state_file, sizeof state_file);
-    write_config(&d, pp.port, state_file, true);
-    dfx_run(&d, DFX_TGPROXY);
-    dfx_wait_log(&d, "tls-front: " DOMAIN ": learned", 1);
+    run_learned(&d, "tlsfront-pp", pp.port, true);
     answers_like(d.port, TLSFLIGHT_EXT_SUPPORTED_VERSIONS, 3);
     unsigned with, without;
     pp_site_counts(&pp, &with, &without, NULL);
