@@ -272,6 +272,8 @@ static struct {
     enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
     struct MHD_Response *(*create_response_from_buffer)(size_t, void *,
                                                         enum MHD_ResponseMemoryMode);
+    struct MHD_Response *(*create_response_from_buffer_with_free_callback_cls)(
+        size_t, void *, MHD_ContentReaderFreeCallback, void *);
     enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
     void (*destroy_response)(struct MHD_Response *);
     int ok;
@@ -288,6 +290,7 @@ static void mh_load(void)
                                         "MHD_lookup_connection_value",
                                         "MHD_queue_response",
                                         "MHD_create_response_from_buffer",
+                                        "MHD_create_response_from_buffer_with_free_callback_cls",
                                         "MHD_add_response_header",
                                         "MHD_destroy_response"};
     void (*fns[sizeof names / sizeof names[0]])(void);
@@ -309,6 +312,8 @@ static void mh_load(void)
         (enum MHD_Result(*)(struct MHD_Connection *, unsigned int, struct MHD_Response *))fns[i++];
     mh.create_response_from_buffer =
         (struct MHD_Response * (*)(size_t, void *, enum MHD_ResponseMemoryMode)) fns[i++];
+    mh.create_response_from_buffer_with_free_callback_cls =
+        (struct MHD_Response * (*)(size_t, void *, MHD_ContentReaderFreeCallback, void *)) fns[i++];
     mh.add_response_header =
         (enum MHD_Result(*)(struct MHD_Response *, const char *, const char *))fns[i++];
     mh.destroy_response = (void (*)(struct MHD_Response *))fns[i++];
@@ -369,6 +374,16 @@ struct MHD_Response *(MHD_create_response_from_buffer)(size_t size, void *buf,
                                                        enum MHD_ResponseMemoryMode mode)
 {
     return mh_ready() ? mh.create_response_from_buffer(size, buf, mode) : NULL;
+}
+
+struct MHD_Response *(
+    MHD_create_response_from_buffer_with_free_callback_cls)(size_t size, void *buf,
+                                                            MHD_ContentReaderFreeCallback crfc,
+                                                            void *crfc_cls)
+{
+    return mh_ready()
+               ? mh.create_response_from_buffer_with_free_callback_cls(size, buf, crfc, crfc_cls)
+               : NULL;
 }
 
 enum MHD_Result(MHD_add_response_header)(struct MHD_Response *r, const char *h, const char *v)
