@@ -553,6 +553,29 @@ static void test_ctr_many_streams(void **state)
     assert_false(crypto_ctr_keyed(&s[0]));
 }
 
+/* A forked child's next 64 bytes of rnd are not its parent's (the fork check). */
+static void expect_child_differs(int (*rnd)(void *, size_t))
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uint8_t c[64];
+        int ok = rnd(c, sizeof c) == 0 && write(fds[1], c, sizeof c) == sizeof c;
+        _exit(ok ? 0 : 1);
+    }
+    uint8_t parent[64], child[64];
+    assert_int_equal(rnd(parent, sizeof parent), 0);
+    assert_int_equal(read(fds[0], child, sizeof child), (ssize_t)sizeof child);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_memory_not_equal(parent, child, sizeof parent);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 /* Small random requests come from a per-thread block: consecutive ones never repeat, a
    request crossing the block's end is served from a fresh block, and a forked child must
    not hand out the bytes its parent will (the block is emptied in the child). */
@@ -568,24 +591,7 @@ static void test_random_block(void **state)
         memcpy(a, b, 16);
     }
     assert_int_equal(crypto_random(a, 7), 0);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        uint8_t c[32];
-        int ok = crypto_random(c, sizeof c) == 0 && write(fds[1], c, sizeof c) == sizeof c;
-        _exit(ok ? 0 : 1);
-    }
-    uint8_t parent[32], child[32];
-    assert_int_equal(crypto_random(parent, sizeof parent), 0);
-    assert_int_equal(read(fds[0], child, sizeof child), (ssize_t)sizeof child);
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    assert_memory_not_equal(parent, child, sizeof parent);
-    close(fds[0]);
-    close(fds[1]);
+    expect_child_differs(crypto_random);
 }
 
 /* The public keystream (crypto_random_public): no repeats across calls and re-keys (2 MiB
@@ -603,24 +609,7 @@ static void test_random_public(void **state)
         memcpy(a, b, sizeof a);
     }
     assert_int_equal(crypto_random_public(a, 0), 0);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        uint8_t c[64];
-        int ok = crypto_random_public(c, sizeof c) == 0 && write(fds[1], c, sizeof c) == sizeof c;
-        _exit(ok ? 0 : 1);
-    }
-    uint8_t parent[64], child[64];
-    assert_int_equal(crypto_random_public(parent, sizeof parent), 0);
-    assert_int_equal(read(fds[0], child, sizeof child), (ssize_t)sizeof child);
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    assert_memory_not_equal(parent, child, sizeof parent);
-    close(fds[0]);
-    close(fds[1]);
+    expect_child_differs(crypto_random_public);
 }
 
 /* Fresh key shares differ every time and are never all zero. */
