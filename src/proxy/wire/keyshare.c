@@ -11,7 +11,11 @@
 
 #include <errno.h>
 #include <openssl/core_names.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/obj_mac.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -412,33 +416,82 @@ int keyshare_random(uint8_t pub[32])
 
 static const struct {
     uint16_t group;
-    const char *type, *curve; /* EVP_PKEY_Q_keygen's names; curve NULL for X448 */
-    size_t len;
+    int nid;    /* a NIST curve's (prime order: every point but infinity is a public key) */
+    size_t len; /* the share: 04 || x || y, or X448's 56 bytes */
 } other_groups[] = {
-    {0x0017, "EC", "P-256", 65},
-    {0x0018, "EC", "P-384", 97},
-    {0x0019, "EC", "P-521", 133},
-    {0x001e, "X448", NULL, 56},
+    {0x0017, NID_X9_62_prime256v1, 65},
+    {0x0018, NID_secp384r1, 97},
+    {0x0019, NID_secp521r1, 133},
+    {0x001e, NID_undef, 56},
 };
+#define NGROUPS (sizeof other_groups / sizeof other_groups[0])
+
+static EC_GROUP *curves[NGROUPS]; /* made once, read-only after */
+static pthread_once_t curves_once = PTHREAD_ONCE_INIT;
+
+static void curves_make(void)
+{
+    for (size_t i = 0; i < NGROUPS; i++)
+        if (other_groups[i].nid != NID_undef)
+            curves[i] = EC_GROUP_new_by_curve_name(other_groups[i].nid);
+}
 
 size_t keyshare_group_len(uint16_t group)
 {
-    for (size_t i = 0; i < sizeof other_groups / sizeof other_groups[0]; i++)
+    for (size_t i = 0; i < NGROUPS; i++)
         if (other_groups[i].group == group)
             return other_groups[i].len;
     return 0;
 }
 
+/* A uniformly random point of curve g: a random x in the field and a random sign of y, kept
+   when x^3 + ax + b is a square (about half the time; bounded tries). These curves have
+   prime order, so the point is distributed exactly as a fresh key pair's public key, at the
+   cost of one square root instead of a scalar multiplication (P-384's keygen is ~0.6 ms). */
+static int nist_point(const EC_GROUP *g, uint8_t *out, size_t len)
+{
+    size_t flen = (len - 1) / 2;
+    BN_CTX *ctx = BN_CTX_new();
+    BIGNUM *x = BN_new(), *p = BN_new();
+    EC_POINT *pt = EC_POINT_new(g);
+    int rc = -EIO;
+    if (ctx && x && p && pt && EC_GROUP_get_curve(g, p, NULL, NULL, ctx) == 1) {
+        int bits = BN_num_bits(p);
+        ERR_set_mark();
+        for (int tries = 0; tries < 128 && rc != 0; tries++) {
+            uint8_t r[67];
+            if (crypto_random(r, flen + 1) != 0)
+                break;
+            if (bits % 8)
+                r[0] &= (uint8_t)((1u << (bits % 8)) - 1); /* P-521: 521 bits in 66 bytes */
+            if (!BN_bin2bn(r, (int)flen, x) || BN_cmp(x, p) >= 0)
+                continue;
+            if (EC_POINT_set_compressed_coordinates(g, pt, x, r[flen] & 1, ctx) == 1 &&
+                EC_POINT_point2oct(g, pt, POINT_CONVERSION_UNCOMPRESSED, out, len, ctx) == len)
+                rc = 0;
+        }
+        ERR_pop_to_mark(); /* the candidates off the curve left errors: not ours to keep */
+    }
+    EC_POINT_free(pt);
+    BN_free(p);
+    BN_free(x);
+    BN_CTX_free(ctx);
+    return rc;
+}
+
 int keyshare_group_random(uint16_t group, uint8_t *out, size_t len)
 {
     size_t i = 0;
-    while (i < sizeof other_groups / sizeof other_groups[0] && other_groups[i].group != group)
+    while (i < NGROUPS && other_groups[i].group != group)
         i++;
-    if (i == sizeof other_groups / sizeof other_groups[0] || other_groups[i].len != len)
+    if (i == NGROUPS || other_groups[i].len != len)
         return -ENOTSUP;
-    EVP_PKEY *k = other_groups[i].curve
-                      ? EVP_PKEY_Q_keygen(NULL, NULL, other_groups[i].type, other_groups[i].curve)
-                      : EVP_PKEY_Q_keygen(NULL, NULL, other_groups[i].type);
+    if (other_groups[i].nid != NID_undef) {
+        pthread_once(&curves_once, curves_make);
+        return curves[i] ? nist_point(curves[i], out, len) : -EIO;
+    }
+    /* X448: a fresh key pair's public key (OpenSSL's keygen) */
+    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "X448");
     size_t n = 0;
     int ok =
         k &&

@@ -40,11 +40,14 @@ int keyshare_from_candidates(const uint8_t (*cand)[32], int n, uint8_t pub[32]);
 int keyshare_batch_from_candidates(const uint8_t (*cand)[32], int n, uint8_t (*out)[32]);
 
 /* Another group's public key share, as a server of that group sends it: for secp256r1,
-   secp384r1 and secp521r1 (0x0017..0x0019) the uncompressed point 04 || x || y of a fresh
-   key pair (OpenSSL EC keygen: a genuine point of the group, which an observer can check),
-   for x448 (0x001e) a fresh X448 public key. len must be that group's length (65, 97, 133,
-   56). 0; -ENOTSUP for another group or length (the caller falls back to random bytes);
-   -EIO when OpenSSL fails. Allocates (OpenSSL's key objects), unlike keyshare_random. */
+   secp384r1 and secp521r1 (0x0017..0x0019) the uncompressed point 04 || x || y of a
+   uniformly random point of the curve (OpenSSL decompresses a random x with a random sign;
+   these curves have prime order, so that is exactly the distribution of a fresh key pair's
+   public key, and an observer who checks the point finds it on the curve), for x448
+   (0x001e) a fresh X448 key pair's public key (OpenSSL keygen). len must be that group's
+   length (65, 97, 133, 56). 0; -ENOTSUP for another group or length (the caller falls back
+   to random bytes); -EIO when OpenSSL fails. Allocates (OpenSSL's objects), unlike
+   keyshare_random. */
 int keyshare_group_random(uint16_t group, uint8_t *out, size_t len);
 /* The key length keyshare_group_random makes for group, or 0 when it makes none. */
 size_t keyshare_group_len(uint16_t group);
