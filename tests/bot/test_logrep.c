@@ -251,15 +251,22 @@ static void test_stop_during_backoff(void **state)
     cap_reset();
 }
 
-static void test_recovery_logged_once(void **state)
+/* A Bot API whose getUpdates answers three 502s, then works (no updates). */
+static bot_server *flaky_api(void)
 {
-    (void)state;
-    cap_reset();
     bot_server *srv = bot_server_start(TOKEN);
     assert_non_null(srv);
     bot_server_set_reply(srv, "getUpdates", 200, "{\"ok\":true,\"result\":[]}");
     for (int i = 0; i < 3; i++)
         bot_server_push_raw(srv, "getUpdates", 502, "text/html", "<html>Bad Gateway</html>");
+    return srv;
+}
+
+static void test_recovery_logged_once(void **state)
+{
+    (void)state;
+    cap_reset();
+    bot_server *srv = flaky_api();
     tg_bot *bot = tg_bot_new(
         TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv), .log = sink, .log_level = 0});
     assert_non_null(bot);
@@ -331,11 +338,7 @@ static void test_async_poll_recovery_logged_once(void **state)
 {
     (void)state;
     cap_reset();
-    bot_server *srv = bot_server_start(TOKEN);
-    assert_non_null(srv);
-    bot_server_set_reply(srv, "getUpdates", 200, "{\"ok\":true,\"result\":[]}");
-    for (int i = 0; i < 3; i++)
-        bot_server_push_raw(srv, "getUpdates", 502, "text/html", "<html>Bad Gateway</html>");
+    bot_server *srv = flaky_api();
     tg_bot *bot = tg_bot_new(TOKEN, &(tg_bot_options){.base_url = bot_server_url(srv),
                                                       .log = sink,
                                                       .log_level = 0,
