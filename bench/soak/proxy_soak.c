@@ -86,6 +86,9 @@ static atomic_ullong scrapes_ok, scrapes_failed, reloads_done, reload_checks_fai
 static atomic_ullong injected_failures; /* churn failures within the injected window */
 static atomic_int open_conns;           /* ours: relays + slow readers + churn in flight */
 static atomic_llong proxy_active = -1;  /* client_connections_active, last scrape */
+/* antireplay_capacity_entries, last scrape: the table doubles to the load (16 B an entry),
+   and each doubling is a step in RSS (the new table less the old one) */
+static atomic_llong replay_entries = -1;
 static atomic_int event_code;           /* for the CSV: 1 reload, 2 redis restart */
 static atomic_llong inject_until_ms;    /* churn failures before this are injected */
 
@@ -350,7 +353,23 @@ static void *slow_main(void *arg)
     return NULL;
 }
 
-/* ---- metrics scrape: a plain HTTP/1.0 GET, the value of client_connections_active ---- */
+/* ---- metrics scrape: a plain HTTP/1.0 GET, the values of two gauges ---- */
+
+/* The sample line "PREFIX_NAME N" of name (not its # HELP / # TYPE) into *out. */
+static void gauge(const char *page, const char *name, atomic_llong *out)
+{
+    size_t len = strlen(name);
+    for (const char *line = page; line && *line; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        const char *sp = strchr(line, ' ');
+        if (*line == '#' || !sp || (size_t)(sp - line) < len + 1 || sp[-(long)len - 1] != '_')
+            continue;
+        if (memcmp(sp - len, name, len) == 0) {
+            atomic_store(out, strtoll(sp + 1, NULL, 10));
+            return;
+        }
+    }
+}
 
 static int scrape(void)
 {
@@ -372,17 +391,9 @@ static int scrape(void)
         return -1;
     page[n] = '\0';
     int rc = strncmp(page, "HTTP/1.", 7) == 0 && strstr(page, " 200 ") ? 0 : -1;
-    /* the sample line ("PREFIX_client_connections_active N"), not its # HELP / # TYPE */
-    static const char name[] = "client_connections_active ";
-    for (char *line = page; rc == 0 && line && *line; line = strchr(line, '\n')) {
-        line += *line == '\n';
-        char *sp = strchr(line, ' ');
-        if (*line == '#' || !sp || (size_t)(sp + 1 - line) < sizeof name - 1)
-            continue;
-        if (memcmp(sp + 1 - (sizeof name - 1), name, sizeof name - 1) == 0) {
-            atomic_store(&proxy_active, strtoll(sp + 1, NULL, 10));
-            break;
-        }
+    if (rc == 0) {
+        gauge(page, "client_connections_active", &proxy_active);
+        gauge(page, "antireplay_capacity_entries", &replay_entries);
     }
     free(page);
     return rc;
@@ -521,7 +532,7 @@ static void sample_loop(FILE *csv)
 {
     static double mine[LAT_CAP];
     fprintf(csv, "t_s,rss_kb,fds,threads,client_conns,proxy_active,hs_n,hs_p50_ms,hs_p99_ms,"
-                 "churn_ok,churn_failed,relay_rounds,relay_failures,event\n");
+                 "churn_ok,churn_failed,relay_rounds,relay_failures,replay_entries,event\n");
     double end = t0 + O.minutes * 60;
     for (long s = 1; now_s() < end; s++) {
         sleep_until(t0 + (double)s);
@@ -533,13 +544,13 @@ static void sample_loop(FILE *csv)
         qsort(mine, n, sizeof *mine, cmp_double);
         double p50 = n ? mine[n / 2] * 1e3 : 0, p99 = n ? mine[(n * 99) / 100] * 1e3 : 0;
         int ev = atomic_exchange(&event_code, 0);
-        fprintf(csv, "%ld,%ld,%ld,%ld,%d,%lld,%zu,%.3f,%.3f,%llu,%llu,%llu,%llu,%s\n", s,
+        fprintf(csv, "%ld,%ld,%ld,%ld,%d,%lld,%zu,%.3f,%.3f,%llu,%llu,%llu,%llu,%lld,%s\n", s,
                 pproc_status_field(proxy_pid, "VmRSS"), pproc_fd_count(proxy_pid),
                 pproc_status_field(proxy_pid, "Threads"), atomic_load(&open_conns),
                 atomic_load(&proxy_active), n, p50, p99, atomic_load(&churn_ok),
                 atomic_load(&churn_fail_connect) + atomic_load(&churn_fail_verify),
                 atomic_load(&relay_rounds), atomic_load(&relay_failures),
-                ev == 1 ? "reload" : ev == 2 ? "redis-restart" : "");
+                atomic_load(&replay_entries), ev == 1 ? "reload" : ev == 2 ? "redis-restart" : "");
         fflush(csv);
         if (waitpid(proxy_pid, NULL, WNOHANG) == proxy_pid) {
             fprintf(stderr, "soak: tgproxy exited during the run (see %s)\n", log_path);

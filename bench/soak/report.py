@@ -30,6 +30,9 @@ SERIES = {
         ("proxy_active", "client_connections_active (scraped)", "connections", None, None),
         ("hs_p50_ms", "handshake latency p50 (connect + handshake)", "ms", None, None),
         ("hs_p99_ms", "handshake latency p99 (connect + handshake)", "ms", None, None),
+        # each doubling of the table is an RSS step of its new size less the old one's
+        ("replay_entries", "anti-replay table (scraped antireplay_capacity_entries, 16 B each)",
+         "entries", None, None),
     ],
     "bot": [
         ("rss_kb", "bot resident set", "KiB", 1024, 0.10),
