@@ -97,7 +97,7 @@ static bool over_limit(struct conn *c)
 {
     struct limits *l = c->gen->limits;
     uint8_t ip[16];
-    bool known = limits_by_addr(l, c->secret) && conn_pp_client_ip(&c->pp, c->cfd, ip);
+    bool known = limits_by_addr(l, c->secret) && conn_pp_client_ip(&c->hs->pp, c->cfd, ip);
     enum limits_verdict v =
         limits_admit(l, c->secret, known ? ip : NULL, tg__wall_s(), &c->adm.limit_ip);
     switch (v) {
@@ -141,7 +141,7 @@ static bool fleet_ask(struct conn *c, enum antireplay_kind kind, const uint8_t *
     if (!fleet_wanted(w->fleet, &q.sec, replay))
         return false;
     /* only now: the address costs two system calls (getpeername, getsockname) */
-    q.addr = conn_pp_client_ip(&c->pp, c->cfd, ip) ? ip : NULL;
+    q.addr = conn_pp_client_ip(&c->hs->pp, c->cfd, ip) ? ip : NULL;
     enum fleet_verdict v = fleet_check(w->fleet, &q, c, on_fleet, &c->adm.fleet_ticket);
     if (v != FLEET_PENDING) {
         fleet_admitted(c); /* FLEET_LOCAL: accepted on local state */

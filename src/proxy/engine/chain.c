@@ -122,7 +122,7 @@ static const char *send_pending(struct upstream_req *r)
 {
     size_t n = 0;
     const uint8_t *p = socks5_client_pending(&r->chain->cl, &n);
-    ssize_t k = send(r->io.fd, p, n, MSG_NOSIGNAL);
+    ssize_t k = send(r->uio->io.fd, p, n, MSG_NOSIGNAL);
     if (k == (ssize_t)n)
         return NULL;
     return k < 0 ? strerror(errno) : "short send of a SOCKS5 request";
@@ -142,7 +142,7 @@ static void attempt_failed(struct upstream_req *r, const char *why, enum upstrea
 static int read_reply(struct upstream_req *r, const char **why)
 {
     uint8_t b[SOCKS5_REPLY_MAX];
-    ssize_t n = recv(r->io.fd, b, sizeof b, MSG_PEEK);
+    ssize_t n = recv(r->uio->io.fd, b, sizeof b, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return SOCKS5_MORE;
     if (n <= 0) {
@@ -151,7 +151,7 @@ static int read_reply(struct upstream_req *r, const char **why)
     }
     size_t used = 0;
     int st = socks5_client_feed(&r->chain->cl, b, (size_t)n, &used);
-    if (used > 0 && recv(r->io.fd, b, used, 0) != (ssize_t)used) {
+    if (used > 0 && recv(r->uio->io.fd, b, used, 0) != (ssize_t)used) {
         *why = "lost bytes of a SOCKS5 reply";
         return SOCKS5_E_STATE;
     }
@@ -163,8 +163,7 @@ static void on_upstream_reply(struct loop *l, struct loop_io *io, unsigned event
 {
     (void)l;
     (void)events;
-    struct upstream_req *r =
-        (struct upstream_req *)(void *)((char *)io - offsetof(struct upstream_req, io));
+    struct upstream_req *r = ((struct upstream_io *)(void *)io)->req;
     for (int i = 0; i < 4; i++) { /* greeting, auth, connect: at most three replies */
         const char *why = NULL;
         int st = read_reply(r, &why);
@@ -191,11 +190,11 @@ static void on_upstream_reply(struct loop *l, struct loop_io *io, unsigned event
 
 void chain_timeout(struct upstream_req *r)
 {
-    if (!r->chain || r->io.fd < 0)
+    if (!r->chain || r->uio->io.fd < 0)
         return;
     chain_log(r, attempt_upstream(r),
-              r->io.cb == on_upstream_reply ? "no SOCKS5 answer within [network.timeout] tcp"
-                                            : "connect timed out ([network.timeout] tcp)");
+              r->uio->io.cb == on_upstream_reply ? "no SOCKS5 answer within [network.timeout] tcp"
+                                                 : "connect timed out ([network.timeout] tcp)");
 }
 
 void chain_connected(struct upstream_req *r)
@@ -205,7 +204,7 @@ void chain_connected(struct upstream_req *r)
         attempt_failed(r, why, UPSTREAM_WHY_UPSTREAM_ERROR);
         return;
     }
-    r->io.cb = on_upstream_reply;
-    if (loop_io_set(&r->w->loop, &r->io, LOOP_READ) < 0)
+    r->uio->io.cb = on_upstream_reply;
+    if (loop_io_set(&r->w->loop, &r->uio->io, LOOP_READ) < 0)
         attempt_failed(r, "cannot watch the upstream socket", UPSTREAM_WHY_ERROR);
 }

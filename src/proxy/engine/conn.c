@@ -5,7 +5,7 @@
  * PROXY header, relay.c moves the bytes, upstream.c connects.
  *
  * conn_enter() is the only place that changes c->state; it runs conn_check() (debug builds)
- * before and after. Invariants (conn_check checks them): c->hs is non-NULL only in HELLO,
+ * before and after. Invariants (conn_check checks them): c->hs->buf is non-NULL only in HELLO,
  * FLIGHT and CHECK (and holds exactly the bytes read so far in HELLO and CHECK, or the
  * unwrapped ApplicationData payload in FLIGHT); a relaying connection has its upstream
  * socket; nothing is written to the client before a ClientHello validated; every exit goes
@@ -69,10 +69,26 @@ void conn_check_fail(const struct conn *c, const char *what, const char *file, i
 }
 #endif
 
-/* Every state change: checked before (c is live) and after (the new state's invariants). */
+/* The handshake is over (the relay starts) or the connection closes: give its state back. */
+static void hs_release(struct conn *c)
+{
+    struct conn_hs *h = c->hs;
+    if (!h)
+        return;
+    upstream_cancel(&h->up); /* idle by now unless closing mid-connect: no-op then */
+    conn_buf_put(c->w, h->buf);
+    c->uio.req = NULL;
+    c->hs = NULL;
+    tg__pool_put(&c->w->hs_pool, h);
+}
+
+/* Every state change: checked before (c is live) and after (the new state's invariants).
+   A relay state gives the handshake's state back. */
 static void conn_enter(struct conn *c, enum conn_state s)
 {
     conn_check(c);
+    if (s == CONN_RELAY || s == CONN_FRONT_RELAY)
+        hs_release(c);
     c->state = (uint8_t)s;
     conn_check(c);
 }
@@ -164,12 +180,13 @@ void conn_close(struct conn *c, enum conn_end why)
     log_end(c);
     stats_close(c);
     loop_timer_stop(&c->timer);
-    upstream_cancel(&c->up); /* no-op unless a connect or a lookup is under way */
+    if (c->hs)
+        upstream_cancel(&c->hs->up); /* no-op unless a connect or a lookup is under way */
     /* unregistered before the close: a fork or posix_spawn on another thread (a program
        embedding the engine, the tests' scrapers) holds the sockets open until its exec, and
        epoll would go on reporting them for this connection's freed struct */
     loop_io_del(&w->loop, &c->cli);
-    loop_io_del(&w->loop, &c->up.io);
+    loop_io_del(&w->loop, &c->uio.io);
     if ((c->state == CONN_FRONT_RELAY || c->state == CONN_HELLO) && c->reset_by != CONN_RESET_NONE)
         reset_on_close(c->reset_by == CONN_RESET_UPSTREAM ? c->cfd : c->ufd);
     if (c->cfd >= 0)
@@ -179,7 +196,7 @@ void conn_close(struct conn *c, enum conn_end why)
     relay_release(c);
     mprelay_release(c); /* middle-proxy mode: cancelled on the middle proxy */
     admit_release(c);
-    conn_buf_put(w, c->hs);
+    hs_release(c);
     crypto_ctr_cleanup(&c->c2p);
     crypto_ctr_cleanup(&c->p2dc);
     if (c->rx) {
@@ -231,23 +248,27 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
         conn_tqs_sweep(w); /* an older set of timeouts may be unused now */
     uint32_t n = __atomic_add_fetch(&sh->active, 1, __ATOMIC_RELAXED);
     struct conn *c = n <= sh->concurrency ? tg__pool_get(&w->conn_pool) : NULL;
-    if (!c) {
+    struct conn_hs *h = c ? tg__pool_get(&w->hs_pool) : NULL;
+    if (!h) {
+        tg__pool_put(&w->conn_pool, c);
         __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
         stats_add(&w->stats, rejected_limit, 1);
         close(fd);
         return;
     }
     memset(c, 0, sizeof *c);
+    memset(h, 0, sizeof *h);
     c->w = w;
+    c->hs = h;
     c->cfd = fd;
     c->ufd = -1;
     c->cli.fd = -1;
-    upstream_req_init(&c->up);
+    upstream_req_init(&h->up, &c->uio);
     c->gen = w->gen;
     c->tqs = w->tqs;
-    upstream_req_bind(&c->up, c->gen->cfg, c->tqs);
+    upstream_req_bind(&h->up, c->gen->cfg, c->tqs);
     c->secret = UINT32_MAX;
-    conn_pp_accepted(&c->pp, peer);
+    conn_pp_accepted(&h->pp, peer);
     admit_conn_init(&c->adm);
     c->start_ms = c->last_io_ms = w->loop.now_ms;
     conn_mark_live(c);
@@ -257,6 +278,7 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
         c->gen = NULL;
         conn_mark_dead(c);
         __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
+        tg__pool_put(&w->hs_pool, h);
         tg__pool_put(&w->conn_pool, c);
         return;
     }
@@ -300,7 +322,7 @@ void conn_hs_debug(struct conn *c, const char *what, const char *why)
     struct conn_worker *w = c->w;
     if (tg__log_enabled(NULL, TG__LOG_DEBUG) && tg__ratelimit_allow(&w->rl, w->loop.now_ms))
         tg__log(NULL, TG__LOG_DEBUG, "handshake: %s: %s (after %u bytes)", what, why,
-                (unsigned)c->hs_len);
+                c->hs ? (unsigned)c->hs->len : 0u);
 }
 
 /*
@@ -329,21 +351,21 @@ void conn_hs_debug(struct conn *c, const char *what, const char *why)
  */
 static void early_drop(struct conn *c)
 {
-    upstream_cancel(&c->up); /* still connecting */
+    upstream_cancel(&c->hs->up); /* still connecting */
     if (c->ufd < 0)
         return;
-    loop_io_del(&c->w->loop, &c->up.io);
+    loop_io_del(&c->w->loop, &c->uio.io);
     close(c->ufd);
     c->ufd = -1;
     c->early_up = false;
-    c->early_sent = 0;
+    c->hs->early_sent = 0;
 }
 
 static void on_early_up(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)l;
     (void)events;
-    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up.io));
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, uio.io));
     uint8_t b;
     ssize_t n = recv(c->ufd, &b, 1, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -351,7 +373,7 @@ static void on_early_up(struct loop *l, struct loop_io *io, unsigned events)
     if (n > 0) {
         /* The site spoke: its bytes wait in its socket until the client is fronted (or
            dropped with the early connection). */
-        loop_io_del(&c->w->loop, &c->up.io);
+        loop_io_del(&c->w->loop, &c->uio.io);
         if (c->state == CONN_HELLO) {
             c->site_spoke = true;
             on_hs_client(l, &c->cli, LOOP_READ); /* the client's queued bytes, then decide */
@@ -369,11 +391,12 @@ static void early_push(struct conn *c)
 {
     if (!c->early_up || c->gen->cfg->fronting.proxy_protocol)
         return;
-    while (c->early_sent < c->hs_len) {
-        ssize_t n = send(c->ufd, c->hs + c->early_sent, c->hs_len - c->early_sent, MSG_NOSIGNAL);
+    while (c->hs->early_sent < c->hs->len) {
+        ssize_t n = send(c->ufd, c->hs->buf + c->hs->early_sent, c->hs->len - c->hs->early_sent,
+                         MSG_NOSIGNAL);
         if (n <= 0)
             return;
-        c->early_sent += (uint32_t)n;
+        c->hs->early_sent += (uint32_t)n;
     }
 }
 
@@ -381,9 +404,9 @@ static void early_push(struct conn *c)
    the bytes on. */
 static void early_front(struct conn *c)
 {
-    if (c->ufd < 0 && !upstream_busy(&c->up) && !c->early_tried) {
+    if (c->ufd < 0 && !upstream_busy(&c->hs->up) && !c->early_tried) {
         c->early_tried = true;
-        if (upstream_front(&c->up, c->w, c->secret, UPSTREAM_EARLY, on_upstream) == 0)
+        if (upstream_front(&c->hs->up, c->w, c->secret, UPSTREAM_EARLY, on_upstream) == 0)
             stats_add(&c->w->stats, front_early, 1);
     }
     early_push(c);
@@ -404,26 +427,26 @@ static void front_connecting(struct conn *c)
 static void front(struct conn *c, bool deadline)
 {
     crypto_ctr_cleanup(&c->c2p); /* a failed obfs2 parse leaves it unspecified */
-    if (c->gen->cfg->fronting.proxy_protocol && !c->hs)
-        c->hs = conn_buf_get(c->w); /* a silent client still gets its PROXY header sent */
-    if (c->gen->cfg->fronting.proxy_protocol && c->hs) {
+    if (c->gen->cfg->fronting.proxy_protocol && !c->hs->buf)
+        c->hs->buf = conn_buf_get(c->w); /* a silent client still gets its PROXY header sent */
+    if (c->gen->cfg->fronting.proxy_protocol && c->hs->buf) {
         uint8_t hdr[HS_HEADROOM];
-        size_t k = conn_pp_build(&c->pp, c->cfd, hdr); /* the buffer always keeps this room */
-        memmove(c->hs + k, c->hs, c->hs_len);
-        memcpy(c->hs, hdr, k);
-        c->hs_len += (uint32_t)k;
+        size_t k = conn_pp_build(&c->hs->pp, c->cfd, hdr); /* the buffer always keeps this room */
+        memmove(c->hs->buf + k, c->hs->buf, c->hs->len);
+        memcpy(c->hs->buf, hdr, k);
+        c->hs->len += (uint32_t)k;
     }
     /* the listener's keepalive is inherited; a prober must not see probes the site never
        sends */
     int off = 0;
     setsockopt(c->cfd, SOL_SOCKET, SO_KEEPALIVE, &off, sizeof off);
     struct relay_dir *u = &c->dir[DIR_UP];
-    u->buf = c->hs;
-    u->off = c->early_sent; /* bytes an early connection already passed on */
-    u->len = c->hs_len;
-    c->bytes_up += c->hs_len; /* what was read before fronting goes to the site too */
-    c->hs = NULL;
-    c->hs_len = 0;
+    u->buf = c->hs->buf;
+    u->off = c->hs->early_sent; /* bytes an early connection already passed on */
+    u->len = c->hs->len;
+    c->bytes_up += c->hs->len; /* what was read before fronting goes to the site too */
+    c->hs->buf = NULL;
+    c->hs->len = 0;
     if (u->off == u->len)
         conn_dir_put(c->w, u);
     loop_io_set(&c->w->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
@@ -432,12 +455,12 @@ static void front(struct conn *c, bool deadline)
         upstream_ready(c);
         return;
     }
-    if (upstream_busy(&c->up)) { /* still connecting early: now under the fronting timeout */
+    if (upstream_busy(&c->hs->up)) { /* still connecting early: now under the fronting timeout */
         front_connecting(c);
-        upstream_promote(&c->up);
+        upstream_promote(&c->hs->up);
         return;
     }
-    if (upstream_front(&c->up, c->w, c->secret, 0, on_upstream) == 0) {
+    if (upstream_front(&c->hs->up, c->w, c->secret, 0, on_upstream) == 0) {
         front_connecting(c);
         return;
     }
@@ -474,11 +497,11 @@ static struct stats_dc *dc_stats(struct conn *c)
 static_assert(UPSTREAM_WHY_COUNT - 1 == STATS_DC_FAIL_COUNT,
               "stats.h STATS_DC_FAIL_LIST follows enum upstream_why");
 
-/* The DC connect failed (result from the connector, its reason in c->up.why): count it for
+/* The DC connect failed (result from the connector, its reason in c->hs->up.why): count it for
    the DC and close. */
 static void dc_failed(struct conn *c, int result)
 {
-    size_t why = c->up.why ? (size_t)c->up.why - 1 : (size_t)UPSTREAM_WHY_ERROR - 1;
+    size_t why = c->hs->up.why ? (size_t)c->hs->up.why - 1 : (size_t)UPSTREAM_WHY_ERROR - 1;
     stats_add(&c->w->stats, dc_connect_fail, 1);
     stats_dc_fail(dc_stats(c), why);
     conn_close(c, result == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
@@ -494,7 +517,7 @@ static void count_authenticated(struct conn *c)
         stats_add(&c->w->sec[slot], active, 1);
     }
     uint8_t ip[16];
-    seen_note(c->w->sh->seen, slot, conn_pp_client_ip(&c->pp, c->cfd, ip) ? ip : NULL,
+    seen_note(c->w->sh->seen, slot, conn_pp_client_ip(&c->hs->pp, c->cfd, ip) ? ip : NULL,
               tg__wall_s());
 }
 
@@ -515,7 +538,8 @@ static bool start_mp(struct conn *c, struct obfs2_client *oc)
         return true;
     }
     struct proxyproto_addr a;
-    if (conn_pp_source(&c->pp, c->cfd, &a) && c->pp.addr.family) { /* the balancer's client */
+    if (conn_pp_source(&c->hs->pp, c->cfd, &a) &&
+        c->hs->pp.addr.family) { /* the balancer's client */
         memset(&peer, 0, sizeof peer);
         if (a.family == AF_INET) {
             struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)&peer;
@@ -566,22 +590,22 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
         rc = obfs2_dc_header(oc->tag, oc->dc, c->fast ? &oc->keys : NULL, NULL, NULL, wire, NULL,
                              &c->p2dc, c->fast ? NULL : &c->rx->dc2p);
     crypto_wipe(&oc->keys, sizeof oc->keys);
-    uint8_t *p = c->hs + OBFS2_HEADER_LEN;
-    size_t n = c->hs_len - OBFS2_HEADER_LEN;
+    uint8_t *p = c->hs->buf + OBFS2_HEADER_LEN;
+    size_t n = c->hs->len - OBFS2_HEADER_LEN;
     if (rc == 0 && n)
         rc = crypto_ctr_apply(&c->c2p, p, n) < 0 || crypto_ctr_apply(&c->p2dc, p, n) < 0;
     if (rc != 0) {
         conn_close(c, END_NOMEM);
         return;
     }
-    memcpy(c->hs, wire, OBFS2_HEADER_LEN);
+    memcpy(c->hs->buf, wire, OBFS2_HEADER_LEN);
     struct relay_dir *u = &c->dir[DIR_UP];
-    u->buf = c->hs;
+    u->buf = c->hs->buf;
     u->off = 0;
-    u->len = c->hs_len;
-    c->bytes_up += c->hs_len; /* the header and what came with it go to the DC */
-    c->hs = NULL;
-    c->hs_len = 0;
+    u->len = c->hs->len;
+    c->bytes_up += c->hs->len; /* the header and what came with it go to the DC */
+    c->hs->buf = NULL;
+    c->hs->len = 0;
     count_authenticated(c);
     conn_enter(c, CONN_DC_CONNECT);
     loop_timer_stop(&c->timer); /* the connector's deadlines bound the connect */
@@ -590,7 +614,7 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
        until it sends more (on_hs_client turns it off then): the relay wants it again, so a
        client that waits saves two epoll changes (issue 30) */
     conn_touch(c);
-    rc = upstream_dc(&c->up, c->w, c->dc, on_upstream);
+    rc = upstream_dc(&c->hs->up, c->w, c->dc, on_upstream);
     if (rc < 0)
         dc_failed(c, rc);
 }
@@ -606,12 +630,12 @@ static void flight_failed(struct conn *c)
 /* FLIGHT: the unwrapped payload in hs; authenticate its obfs2 header with the TLS key. */
 static void flight_step(struct conn *c)
 {
-    if (c->hs_len < OBFS2_HEADER_LEN)
+    if (c->hs->len < OBFS2_HEADER_LEN)
         return;
     struct obfs2_candidate cand = {.tags = OBFS2_ALLOW_PADDED};
     memcpy(cand.key, c->gen->cfg->secrets[c->secret].secret.key, 16);
     struct obfs2_client oc;
-    enum obfs2_status st = obfs2_parse_client(c->hs, c->hs_len, &cand, 1, &c->c2p, &oc);
+    enum obfs2_status st = obfs2_parse_client(c->hs->buf, c->hs->len, &cand, 1, &c->c2p, &oc);
     crypto_wipe(&cand, sizeof cand);
     if (st != OBFS2_OK ||
         admit_replayed(c, ANTIREPLAY_OBFS2, oc.replay_key, sizeof oc.replay_key)) {
@@ -679,7 +703,7 @@ static void tls_hello(struct conn *c, size_t rl)
     struct faketls_hello h;
     const char *why = "bad record";
     size_t fail_why = HS_REASON(hs_bad_hello);
-    if (faketls_parse_hello(c->hs, c->hs_len, &h, &why) != FAKETLS_OK) {
+    if (faketls_parse_hello(c->hs->buf, c->hs->len, &h, &why) != FAKETLS_OK) {
         conn_hs_debug(c, "client hello", why);
         goto fail;
     }
@@ -692,9 +716,9 @@ static void tls_hello(struct conn *c, size_t rl)
     size_t ncand = sh->nee > 2 ? faketls_candidates(&h, sh->ee, sh->nee, &pol) : sh->nee;
     bool capped = false;
     enum faketls_verdict v;
-    if (ncand > 2 && conn_pp_client_ip(&c->pp, c->cfd, ip))
-        v = keyscan_validate(c->w->sh->hints, &c->w->scan, ip, c->w->loop.now_ms, &h,
-                             sh->ee, sh->nee, ncand, &pol, &m, &capped);
+    if (ncand > 2 && conn_pp_client_ip(&c->hs->pp, c->cfd, ip))
+        v = keyscan_validate(c->w->sh->hints, &c->w->scan, ip, c->w->loop.now_ms, &h, sh->ee,
+                             sh->nee, ncand, &pol, &m, &capped);
     else
         v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);
     if (capped) {
@@ -744,13 +768,13 @@ static void tls_answer(struct conn *c, const struct faketls_hello *h, size_t ee,
     conn_enter(c, CONN_FLIGHT);
     faketls_reader_init(&c->rd, 65535); /* brief 4.8: any 16-bit length */
     /* Bytes after the hello are the start of the client's flight. */
-    size_t rest = c->hs_len - rl, k = 0;
-    memmove(c->hs, c->hs + rl, rest);
-    if (faketls_reader_strip(&c->rd, c->hs, rest, &k) != FAKETLS_REC_NEED_MORE) {
+    size_t rest = c->hs->len - rl, k = 0;
+    memmove(c->hs->buf, c->hs->buf + rl, rest);
+    if (faketls_reader_strip(&c->rd, c->hs->buf, rest, &k) != FAKETLS_REC_NEED_MORE) {
         flight_failed(c);
         return;
     }
-    c->hs_len = (uint32_t)k;
+    c->hs->len = (uint32_t)k;
     flight_step(c);
 }
 
@@ -760,7 +784,7 @@ static void plain_header(struct conn *c)
     const struct gen *sh = c->gen;
     struct obfs2_client oc;
     enum obfs2_status st =
-        obfs2_parse_client(c->hs, c->hs_len, sh->plain, sh->nplain, &c->c2p, &oc);
+        obfs2_parse_client(c->hs->buf, c->hs->len, sh->plain, sh->nplain, &c->c2p, &oc);
     size_t why = HS_REASON(hs_bad_obfs2);
     if (st == OBFS2_OK) {
         switch (admit_hello(c, (uint32_t)sh->plain_idx[oc.match], ANTIREPLAY_OBFS2, oc.replay_key,
@@ -793,7 +817,7 @@ static void plain_resume(struct conn *c)
 {
     const struct gen *g = c->gen;
     struct obfs2_client oc;
-    if (obfs2_parse_client(c->hs, c->hs_len, g->plain, g->nplain, &c->c2p, &oc) != OBFS2_OK) {
+    if (obfs2_parse_client(c->hs->buf, c->hs->len, g->plain, g->nplain, &c->c2p, &oc) != OBFS2_OK) {
         conn_hs_failed(c, HS_REASON(hs_error)); /* cannot happen: the same bytes parsed before */
         conn_close(c, END_NOMEM);
         return;
@@ -822,8 +846,8 @@ void conn_admitted(struct conn *c, enum admit_verdict v, size_t reason)
     size_t rl = 0, ee = 0;
     while (ee < g->nee && g->ee_idx[ee] != c->secret)
         ee++;
-    if (faketls_peek(c->hs, c->hs_len, &rl) != FAKETLS_OK ||
-        faketls_parse_hello(c->hs, c->hs_len, &h, &why) != FAKETLS_OK || ee == g->nee) {
+    if (faketls_peek(c->hs->buf, c->hs->len, &rl) != FAKETLS_OK ||
+        faketls_parse_hello(c->hs->buf, c->hs->len, &h, &why) != FAKETLS_OK || ee == g->nee) {
         conn_close(c, END_PROTO); /* cannot happen: the same bytes parsed before */
         return;
     }
@@ -838,15 +862,15 @@ static void hello_step(struct conn *c)
     bool tls = false; /* may still become a ClientHello */
     if (sh->nee) {
         size_t rl = 0;
-        enum faketls_status st = faketls_peek(c->hs, c->hs_len, &rl);
-        if (st == FAKETLS_OK && c->hs_len >= rl) {
+        enum faketls_status st = faketls_peek(c->hs->buf, c->hs->len, &rl);
+        if (st == FAKETLS_OK && c->hs->len >= rl) {
             tls_hello(c, rl);
             return;
         }
         tls = st != FAKETLS_BAD;
     }
-    bool plain = sh->nplain && obfs2_prefix_possible(c->hs, c->hs_len);
-    if (!tls && plain && c->hs_len >= OBFS2_HEADER_LEN) {
+    bool plain = sh->nplain && obfs2_prefix_possible(c->hs->buf, c->hs->len);
+    if (!tls && plain && c->hs->len >= OBFS2_HEADER_LEN) {
         plain_header(c);
         return;
     }
@@ -872,7 +896,7 @@ static void hello_step(struct conn *c)
 static int strip_pp(struct conn *c)
 {
     size_t k = 0;
-    switch (conn_pp_take(&c->pp, c->w, c->hs, c->hs_len, &k)) {
+    switch (conn_pp_take(&c->hs->pp, c->w, c->hs->buf, c->hs->len, &k)) {
     case CONN_PP_MORE:
         return 0;
     case CONN_PP_BAD:
@@ -885,9 +909,9 @@ static int strip_pp(struct conn *c)
     case CONN_PP_DONE:
         break;
     }
-    memmove(c->hs, c->hs + k, c->hs_len - k);
-    c->hs_len -= (uint32_t)k;
-    return c->hs_len ? 1 : 0;
+    memmove(c->hs->buf, c->hs->buf + k, c->hs->len - k);
+    c->hs->len -= (uint32_t)k;
+    return c->hs->len ? 1 : 0;
 }
 
 static void discard(struct conn *c)
@@ -921,21 +945,21 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
             loop_io_set(l, io, 0);
         return;
     }
-    if (!c->hs && !(c->hs = conn_buf_get(c->w))) {
+    if (!c->hs->buf && !(c->hs->buf = conn_buf_get(c->w))) {
         conn_hs_failed(c, HS_REASON(hs_error));
         conn_close(c, END_NOMEM);
         return;
     }
-    size_t room = c->w->sh->buf_size - HS_HEADROOM - c->hs_len;
-    ssize_t n = room ? recv(c->cfd, c->hs + c->hs_len, room, 0) : 0;
+    size_t room = c->w->sh->buf_size - HS_HEADROOM - c->hs->len;
+    ssize_t n = room ? recv(c->cfd, c->hs->buf + c->hs->len, room, 0) : 0;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        if (!c->hs_len && !c->site_spoke) { /* nothing yet (a silent client): no buffer held */
-            conn_buf_put(c->w, c->hs);
-            c->hs = NULL;
+        if (!c->hs->len && !c->site_spoke) { /* nothing yet (a silent client): no buffer held */
+            conn_buf_put(c->w, c->hs->buf);
+            c->hs->buf = NULL;
         }
         /* nothing more from the client: decide on what is here when the site spoke */
         if (c->site_spoke && c->state == CONN_HELLO &&
-            (!c->gen->cfg->proxy_protocol_listener || c->pp.done))
+            (!c->gen->cfg->proxy_protocol_listener || c->hs->pp.done))
             hello_step(c);
         return;
     }
@@ -953,18 +977,19 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
     }
     conn_touch(c);
     if (c->state == CONN_HELLO) {
-        c->hs_len += (uint32_t)n;
-        if (c->gen->cfg->proxy_protocol_listener && !c->pp.done && strip_pp(c) <= 0)
+        c->hs->len += (uint32_t)n;
+        if (c->gen->cfg->proxy_protocol_listener && !c->hs->pp.done && strip_pp(c) <= 0)
             return;
         hello_step(c);
         return;
     }
     size_t k = 0;
-    if (faketls_reader_strip(&c->rd, c->hs + c->hs_len, (size_t)n, &k) != FAKETLS_REC_NEED_MORE) {
+    if (faketls_reader_strip(&c->rd, c->hs->buf + c->hs->len, (size_t)n, &k) !=
+        FAKETLS_REC_NEED_MORE) {
         flight_failed(c);
         return;
     }
-    c->hs_len += (uint32_t)k;
+    c->hs->len += (uint32_t)k;
     flight_step(c);
 }
 
@@ -976,8 +1001,8 @@ static void upstream_ready(struct conn *c)
     if (c->state == CONN_HELLO || c->state == CONN_CHECK) { /* the early connection: watch the
                                                                 site, send nothing */
         c->early_up = true;
-        c->up.io.cb = on_early_up;
-        if (loop_io_set(&w->loop, &c->up.io, LOOP_READ) < 0)
+        c->uio.io.cb = on_early_up;
+        if (loop_io_set(&w->loop, &c->uio.io, LOOP_READ) < 0)
             early_drop(c);
         early_push(c);
         return;
@@ -996,7 +1021,7 @@ static void upstream_ready(struct conn *c)
 /* The connector's one report (upstream.c): a connected socket, or why there is none. */
 static void on_upstream(struct upstream_req *r, int fd, int result)
 {
-    struct conn *c = (struct conn *)(void *)((char *)r - offsetof(struct conn, up));
+    struct conn *c = (struct conn *)(void *)((char *)r->uio - offsetof(struct conn, uio));
     if (result == UPSTREAM_OK) {
         c->ufd = fd;
         if (c->state == CONN_DC_CONNECT)
@@ -1095,7 +1120,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
         /* the handshake deadline's first leg: a client still silent gets the early
            fronting connection; then the rest of the deadline */
         c->silent_done = true;
-        if (c->state == CONN_HELLO && !c->hs_len)
+        if (c->state == CONN_HELLO && !c->hs->len)
             early_front(c);
         loop_timer_start(&w->loop, &c->tqs->hs_rest, &c->timer, on_timer);
         return;

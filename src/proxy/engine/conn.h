@@ -122,6 +122,7 @@ struct conn_worker {
     struct conn_shared *sh;              /* shared; only sh->active is written */
     tg__ratelimit rl;                    /* debug lines the network can trigger */
     tg__pool conn_pool;                  /* struct conn storage */
+    tg__pool hs_pool;                    /* struct conn_hs: connections in their handshake */
     tg__pool recrypt_pool;               /* struct conn_recrypt: connections without fast mode */
     tg__pool shape_pool;                 /* struct conn_shape: shaped FakeTLS relays */
     uint8_t *scratch;                    /* TLSANSWER_SCRATCH bytes for building answers */

@@ -9,7 +9,7 @@
  * relay.c moves bytes and reports what happened through conn_relay_event(); admission.c
  * returns verdicts (and the fleet's answer through conn_admitted); the connector
  * (upstream.c) sees only the struct upstream_req inside. Each of them keeps its own part of
- * the struct (c->adm, c->pp, c->shape, c->up) and writes no other. docs/proxy-engine.md
+ * the struct (c->adm, c->hs->pp, c->shape, c->hs->up) and writes no other. docs/proxy-engine.md
  * draws the state diagram with the function behind each transition.
  *
  * Debug check: in Debug and sanitizer builds (TGKIT_CHECKS) conn_check(c) aborts, naming
@@ -108,9 +108,21 @@ struct conn_shape {
     struct conn *c; /* the owner, for the tick's timer callback */
 };
 
+/* What only the handshake needs: from the worker's hs_pool at accept, given back when the
+   relay starts (RELAY, FRONT_RELAY) or at close, so a relaying connection does not carry
+   it (issue 30; docs/proxy-engine.md, "Bytes per parked connection"). */
+struct conn_hs {
+    struct upstream_req up; /* the connector (DC or fronting host); its socket is c->uio */
+    uint8_t *buf;           /* handshake bytes read so far (pool buffer), else NULL */
+    uint32_t len;
+    uint32_t early_sent; /* bytes of buf already passed on to an early fronting connection */
+    struct conn_pp pp;   /* conn_pp.c's: the listener's PROXY header */
+};
+
 struct conn {
     struct loop_io cli;     /* registration of the client socket */
-    struct upstream_req up; /* the upstream connect; then up.io registers ufd */
+    struct upstream_io uio; /* registration of ufd (the connector's while it connects) */
+    struct conn_hs *hs;     /* until the relay starts, else NULL */
     int cfd, ufd;           /* client socket; DC or fronting socket (-1 = none) */
     struct loop_timer timer;
     struct conn_worker *w;
@@ -121,8 +133,7 @@ struct conn {
     uint64_t bytes_up, bytes_down;
     uint64_t up_counted, down_counted; /* of those, already in the counters (stats_bytes) */
     uint64_t recs_ms;                  /* when the last record toward a FakeTLS client was queued */
-    uint32_t recs;       /* records toward the client since the last quiet second (sizing) */
-    uint32_t early_sent; /* bytes of hs already passed on to an early fronting connection */
+    uint32_t recs; /* records toward the client since the last quiet second (sizing) */
     struct relay_dir dir[2];
     struct conn_shape *shape; /* toward a FakeTLS client, shaped; relay.c's (timer too) */
     struct crypto_ctr c2p;    /* client leg: decrypt */
@@ -130,9 +141,7 @@ struct conn {
     struct conn_recrypt *rx;  /* without fast mode (from DC_CONNECT on) and in middle-proxy
                                  mode (mprelay.c: p2c only), else NULL */
     struct faketls_reader rd; /* client records after the ServerHello */
-    uint8_t *hs;              /* handshake bytes read so far (pool buffer) */
-    uint32_t hs_len;
-    uint32_t secret; /* index into gen->cfg->secrets; UINT32_MAX = none yet */
+    uint32_t secret;          /* index into gen->cfg->secrets; UINT32_MAX = none yet */
     int16_t dc;
     uint8_t state; /* enum conn_state: conn_enter() only */
     uint8_t end;   /* enum conn_end */
@@ -145,7 +154,6 @@ struct conn {
     uint8_t early_up : 1;    /* HELLO: ufd is an early fronting connection, connected */
     uint8_t silent_done : 1; /* HELLO: the deadline's first leg is over (timer in tq_hs_rest) */
     uint8_t site_spoke : 1;  /* HELLO: the early fronting connection's site sent bytes */
-    struct conn_pp pp;       /* conn_pp.c's: the listener's PROXY header */
     struct conn_admit adm;   /* admission.c's: limits and fleet slots, the check in flight */
     struct mprelay *mp;      /* mprelay.c's: middle-proxy mode (no DC socket); else NULL */
 #if TGKIT_CHECKS
@@ -165,8 +173,10 @@ static inline void conn_check(const struct conn *c)
     CONN_CHECK_THAT(c, c->magic == CONN_MAGIC); /* allocated and not yet closed */
     CONN_CHECK_THAT(c, c->w && c->gen && c->tqs && c->cfd >= 0);
     CONN_CHECK_THAT(c, c->state <= CONN_CHECK);
-    CONN_CHECK_THAT(c, !c->hs || c->state == CONN_HELLO || c->state == CONN_FLIGHT ||
-                           c->state == CONN_CHECK);
+    CONN_CHECK_THAT(c, (!c->hs || !c->hs->buf) || c->state == CONN_HELLO ||
+                           c->state == CONN_FLIGHT || c->state == CONN_CHECK);
+    /* the handshake's state is given back when the relay starts */
+    CONN_CHECK_THAT(c, !c->hs == (c->state == CONN_RELAY || c->state == CONN_FRONT_RELAY));
     CONN_CHECK_THAT(c, (c->state != CONN_RELAY && c->state != CONN_FRONT_RELAY) || c->ufd >= 0 ||
                            (c->mp && c->state == CONN_RELAY)); /* middle-proxy: no DC socket */
     CONN_CHECK_THAT(

@@ -387,10 +387,10 @@ int mprelay_start(struct conn *c, const struct obfs2_client *oc, const uint8_t *
     c->rx = rx;
     c->mp = r;
     c->fast = false;
-    r->first = c->hs; /* RELAY holds no handshake buffer (conn_check) */
-    r->first_len = c->hs_len;
-    c->hs = NULL;
-    c->hs_len = 0;
+    r->first = c->hs->buf; /* RELAY holds no handshake buffer (conn_check) */
+    r->first_len = c->hs->len;
+    c->hs->buf = NULL;
+    c->hs->len = 0;
     return 1;
 }
 

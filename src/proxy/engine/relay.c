@@ -324,7 +324,7 @@ static void settle(struct conn *c, struct loop_io *hup)
         }
     }
     if (arm(l, &c->cli, c->cfd, want(c, DIR_UP, DIR_DOWN), hup == &c->cli) < 0 ||
-        arm(l, &c->up.io, c->ufd, want(c, DIR_DOWN, DIR_UP), hup == &c->up.io) < 0)
+        arm(l, &c->uio.io, c->ufd, want(c, DIR_DOWN, DIR_UP), hup == &c->uio.io) < 0)
         conn_relay_event(c, RELAY_EV_RESET);
 }
 
@@ -373,15 +373,15 @@ void relay_on_client(struct loop *l, struct loop_io *io, unsigned events)
 void relay_on_upstream(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)l;
-    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, up.io));
+    struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, uio.io));
     on_io(c, io, events);
 }
 
 void relay_start(struct conn *c)
 {
     c->cli.cb = relay_on_client;
-    c->up.io.cb = relay_on_upstream;
+    c->uio.io.cb = relay_on_upstream;
     conn_touch(c);
     /* send what was queued for the upstream (header, early bytes), then read both sides */
-    on_io(c, &c->up.io, LOOP_WRITE); /* settles interest on both sockets (c may be gone) */
+    on_io(c, &c->uio.io, LOOP_WRITE); /* settles interest on both sockets (c may be gone) */
 }

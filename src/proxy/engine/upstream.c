@@ -211,14 +211,24 @@ void upstream_req_bind(struct upstream_req *r, const struct config *cfg, struct 
     r->tqs = tqs;
 }
 
-void upstream_req_init(struct upstream_req *r)
+/* Idle again, keeping what the caller set once (cfg, tqs, uio). */
+static void req_reset(struct upstream_req *r)
 {
-    const struct config *cfg = r->cfg; /* the caller's: kept */
+    const struct config *cfg = r->cfg;
     struct conn_tqs *tqs = r->tqs;
+    struct upstream_io *uio = r->uio;
     memset(r, 0, sizeof *r);
-    r->io.fd = -1;
     r->cfg = cfg;
     r->tqs = tqs;
+    r->uio = uio;
+}
+
+void upstream_req_init(struct upstream_req *r, struct upstream_io *uio)
+{
+    r->uio = uio;
+    req_reset(r);
+    uio->io.fd = -1;
+    uio->req = r;
 }
 
 /* The deadline queue of r's kind: fronting, or the DC connect timeout. */
@@ -263,7 +273,7 @@ static int start_connect(struct upstream_req *r, const struct sockaddr_storage *
         close(fd);
         return err;
     }
-    int rc = loop_io_add(&w->loop, &r->io, fd, LOOP_WRITE, on_connected);
+    int rc = loop_io_add(&w->loop, &r->uio->io, fd, LOOP_WRITE, on_connected);
     if (rc < 0) {
         r->why = UPSTREAM_WHY_ERROR;
         close(fd);
@@ -277,11 +287,11 @@ static int start_connect(struct upstream_req *r, const struct sockaddr_storage *
 
 static void drop_socket(struct upstream_req *r)
 {
-    int fd = r->io.fd;
-    loop_io_del(&r->w->loop, &r->io);
+    int fd = r->uio->io.fd;
+    loop_io_del(&r->w->loop, &r->uio->io);
     if (fd >= 0)
         close(fd);
-    r->io.fd = -1;
+    r->uio->io.fd = -1;
 }
 
 /* The one report: r is idle again before its owner hears of it. */
@@ -628,7 +638,7 @@ static void dc_resume(struct upstream_req *r)
 
 int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstream_done_fn done)
 {
-    upstream_req_init(r);
+    req_reset(r);
     r->w = w;
     r->done = done;
     r->dc = dc;
@@ -758,7 +768,7 @@ static int front_early(struct upstream_req *r, struct upstream_name *e)
 int upstream_front(struct upstream_req *r, struct conn_worker *w, uint32_t secret, unsigned flags,
                    upstream_done_fn done)
 {
-    upstream_req_init(r);
+    req_reset(r);
     r->w = w;
     r->done = done;
     r->secret = secret;
@@ -838,12 +848,12 @@ int upstream_chain_connect(struct upstream_req *r, const struct sockaddr_storage
 
 void upstream_chain_done(struct upstream_req *r)
 {
-    r->io.cb = on_connected; /* as after a direct connect: WRITE, until the owner takes over */
-    if (loop_io_set(&r->w->loop, &r->io, LOOP_WRITE) < 0) {
+    r->uio->io.cb = on_connected; /* as after a direct connect: WRITE, until the owner takes over */
+    if (loop_io_set(&r->w->loop, &r->uio->io, LOOP_WRITE) < 0) {
         attempt_failed(r);
         return;
     }
-    finish(r, r->io.fd, UPSTREAM_OK);
+    finish(r, r->uio->io.fd, UPSTREAM_OK);
 }
 
 void upstream_chain_failed(struct upstream_req *r)
@@ -854,8 +864,7 @@ void upstream_chain_failed(struct upstream_req *r)
 static void on_connected(struct loop *l, struct loop_io *io, unsigned events)
 {
     (void)l;
-    struct upstream_req *r =
-        (struct upstream_req *)(void *)((char *)io - offsetof(struct upstream_req, io));
+    struct upstream_req *r = ((struct upstream_io *)(void *)io)->req;
     if (r->phase != PH_CONNECT)
         return; /* reported already; the owner has not taken the socket over yet */
     int err = 0;

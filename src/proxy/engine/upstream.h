@@ -9,7 +9,7 @@
  * caller's (libuv's connect request works the same way). A request that fails at once is
  * not reported through the callback: the start function returns the reason instead.
  *
- * Connects are non-blocking: the socket is registered in req->io for WRITE, and the
+ * Connects are non-blocking: the socket is registered in req->uio for WRITE, and the
  * request's own timer runs in the worker's connect queue ([network.timeout] tcp per DC
  * address, fronting per fronting address). A DC has an ordered list of addresses (the
  * [dcs] override for its id, else the built-in table, then sorted or filtered by
@@ -96,18 +96,26 @@ enum upstream_why upstream_why_errno(int err);
 struct upstream_req;
 /*
  * The one report of a request: result UPSTREAM_OK with the connected socket fd (registered
- * in r->io for WRITE; the caller now owns both and sets r->io.cb before the loop runs
- * again), else a negative result and fd -1. The request is idle again when this runs.
+ * in r->uio->io for WRITE; the caller now owns both and sets r->uio->io.cb before the loop
+ * runs again), else a negative result and fd -1. The request is idle again when this runs.
  */
 typedef void (*upstream_done_fn)(struct upstream_req *r, int fd, int result);
 
-/* A connect request. Zero it (or upstream_req_init) once; the fields are the connector's,
-   but cfg and tqs, which the caller sets once (upstream_req_bind) and every request keeps,
-   and io once a request reported UPSTREAM_OK. */
+/* The registration of a request's socket. The caller keeps it apart from the request
+   (upstream_req_init ties them), because it goes on using it once connected: so a
+   connection can give its request back when its relay starts (issue 30). */
+struct upstream_io {
+    struct loop_io io;        /* the socket being connected; after UPSTREAM_OK the caller's */
+    struct upstream_req *req; /* the request it belongs to while the caller has one */
+};
+
+/* A connect request. upstream_req_init it once; the fields are the connector's, but cfg
+   and tqs, which the caller sets once (upstream_req_bind) and every request keeps, and
+   uio once a request reported UPSTREAM_OK. */
 struct upstream_req {
     const struct config *cfg; /* the caller's configuration generation (DCs, fronting) */
     struct conn_tqs *tqs;     /* the caller's deadline queues (connect, front) */
-    struct loop_io io;        /* the socket being connected; after UPSTREAM_OK the caller's */
+    struct upstream_io *uio;  /* the caller's registration for the socket */
     struct loop_timer timer;  /* the deadline of the address or lookup being waited for */
     struct conn_worker *w;
     upstream_done_fn done;
@@ -122,8 +130,8 @@ struct upstream_req {
     struct chain *chain; /* DC through a SOCKS5 upstream: its negotiation (chain.c) */
 };
 
-/* An idle request (io unregistered). */
-void upstream_req_init(struct upstream_req *r);
+/* An idle request, tied to the caller's registration uio (unregistered). */
+void upstream_req_init(struct upstream_req *r, struct upstream_io *uio);
 /* The caller's configuration generation and deadline queues, for every request of r. */
 void upstream_req_bind(struct upstream_req *r, const struct config *cfg, struct conn_tqs *tqs);
 static inline bool upstream_busy(const struct upstream_req *r)

@@ -28,9 +28,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CONN_POOL_KEEP 4096                /* struct conn kept cached per worker */
-#define BUF_POOL_KEEP  256                 /* I/O buffers kept cached per worker */
-#define BUF_SLACK      1024                /* pool block = max(buffer_size, 16384) + slack */
+#define CONN_POOL_KEEP 4096 /* struct conn kept cached per worker */
+#define HS_POOL_KEEP   256  /* struct conn_hs kept cached: handshakes in flight at once */
+#define BUF_POOL_KEEP  256  /* I/O buffers kept cached per worker */
+#define BUF_SLACK      1024 /* pool block = max(buffer_size, 16384) + slack */
 #define BULK_BUF       ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
 
 int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
@@ -349,6 +350,7 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     tg__pool_init(&w->pool, sh->buf_size, BUF_POOL_KEEP);
     tg__pool_init(&w->big_pool, sh->big_size ? sh->big_size : sizeof(void *), sh->big_max);
     tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
+    tg__pool_init(&w->hs_pool, sizeof(struct conn_hs), HS_POOL_KEEP);
     tg__pool_init(&w->recrypt_pool, sizeof(struct conn_recrypt), CONN_POOL_KEEP);
     tg__pool_init(&w->shape_pool, sizeof(struct conn_shape), CONN_POOL_KEEP);
     tg__ratelimit_init(&w->rl, 5, 20);
@@ -397,6 +399,7 @@ void conn_worker_cleanup(struct conn_worker *w)
     tg__pool_cleanup(&w->pool);
     tg__pool_cleanup(&w->big_pool);
     tg__pool_cleanup(&w->conn_pool);
+    tg__pool_cleanup(&w->hs_pool);
     tg__pool_cleanup(&w->recrypt_pool);
     tg__pool_cleanup(&w->shape_pool);
     w->tqs = NULL;
