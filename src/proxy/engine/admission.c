@@ -1,6 +1,7 @@
 /*
  * admission: replay, limits and fleet checks of a validated hello. See admission.h.
- * Invariants: a->fleet_ticket != FLEET_NONE only while the connection waits in CONN_CHECK;
+ * Invariants: c->hs->chk.fleet_ticket != FLEET_NONE only while the connection waits in
+ * CONN_CHECK;
  * a->limit_held means limits_admit counted the connection and nothing gave it back yet.
  */
 #include "proxy/engine/admission.h"
@@ -18,10 +19,11 @@
 
 static void on_fleet(void *owner, enum fleet_verdict v);
 
-void admit_conn_init(struct conn_admit *a)
+void admit_conn_init(struct conn_admit *a, struct conn_admit_check *k)
 {
     memset(a, 0, sizeof *a);
-    a->fleet_ticket = FLEET_NONE;
+    memset(k, 0, sizeof *k);
+    k->fleet_ticket = FLEET_NONE;
 }
 
 /* c's secret as the fleet knows it: by label (its slot keeps the counts across reloads). */
@@ -142,12 +144,12 @@ static bool fleet_ask(struct conn *c, enum antireplay_kind kind, const uint8_t *
         return false;
     /* only now: the address costs two system calls (getpeername, getsockname) */
     q.addr = conn_pp_client_ip(&c->hs->pp, c->cfd, ip) ? ip : NULL;
-    enum fleet_verdict v = fleet_check(w->fleet, &q, c, on_fleet, &c->adm.fleet_ticket);
+    enum fleet_verdict v = fleet_check(w->fleet, &q, c, on_fleet, &c->hs->chk.fleet_ticket);
     if (v != FLEET_PENDING) {
         fleet_admitted(c); /* FLEET_LOCAL: accepted on local state */
         return false;
     }
-    c->adm.kind = (uint8_t)kind; /* conn.c parses the hello again by it */
+    c->hs->chk.kind = (uint8_t)kind; /* conn.c parses the hello again by it */
     return true;
 }
 
@@ -180,7 +182,7 @@ static void fleet_refused(struct conn *c, enum fleet_verdict v)
 static void on_fleet(void *owner, enum fleet_verdict v)
 {
     struct conn *c = owner;
-    c->adm.fleet_ticket = FLEET_NONE;
+    c->hs->chk.fleet_ticket = FLEET_NONE;
     if (v != FLEET_OK && v != FLEET_LOCAL) {
         fleet_refused(c, v);
         conn_admitted(c, ADMIT_REFUSED,
@@ -208,8 +210,8 @@ enum admit_verdict admit_hello(struct conn *c, uint32_t secret, enum antireplay_
 
 void admit_cancel(struct conn *c)
 {
-    fleet_cancel(c->w->fleet, c->adm.fleet_ticket);
-    c->adm.fleet_ticket = FLEET_NONE;
+    fleet_cancel(c->w->fleet, c->hs->chk.fleet_ticket);
+    c->hs->chk.fleet_ticket = FLEET_NONE;
     limit_give_back(c);
 }
 
@@ -220,8 +222,8 @@ void admit_release(struct conn *c)
         quota_fold(c);
     if (c->adm.limit_held)
         limits_release(c->gen->limits, c->secret, c->adm.limit_ip, tg__wall_s());
-    if (c->adm.fleet_ticket != FLEET_NONE)
-        fleet_cancel(w->fleet, c->adm.fleet_ticket);
+    if (c->hs && c->hs->chk.fleet_ticket != FLEET_NONE) /* none once relaying */
+        fleet_cancel(w->fleet, c->hs->chk.fleet_ticket);
     if (c->adm.fleet_held) {
         struct fleet_secret fs = fleet_sec(c);
         fleet_release(w->fleet, &fs);

@@ -34,9 +34,12 @@ enum admit_verdict { ADMIT_OK, ADMIT_PENDING, ADMIT_REFUSED };
 struct conn_admit {
     uint64_t quota_folded; /* bytes_up + bytes_down already charged to the quota */
     uint32_t limit_ip;     /* limits_admit's address entry (LIMITS_NO_IP = none) */
-    uint32_t fleet_ticket; /* PENDING: the check in flight (FLEET_NONE = none) */
     bool limit_held;       /* admitted by limits_admit: release at close */
     bool fleet_held;       /* holds a [fleet] connection slot: fleet_release at close */
+};
+/* The [fleet] check in flight: handshake-time, in the connection's struct conn_hs. */
+struct conn_admit_check {
+    uint32_t fleet_ticket; /* PENDING: the check in flight (FLEET_NONE = none) */
     uint8_t kind;          /* PENDING: the hello's enum antireplay_kind */
 };
 
@@ -47,7 +50,7 @@ struct admit_worker {
 };
 
 /* At accept: nothing held, nothing asked. */
-void admit_conn_init(struct conn_admit *a);
+void admit_conn_init(struct conn_admit *a, struct conn_admit_check *k);
 /*
  * The hello authenticated with secret index secret (c->secret is set to it unless the
  * hello is a replay) and whose replay key is key[0..n) of kind: the verdict. Counts the

@@ -269,7 +269,7 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
     upstream_req_bind(&h->up, c->gen->cfg, c->tqs);
     c->secret = UINT32_MAX;
     conn_pp_accepted(&h->pp, peer);
-    admit_conn_init(&c->adm);
+    admit_conn_init(&c->adm, &h->chk);
     c->start_ms = c->last_io_ms = w->loop.now_ms;
     conn_mark_live(c);
     conn_enter(c, CONN_HELLO); /* TCP_NODELAY and keepalive are inherited from the listener */
@@ -836,7 +836,7 @@ void conn_admitted(struct conn *c, enum admit_verdict v, size_t reason)
         return;
     }
     loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
-    if (c->adm.kind == ANTIREPLAY_OBFS2) {
+    if (c->hs->chk.kind == ANTIREPLAY_OBFS2) {
         plain_resume(c);
         return;
     }

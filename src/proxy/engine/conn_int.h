@@ -79,12 +79,13 @@ enum conn_state {
 
 /* One direction of a relay: bytes read from one socket waiting for the other. */
 struct relay_dir {
-    uint8_t *buf;      /* pool buffer while bytes are in flight, else NULL */
-    uint32_t off, len; /* unwritten bytes are buf[off..len) */
-    bool eof;          /* the source reached EOF */
-    bool shut;         /* we sent FIN to the destination */
-    bool big;          /* buf came from the bulk pool */
-    bool bulk;         /* the last read filled its buffer: the next may take a bulk one */
+    uint8_t *buf;        /* pool buffer while bytes are in flight, else NULL */
+    uint32_t off;        /* unwritten bytes are buf[off..len) */
+    uint32_t len : 28;   /* (a buffer is at most 1 MiB + slack: buffer-size's bound) */
+    uint32_t eof : 1;    /* the source reached EOF */
+    uint32_t shut : 1;   /* we sent FIN to the destination */
+    uint32_t big : 1;    /* buf came from the bulk pool */
+    uint32_t bulk : 1;   /* the last read filled its buffer: the next may take a bulk one */
 };
 
 enum { DIR_UP = 0, DIR_DOWN = 1 }; /* up: client -> upstream; down: upstream -> client */
@@ -117,6 +118,7 @@ struct conn_hs {
     uint32_t len;
     uint32_t early_sent; /* bytes of buf already passed on to an early fronting connection */
     struct conn_pp pp;   /* conn_pp.c's: the listener's PROXY header */
+    struct conn_admit_check chk; /* admission.c's: the [fleet] check in flight */
 };
 
 struct conn {
@@ -133,7 +135,8 @@ struct conn {
     uint64_t bytes_up, bytes_down;
     uint64_t up_counted, down_counted; /* of those, already in the counters (stats_bytes) */
     uint64_t recs_ms;                  /* when the last record toward a FakeTLS client was queued */
-    uint32_t recs; /* records toward the client since the last quiet second (sizing) */
+    uint32_t recs;   /* records toward the client since the last quiet second (sizing) */
+    uint32_t secret; /* index into gen->cfg->secrets; UINT32_MAX = none yet */
     struct relay_dir dir[2];
     struct conn_shape *shape; /* toward a FakeTLS client, shaped; relay.c's (timer too) */
     struct crypto_ctr c2p;    /* client leg: decrypt */
@@ -141,7 +144,6 @@ struct conn {
     struct conn_recrypt *rx;  /* without fast mode (from DC_CONNECT on) and in middle-proxy
                                  mode (mprelay.c: p2c only), else NULL */
     struct faketls_reader rd; /* client records after the ServerHello */
-    uint32_t secret;          /* index into gen->cfg->secrets; UINT32_MAX = none yet */
     int16_t dc;
     uint8_t state; /* enum conn_state: conn_enter() only */
     uint8_t end;   /* enum conn_end */

@@ -36,6 +36,8 @@ static bool tls_key_ok;
  */
 #define CTR_SLOTS 256
 #define SLOT_NONE 0xffff
+_Static_assert(CTR_SLOTS <= (1 << 14), "struct crypto_ctr's slot field holds a slot index");
+_Static_assert(sizeof(struct crypto_ctr) == 64, "struct crypto_ctr is 64 bytes (crypto.h)");
 
 /*
  * Small random requests (a filler length, a DC header) are served from a per-thread block
@@ -164,7 +166,7 @@ static void lru_place(struct crypto_thread *t, uint16_t i, bool first)
 /* The slot c is keyed into on this thread, or NULL. */
 static struct ctr_slot *slot_of(struct crypto_thread *t, const struct crypto_ctr *c)
 {
-    if (!t || c->home != t || c->slot >= t->nslots || t->slot[c->slot].owner != c->serial)
+    if (!t || !c->homed || c->slot >= t->nslots || t->slot[c->slot].owner != c->serial)
         return NULL;
     return &t->slot[c->slot];
 }
@@ -208,7 +210,7 @@ static int ctr_open(struct crypto_thread *t, struct crypto_ctr *c, struct ctr_sl
         (part == 0 || (EVP_EncryptUpdate(s->ctx, skip, &outl, skip, part) == 1 && outl == part))) {
         s->owner = c->serial;
         s->pos = c->pos;
-        c->home = t;
+        c->homed = 1;
         c->slot = i;
         *out = s;
         rc = 0;
@@ -222,9 +224,9 @@ static int ctr_open(struct crypto_thread *t, struct crypto_ctr *c, struct ctr_sl
 static void slot_release(struct crypto_ctr *c, bool wipe)
 {
     static const uint8_t zero[32];
-    struct crypto_thread *t = c->home ? pthread_getspecific(tls_key) : NULL;
+    struct crypto_thread *t = c->homed ? pthread_getspecific(tls_key) : NULL;
     struct ctr_slot *s = slot_of(t, c);
-    c->home = NULL;
+    c->homed = 0;
     if (!s)
         return;
     if (wipe)
@@ -244,14 +246,19 @@ int crypto_ctr_init(struct crypto_ctr *c, const uint8_t key[32], const uint8_t i
     memcpy(c->key, key, 32);
     memcpy(c->iv, iv, 16);
     c->pos = 0;
-    c->serial = __atomic_add_fetch(&serial_next, 1, __ATOMIC_RELAXED);
-    c->home = NULL;
-    c->ready = true;
+    /* 48 bits: unique for 2^48 streams (nine years at a million a second) */
+    uint64_t serial;
+    do
+        serial = __atomic_add_fetch(&serial_next, 1, __ATOMIC_RELAXED) & ((1ull << 48) - 1);
+    while (!serial);
+    c->serial = serial;
+    c->homed = 0;
+    c->ready = 1;
     struct crypto_thread *t = thread_state();
     struct ctr_slot *s;
     int rc = t ? ctr_open(t, c, &s) : -ENOMEM;
     if (rc != 0)
-        c->ready = false;
+        c->ready = 0;
     return rc;
 }
 
@@ -303,7 +310,7 @@ void crypto_ctr_park(struct crypto_ctr *c)
 
 bool crypto_ctr_keyed(const struct crypto_ctr *c)
 {
-    return c->ready && c->home && slot_of(pthread_getspecific(tls_key), c) != NULL;
+    return c->ready && c->homed && slot_of(pthread_getspecific(tls_key), c) != NULL;
 }
 
 void crypto_ctr_cleanup(struct crypto_ctr *c)

@@ -36,13 +36,15 @@
 #define CRYPTO_SHA256_LEN  32
 #define CRYPTO_X25519_LEN  32
 
+/* 64 bytes: a connection keeps two of them while it relays, parked or not (issue 30). */
 struct crypto_ctr {
-    uint64_t pos;     /* keystream bytes consumed so far */
-    uint64_t serial;  /* unique per crypto_ctr_init: names the stream in its thread's slots */
-    const void *home; /* the thread state whose slot may hold it keyed; NULL = none */
-    uint16_t slot;    /* that slot */
-    bool ready;       /* initialised */
-    uint8_t key[32];  /* kept so the stream can be re-keyed at its position */
+    uint64_t pos;         /* keystream bytes consumed so far */
+    uint64_t serial : 48; /* unique per crypto_ctr_init in the process (never 0): names the
+                             stream in its thread's slots */
+    uint64_t slot : 14;   /* the slot of its thread that may hold it keyed */
+    uint64_t homed : 1;   /* that slot may hold it keyed (else no slot does) */
+    uint64_t ready : 1;   /* initialised */
+    uint8_t key[32];      /* kept so the stream can be re-keyed at its position */
     uint8_t iv[16];
 };
 

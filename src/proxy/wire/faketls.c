@@ -457,7 +457,8 @@ enum { RD_HDR = 0, RD_BODY, RD_CLOSED, RD_BAD };
 void faketls_reader_init(struct faketls_reader *r, size_t max_len)
 {
     memset(r, 0, sizeof(*r));
-    r->max_len = max_len ? max_len : FAKETLS_RECORD_MAX_IN;
+    max_len = max_len ? max_len : FAKETLS_RECORD_MAX_IN;
+    r->max_len = max_len < 65535 ? (uint32_t)max_len : 65535; /* a 16-bit length field */
 }
 
 static enum faketls_rec reader_fail(struct faketls_reader *r, bool close, const char *why)
@@ -483,7 +484,7 @@ static enum faketls_rec reader_header(struct faketls_reader *r)
         return reader_fail(r, false, "ChangeCipherSpec record is not 1 byte long");
     if (len > r->max_len)
         return reader_fail(r, false, "TLS record longer than the limit");
-    r->remaining = len;
+    r->remaining = (uint32_t)len;
     r->state = len ? RD_BODY : RD_HDR; /* empty ApplicationData records are skipped */
     return FAKETLS_REC_NEED_MORE;
 }
@@ -508,7 +509,7 @@ enum faketls_rec faketls_reader_next(struct faketls_reader *r, const uint8_t *bu
         size_t take_n = len - *pos < r->remaining ? len - *pos : r->remaining;
         size_t at = *pos;
         *pos += take_n;
-        r->remaining -= take_n;
+        r->remaining -= (uint32_t)take_n;
         if (r->remaining == 0)
             r->state = RD_HDR;
         if (r->type == REC_CCS) {

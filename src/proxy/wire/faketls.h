@@ -182,8 +182,8 @@ struct faketls_reader {
     uint8_t hdr_have; /* header bytes collected so far */
     uint8_t type;     /* current record type (while remaining > 0) */
     uint8_t state;    /* internal */
-    size_t remaining; /* payload bytes left in the current record */
-    size_t max_len;   /* record payload limit */
+    uint32_t remaining; /* payload bytes left in the current record */
+    uint32_t max_len;   /* record payload limit (at most 65535) */
     const char *why;  /* static reason once CLOSE/BAD */
 };
 
