@@ -87,12 +87,14 @@ static const char usage_text[] =
     "                               (ignored or deprecated mtg keys are warnings; with\n"
     "                               --strict they exit 2), 1 if any fails\n"
     "  probe HOST:PORT [--front HOST:PORT] [--sni DOMAIN] [--secret-file FILE|-] [--wait D]\n"
-    "      [--handshakes N] [--json] [--strict]\n"
+    "      [--handshakes N] [--json] [--strict] [--config CONFIG.toml]\n"
     "                               probe a running proxy from outside as a censor would, and\n"
     "                               its front directly; compare the answers: exit 0 if\n"
     "                               indistinguishable, 1 if something gives it away. The\n"
     "                               secret (for real FakeTLS handshakes) comes from the file,\n"
-    "                               standard input or " SECRET_ENV ", never the command line\n"
+    "                               standard input or " SECRET_ENV ", never the command line;\n"
+    "                               --config: send PROXY v2 headers as its proxy-protocol\n"
+    "                               keys say (to the front, to a proxy-protocol-listener)\n"
     "  --help, --version\n"
     "\n"
     "Exit codes (every command): 0 ok, 1 a doctor check failed or probe found a difference,\n"
@@ -804,8 +806,8 @@ static int cmd_doctor(const struct io *io, int argc, char **argv)
 /* ---- probe ---- */
 
 static const struct opt_spec probe_specs[] = {
-    {"secret-file", true}, {"secret", true},     {"front", true}, {"sni", true},
-    {"wait", true},        {"handshakes", true}, {"json", false}, {"strict", false},
+    {"secret-file", true}, {"secret", true}, {"front", true},   {"sni", true},    {"wait", true},
+    {"handshakes", true},  {"json", false},  {"strict", false}, {"config", true},
 };
 
 /* The probe's secret: --secret-file FILE ("-": standard input), else $TGPROXY_SECRET (wiped
@@ -876,6 +878,15 @@ static int cmd_probe(const struct io *io, int argc, char **argv)
     if (opt_uint(io, &a, "handshakes", 1, PROBE_HANDSHAKES_MAX, &v) != 0)
         return EX_USAGE;
     po.handshakes = opt(&a, "handshakes") ? (int)v : 0;
+    if (opt(&a, "config")) { /* the deployment's PROXY protocol setup, nothing else */
+        struct config cfg;
+        int crc = load_config(io, opt(&a, "config"), &cfg);
+        if (crc != 0)
+            return crc;
+        po.front_proxy_v2 = cfg.fronting.proxy_protocol;
+        po.proxy_proxy_v2 = cfg.proxy_protocol_listener;
+        config_cleanup(&cfg);
+    }
     struct secret s;
     bool have = false;
     int rc = probe_secret(io, &a, &s, &have);

@@ -98,11 +98,14 @@ static int probe_pair(struct run *r, struct row *row, const struct probeconn_req
 {
     struct side *sides[2] = {&row->front, &row->proxy};
     const struct peer *to[2] = {&r->front, &r->proxy};
+    const bool pp[2] = {r->o->front_proxy_v2, r->o->proxy_proxy_v2};
     for (int i = 0; i < 2; i++) {
+        struct probeconn_req qi = *q;
+        qi.proxy_v2 = pp[i];
         sides[i]->res.buf = sides[i]->buf;
         sides[i]->res.cap = sizeof sides[i]->buf;
         sides[i]->rc =
-            probeconn_run((const struct sockaddr *)&to[i]->addr, to[i]->len, q, &sides[i]->res);
+            probeconn_run((const struct sockaddr *)&to[i]->addr, to[i]->len, &qi, &sides[i]->res);
         if (sides[i]->rc < 0)
             return cli_fail(r->err, EX_UNAVAILABLE, "probe: cannot connect to the %s %s: %s",
                             i ? "proxy" : "front", to[i]->text, strerror(-sides[i]->rc));
@@ -117,7 +120,7 @@ static bool prime(struct run *r, const uint8_t *b, size_t n)
     uint8_t *rec = tg__malloc(TLSFLIGHT_RECORDING_MAX);
     if (!rec)
         return false;
-    struct tlsscout_opts so = {.timeout_ms = r->wait_ms};
+    struct tlsscout_opts so = {.timeout_ms = r->wait_ms, .proxy_v2 = r->o->proxy_proxy_v2};
     struct tlsflight f;
     char why[256];
     size_t rn = 0;
@@ -192,7 +195,8 @@ static int run_handshakes(struct run *r)
         return cli_fail(r->err, EX_OSERR, "probe: out of memory");
     }
     int code = 0;
-    struct tlsscout_opts so = {.timeout_ms = r->wait_ms};
+    struct tlsscout_opts so = {.timeout_ms = r->wait_ms, .proxy_v2 = r->o->proxy_proxy_v2};
+    struct tlsscout_opts fo = {.timeout_ms = r->wait_ms, .proxy_v2 = r->o->front_proxy_v2};
     for (int i = 0; i < n && code == 0; i++) {
         uint8_t rnd[TLSFLIGHT_HELLO_RND], hello[TLSFLIGHT_HELLO_LEN];
         char why[256];
@@ -221,7 +225,7 @@ static int run_handshakes(struct run *r)
         if (code == 0 && crypto_random(rnd, sizeof rnd) == 0) {
             hl = tlsflight_client_hello(hello, sizeof hello, r->sni, rnd);
             rc = tlsscout_exchange((const struct sockaddr *)&r->front.addr, r->front.len, hello, hl,
-                                   "the front", &so, rec, &rn, &f, why, sizeof why);
+                                   "the front", &fo, rec, &rn, &f, why, sizeof why);
             if (rc == 0)
                 r->site_flights[r->nflight_site++] = f;
             else
@@ -285,8 +289,10 @@ static size_t giveaways(const struct run *r)
 static void print_text(const struct run *r)
 {
     FILE *f = r->out;
-    fprintf(f, "tgproxy probe: proxy %s, front %s, SNI %s, wait %.1f s\n\n", r->proxy.text,
-            r->front.text, r->sni, (double)r->wait_ms / 1000);
+    const char *pp = " (PROXY v2 header)";
+    fprintf(f, "tgproxy probe: proxy %s%s, front %s%s, SNI %s, wait %.1f s\n\n", r->proxy.text,
+            r->o->proxy_proxy_v2 ? pp : "", r->front.text, r->o->front_proxy_v2 ? pp : "", r->sni,
+            (double)r->wait_ms / 1000);
     fprintf(f, "%-8s %-30s %s\n", "", "probe", "answer (front | proxy when they differ)");
     for (size_t i = 0; i < r->nrows; i++) {
         const struct row *row = &r->rows[i];

@@ -9,6 +9,9 @@
  * as Telegram clients do) and sends the same ClientHello shape to the site, and compares the
  * answers' shape (wire/probeshape.h). Output: a table and a verdict, as text or JSON.
  *
+ * With a PROXY protocol setup (--config), the probes carry the v2 header where tgproxy's
+ * own connections do (probe_opts.front_proxy_v2 / proxy_proxy_v2).
+ *
  * The secret is never printed: only its domain (the SNI, which every hello shows anyway).
  * Exit codes (cli.h's table): 0 indistinguishable, 1 something gives the proxy away (or
  * the proxy refused the secret), 69 the proxy or the front cannot be resolved or reached,
@@ -38,6 +41,11 @@ struct probe_opts {
     int handshakes;              /* each way; 0 = PROBE_HANDSHAKES_DEFAULT */
     bool json;
     bool strict; /* a limit of FakeTLS itself counts as a giveaway too */
+    /* PROXY v2 headers first (probeconn_send_proxy_v2), as --config sets them: to the front
+       when it expects one from tgproxy ([domain-fronting] proxy-protocol), so the direct
+       probes look like tgproxy's fronted connections; to the proxy when its listener expects
+       one (proxy-protocol-listener, a balancer in front) */
+    bool front_proxy_v2, proxy_proxy_v2;
 };
 
 /* Run the probe; messages on err ("tgproxy: probe: ..."), the report on out. Returns the

@@ -2,6 +2,7 @@
 #include "proxy/services/probeconn.h"
 
 #include "core/clock.h"
+#include "proxy/wire/proxyproto.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -60,6 +61,34 @@ int probeconn_send(int fd, const uint8_t *p, size_t n, uint64_t deadline)
             return -ETIMEDOUT;
     }
     return 0;
+}
+
+int probeconn_send_proxy_v2(int fd, uint64_t deadline)
+{
+    struct sockaddr_storage l, r;
+    socklen_t ll = sizeof l, rl = sizeof r;
+    if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0 ||
+        getpeername(fd, (struct sockaddr *)&r, &rl) != 0)
+        return -errno;
+    struct proxyproto_addr a = {0};
+    if (l.ss_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)&l, *d4 = (const void *)&r;
+        a.family = AF_INET;
+        memcpy(a.src, &s4->sin_addr, 4);
+        memcpy(a.dst, &d4->sin_addr, 4);
+        a.src_port = s4->sin_port;
+        a.dst_port = d4->sin_port;
+    } else {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&l, *d6 = (const void *)&r;
+        a.family = AF_INET6;
+        memcpy(a.src, &s6->sin6_addr, 16);
+        memcpy(a.dst, &d6->sin6_addr, 16);
+        a.src_port = s6->sin6_port;
+        a.dst_port = d6->sin6_port;
+    }
+    uint8_t hdr[PROXYPROTO_BUILD_MAX];
+    size_t n = proxyproto_build_v2(&a, hdr);
+    return n ? probeconn_send(fd, hdr, n, deadline) : -EAFNOSUPPORT;
 }
 
 static void read_phase(int fd, uint64_t t0, uint64_t until, struct probeconn_res *r)
@@ -123,6 +152,14 @@ int probeconn_run(const struct sockaddr *addr, socklen_t addr_len, const struct 
     if (fd < 0)
         return fd;
     r->connect_ms = (long)(tg__now_ms() - c0);
+    if (q->proxy_v2) {
+        int rc = probeconn_send_proxy_v2(fd, tg__now_ms() + (uint64_t)wms);
+        /* a reset or a stall already is the peer's answer (read next); else no probe */
+        if (rc < 0 && rc != -EPIPE && rc != -ECONNRESET && rc != -ETIMEDOUT) {
+            close(fd);
+            return rc;
+        }
+    }
     /* a peer that refuses more bytes has said something: it is read next */
     if (q->n)
         (void)probeconn_send(fd, q->bytes, q->n, tg__now_ms() + (uint64_t)wms);

@@ -27,6 +27,9 @@ struct probeconn_req {
     size_t after_eof_n;
     int connect_ms; /* 0 = 5000 */
     int wait_ms;    /* the read phase's bound; 0 = 5000 */
+    bool proxy_v2;  /* a PROXY v2 header first (probeconn_send_proxy_v2), for a peer that
+                       expects one: a site behind [domain-fronting] proxy-protocol, a tgproxy
+                       with proxy-protocol-listener */
 };
 
 struct probeconn_res {
@@ -43,6 +46,11 @@ int probeconn_dial(const struct sockaddr *addr, socklen_t addr_len, int timeout_
 /* Send all of p[0..n) on a non-blocking fd by the deadline (tg__now_ms() clock): 0, or
    -errno (-ETIMEDOUT when it passed; -EPIPE / -ECONNRESET when the peer refused more). */
 int probeconn_send(int fd, const uint8_t *p, size_t n, uint64_t deadline);
+
+/* A PROXY v2 header naming fd's own ends (this host as the client, the peer as the
+   destination), sent by the deadline: 0 or -errno. The one writer of the probes' header:
+   tlsscout's probes and `tgproxy probe` send it where a fronted connection would carry one. */
+int probeconn_send_proxy_v2(int fd, uint64_t deadline);
 
 /* 0, or -errno when the connection cannot be made (nothing else is an error: a reset is
    what the peer said). */

@@ -5,7 +5,6 @@
 #include "core/clock.h"
 #include "proxy/services/probeconn.h"
 #include "proxy/wire/crypto.h"
-#include "proxy/wire/proxyproto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,35 +88,6 @@ static int record(int fd, uint8_t *buf, size_t *n, uint32_t *seg, uint32_t *wire
     }
 }
 
-/* The PROXY v2 header naming fd's own ends (this host as the client): 0 or -errno. */
-static int send_proxy_v2(int fd, uint64_t deadline)
-{
-    struct sockaddr_storage l, r;
-    socklen_t ll = sizeof l, rl = sizeof r;
-    if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0 ||
-        getpeername(fd, (struct sockaddr *)&r, &rl) != 0)
-        return -errno;
-    struct proxyproto_addr a = {0};
-    if (l.ss_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)&l, *d4 = (const void *)&r;
-        a.family = AF_INET;
-        memcpy(a.src, &s4->sin_addr, 4);
-        memcpy(a.dst, &d4->sin_addr, 4);
-        a.src_port = s4->sin_port;
-        a.dst_port = d4->sin_port;
-    } else {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&l, *d6 = (const void *)&r;
-        a.family = AF_INET6;
-        memcpy(a.src, &s6->sin6_addr, 16);
-        memcpy(a.dst, &d6->sin6_addr, 16);
-        a.src_port = s6->sin6_port;
-        a.dst_port = d6->sin6_port;
-    }
-    uint8_t hdr[PROXYPROTO_BUILD_MAX];
-    size_t n = proxyproto_build_v2(&a, hdr);
-    return n ? probeconn_send(fd, hdr, n, deadline) : -EAFNOSUPPORT;
-}
-
 int tlsscout_exchange(const struct sockaddr *addr, socklen_t addr_len, const uint8_t *hello,
                       size_t hl, const char *what, const struct tlsscout_opts *o, uint8_t *rec,
                       size_t *rec_n, struct tlsflight *out, char *err, size_t errlen)
@@ -132,7 +102,7 @@ int tlsscout_exchange(const struct sockaddr *addr, socklen_t addr_len, const uin
     int rc = probeconn_dial(addr, addr_len, left_ms(deadline)), fd = rc;
     if (fd >= 0 && o && o->proxy_v2) {
         step = "send the PROXY header";
-        rc = send_proxy_v2(fd, deadline);
+        rc = probeconn_send_proxy_v2(fd, deadline);
     }
     if (fd >= 0 && rc >= 0) {
         step = "send ClientHello";

@@ -13,6 +13,12 @@
  *          site that sends supported_versions first and 2810 encrypted bytes.
  * The good one and the first two learn their answer from their fronting target
  * ([defense.tls-front], the default); each probe starts once that first refresh ended.
+ * Two more are good ones with a PROXY protocol setup, probed with `--config` (their file):
+ *   pp     the site is behind [domain-fronting] proxy-protocol (tests/support/pp_site: it
+ *          closes a connection without a v2 header): the probe's direct connections carry
+ *          the header as tgproxy's fronted ones do, else the site refuses them all;
+ *   ppl    tgproxy's listener expects a PROXY header (proxy-protocol-listener, as behind a
+ *          balancer): the probe sends one to the proxy, none to the site.
  * Each deployment has its own s_server (it serves one connection at a time), so the four
  * probes run at once. The secret reaches the probe in a file and must appear in no output.
  */
@@ -25,6 +31,7 @@
 #include "proxy/wire/json.h"
 #include "proxy/wire/secret.h"
 #include "core/log.h"
+#include "pp_site.h"
 #include "proxy_proc.h"
 #include "tls_front.h"
 
@@ -40,15 +47,18 @@
 #define TGPROXY TGKIT_BINARY_DIR "/tgproxy"
 
 /* the four deployments, and more for the JSON output, a wrong secret and --strict */
-enum { GOOD, OFF, WRONG, FIXED, JSON, BADKEY, STRICT, NDEPLOY };
-static const char *const names[NDEPLOY] = {"good", "off",    "wrong", "fixed",
-                                           "json", "badkey", "strict"};
+enum { GOOD, OFF, WRONG, FIXED, JSON, BADKEY, STRICT, PP, PPL, NDEPLOY };
+static const char *const names[NDEPLOY] = {"good",   "off",    "wrong", "fixed", "json",
+                                           "badkey", "strict", "pp",    "ppl"};
 
 struct deploy {
     struct tfront site; /* the site the secret's domain names */
     struct config cfg;
     struct server *srv;
     uint16_t port;
+    uint16_t front_port; /* what the probe's --front names: the site, or pp in front of it */
+    struct pp_site pp;   /* pp: the site's PROXY protocol front */
+    char cfg_file[160];  /* the config given to the probe with --config ("" none) */
     char log[160];
     char *out; /* the probe's stdout + stderr */
     int code;  /* its exit code */
@@ -71,19 +81,33 @@ static bool learned_once(void *arg)
 /* tgproxy fronting to 127.0.0.1:fronting_port; learned: [defense.tls-front] on (the
    default), and running only once its first refresh ended (learned or failed), so the
    probe meets the answer the deployment keeps; else the fixed answer. */
-static void deploy_start(struct deploy *d, uint16_t fronting_port, bool learned)
+/* front_pp: [domain-fronting] proxy-protocol; listener_pp: proxy-protocol-listener; either
+   writes the file to d->cfg_file for the probe's --config. */
+static void deploy_start_pp(struct deploy *d, uint16_t fronting_port, bool learned, bool front_pp,
+                            bool listener_pp)
 {
     char doc[1024], err[256];
     snprintf(doc, sizeof doc,
              "secret = \"%s\"\n"
              "bind-to = \"127.0.0.1:0\"\n"
              "workers = 1\n"
+             "proxy-protocol-listener = %s\n"
              "[domain-fronting]\n"
              "host = \"127.0.0.1\"\n"
              "port = %u\n"
+             "proxy-protocol = %s\n"
              "[defense.tls-front]\n"
              "enabled = %s\n",
-             g.secret_hex, (unsigned)fronting_port, learned ? "true" : "false");
+             g.secret_hex, listener_pp ? "true" : "false", (unsigned)fronting_port,
+             front_pp ? "true" : "false", learned ? "true" : "false");
+    d->front_port = fronting_port;
+    if (front_pp || listener_pp) {
+        snprintf(d->cfg_file, sizeof d->cfg_file, "%s/%s.toml", g.pki.dir, names[d - g.d]);
+        int fd = open(d->cfg_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
+        close(fd);
+    }
     config_init(&d->cfg);
     if (config_parse(&d->cfg, "probe.toml", doc, strlen(doc), err, sizeof err, NULL, NULL) != 0)
         fail_msg("config: %s", err);
@@ -92,6 +116,12 @@ static void deploy_start(struct deploy *d, uint16_t fronting_port, bool learned)
     d->port = server_port(d->srv, 0);
     if (learned)
         assert_true(tgtest_wait_until(learned_once, d->srv, 30000));
+}
+
+static void deploy_start(struct deploy *d, uint16_t fronting_port, bool learned)
+{
+    deploy_start_pp(d, fronting_port, learned, false, false);
+    d->front_port = d->site.port;
 }
 
 static int setup(void **state)
@@ -139,6 +169,9 @@ static int setup(void **state)
     deploy_start(&g.d[JSON], g.d[JSON].site.port, false);
     deploy_start(&g.d[BADKEY], g.d[BADKEY].site.port, true);
     deploy_start(&g.d[STRICT], g.d[STRICT].site.port, true);
+    pp_site_start(&g.d[PP].pp, g.d[PP].site.port);
+    deploy_start_pp(&g.d[PP], g.d[PP].pp.port, true, true, false);
+    deploy_start_pp(&g.d[PPL], g.d[PPL].site.port, true, false, true);
     return 0;
 }
 
@@ -148,6 +181,8 @@ static int teardown(void **state)
     for (int i = 0; i < NDEPLOY; i++) {
         server_stop(g.d[i].srv);
         config_cleanup(&g.d[i].cfg);
+        if (i == PP)
+            pp_site_stop(&g.d[i].pp);
         tfront_stop(&g.d[i].site);
         free(g.d[i].out);
     }
@@ -163,8 +198,8 @@ static pid_t probe_spawn(struct deploy *d, const char *secret_file, bool json, b
 {
     char target[32], front[32];
     snprintf(target, sizeof target, "127.0.0.1:%u", (unsigned)d->port);
-    snprintf(front, sizeof front, "127.0.0.1:%u", (unsigned)d->site.port);
-    char *argv[16];
+    snprintf(front, sizeof front, "127.0.0.1:%u", (unsigned)d->front_port);
+    char *argv[18];
     int n = 0;
     argv[n++] = TGPROXY;
     argv[n++] = "probe";
@@ -184,6 +219,10 @@ static pid_t probe_spawn(struct deploy *d, const char *secret_file, bool json, b
         argv[n++] = "--json";
     if (strict)
         argv[n++] = "--strict";
+    if (d->cfg_file[0]) {
+        argv[n++] = "--config";
+        argv[n++] = d->cfg_file;
+    }
     argv[n] = NULL;
     unlink(d->log);
     pid_t pid = pproc_spawn_logged(argv, d->log);
@@ -291,6 +330,21 @@ static void test_deployments(void **state)
     /* another secret of the domain: the proxy fronts its hellos, and the probe says so */
     assert_int_equal(g.d[BADKEY].code, 1);
     expect(g.d[BADKEY].out, "DIFFERS  the proxy did not accept the secret");
+    /* a PROXY protocol front: the direct probes carried the header (the site refuses a
+       connection without one, and none came), so the site answered them as it answers
+       tgproxy's fronted connections */
+    expect(g.d[PP].out, "tgproxy probe: proxy 127.0.0.1:");
+    assert_non_null(strstr(g.d[PP].out, "(PROXY v2 header), SNI"));
+    expect(g.d[PP].out, "verdict: indistinguishable");
+    assert_int_equal(g.d[PP].code, 0);
+    unsigned with = 0, without = 0;
+    pp_site_counts(&g.d[PP].pp, &with, &without, NULL);
+    assert_int_equal(without, 0);
+    assert_true(with >= 2 * 5); /* at least the handshakes, direct and fronted */
+    /* a listener behind a balancer: the header goes to the proxy, which takes it */
+    expect(g.d[PPL].out, "verdict: indistinguishable");
+    assert_int_equal(g.d[PPL].code, 0);
+    assert_null(strstr(g.d[PPL].out, "DIFFERS"));
 }
 
 /* The secret is refused on the command line (ps shows argv) and never echoed; nothing
