@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""tgproxy loads libcurl and libmicrohttpd at first use (src/proxy/daemon/lazylib.c).
+"""tgproxy loads libcurl, libmicrohttpd, libssl, libhiredis and libqrencode at first use
+(src/proxy/daemon/lazylib.c).
 
 1. The binary does not depend on either library (readelf's NEEDED entries): linking them
    costs every process ~4.7 MB of resident memory at start (issue 30). A caller that uses a
@@ -9,6 +10,10 @@
 3. libcurl through the loader: `tgproxy doctor` reads the Date header of a local HTTPS
    fronting host (a self-signed certificate made here with openssl, trusted through
    SSL_CERT_FILE) and reports the clock's skew against it.
+4. libhiredis through the loader: `tgproxy run` with [fleet] at a local redis-server
+   reports every worker's Redis link up (tgproxy_fleet_redis_up 1).
+5. libqrencode through the loader: `tgproxy access` draws the QR codes.
+libssl (DNS over TLS, doctor's certificate check) is loaded the same way.
 
 usage: lazylibs.py TGPROXY
 """
@@ -17,6 +22,7 @@ import os
 import re
 import shutil
 import ssl
+import socket
 import subprocess
 import sys
 import tempfile
@@ -36,7 +42,8 @@ def needed(binary):
 def check_needed(binary):
     libs = needed(binary)
     assert libs, "readelf found no NEEDED entry at all"
-    bad = [lib for lib in libs if lib.startswith(("libcurl", "libmicrohttpd"))]
+    bad = [lib for lib in libs
+           if lib.startswith(("libcurl", "libmicrohttpd", "libssl", "libhiredis", "libqrencode"))]
     assert not bad, f"{binary} links {bad} directly (a function missing in lazylib.c?)"
 
 
@@ -44,6 +51,52 @@ def secret(binary):
     out = subprocess.run([binary, "generate-secret", "--hex", "localhost"], check=True,
                          capture_output=True, text=True)
     return out.stdout.strip()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_fleet(binary, d):
+    """[fleet] through the lazily loaded libhiredis: every worker's Redis link comes up."""
+    rport = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    conf = os.path.join(d, "fleet.toml")
+    write(conf, f'secret = "{secret(binary)}"\nbind-to = "127.0.0.1:0"\n'
+                '[stats.prometheus]\nenabled = true\nbind-to = "127.0.0.1:0"\n'
+                f'[fleet]\nredis = "redis://127.0.0.1:{rport}"\n')
+    log = os.path.join(d, "fleet.log")
+    with open(log, "w") as lf:
+        p = subprocess.Popen([binary, "run", conf], stdout=lf, stderr=subprocess.STDOUT)
+    try:
+        m = wait_log(log, r"\[stats\.prometheus\] serving (http://\S+)", time.monotonic() + 30)
+        deadline, body = time.monotonic() + 30, ""
+        up = re.compile(r"^tgproxy_fleet_redis_up 1$", re.M)
+        while time.monotonic() < deadline and not up.search(body):
+            with urllib.request.urlopen(m.group(1), timeout=10) as r:
+                body = r.read().decode()
+            time.sleep(0.05)  # polling the gauge, bounded by the deadline
+        assert up.search(body), body[:2000]
+        with open(log) as f:
+            assert "cannot load" not in f.read()
+    finally:
+        p.terminate()
+        assert p.wait(timeout=30) == 0
+        redis.terminate()
+        redis.wait(timeout=30)
+
+
+def check_qr(binary, d):
+    """`access` draws its QR codes through the lazily loaded libqrencode."""
+    conf = os.path.join(d, "access.toml")
+    write(conf, f'secret = "{secret(binary)}"\nbind-to = "127.0.0.1:443"\n')
+    out = subprocess.run([binary, "access", conf, "--host", "127.0.0.1"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "\u2588" in out.stdout, out.stdout + out.stderr
 
 
 def check_metrics(binary, d):
@@ -96,6 +149,9 @@ def check_curl(binary, d):
         lines = [line for line in out.stdout.splitlines() if "clock" in line]
         assert lines, out.stdout + out.stderr
         assert "Date header" in lines[0] and "localhost" in lines[0], lines[0]
+        # libssl through the loader: the fronting host's certificate checked
+        tls = [line for line in out.stdout.splitlines() if "with a certificate valid for" in line]
+        assert tls and "TLSv1." in tls[0], out.stdout + out.stderr
     finally:
         srv.shutdown()
 
@@ -107,6 +163,8 @@ def main():
         check_needed(binary)
         check_metrics(binary, d)
         check_curl(binary, d)
+        check_fleet(binary, d)
+        check_qr(binary, d)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print("lazylibs: ok")

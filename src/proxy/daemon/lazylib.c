@@ -1,5 +1,6 @@
 /*
- * lazylib: libcurl and libmicrohttpd loaded when first used, for the tgproxy executable
+ * lazylib: libcurl, libmicrohttpd, libssl, libhiredis and libqrencode loaded when first
+ * used (the last three: see their section below), for the tgproxy executable
  * only (linked into it, never into tgproxy_lib, so the tests and libtgbot call the
  * libraries directly).
  *
@@ -26,7 +27,11 @@
  */
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 #include <microhttpd.h>
+#include <openssl/ssl.h>
+#include <qrencode.h>
 
 #include "core/log.h"
 
@@ -395,4 +400,297 @@ void(MHD_destroy_response)(struct MHD_Response *r)
 {
     if (mh_ready())
         mh.destroy_response(r);
+}
+
+/* ---- libssl, libhiredis, libqrencode (issue 30) ----
+   Each only for some features: libssl for DNS over TLS and doctor's certificate check
+   (libcrypto, which the engine needs, stays linked), libhiredis for [fleet], libqrencode
+   for `access`. Together 352 KB resident at start when linked. Their pointers are declared
+   from the headers' own prototypes (__typeof__), one list per library. */
+
+#define SSL_SONAME   "libssl.so.3"
+#define RD_SONAME    "libhiredis.so.0.14"
+#define QRENC_SONAME "libqrencode.so.4"
+
+#define SSL_FNS(X)                                                                                 \
+    X(SSL_CTX_ctrl)                                                                                \
+    X(SSL_CTX_free)                                                                                \
+    X(SSL_CTX_new)                                                                                 \
+    X(SSL_CTX_set_default_verify_paths)                                                            \
+    X(SSL_CTX_set_msg_callback)                                                                    \
+    X(SSL_connect)                                                                                 \
+    X(SSL_ctrl)                                                                                    \
+    X(SSL_free)                                                                                    \
+    X(SSL_get0_param)                                                                              \
+    X(SSL_get_error)                                                                               \
+    X(SSL_get_verify_result)                                                                       \
+    X(SSL_get_version)                                                                             \
+    X(SSL_is_init_finished)                                                                        \
+    X(SSL_new)                                                                                     \
+    X(SSL_read)                                                                                    \
+    X(SSL_set1_host)                                                                               \
+    X(SSL_set_bio)                                                                                 \
+    X(SSL_set_fd)                                                                                  \
+    X(SSL_set_verify)                                                                              \
+    X(SSL_shutdown)                                                                                \
+    X(SSL_write)                                                                                   \
+    X(TLS_client_method)
+#define HIREDIS_FNS(X)                                                                             \
+    X(freeReplyObject)                                                                             \
+    X(redisAppendCommandArgv)                                                                      \
+    X(redisAsyncCommandArgv)                                                                       \
+    X(redisAsyncConnect)                                                                           \
+    X(redisAsyncConnectUnix)                                                                       \
+    X(redisAsyncFree)                                                                              \
+    X(redisAsyncHandleRead)                                                                        \
+    X(redisAsyncHandleWrite)                                                                       \
+    X(redisAsyncSetConnectCallback)                                                                \
+    X(redisAsyncSetDisconnectCallback)                                                             \
+    X(redisBufferRead)                                                                             \
+    X(redisBufferWrite)                                                                            \
+    X(redisConnectUnixWithTimeout)                                                                 \
+    X(redisConnectWithTimeout)                                                                     \
+    X(redisFree)                                                                                   \
+    X(redisGetReplyFromReader)                                                                     \
+    X(redisSetTimeout)                                                                             \
+    X(redisvAppendCommand)
+#define QRENC_FNS(X) X(QRcode_encodeString) X(QRcode_free)
+
+#define LAZY_PTR(f)  __typeof__(f) *f;
+#define LAZY_NAME(f) #f,
+#define LAZY_ONE(f)  +1
+
+/* The library's pointers (ptrs: a struct of nothing but them, in the list's order) loaded
+   once; names in the same order. */
+struct lazy_lib {
+    const char *soname;
+    const char *const *names;
+    int n;
+    void *ptrs;
+    pthread_once_t once;
+    int ok;
+};
+
+static void lazy_fill(struct lazy_lib *l)
+{
+    void (*fns[32])(void);
+    if (l->n > (int)(sizeof fns / sizeof fns[0]) || load_lib(l->soname, l->names, fns, l->n) != 0)
+        return;
+    for (int i = 0; i < l->n; i++) /* copied byte for byte: every member is a function pointer */
+        memcpy((char *)l->ptrs + (size_t)i * sizeof fns[0], &fns[i], sizeof fns[0]);
+    l->ok = 1;
+}
+
+/* One library: its pointers (p), names, loader state and p##_ready(). */
+#define LAZY_LIB(p, soname, FNS)                                                                   \
+    static struct {                                                                                \
+        FNS(LAZY_PTR)                                                                              \
+    } p;                                                                                           \
+    _Static_assert(sizeof p == sizeof(void (*)(void)) * (0 FNS(LAZY_ONE)), "only pointers");       \
+    static const char *const p##_names[] = {FNS(LAZY_NAME)};                                       \
+    static struct lazy_lib p##_lib = {                                                             \
+        soname, p##_names, 0 FNS(LAZY_ONE), &p, PTHREAD_ONCE_INIT, 0};                             \
+    static void p##_load(void)                                                                     \
+    {                                                                                              \
+        lazy_fill(&p##_lib);                                                                       \
+    }                                                                                              \
+    static int p##_ready(void)                                                                     \
+    {                                                                                              \
+        pthread_once(&p##_lib.once, p##_load);                                                     \
+        return p##_lib.ok;                                                                         \
+    }
+
+LAZY_LIB(ss, SSL_SONAME, SSL_FNS)
+LAZY_LIB(rd, RD_SONAME, HIREDIS_FNS)
+LAZY_LIB(qr, QRENC_SONAME, QRENC_FNS)
+
+/* libssl: SSL_CTX_new and SSL_new give NULL when it cannot be loaded, so the rest is never
+   reached with an object; each still returns the library's own failure value. */
+long(SSL_CTX_ctrl)(SSL_CTX *ctx, int cmd, long larg, void *parg)
+{
+    return ss_ready() ? ss.SSL_CTX_ctrl(ctx, cmd, larg, parg) : 0;
+}
+void(SSL_CTX_free)(SSL_CTX *ctx)
+{
+    if (ss_ready())
+        ss.SSL_CTX_free(ctx);
+}
+SSL_CTX *(SSL_CTX_new)(const SSL_METHOD *meth)
+{
+    return ss_ready() ? ss.SSL_CTX_new(meth) : NULL;
+}
+int(SSL_CTX_set_default_verify_paths)(SSL_CTX *ctx)
+{
+    return ss_ready() ? ss.SSL_CTX_set_default_verify_paths(ctx) : 0;
+}
+void(SSL_CTX_set_msg_callback)(SSL_CTX *ctx,
+                               void (*cb)(int write_p, int version, int content_type,
+                                          const void *buf, size_t len, SSL *ssl, void *arg))
+{
+    if (ss_ready())
+        ss.SSL_CTX_set_msg_callback(ctx, cb);
+}
+int(SSL_connect)(SSL *s)
+{
+    return ss_ready() ? ss.SSL_connect(s) : -1;
+}
+long(SSL_ctrl)(SSL *s, int cmd, long larg, void *parg)
+{
+    return ss_ready() ? ss.SSL_ctrl(s, cmd, larg, parg) : 0;
+}
+void(SSL_free)(SSL *s)
+{
+    if (ss_ready())
+        ss.SSL_free(s);
+}
+X509_VERIFY_PARAM *(SSL_get0_param)(SSL *s)
+{
+    return ss_ready() ? ss.SSL_get0_param(s) : NULL;
+}
+int(SSL_get_error)(const SSL *s, int ret_code)
+{
+    return ss_ready() ? ss.SSL_get_error(s, ret_code) : SSL_ERROR_SSL;
+}
+long(SSL_get_verify_result)(const SSL *s)
+{
+    return ss_ready() ? ss.SSL_get_verify_result(s) : X509_V_ERR_UNSPECIFIED;
+}
+const char *(SSL_get_version)(const SSL *s)
+{
+    return ss_ready() ? ss.SSL_get_version(s) : "unknown";
+}
+int(SSL_is_init_finished)(const SSL *s)
+{
+    return ss_ready() ? ss.SSL_is_init_finished(s) : 0;
+}
+SSL *(SSL_new)(SSL_CTX *ctx)
+{
+    return ss_ready() ? ss.SSL_new(ctx) : NULL;
+}
+int(SSL_read)(SSL *s, void *buf, int num)
+{
+    return ss_ready() ? ss.SSL_read(s, buf, num) : -1;
+}
+int(SSL_set1_host)(SSL *s, const char *hostname)
+{
+    return ss_ready() ? ss.SSL_set1_host(s, hostname) : 0;
+}
+void(SSL_set_bio)(SSL *s, BIO *rbio, BIO *wbio)
+{
+    if (ss_ready())
+        ss.SSL_set_bio(s, rbio, wbio);
+}
+int(SSL_set_fd)(SSL *s, int fd)
+{
+    return ss_ready() ? ss.SSL_set_fd(s, fd) : 0;
+}
+void(SSL_set_verify)(SSL *s, int mode, SSL_verify_cb callback)
+{
+    if (ss_ready())
+        ss.SSL_set_verify(s, mode, callback);
+}
+int(SSL_shutdown)(SSL *s)
+{
+    return ss_ready() ? ss.SSL_shutdown(s) : -1;
+}
+int(SSL_write)(SSL *s, const void *buf, int num)
+{
+    return ss_ready() ? ss.SSL_write(s, buf, num) : -1;
+}
+const SSL_METHOD *(TLS_client_method)(void)
+{
+    return ss_ready() ? ss.TLS_client_method() : NULL;
+}
+
+/* libhiredis: the connect functions give NULL when it cannot be loaded. */
+int(redisAppendCommandArgv)(redisContext *c, int argc, const char **argv, const size_t *argvlen)
+{
+    return rd_ready() ? rd.redisAppendCommandArgv(c, argc, argv, argvlen) : REDIS_ERR;
+}
+int(redisAsyncCommandArgv)(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata, int argc,
+                           const char **argv, const size_t *argvlen)
+{
+    return rd_ready() ? rd.redisAsyncCommandArgv(ac, fn, privdata, argc, argv, argvlen) : REDIS_ERR;
+}
+redisAsyncContext *(redisAsyncConnect)(const char *ip, int port)
+{
+    return rd_ready() ? rd.redisAsyncConnect(ip, port) : NULL;
+}
+redisAsyncContext *(redisAsyncConnectUnix)(const char *path)
+{
+    return rd_ready() ? rd.redisAsyncConnectUnix(path) : NULL;
+}
+void(redisAsyncFree)(redisAsyncContext *ac)
+{
+    if (rd_ready())
+        rd.redisAsyncFree(ac);
+}
+void(redisAsyncHandleRead)(redisAsyncContext *ac)
+{
+    if (rd_ready())
+        rd.redisAsyncHandleRead(ac);
+}
+void(redisAsyncHandleWrite)(redisAsyncContext *ac)
+{
+    if (rd_ready())
+        rd.redisAsyncHandleWrite(ac);
+}
+int(redisAsyncSetConnectCallback)(redisAsyncContext *ac, redisConnectCallback *fn)
+{
+    return rd_ready() ? rd.redisAsyncSetConnectCallback(ac, fn) : REDIS_ERR;
+}
+int(redisAsyncSetDisconnectCallback)(redisAsyncContext *ac, redisDisconnectCallback *fn)
+{
+    return rd_ready() ? rd.redisAsyncSetDisconnectCallback(ac, fn) : REDIS_ERR;
+}
+int(redisBufferRead)(redisContext *c)
+{
+    return rd_ready() ? rd.redisBufferRead(c) : REDIS_ERR;
+}
+int(redisBufferWrite)(redisContext *c, int *done)
+{
+    return rd_ready() ? rd.redisBufferWrite(c, done) : REDIS_ERR;
+}
+redisContext *(redisConnectUnixWithTimeout)(const char *path, const struct timeval tv)
+{
+    return rd_ready() ? rd.redisConnectUnixWithTimeout(path, tv) : NULL;
+}
+redisContext *(redisConnectWithTimeout)(const char *ip, int port, const struct timeval tv)
+{
+    return rd_ready() ? rd.redisConnectWithTimeout(ip, port, tv) : NULL;
+}
+void(redisFree)(redisContext *c)
+{
+    if (rd_ready())
+        rd.redisFree(c);
+}
+int(redisGetReplyFromReader)(redisContext *c, void **reply)
+{
+    return rd_ready() ? rd.redisGetReplyFromReader(c, reply) : REDIS_ERR;
+}
+int(redisSetTimeout)(redisContext *c, const struct timeval tv)
+{
+    return rd_ready() ? rd.redisSetTimeout(c, tv) : REDIS_ERR;
+}
+int(redisvAppendCommand)(redisContext *c, const char *format, va_list ap)
+{
+    return rd_ready() ? rd.redisvAppendCommand(c, format, ap) : REDIS_ERR;
+}
+
+void(freeReplyObject)(void *reply)
+{
+    if (rd_ready())
+        rd.freeReplyObject(reply);
+}
+
+/* libqrencode */
+QRcode *(QRcode_encodeString)(const char *string, int version, QRecLevel level, QRencodeMode hint,
+                              int casesensitive)
+{
+    return qr_ready() ? qr.QRcode_encodeString(string, version, level, hint, casesensitive) : NULL;
+}
+void(QRcode_free)(QRcode *qrcode)
+{
+    if (qr_ready())
+        qr.QRcode_free(qrcode);
 }
