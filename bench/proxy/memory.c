@@ -232,9 +232,8 @@ static void client_summary(const struct rt_series *px, const struct rt_series *r
         double fixed_mb = ((double)(px->rss[q][1] - px->rss0) - 1000 * slope) / 1024;
         pload_line(q == 0 ? "proxy_rss_client_per_conn_3s" : "proxy_rss_client_per_conn_15s",
                    "conns=%d kb_per_conn=%.2f floor=relay floor_kb=%.2f ratio=%.1f "
-                   "slope_kb=%.2f fixed_first_1000_mb=%.1f goal_kb=%d goal_fixed_mb=2",
-                   steps[last], per, floor, floor > 0 ? per / floor : 0, slope, fixed_mb,
-                   q == 0 ? 2 : 1);
+                   "slope_kb=%.2f fixed_first_1000_mb=%.1f goal_kb=0.5 goal_fixed_mb=2",
+                   steps[last], per, floor, floor > 0 ? per / floor : 0, slope, fixed_mb);
     }
 }
 

@@ -6,7 +6,8 @@
  * host, conn_pp_build writes the PROXY v2 header for [domain-fronting] proxy-protocol
  * (brief 6.2) from what the balancer said, else from the client socket.
  *
- * A connection's step state is struct conn_pp (c->pp), written by conn_pp.c only.
+ * A connection's step state is struct conn_pp (c->hs->pp, handshake-time), written by
+ * conn_pp.c only.
  * Thread-safety: the worker thread of the connection.
  */
 #ifndef TGPROXY_CONN_PP_H

@@ -33,7 +33,7 @@
 #include "proxy/wire/obfs2.h"
 
 /*
- * c has authenticated (oc: its keys; c->c2p keyed past the 64-byte header; c->hs holds the
+ * c has authenticated (oc: its keys; c->c2p keyed past the 64-byte header; c->hs->buf holds the
  * header and what came with it, TLS-unwrapped): attach it to the worker's pool with the ad
  * tag (MPRPC_AD_TAG_LEN bytes, the generation's) and the client's and proxy's addresses.
  * 1: attached (the caller enters RELAY, then calls mprelay_go); 0: no connection of its DC
