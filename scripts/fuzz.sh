@@ -20,6 +20,10 @@ targets=${FUZZ_TARGETS:-}
 report=${FUZZ_REPORT:-}
 merge=${FUZZ_MERGE:-0}
 logs=$(mktemp -d)
+# The report's "run" column: the day, and the commit checked out when the run started (the
+# binaries' when they were built from this tree; a commit made during a long run must not
+# relabel the rows it is measuring).
+run_at="$(date -u +%Y-%m-%d) $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 trap 'rm -rf "$logs"' EXIT
 
 # The number in "cov: N" of the first (INITED) or last status line libFuzzer printed.
@@ -79,8 +83,7 @@ run_one() {
 # can be filled over several runs; each row says when and on which commit it was measured.
 write_report() {
     [ -n "$report" ] || return 0
-    local when rows row name execs c0 c1 b a found line
-    when="$(date -u +%Y-%m-%d) $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    local when=$run_at rows row name execs c0 c1 b a found line
     rows=$(mktemp)
     for row in "$logs"/*.row; do
         [ -f "$row" ] || continue
