@@ -12,6 +12,7 @@
 #include "core/readfile.h"
 #include "core/str.h"
 #include "proxy/daemon/apifleet.h"
+#include "proxy/daemon/apiread.h"
 #include "proxy/daemon/apistore.h"
 #include "proxy/daemon/links.h"
 #include "proxy/daemon/server.h"
@@ -431,59 +432,12 @@ static char *w_str(char *p, const char *s, size_t n)
     return p;
 }
 
-/* A secret's numbers as /stats shows them, summed over a fleet's instances with ?scope=fleet
-   (a field marked max takes the largest instead: a time). The same as the Prometheus page's
-   per-secret series (metrics.c). A field with a group sits in that member object; pre is
-   what the writer puts before its value. */
-#define SNUM(group, name, max, pre) {group, name, max, pre, sizeof(pre) - 1}
-static const struct {
-    const char *group, *name;
-    bool max;
-    const char *pre;
-    size_t pre_len;
-} snum_field[] = {
-    SNUM(NULL, "connections_active", false, "{\"connections_active\":"),
-    SNUM(NULL, "connections_total", false, ",\"connections_total\":"),
-    SNUM(NULL, "bytes_to_upstream", false, ",\"bytes_to_upstream\":"),
-    SNUM(NULL, "bytes_to_client", false, ",\"bytes_to_client\":"),
-    SNUM(NULL, "limits_hit", false, ",\"limits_hit\":"),
-    /* over a fleet: the union of the instances' addresses (their hashes), see snums_fleet */
-    SNUM(NULL, "unique_ips", false, ",\"unique_ips\":"),
-    SNUM(NULL, "last_seen", true, ",\"last_seen\":"), /* Unix seconds; null (0 here) = never */
-    SNUM("handshakes", "ok", false, ",\"handshakes\":{\"ok\":"),
-    SNUM("handshakes", "stale", false, ",\"stale\":"),
-    SNUM("handshakes", "replay", false, ",\"replay\":"),
-    SNUM("handshakes", "limit", false, ",\"limit\":"),
-    SNUM("handshakes", "other", false, ",\"other\":"),
-};
-#undef SNUM
-#define SNUM_COUNT      (sizeof snum_field / sizeof snum_field[0])
-#define SNUM_UNIQUE_IPS 5
-#define SNUM_LAST_SEEN  6
 #define CLIENTS_SHOWN   64 /* addresses a /stats answer lists */
 /* The writer's bounds: the numbers (each field's pre and 20 digits, the quota, instances),
    one client of the list, one published address hash. */
 #define SNUMS_ROOM  1024
 #define CLIENT_ROOM (32 + INET6_ADDRSTRLEN + 20)
 #define IPH_ROOM    20
-
-struct snums {
-    uint64_t v[SNUM_COUNT];
-    bool quota; /* the secret has a quota (served now) */
-    uint64_t quota_limit, quota_used;
-    int64_t quota_end;
-    unsigned instances; /* how many instances answered (1 = this one alone) */
-    /* this instance's client addresses in the window, newest first (addrs NULL: counted
-       only) */
-    const struct seen_addr *addrs;
-    size_t naddrs;
-    /* ?scope=fleet: the address hashes of every instance that published them (tg__malloc),
-       and the counts of those that did not (an older version) */
-    uint64_t *iph;
-    size_t niph, capiph;
-    uint64_t ips_unhashed;
-    bool nomem;
-};
 
 /* What snums_put writes beside the numbers. */
 enum {
@@ -495,8 +449,8 @@ enum {
 /* The numbers of a label here: slot (GEN_NO_SLOT = never served), the generation index
    (-1 = not served now, e.g. disabled); up to max of its addresses into addrs (NULL =
    counted only). */
-static void snums_local(struct snums *n, struct server *s, const struct gen *g, uint32_t slot,
-                        ssize_t gi, struct seen_addr *addrs, size_t max)
+static void snums_local(struct apiread_stats *n, struct server *s, const struct gen *g,
+                        uint32_t slot, ssize_t gi, struct seen_addr *addrs, size_t max)
 {
     struct stats_secret ss;
     memset(n, 0, sizeof *n);
@@ -518,13 +472,6 @@ static void snums_local(struct snums *n, struct server *s, const struct gen *g, 
     n->quota = gi >= 0 && limits_quota_get(g->limits, (size_t)gi, &n->quota_used, &n->quota_end);
     n->quota_limit = gi >= 0 ? g->cfg->secrets[gi].limits.quota : 0;
     n->instances = 1;
-}
-
-static void snums_done(struct snums *n)
-{
-    tg__free(n->iph);
-    n->iph = NULL;
-    n->niph = n->capiph = 0;
 }
 
 /* 64 bits mixed so that every input bit moves every output bit (the finaliser of
@@ -552,88 +499,7 @@ static uint64_t addr_hash(const uint8_t addr[16])
     return mix64(lo ^ mix64(hi ^ 0x7467707278793235ull /* "tgprxy25" */));
 }
 
-static void iph_add(struct snums *n, uint64_t h)
-{
-    if (n->nomem)
-        return;
-    if (n->niph == n->capiph) {
-        size_t cap = n->capiph ? 2 * n->capiph : SEEN_ADDRS;
-        uint64_t *p = tg__realloc(n->iph, cap * sizeof *p);
-        if (!p) {
-            n->nomem = true;
-            return;
-        }
-        n->iph = p;
-        n->capiph = cap;
-    }
-    n->iph[n->niph++] = h;
-}
-
-static int u64_cmp(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* 16 hex digits into *v. */
-static bool hex16(const char *s, size_t n, uint64_t *v)
-{
-    uint8_t raw[8];
-    if (n != 16 || tg__hex_decode(raw, sizeof raw, s, n) != sizeof raw)
-        return false;
-    uint64_t x = 0;
-    for (int i = 0; i < 8; i++)
-        x = x << 8 | raw[i];
-    *v = x;
-    return true;
-}
-
-/* Add another instance's stats object (its JSON text, as snums_put wrote it with SN_IPH).
-   Members it does not have (an older version) count as 0; a text that does not parse is
-   skipped. Its address hashes go to n->iph for the union; without them its unique_ips is
-   added as a count. */
-static void snums_add_json(struct snums *n, const char *text, size_t len)
-{
-    struct json_doc doc;
-    char why[64];
-    if (json_parse(&doc, text, len, why, sizeof why) != 0)
-        return;
-    const struct json_val *root = doc.root;
-    for (size_t i = 0; root->type == JSON_OBJECT && i < SNUM_COUNT; i++) {
-        const struct json_val *o = snum_field[i].group ? json_get(root, snum_field[i].group) : root;
-        const struct json_val *m = o && o->type == JSON_OBJECT ? json_get(o, snum_field[i].name) : NULL;
-        uint64_t x = m && m->type == JSON_NUMBER && m->is_int && m->i >= 0 ? (uint64_t)m->i : 0;
-        if (i == SNUM_UNIQUE_IPS)
-            continue; /* below */
-        if (snum_field[i].max)
-            n->v[i] = x > n->v[i] ? x : n->v[i];
-        else
-            n->v[i] += x;
-    }
-    const struct json_val *ips = root->type == JSON_OBJECT ? json_get(root, "ips") : NULL;
-    if (ips && ips->type == JSON_ARRAY) {
-        for (const struct json_val *h = ips->child; h; h = h->next) {
-            uint64_t v;
-            if (h->type == JSON_STRING && hex16(h->str, h->len, &v))
-                iph_add(n, v);
-        }
-    } else if (root->type == JSON_OBJECT) {
-        const struct json_val *u = json_get(root, "unique_ips");
-        if (u && u->type == JSON_NUMBER && u->is_int && u->i > 0)
-            n->ips_unhashed += (uint64_t)u->i;
-    }
-    const struct json_val *qu = root->type == JSON_OBJECT ? json_get(root, "quota_used") : NULL,
-                          *qe = root->type == JSON_OBJECT ? json_get(root, "quota_period_end")
-                                                          : NULL;
-    if (n->quota && qu && qu->type == JSON_NUMBER && qu->is_int && qu->i > 0)
-        n->quota_used += (uint64_t)qu->i;
-    if (n->quota && qe && qe->type == JSON_NUMBER && qe->is_int && qe->i > n->quota_end)
-        n->quota_end = qe->i;
-    n->instances++;
-    json_doc_free(&doc);
-}
-
-static int snums_put(tg__buf *b, const struct snums *n, unsigned what)
+static int snums_put(tg__buf *b, const struct apiread_stats *n, unsigned what)
 {
     size_t nc = what & SN_CLIENTS ? (n->naddrs < CLIENTS_SHOWN ? n->naddrs : CLIENTS_SHOWN) : 0;
     size_t nh = what & SN_IPH ? n->naddrs : 0;
@@ -641,7 +507,7 @@ static int snums_put(tg__buf *b, const struct snums *n, unsigned what)
     if (!p)
         return -ENOMEM;
     for (size_t i = 0; i < SNUM_COUNT; i++) {
-        p = w_mem(p, snum_field[i].pre, snum_field[i].pre_len);
+        p = w_mem(p, apiread_field[i].pre, apiread_field[i].pre_len);
         if (i == SNUM_LAST_SEEN && n->v[i] == 0)
             p = W_LIT(p, "null");
         else
@@ -764,7 +630,7 @@ static int peer_stats_read(struct api *a, const char *label, struct peer_stats *
 /* This instance's address hashes and every peer's stats of label, and unique_ips the size of
    the union of their hashes (exact up to the SEEN_ADDRS each instance tracks; a peer that
    published no hashes adds its count). n's addresses must be all of them (SEEN_ADDRS). */
-static void snums_fleet(struct snums *n, const struct peer_stats *ps, const char *label)
+static void snums_fleet(struct apiread_stats *n, const struct peer_stats *ps, const char *label)
 {
     size_t lo = 0, hi = ps->n;
     while (lo < hi) { /* the first entry not before label */
@@ -775,14 +641,14 @@ static void snums_fleet(struct snums *n, const struct peer_stats *ps, const char
             hi = mid;
     }
     for (size_t i = 0; i < n->naddrs; i++)
-        iph_add(n, addr_hash(n->addrs[i].addr));
+        apiread_iph_add(n, addr_hash(n->addrs[i].addr));
     unsigned seen = n->instances;
     for (; lo < ps->n && strcmp(ps->p[lo].label, label) == 0; lo++)
-        snums_add_json(n, ps->p[lo].json, ps->p[lo].len);
+        apiread_peer_stats(n, ps->p[lo].json, ps->p[lo].len);
     n->instances = seen + ps->peers; /* every instance answered, with or without the label */
     size_t distinct = 0;
     if (n->niph)
-        qsort(n->iph, n->niph, sizeof *n->iph, u64_cmp);
+        qsort(n->iph, n->niph, sizeof *n->iph, apiread_u64_cmp);
     for (size_t i = 0; i < n->niph; i++)
         distinct += i == 0 || n->iph[i] != n->iph[i - 1];
     n->v[SNUM_UNIQUE_IPS] = distinct + n->ips_unhashed;
@@ -792,7 +658,7 @@ static void snums_fleet(struct snums *n, const struct peer_stats *ps, const char
 static int put_stats_at(tg__buf *b, struct server *s, const struct gen *g, const char *label,
                         ssize_t gi, const struct peer_stats *ps, unsigned what)
 {
-    struct snums n;
+    struct apiread_stats n;
     struct seen_addr addrs[SEEN_ADDRS];
     bool all = ps || (what & SN_IPH); /* a union needs every address, a list the newest */
     snums_local(&n, s, g, gi >= 0 ? g->slot[gi] : slot_of(s, label), gi,
@@ -800,7 +666,7 @@ static int put_stats_at(tg__buf *b, struct server *s, const struct gen *g, const
     if (ps)
         snums_fleet(&n, ps, label);
     int rc = n.nomem ? -ENOMEM : snums_put(b, &n, what | (ps ? SN_FLEET : 0));
-    snums_done(&n);
+    apiread_stats_done(&n);
     return rc;
 }
 
@@ -1158,52 +1024,9 @@ static int check_match(struct MHD_Connection *c, const struct apistore_entry *e,
 
 static int limits_from(const struct json_val *o, struct config_limits *l, struct out *out)
 {
-    static const char *const keys[] = {"max-connections", "max-unique-ips", "unique-ips-window",
-                                       "quota",           "quota-reset",    "expires"};
-    if (!o)
-        return 0;
-    if (o->type != JSON_OBJECT)
-        return err_out(out, 400, "bad_request", "limits: expected an object");
-    for (const struct json_val *m = o->child; m; m = m->next) {
-        size_t k = 0;
-        while (k < 6 && strcmp(keys[k], m->key) != 0)
-            k++;
-        if (k == 6)
-            return err_out(out, 400, "bad_request",
-                           "limits: unknown member (expected max-connections, max-unique-ips, "
-                           "unique-ips-window, quota, quota-reset, expires)");
-        if (m->type != JSON_NUMBER || !m->is_int || m->i < 0 ||
-            (k != 3 && k != 5 && m->i > (int64_t)UINT32_MAX))
-            return err_out(out, 400, "bad_request", "limits.%s: expected a whole number >= 0",
-                           keys[k]);
-    }
-    uint64_t v;
-    for (size_t k = 0; k < 6; k++) {
-        const struct json_val *m = json_get(o, keys[k]);
-        if (!m)
-            continue;
-        v = (uint64_t)m->i;
-        switch (k) {
-        case 0:
-            l->max_connections = (uint32_t)v;
-            break;
-        case 1:
-            l->max_unique_ips = (uint32_t)v;
-            break;
-        case 2:
-            l->unique_ips_window_s = (uint32_t)v;
-            break;
-        case 3:
-            l->quota = v;
-            break;
-        case 4:
-            l->quota_reset_s = (uint32_t)v;
-            break;
-        default:
-            l->expires = (int64_t)v;
-            break;
-        }
-    }
+    char why[160];
+    if (apiread_limits(o, l, why, sizeof why) != 0)
+        return err_out(out, 400, "bad_request", "%s", why);
     return 0;
 }
 
@@ -1805,22 +1628,6 @@ static bool method_is(const char *m, const char *want)
     return strcmp(m, want) == 0;
 }
 
-/* /v1/secrets/{label}[/{action}] split; false when it is not that shape. */
-static bool split_secret_path(const char *url, char *label, size_t cap, const char **action)
-{
-    static const char pre[] = "/v1/secrets/";
-    if (strncmp(url, pre, sizeof pre - 1) != 0)
-        return false;
-    const char *l = url + sizeof pre - 1, *slash = strchr(l, '/');
-    size_t n = slash ? (size_t)(slash - l) : strlen(l);
-    if (n == 0 || n >= cap)
-        return false;
-    memcpy(label, l, n);
-    label[n] = '\0';
-    *action = slash ? slash + 1 : "";
-    return !strchr(*action, '/');
-}
-
 static void token_reread(struct api *a);
 
 static int route(struct api *a, struct MHD_Connection *c, const char *url, const char *m,
@@ -1879,7 +1686,7 @@ static int route(struct api *a, struct MHD_Connection *c, const char *url, const
     }
     char label[CONFIG_LABEL_MAX + 1];
     const char *act = NULL;
-    if (!split_secret_path(url, label, sizeof label, &act))
+    if (!apiread_secret_path(url, label, sizeof label, &act))
         return err_out(o, 404, "not_found", "no such endpoint (see /v1/openapi.json)");
     if (act[0] == '\0') {
         bool patch = method_is(m, "PATCH"), del = method_is(m, "DELETE");
