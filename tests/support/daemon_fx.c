@@ -167,7 +167,14 @@ int dfx_wait_exit(struct dfx *d)
 int dfx_stop(struct dfx *d, int sig)
 {
     dfx_signal(d, sig);
-    return dfx_wait_exit(d);
+    int rc = dfx_wait_exit(d);
+    /* a stop that is not clean: show why (a sanitizer's report is in the log; 66 is TSan's) */
+    if (rc != 0 && !d->quiet) {
+        char *log = dfx_log(d);
+        print_message("daemon exited %d on signal %d; its log:\n%s\n", rc, sig, log ? log : "");
+        free(log);
+    }
+    return rc;
 }
 
 void dfx_done(struct dfx *d)
