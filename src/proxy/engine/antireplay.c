@@ -19,12 +19,16 @@
 #define MAX_STRIPES  1024
 #define INDEX_KEY    16  /* bytes of the per-cache random hash key */
 #define WARN_EVERY_S 60  /* at most one early-eviction warning per minute */
-#define FIRST_SETS   512 /* 4096 entries, 64 KiB: the table grows from here to the load */
+#define FIRST_SETS   512 /* 4096 entries, 48 KiB: the table grows from here to the load */
+#define FP_WORDS     2   /* a 64-bit fingerprint */
+#define FP_BYTES     (4 * FP_WORDS)
 
+/* 12 bytes, 4-byte aligned: 8 ways make a 96-byte set (antireplay.h: why 64 bits do) */
 struct entry {
-    uint32_t fp[3];
+    uint32_t fp[FP_WORDS];
     uint32_t stamp; /* (insertion second + 1); 0 = empty */
 };
+_Static_assert(sizeof(struct entry) == 12, "an anti-replay entry is 12 bytes (antireplay.h)");
 
 struct antireplay {
     struct entry *table; /* nsets * ANTIREPLAY_WAYS */
@@ -96,13 +100,13 @@ void antireplay_free(struct antireplay *ar)
    (OpenSSL broken), fall back to the raw bytes so a replay is still caught for short keys;
    never crash. */
 static void fingerprint(const struct antireplay *ar, enum antireplay_kind kind, const void *key,
-                        size_t len, uint32_t fp[3])
+                        size_t len, uint32_t fp[FP_WORDS])
 {
     uint8_t k = (uint8_t)kind, h[32] = {0};
     struct crypto_part parts[3] = {{ar->index_key, sizeof ar->index_key}, {&k, 1}, {key, len}};
     if (crypto_sha256(parts, 3, h) != 0)
         memcpy(h, key, len < sizeof h ? len : sizeof h);
-    memcpy(fp, h, 12);
+    memcpy(fp, h, FP_BYTES);
 }
 
 static bool live(const struct antireplay *ar, const struct entry *e, uint32_t now1)
@@ -110,20 +114,21 @@ static bool live(const struct antireplay *ar, const struct entry *e, uint32_t no
     return e->stamp != 0 && now1 - e->stamp < ar->window_s;
 }
 
-/* The two hash words of a fingerprint, from its bytes 0..7 and 4..11: their low bits (the
-   set and stripe numbers) are independent, and both can be recomputed from an entry. */
-static void words_of(const uint32_t fp[3], uint64_t w[2])
+/* The two hash words of a fingerprint: its 64 bits, and the same rotated by 32. Their low
+   bits (the set and stripe numbers, at most 31 bits: max_entries <= 2^34) are independent
+   bits of the hash, and both can be recomputed from an entry. */
+static void words_of(const uint32_t fp[FP_WORDS], uint64_t w[2])
 {
     memcpy(&w[0], fp, 8);
-    memcpy(&w[1], (const uint8_t *)fp + 4, 8);
+    w[1] = (w[0] >> 32) | (w[0] << 32);
 }
 
 /* Look in one set (lock held). Returns the live matching entry or NULL. */
-static struct entry *find(struct antireplay *ar, struct entry *set, const uint32_t fp[3],
+static struct entry *find(struct antireplay *ar, struct entry *set, const uint32_t fp[FP_WORDS],
                           uint32_t now1)
 {
     for (int i = 0; i < ANTIREPLAY_WAYS; i++)
-        if (live(ar, &set[i], now1) && memcmp(set[i].fp, fp, 12) == 0)
+        if (live(ar, &set[i], now1) && memcmp(set[i].fp, fp, FP_BYTES) == 0)
             return &set[i];
     return NULL;
 }
@@ -237,7 +242,7 @@ static void ring_add(struct antireplay *ar, uint32_t stamp, int delta)
 /* Search (and insert into) a key's two sets, their stripes held. Returns whether it was
    live; *e = the slot written, NULL when nothing was (a hit, a lookup, or both sets full
    below the maximum size: the caller grows the table). */
-static bool probe(struct antireplay *ar, const uint32_t fp[3], const uint64_t w[2], uint32_t now1,
+static bool probe(struct antireplay *ar, const uint32_t fp[FP_WORDS], const uint64_t w[2], uint32_t now1,
                   bool insert, bool *early, struct entry **e)
 {
     struct entry *a = &ar->table[(w[0] & (ar->nsets - 1)) * ANTIREPLAY_WAYS];
@@ -254,7 +259,7 @@ static bool probe(struct antireplay *ar, const uint32_t fp[3], const uint64_t w[
         ring_add(ar, (*e)->stamp, -1);
     }
     if (*e) {
-        memcpy((*e)->fp, fp, 12);
+        memcpy((*e)->fp, fp, FP_BYTES);
         (*e)->stamp = now1;
         ring_add(ar, now1, +1);
     }
@@ -264,7 +269,7 @@ static bool probe(struct antireplay *ar, const uint32_t fp[3], const uint64_t w[
 static bool lookup(struct antireplay *ar, enum antireplay_kind kind, const void *key, size_t len,
                    uint64_t now_s, bool insert, bool *early)
 {
-    uint32_t fp[3];
+    uint32_t fp[FP_WORDS];
     uint64_t w[2];
     if (!ar || !key)
         return false;

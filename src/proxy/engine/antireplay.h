@@ -2,14 +2,24 @@
  * antireplay: the bounded "seen recently" set of handshakes (brief 5.1, section 9 #11/#12).
  *
  * Keys: the first 16 bytes of a FakeTLS client random (ANTIREPLAY_TLS) and bytes 8..56 of
- * an obfs2 header (ANTIREPLAY_OBFS2). Each key is reduced to a 96-bit fingerprint plus a
- * set index by SHA-256 (index key || kind byte || key), where the index key is 16 random
- * bytes drawn per cache (per process): nobody outside can tell which handshakes share a set,
- * so authenticated hellos chosen offline cannot crowd a chosen entry out of its set. With
- * 96 bits a false "seen" needs ~2^48 live entries, i.e. never. Entries expire window_s
- * seconds after insertion.
+ * an obfs2 header (ANTIREPLAY_OBFS2). Each key is reduced to a 64-bit fingerprint, which
+ * also names its two sets, by SHA-256 (index key || kind byte || key), where the index key
+ * is 16 random bytes drawn per cache (per process): nobody outside can tell which handshakes
+ * share a set, so authenticated hellos chosen offline cannot crowd a chosen entry out of
+ * its set, nor aim a collision at one. Entries expire window_s seconds after insertion.
  *
- * Layout: a set-associative table, ANTIREPLAY_WAYS entries per set, 16 bytes per entry
+ * False "seen" (issue 30 took the fingerprint from 96 to 64 bits, 16 to 12 bytes an entry):
+ * a lookup compares with the live entries of its two sets, at most 2 x ANTIREPLAY_WAYS. An
+ * entry sits in a set because log2(sets) bits of one of its two hash words equal the set
+ * number, so it matches a fresh key by chance with probability 2^-(64 - log2(sets)); per
+ * lookup that is at most 16 x sets / 2^64 = 2 x capacity / 2^64. With the default bound
+ * (1,048,576 entries) at most 2^-43 (1.1e-13) per handshake: at 1,000 handshakes a second
+ * day and night, one expected every ~280 years; at the largest bound (2^26 entries) 2^-37,
+ * one in ~4 years at that rate. What one costs: a legitimate handshake taken for a replay
+ * (fronted like any replay; the client's next attempt has a new random). A replay is never
+ * missed because of the shorter fingerprint.
+ *
+ * Layout: a set-associative table, ANTIREPLAY_WAYS entries per set, 12 bytes per entry
  * (fingerprint + insertion time), number of sets a power of two. A key may go to either of
  * two sets chosen by its fingerprint, and goes to the less loaded one. When both are full
  * of live entries the table doubles while it is below its maximum; at the maximum, an
@@ -18,14 +28,14 @@
  * should raise max_entries).
  *
  * Memory: sized to the load, since a hash table touches its pages at random: it starts at
- * 4096 entries (64 KiB; fewer if max_entries is smaller) and doubles when a key finds both
+ * 4096 entries (48 KiB; fewer if max_entries is smaller) and doubles when a key finds both
  * its sets full, which two choices put off until the table is mostly full, up to
  * max_entries rounded up to ways x power-of-two sets (at most 2x max_entries); e.g. the
- * default 1,048,576 entries use at most 16 MiB, 18,000 live entries 0.5 MiB.
+ * default 1,048,576 entries use at most 12 MiB, 18,000 live entries 384 KiB.
  * It never shrinks. Plus one mutex per stripe (<= 1024 stripes, fixed at creation) and 8
  * bytes per second of the window for the live-entry count (2.4 KiB for 300 s).
  * Doubling holds a resize lock (taken for reading by every lookup) while it copies the
- * live entries (at most 16 MiB, once per doubling).
+ * live entries (at most 12 MiB, once per doubling).
  *
  * Thread-safety: one cache is shared by all worker threads. Sets are guarded by striped
  * mutexes (set i uses stripe i mod stripes; a lookup takes its two sets' stripes in order),
