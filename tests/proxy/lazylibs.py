@@ -45,6 +45,9 @@ def check_needed(binary):
     bad = [lib for lib in libs
            if lib.startswith(("libcurl", "libmicrohttpd", "libssl", "libhiredis", "libqrencode"))]
     assert not bad, f"{binary} links {bad} directly (a function missing in lazylib.c?)"
+    # libm: 328 KB resident at start; the doppelganger's math is its own (wire/doppel.c)
+    libm = [lib for lib in libs if lib.startswith("libm.")]
+    assert not libm, f"{binary} links {libm} (a libm function called outside the tests?)"
 
 
 def secret(binary):

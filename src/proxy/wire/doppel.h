@@ -73,6 +73,13 @@ double doppel_draw(const struct doppel_weibull *w, double u);
 /* The distribution's mean gap, ms: lambda * Gamma(1 + 1/k). */
 double doppel_mean(const struct doppel_weibull *w);
 
+/* The model's math without libm (issue 30: libm is 328 KB resident for these four). ln and
+ * exp over the doubles, pow for x >= 0, gamma for x > 0 (used at 1 + 1/k, k in [0.01, 10]). */
+double doppel_ln(double x);
+double doppel_exp(double x);
+double doppel_pow(double x, double y);
+double doppel_gamma(double x);
+
 /* The built-in profile: default gaps, no learned sizes. */
 void doppel_profile_default(struct doppel_profile *p);
 

@@ -37,6 +37,50 @@ static void assert_near(double got, double want, double rel)
         fail_msg("got %.6g, want %.6g within %.1f%%", got, want, rel * 100);
 }
 
+/* The model's own ln/exp/pow/gamma against libm over the ranges the model uses: scaled gaps
+ * in (0, 1], exponents k * ln y down to -1e3, draws -ln(u) for u in [2^-53, 1], pow with
+ * 1/k for k in [0.01, 10], gamma(1 + 1/k). A wrong series term or range reduction fails. */
+static double rel(double a, double b)
+{
+    if (a == b)
+        return 0;
+    return fabs(a - b) / fmax(fabs(a), fabs(b));
+}
+
+static void test_own_math_matches_libm(void **state)
+{
+    (void)state;
+    double worst_ln = 0, worst_exp = 0, worst_pow = 0, worst_gamma = 0;
+    for (int i = 0; i <= 20000; i++) {
+        double x = pow(10, -20 + 40.0 * i / 20000) * (1 + 0.37 * (i % 7) / 7);
+        worst_ln = fmax(worst_ln, fabs(doppel_ln(x) - log(x)) / fmax(1, fabs(log(x))));
+        double e = -740 + 1449.0 * i / 20000;
+        worst_exp = fmax(worst_exp, rel(doppel_exp(e), exp(e)));
+        double u = 0x1p-53 + (1 - 0x1p-53) * i / 20000.0;
+        double k = 0.01 + 9.99 * (i % 997) / 996.0;
+        double d = -log(u);
+        if (d > 0)
+            worst_pow = fmax(worst_pow, rel(doppel_pow(d, 1 / k), pow(d, 1 / k)));
+        double y = (i + 1) / 20001.0;
+        worst_pow = fmax(worst_pow, rel(doppel_pow(y, k), pow(y, k)));
+        worst_gamma = fmax(worst_gamma, rel(doppel_gamma(1 + 1 / k), tgamma(1 + 1 / k)));
+    }
+    assert_true(worst_ln < 1e-14);
+    assert_true(worst_exp < 1e-13);
+    assert_true(worst_pow < 1e-11); /* exp(y ln x) magnifies ln's error by |y ln x| <= ~700 */
+    assert_true(worst_gamma < 1e-12);
+    assert_true(doppel_ln(0) == -INFINITY);
+    assert_true(isnan(doppel_ln(-1)));
+    assert_true(doppel_ln(1) == 0);
+    assert_true(rel(doppel_ln(0x1p-1070), log(0x1p-1070)) < 1e-15);
+    assert_true(doppel_exp(0) == 1);
+    assert_true(doppel_exp(800) == INFINITY);
+    assert_true(doppel_exp(-800) == 0);
+    assert_true(doppel_pow(0, 2) == 0);
+    assert_true(doppel_pow(-0.0, 0.5) == 0);
+    assert_true(doppel_pow(5, 0) == 1);
+}
+
 static void test_default_profile(void **state)
 {
     (void)state;
@@ -163,6 +207,7 @@ static void test_learn_keeps_what_it_cannot_fit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_own_math_matches_libm),
         cmocka_unit_test(test_default_profile),
         cmocka_unit_test(test_fit_recovers),
         cmocka_unit_test(test_fit_refuses),
