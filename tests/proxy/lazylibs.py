@@ -4,7 +4,9 @@
 
 1. The binary does not depend on either library (readelf's NEEDED entries): linking them
    costs every process ~4.7 MB of resident memory at start (issue 30). A caller that uses a
-   function lazylib.c lacks brings the dependency back, and this fails.
+   function lazylib.c lacks brings the dependency back, and this fails. Nor on libm (328 KB:
+   the doppelganger has its own math); in a sanitizer build, whose runtime needs libm, no
+   libm function may be imported instead.
 2. libmicrohttpd through the loader: `tgproxy run` with [stats.prometheus] serves a page
    with tgproxy's metrics.
 3. libcurl through the loader: `tgproxy doctor` reads the Date header of a local HTTPS
@@ -47,7 +49,40 @@ def check_needed(binary):
     assert not bad, f"{binary} links {bad} directly (a function missing in lazylib.c?)"
     # libm: 328 KB resident at start; the doppelganger's math is its own (wire/doppel.c)
     libm = [lib for lib in libs if lib.startswith("libm.")]
-    assert not libm, f"{binary} links {libm} (a libm function called outside the tests?)"
+    if not libm:
+        return
+    # A sanitizer build: clang links its runtime with -lm (its lgamma interceptors read
+    # signgam), so NEEDED says nothing about tgproxy's own code; check its imports instead.
+    assert sanitized(binary), f"{binary} links {libm} (a libm function called outside the tests?)"
+    runtime = {"signgam", "__signgam"}
+    used = sorted((imports(binary) & libm_only()) - runtime)
+    assert not used, f"{binary} calls libm's {used} (a libm function called outside the tests?)"
+
+
+def dynsyms(path, which):
+    out = subprocess.run(["nm", "-D", which, path], check=True, capture_output=True, text=True)
+    return {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.split()}
+
+
+def imports(binary):
+    return dynsyms(binary, "--undefined-only")
+
+
+def sanitized(binary):
+    return bool(dynsyms(binary, "--defined-only") & {"__asan_init", "__tsan_init"})
+
+
+def libm_only():
+    """The functions libm.so.6 defines and libc.so.6 does not (frexp, ldexp ... are in both)."""
+    out = subprocess.run(["ldconfig", "-p"], check=True, capture_output=True, text=True).stdout
+    paths = {}
+    for name in ("libm.so.6", "libc.so.6"):
+        found = re.findall(r"^\s*" + re.escape(name) + r" \(([^)]*)\) => (\S+)$", out, re.M)
+        native = [path for arch, path in found if "x86-64" in arch or "AArch64" in arch] or \
+            [path for _, path in found]
+        assert native, f"ldconfig -p lists no {name}"
+        paths[name] = native[0]
+    return dynsyms(paths["libm.so.6"], "--defined-only") - dynsyms(paths["libc.so.6"], "--defined-only")
 
 
 def secret(binary):

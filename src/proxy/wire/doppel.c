@@ -18,8 +18,9 @@ struct doppel_weibull doppel_default(void)
 
 /*
  * The gap model's own ln, exp, pow and gamma: libm costs 328 KB resident at start for four
- * functions (issue 30). Relative error ~1e-15 over the ranges used (test_doppel compares them
- * with libm); that is far finer than a sampled delay needs.
+ * functions (issue 30). Against libm (test_doppel; 2 million random arguments): ln and exp
+ * within 8 ulp (relative 8e-16); pow within 1e-13 (exp(y ln x) multiplies ln's error by
+ * |y ln x|, up to ~700); gamma(1 + 1/k) within 2e-13. Far finer than a sampled delay needs.
  */
 static double bits_to_double(uint64_t b)
 {
