@@ -5,10 +5,12 @@
  */
 #include "core/alloc.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static _Thread_local uint64_t calls;
 static atomic_bool inject_on;
@@ -53,6 +55,37 @@ void *tg__realloc(void *p, size_t n)
 void tg__free(void *p)
 {
     free(p);
+}
+
+void *tg__calloc_table(size_t count, size_t size)
+{
+    if (size && count > SIZE_MAX / size)
+        return NULL;
+    size_t n = count * size;
+    if (n < TG__TABLE_MIN)
+        return tg__calloc(count, size);
+    if (should_fail())
+        return NULL;
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int tg__zeroed_mutex_ok(void)
+{
+    static const pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER;
+    static const pthread_mutex_t zero;
+    return memcmp(&init, &zero, sizeof init) == 0;
+}
+
+void tg__free_table(void *p, size_t count, size_t size)
+{
+    if (!p)
+        return;
+    size_t n = count * size;
+    if (n < TG__TABLE_MIN)
+        tg__free(p);
+    else
+        munmap(p, n);
 }
 
 char *tg__strdup(const char *s)

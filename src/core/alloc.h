@@ -26,6 +26,22 @@ char *tg__strdup(const char *s); /* NULL in, NULL out */
 char *tg__strndup(const char *s, size_t n);
 void *tg__memdup(const void *p, size_t n);
 
+/*
+ * Zeroed tables sized for the worst case but mostly never written (a slot per possible
+ * label, a start-size hash table): from TG__TABLE_MIN bytes on they are mapped straight from
+ * the kernel, so a page becomes resident only when first written (reads see the shared zero
+ * page). calloc would clear, and so touch, anything below the C library's mmap threshold
+ * (128 KiB on glibc): 64 KiB of revocation marks resident at start for nothing (issue 30).
+ * Smaller tables come from tg__calloc. Free with tg__free_table and the same count and size.
+ */
+#define TG__TABLE_MIN ((size_t)16384)
+void *tg__calloc_table(size_t count, size_t size);
+void tg__free_table(void *p, size_t count, size_t size); /* NULL is a no-op */
+/* Whether zeroed memory is an initialised default pthread mutex (PTHREAD_MUTEX_INITIALIZER
+ * is all zero bytes, as on glibc and musl): then a zeroed table of mutexes needs no pass of
+ * pthread_mutex_init (nor of _destroy), and its pages stay untouched until used. */
+int tg__zeroed_mutex_ok(void);
+
 /* Allocation calls (malloc, calloc, growing realloc) made by this thread through tg__*. */
 uint64_t tg__alloc_calls(void);
 

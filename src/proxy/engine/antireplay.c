@@ -58,13 +58,15 @@ struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s)
     ar->nsets = nsets < FIRST_SETS ? nsets : FIRST_SETS;
     ar->nstripes = ar->nsets < MAX_STRIPES ? ar->nsets : MAX_STRIPES;
     ar->window_s = window_s;
-    ar->table = tg__calloc(ar->nsets * ANTIREPLAY_WAYS, sizeof(struct entry));
-    ar->locks = tg__calloc(ar->nstripes, sizeof(pthread_mutex_t));
+    /* the first table (48 KiB) and the stripes' locks (20 KiB) untouched until handshakes
+       write them (tg__calloc_table): nothing resident at zero connections (issue 30) */
+    ar->table = tg__calloc_table(ar->nsets * ANTIREPLAY_WAYS, sizeof(struct entry));
+    ar->locks = tg__calloc_table(ar->nstripes, sizeof(pthread_mutex_t));
     ar->ring = tg__calloc(window_s, sizeof(*ar->ring));
     if (!ar->table || !ar->locks || !ar->ring ||
         crypto_random(ar->index_key, sizeof ar->index_key) != 0)
         goto fail;
-    for (size_t i = 0; i < ar->nstripes; i++)
+    for (size_t i = 0; !tg__zeroed_mutex_ok() && i < ar->nstripes; i++)
         pthread_mutex_init(&ar->locks[i], NULL);
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra); /* a doubling must not wait behind a stream of lookups */
@@ -73,8 +75,8 @@ struct antireplay *antireplay_new(size_t max_entries, uint32_t window_s)
     pthread_rwlockattr_destroy(&ra);
     return ar;
 fail:
-    tg__free(ar->table);
-    tg__free(ar->locks);
+    tg__free_table(ar->table, ar->nsets * ANTIREPLAY_WAYS, sizeof(struct entry));
+    tg__free_table(ar->locks, ar->nstripes, sizeof(pthread_mutex_t));
     tg__free(ar->ring);
     tg__free(ar);
     return NULL;
@@ -84,11 +86,11 @@ void antireplay_free(struct antireplay *ar)
 {
     if (!ar)
         return;
-    for (size_t i = 0; i < ar->nstripes; i++)
+    for (size_t i = 0; !tg__zeroed_mutex_ok() && i < ar->nstripes; i++)
         pthread_mutex_destroy(&ar->locks[i]);
     pthread_rwlock_destroy(&ar->resize);
-    tg__free(ar->locks);
-    tg__free(ar->table);
+    tg__free_table(ar->locks, ar->nstripes, sizeof(pthread_mutex_t));
+    tg__free_table(ar->table, ar->nsets * ANTIREPLAY_WAYS, sizeof(struct entry));
     tg__free(ar->ring);
     crypto_wipe(ar, sizeof *ar);
     tg__free(ar);
@@ -170,7 +172,7 @@ static struct entry *oldest(struct entry *a, struct entry *b, uint32_t now1)
    entry that finds both its sets full (the caller tries twice the size). */
 static struct entry *rebuild(const struct antireplay *ar, size_t n, uint32_t now1, bool *oom)
 {
-    struct entry *t = tg__calloc(n * ANTIREPLAY_WAYS, sizeof(struct entry));
+    struct entry *t = tg__calloc_table(n * ANTIREPLAY_WAYS, sizeof(struct entry));
     *oom = t == NULL;
     for (size_t i = 0; t && i < ar->nsets * ANTIREPLAY_WAYS; i++) {
         const struct entry *e = &ar->table[i];
@@ -181,7 +183,7 @@ static struct entry *rebuild(const struct antireplay *ar, size_t n, uint32_t now
         struct entry *slot = free_slot(ar, &t[(w[0] & (n - 1)) * ANTIREPLAY_WAYS],
                                        &t[(w[1] & (n - 1)) * ANTIREPLAY_WAYS], now1);
         if (!slot) {
-            tg__free(t);
+            tg__free_table(t, n * ANTIREPLAY_WAYS, sizeof(struct entry));
             return NULL;
         }
         *slot = *e;
@@ -199,7 +201,7 @@ static void grow(struct antireplay *ar, uint32_t now1)
         struct entry *t = rebuild(ar, n, now1, &oom);
         if (t) {
             crypto_wipe(ar->table, ar->nsets * ANTIREPLAY_WAYS * sizeof(struct entry));
-            tg__free(ar->table);
+            tg__free_table(ar->table, ar->nsets * ANTIREPLAY_WAYS, sizeof(struct entry));
             ar->table = t;
             __atomic_store_n(&ar->nsets, n, __ATOMIC_RELAXED); /* a scrape reads it unlocked */
             return;

@@ -23,24 +23,16 @@ struct seen {
     struct seen_slot slot[];
 };
 
-/* Whether a zeroed mutex is an initialised default one (PTHREAD_MUTEX_INITIALIZER is all
-   zero bytes, as on glibc and musl). Then the zeroed table needs no pass over its slots:
-   a slot's pages stay untouched until its label is first noted, instead of every slot
-   becoming resident at start (8192 of them, 512 KB; issue 30). */
-static bool zero_mutex_ok(void)
-{
-    static const pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER;
-    static const pthread_mutex_t zero;
-    return memcmp(&init, &zero, sizeof init) == 0;
-}
-
+/* Where a zeroed mutex is an initialised one (tg__zeroed_mutex_ok) the zeroed table needs
+   no pass over its slots: a slot's pages stay untouched until its label is first noted,
+   instead of every slot becoming resident at start (8192 of them, 512 KB; issue 30). */
 struct seen *seen_new(uint32_t nslots)
 {
     struct seen *s = tg__calloc(1, sizeof *s + (size_t)nslots * sizeof s->slot[0]);
     if (!s)
         return NULL;
     s->nslots = nslots;
-    for (uint32_t i = 0; !zero_mutex_ok() && i < nslots; i++)
+    for (uint32_t i = 0; !tg__zeroed_mutex_ok() && i < nslots; i++)
         pthread_mutex_init(&s->slot[i].mu, NULL);
     return s;
 }
@@ -49,7 +41,7 @@ void seen_free(struct seen *s)
 {
     if (!s)
         return;
-    bool zero_ok = zero_mutex_ok();
+    bool zero_ok = tg__zeroed_mutex_ok();
     for (uint32_t i = 0; i < s->nslots; i++) {
         if (!zero_ok)
             pthread_mutex_destroy(&s->slot[i].mu);

@@ -67,8 +67,9 @@ int conn_shared_init(struct conn_shared *sh, const struct config *cfg)
     }
     if (cfg->fleet.enabled && !(sh->fleet = fleet_new(cfg))) /* [fleet] is not reloaded */
         return -ENOMEM;
-    if (!(sh->hints = tg__calloc(1, sizeof *sh->hints)) ||
-        !(sh->revoked = tg__calloc(GEN_LABELS_MAX, sizeof *sh->revoked)) ||
+    /* written only as clients authenticate / secrets are revoked: resident as used */
+    if (!(sh->hints = tg__calloc_table(1, sizeof *sh->hints)) ||
+        !(sh->revoked = tg__calloc_table(GEN_LABELS_MAX, sizeof *sh->revoked)) ||
         !(sh->seen = seen_new(GEN_LABELS_MAX)))
         return -ENOMEM;
     sh->concurrency = cfg->concurrency ? cfg->concurrency : UINT32_MAX;
@@ -93,8 +94,8 @@ void conn_shared_cleanup(struct conn_shared *sh)
     doh_free(sh->doh);
     antireplay_free(sh->replay);
     fleet_free(sh->fleet);
-    tg__free(sh->hints);
-    tg__free(sh->revoked);
+    tg__free_table(sh->hints, 1, sizeof *sh->hints);
+    tg__free_table(sh->revoked, GEN_LABELS_MAX, sizeof *sh->revoked);
     seen_free(sh->seen);
     pthread_mutex_destroy(&sh->gen_mu);
     memset(sh, 0, sizeof *sh);

@@ -438,7 +438,8 @@ static void take_config(struct tlsfront *t, const struct config *cfg)
     /* domains: kept by name (their profile and counts survive a reload), new ones added */
     struct domain *old = t->dom;
     size_t nold = t->ndom;
-    struct domain *nd = tg__calloc(TLSFRONT_MAX_DOMAINS, sizeof *nd);
+    /* 64 slots of 1.2 KB for the few domains a config names: only the used ones resident */
+    struct domain *nd = tg__calloc_table(TLSFRONT_MAX_DOMAINS, sizeof *nd);
     if (!nd)
         return; /* keep the old list */
     size_t n = 0;
@@ -459,7 +460,7 @@ static void take_config(struct tlsfront *t, const struct config *cfg)
     }
     t->dom = nd;
     t->ndom = n;
-    tg__free(old);
+    tg__free_table(old, TLSFRONT_MAX_DOMAINS, sizeof *old);
 }
 
 struct tlsfront *tlsfront_new(const struct config *cfg, struct doh *doh, char *err, size_t errlen)
@@ -510,7 +511,7 @@ void tlsfront_free(struct tlsfront *t)
     tlsfront_set_unref(t->cur);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
-    tg__free(t->dom);
+    tg__free_table(t->dom, TLSFRONT_MAX_DOMAINS, sizeof *t->dom);
     tg__free(t);
 }
 
