@@ -15,7 +15,7 @@ PKGS_BUILD = gcc make cmake pkg-config python3 libssl-dev libcurl4-openssl-dev \
              libclang-rt-14-dev curl ca-certificates openssl chromium \
              python3-python-telegram-bot python3-cryptography microsocks \
              python3-prometheus-client python3-jsonschema systemd libuv1-dev libevent-dev \
-             groff-base man-db gnutls-bin locales
+             groff-base man-db gnutls-bin locales strace
 PKGS_LINT  = clang-format clang-tidy cppcheck
 PKGS_DOCS  = doxygen
 PKGS_BENCH = wrk valgrind python3-matplotlib

@@ -42,3 +42,10 @@ add_test(NAME proxy/lazylibs
     COMMAND ${TGKIT_PROXY_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/proxy/lazylibs.py
             $<TARGET_FILE:tgproxy>)
 set_tests_properties(proxy/lazylibs PROPERTIES TIMEOUT 180)
+
+# run / simple-run read OpenSSL's configuration file only when OPENSSL_CONF names one
+# (src/proxy/daemon/main.c; strace shows what is opened)
+add_test(NAME proxy/opensslconf
+    COMMAND ${TGKIT_PROXY_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/proxy/opensslconf.py
+            $<TARGET_FILE:tgproxy>)
+set_tests_properties(proxy/opensslconf PROPERTIES TIMEOUT 300)
