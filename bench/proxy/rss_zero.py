@@ -30,9 +30,9 @@ Components: the mappings of libcrypto, libc, ld.so, the tgproxy binary and any o
 stack (the anonymous mapping its stack pointer is in, from /proc/PID/task/TID/syscall);
 other threads' malloc arenas (anonymous mappings aligned to glibc's 64 MiB heap size); the
 remaining anonymous mappings (allocations of 128 KiB and more, OpenSSL's and ours). Each row
-gives Rss and, in parentheses, the part the process wrote (Private_Dirty: relocations,
-.data/.bss, written heap), the rest being clean file pages the kernel read (and mapped around
-each fault). --runs N repeats each scenario and prints the median total beside the range.
+gives Rss and, in parentheses, the part the process wrote (smaps' Anonymous: a library's
+relocated pages, .data/.bss, written heap), the rest being clean file pages the kernel read
+(and mapped around each fault: up to 16 pages per fault). --runs N repeats each scenario and prints the median total beside the range.
 
 Environment/options: --after SECONDS, --runs N, --scenarios LIST, --json (one JSON object
 per sample on stdout instead of the table).
@@ -140,11 +140,11 @@ def smaps(pid):
             m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \d+\s*(.*)$", line)
             if m:
                 cur = {"lo": int(m[1], 16), "hi": int(m[2], 16), "perm": m[3],
-                       "path": m[4].strip(), "Rss": 0, "Private_Dirty": 0}
+                       "path": m[4].strip(), "Rss": 0, "Anonymous": 0}
                 maps.append(cur)
                 continue
             k = line.split(":", 1)
-            if cur and len(k) == 2 and k[0] in ("Rss", "Private_Dirty"):
+            if cur and len(k) == 2 and k[0] in ("Rss", "Anonymous"):
                 cur[k[0]] = int(k[1].split()[0])
     return maps
 
@@ -195,7 +195,7 @@ def sample(pid, binary):
         c = component(m, binary, sps, prev)
         prev = m
         rss, dirty = comps.get(c, (0, 0))
-        comps[c] = (rss + m["Rss"], dirty + m["Private_Dirty"])
+        comps[c] = (rss + m["Rss"], dirty + m["Anonymous"])
     with open(f"/proc/{pid}/status") as f:
         status = dict(line.split(":", 1) for line in f if ":" in line)
     total = int(status["VmRSS"].split()[0])
