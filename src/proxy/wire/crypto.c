@@ -1,5 +1,5 @@
 /*
- * crypto: EVP wrappers (see crypto.h).
+ * crypto: EVP wrappers, and the dispatch of AES-CTR to aesctr.c (see crypto.h).
  */
 /* SHA256_Init/Update/Final are deprecated in OpenSSL 3 but kept: the one SHA-256 there that
    allocates nothing (see sha256_with). Without them (a no-deprecated build) EVP serves. */
@@ -17,11 +17,21 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include "proxy/wire/aesctr.h"
+
 static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
 static EVP_CIPHER *aes_ctr;
 static EVP_MD *sha256;
 static pthread_key_t tls_key;
 static bool tls_key_ok;
+static bool ctr_aesni;        /* the CPU has AES-NI: streams use aesctr.c (set once) */
+static bool ctr_force_evp;    /* atomic: the test hook crypto_ctr_force_evp() */
+
+/* Do streams go through aesctr.c right now (else EVP and the thread's slots)? */
+static bool use_aesni(void)
+{
+    return ctr_aesni && !__atomic_load_n(&ctr_force_evp, __ATOMIC_RELAXED);
+}
 
 /*
  * Per-thread reusable OpenSSL objects: one digest context, and the thread's keyed cipher
@@ -80,6 +90,16 @@ struct crypto_thread {
 static uint64_t serial_next; /* atomic: stream serials, unique per process */
 static unsigned fork_count;  /* atomic: forks seen (pthread_atfork child handler) */
 
+/* 48 bits: unique for 2^48 streams (nine years at a million a second); never 0 */
+static uint64_t serial_new(void)
+{
+    uint64_t serial;
+    do
+        serial = __atomic_add_fetch(&serial_next, 1, __ATOMIC_RELAXED) & ((1ull << 48) - 1);
+    while (!serial);
+    return serial;
+}
+
 static void after_fork_child(void)
 {
     __atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED);
@@ -100,6 +120,7 @@ static void fetch_algorithms(void)
 {
     aes_ctr = EVP_CIPHER_fetch(NULL, "AES-256-CTR", NULL);
     sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    ctr_aesni = aesctr_available();
     tls_key_ok = pthread_key_create(&tls_key, thread_free) == 0 &&
                  pthread_atfork(NULL, NULL, after_fork_child) == 0;
 }
@@ -199,6 +220,8 @@ static int ctr_open(struct crypto_thread *t, struct crypto_ctr *c, struct ctr_sl
     uint16_t i;
     if ((rc = slot_take(t, &i)) != 0)
         return rc;
+    if (!c->serial) /* begun on the AES-NI path, before crypto_ctr_force_evp() */
+        c->serial = serial_new();
     struct ctr_slot *s = &t->slot[i];
     memcpy(iv, c->iv, 16);
     crypto_ctr_iv_add(iv, c->pos / 16);
@@ -246,14 +269,13 @@ int crypto_ctr_init(struct crypto_ctr *c, const uint8_t key[32], const uint8_t i
     memcpy(c->key, key, 32);
     memcpy(c->iv, iv, 16);
     c->pos = 0;
-    /* 48 bits: unique for 2^48 streams (nine years at a million a second) */
-    uint64_t serial;
-    do
-        serial = __atomic_add_fetch(&serial_next, 1, __ATOMIC_RELAXED) & ((1ull << 48) - 1);
-    while (!serial);
-    c->serial = serial;
     c->homed = 0;
     c->ready = 1;
+    if (use_aesni()) { /* nothing to set up: each apply expands the key itself */
+        c->serial = 0;
+        return 0;
+    }
+    c->serial = serial_new();
     struct crypto_thread *t = thread_state();
     struct ctr_slot *s;
     int rc = t ? ctr_open(t, c, &s) : -ENOMEM;
@@ -266,6 +288,11 @@ int crypto_ctr_apply2(struct crypto_ctr *c, const uint8_t *in, uint8_t *out, siz
 {
     if (!c->ready)
         return -EINVAL;
+    if (use_aesni()) {
+        aesctr_xor(c->key, c->iv, c->pos, in, out, n);
+        c->pos += n;
+        return 0;
+    }
     struct crypto_thread *t = thread_state();
     if (!t)
         return -ENOMEM;
@@ -306,6 +333,18 @@ void crypto_ctr_park(struct crypto_ctr *c)
 {
     if (c && c->ready)
         slot_release(c, false);
+}
+
+bool crypto_ctr_force_evp(bool on)
+{
+    (void)crypto_init();
+    __atomic_store_n(&ctr_force_evp, on, __ATOMIC_RELAXED);
+    return use_aesni();
+}
+
+bool crypto_ctr_aesni(void)
+{
+    return crypto_init() == 0 && use_aesni();
 }
 
 bool crypto_ctr_keyed(const struct crypto_ctr *c)

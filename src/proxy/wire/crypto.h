@@ -1,5 +1,5 @@
 /*
- * crypto: thin helpers over OpenSSL EVP for the proxy's protocol code.
+ * crypto: thin helpers over OpenSSL (and AES-NI, aesctr.h) for the proxy's protocol code.
  *
  * - AES-256-CTR stream objects (one per direction per connection). The IV is the initial
  *   128-bit big-endian counter block, incremented with carry over all 128 bits
@@ -12,15 +12,19 @@
  * so per-connection set-up does not repeat provider look-ups, and each thread keeps one
  * digest context, so hashing allocates nothing once the thread is warm.
  *
- * Cipher memory: a struct crypto_ctr owns no OpenSSL object. It keeps key, IV and position;
- * the keyed EVP contexts (~650 bytes each) belong to the thread: at most 256 per thread,
- * created as needed and handed to the streams being used, least recently used first. A
- * stream whose context was taken by another is re-keyed at its exact position on its next
- * apply (one key schedule plus at most 15 bytes of keystream to skip). So memory follows
- * the active streams, never the open ones: 10,000 quiet connections hold no cipher heap.
- * crypto_ctr_park() hands a stream's context back at once; crypto_ctr_cleanup() also
- * overwrites its key schedule. Key and IV are copied into the struct; callers should wipe
- * theirs.
+ * Cipher memory: a struct crypto_ctr owns no OpenSSL object. It keeps key, IV and position.
+ * - Where the CPU has AES-NI (x86-64), each apply runs aesctr.c: the 15 round keys are
+ *   expanded on the stack from the stored key (~0.05 us), used and wiped before it returns.
+ *   Nothing keyed outlives a call, so init, park and cleanup cost no key schedule and a
+ *   stream, active or idle, holds nothing beyond its 64 bytes.
+ * - Elsewhere (and under crypto_ctr_force_evp) OpenSSL's EVP serves: the keyed contexts
+ *   (~650 bytes each) belong to the thread, at most 256 per thread, created as needed and
+ *   handed to the streams being used, least recently used first. A stream whose context was
+ *   taken by another is re-keyed at its exact position on its next apply (one key schedule
+ *   plus at most 15 bytes of keystream to skip). So memory follows the active streams, never
+ *   the open ones: 10,000 quiet connections hold no cipher heap. crypto_ctr_park() hands a
+ *   stream's context back at once; crypto_ctr_cleanup() also overwrites its key schedule.
+ * Key and IV are copied into the struct; callers should wipe theirs.
  * Thread-safety: all functions are reentrant; a crypto_ctr is used by one thread at a time.
  * Return convention: 0 or -errno (-ENOMEM allocation, -EIO OpenSSL failure, -EINVAL args).
  */
@@ -39,8 +43,9 @@
 /* 64 bytes: a connection keeps two of them while it relays, parked or not (issue 30). */
 struct crypto_ctr {
     uint64_t pos;         /* keystream bytes consumed so far */
-    uint64_t serial : 48; /* unique per crypto_ctr_init in the process (never 0): names the
-                             stream in its thread's slots */
+    /* the EVP path's bookkeeping (all 0 on the AES-NI path): */
+    uint64_t serial : 48; /* unique per keyed stream in the process (never 0 once keyed):
+                             names the stream in its thread's slots */
     uint64_t slot : 14;   /* the slot of its thread that may hold it keyed */
     uint64_t homed : 1;   /* that slot may hold it keyed (else no slot does) */
     uint64_t ready : 1;   /* initialised */
@@ -75,8 +80,16 @@ void crypto_ctr_cleanup(struct crypto_ctr *c);
  * keystream position. No-op if not initialised or already parked. NULL-safe.
  */
 void crypto_ctr_park(struct crypto_ctr *c);
-/* Does a context of the calling thread hold c keyed right now? (tests, statistics) */
+/* Does a context of the calling thread hold c keyed right now? (tests, statistics; always
+   false on the AES-NI path, which keeps no context) */
 bool crypto_ctr_keyed(const struct crypto_ctr *c);
+/* Do streams run on AES-NI (aesctr.c) rather than EVP? */
+bool crypto_ctr_aesni(void);
+/* Test hook: true makes streams use EVP even where the CPU has AES-NI, false returns to the
+   CPU's choice. Returns crypto_ctr_aesni() after the change. Switch only while no stream is
+   in use (a stream begun on one path may be applied on the other, but tests should not
+   rely on it). */
+bool crypto_ctr_force_evp(bool on);
 /* Add `blocks` to a 128-bit big-endian counter block (to start a stream at offset 16*k). */
 void crypto_ctr_iv_add(uint8_t iv[16], uint64_t blocks);
 

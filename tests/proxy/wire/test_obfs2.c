@@ -477,10 +477,12 @@ static void test_framing_transparent(void **state)
     json_decref(v);
 }
 
-/* A parked stream resumes at exactly the same keystream position, aligned or not. */
+/* A parked stream resumes at exactly the same keystream position, aligned or not. On the
+   EVP path it holds its thread's context until parked; on the AES-NI path never. */
 static void test_ctr_park(void **state)
 {
     (void)state;
+    bool evp = !crypto_ctr_aesni();
     uint8_t key[32], iv[16], ref[200] = {0}, got[200] = {0};
     for (int i = 0; i < 32; i++)
         key[i] = (uint8_t)(i * 5 + 1);
@@ -496,7 +498,7 @@ static void test_ctr_park(void **state)
         assert_int_equal(crypto_ctr_apply(&b, got + at, cuts[i] - at), 0);
         at = cuts[i];
         assert_int_equal(b.pos, at);
-        assert_true(crypto_ctr_keyed(&b));
+        assert_int_equal(crypto_ctr_keyed(&b), evp);
         crypto_ctr_park(&b);
         assert_false(crypto_ctr_keyed(&b));
         crypto_ctr_park(&b); /* idempotent */
@@ -626,6 +628,22 @@ static void test_x25519_random(void **state)
     }
 }
 
+/* The same tests on the EVP path where the CPU has AES-NI (test_aesctr covers both). */
+static int force_evp(void **state)
+{
+    (void)state;
+    return crypto_ctr_force_evp(true) ? -1 : 0;
+}
+
+static int unforce_evp(void **state)
+{
+    (void)state;
+    crypto_ctr_force_evp(false);
+    return 0;
+}
+
+#define EVP_TEST(f) {#f "_evp", f, force_evp, unforce_evp, NULL}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,6 +657,9 @@ int main(void)
         cmocka_unit_test(test_x25519_random),
         cmocka_unit_test(test_ctr_park),
         cmocka_unit_test(test_ctr_many_streams),
+        EVP_TEST(test_ctr_park),
+        EVP_TEST(test_ctr_many_streams),
+        EVP_TEST(test_framing_transparent),
         cmocka_unit_test(test_random_block),
         cmocka_unit_test(test_random_public),
         cmocka_unit_test(test_framing_transparent),
