@@ -660,6 +660,7 @@ int main(void)
         EVP_TEST(test_ctr_park),
         EVP_TEST(test_ctr_many_streams),
         EVP_TEST(test_framing_transparent),
+        EVP_TEST(test_random_public),
         cmocka_unit_test(test_random_block),
         cmocka_unit_test(test_random_public),
         cmocka_unit_test(test_framing_transparent),
