@@ -17,6 +17,10 @@ component, and stops it. Scenarios (--scenarios, comma-separated; default all bu
   simple-run    `tgproxy simple-run 127.0.0.1:PORT` with the secret in TGPROXY_SECRET
   prometheus    make-run plus [stats.prometheus] on 127.0.0.1, scraped once before the
                 sample (a harness that polls the metrics to see the proxy up)
+  tls-front-learns  make-run with [domain-fronting] at a local TLS site (openssl s_server,
+                a self-signed certificate for the secret's domain): tls-front's first
+                refresh learns a profile, as it would from the real site on a host with a
+                network; sampled --after seconds after the "learned" line
   workers-N     make-run with workers = N (e.g. workers-1, workers-8: what a bigger host's
                 default of one worker per CPU costs)
 
@@ -207,7 +211,7 @@ def run_one(name, binary, floor, after, d):
     port = free_port()
     env = dict(os.environ)
     env.pop("STATE_DIRECTORY", None)
-    scrape = None
+    scrape, site, learn = None, None, False
     if name.startswith("floor-"):
         kind = name[len("floor-"):]
         if kind not in floor:
@@ -230,6 +234,11 @@ def run_one(name, binary, floor, after, d):
                                     f'\n[stats.prometheus]\nenabled = true\n'
                                     f'bind-to = "127.0.0.1:{mport}"\n\n[secrets]', 1)
                 scrape = f"http://127.0.0.1:{mport}/"
+            elif name == "tls-front-learns":
+                site, sport = tls_site(d)
+                text = text.replace("\n[secrets]", f'\n[domain-fronting]\nhost = "127.0.0.1"\n'
+                                    f'port = {sport}\n\n[secrets]', 1)
+                learn = True
             elif name.startswith("workers-"):
                 text = f"workers = {int(name[len('workers-'):])}\n" + text
             elif name != "make-run":
@@ -253,6 +262,12 @@ def run_one(name, binary, floor, after, d):
         if scrape:
             with urllib.request.urlopen(scrape, timeout=10) as r:
                 r.read()
+        while learn and "tls-front: " not in read_log(log):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("tls-front logged no refresh")
+            time.sleep(0.05)  # polling the log for the refresh's line, bounded
+        if learn and ": learned from" not in read_log(log):
+            raise RuntimeError("tls-front did not learn from the local site")
         time.sleep(after)  # the measurement point ("3 s after start"), not a synchronisation
         if proc.poll() is not None:
             raise RuntimeError(f"exited with {proc.returncode}")
@@ -270,8 +285,43 @@ def run_one(name, binary, floor, after, d):
         notify.close()
         os.unlink(notify.path)
         log.close()
+        if site:
+            site.terminate()
+            site.wait(timeout=30)
     s["scenario"] = name
     return s
+
+
+def read_log(log):
+    log.flush()
+    with open(log.name) as f:
+        return f.read()
+
+
+def tls_site(d):
+    """openssl s_server on 127.0.0.1 with a self-signed certificate: (process, port)."""
+    cert, key = os.path.join(d, "site.crt"), os.path.join(d, "site.key")
+    if not os.path.exists(cert):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                        "/CN=www.google.com", "-keyout", key, "-out", cert],
+                       check=True, capture_output=True)
+    for _ in range(5):  # a port another process took between free_port and the bind
+        port = free_port()
+        p = subprocess.Popen(["openssl", "s_server", "-quiet", "-accept", f"127.0.0.1:{port}",
+                              "-cert", cert, "-key", key, "-naccept", "100"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and p.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return p, port
+            except OSError:
+                time.sleep(0.05)  # polling the site's port until it listens, bounded
+        p.kill()
+        p.wait()
+    raise SystemExit("rss_zero: openssl s_server did not start")
 
 
 def build_floor(d):
