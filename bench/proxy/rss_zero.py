@@ -7,7 +7,7 @@ Each scenario starts the build's tgproxy on 127.0.0.1 the way an operator or a h
 waits for readiness (the READY=1 tgproxy sends to $NOTIFY_SOCKET once its listeners serve,
 as under systemd: no sleeping to synchronise), lets it settle for --after seconds (default 3:
 the issue's "3 s after start"), reads /proc/PID/smaps and prints the resident kilobytes by
-component, and stops it. Scenarios (--scenarios, comma-separated; default all but workers):
+component, and stops it. Scenarios (--scenarios, comma-separated; default all but workers-N):
 
   make-run      the file `make run` writes (scripts/run.sh): bind-to, public-host, one ee
                 secret for www.google.com; [defense.tls-front] on, as by default
@@ -376,8 +376,8 @@ def main():
     ap.add_argument("--after", type=float, default=3.0)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--scenarios",
-                    default="floor-libc,floor-crypto,make-run,no-tls-front,example,simple-run,"
-                            "prometheus")
+                    default="floor-libc,floor-crypto,make-run,no-tls-front,tls-front-learns,"
+                            "example,simple-run,prometheus")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     binary = os.path.realpath(os.path.join(a.build, "tgproxy"))
