@@ -36,11 +36,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
+    return tgtest_xorshift64(&rng_state);
 }
 
 static size_t rnd_below(size_t n)

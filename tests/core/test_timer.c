@@ -52,10 +52,7 @@ static void reset_globals(void)
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return tgtest_xorshift64(&rng_state);
 }
 
 static void test_empty_and_timeout(void **state)

@@ -46,6 +46,15 @@ char *tgtest_read_file(const char *path, size_t *len)
     return buf;
 }
 
+uint64_t tgtest_xorshift64(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
 long tgtest_rss_kb(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");

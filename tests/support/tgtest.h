@@ -29,6 +29,9 @@ char *tgtest_read_file(const char *path, size_t *len);
 int tgtest_file_count(const char *path, const char *needle);
 /* Remove a SQLite database file and its -wal and -shm companions (missing ones are fine). */
 void tgtest_remove_sqlite(const char *path);
+/* Next number of a reproducible xorshift64 stream (Marsaglia's 13, 7, 17) kept in *state,
+ * which must not be 0: for random test cases that repeat on every run. */
+uint64_t tgtest_xorshift64(uint64_t *state);
 /* Current resident set size of this process in KiB (from /proc/self/statm). */
 long tgtest_rss_kb(void);
 /* Number of open file descriptors of this process. */
