@@ -28,7 +28,8 @@
  * handshakes one after another, as the critical path is measured); TGKIT_BENCH_MSS_CLAMP
  * ("off" or a segment size) overrides the proxies' [defense] mss-clamp (default 256: the
  * answer then leaves in 256-byte segments, and one above ten of them waits for the
- * client's ACK, the initial congestion window).
+ * client's ACK, the initial congestion window); TGKIT_BENCH_WORKERS the proxies' worker
+ * threads (default the harness's 2; the relay floor is always one thread).
  */
 #include "bench.h"
 
@@ -118,11 +119,23 @@ static int32_t mss_clamp(void)
     return strcmp(e, "off") == 0 || strcmp(e, "false") == 0 ? -1 : (int32_t)atoi(e);
 }
 
+/* TGKIT_BENCH_WORKERS: the proxies' worker threads (the harness's 2 when unset; the relay
+   floor is one thread whatever this says). */
+static unsigned workers(void)
+{
+    const char *e = getenv("TGKIT_BENCH_WORKERS");
+    long v = e && *e ? strtol(e, NULL, 10) : 0;
+    return v > 0 && v <= 256 ? (unsigned)v : 0;
+}
+
 static int start_paths(struct path *ps, struct fakedc **dc_out)
 {
     for (int k = P_DD; k <= P_TLS; k++) {
-        struct pharness_opts o = {
-            .ee = k == P_TLS, .dd = k == P_DD, .fork_server = true, .mss_clamp = mss_clamp()};
+        struct pharness_opts o = {.ee = k == P_TLS,
+                                  .dd = k == P_DD,
+                                  .fork_server = true,
+                                  .mss_clamp = mss_clamp(),
+                                  .workers = workers()};
         if (pharness_start(&ps[k].h, &o) < 0)
             return -1;
         ps[k].proc = &ps[k].h.proc;
