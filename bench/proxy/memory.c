@@ -24,9 +24,17 @@
  *   slow       peak RSS while 100 clients download at about 1 MB/s each (verified, nothing
  *              dropped); the goal is under 20 MB.
  *
+ *   client, burst  the same series with many clients opening connections at once (1000 by
+ *              default), as a load harness does: the handshakes in flight together set how
+ *              much buffer and handshake state the proxy holds at the peak, and this says
+ *              whether it goes back once the clients idle (issue 30: a harness measured 1.06 KB
+ *              where the paced series measured 0.74). Its summary lines end in _burst.
+ *
  * Environment: TGKIT_BENCH_IDLE_MAX (default 9000) caps the client and idle series;
- * TGKIT_BENCH_MEM_PAR (default 1) clients open the client series' connections at once;
- * TGKIT_BENCH_MEM=client runs the client series alone (about 2 minutes; the rest about 1);
+ * TGKIT_BENCH_MEM_PAR (default 1) clients open the paced client series' connections at
+ * once, TGKIT_BENCH_MEM_BURST (default 1000, at most 4096) the burst series';
+ * TGKIT_BENCH_MEM=client runs the two client series alone (about 3 minutes; the rest about 1;
+ * the burst series runs in a fresh process of its own, TGKIT_BENCH_MEM=client_burst alone);
  * TGKIT_BENCH_MEM=idle_mp runs the middle-proxy idle series alone.
  */
 #include "bench.h"
@@ -43,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static struct pcli *conns;
 static int nconns;
@@ -62,9 +72,10 @@ static int open_to(int n, uint16_t port, struct pcli_opts o, const char *verb, u
     return 0;
 }
 
-/* Clients opening connections at once (TGKIT_BENCH_MEM_PAR, default 1: one after another);
-   client t opens conns[nconns + t], conns[nconns + t + par], ... below n. */
-static int par_clients = 1;
+/* Clients opening connections at once: the paced series' TGKIT_BENCH_MEM_PAR (default 1: one
+   after another) and the burst series' TGKIT_BENCH_MEM_BURST (default 1000); client t opens
+   conns[nconns + t], conns[nconns + t + par], ... below n. */
+static int par_clients = 1, burst_clients = 1000;
 
 struct rt_job {
     uint16_t port;
@@ -85,20 +96,32 @@ static void *rt_main(void *arg)
 }
 
 /* Open connections until there are n, each with one verified round trip, then silent. */
-static int open_rt_to(int n, uint16_t port, struct pcli_opts o)
+static int open_rt_to(int n, uint16_t port, struct pcli_opts o, int par)
 {
-    enum { PAR_MAX = 64 };
-    struct rt_job jobs[PAR_MAX];
-    pthread_t th[PAR_MAX];
-    int par = par_clients < PAR_MAX ? par_clients : PAR_MAX, failed = 0;
-    for (int t = 0; t < par; t++) {
+    enum { PAR_MAX = 4096 };
+    int failed = 0;
+    par = par < PAR_MAX ? par : PAR_MAX;
+    if (par > n - nconns)
+        par = n - nconns > 0 ? n - nconns : 1;
+    struct rt_job *jobs = calloc((size_t)par, sizeof *jobs);
+    pthread_t *th = calloc((size_t)par, sizeof *th);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256u << 10); /* hundreds of clients at once */
+    int started = 0;
+    for (int t = 0; jobs && th && t < par; t++, started++) {
         jobs[t] = (struct rt_job){.port = port, .o = o, .from = nconns + t, .to = n, .step = par};
-        pthread_create(&th[t], NULL, rt_main, &jobs[t]);
+        if (pthread_create(&th[t], &attr, rt_main, &jobs[t]) != 0)
+            break;
     }
-    for (int t = 0; t < par; t++) {
+    pthread_attr_destroy(&attr);
+    for (int t = 0; t < started; t++) {
         pthread_join(th[t], NULL);
         failed |= jobs[t].failed;
     }
+    failed |= !jobs || !th || started < par;
+    free(jobs);
+    free(th);
     nconns = n > nconns ? n : nconns;
     return failed ? -1 : 0;
 }
@@ -185,13 +208,13 @@ struct rt_series {
 };
 
 static void client_series(const char *who, struct pproc *p, uint16_t port, struct pcli_opts o,
-                          int max, struct rt_series *out)
+                          int max, int par, struct rt_series *out)
 {
     static const int steps[] = {0, 1000, 5000, 9000};
     static const uint64_t quiet_ms[2] = {3000, 15000};
     memset(out, 0, sizeof *out);
     for (int i = 0; i < 4 && steps[i] <= max; i++) {
-        if (open_rt_to(steps[i], port, o) < 0)
+        if (open_rt_to(steps[i], port, o, par) < 0)
             break;
         uint64_t t0 = tg__now_ms();
         for (int q = 0; q < 2; q++) {
@@ -218,7 +241,8 @@ static void client_series(const char *who, struct pproc *p, uint16_t port, struc
 
 /* The proxy's figures beside the relay's: per connection at the last step, the slope from
    1000 on, and the fixed cost that appeared with the first 1000. */
-static void client_summary(const struct rt_series *px, const struct rt_series *rl)
+static void client_summary(const char *scenario, int par, const struct rt_series *px,
+                           const struct rt_series *rl)
 {
     static const int steps[] = {0, 1000, 5000, 9000};
     int last = px->nsteps < rl->nsteps ? px->nsteps - 1 : rl->nsteps - 1;
@@ -230,15 +254,18 @@ static void client_summary(const struct rt_series *px, const struct rt_series *r
         double slope =
             last > 1 ? (double)(px->rss[q][last] - px->rss[q][1]) / (steps[last] - steps[1]) : per;
         double fixed_mb = ((double)(px->rss[q][1] - px->rss0) - 1000 * slope) / 1024;
-        pload_line(q == 0 ? "proxy_rss_client_per_conn_3s" : "proxy_rss_client_per_conn_15s",
-                   "conns=%d kb_per_conn=%.2f floor=relay floor_kb=%.2f ratio=%.1f "
+        char name[64];
+        snprintf(name, sizeof name, "proxy_rss_client%s_per_conn_%ds", scenario, q ? 15 : 3);
+        pload_line(name,
+                   "conns=%d at_once=%d kb_per_conn=%.2f floor=relay floor_kb=%.2f ratio=%.1f "
                    "slope_kb=%.2f fixed_first_1000_mb=%.1f goal_kb=0.5 goal_fixed_mb=2",
-                   steps[last], per, floor, floor > 0 ? per / floor : 0, slope, fixed_mb);
+                   steps[last], par, per, floor, floor > 0 ? per / floor : 0, slope, fixed_mb);
     }
 }
 
-/* The real client's series: relay floor, then tgproxy as configured by default. */
-static void phase_client(int max)
+/* The real client's series: relay floor, then tgproxy as configured by default, par clients
+   opening connections at once. scenario names it in the summary ("" paced, "_burst"). */
+static void phase_client(int max, int par, const char *scenario)
 {
     struct pharness h;
     struct pproc relay;
@@ -250,9 +277,12 @@ static void phase_client(int max)
     }
     struct rt_series rl, px;
     struct pcli_opts direct = {.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 10000};
-    client_series("relay", &relay, relay.port, direct, max, &rl);
-    client_series("proxy_tls", &h.proc, h.port, pharness_client(&h, PCLI_TLS), max, &px);
-    client_summary(&px, &rl);
+    char who[2][32];
+    snprintf(who[0], sizeof who[0], "relay%s", scenario);
+    snprintf(who[1], sizeof who[1], "proxy_tls%s", scenario);
+    client_series(who[0], &relay, relay.port, direct, max, par, &rl);
+    client_series(who[1], &h.proc, h.port, pharness_client(&h, PCLI_TLS), max, par, &px);
+    client_summary(scenario, par, &px, &rl);
     pproc_stop(&relay);
     pharness_stop(&h);
 }
@@ -421,6 +451,23 @@ static void phase_active(void)
     pharness_stop(&h);
 }
 
+/* The burst series in a fresh process of this program: the proxy is forked from it, and
+   after the paced series this process's own pages (clients, their threads) would be the
+   child's too, shared at fork and dropped as it runs, so its RSS at zero would mislead. */
+static void run_burst_fresh(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("TGKIT_BENCH_MEM", "client_burst", 1);
+        execl("/proc/self/exe", "bench_proxy_memory", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fprintf(stderr, "memory: the burst series failed\n");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -436,13 +483,21 @@ int main(void)
         return 1;
     const char *par = getenv("TGKIT_BENCH_MEM_PAR");
     par_clients = par && atoi(par) > 0 ? atoi(par) : 1;
+    const char *burst = getenv("TGKIT_BENCH_MEM_BURST");
+    burst_clients = burst && atoi(burst) > 0 ? atoi(burst) : 1000;
     const char *only = getenv("TGKIT_BENCH_MEM");
     if (only && strcmp(only, "idle_mp") == 0) {
         phase_idle_mp(max);
         free(conns);
         return 0;
     }
-    phase_client(max);
+    if (only && strcmp(only, "client_burst") == 0) {
+        phase_client(max, burst_clients, "_burst");
+        free(conns);
+        return 0;
+    }
+    phase_client(max, par_clients, "");
+    run_burst_fresh();
     if (only && strcmp(only, "client") == 0) {
         free(conns);
         return 0;
