@@ -104,6 +104,18 @@ void tg__pool_trim(tg__pool *p, size_t keep)
     }
 }
 
+size_t tg__pool_decay(tg__pool *p, size_t floor)
+{
+    check(p);
+    size_t unused = p->st.free_low < p->st.free ? p->st.free_low : p->st.free;
+    size_t room = p->st.free > floor ? p->st.free - floor : 0;
+    size_t n = unused < room ? unused : room;
+    tg__pool_trim(p, p->st.free - n);
+    p->st.decayed += n;
+    p->st.free_low = p->st.free;
+    return n * p->block_size;
+}
+
 void tg__pool_cleanup(tg__pool *p)
 {
     if (!p)
@@ -125,7 +137,8 @@ void *tg__pool_get(tg__pool *p)
     if (b) {
         item_move(p, b, ITEM_FREE, ITEM_LIVE);
         p->freelist = *(void **)b;
-        p->st.free--;
+        if (--p->st.free < p->st.free_low)
+            p->st.free_low = p->st.free;
     } else {
         b = item_alloc(p);
         if (!b)

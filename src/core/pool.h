@@ -10,6 +10,12 @@
  * Stats: in_use, free, high_water (most in use at once), and allocs (calls that reached
  * malloc), so a benchmark can prove the hot path is allocation-free once warm.
  *
+ * Decay: max_free bounds the cache, but a burst still leaves up to max_free buffers cached
+ * (and resident) long after it. tg__pool_decay(), called periodically by the owner, frees
+ * the cached buffers no get took during the last period (free_low: the fewest cached since
+ * the previous call), down to a floor, so a past burst's high-water mark goes back to the
+ * system within two periods while a steady load keeps what it reuses.
+ *
  * Ownership: caller-owned struct. Every buffer taken must be returned to the same pool before
  * tg__pool_cleanup(). Thread-safety: none by design (one pool per thread, no locks); debug
  * builds record the owning thread and abort on cross-thread use. Debug and sanitizer builds
@@ -26,7 +32,9 @@ typedef struct tg__pool_stats {
     size_t in_use;
     size_t free;
     size_t high_water;
+    size_t free_low; /* fewest cached since the last tg__pool_decay (or init) */
     uint64_t allocs;
+    uint64_t decayed; /* buffers tg__pool_decay freed */
 } tg__pool_stats;
 
 typedef struct tg__pool {
@@ -50,6 +58,9 @@ void *tg__pool_get(tg__pool *p);
 void tg__pool_put(tg__pool *p, void *buf);
 /* Release cached buffers down to keep. */
 void tg__pool_trim(tg__pool *p, size_t keep);
+/* Free the cached buffers unused since the last call (at most free_low of them), keeping at
+   least floor cached; then start a new period. Returns the bytes freed. */
+size_t tg__pool_decay(tg__pool *p, size_t floor);
 static inline tg__pool_stats tg__pool_stats_get(const tg__pool *p)
 {
     return p->st;

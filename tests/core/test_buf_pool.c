@@ -1,4 +1,5 @@
-/* Tests for core/buf (growth, cap, printf, consume) and core/pool (reuse, stats, watermark). */
+/* Tests for core/buf (growth, cap, printf, consume) and core/pool (reuse, stats, watermark,
+   decay). */
 #include "tgtest.h"
 
 #include "core/alloc.h"
@@ -99,6 +100,45 @@ static void test_pool_reuse_and_stats(void **state)
     tg__pool_cleanup(&p);
 }
 
+/* Decay frees what no get took since the last call, down to the floor, and keeps what a
+   steady load reuses. */
+static void test_pool_decay(void **state)
+{
+    (void)state;
+    tg__pool p;
+    tg__pool_init(&p, 1024, 64);
+    void *bufs[40];
+    for (int i = 0; i < 40; i++)
+        bufs[i] = tg__pool_get(&p);
+    for (int i = 0; i < 40; i++)
+        tg__pool_put(&p, bufs[i]);
+    assert_int_equal(tg__pool_stats_get(&p).free, 40);
+    /* the burst's period: free_low was 0 (all 40 were taken), nothing is surplus yet */
+    assert_int_equal(tg__pool_decay(&p, 4), 0);
+    assert_int_equal(tg__pool_stats_get(&p).free, 40);
+    /* a period in which 10 at most were in use at once: 30 never left the cache */
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 10; i++)
+            bufs[i] = tg__pool_get(&p);
+        for (int i = 0; i < 10; i++)
+            tg__pool_put(&p, bufs[i]);
+    }
+    assert_int_equal(tg__pool_stats_get(&p).free_low, 30);
+    assert_int_equal(tg__pool_decay(&p, 4), 30 * 1024);
+    assert_int_equal(tg__pool_stats_get(&p).free, 10);
+    assert_int_equal(tg__pool_stats_get(&p).decayed, 30);
+    /* a quiet period: all surplus, but the floor stays */
+    assert_int_equal(tg__pool_decay(&p, 4), 6 * 1024);
+    assert_int_equal(tg__pool_stats_get(&p).free, 4);
+    assert_int_equal(tg__pool_decay(&p, 4), 0);
+    /* the floor cached, a get is no malloc */
+    uint64_t allocs = tg__pool_stats_get(&p).allocs;
+    void *a = tg__pool_get(&p);
+    assert_int_equal(tg__pool_stats_get(&p).allocs, allocs);
+    tg__pool_put(&p, a);
+    tg__pool_cleanup(&p);
+}
+
 static void test_pool_nomem(void **state)
 {
     (void)state;
@@ -115,7 +155,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_append_and_cap), cmocka_unit_test(test_buf_printf_long),
         cmocka_unit_test(test_buf_nomem),          cmocka_unit_test(test_pool_reuse_and_stats),
-        cmocka_unit_test(test_pool_nomem),
+        cmocka_unit_test(test_pool_nomem),         cmocka_unit_test(test_pool_decay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

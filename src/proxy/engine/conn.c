@@ -63,8 +63,12 @@ const char *conn_end_name(enum conn_end e)
 #if TGKIT_CHECKS
 void conn_check_fail(const struct conn *c, const char *what, const char *file, int line)
 {
-    fprintf(stderr, "conn_check: %s:%d: %s (conn %p, magic %08x, state %u)\n", file, line, what,
-            (const void *)c, (unsigned)c->magic, (unsigned)c->state);
+    if (c->magic != CONN_MAGIC) /* closed: the rest of it is no longer ours to read */
+        fprintf(stderr, "conn_check: %s:%d: %s (conn %p, magic %08x)\n", file, line, what,
+                (const void *)c, (unsigned)c->magic);
+    else
+        fprintf(stderr, "conn_check: %s:%d: %s (conn %p, state %u)\n", file, line, what,
+                (const void *)c, (unsigned)c->state);
     abort();
 }
 #endif
@@ -80,6 +84,7 @@ static void hs_release(struct conn *c)
     c->uio.req = NULL;
     c->hs = NULL;
     tg__pool_put(&c->w->hs_pool, h);
+    conn_pools_note(c->w);
 }
 
 /* Every state change: checked before (c is live) and after (the new state's invariants).
@@ -215,7 +220,8 @@ void conn_close(struct conn *c, enum conn_end why)
     gen_unref(c->gen);
     c->tqs->users--; /* a set no longer used is released at a later accept (conn_tqs_sweep) */
     conn_mark_dead(c);
-    tg__pool_put(&w->conn_pool, c);
+    tg__slab_put(&w->conn_slab, c);
+    conn_pools_note(w);
     /* last, so whoever sees the gauge drop also sees the buffers released */
     stats_add(&w->stats, closed, 1);
     stats_sub(&w->stats, active, 1);
@@ -247,10 +253,10 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
     if (w->tqs_all->next)
         conn_tqs_sweep(w); /* an older set of timeouts may be unused now */
     uint32_t n = __atomic_add_fetch(&sh->active, 1, __ATOMIC_RELAXED);
-    struct conn *c = n <= sh->concurrency ? tg__pool_get(&w->conn_pool) : NULL;
+    struct conn *c = n <= sh->concurrency ? tg__slab_get(&w->conn_slab) : NULL;
     struct conn_hs *h = c ? tg__pool_get(&w->hs_pool) : NULL;
     if (!h) {
-        tg__pool_put(&w->conn_pool, c);
+        tg__slab_put(&w->conn_slab, c);
         __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
         stats_add(&w->stats, rejected_limit, 1);
         close(fd);
@@ -279,7 +285,7 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
         conn_mark_dead(c);
         __atomic_sub_fetch(&sh->active, 1, __ATOMIC_RELAXED);
         tg__pool_put(&w->hs_pool, h);
-        tg__pool_put(&w->conn_pool, c);
+        tg__slab_put(&w->conn_slab, c);
         return;
     }
     gen_ref(c->gen);

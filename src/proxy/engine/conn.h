@@ -27,6 +27,7 @@
 
 #include "core/log.h"
 #include "core/pool.h"
+#include "core/slab.h"
 #include "proxy/config/config.h"
 #include "proxy/engine/admission.h"
 #include "proxy/engine/chain.h"
@@ -121,10 +122,13 @@ struct conn_worker {
     struct conn *conns;                  /* every open connection, for shutdown */
     struct conn_shared *sh;              /* shared; only sh->active is written */
     tg__ratelimit rl;                    /* debug lines the network can trigger */
-    tg__pool conn_pool;                  /* struct conn storage */
+    tg__slab conn_slab;                  /* struct conn storage (dense, apart from buffers) */
     tg__pool hs_pool;                    /* struct conn_hs: connections in their handshake */
     tg__pool recrypt_pool;               /* struct conn_recrypt: connections without fast mode */
     tg__pool shape_pool;                 /* struct conn_shape: shaped FakeTLS relays */
+    struct loop_tq pools_tq;             /* CONN_POOL_DECAY_MS */
+    struct loop_timer pools_tick;        /* in pools_tq while a pool caches above its floor */
+    size_t pools_freed;                  /* bytes decayed since the last malloc_trim */
     uint8_t *scratch;                    /* TLSANSWER_SCRATCH bytes for building answers */
     /* each file's own per-worker state, written by that file only */
     struct upstream_worker upstream; /* host names and their lookups (upstream.c) */
@@ -140,6 +144,9 @@ struct conn_worker {
 
 #define CONN_QUOTA_FOLD_MS 1000  /* how often workers charge relayed bytes to quotas */
 #define CONN_PARK_MS       10000 /* quiet time before an idle relay hands back its cipher contexts */
+/* How often a worker gives back the pool entries no connection took meanwhile (worker.c):
+   a burst's buffers and handshake state go back to the system within two periods. */
+#define CONN_POOL_DECAY_MS 1000
 /* A fronted connection whose site closed (FIN) is closed once the client is quiet this long
    (or the handshake or idle timeout, if shorter): bytes the client sends meanwhile still reach the
    site, which answers them as it would directly (a reset if it closed for good), and after it the

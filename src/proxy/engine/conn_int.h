@@ -122,6 +122,11 @@ struct conn_hs {
 };
 
 struct conn {
+#if TGKIT_CHECKS
+    uint32_t magic; /* CONN_MAGIC while live (conn_check); first, so that it stays readable
+                       in a freed slab object (AddressSanitizer poisons all but its first 16
+                       bytes, which hold the slab's free link: a second close fails here) */
+#endif
     struct loop_io cli;     /* registration of the client socket */
     struct upstream_io uio; /* registration of ufd (the connector's while it connects) */
     struct conn_hs *hs;     /* until the relay starts, else NULL */
@@ -158,9 +163,6 @@ struct conn {
     uint8_t site_spoke : 1;  /* HELLO: the early fronting connection's site sent bytes */
     struct conn_admit adm;   /* admission.c's: limits and fleet slots, the check in flight */
     struct mprelay *mp;      /* mprelay.c's: middle-proxy mode (no DC socket); else NULL */
-#if TGKIT_CHECKS
-    uint32_t magic; /* CONN_MAGIC while live (conn_check) */
-#endif
 };
 
 /* ---- the debug check (TGKIT_CHECKS: Debug and sanitizer builds) ---- */
@@ -215,9 +217,18 @@ void conn_hs_debug(struct conn *c, const char *what, const char *why);
 void conn_tqs_sweep(struct conn_worker *w);
 
 /* Log the end line, release buffers, ciphers and sockets, and free c. */
-void conn_close(
-    struct conn *c,
-    enum conn_end why); /* Pool buffers, counted in the worker's stats (bufs gauge and its peak). */
+void conn_close(struct conn *c, enum conn_end why);
+
+/* Start the worker's pool decay tick (worker.c) unless it runs: called after anything went
+   back to a pool, so what a burst left cached is given back once no one takes it. */
+void conn_worker_pools_arm(struct conn_worker *w);
+static inline void conn_pools_note(struct conn_worker *w)
+{
+    if (!loop_timer_active(&w->pools_tick))
+        conn_worker_pools_arm(w);
+}
+
+/* Pool buffers, counted in the worker's stats (bufs gauge and its peak). */
 static inline void *conn_buf_get(struct conn_worker *w)
 {
     void *b = tg__pool_get(&w->pool);
@@ -233,6 +244,7 @@ static inline void conn_buf_put(struct conn_worker *w, void *b)
     if (b) {
         tg__pool_put(&w->pool, b);
         stats_sub(&w->stats, bufs, 1);
+        conn_pools_note(w);
     }
 }
 /* A bulk buffer (sh->big_size bytes) if the worker is under its budget, else NULL. */
@@ -259,6 +271,7 @@ static inline void conn_dir_put(struct conn_worker *w, struct relay_dir *r)
         w->big_in_use--;
         stats_sub(&w->stats, bufs, 1);
         stats_sub(&w->stats, bulk, 1);
+        conn_pools_note(w);
     } else {
         conn_buf_put(w, r->buf);
     }

@@ -25,12 +25,23 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <unistd.h>
 
-#define CONN_POOL_KEEP 4096 /* struct conn kept cached per worker */
+#define CONN_POOL_KEEP 4096 /* second cipher pairs and shaper states kept cached */
 #define HS_POOL_KEEP   256  /* struct conn_hs kept cached: handshakes in flight at once */
 #define BUF_POOL_KEEP  256  /* I/O buffers kept cached per worker */
+/* What the decay tick leaves cached however quiet the worker is: enough for a few
+   handshakes and relays at once without a malloc (a sequential load never reaches it). */
+#define HS_POOL_FLOOR   16
+#define BUF_POOL_FLOOR  16
+#define BIG_POOL_FLOOR  2
+/* Decayed bytes after which the worker asks the C library to give its free pages back:
+   glibc keeps freed blocks between live ones resident (malloc_trim releases their pages). */
+#define POOL_TRIM_BYTES ((size_t)256 << 10)
 #define BUF_SLACK      1024 /* pool block = max(buffer_size, 16384) + slack */
 #define BULK_BUF       ((size_t)4 * 16389) /* bulk block: four full FakeTLS records + headers */
 
@@ -333,6 +344,43 @@ done:
     tg__free(mc);
 }
 
+/* ---- pool decay ---- */
+
+static bool pools_above_floor(const struct conn_worker *w)
+{
+    return w->pool.st.free > BUF_POOL_FLOOR || w->big_pool.st.free > BIG_POOL_FLOOR ||
+           w->hs_pool.st.free > HS_POOL_FLOOR ||
+           w->recrypt_pool.st.free > HS_POOL_FLOOR || w->shape_pool.st.free > HS_POOL_FLOOR;
+}
+
+/* Once a period: free what each pool cached but no one took since the last tick (a past
+   burst), then let the C library return the pages once enough was freed. Runs again while
+   a pool is above its floor. */
+static void on_pools_tick(struct loop *l, struct loop_timer *t)
+{
+    struct conn_worker *w =
+        (struct conn_worker *)(void *)((char *)t - offsetof(struct conn_worker, pools_tick));
+    w->pools_freed += tg__pool_decay(&w->pool, BUF_POOL_FLOOR) +
+                      tg__pool_decay(&w->big_pool, BIG_POOL_FLOOR) +
+                      tg__pool_decay(&w->hs_pool, HS_POOL_FLOOR) +
+                      tg__pool_decay(&w->recrypt_pool, HS_POOL_FLOOR) +
+                      tg__pool_decay(&w->shape_pool, HS_POOL_FLOOR);
+    if (w->pools_freed >= POOL_TRIM_BYTES) {
+#ifdef __GLIBC__
+        malloc_trim(0);
+#endif
+        w->pools_freed = 0;
+    }
+    if (pools_above_floor(w))
+        loop_timer_start(l, &w->pools_tq, &w->pools_tick, on_pools_tick);
+}
+
+void conn_worker_pools_arm(struct conn_worker *w)
+{
+    if (pools_above_floor(w))
+        loop_timer_start(&w->loop, &w->pools_tq, &w->pools_tick, on_pools_tick);
+}
+
 int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
 {
     memset(w, 0, sizeof *w);
@@ -350,10 +398,11 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     }
     tg__pool_init(&w->pool, sh->buf_size, BUF_POOL_KEEP);
     tg__pool_init(&w->big_pool, sh->big_size ? sh->big_size : sizeof(void *), sh->big_max);
-    tg__pool_init(&w->conn_pool, sizeof(struct conn), CONN_POOL_KEEP);
+    tg__slab_init(&w->conn_slab, sizeof(struct conn));
     tg__pool_init(&w->hs_pool, sizeof(struct conn_hs), HS_POOL_KEEP);
     tg__pool_init(&w->recrypt_pool, sizeof(struct conn_recrypt), CONN_POOL_KEEP);
     tg__pool_init(&w->shape_pool, sizeof(struct conn_shape), CONN_POOL_KEEP);
+    loop_tq_add(&w->loop, &w->pools_tq, CONN_POOL_DECAY_MS);
     tg__ratelimit_init(&w->rl, 5, 20);
     w->scratch = tg__malloc(TLSANSWER_SCRATCH);
     admit_worker_init(w);
@@ -399,7 +448,7 @@ void conn_worker_cleanup(struct conn_worker *w)
     w->scratch = NULL;
     tg__pool_cleanup(&w->pool);
     tg__pool_cleanup(&w->big_pool);
-    tg__pool_cleanup(&w->conn_pool);
+    tg__slab_cleanup(&w->conn_slab);
     tg__pool_cleanup(&w->hs_pool);
     tg__pool_cleanup(&w->recrypt_pool);
     tg__pool_cleanup(&w->shape_pool);
