@@ -2,8 +2,12 @@
 """The serving commands leave OpenSSL's configuration file alone unless OPENSSL_CONF names one
 (src/proxy/daemon/main.c; issue 30: parsing the system's openssl.cnf cost ~100 KB resident).
 
-1. With OPENSSL_CONF naming a file that activates only OpenSSL's null provider, `tgproxy run`
-   cannot fetch its ciphers and refuses to serve: a file named that way is still loaded.
+1. With OPENSSL_CONF naming a file that activates a provider module (a path in the test's
+   directory, which does not exist, beside the default provider), `tgproxy run` until ready
+   under `strace -f -e trace=openat,open`: the file is read and the module looked for, at
+   start: a file named that way is loaded and applied, even though on a CPU with AES-NI
+   nothing at start uses a provider (proxy/wire/crypto.h), which is when OpenSSL would read
+   it by itself.
 2. Without OPENSSL_CONF, `tgproxy run` until it is ready (READY=1 on $NOTIFY_SOCKET) under
    `strace -f -e trace=openat,open`: its config file is opened, no openssl.cnf is.
 3. The same trace with OPENSSL_CONF naming a harmless copy shows that file opened (the
@@ -86,14 +90,15 @@ def main():
         conf = config(binary, d)
         env = {k: v for k, v in os.environ.items() if k != "OPENSSL_CONF"}
 
-        # 1. a file named by OPENSSL_CONF is loaded: with only the null provider, no AES
-        null = os.path.join(d, "null.cnf")
-        write(null, "openssl_conf = init\n[init]\nproviders = prov\n[prov]\nnull = null_sect\n"
-                    "[null_sect]\nactivate = 1\n")
-        out = subprocess.run([binary, "run", conf], env=dict(env, OPENSSL_CONF=null),
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 70, (out.returncode, out.stderr)
-        assert "cannot serve" in out.stderr, out.stderr
+        # 1. a file named by OPENSSL_CONF is loaded and applied at start
+        probe = os.path.join(d, "probe-module.so")
+        named = os.path.join(d, "probe.cnf")
+        write(named, "openssl_conf = init\n[init]\nproviders = prov\n[prov]\n"
+                     "default = default_sect\nprobe = probe_sect\n[default_sect]\nactivate = 1\n"
+                     f"[probe_sect]\nmodule = {probe}\nactivate = 1\n")
+        paths = traced_until_ready(binary, conf, d, dict(env, OPENSSL_CONF=named))
+        assert named in paths, f"OPENSSL_CONF={named} was not opened: {paths}"
+        assert probe in paths, f"the provider module {named} names was not looked for: {paths}"
 
         # 2. without OPENSSL_CONF no openssl.cnf is opened
         paths = traced_until_ready(binary, conf, d, env)

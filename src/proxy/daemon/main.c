@@ -10,7 +10,9 @@
  * system's openssl.cnf costs ~100 KB of resident memory, and Debian's configures nothing
  * (an empty openssl_init section: the default provider is activated implicitly either way).
  * A deployment that configures OpenSSL for tgproxy (providers, properties, a TLS policy for
- * DNS over TLS) says so with OPENSSL_CONF, which is loaded as before (docs/tgproxy.md).
+ * DNS over TLS) says so with OPENSSL_CONF, which is then loaded here, at start
+ * (docs/tgproxy.md): OpenSSL would otherwise read it only when its provider is first used,
+ * which on a CPU with AES-NI may be never (proxy/wire/crypto.h).
  */
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -23,8 +25,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "simple-run") == 0)) {
         uint64_t opts = OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS;
-        if (!getenv("OPENSSL_CONF"))
-            opts |= OPENSSL_INIT_NO_LOAD_CONFIG;
+        opts |= getenv("OPENSSL_CONF") ? OPENSSL_INIT_LOAD_CONFIG : OPENSSL_INIT_NO_LOAD_CONFIG;
         OPENSSL_init_crypto(opts, NULL);
     }
     return cli_main(argc, argv, stdout, stderr);

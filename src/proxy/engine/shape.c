@@ -8,10 +8,10 @@
 #include "proxy/engine/shape.h"
 
 #include <errno.h>
-#include <openssl/rand.h>
 
 #include "proxy/config/config.h"
 #include "proxy/services/doppel_fetch.h"
+#include "proxy/wire/crypto.h"
 
 #define REC_HDR 5     /* TLS record header */
 #define REC_MAX 16384 /* payload limit toward the client (brief 4.9) */
@@ -22,7 +22,7 @@ int shape_worker_init(struct shape_worker *s, struct loop *l, struct doppel_live
     *s = (struct shape_worker){.live = live, .delay_ms = cfg->doppel.delay_ms};
     if (!live)
         return 0;
-    if (RAND_bytes((unsigned char *)&s->rng, sizeof s->rng) != 1)
+    if (crypto_random(&s->rng, sizeof s->rng) != 0) /* the kernel's: no OpenSSL provider */
         return -EIO;
     s->rng |= 1; /* xorshift state must not be zero */
     s->gen = doppel_live_get(live, &s->prof);

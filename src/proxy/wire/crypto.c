@@ -11,15 +11,16 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include "proxy/wire/aesctr.h"
 
-static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_once_t fetch_once = PTHREAD_ONCE_INIT; /* the EVP path's, on its first use */
 static EVP_CIPHER *aes_ctr;
 static EVP_MD *sha256;
 static pthread_key_t tls_key;
@@ -51,9 +52,9 @@ _Static_assert(sizeof(struct crypto_ctr) == 64, "struct crypto_ctr is 64 bytes (
 
 /*
  * Small random requests (a filler length, a DC header) are served from a per-thread block
- * of CSPRNG output: each RAND_bytes call costs ~1.4 us here whatever its size (OpenSSL 3
- * locks its DRBG and checks for a fork on every call), so a handshake's few small requests
- * cost more than its 3.6 KB of filler. Bytes handed out are wiped from the block at once;
+ * of CSPRNG output (the kernel's, getrandom(2)): one system call per 512 bytes rather than
+ * per request. (OpenSSL's RAND_bytes, used before, cost ~1.4 us per call whatever its size,
+ * and its first call activated OpenSSL's default provider: ~1.6 MB resident, issue 30.) Bytes handed out are wiped from the block at once;
  * a fork empties the child's block (its bytes would repeat the parent's).
  */
 #define RND_BLOCK 512
@@ -62,9 +63,9 @@ _Static_assert(sizeof(struct crypto_ctr) == 64, "struct crypto_ctr is 64 bytes (
 /*
  * Bytes that are sent in clear (the ServerHello's filler, the key share's candidates) come
  * from a per-thread AES-256-CTR keystream instead (crypto_random_public): keyed from 48
- * bytes of RAND_bytes, re-keyed after PUB_REKEY bytes and in a forked child. One
+ * bytes of getrandom(2), re-keyed after PUB_REKEY bytes and in a forked child. One
  * aesctr_xor (AES-NI: the keystream written straight into the buffer, ~0.3 us for a 3.6 KB
- * filler) or EVP_EncryptUpdate per request; RAND_bytes costs ~2 us for the same filler
+ * filler) or EVP_EncryptUpdate per request; RAND_bytes cost ~2 us for the same filler
  * here, with a getpid (its fork check) each time.
  */
 #define PUB_REKEY (1u << 20)
@@ -121,10 +122,8 @@ static void thread_free(void *arg)
     OPENSSL_free(t);
 }
 
-static void fetch_algorithms(void)
+static void init_state(void)
 {
-    aes_ctr = EVP_CIPHER_fetch(NULL, "AES-256-CTR", NULL);
-    sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
     ctr_aesni = aesctr_available();
     tls_key_ok = pthread_key_create(&tls_key, thread_free) == 0 &&
                  pthread_atfork(NULL, NULL, after_fork_child) == 0;
@@ -132,8 +131,22 @@ static void fetch_algorithms(void)
 
 int crypto_init(void)
 {
+    pthread_once(&init_once, init_state);
+    return tls_key_ok ? 0 : -EIO;
+}
+
+static void fetch_algorithms(void)
+{
+    aes_ctr = EVP_CIPHER_fetch(NULL, "AES-256-CTR", NULL);
+    sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+/* The EVP path's algorithms, fetched on its first use: the first fetch activates OpenSSL's
+   default provider, which nothing else of a start on an AES-NI CPU needs (crypto.h). */
+static int fetch_evp(void)
+{
     pthread_once(&fetch_once, fetch_algorithms);
-    return (aes_ctr && sha256 && tls_key_ok) ? 0 : -EIO;
+    return aes_ctr && sha256 ? 0 : -EIO;
 }
 
 /* This thread's state, created on first use; NULL on allocation failure. */
@@ -223,6 +236,8 @@ static int ctr_open(struct crypto_thread *t, struct crypto_ctr *c, struct ctr_sl
     uint8_t iv[16], skip[16] = {0};
     int outl = 0, rc = -EIO;
     uint16_t i;
+    if (fetch_evp() != 0)
+        return -EIO;
     if ((rc = slot_take(t, &i)) != 0)
         return rc;
     if (!c->serial) /* begun on the AES-NI path, before crypto_ctr_force_evp() */
@@ -411,7 +426,7 @@ static int sha256_with(const uint8_t *first, size_t first_n, const struct crypto
     crypto_wipe(&s, sizeof s);
     return ok ? 0 : -EIO;
 #else
-    if (crypto_init() != 0)
+    if (crypto_init() != 0 || fetch_evp() != 0)
         return -EIO;
     struct crypto_thread *t = thread_state();
     if (t && !t->md)
@@ -463,14 +478,20 @@ int crypto_hmac_sha256(const void *key, size_t keylen, const struct crypto_part 
     return rc;
 }
 
+/* n bytes from the kernel's CSPRNG: getrandom(2) blocks only until the pool is first
+   initialised, and gives at most 32 MiB minus one per call (or less if a signal interrupts
+   a large request), hence the loop. */
 static int random_direct(void *buf, size_t n)
 {
+    uint8_t *p = buf;
     while (n > 0) {
-        int chunk = n > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)n;
-        if (RAND_bytes(buf, chunk) != 1)
-            return -EIO;
-        buf = (uint8_t *)buf + chunk;
-        n -= (size_t)chunk;
+        ssize_t got = getrandom(p, n, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -EIO; /* ENOSYS (a kernel before 3.17), EFAULT: no bytes to give */
+        p += got;
+        n -= (size_t)got;
     }
     return 0;
 }
@@ -509,6 +530,10 @@ static int pub_rekey(struct crypto_thread *t, unsigned forks, bool aesni)
         t->pub_left = PUB_REKEY;
         t->pub_fork = forks;
         return 0;
+    }
+    if (fetch_evp() != 0) {
+        t->pub_left = 0;
+        return -EIO;
     }
     if (!t->pub && !(t->pub = EVP_CIPHER_CTX_new()))
         return -ENOMEM;

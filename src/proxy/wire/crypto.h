@@ -6,11 +6,19 @@
  *   (EVP_aes_256_ctr semantics, brief 0.1). Encrypting and decrypting are the same XOR;
  *   crypto_ctr_apply() works in place and keeps the keystream position across calls.
  * - SHA-256 and HMAC-SHA256 over up to a few scattered parts (no concatenation copies).
- * - CSPRNG bytes (RAND_bytes) and X25519 public keys for the FakeTLS ServerHello.
+ * - CSPRNG bytes from the kernel (getrandom(2)) and X25519 public keys for the FakeTLS
+ *   ServerHello.
  *
- * The cipher and digest implementations are fetched once per process (lazily, thread safe)
- * so per-connection set-up does not repeat provider look-ups, and each thread keeps one
- * digest context, so hashing allocates nothing once the thread is warm.
+ * OpenSSL's default provider (~1.6 MB resident once active: its name map, method tables and
+ * the pages of libcrypto that building them touches; issue 30) is activated only by what
+ * needs it, on first use: nothing here does on a CPU with AES-NI. The random bytes come
+ * from the kernel, SHA-256 and HMAC-SHA256 from OpenSSL's low-level SHA256_* functions (no
+ * provider), AES-256-CTR from aesctr.c. The EVP path (AES-CTR without AES-NI or under
+ * crypto_ctr_force_evp, SHA-256 in a build without OpenSSL's deprecated API) fetches its
+ * cipher and digest once per process on its first use (thread safe), so per-connection
+ * set-up does not repeat provider look-ups. The X25519 functions below use EVP_PKEY and so
+ * the provider. Each thread keeps one digest context, so hashing allocates nothing once the
+ * thread is warm.
  *
  * Cipher memory: a struct crypto_ctr owns no OpenSSL object. It keeps key, IV and position.
  * - Where the CPU has AES-NI (x86-64), each apply runs aesctr.c: the 15 round keys are
@@ -59,7 +67,9 @@ struct crypto_part {
     size_t n;
 };
 
-/* Fetch the algorithms now (otherwise done on first use). 0 or -EIO. */
+/* Set up the process's state now (otherwise done on first use): the AES-NI check, the
+   per-thread key, the fork handler. Fetches nothing and activates no OpenSSL provider (the
+   EVP path fetches on its first use). 0, or -EIO if the thread key cannot be created. */
 int crypto_init(void);
 
 /*
@@ -99,12 +109,14 @@ int crypto_sha256(const struct crypto_part *parts, size_t nparts, uint8_t out[32
 int crypto_hmac_sha256(const void *key, size_t keylen, const struct crypto_part *parts,
                        size_t nparts, uint8_t out[32]);
 
-/* n bytes from the OpenSSL CSPRNG. Requests up to 64 bytes come from a per-thread block
-   of its output (512 bytes per RAND_bytes call; bytes wiped once handed out; emptied in a
-   forked child), larger ones straight from RAND_bytes. 0 or -EIO. */
+/* n bytes from the kernel's CSPRNG (getrandom(2), flags 0: blocks only until the kernel's
+   pool is first initialised at boot; short reads and EINTR are retried). Requests up to 64
+   bytes come from a per-thread block of its output (512 bytes per call; bytes wiped once
+   handed out; emptied in a forked child), larger ones straight from getrandom. 0, or -EIO
+   if the kernel gives none (getrandom fails: ENOSYS before Linux 3.17). */
 int crypto_random(void *buf, size_t n);
 /* n bytes that will be sent in clear (padding, filler, key share candidates): an AES-256-CTR
-   keystream per thread, keyed from the CSPRNG, re-keyed every MiB and in a forked child;
+   keystream per thread, keyed from getrandom(2), re-keyed every MiB and in a forked child;
    cheaper than crypto_random for kilobytes. Never for keys, IVs or nonces. 0 or -EIO. */
 int crypto_random_public(void *buf, size_t n);
 /* Uniform random integer in [lo, hi) (hi > lo). Returns lo on RNG failure. */
