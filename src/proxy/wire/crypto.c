@@ -129,12 +129,6 @@ static void init_state(void)
                  pthread_atfork(NULL, NULL, after_fork_child) == 0;
 }
 
-int crypto_init(void)
-{
-    pthread_once(&init_once, init_state);
-    return tls_key_ok ? 0 : -EIO;
-}
-
 static void fetch_algorithms(void)
 {
     aes_ctr = EVP_CIPHER_fetch(NULL, "AES-256-CTR", NULL);
@@ -147,6 +141,26 @@ static int fetch_evp(void)
 {
     pthread_once(&fetch_once, fetch_algorithms);
     return aes_ctr && sha256 ? 0 : -EIO;
+}
+
+/* Where every stream (or hash) will go through EVP, fetch now: the first connection would
+   anyway, and a provider that cannot serve AES-CTR then stops the start, not each
+   connection. */
+static bool evp_always(void)
+{
+#ifdef OPENSSL_NO_DEPRECATED_3_0
+    return true;
+#else
+    return !ctr_aesni;
+#endif
+}
+
+int crypto_init(void)
+{
+    pthread_once(&init_once, init_state);
+    if (!tls_key_ok)
+        return -EIO;
+    return evp_always() ? fetch_evp() : 0;
 }
 
 /* This thread's state, created on first use; NULL on allocation failure. */

@@ -68,8 +68,11 @@ struct crypto_part {
 };
 
 /* Set up the process's state now (otherwise done on first use): the AES-NI check, the
-   per-thread key, the fork handler. Fetches nothing and activates no OpenSSL provider (the
-   EVP path fetches on its first use). 0, or -EIO if the thread key cannot be created. */
+   per-thread key, the fork handler. On a CPU with AES-NI it fetches nothing and activates
+   no OpenSSL provider (the EVP path, if forced, fetches on its first use); where every
+   stream goes through EVP (no AES-NI; SHA-256 too in a build without OpenSSL's deprecated
+   API) it fetches the cipher and digest now, so that a provider that cannot serve them
+   stops the start. 0, or -EIO (no thread key, or the fetch failed). */
 int crypto_init(void);
 
 /*

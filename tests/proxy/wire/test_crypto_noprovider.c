@@ -66,7 +66,8 @@ static void test_random_without_provider(void **state)
     (void)state;
     static uint8_t a[1 << 16], b[1 << 16];
     uint8_t s1[16], s2[16];
-    assert_int_equal(crypto_init(), 0);
+    /* without AES-NI every stream needs EVP: crypto_init fetches, and fails here */
+    assert_int_equal(crypto_init(), aesctr_available() ? 0 : -EIO);
     assert_int_equal(crypto_random(s1, sizeof s1), 0); /* from the block */
     assert_int_equal(crypto_random(s2, sizeof s2), 0);
     assert_memory_not_equal(s1, s2, sizeof s1);
