@@ -139,33 +139,11 @@ static void reset_on_close(int fd)
 static_assert(STATS_END_INDEX(END_COUNT - 1) + 1 == STATS_COUNT,
               "stats end_* fields follow enum conn_end");
 
-/* Add the bytes c relayed since the last call to the worker's counters, and to its secret's
-   for an authenticated connection: while a relay runs (relay_timer, every park period at
-   most) and at close, so a long relay shows in the byte counters as it goes. */
-static void stats_bytes(struct conn *c)
-{
-    struct conn_worker *w = c->w;
-    uint64_t up = c->bytes_up - c->up_counted, down = c->bytes_down - c->down_counted;
-    c->up_counted = c->bytes_up;
-    c->down_counted = c->bytes_down;
-    stats_add(&w->stats, bytes_up, up);
-    stats_add(&w->stats, bytes_down, down);
-    bool authed = c->state == CONN_DC_CONNECT || c->state == CONN_RELAY;
-    uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
-    if (authed && slot < w->nsec) {
-        stats_add(&w->sec[slot], bytes_up, up);
-        stats_add(&w->sec[slot], bytes_down, down);
-    } else if (!authed) { /* only a fronted connection relays before it authenticates */
-        stats_add(&w->stats, front_bytes_up, up);
-        stats_add(&w->stats, front_bytes_down, down);
-    }
-}
-
-/* The counters a closing connection adds: the rest of its bytes, end reason, its secret's. */
+/* The counters a closing connection adds: its end reason, its secret's gauge (its bytes are
+   in the counters as they were read: conn_count_bytes). */
 static void stats_close(struct conn *c)
 {
     struct conn_worker *w = c->w;
-    stats_bytes(c);
     if (c->end != END_NONE)
         stats_add_at(&w->stats, STATS_END_INDEX(c->end), 1);
     if (c->state == CONN_FRONT_RELAY)
@@ -276,7 +254,8 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
     c->secret = UINT32_MAX;
     conn_pp_accepted(&h->pp, peer);
     admit_conn_init(&c->adm, &h->chk);
-    c->start_ms = c->last_io_ms = w->loop.now_ms;
+    c->start_ms = w->loop.now_ms;
+    conn_touch(c);
     conn_mark_live(c);
     conn_enter(c, CONN_HELLO); /* TCP_NODELAY and keepalive are inherited from the listener */
     if (loop_io_add(&w->loop, &c->cli, fd, LOOP_READ, on_hs_client) < 0) {
@@ -450,7 +429,7 @@ static void front(struct conn *c, bool deadline)
     u->buf = c->hs->buf;
     u->off = c->hs->early_sent; /* bytes an early connection already passed on */
     u->len = c->hs->len;
-    c->bytes_up += c->hs->len; /* what was read before fronting goes to the site too */
+    conn_count_bytes(c, DIR_UP, c->hs->len); /* what was read goes to the site too */
     c->hs->buf = NULL;
     c->hs->len = 0;
     if (u->off == u->len)
@@ -609,11 +588,11 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
     u->buf = c->hs->buf;
     u->off = 0;
     u->len = c->hs->len;
-    c->bytes_up += c->hs->len; /* the header and what came with it go to the DC */
     c->hs->buf = NULL;
     c->hs->len = 0;
     count_authenticated(c);
     conn_enter(c, CONN_DC_CONNECT);
+    conn_count_bytes(c, DIR_UP, u->len); /* the header and what came with it go to the DC */
     loop_timer_stop(&c->timer); /* the connector's deadlines bound the connect */
     /* the client is not read while connecting, so last_io_ms marks the connect's start
        until the relay begins (the DC connect time, on_upstream). Its READ interest stays
@@ -1031,7 +1010,7 @@ static void on_upstream(struct upstream_req *r, int fd, int result)
     if (result == UPSTREAM_OK) {
         c->ufd = fd;
         if (c->state == CONN_DC_CONNECT)
-            stats_dc_ok(dc_stats(c), c->w->loop.now_ms - c->last_io_ms);
+            stats_dc_ok(dc_stats(c), conn_ms_since(c, c->last_io_ms));
         upstream_ready(c);
         return;
     }
@@ -1085,8 +1064,7 @@ static void relay_timer(struct conn *c)
 {
     struct conn_worker *w = c->w;
     struct conn_tqs *q = c->tqs;
-    uint64_t quiet = w->loop.now_ms - c->last_io_ms;
-    stats_bytes(c);
+    uint64_t quiet = conn_ms_since(c, c->last_io_ms);
     if (c->site_done) { /* fronted, the site closed: the client's quiet time decides */
         if (quiet >= q->done.duration_ms)
             conn_close(c, END_EOF);

@@ -63,6 +63,7 @@
 #include "proxy/engine/admission.h"
 #include "proxy/engine/conn.h"
 #include "proxy/engine/conn_pp.h"
+#include "proxy/engine/generation.h"
 #include "proxy/engine/upstream.h"
 #include "proxy/wire/crypto.h"
 
@@ -136,11 +137,14 @@ struct conn {
     struct gen *gen;      /* the generation accepted under (a reference, dropped at close) */
     struct conn_tqs *tqs; /* its deadline queues (counted in tqs->users) */
     struct conn *prev, *next;
-    uint64_t start_ms, last_io_ms;
-    uint64_t bytes_up, bytes_down;
-    uint64_t up_counted, down_counted; /* of those, already in the counters (stats_bytes) */
-    uint64_t recs_ms;                  /* when the last record toward a FakeTLS client was queued */
-    uint32_t recs;   /* records toward the client since the last quiet second (sizing) */
+    uint64_t start_ms;
+    uint64_t bytes_up, bytes_down; /* in the counters as they are read (conn_count_bytes) */
+    /* loop.now_ms's low 32 bits: only differences from now are taken (conn_ms_since), and
+       they are bounded by the connection's timer (idle timeout at most 1 day) or only
+       compared with a second (record sizing) */
+    uint32_t last_io_ms;
+    uint32_t recs_ms; /* when the last record toward a FakeTLS client was queued */
+    uint32_t recs;    /* records toward the client since the last quiet second (sizing) */
     uint32_t secret; /* index into gen->cfg->secrets; UINT32_MAX = none yet */
     struct relay_dir dir[2];
     struct conn_shape *shape; /* toward a FakeTLS client, shaped; relay.c's (timer too) */
@@ -283,7 +287,39 @@ static inline void conn_dir_put(struct conn_worker *w, struct relay_dir *r)
 /* Record I/O activity now (resets the idle deadline lazily). */
 static inline void conn_touch(struct conn *c)
 {
-    c->last_io_ms = c->w->loop.now_ms;
+    c->last_io_ms = (uint32_t)c->w->loop.now_ms;
+}
+/* Milliseconds since a 32-bit stamp of loop.now_ms (right for up to 49 days). */
+static inline uint32_t conn_ms_since(const struct conn *c, uint32_t stamp)
+{
+    return (uint32_t)c->w->loop.now_ms - stamp;
+}
+
+/* n bytes read from direction d's source: the connection's totals (its end line, quotas)
+   and at once the worker's counters, with its secret's for an authenticated connection
+   (DC_CONNECT, RELAY) or the fronted ones (only a fronted connection relays before it
+   authenticates). Counting per read keeps no "already counted" copy in the connection. */
+static inline void conn_count_bytes(struct conn *c, int d, uint64_t n)
+{
+    struct conn_worker *w = c->w;
+    bool authed = c->state == CONN_DC_CONNECT || c->state == CONN_RELAY;
+    uint32_t slot = authed && c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret]
+                                                                : GEN_NO_SLOT;
+    if (d == DIR_UP) {
+        c->bytes_up += n;
+        stats_add(&w->stats, bytes_up, n);
+        if (slot < w->nsec)
+            stats_add(&w->sec[slot], bytes_up, n);
+        else if (!authed)
+            stats_add(&w->stats, front_bytes_up, n);
+    } else {
+        c->bytes_down += n;
+        stats_add(&w->stats, bytes_down, n);
+        if (slot < w->nsec)
+            stats_add(&w->sec[slot], bytes_down, n);
+        else if (!authed)
+            stats_add(&w->stats, front_bytes_down, n);
+    }
 }
 /* What the relay reports (relay.c -> conn.c); conn.c decides what it means. */
 enum relay_event {

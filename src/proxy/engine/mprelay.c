@@ -131,7 +131,7 @@ static long emit(struct mprelay *r, const struct iovec *p, int np)
     size_t po = 0, left = 0;
     for (int i = 0; i < np; i++)
         left += p[i].iov_len;
-    c->bytes_down += left;
+    conn_count_bytes(c, DIR_DOWN, left);
     while (left) {
         size_t rec = left;
         if (c->tls) {
@@ -301,7 +301,7 @@ static int read_once(struct mprelay *r, bool *gone)
         return 0;
     }
     conn_touch(c);
-    c->bytes_up += (uint64_t)n;
+    conn_count_bytes(c, DIR_UP, (uint64_t)n);
     size_t k = (size_t)n;
     bool bad = false;
     if (c->tls && faketls_reader_strip(&c->rd, dst, (size_t)n, &k) != FAKETLS_REC_NEED_MORE)
@@ -400,7 +400,7 @@ void mprelay_go(struct conn *c)
     /* what came with the header: decrypted, then up as packets */
     uint8_t *p = r->first + OBFS2_HEADER_LEN;
     size_t n = r->first_len - OBFS2_HEADER_LEN;
-    c->bytes_up += r->first_len;
+    conn_count_bytes(c, DIR_UP, r->first_len);
     bool bad = false;
     int rc = n ? crypto_ctr_apply(&c->c2p, p, n) : 0;
     if (rc == 0 && n)

@@ -56,11 +56,11 @@ static void on_shape_tick(struct loop *l, struct loop_timer *t);
 
 size_t relay_record_next(struct conn *c)
 {
-    if (c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS)
+    if (conn_ms_since(c, c->recs_ms) >= DYN_RESET_MS)
         c->recs = 0; /* a quiet second: start small again */
     size_t lim = rec_limit(c, c->recs);
     c->recs = c->recs + 1 ? c->recs + 1 : c->recs;
-    c->recs_ms = c->w->loop.now_ms;
+    c->recs_ms = (uint32_t)c->w->loop.now_ms;
     return lim;
 }
 
@@ -160,7 +160,7 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n, const uint1
         n -= k;
     }
     c->recs = c->recs + i < c->recs ? UINT32_MAX : c->recs + i;
-    c->recs_ms = c->w->loop.now_ms;
+    c->recs_ms = (uint32_t)c->w->loop.now_ms;
     return (long)out;
 }
 
@@ -177,7 +177,7 @@ static ssize_t read_wrapped(struct conn *c, int fd, uint8_t *buf, size_t size, s
     struct iovec iov[RELAY_MAX_SLOTS];
     int k = 0;
     *cap = 0;
-    if (c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS)
+    if (conn_ms_since(c, c->recs_ms) >= DYN_RESET_MS)
         c->recs = 0; /* a quiet second: start small again */
     /* whole slots only after the first, so a buffer's tail never makes a runt record */
     for (size_t at = 0; k < RELAY_MAX_SLOTS; k++) {
@@ -207,7 +207,7 @@ static int read_once(struct conn *c, int d, bool *more)
     }
     size_t cap = r->big ? c->w->sh->big_size : c->w->sh->buf_size;
     uint16_t lens[RELAY_MAX_SLOTS];
-    bool quiet = c->w->loop.now_ms - c->recs_ms >= DYN_RESET_MS;
+    bool quiet = conn_ms_since(c, c->recs_ms) >= DYN_RESET_MS;
     /* the shaping state, at the first read that may be shaped (no memory: unshaped) */
     if (wrap && shapeable(c) && !c->shape && (c->shape = tg__pool_get(&c->w->shape_pool))) {
         memset(c->shape, 0, sizeof *c->shape);
@@ -231,10 +231,7 @@ static int read_once(struct conn *c, int d, bool *more)
         return 0;
     }
     conn_touch(c);
-    if (d == DIR_UP)
-        c->bytes_up += (uint64_t)n;
-    else
-        c->bytes_down += (uint64_t)n;
+    conn_count_bytes(c, d, (uint64_t)n);
     long out = transform(c, d, r->buf, (size_t)n, lens);
     if (out < 0)
         return out == -2 ? -EBADMSG : -EPROTO;

@@ -125,8 +125,8 @@ struct stats {
 #define STATS_SECRET_LIST(X)                                                                       \
     X(conns, "connections authenticated")                                                          \
     X(active, "gauge: authenticated connections open")                                             \
-    X(bytes_up, "bytes relayed client to DC (while relaying and at close, conn.c stats_bytes)")    \
-    X(bytes_down, "bytes relayed DC to client (while relaying and at close)")                      \
+    X(bytes_up, "bytes relayed client to DC (as read, conn_int.h conn_count_bytes)")              \
+    X(bytes_down, "bytes relayed DC to client (as read)")                                          \
     X(limits_hit, "handshakes fronted or relays ended by one of the secret's [limits]")          \
     X(hs_stale, "handshakes of the secret refused: ClientHello timestamp outside the skew")      \
     X(hs_replay, "handshakes of the secret refused: replayed hello or obfs2 header")             \
