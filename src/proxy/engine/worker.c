@@ -346,11 +346,30 @@ done:
 
 /* ---- pool decay ---- */
 
-static bool pools_above_floor(const struct conn_worker *w)
+/* The pools the decay tick looks after, each with the floor it keeps. */
+static const struct {
+    size_t off; /* of the tg__pool in struct conn_worker */
+    size_t floor;
+} decaying[] = {
+    {offsetof(struct conn_worker, pool), BUF_POOL_FLOOR},
+    {offsetof(struct conn_worker, big_pool), BIG_POOL_FLOOR},
+    {offsetof(struct conn_worker, hs_pool), HS_POOL_FLOOR},
+    {offsetof(struct conn_worker, recrypt_pool), HS_POOL_FLOOR},
+    {offsetof(struct conn_worker, shape_pool), HS_POOL_FLOOR},
+};
+#define NDECAYING (sizeof decaying / sizeof decaying[0])
+
+static tg__pool *decaying_pool(struct conn_worker *w, size_t i)
 {
-    return w->pool.st.free > BUF_POOL_FLOOR || w->big_pool.st.free > BIG_POOL_FLOOR ||
-           w->hs_pool.st.free > HS_POOL_FLOOR ||
-           w->recrypt_pool.st.free > HS_POOL_FLOOR || w->shape_pool.st.free > HS_POOL_FLOOR;
+    return (tg__pool *)(void *)((char *)w + decaying[i].off);
+}
+
+static bool pools_above_floor(struct conn_worker *w)
+{
+    for (size_t i = 0; i < NDECAYING; i++)
+        if (decaying_pool(w, i)->st.free > decaying[i].floor)
+            return true;
+    return false;
 }
 
 /* Once a period: free what each pool cached but no one took since the last tick (a past
@@ -360,11 +379,8 @@ static void on_pools_tick(struct loop *l, struct loop_timer *t)
 {
     struct conn_worker *w =
         (struct conn_worker *)(void *)((char *)t - offsetof(struct conn_worker, pools_tick));
-    w->pools_freed += tg__pool_decay(&w->pool, BUF_POOL_FLOOR) +
-                      tg__pool_decay(&w->big_pool, BIG_POOL_FLOOR) +
-                      tg__pool_decay(&w->hs_pool, HS_POOL_FLOOR) +
-                      tg__pool_decay(&w->recrypt_pool, HS_POOL_FLOOR) +
-                      tg__pool_decay(&w->shape_pool, HS_POOL_FLOOR);
+    for (size_t i = 0; i < NDECAYING; i++)
+        w->pools_freed += tg__pool_decay(decaying_pool(w, i), decaying[i].floor);
     if (w->pools_freed >= POOL_TRIM_BYTES) {
 #ifdef __GLIBC__
         malloc_trim(0);

@@ -54,8 +54,9 @@ _Static_assert(sizeof(struct crypto_ctr) == 64, "struct crypto_ctr is 64 bytes (
  * Small random requests (a filler length, a DC header) are served from a per-thread block
  * of CSPRNG output (the kernel's, getrandom(2)): one system call per 512 bytes rather than
  * per request. (OpenSSL's RAND_bytes, used before, cost ~1.4 us per call whatever its size,
- * and its first call activated OpenSSL's default provider: ~1.6 MB resident, issue 30.) Bytes handed out are wiped from the block at once;
- * a fork empties the child's block (its bytes would repeat the parent's).
+ * and its first call activated OpenSSL's default provider: ~1.6 MB resident, issue 30.)
+ * Bytes handed out are wiped from the block at once; a fork empties the child's block (its
+ * bytes would repeat the parent's).
  */
 #define RND_BLOCK 512
 #define RND_SMALL 64 /* requests up to this size come from the block */
