@@ -26,10 +26,12 @@
  *
  * Environment: TGKIT_BENCH_HS (default 400) handshakes per path, one client thread (the
  * handshakes one after another, as the critical path is measured); TGKIT_BENCH_MSS_CLAMP
- * ("off" or a segment size) overrides the proxies' [defense] mss-clamp (default 256: the
- * answer then leaves in 256-byte segments, and one above ten of them waits for the
- * client's ACK, the initial congestion window); TGKIT_BENCH_WORKERS the proxies' worker
- * threads (default the harness's 2; the relay floor is always one thread).
+ * ("off" or a segment size) sets [defense] mss-clamp on the dd and tls paths' loopback
+ * listeners (unset: the default configuration's, which does not clamp a loopback
+ * listener); the tls_clamp256 path always has it at 256 (the answer then leaves in 256-byte
+ * segments, and one above ten of them waits for the client's ACK, the initial congestion
+ * window); TGKIT_BENCH_WORKERS the proxies' worker threads (default the harness's 2; the
+ * relay floor is always one thread).
  */
 #include "bench.h"
 
@@ -47,8 +49,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { P_RELAY, P_DD, P_TLS, NPATHS };
-static const char *const path_names[NPATHS] = {"relay", "dd", "tls"};
+/* tls: the default configuration, whose mss-clamp leaves this loopback listener alone (a
+   client on this host, e.g. behind a local front); tls_clamp256: the clamp applied as it is
+   to every connection from another host (mss-clamp-loopback = true), so the answer leaves
+   in 256-byte segments: the figure for remote clients. */
+enum { P_RELAY, P_DD, P_TLS, P_TLS_CLAMP, NPATHS };
+static const char *const path_names[NPATHS] = {"relay", "dd", "tls", "tls_clamp256"};
 
 struct path {
     struct pproc *proc;
@@ -130,17 +136,18 @@ static unsigned workers(void)
 
 static int start_paths(struct path *ps, struct fakedc **dc_out)
 {
-    for (int k = P_DD; k <= P_TLS; k++) {
-        struct pharness_opts o = {.ee = k == P_TLS,
+    for (int k = P_DD; k <= P_TLS_CLAMP; k++) {
+        bool tls = k == P_TLS || k == P_TLS_CLAMP;
+        struct pharness_opts o = {.ee = tls,
                                   .dd = k == P_DD,
                                   .fork_server = true,
-                                  .mss_clamp = mss_clamp(),
+                                  .mss_clamp = k == P_TLS_CLAMP ? 256 : mss_clamp(),
                                   .workers = workers()};
         if (pharness_start(&ps[k].h, &o) < 0)
             return -1;
         ps[k].proc = &ps[k].h.proc;
         ps[k].port = ps[k].h.port;
-        ps[k].o = pharness_client(&ps[k].h, k == P_TLS ? PCLI_TLS : PCLI_DD);
+        ps[k].o = pharness_client(&ps[k].h, tls ? PCLI_TLS : PCLI_DD);
     }
     /* the relay forwards to the dd proxy's fake DC */
     *dc_out = ps[P_DD].h.dc;
@@ -149,7 +156,8 @@ static int start_paths(struct path *ps, struct fakedc **dc_out)
     ps[P_RELAY].proc = &ps[P_RELAY].relay;
     ps[P_RELAY].port = ps[P_RELAY].relay.port;
     ps[P_RELAY].o = (struct pcli_opts){.mode = PCLI_DIRECT, .dc = 2, .timeout_ms = 30000};
-    ps[P_DD].o.timeout_ms = ps[P_TLS].o.timeout_ms = 30000;
+    for (int k = P_DD; k <= P_TLS_CLAMP; k++)
+        ps[k].o.timeout_ms = 30000;
     return 0;
 }
 
@@ -402,7 +410,7 @@ int main(void)
     else
         mode_time(ps, n);
     pproc_stop(&ps[P_RELAY].relay);
-    for (int k = P_DD; k <= P_TLS; k++)
+    for (int k = P_DD; k <= P_TLS_CLAMP; k++)
         pharness_stop(&ps[k].h);
     free(conns);
     (void)dc;

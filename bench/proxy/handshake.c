@@ -41,6 +41,11 @@
  * rounds; proxy_hs_learned_vs_today is its CPU per handshake over proxy_tls's (median of
  * the rounds' ratios; goal <= 1.10).
  *
+ * The proxies run the default configuration on a loopback listener, which [defense]
+ * mss-clamp leaves alone (only this host's processes reach it); bench_proxy_breakdown's
+ * tls_clamp256 path gives the FakeTLS figure with the clamp, as remote clients' connections
+ * have it.
+ *
  * Environment: TGKIT_BENCH_HS (default 4000) handshakes per path, over 2 client threads.
  */
 #include "bench.h"

@@ -213,6 +213,7 @@ static int build_config(struct pharness *h, const struct pharness_opts *o)
     cfg->dynamic_records = !o->no_dynamic_records;
     if (o->mss_clamp)
         cfg->mss_clamp = o->mss_clamp < 0 ? 0 : (uint32_t)o->mss_clamp;
+    cfg->mss_clamp_loopback = o->mss_clamp > 0;
     cfg->doppel.enabled = o->doppel; /* built-in profile: no urls, nothing fetched */
     if (o->bulk_budget)
         cfg->bulk_budget = o->bulk_budget;

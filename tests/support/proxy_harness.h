@@ -47,8 +47,10 @@ struct pharness_opts {
     uint32_t bulk_budget;        /* bulk-budget in bytes; 0 = config default */
     bool no_dynamic_records;     /* dynamic-record-sizing = false */
     bool doppel;                 /* [defense.doppelganger] with the built-in profile */
-    int32_t mss_clamp;           /* [defense] mss-clamp: 0 = config default, -1 = off, or
-                                    the segment size */
+    int32_t mss_clamp;           /* [defense] mss-clamp: 0 = config default (which leaves
+                                    the harness's loopback listener unclamped), -1 = off, or
+                                    the segment size, with mss-clamp-loopback on so that the
+                                    harness's listener is clamped as a public one is */
     const char *dc_host;         /* [dcs] default names the fake DC by this host name (e.g.
                                     "localhost", resolved by the engine) instead of 127.0.0.1 */
     int32_t extra_dc;            /* with extra_dc_addr: one more [dcs] entry for this id */

@@ -1445,9 +1445,9 @@ static int k_mss_clamp(struct loader *ld, const struct toml_kv *kv)
 }
 
 static const struct key_rule defense_rules[] = {
-    FN_KEY("mss-clamp", k_mss_clamp), FN_KEY("anti-replay", k_antireplay),
-    FN_KEY("blocklist", k_blocklist), FN_KEY("allowlist", k_allowlist),
-    FN_KEY("doppelganger", k_doppel),
+    FN_KEY("mss-clamp", k_mss_clamp),    BOOL_KEY("mss-clamp-loopback", mss_clamp_loopback),
+    FN_KEY("anti-replay", k_antireplay), FN_KEY("blocklist", k_blocklist),
+    FN_KEY("allowlist", k_allowlist),    FN_KEY("doppelganger", k_doppel),
     FN_KEY("tls-front", k_tls_front),
 };
 
@@ -1951,13 +1951,20 @@ static const struct key_rule api_rules[] = {
     U32_KEY("auth-failures-per-minute", api.auth_failures, 1, 100000),
 };
 
-static bool loopback(const struct sockaddr_storage *ss)
+bool config_addr_loopback(const struct sockaddr_storage *ss)
 {
     if (ss->ss_family == AF_INET)
         return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) ==
                127;
     const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
     return ss->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(a);
+}
+
+uint32_t config_listen_clamp(const struct config *cfg, const struct config_listen *l)
+{
+    if (!cfg->mss_clamp || (!cfg->mss_clamp_loopback && config_addr_loopback(&l->addr)))
+        return 0;
+    return cfg->mss_clamp;
 }
 
 static int k_api(struct loader *ld, const struct toml_kv *kv)
@@ -1968,7 +1975,8 @@ static int k_api(struct loader *ld, const struct toml_kv *kv)
         return key_err(ld, kv,
                        "enabled without a state-file, expected state-file = "
                        "\"/var/lib/tgproxy/api.json\" (where the API keeps the secrets it makes)");
-    if (rc == 0 && cfg->api.enabled && !cfg->api.token_file[0] && !loopback(&cfg->api.bind.addr))
+    if (rc == 0 && cfg->api.enabled && !cfg->api.token_file[0] &&
+        !config_addr_loopback(&cfg->api.bind.addr))
         return key_err(ld, kv,
                        "bind-to beyond loopback without a token-file: anyone who reaches it "
                        "could manage the proxy; expected token-file = \"/etc/tgproxy/api.token\" "

@@ -212,8 +212,10 @@ struct config {
 
     /* [defense] mss-clamp: TCP_MAXSEG on the public listeners before listen(), so the SYN-ACK
        announces it and clients' kernels cut the ClientHello into segments; 0 = off. Never on
-       the metrics listener. CONFIG_MSS_CLAMP_DEFAULT when `true` or unset. */
+       the metrics listener. CONFIG_MSS_CLAMP_DEFAULT when `true` or unset. A listener on a
+       loopback address is clamped only with mss_clamp_loopback (config_listen_clamp). */
     uint32_t mss_clamp;
+    bool mss_clamp_loopback; /* [defense] mss-clamp-loopback; false */
 
     bool proxy_protocol_listener; /* expect a PROXY v1/v2 header from the listener; false */
 
@@ -416,6 +418,14 @@ const char *config_prefer_ip_name(enum config_prefer_ip p);
  *   config_add_listen: "ip:port" / "[ip6]:port", numeric only; duplicates rejected.
  *   config_add_secret: label [A-Za-z0-9_.-]{1,63}, unique; the secret is copied.
  */
+/* The MSS a listener announces ([defense] mss-clamp), 0 for none: a listener on a loopback
+   address (127.0.0.0/8, ::1) answers only processes on this host, a local front whose own
+   listener is what clients' kernels see, so it is clamped only with mss-clamp-loopback. */
+uint32_t config_listen_clamp(const struct config *cfg, const struct config_listen *l);
+
+/* 127.0.0.0/8 or ::1. */
+bool config_addr_loopback(const struct sockaddr_storage *ss);
+
 int config_add_listen(struct config *cfg, const char *text, size_t len, char *err, size_t errlen);
 /* The ad tag secret i is served with (16 bytes), or NULL: direct. */
 const uint8_t *config_ad_tag(const struct config *cfg, size_t i);

@@ -920,7 +920,10 @@ static void check_tls_front(struct doctor *d, const char *domain)
 /* mss-clamp also applies to what tgproxy sends: the answer leaves in clamp-sized segments. */
 static void check_tls_front_clamp(struct doctor *d)
 {
-    if (!d->cfg->mss_clamp)
+    bool clamped = false;
+    for (size_t i = 0; i < d->cfg->nlisten; i++)
+        clamped |= config_listen_clamp(d->cfg, &d->cfg->listen[i]) != 0;
+    if (!clamped)
         return;
     report_warn(d, "tls-front segments",
                 "mss-clamp = %u also cuts what tgproxy sends (Linux applies a listener's MSS to "
@@ -981,6 +984,12 @@ static int run_checks(struct doctor *d)
     for (size_t i = 0; i < d->cfg->nlisten; i++) {
         snprintf(what, sizeof what, "bind-to %s", d->cfg->listen[i].text);
         check_bind(d, what, &d->cfg->listen[i].addr, d->cfg->listen[i].addr_len);
+        if (d->cfg->mss_clamp && !config_listen_clamp(d->cfg, &d->cfg->listen[i]))
+            report(d, true, "mss-clamp",
+                   "left off on %s, a loopback address: only this host's processes "
+                   "connect there (a local front, whose own listener's MSS is what clients' "
+                   "kernels see); mss-clamp-loopback = true applies it",
+                   d->cfg->listen[i].text);
     }
     if (d->cfg->prometheus.enabled) { /* `run` stops when the metrics page cannot bind */
         char where[CONFIG_HOST_MAX + 8];

@@ -257,8 +257,9 @@ static int open_listener(const struct config *cfg, const struct config_listen *l
     upstream_tune(fd, cfg);
     /* [defense] mss-clamp: the SYN-ACK announces this MSS, so a client's kernel cuts its
        ClientHello (~517 bytes) into segments and no single one carries ALPN and
-       signature_algorithms beside the SNI; accepted sockets inherit it (both directions) */
-    int mss = (int)cfg->mss_clamp;
+       signature_algorithms beside the SNI; accepted sockets inherit it (both directions).
+       Not on a loopback listener unless mss-clamp-loopback (config_listen_clamp). */
+    int mss = (int)config_listen_clamp(cfg, l);
     if (mss && setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss) < 0) {
         int err = -errno;
         tg__log(NULL, TG__LOG_ERROR, "listen %s: [defense] mss-clamp = %d: setsockopt: %s",
@@ -292,6 +293,12 @@ static int open_listeners(struct server *s)
             s->w[k].lfd[i] = fd;
             s->port[i] = bound;
         }
+        if (cfg->mss_clamp && !config_listen_clamp(cfg, &cfg->listen[i]))
+            tg__log(NULL, TG__LOG_INFO,
+                    "listen %s: [defense] mss-clamp left off: a loopback listener answers "
+                    "only this host (a local front's listener is what clients' kernels see); "
+                    "mss-clamp-loopback = true applies it",
+                    cfg->listen[i].text);
     }
     return 0;
 }
@@ -763,6 +770,7 @@ static const struct {
     RESTART_KEY("buffer-size", buffer_size),
     RESTART_KEY("bulk-budget", bulk_budget),
     RESTART_KEY("[defense] mss-clamp", mss_clamp),
+    RESTART_KEY("[defense] mss-clamp-loopback", mss_clamp_loopback),
     RESTART_KEY("[defense.anti-replay]", antireplay),
     RESTART_KEY("[defense.doppelganger]", doppel),
     /* the service is made at start or not at all, and reads its file once (tlsfront.h);

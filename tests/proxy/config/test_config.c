@@ -1022,6 +1022,43 @@ static void test_mss_clamp(void **state)
     assert_int_equal(CONFIG_MSS_CLAMP_DEFAULT, 256);
 }
 
+/* Which listeners the clamp reaches: every one but those on a loopback address, which only
+   this host's processes reach (a local front); mss-clamp-loopback = true clamps those too. */
+static void test_mss_clamp_loopback(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bind, *defense;
+        uint32_t want;
+    } cases[] = {
+        {"0.0.0.0:443", "", 256},
+        {"192.0.2.1:443", "mss-clamp = 536\n", 536},
+        {"[::]:443", "", 256},
+        {"127.0.0.1:443", "", 0},
+        {"127.3.2.1:443", "", 0},
+        {"[::1]:443", "", 0},
+        {"127.0.0.1:443", "mss-clamp-loopback = true\n", 256},
+        {"[::1]:443", "mss-clamp = 300\nmss-clamp-loopback = true\n", 300},
+        {"127.0.0.1:443", "mss-clamp = false\nmss-clamp-loopback = true\n", 0},
+        {"0.0.0.0:443", "mss-clamp = false\n", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "bind-to = \"%s\"\n" SEC "[defense]\n%s", cases[i].bind,
+                 cases[i].defense);
+        struct config cfg;
+        struct warnings w = {0};
+        char err[512] = "";
+        if (load(&cfg, text, err, sizeof err, &w) != 0)
+            fail_msg("case %zu: %s", i, err);
+        assert_int_equal(cfg.nlisten, 1);
+        if (config_listen_clamp(&cfg, &cfg.listen[0]) != cases[i].want)
+            fail_msg("case %zu (%s, %s): clamp %u, want %u", i, cases[i].bind, cases[i].defense,
+                     config_listen_clamp(&cfg, &cfg.listen[0]), cases[i].want);
+        config_cleanup(&cfg);
+    }
+}
+
 /* The replay window covers every replay the clock check lets through (2 x skew + 2 s). */
 static void test_replay_window_covers_skew(void **state)
 {
@@ -1292,6 +1329,7 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_access_lists),
         cmocka_unit_test(test_mss_clamp),
+        cmocka_unit_test(test_mss_clamp_loopback),
         cmocka_unit_test(test_replay_window_covers_skew),
         cmocka_unit_test(test_proxies),
         cmocka_unit_test(test_dns),

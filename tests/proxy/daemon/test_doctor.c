@@ -273,8 +273,9 @@ static void test_all_pass(void **state)
     expect(f, OK "SNI-DNS (localhost): resolves to 127.0.0.1");
     expect(f, OK "open files: hard limit");
     expect(f, OK "bind-to 127.0.0.1:");
+    expect(f, OK "mss-clamp: left off on 127.0.0.1:");
     assert_int_equal(count(f->out, BAD), 0);
-    assert_int_equal(count(f->out, "\n"), 12); /* one line per check */
+    assert_int_equal(count(f->out, "\n"), 13); /* one line per check */
     /* The DC check really connected: six DCs, one address each. Its connects complete in
        the kernel's accept queue, so the fake DC's thread may accept them only after doctor
        has returned: wait for that (bounded) rather than read the counter once. */
@@ -450,7 +451,8 @@ static void test_fleet_redis_address(void **state)
 
 /* [defense.tls-front]: doctor probes the site as the refresh thread does and says what the
    answer cannot copy: the local site (OpenSSL) writes each encrypted handshake message as a
-   record of its own, and mss-clamp (on by default) cuts what tgproxy sends. Warnings only. */
+   record of its own, and mss-clamp (on by default; on this loopback listener only with
+   mss-clamp-loopback) cuts what tgproxy sends. Warnings only. */
 static void test_tls_front(void **state)
 {
     struct fx *f = *state;
@@ -462,9 +464,18 @@ static void test_tls_front(void **state)
     expect(f, "what the answer cannot copy: the site spreads its encrypted handshake over "
               "several records; Telegram clients accept exactly one");
     expect(f, "a front that packs its flight into one encrypted record");
+    /* this loopback listener is not clamped by default, so nothing cuts the answer */
+    assert_int_equal(count(f->out, WARN "tls-front segments"), 0);
+    assert_int_equal(count(f->out, WARN "tls-front"), 1);
+    write_conf(f, &(struct conf){.tls_front = true,
+                                 .extra = "[defense]\nmss-clamp-loopback = true\n"});
+    assert_int_equal(run(f), 0);
     expect(f, WARN "tls-front segments: mss-clamp = 256 also cuts what tgproxy sends");
     assert_int_equal(count(f->out, WARN "tls-front"), 2);
-    write_conf(f, &(struct conf){.tls_front = true, .extra = "[defense]\nmss-clamp = false\n"});
+    assert_int_equal(count(f->out, OK "mss-clamp: "), 0);
+    write_conf(f, &(struct conf){.tls_front = true,
+                                 .extra = "[defense]\nmss-clamp = false\n"
+                                          "mss-clamp-loopback = true\n"});
     assert_int_equal(run(f), 0);
     assert_int_equal(count(f->out, WARN "tls-front segments"), 0);
     /* a front that is not there: a warning, the fixed answer */

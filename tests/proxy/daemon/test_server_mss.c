@@ -79,6 +79,25 @@ static void test_clamp_off(void **state)
     pharness_stop(&h);
 }
 
+/* The default configuration on a loopback listener (the harness's, 127.0.0.1): no clamp,
+   since only this host's processes reach it; the clamp applied there needs
+   mss-clamp-loopback (what test_clamp_public_listener_only's harness sets). */
+static void test_default_leaves_loopback_listener(void **state)
+{
+    (void)state;
+    struct pharness h;
+    assert_int_equal(pharness_start(&h, &(struct pharness_opts){.ee = true}), 0);
+    assert_int_equal(h.cfg.mss_clamp, CONFIG_MSS_CLAMP_DEFAULT);
+    assert_false(h.cfg.mss_clamp_loopback);
+    struct pcli c;
+    struct pcli_opts o = pharness_client(&h, PCLI_TLS);
+    assert_int_equal(pcli_connect(&c, h.port, &o), 0);
+    assert_true(client_mss(c.fd) > 1460);
+    assert_int_equal(pcli_echo(&c, 3, 4096, 0), 0);
+    pcli_close(&c);
+    pharness_stop(&h);
+}
+
 /* Every byte written has been acknowledged by the proxy's kernel: so each one left in a
    segment of its own (TCP_NODELAY is on) before the next is written. Bounded wait. */
 static void acked(int fd, void *arg)
@@ -124,6 +143,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clamp_public_listener_only),
         cmocka_unit_test(test_clamp_off),
+        cmocka_unit_test(test_default_leaves_loopback_listener),
         cmocka_unit_test(test_hello_in_one_byte_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
