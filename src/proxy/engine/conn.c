@@ -599,8 +599,11 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
        until it sends more (on_hs_client turns it off then): the relay wants it again, so a
        client that waits saves two epoll changes (issue 30) */
     conn_touch(c);
-    rc = upstream_dc(&c->hs->up, c->w, c->dc, on_upstream);
-    if (rc < 0)
+    int ufd;
+    rc = upstream_dc(&c->hs->up, c->w, c->dc, on_upstream, &ufd);
+    if (rc == UPSTREAM_CONNECTED) /* a DC on this host: connected already, relay at once */
+        on_upstream(&c->hs->up, ufd, UPSTREAM_OK);
+    else if (rc < 0)
         dc_failed(c, rc);
 }
 

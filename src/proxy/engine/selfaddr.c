@@ -2,7 +2,8 @@
  * selfaddr: the endpoints of this proxy's own listeners. See selfaddr.h.
  * Invariant: every entry holds a normalised address (never v4-mapped) and a non-zero
  * family; a wildcard listener contributes one entry per host address of its family plus
- * the unspecified address.
+ * the unspecified address. The host's addresses (port 0) follow the listeners' room in the
+ * same allocation.
  */
 #include "proxy/engine/selfaddr.h"
 
@@ -78,13 +79,15 @@ int selfaddr_build(struct selfaddr *s, const struct sockaddr_storage *listen, si
 {
     s->e = NULL;
     s->n = 0;
+    s->host = NULL;
+    s->nhost = 0;
     size_t nif = 0;
     for (const struct ifaddrs *i = ifa; i; i = i->ifa_next)
         nif++;
     size_t cap = n * (nif + 1);
-    if (cap == 0)
+    if (cap + nif == 0)
         return 0;
-    s->e = tg__calloc(cap, sizeof *s->e);
+    s->e = tg__calloc(cap + nif, sizeof *s->e);
     if (!s->e)
         return -ENOMEM;
     for (size_t k = 0; k < n; k++) {
@@ -105,6 +108,15 @@ int selfaddr_build(struct selfaddr *s, const struct sockaddr_storage *listen, si
                 add(s, cap, fam, iaddr, port);
         }
     }
+    /* the host's addresses, any port, after the listeners' room (never v4-mapped) */
+    struct selfaddr_entry *h = s->e + cap;
+    for (const struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        struct selfaddr_entry *e = &h[s->nhost];
+        uint16_t unused;
+        if (i->ifa_addr && split(i->ifa_addr, &e->family, e->addr, &unused))
+            s->nhost++;
+    }
+    s->host = h;
     return 0;
 }
 
@@ -127,6 +139,8 @@ void selfaddr_cleanup(struct selfaddr *s)
     tg__free(s->e);
     s->e = NULL;
     s->n = 0;
+    s->host = NULL;
+    s->nhost = 0;
 }
 
 bool selfaddr_has(const struct selfaddr *s, const struct sockaddr *sa)
@@ -142,5 +156,22 @@ bool selfaddr_has(const struct selfaddr *s, const struct sockaddr *sa)
         if (e->port == port && (any || (e->family == fam && !memcmp(e->addr, addr, 16))))
             return true;
     }
+    return false;
+}
+
+bool selfaddr_local(const struct selfaddr *s, const struct sockaddr *sa)
+{
+    int fam;
+    uint8_t addr[16];
+    uint16_t port;
+    if (!split(sa, &fam, addr, &port))
+        return false;
+    static const uint8_t v6_loopback[16] = {[15] = 1};
+    if ((fam == AF_INET && addr[0] == 127) || (fam == AF_INET6 && !memcmp(addr, v6_loopback, 16)) ||
+        is_unspecified(addr))
+        return true;
+    for (size_t i = 0; s && i < s->nhost; i++)
+        if (s->host[i].family == fam && !memcmp(s->host[i].addr, addr, 16))
+            return true;
     return false;
 }

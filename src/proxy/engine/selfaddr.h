@@ -16,6 +16,10 @@
  * The set is built once at start-up (after the listeners are bound, so port 0 is the real
  * port) and is read-only afterwards; an address added to an interface later is not in it.
  *
+ * Beside it, the host's own addresses whatever the port (selfaddr_local): a connect to one
+ * of them is answered by this kernel inside the connect() call (upstream.c connects to a
+ * DC there without waiting for epoll).
+ *
  * Ownership: struct selfaddr is caller storage; selfaddr_cleanup releases its array.
  * Thread-safety: selfaddr_has is reentrant and may run on any thread once built.
  */
@@ -38,6 +42,9 @@ struct selfaddr_entry {
 struct selfaddr {
     struct selfaddr_entry *e;
     size_t n;
+    const struct selfaddr_entry *host; /* the interface list's addresses (port 0), in e's
+                                          allocation */
+    size_t nhost;
 };
 
 /*
@@ -53,6 +60,10 @@ void selfaddr_cleanup(struct selfaddr *s);
 
 /* Is a connect to sa (AF_INET or AF_INET6, v4-mapped allowed) one to this proxy? */
 bool selfaddr_has(const struct selfaddr *s, const struct sockaddr *sa);
+
+/* Is sa (any port) an address of this host: loopback (127.0.0.0/8, ::1), the unspecified
+   address, or one the interface list had when s was built? */
+bool selfaddr_local(const struct selfaddr *s, const struct sockaddr *sa);
 
 /* Rewrite an IPv4-mapped IPv6 address in place as the AF_INET address it maps (the port
    kept); *len follows. Other addresses are left as they are. */

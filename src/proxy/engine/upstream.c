@@ -2,8 +2,10 @@
  * upstream: the connector for DCs and the fronting host. See upstream.h.
  * Invariants: an idle request (PH_IDLE) holds nothing. While connecting (PH_CONNECT), r->io
  * holds the socket, registered for WRITE with on_connected, and r->timer runs in the
- * matching connect queue (not for an early request). While resolving (PH_RESOLVE), r is in
- * exactly one name's wait list (r->dns_idx) with its timer running, and has no socket.
+ * matching connect queue (not for an early request); a DC connect that completed inside
+ * upstream_dc never enters PH_CONNECT (the socket goes straight to the caller). While
+ * resolving (PH_RESOLVE), r is in exactly one name's wait list (r->dns_idx) with its timer
+ * running, and has no socket.
  * Every path that leaves PH_CONNECT or PH_RESOLVE either starts the next attempt or calls
  * finish() once. A name's answer fields (ans_*) belong to its resolver thread while busy;
  * the cache fields belong to the worker thread alone.
@@ -256,9 +258,20 @@ enum upstream_why upstream_why_errno(int err)
     }
 }
 
-/* Socket + connect toward sa, registered for WRITE, deadline running (not for an early
-   request: its caller bounds it). 0 or -errno (nothing held; r->why says why). */
-static int start_connect(struct upstream_req *r, const struct sockaddr_storage *sa, socklen_t len)
+/* A connect attempt failed at once with errno err: r->why says why, fd is closed. -err. */
+static int connect_failed(struct upstream_req *r, int fd, int err)
+{
+    r->why = (uint8_t)upstream_why_errno(err);
+    close(fd);
+    return -err;
+}
+
+/* Socket + connect toward sa. 0: under way, registered for WRITE, deadline running (not for
+   an early request: its caller bounds it). With at_once (upstream_dc's own call only), 1
+   when the connect completed inside the call: the socket in *at_once, registered nowhere,
+   no deadline. Else -errno (nothing held; r->why says why). */
+static int start_connect(struct upstream_req *r, const struct sockaddr_storage *sa, socklen_t len,
+                         int *at_once)
 {
     struct conn_worker *w = r->w;
     int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -267,13 +280,23 @@ static int start_connect(struct upstream_req *r, const struct sockaddr_storage *
         return -errno;
     }
     upstream_tune(fd, r->cfg);
-    if (connect(fd, (const struct sockaddr *)sa, len) < 0 && errno != EINPROGRESS) {
-        int err = -errno;
-        r->why = (uint8_t)upstream_why_errno(-err);
-        close(fd);
-        return err;
+    int rc = connect(fd, (const struct sockaddr *)sa, len);
+    if (rc < 0 && errno != EINPROGRESS)
+        return connect_failed(r, fd, errno);
+    if (rc < 0 && at_once && selfaddr_local(&w->sh->self, (const struct sockaddr *)sa)) {
+        /* This host answers the SYN inside connect(), which says EINPROGRESS only because
+           it held the socket meanwhile; asked again, it tells how that ended: 0 connected,
+           the failure (a refusal), or EALREADY (not answered: a full accept queue). Asked
+           only here, so a remote DC never pays the call (issue 30). */
+        rc = connect(fd, (const struct sockaddr *)sa, len);
+        if (rc < 0 && errno != EALREADY && errno != EINTR)
+            return connect_failed(r, fd, errno);
     }
-    int rc = loop_io_add(&w->loop, &r->uio->io, fd, LOOP_WRITE, on_connected);
+    if (rc == 0 && at_once) {
+        *at_once = fd;
+        return 1;
+    }
+    rc = loop_io_add(&w->loop, &r->uio->io, fd, LOOP_WRITE, on_connected);
     if (rc < 0) {
         r->why = UPSTREAM_WHY_ERROR;
         close(fd);
@@ -598,9 +621,10 @@ static struct upstream_name *dc_pending(struct conn_worker *w, const struct conf
 }
 
 /* Connect to the DC from address r->addr_i on, with the answers cached now (a name still
-   being looked up contributes its previous answer, if any). 0 when a connect is under way,
-   else the result to report (nothing held). */
-static int dc_connect_cached(struct upstream_req *r)
+   being looked up contributes its previous answer, if any). 0 when a connect is under way;
+   with at_once (upstream_dc's own call), UPSTREAM_CONNECTED when one completed at once (the
+   socket in *at_once); else the result to report (nothing held). */
+static int dc_connect_cached(struct upstream_req *r, int *at_once)
 {
     struct conn_worker *w = r->w;
     struct addr_list l;
@@ -612,9 +636,11 @@ static int dc_connect_cached(struct upstream_req *r)
         return rc;
     }
     dc_ordered(r->cfg, w, r->dc, &l, &failed);
-    for (; r->addr_i < l.n; r->addr_i++)
-        if (start_connect(r, &l.a[r->addr_i], l.len[r->addr_i]) == 0)
-            return 0;
+    for (; r->addr_i < l.n; r->addr_i++) {
+        int rc = start_connect(r, &l.a[r->addr_i], l.len[r->addr_i], at_once);
+        if (rc >= 0)
+            return rc ? UPSTREAM_CONNECTED : 0;
+    }
     if (!l.n) /* nothing tried now: the reason is the names', or that there is nothing */
         r->why = failed ? UPSTREAM_WHY_DNS : UPSTREAM_WHY_NO_ADDRESS;
     if (!l.n && failed) {
@@ -631,26 +657,28 @@ static int dc_connect_cached(struct upstream_req *r)
 static void dc_resume(struct upstream_req *r)
 {
     r->addr_i = 0;
-    int rc = dc_connect_cached(r);
+    int rc = dc_connect_cached(r, NULL);
     if (rc < 0)
         finish(r, -1, rc);
 }
 
-int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstream_done_fn done)
+int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstream_done_fn done,
+                int *fd)
 {
     req_reset(r);
     r->w = w;
     r->done = done;
     r->dc = dc;
+    *fd = -1;
     if (chain_enabled(r->cfg)) /* [dcs] names go to the SOCKS5 upstream as they are */
-        return dc_connect_cached(r);
+        return dc_connect_cached(r, NULL);
     struct upstream_name *e =
         dc_pending(w, r->cfg, dc); /* the first attempt waits for fresh answers */
     if (e) {
         name_wait(r, e);
         return 0;
     }
-    return dc_connect_cached(r);
+    return dc_connect_cached(r, fd);
 }
 
 /* ---- fronting host ---- */
@@ -719,7 +747,7 @@ static int front_try(struct upstream_req *r, const struct upstream_name *e)
     if (r->addr_i == 0 && nself && !l.n)
         stats_add(&w->stats, front_self, 1); /* logged at start-up or with the lookup */
     for (; r->addr_i < l.n; r->addr_i++)
-        if (start_connect(r, &l.a[r->addr_i], l.len[r->addr_i]) == 0)
+        if (start_connect(r, &l.a[r->addr_i], l.len[r->addr_i], NULL) == 0)
             return 0;
     return -ENOENT;
 }
@@ -826,7 +854,7 @@ static void attempt_failed(struct upstream_req *r)
     }
     r->addr_i++;
     int rc = r->front ? (front_try(r, front_name(r)) == 0 ? 0 : UPSTREAM_UNREACHABLE)
-                      : dc_connect_cached(r);
+                      : dc_connect_cached(r, NULL);
     if (rc < 0)
         finish(r, -1, rc);
 }
@@ -843,7 +871,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 
 int upstream_chain_connect(struct upstream_req *r, const struct sockaddr_storage *sa, socklen_t len)
 {
-    return start_connect(r, sa, len);
+    return start_connect(r, sa, len, NULL);
 }
 
 void upstream_chain_done(struct upstream_req *r)

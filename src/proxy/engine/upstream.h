@@ -11,11 +11,13 @@
  *
  * Connects are non-blocking: the socket is registered in req->uio for WRITE, and the
  * request's own timer runs in the worker's connect queue ([network.timeout] tcp per DC
- * address, fronting per fronting address). A DC has an ordered list of addresses (the
- * [dcs] override for its id, else the built-in table, then sorted or filtered by
- * prefer-ip); a failed or timed-out address moves on to the next. With [network] proxies,
- * DC requests go through SOCKS5 upstreams instead, negotiated within the same deadline
- * (chain.h); fronting requests always go direct.
+ * address, fronting per fronting address). A DC on this host (selfaddr_local) has answered
+ * by the time connect() returns, so upstream_dc asks the socket once more and hands a
+ * connected one back at once, without the epoll round (issue 30). A DC has an ordered list
+ * of addresses (the [dcs] override for its id, else the built-in table, then sorted or
+ * filtered by prefer-ip); a failed or timed-out address moves on to the next. With
+ * [network] proxies, DC requests go through SOCKS5 upstreams instead, negotiated within the
+ * same deadline (chain.h); fronting requests always go direct.
  *
  * Host names (the fronting host, configured or the ee secret's domain, and host names in
  * [dcs]) are resolved when a request first needs them, never at start-up, by short-lived
@@ -70,6 +72,7 @@ int upstream_dc_addr(const struct config *cfg, int32_t dc, unsigned i, struct so
                      socklen_t *len);
 
 enum {
+    UPSTREAM_CONNECTED = 1,    /* upstream_dc: connected inside the call */
     UPSTREAM_OK = 0,           /* connected */
     UPSTREAM_UNREACHABLE = -1, /* every address failed or timed out, or the lookup did */
     UPSTREAM_NO_ADDRESS = -2,  /* nothing to try: no target, or its names gave no address */
@@ -142,10 +145,15 @@ static inline bool upstream_busy(const struct upstream_req *r)
 /*
  * Connect to DC dc; its [dcs] host names are looked up first when their answers are stale.
  * Returns 0 when under way (done reports later, exactly once, never from inside this
- * call), or UPSTREAM_UNREACHABLE / UPSTREAM_NO_ADDRESS when it failed at once (done is
- * never called). r must be idle.
+ * call); UPSTREAM_CONNECTED when an address of this host accepted inside the call (*fd is
+ * the connected socket, registered nowhere: the caller's, as after UPSTREAM_OK but not in
+ * r->uio->io; r is idle and done is never called); or UPSTREAM_UNREACHABLE /
+ * UPSTREAM_NO_ADDRESS when it failed at once (done is never called). Addresses that
+ * failed at once (a refusal from this host) move on to the next, as a later failure
+ * does. *fd is -1 unless UPSTREAM_CONNECTED. r must be idle.
  */
-int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstream_done_fn done);
+int upstream_dc(struct upstream_req *r, struct conn_worker *w, int32_t dc, upstream_done_fn done,
+                int *fd);
 /*
  * Connect to the fronting host (configured, else the domain of secret, else of the first ee
  * secret), looking its name up if needed; same contract as upstream_dc. With

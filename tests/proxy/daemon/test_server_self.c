@@ -4,7 +4,8 @@
  * list, then the engine with wildcard, IPv6, dual-stack and specific listeners beside a
  * real site on another loopback address at the same port (SO_REUSEPORT), a fronting name
  * whose addresses include the proxy itself, prefer-ip for the fronting host, and a
- * v4-mapped address of the proxy refused without a chain of self-connections.
+ * v4-mapped address of the proxy refused without a chain of self-connections; the host's
+ * own addresses (selfaddr_local).
  */
 #include "tgtest.h"
 
@@ -118,6 +119,47 @@ static void test_set_specific(void **state)
     assert_int_equal(m.ss_family, AF_INET);
     assert_int_equal(len, sizeof(struct sockaddr_in));
     assert_int_equal(ntohs(((struct sockaddr_in *)(void *)&m)->sin_port), 80);
+}
+
+static bool local(const struct selfaddr *s, const char *ip)
+{
+    struct sockaddr_storage ss = sa(ip, 1234);
+    return selfaddr_local(s, (const struct sockaddr *)&ss);
+}
+
+/* The host's own addresses, whatever the port and whatever the listeners: the interface
+   list's, loopback and the unspecified address; nothing else (a DC there is connected to
+   without waiting for epoll, upstream.c). */
+static void test_set_local(void **state)
+{
+    (void)state;
+    struct selfaddr s;
+    static const char *const l[] = {"127.0.0.1"}; /* a specific listener: no wildcard */
+    build(&s, l, 1);
+    assert_true(local(&s, "192.0.2.2"));
+    assert_true(local(&s, "fd00::2"));
+    assert_true(local(&s, "::ffff:192.0.2.2"));
+    assert_true(local(&s, "127.0.0.1"));
+    assert_true(local(&s, "127.3.2.1")); /* all of 127/8 is this host's */
+    assert_true(local(&s, "::1"));
+    assert_true(local(&s, "::ffff:127.0.0.1"));
+    assert_true(local(&s, "0.0.0.0"));
+    assert_true(local(&s, "::"));
+    assert_false(local(&s, "192.0.2.3"));
+    assert_false(local(&s, "149.154.167.51")); /* a real DC */
+    assert_false(local(&s, "2001:b28:f23d:f001::a"));
+    assert_false(local(&s, "fd00::3"));
+    assert_false(local(&s, "128.0.0.1"));
+    selfaddr_cleanup(&s);
+    /* without an interface list (getifaddrs failed): loopback still is */
+    struct sockaddr_storage ls = sa("0.0.0.0", 443);
+    assert_int_equal(selfaddr_build(&s, &ls, 1, NULL), 0);
+    assert_true(local(&s, "127.0.0.1"));
+    assert_true(local(&s, "::1"));
+    assert_false(local(&s, "192.0.2.2"));
+    selfaddr_cleanup(&s);
+    assert_true(local(NULL, "127.0.0.1"));
+    assert_false(local(NULL, "192.0.2.2"));
 }
 
 /* ---- the engine ---- */
@@ -368,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_set_wildcard_v4),
         cmocka_unit_test(test_set_wildcard_v6_and_dual),
         cmocka_unit_test(test_set_specific),
+        cmocka_unit_test(test_set_local),
         cmocka_unit_test(test_wildcard_v4_fronts_to_other_loopback),
         cmocka_unit_test(test_wildcard_v4_fronts_to_ipv6_loopback),
         cmocka_unit_test(test_dual_stack_fronts),

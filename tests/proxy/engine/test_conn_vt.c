@@ -6,7 +6,8 @@
  * moves it, and I/O is waited for by polling the loop until the awaited event happened.
  *
  * Covered: the handshake deadline (silent client, and a DISCARD client), the DC connect
- * timeout (and that the handshake deadline no longer applies while connecting), the DNS
+ * timeout (and that the handshake deadline no longer applies while connecting), a DC on
+ * this host connected within the client's event (and a refusing first address), the DNS
  * wait for a [dcs] host name, the fronting connect timeout, the park period and the idle
  * timeout of a relay, a fronted relay closing on the done time after the site's FIN, and
  * the dynamic-record-sizing quiet second (with the worker on a
@@ -240,6 +241,136 @@ static void test_dc_connect_timeout(void **state)
     close(cfd);
     vt_stop(&v);
     blackhole_close(bh);
+}
+
+/* A dd client whose whole first flight is in its socket before it is accepted: the obfs2
+   header for DC 2, an ECHO command for the fake DC and msg[0..8) for it to echo. Returns
+   the client's end; *dec decrypts what comes back. */
+static int vt_client_flight(struct vt *v, struct pctr *dec, const uint8_t msg[8])
+{
+    uint8_t wire[64 + FAKEDC_CMD_LEN + 8];
+    struct pctr enc;
+    assert_int_equal(pobfs_client_header(wire, v->h.key, PTAG_PADDED, 2, &enc, dec), 0);
+    fakedc_cmd(wire + 64, "ECHO", 1, 0);
+    memcpy(wire + 64 + FAKEDC_CMD_LEN, msg, 8);
+    pctr_apply(&enc, wire + 64, sizeof wire - 64);
+    pctr_cleanup(&enc);
+    int cfd = psock_connect(v->lport, 5000);
+    assert_true(cfd >= 0);
+    assert_int_equal(psock_write_all(cfd, wire, sizeof wire), 0);
+    int sfd = accept4(v->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    assert_true(sfd >= 0);
+    conn_accept(&v->w, sfd); /* reads the flight at once (conn_accept_peer) */
+    return cfd;
+}
+
+/* Run the loop until the client has n bytes (bounded), then decrypt them. */
+static void vt_read(struct vt *v, int cfd, struct pctr *dec, uint8_t *out, size_t n)
+{
+    size_t got = 0;
+    for (int i = 0; i < 500 && got < n; i++) {
+        assert_int_equal(loop_run_once(&v->w.loop, 10), 0);
+        ssize_t k = recv(cfd, out + got, n - got, MSG_DONTWAIT);
+        if (k > 0)
+            got += (size_t)k;
+    }
+    assert_int_equal(got, n);
+    pctr_apply(dec, out, n);
+}
+
+/* Two [dcs] default addresses: a local port nobody listens on, then the fake DC. */
+static void refused_first(struct config *cfg, void *arg)
+{
+    (void)arg;
+    struct config_dc *d = &cfg->dcs[0];
+    d->addrs[1] = d->addrs[0];
+    d->naddrs = 2;
+    uint16_t port = 0;
+    int fd = psock_listen(&port, 1);
+    assert_true(fd >= 0);
+    close(fd); /* refused from now on */
+    struct sockaddr_in a = psock_addr(port);
+    memcpy(&d->addrs[0].addr, &a, sizeof a);
+    d->addrs[0].addr_len = sizeof a;
+    d->addrs[0].port = port;
+}
+
+/* A DC on this host has accepted by the time connect() returns: the relay starts within
+   the client's own event, with no epoll round for the connect (issue 30; before, the DC
+   socket waited for WRITE in the loop, so nothing below held until it ran). Then the
+   bytes go through both ways. */
+static void test_dc_connect_at_once(void **state)
+{
+    (void)state;
+    struct vt v;
+    vt_start(&v, &(struct pharness_opts){.dd = true, .no_front = true}, NULL, NULL);
+    static const uint8_t msg[8] = "at-once";
+    struct pctr dec;
+    int cfd = vt_client_flight(&v, &dec, msg);
+    assert_int_equal(v.w.stats.handshake_ok, 1);
+    const struct stats_dc *d = &v.w.dcs[stats_dc_slot(2)];
+    assert_int_equal(d->le[0], 1); /* connected, in no time (the clock has not moved) */
+    assert_int_equal(v.w.stats.relay_events, 1); /* and relaying: the DC's bytes sent */
+    assert_int_equal(v.w.stats.bytes_up, 64 + FAKEDC_CMD_LEN + 8);
+    uint8_t back[8];
+    vt_read(&v, cfd, &dec, back, sizeof back);
+    assert_memory_equal(back, msg, sizeof msg);
+    assert_int_equal(fakedc_counters(v.h.dc).headers_ok, 1);
+    assert_int_equal(v.w.stats.dc_connect_fail, 0);
+    pctr_cleanup(&dec);
+    close(cfd);
+    vt_stop(&v);
+}
+
+/* The first DC address refuses (at once, on this host): it is counted as nothing but a
+   failed attempt, and the next address is tried within the same event. */
+static void test_dc_refused_then_next(void **state)
+{
+    (void)state;
+    struct vt v;
+    vt_start(&v, &(struct pharness_opts){.dd = true, .no_front = true}, refused_first, NULL);
+    static const uint8_t msg[8] = "second!";
+    struct pctr dec;
+    int cfd = vt_client_flight(&v, &dec, msg);
+    const struct stats_dc *d = &v.w.dcs[stats_dc_slot(2)];
+    assert_int_equal(d->le[0], 1);
+    for (size_t i = 0; i < STATS_DC_FAIL_COUNT; i++)
+        assert_int_equal(d->fail[i], 0);
+    uint8_t back[8];
+    vt_read(&v, cfd, &dec, back, sizeof back);
+    assert_memory_equal(back, msg, sizeof msg);
+    assert_int_equal(fakedc_counters(v.h.dc).accepted, 1);
+    assert_int_equal(v.w.stats.dc_connect_fail, 0);
+    pctr_cleanup(&dec);
+    close(cfd);
+    vt_stop(&v);
+}
+
+/* The only DC address refuses: reported as refused for the client's DC, the client closed
+   (at once: this host's refusal is there when connect() returns). */
+static void test_dc_refused_reported(void **state)
+{
+    (void)state;
+    struct vt v;
+    vt_start(&v,
+             &(struct pharness_opts){
+                 .dd = true, .no_front = true, .dc_closed_port = true, .no_fakedc = true},
+             NULL, NULL);
+    static const uint8_t msg[8] = "refused";
+    struct pctr dec;
+    int cfd = vt_client_flight(&v, &dec, msg);
+    assert_int_equal(v.w.stats.handshake_ok, 1);
+    assert_int_equal(v.w.stats.dc_connect_fail, 1);
+    const struct stats_dc *d = &v.w.dcs[stats_dc_slot(2)];
+    assert_string_equal(stats_dc_fail_name(0), "refused");
+    assert_int_equal(d->fail[0], 1);
+    for (size_t i = 0; i <= STATS_DC_NLE; i++)
+        assert_int_equal(d->le[i], 0);
+    assert_int_equal(v.w.stats.closed, 1);
+    assert_int_equal(closed(cfd), 1);
+    pctr_cleanup(&dec);
+    close(cfd);
+    vt_stop(&v);
 }
 
 /* A resolver that answers only when released (the DNS wait deadline passes first). */
@@ -681,6 +812,9 @@ int main(void)
         cmocka_unit_test(test_handshake_deadline),
         cmocka_unit_test(test_discard_until_deadline),
         cmocka_unit_test(test_dc_connect_timeout),
+        cmocka_unit_test(test_dc_connect_at_once),
+        cmocka_unit_test(test_dc_refused_then_next),
+        cmocka_unit_test(test_dc_refused_reported),
         cmocka_unit_test(test_dc_dns_wait),
         cmocka_unit_test(test_dc_connect_time),
         cmocka_unit_test(test_front_connect_timeout),
