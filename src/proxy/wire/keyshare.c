@@ -212,86 +212,224 @@ static void fe_from_bytes(fe *h, const uint8_t in[32])
     h->l[4] = w[3] >> 12;
 }
 
-/* (2 / n) = -1 iff n = 3, 5 (mod 8): the sign change for an odd count of halvings. */
-#define TWO_FLIPS(n) ((((n)&7) == 3) | (((n)&7) == 5))
-
-static unsigned ctz128(u128 x)
-{
-    uint64_t lo = (uint64_t)x;
-    return lo ? (unsigned)__builtin_ctzll(lo) : 64 + (unsigned)__builtin_ctzll((uint64_t)(x >> 64));
-}
-
-/* The binary Jacobi loop on two-word values, n odd: (a / n) * t. */
-static int jacobi128(u128 a, u128 n, int t)
-{
-    while (a) {
-        unsigned v = ctz128(a);
-        a >>= v;
-        if ((v & 1) && TWO_FLIPS((uint64_t)n))
-            t = -t;
-        if (a < n) {
-            u128 x = a;
-            a = n;
-            n = x;
-            if ((a & 3) == 3 && (n & 3) == 3)
-                t = -t;
-        }
-        a -= n;
-    }
-    return n == 1 ? t : 0;
-}
-
-/* 256-bit values as two 128-bit halves. */
-typedef struct {
-    u128 lo, hi;
-} u256;
-
 /*
- * 1 if z is a non-zero square mod p. The Jacobi symbol (z / p) by the binary algorithm:
- * strip factors of two ((2 / n) = -1 iff n = 3, 5 mod 8), subtract the smaller odd value
- * from the larger (swapping first, by quadratic reciprocity: a sign change iff both are
- * 3 mod 4), until a = 0; then n = gcd(z, p), which is 1 unless z = 0. On four words while
- * either value needs them, then on two. About a quarter of the instructions of
- * Euler's criterion z^((p-1)/2) (~255 squarings); it branches on z, which is fine here:
- * the candidates are public random values (keyshare.h).
+ * The Legendre symbol (x / p) of a 256-bit x (four 64-bit words, little-endian; x need not
+ * be reduced) by the binary Jacobi algorithm: with b odd, (a / b) keeps its value when a
+ * becomes a - b, changes sign per factor of two taken out of a when b = 3, 5 (mod 8), and,
+ * a and b both odd, changes sign on a swap (quadratic reciprocity) when both are 3 (mod 4).
+ * a = x, b = p, until a = 0; then b = gcd(x, p), which is 1 unless p divides x.
+ *
+ * Most steps run on 64-bit stand-ins for the 256-bit values (Pornin's optimised binary
+ * GCD): a~ is the top 33 bits of a at the position of the longer value's top bit, then
+ * a's low 31 bits; b~ likewise. The low bits decide parity and carry the sign rules
+ * exactly (31 - h bits of them are exact after h halvings, and a round stops at
+ * JAC_HALVINGS = 28, so the 3 bits the (2 / b) rule needs are always exact). The top bits
+ * decide which value is larger; a~ is within 2^31 of a / 2^(n - 64) and stays so (a
+ * subtraction adds two such errors, the halving that always follows one halves it), so
+ * |a~ - b~| >= 2^32 decides a < b exactly and a closer pair ends the round early. Every
+ * decision is therefore the one the full-width algorithm makes, the values never go
+ * negative, and the plain rules above hold throughout. A round collects the steps as a 2x2
+ * matrix of signed coefficients (each at most 2^h) and applies it to the full values once.
+ * A pair too close to decide at a round's start takes one full-width step. Once both
+ * values fit in one word, the rest runs on them exactly. Branch-free steps; it branches on
+ * x only per round, which is fine: the candidates are public random values (keyshare.h).
  */
+#define JAC_HALVINGS 28
+#define JAC_CLOSE    (UINT64_C(1) << 32)
+
+/* the sign bit (bit 0) for k factors of two taken out of a, over b odd: (2 / b) = -1 iff
+   b = 3, 5 (mod 8) */
+static inline unsigned two_flips(unsigned k, uint64_t b)
+{
+    return k & (unsigned)((b >> 1) ^ (b >> 2)) & 1;
+}
+
+static inline unsigned ctz64(uint64_t x)
+{
+    return (unsigned)__builtin_ctzll(x);
+}
+
+static unsigned bitlen4(const uint64_t a[4])
+{
+    for (int i = 3; i >= 0; i--)
+        if (a[i])
+            return 64 * (unsigned)i + 64 - (unsigned)__builtin_clzll(a[i]);
+    return 0;
+}
+
+/* bits [s, s + 33) of a (a < 2^(s + 33)) */
+static uint64_t top33(const uint64_t a[4], unsigned s)
+{
+    unsigned i = s / 64, o = s % 64;
+    uint64_t v = a[i] >> o;
+    if (o && i < 3)
+        v |= a[i + 1] << (64 - o);
+    return v;
+}
+
+/* out = (f a + g b) / 2^h, known to be a non-negative integer below 2^256 */
+static void jac_apply(uint64_t out[4], const uint64_t a[4], const uint64_t b[4], int64_t f,
+                      int64_t g, unsigned h)
+{
+    __extension__ typedef __int128 i128;
+    uint64_t w[5];
+    i128 acc = 0;
+    for (int i = 0; i < 4; i++) {
+        acc += (i128)f * (i128)a[i] + (i128)g * (i128)b[i];
+        w[i] = (uint64_t)acc;
+        acc >>= 64; /* arithmetic: the partial sums may be negative */
+    }
+    w[4] = (uint64_t)acc;
+    for (int i = 0; i < 4; i++)
+        out[i] = h ? w[i] >> h | w[i + 1] << (64 - h) : w[i];
+}
+
+/* One full-width step, a odd: swap if a < b, then a -= b. Returns the sign bit it adds. */
+static unsigned jac_wide_step(uint64_t a[4], uint64_t b[4])
+{
+    unsigned t = 0;
+    int lt = 0;
+    for (int i = 3; i >= 0; i--)
+        if (a[i] != b[i]) {
+            lt = a[i] < b[i];
+            break;
+        }
+    if (lt) {
+        for (int i = 0; i < 4; i++) {
+            uint64_t x = a[i];
+            a[i] = b[i];
+            b[i] = x;
+        }
+        t = (unsigned)((a[0] & b[0]) >> 1) & 1;
+    }
+    unsigned borrow = 0;
+    for (int i = 0; i < 4; i++) {
+        uint64_t d = a[i] - b[i] - borrow;
+        borrow = (a[i] < b[i]) | ((a[i] == b[i]) & borrow);
+        a[i] = d;
+    }
+    return t;
+}
+
+static int legendre_p(const uint64_t x[4])
+{
+    uint64_t a[4] = {x[0], x[1], x[2], x[3]};
+    uint64_t b[4] = {~UINT64_C(0) - 18, ~UINT64_C(0), ~UINT64_C(0), ~UINT64_C(0) >> 1};
+    unsigned t = 0; /* bit 0: the sign */
+    for (;;) {
+        unsigned na = bitlen4(a), n = bitlen4(b);
+        if (na > n)
+            n = na;
+        if (n <= 64)
+            break;
+        if (na == 0)
+            return 0; /* p divides x: b = gcd(x, p) > 1 */
+        uint64_t lo = (UINT64_C(1) << 31) - 1;
+        uint64_t as = top33(a, n - 33) << 31 | (a[0] & lo);
+        uint64_t bs = top33(b, n - 33) << 31 | (b[0] & lo);
+        int64_t fa = 1, ga = 0, fb = 0, gb = 1; /* as 2^h = fa a + ga b, bs 2^h = fb a + gb b */
+        unsigned h = 0;
+        for (;;) {
+            if (as & 1) {
+                uint64_t d = as - bs;
+                if (d + JAC_CLOSE < 2 * JAC_CLOSE)
+                    break; /* too close to tell which is larger from the stand-ins */
+                uint64_t m = -(uint64_t)(as < bs); /* swap, then subtract */
+                t ^= (unsigned)(m & (as & bs) >> 1) & 1;
+                bs ^= (as ^ bs) & m;
+                as = (d ^ m) - m;
+                int64_t df = fa - fb, dg = ga - gb;
+                fb ^= (fa ^ fb) & (int64_t)m;
+                gb ^= (ga ^ gb) & (int64_t)m;
+                fa = (df ^ (int64_t)m) - (int64_t)m;
+                ga = (dg ^ (int64_t)m) - (int64_t)m;
+            }
+            unsigned k = ctz64(as | UINT64_C(1) << (JAC_HALVINGS - h));
+            as >>= k;
+            fb *= (int64_t)1 << k; /* b's row takes the factor: a / 2^k over a common 2^h */
+            gb *= (int64_t)1 << k;
+            h += k;
+            t ^= two_flips(k, bs);
+            if (h == JAC_HALVINGS)
+                break;
+        }
+        if (h == 0) { /* the first pair was too close: one step on the full values */
+            t ^= jac_wide_step(a, b);
+            continue;
+        }
+        uint64_t a2[4], b2[4];
+        jac_apply(a2, a, b, fa, ga, h);
+        jac_apply(b2, a, b, fb, gb, h);
+        memcpy(a, a2, sizeof a2);
+        memcpy(b, b2, sizeof b2);
+    }
+    uint64_t as = a[0], bs = b[0];
+    while (as) {
+        unsigned k = ctz64(as);
+        as >>= k;
+        t ^= two_flips(k, bs);
+        uint64_t d = as - bs, m = -(uint64_t)(as < bs);
+        t ^= (unsigned)(m & (as & bs) >> 1) & 1;
+        bs ^= (as ^ bs) & m;
+        as = (d ^ m) - m;
+    }
+    if (bs != 1)
+        return 0;
+    return (t & 1) ? -1 : 1;
+}
+
+/* fe -> four words (value below 2^256, not necessarily below p) */
+static void fe_words(uint64_t w[4], const fe *a)
+{
+    fe h = *a;
+    fe_carry(&h);
+    fe_carry(&h); /* every limb below 2^51 now */
+    w[0] = h.l[0] | h.l[1] << 51;
+    w[1] = h.l[1] >> 13 | h.l[2] << 38;
+    w[2] = h.l[2] >> 26 | h.l[3] << 25;
+    w[3] = h.l[3] >> 39 | h.l[4] << 12;
+}
+
+/* 1 if z is a non-zero square mod p. */
 static int fe_is_square(const fe *z)
 {
-    uint8_t b[32];
-    fe_bytes(b, z); /* canonical: below p */
-    uint64_t w[4] = {0};
-    for (int i = 0; i < 4; i++)
+    uint64_t w[4];
+    fe_words(w, z);
+    return legendre_p(w) == 1;
+}
+
+static void words_from_bytes(uint64_t w[4], const uint8_t in[32])
+{
+    for (int i = 0; i < 4; i++) {
+        w[i] = 0;
         for (int j = 0; j < 8; j++)
-            w[i] |= (uint64_t)b[8 * i + j] << (8 * j);
-    u256 a = {(u128)w[1] << 64 | w[0], (u128)w[3] << 64 | w[2]};
-    u256 n = {~(u128)0 - 18, ~(u128)0 >> 1}; /* p = 2^255 - 19 */
-    int t = 1;
-    while (a.hi | n.hi) {
-        if ((a.lo | a.hi) == 0)
-            return 0; /* z = 0 (or a common factor, impossible for p prime) */
-        unsigned v;
-        if (a.lo == 0) { /* 128 factors of two: an even count */
-            a.lo = a.hi;
-            a.hi = 0;
-        }
-        if ((v = ctz128(a.lo)) != 0) {
-            a.lo = a.lo >> v | a.hi << (128 - v);
-            a.hi >>= v;
-            if ((v & 1) && TWO_FLIPS((uint64_t)n.lo))
-                t = -t;
-        }
-        /* both odd: a - n if a >= n, else swap (reciprocity) and take n - a */
-        if (a.hi < n.hi || (a.hi == n.hi && a.lo < n.lo)) {
-            u256 x = a;
-            a = n;
-            n = x;
-            if ((a.lo & 3) == 3 && (n.lo & 3) == 3)
-                t = -t;
-        }
-        a.hi -= n.hi + (a.lo < n.lo);
-        a.lo -= n.lo;
+            w[i] |= (uint64_t)in[8 * i + j] << (8 * j);
     }
-    return jacobi128(a.lo, n.lo, t) == 1;
+}
+
+int keyshare_legendre(const uint8_t z[32])
+{
+    uint64_t w[4];
+    words_from_bytes(w, z);
+    return legendre_p(w);
+}
+
+/* Euler's criterion: z^((p - 1) / 2) = z^(2^254 - 10) is 1, p - 1 or 0. */
+int keyshare_legendre_euler(const uint8_t z[32])
+{
+    static const uint8_t one[32] = {1}, zero[32];
+    fe x, e250, z11, z2, t;
+    fe_from_bytes(&x, z); /* the low 255 bits; bit 255 is 2^255 = 19 (mod p) */
+    if (z[31] & 0x80)
+        fe_add(&x, &x, &(fe){{19, 0, 0, 0, 0}});
+    fe_pow_trunk(&x, &e250, &z11, &z2);
+    fe_sq_n(&t, &e250, 4); /* z^(2^254 - 16) */
+    fe_mul(&t, &t, &z2);   /* z^(2^254 - 14) */
+    fe_sq(&z2, &z2);       /* z^4 */
+    fe_mul(&t, &t, &z2);   /* z^(2^254 - 10) */
+    uint8_t b[32];
+    fe_bytes(b, &t);
+    return memcmp(b, one, 32) == 0 ? 1 : memcmp(b, zero, 32) == 0 ? 0 : -1;
 }
 
 static int fe_is_zero(const fe *z)

@@ -9,12 +9,18 @@
  * - exact value: u([8]R) for the chosen candidate R, by the same ladder with k = 8;
  * - the ladder itself is checked against OpenSSL's X25519 (and shown to reject points
  *   outside the subgroup, so the subgroup check can fail).
+ * The curve check's Legendre symbol (keyshare_legendre, the binary algorithm) is checked
+ * against Euler's criterion (keyshare_legendre_euler, itself checked against BN_kronecker)
+ * on a million pseudo-random values and on edge values, and against squares and non-squares
+ * made with BIGNUM.
  */
 #include "tgtest.h"
 
 #include <openssl/bn.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "proxy/wire/crypto.h"
 #include "proxy/wire/keyshare.h"
@@ -358,6 +364,220 @@ static void test_curve_check_matches_kronecker(void **state)
     bnf_free(&f);
 }
 
+/* ---- the Legendre symbol (z / p) the curve check runs, against Euler's criterion ---- */
+
+/* z as 32 little-endian bytes from a BIGNUM (0 <= v < 2^256) */
+static void le_from_bn(const BIGNUM *v, uint8_t z[32])
+{
+    assert_int_equal(BN_bn2lebinpad(v, z, 32), 32);
+}
+
+static void expect_legendre(const uint8_t z[32])
+{
+    int got = keyshare_legendre(z), want = keyshare_legendre_euler(z);
+    if (got != want) {
+        char hex[65];
+        for (int i = 0; i < 32; i++)
+            snprintf(hex + 2 * i, 3, "%02x", z[31 - i]);
+        fail_msg("(z / p) for z = 0x%s: binary %d, Euler %d", hex, got, want);
+    }
+}
+
+/* The reference itself: Euler's criterion agrees with OpenSSL's BN_kronecker (z taken mod
+   p first, as a 256-bit z is). */
+static void test_euler_reference_matches_kronecker(void **state)
+{
+    (void)state;
+    struct bnf f;
+    bnf_init(&f);
+    uint64_t rng = 0x243f6a8885a308d3u;
+    BIGNUM *v = BN_new();
+    for (int i = 0; i < 2000; i++) {
+        uint8_t z[32];
+        for (int j = 0; j < 4; j++) {
+            uint64_t w = tgtest_xorshift64(&rng);
+            memcpy(z + 8 * j, &w, 8);
+        }
+        if (i < 20)
+            memset(z + 1, 0, 31); /* small values too */
+        assert_non_null(BN_lebin2bn(z, 32, v));
+        assert_int_equal(keyshare_legendre_euler(z), BN_kronecker(v, f.p, f.ctx));
+    }
+    BN_free(v);
+    bnf_free(&f);
+}
+
+/* Squares r^2 and non-squares 2 r^2 (2 is not a square mod p, p = 5 mod 8), computed with
+   BIGNUM, and their 256-bit aliases z + p where those are below 2^256: the symbol is known
+   without Euler. */
+static void test_legendre_known_squares(void **state)
+{
+    (void)state;
+    struct bnf f;
+    bnf_init(&f);
+    BIGNUM *r = BN_new(), *sq = BN_new(), *two = BN_new(), *top = BN_new();
+    BN_set_word(two, 2);
+    BN_set_bit(top, 256);
+    uint64_t rng = 0x13198a2e03707344u;
+    for (int i = 0; i < 3000; i++) {
+        uint8_t z[32];
+        for (int j = 0; j < 4; j++) {
+            uint64_t w = tgtest_xorshift64(&rng);
+            memcpy(z + 8 * j, &w, 8);
+        }
+        if (i < 64)
+            memset(z + 1 + i % 31, 0, 31 - i % 31); /* small r: small squares */
+        assert_non_null(BN_lebin2bn(z, 32, r));
+        if (BN_is_zero(r))
+            BN_one(r);
+        BN_mod_sqr(sq, r, f.p, f.ctx);
+        if (BN_is_zero(sq))
+            continue;
+        for (int k = 0; k < 2; k++) {
+            if (k == 1)
+                BN_mod_mul(sq, sq, two, f.p, f.ctx);
+            le_from_bn(sq, z);
+            assert_int_equal(keyshare_legendre(z), k == 0 ? 1 : -1);
+            BN_add(sq, sq, f.p); /* the same residue class, at or above p */
+            if (BN_cmp(sq, top) < 0) {
+                le_from_bn(sq, z);
+                assert_int_equal(keyshare_legendre(z), k == 0 ? 1 : -1);
+            }
+            BN_sub(sq, sq, f.p);
+        }
+    }
+    BN_free(r);
+    BN_free(sq);
+    BN_free(two);
+    BN_free(top);
+    bnf_free(&f);
+}
+
+/* Edge values: 0, p and 2p (symbol 0), 1, 2, p - 1, p + 1, every z below 2048, z near p,
+   2^255 and 2^256, powers of two and their neighbours, long runs of zero and one bits, and
+   values whose top 33 bits equal p's (the stand-ins cannot tell them apart from p). */
+static void test_legendre_edge_values(void **state)
+{
+    (void)state;
+    struct bnf f;
+    bnf_init(&f);
+    BIGNUM *v = BN_new(), *base = BN_new();
+    uint8_t z[32];
+    memset(z, 0, 32);
+    assert_int_equal(keyshare_legendre(z), 0);
+    le_from_bn(f.p, z);
+    assert_int_equal(keyshare_legendre(z), 0);
+    BN_lshift1(v, f.p);
+    le_from_bn(v, z);
+    assert_int_equal(keyshare_legendre(z), 0);
+    memset(z, 0, 32);
+    z[0] = 1;
+    assert_int_equal(keyshare_legendre(z), 1);
+    z[0] = 2;
+    assert_int_equal(keyshare_legendre(z), -1);
+    BN_sub(v, f.p, BN_value_one()); /* -1 is a square: p = 1 mod 4 */
+    le_from_bn(v, z);
+    assert_int_equal(keyshare_legendre(z), 1);
+    for (unsigned k = 0; k < 2048; k++) {
+        memset(z, 0, 32);
+        z[0] = (uint8_t)k, z[1] = (uint8_t)(k >> 8);
+        expect_legendre(z);
+    }
+    /* around p, 2^255, 2p and 2^256 - 1: base -k and base + k */
+    for (int b = 0; b < 4; b++) {
+        if (b == 0)
+            BN_copy(base, f.p);
+        else if (b == 1) {
+            BN_zero(base);
+            BN_set_bit(base, 255);
+        } else if (b == 2)
+            BN_lshift1(base, f.p);
+        else {
+            BN_zero(base);
+            BN_set_bit(base, 256);
+        }
+        for (unsigned k = 1; k < 600; k++) {
+            BN_copy(v, base);
+            BN_sub_word(v, k);
+            le_from_bn(v, z);
+            expect_legendre(z);
+            BN_copy(v, base);
+            BN_add_word(v, k);
+            if (BN_num_bits(v) <= 256) {
+                le_from_bn(v, z);
+                expect_legendre(z);
+            }
+        }
+    }
+    /* 2^i, 2^i +- 1, 2^i - 2^j, p - 2^i, p +- 2^i + 2^j (runs of zeros or ones) */
+    for (int i = 0; i < 256; i++)
+        for (int j = 0; j <= i; j += 1 + (i > 64) * 7) {
+            for (int form = 0; form < 6; form++) {
+                BN_zero(v);
+                BN_set_bit(v, i);
+                if (form == 1)
+                    BN_add_word(v, 1);
+                else if (form == 2)
+                    BN_sub_word(v, 1);
+                else if (form == 3) {
+                    BN_zero(base);
+                    BN_set_bit(base, j);
+                    BN_sub(v, v, base);
+                } else if (form >= 4) {
+                    BN_zero(base);
+                    BN_set_bit(base, j);
+                    if (form == 4)
+                        BN_sub(v, f.p, v);
+                    else
+                        BN_add(v, f.p, v);
+                    BN_add(v, v, base);
+                }
+                if (BN_is_negative(v) || BN_num_bits(v) > 256)
+                    continue;
+                le_from_bn(v, z);
+                expect_legendre(z);
+            }
+        }
+    /* 64-bit words of zeros and of ones in random values */
+    uint64_t rng = 0xa4093822299f31d0u;
+    for (int i = 0; i < 4096; i++) {
+        uint64_t w[4];
+        for (int j = 0; j < 4; j++) {
+            w[j] = tgtest_xorshift64(&rng);
+            if ((i >> j) & 1)
+                w[j] = (i >> (j + 4)) & 1 ? ~UINT64_C(0) : 0;
+        }
+        memcpy(z, w, 32);
+        expect_legendre(z);
+    }
+    BN_free(v);
+    BN_free(base);
+    bnf_free(&f);
+}
+
+/* A million pseudo-random 256-bit values (every other one below 2^255, as the curve check
+   sees them), against Euler's criterion. */
+static void test_legendre_matches_euler(void **state)
+{
+    (void)state;
+    uint64_t rng = 0x082efa98ec4e6c89u;
+    int squares = 0;
+    for (int i = 0; i < 1000000; i++) {
+        uint8_t z[32];
+        for (int j = 0; j < 4; j++) {
+            uint64_t w = tgtest_xorshift64(&rng);
+            memcpy(z + 8 * j, &w, 8);
+        }
+        if (i & 1)
+            z[31] &= 0x7f;
+        int got = keyshare_legendre(z);
+        if (got != keyshare_legendre_euler(z))
+            expect_legendre(z); /* fails with the value */
+        squares += got == 1;
+    }
+    assert_in_range(squares, 495000, 505000); /* half are squares */
+}
+
 /* OpenSSL accepts the share as a peer key and derives a shared secret from it. */
 static void test_openssl_accepts_share(void **state)
 {
@@ -393,6 +613,10 @@ int main(void)
         cmocka_unit_test(test_noncanonical_candidates),
         cmocka_unit_test(test_curve_check_matches_kronecker),
         cmocka_unit_test(test_openssl_accepts_share),
+        cmocka_unit_test(test_euler_reference_matches_kronecker),
+        cmocka_unit_test(test_legendre_known_squares),
+        cmocka_unit_test(test_legendre_edge_values),
+        cmocka_unit_test(test_legendre_matches_euler),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
