@@ -511,8 +511,10 @@ static void count_authenticated(struct conn *c)
    tag, or no middle proxy up and fallback-direct). */
 static bool start_mp(struct conn *c, struct obfs2_client *oc)
 {
+    if (!c->w->mp) /* no middle-proxy pool: direct, without reading the secret's tag */
+        return false;
     const uint8_t *tag = config_ad_tag(c->gen->cfg, c->secret);
-    if (!tag || !c->w->mp)
+    if (!tag)
         return false;
     struct sockaddr_storage peer, me;
     socklen_t pl = sizeof peer, ml = sizeof me;

@@ -510,6 +510,7 @@ static void on_dns(struct loop *l, struct loop_io *io, unsigned events)
 static int name_add(struct conn_worker *w, const char *host, uint16_t port, bool front)
 {
     size_t cap = w->upstream.names_cap;
+    w->upstream.dc_names |= host[0] && !front;
     struct upstream_name *old = host[0] ? name_find(w, host, port) : NULL;
     if (old)
         old->front |= front;
@@ -603,6 +604,8 @@ void upstream_worker_cleanup(struct conn_worker *w)
    lookup could start: then the stale or missing answer is used). */
 static struct upstream_name *dc_pending(struct conn_worker *w, const struct config *cfg, int32_t dc)
 {
+    if (!w->upstream.dc_names) /* IP literals and the built-in table only: nothing to wait for */
+        return NULL;
     struct dc_options o;
     struct dc_target t;
     dc_options_from_config(&o, cfg);

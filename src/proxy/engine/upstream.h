@@ -178,6 +178,7 @@ struct upstream_name;
 struct upstream_worker {
     struct upstream_name *names;
     size_t nnames, names_cap;
+    bool dc_names; /* some name is a [dcs] address (else a DC connect has none to wait for) */
     int dns_fd[2]; /* resolver threads -> worker: 4-byte name indexes */
     struct loop_io dns_io;
 };
