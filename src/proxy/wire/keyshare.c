@@ -237,11 +237,12 @@ static void fe_from_bytes(fe *h, const uint8_t in[32])
 #define JAC_HALVINGS 28
 #define JAC_CLOSE    (UINT64_C(1) << 32)
 
-/* the sign bit (bit 0) for k factors of two taken out of a, over b odd: (2 / b) = -1 iff
-   b = 3, 5 (mod 8) */
-static inline unsigned two_flips(unsigned k, uint64_t b)
+/* The sign is kept in bit 1 of t (other bits are don't-care): a swap of a and b, both odd,
+   flips it when both are 3 (mod 4), i.e. t ^= a & b; taking k factors of two out of a flips
+   it when k is odd and b = 3, 5 (mod 8), i.e. bits 1 and 2 of b differ. */
+static inline uint64_t two_flips(unsigned k, uint64_t b)
 {
-    return k & (unsigned)((b >> 1) ^ (b >> 2)) & 1;
+    return (b ^ b >> 1) & (uint64_t)k << 1;
 }
 
 static inline unsigned ctz64(uint64_t x)
@@ -267,27 +268,35 @@ static uint64_t top33(const uint64_t a[4], unsigned s)
     return v;
 }
 
-/* out = (f a + g b) / 2^h, known to be a non-negative integer below 2^256 */
-static void jac_apply(uint64_t out[4], const uint64_t a[4], const uint64_t b[4], int64_t f,
-                      int64_t g, unsigned h)
+/* (a, b) = ((fa a + ga b) / 2^h, (fb a + gb b) / 2^h), both known to be non-negative
+   integers below 2^256; |coefficients| <= 2^h, 0 < h < 64. */
+static void jac_apply(uint64_t a[4], uint64_t b[4], int64_t fa, int64_t ga, int64_t fb, int64_t gb,
+                      unsigned h)
 {
     __extension__ typedef __int128 i128;
-    uint64_t w[5];
-    i128 acc = 0;
+    uint64_t wa[5], wb[5];
+    i128 ca = 0, cb = 0;
     for (int i = 0; i < 4; i++) {
-        acc += (i128)f * (i128)a[i] + (i128)g * (i128)b[i];
-        w[i] = (uint64_t)acc;
-        acc >>= 64; /* arithmetic: the partial sums may be negative */
+        i128 x = (i128)a[i], y = (i128)b[i];
+        ca += (i128)fa * x + (i128)ga * y;
+        cb += (i128)fb * x + (i128)gb * y;
+        wa[i] = (uint64_t)ca;
+        wb[i] = (uint64_t)cb;
+        ca >>= 64; /* arithmetic: the partial sums may be negative */
+        cb >>= 64;
     }
-    w[4] = (uint64_t)acc;
-    for (int i = 0; i < 4; i++)
-        out[i] = h ? w[i] >> h | w[i + 1] << (64 - h) : w[i];
+    wa[4] = (uint64_t)ca;
+    wb[4] = (uint64_t)cb;
+    for (int i = 0; i < 4; i++) {
+        a[i] = wa[i] >> h | wa[i + 1] << (64 - h);
+        b[i] = wb[i] >> h | wb[i + 1] << (64 - h);
+    }
 }
 
-/* One full-width step, a odd: swap if a < b, then a -= b. Returns the sign bit it adds. */
-static unsigned jac_wide_step(uint64_t a[4], uint64_t b[4])
+/* One full-width step, a odd: swap if a < b, then a -= b. Returns the sign flip (bit 1). */
+static uint64_t jac_wide_step(uint64_t a[4], uint64_t b[4])
 {
-    unsigned t = 0;
+    uint64_t t = 0;
     int lt = 0;
     for (int i = 3; i >= 0; i--)
         if (a[i] != b[i]) {
@@ -300,7 +309,7 @@ static unsigned jac_wide_step(uint64_t a[4], uint64_t b[4])
             a[i] = b[i];
             b[i] = x;
         }
-        t = (unsigned)((a[0] & b[0]) >> 1) & 1;
+        t = a[0] & b[0];
     }
     unsigned borrow = 0;
     for (int i = 0; i < 4; i++) {
@@ -311,11 +320,20 @@ static unsigned jac_wide_step(uint64_t a[4], uint64_t b[4])
     return t;
 }
 
+/* A row of the round's matrix, (f, g) packed as f + g 2^32 in one int64: the steps only
+   add, subtract, negate and double rows, which the packed form does exactly while
+   |f|, |g| <= 2^28 (they stay below 2^h). */
+static void row_unpack(int64_t r, int64_t *f, int64_t *g)
+{
+    *f = (int32_t)(uint32_t)(uint64_t)r;
+    *g = (r - *f) / ((int64_t)1 << 32);
+}
+
 static int legendre_p(const uint64_t x[4])
 {
     uint64_t a[4] = {x[0], x[1], x[2], x[3]};
     uint64_t b[4] = {~UINT64_C(0) - 18, ~UINT64_C(0), ~UINT64_C(0), ~UINT64_C(0) >> 1};
-    unsigned t = 0; /* bit 0: the sign */
+    uint64_t t = 0; /* bit 1: the sign */
     for (;;) {
         unsigned na = bitlen4(a), n = bitlen4(b);
         if (na > n)
@@ -327,55 +345,64 @@ static int legendre_p(const uint64_t x[4])
         uint64_t lo = (UINT64_C(1) << 31) - 1;
         uint64_t as = top33(a, n - 33) << 31 | (a[0] & lo);
         uint64_t bs = top33(b, n - 33) << 31 | (b[0] & lo);
-        int64_t fa = 1, ga = 0, fb = 0, gb = 1; /* as 2^h = fa a + ga b, bs 2^h = fb a + gb b */
-        unsigned h = 0;
-        for (;;) {
-            if (as & 1) {
-                uint64_t d = as - bs;
-                if (d + JAC_CLOSE < 2 * JAC_CLOSE)
-                    break; /* too close to tell which is larger from the stand-ins */
-                uint64_t m = -(uint64_t)(as < bs); /* swap, then subtract */
-                t ^= (unsigned)(m & (as & bs) >> 1) & 1;
-                bs ^= (as ^ bs) & m;
-                as = (d ^ m) - m;
-                int64_t df = fa - fb, dg = ga - gb;
-                fb ^= (fa ^ fb) & (int64_t)m;
-                gb ^= (ga ^ gb) & (int64_t)m;
-                fa = (df ^ (int64_t)m) - (int64_t)m;
-                ga = (dg ^ (int64_t)m) - (int64_t)m;
-            }
-            unsigned k = ctz64(as | UINT64_C(1) << (JAC_HALVINGS - h));
+        /* as 2^h = fa a + ga b and bs 2^h = fb a + gb b, rows packed (row_unpack) */
+        int64_t ra = 1, rb = (int64_t)1 << 32;
+        unsigned h = 0, k;
+        if (!(as & 1)) { /* a even (not 0): halve it first */
+            k = ctz64(as | UINT64_C(1) << JAC_HALVINGS);
             as >>= k;
-            fb *= (int64_t)1 << k; /* b's row takes the factor: a / 2^k over a common 2^h */
-            gb *= (int64_t)1 << k;
+            rb *= (int64_t)1 << k;
+            h = k;
+            t ^= two_flips(k, bs);
+        }
+        /* a odd: subtract the smaller (swapped in as b), halve the even difference */
+        while (h < JAC_HALVINGS) {
+            uint64_t d = as - bs;
+            if (d + JAC_CLOSE < 2 * JAC_CLOSE)
+                break; /* too close to tell which is larger from the stand-ins */
+            uint64_t m = -(uint64_t)(as < bs);
+            t ^= m & as & bs; /* a swap of two 3 (mod 4) */
+            bs ^= (as ^ bs) & m;
+            as = (d ^ m) - m;
+            int64_t dr = ra - rb;
+            rb ^= (ra ^ rb) & (int64_t)m;
+            ra = (dr ^ (int64_t)m) - (int64_t)m;
+            k = ctz64(d); /* = ctz(-d); d != 0 */
+            if (k > JAC_HALVINGS - h)
+                k = JAC_HALVINGS - h; /* the exact low bits end there */
+            as >>= k;
+            rb *= (int64_t)1 << k; /* b's row takes the factor: a / 2^k over a common 2^h */
             h += k;
             t ^= two_flips(k, bs);
-            if (h == JAC_HALVINGS)
-                break;
         }
         if (h == 0) { /* the first pair was too close: one step on the full values */
             t ^= jac_wide_step(a, b);
             continue;
         }
-        uint64_t a2[4], b2[4];
-        jac_apply(a2, a, b, fa, ga, h);
-        jac_apply(b2, a, b, fb, gb, h);
-        memcpy(a, a2, sizeof a2);
-        memcpy(b, b2, sizeof b2);
+        int64_t fa, ga, fb, gb;
+        row_unpack(ra, &fa, &ga);
+        row_unpack(rb, &fb, &gb);
+        jac_apply(a, b, fa, ga, fb, gb, h);
     }
+    /* both below 2^64: exactly, on the words */
     uint64_t as = a[0], bs = b[0];
-    while (as) {
-        unsigned k = ctz64(as);
-        as >>= k;
-        t ^= two_flips(k, bs);
+    if (as == 0)
+        return bs == 1 ? 1 : 0;
+    unsigned k = ctz64(as);
+    as >>= k;
+    t ^= two_flips(k, bs);
+    while (as != bs) {
         uint64_t d = as - bs, m = -(uint64_t)(as < bs);
-        t ^= (unsigned)(m & (as & bs) >> 1) & 1;
+        t ^= m & as & bs;
         bs ^= (as ^ bs) & m;
         as = (d ^ m) - m;
+        k = ctz64(d);
+        as >>= k;
+        t ^= two_flips(k, bs);
     }
     if (bs != 1)
-        return 0;
-    return (t & 1) ? -1 : 1;
+        return 0; /* gcd(x, p) = b > 1 */
+    return (t & 2) ? -1 : 1;
 }
 
 /* fe -> four words (value below 2^256, not necessarily below p) */
