@@ -152,13 +152,14 @@ struct conn {
     struct crypto_ctr p2dc;   /* DC leg: encrypt */
     struct conn_recrypt *rx;  /* without fast mode (from DC_CONNECT on) and in middle-proxy
                                  mode (mprelay.c: p2c only), else NULL */
+    /* 16 bytes: the reader (10) and the small fields in its tail */
     struct faketls_reader rd; /* client records after the ServerHello */
     int16_t dc;
     uint8_t state; /* enum conn_state: conn_enter() only */
     uint8_t end;   /* enum conn_end */
-    bool tls, fast;
-    bool parked; /* ciphers parked while quiet; timer in tq_idle */
-    /* one byte of flags for fronting (issue 10) */
+    bool tls : 1, fast : 1;
+    bool parked : 1; /* ciphers parked while quiet; timer in tq_idle */
+    /* flags for fronting (issue 10) */
     uint8_t site_done : 1;   /* fronted: the site's FIN reached the client; timer in tq_done */
     uint8_t reset_by : 2;    /* CONN_RESET_*: the socket a reset came from (relay.c) */
     uint8_t early_tried : 1; /* HELLO: an early fronting connection was attempted (once) */

@@ -454,37 +454,63 @@ int faketls_server_hello(const struct faketls_hello *h, const uint8_t key[16],
 
 enum { RD_HDR = 0, RD_BODY, RD_CLOSED, RD_BAD };
 
+/* The reasons a reader stops, by r->why (0 = none yet; 3 bits). */
+enum {
+    RD_WHY_NONE,
+    RD_WHY_ALERT,
+    RD_WHY_TYPE,
+    RD_WHY_VERSION,
+    RD_WHY_CCS_LEN,
+    RD_WHY_LONG,
+    RD_WHY_CCS_BYTE,
+};
+static const char *const rd_whys[] = {
+    [RD_WHY_ALERT] = "client sent a TLS alert",
+    [RD_WHY_TYPE] = "unexpected TLS record type after the handshake",
+    [RD_WHY_VERSION] = "TLS record version is not 03 03",
+    [RD_WHY_CCS_LEN] = "ChangeCipherSpec record is not 1 byte long",
+    [RD_WHY_LONG] = "TLS record longer than the limit",
+    [RD_WHY_CCS_BYTE] = "ChangeCipherSpec payload is not 01",
+};
+_Static_assert(sizeof rd_whys / sizeof *rd_whys <= 8, "a reason fits the reader's 3 bits");
+
 void faketls_reader_init(struct faketls_reader *r, size_t max_len)
 {
     memset(r, 0, sizeof(*r));
     max_len = max_len ? max_len : FAKETLS_RECORD_MAX_IN;
-    r->max_len = max_len < 65535 ? (uint32_t)max_len : 65535; /* a 16-bit length field */
+    r->max_len = max_len < 65535 ? (uint16_t)max_len : 65535; /* a 16-bit length field */
 }
 
-static enum faketls_rec reader_fail(struct faketls_reader *r, bool close, const char *why)
+const char *faketls_reader_why(const struct faketls_reader *r)
+{
+    return r->state == RD_CLOSED || r->state == RD_BAD ? rd_whys[r->why] : NULL;
+}
+
+static enum faketls_rec reader_fail(struct faketls_reader *r, bool close, unsigned why)
 {
     r->state = close ? RD_CLOSED : RD_BAD;
-    r->why = why;
+    r->why = why & 7;
     return close ? FAKETLS_REC_CLOSE : FAKETLS_REC_BAD;
 }
 
-/* A complete 5-byte header has been collected: decide what the record is. */
+/* A complete 5-byte header has been collected: decide what the record is (its type stays
+   in hdr[0] while its payload is read). */
 static enum faketls_rec reader_header(struct faketls_reader *r)
 {
     size_t len = (size_t)r->hdr[3] << 8 | r->hdr[4];
+    uint8_t type = r->hdr[0];
     r->hdr_have = 0;
-    r->type = r->hdr[0];
-    if (r->type == REC_ALERT)
-        return reader_fail(r, true, "client sent a TLS alert");
-    if (r->type != REC_DATA && r->type != REC_CCS)
-        return reader_fail(r, false, "unexpected TLS record type after the handshake");
+    if (type == REC_ALERT)
+        return reader_fail(r, true, RD_WHY_ALERT);
+    if (type != REC_DATA && type != REC_CCS)
+        return reader_fail(r, false, RD_WHY_TYPE);
     if (r->hdr[1] != 0x03 || r->hdr[2] != 0x03)
-        return reader_fail(r, false, "TLS record version is not 03 03");
-    if (r->type == REC_CCS && len != 1)
-        return reader_fail(r, false, "ChangeCipherSpec record is not 1 byte long");
+        return reader_fail(r, false, RD_WHY_VERSION);
+    if (type == REC_CCS && len != 1)
+        return reader_fail(r, false, RD_WHY_CCS_LEN);
     if (len > r->max_len)
-        return reader_fail(r, false, "TLS record longer than the limit");
-    r->remaining = (uint32_t)len;
+        return reader_fail(r, false, RD_WHY_LONG);
+    r->remaining = (uint16_t)len;
     r->state = len ? RD_BODY : RD_HDR; /* empty ApplicationData records are skipped */
     return FAKETLS_REC_NEED_MORE;
 }
@@ -509,12 +535,12 @@ enum faketls_rec faketls_reader_next(struct faketls_reader *r, const uint8_t *bu
         size_t take_n = len - *pos < r->remaining ? len - *pos : r->remaining;
         size_t at = *pos;
         *pos += take_n;
-        r->remaining -= (uint32_t)take_n;
+        r->remaining = (uint16_t)(r->remaining - take_n);
         if (r->remaining == 0)
             r->state = RD_HDR;
-        if (r->type == REC_CCS) {
+        if (r->hdr[0] == REC_CCS) {
             if (buf[at] != 0x01)
-                return reader_fail(r, false, "ChangeCipherSpec payload is not 01");
+                return reader_fail(r, false, RD_WHY_CCS_BYTE);
             continue;
         }
         *off = at;

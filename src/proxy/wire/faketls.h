@@ -174,21 +174,25 @@ enum faketls_rec {
     FAKETLS_REC_DATA = 0,  /* a piece of ApplicationData payload is returned */
     FAKETLS_REC_NEED_MORE, /* buf consumed entirely; nothing more to return */
     FAKETLS_REC_CLOSE,     /* the client sent an alert: treat as closing */
-    FAKETLS_REC_BAD,       /* protocol error: close (why says what) */
+    FAKETLS_REC_BAD,       /* protocol error: close (faketls_reader_why says what) */
 };
 
+/* 10 bytes: one sits in every relayed FakeTLS connection (issue 30). The current record's
+   type is hdr[0] (the header stays until the next record's begins); the limit and what is
+   left of a record fit 16 bits, as the wire's length field does. */
 struct faketls_reader {
+    uint16_t remaining; /* payload bytes left in the current record */
+    uint16_t max_len;   /* record payload limit (at most 65535) */
     uint8_t hdr[FAKETLS_HDR_LEN];
-    uint8_t hdr_have; /* header bytes collected so far */
-    uint8_t type;     /* current record type (while remaining > 0) */
-    uint8_t state;    /* internal */
-    uint32_t remaining; /* payload bytes left in the current record */
-    uint32_t max_len;   /* record payload limit (at most 65535) */
-    const char *why;  /* static reason once CLOSE/BAD */
+    uint8_t hdr_have : 3; /* header bytes collected so far */
+    uint8_t state : 2;    /* internal */
+    uint8_t why : 3;      /* internal: the reason once CLOSE/BAD (faketls_reader_why) */
 };
 
 /* max_len 0 = FAKETLS_RECORD_MAX_IN. */
 void faketls_reader_init(struct faketls_reader *r, size_t max_len);
+/* Why the reader stopped (a static string) once it returned CLOSE or BAD, else NULL. */
+const char *faketls_reader_why(const struct faketls_reader *r);
 
 /*
  * Walk buf[*pos..len): on FAKETLS_REC_DATA, buf[*off .. *off + *n) is payload (n > 0) and

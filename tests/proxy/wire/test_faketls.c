@@ -438,7 +438,9 @@ static void test_reader_errors(void **state)
     static const uint8_t alert[] = {0x17, 3, 3, 0, 2, 'h', 'i', 0x15, 3, 3, 0, 2, 1, 0};
     memcpy(b, alert, sizeof alert);
     faketls_reader_init(&r, 0);
+    assert_null(faketls_reader_why(&r));
     assert_int_equal(faketls_reader_strip(&r, b, sizeof alert, &got), FAKETLS_REC_CLOSE);
+    assert_string_equal(faketls_reader_why(&r), "client sent a TLS alert");
     assert_int_equal(got, 2);
     assert_memory_equal(b, "hi", 2);
     assert_int_equal(faketls_reader_strip(&r, b, 1, &got), FAKETLS_REC_CLOSE); /* sticky */
@@ -447,17 +449,23 @@ static void test_reader_errors(void **state)
     memcpy(b, hs, sizeof hs);
     faketls_reader_init(&r, 0);
     assert_int_equal(faketls_reader_strip(&r, b, sizeof hs, &got), FAKETLS_REC_BAD);
-    assert_non_null(r.why);
-    /* bad version, bad CCS length, bad CCS byte */
+    assert_string_equal(faketls_reader_why(&r), "unexpected TLS record type after the handshake");
+    /* bad version, bad CCS length, bad CCS byte (after a good CCS and a split data record:
+       the type of a record whose payload is still coming is its header's) */
     static const uint8_t ver[] = {0x17, 3, 1, 0, 1, 1};
     static const uint8_t ccs2[] = {0x14, 3, 3, 0, 2, 1, 1};
-    static const uint8_t ccsx[] = {0x14, 3, 3, 0, 1, 2};
+    static const uint8_t ccsx[] = {0x14, 3, 3, 0, 1, 1, 0x17, 3, 3, 0, 1, 'x', 0x14, 3, 3, 0, 1, 2};
     const uint8_t *bad[] = {ver, ccs2, ccsx};
     size_t badn[] = {sizeof ver, sizeof ccs2, sizeof ccsx};
+    const char *badwhy[] = {"TLS record version is not 03 03",
+                            "ChangeCipherSpec record is not 1 byte long",
+                            "ChangeCipherSpec payload is not 01"};
     for (int i = 0; i < 3; i++) {
         memcpy(b, bad[i], badn[i]);
         faketls_reader_init(&r, 0);
         assert_int_equal(faketls_reader_strip(&r, b, badn[i], &got), FAKETLS_REC_BAD);
+        assert_string_equal(faketls_reader_why(&r), badwhy[i]);
+        assert_int_equal(got, i == 2 ? 1 : 0);
     }
     /* lengths: 16408 (iOS) and 16640 accepted, 16641 refused by default; 65535 with limit */
     uint8_t h5[5] = {0x17, 3, 3, 0, 0};
@@ -468,6 +476,10 @@ static void test_reader_errors(void **state)
         memcpy(b, h5, 5);
         faketls_reader_init(&r, 0);
         assert_int_equal(faketls_reader_strip(&r, b, 5, &got), want[i]);
+        if (want[i] == FAKETLS_REC_BAD)
+            assert_string_equal(faketls_reader_why(&r), "TLS record longer than the limit");
+        else
+            assert_null(faketls_reader_why(&r));
         faketls_reader_init(&r, 65535);
         assert_int_equal(faketls_reader_strip(&r, b, 5, &got), FAKETLS_REC_NEED_MORE);
         assert_int_equal(r.remaining, lens[i]);
