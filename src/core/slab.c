@@ -2,14 +2,18 @@
  * slab: fixed-size objects on page-aligned slabs of their own. See slab.h.
  *
  * Invariants: s->avail lists exactly the slabs with a free or not yet carved object and at
- * least one in use; s->empty (if any) has none in use and is on no list; a slab's objects
- * are carved in order (carved of per_slab so far), so a fresh slab touches its pages only
- * as they are needed; used counts the objects handed out.
+ * least one in use; s->busy lists the slabs with at least one in use, and while a walk runs
+ * also those it emptied (s->drained of them, on no other list); s->empty (if any) has none
+ * in use and is on no list; a slab's objects are carved in order (carved of per_slab so far),
+ * so a fresh slab touches its pages only as they are needed; used counts the objects handed
+ * out, and live[] has exactly their bits set.
  */
 #include "core/slab.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #if defined(__has_feature)
@@ -29,18 +33,23 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define SLAB_MAGIC 0x736c6162u             /* "slab" */
-#define FREE_MARK  0x65657266626c7300ull   /* in a free object's second word (checks) */
-#define HDR_BYTES  64                      /* the header, rounded so objects stay aligned */
+#define SLAB_MAGIC 0x736c6162u /* "slab" */
 
 struct tg__slab_page {
     void *free; /* freelist of returned objects (link in their first word) */
     tg__slab *owner;
-    struct tg__slab_page *prev, *next; /* in owner->avail */
+    struct tg__slab_page *prev, *next;           /* in owner->avail */
+    struct tg__slab_page *busy_prev, *busy_next; /* in owner->busy */
     uint32_t used, carved;
     uint32_t magic;
+    uint64_t live[]; /* bit i: object i is in use (per_slab bits) */
 };
-_Static_assert(sizeof(struct tg__slab_page) <= HDR_BYTES, "slab header fits its room");
+
+/* The header of a slab of n objects: the fixed part and n bits, so objects stay aligned. */
+static size_t hdr_bytes(size_t n)
+{
+    return (offsetof(struct tg__slab_page, live) + (n + 63) / 64 * 8 + 15) & ~(size_t)15;
+}
 
 static void slab_fail(const tg__slab *s, const void *obj, const char *what)
 {
@@ -53,7 +62,11 @@ void tg__slab_init(tg__slab *s, size_t obj_size)
     *s = (tg__slab){0};
     obj_size = obj_size < 16 ? 16 : obj_size;
     s->obj_size = (obj_size + 7) & ~(size_t)7;
-    s->per_slab = (TG__SLAB_BYTES - HDR_BYTES) / s->obj_size;
+    size_t n = (TG__SLAB_BYTES - offsetof(struct tg__slab_page, live)) / s->obj_size;
+    while (hdr_bytes(n) + n * s->obj_size > TG__SLAB_BYTES)
+        n--;
+    s->per_slab = n;
+    s->hdr_bytes = hdr_bytes(n);
 }
 
 static struct tg__slab_page *slab_map(tg__slab *s)
@@ -70,7 +83,8 @@ static struct tg__slab_page *slab_map(tg__slab *s)
         munmap(a + TG__SLAB_BYTES, (size_t)(m + n - (a + TG__SLAB_BYTES)));
     struct tg__slab_page *p = (struct tg__slab_page *)(void *)a;
     *p = (struct tg__slab_page){.owner = s, .magic = SLAB_MAGIC};
-    POISON(a + HDR_BYTES, TG__SLAB_BYTES - HDR_BYTES);
+    memset(p->live, 0, s->hdr_bytes - offsetof(struct tg__slab_page, live));
+    POISON(a + s->hdr_bytes, TG__SLAB_BYTES - s->hdr_bytes);
     s->slabs++;
     s->maps++;
     return p;
@@ -104,6 +118,41 @@ static void avail_remove(tg__slab *s, struct tg__slab_page *p)
     p->prev = p->next = NULL;
 }
 
+static void busy_push(tg__slab *s, struct tg__slab_page *p)
+{
+    p->busy_prev = NULL;
+    p->busy_next = s->busy;
+    if (s->busy)
+        s->busy->busy_prev = p;
+    s->busy = p;
+}
+
+static void busy_remove(tg__slab *s, struct tg__slab_page *p)
+{
+    if (p->busy_prev)
+        p->busy_prev->busy_next = p->busy_next;
+    else
+        s->busy = p->busy_next;
+    if (p->busy_next)
+        p->busy_next->busy_prev = p->busy_prev;
+    p->busy_prev = p->busy_next = NULL;
+}
+
+/* p has no object in use any more (and no walk runs): keep it as the empty one or unmap. */
+static void slab_release(tg__slab *s, struct tg__slab_page *p)
+{
+    busy_remove(s, p);
+    if (!s->empty)
+        s->empty = p;
+    else
+        slab_unmap(s, p);
+}
+
+static size_t obj_index(const tg__slab *s, const struct tg__slab_page *p, const void *obj)
+{
+    return (size_t)((const char *)obj - (const char *)p - s->hdr_bytes) / s->obj_size;
+}
+
 void *tg__slab_get(tg__slab *s)
 {
     struct tg__slab_page *p = s->avail;
@@ -113,6 +162,7 @@ void *tg__slab_get(tg__slab *s)
         else if (!(p = slab_map(s)))
             return NULL;
         avail_push(s, p);
+        busy_push(s, p);
     }
     char *obj;
     if (p->free) {
@@ -120,10 +170,11 @@ void *tg__slab_get(tg__slab *s)
         UNPOISON(obj, s->obj_size);
         p->free = *(void **)(void *)obj;
     } else {
-        obj = (char *)p + HDR_BYTES + (size_t)p->carved++ * s->obj_size;
+        obj = (char *)p + s->hdr_bytes + (size_t)p->carved++ * s->obj_size;
         UNPOISON(obj, s->obj_size);
     }
-    ((uint64_t *)(void *)obj)[1] = 0; /* no longer marked free */
+    size_t i = obj_index(s, p, obj);
+    p->live[i / 64] |= (uint64_t)1 << (i % 64);
     if (++p->used == s->per_slab)
         avail_remove(s, p);
     s->in_use++;
@@ -136,19 +187,20 @@ void tg__slab_put(tg__slab *s, void *obj)
         return;
     struct tg__slab_page *p =
         (struct tg__slab_page *)(void *)((uintptr_t)obj & ~(uintptr_t)(TG__SLAB_BYTES - 1));
+    size_t i = obj_index(s, p, obj);
 #if TGKIT_CHECKS
     size_t off = (size_t)((char *)obj - (char *)p);
-    if (p->magic != SLAB_MAGIC || p->owner != s || off < HDR_BYTES ||
-        (off - HDR_BYTES) % s->obj_size || (off - HDR_BYTES) / s->obj_size >= p->carved)
+    if (p->magic != SLAB_MAGIC || p->owner != s || off < s->hdr_bytes ||
+        (off - s->hdr_bytes) % s->obj_size || i >= p->carved)
         slab_fail(s, obj, "not an object of this pool");
-    if (((uint64_t *)obj)[1] == FREE_MARK)
+    if (!(p->live[i / 64] >> (i % 64) & 1))
         slab_fail(s, obj, "put twice (already free)");
 #else
     (void)slab_fail;
 #endif
+    p->live[i / 64] &= ~((uint64_t)1 << (i % 64));
     *(void **)obj = p->free;
-    ((uint64_t *)obj)[1] = FREE_MARK;
-    POISON((char *)obj + 16, s->obj_size - 16);
+    POISON((char *)obj + sizeof(void *), s->obj_size - sizeof(void *));
     p->free = obj;
     if (p->used-- == s->per_slab)
         avail_push(s, p); /* it was full: it has room again */
@@ -156,10 +208,40 @@ void tg__slab_put(tg__slab *s, void *obj)
     if (p->used)
         return;
     avail_remove(s, p);
-    if (!s->empty)
-        s->empty = p;
+    if (s->walks)
+        s->drained++; /* a walk may stand in it or go on from it: released when it ends */
     else
-        slab_unmap(s, p);
+        slab_release(s, p);
+}
+
+void tg__slab_each(tg__slab *s, void (*fn)(void *obj, void *arg), void *arg)
+{
+    s->walks++;
+    /* a slab got during the walk goes to the list's head, before this one: not visited */
+    for (struct tg__slab_page *p = s->busy; p; p = p->busy_next) {
+        char *base = (char *)p + s->hdr_bytes;
+        for (size_t i = 0; i < p->carved; i++)
+            if (p->live[i / 64] >> (i % 64) & 1)
+                fn(base + i * s->obj_size, arg);
+    }
+    if (--s->walks || !s->drained)
+        return;
+    for (struct tg__slab_page *p = s->busy, *next; p && s->drained; p = next) {
+        next = p->busy_next;
+        if (!p->used) {
+            s->drained--;
+            slab_release(s, p);
+        }
+    }
+}
+
+void *tg__slab_first(const tg__slab *s)
+{
+    for (const struct tg__slab_page *p = s->busy; p; p = p->busy_next)
+        for (size_t i = 0; i < p->carved; i++)
+            if (p->live[i / 64] >> (i % 64) & 1)
+                return (char *)p + s->hdr_bytes + i * s->obj_size;
+    return NULL;
 }
 
 void tg__slab_cleanup(tg__slab *s)
@@ -172,11 +254,12 @@ void tg__slab_cleanup(tg__slab *s)
         abort();
     }
 #endif
-    while (s->avail) {
-        struct tg__slab_page *p = s->avail;
-        avail_remove(s, p);
+    while (s->busy) {
+        struct tg__slab_page *p = s->busy;
+        busy_remove(s, p);
         slab_unmap(s, p);
     }
+    s->avail = NULL;
     if (s->empty)
         slab_unmap(s, s->empty);
     s->empty = NULL;

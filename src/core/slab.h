@@ -10,10 +10,14 @@
  *
  * Layout: a slab is TG__SLAB_BYTES (64 KiB) from mmap, aligned to its size, so an object's
  * slab is its address rounded down. The slab's header (its freelist, how many are in use,
- * its place in the pool's list of slabs with room) sits in its first bytes, the objects
- * follow. A get takes from the first slab with room (the one a put last gave room to), a put
- * goes back to its own slab; a slab whose objects are all free goes back to the system,
- * except one kept empty so a pool hovering at a slab's boundary does not map and unmap.
+ * a bit per object saying which are in use, its places in the pool's lists) sits in its
+ * first bytes, the objects follow. A get takes from the first slab with room (the one a put
+ * last gave room to), a put goes back to its own slab; a slab whose objects are all free goes
+ * back to the system, except one kept empty so a pool hovering at a slab's boundary does not
+ * map and unmap.
+ *
+ * Walk: tg__slab_each visits every object in use, so a caller needs no list of its own
+ * through the objects (tgproxy's connections: 16 bytes each, issue 30).
  *
  * Stats: in_use, slabs (mapped now), maps (mmap calls so far).
  *
@@ -37,19 +41,32 @@ struct tg__slab_page;
 typedef struct tg__slab {
     struct tg__slab_page *avail; /* slabs with a free object, most recently given room first */
     struct tg__slab_page *empty; /* the one empty slab kept, or NULL */
-    size_t obj_size;             /* rounded up to 16 */
+    struct tg__slab_page *busy;  /* every slab with an object in use (and, during a walk,
+                                    the ones it emptied) */
+    size_t obj_size;             /* rounded up to 8 */
     size_t per_slab;             /* objects per slab */
+    size_t hdr_bytes;            /* the header with its bits, rounded up to 16 */
     size_t in_use, slabs;
     uint64_t maps;
+    uint32_t walks;   /* tg__slab_each calls running (nested ones count) */
+    uint32_t drained; /* slabs emptied during a walk, released when the last one ends */
 } tg__slab;
 
 /* obj_size 1 .. TG__SLAB_BYTES / 4. Maps nothing yet. */
 void tg__slab_init(tg__slab *s, size_t obj_size);
 /* Unmaps every slab. NULL-safe. */
 void tg__slab_cleanup(tg__slab *s);
-/* An object of obj_size bytes (contents undefined, 16-byte aligned), or NULL (no memory). */
+/* An object of obj_size bytes (contents undefined, 8-byte aligned), or NULL (no memory). */
 void *tg__slab_get(tg__slab *s);
 /* Give an object back; NULL is a no-op. */
 void tg__slab_put(tg__slab *s, void *obj);
+/* Call fn(obj, arg) for every object in use, slab by slab in address order within a slab.
+   fn may put any object (obj too) and get new ones: an object put before the walk reaches it
+   is not visited, one got during the walk may or may not be. No slab is unmapped while a
+   walk runs (an emptied one is released when the outermost walk ends), so fn may close
+   whatever it likes. */
+void tg__slab_each(tg__slab *s, void (*fn)(void *obj, void *arg), void *arg);
+/* The first object in use in tg__slab_each's order, or NULL when none is. */
+void *tg__slab_first(const tg__slab *s);
 
 #endif

@@ -57,20 +57,24 @@ static void secret_limit_hit(struct conn *c)
         stats_add(&c->w->sec[slot], limits_hit, 1);
 }
 
+static void fold_one(void *obj, void *arg)
+{
+    struct conn *c = obj;
+    struct conn_worker *w = arg;
+    if (c->adm.limit_held && quota_fold(c)) {
+        stats_add(&w->stats, limit_quota, 1);
+        secret_limit_hit(c);
+        conn_close(c, END_QUOTA);
+    }
+}
+
 /* Once a second while some secret has a quota: fold every relay's bytes (one atomic add per
    connection and second, none per read) and end the relays of secrets whose quota is spent. */
 static void on_limits_tick(struct loop *l, struct loop_timer *t)
 {
     struct conn_worker *w =
         (struct conn_worker *)(void *)((char *)t - offsetof(struct conn_worker, admit.tick));
-    for (struct conn *c = w->conns, *next; c; c = next) {
-        next = c->next;
-        if (c->adm.limit_held && quota_fold(c)) {
-            stats_add(&w->stats, limit_quota, 1);
-            secret_limit_hit(c);
-            conn_close(c, END_QUOTA);
-        }
-    }
+    tg__slab_each(&w->conn_slab, fold_one, w);
     loop_timer_start(l, &w->admit.tq, &w->admit.tick, on_limits_tick);
 }
 

@@ -188,12 +188,6 @@ void conn_close(struct conn *c, enum conn_end why)
         tg__pool_put(&w->recrypt_pool, c->rx);
         c->rx = NULL;
     }
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
     __atomic_sub_fetch(&w->sh->active, 1, __ATOMIC_RELAXED);
     gen_unref(c->gen);
     c->tqs->users--; /* a set no longer used is released at a later accept (conn_tqs_sweep) */
@@ -205,18 +199,21 @@ void conn_close(struct conn *c, enum conn_end why)
     stats_sub(&w->stats, active, 1);
 }
 
+static void revoke_one(void *obj, void *arg)
+{
+    struct conn *c = obj;
+    const uint64_t *rev = arg;
+    if (c->secret >= c->gen->cfg->nsecrets || c->state == CONN_FRONT_CONNECT ||
+        c->state == CONN_FRONT_RELAY || c->state == CONN_DISCARD)
+        return; /* not authenticated, or fronted: nothing of the secret's to end */
+    uint32_t slot = c->gen->slot[c->secret];
+    if (slot < GEN_LABELS_MAX && c->gen->seq < __atomic_load_n(&rev[slot], __ATOMIC_ACQUIRE))
+        conn_close(c, END_REVOKED);
+}
+
 void conn_worker_revoke_sweep(struct conn_worker *w)
 {
-    const uint64_t *rev = w->sh->revoked;
-    for (struct conn *c = w->conns, *next; c; c = next) {
-        next = c->next;
-        if (c->secret >= c->gen->cfg->nsecrets || c->state == CONN_FRONT_CONNECT ||
-            c->state == CONN_FRONT_RELAY || c->state == CONN_DISCARD)
-            continue; /* not authenticated, or fronted: nothing of the secret's to end */
-        uint32_t slot = c->gen->slot[c->secret];
-        if (slot < GEN_LABELS_MAX && c->gen->seq < __atomic_load_n(&rev[slot], __ATOMIC_ACQUIRE))
-            conn_close(c, END_REVOKED);
-    }
+    tg__slab_each(&w->conn_slab, revoke_one, w->sh->revoked);
 }
 
 void conn_accept(struct conn_worker *w, int fd)
@@ -269,10 +266,6 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
     }
     gen_ref(c->gen);
     c->tqs->users++;
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
     stats_add(&w->stats, accepted, 1);
     stats_add(&w->stats, active, 1);
     loop_timer_start(&w->loop, &c->tqs->silent, &c->timer, on_timer);

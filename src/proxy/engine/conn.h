@@ -119,10 +119,10 @@ struct conn_worker {
     struct admit_worker admit;           /* admission.c's: the quota tick (limits.h) */
     struct gen *gen;                     /* the generation new connections get (a reference) */
     uint64_t gen_seq;                    /* gen->seq */
-    struct conn *conns;                  /* every open connection, for shutdown */
     struct conn_shared *sh;              /* shared; only sh->active is written */
     tg__ratelimit rl;                    /* debug lines the network can trigger */
-    tg__slab conn_slab;                  /* struct conn storage (dense, apart from buffers) */
+    tg__slab conn_slab; /* struct conn storage (dense, apart from buffers); walked for every
+                           open connection (revocation, quotas, shutdown) */
     tg__pool hs_pool;                    /* struct conn_hs: connections in their handshake */
     tg__pool recrypt_pool;               /* struct conn_recrypt: connections without fast mode */
     tg__pool shape_pool;                 /* struct conn_shape: shaped FakeTLS relays */

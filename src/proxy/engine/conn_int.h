@@ -54,8 +54,8 @@
  * the next byte re-keys them at their position), so an idle connection holds neither buffers nor
  * cipher heap.
  *
- * Ownership: a conn belongs to its worker (listed in worker->conns) and is freed by
- * conn_close(). Thread-safety: a conn and its worker are touched by the worker thread only.
+ * Ownership: a conn belongs to its worker (an object of worker->conn_slab: a walk of the
+ * slab visits every open connection) and is freed by conn_close(). Thread-safety: a conn and its worker are touched by the worker thread only.
  */
 #ifndef TGPROXY_CONN_INT_H
 #define TGPROXY_CONN_INT_H
@@ -125,7 +125,7 @@ struct conn_hs {
 struct conn {
 #if TGKIT_CHECKS
     uint32_t magic; /* CONN_MAGIC while live (conn_check); first, so that it stays readable
-                       in a freed slab object (AddressSanitizer poisons all but its first 16
+                       in a freed slab object (AddressSanitizer poisons all but its first 8
                        bytes, which hold the slab's free link: a second close fails here) */
 #endif
     struct loop_io cli;     /* registration of the client socket */
@@ -136,7 +136,6 @@ struct conn {
     struct conn_worker *w;
     struct gen *gen;      /* the generation accepted under (a reference, dropped at close) */
     struct conn_tqs *tqs; /* its deadline queues (counted in tqs->users) */
-    struct conn *prev, *next;
     uint64_t start_ms;
     uint64_t bytes_up, bytes_down; /* in the counters as they are read (conn_count_bytes) */
     /* loop.now_ms's low 32 bits: only differences from now are taken (conn_ms_since), and

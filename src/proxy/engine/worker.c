@@ -442,12 +442,17 @@ int conn_worker_init(struct conn_worker *w, struct conn_shared *sh)
     return 0;
 }
 
+static void close_one(void *obj, void *arg)
+{
+    (void)arg;
+    conn_close(obj, END_SHUTDOWN);
+}
+
 void conn_worker_cleanup(struct conn_worker *w)
 {
     if (!w || !w->sh)
         return;
-    while (w->conns)
-        conn_close(w->conns, END_SHUTDOWN);
+    tg__slab_each(&w->conn_slab, close_one, NULL);
     if (w->mp) /* after the connections: their clients are detached by now */
         pool_free(pool_of(w->mp));
     w->mp = NULL;

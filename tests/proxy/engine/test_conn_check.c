@@ -1,6 +1,6 @@
 /*
  * conn_check (TGKIT_CHECKS: Debug and sanitizer builds, conn_int.h): a connection closed
- * twice is caught at the second conn_close, before it touches the worker's list or its
+ * twice is caught at the second conn_close, before it touches the worker's slab or its
  * pools again (the kind of bug a4a408c fixed: a pooled connection closed twice). A real
  * worker with a real accepted socket runs in a child process, which must abort with the
  * check's message. In a release build the check is compiled out: the test says so and
@@ -33,7 +33,7 @@ static void close_twice(void *arg)
     if (sfd < 0)
         _exit(3);
     conn_accept(&w, sfd);
-    struct conn *c = w.conns;
+    struct conn *c = tg__slab_first(&w.conn_slab); /* the only one */
     if (!c)
         _exit(4);
     conn_close(c, END_EOF);

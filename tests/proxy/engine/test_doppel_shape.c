@@ -561,7 +561,7 @@ static size_t exchange(struct env *e, uint32_t seed, size_t len, struct rec *r, 
     assert_int_equal(pcli_send(&e->c, msg, len), 0);
     size_t got = 0, n = 0;
     for (int i = 0; i < 20000 && got < len; i++) {
-        struct conn *c = e->w.conns;
+        struct conn *c = tg__slab_first(&e->w.conn_slab); /* the only one */
         bool held = c && c->shape && loop_timer_active(&c->shape->s.timer);
         if (held)
             __atomic_add_fetch(&e->now, 1, __ATOMIC_RELEASE);
