@@ -220,22 +220,24 @@ static void fe_from_bytes(fe *h, const uint8_t in[32])
  * a = x, b = p, until a = 0; then b = gcd(x, p), which is 1 unless p divides x.
  *
  * Most steps run on 64-bit stand-ins for the 256-bit values (Pornin's optimised binary
- * GCD): a~ is the top 33 bits of a at the position of the longer value's top bit, then
- * a's low 31 bits; b~ likewise. The low bits decide parity and carry the sign rules
- * exactly (31 - h bits of them are exact after h halvings, and a round stops at
- * JAC_HALVINGS = 28, so the 3 bits the (2 / b) rule needs are always exact). The top bits
- * decide which value is larger; a~ is within 2^31 of a / 2^(n - 64) and stays so (a
+ * GCD): a~ is the top 31 bits of a at the position of the longer value's top bit, then
+ * a's low 33 bits (JAC_LOW); b~ likewise. The low bits decide parity and carry the sign
+ * rules exactly (33 - h of them are exact after h halvings, and a round stops at
+ * JAC_HALVINGS = 30, so the 3 bits the (2 / b) rule needs are always exact). The top bits
+ * decide which value is larger; a~ is within 2^33 of a / 2^(n - 64) and stays so (a
  * subtraction adds two such errors, the halving that always follows one halves it), so
- * |a~ - b~| >= 2^32 decides a < b exactly and a closer pair ends the round early. Every
+ * |a~ - b~| >= 2^34 decides a < b exactly and a closer pair ends the round early. Every
  * decision is therefore the one the full-width algorithm makes, the values never go
  * negative, and the plain rules above hold throughout. A round collects the steps as a 2x2
- * matrix of signed coefficients (each at most 2^h) and applies it to the full values once.
+ * matrix of signed coefficients (each at most 2^h <= 2^30, two packed to a word) and
+ * applies it to the full values once.
  * A pair too close to decide at a round's start takes one full-width step. Once both
  * values fit in one word, the rest runs on them exactly. Branch-free steps; it branches on
  * x only per round, which is fine: the candidates are public random values (keyshare.h).
  */
-#define JAC_HALVINGS 28
-#define JAC_CLOSE    (UINT64_C(1) << 32)
+#define JAC_LOW      33                             /* low bits of a stand-in; 31 top bits */
+#define JAC_HALVINGS (JAC_LOW - 3)                  /* a round's halvings */
+#define JAC_CLOSE    (UINT64_C(1) << (JAC_LOW + 1)) /* two stand-ins' errors together */
 
 /* The sign is kept in bit 1 of t (other bits are don't-care): a swap of a and b, both odd,
    flips it when both are 3 (mod 4), i.e. t ^= a & b; taking k factors of two out of a flips
@@ -250,22 +252,24 @@ static inline unsigned ctz64(uint64_t x)
     return (unsigned)__builtin_ctzll(x);
 }
 
-static unsigned bitlen4(const uint64_t a[4])
+/* the bit length of the longer of a and b */
+static unsigned bitlen_max(const uint64_t a[4], const uint64_t b[4])
 {
     for (int i = 3; i >= 0; i--)
-        if (a[i])
-            return 64 * (unsigned)i + 64 - (unsigned)__builtin_clzll(a[i]);
+        if (a[i] | b[i])
+            return 64 * (unsigned)i + 64 - (unsigned)__builtin_clzll(a[i] | b[i]);
     return 0;
 }
 
-/* bits [s, s + 33) of a (a < 2^(s + 33)) */
-static uint64_t top33(const uint64_t a[4], unsigned s)
+/* a's stand-in: bits [s, s + 64 - JAC_LOW) of a (a < 2^(s + 64 - JAC_LOW)), then its low
+   JAC_LOW bits */
+static uint64_t stand_in(const uint64_t a[4], unsigned s)
 {
     unsigned i = s / 64, o = s % 64;
     uint64_t v = a[i] >> o;
     if (o && i < 3)
         v |= a[i + 1] << (64 - o);
-    return v;
+    return v << JAC_LOW | (a[0] & ((UINT64_C(1) << JAC_LOW) - 1));
 }
 
 /* (a, b) = ((fa a + ga b) / 2^h, (fb a + gb b) / 2^h), both known to be non-negative
@@ -322,7 +326,7 @@ static uint64_t jac_wide_step(uint64_t a[4], uint64_t b[4])
 
 /* A row of the round's matrix, (f, g) packed as f + g 2^32 in one int64: the steps only
    add, subtract, negate and double rows, which the packed form does exactly while
-   |f|, |g| <= 2^28 (they stay below 2^h). */
+   |f|, |g| < 2^31 (they stay at most 2^h <= 2^30). */
 static void row_unpack(int64_t r, int64_t *f, int64_t *g)
 {
     *f = (int32_t)(uint32_t)(uint64_t)r;
@@ -335,16 +339,13 @@ static int legendre_p(const uint64_t x[4])
     uint64_t b[4] = {~UINT64_C(0) - 18, ~UINT64_C(0), ~UINT64_C(0), ~UINT64_C(0) >> 1};
     uint64_t t = 0; /* bit 1: the sign */
     for (;;) {
-        unsigned na = bitlen4(a), n = bitlen4(b);
-        if (na > n)
-            n = na;
+        unsigned n = bitlen_max(a, b);
         if (n <= 64)
             break;
-        if (na == 0)
+        if ((a[0] | a[1] | a[2] | a[3]) == 0)
             return 0; /* p divides x: b = gcd(x, p) > 1 */
-        uint64_t lo = (UINT64_C(1) << 31) - 1;
-        uint64_t as = top33(a, n - 33) << 31 | (a[0] & lo);
-        uint64_t bs = top33(b, n - 33) << 31 | (b[0] & lo);
+        uint64_t as = stand_in(a, n - (64 - JAC_LOW));
+        uint64_t bs = stand_in(b, n - (64 - JAC_LOW));
         /* as 2^h = fa a + ga b and bs 2^h = fb a + gb b, rows packed (row_unpack) */
         int64_t ra = 1, rb = (int64_t)1 << 32;
         unsigned h = 0, k;
