@@ -379,6 +379,14 @@ void relay_start(struct conn *c)
     c->cli.cb = relay_on_client;
     c->uio.io.cb = relay_on_upstream;
     conn_touch(c);
-    /* send what was queued for the upstream (header, early bytes), then read both sides */
-    on_io(c, &c->uio.io, LOOP_WRITE); /* settles interest on both sockets (c may be gone) */
+    /* send what was queued for the upstream (header, early bytes), then settle interest on
+       both sockets. The client is not read here: the handshake read it until a read came
+       back short (or turned its READ interest off with bytes waiting), so a read now finds
+       nothing but EAGAIN, and epoll reports whatever it sends next (issue 30) */
+    int rc = flush(c, DIR_UP);
+    if (rc < 0) {
+        conn_relay_event(c, RELAY_EV_RESET); /* c is gone */
+        return;
+    }
+    settle(c, NULL); /* c may be gone */
 }
