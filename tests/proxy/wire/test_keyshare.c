@@ -372,6 +372,15 @@ static void le_from_bn(const BIGNUM *v, uint8_t z[32])
     assert_int_equal(BN_bn2lebinpad(v, z, 32), 32);
 }
 
+/* 32 pseudo-random bytes (all 256 bits) from the test's fixed-seed generator */
+static void random_z(uint64_t *rng, uint8_t z[32])
+{
+    for (int j = 0; j < 4; j++) {
+        uint64_t w = tgtest_xorshift64(rng);
+        memcpy(z + 8 * j, &w, 8);
+    }
+}
+
 static void expect_legendre(const uint8_t z[32])
 {
     int got = keyshare_legendre(z), want = keyshare_legendre_euler(z);
@@ -394,10 +403,7 @@ static void test_euler_reference_matches_kronecker(void **state)
     BIGNUM *v = BN_new();
     for (int i = 0; i < 2000; i++) {
         uint8_t z[32];
-        for (int j = 0; j < 4; j++) {
-            uint64_t w = tgtest_xorshift64(&rng);
-            memcpy(z + 8 * j, &w, 8);
-        }
+        random_z(&rng, z);
         if (i < 20)
             memset(z + 1, 0, 31); /* small values too */
         assert_non_null(BN_lebin2bn(z, 32, v));
@@ -421,10 +427,7 @@ static void test_legendre_known_squares(void **state)
     uint64_t rng = 0x13198a2e03707344u;
     for (int i = 0; i < 3000; i++) {
         uint8_t z[32];
-        for (int j = 0; j < 4; j++) {
-            uint64_t w = tgtest_xorshift64(&rng);
-            memcpy(z + 8 * j, &w, 8);
-        }
+        random_z(&rng, z);
         if (i < 64)
             memset(z + 1 + i % 31, 0, 31 - i % 31); /* small r: small squares */
         assert_non_null(BN_lebin2bn(z, 32, r));
@@ -564,10 +567,7 @@ static void test_legendre_matches_euler(void **state)
     int squares = 0;
     for (int i = 0; i < 1000000; i++) {
         uint8_t z[32];
-        for (int j = 0; j < 4; j++) {
-            uint64_t w = tgtest_xorshift64(&rng);
-            memcpy(z + 8 * j, &w, 8);
-        }
+        random_z(&rng, z);
         if (i & 1)
             z[31] &= 0x7f;
         int got = keyshare_legendre(z);
