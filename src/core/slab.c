@@ -36,9 +36,9 @@
 #define SLAB_MAGIC 0x736c6162u /* "slab" */
 
 struct tg__slab_page {
-    void *free; /* freelist of returned objects (link in their first word) */
-    tg__slab *owner;
-    struct tg__slab_page *prev, *next;           /* in owner->avail */
+    struct tg__slab_hdr h;             /* first: tg__slab_owner reads it */
+    void *free;                        /* freelist of returned objects (link in their first word) */
+    struct tg__slab_page *prev, *next; /* in owner->avail */
     struct tg__slab_page *busy_prev, *busy_next; /* in owner->busy */
     uint32_t used, carved;
     uint32_t magic;
@@ -82,7 +82,7 @@ static struct tg__slab_page *slab_map(tg__slab *s)
     if (a + TG__SLAB_BYTES < m + n)
         munmap(a + TG__SLAB_BYTES, (size_t)(m + n - (a + TG__SLAB_BYTES)));
     struct tg__slab_page *p = (struct tg__slab_page *)(void *)a;
-    *p = (struct tg__slab_page){.owner = s, .magic = SLAB_MAGIC};
+    *p = (struct tg__slab_page){.h.owner = s, .magic = SLAB_MAGIC};
     memset(p->live, 0, s->hdr_bytes - offsetof(struct tg__slab_page, live));
     POISON(a + s->hdr_bytes, TG__SLAB_BYTES - s->hdr_bytes);
     s->slabs++;
@@ -190,7 +190,7 @@ void tg__slab_put(tg__slab *s, void *obj)
     size_t i = obj_index(s, p, obj);
 #if TGKIT_CHECKS
     size_t off = (size_t)((char *)obj - (char *)p);
-    if (p->magic != SLAB_MAGIC || p->owner != s || off < s->hdr_bytes ||
+    if (p->magic != SLAB_MAGIC || p->h.owner != s || off < s->hdr_bytes ||
         (off - s->hdr_bytes) % s->obj_size || i >= p->carved)
         slab_fail(s, obj, "not an object of this pool");
     if (!(p->live[i / 64] >> (i % 64) & 1))

@@ -52,6 +52,11 @@ typedef struct tg__slab {
     uint32_t drained; /* slabs emptied during a walk, released when the last one ends */
 } tg__slab;
 
+/* The start of every slab's header (slab.c): the pool the slab belongs to. */
+struct tg__slab_hdr {
+    struct tg__slab *owner;
+};
+
 /* obj_size 1 .. TG__SLAB_BYTES / 4. Maps nothing yet. */
 void tg__slab_init(tg__slab *s, size_t obj_size);
 /* Unmaps every slab. NULL-safe. */
@@ -68,5 +73,12 @@ void tg__slab_put(tg__slab *s, void *obj);
 void tg__slab_each(tg__slab *s, void (*fn)(void *obj, void *arg), void *arg);
 /* The first object in use in tg__slab_each's order, or NULL when none is. */
 void *tg__slab_first(const tg__slab *s);
+/* The pool obj (an object in use) came from, read from its slab's header: an owner need not
+   be stored in each object (tgproxy's connections: conn_w). */
+static inline tg__slab *tg__slab_owner(const void *obj)
+{
+    uintptr_t slab = (uintptr_t)obj & ~(uintptr_t)(TG__SLAB_BYTES - 1);
+    return ((const struct tg__slab_hdr *)slab)->owner;
+}
 
 #endif

@@ -33,7 +33,7 @@ static struct fleet_secret fleet_sec(const struct conn *c)
     uint32_t slot = c->secret < g->cfg->nsecrets ? g->slot[c->secret] : GEN_NO_SLOT;
     return (struct fleet_secret){
         .slot = slot,
-        .label = slot != GEN_NO_SLOT ? gen_labels_name(&c->w->sh->labels, slot) : NULL,
+        .label = slot != GEN_NO_SLOT ? gen_labels_name(&conn_w(c)->sh->labels, slot) : NULL,
         .lim = c->secret < g->cfg->nsecrets ? &g->cfg->secrets[c->secret].limits : NULL};
 }
 
@@ -44,7 +44,7 @@ static bool quota_fold(struct conn *c)
     uint64_t total = c->bytes_up + c->bytes_down, delta = total - c->adm.quota_folded;
     c->adm.quota_folded = total;
     struct fleet_secret fs = fleet_sec(c);
-    bool fleet_spent = fleet_charge(c->w->fleet, &fs, delta);
+    bool fleet_spent = fleet_charge(conn_w(c)->fleet, &fs, delta);
     return limits_charge(c->gen->limits, c->secret, delta, tg__wall_s()) || fleet_spent;
 }
 
@@ -53,8 +53,8 @@ static bool quota_fold(struct conn *c)
 static void secret_limit_hit(struct conn *c)
 {
     uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
-    if (slot < c->w->nsec)
-        stats_add(&c->w->sec[slot], limits_hit, 1);
+    if (slot < conn_w(c)->nsec)
+        stats_add(&conn_w(c)->sec[slot], limits_hit, 1);
 }
 
 static void fold_one(void *obj, void *arg)
@@ -80,14 +80,14 @@ static void on_limits_tick(struct loop *l, struct loop_timer *t)
 
 bool admit_replayed(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
 {
-    struct antireplay *ar = c->w->sh->replay;
-    uint64_t now_s = c->w->loop.now_ms / 1000, total = 0;
+    struct antireplay *ar = conn_w(c)->sh->replay;
+    uint64_t now_s = conn_w(c)->loop.now_ms / 1000, total = 0;
     bool early = false;
     if (!ar)
         return false;
     bool seen = antireplay_insert(ar, kind, key, n, now_s, &early);
     if (early) {
-        stats_add(&c->w->stats, replay_early_evictions, 1);
+        stats_add(&conn_w(c)->stats, replay_early_evictions, 1);
         if (antireplay_warn_due(ar, now_s, &total))
             tg__log(NULL, TG__LOG_WARN,
                     "anti-replay: cache full, %llu handshake(s) forgotten so far before their "
@@ -111,16 +111,16 @@ static bool over_limit(struct conn *c)
         c->adm.limit_held = true;
         return false;
     case LIMITS_EXPIRED:
-        stats_add(&c->w->stats, limit_expired, 1);
+        stats_add(&conn_w(c)->stats, limit_expired, 1);
         break;
     case LIMITS_CONNECTIONS:
-        stats_add(&c->w->stats, limit_connections, 1);
+        stats_add(&conn_w(c)->stats, limit_connections, 1);
         break;
     case LIMITS_UNIQUE_IPS:
-        stats_add(&c->w->stats, limit_unique_ips, 1);
+        stats_add(&conn_w(c)->stats, limit_unique_ips, 1);
         break;
     case LIMITS_QUOTA:
-        stats_add(&c->w->stats, limit_quota, 1);
+        stats_add(&conn_w(c)->stats, limit_quota, 1);
         break;
     }
     secret_limit_hit(c);
@@ -139,7 +139,7 @@ static void fleet_admitted(struct conn *c)
    pending; false when c goes on at once (no fleet, or decided locally: Redis is away). */
 static bool fleet_ask(struct conn *c, enum antireplay_kind kind, const uint8_t *key, size_t n)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     bool replay = w->sh->replay != NULL;
     uint8_t ip[16];
     struct fleet_query q = {
@@ -170,7 +170,7 @@ static void limit_give_back(struct conn *c)
    slot (conn.c fronts it like any failed handshake). */
 static void fleet_refused(struct conn *c, enum fleet_verdict v)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     if (v == FLEET_CONNECTIONS)
         stats_add(&w->stats, limit_connections, 1);
     else if (v == FLEET_UNIQUE_IPS)
@@ -214,14 +214,14 @@ enum admit_verdict admit_hello(struct conn *c, uint32_t secret, enum antireplay_
 
 void admit_cancel(struct conn *c)
 {
-    fleet_cancel(c->w->fleet, c->hs->chk.fleet_ticket);
+    fleet_cancel(conn_w(c)->fleet, c->hs->chk.fleet_ticket);
     c->hs->chk.fleet_ticket = FLEET_NONE;
     limit_give_back(c);
 }
 
 void admit_release(struct conn *c)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     if (c->adm.limit_held)
         quota_fold(c);
     if (c->adm.limit_held)

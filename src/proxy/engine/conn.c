@@ -80,11 +80,11 @@ static void hs_release(struct conn *c)
     if (!h)
         return;
     upstream_cancel(&h->up); /* idle by now unless closing mid-connect: no-op then */
-    conn_buf_put(c->w, h->buf);
+    conn_buf_put(conn_w(c), h->buf);
     c->uio.req = NULL;
     c->hs = NULL;
-    tg__pool_put(&c->w->hs_pool, h);
-    conn_pools_note(c->w);
+    tg__pool_put(&conn_w(c)->hs_pool, h);
+    conn_pools_note(conn_w(c));
 }
 
 /* Every state change: checked before (c is live) and after (the new state's invariants).
@@ -118,8 +118,8 @@ static void log_end(const struct conn *c)
     tg__log(NULL, TG__LOG_INFO,
             "conn end: reason=%s dc=%d secret=%s dur_ms=%llu up=%llu down=%llu mode=%s",
             conn_end_name((enum conn_end)c->end), c->dc, label_of(c),
-            (unsigned long long)(c->w->loop.now_ms - c->start_ms), (unsigned long long)c->bytes_up,
-            (unsigned long long)c->bytes_down,
+            (unsigned long long)(conn_w(c)->loop.now_ms - c->start_ms),
+            (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down,
             c->state == CONN_FRONT_RELAY || c->state == CONN_FRONT_CONNECT || c->early_up
                 ? "fronted"
             : c->tls ? "tls"
@@ -143,7 +143,7 @@ static_assert(STATS_END_INDEX(END_COUNT - 1) + 1 == STATS_COUNT,
    in the counters as they were read: conn_count_bytes). */
 static void stats_close(struct conn *c)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     if (c->end != END_NONE)
         stats_add_at(&w->stats, STATS_END_INDEX(c->end), 1);
     if (c->state == CONN_FRONT_RELAY)
@@ -157,7 +157,7 @@ static void stats_close(struct conn *c)
 void conn_close(struct conn *c, enum conn_end why)
 {
     conn_check(c); /* a second close of the same connection stops here */
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     if (c->end == END_NONE || why == END_SHUTDOWN)
         c->end = (uint8_t)why;
     log_end(c);
@@ -239,7 +239,6 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
     }
     memset(c, 0, sizeof *c);
     memset(h, 0, sizeof *h);
-    c->w = w;
     c->hs = h;
     c->cfd = fd;
     c->ufd = -1;
@@ -278,13 +277,13 @@ void conn_accept_peer(struct conn_worker *w, int fd, const struct sockaddr *peer
 /* A failed client handshake: counted in the total and under its one reason. */
 void conn_hs_failed(struct conn *c, size_t reason)
 {
-    stats_add(&c->w->stats, handshake_bad, 1);
-    stats_add_at(&c->w->stats, reason, 1);
+    stats_add(&conn_w(c)->stats, handshake_bad, 1);
+    stats_add_at(&conn_w(c)->stats, reason, 1);
     /* the secret's own count, when its key matched (the hello or header named it) */
     uint32_t slot = c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret] : GEN_NO_SLOT;
-    if (slot >= c->w->nsec)
+    if (slot >= conn_w(c)->nsec)
         return;
-    struct stats_secret *s = &c->w->sec[slot];
+    struct stats_secret *s = &conn_w(c)->sec[slot];
     if (reason == HS_REASON(hs_stale))
         stats_add(s, hs_stale, 1);
     else if (reason == HS_REASON(hs_replay))
@@ -297,7 +296,7 @@ void conn_hs_failed(struct conn *c, size_t reason)
 
 void conn_hs_debug(struct conn *c, const char *what, const char *why)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     if (tg__log_enabled(NULL, TG__LOG_DEBUG) && tg__ratelimit_allow(&w->rl, w->loop.now_ms))
         tg__log(NULL, TG__LOG_DEBUG, "handshake: %s: %s (after %u bytes)", what, why,
                 c->hs ? (unsigned)c->hs->len : 0u);
@@ -332,7 +331,7 @@ static void early_drop(struct conn *c)
     upstream_cancel(&c->hs->up); /* still connecting */
     if (c->ufd < 0)
         return;
-    loop_io_del(&c->w->loop, &c->uio.io);
+    loop_io_del(&conn_w(c)->loop, &c->uio.io);
     close(c->ufd);
     c->ufd = -1;
     c->early_up = false;
@@ -351,7 +350,7 @@ static void on_early_up(struct loop *l, struct loop_io *io, unsigned events)
     if (n > 0) {
         /* The site spoke: its bytes wait in its socket until the client is fronted (or
            dropped with the early connection). */
-        loop_io_del(&c->w->loop, &c->uio.io);
+        loop_io_del(&conn_w(c)->loop, &c->uio.io);
         if (c->state == CONN_HELLO) {
             c->site_spoke = true;
             on_hs_client(l, &c->cli, LOOP_READ); /* the client's queued bytes, then decide */
@@ -384,8 +383,8 @@ static void early_front(struct conn *c)
 {
     if (c->ufd < 0 && !upstream_busy(&c->hs->up) && !c->early_tried) {
         c->early_tried = true;
-        if (upstream_front(&c->hs->up, c->w, c->secret, UPSTREAM_EARLY, on_upstream) == 0)
-            stats_add(&c->w->stats, front_early, 1);
+        if (upstream_front(&c->hs->up, conn_w(c), c->secret, UPSTREAM_EARLY, on_upstream) == 0)
+            stats_add(&conn_w(c)->stats, front_early, 1);
     }
     early_push(c);
 }
@@ -406,7 +405,7 @@ static void front(struct conn *c, bool deadline)
 {
     crypto_ctr_cleanup(&c->c2p); /* a failed obfs2 parse leaves it unspecified */
     if (c->gen->cfg->fronting.proxy_protocol && !c->hs->buf)
-        c->hs->buf = conn_buf_get(c->w); /* a silent client still gets its PROXY header sent */
+        c->hs->buf = conn_buf_get(conn_w(c)); /* a silent client still gets its PROXY header sent */
     if (c->gen->cfg->fronting.proxy_protocol && c->hs->buf) {
         uint8_t hdr[HS_HEADROOM];
         size_t k = conn_pp_build(&c->hs->pp, c->cfd, hdr); /* the buffer always keeps this room */
@@ -426,8 +425,8 @@ static void front(struct conn *c, bool deadline)
     c->hs->buf = NULL;
     c->hs->len = 0;
     if (u->off == u->len)
-        conn_dir_put(c->w, u);
-    loop_io_set(&c->w->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
+        conn_dir_put(conn_w(c), u);
+    loop_io_set(&conn_w(c)->loop, &c->cli, 0); /* the kernel buffers the client meanwhile */
     if (c->early_up) {                    /* connected early (early_front) */
         conn_enter(c, CONN_FRONT_CONNECT);
         upstream_ready(c);
@@ -438,17 +437,17 @@ static void front(struct conn *c, bool deadline)
         upstream_promote(&c->hs->up);
         return;
     }
-    if (upstream_front(&c->hs->up, c->w, c->secret, 0, on_upstream) == 0) {
+    if (upstream_front(&c->hs->up, conn_w(c), c->secret, 0, on_upstream) == 0) {
         front_connecting(c);
         return;
     }
-    conn_dir_put(c->w, u);
+    conn_dir_put(conn_w(c), u);
     if (deadline) {
         conn_close(c, END_HS_TIMEOUT);
         return;
     }
     conn_enter(c, CONN_DISCARD);
-    loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
+    loop_io_set(&conn_w(c)->loop, &c->cli, LOOP_READ);
 }
 
 /* No fronting target after all (the lookup gave no address): read and discard until the
@@ -456,10 +455,10 @@ static void front(struct conn *c, bool deadline)
 static void front_unavailable(struct conn *c)
 {
     struct relay_dir *u = &c->dir[DIR_UP];
-    conn_dir_put(c->w, u);
+    conn_dir_put(conn_w(c), u);
     conn_enter(c, CONN_DISCARD);
-    loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
-    loop_timer_start(&c->w->loop, &c->tqs->handshake, &c->timer, on_timer);
+    loop_io_set(&conn_w(c)->loop, &c->cli, LOOP_READ);
+    loop_timer_start(&conn_w(c)->loop, &c->tqs->handshake, &c->timer, on_timer);
 }
 
 /* c's DC counters: its DC's slot (the test DCs count as other ids unless test-dcs was on at
@@ -467,9 +466,9 @@ static void front_unavailable(struct conn *c)
 static struct stats_dc *dc_stats(struct conn *c)
 {
     size_t slot = stats_dc_slot(c->dc);
-    if (stats_dc_id(slot) > 10000 && !c->w->sh->cfg->use_test_dcs)
+    if (stats_dc_id(slot) > 10000 && !conn_w(c)->sh->cfg->use_test_dcs)
         slot = STATS_DC_OTHER;
-    return &c->w->dcs[slot];
+    return &conn_w(c)->dcs[slot];
 }
 
 static_assert(UPSTREAM_WHY_COUNT - 1 == STATS_DC_FAIL_COUNT,
@@ -480,7 +479,7 @@ static_assert(UPSTREAM_WHY_COUNT - 1 == STATS_DC_FAIL_COUNT,
 static void dc_failed(struct conn *c, int result)
 {
     size_t why = c->hs->up.why ? (size_t)c->hs->up.why - 1 : (size_t)UPSTREAM_WHY_ERROR - 1;
-    stats_add(&c->w->stats, dc_connect_fail, 1);
+    stats_add(&conn_w(c)->stats, dc_connect_fail, 1);
     stats_dc_fail(dc_stats(c), why);
     conn_close(c, result == UPSTREAM_NO_ADDRESS ? END_DNS : END_DC_FAIL);
 }
@@ -488,14 +487,14 @@ static void dc_failed(struct conn *c, int result)
 /* An authenticated connection: counted, for its secret too. */
 static void count_authenticated(struct conn *c)
 {
-    stats_add(&c->w->stats, handshake_ok, 1);
+    stats_add(&conn_w(c)->stats, handshake_ok, 1);
     uint32_t slot = c->gen->slot[c->secret]; /* authenticated: c->secret is valid */
-    if (slot < c->w->nsec) {
-        stats_add(&c->w->sec[slot], conns, 1);
-        stats_add(&c->w->sec[slot], active, 1);
+    if (slot < conn_w(c)->nsec) {
+        stats_add(&conn_w(c)->sec[slot], conns, 1);
+        stats_add(&conn_w(c)->sec[slot], active, 1);
     }
     uint8_t ip[16];
-    seen_note(c->w->sh->seen, slot, conn_pp_client_ip(&c->hs->pp, c->cfd, ip) ? ip : NULL,
+    seen_note(conn_w(c)->sh->seen, slot, conn_pp_client_ip(&c->hs->pp, c->cfd, ip) ? ip : NULL,
               tg__wall_s());
 }
 
@@ -504,7 +503,7 @@ static void count_authenticated(struct conn *c)
    tag, or no middle proxy up and fallback-direct). */
 static bool start_mp(struct conn *c, struct obfs2_client *oc)
 {
-    if (!c->w->mp) /* no middle-proxy pool: direct, without reading the secret's tag */
+    if (!conn_w(c)->mp) /* no middle-proxy pool: direct, without reading the secret's tag */
         return false;
     const uint8_t *tag = config_ad_tag(c->gen->cfg, c->secret);
     if (!tag)
@@ -536,13 +535,13 @@ static bool start_mp(struct conn *c, struct obfs2_client *oc)
         crypto_wipe(&oc->keys, sizeof oc->keys);
         count_authenticated(c);
         conn_enter(c, CONN_RELAY);
-        loop_timer_start(&c->w->loop, &c->tqs->park, &c->timer, on_timer);
+        loop_timer_start(&conn_w(c)->loop, &c->tqs->park, &c->timer, on_timer);
         mprelay_go(c); /* c may be gone */
         return true;
     }
     if (rc == 0 && c->gen->cfg->mp.fallback_direct) {
-        c->w->mp->st.fallbacks++;
-        stats_add(&c->w->stats, mp_fallbacks, 1);
+        conn_w(c)->mp->st.fallbacks++;
+        stats_add(&conn_w(c)->stats, mp_fallbacks, 1);
         return false;
     }
     crypto_wipe(&oc->keys, sizeof oc->keys);
@@ -561,7 +560,7 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
     uint8_t wire[OBFS2_HEADER_LEN];
     int rc = 0;
     if (!c->fast) { /* the second pair of ciphers (conn_int.h) */
-        c->rx = tg__pool_get(&c->w->recrypt_pool);
+        c->rx = tg__pool_get(&conn_w(c)->recrypt_pool);
         if (c->rx)
             memset(c->rx, 0, sizeof *c->rx);
         rc = c->rx ? crypto_ctr_init(&c->rx->p2c, oc->keys.enc_key, oc->keys.enc_iv) : -ENOMEM;
@@ -595,7 +594,7 @@ static void start_dc(struct conn *c, struct obfs2_client *oc)
        client that waits saves two epoll changes (issue 30) */
     conn_touch(c);
     int ufd;
-    rc = upstream_dc(&c->hs->up, c->w, c->dc, on_upstream, &ufd);
+    rc = upstream_dc(&c->hs->up, conn_w(c), c->dc, on_upstream, &ufd);
     if (rc == UPSTREAM_CONNECTED) /* a DC on this host: connected already, relay at once */
         on_upstream(&c->hs->up, ufd, UPSTREAM_OK);
     else if (rc < 0)
@@ -638,8 +637,8 @@ static void flight_step(struct conn *c)
    domain, or today's); the socket is fresh, so it fits its buffer. */
 static int send_answer(struct conn *c, const struct faketls_hello *h, size_t ee)
 {
-    return tlsanswer_send(&c->w->tlsa, c->w->sh->tlsfront, &c->gen->ee[ee], h, c->cfd,
-                          c->w->scratch);
+    return tlsanswer_send(&conn_w(c)->tlsa, conn_w(c)->sh->tlsfront, &c->gen->ee[ee], h, c->cfd,
+                          conn_w(c)->scratch);
 }
 
 /* The handshake named c->secret: over one of its limits, the client is fronted like any
@@ -676,7 +675,7 @@ static void plain_resume(struct conn *c);
 static void checking(struct conn *c)
 {
     conn_enter(c, CONN_CHECK);
-    loop_io_set(&c->w->loop, &c->cli, 0);
+    loop_io_set(&conn_w(c)->loop, &c->cli, 0);
 }
 
 /* HELLO with a complete ClientHello record of rl bytes at hs. */
@@ -700,12 +699,12 @@ static void tls_hello(struct conn *c, size_t rl)
     bool capped = false;
     enum faketls_verdict v;
     if (ncand > 2 && conn_pp_client_ip(&c->hs->pp, c->cfd, ip))
-        v = keyscan_validate(c->w->sh->hints, &c->w->scan, ip, c->w->loop.now_ms, &h, sh->ee,
-                             sh->nee, ncand, &pol, &m, &capped);
+        v = keyscan_validate(conn_w(c)->sh->hints, &conn_w(c)->scan, ip, conn_w(c)->loop.now_ms, &h,
+                             sh->ee, sh->nee, ncand, &pol, &m, &capped);
     else
         v = faketls_validate(&h, sh->ee, sh->nee, &pol, &m);
     if (capped) {
-        stats_add(&c->w->stats, scan_capped, 1);
+        stats_add(&conn_w(c)->stats, scan_capped, 1);
         conn_hs_debug(c, "client hello", "scan budget spent: no key checked");
     }
     if (v != FAKETLS_ACCEPT) {
@@ -818,7 +817,7 @@ void conn_admitted(struct conn *c, enum admit_verdict v, size_t reason)
         front(c, false);
         return;
     }
-    loop_io_set(&c->w->loop, &c->cli, LOOP_READ);
+    loop_io_set(&conn_w(c)->loop, &c->cli, LOOP_READ);
     if (c->hs->chk.kind == ANTIREPLAY_OBFS2) {
         plain_resume(c);
         return;
@@ -879,7 +878,7 @@ static void hello_step(struct conn *c)
 static int strip_pp(struct conn *c)
 {
     size_t k = 0;
-    switch (conn_pp_take(&c->hs->pp, c->w, c->hs->buf, c->hs->len, &k)) {
+    switch (conn_pp_take(&c->hs->pp, conn_w(c), c->hs->buf, c->hs->len, &k)) {
     case CONN_PP_MORE:
         return 0;
     case CONN_PP_BAD:
@@ -900,7 +899,7 @@ static int strip_pp(struct conn *c)
 static void discard(struct conn *c)
 {
     for (int i = 0; i < 4; i++) {
-        ssize_t n = recv(c->cfd, c->w->scratch, FAKETLS_SERVER_HELLO_MAX, 0);
+        ssize_t n = recv(c->cfd, conn_w(c)->scratch, FAKETLS_SERVER_HELLO_MAX, 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             conn_close(c, n == 0 ? END_EOF : END_RESET);
             return;
@@ -928,16 +927,16 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
             loop_io_set(l, io, 0);
         return;
     }
-    if (!c->hs->buf && !(c->hs->buf = conn_buf_get(c->w))) {
+    if (!c->hs->buf && !(c->hs->buf = conn_buf_get(conn_w(c)))) {
         conn_hs_failed(c, HS_REASON(hs_error));
         conn_close(c, END_NOMEM);
         return;
     }
-    size_t room = c->w->sh->buf_size - HS_HEADROOM - c->hs->len;
+    size_t room = conn_w(c)->sh->buf_size - HS_HEADROOM - c->hs->len;
     ssize_t n = room ? recv(c->cfd, c->hs->buf + c->hs->len, room, 0) : 0;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         if (!c->hs->len && !c->site_spoke) { /* nothing yet (a silent client): no buffer held */
-            conn_buf_put(c->w, c->hs->buf);
+            conn_buf_put(conn_w(c), c->hs->buf);
             c->hs->buf = NULL;
         }
         /* nothing more from the client: decide on what is here when the site spoke */
@@ -980,7 +979,7 @@ static void on_hs_client(struct loop *l, struct loop_io *io, unsigned events)
    connection), only watch it. */
 static void upstream_ready(struct conn *c)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     if (c->state == CONN_HELLO || c->state == CONN_CHECK) { /* the early connection: watch the
                                                                 site, send nothing */
         c->early_up = true;
@@ -1034,7 +1033,7 @@ void conn_relay_event(struct conn *c, enum relay_event ev)
     case RELAY_EV_SITE_FIN: /* close once the client is quiet for the done time */
         if (c->state == CONN_FRONT_RELAY) {
             c->site_done = true;
-            loop_timer_start(&c->w->loop, &c->tqs->done, &c->timer, on_timer);
+            loop_timer_start(&conn_w(c)->loop, &c->tqs->done, &c->timer, on_timer);
         }
         return;
     case RELAY_EV_DONE:
@@ -1060,7 +1059,7 @@ void conn_relay_event(struct conn *c, enum relay_event ev)
  */
 static void relay_timer(struct conn *c)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     struct conn_tqs *q = c->tqs;
     uint64_t quiet = conn_ms_since(c, c->last_io_ms);
     if (c->site_done) { /* fronted, the site closed: the client's quiet time decides */
@@ -1096,7 +1095,7 @@ static void relay_timer(struct conn *c)
 static void on_timer(struct loop *l, struct loop_timer *t)
 {
     struct conn *c = (struct conn *)(void *)((char *)t - offsetof(struct conn, timer));
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     if (!c->silent_done && (c->state == CONN_HELLO || c->state == CONN_FLIGHT ||
                             c->state == CONN_DISCARD || c->state == CONN_CHECK)) {
         /* the handshake deadline's first leg: a client still silent gets the early

@@ -55,7 +55,8 @@
  * cipher heap.
  *
  * Ownership: a conn belongs to its worker (an object of worker->conn_slab: a walk of the
- * slab visits every open connection) and is freed by conn_close(). Thread-safety: a conn and its worker are touched by the worker thread only.
+ * slab visits every open connection) and is freed by conn_close(). Thread-safety: a conn and its
+ * worker are touched by the worker thread only.
  */
 #ifndef TGPROXY_CONN_INT_H
 #define TGPROXY_CONN_INT_H
@@ -133,7 +134,7 @@ struct conn {
     struct conn_hs *hs;     /* until the relay starts, else NULL */
     int cfd, ufd;           /* client socket; DC or fronting socket (-1 = none) */
     struct loop_timer timer;
-    struct conn_worker *w;
+    /* the worker: its slab's owner (conn_w) */
     struct gen *gen;      /* the generation accepted under (a reference, dropped at close) */
     struct conn_tqs *tqs; /* its deadline queues (counted in tqs->users) */
     uint64_t start_ms;
@@ -169,6 +170,14 @@ struct conn {
     struct mprelay *mp;      /* mprelay.c's: middle-proxy mode (no DC socket); else NULL */
 };
 
+/* c's worker: c is an object of its conn_slab, and the slab's header names the pool (one
+   load from a line all connections of the slab share, instead of 8 bytes in each). */
+static inline struct conn_worker *conn_w(const struct conn *c)
+{
+    return (struct conn_worker *)(void *)((char *)tg__slab_owner(c) -
+                                          offsetof(struct conn_worker, conn_slab));
+}
+
 /* ---- the debug check (TGKIT_CHECKS: Debug and sanitizer builds) ---- */
 #define CONN_MAGIC 0xc0ffee11u
 #if TGKIT_CHECKS
@@ -179,7 +188,7 @@ void conn_check_fail(const struct conn *c, const char *what, const char *file, i
 static inline void conn_check(const struct conn *c)
 {
     CONN_CHECK_THAT(c, c->magic == CONN_MAGIC); /* allocated and not yet closed */
-    CONN_CHECK_THAT(c, c->w && c->gen && c->tqs && c->cfd >= 0);
+    CONN_CHECK_THAT(c, c->gen && c->tqs && c->cfd >= 0);
     CONN_CHECK_THAT(c, c->state <= CONN_CHECK);
     CONN_CHECK_THAT(c, (!c->hs || !c->hs->buf) || c->state == CONN_HELLO ||
                            c->state == CONN_FLIGHT || c->state == CONN_CHECK);
@@ -287,12 +296,12 @@ static inline void conn_dir_put(struct conn_worker *w, struct relay_dir *r)
 /* Record I/O activity now (resets the idle deadline lazily). */
 static inline void conn_touch(struct conn *c)
 {
-    c->last_io_ms = (uint32_t)c->w->loop.now_ms;
+    c->last_io_ms = (uint32_t)conn_w(c)->loop.now_ms;
 }
 /* Milliseconds since a 32-bit stamp of loop.now_ms (right for up to 49 days). */
 static inline uint32_t conn_ms_since(const struct conn *c, uint32_t stamp)
 {
-    return (uint32_t)c->w->loop.now_ms - stamp;
+    return (uint32_t)conn_w(c)->loop.now_ms - stamp;
 }
 
 /* n bytes read from direction d's source: the connection's totals (its end line, quotas)
@@ -301,7 +310,7 @@ static inline uint32_t conn_ms_since(const struct conn *c, uint32_t stamp)
    authenticates). Counting per read keeps no "already counted" copy in the connection. */
 static inline void conn_count_bytes(struct conn *c, int d, uint64_t n)
 {
-    struct conn_worker *w = c->w;
+    struct conn_worker *w = conn_w(c);
     bool authed = c->state == CONN_DC_CONNECT || c->state == CONN_RELAY;
     uint32_t slot = authed && c->secret < c->gen->cfg->nsecrets ? c->gen->slot[c->secret]
                                                                 : GEN_NO_SLOT;

@@ -68,7 +68,7 @@ static void arm(struct mprelay *r)
     unsigned mask = midproxy_client_paused(&r->cl) ? 0u : LOOP_READ;
     if (pending(r))
         mask |= LOOP_WRITE;
-    (void)loop_io_set(&r->c->w->loop, &r->c->cli, mask);
+    (void)loop_io_set(&conn_w(r->c)->loop, &r->c->cli, mask);
 }
 
 /* ---- down: answers toward the client ---- */
@@ -286,14 +286,14 @@ static int read_once(struct mprelay *r, bool *gone)
         dst = r->in + r->in_len;
         room = r->in_cap - r->in_len;
     } else {
-        if (!(pool = conn_buf_get(c->w)))
+        if (!(pool = conn_buf_get(conn_w(c))))
             goto nomem;
         dst = pool;
-        room = c->w->sh->buf_size;
+        room = conn_w(c)->sh->buf_size;
     }
     ssize_t n = recv(c->cfd, dst, room, 0);
     if (n <= 0) {
-        conn_buf_put(c->w, pool);
+        conn_buf_put(conn_w(c), pool);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return 0;
         *gone = true; /* EOF or an error: the client went away (cancelled upstream) */
@@ -311,7 +311,7 @@ static int read_once(struct mprelay *r, bool *gone)
         rc = -1;
     if (rc == 0)
         rc = pool ? packets(r, pool, k, &bad) : packets(r, r->in, r->in_len + k, &bad);
-    conn_buf_put(c->w, pool);
+    conn_buf_put(conn_w(c), pool);
     if (rc != 0) {
         *gone = true;
         conn_relay_event(c, bad ? RELAY_EV_PROTO : RELAY_EV_NOMEM);
@@ -329,7 +329,7 @@ static void on_client(struct loop *l, struct loop_io *io, unsigned ev)
     (void)l;
     struct conn *c = (struct conn *)(void *)((char *)io - offsetof(struct conn, cli));
     struct mprelay *r = c->mp;
-    stats_add(&c->w->stats, relay_events, 1);
+    stats_add(&conn_w(c)->stats, relay_events, 1);
     if ((ev & (LOOP_WRITE | LOOP_ERROR)) && drain(r) != 0) {
         conn_relay_event(c, RELAY_EV_RESET);
         return;
@@ -352,7 +352,7 @@ static void on_client(struct loop *l, struct loop_io *io, unsigned ev)
 int mprelay_start(struct conn *c, const struct obfs2_client *oc, const uint8_t *ad_tag,
                   const struct sockaddr *client, const struct sockaddr *proxy)
 {
-    struct midproxy_worker *mw = c->w->mp;
+    struct midproxy_worker *mw = conn_w(c)->mp;
     if (oc->tag != OBFS2_TAG_ABRIDGED && oc->tag != OBFS2_TAG_INTERMEDIATE &&
         oc->tag != OBFS2_TAG_PADDED)
         return 0;
@@ -369,7 +369,7 @@ int mprelay_start(struct conn *c, const struct obfs2_client *oc, const uint8_t *
     mw->ops = &ops;
     int rc = midproxy_client_attach(mw, &r->cl, c->dc);
     /* the client leg's encrypting cipher lives in the pooled pair (conn_int.h) */
-    struct conn_recrypt *rx = rc == 0 ? tg__pool_get(&c->w->recrypt_pool) : NULL;
+    struct conn_recrypt *rx = rc == 0 ? tg__pool_get(&conn_w(c)->recrypt_pool) : NULL;
     if (rx)
         memset(rx, 0, sizeof *rx);
     if (rc == 0 && (!rx || crypto_ctr_init(&rx->p2c, oc->keys.enc_key, oc->keys.enc_iv) != 0)) {
@@ -379,7 +379,7 @@ int mprelay_start(struct conn *c, const struct obfs2_client *oc, const uint8_t *
     if (rc != 0) {
         if (rx) {
             crypto_ctr_cleanup(&rx->p2c);
-            tg__pool_put(&c->w->recrypt_pool, rx);
+            tg__pool_put(&conn_w(c)->recrypt_pool, rx);
         }
         tg__free(r);
         return rc == -EAGAIN ? 0 : -1;
@@ -405,7 +405,7 @@ void mprelay_go(struct conn *c)
     int rc = n ? crypto_ctr_apply(&c->c2p, p, n) : 0;
     if (rc == 0 && n)
         rc = packets(r, p, n, &bad);
-    conn_buf_put(c->w, r->first);
+    conn_buf_put(conn_w(c), r->first);
     r->first = NULL;
     if (rc != 0) {
         conn_relay_event(c, bad ? RELAY_EV_PROTO : RELAY_EV_NOMEM);
@@ -422,7 +422,7 @@ void mprelay_release(struct conn *c)
     if (!r)
         return;
     midproxy_client_detach(r->mw, &r->cl);
-    conn_buf_put(c->w, r->first);
+    conn_buf_put(conn_w(c), r->first);
     tg__free(r->in);
     tg__free(r->out);
     tg__free(r);

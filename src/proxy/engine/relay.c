@@ -36,7 +36,7 @@ static size_t rec_limit(const struct conn *c, uint32_t i)
 /* Records toward this client may be shaped by the doppelganger (shape.h). */
 static bool shapeable(const struct conn *c)
 {
-    return c->w->shape.live && c->tls && c->state == CONN_RELAY;
+    return conn_w(c)->shape.live && c->tls && c->state == CONN_RELAY;
 }
 
 /* ... and are: the connection has its shaping state (taken at its first shaped read). */
@@ -49,7 +49,7 @@ static bool shaping(const struct conn *c)
 static uint16_t slot_size(struct conn *c, uint32_t i)
 {
     size_t lim = rec_limit(c, i);
-    return (uint16_t)(shaping(c) ? shape_size(&c->w->shape, i, (uint32_t)lim) : lim);
+    return (uint16_t)(shaping(c) ? shape_size(&conn_w(c)->shape, i, (uint32_t)lim) : lim);
 }
 
 static void on_shape_tick(struct loop *l, struct loop_timer *t);
@@ -60,20 +60,20 @@ size_t relay_record_next(struct conn *c)
         c->recs = 0; /* a quiet second: start small again */
     size_t lim = rec_limit(c, c->recs);
     c->recs = c->recs + 1 ? c->recs + 1 : c->recs;
-    c->recs_ms = (uint32_t)c->w->loop.now_ms;
+    c->recs_ms = (uint32_t)conn_w(c)->loop.now_ms;
     return lim;
 }
 
 static void dir_release(struct conn *c, struct relay_dir *r)
 {
-    conn_dir_put(c->w, r);
+    conn_dir_put(conn_w(c), r);
 }
 
 void relay_release(struct conn *c)
 {
     if (c->shape) {
         loop_timer_stop(&c->shape->s.timer);
-        tg__pool_put(&c->w->shape_pool, c->shape);
+        tg__pool_put(&conn_w(c)->shape_pool, c->shape);
         c->shape = NULL;
     }
     dir_release(c, &c->dir[DIR_UP]);
@@ -97,11 +97,11 @@ static int flush(struct conn *c, int d)
         uint32_t end = r->len;
         if (shaped) {
             bool wait = false;
-            end = shape_release(&c->w->shape, &c->shape->s, r->buf, r->off, r->len,
-                                c->w->loop.now_ms, &c->w->stats, &wait);
+            end = shape_release(&conn_w(c)->shape, &c->shape->s, r->buf, r->off, r->len,
+                                conn_w(c)->loop.now_ms, &conn_w(c)->stats, &wait);
             if (wait) {
                 if (!loop_timer_active(&c->shape->s.timer))
-                    loop_timer_start(&c->w->loop, &c->w->shape.tq, &c->shape->s.timer,
+                    loop_timer_start(&conn_w(c)->loop, &conn_w(c)->shape.tq, &c->shape->s.timer,
                                      on_shape_tick);
                 return 0; /* the tick brings us back */
             }
@@ -160,7 +160,7 @@ static long transform(struct conn *c, int d, uint8_t *buf, size_t n, const uint1
         n -= k;
     }
     c->recs = c->recs + i < c->recs ? UINT32_MAX : c->recs + i;
-    c->recs_ms = (uint32_t)c->w->loop.now_ms;
+    c->recs_ms = (uint32_t)conn_w(c)->loop.now_ms;
     return (long)out;
 }
 
@@ -201,25 +201,25 @@ static int read_once(struct conn *c, int d, bool *more)
     bool wrap = d == DIR_DOWN && c->tls && c->state == CONN_RELAY;
     if (!r->buf) {
         /* a flow whose last read filled its buffer gets a bulk one while the budget lasts */
-        r->big = r->bulk && (r->buf = conn_big_get(c->w)) != NULL;
-        if (!r->buf && !(r->buf = conn_buf_get(c->w)))
+        r->big = r->bulk && (r->buf = conn_big_get(conn_w(c))) != NULL;
+        if (!r->buf && !(r->buf = conn_buf_get(conn_w(c))))
             return -ENOMEM;
     }
-    size_t cap = r->big ? c->w->sh->big_size : c->w->sh->buf_size;
+    size_t cap = r->big ? conn_w(c)->sh->big_size : conn_w(c)->sh->buf_size;
     uint16_t lens[RELAY_MAX_SLOTS];
     bool quiet = conn_ms_since(c, c->recs_ms) >= DYN_RESET_MS;
     /* the shaping state, at the first read that may be shaped (no memory: unshaped) */
-    if (wrap && shapeable(c) && !c->shape && (c->shape = tg__pool_get(&c->w->shape_pool))) {
+    if (wrap && shapeable(c) && !c->shape && (c->shape = tg__pool_get(&conn_w(c)->shape_pool))) {
         memset(c->shape, 0, sizeof *c->shape);
         c->shape->c = c;
     }
     if (wrap && shaping(c))
-        shape_refresh(&c->w->shape);
+        shape_refresh(&conn_w(c)->shape);
     ssize_t n = wrap ? read_wrapped(c, fd, r->buf, cap, &cap, lens) : recv(fd, r->buf, cap, 0);
     *more = n == (ssize_t)cap;
     r->bulk = *more;
     if (r->big && n > 0)
-        stats_add(&c->w->stats, bulk_reads, 1);
+        stats_add(&conn_w(c)->stats, bulk_reads, 1);
     if (n <= 0) {
         dir_release(c, r);
         if (n == 0)
@@ -242,7 +242,7 @@ static int read_once(struct conn *c, int d, bool *more)
     r->off = 0;
     r->len = (uint32_t)out;
     if (wrap && shaping(c))
-        shape_read(&c->shape->s, quiet, *more, c->w->loop.now_ms);
+        shape_read(&c->shape->s, quiet, *more, conn_w(c)->loop.now_ms);
     return 1;
 }
 
@@ -305,7 +305,7 @@ static void settle(struct conn *c, struct loop_io *hup)
         conn_relay_event(c, RELAY_EV_DONE);
         return;
     }
-    struct loop *l = &c->w->loop;
+    struct loop *l = &conn_w(c)->loop;
     if (hup) {
         /* The peer of this socket is gone both ways: keep it only while it still has bytes
            for us; a direction still writing to it can never finish. */
@@ -332,7 +332,7 @@ static void on_io(struct conn *c, struct loop_io *io, unsigned events)
        so a one-way exchange costs no EAGAIN round trip on the idle side. */
     int src = io == &c->cli ? DIR_UP : DIR_DOWN;
     int rc = 0;
-    stats_add(&c->w->stats, relay_events, 1);
+    stats_add(&conn_w(c)->stats, relay_events, 1);
     if (events & (LOOP_WRITE | LOOP_ERROR))
         rc = pump(c, !src);
     if (rc == 0 && (events & (LOOP_READ | LOOP_ERROR)))
