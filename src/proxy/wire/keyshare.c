@@ -348,14 +348,11 @@ static int legendre_p(const uint64_t x[4])
         uint64_t bs = stand_in(b, n - (64 - JAC_LOW));
         /* as 2^h = fa a + ga b and bs 2^h = fb a + gb b, rows packed (row_unpack) */
         int64_t ra = 1, rb = (int64_t)1 << 32;
-        unsigned h = 0, k;
-        if (!(as & 1)) { /* a even (not 0): halve it first */
-            k = ctz64(as | UINT64_C(1) << JAC_HALVINGS);
-            as >>= k;
-            rb *= (int64_t)1 << k;
-            h = k;
-            t ^= two_flips(k, bs);
-        }
+        /* a even: halve it first (k = 0 for a odd, unconditionally: the parity is random) */
+        unsigned k = ctz64(as | UINT64_C(1) << JAC_HALVINGS), h = k;
+        as >>= k;
+        rb *= (int64_t)1 << k;
+        t ^= two_flips(k, bs);
         /* a odd: subtract the smaller (swapped in as b), halve the even difference */
         while (h < JAC_HALVINGS) {
             uint64_t d = as - bs;
