@@ -34,12 +34,12 @@
 #endif
 
 #define SLAB_MAGIC 0x736c6162u /* "slab" */
+enum { L_AVAIL, L_BUSY };      /* a slab's two lists */
 
 struct tg__slab_page {
-    struct tg__slab_hdr h;             /* first: tg__slab_owner reads it */
-    void *free;                        /* freelist of returned objects (link in their first word) */
-    struct tg__slab_page *prev, *next; /* in owner->avail */
-    struct tg__slab_page *busy_prev, *busy_next; /* in owner->busy */
+    struct tg__slab_hdr h; /* first: tg__slab_owner reads it */
+    void *free;            /* freelist of returned objects (link in their first word) */
+    struct tg__slab_page *prev[2], *next[2]; /* in owner->avail (L_AVAIL), owner->busy */
     uint32_t used, carved;
     uint32_t magic;
     uint64_t live[]; /* bit i: object i is in use (per_slab bits) */
@@ -98,50 +98,40 @@ static void slab_unmap(tg__slab *s, struct tg__slab_page *p)
     s->slabs--;
 }
 
+static void list_push(struct tg__slab_page **head, struct tg__slab_page *p, int k)
+{
+    p->prev[k] = NULL;
+    p->next[k] = *head;
+    if (*head)
+        (*head)->prev[k] = p;
+    *head = p;
+}
+
+static void list_remove(struct tg__slab_page **head, struct tg__slab_page *p, int k)
+{
+    if (p->prev[k])
+        p->prev[k]->next[k] = p->next[k];
+    else
+        *head = p->next[k];
+    if (p->next[k])
+        p->next[k]->prev[k] = p->prev[k];
+    p->prev[k] = p->next[k] = NULL;
+}
+
 static void avail_push(tg__slab *s, struct tg__slab_page *p)
 {
-    p->prev = NULL;
-    p->next = s->avail;
-    if (s->avail)
-        s->avail->prev = p;
-    s->avail = p;
+    list_push(&s->avail, p, L_AVAIL);
 }
 
 static void avail_remove(tg__slab *s, struct tg__slab_page *p)
 {
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        s->avail = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    p->prev = p->next = NULL;
-}
-
-static void busy_push(tg__slab *s, struct tg__slab_page *p)
-{
-    p->busy_prev = NULL;
-    p->busy_next = s->busy;
-    if (s->busy)
-        s->busy->busy_prev = p;
-    s->busy = p;
-}
-
-static void busy_remove(tg__slab *s, struct tg__slab_page *p)
-{
-    if (p->busy_prev)
-        p->busy_prev->busy_next = p->busy_next;
-    else
-        s->busy = p->busy_next;
-    if (p->busy_next)
-        p->busy_next->busy_prev = p->busy_prev;
-    p->busy_prev = p->busy_next = NULL;
+    list_remove(&s->avail, p, L_AVAIL);
 }
 
 /* p has no object in use any more (and no walk runs): keep it as the empty one or unmap. */
 static void slab_release(tg__slab *s, struct tg__slab_page *p)
 {
-    busy_remove(s, p);
+    list_remove(&s->busy, p, L_BUSY);
     if (!s->empty)
         s->empty = p;
     else
@@ -162,7 +152,7 @@ void *tg__slab_get(tg__slab *s)
         else if (!(p = slab_map(s)))
             return NULL;
         avail_push(s, p);
-        busy_push(s, p);
+        list_push(&s->busy, p, L_BUSY);
     }
     char *obj;
     if (p->free) {
@@ -218,7 +208,7 @@ void tg__slab_each(tg__slab *s, void (*fn)(void *obj, void *arg), void *arg)
 {
     s->walks++;
     /* a slab got during the walk goes to the list's head, before this one: not visited */
-    for (struct tg__slab_page *p = s->busy; p; p = p->busy_next) {
+    for (struct tg__slab_page *p = s->busy; p; p = p->next[L_BUSY]) {
         char *base = (char *)p + s->hdr_bytes;
         for (size_t i = 0; i < p->carved; i++)
             if (p->live[i / 64] >> (i % 64) & 1)
@@ -227,7 +217,7 @@ void tg__slab_each(tg__slab *s, void (*fn)(void *obj, void *arg), void *arg)
     if (--s->walks || !s->drained)
         return;
     for (struct tg__slab_page *p = s->busy, *next; p && s->drained; p = next) {
-        next = p->busy_next;
+        next = p->next[L_BUSY];
         if (!p->used) {
             s->drained--;
             slab_release(s, p);
@@ -237,7 +227,7 @@ void tg__slab_each(tg__slab *s, void (*fn)(void *obj, void *arg), void *arg)
 
 void *tg__slab_first(const tg__slab *s)
 {
-    for (const struct tg__slab_page *p = s->busy; p; p = p->busy_next)
+    for (const struct tg__slab_page *p = s->busy; p; p = p->next[L_BUSY])
         for (size_t i = 0; i < p->carved; i++)
             if (p->live[i / 64] >> (i % 64) & 1)
                 return (char *)p + s->hdr_bytes + i * s->obj_size;
@@ -256,7 +246,7 @@ void tg__slab_cleanup(tg__slab *s)
 #endif
     while (s->busy) {
         struct tg__slab_page *p = s->busy;
-        busy_remove(s, p);
+        list_remove(&s->busy, p, L_BUSY);
         slab_unmap(s, p);
     }
     s->avail = NULL;
