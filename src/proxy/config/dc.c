@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <string.h>
 
 struct builtin {
@@ -66,18 +67,43 @@ static bool fill(const char *text, struct sockaddr_storage *ss, socklen_t *len)
     return false;
 }
 
+#define NTABLE (sizeof table / sizeof table[0])
+
+/* The table as socket addresses, parsed once: a connect used to run inet_pton on its DC's
+   strings and copy the results into the caller's dc_target (issue 30). */
+static struct parsed {
+    struct sockaddr_storage addrs[DC_BUILTIN_MAX];
+    socklen_t lens[DC_BUILTIN_MAX];
+    size_t n;
+} parsed[NTABLE];
+static pthread_once_t parsed_once = PTHREAD_ONCE_INIT;
+
+static void parse_table(void)
+{
+    for (size_t i = 0; i < NTABLE; i++)
+        for (size_t k = 0; k < DC_BUILTIN_MAX && table[i].addr[k]; k++)
+            if (fill(table[i].addr[k], &parsed[i].addrs[parsed[i].n], &parsed[i].lens[parsed[i].n]))
+                parsed[i].n++;
+}
+
+static const struct parsed *builtin_of(int32_t table_id)
+{
+    pthread_once(&parsed_once, parse_table);
+    for (size_t i = 0; i < NTABLE; i++)
+        if (table[i].id == table_id)
+            return &parsed[i];
+    return NULL;
+}
+
 size_t dc_builtin(int32_t table_id, struct sockaddr_storage *out, socklen_t *lens, size_t cap)
 {
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (table[i].id != table_id)
-            continue;
-        size_t n = 0;
-        for (size_t k = 0; k < DC_BUILTIN_MAX && table[i].addr[k] && n < cap; k++)
-            if (fill(table[i].addr[k], &out[n], &lens[n]))
-                n++;
-        return n;
+    const struct parsed *p = builtin_of(table_id);
+    size_t n = p ? (p->n < cap ? p->n : cap) : 0;
+    for (size_t k = 0; k < n; k++) {
+        out[k] = p->addrs[k];
+        lens[k] = p->lens[k];
     }
-    return 0;
+    return n;
 }
 
 const struct config_dc *dc_override(const struct config_dc *dcs, size_t n, int32_t dc)
@@ -104,13 +130,18 @@ static bool route(const struct dc_options *o, int32_t dc, struct dc_target *out)
     if (out->override)
         return true;
     int32_t t = dc_table_id(dc, o->use_test_dcs);
-    out->naddrs = t ? dc_builtin(t, out->addrs, out->addr_lens, DC_BUILTIN_MAX) : 0;
-    return out->naddrs > 0;
+    const struct parsed *p = t ? builtin_of(t) : NULL;
+    if (!p || !p->n)
+        return false;
+    out->naddrs = p->n;
+    out->addrs = p->addrs;
+    out->addr_lens = p->lens;
+    return true;
 }
 
 int dc_resolve(const struct dc_options *o, int32_t dc, struct dc_target *out)
 {
-    memset(out, 0, sizeof(*out));
+    *out = (struct dc_target){0};
     if (route(o, dc, out))
         return 0;
     if (!o->fallback)

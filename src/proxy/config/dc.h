@@ -13,7 +13,9 @@
  * table order: the caller applies prefer-ip.
  *
  * The override hook is the config's [dcs] array (struct config_dc, proxy/config.h); this
- * module only reads it. Pure functions, no DNS, no allocation. Thread-safety: reentrant.
+ * module only reads it. No DNS, no allocation: the built-in table is parsed into socket
+ * addresses once, at first use (pthread_once), and a dc_target points into it.
+ * Thread-safety: every call from any thread.
  */
 #ifndef TGPROXY_DC_H
 #define TGPROXY_DC_H
@@ -37,12 +39,12 @@ struct dc_options {
 };
 
 struct dc_target {
-    int32_t id;                       /* effective id (after fallback; sign kept) */
-    bool fell_back;                   /* the client's id was unknown: DC_FALLBACK used */
-    const struct config_dc *override; /* non-NULL: use its addresses (may need DNS) */
-    size_t naddrs;                    /* built-in addresses (when override is NULL) */
-    struct sockaddr_storage addrs[DC_BUILTIN_MAX];
-    socklen_t addr_lens[DC_BUILTIN_MAX];
+    int32_t id;                           /* effective id (after fallback; sign kept) */
+    bool fell_back;                       /* the client's id was unknown: DC_FALLBACK used */
+    const struct config_dc *override;     /* non-NULL: use its addresses (may need DNS) */
+    size_t naddrs;                        /* built-in addresses (when override is NULL) */
+    const struct sockaddr_storage *addrs; /* naddrs of them, in the static table */
+    const socklen_t *addr_lens;
 };
 
 /* Options from a loaded config ([dcs], test-dcs, allow-fallback-on-unknown-dc). */

@@ -103,8 +103,14 @@ static void test_unknown_and_fallback(void **state)
     assert_int_equal(dc_resolve(&o, -4, &t), 0);
     assert_false(t.fell_back);
     assert_int_equal(t.id, -4);
-    assert_int_equal(dc_builtin(42, t.addrs, t.addr_lens, DC_BUILTIN_MAX), 0);
-    assert_int_equal(dc_builtin(2, t.addrs, t.addr_lens, 1), 1); /* cap respected */
+    struct sockaddr_storage ss[DC_BUILTIN_MAX];
+    socklen_t lens[DC_BUILTIN_MAX];
+    assert_int_equal(dc_builtin(42, ss, lens, DC_BUILTIN_MAX), 0);
+    assert_int_equal(dc_builtin(4, ss, lens, 1), 1); /* cap respected */
+    assert_int_equal(lens[0], sizeof(struct sockaddr_in));
+    assert_memory_equal(&ss[0], &t.addrs[0], sizeof(struct sockaddr_in)); /* -4's, the same */
+    assert_int_equal(dc_builtin(2, ss, lens, DC_BUILTIN_MAX), 3);
+    assert_int_equal(lens[2], sizeof(struct sockaddr_in6));
 }
 
 static void test_overrides(void **state)
