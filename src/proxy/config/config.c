@@ -1951,18 +1951,9 @@ static const struct key_rule api_rules[] = {
     U32_KEY("auth-failures-per-minute", api.auth_failures, 1, 100000),
 };
 
-bool config_addr_loopback(const struct sockaddr_storage *ss)
-{
-    if (ss->ss_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) ==
-               127;
-    const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
-    return ss->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(a);
-}
-
 uint32_t config_listen_clamp(const struct config *cfg, const struct config_listen *l)
 {
-    if (!cfg->mss_clamp || (!cfg->mss_clamp_loopback && config_addr_loopback(&l->addr)))
+    if (!cfg->mss_clamp || (!cfg->mss_clamp_loopback && value_addr_loopback((const struct sockaddr *)&l->addr)))
         return 0;
     return cfg->mss_clamp;
 }
@@ -1976,7 +1967,7 @@ static int k_api(struct loader *ld, const struct toml_kv *kv)
                        "enabled without a state-file, expected state-file = "
                        "\"/var/lib/tgproxy/api.json\" (where the API keeps the secrets it makes)");
     if (rc == 0 && cfg->api.enabled && !cfg->api.token_file[0] &&
-        !config_addr_loopback(&cfg->api.bind.addr))
+        !value_addr_loopback((const struct sockaddr *)&cfg->api.bind.addr))
         return key_err(ld, kv,
                        "bind-to beyond loopback without a token-file: anyone who reaches it "
                        "could manage the proxy; expected token-file = \"/etc/tgproxy/api.token\" "

@@ -419,12 +419,9 @@ const char *config_prefer_ip_name(enum config_prefer_ip p);
  *   config_add_secret: label [A-Za-z0-9_.-]{1,63}, unique; the secret is copied.
  */
 /* The MSS a listener announces ([defense] mss-clamp), 0 for none: a listener on a loopback
-   address (127.0.0.0/8, ::1) answers only processes on this host, a local front whose own
+   address (value_addr_loopback) answers only processes on this host, a local front whose own
    listener is what clients' kernels see, so it is clamped only with mss-clamp-loopback. */
 uint32_t config_listen_clamp(const struct config *cfg, const struct config_listen *l);
-
-/* 127.0.0.0/8 or ::1. */
-bool config_addr_loopback(const struct sockaddr_storage *ss);
 
 int config_add_listen(struct config *cfg, const char *text, size_t len, char *err, size_t errlen);
 /* The ad tag secret i is served with (16 bytes), or NULL: direct. */

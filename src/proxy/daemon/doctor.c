@@ -797,18 +797,13 @@ static void check_plain_probing(struct doctor *d, size_t ndom)
 
 /* ---- [fleet] ---- */
 
-/* Whether an IP literal is a loopback address (127/8, ::1, ::ffff:127/104). */
+/* Whether an IP literal is a loopback address (value_addr_loopback). */
 static bool is_loopback(const char *host)
 {
-    struct in_addr a4;
-    struct in6_addr a6;
-    if (inet_pton(AF_INET, host, &a4) == 1)
-        return (ntohl(a4.s_addr) >> 24) == 127;
-    if (inet_pton(AF_INET6, host, &a6) != 1)
-        return false;
-    if (IN6_IS_ADDR_LOOPBACK(&a6))
-        return true;
-    return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    return value_parse_ip(host, strlen(host), &ss, &len) &&
+           value_addr_loopback((const struct sockaddr *)&ss);
 }
 
 /* The Redis link is plain TCP (hiredis 0.14 has no TLS): whoever sits on it can answer for

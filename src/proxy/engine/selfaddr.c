@@ -8,6 +8,7 @@
 #include "proxy/engine/selfaddr.h"
 
 #include "core/alloc.h"
+#include "proxy/wire/value.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
@@ -166,9 +167,7 @@ bool selfaddr_local(const struct selfaddr *s, const struct sockaddr *sa)
     uint16_t port;
     if (!split(sa, &fam, addr, &port))
         return false;
-    static const uint8_t v6_loopback[16] = {[15] = 1};
-    if ((fam == AF_INET && addr[0] == 127) || (fam == AF_INET6 && !memcmp(addr, v6_loopback, 16)) ||
-        is_unspecified(addr))
+    if (value_addr_loopback(sa) || is_unspecified(addr))
         return true;
     for (size_t i = 0; s && i < s->nhost; i++)
         if (s->host[i].family == fam && !memcmp(s->host[i].addr, addr, 16))

@@ -162,6 +162,17 @@ int value_format_addr(const struct sockaddr_storage *sa, char *out, size_t cap)
     return snprintf(out, cap, "?");
 }
 
+bool value_addr_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return ((const uint8_t *)&((const struct sockaddr_in *)(const void *)sa)->sin_addr)[0] ==
+               127;
+    if (sa->sa_family != AF_INET6)
+        return false;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
 /* ---- durations and sizes ---- */
 
 static int unit_ns(const char *s, size_t n, size_t *i, uint64_t *ns)

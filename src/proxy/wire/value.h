@@ -49,6 +49,11 @@ void value_set_port(struct sockaddr_storage *sa, uint16_t port);
 /* "1.2.3.4:443" / "[::1]:443" for an address, "?" for another family (snprintf's return). */
 int value_format_addr(const struct sockaddr_storage *sa, char *out, size_t cap);
 
+/* Whether sa (AF_INET or AF_INET6) is a loopback address: 127.0.0.0/8, ::1, or 127/8
+   mapped into IPv6 (::ffff:127.0.0.0/104). The one test the config, the engine and doctor
+   share. */
+bool value_addr_loopback(const struct sockaddr *sa);
+
 /*
  * Durations as mtg writes them (Go syntax): one or more <number>[.<fraction>]<unit> with
  * unit ns, us, ms, s, m or h ("10s", "1m30s", "1.5s", "500ms"). Result in milliseconds,

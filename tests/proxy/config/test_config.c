@@ -1037,6 +1037,8 @@ static void test_mss_clamp_loopback(void **state)
         {"127.0.0.1:443", "", 0},
         {"127.3.2.1:443", "", 0},
         {"[::1]:443", "", 0},
+        {"[::ffff:127.0.0.1]:443", "", 0}, /* IPv4 loopback, mapped */
+        {"[::ffff:192.0.2.1]:443", "", 256},
         {"127.0.0.1:443", "mss-clamp-loopback = true\n", 256},
         {"[::1]:443", "mss-clamp = 300\nmss-clamp-loopback = true\n", 300},
         {"127.0.0.1:443", "mss-clamp = false\nmss-clamp-loopback = true\n", 0},

@@ -175,6 +175,43 @@ static void test_bare_host_and_ip(void **state)
     assert_string_equal(text, "?");
 }
 
+/* The one loopback test (the config's mss-clamp and API bind rules, selfaddr, doctor). */
+static void test_addr_loopback(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *ip;
+        bool loopback;
+    } cases[] = {
+        {"127.0.0.1", true},
+        {"127.255.255.254", true},
+        {"127.3.2.1", true},
+        {"126.255.255.255", false},
+        {"128.0.0.1", false},
+        {"0.0.0.0", false},
+        {"192.0.2.1", false},
+        {"::1", true},
+        {"::", false},
+        {"::2", false},
+        {"::ffff:127.0.0.1", true},
+        {"::ffff:127.9.9.9", true},
+        {"::ffff:128.0.0.1", false},
+        {"::127.0.0.1", false},
+        {"fe80::1", false},
+        {"2001:db8::1", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct sockaddr_storage sa;
+        socklen_t len;
+        assert_true(value_parse_ip(cases[i].ip, strlen(cases[i].ip), &sa, &len));
+        if (value_addr_loopback((const struct sockaddr *)&sa) != cases[i].loopback)
+            fail_msg("%s: loopback %d, want %d", cases[i].ip, !cases[i].loopback,
+                     cases[i].loopback);
+    }
+    struct sockaddr_storage un = {.ss_family = AF_UNIX};
+    assert_false(value_addr_loopback((const struct sockaddr *)&un));
+}
+
 static void test_rfc3339(void **state)
 {
     (void)state;
@@ -235,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_durations),        cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_hostport_table),   cmocka_unit_test(test_hostport_length_bound),
         cmocka_unit_test(test_bare_host_and_ip), cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_addr_loopback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
